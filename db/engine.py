@@ -1,0 +1,114 @@
+"""Engine factory and the one transaction helper.
+
+URL: `--db URL`, else DATABASE_URL, else a SQLite file in `data/` of the working directory.
+SQLite is the embedded default: WAL (readers never block the writer), a busy timeout (a writer waits
+for the lock instead of failing), and BEGIN IMMEDIATE for writes (a write transaction takes the lock
+up front, so two claimers can never both read the same queued job and then both update it).
+PostgreSQL runs the same code; claims use FOR UPDATE SKIP LOCKED there.
+"""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
+
+from db.models import Base
+
+DEFAULT_SQLITE = "data/compile_lab.db"
+BUSY_TIMEOUT_S = 30
+
+
+class DatabaseError(RuntimeError):
+    """The database URL is unusable (bad scheme, missing driver, unreachable server)."""
+
+
+def resolve_url(url: str | None = None) -> str:
+    url = url or os.environ.get("DATABASE_URL") or f"sqlite:///{DEFAULT_SQLITE}"
+    if url.startswith("postgresql://"):  # the team engine, through psycopg 3
+        url = "postgresql+psycopg://" + url[len("postgresql://"):]
+    return url
+
+
+def describe(url: str) -> str:
+    """The URL as shown to people: no password."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
+_engines: dict[str, Engine] = {}
+
+
+def get_engine(url: str | None = None) -> Engine:
+    """One engine per URL per process, with its schema in place."""
+    url = resolve_url(url)
+    if url not in _engines:
+        _engines[url] = _make_engine(url)
+    return _engines[url]
+
+
+def _make_engine(url: str) -> Engine:
+    try:
+        parsed = make_url(url)
+    except Exception as e:  # sqlalchemy.exc.ArgumentError and friends
+        raise DatabaseError(f"--db/DATABASE_URL: cannot parse {url!r} ({e})") from None
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False})
+        _sqlite_setup(engine)
+    elif parsed.get_backend_name() == "postgresql":
+        engine = create_engine(url, pool_pre_ping=True)
+    else:
+        raise DatabaseError(f"--db/DATABASE_URL: unsupported database {parsed.get_backend_name()!r}; "
+                            "use sqlite:///path or postgresql://user@host/db")
+    try:
+        Base.metadata.create_all(engine)
+    except Exception as e:
+        raise DatabaseError(f"cannot open database {describe(url)}: {e}") from None
+    return engine
+
+
+def _sqlite_setup(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_conn, _record):
+        dbapi_conn.isolation_level = None  # we issue BEGIN ourselves, below
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_S * 1000}")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn):
+        immediate = conn.get_execution_options().get("compile_lab_write", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def is_sqlite(engine: Engine) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+@contextmanager
+def atomic(engine: Engine) -> Iterator[Session]:
+    """The one write transaction: commits on success, rolls back and re-raises on any error.
+
+    Keep it short: never hold one open while a job runs."""
+    with Session(engine.execution_options(compile_lab_write=True), expire_on_commit=False) as session:
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+
+
+@contextmanager
+def reading(engine: Engine) -> Iterator[Session]:
+    """A read-only session (on SQLite a deferred transaction, so it never takes the write lock)."""
+    with Session(engine, expire_on_commit=False) as session:
+        yield session

@@ -1,0 +1,271 @@
+"""Queue operations: submit, claim under a lease, heartbeat, fenced finish, cancel, re-queue.
+
+Every state change is one short transaction through `atomic`. A claimed job carries a lease token;
+every later write for that attempt names the token, so a worker whose lease was lost (cancelled,
+expired and re-queued) writes nothing.
+"""
+from __future__ import annotations
+
+import getpass
+import socket
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Iterable, Mapping
+
+from sqlalchemy import Engine, func, select, update
+
+from db.engine import atomic, is_sqlite, reading
+from db.models import RESULT_SCALARS, TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
+from db.spec import ExperimentSpec, ModelInfo, SweepRequest
+
+WORKER_FRESH_S = 30  # a worker whose heartbeat is older than this is not counted as alive
+
+
+class QueueError(RuntimeError):
+    """A queue operation cannot be done as asked (unknown job, job already finished)."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a worker holds after a claim: the job, the spec to run and the lease that fences its writes."""
+
+    job_id: int
+    token: str
+    attempt: int
+    spec: dict  # the stored JSON; the worker rebuilds (and so re-validates) it with ExperimentSpec.from_row
+
+
+def submit(engine: Engine, request: SweepRequest, catalog: Mapping[str, ModelInfo] | None,
+           created_by: str | None = None, max_attempts: int = 3) -> tuple[int, list[int], list[str]]:
+    """Store a sweep and one queued job per combination, all or nothing. Returns (sweep id, job ids, notes)."""
+    specs, notes = request.expand(catalog)  # raises SpecError before anything is stored
+    with atomic(engine) as s:
+        sweep = Sweep(name=request.name, request=request.to_dict(), created_by=created_by or _whoami())
+        s.add(sweep)
+        s.flush()
+        jobs = [Job(sweep_id=sweep.id, spec=spec.to_dict(), max_attempts=max_attempts) for spec in specs]
+        s.add_all(jobs)
+        s.flush()
+        return sweep.id, [j.id for j in jobs], notes
+
+
+def _whoami() -> str:
+    try:
+        return f"{getpass.getuser()}@{socket.gethostname()}"
+    except Exception:  # no login name in some containers
+        return socket.gethostname()
+
+
+def requeue_expired(engine: Engine, now: datetime | None = None) -> list[int]:
+    """Jobs whose worker stopped heartbeating: back to the queue, or `failed` once attempts are spent."""
+    now = now or utcnow()
+    with atomic(engine) as s:
+        expired = s.scalars(select(Job).where(Job.status == JobStatus.RUNNING.value,
+                                              Job.lease_expires_at < now)).all()
+        for job in expired:
+            who = job.worker_id or "unknown worker"
+            if job.attempts < job.max_attempts:
+                job.status = JobStatus.QUEUED.value
+                job.error = f"attempt {job.attempts} lost: {who} stopped heartbeating; re-queued"
+            else:
+                job.status = JobStatus.FAILED.value
+                job.error = f"lost: {who} stopped heartbeating on attempt {job.attempts} of {job.max_attempts}"
+                job.finished_at = now
+            job.lease_token = job.lease_expires_at = None
+            job.phase = job.progress = None
+        return [j.id for j in expired]
+
+
+def claim_next(engine: Engine, worker_id: str, devices: Iterable[str], models: Iterable[str],
+               lease_s: float) -> Claim | None:
+    """Atomically take the oldest queued job this worker can run, or None."""
+    devices, models = list(devices), list(models)
+    if not devices or not models:
+        return None
+    now = utcnow()
+    with atomic(engine) as s:
+        query = (select(Job)
+                 .where(Job.status == JobStatus.QUEUED.value,
+                        Job.spec["device"].as_string().in_(devices),
+                        Job.spec["model"].as_string().in_(models))
+                 .order_by(Job.id).limit(1))
+        if not is_sqlite(engine):  # SQLite's BEGIN IMMEDIATE already serialises claimers
+            query = query.with_for_update(skip_locked=True)
+        job = s.scalars(query).first()
+        if job is None:
+            return None
+        job.status = JobStatus.RUNNING.value
+        job.attempts += 1
+        job.lease_token = uuid.uuid4().hex
+        job.lease_expires_at = now + timedelta(seconds=lease_s)
+        job.claimed_at = now
+        job.worker_id = worker_id
+        job.phase, job.progress = "starting", None
+        return Claim(job.id, job.lease_token, job.attempts, dict(job.spec))
+
+
+def heartbeat_job(engine: Engine, job_id: int, token: str, lease_s: float,
+                  phase: str | None = None, progress: float | None = None) -> bool:
+    """Extend the lease and note the child's phase. False: the lease is gone (cancelled or re-queued)."""
+    values = {"lease_expires_at": utcnow() + timedelta(seconds=lease_s)}
+    if phase is not None:
+        values.update(phase=phase[:64], progress=progress)
+    with atomic(engine) as s:
+        done = s.execute(update(Job).where(Job.id == job_id, Job.lease_token == token,
+                                           Job.status == JobStatus.RUNNING.value).values(**values))
+        return done.rowcount == 1
+
+
+def finish(engine: Engine, job_id: int, token: str, status: JobStatus, error: str | None = None,
+           result: Mapping | None = None, log_tail: str | None = None) -> bool:
+    """Record the end of an attempt, fenced by its lease token. False: stale, nothing was written."""
+    if not status.terminal:
+        raise ValueError(f"finish needs a terminal status, got {status.value}")
+    if (status is JobStatus.SUCCEEDED) != (result is not None):
+        raise ValueError("a result is stored with status succeeded, and only then")
+    row = _result_row(job_id, result) if result is not None else None
+    with atomic(engine) as s:
+        done = s.execute(update(Job)
+                         .where(Job.id == job_id, Job.lease_token == token,
+                                Job.status == JobStatus.RUNNING.value)
+                         .values(status=status.value, error=error, finished_at=utcnow(),
+                                 lease_token=None, lease_expires_at=None, log_tail=log_tail,
+                                 phase=None, progress=None))
+        if done.rowcount != 1:
+            return False
+        if row is not None:
+            s.add(row)
+        return True
+
+
+def _result_row(job_id: int, result: Mapping) -> Result:
+    known = set(RESULT_SCALARS) | {"samples", "schedule", "detail"}
+    unknown = sorted(set(result) - known)
+    if unknown:
+        raise ValueError(f"result has fields the database does not know: {', '.join(unknown)}")
+    return Result(job_id=job_id, **result)
+
+
+def release(engine: Engine, job_id: int, token: str, reason: str) -> bool:
+    """Give a running job back to the queue without counting the attempt (the worker is stopping)."""
+    with atomic(engine) as s:
+        done = s.execute(update(Job)
+                         .where(Job.id == job_id, Job.lease_token == token,
+                                Job.status == JobStatus.RUNNING.value)
+                         .values(status=JobStatus.QUEUED.value, attempts=Job.attempts - 1, error=reason,
+                                 lease_token=None, lease_expires_at=None, worker_id=None,
+                                 phase=None, progress=None))
+        return done.rowcount == 1
+
+
+def cancel(engine: Engine, job_id: int) -> str:
+    """Cancel a queued or running job; a running one's worker sees its lease gone and kills the child."""
+    with atomic(engine) as s:
+        job = s.get(Job, job_id)
+        if job is None:
+            raise QueueError(f"job {job_id}: no such job")
+        if job.status in TERMINAL:
+            raise QueueError(f"job {job_id}: already {job.status}, nothing to cancel")
+        was = job.status
+        job.status = JobStatus.CANCELLED.value
+        job.error = "cancelled by user" + (" while running" if was == JobStatus.RUNNING.value else "")
+        job.finished_at = utcnow()
+        job.lease_token = job.lease_expires_at = None
+        job.phase = job.progress = None
+        return was
+
+
+def resubmit(engine: Engine, job_ids: Iterable[int]) -> list[int]:
+    """Queue fresh copies of finished jobs (same spec, same sweep); returns the new job ids."""
+    with atomic(engine) as s:
+        new = []
+        for job in s.scalars(select(Job).where(Job.id.in_(list(job_ids)))).all():
+            if job.status not in TERMINAL:
+                raise QueueError(f"job {job.id}: still {job.status}; cancel it first")
+            ExperimentSpec.from_row(job)  # refuse to re-queue a spec that no longer validates
+            copy = Job(sweep_id=job.sweep_id, spec=dict(job.spec), max_attempts=job.max_attempts)
+            s.add(copy)
+            s.flush()
+            new.append(copy.id)
+        return new
+
+
+# -- workers -----------------------------------------------------------------------------------------
+def register_worker(engine: Engine, worker_id: str, hostname: str, pid: int, gpu: str | None,
+                    capabilities: Mapping) -> None:
+    now = utcnow()
+    with atomic(engine) as s:
+        row = s.get(Worker, worker_id) or Worker(id=worker_id, started_at=now)
+        row.hostname, row.pid, row.gpu = hostname, pid, gpu
+        row.capabilities, row.state, row.heartbeat_at, row.current_job_id = dict(capabilities), "idle", now, None
+        s.add(row)
+
+
+def heartbeat_worker(engine: Engine, worker_id: str, state: str, current_job_id: int | None = None) -> None:
+    with atomic(engine) as s:
+        s.execute(update(Worker).where(Worker.id == worker_id)
+                  .values(state=state, current_job_id=current_job_id, heartbeat_at=utcnow()))
+
+
+def live_workers(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> list[Worker]:
+    cutoff = utcnow() - timedelta(seconds=fresh_s)
+    with reading(engine) as s:
+        return list(s.scalars(select(Worker).where(Worker.heartbeat_at >= cutoff,
+                                                   Worker.state != "stopped")).all())
+
+
+def published_catalog(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> dict[str, ModelInfo]:
+    """The models that live workers offer (what the dashboard's Submit page lists)."""
+    catalog: dict[str, ModelInfo] = {}
+    for w in live_workers(engine, fresh_s):
+        for m in w.capabilities.get("models", []):
+            catalog.setdefault(m["name"], ModelInfo.from_dict(m))
+    return catalog
+
+
+def status_counts(engine: Engine) -> dict[str, int]:
+    with reading(engine) as s:
+        rows = s.execute(select(Job.status, func.count()).group_by(Job.status)).all()
+    return {status: n for status, n in rows}
+
+
+def jobs_overview(engine: Engine, limit: int = 500, statuses: Iterable[str] | None = None) -> list[dict]:
+    """The newest jobs with what the Queue page and `status` show."""
+    with reading(engine) as s:
+        q = select(Job).order_by(Job.id.desc()).limit(limit)
+        if statuses:
+            q = q.where(Job.status.in_(list(statuses)))
+        jobs = s.scalars(q).all()
+        now = utcnow()
+        out = []
+        for j in jobs:
+            end = j.finished_at or (now if j.status == JobStatus.RUNNING.value else None)
+            out.append({
+                "job_id": j.id, "sweep_id": j.sweep_id, "status": j.status, "spec": j.spec,
+                "attempts": j.attempts, "worker": j.worker_id, "phase": j.phase, "progress": j.progress,
+                "error": j.error, "created_at": j.created_at, "claimed_at": j.claimed_at,
+                "finished_at": j.finished_at,
+                "elapsed_s": (end - j.claimed_at).total_seconds() if end and j.claimed_at else None,
+            })
+        return out
+
+
+def waiting_reason(spec: Mapping, workers: list[Worker]) -> str | None:
+    """Why a queued job may wait forever: no live worker offers its device or model."""
+    if not workers:
+        return "no live worker"
+    devices = {d for w in workers for d in w.capabilities.get("devices", [])}
+    if spec.get("device") not in devices:
+        return f"no live worker offers device {spec.get('device')}"
+    models = {m["name"] for w in workers for m in w.capabilities.get("models", [])}
+    if spec.get("model") not in models:
+        return f"no live worker offers model {spec.get('model')}"
+    return None
+
+
+__all__ = [
+    "Claim", "QueueError", "submit", "requeue_expired", "claim_next", "heartbeat_job", "finish", "release",
+    "cancel", "resubmit", "register_worker", "heartbeat_worker", "live_workers", "published_catalog",
+    "status_counts", "jobs_overview", "waiting_reason",
+]

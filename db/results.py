@@ -1,0 +1,50 @@
+"""Result queries: the export record (one flat dict per job) shared by `export`, the dashboard and tests."""
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Iterable
+
+from sqlalchemy import Engine, select
+
+from db.engine import reading
+from db.models import RESULT_SCALARS, Job, Result, Sweep
+from db.spec import ExperimentSpec
+
+SPEC_FIELDS = tuple(f.name for f in fields(ExperimentSpec))
+IDENTITY_FIELDS = ("job_id", "sweep_id", "sweep", "status", "error", "attempts", "worker", "created_at",
+                   "finished_at")
+REASON_FIELDS = ("graph_break_reasons", "recompile_reasons", "compile_phases_s")
+RECORD_FIELDS = IDENTITY_FIELDS + SPEC_FIELDS + RESULT_SCALARS + REASON_FIELDS
+
+
+def export_records(engine: Engine, job_ids: Iterable[int] | None = None, sweep_ids: Iterable[int] | None = None,
+                   include_raw: bool = False) -> list[dict]:
+    """Every job (succeeded or not) as one export record, oldest first. A job without a result has
+    null numbers and its error: a failure is never a 0.0 speedup."""
+    with reading(engine) as s:
+        q = (select(Job, Sweep.name, Result).join(Sweep, Job.sweep_id == Sweep.id)
+             .outerjoin(Result, Result.job_id == Job.id).order_by(Job.id))
+        if job_ids is not None:
+            q = q.where(Job.id.in_(list(job_ids)))
+        if sweep_ids is not None:
+            q = q.where(Job.sweep_id.in_(list(sweep_ids)))
+        return [_record(job, sweep_name, result, include_raw) for job, sweep_name, result in s.execute(q).all()]
+
+
+def _record(job: Job, sweep_name: str, result: Result | None, include_raw: bool) -> dict:
+    rec = {"job_id": job.id, "sweep_id": job.sweep_id, "sweep": sweep_name or f"sweep {job.sweep_id}",
+           "status": job.status, "error": job.error, "attempts": job.attempts, "worker": job.worker_id,
+           "created_at": job.created_at.isoformat() if job.created_at else None,
+           "finished_at": job.finished_at.isoformat() if job.finished_at else None}
+    spec = dict(job.spec) if isinstance(job.spec, dict) else {}
+    for name in SPEC_FIELDS:
+        rec[name] = spec.get(name)
+    detail = result.detail if result is not None else {}
+    for name in RESULT_SCALARS:
+        rec[name] = getattr(result, name) if result is not None else None
+    for name in REASON_FIELDS:
+        rec[name] = (detail or {}).get(name)
+    if include_raw:
+        rec["schedule_calls"] = result.schedule if result is not None else None
+        rec["samples"] = result.samples if result is not None else None
+    return rec

@@ -1,0 +1,333 @@
+"""The experiment record: one frozen ExperimentSpec flows form -> DB -> worker -> child unchanged.
+
+No torch, no streamlit here. Every way in (CLI flags, the dashboard form, JSON from the database)
+goes through `ExperimentSpec.from_dict` / `SweepRequest.from_dict`, which reject unknown keys and
+bad values with a SpecError that names the field. Defaults live once: on the dataclasses below.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Iterable, Mapping
+
+TASKS = ("inference", "training")
+DEVICES = ("cuda", "cpu")
+DTYPES = ("float32", "bfloat16", "float16")
+BACKENDS = ("inductor", "aot_eager", "cudagraphs", "eager")
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+DYNAMICS = {"none": None, "true": True, "false": False}
+CACHES = ("cold", "warm")
+
+MAX_BATCH = 1 << 24
+MAX_SCHEDULE = 64
+MAX_ITERS = 10_000
+MAX_TIMEOUT_S = 24 * 3600
+MAX_REPEAT = 20
+
+
+class SpecError(ValueError):
+    """A submitted experiment or sweep is invalid; the message names the offending field."""
+
+    def __init__(self, field_name: str, message: str):
+        self.field = field_name
+        super().__init__(f"{field_name}: {message}")
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    """One model-specific size parameter (say `image_size`) that a zoo model accepts."""
+
+    name: str
+    default: int | str
+    choices: tuple[str, ...] = ()
+    minimum: int = 1
+    maximum: int = MAX_BATCH
+    help: str = ""
+
+    def check(self, value: Any, where: str) -> int | str:
+        if self.choices:
+            if value not in self.choices:
+                raise SpecError(where, f"{value!r} is not one of {', '.join(self.choices)}")
+            return value
+        value = _int(value, where)
+        if not self.minimum <= value <= self.maximum:
+            raise SpecError(where, f"{value} is outside {self.minimum}..{self.maximum}")
+        return value
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What a worker publishes about one model it can run (the dashboard never imports the zoo)."""
+
+    name: str
+    description: str
+    params: tuple[ParamInfo, ...] = ()
+    tasks: tuple[str, ...] = TASKS
+    # which input size the batch sizes and the schedule vary: "batch" or a param name (seq_len)
+    size_dim: str = "batch"
+    source: str = "builtin"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "ModelInfo":
+        d = dict(d)
+        d["params"] = tuple(ParamInfo(**{**p, "choices": tuple(p.get("choices", ()))}) for p in d.get("params", ()))
+        d["tasks"] = tuple(d.get("tasks", TASKS))
+        return cls(**d)
+
+    def param_defaults(self) -> dict:
+        return {p.name: p.default for p in self.params}
+
+
+def _int(value: Any, where: str) -> int:
+    if isinstance(value, bool):
+        raise SpecError(where, f"expected an integer, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
+    raise SpecError(where, f"expected an integer, got {value!r}")
+
+
+def _choice(value: Any, allowed: Iterable[str], where: str) -> str:
+    allowed = tuple(allowed)
+    if not isinstance(value, str) or value not in allowed:
+        raise SpecError(where, f"unknown value {value!r}; choose one of {', '.join(allowed)}")
+    return value
+
+
+def parse_dynamic(value: Any, where: str = "dynamic") -> bool | None:
+    """torch.compile's dynamic=None/True/False from the names none/true/false (or the values)."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in DYNAMICS:
+        return DYNAMICS[value.strip().lower()]
+    raise SpecError(where, f"unknown value {value!r}; choose one of none, true, false")
+
+
+def parse_bool(value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise SpecError(where, f"expected true or false, got {value!r}")
+
+
+def dynamic_name(value: bool | None) -> str:
+    return {None: "none", True: "true", False: "false"}[value]
+
+
+def _reject_unknown(cls, d: Mapping, what: str) -> None:
+    if not isinstance(d, Mapping):
+        raise SpecError(what, f"expected an object, got {type(d).__name__}")
+    known = {f.name for f in fields(cls)}
+    for key in d:
+        if key not in known:
+            raise SpecError(str(key), f"unknown field in {what}; known fields: {', '.join(sorted(known))}")
+
+
+@dataclass(frozen=True)
+class ExperimentSpec:
+    """One job: a model at one batch size, compiled one way, measured against its own eager baseline."""
+
+    model: str
+    batch_size: int
+    model_args: Mapping[str, int | str] = field(default_factory=dict)
+    task: str = "inference"
+    device: str = "cuda"
+    dtype: str = "float32"
+    backend: str = "inductor"
+    mode: str = "default"
+    dynamic: bool | None = None
+    fullgraph: bool = False
+    cache: str = "cold"
+    schedule: tuple[int, ...] = ()
+    iters: int = 30
+    timeout_s: int = 1800
+
+    def __post_init__(self):
+        # Normalise and check every field, so no invalid spec can exist at all.
+        put = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 (frozen dataclass)
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise SpecError("model", "a model name is required")
+        put("model", self.model.strip())
+        put("batch_size", _int(self.batch_size, "batch_size"))
+        if not 1 <= self.batch_size <= MAX_BATCH:
+            raise SpecError("batch_size", f"must be a positive integer up to {MAX_BATCH}, got {self.batch_size}")
+        if not isinstance(self.model_args, Mapping):
+            raise SpecError("model_args", "expected an object of size parameters")
+        put("model_args", dict(sorted(self.model_args.items())))
+        put("task", _choice(self.task, TASKS, "task"))
+        put("device", _choice(self.device, DEVICES, "device"))
+        put("dtype", _choice(self.dtype, DTYPES, "dtype"))
+        put("backend", _choice(self.backend, BACKENDS, "backend"))
+        put("mode", _choice(self.mode, MODES, "mode"))
+        put("dynamic", parse_dynamic(self.dynamic))
+        put("fullgraph", parse_bool(self.fullgraph, "fullgraph"))
+        put("cache", _choice(self.cache, CACHES, "cache"))
+        if isinstance(self.schedule, (str, bytes)) or not isinstance(self.schedule, Iterable):
+            raise SpecError("schedule", "expected a list of sizes")
+        put("schedule", tuple(_int(v, "schedule") for v in self.schedule))
+        if len(self.schedule) > MAX_SCHEDULE:
+            raise SpecError("schedule", f"at most {MAX_SCHEDULE} calls")
+        if any(not 1 <= v <= MAX_BATCH for v in self.schedule):
+            raise SpecError("schedule", "every size must be a positive integer")
+        put("iters", _int(self.iters, "iters"))
+        if not 1 <= self.iters <= MAX_ITERS:
+            raise SpecError("iters", f"must be between 1 and {MAX_ITERS}, got {self.iters}")
+        put("timeout_s", _int(self.timeout_s, "timeout_s"))
+        if not 1 <= self.timeout_s <= MAX_TIMEOUT_S:
+            raise SpecError("timeout_s", f"must be between 1 and {MAX_TIMEOUT_S} seconds, got {self.timeout_s}")
+        if self.backend != "inductor" and self.mode != "default":
+            raise SpecError("mode", f"mode {self.mode!r} applies to backend inductor only, not {self.backend!r}")
+        if self.backend == "cudagraphs" and self.device != "cuda":
+            raise SpecError("backend", "cudagraphs needs device cuda")
+
+    # -- ways in and out -------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "ExperimentSpec":
+        _reject_unknown(cls, d, "experiment spec")
+        if "model" not in d or "batch_size" not in d:
+            raise SpecError("model" if "model" not in d else "batch_size", "is required")
+        return cls(**d)
+
+    @classmethod
+    def from_json(cls, text: str) -> "ExperimentSpec":
+        try:
+            d = json.loads(text)
+        except (TypeError, ValueError) as e:
+            raise SpecError("spec", f"not valid JSON ({e})") from None
+        return cls.from_dict(d)
+
+    @classmethod
+    def from_row(cls, row) -> "ExperimentSpec":
+        """Rebuild the spec a jobs row stores (its JSON column), validating it again."""
+        stored = row.spec
+        return cls.from_json(stored) if isinstance(stored, str) else cls.from_dict(stored)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["schedule"] = list(self.schedule)
+        d["model_args"] = dict(self.model_args)
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    def check_model(self, catalog: Mapping[str, ModelInfo]) -> "ExperimentSpec":
+        """Check the model name, its size parameters and the task against the models workers offer.
+
+        Returns the spec with every size parameter filled in from the model's defaults, so that the
+        stored record says exactly what ran."""
+        info = catalog.get(self.model)
+        if info is None:
+            known = ", ".join(sorted(catalog)) or "none published yet"
+            raise SpecError("model", f"unknown model {self.model!r}; known models: {known}")
+        if self.task not in info.tasks:
+            raise SpecError("task", f"model {self.model!r} supports {', '.join(info.tasks)} only")
+        params = {p.name: p for p in info.params}
+        args = {}
+        for key, value in self.model_args.items():
+            if key not in params:
+                allowed = ", ".join(params) or "none"
+                raise SpecError(f"model_args.{key}", f"unknown parameter of {self.model!r}; it takes: {allowed}")
+            args[key] = params[key].check(value, f"model_args.{key}")
+        for p in info.params:
+            args.setdefault(p.name, p.default)
+        return _replace(self, model_args=args)
+
+    @property
+    def label(self) -> str:
+        dyn = dynamic_name(self.dynamic)
+        fg = " fullgraph" if self.fullgraph else ""
+        return f"{self.model} bs={self.batch_size} {self.backend}/{self.mode} dynamic={dyn}{fg} {self.device} {self.dtype} {self.task}"
+
+
+def _replace(spec: ExperimentSpec, **changes) -> ExperimentSpec:
+    return ExperimentSpec(**{**spec.to_dict(), **changes})
+
+
+@dataclass(frozen=True)
+class SweepRequest:
+    """A submission: one model/task/device/dtype and lists of settings; each combination is a job."""
+
+    model: str
+    batch_sizes: tuple[int, ...]
+    model_args: Mapping[str, int | str] = field(default_factory=dict)
+    task: str = ExperimentSpec.task
+    device: str = ExperimentSpec.device
+    dtype: str = ExperimentSpec.dtype
+    backends: tuple[str, ...] = (ExperimentSpec.backend,)
+    modes: tuple[str, ...] = (ExperimentSpec.mode,)
+    dynamics: tuple[bool | None, ...] = (ExperimentSpec.dynamic,)
+    fullgraphs: tuple[bool, ...] = (ExperimentSpec.fullgraph,)
+    cache: str = ExperimentSpec.cache
+    schedule: tuple[int, ...] = ()
+    iters: int = ExperimentSpec.iters
+    timeout_s: int = ExperimentSpec.timeout_s
+    repeat: int = 1
+    name: str = ""
+
+    def __post_init__(self):
+        put = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
+        for key, parse in (("batch_sizes", lambda v: _int(v, "batch_sizes")),
+                           ("backends", lambda v: _choice(v, BACKENDS, "backends")),
+                           ("modes", lambda v: _choice(v, MODES, "modes")),
+                           ("dynamics", lambda v: parse_dynamic(v, "dynamics")),
+                           ("fullgraphs", lambda v: parse_bool(v, "fullgraphs"))):
+            values = getattr(self, key)
+            if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+                values = (values,)
+            values = tuple(dict.fromkeys(parse(v) for v in values))  # keep order, drop repeats
+            if not values:
+                raise SpecError(key, "choose at least one value")
+            put(key, values)
+        put("repeat", _int(self.repeat, "repeat"))
+        if not 1 <= self.repeat <= MAX_REPEAT:
+            raise SpecError("repeat", f"must be between 1 and {MAX_REPEAT}, got {self.repeat}")
+        if not isinstance(self.name, str):
+            raise SpecError("name", "expected text")
+        put("name", self.name.strip()[:200])
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "SweepRequest":
+        _reject_unknown(cls, d, "sweep")
+        for key in ("model", "batch_sizes"):
+            if key not in d:
+                raise SpecError(key, "is required")
+        return cls(**d)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        for key in ("batch_sizes", "backends", "modes", "dynamics", "fullgraphs", "schedule"):
+            d[key] = list(d[key])
+        d["model_args"] = dict(self.model_args)
+        return d
+
+    def expand(self, catalog: Mapping[str, ModelInfo] | None = None) -> tuple[list[ExperimentSpec], list[str]]:
+        """Every combination as a spec, each one validated; plus notes on combinations left out."""
+        specs, notes = [], []
+        combos = itertools.product(self.batch_sizes, self.backends, self.modes, self.dynamics, self.fullgraphs)
+        for bs, backend, mode, dynamic, fullgraph in combos:
+            if backend != "inductor" and mode != "default":
+                notes.append(f"skipped {backend} with mode {mode}: modes apply to backend inductor only")
+                continue
+            spec = ExperimentSpec(
+                model=self.model, batch_size=bs, model_args=self.model_args, task=self.task,
+                device=self.device, dtype=self.dtype, backend=backend, mode=mode, dynamic=dynamic,
+                fullgraph=fullgraph, cache=self.cache, schedule=self.schedule, iters=self.iters,
+                timeout_s=self.timeout_s)
+            if catalog is not None:
+                spec = spec.check_model(catalog)
+            specs.extend([spec] * self.repeat)
+        if not specs:
+            raise SpecError("modes", "no combination left to run; " + "; ".join(dict.fromkeys(notes)))
+        return specs, list(dict.fromkeys(notes))

@@ -1,0 +1,126 @@
+"""The child process: one per job (python -m runner.child). Reads the spec file, measures, writes the
+result file atomically. Compiler logs go to stdout/stderr, which the worker keeps as the job's log;
+the worker reads results only from the result file.
+
+Result file: {"status": "succeeded", "result": {...}} or {"status": "failed", "error": "..."}.
+No result file means the child died (the worker records how).
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import math
+import os
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+
+
+def _die_with_parent() -> None:
+    """Ask the kernel to SIGKILL us when the worker dies, so no orphan keeps a GPU or writes a result."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+    if os.getppid() == 1:  # the worker died before prctl took effect
+        os._exit(1)
+
+
+class Progress:
+    """Appends {"phase", "progress", "t"} lines that the worker reads at each heartbeat."""
+
+    def __init__(self, path: str | None):
+        self.path = path
+        self.phase = "starting"
+
+    def report(self, phase: str, progress: float | None) -> None:
+        self.phase = phase
+        if self.path:
+            with open(self.path, "a") as f:
+                f.write(json.dumps({"phase": phase, "progress": progress, "t": time.time()}) + "\n")
+
+
+def json_safe(value):
+    """NaN and infinities become null: the JSON columns must load on PostgreSQL too."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def write_atomic(path: str, payload: dict) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(json_safe(payload), f)
+    os.replace(tmp, path)
+
+
+def probe(out: str) -> None:
+    """What this host's child can do: torch version, whether CUDA is visible, and the device name."""
+    import torch
+
+    info = {"torch_version": torch.__version__, "cuda": torch.cuda.is_available(),
+            "device_count": torch.cuda.device_count() if torch.cuda.is_available() else 0,
+            "device_name": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+    write_atomic(out, info)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m runner.child")
+    p.add_argument("--spec")
+    p.add_argument("--result")
+    p.add_argument("--progress")
+    p.add_argument("--models-dir", action="append", default=[])
+    p.add_argument("--probe", metavar="OUT")
+    args = p.parse_args(argv)
+    _die_with_parent()
+    if args.probe:
+        probe(args.probe)
+        return 0
+
+    from db.spec import ExperimentSpec, SpecError
+    from runner import zoo
+
+    progress = Progress(args.progress)
+    try:
+        spec = ExperimentSpec.from_json(Path(args.spec).read_text())
+        entries = zoo.catalog(args.models_dir)
+        if spec.model not in entries:
+            raise SpecError("model", f"{spec.model!r} is not in this worker's zoo")
+        print(f"compile-lab child: {spec.label}", flush=True)
+        from runner import measure
+
+        result = measure.run(spec, entries[spec.model], progress.report)
+        write_atomic(args.result, {"status": "succeeded", "result": result})
+    except Exception as exc:  # every failure becomes a recorded reason, never a vanished job
+        traceback.print_exc()
+        write_atomic(args.result, {"status": "failed", "error": failure_message(exc, progress.phase)})
+    return 0
+
+
+def failure_message(exc: BaseException, phase: str) -> str:
+    from runner.measure import ExperimentFailed
+
+    if isinstance(exc, ExperimentFailed):
+        return str(exc)
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    if type(exc).__name__ == "OutOfMemoryError":
+        return f"out of memory during {phase}: {first}"
+    where = ""
+    tb = traceback.extract_tb(exc.__traceback__)
+    if tb:
+        frame = tb[-1]
+        where = f" | at {frame.filename}:{frame.lineno}"
+    return f"{type(exc).__name__} during {phase}: {first}{where}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,234 @@
+"""`python -m runner`: submit, work, status, cancel, export, models (DESIGN.md, "CLI contract").
+
+Errors raised deep (SpecError, QueueError, DatabaseError, ModelFileError) are translated here, at the
+edge: one line on stderr and exit code 2, with nothing stored.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import logging
+import sys
+from pathlib import Path
+
+from db import queue
+from db.engine import DatabaseError, describe, get_engine, resolve_url
+from db.models import JobStatus
+from db.results import RECORD_FIELDS, export_records
+from db.spec import SpecError, SweepRequest
+from runner import zoo
+
+
+class UsageError(Exception):
+    """A command-line value is malformed before it reaches the spec (say --arg without '=')."""
+
+
+def _add_db(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", help="database URL (else DATABASE_URL, else sqlite:///data/compile_lab.db)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m runner", description="Compile Lab: torch.compile experiments")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("submit", help="queue a sweep: one job per combination")
+    s.add_argument("--model", required=True)
+    s.add_argument("--batch", action="append", required=True, help="batch size (repeat for a sweep)")
+    s.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
+                   help="model size parameter, e.g. --arg image_size=128 (see `models`)")
+    s.add_argument("--backend", action="append")
+    s.add_argument("--mode", action="append")
+    s.add_argument("--dynamic", action="append", help="none, true or false (repeat for a sweep)")
+    s.add_argument("--fullgraph", action="append", help="true or false (repeat for a sweep)")
+    s.add_argument("--device")
+    s.add_argument("--dtype")
+    s.add_argument("--task")
+    s.add_argument("--cache", help="cold (fresh compile cache per job) or warm (the worker's cache)")
+    s.add_argument("--schedule", help="sizes called in order after the steady state, e.g. 8,16,32")
+    s.add_argument("--iters", help="interleaved eager/compiled rounds")
+    s.add_argument("--timeout", help="seconds before the child is killed")
+    s.add_argument("--repeat", help="run each combination this many times")
+    s.add_argument("--name", help="sweep name")
+    _add_db(s)
+
+    w = sub.add_parser("work", help="run queued jobs")
+    _add_db(w)
+    stop = w.add_mutually_exclusive_group()
+    stop.add_argument("--once", action="store_true", help="run one job if one is queued, then exit")
+    stop.add_argument("--max-jobs", type=int, help="exit after this many jobs")
+    stop.add_argument("--drain", action="store_true", help="exit when no queued job remains")
+    w.add_argument("--gpu", help="GPU index to pin (CUDA_VISIBLE_DEVICES)")
+    w.add_argument("--lease", type=float, default=60.0, help="lease seconds (heartbeats renew it)")
+    w.add_argument("--models-dir", action="append", default=[], help="a lab's own model files")
+    w.add_argument("--home", default="data", help="job folders, logs and the warm compile cache")
+
+    st = sub.add_parser("status", help="jobs by status, recent jobs, live workers")
+    _add_db(st)
+    st.add_argument("--json", action="store_true")
+
+    c = sub.add_parser("cancel", help="cancel a queued or running job")
+    c.add_argument("job_id", type=int)
+    _add_db(c)
+
+    e = sub.add_parser("export", help="every job as an export record")
+    _add_db(e)
+    e.add_argument("--format", choices=("json", "csv"), required=True)
+    e.add_argument("-o", "--output", help="file to write (default: stdout)")
+    e.add_argument("--sweep", type=int, action="append", help="only these sweeps")
+    e.add_argument("--raw", action="store_true", help="json only: include raw samples and schedule calls")
+
+    m = sub.add_parser("models", help="the model zoo")
+    m.add_argument("--models-dir", action="append", default=[])
+    m.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except SpecError as e:  # name the flag the person typed, not the dataclass field
+        flag = FLAGS.get(e.field.split(".")[0], f"--{e.field.replace('_', '-')}")
+        message = str(e).split(": ", 1)[1]
+        if e.field.startswith("model_args."):
+            flag = f"--arg {e.field.split('.', 1)[1]}"
+        print(f"error: {flag}: {message}", file=sys.stderr)
+        return 2
+    except (queue.QueueError, DatabaseError, zoo.ModelFileError, UsageError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+FLAGS = {"batch_sizes": "--batch", "batch_size": "--batch", "backends": "--backend", "backend": "--backend",
+         "modes": "--mode", "mode": "--mode", "dynamics": "--dynamic", "dynamic": "--dynamic",
+         "fullgraphs": "--fullgraph", "fullgraph": "--fullgraph", "timeout_s": "--timeout",
+         "model_args": "--arg"}
+
+
+# -- commands -------------------------------------------------------------------------------------------
+def cmd_submit(args) -> int:
+    fields = {"model": args.model, "batch_sizes": args.batch, "model_args": _model_args(args.arg)}
+    for key, value in (("backends", args.backend), ("modes", args.mode), ("dynamics", args.dynamic),
+                       ("fullgraphs", args.fullgraph), ("device", args.device), ("dtype", args.dtype),
+                       ("task", args.task), ("cache", args.cache), ("iters", args.iters),
+                       ("timeout_s", args.timeout), ("repeat", args.repeat), ("name", args.name)):
+        if value is not None:  # unset flags keep the dataclass defaults: defaults live once
+            fields[key] = value
+    if args.schedule is not None:
+        fields["schedule"] = _int_list(args.schedule, "schedule")
+    request = SweepRequest.from_dict(fields)  # validates before anything touches the database
+    engine = get_engine(args.db)
+    catalog = {**queue.published_catalog(engine), **zoo.model_infos(zoo.catalog())}
+    sweep_id, job_ids, notes = queue.submit(engine, request, catalog)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(f"sweep {sweep_id}: {len(job_ids)} job(s) queued", file=sys.stderr)
+    for job_id in job_ids:
+        print(job_id)
+    return 0
+
+
+def _model_args(pairs: list[str]) -> dict:
+    out = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise UsageError(f"--arg {pair!r}: expected NAME=VALUE")
+        name, value = pair.split("=", 1)
+        out[name.strip()] = int(value) if value.strip().lstrip("-").isdigit() else value.strip()
+    return out
+
+
+def _int_list(text: str, field_name: str) -> list:
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts:
+        raise SpecError(field_name, "expected comma-separated sizes, e.g. 8,16,32")
+    return parts  # ExperimentSpec checks each one
+
+
+def cmd_work(args) -> int:
+    from runner.worker import Worker, WorkerConfig
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    cfg = WorkerConfig(db_url=args.db, home=Path(args.home), gpu=args.gpu, lease_s=args.lease,
+                       models_dirs=args.models_dir,
+                       max_jobs=1 if args.once else args.max_jobs, drain=args.drain or args.once)
+    if cfg.max_jobs is not None and cfg.max_jobs < 1:
+        raise UsageError("--max-jobs must be at least 1")
+    worker = Worker(cfg)
+    worker.install_signal_handlers()
+    worker.run()
+    return 0
+
+
+def cmd_status(args) -> int:
+    engine = get_engine(args.db)
+    counts = queue.status_counts(engine)
+    workers = queue.live_workers(engine)
+    jobs = queue.jobs_overview(engine, limit=30)
+    if args.json:
+        print(json.dumps({"database": describe(resolve_url(args.db)), "counts": counts,
+                          "workers": [{"id": w.id, "state": w.state, "job": w.current_job_id,
+                                       "gpu": w.gpu, "heartbeat_at": w.heartbeat_at.isoformat()} for w in workers],
+                          "jobs": jobs}, default=str, indent=1))
+        return 0
+    print(f"database: {describe(resolve_url(args.db))}")
+    print("jobs: " + (", ".join(f"{counts.get(s.value, 0)} {s.value}" for s in JobStatus) if counts else "none"))
+    print(f"live workers: {len(workers)}" + "".join(
+        f"\n  {w.id}  {w.state}" + (f" job {w.current_job_id}" if w.current_job_id else "") for w in workers))
+    for j in jobs:
+        spec = j["spec"]
+        line = (f"{j['job_id']:>6}  {j['status']:<10} {spec.get('model')} bs={spec.get('batch_size')} "
+                f"{spec.get('backend')}/{spec.get('mode')} dyn={spec.get('dynamic')} {spec.get('device')}")
+        if j["status"] == "running":
+            line += f"  [{j['phase']}" + (f" {j['progress']:.0%}" if j["progress"] is not None else "") + "]"
+        elif j["status"] == "queued":
+            why = queue.waiting_reason(spec, workers)
+            line += f"  ({why})" if why else ""
+        elif j["error"]:
+            line += f"  {j['error'][:100]}"
+        print(line)
+    return 0
+
+
+def cmd_cancel(args) -> int:
+    was = queue.cancel(get_engine(args.db), args.job_id)
+    print(f"job {args.job_id}: cancelled (was {was})")
+    return 0
+
+
+def cmd_export(args) -> int:
+    records = export_records(get_engine(args.db), sweep_ids=args.sweep, include_raw=args.raw)
+    if args.format == "json":
+        text = json.dumps(records, indent=1, default=str)
+    else:
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=list(RECORD_FIELDS), extrasaction="ignore")
+        writer.writeheader()
+        for r in records:
+            writer.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()})
+        text = buf.getvalue()
+    if args.output:
+        Path(args.output).write_text(text)
+        print(f"{len(records)} record(s) written to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def cmd_models(args) -> int:
+    entries = zoo.catalog(args.models_dir)
+    if args.json:
+        print(json.dumps([e.info.to_dict() for e in entries.values()], indent=1))
+        return 0
+    for e in entries.values():
+        params = ", ".join(f"{p.name}={p.default}" + (f" ({'|'.join(p.choices)})" if p.choices else "")
+                           for p in e.info.params)
+        tasks = "" if len(e.info.tasks) > 1 else f" [{e.info.tasks[0]} only]"
+        print(f"{e.info.name:<12} {e.info.description}{tasks}" + (f"\n{'':<12} params: {params}" if params else ""))
+    return 0
+
+
+COMMANDS = {"submit": cmd_submit, "work": cmd_work, "status": cmd_status, "cancel": cmd_cancel,
+            "export": cmd_export, "models": cmd_models}

@@ -1,0 +1,554 @@
+"""The measurement protocol of one job. Runs inside the child process, never in the worker.
+
+Order (DESIGN.md, "Measurement protocol"):
+  build the model twice from one seed (eager copy, compiled copy), random inputs on the device/dtype;
+  time the eager first call, then the compiled first call (compile + run: the warmup cost), then the
+  compiled second call; compare outputs; warm both up; interleave eager and compiled rounds (ABBA order,
+  every raw sample kept, calls that triggered a compile dropped and counted); read torch's compile
+  counters and compilation metrics; run the shape schedule; fingerprint the environment.
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import linecache
+import logging
+import os
+import platform
+import random
+import re
+import socket
+from typing import Callable
+
+import torch
+
+from db.spec import ExperimentSpec
+from runner.timing import CompileWatch, make_timer, percentile
+from runner.zoo import ZooEntry, load_module
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+# relative error ||compiled - eager|| / ||eager|| that still counts as the same result
+TOLERANCE = {"float32": 1e-4, "bfloat16": 3e-2, "float16": 5e-3}
+CUDAGRAPH_MODES = ("reduce-overhead", "max-autotune")
+TARGET_BLOCK_MS = 10.0  # calls per timed block: enough to fill this, so tiny calls get many samples
+MAX_BLOCK = 25
+WARMUP_MIN_CALLS, WARMUP_MIN_S = 3, 0.1
+
+Report = Callable[[str, "float | None"], None]
+
+
+class ExperimentFailed(Exception):
+    """The experiment itself failed (compile error, unsupported setting, out of memory); says why and where."""
+
+
+def run(spec: ExperimentSpec, entry: ZooEntry, report: Report) -> dict:
+    """Measure one job; returns the result fields (db.models.Result column names)."""
+    device = _device(spec.device)
+    dtype = DTYPES[spec.dtype]
+    training = spec.task == "training"
+    breaks = GraphBreakLog()
+    timer = make_timer(spec.device)
+    watch = CompileWatch()
+    metrics = _metrics
+
+    report("building", None)
+    module = load_module(entry)
+    params = dict(spec.model_args)
+    _seed(0)
+    eager_model = module.build(**params)
+    compiled_base = copy.deepcopy(eager_model)  # same weights on both sides
+    for m in (eager_model, compiled_base):
+        m.to(device=device, dtype=dtype)
+        m.train(training)
+    inputs = _inputs(module, entry, spec, spec.batch_size, device, dtype)
+
+    compile_fn = functools.partial(torch.compile, backend=spec.backend,
+                                   mode=spec.mode if spec.backend == "inductor" else None,
+                                   dynamic=spec.dynamic, fullgraph=spec.fullgraph)
+    compiled_model = (module.compile(compiled_base, compile_fn, **params) if hasattr(module, "compile")
+                      else compile_fn(compiled_base))
+    uses_cudagraphs = spec.device == "cuda" and (spec.mode in CUDAGRAPH_MODES or spec.backend == "cudagraphs")
+    eager_step = make_step(eager_model, eager_model.parameters(), training, mark_cudagraph_step=False)
+    compiled_step = make_step(compiled_model, compiled_base.parameters(), training,
+                              mark_cudagraph_step=uses_cudagraphs)
+    mem = Memory(spec.device)
+
+    # 1. first calls: the warmup cost
+    report("eager first call", None)
+    mem.start()
+    _seed(2)
+    eager_first_s, eager_out = _timed_once(timer, eager_step, inputs)
+    eager_ref = _reference(eager_out, eager_model if training else None)
+    eager_second_s, _ = _timed_once(timer, eager_step, inputs)
+    peak_eager = mem.peak_mb()
+
+    report("compiling", None)
+    n_metrics = len(metrics())
+    _seed(2)
+    try:
+        compiled_first_s, compiled_out = _timed_once(timer, compiled_step, inputs)
+    except Exception as exc:
+        raise ExperimentFailed(describe_compile_failure(exc, spec, metrics()[n_metrics:])) from exc
+    compiled_ref = _reference(compiled_out, compiled_base if training else None)
+    first_metrics = metrics()[n_metrics:]
+    graph_count = watch.count()
+    mem.start()
+    compiled_second_s, _ = _timed_once(timer, compiled_step, inputs)
+
+    accuracy = compare(eager_ref, compiled_ref, spec.dtype, _accuracy_skip(entry, eager_model, training))
+    del eager_out, compiled_out, eager_ref, compiled_ref
+
+    # 2. warm up, then interleaved rounds
+    report("warming up", None)
+    est_eager = _warmup(timer, lambda: eager_step(inputs), watch)
+    est_compiled = _warmup(timer, lambda: compiled_step(inputs), watch)
+    peak_compiled = mem.peak_mb()
+    per_block = max(1, min(MAX_BLOCK, int(TARGET_BLOCK_MS / max(est_eager, est_compiled, 1e-6))))
+    n_before_measure = len(metrics())
+    samples = measure_rounds(timer, watch, {"eager": lambda: eager_step(inputs),
+                                            "compiled": lambda: compiled_step(inputs)},
+                             spec.iters, per_block, report)
+    measure_metrics = metrics()[n_before_measure:]
+    crosscheck = _crosscheck(spec, eager_step, compiled_step, inputs)
+
+    # 3. the shape schedule: one call each, noting recompiles
+    schedule = []
+    if spec.schedule:
+        report("schedule", None)
+        schedule = run_schedule(timer, watch, module, entry, spec, device, dtype, eager_step, compiled_step)
+
+    all_metrics = metrics()
+    eager_ms, compiled_ms = _median(samples["eager"]), _median(samples["compiled"])
+    result = {
+        "eager_first_call_s": eager_first_s,
+        "compiled_first_call_s": compiled_first_s,
+        "compiled_second_call_s": compiled_second_s,
+        "eager_ms": eager_ms,
+        "compiled_ms": compiled_ms,
+        "eager_p10_ms": _pct(samples["eager"], 10), "eager_p90_ms": _pct(samples["eager"], 90),
+        "compiled_p10_ms": _pct(samples["compiled"], 10), "compiled_p90_ms": _pct(samples["compiled"], 90),
+        "speedup": eager_ms / compiled_ms,
+        "break_even_calls": break_even_calls(eager_first_s, compiled_first_s, eager_ms, compiled_ms),
+        "eager_wall_ms": _median_flat(samples["eager_wall"]),
+        "compiled_wall_ms": _median_flat(samples["compiled_wall"]),
+        "timing_method": timer.method,
+        "samples_per_side": sum(len(b) for b in samples["compiled"]),
+        "graph_count": graph_count,
+        "graph_breaks": breaks.count(),
+        "recompiles": sum(1 for m in all_metrics if m.recompile_reason),
+        "measure_recompiles": len(samples["dropped"]),
+        "peak_mem_eager_mb": peak_eager,
+        "peak_mem_compiled_mb": peak_compiled,
+        "max_abs_error": accuracy["max_abs_error"],
+        "rel_error": accuracy["rel_error"],
+        "accuracy_ok": accuracy["ok"],
+        **environment(spec.device),
+        "samples": samples,
+        "schedule": schedule,
+        "detail": {
+            "eager_second_call_s": eager_second_s,
+            "calls_per_block": per_block,
+            "graph_break_reasons": breaks.reasons(),
+            "recompile_reasons": [{"compile_id": str(m.compile_id), "reason": m.recompile_reason}
+                                  for m in all_metrics if m.recompile_reason],
+            "recompiles_while_measuring": [str(m.compile_id) for m in measure_metrics],
+            "compile_phases_s": compile_phases(first_metrics),
+            "cache_hits": _cache_hits(first_metrics),
+            "accuracy_note": accuracy["note"],
+            "memory_method": mem.method,
+            "cudagraph_steps_marked": uses_cudagraphs,
+            "do_bench_ms": crosscheck,
+            "env": environment_detail(spec.device),
+        },
+    }
+    return result
+
+
+# -- building blocks ----------------------------------------------------------------------------------
+def _device(name: str) -> torch.device:
+    if name == "cuda":
+        if not torch.cuda.is_available():
+            raise ExperimentFailed("device cuda was asked for, but this worker's child sees no CUDA device")
+        return torch.device("cuda", 0)  # the worker pins its GPU with CUDA_VISIBLE_DEVICES
+    return torch.device("cpu")
+
+
+def _seed(n: int) -> None:
+    random.seed(n)
+    torch.manual_seed(n)
+    try:
+        import numpy as np
+
+        np.random.seed(n)
+    except ImportError:
+        pass
+
+
+def _inputs(module, entry: ZooEntry, spec: ExperimentSpec, size: int, device, dtype) -> tuple:
+    """Seeded random inputs; `size` is the batch, or the model's SIZE_DIM (say seq_len)."""
+    params = dict(spec.model_args)
+    batch = size
+    if entry.info.size_dim != "batch":
+        params[entry.info.size_dim], batch = size, spec.batch_size
+    _seed(1)
+    raw = module.example_inputs(batch, **params)
+    if isinstance(raw, torch.Tensor):
+        raw = (raw,)
+    return tuple(t.to(device=device, dtype=dtype) if t.is_floating_point() else t.to(device) for t in raw)
+
+
+def make_step(model, parameters, training: bool, mark_cudagraph_step: bool) -> Callable:
+    """One call of the thing being measured: a forward under no_grad, or forward+backward+SGD step."""
+    optimizer = torch.optim.SGD(list(parameters), lr=1e-3) if training else None
+
+    def step(inputs):
+        if mark_cudagraph_step:  # tells CUDA-graph trees a new iteration begins (outputs may be reused)
+            torch.compiler.cudagraph_mark_step_begin()
+        if optimizer is None:
+            with torch.no_grad():
+                return model(*inputs)
+        optimizer.zero_grad(set_to_none=True)
+        loss = _loss(model(*inputs))
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+
+    return step
+
+
+def _loss(out) -> torch.Tensor:
+    return sum(t.float().pow(2).mean() for t in _tensors(out))
+
+
+def _tensors(out) -> list[torch.Tensor]:
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, dict):
+        out = list(out.values())
+    if isinstance(out, (list, tuple)):
+        return [t for o in out for t in _tensors(o)]
+    return []
+
+
+def _timed_once(timer, step, inputs) -> tuple[float, object]:
+    box = []
+    seconds = timer.once(lambda: box.append(step(inputs)))
+    return seconds, box[0]
+
+
+def _reference(out, trained_model) -> list[torch.Tensor]:
+    """Copies of what a call produced: the outputs, plus every gradient for a training step."""
+    tensors = [t.detach().clone() for t in _tensors(out)]
+    if trained_model is not None:
+        tensors += [p.grad.detach().clone() for p in trained_model.parameters() if p.grad is not None]
+    return tensors
+
+
+def _accuracy_skip(entry: ZooEntry, model, training: bool) -> str | None:
+    if entry.stochastic:
+        return f"{entry.info.name} is random by design (STOCHASTIC); outputs are not compared"
+    if training and any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in model.modules()):
+        return "training with dropout: eager and compiled draw different masks; outputs are not compared"
+    return None
+
+
+def compare(ref: list, out: list, dtype: str, skip: str | None) -> dict:
+    """Compiled vs eager: max |diff| and ||diff|| / ||ref|| over all outputs (and gradients)."""
+    if skip:
+        return {"max_abs_error": None, "rel_error": None, "ok": None, "note": skip}
+    if len(ref) != len(out) or any(a.shape != b.shape for a, b in zip(ref, out)):
+        return {"max_abs_error": None, "rel_error": None, "ok": False,
+                "note": "compiled outputs differ in number or shape from eager"}
+    max_abs, diff_sq, ref_sq, nan_mismatch = 0.0, 0.0, 0.0, False
+    for a, b in zip(ref, out):
+        a64, b64 = a.double(), b.double()
+        nan_mismatch |= bool((a64.isnan() != b64.isnan()).any())
+        finite = a64.isfinite() & b64.isfinite()
+        d = (a64 - b64)[finite]
+        if d.numel():
+            max_abs = max(max_abs, float(d.abs().max()))
+            diff_sq += float((d * d).sum())
+            ref_sq += float((a64[finite] ** 2).sum())
+    rel = (diff_sq ** 0.5) / (ref_sq ** 0.5) if ref_sq > 0 else (0.0 if diff_sq == 0 else float("inf"))
+    ok = (not nan_mismatch) and rel <= TOLERANCE[dtype]
+    note = f"relative tolerance {TOLERANCE[dtype]:g} for {dtype}" + ("; NaN pattern differs" if nan_mismatch else "")
+    return {"max_abs_error": max_abs, "rel_error": rel, "ok": ok, "note": note}
+
+
+def _warmup(timer, fn, watch) -> float:
+    """Run until at least WARMUP_MIN_CALLS calls and WARMUP_MIN_S seconds; returns the median ms."""
+    times, spent = [], 0.0
+    while len(times) < WARMUP_MIN_CALLS or spent < WARMUP_MIN_S:
+        (ms, _), = timer.block(fn, 1, watch)
+        times.append(ms)
+        spent += ms / 1e3
+        if len(times) >= 1000:
+            break
+    return percentile(times[len(times) // 2:], 50)
+
+
+def measure_rounds(timer, watch, sides: dict[str, Callable], rounds: int, per_block: int, report: Report) -> dict:
+    """Interleaved rounds, alternating which side goes first (ABBA), every kept sample by round."""
+    names = list(sides)
+    samples = {n: [] for n in names} | {f"{n}_wall": [] for n in names} | {"dropped": []}
+    for r in range(rounds):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            block = timer.block(sides[name], per_block, watch)
+            samples[name].append([ms for ms, compiled in block if not compiled])
+            samples["dropped"] += [{"side": name, "round": r, "ms": ms} for ms, compiled in block if compiled]
+            before = watch.count()
+            wall = timer.wall(sides[name])
+            if wall is not None and watch.count() == before:
+                samples[f"{name}_wall"].append(wall)
+        report("measuring", (r + 1) / rounds)
+    for name in names:
+        if not any(samples[name]):
+            raise ExperimentFailed(f"every timed {name} call triggered a compile; no steady state to measure "
+                                   f"({len(samples['dropped'])} calls recompiled)")
+    return samples
+
+
+def _flat(rounds: list[list[float]]) -> list[float]:
+    return [x for block in rounds for x in block]
+
+
+def _median(rounds):
+    return percentile(_flat(rounds), 50)
+
+
+def _pct(rounds, q):
+    return percentile(_flat(rounds), q)
+
+
+def _median_flat(values: list[float]) -> float | None:
+    return percentile(values, 50) if values else None
+
+
+def break_even_calls(eager_first_s: float, compiled_first_s: float, eager_ms: float, compiled_ms: float) -> int | None:
+    """Calls after which compiling has paid for itself, counting both first calls; None if never."""
+    saved_per_call_s = (eager_ms - compiled_ms) / 1e3
+    if saved_per_call_s <= 0:
+        return None
+    extra_s = compiled_first_s - eager_first_s
+    if extra_s <= 0:
+        return 1
+    return 1 + int(-(-extra_s // saved_per_call_s))  # ceil
+
+
+def run_schedule(timer, watch, module, entry, spec, device, dtype, eager_step, compiled_step) -> list[dict]:
+    calls = []
+    for size in spec.schedule:
+        inputs = _inputs(module, entry, spec, size, device, dtype)
+        eager_s, _ = _timed_once(timer, eager_step, inputs)
+        n_metrics, graphs = len(_metrics()), watch.count()
+        error, compiled_s = None, None
+        try:
+            compiled_s, _ = _timed_once(timer, compiled_step, inputs)
+        except Exception as exc:
+            error = describe_compile_failure(exc, spec, _metrics()[n_metrics:])
+        new = _metrics()[n_metrics:]
+        reasons = [m.recompile_reason for m in new if m.recompile_reason]
+        calls.append({"size": size, "dim": entry.info.size_dim, "eager_s": eager_s, "compiled_s": compiled_s,
+                      "recompiled": bool(reasons) or watch.count() != graphs,
+                      "graphs_compiled": watch.count() - graphs, "reason": "; ".join(reasons) or None,
+                      "error": error})
+    return calls
+
+
+def _crosscheck(spec, eager_step, compiled_step, inputs) -> dict | None:
+    """COMPILE_LAB_CROSSCHECK=1 on CUDA: also time both callables with triton.testing.do_bench
+    (bench/ uses it to check this protocol against triton's)."""
+    if os.environ.get("COMPILE_LAB_CROSSCHECK") != "1" or spec.device != "cuda":
+        return None
+    from triton.testing import do_bench
+
+    return {"eager": do_bench(lambda: eager_step(inputs), return_mode="median"),
+            "compiled": do_bench(lambda: compiled_step(inputs), return_mode="median")}
+
+
+# -- compiler introspection ---------------------------------------------------------------------------
+def _metrics() -> list:
+    from torch._dynamo.utils import get_compilation_metrics
+
+    return list(get_compilation_metrics())
+
+
+_PHASES = {"dynamo": "dynamo_cumulative_compile_time_us", "aot_autograd": "aot_autograd_cumulative_compile_time_us",
+           "inductor": "inductor_cumulative_compile_time_us",
+           "inductor_codegen": "inductor_code_gen_cumulative_compile_time_us",
+           "triton_compile": "triton_compile_time_us", "autotune": "compile_time_autotune_time_us"}
+
+
+def compile_phases(metrics: list) -> dict:
+    """Per-phase compile seconds of the first compiled call, summed over its frames (phases nest:
+    dynamo includes aot_autograd, which includes inductor)."""
+    out = {}
+    for name, attr in _PHASES.items():
+        values = [getattr(m, attr, None) for m in metrics]
+        values = [v for v in values if v is not None]
+        if values:
+            out[name] = sum(values) / 1e6
+    return out
+
+
+def _cache_hits(metrics: list) -> dict:
+    keys = ("inductor_fx_local_cache_hit_count", "inductor_fx_local_cache_miss_count",
+            "aotautograd_local_cache_hit_count", "aotautograd_local_cache_miss_count")
+    return {k: sum(getattr(m, k, None) or 0 for m in metrics) for k in keys}
+
+
+class GraphBreakLog:
+    """Graph-break reasons with the user source line, from torch's `graph_breaks` logging artifact
+    (records captured in-process; torch also prints them to the job's log)."""
+
+    _LOCATION = re.compile(r"in user code at (.+?):(\d+)")
+
+    def __init__(self):
+        from torch._dynamo.utils import counters
+
+        self._counters = counters
+        self._records: list[dict] = []
+        torch._logging.set_logs(graph_breaks=True)
+        handler = logging.Handler(logging.DEBUG)
+        handler.emit = self._emit
+        logging.getLogger("torch._dynamo.symbolic_convert.__graph_breaks").addHandler(handler)
+
+    def _emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        where = self._LOCATION.search(text)
+        reason = re.search(r"Graph Break Reason: (.*)", text)
+        entry = {"reason": reason.group(1).strip() if reason else text.splitlines()[0][:300]}
+        if where:
+            path, line = where.group(1), int(where.group(2))
+            entry.update(file=path, line=line, source=linecache.getline(path, line).strip())
+        self._records.append(entry)
+
+    def count(self) -> int:
+        return int(sum(self._counters["graph_break"].values()))
+
+    def reasons(self) -> list[dict]:
+        if self._records:
+            return self._records
+        return [{"reason": r.splitlines()[0], "count": n} for r, n in self._counters["graph_break"].items()]
+
+
+_USER_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def describe_compile_failure(exc: BaseException, spec: ExperimentSpec, metrics: list) -> str:
+    """One line a person can act on: what failed, the cause torch gives, and the user source line."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    where = None
+    for m in reversed(metrics):
+        if getattr(m, "fail_user_frame_filename", None):
+            where = (m.fail_user_frame_filename, int(m.fail_user_frame_lineno))
+            break
+    if where is None and "from user code" in text:
+        found = _USER_FRAME.findall(text.split("from user code", 1)[1])
+        if found:
+            where = (found[-1][0], int(found[-1][1]))
+    if isinstance(exc, torch.cuda.OutOfMemoryError):
+        head = "CUDA out of memory in the compiled call"
+    elif spec.fullgraph and _is_dynamo_error(exc):
+        head = "fullgraph=True: graph break, the model cannot be captured as one graph"
+    else:
+        head = "compiled call failed"
+    msg = f"{head}: {type(exc).__name__}: {first}"
+    if where:
+        source = linecache.getline(where[0], where[1]).strip()
+        msg += f" | at {where[0]}:{where[1]}" + (f": {source}" if source else "")
+    return msg
+
+
+def _is_dynamo_error(exc: BaseException) -> bool:
+    from torch._dynamo import exc as dynamo_exc
+
+    return isinstance(exc, (dynamo_exc.Unsupported, dynamo_exc.UserError, dynamo_exc.TorchRuntimeError))
+
+
+# -- memory -------------------------------------------------------------------------------------------
+class Memory:
+    """Peak memory of each side.
+
+    CUDA: caching-allocator peak above what the models and inputs hold (taken at setup), so persistent
+    compiled state (CUDA-graph pools) counts. CPU: peak resident set size above the size just before
+    the side's calls (Linux VmHWM, reset through /proc/self/clear_refs): transient memory only."""
+
+    def __init__(self, device: str):
+        self.cuda = device == "cuda"
+        if self.cuda:
+            torch.cuda.synchronize()
+            self.base = torch.cuda.memory_allocated()
+            self.method = "cuda allocator peak above models+inputs"
+        else:
+            self.base = 0
+            self.method = "cpu peak RSS above RSS before the calls (VmHWM)"
+        self.ok = True
+
+    def start(self) -> None:
+        if self.cuda:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            return
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")  # resets VmHWM to the current RSS
+            self.base = _proc_status_kb("VmRSS") * 1024
+        except OSError:
+            self.ok = False
+
+    def peak_mb(self) -> float | None:
+        if self.cuda:
+            torch.cuda.synchronize()
+            return (torch.cuda.max_memory_allocated() - self.base) / 2 ** 20
+        if not self.ok:
+            return None
+        return max(0.0, (_proc_status_kb("VmHWM") * 1024 - self.base) / 2 ** 20)
+
+
+def _proc_status_kb(key: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    raise OSError(f"{key} not in /proc/self/status")
+
+
+# -- environment --------------------------------------------------------------------------------------
+def environment(device: str) -> dict:
+    try:
+        import triton
+
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = None
+    if device == "cuda":
+        name = torch.cuda.get_device_name(0)
+    else:
+        name = _cpu_model()
+    return {"torch_version": torch.__version__, "triton_version": triton_version, "device_name": name,
+            "cuda_version": torch.version.cuda, "hostname": socket.gethostname()}
+
+
+def environment_detail(device: str) -> dict:
+    d = {"python": platform.python_version(), "platform": platform.platform(), "cpu": _cpu_model(),
+         "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+         "tf32_matmul": torch.backends.cuda.matmul.allow_tf32, "cudnn_benchmark": torch.backends.cudnn.benchmark}
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(0)
+        d.update(gpu_capability=f"{props.major}.{props.minor}", gpu_memory_gb=props.total_memory / 2 ** 30,
+                 gpu_sms=props.multi_processor_count)
+    return d
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()

@@ -1,0 +1,278 @@
+"""The worker: claims jobs and supervises one child process per job (a work-horse per job).
+
+The worker itself never imports torch: it stays small, starts fast and can never hold a CUDA context.
+It learns what its host can run by starting one probe child, and what models it offers by reading the
+zoo's model files (runner.zoo). For each job it starts `python -m runner.child` in a new process group,
+heartbeats the job's lease while the child runs, kills the whole group on timeout, cancel or lost lease,
+and turns how the child ended into exactly one recorded state.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from db import queue
+from db.engine import get_engine
+from db.models import JobStatus
+from db.spec import ExperimentSpec, SpecError
+from runner import zoo
+
+log = logging.getLogger("compile_lab.worker")
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+LOG_TAIL_CHARS = 6000
+
+
+@dataclass
+class WorkerConfig:
+    db_url: str | None = None
+    home: Path = Path("data")  # job folders (spec, result, log) and the warm compile cache
+    gpu: str | None = None  # pinned with CUDA_VISIBLE_DEVICES for the probe and every child
+    lease_s: float = 60.0
+    heartbeat_s: float = 2.0
+    poll_s: float = 1.0
+    grace_s: float = 30.0
+    models_dirs: list[str] = field(default_factory=list)
+    max_jobs: int | None = None
+    drain: bool = False
+    keep_job_dirs: bool = True
+
+
+@dataclass
+class Outcome:
+    status: JobStatus | None  # None: the lease is gone (cancelled, or taken back); nothing to write
+    error: str | None = None
+    result: dict | None = None
+
+
+class Worker:
+    def __init__(self, cfg: WorkerConfig):
+        self.cfg = cfg
+        self.engine = get_engine(cfg.db_url)
+        self.hostname = socket.gethostname()
+        self.id = f"{self.hostname}:{os.getpid()}:{'gpu' + cfg.gpu if cfg.gpu is not None else 'any'}:{uuid.uuid4().hex[:6]}"
+        self.stop = threading.Event()
+        self.home = Path(cfg.home).resolve()
+        self.entries = zoo.catalog(cfg.models_dirs)
+        self.capabilities: dict = {}
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def install_signal_handlers(self) -> None:
+        def handler(signum, _frame):
+            log.info("worker %s: %s received; finishing up", self.id, signal.Signals(signum).name)
+            self.stop.set()
+
+        signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
+
+    def start(self) -> None:
+        probe = self._probe()
+        devices = (["cuda", "cpu"] if probe.get("cuda") else ["cpu"])
+        self.capabilities = {
+            "devices": devices, "device_name": probe.get("device_name"), "torch_version": probe.get("torch_version"),
+            "models": [e.info.to_dict() for e in self.entries.values()], "pid": os.getpid(),
+            "models_dirs": [str(d) for d in self.cfg.models_dirs],
+        }
+        queue.register_worker(self.engine, self.id, self.hostname, os.getpid(), self.cfg.gpu, self.capabilities)
+        log.info("worker %s ready: devices %s%s, %d models", self.id, ",".join(devices),
+                 f" ({probe.get('device_name')})" if probe.get("device_name") else "", len(self.entries))
+
+    def _env(self) -> dict:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(PROJECT_ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
+        env["PYTHONUNBUFFERED"] = "1"
+        if self.cfg.gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = str(self.cfg.gpu)
+        return env
+
+    def _probe(self) -> dict:
+        self.home.mkdir(parents=True, exist_ok=True)
+        out = self.home / f"probe-{os.getpid()}.json"
+        subprocess.run([sys.executable, "-m", "runner.child", "--probe", str(out)], env=self._env(),
+                       check=True, timeout=600, stdout=subprocess.DEVNULL)
+        info = json.loads(out.read_text())
+        out.unlink()
+        return info
+
+    def run(self) -> int:
+        """Claim and run jobs until stopped, max_jobs done, or (drain) nothing is left to claim."""
+        self.start()
+        done = 0
+        models = list(self.entries)
+        try:
+            while not self.stop.is_set():
+                if self.cfg.max_jobs is not None and done >= self.cfg.max_jobs:
+                    break
+                queue.requeue_expired(self.engine)
+                claim = queue.claim_next(self.engine, self.id, self.capabilities["devices"], models,
+                                         self.cfg.lease_s)
+                if claim is None:
+                    if self.cfg.drain:
+                        break
+                    queue.heartbeat_worker(self.engine, self.id, "idle")
+                    self.stop.wait(self.cfg.poll_s)
+                    continue
+                self.run_claim(claim)
+                done += 1
+        finally:
+            queue.heartbeat_worker(self.engine, self.id, "stopped")
+        log.info("worker %s stopped after %d job(s)", self.id, done)
+        return done
+
+    # -- one job ----------------------------------------------------------------------------------
+    def run_claim(self, claim: queue.Claim) -> Outcome:
+        queue.heartbeat_worker(self.engine, self.id, "busy", claim.job_id)
+        jobdir = self.home / "jobs" / f"{claim.job_id}-{claim.attempt}"
+        jobdir.mkdir(parents=True, exist_ok=True)
+        logfile = jobdir / "child.log"
+        try:
+            spec = ExperimentSpec.from_dict(claim.spec)
+            if spec.model not in self.entries:
+                raise SpecError("model", f"{spec.model!r} is not in the zoo of worker {self.id}")
+        except SpecError as e:
+            outcome = Outcome(JobStatus.FAILED, f"stored spec is invalid: {e}")
+        else:
+            outcome = self._supervise(claim, spec, jobdir, logfile)
+        if outcome.status is not None:
+            stored = queue.finish(self.engine, claim.job_id, claim.token, outcome.status, outcome.error,
+                                  outcome.result, _tail(logfile))
+            if not stored:
+                log.warning("job %s: lease lost before the result was stored; nothing written", claim.job_id)
+        _log_outcome(claim.job_id, outcome)
+        if not self.cfg.keep_job_dirs:
+            shutil.rmtree(jobdir, ignore_errors=True)
+        queue.heartbeat_worker(self.engine, self.id, "idle")
+        return outcome
+
+    def _supervise(self, claim: queue.Claim, spec: ExperimentSpec, jobdir: Path, logfile: Path) -> Outcome:
+        spec_file, result_file, progress_file = jobdir / "spec.json", jobdir / "result.json", jobdir / "progress.jsonl"
+        spec_file.write_text(spec.to_json())
+        env = self._env()
+        cold_dir = None
+        if spec.cache == "cold":  # a fresh, empty compile cache for this job only
+            cold_dir = jobdir / "cache"
+            shutil.rmtree(cold_dir, ignore_errors=True)
+            cache = cold_dir
+        else:  # the worker's persistent cache, shared by its warm jobs
+            cache = self.home / "cache"
+        env["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
+        env["TRITON_CACHE_DIR"] = str(cache / "triton")
+        cmd = [sys.executable, "-m", "runner.child", "--spec", str(spec_file), "--result", str(result_file),
+               "--progress", str(progress_file)]
+        for d in self.cfg.models_dirs:
+            cmd += ["--models-dir", str(Path(d).resolve())]
+        deadline = time.monotonic() + spec.timeout_s
+        stop_deadline = None
+        with open(logfile, "ab") as out:
+            proc = subprocess.Popen(cmd, cwd=jobdir, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True)  # its own process group: one kill reaches all
+        try:
+            while True:
+                try:
+                    rc = proc.wait(timeout=self.cfg.heartbeat_s)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                phase, progress = _read_progress(progress_file)
+                if time.monotonic() > deadline:
+                    kill_group(proc)
+                    return Outcome(JobStatus.TIMED_OUT, f"timed out after {spec.timeout_s} s (while {phase}); "
+                                                        "the child's process group was killed")
+                if not self._heartbeat(claim, phase, progress):
+                    kill_group(proc)
+                    return Outcome(None)
+                if self.stop.is_set():
+                    stop_deadline = stop_deadline or time.monotonic() + self.cfg.grace_s
+                    if time.monotonic() > stop_deadline:
+                        kill_group(proc)
+                        queue.release(self.engine, claim.job_id, claim.token,
+                                      f"worker {self.id} stopped while {phase}; re-queued")
+                        return Outcome(None)
+        finally:
+            kill_group(proc)  # grandchildren (inductor compile workers) must not outlive the job
+            if cold_dir is not None:
+                shutil.rmtree(cold_dir, ignore_errors=True)
+        phase, _ = _read_progress(progress_file)
+        return read_outcome(rc, result_file, phase)
+
+    def _heartbeat(self, claim: queue.Claim, phase: str, progress: float | None) -> bool:
+        try:
+            alive = queue.heartbeat_job(self.engine, claim.job_id, claim.token, self.cfg.lease_s, phase, progress)
+            queue.heartbeat_worker(self.engine, self.id, "busy", claim.job_id)
+            return alive
+        except Exception as e:  # the database is briefly unreachable: keep the child, retry next beat
+            log.warning("job %s: heartbeat failed (%s); retrying", claim.job_id, e)
+            return True
+
+
+def read_outcome(rc: int, result_file: Path, phase: str) -> Outcome:
+    """Turn how the child ended into one recorded state."""
+    payload = None
+    if result_file.exists():
+        try:
+            payload = json.loads(result_file.read_text())
+        except ValueError as e:
+            return Outcome(JobStatus.CRASHED, f"child wrote an unreadable result file ({e})")
+    if payload is not None and payload.get("status") == "succeeded" and rc == 0:
+        return Outcome(JobStatus.SUCCEEDED, None, payload["result"])
+    if payload is not None and payload.get("status") == "failed":
+        return Outcome(JobStatus.FAILED, payload.get("error") or "failed without a message")
+    if rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        return Outcome(JobStatus.CRASHED, f"child killed by {name} while {phase}")
+    return Outcome(JobStatus.CRASHED, f"child exited with code {rc} without a result while {phase}")
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        log.error("child %s did not die after SIGKILL", proc.pid)
+
+
+def _read_progress(path: Path) -> tuple[str, float | None]:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - 4096))
+            lines = f.read().decode(errors="replace").strip().splitlines()
+        last = json.loads(lines[-1])
+        return last.get("phase") or "starting", last.get("progress")
+    except (OSError, ValueError, IndexError):
+        return "starting", None
+
+
+def _tail(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - LOG_TAIL_CHARS))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return None
+
+
+def _log_outcome(job_id: int, o: Outcome) -> None:
+    if o.status is None:
+        log.info("job %s: stopped without a result (cancelled or handed back)", job_id)
+    elif o.status is JobStatus.SUCCEEDED:
+        r = o.result
+        log.info("job %s: succeeded, eager %.4g ms, compiled %.4g ms, speedup %.3gx, first call %.3g s",
+                 job_id, r["eager_ms"], r["compiled_ms"], r["speedup"], r["compiled_first_call_s"])
+    else:
+        log.info("job %s: %s: %s", job_id, o.status.value, o.error)

@@ -1,0 +1,117 @@
+"""The model zoo: built-in models (runner/zoo/builtin/) and a lab's own (`work --models-dir DIR`).
+
+A model is one Python file; its file name is the model's name. It defines:
+
+    DESCRIPTION = "one line"                      # literal
+    PARAMS = {"image_size": 224,                  # literal: size parameters and their defaults,
+              "scope": {"default": "model", "choices": ["model", "functions"]}}
+    TASKS = ("inference", "training")             # optional literal
+    SIZE_DIM = "batch"                            # optional: what batch sizes and the schedule vary
+    REQUIRES = ("torchvision",)                   # optional: skipped where these are not installed
+    STOCHASTIC = False                            # optional: True if outputs are random by design
+
+    def build(**params) -> torch.nn.Module
+    def example_inputs(batch_size, **params) -> tuple of tensors (CPU, float32 or integer)
+    def compile(module, compile_fn, **params) -> callable     # optional; default compile_fn(module)
+
+The literals are read with `ast`, so listing models (worker start, `submit`, `models`) never imports
+torch or runs lab code; only the child process imports the file.
+"""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Iterable
+
+from db.spec import TASKS, ModelInfo, ParamInfo
+
+BUILTIN_DIR = Path(__file__).parent / "builtin"
+_LITERALS = ("DESCRIPTION", "PARAMS", "TASKS", "SIZE_DIM", "REQUIRES", "STOCHASTIC")
+
+
+class ModelFileError(ValueError):
+    """A model file in a models directory does not follow the zoo's format."""
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    info: ModelInfo
+    path: Path
+    stochastic: bool = False
+
+
+def read_entry(path: Path, source: str) -> ZooEntry | None:
+    """The metadata of one model file, or None when its REQUIRES are not installed."""
+    try:
+        tree = ast.parse(path.read_text(), filename=str(path))
+    except SyntaxError as e:
+        raise ModelFileError(f"{path}: not valid Python ({e.msg}, line {e.lineno})") from None
+    lit: dict = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name in _LITERALS:
+                try:
+                    lit[name] = ast.literal_eval(node.value)
+                except ValueError:
+                    raise ModelFileError(f"{path}: {name} must be a literal") from None
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    missing = {"build", "example_inputs"} - defined
+    if "DESCRIPTION" not in lit or missing:
+        what = ", ".join(sorted(missing | ({"DESCRIPTION"} - set(lit))))
+        raise ModelFileError(f"{path}: a model file must define {what}")
+    for module in lit.get("REQUIRES", ()):
+        if importlib.util.find_spec(module) is None:
+            return None
+    params = []
+    for pname, p in lit.get("PARAMS", {}).items():
+        if isinstance(p, dict):
+            p = dict(p)
+            params.append(ParamInfo(name=pname, default=p.pop("default"), choices=tuple(p.pop("choices", ())),
+                                    **{k: v for k, v in p.items() if k in ("minimum", "maximum", "help")}))
+        else:
+            params.append(ParamInfo(name=pname, default=p))
+    tasks = tuple(lit.get("TASKS", TASKS))
+    size_dim = lit.get("SIZE_DIM", "batch")
+    if size_dim != "batch" and size_dim not in {p.name for p in params}:
+        raise ModelFileError(f"{path}: SIZE_DIM {size_dim!r} is not one of its PARAMS")
+    info = ModelInfo(name=path.stem, description=str(lit["DESCRIPTION"]), params=tuple(params),
+                     tasks=tasks, size_dim=size_dim, source=source)
+    return ZooEntry(info=info, path=path.resolve(), stochastic=bool(lit.get("STOCHASTIC", False)))
+
+
+def catalog(models_dirs: Iterable[str | Path] = ()) -> dict[str, ZooEntry]:
+    """Built-in models, then each lab directory's (a lab model may not shadow a built-in one)."""
+    entries: dict[str, ZooEntry] = {}
+    for directory, source in [(BUILTIN_DIR, "builtin")] + [(Path(d), str(d)) for d in models_dirs]:
+        if not directory.is_dir():
+            raise ModelFileError(f"--models-dir {directory}: not a directory")
+        for path in sorted(directory.glob("*.py")):
+            if path.name.startswith("_"):
+                continue
+            entry = read_entry(path, source)
+            if entry is None:
+                continue
+            if entry.info.name in entries:
+                raise ModelFileError(f"{path}: model {entry.info.name!r} is already defined by "
+                                     f"{entries[entry.info.name].path}")
+            entries[entry.info.name] = entry
+    return entries
+
+
+def model_infos(entries: dict[str, ZooEntry]) -> dict[str, ModelInfo]:
+    return {name: e.info for name, e in entries.items()}
+
+
+def load_module(entry: ZooEntry) -> ModuleType:
+    """Import a model file (in the child process only: this runs the file's code and imports torch)."""
+    name = f"compile_lab_model_{entry.info.name}"
+    spec = importlib.util.spec_from_file_location(name, entry.path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look modules up by name
+    spec.loader.exec_module(module)
+    return module
