@@ -191,6 +191,9 @@ class ExperimentSpec:
         if self.backend == "cudagraphs" and self.device != "cuda":
             raise SpecError("backend", "cudagraphs needs device cuda")
 
+    def __hash__(self):  # model_args is a dict; the JSON form is canonical (sorted keys)
+        return hash(self.to_json())
+
     # -- ways in and out -------------------------------------------------------------------------
     @classmethod
     def from_dict(cls, d: Mapping) -> "ExperimentSpec":

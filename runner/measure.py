@@ -13,6 +13,7 @@ import copy
 import functools
 import linecache
 import logging
+import math
 import os
 import platform
 import random
@@ -332,7 +333,7 @@ def break_even_calls(eager_first_s: float, compiled_first_s: float, eager_ms: fl
     extra_s = compiled_first_s - eager_first_s
     if extra_s <= 0:
         return 1
-    return 1 + int(-(-extra_s // saved_per_call_s))  # ceil
+    return 1 + math.ceil(round(extra_s / saved_per_call_s, 9))  # round: 9.9 / 0.001 is 9900.000000000002
 
 
 def run_schedule(timer, watch, module, entry, spec, device, dtype, eager_step, compiled_step) -> list[dict]:
@@ -416,8 +417,9 @@ class GraphBreakLog:
     def _emit(self, record: logging.LogRecord) -> None:
         text = record.getMessage()
         where = self._LOCATION.search(text)
-        reason = re.search(r"Graph Break Reason: (.*)", text)
-        entry = {"reason": reason.group(1).strip() if reason else text.splitlines()[0][:300]}
+        body = text.split("Graph Break Reason:", 1)[-1].split("User code traceback:", 1)[0]
+        reason = " ".join(line.strip() for line in body.splitlines() if line.strip())
+        entry = {"reason": reason[:800]}
         if where:
             path, line = where.group(1), int(where.group(2))
             entry.update(file=path, line=line, source=linecache.getline(path, line).strip())
