@@ -102,6 +102,18 @@ class Result(Base):
     compiled_wall_ms: Mapped[float | None] = mapped_column(Float)
     timing_method: Mapped[str | None] = mapped_column(String(64))
     samples_per_side: Mapped[int | None] = mapped_column(Integer)
+    # how far the numbers can be trusted: IQR / median of the per-round medians, and a flag past a threshold
+    eager_spread: Mapped[float | None] = mapped_column(Float)
+    compiled_spread: Mapped[float | None] = mapped_column(Float)
+    noisy: Mapped[bool | None] = mapped_column(Boolean)
+    # roofline: work per call, and what fraction of the device's measured ceiling the compiled call reaches
+    flops: Mapped[float | None] = mapped_column(Float)
+    min_bytes: Mapped[float | None] = mapped_column(Float)
+    achieved_tflops: Mapped[float | None] = mapped_column(Float)
+    achieved_gbps: Mapped[float | None] = mapped_column(Float)
+    roofline_bound: Mapped[str | None] = mapped_column(String(16))  # "memory" or "compute"
+    roofline_pct: Mapped[float | None] = mapped_column(Float)
+    mfu: Mapped[float | None] = mapped_column(Float)
     # compiler
     graph_count: Mapped[int | None] = mapped_column(Integer)
     graph_breaks: Mapped[int | None] = mapped_column(Integer)
@@ -143,3 +155,18 @@ class Worker(Base):
     capabilities: Mapped[dict] = mapped_column(JSON, default=dict)  # devices, device_name, torch version, models
     started_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     heartbeat_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class DeviceCeiling(Base):
+    """A device's measured ceilings (calibration job): copy bandwidth and matmul rate per dtype."""
+
+    __tablename__ = "device_ceilings"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    device_name: Mapped[str] = mapped_column(String(200), index=True)
+    hostname: Mapped[str] = mapped_column(String(200))
+    dtype: Mapped[str] = mapped_column(String(16))
+    copy_gbps: Mapped[float] = mapped_column(Float)  # device-to-device copy, bytes read + written
+    matmul_tflops: Mapped[float] = mapped_column(Float)
+    torch_version: Mapped[str] = mapped_column(String(64))
+    measured_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

@@ -13,7 +13,7 @@ from db.spec import ExperimentSpec
 SPEC_FIELDS = tuple(f.name for f in fields(ExperimentSpec))
 IDENTITY_FIELDS = ("job_id", "sweep_id", "sweep", "status", "error", "attempts", "worker", "created_at",
                    "finished_at")
-REASON_FIELDS = ("graph_break_reasons", "recompile_reasons", "compile_phases_s")
+REASON_FIELDS = ("graph_break_reasons", "recompile_reasons", "compile_phases_s", "cache_hits")
 RECORD_FIELDS = IDENTITY_FIELDS + SPEC_FIELDS + RESULT_SCALARS + REASON_FIELDS
 
 

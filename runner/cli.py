@@ -51,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--timeout", help="seconds before the child is killed")
     s.add_argument("--repeat", help="run each combination this many times")
     s.add_argument("--name", help="sweep name")
+    s.add_argument("--models-dir", action="append", default=[],
+                   help="also accept the models in this folder (live workers' models are always accepted)")
     _add_db(s)
 
     w = sub.add_parser("work", help="run queued jobs")
@@ -120,7 +122,7 @@ def cmd_submit(args) -> int:
         fields["schedule"] = _int_list(args.schedule, "schedule")
     request = SweepRequest.from_dict(fields)  # validates before anything touches the database
     engine = get_engine(args.db)
-    catalog = {**queue.published_catalog(engine), **zoo.model_infos(zoo.catalog())}
+    catalog = {**queue.published_catalog(engine), **zoo.model_infos(zoo.catalog(args.models_dir))}
     sweep_id, job_ids, notes = queue.submit(engine, request, catalog)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)

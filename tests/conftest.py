@@ -32,7 +32,7 @@ def run_cli(*args: str, timeout: float = 600, env: dict | None = None) -> subpro
 
 
 def submit(db_url: str, *args: str) -> list[int]:
-    done = run_cli("submit", "--db", db_url, *args)
+    done = run_cli("submit", "--db", db_url, "--models-dir", str(FIXTURE_MODELS), *args)
     assert done.returncode == 0, done.stderr
     return [int(x) for x in done.stdout.split()]
 

@@ -1,0 +1,99 @@
+"""The runner end to end on the CPU: real CLI, real worker, real child processes, real torch.compile,
+real SQLite file. These reproduce the seed notes' experiments (DESIGN.md, issue 2's "Must show")."""
+import csv
+import io
+import json
+import statistics
+
+import pytest
+
+from tests.conftest import records, run_cli, submit, work
+
+
+def flat(rounds):
+    return [x for block in rounds for x in block]
+
+
+def test_static_recompiles_on_the_schedule_and_dynamic_does_not(db_url, tmp_path):
+    ids = submit(db_url, "--model", "simplenet", "--batch", "8", "--mode", "default", "--dynamic", "false",
+                 "--dynamic", "true", "--schedule", "8,16,32", "--device", "cpu", "--iters", "6")
+    assert len(ids) == 2
+    work(db_url, tmp_path / "home", "--max-jobs", "2")
+    recs = records(db_url)
+    static, dynamic = recs[ids[0]], recs[ids[1]]
+    assert static["dynamic"] is False and dynamic["dynamic"] is True
+    for r in (static, dynamic):
+        assert r["status"] == "succeeded", r["error"]
+        # the warmup cost: compile + first run dwarfs the eager first call
+        assert r["compiled_first_call_s"] > 10 * r["eager_first_call_s"]
+        assert r["compiled_second_call_s"] < r["compiled_first_call_s"] / 10
+        assert r["speedup"] == pytest.approx(r["eager_ms"] / r["compiled_ms"], rel=1e-12)
+        assert r["eager_p10_ms"] <= r["eager_ms"] <= r["eager_p90_ms"]
+        assert r["compiled_p10_ms"] <= r["compiled_ms"] <= r["compiled_p90_ms"]
+        # every raw sample is kept, by round, and the medians are theirs
+        assert len(r["samples"]["eager"]) == 6 and len(r["samples"]["compiled"]) == 6
+        assert statistics.median(flat(r["samples"]["eager"])) == pytest.approx(r["eager_ms"])
+        assert r["samples_per_side"] == len(flat(r["samples"]["compiled"]))
+        assert r["accuracy_ok"] is True and r["graph_count"] == 1 and r["graph_breaks"] == 0
+        assert r["torch_version"] and r["hostname"] and r["device_name"]
+        assert r["peak_mem_eager_mb"] is not None
+    assert [c["size"] for c in static["schedule_calls"]] == [8, 16, 32]
+    assert [c["recompiled"] for c in static["schedule_calls"]] == [False, True, True]
+    assert "size mismatch" in static["schedule_calls"][1]["reason"]
+    assert static["recompiles"] == 2 and len(static["recompile_reasons"]) == 2
+    assert [c["recompiled"] for c in dynamic["schedule_calls"]] == [False, False, False]
+    assert dynamic["recompiles"] == 0
+
+    # the same records through the CLI export, both formats
+    as_json = json.loads(run_cli("export", "--db", db_url, "--format", "json").stdout)
+    assert [r["job_id"] for r in as_json] == ids and as_json[0]["speedup"] == static["speedup"]
+    rows = list(csv.DictReader(io.StringIO(run_cli("export", "--db", db_url, "--format", "csv").stdout)))
+    assert float(rows[1]["compiled_ms"]) == pytest.approx(dynamic["compiled_ms"])
+    status = run_cli("status", "--db", db_url)
+    assert "2 succeeded" in status.stdout
+
+
+def test_convnetmix_graph_break_fails_fullgraph_and_splits_otherwise(db_url, tmp_path):
+    """Seed 004: a numpy-random classifier head cannot be captured in one graph."""
+    ids = submit(db_url, "--model", "convnetmix", "--arg", "width=8", "--batch", "2", "--fullgraph", "true",
+                 "--fullgraph", "false", "--device", "cpu", "--iters", "3")
+    work(db_url, tmp_path / "home", "--drain")
+    full, split = records(db_url)[ids[0]], records(db_url)[ids[1]]
+    assert full["status"] == "failed" and full["speedup"] is None
+    assert "graph break" in full["error"]
+    assert "convnetmix.py:" in full["error"] and "np.random.randint" in full["error"]
+    assert split["status"] == "succeeded", split["error"]
+    assert split["graph_breaks"] >= 1 and split["graph_count"] >= 2
+    where = split["graph_break_reasons"][0]
+    assert where["file"].endswith("convnetmix.py") and "np.random.randint" in where["source"]
+    assert split["accuracy_ok"] is None  # random by design: not compared, and said so
+
+
+def test_cold_jobs_pay_full_compile_and_warm_jobs_reuse_the_cache(db_url, tmp_path):
+    common = ["--model", "tiny", "--batch", "4", "--device", "cpu", "--iters", "3", "--repeat", "2"]
+    cold = submit(db_url, *common, "--cache", "cold")
+    warm = submit(db_url, *common, "--cache", "warm")
+    work(db_url, tmp_path / "home", "--drain")
+    recs = records(db_url)
+    assert all(recs[i]["status"] == "succeeded" for i in cold + warm), [recs[i]["error"] for i in cold + warm]
+    first = {i: recs[i]["compiled_first_call_s"] for i in cold + warm}
+    hits = {i: recs[i]["cache_hits"]["inductor_fx_local_cache_hit_count"] for i in cold + warm}
+    # both cold jobs miss the compile cache; the first warm one fills the worker's cache, the second hits it
+    assert hits[cold[0]] == hits[cold[1]] == hits[warm[0]] == 0
+    assert hits[warm[1]] >= 1
+    assert max(first[c] for c in cold) < 2 * min(first[c] for c in cold)
+    assert first[warm[1]] * 3 < first[warm[0]], first
+
+
+def test_training_step_and_low_precision_on_cpu(db_url, tmp_path):
+    ids = submit(db_url, "--model", "tiny", "--batch", "8", "--task", "training", "--backend", "aot_eager",
+                 "--device", "cpu", "--iters", "3")
+    ids += submit(db_url, "--model", "tiny", "--batch", "8", "--dtype", "bfloat16", "--backend", "aot_eager",
+                  "--device", "cpu", "--iters", "3")
+    work(db_url, tmp_path / "home", "--drain")
+    recs = records(db_url)
+    train, bf16 = recs[ids[0]], recs[ids[1]]
+    assert train["status"] == "succeeded", train["error"]
+    assert train["task"] == "training" and train["accuracy_ok"] is True  # loss + every gradient compared
+    assert bf16["status"] == "succeeded", bf16["error"]
+    assert bf16["dtype"] == "bfloat16" and bf16["accuracy_ok"] is True
