@@ -3,7 +3,9 @@
 CPU: time.perf_counter around each call (CPU work is synchronous).
 CUDA, steady state: like triton.testing.do_bench: per call, the L2 cache is flushed by writing a
 256 MB buffer, then a pair of CUDA events brackets the call; calls of a block are queued without host
-syncs, one sync ends the block. This is the device time of one call, not the host's launch time.
+syncs, one sync ends the block. While the GPU is the bottleneck this is the call's device time; when
+the host issues the call more slowly than the GPU runs it (tiny models), the bracket includes the wait
+for the host.
 CUDA, `wall`: host-observed latency of one synchronous call (sync, call, sync), which includes Python
 dispatch and kernel-launch overhead: what reduce-overhead (CUDA graphs) removes.
 """
