@@ -79,10 +79,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--progress")
     p.add_argument("--models-dir", action="append", default=[])
     p.add_argument("--probe", metavar="OUT")
+    p.add_argument("--calibrate", nargs=2, metavar=("DEVICE", "OUT"), help="measure the device's ceilings")
     args = p.parse_args(argv)
     _die_with_parent()
     if args.probe:
         probe(args.probe)
+        return 0
+    if args.calibrate:
+        from runner.calibrate import calibrate
+
+        device, out = args.calibrate
+        write_atomic(out, calibrate(device))
         return 0
 
     from db.spec import ExperimentSpec, SpecError

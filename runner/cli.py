@@ -81,6 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--sweep", type=int, action="append", help="only these sweeps")
     e.add_argument("--raw", action="store_true", help="json only: include raw samples and schedule calls")
 
+    cal = sub.add_parser("calibrate", help="measure this host's device ceilings (copy bandwidth, matmul rate)")
+    cal.add_argument("--device", choices=("cpu", "cuda"), default="cuda")
+    cal.add_argument("--gpu", help="GPU index to pin (CUDA_VISIBLE_DEVICES)")
+    _add_db(cal)
+
     m = sub.add_parser("models", help="the model zoo")
     m.add_argument("--models-dir", action="append", default=[])
     m.add_argument("--json", action="store_true")
@@ -219,6 +224,21 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_calibrate(args) -> int:
+    import os
+
+    from runner import ceilings
+    from runner.worker import PROJECT_ROOT
+
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    if args.gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = args.gpu
+    found = ceilings.measure(get_engine(args.db), args.device, env, PROJECT_ROOT)
+    print(f"{found['device_name']}: copy {found['copy_gbps']:.1f} GB/s; matmul " +
+          ", ".join(f"{k} {v:.2f} TFLOP/s" for k, v in found["matmul_tflops"].items()))
+    return 0
+
+
 def cmd_models(args) -> int:
     entries = zoo.catalog(args.models_dir)
     if args.json:
@@ -233,4 +253,4 @@ def cmd_models(args) -> int:
 
 
 COMMANDS = {"submit": cmd_submit, "work": cmd_work, "status": cmd_status, "cancel": cmd_cancel,
-            "export": cmd_export, "models": cmd_models}
+            "export": cmd_export, "models": cmd_models, "calibrate": cmd_calibrate}

@@ -19,21 +19,21 @@ import platform
 import random
 import re
 import socket
+import time
 from typing import Callable
 
 import torch
 
 from db.spec import ExperimentSpec
-from runner.timing import CompileWatch, make_timer, percentile
+from runner.timing import CompileWatch, make_timer, percentile, spread
 from runner.zoo import ZooEntry, load_module
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 # relative error ||compiled - eager|| / ||eager|| that still counts as the same result
 TOLERANCE = {"float32": 1e-4, "bfloat16": 3e-2, "float16": 5e-3}
 CUDAGRAPH_MODES = ("reduce-overhead", "max-autotune")
-TARGET_BLOCK_MS = 10.0  # calls per timed block: enough to fill this, so tiny calls get many samples
-MAX_BLOCK = 25
 COMPARE_CHUNK = 1 << 22
+NOISY_SPREAD = 0.05  # a side whose round medians spread (IQR / median) past this is flagged noisy
 WARMUP_MIN_CALLS, WARMUP_MIN_S = 3, 0.1
 
 Report = Callable[[str, "float | None"], None]
@@ -45,6 +45,7 @@ class ExperimentFailed(Exception):
 
 def run(spec: ExperimentSpec, entry: ZooEntry, report: Report) -> dict:
     """Measure one job; returns the result fields (db.models.Result column names)."""
+    started = time.perf_counter()
     device = _device(spec.device)
     dtype = DTYPES[spec.dtype]
     training = spec.task == "training"
@@ -107,14 +108,15 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report) -> dict:
     peak_compiled = mem.peak_mb()
     est_eager = _warmup(timer, lambda: eager_step(inputs), watch)
 
-    # 2. interleaved rounds
-    per_block = max(1, min(MAX_BLOCK, int(TARGET_BLOCK_MS / max(est_eager, est_compiled, 1e-6))))
+    # 2. interleaved rounds, both sides timed the same way
+    timer.plan(max(est_eager, est_compiled))
     n_before_measure = len(metrics())
     samples = measure_rounds(timer, watch, {"eager": lambda: eager_step(inputs),
                                             "compiled": lambda: compiled_step(inputs)},
-                             spec.iters, per_block, report)
+                             spec.iters, report)
     measure_metrics = metrics()[n_before_measure:]
     crosscheck = _crosscheck(spec, eager_step, compiled_step, inputs)
+    work = count_work(eager_model, eager_step, inputs, training)
 
     # 3. the shape schedule: one call each, noting recompiles
     schedule = []
@@ -124,6 +126,10 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report) -> dict:
 
     all_metrics = metrics()
     eager_ms, compiled_ms = _median(samples["eager"]), _median(samples["compiled"])
+    eager_rounds, compiled_rounds = _round_medians(samples["eager"]), _round_medians(samples["compiled"])
+    ratios = [e / c for e, c in zip(eager_rounds, compiled_rounds) if c > 0]
+    spreads = spread(eager_rounds), spread(compiled_rounds)
+    achieved = achieved_rates(work, compiled_ms)
     result = {
         "eager_first_call_s": eager_first_s,
         "compiled_first_call_s": compiled_first_s,
@@ -138,6 +144,12 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report) -> dict:
         "compiled_wall_ms": _median_flat(samples["compiled_wall"]),
         "timing_method": timer.method,
         "samples_per_side": sum(len(b) for b in samples["compiled"]),
+        "eager_spread": spreads[0],
+        "compiled_spread": spreads[1],
+        "noisy": any(s is not None and s > NOISY_SPREAD for s in spreads),
+        "flops": work["flops"],
+        "min_bytes": work["min_bytes"],
+        **achieved,
         "graph_count": graph_count,
         "graph_breaks": breaks.count(),
         "recompiles": sum(1 for m in all_metrics if m.recompile_reason),
@@ -152,12 +164,16 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report) -> dict:
         "schedule": schedule,
         "detail": {
             "eager_second_call_s": eager_second_s,
-            "calls_per_block": per_block,
+            "calls_per_sample": timer.calls_per_sample,
+            "speedup_p10": percentile(ratios, 10) if ratios else None,  # over per-round ratios (paired)
+            "speedup_p90": percentile(ratios, 90) if ratios else None,
+            "work": work,
             "graph_break_reasons": breaks.reasons(),
             "recompile_reasons": [{"compile_id": str(m.compile_id), "reason": m.recompile_reason}
                                   for m in all_metrics if m.recompile_reason],
             "recompiles_while_measuring": [str(m.compile_id) for m in measure_metrics],
             "compile_phases_s": compile_phases(first_metrics),
+            "compile_breakdown_s": compile_breakdown(first_metrics, compiled_first_s),
             "cache_hits": _cache_hits(first_metrics),
             "accuracy_note": accuracy["note"],
             "memory_method": mem.method,
@@ -166,6 +182,7 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report) -> dict:
             "env": environment_detail(spec.device),
         },
     }
+    result["detail"]["measure_s"] = time.perf_counter() - started
     return result
 
 
@@ -283,24 +300,25 @@ def compare(ref: list, out: list, dtype: str, skip: str | None) -> dict:
 
 
 def _warmup(timer, fn, watch) -> float:
-    """Run until at least WARMUP_MIN_CALLS calls and WARMUP_MIN_S seconds; returns the median ms."""
+    """Run until at least WARMUP_MIN_CALLS calls and WARMUP_MIN_S seconds; returns the median ms
+    of the later half (a synchronous call each: an upper bound of the steady per-call time)."""
     times, spent = [], 0.0
     while len(times) < WARMUP_MIN_CALLS or spent < WARMUP_MIN_S:
-        (ms, _), = timer.block(fn, 1, watch)
-        times.append(ms)
-        spent += ms / 1e3
+        seconds = timer.once(fn)
+        times.append(seconds * 1e3)
+        spent += seconds
         if len(times) >= 1000:
             break
     return percentile(times[len(times) // 2:], 50)
 
 
-def measure_rounds(timer, watch, sides: dict[str, Callable], rounds: int, per_block: int, report: Report) -> dict:
+def measure_rounds(timer, watch, sides: dict[str, Callable], rounds: int, report: Report) -> dict:
     """Interleaved rounds, alternating which side goes first (ABBA), every kept sample by round."""
     names = list(sides)
     samples = {n: [] for n in names} | {f"{n}_wall": [] for n in names} | {"dropped": []}
     for r in range(rounds):
         for name in (names if r % 2 == 0 else names[::-1]):
-            block = timer.block(sides[name], per_block, watch)
+            block = timer.round(sides[name], watch)
             samples[name].append([ms for ms, compiled in block if not compiled])
             samples["dropped"] += [{"side": name, "round": r, "ms": ms} for ms, compiled in block if compiled]
             before = watch.count()
@@ -329,6 +347,36 @@ def _pct(rounds, q):
 
 def _median_flat(values: list[float]) -> float | None:
     return percentile(values, 50) if values else None
+
+
+def _round_medians(rounds: list[list[float]]) -> list[float]:
+    return [percentile(block, 50) for block in rounds if block]
+
+
+# -- roofline -----------------------------------------------------------------------------------------
+def count_work(model, step, inputs, training: bool) -> dict:
+    """FLOPs of one call (torch.utils.flop_counter, backward included for training) and the fewest
+    bytes it must move: inputs and outputs once, parameters and buffers read once; a training step
+    also writes every gradient and every updated parameter (3 passes over the parameters)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with counter:
+        out = step(inputs)
+    state = list(model.parameters()) + list(model.buffers())
+    state_bytes = sum(t.numel() * t.element_size() for t in state)
+    io_bytes = sum(t.numel() * t.element_size() for t in list(inputs) + _tensors(out))
+    return {"flops": float(counter.get_total_flops()),
+            "min_bytes": float(io_bytes + state_bytes * (3 if training else 1)),
+            "state_bytes": float(state_bytes), "io_bytes": float(io_bytes)}
+
+
+def achieved_rates(work: dict, compiled_ms: float) -> dict:
+    """Achieved rates of the compiled call. The % of roofline needs the device's measured ceilings,
+    which the worker supplies (runner.roofline); without them those fields stay null."""
+    seconds = compiled_ms / 1e3
+    return {"achieved_tflops": work["flops"] / seconds / 1e12 if seconds > 0 else None,
+            "achieved_gbps": work["min_bytes"] / seconds / 1e9 if seconds > 0 else None}
 
 
 def break_even_calls(eager_first_s: float, compiled_first_s: float, eager_ms: float, compiled_ms: float) -> int | None:
@@ -396,6 +444,30 @@ def compile_phases(metrics: list) -> dict:
         if values:
             out[name] = sum(values) / 1e6
     return out
+
+
+def compile_breakdown(metrics: list, first_call_s: float) -> dict:
+    """The compiled first call cut into disjoint parts that add up to it: dynamo tracing (without what
+    it calls), AOT autograd, inductor lowering and scheduling, code generation and kernel compile,
+    autotuning, and the rest (guards, wrappers, the first run itself)."""
+    phases = compile_phases(metrics)
+    if not phases:
+        return {"other (run, guards)": first_call_s}
+    dynamo = phases.get("dynamo", 0.0)
+    aot = phases.get("aot_autograd", 0.0)
+    inductor = phases.get("inductor", 0.0)
+    codegen = phases.get("inductor_codegen", 0.0)
+    lowering = max(0.0, inductor - codegen)
+    # max-autotune benchmarks its choices while lowering; carve that out of lowering, then codegen
+    autotune = phases.get("autotune", 0.0)
+    from_lowering = min(autotune, lowering)
+    from_codegen = min(autotune - from_lowering, codegen)
+    parts = {"dynamo tracing": dynamo - aot, "aot autograd": aot - inductor,
+             "inductor lowering": lowering - from_lowering, "codegen + kernel compile": codegen - from_codegen,
+             "autotuning": from_lowering + from_codegen}
+    parts = {k: max(0.0, v) for k, v in parts.items()}
+    parts["other (run, guards)"] = max(0.0, first_call_s - sum(parts.values()))
+    return parts
 
 
 def _cache_hits(metrics: list) -> dict:

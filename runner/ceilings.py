@@ -1,0 +1,47 @@
+"""Glue between the worker (no torch) and device calibration: measure a device's ceilings once, in a
+child process, store them; place each result on its device's roofline before it is stored."""
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from sqlalchemy import Engine
+
+from db.roofline import latest_ceilings, place, store_ceilings
+from db.spec import ExperimentSpec
+
+log = logging.getLogger("compile_lab.ceilings")
+
+
+def measure(engine: Engine, device: str, env: dict, cwd: Path) -> dict:
+    """Run the calibration child for `device` (cpu or cuda) and store what it measured."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "ceilings.json"
+        subprocess.run([sys.executable, "-m", "runner.child", "--calibrate", device, str(out)], env=env, cwd=cwd,
+                       check=True, timeout=900, stdout=subprocess.DEVNULL)
+        found = json.loads(out.read_text())
+    store_ceilings(engine, found["device_name"], socket.gethostname(), found["torch_version"],
+                   found["copy_gbps"], found["matmul_tflops"])
+    log.info("calibrated %s: copy %.0f GB/s, matmul %s TFLOP/s", found["device_name"], found["copy_gbps"],
+             ", ".join(f"{k} {v:.1f}" for k, v in found["matmul_tflops"].items()))
+    return found
+
+
+def ensure(engine: Engine, device: str, device_name: str | None, env: dict, cwd: Path) -> None:
+    """Calibrate this host's device unless its ceilings are already stored."""
+    if device_name and latest_ceilings(engine, device_name, socket.gethostname()):
+        return
+    measure(engine, device, env, cwd)
+
+
+def place_result(engine: Engine, spec: ExperimentSpec, result: dict) -> dict:
+    """The result with roofline_bound / roofline_pct / mfu filled in where ceilings are known."""
+    ceilings = latest_ceilings(engine, result.get("device_name") or "", result.get("hostname"))
+    ceiling = ceilings.get(spec.dtype)
+    return {**result, **place(result.get("flops"), result.get("min_bytes"), result.get("compiled_ms"),
+                              ceiling, spec.task == "training")}
