@@ -1,0 +1,136 @@
+"""How the worker starts a job's child: a fresh interpreter (`fresh`), or a fork of the preloaded
+parent (`fork`, runner/zygote.py, the default). Both give a child in its own process group whose
+stdout/stderr go to the job's log; the worker supervises either through the same small handle."""
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SPAWN_METHODS = ("fork", "fresh")
+
+
+class SpawnError(RuntimeError):
+    """The preloaded parent could not start a child (it died, or answered nonsense)."""
+
+
+class FreshChild:
+    def __init__(self, argv: list[str], env: dict, cwd: Path, log: Path):
+        with open(log, "ab") as out:
+            self._proc = subprocess.Popen([sys.executable, "-m", "runner.child", *argv], cwd=cwd, env=env,
+                                          stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                          start_new_session=True)
+        self.pid = self._proc.pid
+
+    def wait(self, timeout: float) -> int | None:
+        """The exit code (negative: killed by that signal), or None if still running after timeout."""
+        try:
+            return self._proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+
+class FreshSpawner:
+    method = "fresh"
+
+    def start(self, argv: list[str], env: dict, cwd: Path, log: Path) -> FreshChild:
+        return FreshChild(argv, env, cwd, log)
+
+    def close(self) -> None:
+        pass
+
+
+class ForkedChild:
+    def __init__(self, spawner: "ForkSpawner", pid: int):
+        self._spawner = spawner
+        self.pid = pid
+
+    def wait(self, timeout: float) -> int | None:
+        return self._spawner.wait_exit(self.pid, timeout)
+
+
+class ForkSpawner:
+    """Talks to one preloaded parent, started on first use and restarted if it dies."""
+
+    method = "fork"
+
+    def __init__(self, env: dict, cwd: Path):
+        self._env, self._cwd = env, cwd
+        self._proc: subprocess.Popen | None = None
+        self._buffer = b""
+        self._exits: dict[int, int] = {}
+
+    def _ensure(self) -> subprocess.Popen:
+        if self._proc is None or self._proc.poll() is not None:
+            self._proc = subprocess.Popen([sys.executable, "-m", "runner.zygote"], cwd=self._cwd, env=self._env,
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None)
+            self._buffer = b""
+        return self._proc
+
+    def start(self, argv: list[str], env: dict, cwd: Path, log: Path) -> ForkedChild:
+        proc = self._ensure()
+        request = {"argv": argv, "env": env, "cwd": str(cwd), "log": str(log)}
+        try:
+            proc.stdin.write((json.dumps(request) + "\n").encode())
+            proc.stdin.flush()
+        except BrokenPipeError:
+            raise SpawnError("the preloaded parent died before it could fork the job") from None
+        while True:  # the first answer about an unknown pid is the fork we asked for
+            msg = self._read(timeout=600)
+            if msg is None:
+                raise SpawnError("the preloaded parent did not answer within 600 s")
+            if "returncode" in msg:
+                self._exits[msg["pid"]] = msg["returncode"]
+            else:
+                return ForkedChild(self, msg["pid"])
+
+    def wait_exit(self, pid: int, timeout: float) -> int | None:
+        deadline = time.monotonic() + timeout
+        while pid not in self._exits:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            msg = self._read(timeout=left)
+            if msg is not None and "returncode" in msg:
+                self._exits[msg["pid"]] = msg["returncode"]
+        return self._exits.pop(pid)
+
+    def _read(self, timeout: float) -> dict | None:
+        """One message from the preloaded parent, or None on timeout. If the parent died, its
+        children died with it (parent-death signal): report the pending ones as killed."""
+        proc = self._proc
+        deadline = time.monotonic() + timeout
+        fd = proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                proc.wait()
+                raise SpawnError(f"the preloaded parent exited (code {proc.returncode})")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.stdin.close()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+
+
+def make_spawner(method: str, env: dict, cwd: Path):
+    if method not in SPAWN_METHODS:
+        raise ValueError(f"spawn method must be one of {', '.join(SPAWN_METHODS)}, got {method!r}")
+    return ForkSpawner(env, cwd) if method == "fork" else FreshSpawner()
