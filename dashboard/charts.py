@@ -55,7 +55,7 @@ def _categories(fig: go.Figure, agg: pd.DataFrame, fails: pd.DataFrame, x_col: s
     both = pd.concat([agg[["config", "batch_size", x_col]], fails[["config", "batch_size", x_col]]])
     cats = both.sort_values(["config", "batch_size"])[x_col].astype(str).drop_duplicates().tolist()
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=cats, tickvals=cats,
-                     ticktext=[c.replace(" · ", "<br>") for c in cats], tickangle=0)
+                     ticktext=[c.replace(" · ", "<br>") for c in cats], tickangle=0, tickfont=dict(size=10))
     return cats
 
 
@@ -97,7 +97,9 @@ def latency(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
     series = [(f"{b}", sub, "eager_ms", "eager_p10_ms", "eager_p90_ms", "dash") for b, sub in eager.groupby("baseline")]
     series += [(f"{c}", sub, "compiled_ms", "compiled_p10_ms", "compiled_p90_ms", "solid")
                for c, sub in comp.groupby("config")]
-    palette = colors([s[0] for s in series])
+    palette = colors(comp["config"])  # the same colours as the speedup plot; eager in greys
+    greys = ["#555555", "#8c8c8c", "#b0b0b0", "#3a3a3a"]
+    palette.update({b: greys[i % len(greys)] for i, b in enumerate(sorted(eager["baseline"].unique()))})
     for name, sub, mid, lo, hi, dash in series:
         sub = sub.dropna(subset=[mid]).sort_values("batch_size")
         if sub.empty:
@@ -153,6 +155,11 @@ def break_even(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
     _log_y(fig, "calls (log)")
     _categories(fig, agg, fails, "series")
     never = agg[agg["break_even_calls"].isna()]
+    if paid.empty and not never.empty:  # one note instead of an empty log axis
+        fig.update_yaxes(visible=False)
+        fig.add_annotation(x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=14),
+                           text="Compiled is not faster in any configuration here:<br>compiling never pays off.")
+        never = never.iloc[0:0]
     for row in never.itertuples():
         fig.add_annotation(x=row.series, y=0.5, xref="x", yref="y domain", showarrow=False, textangle=-90,
                            text="never: compiled not faster", font=dict(color="#555"))

@@ -4,8 +4,6 @@ Plain pandas (no streamlit); the Compare page styles what these return.
 """
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 
 ENV = ("torch_version", "triton_version", "device_name", "cuda_version", "hostname", "worker")
@@ -18,8 +16,13 @@ NOTABLE = 0.10  # a relative change this large is highlighted
 
 
 def _text(value) -> str:
-    if isinstance(value, (dict, list, tuple)):
-        return json.dumps(value, sort_keys=True)
+    """Compact text: {"scope": "model"} -> scope=model, [8, 16] -> 8, 16, None in a list -> none."""
+    if isinstance(value, dict):
+        return " ".join(f"{k}={_text(v)}" for k, v in sorted(value.items())) or "–"
+    if isinstance(value, (list, tuple)):
+        return ", ".join("none" if v is None else _text(v) for v in value) or "–"
+    if isinstance(value, bool):
+        return str(value).lower()
     return "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
 
 
@@ -55,6 +58,17 @@ def numbers(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     for metric in METRICS:
         cols += [f"{metric} A", f"{metric} B", f"{metric} Δ%"]
     return both[cols].sort_values(list(MATCH)).reset_index(drop=True)
+
+
+def long_form(nums: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+    """`numbers` as one row per (combination, metric): readable however many metrics are chosen."""
+    rows = []
+    for r in nums.to_dict(orient="records"):
+        combo = {k: r[k] for k in MATCH}
+        for metric in metrics:
+            rows.append({**combo, "status A": r["status A"], "status B": r["status B"], "metric": metric,
+                         "A": r[f"{metric} A"], "B": r[f"{metric} B"], "Δ%": r[f"{metric} Δ%"]})
+    return pd.DataFrame(rows, columns=[*MATCH, "status A", "status B", "metric", "A", "B", "Δ%"])
 
 
 def verdict(metric: str, change_pct: float) -> str:

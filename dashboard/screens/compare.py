@@ -22,24 +22,16 @@ def highlight_rows(table: pd.DataFrame):
 
 
 def fit(rows: int) -> int:
-    return 36 * (rows + 1) + 3
+    return 35 * (rows + 1) + 3
 
 
 def highlight_changes(table: pd.DataFrame):
-    """Δ% cells coloured where B is notably better (green) or worse (red) than A."""
-    def colour(col: pd.Series):
-        metric = col.name.removesuffix(" Δ%").removesuffix("Δ%").strip()
-        if not col.name.endswith("Δ%"):
-            return [""] * len(col)
-        return [{"better": BETTER, "worse": WORSE}.get(diff.verdict(metric, v), "") for v in col]
+    """The Δ% cell of each (metric) row coloured where B is notably better (green) or worse (red) than A."""
+    def colour(row: pd.Series):
+        v = {"better": BETTER, "worse": WORSE}.get(diff.verdict(row["metric"], row["Δ%"]), "")
+        return [v if col == "Δ%" else "" for col in row.index]
 
-    def colour_runs(row: pd.Series):
-        v = diff.verdict(row["metric"], row["Δ%"])
-        return ["", "", "", {"better": BETTER, "worse": WORSE}.get(v, "")]
-
-    if "metric" in table.columns:
-        return table.style.apply(colour_runs, axis=1).format(precision=4, na_rep="–")
-    return table.style.apply(colour, axis=0).format(precision=4, na_rep="–")
+    return table.style.apply(colour, axis=1).format(precision=4, na_rep="–")
 
 
 def pick(label: str, options: list, labels: dict, key: str, fallback):
@@ -64,11 +56,12 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
         return
     by_id = {s.id: s for s in summaries}
     rows_a, rows_b = df[df["sweep_id"] == a], df[df["sweep_id"] == b]
-    c1, c2 = st.columns(2)
+    c1, c2 = st.columns([3, 2])
     with c1:
         st.subheader("Spec")
         spec = diff.side_by_side(by_id[a].request, by_id[b].request)
-        st.dataframe(highlight_rows(spec), hide_index=True, width="stretch", height=fit(len(spec)))
+        st.dataframe(highlight_rows(spec), hide_index=True, width="stretch", height=fit(len(spec)),
+                     column_config={"field": st.column_config.TextColumn(width="small")})
     with c2:
         st.subheader("Environment")
         env = diff.side_by_side(diff.environment(rows_a), diff.environment(rows_b))
@@ -80,7 +73,10 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
         st.info("Neither sweep has finished jobs yet.")
         return
     nums = diff.numbers(rows_a, rows_b)
-    st.dataframe(highlight_changes(nums), hide_index=True, width="stretch")
+    metrics = st.pills("Metrics", list(diff.METRICS), selection_mode="multi", key="metric", bind="query-params",
+                       default=["speedup", "compiled_ms", "compiled_first_call_s"]) or ["speedup"]
+    table = diff.long_form(nums, metrics)
+    st.dataframe(highlight_changes(table), hide_index=True, width="stretch", height=min(fit(len(table)), 600))
     st.caption(f"Jobs are matched on {', '.join(diff.MATCH)}; medians over repeats. Δ% is B against A: green "
                f"where B is at least {diff.NOTABLE:.0%} better, red where worse.")
     plot = pd.concat([nums.assign(sweep=f"A: {labels[a]}", speedup=nums["speedup A"]),

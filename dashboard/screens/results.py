@@ -85,6 +85,11 @@ if not bad.empty:
                      "reason", width="large"), "job_id": st.column_config.NumberColumn(format="%d")})
     if len(bad) > FAIL_ROWS:
         st.caption(f"The newest {FAIL_ROWS:,} of {len(bad):,}; all of them are in the table below and the downloads.")
+    with st.expander("Full reasons (newest 20)", expanded=len(bad) <= 3):
+        for row in bad.iloc[::-1].head(20).itertuples():
+            st.markdown(f"**#{row.job_id}** {row.model} bs={row.batch_size} {row.backend}/{row.mode} "
+                        f"dynamic={row.dynamic} fullgraph={row.fullgraph}: **{row.status}**")
+            st.code(row.error, language=None, wrap_lines=True)
 
 st.subheader("Every export field")
 pages = max(1, -(-len(shown) // PAGE_ROWS))

@@ -149,7 +149,8 @@ def sweep_form(catalog: dict, devices: set) -> None:
                     if planned.ok else "#### Fix the highlighted field to see the jobs")
         for note in planned.notes:
             st.caption(note)
-    clicked = action.button(f"Submit {planned.jobs} job{'s' if planned.jobs != 1 else ''}", type="primary",
+    clicked = action.button(f"Submit {planned.jobs} job{'s' if planned.jobs != 1 else ''}" if planned.ok else "Submit",
+                            type="primary",
                             disabled=not planned.ok, key="f_submit", width="stretch")
     if planned.ok:
         with st.expander(f"The {planned.jobs} jobs"):

@@ -226,8 +226,9 @@ def test_compare_sweeps_and_runs(results):
     assert [s.value for s in at.subheader] == ["Spec", "Environment", "Numbers"]
     spec = at.dataframe[0].value  # a Styler's data
     assert "field" in spec.columns
-    numbers = at.dataframe[2].value
-    assert len(numbers) == 24 and "speedup Δ%" in numbers.columns
+    numbers = at.dataframe[2].value  # 24 matched combinations x the 3 default metrics
+    assert len(numbers) == 72 and list(numbers.columns[-4:]) == ["metric", "A", "B", "Δ%"]
+    assert set(numbers["metric"]) == {"speedup", "compiled_ms", "compiled_first_call_s"}
     assert len(at.get("plotly_chart")) == 1
     at = ok(page("compare", kind="runs"))
     assert [s.value for s in at.subheader] == ["Spec and status", "Environment", "Numbers"]
