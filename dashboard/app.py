@@ -25,4 +25,5 @@ page = st.navigation(PAGES)
 with st.sidebar:
     st.markdown("### :material/science: Compile Lab")
     state.sidebar_status()
+state.warm_results()  # the first visit to Results finds the table loaded (or loading)
 page.run()

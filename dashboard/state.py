@@ -1,6 +1,8 @@
 """What every page shares: the database engine, the embedded worker, the live catalog, the sidebar."""
 from __future__ import annotations
 
+import threading
+
 import streamlit as st
 from sqlalchemy import Engine
 
@@ -39,7 +41,17 @@ def embedded_worker(db_url: str) -> EmbeddedWorker:
 
 @st.cache_resource(show_spinner=False)
 def _store(db_url: str) -> ResultStore:
-    return ResultStore(_engine(db_url))
+    store = ResultStore(_engine(db_url))
+    threading.Thread(target=store.warm, name="compile-lab-results-warmup", daemon=True).start()
+    return store
+
+
+def warm_results() -> None:
+    """Start loading the results table in the background when the app first runs (any page)."""
+    try:
+        _store(url())
+    except DatabaseError:  # the page says why, through engine()
+        pass
 
 
 def results():

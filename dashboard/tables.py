@@ -7,6 +7,7 @@ the export record's (db.results.RECORD_FIELDS); a few derived columns are added 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 
 import numpy as np
@@ -84,6 +85,14 @@ class ResultStore:
                 df, rows = self._load_all()
             self.frame_, self.version = df, rows.version
             return df
+
+    def warm(self) -> None:
+        """Load in the background (the app starts this once per server process), so the first visit to
+        Results does not wait for 100k rows; a page that asks meanwhile waits on the lock, not twice."""
+        try:
+            self.frame()
+        except Exception as e:  # the page will load (and report) it itself
+            logging.getLogger("compile_lab.dashboard").warning("warming the results table failed: %s", e)
 
     def _load_all(self) -> tuple[pd.DataFrame, ResultRows]:
         rows = views.result_rows(self.engine)
