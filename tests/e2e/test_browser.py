@@ -116,6 +116,10 @@ def test_submit_watch_and_read_results_in_a_browser(app, browser, tmp_path):
     assert page.get_by_text("Every export field").is_visible()
     assert metric(page, "Jobs shown") == "2"
     page.screenshot(path=str(tmp_path / "results.png"), full_page=True)
+    with page.expect_download() as download:  # what is shown, every export field
+        page.get_by_role("button", name="CSV", exact=True).click()
+    lines = Path(download.value.path()).read_text().splitlines()
+    assert lines[0].startswith("job_id,sweep_id,sweep,status,error") and len(lines) == 3
 
     # a copied link opens the same filtered view
     page.goto(f"{app['url']}/results?dynamic=true")
