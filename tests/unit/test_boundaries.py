@@ -10,6 +10,12 @@ CASES = [
     ("db", ["torch", "streamlit"]),
     ("db.queue", ["torch", "streamlit"]),
     ("db.results", ["torch", "streamlit"]),
+    ("db.views", ["torch", "streamlit", "pandas"]),
+    ("dashboard.tables", ["torch", "streamlit", "runner"]),
+    ("dashboard.charts", ["torch", "streamlit", "runner"]),
+    ("dashboard.embedded", ["torch", "streamlit", "runner"]),
+    ("dashboard.submission", ["torch", "streamlit", "runner"]),
+    ("dashboard.state", ["torch", "runner"]),
     ("runner", ["streamlit", "torch"]),
     ("runner.cli", ["streamlit", "torch"]),  # submit/status/export stay light
     ("runner.worker", ["streamlit", "torch"]),  # the worker never holds torch (or a CUDA context)

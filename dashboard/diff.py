@@ -1,0 +1,88 @@
+"""Two sweeps or two runs side by side: what differs in the spec, the environment and the numbers.
+
+Plain pandas (no streamlit); the Compare page styles what these return.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+ENV = ("torch_version", "triton_version", "device_name", "cuda_version", "hostname", "worker")
+# sweep jobs are matched on what varies inside a sweep
+MATCH = ("batch_size", "backend", "mode", "dynamic", "fullgraph")
+# metric -> True when bigger is better
+METRICS = {"speedup": True, "eager_ms": False, "compiled_ms": False, "compiled_first_call_s": False,
+           "compiled_second_call_s": False, "break_even_calls": False, "peak_mem_compiled_mb": False}
+NOTABLE = 0.10  # a relative change this large is highlighted
+
+
+def _text(value) -> str:
+    """Compact text: {"scope": "model"} -> scope=model, [8, 16] -> 8, 16, None in a list -> none."""
+    if isinstance(value, dict):
+        return " ".join(f"{k}={_text(v)}" for k, v in sorted(value.items())) or "–"
+    if isinstance(value, (list, tuple)):
+        return ", ".join("none" if v is None else _text(v) for v in value) or "–"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+
+
+def side_by_side(a: dict, b: dict) -> pd.DataFrame:
+    """One row per key of either dict: the two values as text, and whether they differ."""
+    keys = list(dict.fromkeys(list(a) + list(b)))
+    rows = [{"field": k, "A": _text(a.get(k)), "B": _text(b.get(k))} for k in keys]
+    out = pd.DataFrame(rows, columns=["field", "A", "B"])
+    out["differs"] = out["A"] != out["B"]
+    return out
+
+
+def environment(rows: pd.DataFrame) -> dict:
+    """The environment fields of a set of jobs: each as its distinct values ("a, b" when mixed)."""
+    return {col: ", ".join(sorted(rows[col].dropna().astype(str).unique())) for col in ENV if col in rows}
+
+
+def numbers(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    """Sweep jobs matched on batch size and compile settings: medians of A and B, and B's change in %.
+    A combination only one side ran, or that failed on one side, keeps its row with that side's status."""
+    def side(df: pd.DataFrame) -> pd.DataFrame:
+        ok = df[df["status"] == "succeeded"]
+        med = ok.groupby(list(MATCH), dropna=False)[list(METRICS)].median()
+        status = df.groupby(list(MATCH), dropna=False)["status"].agg(lambda s: ", ".join(sorted(set(s))))
+        return med.join(status, how="outer")
+
+    both = side(a).join(side(b), how="outer", suffixes=(" A", " B")).reset_index()
+    for col in ("status A", "status B"):
+        both[col] = both[col].fillna("not run")
+    for metric in METRICS:
+        both[f"{metric} Δ%"] = (both[f"{metric} B"] / both[f"{metric} A"] - 1.0) * 100.0
+    cols = list(MATCH) + ["status A", "status B"]
+    for metric in METRICS:
+        cols += [f"{metric} A", f"{metric} B", f"{metric} Δ%"]
+    return both[cols].sort_values(list(MATCH)).reset_index(drop=True)
+
+
+def long_form(nums: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+    """`numbers` as one row per (combination, metric): readable however many metrics are chosen."""
+    rows = []
+    for r in nums.to_dict(orient="records"):
+        combo = {k: r[k] for k in MATCH}
+        for metric in metrics:
+            rows.append({**combo, "status A": r["status A"], "status B": r["status B"], "metric": metric,
+                         "A": r[f"{metric} A"], "B": r[f"{metric} B"], "Δ%": r[f"{metric} Δ%"]})
+    return pd.DataFrame(rows, columns=[*MATCH, "status A", "status B", "metric", "A", "B", "Δ%"])
+
+
+def verdict(metric: str, change_pct: float) -> str:
+    """'better', 'worse' or '' for a change of B against A."""
+    if pd.isna(change_pct) or abs(change_pct) < NOTABLE * 100:
+        return ""
+    return "better" if (change_pct > 0) == METRICS[metric] else "worse"
+
+
+def run_numbers(a: dict, b: dict) -> pd.DataFrame:
+    """Two single runs: every metric of A and B and B's change in %."""
+    rows = []
+    for metric in METRICS:
+        va, vb = a.get(metric), b.get(metric)
+        change = (vb / va - 1.0) * 100.0 if va and vb is not None and pd.notna(va) and pd.notna(vb) else float("nan")
+        rows.append({"metric": metric, "A": va, "B": vb, "Δ%": change})
+    return pd.DataFrame(rows)

@@ -1,0 +1,173 @@
+"""The embedded worker: when the app starts and no worker for its database is alive, start one.
+
+One per database, not one per browser session or app process: the check-and-start runs under an
+exclusive file lock (fcntl.flock) keyed by the database URL, and counts both live workers (a fresh
+heartbeat row) and a worker this or another app process started that is still probing its device (a
+recorded pid whose command line names this database). The worker is `python -m runner work` in its own
+session (start_new_session), so Streamlit reruns and Ctrl-C in the terminal never reach it directly;
+its output goes to `worker-embedded.log` next to the database. The app process that started it
+sends it SIGTERM when that process exits (atexit): the worker finishes up, handing a running job
+back to the queue within its grace period. If the app is killed hard, the worker keeps running (its
+pid is in the sidebar and the pid file) and the next app start reuses it.
+
+Disabled with COMPILE_LAB_EMBEDDED_WORKER=0. No streamlit here (the sidebar shows `Status`).
+"""
+from __future__ import annotations
+
+import atexit
+import fcntl
+import hashlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
+
+from db import queue
+from db.engine import describe
+
+ENV_SWITCH = "COMPILE_LAB_EMBEDDED_WORKER"
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+CHECK_EVERY_S = 5.0  # sessions share one manager; the check costs a query and a lock, so not every rerun
+QUICK_EXIT_S = 60.0  # a worker that dies sooner than this counts towards giving up
+MAX_QUICK_EXITS = 3
+
+
+def enabled(environ=os.environ) -> bool:
+    return environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def home_for(url: str) -> Path:
+    """Where the embedded worker keeps job folders, caches and its log: next to a SQLite file, else data/."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database and parsed.database != ":memory:":
+        return Path(parsed.database).resolve().parent
+    return Path("data").resolve()
+
+
+@dataclass(frozen=True)
+class Status:
+    """What the sidebar says about workers for this database."""
+
+    state: str  # disabled | ours (we started it, it heartbeats) | external | starting | failed
+    detail: str
+    pid: int | None = None
+    log: Path | None = None
+
+
+class EmbeddedWorker:
+    """Starts and watches at most one local worker for one database URL (one object per server process)."""
+
+    def __init__(self, url: str, engine: Engine, home: Path | None = None, command: list[str] | None = None):
+        self.url = url
+        self.engine = engine
+        self.home = Path(home) if home is not None else home_for(url)
+        key = hashlib.sha1(url.encode()).hexdigest()[:12]
+        self.lock_path = self.home / f".embedded-worker-{key}.lock"
+        self.pid_path = self.home / f".embedded-worker-{key}.pid"
+        self.log_path = self.home / "worker-embedded.log"
+        self.command = command or [sys.executable, "-m", "runner", "work", "--db", url, "--home", str(self.home)]
+        self.proc: subprocess.Popen | None = None
+        self.quick_exits = 0
+        self._mutex = threading.Lock()
+        self._last: tuple[float, Status] | None = None
+        self._atexit = False
+
+    def ensure(self, force: bool = False) -> Status:
+        """Start a worker if none is alive or starting; say what runs. Cheap to call on every rerun."""
+        if not enabled():
+            return Status("disabled", f"embedded worker off ({ENV_SWITCH}=0); start one with `python -m runner work`")
+        with self._mutex:
+            if not force and self._last and time.monotonic() - self._last[0] < CHECK_EVERY_S:
+                return self._last[1]
+            status = self._ensure()
+            self._last = (time.monotonic(), status)
+            return status
+
+    def _ensure(self) -> Status:
+        self.home.mkdir(parents=True, exist_ok=True)
+        exited = self._reap()
+        with open(self.lock_path, "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes; covers other app processes too
+            live = queue.live_workers(self.engine)
+            recorded = self._recorded_pid()
+            here = socket.gethostname()
+            if live:
+                ours = [w for w in live if recorded is not None and w.pid == recorded and w.hostname == here]
+                if ours:
+                    return Status("ours", f"embedded worker pid {recorded} is running", recorded, self.log_path)
+                return Status("external", f"{len(live)} worker(s) alive; no embedded worker needed")
+            if recorded is not None and self._is_our_worker(recorded):
+                return Status("starting", f"worker pid {recorded} is starting (probing its device)", recorded,
+                              self.log_path)
+            if self.quick_exits >= MAX_QUICK_EXITS:
+                return Status("failed", f"the embedded worker exited {self.quick_exits} times right after "
+                                        f"starting ({exited or 'see the log'}); not restarting it", None,
+                              self.log_path)
+            pid = self._spawn()
+            return Status("starting", f"started worker pid {pid} (probing its device)", pid, self.log_path)
+
+    def _reap(self) -> str | None:
+        """Collect our worker if it exited (no zombie), and count quick deaths."""
+        if self.proc is None or self.proc.poll() is None:
+            return None
+        rc, lived = self.proc.returncode, time.monotonic() - self._started
+        self.proc = None
+        self.quick_exits = self.quick_exits + 1 if lived < QUICK_EXIT_S else 0
+        return f"exit code {rc}"
+
+    def _recorded_pid(self) -> int | None:
+        try:
+            return int(self.pid_path.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def _is_our_worker(self, pid: int) -> bool:
+        """Alive, not a zombie, and a worker for this database (a pid may have been reused since)."""
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(") ", 1)[1][0] == "Z":
+                    return False
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except (OSError, IndexError):
+            return False
+        return self.url.encode() in argv
+
+    def _spawn(self) -> int:
+        with open(self.log_path, "ab") as log:
+            log.write(f"\n=== {datetime.now():%Y-%m-%d %H:%M:%S} compile lab app (pid {os.getpid()}): starting "
+                      f"the embedded worker for {describe(self.url)}\n".encode())
+            log.flush()
+            self.proc = subprocess.Popen(self.command, cwd=PROJECT_ROOT, stdin=subprocess.DEVNULL, stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=True,
+                                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self._started = time.monotonic()
+        self.pid_path.write_text(f"{self.proc.pid}\n")
+        if not self._atexit:
+            atexit.register(self.stop)
+            self._atexit = True
+        return self.proc.pid
+
+    def stop(self) -> None:
+        """SIGTERM the worker this process started (only that one): it hands a running job back and exits."""
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            return
+        try:
+            if self._recorded_pid() == proc.pid:
+                self.pid_path.unlink()
+        except OSError:
+            pass

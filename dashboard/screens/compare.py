@@ -1,0 +1,156 @@
+"""Compare: two sweeps (or two runs) side by side; what differs in spec, environment and numbers is
+highlighted. The choice lives in the URL (?kind=sweeps&a=...&b=...)."""
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+
+from dashboard import diff, state
+from db import views
+from db.results import export_records
+from db.spec import dynamic_name
+
+CHANGED = "background-color: rgba(255, 196, 0, 0.28)"
+BETTER = "background-color: rgba(44, 160, 44, 0.25)"
+WORSE = "background-color: rgba(214, 39, 40, 0.25)"
+
+
+def highlight_rows(table: pd.DataFrame):
+    """Rows whose A and B differ, marked; the `differs` column is only used for the marking."""
+    differs = table["differs"]
+    shown = table.drop(columns=["differs"])
+    return shown.style.apply(lambda row: [CHANGED if differs[row.name] else ""] * len(row), axis=1)
+
+
+def fit(rows: int) -> int:
+    return 35 * (rows + 1) + 3
+
+
+def highlight_changes(table: pd.DataFrame):
+    """The Δ% cell of each (metric) row coloured where B is notably better (green) or worse (red) than A."""
+    def colour(row: pd.Series):
+        v = {"better": BETTER, "worse": WORSE}.get(diff.verdict(row["metric"], row["Δ%"]), "")
+        return [v if col == "Δ%" else "" for col in row.index]
+
+    return table.style.apply(colour, axis=1).format(precision=4, na_rep="–")
+
+
+def pick(label: str, options: list, labels: dict, key: str, fallback):
+    """A selectbox whose choice is always in the URL by id (?a=3), starting from `fallback`."""
+    state.url_choice(key, options, fallback)
+    value = st.selectbox(label, options, format_func=lambda v: labels.get(v, str(v)), key=key,
+                         placeholder="choose one")
+    state.write_url_choice(key, value)
+    return value
+
+
+def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
+    labels = {s.id: s.label for s in summaries}
+    ids = [s.id for s in summaries]
+    c1, c2 = st.columns(2)
+    with c1:
+        a = pick("Sweep A", ids, labels, "a", ids[1] if len(ids) > 1 else None)
+    with c2:
+        b = pick("Sweep B", ids, labels, "b", ids[0])
+    if a is None or b is None:
+        st.info("Choose two sweeps.")
+        return
+    by_id = {s.id: s for s in summaries}
+    rows_a, rows_b = df[df["sweep_id"] == a], df[df["sweep_id"] == b]
+    c1, c2 = st.columns([3, 2])
+    with c1:
+        st.subheader("Spec")
+        spec = diff.side_by_side(by_id[a].request, by_id[b].request)
+        st.dataframe(highlight_rows(spec), hide_index=True, width="stretch", height=fit(len(spec)),
+                     column_config={"field": st.column_config.TextColumn(width="small")})
+    with c2:
+        st.subheader("Environment")
+        env = diff.side_by_side(diff.environment(rows_a), diff.environment(rows_b))
+        st.dataframe(highlight_rows(env), hide_index=True, width="stretch", height=fit(len(env)))
+        st.caption(f"A: {by_id[a].total} jobs ({_counts(by_id[a].counts)}); "
+                   f"B: {by_id[b].total} jobs ({_counts(by_id[b].counts)}). Changed rows are highlighted.")
+    st.subheader("Numbers")
+    if rows_a.empty and rows_b.empty:
+        st.info("Neither sweep has finished jobs yet.")
+        return
+    nums = diff.numbers(rows_a, rows_b)
+    metrics = st.pills("Metrics", list(diff.METRICS), selection_mode="multi", key="metric", bind="query-params",
+                       default=["speedup", "compiled_ms", "compiled_first_call_s"]) or ["speedup"]
+    table = diff.long_form(nums, metrics)
+    st.dataframe(highlight_changes(table), hide_index=True, width="stretch", height=min(fit(len(table)), 600))
+    st.caption(f"Jobs are matched on {', '.join(diff.MATCH)}; medians over repeats. Δ% is B against A: green "
+               f"where B is at least {diff.NOTABLE:.0%} better, red where worse.")
+    plot = pd.concat([nums.assign(sweep=f"A: {labels[a]}", speedup=nums["speedup A"]),
+                      nums.assign(sweep=f"B: {labels[b]}", speedup=nums["speedup B"])])
+    plot["combination"] = plot[list(diff.MATCH)].astype(str).agg(" ".join, axis=1)
+    fig = px.bar(plot.dropna(subset=["speedup"]), x="combination", y="speedup", color="sweep", barmode="group",
+                 color_discrete_sequence=["#1f77b4", "#ff7f0e"],
+                 labels={"combination": "batch backend mode dynamic fullgraph", "sweep": ""})
+    fig.add_hline(y=1.0, line=dict(dash="dot", color="#444"))
+    fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), title="Speedup, A vs B",
+                      legend=dict(orientation="h", y=-0.3))
+    st.plotly_chart(fig, key="compare_speedup")
+
+
+def _counts(counts: dict) -> str:
+    return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+
+
+def compare_runs(df: pd.DataFrame) -> None:
+    recent = df.sort_values("job_id", ascending=False).head(2000)
+    labels = {int(r.job_id): f"#{r.job_id} {r.model} bs={r.batch_size} {r.backend}/{r.mode} dynamic={r.dynamic}"
+                             f"{' fullgraph' if r.fullgraph == 'true' else ''} · {r.status}"
+              for r in recent.itertuples()}
+    ids = list(labels)
+    c1, c2 = st.columns(2)
+    with c1:
+        a = pick("Run A", ids, labels, "ja", ids[1] if len(ids) > 1 else None)
+    with c2:
+        b = pick("Run B", ids, labels, "jb", ids[0] if ids else None)
+    if a is None or b is None:
+        st.info("Choose two runs.")
+        return
+    recs = {r["job_id"]: {**r, "dynamic": dynamic_name(r["dynamic"])}
+            for r in export_records(state.engine(), job_ids=[a, b], include_raw=True)}
+    ra, rb = recs[a], recs[b]
+    c1, c2 = st.columns(2)
+    with c1:
+        st.subheader("Spec and status")
+        keys = ["sweep", "status", "error", "model", "model_args", "batch_size", "task", "device", "dtype", "backend",
+                "mode", "dynamic", "fullgraph", "cache", "schedule", "iters", "timeout_s"]
+        st.dataframe(highlight_rows(diff.side_by_side({k: ra[k] for k in keys}, {k: rb[k] for k in keys})),
+                     hide_index=True, width="stretch", height=fit(len(keys)))
+    with c2:
+        st.subheader("Environment")
+        # from the results table: a failed run's environment is its worker's
+        env = diff.side_by_side(diff.environment(df[df["job_id"] == a]), diff.environment(df[df["job_id"] == b]))
+        st.dataframe(highlight_rows(env), hide_index=True, width="stretch")
+        st.subheader("Numbers")
+        st.dataframe(highlight_changes(diff.run_numbers(ra, rb)), hide_index=True, width="stretch")
+    samples = []
+    for name, rec in (("A", ra), ("B", rb)):
+        for side in ("eager", "compiled"):
+            for block in (rec.get("samples") or {}).get(side, []) or []:
+                samples += [{"run": f"{name} #{rec['job_id']}", "side": side, "ms": v} for v in block]
+    if samples:
+        fig = px.box(pd.DataFrame(samples), x="run", y="ms", color="side", points="outliers",
+                     color_discrete_map={"eager": "#7f7f7f", "compiled": "#1f77b4"},
+                     title="Every kept timing sample (ms per call)")
+        fig.update_layout(height=380, margin=dict(l=10, r=10, t=40, b=10))
+        st.plotly_chart(fig, key="compare_samples")
+
+
+st.title("Compare")
+engine = state.engine()
+summaries = views.sweeps(engine)
+if not summaries:
+    st.info("Nothing to compare yet: submit a sweep first.")
+    st.stop()
+kind = st.segmented_control("Compare", ["sweeps", "runs"], key="kind", bind="query-params", default="sweeps",
+                            required=True)
+df = state.results()
+if kind == "sweeps":
+    compare_sweeps(df, summaries)
+elif df.empty:
+    st.info("No finished runs yet.")
+else:
+    compare_runs(df)

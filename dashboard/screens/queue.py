@@ -1,0 +1,169 @@
+"""Queue: every job with its status, attempts, elapsed time and worker; running jobs with their phase
+and progress; cancel and re-submit. The table is a fragment that refreshes itself every 2 s."""
+import re
+from datetime import datetime
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import state
+from db import queue, views
+from db.models import JobStatus
+from db.spec import dynamic_name
+
+STATUSES = [s.value for s in JobStatus]
+
+
+def parse_ids(text: str) -> list[int]:
+    """'12, 15-18' -> [12, 15, 16, 17, 18]; a ValueError names what is not a job id."""
+    ids: list[int] = []
+    for part in [p for p in re.split(r"[,\s]+", text or "") if p]:
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        if not m:
+            raise ValueError(f"{part!r} is not a job id or a range like 15-18")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo or hi - lo > 10_000:
+            raise ValueError(f"{part!r} is not a sensible range")
+        ids.extend(range(lo, hi + 1))
+    if not ids:
+        raise ValueError("type one or more job ids, e.g. 12, 15-18")
+    return list(dict.fromkeys(ids))
+
+
+def describe(spec: dict) -> str:
+    what = f"{spec.get('model')} bs={spec.get('batch_size')} {spec.get('backend')}/{spec.get('mode')}"
+    what += f" dynamic={dynamic_name(spec.get('dynamic'))}" + (" fullgraph" if spec.get("fullgraph") else "")
+    args = spec.get("model_args") or {}
+    return what + "".join(f" {k}={v}" for k, v in args.items()) + f" · {spec.get('device')} {spec.get('dtype')}"
+
+
+def jobs_table(rows: list[dict], workers: list) -> pd.DataFrame:
+    out = []
+    for r in rows:
+        note = r["error"] or ""
+        if r["status"] == "queued":
+            note = queue.waiting_reason(r["spec"], workers) or ("waiting for a free worker" + (
+                f" ({r['error']})" if r["error"] else ""))
+        out.append({"job": r["job_id"], "sweep": r["sweep_id"],
+                    "status": f"{state.STATUS_ICONS.get(r['status'], '')} {r['status']}", "what": describe(r["spec"]),
+                    "phase": r["phase"] or "", "progress": r["progress"],
+                    "attempts": f"{r['attempts']}/{r['max_attempts']}",
+                    "elapsed": f"{r['elapsed_s']:.1f} s" if r["elapsed_s"] is not None else "",
+                    "note": note, "worker": r["worker"] or ""})
+    return pd.DataFrame(out, columns=["job", "status", "what", "phase", "progress", "elapsed", "attempts", "note",
+                                      "worker", "sweep"])
+
+
+@st.fragment(run_every="2s")
+def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
+    engine = state.engine()
+    counts = queue.status_counts(engine)
+    cols = st.columns(len(STATUSES))
+    for col, status in zip(cols, STATUSES):
+        col.metric(f"{state.STATUS_ICONS[status]} {status}", counts.get(status, 0))
+    workers = queue.live_workers(engine)
+    rows = views.job_rows(engine, sweep_ids=sweep_ids or None, statuses=statuses or None, limit=500)
+    running = [r for r in rows if r["status"] == "running"]
+    if running:
+        st.subheader("Running now")
+        for r in running:
+            pct = f" {r['progress']:.0%}" if r["progress"] is not None else ""
+            elapsed = f" · {r['elapsed_s']:.0f} s" if r["elapsed_s"] is not None else ""
+            st.progress(min(max(r["progress"] or 0.0, 0.0), 1.0),
+                        text=f"**#{r['job_id']}** {describe(r['spec'])} — **{r['phase'] or 'starting'}**{pct}{elapsed}"
+                             f" · attempt {r['attempts']} on {r['worker']}")
+    st.subheader(f"Jobs ({len(rows)}{' newest' if len(rows) == 500 else ''})")
+    if not rows:
+        st.info("No jobs match. Submit a sweep on the Submit page.")
+    else:
+        st.dataframe(jobs_table(rows, workers), hide_index=True, width="stretch", height=min(38 + 35 * len(rows), 560),
+                     column_config={
+                         "job": st.column_config.NumberColumn("job", format="%d", width="small"),
+                         "sweep": st.column_config.NumberColumn("sweep", format="%d", width="small"),
+                         "what": st.column_config.TextColumn("what", width="large"),
+                         "progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0,
+                                                                     format="percent", width="small"),
+                         "note": st.column_config.TextColumn("error / why it waits", width="large")})
+    with st.expander(f"Live workers ({len(workers)})"):
+        st.dataframe(pd.DataFrame([{
+            "worker": w.id, "state": w.state, "job": w.current_job_id, "devices": ", ".join(w.capabilities.get(
+                "devices", [])), "device": w.capabilities.get("device_name") or "CPU",
+            "torch": w.capabilities.get("torch_version"), "models": len(w.capabilities.get("models", [])),
+            "heartbeat": w.heartbeat_at} for w in workers]), hide_index=True, width="stretch")
+    st.caption(f"Updated {datetime.now():%H:%M:%S}; refreshes every 2 s.")
+
+
+def actions_form() -> None:
+    """Cancel or re-submit jobs by id; a bad id is reported under the field, nothing half-done."""
+    with st.form("queue_actions"):
+        st.markdown("**Cancel or re-submit**")
+        text = st.text_input("Job ids", placeholder="12, 15-18",
+                             help="Cancel: queued or running jobs. Re-submit: finished jobs (a fresh copy each).")
+        problem = st.empty()
+        c1, c2, _ = st.columns([1, 1, 4])
+        cancel = c1.form_submit_button("Cancel jobs", icon=":material/cancel:")
+        resubmit = c2.form_submit_button("Re-submit jobs", icon=":material/replay:")
+    if not (cancel or resubmit):
+        return
+    try:
+        ids = parse_ids(text)
+    except ValueError as e:
+        problem.error(f"Job ids: {e}", icon=":material/error:")
+        return
+    engine = state.engine()
+    if cancel:
+        done, errors = [], []
+        for job_id in ids:  # each cancel is its own transaction; one finished job does not block the others
+            try:
+                done.append(f"#{job_id} (was {queue.cancel(engine, job_id)})")
+            except queue.QueueError as e:
+                errors.append(str(e))
+        if done:
+            st.success("Cancelled " + ", ".join(done))
+        if errors:
+            problem.error("Job ids: " + "; ".join(errors), icon=":material/error:")
+    else:
+        known = views.job_statuses(engine, ids)
+        missing = [i for i in ids if i not in known]
+        if missing:
+            problem.error(f"Job ids: no such job: {', '.join(map(str, missing))}", icon=":material/error:")
+            return
+        try:
+            new = queue.resubmit(engine, ids)  # all or nothing
+        except queue.QueueError as e:
+            problem.error(f"Job ids: {e}; nothing was re-submitted", icon=":material/error:")
+        else:
+            st.success(f"Re-submitted {len(new)} job(s) as #{', #'.join(map(str, new))}")
+
+
+def job_detail() -> None:
+    job_id = st.number_input("Job detail: job id", min_value=1, step=1, value=None, key="job", bind="query-params",
+                             placeholder="a job id, to see its spec, error and log tail")
+    if job_id is None:
+        return
+    detail = views.job_detail(state.engine(), int(job_id))
+    if detail is None:
+        st.warning(f"No job #{job_id}.")
+        return
+    st.markdown(f"**#{detail['job_id']}** in sweep {detail['sweep_id']}: {state.STATUS_ICONS.get(detail['status'])} "
+                f"{detail['status']}, attempt {detail['attempts']}" + (f" on {detail['worker']}" if detail["worker"] else ""))
+    if detail["error"]:
+        st.error(detail["error"])
+    c1, c2 = st.columns(2)
+    c1.json(detail["spec"])
+    c2.code(detail["log_tail"] or "(no log yet)", language=None, height=300)
+
+
+st.title("Queue")
+engine = state.engine()
+summaries = views.sweeps(engine)
+labels = {s.id: s.label for s in summaries}
+f1, f2 = st.columns([2, 3])
+sweep_ids = f1.multiselect("Sweep", list(labels), format_func=lambda i: labels[i], key="qsweep",
+                           bind="query-params", placeholder="all sweeps")
+statuses = f2.pills("Status", STATUSES, selection_mode="multi", key="qstatus", bind="query-params",
+                    wrap=True)  # plain names: a bound widget's URL holds the shown text (?qstatus=failed)
+live_queue(sweep_ids, statuses)
+actions_form()
+with st.expander("Job detail", expanded=st.session_state.get("job") is not None):
+    job_detail()

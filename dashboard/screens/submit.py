@@ -1,0 +1,206 @@
+"""Submit: a sweep from the models live workers offer; a live job count; errors next to the field.
+
+The sweep form is a fragment, not an st.form: a form hands its values over only when submitted, and the
+job count must follow every click. Each change reruns just the fragment, which validates the whole
+sweep the way submit will (db.spec), shows the first problem under its widget and keeps the Submit
+button disabled until the sweep is valid.
+"""
+import streamlit as st
+
+from dashboard import state
+from dashboard.embedded import ENV_SWITCH, enabled
+from dashboard.presets import PRESETS
+from dashboard.submission import FormValues, message, plan, slot_for, submit_all
+from db import queue, views
+from db.spec import BACKENDS, CACHES, DEVICES, DTYPES, MAX_ITERS, MAX_REPEAT, MAX_TIMEOUT_S, MODES, SpecError
+
+KEYS = {  # form field -> widget key (every widget keeps its value across pages for this session)
+    "model": "f_model", "task": "f_task", "device": "f_device", "dtype": "f_dtype", "batch_sizes": "f_batch",
+    "backends": "f_backends", "modes": "f_modes", "dynamics": "f_dynamics", "fullgraphs": "f_fullgraphs",
+    "cache": "f_cache", "schedule": "f_schedule", "iters": "f_iters", "timeout_s": "f_timeout",
+    "repeat": "f_repeat", "name": "f_name"}
+
+
+def arg_key(model: str, name: str) -> str:
+    return f"f_arg_{model}_{name}"
+
+
+def init_form(catalog: dict, devices: set) -> None:
+    """Fill missing widget values once from the defaults (so widgets never get a default *and* a state)."""
+    first = "simplenet" if "simplenet" in catalog else sorted(catalog)[0]  # the smallest built-in model
+    defaults = FormValues(model=first, device="cuda" if "cuda" in devices else "cpu").__dict__
+    for name, key in KEYS.items():
+        st.session_state.setdefault(key, defaults[name])
+    if st.session_state[KEYS["model"]] not in catalog:
+        st.session_state[KEYS["model"]] = defaults["model"]
+
+
+def apply_preset(key: str, catalog: dict, devices: set) -> None:
+    preset = PRESETS[key]
+    values = dict(preset.values)
+    model = values["model"]
+    if model not in catalog:
+        st.session_state["preset_problem"] = f"No live worker offers {model!r}, which this preset needs."
+        return
+    base = FormValues(model=model, device="cuda" if "cuda" in devices else "cpu").__dict__
+    for name, widget in KEYS.items():
+        st.session_state[widget] = values.get(name, base[name])
+    info = catalog[model]
+    for p in info.params:
+        value = values.get("params", {}).get(p.name, p.default)
+        st.session_state[arg_key(model, p.name)] = (list(value) if isinstance(value, (list, tuple)) else [value]) \
+            if p.choices else value
+    st.session_state["preset_applied"] = key
+    st.session_state.pop("preset_problem", None)
+
+
+@st.fragment(run_every="2s")
+def wait_for_workers() -> None:
+    if state.catalog(state.engine()):
+        st.rerun(scope="app")
+    how = ("The embedded worker is starting: it imports torch to probe the device, which takes a few seconds."
+           if enabled() else f"The embedded worker is off ({ENV_SWITCH}=0): start one with `python -m runner work`.")
+    st.info(f"No worker is alive yet, so no models are on offer. {how} This page refreshes itself.", icon=":material/hourglass_top:")
+
+
+@st.fragment
+def sweep_form(catalog: dict, devices: set) -> None:
+    slots = {}
+    left, middle, right = st.columns(3, gap="large")
+    with left:
+        st.subheader("What to run")
+        model = st.selectbox("Model", sorted(catalog), key=KEYS["model"], persist_state="session")
+        info = catalog[model]
+        st.caption(info.description + ("" if info.source == "builtin" else f" · from {info.source}"))
+        slots["model"] = st.empty()
+        params = {}
+        for p in info.params:
+            key = arg_key(model, p.name)
+            if p.choices:
+                st.session_state.setdefault(key, [p.default])
+                params[p.name] = st.pills(p.name, list(p.choices), selection_mode="multi", key=key, help=(
+                    p.help + " Several values: one sweep each.").strip(), persist_state="session", wrap=True)
+            else:
+                st.session_state.setdefault(key, p.default)
+                params[p.name] = st.number_input(p.name, min_value=p.minimum, max_value=p.maximum, step=1, key=key,
+                                                 help=p.help or None, persist_state="session")
+            slots[f"model_args.{p.name}"] = st.empty()
+        if st.session_state[KEYS["task"]] not in info.tasks:
+            st.session_state[KEYS["task"]] = info.tasks[0]
+        task = st.selectbox("Task", list(info.tasks), key=KEYS["task"], persist_state="session",
+                            help="inference: eval + no_grad; training: forward, backward and an optimizer step")
+        slots["task"] = st.empty()
+        device = st.selectbox("Device", list(DEVICES), key=KEYS["device"], persist_state="session",
+                              format_func=lambda d: d if d in devices else f"{d} (no live worker offers it)")
+        slots["device"] = st.empty()
+        dtype = st.selectbox("dtype", list(DTYPES), key=KEYS["dtype"], persist_state="session")
+        slots["dtype"] = st.empty()
+    with middle:
+        st.subheader("Compile matrix")
+        dim = "batch sizes" if info.size_dim == "batch" else f"batch sizes (the schedule varies {info.size_dim})"
+        batch = st.text_input("Batch sizes", key=KEYS["batch_sizes"], persist_state="session",
+                              placeholder="8, 16, 32", help=f"Comma-separated {dim}; each is one job per combination")
+        slots["batch_sizes"] = st.empty()
+        backends = st.pills("Backends", list(BACKENDS), selection_mode="multi", key=KEYS["backends"],
+                            persist_state="session", wrap=True)
+        slots["backends"] = st.empty()
+        modes = st.pills("Modes", list(MODES), selection_mode="multi", key=KEYS["modes"], persist_state="session", wrap=True,
+                         help="Modes apply to the inductor backend; other backends run once with mode default")
+        slots["modes"] = st.empty()
+        dynamics = st.pills("Dynamic", ["none", "true", "false"], selection_mode="multi", key=KEYS["dynamics"],
+                            persist_state="session", help="torch.compile(dynamic=None/True/False)")
+        slots["dynamics"] = st.empty()
+        fullgraphs = st.pills("Fullgraph", ["false", "true"], selection_mode="multi", key=KEYS["fullgraphs"],
+                              persist_state="session", help="fullgraph=true turns a graph break into an error")
+        slots["fullgraphs"] = st.empty()
+    with right:
+        st.subheader("How to measure")
+        cache = st.radio("Compile cache", list(CACHES), key=KEYS["cache"], horizontal=True, persist_state="session",
+                         help="cold: a fresh, empty inductor/triton cache for the job; warm: the worker's cache")
+        slots["cache"] = st.empty()
+        schedule = st.text_input("Schedule", key=KEYS["schedule"], persist_state="session", placeholder="32, 64",
+                                 help="Optional sizes called in order after the steady state, to show recompiles")
+        slots["schedule"] = st.empty()
+        c1, c2, c3 = st.columns(3)
+        iters = c1.number_input("Rounds", min_value=1, max_value=MAX_ITERS, step=1, key=KEYS["iters"],
+                                persist_state="session", help="Interleaved eager/compiled rounds")
+        timeout_s = c2.number_input("Timeout (s)", min_value=1, max_value=MAX_TIMEOUT_S, step=60,
+                                    key=KEYS["timeout_s"], persist_state="session")
+        repeat = c3.number_input("Repeat", min_value=1, max_value=MAX_REPEAT, step=1, key=KEYS["repeat"],
+                                 persist_state="session", help="Run each combination this many times")
+        slots["iters"], slots["timeout_s"], slots["repeat"] = st.empty(), st.empty(), st.empty()
+        name = st.text_input("Sweep name", key=KEYS["name"], max_chars=200, persist_state="session")
+        slots["name"] = st.empty()
+
+    values = FormValues(model=model, params=params, task=task, device=device, dtype=dtype, batch_sizes=batch,
+                        backends=backends, modes=modes, dynamics=dynamics, fullgraphs=fullgraphs, cache=cache,
+                        schedule=schedule, iters=iters, timeout_s=timeout_s, repeat=repeat, name=name)
+    planned = plan(values, catalog)
+    if planned.error is not None:
+        slots.get(slot_for(planned.error.field), st).error(message(planned.error), icon=":material/error:")
+    if device not in devices:
+        slots["device"].warning(f"No live worker offers {device}: the jobs wait until one does.")
+
+    st.divider()
+    count, action = st.columns([3, 1], vertical_alignment="center")
+    with count:
+        sweeps = f" in {len(planned.requests)} sweeps" if len(planned.requests) > 1 else ""
+        st.markdown(f"#### {planned.jobs} job{'s' if planned.jobs != 1 else ''}{sweeps} will be created"
+                    if planned.ok else "#### Fix the highlighted field to see the jobs")
+        for note in planned.notes:
+            st.caption(note)
+    clicked = action.button(f"Submit {planned.jobs} job{'s' if planned.jobs != 1 else ''}" if planned.ok else "Submit",
+                            type="primary",
+                            disabled=not planned.ok, key="f_submit", width="stretch")
+    if planned.ok:
+        with st.expander(f"The {planned.jobs} jobs"):
+            st.dataframe({"job": planned.labels}, hide_index=True, width="stretch")
+    if clicked:
+        try:
+            stored = submit_all(state.engine(), planned, state.catalog(state.engine()))
+        except SpecError as e:  # the catalog changed between the count and the click
+            slots.get(slot_for(e.field), st).error(message(e), icon=":material/error:")
+        else:
+            st.session_state["submitted"] = stored
+    submitted = st.session_state.get("submitted")
+    if submitted:
+        summaries = {s.id: s for s in views.sweeps(state.engine(), limit=50)}
+        for sweep_id, job_ids in submitted:
+            label = summaries[sweep_id].label if sweep_id in summaries else f"#{sweep_id}"
+            st.success(f"Sweep {label}: {len(job_ids)} job(s) queued (ids {job_ids[0]}–{job_ids[-1]}).", icon=":material/check_circle:")
+        ids = [s for s, _ in submitted if s in summaries]
+        links = st.columns(4)
+        links[0].page_link("screens/queue.py", label="Watch them on Queue", icon=":material/list:",
+                           query_params={"qsweep": [summaries[i].label for i in ids]})
+        links[1].page_link("screens/results.py", label="Their results", icon=":material/monitoring:",
+                           query_params={"sweep": [summaries[i].label for i in ids]})
+
+
+st.title("Submit a sweep")
+engine = state.engine()
+catalog = state.catalog(engine)
+if not catalog:
+    wait_for_workers()
+    st.stop()
+devices = {d for w in queue.live_workers(engine) for d in w.capabilities.get("devices", [])}
+init_form(catalog, devices)
+
+# the preset is in the URL by its short name (?preset=modes), so a link opens the filled form
+if "preset" not in st.session_state and st.query_params.get("preset") in PRESETS:
+    st.session_state["preset"] = st.query_params["preset"]
+st.pills("Presets: the seed notes' experiments", list(PRESETS), format_func=lambda k: PRESETS[k].title,
+         key="preset")
+if st.session_state.get("preset"):
+    st.query_params["preset"] = st.session_state["preset"]
+elif "preset" in st.query_params:
+    del st.query_params["preset"]
+chosen = st.session_state.get("preset")
+if not chosen:
+    st.session_state.pop("preset_applied", None)
+elif st.session_state.get("preset_applied") != chosen:
+    apply_preset(chosen, catalog, devices)
+if chosen:
+    st.caption(PRESETS[chosen].question)
+if st.session_state.get("preset_problem"):
+    st.warning(st.session_state["preset_problem"])
+sweep_form(catalog, devices)

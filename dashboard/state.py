@@ -1,0 +1,114 @@
+"""What every page shares: the database engine, the embedded worker, the live catalog, the sidebar."""
+from __future__ import annotations
+
+import threading
+
+import streamlit as st
+from sqlalchemy import Engine
+
+from dashboard.embedded import EmbeddedWorker
+from dashboard.tables import ResultStore
+from db import queue
+from db.engine import DatabaseError, describe, get_engine, resolve_url
+
+STATUS_ICONS = {"queued": "⏳", "running": "▶️", "succeeded": "✅", "failed": "❌", "timed_out": "⌛",
+                "cancelled": "🚫", "crashed": "💥"}
+
+
+def url() -> str:
+    return resolve_url(None)  # DATABASE_URL, else sqlite:///data/compile_lab.db
+
+
+@st.cache_resource(show_spinner=False)
+def _engine(db_url: str) -> Engine:
+    return get_engine(db_url)
+
+
+def engine() -> Engine:
+    """The engine for this app's database; a bad URL stops the page with the reason."""
+    try:
+        return _engine(url())
+    except DatabaseError as e:
+        st.error(f"Cannot open the database: {e}")
+        st.stop()
+
+
+@st.cache_resource(show_spinner=False)
+def embedded_worker(db_url: str) -> EmbeddedWorker:
+    """One manager per server process and database (every browser session shares it)."""
+    return EmbeddedWorker(db_url, _engine(db_url))
+
+
+@st.cache_resource(show_spinner=False)
+def _store(db_url: str) -> ResultStore:
+    store = ResultStore(_engine(db_url))
+    threading.Thread(target=store.warm, name="compile-lab-results-warmup", daemon=True).start()
+    return store
+
+
+def warm_results() -> None:
+    """Start loading the results table in the background when the app first runs (any page)."""
+    try:
+        _store(url())
+    except DatabaseError:  # the page says why, through engine()
+        pass
+
+
+def results():
+    """Every finished job as a DataFrame (read-only), shared by all sessions and kept current by
+    appending newly finished jobs (dashboard.tables.ResultStore)."""
+    with st.spinner("Loading results…"):
+        return _store(url()).frame()
+
+
+def catalog(eng: Engine) -> dict:
+    return queue.published_catalog(eng)
+
+
+@st.fragment(run_every="5s")
+def sidebar_status() -> None:
+    """Database, workers alive, GPU or CPU; also (re)starts the embedded worker when none is alive."""
+    eng = engine()
+    status = embedded_worker(url()).ensure()
+    workers = queue.live_workers(eng)
+    st.caption("Database")
+    st.code(describe(url()), language=None, wrap_lines=True)
+    devices = sorted({d for w in workers for d in w.capabilities.get("devices", [])})
+    gpus = sorted({w.capabilities.get("device_name") for w in workers if w.capabilities.get("device_name")})
+    st.metric("Workers alive", len(workers))
+    if gpus:
+        st.markdown("**GPU:** " + ", ".join(gpus))
+    elif workers:
+        st.markdown("**CPU only**: no live worker sees a GPU")
+    if workers:
+        busy = sum(1 for w in workers if w.state == "busy")
+        st.caption(f"{busy} busy, {len(workers) - busy} idle; devices: {', '.join(devices)}")
+    if status.state == "starting":
+        st.info(f"Embedded worker: {status.detail}", icon=":material/hourglass_top:")
+    elif status.state == "failed":
+        st.error(f"Embedded worker: {status.detail}. Log: `{status.log}`")
+    elif status.state == "ours":
+        st.caption(f"Embedded worker pid {status.pid}; log `{status.log}`")
+    elif status.state == "disabled":
+        st.caption(status.detail)
+
+
+def url_choice(key: str, options: list, fallback):
+    """Seed a single-choice widget's state from ?key= (else `fallback`), before the widget is drawn.
+
+    For choices whose default depends on the data (the newest sweep, the newest model): a bound widget
+    leaves its default out of the URL, so a copied link would later open another view. Call
+    `write_url_choice` after the widget to put the value in the URL every run."""
+    by_text = {str(o): o for o in options}
+    if key not in st.session_state:
+        st.session_state[key] = by_text.get(st.query_params.get(key), fallback)
+    elif st.session_state[key] not in options:  # the options changed under it (new filters)
+        st.session_state[key] = fallback
+
+
+def write_url_choice(key: str, value) -> None:
+    if value is None:
+        if key in st.query_params:
+            del st.query_params[key]
+    elif st.query_params.get(key) != str(value):
+        st.query_params[key] = str(value)

@@ -1,0 +1,141 @@
+"""From the Submit form's plain values to validated sweeps (no streamlit here; the page only draws).
+
+Everything is checked by db.spec (SweepRequest.from_dict + expand against the live catalog), the
+same code the CLI uses; this module only turns text boxes into lists and names fields for people.
+A model parameter with choices (localopt's `scope`) may take several values: each value is its own
+sweep (a sweep has one set of model arguments), so "whole model vs function-level" is one click.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from sqlalchemy import Engine
+
+from db import queue
+from db.spec import ExperimentSpec, ModelInfo, SpecError, SweepRequest, dynamic_name
+
+# SpecError.field -> the form label shown next to the widget (model_args.X is handled below)
+LABELS = {
+    "model": "Model", "task": "Task", "device": "Device", "dtype": "dtype",
+    "batch_sizes": "Batch sizes", "batch_size": "Batch sizes",
+    "backends": "Backends", "backend": "Backends", "modes": "Modes", "mode": "Modes",
+    "dynamics": "Dynamic", "dynamic": "Dynamic", "fullgraphs": "Fullgraph", "fullgraph": "Fullgraph",
+    "cache": "Compile cache", "schedule": "Schedule", "iters": "Rounds", "timeout_s": "Timeout (s)",
+    "repeat": "Repeat", "name": "Sweep name", "model_args": "Model parameters",
+}
+# which widget a field's error is drawn under (the sweep-level field for a per-job one)
+SLOT = {"batch_size": "batch_sizes", "backend": "backends", "mode": "modes", "dynamic": "dynamics",
+        "fullgraph": "fullgraphs"}
+
+
+@dataclass
+class FormValues:
+    """What the Submit form holds: plain values, no widgets."""
+
+    model: str
+    params: dict = field(default_factory=dict)  # name -> value, or a list of values for a choice parameter
+    # defaults live once, on ExperimentSpec; the form only spells them as it shows them
+    task: str = ExperimentSpec.task
+    device: str = ExperimentSpec.device
+    dtype: str = ExperimentSpec.dtype
+    batch_sizes: str = "8"
+    backends: list = field(default_factory=lambda: [ExperimentSpec.backend])
+    modes: list = field(default_factory=lambda: [ExperimentSpec.mode])
+    dynamics: list = field(default_factory=lambda: [dynamic_name(ExperimentSpec.dynamic)])
+    fullgraphs: list = field(default_factory=lambda: [str(ExperimentSpec.fullgraph).lower()])
+    cache: str = ExperimentSpec.cache
+    schedule: str = ""
+    iters: int = ExperimentSpec.iters
+    timeout_s: int = ExperimentSpec.timeout_s
+    repeat: int = 1
+    name: str = ""
+
+
+@dataclass
+class Plan:
+    """What a submit would store: the sweeps, how many jobs, notes; or the first error, by field."""
+
+    requests: list[SweepRequest] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)  # one per job, in submit order
+    jobs: int = 0
+    notes: list[str] = field(default_factory=list)
+    error: SpecError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.jobs > 0
+
+
+def sizes(text: str) -> list[str]:
+    """'32, 64' or '32 64' -> ['32', '64']; each is checked as an integer by the spec."""
+    return [p for p in re.split(r"[,\s]+", text or "") if p]
+
+
+def slot_for(field_name: str) -> str:
+    return SLOT.get(field_name, field_name)
+
+
+def label_for(field_name: str) -> str:
+    if field_name.startswith("model_args."):
+        return f"Parameter {field_name.split('.', 1)[1]}"
+    return LABELS.get(field_name, field_name)
+
+
+def message(error: SpecError) -> str:
+    """The error as a person reads it next to the widget: the label, then what is wrong."""
+    text = str(error).split(": ", 1)[1] if ": " in str(error) else str(error)
+    return f"{label_for(error.field)}: {text}"
+
+
+def _arg_combinations(params: Mapping) -> list[dict]:
+    """One dict of model arguments per combination of multi-valued (choice) parameters."""
+    names = list(params)
+    choices = [v if isinstance(v, (list, tuple)) else [v] for v in params.values()]
+    for name, values in zip(names, choices):
+        if not values:
+            raise SpecError(f"model_args.{name}", "choose at least one value")
+    return [dict(zip(names, combo)) for combo in itertools.product(*choices)]
+
+
+def plan(values: FormValues, catalog: Mapping[str, ModelInfo]) -> Plan:
+    """Validate the form exactly as submit will, and count the jobs it would create."""
+    out = Plan()
+    try:
+        combos = _arg_combinations(values.params)
+        for args in combos:
+            varying = {k: v for k, v in args.items() if isinstance(values.params[k], (list, tuple))
+                       and len(values.params[k]) > 1}
+            name = values.name.strip()
+            if varying:
+                name = f"{name or values.model} ({', '.join(f'{k}={v}' for k, v in varying.items())})"
+            request = SweepRequest.from_dict({
+                "model": values.model, "batch_sizes": sizes(values.batch_sizes), "model_args": args,
+                "task": values.task, "device": values.device, "dtype": values.dtype,
+                "backends": list(values.backends), "modes": list(values.modes), "dynamics": list(values.dynamics),
+                "fullgraphs": list(values.fullgraphs), "cache": values.cache, "schedule": sizes(values.schedule),
+                "iters": values.iters, "timeout_s": values.timeout_s, "repeat": values.repeat, "name": name})
+            specs, notes = request.expand(catalog)
+            out.requests.append(request)
+            out.jobs += len(specs)
+            out.labels += [spec.label for spec in specs]
+            out.notes += [n for n in notes if n not in out.notes]
+    except SpecError as e:
+        out.error = e
+    return out
+
+
+def submit_all(engine: Engine, planned: Plan, catalog: Mapping[str, ModelInfo]) -> list[tuple[int, list[int]]]:
+    """Store the planned sweeps; each is all-or-nothing in db.queue.submit, and every one was validated
+    against the same catalog by `plan` before the first is stored."""
+    if not planned.ok:
+        raise planned.error or SpecError("batch_sizes", "nothing to submit")
+    for request in planned.requests:  # re-check right before storing: the catalog may have changed
+        request.expand(catalog)
+    stored = []
+    for request in planned.requests:
+        sweep_id, job_ids, _ = queue.submit(engine, request, catalog)
+        stored.append((sweep_id, job_ids))
+    return stored

@@ -1,0 +1,235 @@
+"""Every page through Streamlit's AppTest, on a real SQLite file: no exception, the widgets are there,
+a submit stores exactly the jobs the form shows, bad input is reported next to its field, links open
+the view they name. A live worker row publishing the real zoo stands in for the worker process."""
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from bench.synthetic import fill
+from dashboard.embedded import ENV_SWITCH
+from db import queue
+from db.models import JobStatus
+from db.results import export_records
+from runner import zoo
+from tests.conftest import ROOT
+
+APP = str(ROOT / "dashboard" / "app.py")
+
+
+@pytest.fixture
+def lab(db_url, engine, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    monkeypatch.setenv(ENV_SWITCH, "0")  # no worker process: these tests are about the pages
+    return engine
+
+
+@pytest.fixture
+def worker(lab):
+    models = [info.to_dict() for info in zoo.model_infos(zoo.catalog()).values()]
+    queue.register_worker(lab, "host:1:any:test", "host", 1, None,
+                          {"devices": ["cpu"], "device_name": None, "torch_version": "2.13.0", "models": models})
+    return lab
+
+
+def page(name: str, **query) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update(query)
+    at.switch_page(f"screens/{name}.py")
+    return at.run()
+
+
+def ok(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts(elements) -> list[str]:
+    return [e.value for e in elements]
+
+
+# -- app frame and Submit -------------------------------------------------------------------------------
+def test_sidebar_names_the_database_and_the_workers(worker, db_url):
+    at = ok(page("submit"))
+    assert db_url in texts(at.sidebar.code)
+    assert [m.value for m in at.sidebar.metric] == ["1"]
+    assert any("CPU only" in t for t in texts(at.sidebar.markdown))
+    assert any(f"{ENV_SWITCH}=0" in t for t in texts(at.sidebar.caption))
+
+
+def test_submit_waits_for_a_worker_instead_of_an_empty_form(lab):
+    at = ok(page("submit"))
+    assert any("No worker is alive yet" in t for t in texts(at.info)) and not at.selectbox
+
+
+def test_submit_form_has_every_field_and_a_live_count(worker):
+    at = ok(page("submit"))
+    assert {s.label for s in at.selectbox} == {"Model", "Task", "Device", "dtype"}
+    assert {t.label for t in at.text_input} == {"Batch sizes", "Schedule", "Sweep name"}
+    assert {n.label for n in at.number_input} == {"Rounds", "Timeout (s)", "Repeat"}
+    assert {p.label for p in at.button_group} >= {"Backends", "Modes", "Dynamic", "Fullgraph"}
+    assert at.selectbox(key="f_model").value == "simplenet" and at.selectbox(key="f_device").value == "cpu"
+    assert any(t.startswith("#### 1 job will be created") for t in texts(at.markdown))
+    at.text_input(key="f_batch").input("8, 16, 32").run()
+    at.button_group(key="f_dynamics").set_value(["false", "true"]).run()
+    assert any(t.startswith("#### 6 jobs will be created") for t in texts(at.markdown))
+    assert at.button(key="f_submit").label == "Submit 6 jobs"
+
+
+def test_submit_creates_exactly_the_jobs_shown(worker):
+    at = ok(page("submit"))
+    at.text_input(key="f_batch").input("8, 32").run()
+    at.button_group(key="f_dynamics").set_value(["false", "true"]).run()
+    at.text_input(key="f_schedule").input("8, 16").run()
+    at.number_input(key="f_iters").set_value(5).run()
+    at.text_input(key="f_name").input("from the form").run()
+    ok(at.button(key="f_submit").click().run())
+    records = export_records(worker)
+    assert [(r["batch_size"], r["dynamic"]) for r in records] == [(8, False), (8, True), (32, False), (32, True)]
+    assert {(r["model"], r["device"], r["iters"], r["sweep"], tuple(r["schedule"])) for r in records} == {
+        ("simplenet", "cpu", 5, "from the form", (8, 16))}
+    assert any("4 job(s) queued" in t for t in texts(at.success))
+
+
+def test_bad_input_is_reported_next_to_its_field_and_nothing_is_stored(worker):
+    at = ok(page("submit"))
+    at.text_input(key="f_batch").input("8, abc").run()
+    assert texts(at.error) == ["Batch sizes: expected an integer, got 'abc'"]
+    assert at.button(key="f_submit").disabled
+    # the error sits in the matrix column, right under the batch-size box
+    middle = at.columns[1]
+    assert texts(middle.error) == ["Batch sizes: expected an integer, got 'abc'"]
+    at.text_input(key="f_batch").input("8").run()
+    at.button_group(key="f_modes").set_value([]).run()
+    assert texts(at.columns[1].error) == ["Modes: choose at least one value"]
+    assert export_records(worker) == []
+
+
+def test_preset_in_the_link_fills_the_form_and_submits_the_seed_experiment(worker):
+    at = ok(page("submit", preset="static-vs-dynamic"))
+    assert at.button_group(key="preset").value == "static-vs-dynamic"
+    assert at.text_input(key="f_batch").value == "32" and at.text_input(key="f_schedule").value == "32, 64"
+    ok(at.button(key="f_submit").click().run())
+    records = export_records(worker)
+    assert [(r["model"], r["batch_size"], r["dynamic"], r["schedule"]) for r in records] == [
+        ("simplenet", 32, False, [32, 64]), ("simplenet", 32, True, [32, 64])]
+
+
+def test_whole_model_vs_function_level_preset_is_two_sweeps(worker):
+    at = ok(page("submit"))
+    ok(at.button_group(key="preset").set_value("whole-vs-functions").run())
+    assert any("2 jobs in 2 sweeps" in t for t in texts(at.markdown))
+    ok(at.button(key="f_submit").click().run())
+    records = export_records(worker)
+    assert [(r["model"], r["model_args"]["scope"], r["mode"], r["sweep_id"]) for r in records] == [
+        ("localopt", "model", "max-autotune", 1), ("localopt", "functions", "max-autotune", 2)]
+
+
+@pytest.mark.parametrize("preset, model", [("modes", "complexnet"), ("fullgraph-break", "convnetmix"),
+                                           ("sincos-first-call", "sincos")])
+def test_every_other_preset_makes_a_valid_sweep(worker, preset, model):
+    at = ok(page("submit", preset=preset))
+    assert at.selectbox(key="f_model").value == model and not at.error
+    assert not at.button(key="f_submit").disabled
+
+
+# -- Queue ------------------------------------------------------------------------------------------------
+def submit_some(engine, n=3):
+    from db.spec import SweepRequest
+    return queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=list(range(1, n + 1)), device="cpu",
+                                             name="q"), zoo.model_infos(zoo.catalog()))[1]
+
+
+def test_queue_shows_phase_progress_and_why_jobs_wait(worker):
+    ids = submit_some(worker)
+    claim = queue.claim_next(worker, "host:1:any:test", ["cpu"], ["simplenet"], 60)
+    queue.heartbeat_job(worker, claim.job_id, claim.token, 60, "measuring", 0.4)
+    at = ok(page("queue"))
+    assert {m.label for m in at.metric} >= {"⏳ queued", "▶️ running"}
+    assert any(f"#{ids[0]}" in p.proto.text and "measuring" in p.proto.text for p in at.get("progress"))
+    table = at.dataframe[0].value
+    assert table["job"].tolist() == ids[::-1]
+    assert table.set_index("job").loc[ids[0], "phase"] == "measuring"
+    assert table.set_index("job").loc[ids[1], "note"] == "waiting for a free worker"
+    assert at.multiselect(key="qsweep") and at.button_group(key="qstatus")
+
+
+def test_queue_cancel_and_resubmit_through_the_form(worker):
+    ids = submit_some(worker)
+    at = ok(page("queue"))
+    at.text_input[0].input(f"{ids[0]}-{ids[1]}")
+    ok(at.button[0].click().run())  # "Cancel jobs"
+    assert [r["status"] for r in export_records(worker)] == ["cancelled", "cancelled", "queued"]
+    at.text_input[0].input(f"{ids[2]}")
+    ok(at.button[1].click().run())  # "Re-submit jobs": still queued
+    assert any("still queued; cancel it first" in t for t in texts(at.error))
+    at.text_input[0].input(f"{ids[0]}, 99")
+    ok(at.button[1].click().run())
+    assert texts(at.error) == ["Job ids: no such job: 99"] and len(export_records(worker)) == 3
+    at.text_input[0].input(f"{ids[0]}")
+    ok(at.button[1].click().run())
+    records = export_records(worker)
+    assert len(records) == 4 and records[-1]["status"] == "queued" and records[-1]["batch_size"] == 1
+    at.text_input[0].input("twelve")
+    ok(at.button[0].click().run())
+    assert any("'twelve' is not a job id" in t for t in texts(at.error))
+
+
+def test_queue_filters_come_from_the_link(worker):
+    ids = submit_some(worker)
+    queue.cancel(worker, ids[0])
+    at = ok(page("queue", qstatus="cancelled", job=str(ids[0])))
+    assert at.dataframe[0].value["job"].tolist() == [ids[0]]
+    assert any("cancelled by user" in t for t in texts(at.error))  # the job detail, opened by ?job=
+
+
+# -- Results and Compare ------------------------------------------------------------------------------------
+@pytest.fixture
+def results(lab):
+    fill(lab, 240, seed=1)
+    return lab
+
+
+def test_results_page_plots_tables_and_downloads(results):
+    at = ok(page("results"))
+    charts = at.get("plotly_chart")
+    assert len(charts) == 5  # speedup, latency, warmup, break-even, recompile timeline
+    assert {m.label for m in at.metric} >= {"Jobs shown", "Succeeded", "Did not succeed", "Median speedup"}
+    assert [m.value for m in at.metric][:1] == ["240"]
+    assert {s.label for s in at.multiselect} == {"Sweep", "Model", "Backend", "Mode", "Dynamic", "Fullgraph",
+                                                "Device", "dtype", "torch", "GPU / CPU"}
+    assert [s.value for s in at.subheader][:1] == ["Did not succeed (%d)" % (240 - int(at.metric[1].value))]
+    failed = at.dataframe[0].value
+    assert (failed["status"] != "succeeded").all() and failed["error"].str.len().gt(0).all()
+    table = at.dataframe[1].value
+    assert len(table) == 240 and table["job_id"].iloc[0] == 240  # newest first, one page
+    assert {b.label for b in at.get("download_button")} == {"CSV", "JSON"}
+    # the plotted model is the newest job's, and the URL names it so a copied link keeps showing it
+    newest = export_records(results, job_ids=[240])[0]["model"]
+    assert at.segmented_control(key="plot").value == newest and at.query_params["plot"] == newest
+
+
+def test_results_filters_live_in_the_link(results):
+    at = ok(page("results", model="mlp", dynamic=["true", "false"], plot="mlp"))
+    assert at.multiselect(key="model").value == ["mlp"]
+    table = at.dataframe[-1].value
+    assert set(table["model"]) == {"mlp"} and set(table["dynamic"]) == {"true", "false"}
+    assert at.metric[0].value == str(len(table))
+
+
+def test_results_without_data_points_to_submit(lab):
+    at = ok(page("results"))
+    assert any("No finished jobs yet" in t for t in texts(at.info))
+
+
+def test_compare_sweeps_and_runs(results):
+    at = ok(page("compare", a="1", b="5"))
+    assert at.selectbox(key="a").value == 1 and at.selectbox(key="b").value == 5
+    assert [s.value for s in at.subheader] == ["Spec", "Environment", "Numbers"]
+    spec = at.dataframe[0].value  # a Styler's data
+    assert "field" in spec.columns
+    numbers = at.dataframe[2].value  # 24 matched combinations x the 3 default metrics
+    assert len(numbers) == 72 and list(numbers.columns[-4:]) == ["metric", "A", "B", "Δ%"]
+    assert set(numbers["metric"]) == {"speedup", "compiled_ms", "compiled_first_call_s"}
+    assert len(at.get("plotly_chart")) == 1
+    at = ok(page("compare", kind="runs"))
+    assert [s.value for s in at.subheader] == ["Spec and status", "Environment", "Numbers"]
+    assert (at.query_params["ja"], at.query_params["jb"]) == ("239", "240")  # the two newest runs, in the link

@@ -1,0 +1,79 @@
+"""The embedded worker: one per database across app processes, never when a worker is alive, off by switch.
+
+A stand-in command replaces `python -m runner work` (it only sleeps, with the database URL in its argv
+as the real one has), so these tests check the start logic, not torch; the browser test starts the real one.
+"""
+import os
+import sys
+import threading
+
+import pytest
+
+from dashboard.embedded import ENV_SWITCH, EmbeddedWorker, home_for
+from db import queue
+from tests.conftest import pid_alive, wait_until
+
+
+def sleeper(url: str) -> list[str]:
+    return [sys.executable, "-c", "import time; time.sleep(120)", "runner", "work", "--db", url]
+
+
+@pytest.fixture
+def managers(engine, db_url, tmp_path):
+    made = []
+
+    def make():
+        m = EmbeddedWorker(db_url, engine, home=tmp_path / "home", command=sleeper(db_url))
+        made.append(m)
+        return m
+
+    yield make
+    for m in made:
+        m.stop()
+
+
+def test_two_app_processes_start_one_worker(managers, monkeypatch):
+    monkeypatch.delenv(ENV_SWITCH, raising=False)
+    first, second = managers(), managers()  # two server processes' managers: separate locks, one lock file
+    statuses = []
+    threads = [threading.Thread(target=lambda m=m: statuses.append(m.ensure())) for m in (first, second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert sorted(s.state for s in statuses) == ["starting", "starting"]
+    assert len({s.pid for s in statuses}) == 1, statuses  # the second saw the first's worker starting
+    started = [m for m in (first, second) if m.proc is not None]
+    assert len(started) == 1 and pid_alive(started[0].proc.pid)
+    assert b"starting the embedded worker" in (first.log_path.read_bytes())
+
+
+def test_no_worker_is_started_while_one_is_alive(managers, engine, monkeypatch):
+    monkeypatch.delenv(ENV_SWITCH, raising=False)
+    queue.register_worker(engine, "gpu-box:1:gpu0:abc", "gpu-box", 1, "0", {"devices": ["cuda", "cpu"], "models": []})
+    m = managers()
+    status = m.ensure()
+    assert status.state == "external" and m.proc is None
+
+
+def test_a_dead_worker_is_replaced_and_ours_is_stopped_at_exit(managers, monkeypatch):
+    monkeypatch.delenv(ENV_SWITCH, raising=False)
+    m = managers()
+    pid = m.ensure().pid
+    os.kill(pid, 9)
+    wait_until(lambda: m.proc.poll() is not None, 10, "the worker to die")
+    again = m.ensure(force=True)
+    assert again.state == "starting" and again.pid != pid and pid_alive(again.pid)
+    m.stop()  # what atexit runs when the app process exits
+    wait_until(lambda: not pid_alive(again.pid), 10, "the worker to stop")
+
+
+def test_switched_off(managers, monkeypatch):
+    monkeypatch.setenv(ENV_SWITCH, "0")
+    m = managers()
+    assert m.ensure().state == "disabled" and m.proc is None
+
+
+def test_home_is_next_to_the_sqlite_file(tmp_path):
+    assert home_for(f"sqlite:///{tmp_path}/x/lab.db") == (tmp_path / "x").resolve()
+    assert home_for("postgresql+psycopg://u@h/db").name == "data"

@@ -1,0 +1,110 @@
+"""db/views.py on a real SQLite file: one row per finished job, failures kept, versions that move."""
+import json
+
+import pytest
+
+from db import queue, views
+from db.models import JobStatus
+from db.results import RECORD_FIELDS, export_records
+from db.spec import ModelInfo, SweepRequest
+
+CATALOG = {"simplenet": ModelInfo("simplenet", "d"),
+           "localopt": ModelInfo.from_dict({"name": "localopt", "description": "d", "params": [
+               {"name": "scope", "default": "model", "choices": ["model", "functions"]}]})}
+CAPS = {"devices": ["cpu"], "device_name": "Fake CPU", "torch_version": "2.13.0", "models": []}
+
+
+def result(speedup=2.0, **kw):
+    return {"eager_ms": 2.0, "compiled_ms": 2.0 / speedup, "speedup": speedup, "torch_version": "2.13.0+cpu",
+            "device_name": "AMD EPYC", "schedule": [{"size": 8, "recompiled": False}, {"size": 16, "recompiled": True}],
+            "detail": {"graph_break_reasons": [{"reason": "numpy call", "line": "m.py:3"}], "recompile_reasons": []},
+            **kw}
+
+
+def run(engine, status, **finish):
+    claim = queue.claim_next(engine, "w1", ["cpu"], ["simplenet", "localopt"], 60)
+    assert claim is not None
+    queue.finish(engine, claim.job_id, claim.token, status, **finish)
+    return claim.job_id
+
+
+@pytest.fixture
+def lab(engine):
+    queue.register_worker(engine, "w1", "host", 1, None, CAPS)
+    sweep, ids, _ = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8, 16], dynamics=["none", "false"],
+                                                      device="cpu", schedule=[8, 16], name="dyn"), CATALOG)
+    run(engine, JobStatus.SUCCEEDED, result=result())
+    run(engine, JobStatus.FAILED, error="compile failed: graph break at m.py:3")
+    queue.cancel(engine, ids[2])  # queued -> cancelled
+    return sweep, ids  # ids[3] stays queued
+
+
+def frame(rows):
+    return [dict(zip(rows.text_columns, r)) for r in rows.text_rows], \
+        {r[0]: dict(zip(rows.number_columns, r)) for r in rows.number_rows}
+
+
+def test_result_rows_hold_every_finished_job_and_its_failure(engine, lab):
+    sweep, ids = lab
+    rows = views.result_rows(engine)
+    text, numbers = frame(rows)
+    assert [r["job_id"] for r in text] == ids[:3]  # the queued job is not finished
+    ok, failed, cancelled = text
+    assert ok["status"] == "succeeded" and numbers[ids[0]]["speedup"] == 2.0
+    assert failed["status"] == "failed" and "graph break" in failed["error"] and numbers[ids[1]]["speedup"] is None
+    assert cancelled["status"] == "cancelled" and cancelled["error"] == "cancelled by user"
+    # spec fields are extracted in SQL, as the export record names them
+    assert ok["model"] == "simplenet" and numbers[ids[0]]["batch_size"] == 8 and ok["dynamic"] == "none"
+    assert failed["dynamic"] == "false" and ok["fullgraph"] is False
+    assert json.loads(ok["schedule"]) == [8, 16] and json.loads(ok["model_args"]) == {}
+    assert json.loads(ok["graph_break_reasons"])[0]["line"] == "m.py:3" and ok["has_schedule"]
+    # a job without a result takes its environment from the worker that ran it; one never run has none
+    assert ok["torch_version"] == "2.13.0+cpu" and failed["torch_version"] == "2.13.0"
+    assert failed["device_name"] == "Fake CPU" and cancelled["torch_version"] is None
+    assert ok["sweep"] == "dyn"
+    # every export field is there
+    assert set(RECORD_FIELDS) <= set(rows.text_columns) | set(rows.number_columns)
+    assert rows.version == views.data_version(engine)
+
+
+def test_result_rows_agree_with_the_export_record(engine, lab):
+    text, numbers = frame(views.result_rows(engine))
+    exported = {r["job_id"]: r for r in export_records(engine)}
+    for row in text:
+        rec = exported[row["job_id"]]
+        for field in ("status", "error", "model", "device", "backend", "mode", "cache", "attempts", "eager_ms",
+                      "compiled_ms", "speedup", "batch_size"):
+            value = row.get(field, numbers[row["job_id"]].get(field))
+            assert value == rec[field], field
+
+
+def test_finished_since_and_sweep_filter(engine, lab):
+    sweep, ids = lab
+    text, _ = frame(views.result_rows(engine))
+    last = max(r["finished_at"] for r in text)
+    newer, _ = frame(views.result_rows(engine, finished_since=last))
+    assert [r["job_id"] for r in newer] == [ids[2]]
+    assert views.result_rows(engine, sweep_ids=[sweep + 1]).text_rows == []
+
+
+def test_data_version_moves_when_a_job_finishes(engine, lab):
+    sweep, ids = lab
+    before = views.data_version(engine)
+    assert views.data_version(engine) == before
+    run(engine, JobStatus.SUCCEEDED, result=result(speedup=1.5))
+    after = views.data_version(engine)
+    assert after != before and after[0] == before[0] + 1 and after[3] == before[3] + 1
+
+
+def test_schedule_calls_sweeps_and_job_rows(engine, lab):
+    sweep, ids = lab
+    calls = views.schedule_calls(engine, ids)
+    assert list(calls) == [ids[0]] and [c["size"] for c in calls[ids[0]]] == [8, 16]
+    [summary] = views.sweeps(engine)
+    assert summary.label == f"#{sweep} dyn" and summary.total == 4
+    assert summary.counts == {"succeeded": 1, "failed": 1, "cancelled": 1, "queued": 1}
+    queued = views.job_rows(engine, statuses=["queued"])
+    assert [r["job_id"] for r in queued] == [ids[3]] and queued[0]["spec"]["batch_size"] == 16
+    assert views.job_rows(engine, sweep_ids=[sweep + 1]) == []
+    assert views.job_statuses(engine, [ids[0], 999]) == {ids[0]: "succeeded"}
+    assert views.job_detail(engine, ids[1])["error"].startswith("compile failed")
