@@ -4,10 +4,12 @@ URL: `--db URL`, else DATABASE_URL, else a SQLite file in `data/` of the working
 SQLite is the embedded default: WAL (readers never block the writer), a busy timeout (a writer waits
 for the lock instead of failing), and BEGIN IMMEDIATE for writes (a write transaction takes the lock
 up front, so two claimers can never both read the same queued job and then both update it).
-PostgreSQL runs the same code; claims use FOR UPDATE SKIP LOCKED there.
+PostgreSQL runs the same code; claims use FOR UPDATE SKIP LOCKED there. Opening a database brings
+its schema to the newest migration (db.migrate).
 """
 from __future__ import annotations
 
+import json
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,10 +19,9 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
-from db.models import Base
-
 DEFAULT_SQLITE = "data/compile_lab.db"
 BUSY_TIMEOUT_S = 30
+WRITE = {"compile_lab_write": True}  # execution option: this transaction writes (SQLite: BEGIN IMMEDIATE)
 
 
 class DatabaseError(RuntimeError):
@@ -43,14 +44,37 @@ _engines: dict[str, Engine] = {}
 
 
 def get_engine(url: str | None = None) -> Engine:
-    """One engine per URL per process, with its schema in place."""
+    """One engine per URL per process, with its schema at the newest migration."""
+    from db import migrate  # alembic loads only when a database is opened
+
     url = resolve_url(url)
     if url not in _engines:
-        _engines[url] = _make_engine(url)
+        engine = make_engine(url)
+        try:
+            migrate.upgrade(engine)
+        except DatabaseError:
+            raise
+        except Exception as e:
+            engine.dispose()
+            raise DatabaseError(f"cannot open database {describe(url)}: {_first_line(e)}") from None
+        _engines[url] = engine
     return _engines[url]
 
 
-def _make_engine(url: str) -> Engine:
+def dispose_engine(url: str | None = None) -> None:
+    """Close the pooled connections of a URL's engine and forget it (the next get_engine reopens)."""
+    engine = _engines.pop(resolve_url(url), None)
+    if engine is not None:
+        engine.dispose()
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for the URL with Compile Lab's connection settings, schema untouched (see get_engine)."""
     try:
         parsed = make_url(url)
     except Exception as e:  # sqlalchemy.exc.ArgumentError and friends
@@ -58,18 +82,26 @@ def _make_engine(url: str) -> Engine:
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False})
+        engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False},
+                               json_deserializer=lenient_json)
         _sqlite_setup(engine)
     elif parsed.get_backend_name() == "postgresql":
         engine = create_engine(url, pool_pre_ping=True)
     else:
         raise DatabaseError(f"--db/DATABASE_URL: unsupported database {parsed.get_backend_name()!r}; "
                             "use sqlite:///path or postgresql://user@host/db")
-    try:
-        Base.metadata.create_all(engine)
-    except Exception as e:
-        raise DatabaseError(f"cannot open database {describe(url)}: {e}") from None
     return engine
+
+
+def lenient_json(text: str):
+    """SQLite stores JSON as text that anyone can overwrite. A malformed value comes back as the raw
+    string instead of failing every query that reads the row: the worker then fails that one job with
+    "stored spec is invalid", and `status` and `export` still work. (PostgreSQL's JSON type refuses
+    malformed values on insert.)"""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def _sqlite_setup(engine: Engine) -> None:
@@ -98,7 +130,7 @@ def atomic(engine: Engine) -> Iterator[Session]:
     """The one write transaction: commits on success, rolls back and re-raises on any error.
 
     Keep it short: never hold one open while a job runs."""
-    with Session(engine.execution_options(compile_lab_write=True), expire_on_commit=False) as session:
+    with Session(engine.execution_options(**WRITE), expire_on_commit=False) as session:
         try:
             yield session
             session.commit()
