@@ -93,15 +93,19 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
+class MalformedJSON(str):
+    """Text in a JSON column that does not parse (only SQLite can hold it)."""
+
+
 def lenient_json(text: str):
     """SQLite stores JSON as text that anyone can overwrite. A malformed value comes back as the raw
-    string instead of failing every query that reads the row: the worker then fails that one job with
+    text (a MalformedJSON) instead of failing every query that reads the row: the worker then fails that one job with
     "stored spec is invalid", and `status` and `export` still work. (PostgreSQL's JSON type refuses
     malformed values on insert.)"""
     try:
         return json.loads(text)
     except ValueError:
-        return text
+        return MalformedJSON(text)
 
 
 def _sqlite_setup(engine: Engine) -> None:
