@@ -14,6 +14,7 @@ what is missing, keeps what exists and every row).
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import tempfile
 from contextlib import contextmanager
@@ -30,6 +31,7 @@ from db.engine import WRITE, DatabaseError, describe, is_sqlite, make_engine, re
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 PG_LOCK_KEY = 0x636C6162  # "clab": the advisory lock every Compile Lab upgrade takes on PostgreSQL
+log = logging.getLogger("compile_lab.migrate")
 
 
 class SchemaError(DatabaseError):
@@ -66,6 +68,7 @@ def upgrade(engine: Engine, script_location: Path | str | None = None) -> str:
                               f"code does not know (its newest is {target}): update Compile Lab on this machine")
         if found != target:
             command.upgrade(alembic_config(script_location, conn), "head")
+            log.info("schema of %s upgraded from %s to %s", describe(str(engine.url)), found or "nothing", target)
     return target
 
 
