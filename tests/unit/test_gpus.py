@@ -49,16 +49,17 @@ def test_cli_refuses_bad_gpu_lists_with_exit_2(db_url):
 
 def fake_nvidia_smi(tmp_path, output: str, rc: int = 0):
     """A stand-in nvidia-smi (this machine has no GPU): prints what the real one would for --query-gpu=index."""
+    (tmp_path / "smi-output").write_text(output)
     script = tmp_path / "nvidia-smi"
-    script.write_text(f"#!/bin/sh\nprintf '{output}'\nexit {rc}\n")
+    script.write_text(f"#!/bin/sh\n/bin/cat {tmp_path / 'smi-output'}\nexit {rc}\n")
     script.chmod(0o755)
 
 
 def test_all_lists_what_nvidia_smi_reports(monkeypatch, tmp_path):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
-    fake_nvidia_smi(tmp_path, "0\\n1\\n")
+    fake_nvidia_smi(tmp_path, "0\n1\n")
     assert parse_gpus("all") == ["0", "1"]
-    fake_nvidia_smi(tmp_path, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver\\n", rc=9)
+    fake_nvidia_smi(tmp_path, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver\n", rc=9)
     with pytest.raises(GpuError, match="no GPU visible .nvidia-smi: NVIDIA-SMI has failed"):
         parse_gpus("all")
