@@ -150,7 +150,10 @@ def _write_turn(engine: Engine) -> Iterator[None]:
     in SQLite's busy handler, which polls with sleeps growing to 100 ms. With eight workers claiming at
     once those sleeps, not the work, made the slow claims (bench/claims.py). A flock waiter is woken
     the moment the lock is free, and BEGIN IMMEDIATE then finds SQLite's lock free as well; writers
-    that do not take the flock (the sqlite3 shell) still meet the busy timeout."""
+    that do not take the flock (the sqlite3 shell) still meet the busy timeout. (Polling the flock
+    every millisecond instead was no better than the busy handler: the kernel's queue is what helps.)
+    The wait is unbounded, but a holder is inside one short transaction whose own wait for SQLite is
+    bounded by the busy timeout, and a holder that dies releases the flock with its file."""
     path = engine.url.database if is_sqlite(engine) else None
     if not path or path == ":memory:":
         yield
