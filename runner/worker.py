@@ -40,6 +40,7 @@ from runner.child import WORKER_PID_ENV
 log = logging.getLogger("compile_lab.worker")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 LOG_TAIL_CHARS = 6000
+SUPERVISE_TICK_S = 0.2  # how often the supervisor looks at the child, its lease and the stop signal
 
 
 @dataclass
@@ -230,23 +231,33 @@ class Worker:
             cmd += ["--models-dir", str(Path(d).resolve())]
         deadline = time.monotonic() + spec.timeout_s
         stop_deadline = None
+        lease = LeaseKeeper(self, claim, progress_file)
         with open(logfile, "ab") as out:
             proc = subprocess.Popen(cmd, cwd=jobdir, env=env, stdout=out, stderr=subprocess.STDOUT,
                                     start_new_session=True)  # its own process group: one kill reaches all
+        lease.start()
         try:
             while True:
                 try:
-                    rc = proc.wait(timeout=self.beat_s)
+                    rc = proc.wait(timeout=SUPERVISE_TICK_S)
                     break
                 except subprocess.TimeoutExpired:
                     pass
-                phase, progress = _read_progress(progress_file)
+                phase, _ = _read_progress(progress_file)
                 if time.monotonic() > deadline:
                     kill_group(proc)
                     return Outcome(JobStatus.TIMED_OUT, f"timed out after {spec.timeout_s} s (while {phase}); "
                                                         "the child's process group was killed")
-                if not self._heartbeat(claim, phase, progress):
+                if lease.lost.is_set():  # cancelled, or taken back by another worker
                     kill_group(proc)
+                    return Outcome(None)
+                if lease.stale():  # the database has not taken a renewal for almost a whole lease
+                    kill_group(proc)  # first: once the lease ends, another worker may start this job
+                    log.error("job %s: lease not renewed for %.0f s (database unreachable?); child stopped",
+                              claim.job_id, time.monotonic() - lease.renewed_at)
+                    self._retry("hand the job back", lambda: queue.release(  # once the database answers again
+                        self.engine, claim.job_id, claim.token, f"worker {self.id} could not renew the lease "
+                        f"while {phase}; re-queued without counting the attempt"))
                     return Outcome(None)
                 if self.stop.is_set():
                     stop_deadline = stop_deadline or time.monotonic() + self.cfg.grace_s
@@ -257,20 +268,48 @@ class Worker:
                                                                     "re-queued without counting the attempt"))
                         return Outcome(None)
         finally:
+            lease.done.set()
+            lease.join(timeout=1.0)  # a renewal stuck on a lock is left behind (daemon thread)
             kill_group(proc)  # grandchildren (inductor compile workers) must not outlive the job
             if cold_dir is not None:
                 shutil.rmtree(cold_dir, ignore_errors=True)
         phase, _ = _read_progress(progress_file)
         return read_outcome(rc, result_file, phase)
 
-    def _heartbeat(self, claim: queue.Claim, phase: str, progress: float | None) -> bool:
-        try:
-            alive = queue.heartbeat_job(self.engine, claim.job_id, claim.token, self.cfg.lease_s, phase, progress)
-            queue.heartbeat_worker(self.engine, self.id, "busy", claim.job_id)
-            return alive
-        except OperationalError as e:  # the database is briefly unreachable: keep the child, retry next beat
-            log.warning("job %s: heartbeat failed (%s); retrying", claim.job_id, _first_line(e))
-            return True
+
+
+class LeaseKeeper(threading.Thread):
+    """Renews one job's lease every beat, in its own thread, so that a slow, locked or unreachable
+    database never stalls the supervision of the child (timeouts, cancels, signals). The supervisor
+    reads `lost` (the lease is gone: cancelled or taken back) and `stale()` (no renewal went in for
+    almost a whole lease: other workers may soon take the job back, so the child must stop now)."""
+
+    def __init__(self, worker: Worker, claim: queue.Claim, progress_file: Path):
+        super().__init__(daemon=True, name=f"lease-{claim.job_id}")  # daemon: a write stuck on a lock never blocks exit
+        self.worker, self.claim, self.progress_file = worker, claim, progress_file
+        self.renewed_at = time.monotonic()  # claim_next has just set the lease
+        self.lost = threading.Event()
+        self.done = threading.Event()
+
+    def stale(self) -> bool:
+        # a renewal sets the expiry from the moment it was sent (renewed_at); stop half a beat before it
+        return time.monotonic() > self.renewed_at + self.worker.cfg.lease_s - self.worker.beat_s / 2
+
+    def run(self) -> None:
+        w, c = self.worker, self.claim
+        while not self.done.wait(w.beat_s):
+            phase, progress = _read_progress(self.progress_file)
+            sent = time.monotonic()
+            try:
+                alive = queue.heartbeat_job(w.engine, c.job_id, c.token, w.cfg.lease_s, phase, progress)
+                queue.heartbeat_worker(w.engine, w.id, "busy", c.job_id)
+            except OperationalError as e:  # briefly unreachable: keep the child, try again next beat
+                log.warning("job %s: heartbeat failed (%s); retrying", c.job_id, _first_line(e))
+                continue
+            if not alive:
+                self.lost.set()
+                return
+            self.renewed_at = sent
 
 
 def read_outcome(rc: int, result_file: Path, phase: str) -> Outcome:

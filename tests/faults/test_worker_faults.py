@@ -1,9 +1,12 @@
 """The worker's own faults, with real processes and real signals, on SQLite and on PostgreSQL:
 kill -9 mid-job (the child dies with it, the job re-runs elsewhere, one result), SIGTERM (a grace
-period, then the job is handed back without counting an attempt).
+period, then the job is handed back without counting an attempt), a database that takes no writes for
+longer than the lease (the worker stops its child itself).
 
 The `napper` fixture model naps in build until the test creates its wake file, so a test decides when
 a job may finish instead of guessing how long anything takes."""
+import fcntl
+import os
 import signal
 
 from db.models import utcnow
@@ -86,3 +89,35 @@ def test_sigterm_lets_a_job_finish_within_the_grace_period(db_url, tmp_path):
     assert records(db_url)[first]["status"] == "succeeded" and result_count(db_url, first) == 1
     assert job_row(db_url, second).status == "queued"  # a stopping worker claims nothing more
     assert job_row(db_url, second).attempts == 0
+
+
+def test_database_locked_past_the_lease_the_worker_stops_its_child_itself(db_url, tmp_path):
+    """Every write waits (the test holds SQLite's write turn, as a stuck writer would) for longer than
+    the lease: the worker cannot renew it, so it stops the child before another worker could take the
+    job back, and hands the job back once the database answers again."""
+    home, wake = tmp_path / "home", tmp_path / "wake"
+    env = {"COMPILE_LAB_TEST_WAKE": str(wake)}
+    (job_id,) = submit(db_url, *NAPPER)
+    worker = start_worker(db_url, home, "--lease", "4", "--drain", env=env)
+    try:
+        pids = home / "jobs" / f"{job_id}-1" / "pids"
+        wait_until(pids.exists, 120, "the child to start napping")
+        child, grandchild = read_pids(pids)
+        fd = os.open(db_url.removeprefix("sqlite:///") + ".writelock", os.O_RDWR)
+        fcntl.flock(fd, fcntl.LOCK_EX)  # db.engine.atomic: every writer queues here
+        try:
+            wait_until(lambda: not pid_alive(child) and not pid_alive(grandchild), 30,
+                       "the worker to stop its child while the database takes no writes")
+            job = job_row(db_url, job_id)  # reads still work (WAL); nothing could be written
+            assert job.status == "running" and job.attempts == 1
+        finally:
+            os.close(fd)
+        wake.touch()
+        assert worker.wait(timeout=120) == 0
+    finally:
+        worker.kill()
+    log = worker.log_path.read_text()
+    assert f"job {job_id}: lease not renewed" in log
+    rec = records(db_url)[job_id]
+    assert rec["status"] == "succeeded" and rec["attempts"] == 1, (rec["status"], rec["attempts"], rec["error"])
+    assert result_count(db_url, job_id) == 1
