@@ -7,10 +7,12 @@ heartbeats the job's lease while the child runs, kills the whole group on timeou
 and turns how the child ended into exactly one recorded state.
 
 Faults it survives: a child that crashes, hangs or runs out of memory (recorded, the worker goes on);
-a database that is briefly unreachable or locked (retried); SIGTERM/SIGINT (stop claiming, give the
-running child `grace_s`, then kill it and hand the job back without counting the attempt; a second
-signal ends the grace at once). If the worker itself is killed, its child dies with it (parent-death
-signal, runner/child.py) and another worker re-runs the job once its lease expires (db/queue.py).
+a database that is briefly unreachable or locked (writes retried; the lease is renewed from its own
+thread, and if no renewal goes in for almost a whole lease the child is stopped, so the job can never
+run twice); SIGTERM/SIGINT (stop claiming, give the running child `grace_s`, then kill it and hand the
+job back without counting the attempt; a second signal ends the grace at once). If the worker itself
+is killed, its child dies with it (parent-death signal, runner/child.py) and another worker re-runs
+the job once its lease expires (db/queue.py).
 """
 from __future__ import annotations
 
@@ -60,7 +62,7 @@ class WorkerConfig:
 
 @dataclass
 class Outcome:
-    status: JobStatus | None  # None: the lease is gone (cancelled, or taken back); nothing to write
+    status: JobStatus | None  # None: the lease is gone (cancelled, taken back, handed back); nothing to write
     error: str | None = None
     result: dict | None = None
 

@@ -4,14 +4,12 @@ GPU): the tests prove the fan-out, the pinning each child sees, the worker rows,
 bench/gpu_workers.sh proves the same on real GPUs."""
 import signal
 import subprocess
-import sys
 
 from sqlalchemy import select
 
 from db.engine import get_engine, reading
 from db.models import Result, Worker
-from tests.conftest import (FIXTURE_MODELS, ROOT, pid_alive, read_pids, records, start_worker, submit,
-                            wait_until)
+from tests.conftest import pid_alive, records, run_cli, start_worker, submit, wait_until
 
 NAPPER = ["--model", "napper", "--batch", "2", "--device", "cpu", "--backend", "eager", "--iters", "2"]
 
@@ -57,6 +55,12 @@ def test_supervisor_restarts_a_killed_worker_and_forwards_sigterm(db_url, tmp_pa
         wait_until(lambda: len([w for w in worker_rows(db_url) if w.gpu == "1"]) == 2, 120,
                    "a new worker for GPU 1")
         assert "worker for GPU 1 ended abnormally (killed by SIGKILL); restarting" in parent.log_path.read_text()
+        status = run_cli("status", "--db", db_url)  # worker rows as people see them: host, GPU, heartbeat
+        # (the killed worker is listed too until its last heartbeat is WORKER_FRESH_S old)
+        live_lines = [line for line in status.stdout.splitlines() if ":gpu" in line and victim.id not in line]
+        assert len(live_lines) == 2, status.stdout
+        assert all(f"host {victim.hostname}" in line and "heartbeat" in line for line in live_lines)
+        assert sorted(line.split("  gpu ")[1].split()[0] for line in live_lines) == ["0", "1"]
         parent.send_signal(signal.SIGTERM)
         assert parent.wait(timeout=60) == 0
     finally:
