@@ -2,8 +2,8 @@
 # Proof of `work --gpus` on real GPUs: queue JOBS small CUDA jobs in a fresh SQLite database (or the
 # database in $DB), start one worker per GPU with `work --gpus GPUS --drain`, and print who ran what:
 # job, worker (its id names the GPU), the CUDA_VISIBLE_DEVICES the job's child saw, the device torch
-# named, and when it ran; then which physical GPUs nvidia-smi saw a compute process on, and whether
-# jobs ran at the same time on different GPUs.
+# named (and its GPU uuid, once runner/measure.py records one), and when it ran; then which physical
+# GPUs nvidia-smi saw a compute process on, and whether jobs ran at the same time on different GPUs.
 #
 #   bench/gpu_workers.sh [GPUS=all] [JOBS=8]        e.g. bench/gpu_workers.sh all 8   or   bench/gpu_workers.sh 0 2
 set -euo pipefail
@@ -40,7 +40,8 @@ engine = get_engine(sys.argv[1])
 with reading(engine) as s:
     gpu_of = {w.id: w.gpu for w in s.scalars(select(Worker))}
     rows = s.execute(select(Job, Result).outerjoin(Result, Result.job_id == Job.id).order_by(Job.id)).all()
-print(f"\n{'job':>4}  {'status':<9} {'worker':<44} {'gpu':>3}  {'child CUDA_VISIBLE_DEVICES':<26} {'device':<28} ran (s from first claim)")
+print(f"\n{'job':>4}  {'status':<9} {'worker':<44} {'gpu':>3}  {'child CUDA_VISIBLE_DEVICES':<26} {'device':<28} "
+      f"{'child GPU uuid':<16} ran (s from first claim)")
 t0 = min(j.claimed_at for j, _ in rows if j.claimed_at)
 spans = []
 for job, res in rows:
@@ -49,7 +50,7 @@ for job, res in rows:
     spans.append((start, end, gpu_of.get(job.worker_id)))
     print(f"{job.id:>4}  {job.status:<9} {job.worker_id or '-':<44} {gpu_of.get(job.worker_id) or '-':>3}  "
           f"{str(env.get('cuda_visible_devices')):<26} {(res.device_name if res else job.error or '')[:28]:<28} "
-          f"{start:6.1f} .. {end:6.1f}")
+          f"{str(env.get('gpu_uuid', '-'))[:16]:<16} {start:6.1f} .. {end:6.1f}")
 overlap = any(a[2] != b[2] and a[0] < b[1] and b[0] < a[1] for a in spans for b in spans)
 print(f"\nworkers: {len(gpu_of)} ({', '.join(sorted(f'gpu {g}' for g in gpu_of.values()))}); "
       f"jobs on different GPUs at the same time: {'yes' if overlap else 'no'}")
