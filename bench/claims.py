@@ -54,10 +54,8 @@ def worker(url: str, go: str, name: str) -> None:
 
 def fill(url: str, jobs: int) -> None:
     engine = get_engine(url)
-    catalog = {"tiny": ModelInfo("tiny", "bench")}
-    for start in range(0, jobs, 20):  # one sweep per 20 batch sizes
-        sizes = list(range(start + 1, min(jobs, start + 20) + 1))
-        queue.submit(engine, SweepRequest(model="tiny", batch_sizes=sizes, device="cpu"), catalog)
+    request = SweepRequest(model="tiny", batch_sizes=list(range(1, jobs + 1)), device="cpu")  # one job per size
+    queue.submit(engine, request, {"tiny": ModelInfo("tiny", "bench")})
     dispose_engine(url)
 
 
