@@ -2,7 +2,9 @@
 
 Every state change is one short transaction through `atomic`. A claimed job carries a lease token;
 every later write for that attempt names the token, so a worker whose lease was lost (cancelled,
-expired and re-queued) writes nothing.
+expired and re-queued) writes nothing. Rows another transaction may change at the same moment are
+locked first (PostgreSQL: FOR UPDATE, SKIP LOCKED where any free row will do; SQLite: BEGIN IMMEDIATE
+already serialises writers, and SQLAlchemy leaves FOR UPDATE out there).
 """
 from __future__ import annotations
 
@@ -13,11 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Iterable, Mapping
 
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Engine, and_, case, func, select, true, update
 
 from db.engine import atomic, is_sqlite, reading
 from db.models import RESULT_SCALARS, TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
-from db.spec import ExperimentSpec, ModelInfo, SweepRequest
+from db.spec import DEVICES, ExperimentSpec, ModelInfo, SweepRequest
 
 WORKER_FRESH_S = 30  # a worker whose heartbeat is older than this is not counted as alive
 
@@ -33,7 +35,9 @@ class Claim:
     job_id: int
     token: str
     attempt: int
-    spec: dict  # the stored JSON; the worker rebuilds (and so re-validates) it with ExperimentSpec.from_row
+    # the stored JSON as loaded: a dict, or whatever a corrupt row holds (the worker rebuilds and so
+    # re-validates it, and fails the job with the reason when it is not a valid spec)
+    spec: object
 
 
 def submit(engine: Engine, request: SweepRequest, catalog: Mapping[str, ModelInfo] | None,
@@ -60,21 +64,24 @@ def _whoami() -> str:
 def requeue_expired(engine: Engine, now: datetime | None = None) -> list[int]:
     """Jobs whose worker stopped heartbeating: back to the queue, or `failed` once attempts are spent."""
     now = now or utcnow()
+    expired = (Job.status == JobStatus.RUNNING.value, Job.lease_expires_at < now)
+    with reading(engine) as s:  # every worker asks on every poll: look before taking the write lock
+        if s.scalar(select(Job.id).where(*expired).limit(1)) is None:
+            return []
     with atomic(engine) as s:
-        expired = s.scalars(select(Job).where(Job.status == JobStatus.RUNNING.value,
-                                              Job.lease_expires_at < now)).all()
-        for job in expired:
-            who = job.worker_id or "unknown worker"
-            if job.attempts < job.max_attempts:
-                job.status = JobStatus.QUEUED.value
-                job.error = f"attempt {job.attempts} lost: {who} stopped heartbeating; re-queued"
+        rows = s.execute(select(Job.id, Job.lease_token, Job.attempts, Job.max_attempts, Job.worker_id)
+                         .where(*expired).with_for_update(skip_locked=True)).all()
+        for job_id, token, attempts, max_attempts, worker_id in rows:
+            who = worker_id or "unknown worker"
+            if attempts < max_attempts:
+                values = {"status": JobStatus.QUEUED.value,
+                          "error": f"attempt {attempts} lost: {who} stopped heartbeating; re-queued"}
             else:
-                job.status = JobStatus.FAILED.value
-                job.error = f"lost: {who} stopped heartbeating on attempt {job.attempts} of {job.max_attempts}"
-                job.finished_at = now
-            job.lease_token = job.lease_expires_at = None
-            job.phase = job.progress = None
-        return [j.id for j in expired]
+                values = {"status": JobStatus.FAILED.value, "finished_at": now,
+                          "error": f"lost: {who} stopped heartbeating on attempt {attempts} of {max_attempts}"}
+            s.execute(update(Job).where(Job.id == job_id, Job.lease_token == token)
+                      .values(**values, lease_token=None, lease_expires_at=None, phase=None, progress=None))
+        return [r.id for r in rows]
 
 
 def claim_next(engine: Engine, worker_id: str, devices: Iterable[str], models: Iterable[str],
@@ -85,13 +92,10 @@ def claim_next(engine: Engine, worker_id: str, devices: Iterable[str], models: I
         return None
     now = utcnow()
     with atomic(engine) as s:
+        # SKIP LOCKED (PostgreSQL): a row another claimer holds is passed over, not waited for
         query = (select(Job)
-                 .where(Job.status == JobStatus.QUEUED.value,
-                        Job.spec["device"].as_string().in_(devices),
-                        Job.spec["model"].as_string().in_(models))
-                 .order_by(Job.id).limit(1))
-        if not is_sqlite(engine):  # SQLite's BEGIN IMMEDIATE already serialises claimers
-            query = query.with_for_update(skip_locked=True)
+                 .where(Job.status == JobStatus.QUEUED.value, _claimable(engine, devices, models))
+                 .order_by(Job.id).limit(1).with_for_update(skip_locked=True))
         job = s.scalars(query).first()
         if job is None:
             return None
@@ -102,7 +106,29 @@ def claim_next(engine: Engine, worker_id: str, devices: Iterable[str], models: I
         job.claimed_at = now
         job.worker_id = worker_id
         job.phase, job.progress = "starting", None
-        return Claim(job.id, job.lease_token, job.attempts, dict(job.spec))
+        return Claim(job.id, job.lease_token, job.attempts, job.spec)
+
+
+def _claimable(engine: Engine, devices: list[str], models: list[str]):
+    """The claim filter: jobs for this worker's devices and models, plus rows no worker could ever
+    route (spec not a JSON object, model not a string, device missing or unknown). Any worker takes
+    those and fails them with "stored spec is invalid", so a corrupt row neither waits forever nor
+    breaks the query for every other job (SQLite's json_extract raises on malformed JSON: it is
+    reached only through json_valid)."""
+    device, model = Job.spec["device"].as_string(), Job.spec["model"].as_string()
+    if is_sqlite(engine):
+        sane = case((func.json_valid(Job.spec) == 1,
+                     case((func.json_type(Job.spec) == "object",
+                           and_(func.json_type(Job.spec, "$.model") == "text", device.in_(DEVICES))),
+                          else_=False)),
+                    else_=False)
+        wanted = case((sane, and_(device.in_(devices), model.in_(models))), else_=True)
+    else:
+        sane = case((func.json_typeof(Job.spec) == "object",
+                     and_(func.json_typeof(Job.spec["model"]) == "string", device.in_(DEVICES))),
+                    else_=False)
+        wanted = case((sane, and_(device.in_(devices), model.in_(models))), else_=true())
+    return wanted
 
 
 def heartbeat_job(engine: Engine, job_id: int, token: str, lease_s: float,
@@ -162,7 +188,7 @@ def release(engine: Engine, job_id: int, token: str, reason: str) -> bool:
 def cancel(engine: Engine, job_id: int) -> str:
     """Cancel a queued or running job; a running one's worker sees its lease gone and kills the child."""
     with atomic(engine) as s:
-        job = s.get(Job, job_id)
+        job = s.get(Job, job_id, with_for_update=True)  # a finish racing this one waits, then finds it cancelled
         if job is None:
             raise QueueError(f"job {job_id}: no such job")
         if job.status in TERMINAL:
@@ -242,7 +268,8 @@ def jobs_overview(engine: Engine, limit: int = 500, statuses: Iterable[str] | No
         for j in jobs:
             end = j.finished_at or (now if j.status == JobStatus.RUNNING.value else None)
             out.append({
-                "job_id": j.id, "sweep_id": j.sweep_id, "status": j.status, "spec": j.spec,
+                "job_id": j.id, "sweep_id": j.sweep_id, "status": j.status,
+                "spec": j.spec if isinstance(j.spec, dict) else {},  # a corrupt row: its error says why
                 "attempts": j.attempts, "worker": j.worker_id, "phase": j.phase, "progress": j.progress,
                 "error": j.error, "created_at": j.created_at, "claimed_at": j.claimed_at,
                 "finished_at": j.finished_at,

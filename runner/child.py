@@ -12,6 +12,7 @@ import ctypes
 import json
 import math
 import os
+import re
 import signal
 import sys
 import time
@@ -19,15 +20,48 @@ import traceback
 from pathlib import Path
 
 
-def _die_with_parent() -> None:
-    """Ask the kernel to SIGKILL us when the worker dies, so no orphan keeps a GPU or writes a result."""
+WORKER_PID_ENV = "COMPILE_LAB_WORKER_PID"  # set by the worker: the parent this child must outlive never
+
+
+def set_pdeathsig(sig: int) -> bool:
+    """PR_SET_PDEATHSIG: the kernel sends `sig` to this process when its parent dies (Linux only)."""
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
-    if os.getppid() == 1:  # the worker died before prctl took effect
+        return libc.prctl(1, int(sig)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _die_with_parent() -> bool:
+    """Ask the kernel to SIGKILL us when the worker dies, so no orphan keeps a GPU or writes a result."""
+    armed = set_pdeathsig(signal.SIGKILL)
+    worker = int(os.environ.get(WORKER_PID_ENV) or 0)
+    if (worker and os.getppid() != worker) or os.getppid() == 1:  # the worker died before prctl took effect
         os._exit(1)
+    return armed
+
+
+def _start_group_keeper() -> None:
+    """Fork a tiny process that kills this job's whole process group as soon as this child is gone.
+
+    The worker kills the group itself on timeout, cancel and stop. But when the worker is killed (-9),
+    the parent-death signal ends only this child, and a grandchild (a helper process a model starts)
+    would live on, holding memory or a GPU. The keeper's own parent-death signal fires when this child
+    dies, by any means; it then SIGKILLs the group, itself included. Forked before torch is imported."""
+    child = os.getpid()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.fork() != 0:
+        return
+    try:
+        signal.signal(signal.SIGTERM, lambda *_: os.killpg(0, signal.SIGKILL))
+        set_pdeathsig(signal.SIGTERM)
+        if os.getppid() != child:  # the child died before prctl took effect
+            os.killpg(0, signal.SIGKILL)
+        while True:
+            signal.pause()
+    finally:
+        os._exit(0)
 
 
 class Progress:
@@ -81,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--probe", metavar="OUT")
     p.add_argument("--calibrate", nargs=2, metavar=("DEVICE", "OUT"), help="measure the device's ceilings")
     args = p.parse_args(argv)
-    _die_with_parent()
+    armed = _die_with_parent()
     if args.probe:
         probe(args.probe)
         return 0
@@ -91,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         device, out = args.calibrate
         write_atomic(out, calibrate(device))
         return 0
+    if armed:
+        _start_group_keeper()
 
     from db.spec import ExperimentSpec, SpecError
     from runner import zoo
@@ -119,14 +155,22 @@ def failure_message(exc: BaseException, phase: str) -> str:
         return str(exc)
     text = str(exc).strip().splitlines()
     first = text[0] if text else ""
-    if type(exc).__name__ == "OutOfMemoryError":
-        return f"out of memory during {phase}: {first}"
     where = ""
     tb = traceback.extract_tb(exc.__traceback__)
     if tb:
         frame = tb[-1]
         where = f" | at {frame.filename}:{frame.lineno}"
+    if type(exc).__name__ == "OutOfMemoryError":  # torch.cuda.OutOfMemoryError (named so torch stays unimported here)
+        return f"out of memory during {phase}: {first}"
+    cpu_oom = _CPU_OOM.search(first)
+    if cpu_oom:  # torch's CPU allocator refused: a shape too large for this host's memory
+        size = int(cpu_oom.group(1))
+        return (f"out of memory during {phase} (CPU): tried to allocate {size} bytes ({size / 2**30:.1f} GiB), "
+                f"more than this host can give{where}")
     return f"{type(exc).__name__} during {phase}: {first}{where}"
+
+
+_CPU_OOM = re.compile(r"DefaultCPUAllocator: can't allocate memory: you tried to allocate (\d+) bytes")
 
 
 if __name__ == "__main__":

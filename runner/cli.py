@@ -15,10 +15,11 @@ from pathlib import Path
 
 from db import queue
 from db.engine import DatabaseError, describe, get_engine, resolve_url
-from db.models import JobStatus
+from db.models import JobStatus, utcnow
 from db.results import RECORD_FIELDS, export_records
 from db.spec import SpecError, SweepRequest
 from runner import zoo
+from runner.gpus import GpuError
 
 
 class UsageError(Exception):
@@ -61,8 +62,13 @@ def build_parser() -> argparse.ArgumentParser:
     stop.add_argument("--once", action="store_true", help="run one job if one is queued, then exit")
     stop.add_argument("--max-jobs", type=int, help="exit after this many jobs")
     stop.add_argument("--drain", action="store_true", help="exit when no queued job remains")
-    w.add_argument("--gpu", help="GPU index to pin (CUDA_VISIBLE_DEVICES)")
-    w.add_argument("--lease", type=float, default=60.0, help="lease seconds (heartbeats renew it)")
+    gpu = w.add_mutually_exclusive_group()
+    gpu.add_argument("--gpu", help="GPU index to pin (CUDA_VISIBLE_DEVICES)")
+    gpu.add_argument("--gpus", help="one worker per GPU: all (every visible GPU) or a list like 0,1")
+    w.add_argument("--lease", type=float, default=60.0,
+                   help="lease seconds: a job whose worker stops heartbeating this long is re-queued")
+    w.add_argument("--grace", type=float, default=30.0,
+                   help="on SIGTERM/SIGINT, seconds the running job may still take before it is re-queued")
     w.add_argument("--models-dir", action="append", default=[], help="a lab's own model files")
     w.add_argument("--home", default="data", help="job folders, logs and the warm compile cache")
 
@@ -93,7 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv
     try:
         return COMMANDS[args.command](args)
     except SpecError as e:  # name the flag the person typed, not the dataclass field
@@ -103,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             flag = f"--arg {e.field.split('.', 1)[1]}"
         print(f"error: {flag}: {message}", file=sys.stderr)
         return 2
-    except (queue.QueueError, DatabaseError, zoo.ModelFileError, UsageError) as e:
+    except (queue.QueueError, DatabaseError, zoo.ModelFileError, UsageError, GpuError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
@@ -155,18 +163,42 @@ def _int_list(text: str, field_name: str) -> list:
 
 
 def cmd_work(args) -> int:
+    from runner import gpus
     from runner.worker import Worker, WorkerConfig
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
-    cfg = WorkerConfig(db_url=args.db, home=Path(args.home), gpu=args.gpu, lease_s=args.lease,
-                       models_dirs=args.models_dir,
-                       max_jobs=1 if args.once else args.max_jobs, drain=args.drain or args.once)
-    if cfg.max_jobs is not None and cfg.max_jobs < 1:
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # db.migrate logs the one line that matters
+    if args.max_jobs is not None and args.max_jobs < 1:
         raise UsageError("--max-jobs must be at least 1")
+    if not 1 <= args.lease <= 24 * 3600:
+        raise UsageError(f"--lease must be between 1 and 86400 seconds, got {args.lease:g}")
+    if not 0 <= args.grace <= 24 * 3600:
+        raise UsageError(f"--grace must be between 0 and 86400 seconds, got {args.grace:g}")
+    if args.gpus is not None:
+        listed = gpus.parse_gpus(args.gpus)
+        get_engine(args.db)  # a bad URL fails here, once, not in every worker; the schema is upgraded once
+        return gpus.supervise(listed, _without_gpus(args.argv[1:]))
+    gpus.arm_supervised_worker()
+    cfg = WorkerConfig(db_url=args.db, home=Path(args.home), gpu=args.gpu, lease_s=args.lease,
+                       grace_s=args.grace, models_dirs=args.models_dir,
+                       max_jobs=1 if args.once else args.max_jobs, drain=args.drain or args.once)
     worker = Worker(cfg)
     worker.install_signal_handlers()
     worker.run()
     return 0
+
+
+def _without_gpus(argv: list[str]) -> list[str]:
+    """The `work` arguments minus --gpus, for each per-GPU worker."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--gpus":
+            skip = True
+        elif not a.startswith("--gpus="):
+            out.append(a)
+    return out
 
 
 def cmd_status(args) -> int:
@@ -176,14 +208,18 @@ def cmd_status(args) -> int:
     jobs = queue.jobs_overview(engine, limit=30)
     if args.json:
         print(json.dumps({"database": describe(resolve_url(args.db)), "counts": counts,
-                          "workers": [{"id": w.id, "state": w.state, "job": w.current_job_id,
-                                       "gpu": w.gpu, "heartbeat_at": w.heartbeat_at.isoformat()} for w in workers],
+                          "workers": [{"id": w.id, "hostname": w.hostname, "gpu": w.gpu, "state": w.state,
+                                       "job": w.current_job_id, "heartbeat_at": w.heartbeat_at.isoformat()}
+                                      for w in workers],
                           "jobs": jobs}, default=str, indent=1))
         return 0
     print(f"database: {describe(resolve_url(args.db))}")
     print("jobs: " + (", ".join(f"{counts.get(s.value, 0)} {s.value}" for s in JobStatus) if counts else "none"))
+    now = utcnow()
     print(f"live workers: {len(workers)}" + "".join(
-        f"\n  {w.id}  {w.state}" + (f" job {w.current_job_id}" if w.current_job_id else "") for w in workers))
+        f"\n  {w.id}  host {w.hostname}  gpu {w.gpu if w.gpu is not None else '-'}  {w.state}"
+        + (f" job {w.current_job_id}" if w.current_job_id else "")
+        + f"  heartbeat {(now - w.heartbeat_at).total_seconds():.0f} s ago" for w in workers))
     for j in jobs:
         spec = j["spec"]
         line = (f"{j['job_id']:>6}  {j['status']:<10} {spec.get('model')} bs={spec.get('batch_size')} "

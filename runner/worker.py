@@ -5,6 +5,14 @@ It learns what its host can run by starting one probe child, and what models it 
 zoo's model files (runner.zoo). For each job it starts `python -m runner.child` in a new process group,
 heartbeats the job's lease while the child runs, kills the whole group on timeout, cancel or lost lease,
 and turns how the child ended into exactly one recorded state.
+
+Faults it survives: a child that crashes, hangs or runs out of memory (recorded, the worker goes on);
+a database that is briefly unreachable or locked (writes retried; the lease is renewed from its own
+thread, and if no renewal goes in for almost a whole lease the child is stopped, so the job can never
+run twice); SIGTERM/SIGINT (stop claiming, give the running child `grace_s`, then kill it and hand the
+job back without counting the attempt; a second signal ends the grace at once). If the worker itself
+is killed, its child dies with it (parent-death signal, runner/child.py) and another worker re-runs
+the job once its lease expires (db/queue.py).
 """
 from __future__ import annotations
 
@@ -22,15 +30,19 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sqlalchemy.exc import OperationalError
+
 from db import queue
-from db.engine import get_engine
+from db.engine import MalformedJSON, get_engine
 from db.models import JobStatus
 from db.spec import ExperimentSpec, SpecError
 from runner import zoo
+from runner.child import WORKER_PID_ENV
 
 log = logging.getLogger("compile_lab.worker")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 LOG_TAIL_CHARS = 6000
+SUPERVISE_TICK_S = 0.2  # how often the supervisor looks at the child, its lease and the stop signal
 
 
 @dataclass
@@ -38,8 +50,8 @@ class WorkerConfig:
     db_url: str | None = None
     home: Path = Path("data")  # job folders (spec, result, log) and the warm compile cache
     gpu: str | None = None  # pinned with CUDA_VISIBLE_DEVICES for the probe and every child
-    lease_s: float = 60.0
-    heartbeat_s: float = 2.0
+    lease_s: float = 60.0  # a job whose lease is not renewed for this long is taken back by other workers
+    heartbeat_s: float = 2.0  # at most; a third of the lease when the lease is short
     poll_s: float = 1.0
     grace_s: float = 30.0
     models_dirs: list[str] = field(default_factory=list)
@@ -50,7 +62,7 @@ class WorkerConfig:
 
 @dataclass
 class Outcome:
-    status: JobStatus | None  # None: the lease is gone (cancelled, or taken back); nothing to write
+    status: JobStatus | None  # None: the lease is gone (cancelled, taken back, handed back); nothing to write
     error: str | None = None
     result: dict | None = None
 
@@ -61,7 +73,9 @@ class Worker:
         self.engine = get_engine(cfg.db_url)
         self.hostname = socket.gethostname()
         self.id = f"{self.hostname}:{os.getpid()}:{'gpu' + cfg.gpu if cfg.gpu is not None else 'any'}:{uuid.uuid4().hex[:6]}"
-        self.stop = threading.Event()
+        self.stop = threading.Event()  # first SIGTERM/SIGINT: claim nothing more, let the child finish
+        self.hurry = threading.Event()  # second signal: end the grace period now
+        self.beat_s = min(cfg.heartbeat_s, cfg.lease_s / 3)
         self.home = Path(cfg.home).resolve()
         self.entries = zoo.catalog(cfg.models_dirs)
         self.capabilities: dict = {}
@@ -69,8 +83,14 @@ class Worker:
     # -- lifecycle --------------------------------------------------------------------------------
     def install_signal_handlers(self) -> None:
         def handler(signum, _frame):
-            log.info("worker %s: %s received; finishing up", self.id, signal.Signals(signum).name)
-            self.stop.set()
+            name = signal.Signals(signum).name
+            if self.stop.is_set():
+                log.info("worker %s: %s again; stopping the running job now", self.id, name)
+                self.hurry.set()
+            else:
+                log.info("worker %s: %s received; claiming nothing more, the running job has %g s to finish",
+                         self.id, name, self.cfg.grace_s)
+                self.stop.set()
 
         signal.signal(signal.SIGTERM, handler)
         signal.signal(signal.SIGINT, handler)
@@ -91,8 +111,10 @@ class Worker:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(PROJECT_ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
         env["PYTHONUNBUFFERED"] = "1"
+        env[WORKER_PID_ENV] = str(os.getpid())  # the child checks it is still ours after arming PDEATHSIG
         if self.cfg.gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = str(self.cfg.gpu)
+            env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # so index I is nvidia-smi's GPU I
         return env
 
     def _probe(self) -> dict:
@@ -113,50 +135,88 @@ class Worker:
             while not self.stop.is_set():
                 if self.cfg.max_jobs is not None and done >= self.cfg.max_jobs:
                     break
-                queue.requeue_expired(self.engine)
-                claim = queue.claim_next(self.engine, self.id, self.capabilities["devices"], models,
-                                         self.cfg.lease_s)
+                try:
+                    queue.requeue_expired(self.engine)
+                    claim = queue.claim_next(self.engine, self.id, self.capabilities["devices"], models,
+                                             self.cfg.lease_s)
+                    if claim is None:
+                        queue.heartbeat_worker(self.engine, self.id, "idle")
+                except OperationalError as e:  # database down or locked past the busy timeout: wait, retry
+                    log.warning("worker %s: database unavailable (%s); retrying", self.id, _first_line(e))
+                    self.stop.wait(max(self.cfg.poll_s, 1.0))
+                    continue
                 if claim is None:
                     if self.cfg.drain:
                         break
-                    queue.heartbeat_worker(self.engine, self.id, "idle")
                     self.stop.wait(self.cfg.poll_s)
                     continue
                 self.run_claim(claim)
                 done += 1
         finally:
-            queue.heartbeat_worker(self.engine, self.id, "stopped")
+            self._retry("mark the worker stopped", lambda: queue.heartbeat_worker(self.engine, self.id, "stopped"))
         log.info("worker %s stopped after %d job(s)", self.id, done)
         return done
 
     # -- one job ----------------------------------------------------------------------------------
     def run_claim(self, claim: queue.Claim) -> Outcome:
-        queue.heartbeat_worker(self.engine, self.id, "busy", claim.job_id)
+        if self.stop.is_set():  # stopped between the claim and here: hand it straight back
+            self._retry("release the job", lambda: queue.release(
+                self.engine, claim.job_id, claim.token, f"worker {self.id} stopped before starting it; re-queued"))
+            return Outcome(None)
         jobdir = self.home / "jobs" / f"{claim.job_id}-{claim.attempt}"
         jobdir.mkdir(parents=True, exist_ok=True)
         logfile = jobdir / "child.log"
+        self._retry("note the worker busy", lambda: queue.heartbeat_worker(self.engine, self.id, "busy", claim.job_id))
         try:
-            spec = ExperimentSpec.from_dict(claim.spec)
-            if spec.model not in self.entries:
-                raise SpecError("model", f"{spec.model!r} is not in the zoo of worker {self.id}")
+            spec = self.rebuild_spec(claim.spec)
         except SpecError as e:
             outcome = Outcome(JobStatus.FAILED, f"stored spec is invalid: {e}")
         else:
             outcome = self._supervise(claim, spec, jobdir, logfile)
         if outcome.status is not None:
-            stored = queue.finish(self.engine, claim.job_id, claim.token, outcome.status, outcome.error,
-                                  outcome.result, _tail(logfile))
-            if not stored:
+            stored = self._retry("store the outcome", lambda: queue.finish(
+                self.engine, claim.job_id, claim.token, outcome.status, outcome.error, outcome.result, _tail(logfile)))
+            if stored is False:
                 log.warning("job %s: lease lost before the result was stored; nothing written", claim.job_id)
         _log_outcome(claim.job_id, outcome)
         if not self.cfg.keep_job_dirs:
             shutil.rmtree(jobdir, ignore_errors=True)
-        queue.heartbeat_worker(self.engine, self.id, "idle")
+        self._retry("note the worker idle", lambda: queue.heartbeat_worker(self.engine, self.id, "idle"))
         return outcome
+
+    def rebuild_spec(self, stored) -> ExperimentSpec:
+        """The stored spec, validated again: the database is outside our control (old rows, hand edits).
+        The claim also hands out rows no worker could route (not an object, unknown device), so they
+        fail here with a reason instead of waiting forever."""
+        if isinstance(stored, MalformedJSON):  # SQLite text that does not parse (db.engine.lenient_json)
+            ExperimentSpec.from_json(stored)  # raises the SpecError that names the JSON error
+        spec = ExperimentSpec.from_dict(stored)  # not an object, unknown fields, bad values: SpecError
+        if stored.get("device") not in self.capabilities["devices"]:
+            raise SpecError("device", f"{stored.get('device')!r} is not a device this worker offers "
+                                      f"({', '.join(self.capabilities['devices'])})")
+        if spec.model not in self.entries:
+            raise SpecError("model", f"{spec.model!r} is not in the zoo of worker {self.id}")
+        return spec.check_model(zoo.model_infos(self.entries))
+
+    def _retry(self, what: str, write):
+        """Run a database write, retrying while the database is unreachable or locked, for up to one lease
+        (after that the lease is gone anyway: another worker re-runs the job). None if it never went in."""
+        deadline = time.monotonic() + self.cfg.lease_s
+        while True:
+            try:
+                return write()
+            except OperationalError as e:
+                if time.monotonic() > deadline:
+                    log.error("worker %s: could not %s: %s; giving up", self.id, what, _first_line(e))
+                    return None
+                log.warning("worker %s: could not %s (%s); retrying", self.id, what, _first_line(e))
+                time.sleep(1.0)
 
     def _supervise(self, claim: queue.Claim, spec: ExperimentSpec, jobdir: Path, logfile: Path) -> Outcome:
         spec_file, result_file, progress_file = jobdir / "spec.json", jobdir / "result.json", jobdir / "progress.jsonl"
         spec_file.write_text(spec.to_json())
+        for stale in (result_file, progress_file):  # a released attempt re-runs in the same folder
+            stale.unlink(missing_ok=True)
         env = self._env()
         cold_dir = None
         if spec.cache == "cold":  # a fresh, empty compile cache for this job only
@@ -173,46 +233,85 @@ class Worker:
             cmd += ["--models-dir", str(Path(d).resolve())]
         deadline = time.monotonic() + spec.timeout_s
         stop_deadline = None
+        lease = LeaseKeeper(self, claim, progress_file)
         with open(logfile, "ab") as out:
             proc = subprocess.Popen(cmd, cwd=jobdir, env=env, stdout=out, stderr=subprocess.STDOUT,
                                     start_new_session=True)  # its own process group: one kill reaches all
+        lease.start()
         try:
             while True:
                 try:
-                    rc = proc.wait(timeout=self.cfg.heartbeat_s)
+                    rc = proc.wait(timeout=SUPERVISE_TICK_S)
                     break
                 except subprocess.TimeoutExpired:
                     pass
-                phase, progress = _read_progress(progress_file)
+                phase, _ = _read_progress(progress_file)
                 if time.monotonic() > deadline:
                     kill_group(proc)
                     return Outcome(JobStatus.TIMED_OUT, f"timed out after {spec.timeout_s} s (while {phase}); "
                                                         "the child's process group was killed")
-                if not self._heartbeat(claim, phase, progress):
+                if lease.lost.is_set():  # cancelled, or taken back by another worker
                     kill_group(proc)
+                    return Outcome(None)
+                if lease.stale():  # the database has not taken a renewal for almost a whole lease
+                    kill_group(proc)  # first: once the lease ends, another worker may start this job
+                    log.error("job %s: lease not renewed for %.0f s (database unreachable?); child stopped",
+                              claim.job_id, time.monotonic() - lease.renewed_at)
+                    self._retry("hand the job back", lambda: queue.release(  # once the database answers again
+                        self.engine, claim.job_id, claim.token, f"worker {self.id} could not renew the lease "
+                        f"while {phase}; re-queued without counting the attempt"))
                     return Outcome(None)
                 if self.stop.is_set():
                     stop_deadline = stop_deadline or time.monotonic() + self.cfg.grace_s
-                    if time.monotonic() > stop_deadline:
+                    if self.hurry.is_set() or time.monotonic() > stop_deadline:
                         kill_group(proc)
-                        queue.release(self.engine, claim.job_id, claim.token,
-                                      f"worker {self.id} stopped while {phase}; re-queued")
+                        self._retry("release the job", lambda: queue.release(
+                            self.engine, claim.job_id, claim.token, f"worker {self.id} stopped while {phase}; "
+                                                                    "re-queued without counting the attempt"))
                         return Outcome(None)
         finally:
+            lease.done.set()
+            lease.join(timeout=1.0)  # a renewal stuck on a lock is left behind (daemon thread)
             kill_group(proc)  # grandchildren (inductor compile workers) must not outlive the job
             if cold_dir is not None:
                 shutil.rmtree(cold_dir, ignore_errors=True)
         phase, _ = _read_progress(progress_file)
         return read_outcome(rc, result_file, phase)
 
-    def _heartbeat(self, claim: queue.Claim, phase: str, progress: float | None) -> bool:
-        try:
-            alive = queue.heartbeat_job(self.engine, claim.job_id, claim.token, self.cfg.lease_s, phase, progress)
-            queue.heartbeat_worker(self.engine, self.id, "busy", claim.job_id)
-            return alive
-        except Exception as e:  # the database is briefly unreachable: keep the child, retry next beat
-            log.warning("job %s: heartbeat failed (%s); retrying", claim.job_id, e)
-            return True
+
+
+class LeaseKeeper(threading.Thread):
+    """Renews one job's lease every beat, in its own thread, so that a slow, locked or unreachable
+    database never stalls the supervision of the child (timeouts, cancels, signals). The supervisor
+    reads `lost` (the lease is gone: cancelled or taken back) and `stale()` (no renewal went in for
+    almost a whole lease: other workers may soon take the job back, so the child must stop now)."""
+
+    def __init__(self, worker: Worker, claim: queue.Claim, progress_file: Path):
+        super().__init__(daemon=True, name=f"lease-{claim.job_id}")  # daemon: a write stuck on a lock never blocks exit
+        self.worker, self.claim, self.progress_file = worker, claim, progress_file
+        self.renewed_at = time.monotonic()  # claim_next has just set the lease
+        self.lost = threading.Event()
+        self.done = threading.Event()
+
+    def stale(self) -> bool:
+        # a renewal sets the expiry from the moment it was sent (renewed_at); stop half a beat before it
+        return time.monotonic() > self.renewed_at + self.worker.cfg.lease_s - self.worker.beat_s / 2
+
+    def run(self) -> None:
+        w, c = self.worker, self.claim
+        while not self.done.wait(w.beat_s):
+            phase, progress = _read_progress(self.progress_file)
+            sent = time.monotonic()
+            try:
+                alive = queue.heartbeat_job(w.engine, c.job_id, c.token, w.cfg.lease_s, phase, progress)
+                queue.heartbeat_worker(w.engine, w.id, "busy", c.job_id)
+            except OperationalError as e:  # briefly unreachable: keep the child, try again next beat
+                log.warning("job %s: heartbeat failed (%s); retrying", c.job_id, _first_line(e))
+                continue
+            if not alive:
+                self.lost.set()
+                return
+            self.renewed_at = sent
 
 
 def read_outcome(rc: int, result_file: Path, phase: str) -> Outcome:
@@ -256,6 +355,11 @@ def _read_progress(path: Path) -> tuple[str, float | None]:
         return last.get("phase") or "starting", last.get("progress")
     except (OSError, ValueError, IndexError):
         return "starting", None
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
 
 
 def _tail(path: Path) -> str | None:

@@ -1,10 +1,12 @@
-"""Shared fixtures: real SQLite files in tmp folders, the real CLI in real subprocesses."""
+"""Shared fixtures: real SQLite files in tmp folders, a real PostgreSQL server (a fresh database per
+test), the real CLI in real subprocesses."""
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,43 @@ FIXTURE_MODELS = Path(__file__).resolve().parent / "fixture_models"
 @pytest.fixture
 def db_url(tmp_path) -> str:
     return f"sqlite:///{tmp_path / 'lab.db'}"
+
+
+PG_ENV = "COMPILE_LAB_TEST_PG"  # a PostgreSQL URL whose role may CREATE DATABASE (.ci/run sets it)
+
+
+@pytest.fixture
+def pg_url():
+    """A fresh, empty database on the PostgreSQL server that COMPILE_LAB_TEST_PG names; dropped afterwards."""
+    base = os.environ.get(PG_ENV)
+    if not base:
+        pytest.skip(f"{PG_ENV} is not set: no PostgreSQL server for this run (.ci/run starts one)")
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    from db.engine import dispose_engine, resolve_url
+
+    base = resolve_url(base)
+    name = f"lab_t_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(base).set(database=name).render_as_string(hide_password=False)
+    try:
+        yield url
+    finally:
+        dispose_engine(url)
+        with admin.connect() as c:  # FORCE: a worker the test killed may still hold a connection
+            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_db_url(request, tmp_path) -> str:
+    """The same test on a real SQLite file and on a real PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'lab.db'}"
+    return request.getfixturevalue("pg_url")
 
 
 @pytest.fixture
@@ -37,9 +76,10 @@ def submit(db_url: str, *args: str) -> list[int]:
     return [int(x) for x in done.stdout.split()]
 
 
-def work(db_url: str, home: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+def work(db_url: str, home: Path, *args: str, timeout: float = 600, env: dict | None = None
+         ) -> subprocess.CompletedProcess:
     done = run_cli("work", "--db", db_url, "--home", str(home), "--models-dir", str(FIXTURE_MODELS), *args,
-                   timeout=timeout)
+                   timeout=timeout, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     return done
 
@@ -72,3 +112,38 @@ def pid_alive(pid: int) -> bool:
             return f.read().split(") ", 1)[1][0] != "Z"
     except OSError:
         return False
+
+
+def start_worker(db_url: str, home: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
+    """`python -m runner work` in the background (stop it with signals); its log goes to home/worker-N.log."""
+    home.mkdir(parents=True, exist_ok=True)
+    log = open(home / f"worker-{time.monotonic_ns()}.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "runner", "work", "--db", db_url, "--home", str(home),
+                             "--models-dir", str(FIXTURE_MODELS), *args], cwd=ROOT, stdout=log,
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, **(env or {})})
+    proc.log_path = Path(log.name)
+    log.close()  # the child holds its own copy
+    return proc
+
+
+def job_row(db_url: str, job_id: int):
+    from db.engine import get_engine, reading
+    from db.models import Job
+
+    with reading(get_engine(db_url)) as s:
+        return s.get(Job, job_id)
+
+
+def result_count(db_url: str, job_id: int) -> int:
+    from sqlalchemy import func, select
+
+    from db.engine import get_engine, reading
+    from db.models import Result
+
+    with reading(get_engine(db_url)) as s:
+        return s.scalar(select(func.count(Result.id)).where(Result.job_id == job_id))
+
+
+def read_pids(path: Path) -> tuple[int, int]:
+    child, grandchild = map(int, path.read_text().split())
+    return child, grandchild

@@ -1,4 +1,5 @@
-"""Queue operations on a real SQLite file: atomic submit, exactly-once claim, fenced writes, leases."""
+"""Queue operations on a real SQLite file and a real PostgreSQL database: atomic submit, exactly-once
+claim, fenced writes (a stale finisher writes nothing), leases."""
 import threading
 from datetime import timedelta
 
@@ -6,12 +7,17 @@ import pytest
 from sqlalchemy import func, select
 
 from db import queue
-from db.engine import atomic, reading
+from db.engine import atomic, get_engine, reading
 from db.models import Job, JobStatus, Result, Sweep, utcnow
 from db.spec import ModelInfo, SpecError, SweepRequest
 
 CATALOG = {"simplenet": ModelInfo("simplenet", "d"), "mlp": ModelInfo("mlp", "d")}
 RESULT = {"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "samples": {"eager": [[2.0]]}, "detail": {}}
+
+
+@pytest.fixture
+def engine(any_db_url):
+    return get_engine(any_db_url)
 
 
 def counts(engine):

@@ -1,0 +1,65 @@
+"""`--gpus` parsing and GPU listing (no GPU needed: the listing reads CUDA_VISIBLE_DEVICES or nvidia-smi)."""
+import pytest
+
+from runner.gpus import GpuError, parse_gpus
+from tests.conftest import run_cli
+
+
+def test_a_list_names_one_worker_per_gpu():
+    assert parse_gpus("0,1") == ["0", "1"]
+    assert parse_gpus(" 3 , 1 ") == ["3", "1"]
+    assert parse_gpus("GPU-8a1b2c3d-0000-1111-2222-333344445555") == ["GPU-8a1b2c3d-0000-1111-2222-333344445555"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("x", "'x' is not a GPU index or UUID"),
+    ("0,,1", "'' is not a GPU index or UUID"),
+    ("-1", "'-1' is not a GPU index or UUID"),
+    ("0,0", "a GPU is listed twice"),
+])
+def test_bad_lists_are_refused(text, message):
+    with pytest.raises(GpuError, match=message):
+        parse_gpus(text)
+
+
+def test_all_means_the_gpus_this_process_may_use(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    assert parse_gpus("all") == ["3", "5"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(GpuError, match="no GPU visible"):
+        parse_gpus("all")
+
+
+def test_all_without_nvidia_smi_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi here (this CI machine has no GPU either way)
+    with pytest.raises(GpuError, match="nvidia-smi is not installed"):
+        parse_gpus("all")
+
+
+def test_cli_refuses_bad_gpu_lists_with_exit_2(db_url):
+    done = run_cli("work", "--db", db_url, "--gpus", "0,x")
+    assert done.returncode == 2 and done.stderr.strip() == (
+        "error: --gpus: 'x' is not a GPU index or UUID; use all or a list like 0,1")
+    done = run_cli("work", "--db", db_url, "--lease", "-5")
+    assert done.returncode == 2 and "--lease must be between 1 and 86400 seconds, got -5" in done.stderr
+    done = run_cli("work", "--db", db_url, "--gpu", "0", "--gpus", "0,1")
+    assert done.returncode == 2 and "not allowed with argument" in done.stderr
+
+
+def fake_nvidia_smi(tmp_path, output: str, rc: int = 0):
+    """A stand-in nvidia-smi (this machine has no GPU): prints what the real one would for --query-gpu=index."""
+    (tmp_path / "smi-output").write_text(output)
+    script = tmp_path / "nvidia-smi"
+    script.write_text(f"#!/bin/sh\n/bin/cat {tmp_path / 'smi-output'}\nexit {rc}\n")
+    script.chmod(0o755)
+
+
+def test_all_lists_what_nvidia_smi_reports(monkeypatch, tmp_path):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    fake_nvidia_smi(tmp_path, "0\n1\n")
+    assert parse_gpus("all") == ["0", "1"]
+    fake_nvidia_smi(tmp_path, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver\n", rc=9)
+    with pytest.raises(GpuError, match="no GPU visible .nvidia-smi: NVIDIA-SMI has failed"):
+        parse_gpus("all")

@@ -1,0 +1,139 @@
+"""Schema migrations on real SQLite files and real PostgreSQL databases: the models and the migrations
+agree, a pre-migration database is adopted with its rows, a later revision upgrades without losing
+rows, concurrent first opens upgrade once, and a database newer than the code is refused."""
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import func, inspect, select, text
+
+from db import migrate
+from db.engine import DatabaseError, atomic, dispose_engine, get_engine, make_engine, reading
+from db.models import Base, Job, Result, Sweep
+from tests.conftest import ROOT
+
+
+def add_rows(engine) -> int:
+    with atomic(engine) as s:
+        sweep = Sweep(name="kept", request={"model": "tiny"})
+        s.add(sweep)
+        s.flush()
+        job = Job(sweep_id=sweep.id, spec={"model": "tiny", "batch_size": 2, "device": "cpu"}, status="succeeded")
+        s.add(job)
+        s.flush()
+        s.add(Result(job_id=job.id, eager_ms=2.0, compiled_ms=1.0, speedup=2.0))
+        return job.id
+
+
+def assert_rows_kept(engine, job_id):
+    with reading(engine) as s:
+        assert s.get(Sweep, 1).name == "kept"
+        assert s.get(Job, job_id).spec["model"] == "tiny"
+        assert s.scalar(select(Result.speedup).where(Result.job_id == job_id)) == 2.0
+
+
+def test_models_and_migrations_agree(any_db_url):
+    """Fails when someone changes db/models.py without a revision (python -m db.migrate revision --autogenerate)."""
+    engine = get_engine(any_db_url)
+    with engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata)
+    assert diff == []
+    assert migrate.current(engine) == migrate.head()
+
+
+def test_database_made_before_migrations_is_adopted_with_its_rows(any_db_url):
+    raw = make_engine(any_db_url)
+    Base.metadata.create_all(raw)  # how the runner core made databases before migrations existed
+    job_id = add_rows(raw)
+    # an older pre-migration database: without the roofline column and the ceilings table
+    with raw.begin() as conn:
+        conn.execute(text("ALTER TABLE results DROP COLUMN mfu"))
+        conn.execute(text("DROP TABLE device_ceilings"))
+    raw.dispose()
+
+    engine = get_engine(any_db_url)
+    assert migrate.current(engine) == migrate.head()
+    assert "device_ceilings" in inspect(engine).get_table_names()
+    assert "mfu" in {c["name"] for c in inspect(engine).get_columns("results")}
+    assert_rows_kept(engine, job_id)
+
+
+def later_revision(tmp_path):
+    """A copy of the real migrations plus a throwaway revision that adds jobs.priority."""
+    scripts = tmp_path / "migrations"
+    shutil.copytree(migrate.MIGRATIONS, scripts, ignore=shutil.ignore_patterns("__pycache__"))
+    (scripts / "versions" / "0002_test_priority.py").write_text(textwrap.dedent('''
+        import sqlalchemy as sa
+        from alembic import op
+
+        revision = "0002_test_priority"
+        down_revision = "0001_baseline"
+        branch_labels = None
+        depends_on = None
+
+
+        def upgrade():
+            with op.batch_alter_table("jobs") as batch:
+                batch.add_column(sa.Column("priority", sa.Integer(), nullable=True))
+                batch.create_index("ix_jobs_priority", ["priority"])
+            op.execute("UPDATE jobs SET priority = 5")
+
+
+        def downgrade():
+            with op.batch_alter_table("jobs") as batch:
+                batch.drop_index("ix_jobs_priority")
+                batch.drop_column("priority")
+    '''))
+    return scripts
+
+
+def test_a_later_revision_upgrades_a_baseline_database_without_losing_rows(any_db_url, tmp_path):
+    engine = get_engine(any_db_url)  # at the baseline
+    job_id = add_rows(engine)
+    scripts = later_revision(tmp_path)
+    assert migrate.upgrade(engine, scripts) == "0002_test_priority"
+    assert migrate.current(engine) == "0002_test_priority"
+    assert_rows_kept(engine, job_id)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT priority FROM jobs")).scalar_one() == 5
+    # the real code now meets a database newer than itself: refused with a clear message
+    dispose_engine(any_db_url)
+    with pytest.raises(DatabaseError, match="schema revision 0002_test_priority, which this code does not know"):
+        get_engine(any_db_url)
+
+
+def test_workers_opening_a_fresh_database_at_once_upgrade_it_once(any_db_url, tmp_path):
+    go = tmp_path / "go"
+    code = textwrap.dedent(f'''
+        import os, sys, time
+        deadline = time.monotonic() + 60
+        while not os.path.exists({str(go)!r}) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        from db.engine import get_engine
+        from db import migrate
+        print(migrate.current(get_engine({any_db_url!r})))
+    ''')
+    procs = [subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(6)]
+    go.touch()  # all six open the empty database together
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 6, [err[-800:] for _, err in outs]
+    assert {out.strip() for out, _ in outs} == {migrate.head()}
+    engine = get_engine(any_db_url)
+    with reading(engine) as s:
+        assert s.scalar(text("SELECT count(*) FROM alembic_version")) == 1
+        assert s.scalar(select(func.count()).select_from(Job)) == 0
+
+
+def test_migrate_cli_reports_and_upgrades(db_url):
+    done = subprocess.run([sys.executable, "-m", "db.migrate", "upgrade", "--db", db_url], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"at {migrate.head()}; head is {migrate.head()}" in done.stdout
+    bad = subprocess.run([sys.executable, "-m", "db.migrate", "current", "--db", "mysql://x/y"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "unsupported database 'mysql'" in bad.stderr
