@@ -128,14 +128,8 @@ def plan(values: FormValues, catalog: Mapping[str, ModelInfo]) -> Plan:
 
 
 def submit_all(engine: Engine, planned: Plan, catalog: Mapping[str, ModelInfo]) -> list[tuple[int, list[int]]]:
-    """Store the planned sweeps; each is all-or-nothing in db.queue.submit, and every one was validated
-    against the same catalog by `plan` before the first is stored."""
+    """Store the planned sweeps in one transaction (db.queue.submit_many: all or nothing), validated
+    again right before storing: the catalog may have changed since `plan`."""
     if not planned.ok:
         raise planned.error or SpecError("batch_sizes", "nothing to submit")
-    for request in planned.requests:  # re-check right before storing: the catalog may have changed
-        request.expand(catalog)
-    stored = []
-    for request in planned.requests:
-        sweep_id, job_ids, _ = queue.submit(engine, request, catalog)
-        stored.append((sweep_id, job_ids))
-    return stored
+    return [(sweep_id, job_ids) for sweep_id, job_ids, _ in queue.submit_many(engine, planned.requests, catalog)]

@@ -43,15 +43,24 @@ class Claim:
 def submit(engine: Engine, request: SweepRequest, catalog: Mapping[str, ModelInfo] | None,
            created_by: str | None = None, max_attempts: int = 3) -> tuple[int, list[int], list[str]]:
     """Store a sweep and one queued job per combination, all or nothing. Returns (sweep id, job ids, notes)."""
-    specs, notes = request.expand(catalog)  # raises SpecError before anything is stored
+    return submit_many(engine, [request], catalog, created_by, max_attempts)[0]
+
+
+def submit_many(engine: Engine, requests: list[SweepRequest], catalog: Mapping[str, ModelInfo] | None,
+                created_by: str | None = None, max_attempts: int = 3) -> list[tuple[int, list[int], list[str]]]:
+    """Several sweeps (say one per value of a model parameter) in one transaction: all or nothing."""
+    expanded = [(r, *r.expand(catalog)) for r in requests]  # every SpecError before anything is stored
+    out = []
     with atomic(engine) as s:
-        sweep = Sweep(name=request.name, request=request.to_dict(), created_by=created_by or _whoami())
-        s.add(sweep)
-        s.flush()
-        jobs = [Job(sweep_id=sweep.id, spec=spec.to_dict(), max_attempts=max_attempts) for spec in specs]
-        s.add_all(jobs)
-        s.flush()
-        return sweep.id, [j.id for j in jobs], notes
+        for request, specs, notes in expanded:
+            sweep = Sweep(name=request.name, request=request.to_dict(), created_by=created_by or _whoami())
+            s.add(sweep)
+            s.flush()
+            jobs = [Job(sweep_id=sweep.id, spec=spec.to_dict(), max_attempts=max_attempts) for spec in specs]
+            s.add_all(jobs)
+            s.flush()
+            out.append((sweep.id, [j.id for j in jobs], notes))
+    return out
 
 
 def _whoami() -> str:
@@ -292,7 +301,7 @@ def waiting_reason(spec: Mapping, workers: list[Worker]) -> str | None:
 
 
 __all__ = [
-    "Claim", "QueueError", "submit", "requeue_expired", "claim_next", "heartbeat_job", "finish", "release",
+    "Claim", "QueueError", "submit", "submit_many", "requeue_expired", "claim_next", "heartbeat_job", "finish", "release",
     "cancel", "resubmit", "register_worker", "heartbeat_worker", "live_workers", "published_catalog",
     "status_counts", "jobs_overview", "waiting_reason",
 ]

@@ -71,6 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="on SIGTERM/SIGINT, seconds the running job may still take before it is re-queued")
     w.add_argument("--models-dir", action="append", default=[], help="a lab's own model files")
     w.add_argument("--home", default="data", help="job folders, logs and the warm compile cache")
+    w.add_argument("--spawn", choices=("fork", "fresh"), default="fork",
+                   help="fork: each child forked from a parent that preloaded torch (fast start); "
+                        "fresh: a new interpreter per job")
+    w.add_argument("--no-calibrate", action="store_true",
+                   help="do not measure this GPU's ceilings at start (the roofline then has none)")
 
     st = sub.add_parser("status", help="jobs by status, recent jobs, live workers")
     _add_db(st)
@@ -180,7 +185,8 @@ def cmd_work(args) -> int:
         return gpus.supervise(listed, _without_gpus(args.argv[1:]))
     gpus.arm_supervised_worker()
     cfg = WorkerConfig(db_url=args.db, home=Path(args.home), gpu=args.gpu, lease_s=args.lease,
-                       grace_s=args.grace, models_dirs=args.models_dir,
+                       grace_s=args.grace, models_dirs=args.models_dir, spawn=args.spawn,
+                       calibrate=not args.no_calibrate,
                        max_jobs=1 if args.once else args.max_jobs, drain=args.drain or args.once)
     worker = Worker(cfg)
     worker.install_signal_handlers()

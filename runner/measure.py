@@ -619,7 +619,7 @@ def environment_detail(device: str) -> dict:
     if device == "cuda":
         props = torch.cuda.get_device_properties(0)
         d.update(gpu_capability=f"{props.major}.{props.minor}", gpu_memory_gb=props.total_memory / 2 ** 30,
-                 gpu_sms=props.multi_processor_count)
+                 gpu_sms=props.multi_processor_count, gpu_uuid=str(getattr(props, "uuid", "")))
     return d
 
 

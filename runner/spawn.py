@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+from runner.child import WORKER_PID_ENV
+
 SPAWN_METHODS = ("fork", "fresh")
 
 
@@ -37,6 +39,9 @@ class FreshChild:
 class FreshSpawner:
     method = "fresh"
 
+    def prepare(self) -> None:
+        pass
+
     def start(self, argv: list[str], env: dict, cwd: Path, log: Path) -> FreshChild:
         return FreshChild(argv, env, cwd, log)
 
@@ -48,9 +53,13 @@ class ForkedChild:
     def __init__(self, spawner: "ForkSpawner", pid: int):
         self._spawner = spawner
         self.pid = pid
+        self.returncode: int | None = None
 
     def wait(self, timeout: float) -> int | None:
-        return self._spawner.wait_exit(self.pid, timeout)
+        """As Popen.wait: once the child has exited, every later call returns its code at once."""
+        if self.returncode is None:
+            self.returncode = self._spawner.wait_exit(self.pid, timeout)
+        return self.returncode
 
 
 class ForkSpawner:
@@ -71,9 +80,13 @@ class ForkSpawner:
             self._buffer = b""
         return self._proc
 
+    def prepare(self) -> None:
+        self._ensure()
+
     def start(self, argv: list[str], env: dict, cwd: Path, log: Path) -> ForkedChild:
         proc = self._ensure()
-        request = {"argv": argv, "env": env, "cwd": str(cwd), "log": str(log)}
+        # the job's parent is the preloaded parent: the child checks that pid (runner.child)
+        request = {"argv": argv, "env": {**env, WORKER_PID_ENV: str(proc.pid)}, "cwd": str(cwd), "log": str(log)}
         try:
             proc.stdin.write((json.dumps(request) + "\n").encode())
             proc.stdin.flush()

@@ -36,8 +36,9 @@ from db import queue
 from db.engine import MalformedJSON, get_engine
 from db.models import JobStatus
 from db.spec import ExperimentSpec, SpecError
-from runner import zoo
+from runner import ceilings, zoo
 from runner.child import WORKER_PID_ENV
+from runner.spawn import SpawnError, make_spawner
 
 log = logging.getLogger("compile_lab.worker")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -58,6 +59,8 @@ class WorkerConfig:
     max_jobs: int | None = None
     drain: bool = False
     keep_job_dirs: bool = True
+    spawn: str = "fork"  # fork: from the preloaded parent (runner/zygote.py); fresh: a new interpreter per job
+    calibrate: bool = True  # measure a GPU's ceilings once (runner/ceilings.py) if the database has none
 
 
 @dataclass
@@ -79,6 +82,7 @@ class Worker:
         self.home = Path(cfg.home).resolve()
         self.entries = zoo.catalog(cfg.models_dirs)
         self.capabilities: dict = {}
+        self.spawner = make_spawner(cfg.spawn, self._env(), PROJECT_ROOT)
 
     # -- lifecycle --------------------------------------------------------------------------------
     def install_signal_handlers(self) -> None:
@@ -103,9 +107,17 @@ class Worker:
             "models": [e.info.to_dict() for e in self.entries.values()], "pid": os.getpid(),
             "models_dirs": [str(d) for d in self.cfg.models_dirs],
         }
+        if "cuda" in devices and self.cfg.calibrate:
+            try:  # the roofline needs the device's ceilings; without them results just lack that placement
+                ceilings.ensure(self.engine, "cuda", probe.get("device_name"), self._env(), PROJECT_ROOT)
+            except Exception as e:
+                log.warning("worker %s: calibration failed (%s); results will have no roofline placement",
+                            self.id, _first_line(e))
+        self.spawner.prepare()  # the preloaded parent imports torch now, not during the first job
         queue.register_worker(self.engine, self.id, self.hostname, os.getpid(), self.cfg.gpu, self.capabilities)
-        log.info("worker %s ready: devices %s%s, %d models", self.id, ",".join(devices),
-                 f" ({probe.get('device_name')})" if probe.get("device_name") else "", len(self.entries))
+        log.info("worker %s ready: devices %s%s, %d models, %s children", self.id, ",".join(devices),
+                 f" ({probe.get('device_name')})" if probe.get("device_name") else "", len(self.entries),
+                 self.cfg.spawn)
 
     def _env(self) -> dict:
         env = dict(os.environ)
@@ -153,6 +165,7 @@ class Worker:
                 self.run_claim(claim)
                 done += 1
         finally:
+            self.spawner.close()
             self._retry("mark the worker stopped", lambda: queue.heartbeat_worker(self.engine, self.id, "stopped"))
         log.info("worker %s stopped after %d job(s)", self.id, done)
         return done
@@ -173,6 +186,11 @@ class Worker:
             outcome = Outcome(JobStatus.FAILED, f"stored spec is invalid: {e}")
         else:
             outcome = self._supervise(claim, spec, jobdir, logfile)
+        if outcome.status is JobStatus.SUCCEEDED:
+            try:
+                outcome.result = ceilings.place_result(self.engine, spec, outcome.result)
+            except Exception as e:  # placement is extra; the measurement is stored either way
+                log.warning("job %s: no roofline placement (%s)", claim.job_id, _first_line(e))
         if outcome.status is not None:
             stored = self._retry("store the outcome", lambda: queue.finish(
                 self.engine, claim.job_id, claim.token, outcome.status, outcome.error, outcome.result, _tail(logfile)))
@@ -227,24 +245,26 @@ class Worker:
             cache = self.home / "cache"
         env["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
         env["TRITON_CACHE_DIR"] = str(cache / "triton")
-        cmd = [sys.executable, "-m", "runner.child", "--spec", str(spec_file), "--result", str(result_file),
-               "--progress", str(progress_file)]
+        argv = ["--spec", str(spec_file), "--result", str(result_file), "--progress", str(progress_file)]
         for d in self.cfg.models_dirs:
-            cmd += ["--models-dir", str(Path(d).resolve())]
+            argv += ["--models-dir", str(Path(d).resolve())]
         deadline = time.monotonic() + spec.timeout_s
         stop_deadline = None
         lease = LeaseKeeper(self, claim, progress_file)
-        with open(logfile, "ab") as out:
-            proc = subprocess.Popen(cmd, cwd=jobdir, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True)  # its own process group: one kill reaches all
+        try:  # in its own process group either way: one kill reaches all
+            proc = self.spawner.start(argv, env, jobdir, logfile)
+        except SpawnError as e:
+            return Outcome(JobStatus.CRASHED, f"could not start the child: {e}")
         lease.start()
         try:
             while True:
                 try:
-                    rc = proc.wait(timeout=SUPERVISE_TICK_S)
+                    rc = proc.wait(SUPERVISE_TICK_S)
+                except SpawnError as e:  # the preloaded parent died, and its children with it
+                    rc = None
+                    return Outcome(JobStatus.CRASHED, f"child lost: {e}")
+                if rc is not None:
                     break
-                except subprocess.TimeoutExpired:
-                    pass
                 phase, _ = _read_progress(progress_file)
                 if time.monotonic() > deadline:
                     kill_group(proc)
@@ -335,15 +355,22 @@ def read_outcome(rc: int, result_file: Path, phase: str) -> Outcome:
     return Outcome(JobStatus.CRASHED, f"child exited with code {rc} without a result while {phase}")
 
 
-def kill_group(proc: subprocess.Popen) -> None:
+def kill_group(proc) -> None:
+    """SIGKILL the child's process group (grandchildren included) and reap the child."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
+    except ProcessLookupError:  # a child forked a moment ago may not lead its own group yet
+        try:
+            os.kill(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    except PermissionError:
         pass
     try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        log.error("child %s did not die after SIGKILL", proc.pid)
+        if proc.wait(30) is None:
+            log.error("child %s did not die after SIGKILL", proc.pid)
+    except SpawnError:
+        pass
 
 
 def _read_progress(path: Path) -> tuple[str, float | None]:

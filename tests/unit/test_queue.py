@@ -168,3 +168,13 @@ def test_published_catalog_reads_live_workers_only(engine):
     assert "labnet" in queue.published_catalog(engine)
     queue.heartbeat_worker(engine, "w1", "stopped")
     assert queue.published_catalog(engine) == {}
+
+
+def test_submit_many_is_all_or_nothing(engine):
+    good = SweepRequest(model="simplenet", batch_sizes=[1], device="cpu")
+    bad = SweepRequest(model="nope", batch_sizes=[1], device="cpu")
+    with pytest.raises(SpecError):
+        queue.submit_many(engine, [good, bad], CATALOG)
+    assert counts(engine) == (0, 0)
+    stored = queue.submit_many(engine, [good, good], CATALOG)
+    assert len(stored) == 2 and counts(engine) == (2, 2)

@@ -1,0 +1,85 @@
+"""The preloaded parent (fork) and the plain interpreter (fresh) run the same job the same way; a
+calibrated device puts results on its roofline."""
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from runner.spawn import ForkSpawner, FreshSpawner, SpawnError
+from tests.conftest import ROOT, records, run_cli, submit, work
+
+
+@pytest.mark.parametrize("method", ["fork", "fresh"])
+def test_both_spawn_methods_measure_a_job(db_url, tmp_path, method):
+    (job_id,) = submit(db_url, "--model", "tiny", "--batch", "4", "--device", "cpu", "--backend", "eager",
+                       "--iters", "2")
+    done = work(db_url, tmp_path / "home", "--drain", "--spawn", method)
+    assert f"{method} children" in done.stderr
+    rec = records(db_url)[job_id]
+    assert rec["status"] == "succeeded", rec["error"]
+    assert rec["compiled_ms"] > 0 and rec["accuracy_ok"] is True
+
+
+def _env():
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def test_forked_child_reports_its_signal_and_keeps_its_code(tmp_path):
+    spawner = ForkSpawner(_env(), ROOT)
+    try:
+        child = spawner.start(["--probe", str(tmp_path / "p.json")], _env(), tmp_path, tmp_path / "log")
+        os.killpg(child.pid, signal.SIGKILL) if _leads_group(child.pid) else os.kill(child.pid, signal.SIGKILL)
+        assert child.wait(30) == -signal.SIGKILL
+        assert child.wait(0) == -signal.SIGKILL  # a second wait answers at once, as Popen's does
+        ok = spawner.start(["--probe", str(tmp_path / "q.json")], _env(), tmp_path, tmp_path / "log")
+        assert ok.wait(60) == 0 and (tmp_path / "q.json").exists()  # the parent lives on
+    finally:
+        spawner.close()
+
+
+def _leads_group(pid: int) -> bool:
+    try:
+        return os.getpgid(pid) == pid
+    except ProcessLookupError:
+        return False
+
+
+def test_death_of_the_preloaded_parent_is_reported(tmp_path):
+    spawner = ForkSpawner(_env(), ROOT)
+    try:
+        spawner.prepare()
+        spawner._proc.kill()
+        spawner._proc.wait()
+        # the next start finds it dead and starts a new one
+        child = spawner.start(["--probe", str(tmp_path / "p.json")], _env(), tmp_path, tmp_path / "log")
+        assert child.wait(60) == 0
+        parent = spawner._proc
+        child = spawner.start(["--probe", str(tmp_path / "r.json")], _env(), tmp_path, tmp_path / "log")
+        parent.kill()  # mid-job: its children die with it (parent-death signal); we must hear of it
+        with pytest.raises(SpawnError):
+            while child.wait(5) is None:
+                pass
+    finally:
+        spawner.close()
+
+
+def test_fresh_spawner_matches_popen_semantics(tmp_path):
+    child = FreshSpawner().start(["--probe", str(tmp_path / "p.json")], _env(), tmp_path, tmp_path / "log")
+    assert child.wait(120) == 0 and Path(tmp_path / "p.json").exists()
+
+
+def test_calibrated_cpu_places_results_on_its_roofline(db_url, tmp_path):
+    cal = run_cli("calibrate", "--device", "cpu", "--db", db_url)
+    assert cal.returncode == 0, cal.stderr
+    assert "copy" in cal.stdout and "TFLOP/s" in cal.stdout
+    (job_id,) = submit(db_url, "--model", "tiny", "--batch", "64", "--arg", "width=256", "--device", "cpu",
+                       "--backend", "eager", "--iters", "3")
+    work(db_url, tmp_path / "home", "--drain")
+    rec = records(db_url)[job_id]
+    assert rec["status"] == "succeeded", rec["error"]
+    # 64 x 256 x 256 matmul: 2*64*256*256 FLOPs plus the elementwise tanh the counter does not count
+    assert rec["flops"] == 2 * 64 * 256 * 256
+    assert rec["min_bytes"] > 0 and rec["achieved_gbps"] > 0 and rec["achieved_tflops"] > 0
+    assert rec["roofline_bound"] in ("memory", "compute")
+    assert 0 < rec["roofline_pct"] < 1000
