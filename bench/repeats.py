@@ -18,13 +18,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from db.engine import get_engine  # noqa: E402
+from sqlalchemy import select  # noqa: E402
+
+from db.engine import get_engine, reading  # noqa: E402
+from db.models import Result  # noqa: E402
 from db.results import export_records  # noqa: E402
 
 CONFIGS = {
     "cuda": {
         "complexnet-default": ["--model", "complexnet", "--batch", "32"],
         "sincos-default": ["--model", "sincos", "--batch", "10000"],
+        "complexnet-reduce-overhead": ["--model", "complexnet", "--batch", "32", "--mode", "reduce-overhead"],
         "simplenet-default": ["--model", "simplenet", "--batch", "32"],
         "simplenet-reduce-overhead": ["--model", "simplenet", "--batch", "32", "--mode", "reduce-overhead"],
     },
@@ -49,6 +53,7 @@ def main() -> int:
     p.add_argument("--calibrate", action="store_true", help="measure the device's ceilings first")
     p.add_argument("--db")
     p.add_argument("--spawn", default="fork")
+    p.add_argument("--only", action="append", help="run only these configs")
     args = p.parse_args()
     tmp = Path(tempfile.mkdtemp())
     db = args.db or f"sqlite:///{tmp / 'repeats.db'}"
@@ -58,6 +63,8 @@ def main() -> int:
                        cwd=ROOT, check=True)
     names = {}
     for name, flags in CONFIGS[args.device].items():
+        if args.only and name not in args.only:
+            continue
         out = subprocess.run([sys.executable, "-m", "runner", "submit", "--db", db, "--device", args.device,
                               "--repeat", str(args.repeat), "--name", name, *flags],
                              cwd=ROOT, check=True, capture_output=True, text=True)
@@ -66,8 +73,12 @@ def main() -> int:
     subprocess.run([sys.executable, "-m", "runner", "work", "--drain", "--db", db, "--home", str(tmp / "home"),
                     "--spawn", args.spawn, *gpu], cwd=ROOT, check=True, env=os.environ)
     groups = defaultdict(list)
-    for r in export_records(get_engine(db)):
+    engine = get_engine(db)
+    with reading(engine) as s:
+        details = dict(s.execute(select(Result.job_id, Result.detail)).all())
+    for r in export_records(engine):
         if r["job_id"] in names:
+            r["detail"] = details.get(r["job_id"]) or {}
             groups[names[r["job_id"]]].append(r)
 
     print(f"\n{'config':<26} {'eager ms per repeat':<28} {'compiled ms per repeat':<28} {'spread e/c':>11} "
@@ -88,9 +99,31 @@ def main() -> int:
               f"{rel_spread(e) * 100:>4.1f}/{rel_spread(c) * 100:<4.1f}% {rs * 100:>13.1f}% "
               f"{str(any(r['noisy'] for r in ok)):>5} {last['achieved_gbps'] or 0:>7.0f} "
               f"{last['achieved_tflops'] or 0:>7.2f} {pct:>8} {last['roofline_bound'] or '-':>6}")
-    print(f"\ntiming method: {next(iter(groups.values()))[0]['timing_method']}")
+    print("\ntiming methods: " + "; ".join(sorted({r["timing_method"] for rs in groups.values() for r in rs
+                                                  if r["timing_method"]})))
+    crosscheck(groups)
     separability(groups)
     return 0
+
+
+def crosscheck(groups: dict) -> None:
+    """With COMPILE_LAB_CROSSCHECK=1 each child also timed its two callables with triton's do_bench."""
+    rows = [(n, r) for n, rs in groups.items() for r in rs if (r["detail"].get("do_bench_ms") or {})]
+    if not rows:
+        return
+    print(f"\n{'config (job)':<34} {'eager ms':>9} {'do_bench':>9} {'diff':>7} {'graph':>8} {'diff':>7} "
+          f"{'compiled':>9} {'do_bench':>9} {'diff':>7} {'graph':>8} {'diff':>7}  {'eager_wall':>10} {'comp_wall':>10}")
+    for name, r in rows:
+        xb = r["detail"]["do_bench_ms"]
+        cells = []
+        for side in ("eager", "compiled"):
+            ours, ref, graph = r[f"{side}_ms"], xb[side], xb.get(f"{side}_cudagraph")
+            cells.append(f"{ours:>9.4f} {ref:>9.4f} {(ours / ref - 1) * 100:>+6.1f}% " +
+                         (f"{graph:>8.4f} {(ours / graph - 1) * 100:>+6.1f}%" if graph else f"{'-':>8} {'-':>7}"))
+        print(f"{name + ' (' + str(r['job_id']) + ')':<34} {cells[0]} {cells[1]}  {r['eager_wall_ms'] or 0:>10.4f} "
+              f"{r['compiled_wall_ms'] or 0:>10.4f}")
+    print("do_bench: triton.testing.do_bench median (L2 flushed per call, no head start); graph: "
+          "do_bench_cudagraph median (graph replay: no launch overhead, L2 warm)")
 
 
 def separability(groups: dict) -> None:

@@ -110,11 +110,13 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report) -> dict:
 
     # 2. interleaved rounds, both sides timed the same way
     timer.plan(max(est_eager, est_compiled))
+    gpu_before = gpu_state(spec.device)
     n_before_measure = len(metrics())
     samples = measure_rounds(timer, watch, {"eager": lambda: eager_step(inputs),
                                             "compiled": lambda: compiled_step(inputs)},
                              spec.iters, report)
     measure_metrics = metrics()[n_before_measure:]
+    gpu_after = gpu_state(spec.device)
     crosscheck = _crosscheck(spec, eager_step, compiled_step, inputs)
     work = count_work(eager_model, eager_step, inputs, training)
 
@@ -164,7 +166,7 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report) -> dict:
         "schedule": schedule,
         "detail": {
             "eager_second_call_s": eager_second_s,
-            "calls_per_sample": timer.calls_per_sample,
+            "calls_per_round": timer.calls,
             "speedup_p10": percentile(ratios, 10) if ratios else None,  # over per-round ratios (paired)
             "speedup_p90": percentile(ratios, 90) if ratios else None,
             "work": work,
@@ -180,6 +182,7 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report) -> dict:
             "cudagraph_steps_marked": uses_cudagraphs,
             "do_bench_ms": crosscheck,
             "env": environment_detail(spec.device),
+            "gpu_state": {"before_rounds": gpu_before, "after_rounds": gpu_after},
         },
     }
     result["detail"]["measure_s"] = time.perf_counter() - started
@@ -411,14 +414,23 @@ def run_schedule(timer, watch, module, entry, spec, device, dtype, eager_step, c
 
 
 def _crosscheck(spec, eager_step, compiled_step, inputs) -> dict | None:
-    """COMPILE_LAB_CROSSCHECK=1 on CUDA: also time both callables with triton.testing.do_bench
-    (bench/ uses it to check this protocol against triton's)."""
+    """COMPILE_LAB_CROSSCHECK=1 on CUDA: also time both callables with triton.testing.do_bench (median),
+    and with do_bench_cudagraph (CUDA-graph replay: device time without any launch overhead; callables
+    that cannot be captured, say reduce-overhead's own graphs, get None). bench/ compares them."""
     if os.environ.get("COMPILE_LAB_CROSSCHECK") != "1" or spec.device != "cuda":
         return None
-    from triton.testing import do_bench
+    from triton.testing import do_bench, do_bench_cudagraph
 
-    return {"eager": do_bench(lambda: eager_step(inputs), return_mode="median"),
-            "compiled": do_bench(lambda: compiled_step(inputs), return_mode="median")}
+    out = {}
+    for name, step in (("eager", eager_step), ("compiled", compiled_step)):
+        out[name] = do_bench(lambda: step(inputs), return_mode="median")
+        try:
+            out[f"{name}_cudagraph"] = do_bench_cudagraph(lambda: step(inputs), return_mode="median")
+        except Exception as e:  # not capturable
+            out[f"{name}_cudagraph"] = None
+            out[f"{name}_cudagraph_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+        torch.cuda.synchronize()
+    return out
 
 
 # -- compiler introspection ---------------------------------------------------------------------------
@@ -621,6 +633,21 @@ def environment_detail(device: str) -> dict:
         d.update(gpu_capability=f"{props.major}.{props.minor}", gpu_memory_gb=props.total_memory / 2 ** 30,
                  gpu_sms=props.multi_processor_count, gpu_uuid=str(getattr(props, "uuid", "")))
     return d
+
+
+def gpu_state(device: str) -> dict | None:
+    """SM clock, temperature and power when the rounds start and end (through NVML, where installed):
+    a job that ran throttled or at idle clocks says so."""
+    if device != "cuda":
+        return None
+    out = {}
+    for key, read in (("sm_clock_mhz", torch.cuda.clock_rate), ("temperature_c", torch.cuda.temperature),
+                      ("power_w", lambda: torch.cuda.power_draw() / 1000)):
+        try:
+            out[key] = read()
+        except Exception:  # no NVML (pynvml) here, or the call is not supported: leave it out
+            pass
+    return out or None
 
 
 def _cpu_model() -> str:

@@ -4,16 +4,18 @@ A timer first times single calls (`once`: first calls, schedule calls, warm-up),
 steady state from the warm-up estimate, so that both sides of a job are timed the same way:
 
 CPU: time.perf_counter around each call (CPU work is synchronous); enough calls per round to fill
-  ~10 ms, each call one sample.
-CUDA, calls of 1 ms and more: like triton.testing.do_bench: per call, the L2 cache is flushed by
-  writing a 256 MB buffer, then a pair of CUDA events brackets the call; the calls of a round are
-  queued without host syncs, one sync ends the round. Each call is one sample: its device time.
-CUDA, sub-millisecond calls: one pair of events brackets a block of back-to-back calls (no flush, no
-  sync inside), and the sample is the block's time divided by its calls. Per-call brackets would
-  measure mostly the host's launch gaps and jitter (2x from process to process on an H100); a block
-  measures the steady-state time per call of a loop: the device time when the GPU is the bottleneck,
-  the host's issue time when launching is (the cost reduce-overhead's CUDA graphs remove).
-CUDA, `wall`: host-observed latency of one synchronous call (sync, call, sync).
+  ~20 ms, each call one sample.
+CUDA: the device time of each call, measured so that launch overhead cannot leak into it. Per call,
+  the host first queues a GPU spin (torch.cuda._sleep) a little longer than the host needs to issue
+  the call (known from the warm-up), then an L2 flush (a 256 MB write, as triton.testing.do_bench
+  does), then a CUDA event, the call, and another event. While the GPU spins, the host queues every
+  kernel of the call, so between the two events the GPU never waits for Python: the bracket holds
+  the call's kernels and nothing else, from a cold L2. (Brackets without a head start, the seed
+  notes' way, measure the host's launch gaps whenever issuing is slower than the GPU: 2x jitter.)
+  One sync ends each round.
+CUDA, `wall`: host-observed latency of one synchronous call (sync, call, sync), which includes Python
+  dispatch and kernel launches: what a caller waiting on each result sees, and what reduce-overhead's
+  CUDA graphs shrink. wall - device time ~ the launch overhead.
 The record's `timing_method` says which of these produced its numbers.
 """
 from __future__ import annotations
@@ -24,11 +26,10 @@ from typing import Callable
 import torch
 
 FLUSH_BYTES = 256 * 1024 * 1024  # larger than any current GPU's L2 (H100: 50 MB, H200: 60 MB)
-ROUND_MS = 10.0  # time one side of one round takes
+ROUND_MS = 20.0  # time one side of one round takes
 MAX_CALLS = 25  # per-call samples per side per round, at most
-SUB_MS = 1.0  # below this per-call estimate, CUDA times blocks of calls
-BLOCKS_PER_ROUND = 3
-MAX_BLOCK_CALLS = 200
+SPIN_HZ = 2.0e9  # GPU clock assumed to size the spin: at or above real SM clocks, so it spins long enough
+HEAD_START = 1.25  # spin this many times the host's time for one synchronous call (an upper bound)
 
 
 class CompileWatch:
@@ -76,10 +77,6 @@ class CpuTimer:
     def wall(self, fn: Callable[[], object]) -> float | None:
         return None  # on the CPU the per-call samples already are host latency
 
-    @property
-    def calls_per_sample(self) -> int:
-        return 1
-
 
 class CudaTimer(CpuTimer):
     device_kind = "cuda"
@@ -87,8 +84,8 @@ class CudaTimer(CpuTimer):
     def __init__(self):
         super().__init__()
         self._flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
-        self.blocked = False
-        self.method = "cuda: events per call, L2 flushed (do_bench style)"
+        self._spin_cycles = 0
+        self.method = "cuda: events per call behind a GPU spin (host head start) and an L2 flush"
 
     def once(self, fn: Callable[[], object]) -> float:
         torch.cuda.synchronize()
@@ -98,23 +95,19 @@ class CudaTimer(CpuTimer):
         return time.perf_counter() - t0
 
     def plan(self, est_ms: float) -> None:
-        self.blocked = est_ms < SUB_MS
-        if self.blocked:
-            per_block_ms = ROUND_MS / BLOCKS_PER_ROUND
-            self.calls = max(2, min(MAX_BLOCK_CALLS, int(per_block_ms / max(est_ms, 1e-6))))
-            self.method = (f"cuda: events around blocks of {self.calls} back-to-back calls "
-                           f"(sub-ms), {BLOCKS_PER_ROUND} blocks per round")
-        else:
-            super().plan(est_ms)
+        """est_ms: the slower side's synchronous call time, which bounds the host's issue time."""
+        spin_s = est_ms / 1e3 * HEAD_START + 20e-6
+        self._spin_cycles = int(spin_s * SPIN_HZ)
+        per_call_ms = spin_s * 1e3 + est_ms
+        self.calls = max(1, min(MAX_CALLS, int(ROUND_MS / per_call_ms)))
 
     def round(self, fn: Callable[[], object], watch: CompileWatch) -> list[Sample]:
-        if self.blocked:
-            return [self._block(fn, watch) for _ in range(BLOCKS_PER_ROUND)]
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(self.calls)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(self.calls)]
         compiled = []
         torch.cuda.synchronize()
         for i in range(self.calls):
+            torch.cuda._sleep(self._spin_cycles)  # the host's head start: it queues the call meanwhile
             self._flush.zero_()
             before = watch.count()
             starts[i].record()
@@ -124,23 +117,8 @@ class CudaTimer(CpuTimer):
         torch.cuda.synchronize()
         return [(s.elapsed_time(e), c) for s, e, c in zip(starts, ends, compiled)]
 
-    def _block(self, fn: Callable[[], object], watch: CompileWatch) -> Sample:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        before = watch.count()
-        start.record()
-        for _ in range(self.calls):
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        return start.elapsed_time(end) / self.calls, watch.count() != before
-
     def wall(self, fn: Callable[[], object]) -> float:
         return self.once(fn) * 1e3
-
-    @property
-    def calls_per_sample(self) -> int:
-        return self.calls if self.blocked else 1
 
 
 def make_timer(device: str) -> CpuTimer:
