@@ -13,11 +13,11 @@ import threading
 import numpy as np
 import pandas as pd
 
-from db.results import RECORD_FIELDS, REASON_FIELDS
+from db.results import RECORD_FIELDS, DETAIL_FIELDS
 from db import views
 from db.views import INTEGER_COLUMNS, ResultRows
 
-JSON_COLUMNS = ("model_args", "schedule") + REASON_FIELDS
+JSON_COLUMNS = ("model_args", "schedule") + DETAIL_FIELDS
 FILTERS = {  # column -> label; every one is a URL query parameter on the Results page
     "sweep": "Sweep", "model": "Model", "backend": "Backend", "mode": "Mode", "dynamic": "Dynamic",
     "fullgraph": "Fullgraph", "device": "Device", "dtype": "dtype", "torch_version": "torch",

@@ -13,8 +13,10 @@ from db.spec import ExperimentSpec
 SPEC_FIELDS = tuple(f.name for f in fields(ExperimentSpec))
 IDENTITY_FIELDS = ("job_id", "sweep_id", "sweep", "status", "error", "attempts", "worker", "created_at",
                    "finished_at")
-REASON_FIELDS = ("graph_break_reasons", "recompile_reasons", "compile_phases_s", "cache_hits")
-RECORD_FIELDS = IDENTITY_FIELDS + SPEC_FIELDS + RESULT_SCALARS + REASON_FIELDS
+# from the result's `detail`: what torch says about the compile, and the warm-up and speedup spread
+DETAIL_FIELDS = ("graph_break_reasons", "recompile_reasons", "compile_phases_s", "compile_breakdown_s", "cache_hits",
+                 "speedup_p10", "speedup_p90")
+RECORD_FIELDS = IDENTITY_FIELDS + SPEC_FIELDS + RESULT_SCALARS + DETAIL_FIELDS
 
 
 def export_records(engine: Engine, job_ids: Iterable[int] | None = None, sweep_ids: Iterable[int] | None = None,
@@ -42,7 +44,7 @@ def _record(job: Job, sweep_name: str, result: Result | None, include_raw: bool)
     detail = result.detail if result is not None else {}
     for name in RESULT_SCALARS:
         rec[name] = getattr(result, name) if result is not None else None
-    for name in REASON_FIELDS:
+    for name in DETAIL_FIELDS:
         rec[name] = (detail or {}).get(name)
     if include_raw:
         rec["schedule_calls"] = result.schedule if result is not None else None

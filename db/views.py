@@ -15,7 +15,7 @@ from sqlalchemy import Engine, Float, Integer, case, func, select
 
 from db.engine import reading
 from db.models import RESULT_SCALARS, TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
-from db.results import REASON_FIELDS
+from db.results import DETAIL_FIELDS
 
 # spec fields stored as JSON objects/lists come back as JSON text (parsed only where shown)
 _SPEC_TEXT = ("model", "task", "device", "dtype", "backend", "mode", "cache")
@@ -79,7 +79,7 @@ def result_rows(engine: Engine, statuses: Iterable[str] = TERMINAL, sweep_ids: I
         if name in ENV_FROM_WORKER:
             col = func.coalesce(col, Worker.capabilities[name].as_string())
         text.append(col.label(name))
-    text += [Result.detail[name].as_string().label(name) for name in REASON_FIELDS]
+    text += [Result.detail[name].as_string().label(name) for name in DETAIL_FIELDS]
     text.append((func.coalesce(func.json_array_length(Result.schedule), 0) > 0).label("has_schedule"))
     numbers: list[Any] = [Job.id, Job.attempts] + [spec[name].as_integer().label(name) for name in _SPEC_INT]
     numbers += [getattr(Result, name) for name in NUMBER_COLUMNS]
