@@ -41,6 +41,10 @@ def one_more_result(engine) -> None:
                          "eager_first_call_s": 0.01, "break_even_calls": 6000})
 
 
+def _verdict(seconds: float) -> str:
+    return "ok" if seconds < 2.0 else "MISSED"
+
+
 def timed(fn) -> float:
     start = time.perf_counter()
     fn()
@@ -90,13 +94,13 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         _warm_imports(Path(tmp))
         results = [bench(n, args.repeat, Path(tmp)) for n in args.sizes]
-    print(f"{'rows':>8} {'fill s':>8} {'load s':>8} {'first s':>8} {'cached s':>9} {'+1 result s':>12}  target")
+    print(f"{'rows':>8} {'fill s':>8} {'load s':>8} {'first s':>8} {'cached s':>9} {'+1 result s':>12}  target < 2 s")
     for r in results:
-        ok = "ok" if r["cached"] < 2.0 else "MISSED"
         print(f"{r['rows']:>8,} {r['fill']:>8.2f} {r['load']:>8.2f} {r['first']:>8.2f} {r['cached']:>9.2f} "
-              f"{r['append']:>12.2f}  cached < 2 s: {ok}")
+              f"{r['append']:>12.2f}  first {_verdict(r['first'])}, cached {_verdict(r['cached'])}, "
+              f"+1 {_verdict(r['append'])}")
     print(f"cpu: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}")
-    return 0 if all(r["cached"] < 2.0 for r in results) else 1
+    return 0 if all(max(r["first"], r["cached"], r["append"]) < 2.0 for r in results) else 1
 
 
 def _warm_imports(tmp: Path) -> None:

@@ -15,7 +15,7 @@ import pandas as pd
 
 from db.results import RECORD_FIELDS, DETAIL_FIELDS
 from db import views
-from db.views import INTEGER_COLUMNS, ResultRows
+from db.views import INTEGER_COLUMNS, LAZY_FIELDS, ResultRows
 
 JSON_COLUMNS = ("model_args", "schedule") + DETAIL_FIELDS
 FILTERS = {  # column -> label; every one is a URL query parameter on the Results page
@@ -34,20 +34,61 @@ NUMBERS = ("eager_first_call_s", "compiled_first_call_s", "compiled_second_call_
 def results_frame(rows: ResultRows) -> pd.DataFrame:
     """db.views.result_rows -> one row per job (export-record columns), plus the sweep's display label
     and the model arguments as text. Numbers become float arrays in one step (None -> NaN)."""
-    df = pd.DataFrame.from_records(rows.text_rows, columns=rows.text_columns)
-    numbers = pd.DataFrame(np.array(rows.number_rows, dtype=float).reshape(-1, len(rows.number_columns)),
-                           columns=rows.number_columns)
-    numbers = numbers.set_index(numbers.pop("job_id").astype("int64"))
-    df = df.join(numbers.reindex(df["job_id"].to_numpy()).reset_index(drop=True))
+    df = pd.DataFrame({name: (np.array(values, dtype=float) if name in rows.number_columns
+                              else _objects(values)) for name, values in rows.columns.items()})
+    return _finish(df)
+
+
+def load_frame(engine, finished_since=None) -> tuple[pd.DataFrame, tuple]:
+    """The Results frame (db.views.FRAME_FIELDS) and the data version of the same snapshot.
+    (A columnar reader such as ADBC was tried: it links a second SQLite library into the process,
+    which does not see this process's uncheckpointed WAL writes and is a documented corruption risk.)"""
+    rows = views.result_rows(engine, finished_since=finished_since)
+    return results_frame(rows), rows.version
+
+
+BOOL_FIELDS = ("fullgraph", "noisy", "accuracy_ok", "has_schedule")  # SQLite hands these back as 0 / 1
+
+
+def _bools(series: pd.Series) -> pd.Series:
+    """True / False / None, whether the driver gave booleans or 0 / 1."""
+    num = pd.to_numeric(series.astype(object).where(series.notna(), np.nan), errors="coerce")
+    return _objects(np.where(num.isna(), None, num > 0).tolist())
+
+
+def _finish(df: pd.DataFrame) -> pd.DataFrame:
+    """Shared by both readers: types the columns, adds the sweep label and the model arguments as text."""
+    df["job_id"] = df["job_id"].astype("int64")
     for col in INTEGER_COLUMNS:
-        df[col] = df[col].round().astype("Int64")
-    names = df["sweep"].fillna("")
-    # the label the sweep pickers use (db.views.SweepSummary.label): "#id name-or-model"
-    df["sweep_label"] = "#" + df["sweep_id"].astype(str) + " " + names.where(names != "", df["model"])
-    df["sweep"] = names.where(names != "", "sweep " + df["sweep_id"].astype(str))
-    df["fullgraph"] = df["fullgraph"].map({True: "true", False: "false", 1: "true", 0: "false"})
-    df["variant"] = _map_unique(df["model_args"], _args_text)
+        if col in df.columns:
+            df[col] = df[col].round().astype("Int64")
+    for col in ("created_at", "finished_at"):
+        if col in df.columns:
+            df[col] = pd.to_datetime(df[col])
+    for col in BOOL_FIELDS:
+        if col in df.columns:
+            df[col] = _bools(df[col])
+    if "has_schedule" in df.columns:
+        df["has_schedule"] = df["has_schedule"].fillna(False).astype(bool)
+    if "sweep" in df.columns:
+        names = df["sweep"].fillna("")
+        df["sweep_id"] = df["sweep_id"].astype("int64")
+        # the label the sweep pickers use (db.views.SweepSummary.label): "#id name-or-model"
+        df["sweep_label"] = "#" + df["sweep_id"].astype(str) + " " + names.where(names != "", df["model"])
+        df["sweep"] = names.where(names != "", "sweep " + df["sweep_id"].astype(str))
+    if "fullgraph" in df.columns:
+        df["fullgraph"] = df["fullgraph"].map({True: "true", False: "false"})
+    if "model_args" in df.columns:
+        df["variant"] = _map_unique(df["model_args"], _args_text)
     return df
+
+
+def _objects(values: list) -> pd.Series:
+    """Text columns stay object columns: pandas would convert each to arrow strings (~15 ms per 100k
+    values) and nothing here needs that."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return pd.Series(out, dtype=object)
 
 
 class ResultStore:
@@ -76,14 +117,13 @@ class ResultStore:
             old = self.frame_
             if old is not None and not old.empty and old["finished_at"].notna().any():
                 since = (old["finished_at"].max() - self.MARGIN).to_pydatetime()
-                rows = views.result_rows(self.engine, finished_since=since)
-                new = results_frame(rows)
+                new, new_version = load_frame(self.engine, finished_since=since)
                 df = pd.concat([old, new[~new["job_id"].isin(old["job_id"])]], ignore_index=True)
-                if len(df) != rows.version[0]:
-                    df, rows = self._load_all()
+                if len(df) != new_version[0]:
+                    df, new_version = self._load_all()
             else:
-                df, rows = self._load_all()
-            self.frame_, self.version = df, rows.version
+                df, new_version = self._load_all()
+            self.frame_, self.version = df, new_version
             return df
 
     def warm(self) -> None:
@@ -94,10 +134,9 @@ class ResultStore:
         except Exception as e:  # the page will load (and report) it itself
             logging.getLogger("compile_lab.dashboard").warning("warming the results table failed: %s", e)
 
-    def _load_all(self) -> tuple[pd.DataFrame, ResultRows]:
-        rows = views.result_rows(self.engine)
+    def _load_all(self) -> tuple[pd.DataFrame, tuple]:
         self.full_loads += 1
-        return results_frame(rows), rows
+        return load_frame(self.engine)
 
 
 def _map_unique(series: pd.Series, fn) -> pd.Series:
@@ -190,19 +229,33 @@ def failures(df: pd.DataFrame) -> pd.DataFrame:
     return bad.assign(error=bad["error"].fillna(bad["status"]))
 
 
-def export_columns(df: pd.DataFrame) -> pd.DataFrame:
+def complete(df: pd.DataFrame, engine=None) -> pd.DataFrame:
+    """These rows with every export field. The bulk frame holds what filters and plots use; the rest
+    (db.views.LAZY_FIELDS) is read here for these rows only (a table page, a comparison, a download)."""
+    missing = [f for f in LAZY_FIELDS if f not in df.columns]
+    if not missing:
+        return df
+    if engine is None:
+        raise ValueError(f"reading {', '.join(missing)} needs the engine")
+    extra = results_frame(views.result_rows(engine, job_ids=df["job_id"].tolist(), fields=missing))
+    out = df.merge(extra[["job_id", *missing]], on="job_id", how="left", validate="one_to_one")
+    out.index = df.index
+    return out
+
+
+def export_columns(df: pd.DataFrame, engine=None) -> pd.DataFrame:
     """Exactly the export record's fields, in its order (what the table shows and CSV holds)."""
-    return df[list(RECORD_FIELDS)]
+    return complete(df, engine)[list(RECORD_FIELDS)]
 
 
-def to_csv(df: pd.DataFrame) -> str:
-    return export_columns(df).to_csv(index=False)
+def to_csv(df: pd.DataFrame, engine=None) -> str:
+    return export_columns(df, engine).to_csv(index=False)
 
 
-def to_json(df: pd.DataFrame) -> str:
+def to_json(df: pd.DataFrame, engine=None) -> str:
     """The shown rows as `python -m runner export --format json` records (JSON fields parsed, dynamic as
     null/true/false)."""
-    out = export_columns(df).copy()
+    out = export_columns(df, engine).copy()
     for col in JSON_COLUMNS:
         out[col] = _map_unique(out[col], json.loads).where(out[col].notna(), None)
     out["dynamic"] = out["dynamic"].map({"none": None, "true": True, "false": False})

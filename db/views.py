@@ -1,9 +1,12 @@
 """Read-only queries shaped for the dashboard: flat rows in one SQL query each, never ORM loops.
 
-The Results page may hold 100k jobs, so `result_rows` selects the Result scalar columns next to
-JSON-extracted spec fields in SQL (no per-job Python objects); the caller turns the rows into a table. The column
-names are the export record's names (db.results.RECORD_FIELDS), so what the dashboard shows and
-downloads is what `python -m runner export` prints. No torch, no streamlit, no pandas here.
+The Results page may hold 100k jobs. `result_rows` reads them in ONE query: the columns its filters and
+plots need (FRAME_FIELDS: spec fields JSON-extracted in SQL, the result's numbers), fetched through the
+driver's cursor and handed back column by column; at 100k jobs each column costs ~15 ms, so the rest
+of the export record (LAZY_FIELDS: long reason texts, environment details) is fetched by job id for
+the rows a page shows or a download asks for (`result_rows(..., job_ids=..., fields=LAZY_FIELDS)`).
+Column names are the export record's names (db.results.RECORD_FIELDS), so what the dashboard shows
+and downloads is what `python -m runner export` prints. No torch, no streamlit, no pandas here.
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from sqlalchemy import Engine, Float, Integer, case, func, select
 
 from db.engine import reading
 from db.models import RESULT_SCALARS, TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
-from db.results import DETAIL_FIELDS
+from db.results import DETAIL_FIELDS, IDENTITY_FIELDS, RECORD_FIELDS
 
 # spec fields stored as JSON objects/lists come back as JSON text (parsed only where shown)
 _SPEC_TEXT = ("model", "task", "device", "dtype", "backend", "mode", "cache")
@@ -26,19 +29,25 @@ NUMBER_COLUMNS = tuple(c.name for c in Result.__table__.columns
                        if c.name in RESULT_SCALARS and isinstance(c.type, (Float, Integer)))
 INTEGER_COLUMNS = ("attempts",) + _SPEC_INT + tuple(
     c.name for c in Result.__table__.columns if c.name in NUMBER_COLUMNS and isinstance(c.type, Integer))
+# what the Results page filters and plots on; the other export fields are read per page / download
+LAZY_FIELDS = ("worker", "created_at", "attempts", "schedule", "iters", "timeout_s", "graph_count", "graph_breaks",
+               "recompiles", "measure_recompiles", "peak_mem_eager_mb", "peak_mem_compiled_mb", "max_abs_error",
+               "rel_error", "accuracy_ok", "triton_version", "cuda_version", "hostname", "graph_break_reasons",
+               "recompile_reasons", "compile_phases_s", "cache_hits")
+FRAME_FIELDS = tuple(f for f in RECORD_FIELDS if f not in LAZY_FIELDS) + ("has_schedule",)
 
 
 @dataclass(frozen=True)
 class ResultRows:
-    """Finished jobs as two row sets keyed by job_id (first column of each): text-like columns, and the
-    numeric ones (plain numbers and None, so a caller can turn them into arrays at C speed). On SQLite both
-    come from one snapshot (with `version`); align them by job_id all the same."""
+    """Finished jobs, column by column (each a list, one value per job, oldest first); `number_columns`
+    names the numeric ones (None for missing), which a caller can turn into arrays at C speed."""
 
-    text_columns: list[str]
-    text_rows: list[tuple]
-    number_columns: list[str]
-    number_rows: list[tuple]
+    columns: dict[str, list]
+    number_columns: tuple[str, ...]
     version: tuple  # data_version() as of the same snapshot the rows come from
+
+    def __len__(self) -> int:
+        return len(self.columns["job_id"])
 
 
 def data_version(engine: Engine, statuses: Iterable[str] = TERMINAL) -> tuple:
@@ -55,58 +64,84 @@ def _version(conn, statuses: Iterable[str]) -> tuple:
     return n, last_finished, last_id, conn.execute(select(func.count(Result.id))).scalar()
 
 
-def result_rows(engine: Engine, statuses: Iterable[str] = TERMINAL, sweep_ids: Iterable[int] | None = None,
-                finished_since: datetime | None = None) -> ResultRows:
-    """Every job in `statuses` (the finished ones by default) with its spec and numbers, oldest first.
-
-    One job, one row, in two SQL queries over the same rows. A job without a result row has null numbers
-    and keeps its error: failures are rows too. The environment of a job without a result comes from the
-    worker that ran it, so filtering by torch version or GPU does not hide its failures. `dynamic` is
-    "none", "true" or "false" (as typed); model_args, schedule and the reason fields are JSON text;
-    `sweep` is the sweep's name ("" when unnamed). `finished_since` (inclusive) fetches only newer rows:
-    a finished job never changes again, so a cache can append them."""
+def _column(name: str):
+    """The SQL expression for one export field (and `has_schedule`), labelled with its name."""
     spec = Job.spec
-    text: list[Any] = [Job.id.label("job_id"), Job.sweep_id, Sweep.name.label("sweep"), Job.status, Job.error,
-                       Job.worker_id.label("worker"), Job.created_at, Job.finished_at]
-    text += [spec[name].as_string().label(name) for name in _SPEC_TEXT + _SPEC_JSON]
-    dyn = spec["dynamic"].as_boolean()
-    text.append(case((dyn.is_(None), "none"), (dyn, "true"), else_="false").label("dynamic"))
-    text.append(spec["fullgraph"].as_boolean().label("fullgraph"))
-    for name in RESULT_SCALARS:
-        if name in NUMBER_COLUMNS:
-            continue
+    identity = {"job_id": Job.id, "sweep_id": Job.sweep_id, "sweep": Sweep.name, "status": Job.status,
+                "error": Job.error, "attempts": Job.attempts, "worker": Job.worker_id,
+                "created_at": Job.created_at, "finished_at": Job.finished_at}
+    if name in identity:
+        col = identity[name]
+    elif name in _SPEC_TEXT + _SPEC_JSON:
+        col = spec[name].as_string()
+    elif name in _SPEC_INT:
+        col = spec[name].as_integer()
+    elif name == "dynamic":
+        dyn = spec["dynamic"].as_boolean()
+        col = case((dyn.is_(None), "none"), (dyn, "true"), else_="false")
+    elif name == "fullgraph":
+        col = spec["fullgraph"].as_boolean()
+    elif name in ENV_FROM_WORKER:
+        col = func.coalesce(getattr(Result, name), Worker.capabilities[name].as_string())
+    elif name in RESULT_SCALARS:
         col = getattr(Result, name)
-        if name in ENV_FROM_WORKER:
-            col = func.coalesce(col, Worker.capabilities[name].as_string())
-        text.append(col.label(name))
-    text += [Result.detail[name].as_string().label(name) for name in DETAIL_FIELDS]
-    text.append((func.coalesce(func.json_array_length(Result.schedule), 0) > 0).label("has_schedule"))
-    numbers: list[Any] = [Job.id, Job.attempts] + [spec[name].as_integer().label(name) for name in _SPEC_INT]
-    numbers += [getattr(Result, name) for name in NUMBER_COLUMNS]
+    elif name in DETAIL_FIELDS:
+        col = Result.detail[name].as_string()
+    elif name == "has_schedule":
+        col = func.coalesce(func.json_array_length(Result.schedule), 0) > 0
+    else:
+        raise KeyError(f"no column {name!r}")
+    return col.label(name)
 
-    def query(cols, joins):
-        q = select(*cols).select_from(Job)
-        for table, on in joins:
-            q = q.outerjoin(table, on)
-        q = q.where(Job.status.in_(list(statuses))).order_by(Job.id)
-        if sweep_ids is not None:
-            q = q.where(Job.sweep_id.in_(list(sweep_ids)))
-        if finished_since is not None:
-            q = q.where(Job.finished_at >= finished_since)
-        return q
 
-    result_join = (Result, Result.job_id == Job.id)
-    text_q = query(text, [(Sweep, Sweep.id == Job.sweep_id), result_join, (Worker, Worker.id == Job.worker_id)])
+def rows_sql(engine: Engine, names: list[str], statuses: Iterable[str] = TERMINAL,
+             sweep_ids: Iterable[int] | None = None, finished_since: datetime | None = None,
+             job_ids: Iterable[int] | None = None) -> str:
+    """The SELECT behind result_rows, compiled for the engine's dialect with its values inline (so a
+    columnar reader, e.g. ADBC, can run the very same statement)."""
+    q = (select(*(_column(n) for n in names)).select_from(Job)
+         .outerjoin(Sweep, Sweep.id == Job.sweep_id).outerjoin(Result, Result.job_id == Job.id)
+         .outerjoin(Worker, Worker.id == Job.worker_id)
+         .where(Job.status.in_(list(statuses))).order_by(Job.id))
+    if sweep_ids is not None:
+        q = q.where(Job.sweep_id.in_(list(sweep_ids)))
+    if finished_since is not None:
+        q = q.where(Job.finished_at >= finished_since)
+    if job_ids is not None:
+        q = q.where(Job.id.in_(list(job_ids)))
+    return str(q.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True, "render_postcompile": True}))
+
+
+def result_rows(engine: Engine, statuses: Iterable[str] = TERMINAL, sweep_ids: Iterable[int] | None = None,
+                finished_since: datetime | None = None, job_ids: Iterable[int] | None = None,
+                fields: Iterable[str] = FRAME_FIELDS) -> ResultRows:
+    """Every job in `statuses` (the finished ones by default), oldest first, with `fields` (job_id always).
+
+    One job, one row, in one SQL query. A job without a result row has null numbers and keeps its
+    error: failures are rows too. The environment of a job without a result comes from the worker
+    that ran it, so filtering by torch version or GPU does not hide its failures. `dynamic` is "none",
+    "true" or "false" (as typed); JSON fields are JSON text; `sweep` is the sweep's name ("" when
+    unnamed); timestamps are datetimes. `finished_since` (inclusive) fetches only newer rows: a
+    finished job never changes again, so a cache can append them. `job_ids`: only these jobs."""
+    names = ["job_id"] + [f for f in fields if f != "job_id"]
+    sql = rows_sql(engine, names, statuses, sweep_ids, finished_since, job_ids)
     # One snapshot for the rows and their version: SQLite's read transaction is one already; PostgreSQL
-    # needs REPEATABLE READ for it. Core rows (no ORM loading), as plain tuples, which pandas reads fastest.
+    # needs REPEATABLE READ for it. The statement runs on the driver's cursor: no per-value result
+    # processing (100k rows x dozens of columns).
     options = {"isolation_level": "REPEATABLE READ"} if engine.dialect.name == "postgresql" else {}
     with reading(engine) as s:
         conn = s.connection(execution_options=options)
         version = _version(conn, statuses)
-        text_rows = [tuple(r) for r in conn.execute(text_q)]
-        number_rows = [tuple(r) for r in conn.execute(query(numbers, [result_join]))]
-    return ResultRows([c.name for c in text_q.selected_columns], text_rows,
-                      ["job_id", "attempts", *_SPEC_INT, *NUMBER_COLUMNS], number_rows, version)
+        rows = conn.exec_driver_sql(sql.replace("%", "%%") if engine.dialect.name == "postgresql" else sql).all()
+    values = list(zip(*rows)) if rows else [()] * len(names)
+    columns = {n: list(v) for n, v in zip(names, values)}
+    for n in ("created_at", "finished_at"):  # SQLite hands back text
+        if n in columns and columns[n] and isinstance(next((x for x in columns[n] if x is not None), None), str):
+            columns[n] = [datetime.fromisoformat(x) if x is not None else None for x in columns[n]]
+    if "fullgraph" in columns:
+        columns["fullgraph"] = [None if x is None else bool(x) for x in columns["fullgraph"]]
+    numbers = tuple(n for n in names if n in NUMBER_COLUMNS or n in INTEGER_COLUMNS or n in ("job_id", "sweep_id"))
+    return ResultRows(columns, numbers, version)
 
 
 def schedule_calls(engine: Engine, job_ids: Iterable[int]) -> dict[int, list[dict]]:

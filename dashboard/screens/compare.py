@@ -4,7 +4,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from dashboard import diff, state
+from dashboard import diff, state, tables
 from db import views
 from db.results import export_records
 from db.spec import dynamic_name
@@ -55,7 +55,8 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
         st.info("Choose two sweeps.")
         return
     by_id = {s.id: s for s in summaries}
-    rows_a, rows_b = df[df["sweep_id"] == a], df[df["sweep_id"] == b]
+    both = tables.complete(df[df["sweep_id"].isin([a, b])], state.engine())  # every field of these jobs
+    rows_a, rows_b = both[both["sweep_id"] == a], both[both["sweep_id"] == b]
     c1, c2 = st.columns([3, 2])
     with c1:
         st.subheader("Spec")

@@ -95,18 +95,18 @@ st.subheader("Every export field")
 pages = max(1, -(-len(shown) // PAGE_ROWS))
 if st.session_state.get("page", 1) > pages:  # fewer rows than the page a link or an earlier filter named
     st.session_state["page"] = 1
-newest_first = tables.export_columns(shown).iloc[::-1]
+newest_first = shown.iloc[::-1]
 table_slot = st.empty()
 foot = st.columns([2, 1, 1, 3], vertical_alignment="center")
 with foot[0]:
     page = st.pagination(pages, key="page", bind="query-params") if pages > 1 else 1
     st.caption(f"Rows {(page - 1) * PAGE_ROWS + 1:,}–{min(page * PAGE_ROWS, len(shown)):,} of {len(shown):,}, newest first")
-rows = newest_first.iloc[(page - 1) * PAGE_ROWS:page * PAGE_ROWS]
+rows = tables.export_columns(newest_first.iloc[(page - 1) * PAGE_ROWS:page * PAGE_ROWS], engine)
 table_slot.dataframe(rows, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(rows)), column_config={"job_id": st.column_config.NumberColumn(format="%d"),
                                                 "speedup": st.column_config.NumberColumn(format="%.3f×")})
-foot[1].download_button("CSV", data=lambda: tables.to_csv(shown), file_name="compile_lab_results.csv",
+foot[1].download_button("CSV", data=lambda: tables.to_csv(shown, engine), file_name="compile_lab_results.csv",
                         mime="text/csv", on_click="ignore", icon=":material/download:",
                         help="Every shown row (all pages), every export field")
-foot[2].download_button("JSON", data=lambda: tables.to_json(shown), file_name="compile_lab_results.json",
+foot[2].download_button("JSON", data=lambda: tables.to_json(shown, engine), file_name="compile_lab_results.json",
                         mime="application/json", on_click="ignore", icon=":material/download:",
                         help="Every shown row as `python -m runner export --format json` records")

@@ -70,7 +70,7 @@ def synthetic(engine):
 
 def test_results_frame_has_every_export_field_and_keeps_failures(engine, synthetic):
     df = synthetic
-    assert len(df) == 300 and set(RECORD_FIELDS) <= set(df.columns)
+    assert len(df) == 300 and set(RECORD_FIELDS) <= set(tables.complete(df, engine).columns)
     assert df["speedup"].dtype == float and str(df["batch_size"].dtype) == "Int64"
     bad = tables.failures(df)
     assert len(bad) == (df["status"] != "succeeded").sum() > 0 and bad["error"].notna().all()
@@ -79,7 +79,7 @@ def test_results_frame_has_every_export_field_and_keeps_failures(engine, synthet
 
 def test_json_download_is_the_export_record(engine, synthetic):
     shown = synthetic[synthetic["model"] == "mlp"]
-    ours = json.loads(tables.to_json(shown))
+    ours = json.loads(tables.to_json(shown, engine))
     theirs = {r["job_id"]: r for r in export_records(engine)}
     assert len(ours) == len(shown) > 0
     for rec in ours:
@@ -90,7 +90,7 @@ def test_json_download_is_the_export_record(engine, synthetic):
                 assert value == pytest.approx(ref[key]), key
             else:
                 assert value == ref[key], key
-    csv = tables.to_csv(shown)
+    csv = tables.to_csv(shown, engine)
     assert csv.splitlines()[0].split(",") == list(RECORD_FIELDS) and len(csv.splitlines()) == len(shown) + 1
 
 
@@ -178,9 +178,10 @@ def test_result_store_appends_what_finished_since(engine):
 
 
 # -- Compare ------------------------------------------------------------------------------------------
-def test_diff_matches_sweep_jobs_and_marks_changes(synthetic):
-    a = synthetic[synthetic["sweep_id"] == 1]
-    b = synthetic[synthetic["sweep_id"] == 5]  # the same model (simplenet), another run
+def test_diff_matches_sweep_jobs_and_marks_changes(engine, synthetic):
+    both = tables.complete(synthetic[synthetic["sweep_id"].isin([1, 5])], engine)  # as the Compare page does
+    a = both[both["sweep_id"] == 1]
+    b = both[both["sweep_id"] == 5]  # the same model (simplenet), another run
     nums = diff.numbers(a, b)
     assert len(nums) == 24 and {"speedup A", "speedup B", "speedup Δ%"} <= set(nums.columns)
     row = nums.dropna(subset=["speedup A", "speedup B"]).iloc[0]
@@ -189,3 +190,4 @@ def test_diff_matches_sweep_jobs_and_marks_changes(synthetic):
     assert diff.verdict("speedup", 3.0) == ""
     spec = diff.side_by_side({"model": "simplenet", "modes": ["default"]}, {"model": "simplenet", "modes": ["max"]})
     assert spec["differs"].tolist() == [False, True]
+
