@@ -3,6 +3,7 @@
 The entry page frames every view: the sidebar (database, workers, embedded worker) and the navigation.
 It imports db/ only; experiments run in worker processes, never here.
 """
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,17 @@ import streamlit as st  # noqa: E402
 from dashboard import state  # noqa: E402
 
 st.set_page_config(page_title="Compile Lab", page_icon="🔬", layout="wide")
+
+# .streamlit/config.toml binds localhost with XSRF protection, but Streamlit reads it from the current
+# folder only: started from elsewhere, the server would listen on every interface. Serve no page then,
+# unless the lab says it runs behind its own authentication.
+LOOPBACK = ("localhost", "127.0.0.1", "::1")
+if os.environ.get("COMPILE_LAB_ALLOW_REMOTE") != "1" and (
+        st.get_option("server.address") not in LOOPBACK or not st.get_option("server.enableXsrfProtection")):
+    st.error("This server listens beyond this machine or has XSRF protection off (started outside the project "
+             "folder, whose .streamlit/config.toml binds localhost?). Run `make run` from the project folder, or "
+             "set COMPILE_LAB_ALLOW_REMOTE=1 if it is behind your own authentication.")
+    st.stop()
 
 PAGES = [
     st.Page("screens/submit.py", title="Submit", icon=":material/send:", url_path="submit"),

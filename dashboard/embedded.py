@@ -163,7 +163,7 @@ class EmbeddedWorker:
         if proc is None or proc.poll() is not None:
             return
         try:
-            os.killpg(proc.pid, signal.SIGTERM)
+            proc.send_signal(signal.SIGTERM)  # the worker alone: it stops its job and its own helpers
         except (ProcessLookupError, PermissionError):
             return
         try:

@@ -19,7 +19,7 @@ from sqlalchemy import Engine, and_, case, func, select, true, update
 
 from db.engine import atomic, is_sqlite, reading
 from db.models import RESULT_SCALARS, TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
-from db.spec import DEVICES, ExperimentSpec, ModelInfo, SweepRequest
+from db.spec import DEVICES, ExperimentSpec, ModelInfo, SweepRequest, stored_spec
 
 WORKER_FRESH_S = 30  # a worker whose heartbeat is older than this is not counted as alive
 
@@ -278,7 +278,7 @@ def jobs_overview(engine: Engine, limit: int = 500, statuses: Iterable[str] | No
             end = j.finished_at or (now if j.status == JobStatus.RUNNING.value else None)
             out.append({
                 "job_id": j.id, "sweep_id": j.sweep_id, "status": j.status,
-                "spec": j.spec if isinstance(j.spec, dict) else {},  # a corrupt row: its error says why
+                "spec": stored_spec(j.spec),  # a corrupt row: its error says why
                 "attempts": j.attempts, "worker": j.worker_id, "phase": j.phase, "progress": j.progress,
                 "error": j.error, "created_at": j.created_at, "claimed_at": j.claimed_at,
                 "finished_at": j.finished_at,

@@ -8,7 +8,7 @@ from sqlalchemy import Engine, select
 
 from db.engine import reading
 from db.models import RESULT_SCALARS, Job, Result, Sweep
-from db.spec import ExperimentSpec
+from db.spec import ExperimentSpec, stored_spec
 
 SPEC_FIELDS = tuple(f.name for f in fields(ExperimentSpec))
 IDENTITY_FIELDS = ("job_id", "sweep_id", "sweep", "status", "error", "attempts", "worker", "created_at",
@@ -38,7 +38,7 @@ def _record(job: Job, sweep_name: str, result: Result | None, include_raw: bool)
            "status": job.status, "error": job.error, "attempts": job.attempts, "worker": job.worker_id,
            "created_at": job.created_at.isoformat() if job.created_at else None,
            "finished_at": job.finished_at.isoformat() if job.finished_at else None}
-    spec = dict(job.spec) if isinstance(job.spec, dict) else {}
+    spec = stored_spec(job.spec)
     for name in SPEC_FIELDS:
         rec[name] = spec.get(name)
     detail = result.detail if result is not None else {}

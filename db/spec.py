@@ -24,6 +24,13 @@ MAX_SCHEDULE = 64
 MAX_ITERS = 10_000
 MAX_TIMEOUT_S = 24 * 3600
 MAX_REPEAT = 20
+MAX_JOBS = 5000  # per submission: a typo in a sweep must not queue a million jobs
+
+
+def stored_spec(value) -> dict:
+    """A jobs row's spec as a dict, or {} when the row holds something else (a corrupt or hand-made
+    row: the worker fails it with a reason; pages must still list it)."""
+    return dict(value) if isinstance(value, dict) else {}
 
 
 class SpecError(ValueError):
@@ -333,4 +340,7 @@ class SweepRequest:
             specs.extend([spec] * self.repeat)
         if not specs:
             raise SpecError("modes", "no combination left to run; " + "; ".join(dict.fromkeys(notes)))
+        if len(specs) > MAX_JOBS:
+            raise SpecError("batch_sizes", f"this sweep makes {len(specs):,} jobs; at most {MAX_JOBS:,} per "
+                                           "submission (fewer sizes, settings or repeats)")
         return specs, list(dict.fromkeys(notes))

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Iterable
 
 from sqlalchemy import Engine, Float, Integer, case, func, select
 
 from db.engine import reading
 from db.models import RESULT_SCALARS, TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
-from db.results import DETAIL_FIELDS, IDENTITY_FIELDS, RECORD_FIELDS
+from db.results import DETAIL_FIELDS, RECORD_FIELDS
+from db.spec import stored_spec
 
 # spec fields stored as JSON objects/lists come back as JSON text (parsed only where shown)
 _SPEC_TEXT = ("model", "task", "device", "dtype", "backend", "mode", "cache")
@@ -215,7 +216,7 @@ def job_rows(engine: Engine, sweep_ids: Iterable[int] | None = None, statuses: I
                 "job_id": r.id, "sweep_id": r.sweep_id, "status": r.status, "attempts": r.attempts,
                 "max_attempts": r.max_attempts, "worker": r.worker_id, "phase": r.phase, "progress": r.progress,
                 "error": r.error, "created_at": r.created_at, "claimed_at": r.claimed_at,
-                "finished_at": r.finished_at, "spec": dict(r.spec or {}),
+                "finished_at": r.finished_at, "spec": stored_spec(r.spec),
                 "elapsed_s": (end - r.claimed_at).total_seconds() if end and r.claimed_at else None,
             })
     return out
@@ -228,7 +229,7 @@ def job_detail(engine: Engine, job_id: int) -> dict | None:
         if job is None:
             return None
         return {"job_id": job.id, "sweep_id": job.sweep_id, "status": job.status, "error": job.error,
-                "spec": dict(job.spec or {}), "log_tail": job.log_tail, "attempts": job.attempts,
+                "spec": stored_spec(job.spec), "log_tail": job.log_tail, "attempts": job.attempts,
                 "worker": job.worker_id}
 
 

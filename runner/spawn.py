@@ -75,8 +75,11 @@ class ForkSpawner:
 
     def _ensure(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:
+            # its own session: a Ctrl-C or SIGTERM meant for the worker's group must not kill it (and with
+            # it the running job); it still dies with the worker (parent-death signal, runner.child)
             self._proc = subprocess.Popen([sys.executable, "-m", "runner.zygote"], cwd=self._cwd, env=self._env,
-                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None)
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
+                                          start_new_session=True)
             self._buffer = b""
         return self._proc
 
@@ -99,6 +102,7 @@ class ForkSpawner:
             if "returncode" in msg:
                 self._exits[msg["pid"]] = msg["returncode"]
             else:
+                self._exits.pop(msg["pid"], None)  # a reused pid: an old exit is not this child's
                 return ForkedChild(self, msg["pid"])
 
     def wait_exit(self, pid: int, timeout: float) -> int | None:

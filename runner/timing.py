@@ -6,8 +6,9 @@ steady state from the warm-up estimate, so that both sides of a job are timed th
 CPU: time.perf_counter around each call (CPU work is synchronous); enough calls per round to fill
   ~20 ms, each call one sample.
 CUDA: the device time of each call, measured so that launch overhead cannot leak into it. Per call,
-  the host first queues a GPU spin (torch.cuda._sleep) a little longer than the host needs to issue
-  the call (known from the warm-up), then an L2 flush (a 256 MB write, as triton.testing.do_bench
+  the host first queues a GPU spin (torch.cuda._sleep, its rate measured once with events) 1.25x as
+  long as the host needs to issue the call (measured in the warm-up: the host time of `fn()` without
+  a sync) plus 20 us, then an L2 flush (a 256 MB write, as triton.testing.do_bench
   does), then a CUDA event, the call, and another event. While the GPU spins, the host queues every
   kernel of the call, so between the two events the GPU never waits for Python: the bracket holds
   the call's kernels and nothing else, from a cold L2. (Brackets without a head start, the seed
@@ -28,8 +29,8 @@ import torch
 FLUSH_BYTES = 256 * 1024 * 1024  # larger than any current GPU's L2 (H100: 50 MB, H200: 60 MB)
 ROUND_MS = 20.0  # time one side of one round takes
 MAX_CALLS = 25  # per-call samples per side per round, at most
-SPIN_HZ = 2.0e9  # GPU clock assumed to size the spin: at or above real SM clocks, so it spins long enough
-HEAD_START = 1.25  # spin this many times the host's time for one synchronous call (an upper bound)
+HEAD_START = 1.25  # spin this many times the host's time to issue one call
+HEAD_START_EXTRA_S = 20e-6
 
 
 class CompileWatch:
@@ -48,8 +49,6 @@ Sample = tuple[float, bool]  # (ms per call, a compile happened during it)
 
 
 class CpuTimer:
-    device_kind = "cpu"
-
     def __init__(self):
         self.calls = 1
         self.method = "cpu: perf_counter per call"
@@ -60,9 +59,14 @@ class CpuTimer:
         fn()
         return time.perf_counter() - t0
 
-    def plan(self, est_ms: float) -> None:
-        """Choose calls per round from the slower side's warm-up estimate (ms per call)."""
-        self.calls = max(1, min(MAX_CALLS, int(ROUND_MS / max(est_ms, 1e-6))))
+    def once_and_issue(self, fn: Callable[[], object]) -> tuple[float, float]:
+        """(seconds for one call, seconds the host spent issuing it); the same on the CPU."""
+        seconds = self.once(fn)
+        return seconds, seconds
+
+    def plan(self, call_ms: float, issue_ms: float) -> None:
+        """Choose calls per round from the slower side's warm-up estimates (ms per call)."""
+        self.calls = max(1, min(MAX_CALLS, int(ROUND_MS / max(call_ms, 1e-6))))
 
     def round(self, fn: Callable[[], object], watch: CompileWatch) -> list[Sample]:
         out = []
@@ -79,13 +83,26 @@ class CpuTimer:
 
 
 class CudaTimer(CpuTimer):
-    device_kind = "cuda"
-
     def __init__(self):
         super().__init__()
         self._flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
         self._spin_cycles = 0
         self.method = "cuda: events per call behind a GPU spin (host head start) and an L2 flush"
+        self.spin_cycles_per_s = self._spin_rate()
+
+    @staticmethod
+    def _spin_rate() -> float:
+        """Cycles of torch.cuda._sleep per second on this GPU (its clock varies by model and state)."""
+        cycles = 2_000_000
+        rates = []
+        for _ in range(3):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            torch.cuda._sleep(cycles)
+            end.record()
+            torch.cuda.synchronize()
+            rates.append(cycles / (start.elapsed_time(end) / 1e3))
+        return max(rates)  # the fastest clock seen: sizing with it never makes the spin too short
 
     def once(self, fn: Callable[[], object]) -> float:
         torch.cuda.synchronize()
@@ -94,11 +111,18 @@ class CudaTimer(CpuTimer):
         torch.cuda.synchronize()
         return time.perf_counter() - t0
 
-    def plan(self, est_ms: float) -> None:
-        """est_ms: the slower side's synchronous call time, which bounds the host's issue time."""
-        spin_s = est_ms / 1e3 * HEAD_START + 20e-6
-        self._spin_cycles = int(spin_s * SPIN_HZ)
-        per_call_ms = spin_s * 1e3 + est_ms
+    def once_and_issue(self, fn: Callable[[], object]) -> tuple[float, float]:
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        issued = time.perf_counter()
+        torch.cuda.synchronize()
+        return time.perf_counter() - t0, issued - t0
+
+    def plan(self, call_ms: float, issue_ms: float) -> None:
+        spin_s = issue_ms / 1e3 * HEAD_START + HEAD_START_EXTRA_S
+        self._spin_cycles = int(spin_s * self.spin_cycles_per_s)
+        per_call_ms = spin_s * 1e3 + call_ms
         self.calls = max(1, min(MAX_CALLS, int(ROUND_MS / per_call_ms)))
 
     def round(self, fn: Callable[[], object], watch: CompileWatch) -> list[Sample]:

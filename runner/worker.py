@@ -149,6 +149,7 @@ class Worker:
                     break
                 try:
                     queue.requeue_expired(self.engine)
+                    claimed_at = time.monotonic()  # the lease runs from (no later than) here
                     claim = queue.claim_next(self.engine, self.id, self.capabilities["devices"], models,
                                              self.cfg.lease_s)
                     if claim is None:
@@ -162,7 +163,7 @@ class Worker:
                         break
                     self.stop.wait(self.cfg.poll_s)
                     continue
-                self.run_claim(claim)
+                self.run_claim(claim, claimed_at)
                 done += 1
         finally:
             self.spawner.close()
@@ -171,7 +172,7 @@ class Worker:
         return done
 
     # -- one job ----------------------------------------------------------------------------------
-    def run_claim(self, claim: queue.Claim) -> Outcome:
+    def run_claim(self, claim: queue.Claim, claimed_at: float | None = None) -> Outcome:
         if self.stop.is_set():  # stopped between the claim and here: hand it straight back
             self._retry("release the job", lambda: queue.release(
                 self.engine, claim.job_id, claim.token, f"worker {self.id} stopped before starting it; re-queued"))
@@ -185,7 +186,7 @@ class Worker:
         except SpecError as e:
             outcome = Outcome(JobStatus.FAILED, f"stored spec is invalid: {e}")
         else:
-            outcome = self._supervise(claim, spec, jobdir, logfile)
+            outcome = self._supervise(claim, spec, jobdir, logfile, claimed_at or time.monotonic())
         if outcome.status is JobStatus.SUCCEEDED:
             try:
                 outcome.result = ceilings.place_result(self.engine, spec, outcome.result)
@@ -230,7 +231,8 @@ class Worker:
                 log.warning("worker %s: could not %s (%s); retrying", self.id, what, _first_line(e))
                 time.sleep(1.0)
 
-    def _supervise(self, claim: queue.Claim, spec: ExperimentSpec, jobdir: Path, logfile: Path) -> Outcome:
+    def _supervise(self, claim: queue.Claim, spec: ExperimentSpec, jobdir: Path, logfile: Path,
+                   claimed_at: float) -> Outcome:
         spec_file, result_file, progress_file = jobdir / "spec.json", jobdir / "result.json", jobdir / "progress.jsonl"
         spec_file.write_text(spec.to_json())
         for stale in (result_file, progress_file):  # a released attempt re-runs in the same folder
@@ -250,54 +252,70 @@ class Worker:
             argv += ["--models-dir", str(Path(d).resolve())]
         deadline = time.monotonic() + spec.timeout_s
         stop_deadline = None
-        lease = LeaseKeeper(self, claim, progress_file)
-        try:  # in its own process group either way: one kill reaches all
-            proc = self.spawner.start(argv, env, jobdir, logfile)
-        except SpawnError as e:
-            return Outcome(JobStatus.CRASHED, f"could not start the child: {e}")
-        lease.start()
+        lease = LeaseKeeper(self, claim, progress_file, claimed_at)
+        lease.start()  # before the spawn: starting a fresh preloaded parent can take a while
+        proc = None
         try:
-            while True:
-                try:
-                    rc = proc.wait(SUPERVISE_TICK_S)
-                except SpawnError as e:  # the preloaded parent died, and its children with it
-                    rc = None
-                    return Outcome(JobStatus.CRASHED, f"child lost: {e}")
-                if rc is not None:
-                    break
-                phase, _ = _read_progress(progress_file)
-                if time.monotonic() > deadline:
-                    kill_group(proc)
-                    return Outcome(JobStatus.TIMED_OUT, f"timed out after {spec.timeout_s} s (while {phase}); "
-                                                        "the child's process group was killed")
-                if lease.lost.is_set():  # cancelled, or taken back by another worker
-                    kill_group(proc)
-                    return Outcome(None)
-                if lease.stale():  # the database has not taken a renewal for almost a whole lease
-                    kill_group(proc)  # first: once the lease ends, another worker may start this job
-                    log.error("job %s: lease not renewed for %.0f s (database unreachable?); child stopped",
-                              claim.job_id, time.monotonic() - lease.renewed_at)
-                    self._retry("hand the job back", lambda: queue.release(  # once the database answers again
-                        self.engine, claim.job_id, claim.token, f"worker {self.id} could not renew the lease "
-                        f"while {phase}; re-queued without counting the attempt"))
-                    return Outcome(None)
-                if self.stop.is_set():
-                    stop_deadline = stop_deadline or time.monotonic() + self.cfg.grace_s
-                    if self.hurry.is_set() or time.monotonic() > stop_deadline:
-                        kill_group(proc)
-                        self._retry("release the job", lambda: queue.release(
-                            self.engine, claim.job_id, claim.token, f"worker {self.id} stopped while {phase}; "
-                                                                    "re-queued without counting the attempt"))
-                        return Outcome(None)
+            try:  # in its own process group either way: one kill reaches all
+                proc = self.spawner.start(argv, env, jobdir, logfile)
+                while (rc := proc.wait(SUPERVISE_TICK_S)) is None:
+                    outcome = self._check(proc, claim, lease, progress_file, deadline, spec, stop_deadline)
+                    if isinstance(outcome, Outcome):
+                        return outcome
+                    stop_deadline = outcome
+            except SpawnError as e:  # our own machinery failed, not the experiment: hand the job back
+                return self._spawn_failed(claim, e)
         finally:
             lease.done.set()
             lease.join(timeout=1.0)  # a renewal stuck on a lock is left behind (daemon thread)
-            kill_group(proc)  # grandchildren (inductor compile workers) must not outlive the job
+            if proc is not None:
+                kill_group(proc)  # grandchildren (inductor compile workers) must not outlive the job
             if cold_dir is not None:
                 shutil.rmtree(cold_dir, ignore_errors=True)
         phase, _ = _read_progress(progress_file)
         return read_outcome(rc, result_file, phase)
 
+    def _check(self, proc, claim, lease, progress_file: Path, deadline: float, spec: ExperimentSpec,
+               stop_deadline: float | None):
+        """One look at a running child: an Outcome if it must end now, else the (new) stop deadline."""
+        phase, _ = _read_progress(progress_file)
+        if time.monotonic() > deadline:
+            kill_group(proc)
+            return Outcome(JobStatus.TIMED_OUT, f"timed out after {spec.timeout_s} s (while {phase}); "
+                                                "the child's process group was killed")
+        if lease.lost.is_set():  # cancelled, or taken back by another worker
+            kill_group(proc)
+            return Outcome(None)
+        if lease.stale():  # the database has not taken a renewal for almost a whole lease
+            kill_group(proc)  # first: once the lease ends, another worker may start this job
+            log.error("job %s: lease not renewed for %.0f s (database unreachable?); child stopped",
+                      claim.job_id, time.monotonic() - lease.renewed_at)
+            self._retry("hand the job back", lambda: queue.release(  # once the database answers again
+                self.engine, claim.job_id, claim.token, f"worker {self.id} could not renew the lease "
+                f"while {phase}; re-queued without counting the attempt"))
+            return Outcome(None)
+        if self.stop.is_set():
+            stop_deadline = stop_deadline or time.monotonic() + self.cfg.grace_s
+            if self.hurry.is_set() or time.monotonic() > stop_deadline:
+                kill_group(proc)
+                self._retry("release the job", lambda: queue.release(
+                    self.engine, claim.job_id, claim.token, f"worker {self.id} stopped while {phase}; "
+                                                            "re-queued without counting the attempt"))
+                return Outcome(None)
+        return stop_deadline
+
+    def _spawn_failed(self, claim: queue.Claim, error: SpawnError) -> Outcome:
+        """The preloaded parent failed (it died, or was killed with its children): that is the worker's
+        fault, not the experiment's. Hand the job back without counting the attempt, and start later
+        children from fresh interpreters, so a parent that keeps dying cannot eat the queue."""
+        log.error("worker %s: %s; job %s handed back, later jobs use fresh interpreters", self.id, error,
+                  claim.job_id)
+        self.spawner.close()
+        self.spawner = make_spawner("fresh", self._env(), PROJECT_ROOT)
+        self._retry("hand the job back", lambda: queue.release(
+            self.engine, claim.job_id, claim.token,
+            f"worker {self.id}: {error}; re-queued without counting the attempt"))
+        return Outcome(None)
 
 
 class LeaseKeeper(threading.Thread):
@@ -306,10 +324,10 @@ class LeaseKeeper(threading.Thread):
     reads `lost` (the lease is gone: cancelled or taken back) and `stale()` (no renewal went in for
     almost a whole lease: other workers may soon take the job back, so the child must stop now)."""
 
-    def __init__(self, worker: Worker, claim: queue.Claim, progress_file: Path):
+    def __init__(self, worker: Worker, claim: queue.Claim, progress_file: Path, claimed_at: float):
         super().__init__(daemon=True, name=f"lease-{claim.job_id}")  # daemon: a write stuck on a lock never blocks exit
         self.worker, self.claim, self.progress_file = worker, claim, progress_file
-        self.renewed_at = time.monotonic()  # claim_next has just set the lease
+        self.renewed_at = claimed_at  # the lease ends no later than a lease after the claim was sent
         self.lost = threading.Event()
         self.done = threading.Event()
 

@@ -4,8 +4,8 @@ interpreter and `import torch` (8-10 s on a GPU host) every time.
 
 Each forked child still gets its own process (and process group), its own CUDA context (CUDA is
 first initialised in the child), its own environment (compile cache dirs) and its own log.
-torch._dynamo and torch._inductor are NOT preloaded: a job's compiled first call pays their import,
-as it would in the user's own fresh process.
+Only torch is preloaded: torch._dynamo and torch._inductor load in the child, as in the user's own
+fresh process (the measurement imports dynamo before the first calls, as torch.compile() would).
 
 Protocol, one JSON object per line: the worker writes {"argv", "env", "cwd", "log"} on our stdin;
 we answer {"pid"} once forked, then {"pid", "returncode"} when that child exits (negative: signal).

@@ -37,3 +37,14 @@ def test_compare_reports_relative_error_against_dtype_tolerance():
     assert compare(ref, [torch.ones(3)], "float32", None)["ok"] is False
     skipped = compare(ref, [torch.zeros(100)], "float32", "random by design")
     assert skipped["ok"] is None and skipped["note"] == "random by design"
+
+
+def test_compare_requires_nonfinite_values_to_match_and_checks_each_tensor():
+    inf = torch.tensor([1.0, math.inf, 3.0])
+    assert compare([inf], [inf.clone()], "float32", None)["ok"]
+    assert not compare([inf], [torch.tensor([1.0, 2.0, 3.0])], "float32", None)["ok"]  # inf vs finite
+    assert not compare([inf], [torch.tensor([1.0, -math.inf, 3.0])], "float32", None)["ok"]  # sign
+    # a large correct output must not hide a small wrong one (say a bias's gradient)
+    big, small = torch.ones(10_000) * 100, torch.ones(4)
+    wrong = compare([big, small], [big.clone(), small * 2], "float32", None)
+    assert not wrong["ok"] and wrong["rel_error"] == pytest.approx(1.0)

@@ -10,3 +10,22 @@ def test_bound_to_localhost_with_xsrf_protection_and_no_telemetry():
     assert config["server"]["enableXsrfProtection"] is True
     assert config["server"]["headless"] is True
     assert config["browser"]["gatherUsageStats"] is False
+
+
+def test_app_refuses_to_serve_beyond_localhost_unless_allowed(tmp_path, monkeypatch):
+    """Started outside the project folder, Streamlit would not read .streamlit/config.toml."""
+    from streamlit.testing.v1 import AppTest
+
+    import streamlit
+
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'lab.db'}")
+    monkeypatch.setenv("COMPILE_LAB_EMBEDDED_WORKER", "0")
+    real = streamlit.get_option  # config is read once per process: fake what a start elsewhere reads
+    monkeypatch.setattr(streamlit, "get_option", lambda key: None if key == "server.address" else real(key))
+    at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=60)
+    at.run()
+    assert at.error and "listens beyond this machine" in at.error[0].value
+    monkeypatch.setenv("COMPILE_LAB_ALLOW_REMOTE", "1")
+    at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=60)
+    at.run()
+    assert not at.error and not at.exception
