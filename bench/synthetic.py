@@ -62,7 +62,7 @@ def fill(engine: Engine, n_jobs: int, seed: int = 0, device: str = "cuda", ceili
     for s in range(n_sweeps):
         repeat = s == n_sweeps - 1 and s > 0
         model = REPEAT["model"] if repeat else list(MODELS)[s % len(MODELS)]
-        cache = "warm" if model == "sincos" and s % 8 == 6 else "cold"
+        cache = "warm" if model == "sincos" and s % 8 == 7 else "cold"
         sweep_id = s + 1
         created = now - timedelta(minutes=n_jobs - s)
         if repeat:
