@@ -1,16 +1,24 @@
-"""Results: filters (all in the URL), the plots that answer the seed notes, failures with their reasons,
-the table of every export field, and CSV / JSON of what is shown."""
+"""Results: filters (all in the URL), the plots that answer the seed notes, where the first call goes,
+device time vs host latency, the spread across repeats, the roofline, failures with their reasons, the
+table of every export field, and CSV / JSON of what is shown."""
 import streamlit as st
 
-from dashboard import charts, state, tables
-from db import views
+from dashboard import charts, repeats, roofline, state, tables
+from db import ceilings_view, views
 
 URL_KEYS = {"torch_version": "torch", "device_name": "gpu"}  # shorter query parameter names
 SCHEDULE_JOBS = 40  # the recompile timeline draws the newest jobs that ran a schedule
 PAGE_ROWS = 500  # st.dataframe sends every row it gets to the browser: the table is paged, downloads are not
 FAIL_ROWS = 1000
-
-
+REPEAT_GROUPS = 6  # the spread plot draws the newest sweeps' comparison groups
+NOT_PLOTTED = 6  # zero-FLOP configurations named under the roofline
+# the table's first columns: what a job is, its result, and how far that result can be trusted
+FRONT = ["job_id", "sweep", "status", "model", "batch_size", "backend", "mode", "dynamic", "fullgraph", "speedup",
+         "noisy", "eager_spread", "compiled_spread", "eager_ms", "compiled_ms", "roofline_pct", "roofline_bound"]
+NOISY_NOTE = ("Spread: IQR / median of a job's per-round medians; ⚠ noisy past 5% on either side. Ringed or hollow "
+              "points below are configurations with a noisy run.")
+CALIBRATE = ("`python -m runner calibrate --device {device} --db URL` on a host with that device measures them "
+             "(a GPU worker calibrates its GPU when it starts)")
 
 
 def filters_ui(df) -> dict:
@@ -31,12 +39,16 @@ def summary(shown) -> None:
     c[2].metric("Did not succeed", f"{int((~ok).sum()):,}")
     c[3].metric("Median speedup", f"{speedups.median():.2f}×" if speedups.notna().any() else "–")
     c[4].metric("Best speedup", f"{speedups.max():.2f}×" if speedups.notna().any() else "–")
+    methods = tables.timing_methods(shown)
+    if methods:
+        st.caption("Timing: " + "; ".join(methods) + ". " + NOISY_NOTE)
 
 
-def plots(view, engine) -> None:
+def plots(view, engine):
     agg, fails = tables.summarize(view)
+    agg = tables.with_noise(agg, view)
     left, right = st.columns(2)
-    left.plotly_chart(charts.speedup(agg, fails), key="plot_speedup")
+    left.plotly_chart(charts.mark_noisy(charts.speedup(agg, fails), agg), key="plot_speedup")
     right.plotly_chart(charts.latency(agg, fails), key="plot_latency")
     left, right = st.columns(2)
     left.plotly_chart(charts.warmup(agg, fails), key="plot_warmup")
@@ -50,6 +62,73 @@ def plots(view, engine) -> None:
             st.caption(f"The timeline shows the newest {SCHEDULE_JOBS} of {len(with_schedule)} jobs with a schedule.")
     else:
         st.caption("No job in view ran a shape schedule; submit one with a schedule (e.g. 32, 64) to see recompiles.")
+    return agg, fails
+
+
+def first_call_and_launch(view, agg, fails) -> None:
+    """Where the compiled first call's seconds go; and, on CUDA, the launch overhead on top of device time."""
+    left, right = st.columns(2)
+    frame = tables.breakdown_frame(view)
+    left.plotly_chart(charts.warmup_breakdown(frame, fails), key="plot_breakdown")
+    if (frame["part"] == tables.NO_BREAKDOWN).any():
+        left.caption("Some jobs carry no compile breakdown (stored before it was recorded): their first call is one bar.")
+    host = tables.host_latency_frame(agg)
+    if host.empty:
+        right.info("Device time vs host latency is for CUDA jobs, and none in view has it. On the CPU the timer "
+                   "(perf_counter per call) already measures what a caller waits for.", icon=":material/memory:")
+    else:
+        right.plotly_chart(charts.host_latency(host, agg, fails), key="plot_host")
+        right.caption("Device time: CUDA events around the call's kernels. Host latency: one synchronous call "
+                      "(sync, call, sync), Python and kernel launches included. CUDA graphs (reduce-overhead, "
+                      "max-autotune) shrink the gap.")
+
+
+def repeat_spread(view) -> None:
+    """Per repeated configuration: median and min–max; which configurations their ranges keep apart."""
+    rep = repeats.repeated(view)
+    if rep.empty:
+        st.caption("No configuration of this model was repeated in view. Submit with **Repeat** 2 or more "
+                   "(`--repeat N`) to see how far its numbers move from run to run, and which modes that leaves "
+                   "apart.")
+        return
+    runs = repeats.candidates(rep)
+    spans = repeats.ranges(runs)
+    groups = rep.sort_values(["sweep_id", "batch_size"], ascending=[False, True])["group"].drop_duplicates()
+    left, right = st.columns([3, 2])
+    left.plotly_chart(charts.repeat_spread(runs, spans, groups.head(REPEAT_GROUPS).tolist()), key="plot_repeats")
+    if len(groups) > REPEAT_GROUPS:
+        left.caption(f"The plot shows the newest {REPEAT_GROUPS} of {len(groups)} groups; the tables hold all.")
+    pairs = repeats.separability(spans)
+    pairs["verdict"] = pairs["verdict"].map({repeats.SEPARATED: "✅ separated", repeats.NOT_SEPARABLE: "≈ not separable"})
+    right.markdown("**Can they be told apart?** Separated: the faster one's slowest run beats the slower one's fastest.")
+    right.dataframe(pairs, hide_index=True, width="stretch", column_config={
+        "ratio": st.column_config.NumberColumn("slower / faster", format="%.3f×"),
+        "gap %": st.column_config.NumberColumn(format="%+.1f%%", help="(slower's min − faster's max) / faster's "
+                                               "median; negative: the ranges overlap by that much")})
+    st.dataframe(repeats.summary(rep), hide_index=True, width="stretch", column_config={
+        **{f"{m} spread %": st.column_config.NumberColumn(format="%.1f%%", help="(max − min) / median over the repeats")
+           for m in repeats.METRICS},
+        "speedup": st.column_config.NumberColumn(format="%.3f×")})
+
+
+def roofline_plot(shown, engine) -> None:
+    """Every model in view against its device's measured ceilings."""
+    pts = roofline.points(shown)
+    if pts.empty:
+        st.caption("No succeeded job in view has a FLOP count (results stored before the roofline was recorded).")
+        return
+    ceilings = ceilings_view.newest_ceilings(engine, pts["device_name"].dropna().unique())
+    color_by = st.segmented_control("Colour by", ["model", "mode", "batch_size", "dtype"], key="rcolor",
+                                    default="model", bind="query-params") or "model"
+    lines = roofline.lines(roofline.ceilings_in_view(ceilings, pts), pts)
+    st.plotly_chart(charts.roofline(pts, lines, color_by), key="plot_roofline")
+    for m in roofline.missing_ceilings(ceilings, pts).itertuples():
+        st.caption(f"No measured ceilings for **{m.device_name}** ({m.dtype}): no roofline to draw, and its jobs "
+                   f"have no roofline %. " + CALIBRATE.format(device=m.device))
+    off = roofline.off_plot(pts, NOT_PLOTTED)
+    if off:
+        st.caption("Not on the log axes: 0 counted FLOPs (FlopCounterMode counts matmul-like ops; elementwise work "
+                   "is all bytes). " + off)
 
 
 st.title("Results")
@@ -75,7 +154,14 @@ if len(models) > 1:  # start from the newest job's model; the URL always names t
     model = st.segmented_control("Plots for model", models, key="plot") or newest
     state.write_url_choice("plot", model)
 view = tables.label_series(shown[shown["model"] == model])
-plots(view, engine)
+agg, fails = plots(view, engine)
+
+st.subheader(f"Warmup and launch overhead: {model}")
+first_call_and_launch(view, agg, fails)
+st.subheader(f"Spread across repeats: {model}")
+repeat_spread(view)
+st.subheader("Roofline: every model in view")
+roofline_plot(shown, engine)
 
 bad = tables.failures(shown)
 if not bad.empty:
@@ -102,8 +188,18 @@ with foot[0]:
     page = st.pagination(pages, key="page", bind="query-params") if pages > 1 else 1
     st.caption(f"Rows {(page - 1) * PAGE_ROWS + 1:,}–{min(page * PAGE_ROWS, len(shown)):,} of {len(shown):,}, newest first")
 rows = newest_first.iloc[(page - 1) * PAGE_ROWS:page * PAGE_ROWS]
-table_slot.dataframe(rows, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(rows)), column_config={"job_id": st.column_config.NumberColumn(format="%d"),
-                                                "speedup": st.column_config.NumberColumn(format="%.3f×")})
+rows = rows.assign(noisy=rows["noisy"].map({True: "⚠ noisy", False: "ok"}))  # shown only; downloads keep the bool
+table_slot.dataframe(
+    rows, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(rows)),
+    column_order=FRONT + [c for c in rows.columns if c not in FRONT],
+    column_config={"job_id": st.column_config.NumberColumn(format="%d"),
+                   "speedup": st.column_config.NumberColumn(format="%.3f×"),
+                   "noisy": st.column_config.TextColumn(help="Either side's spread past 5%: read this job's numbers "
+                                                             "with care, or repeat it"),
+                   "eager_spread": st.column_config.NumberColumn(format="percent", help="IQR / median of per-round medians"),
+                   "compiled_spread": st.column_config.NumberColumn(format="percent",
+                                                                    help="IQR / median of per-round medians"),
+                   "roofline_pct": st.column_config.NumberColumn(format="%.0f%%")})
 foot[1].download_button("CSV", data=lambda: tables.to_csv(shown), file_name="compile_lab_results.csv",
                         mime="text/csv", on_click="ignore", icon=":material/download:",
                         help="Every shown row (all pages), every export field")
