@@ -7,6 +7,7 @@ missing from a plot.
 """
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
@@ -229,6 +230,7 @@ HOST_COLORS = {"eager: device time": "#7f7f7f", "eager: host latency (wall)": "#
                "compiled: device time": "#1f77b4", "compiled: host latency (wall)": "#aec7e8"}
 DTYPE_DASH = {"float32": "solid", "bfloat16": "dash", "float16": "dot"}
 DEVICE_LINE_COLORS = ("#222222", "#8c564b", "#17becf", "#9467bd")
+DEVICE_SYMBOLS = ("circle", "diamond", "square", "triangle-up")
 
 
 def _seconds(s: float) -> str:
@@ -270,22 +272,29 @@ def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") ->
     placed["noisy_text"] = (" · ⚠ " + placed["noisy_runs"].astype(int).astype(str) + " noisy").where(
         placed["noisy_runs"] > 0, "")
     palette = colors(placed[color_by].astype(str))
+    names = sorted(placed["device_name"].dropna().unique())
+    symbol = {d: DEVICE_SYMBOLS[i % len(DEVICE_SYMBOLS)] if len(names) > 1 else "circle" for i, d in enumerate(names)}
     hover = ("<b>%{customdata[0]}</b><br>%{x:.3g} FLOP/byte · %{y:.3g} TFLOP/s · %{customdata[1]:,.0f} GB/s"
              "<br>%{customdata[2]}%{customdata[3]}<br>compiled %{customdata[4]:.4g} ms · %{customdata[5]} run(s)"
              "%{customdata[6]}<extra></extra>")
     for key, sub in placed.groupby(placed[color_by].astype(str), sort=True):
-        for noisy, part in sub.groupby(sub["noisy_runs"] > 0, sort=True):
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=key, legendgroup=key,  # its legend entry
+                                 marker=dict(size=11, color=palette[key])))
+        for (device, noisy), part in sub.groupby([sub["device_name"], sub["noisy_runs"] > 0], sort=True):
             fig.add_trace(go.Scatter(
-                x=part["ai"], y=part["achieved_tflops"], mode="markers", name=key, legendgroup=key,
-                showlegend=not noisy, marker=dict(size=11, color=palette[key], symbol="circle-open" if noisy else "circle",
-                                                  line=dict(width=2 if noisy else 0.5, color=palette[key] if noisy else "white")),
+                x=part["ai"], y=part["achieved_tflops"], mode="markers", name=key, legendgroup=key, showlegend=False,
+                marker=dict(size=11, color=palette[key], symbol=symbol[device] + ("-open" if noisy else ""),
+                            line=dict(width=2 if noisy else 0.5, color=palette[key] if noisy else "white")),
                 customdata=part[["label", "achieved_gbps", "where", "mfu_text", "compiled_ms", "runs", "noisy_text"]],
                 hovertemplate=hover))
+    for device in names if len(names) > 1 else []:
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{symbol[device]}: {device}",
+                                 marker=dict(size=11, symbol=symbol[device], color="#555")))
     if (placed["noisy_runs"] > 0).any():
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="hollow: a noisy run (spread > 5%)",
                                  marker=dict(size=11, symbol="circle-open", color="#555", line=dict(width=2))))
-    fig.update_xaxes(type="log", title="arithmetic intensity (FLOPs / minimum bytes per call)")
-    fig.update_yaxes(type="log", title="achieved TFLOP/s (compiled call)")
+    fig.update_xaxes(type="log", dtick=1, title="arithmetic intensity (FLOPs / minimum bytes per call)")
+    _log_y(fig, "achieved TFLOP/s (compiled call)")
     return _layout(fig, "Roofline: the compiled call against the device's measured ceilings", height=460)
 
 
@@ -294,7 +303,7 @@ def _mark_failures_on_y(fig: go.Figure, fails: pd.DataFrame, y_col: str) -> None
     notes = []
     for y, group in fails.groupby(y_col, sort=True):
         first = group.iloc[0]
-        what = f"{first['status']}: {str(first['error'])[:60]}" if len(group) == 1 else f"{len(group)} did not succeed"
+        what = f"{first['status']}: {str(first['error'])[:40]}…" if len(group) == 1 else f"{len(group)} did not succeed"
         notes.append(dict(x=1, y=y, xref="x domain", yref="y", xanchor="right", showarrow=False, text=f"✕ {what}",
                           font=dict(color=FAIL_COLOR, size=11), hovertext=_reasons(group, y_col),
                           bgcolor="rgba(255,255,255,0.85)"))
@@ -306,8 +315,7 @@ def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
     job's compile_breakdown_s) beside the eager first call; hatched: warm compile cache. Linear seconds,
     so the parts' lengths compare; the totals are written at the bar ends."""
     fig = go.Figure()
-    both = pd.concat([frame[["config", "batch_size", "series"]], fails[["config", "batch_size", "series"]]])
-    cats = both.sort_values(["config", "batch_size"])["series"].astype(str).drop_duplicates().tolist()
+    cats = breakdown_rows(frame, fails)
     comp = frame[frame["bar"] == "compiled"].copy()
     comp["base"] = comp.groupby("series")["seconds"].cumsum() - comp["seconds"]
     comp["total"] = comp.groupby("series")["seconds"].transform("sum")
@@ -350,42 +358,58 @@ def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
                    height=160 + 38 * max(1, len(cats)))
 
 
-def host_latency(frame: pd.DataFrame, agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
-    """CUDA: device time (events) vs host latency (one synchronous call) per series, eager and compiled;
-    the gap is the launch overhead, which CUDA graphs (reduce-overhead) shrink."""
+def host_latency(frame: pd.DataFrame, fails: pd.DataFrame, cats: list[str]) -> go.Figure:
+    """CUDA: per series, eager and compiled, device time (events; solid) drawn inside host latency (one
+    synchronous call; light): what sticks out is the launch overhead, which CUDA graphs (reduce-overhead)
+    shrink. Rows as in warmup_breakdown (`cats`), so the two plots read across; log ms."""
     fig = go.Figure()
-    hover = ("<b>%{x}</b><br>device %{customdata[0]:.4g} ms · wall %{customdata[1]:.4g} ms<br>launch overhead "
-             "(wall − device) %{customdata[2]:.4g} ms<br>median of %{customdata[3]} run(s)<extra></extra>")
-    for what, color in HOST_COLORS.items():  # px.bar would cost ~50 ms more on every render
-        sub = frame[frame["what"] == what]
-        wall = what.endswith("(wall)")
-        fig.add_trace(go.Bar(x=sub["series"], y=sub["ms"], name=what, marker_color=color, offsetgroup=what,
-                             text=("+" + sub["overhead_ms"].map("{:.3g}".format) + " ms") if wall else None,
-                             textposition="outside", textfont=dict(size=9), cliponaxis=False,
-                             customdata=sub[["device_ms", "wall_ms", "overhead_ms", "runs"]], hovertemplate=hover))
-    fig.update_layout(barmode="group")
-    values = frame["ms"].dropna()
-    if len(values) and values.min() > 0 and values.max() / values.min() > 20:
-        _log_y(fig, "ms per call (log)")
-    else:
-        fig.update_yaxes(title="ms per call", rangemode="tozero")
-    _categories(fig, agg, fails, "series")
-    _mark_failures_on_x(fig, fails, "series", "series")
-    return _layout(fig, "Device time vs host latency (wall − device = launch overhead)")
+    hover = ("<b>%{y}</b> · %{fullData.name}<br>device %{customdata[0]:.4g} ms · wall %{customdata[1]:.4g} ms"
+             "<br>launch overhead (wall − device) %{customdata[2]:.4g} ms<br>median of %{customdata[3]} run(s)"
+             "<extra></extra>")
+    # wall first, so each device bar is drawn on top of its wall bar (px.bar would also cost ~50 ms more)
+    for what in sorted(HOST_COLORS, key=lambda w: not w.endswith("(wall)")):
+        sub, color = frame[frame["what"] == what], HOST_COLORS[what]
+        side, wall = what.split(":")[0], what.endswith("(wall)")
+        # overlaid, by hand: eager in the row's upper half, compiled in the lower; device inside wall
+        width = 0.38 if wall else 0.2
+        offset = (-0.4 if side == "eager" else 0.02) + (0.38 - width) / 2
+        fig.add_trace(go.Bar(
+            y=sub["series"], x=sub["ms"], name=what, orientation="h", marker_color=color, width=width, offset=offset,
+            legendrank=list(HOST_COLORS).index(what),
+            text=("+" + sub["overhead_ms"].map("{:.2g}".format) + " ms") if wall else None,
+            textposition="outside", textfont=dict(size=9), cliponaxis=False,
+            customdata=sub[["device_ms", "wall_ms", "overhead_ms", "runs"]], hovertemplate=hover))
+    fig.update_layout(barmode="overlay")
+    values = frame["ms"][frame["ms"] > 0]
+    span = [np.log10(values.min() / 1.5), np.log10(values.max() * 3)] if len(values) else None  # room for the labels
+    fig.update_xaxes(type="log", dtick=1, title="ms per call (log)", range=span)
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=cats, autorange="reversed", title=None,
+                     tickfont=dict(size=10))
+    _mark_failures_on_y(fig, fails, "series")
+    return _layout(fig, "Device time inside host latency (what sticks out: launch overhead)",
+                   height=160 + 38 * max(1, len(cats)))
+
+
+def breakdown_rows(frame: pd.DataFrame, fails: pd.DataFrame) -> list[str]:
+    """The rows of warmup_breakdown and host_latency: every series in view, failed-only ones included."""
+    both = pd.concat([frame[["config", "batch_size", "series"]], fails[["config", "batch_size", "series"]]])
+    return both.sort_values(["config", "batch_size"])["series"].astype(str).drop_duplicates().tolist()
 
 
 def repeat_spread(runs: pd.DataFrame, spans: pd.DataFrame, groups: list[str]) -> go.Figure:
     """Per comparison group (one sweep, one size), every run's ms per configuration and eager, with the
     min–max range as a bar: ranges that do not overlap are separated. Hollow: a noisy run."""
     rows = len(groups)
-    fig = make_subplots(rows=rows, cols=1, subplot_titles=groups, vertical_spacing=min(0.12, 0.5 / max(rows, 1)))
+    titles = [f"<b>{g}</b>" for g in groups]
+    heights = [spans.loc[spans["group"] == g, "candidate"].nunique() for g in groups]
+    height = 110 + sum(70 + 30 * h for h in heights)
+    fig = make_subplots(rows=rows, cols=1, subplot_titles=titles, row_heights=[30 * h + 20 for h in heights],
+                        vertical_spacing=min(0.3, 70 / height) if rows > 1 else 0)
     palette = colors(spans.loc[spans["candidate"] != "eager", "candidate"])
     palette["eager"] = "#7f7f7f"
-    heights = []
     for i, group in enumerate(groups, start=1):
         span = spans[spans["group"] == group]
         order = span["candidate"].tolist()  # fastest first
-        heights.append(len(order))
         for c in span.itertuples():
             color = palette.get(c.candidate, "#555")
             fig.add_trace(go.Scatter(x=[c.min, c.max], y=[c.candidate] * 2, mode="lines", showlegend=False,
@@ -403,5 +427,6 @@ def repeat_spread(runs: pd.DataFrame, spans: pd.DataFrame, groups: list[str]) ->
                          row=i, col=1, tickfont=dict(size=10))
         fig.update_xaxes(title="ms per call" if i == rows else None, row=i, col=1)
     fig.update_annotations(font=dict(size=12))
-    return _layout(fig, "Spread across repeats: each dot one run; bars span min–max",
-                   height=110 + sum(40 + 30 * h for h in heights))
+    fig = _layout(fig, "Each dot one run (compiled ms; eager: every job's eager ms); bars span min–max", height=height)
+    fig.update_layout(margin=dict(t=80))  # the first group's title sits under the figure's
+    return fig

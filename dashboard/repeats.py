@@ -7,11 +7,13 @@ configuration: median and min–max of compiled_ms, eager_ms and speedup, and th
 dynamic (plus eager, which every job measures) are `separated` when their min–max ranges of ms do not
 overlap, else `not separable`: a difference inside the run-to-run spread is not a finding.
 
-Plain pandas over dashboard.tables.label_series's rows (for the `config` labels); no loop per row.
+Plain pandas over the Results table's rows; no loop per row.
 """
 from __future__ import annotations
 
 import pandas as pd
+
+from dashboard import tables
 
 # what compared configurations have in common: one model, one size, one sweep (one machine, one day)
 SHARED = ("sweep_id", "model", "model_args", "task", "device", "dtype", "batch_size", "fullgraph", "cache")
@@ -23,11 +25,14 @@ SEPARATED, NOT_SEPARABLE = "separated", "not separable"
 
 def repeated(view: pd.DataFrame) -> pd.DataFrame:
     """The succeeded jobs that have at least one identical twin in their sweep, each with its `group`
-    (the configurations it can be compared with, as text) and `noisy_run` (its own spread past 5%)."""
-    needed = list(SPEC) + ["job_id", "sweep", "sweep_label", "variant", "config", "noisy", *METRICS]
-    ok = view.loc[view["status"] == "succeeded", needed]
-    runs = ok.groupby(list(SPEC), dropna=False, sort=False)["job_id"].transform("size")
-    rep = ok[runs >= 2]
+    (the configurations it can be compared with, as text), `noisy_run` (its own spread past 5%), and a
+    `config` label that names only what differs among the repeated jobs (tables.label_series)."""
+    ok = view.loc[view["status"] == "succeeded", list(SPEC)]
+    runs = ok.groupby(list(SPEC), dropna=False, sort=False)["sweep_id"].transform("size")
+    keep = ok.index[(runs >= 2).to_numpy()]
+    if keep.empty:
+        return view.iloc[0:0].assign(group=pd.Series(dtype=object), noisy_run=pd.Series(dtype=bool))
+    rep = tables.label_series(view.loc[keep])
     variant = rep["variant"].fillna("")
     group = rep["sweep_label"] + " · bs " + rep["batch_size"].astype(str) + variant.where(variant == "", " · " + variant)
     return rep.assign(group=group, noisy_run=rep["noisy"].eq(True))
@@ -86,6 +91,19 @@ def separability(spans: pd.DataFrame) -> pd.DataFrame:
     out["verdict"] = NOT_SEPARABLE
     out.loc[pairs["max_a"] < pairs["min_b"], "verdict"] = SEPARATED
     return out.sort_values(["group", "ratio"], kind="stable").reset_index(drop=True)[cols]
+
+
+def chains(spans: pd.DataFrame) -> dict[str, str]:
+    """Per group, its candidates fastest first, joined by `<` where neighbours are separated and `≈` where
+    they are not: "reduce-overhead < default ≈ max-autotune < eager" (the pairs table has every pair)."""
+    out = {}
+    for group, span in spans.groupby("group", sort=False):  # one per group: a handful
+        names, lo, hi = span["candidate"].tolist(), span["min"].tolist(), span["max"].tolist()
+        text = names[0]
+        for i in range(1, len(names)):
+            text += (" < " if hi[i - 1] < lo[i] else " ≈ ") + names[i]
+        out[group] = text
+    return out
 
 
 def _range_text(pairs: pd.DataFrame, side: str) -> pd.Series:

@@ -67,13 +67,13 @@ def lines(ceilings: pd.DataFrame, pts: pd.DataFrame) -> pd.DataFrame:
                                        "hostname"])
 
 
-def off_plot(pts: pd.DataFrame, limit: int) -> str:
-    """The configurations that cannot sit on log axes (0 FLOPs or bytes), by bandwidth, as one sentence."""
+def off_plot(pts: pd.DataFrame) -> str:
+    """The configurations that cannot sit on log axes (0 FLOPs), per model and device, by bandwidth."""
     off = pts[~pts["on_plot"]]
-    if off.empty:
-        return ""
-    where = (", " + off["roofline_pct"].map("{:.0f}% of the roofline".format) + " ("
-             + off["roofline_bound"].fillna("?") + "-bound)").where(off["roofline_pct"].notna(), "")
-    named = off["label"] + ": " + off["achieved_gbps"].map("{:,.0f} GB/s".format) + where
-    more = f"; and {len(off) - limit} more" if len(off) > limit else ""
-    return "; ".join(named.head(limit)) + more + "."
+    out = []
+    for (model, device), sub in off.groupby(["model", "device_name"], sort=True):  # a handful
+        lo, hi, best = sub["achieved_gbps"].min(), sub["achieved_gbps"].max(), sub["roofline_pct"].max()
+        rate = f"{hi:,.0f} GB/s" if f"{lo:,.0f}" == f"{hi:,.0f}" else f"{lo:,.0f}–{hi:,.0f} GB/s"
+        n = f"{len(sub)} configuration{'s' * (len(sub) > 1)}"
+        out.append(f"{model} on {device} ({n}): {rate}" + ("" if pd.isna(best) else f", at best {best:.0f}% of the roofline"))
+    return "; ".join(out) + ("." if out else "")

@@ -11,7 +11,6 @@ SCHEDULE_JOBS = 40  # the recompile timeline draws the newest jobs that ran a sc
 PAGE_ROWS = 500  # st.dataframe sends every row it gets to the browser: the table is paged, downloads are not
 FAIL_ROWS = 1000
 REPEAT_GROUPS = 6  # the spread plot draws the newest sweeps' comparison groups
-NOT_PLOTTED = 6  # zero-FLOP configurations named under the roofline
 # the table's first columns: what a job is, its result, and how far that result can be trusted
 FRONT = ["job_id", "sweep", "status", "model", "batch_size", "backend", "mode", "dynamic", "fullgraph", "speedup",
          "noisy", "eager_spread", "compiled_spread", "eager_ms", "compiled_ms", "roofline_pct", "roofline_bound"]
@@ -66,7 +65,8 @@ def plots(view, engine):
 
 
 def first_call_and_launch(view, agg, fails) -> None:
-    """Where the compiled first call's seconds go; and, on CUDA, the launch overhead on top of device time."""
+    """Where the compiled first call's seconds go; and, on CUDA, the launch overhead on top of device time.
+    Both plots have one row per series, in the same order, so they read across."""
     left, right = st.columns(2)
     frame = tables.breakdown_frame(view)
     left.plotly_chart(charts.warmup_breakdown(frame, fails), key="plot_breakdown")
@@ -77,7 +77,7 @@ def first_call_and_launch(view, agg, fails) -> None:
         right.info("Device time vs host latency is for CUDA jobs, and none in view has it. On the CPU the timer "
                    "(perf_counter per call) already measures what a caller waits for.", icon=":material/memory:")
     else:
-        right.plotly_chart(charts.host_latency(host, agg, fails), key="plot_host")
+        right.plotly_chart(charts.host_latency(host, fails, charts.breakdown_rows(frame, fails)), key="plot_host")
         right.caption("Device time: CUDA events around the call's kernels. Host latency: one synchronous call "
                       "(sync, call, sync), Python and kernel launches included. CUDA graphs (reduce-overhead, "
                       "max-autotune) shrink the gap.")
@@ -94,21 +94,26 @@ def repeat_spread(view) -> None:
     runs = repeats.candidates(rep)
     spans = repeats.ranges(runs)
     groups = rep.sort_values(["sweep_id", "batch_size"], ascending=[False, True])["group"].drop_duplicates()
+    chains = repeats.chains(spans)
     left, right = st.columns([3, 2])
     left.plotly_chart(charts.repeat_spread(runs, spans, groups.head(REPEAT_GROUPS).tolist()), key="plot_repeats")
     if len(groups) > REPEAT_GROUPS:
         left.caption(f"The plot shows the newest {REPEAT_GROUPS} of {len(groups)} groups; the tables hold all.")
+    right.markdown("**Can they be told apart?** Two configurations are *separated* when the faster one's slowest "
+                   "run beats the slower one's fastest; inside each other's range they are *not separable*: that "
+                   "difference is run-to-run noise, not a finding. Fastest first (`<` separated, `≈` not):")
+    right.markdown("\n".join(f"- **{g}**: {chains[g]}" for g in groups))
     pairs = repeats.separability(spans)
     pairs["verdict"] = pairs["verdict"].map({repeats.SEPARATED: "✅ separated", repeats.NOT_SEPARABLE: "≈ not separable"})
-    right.markdown("**Can they be told apart?** Separated: the faster one's slowest run beats the slower one's fastest.")
-    right.dataframe(pairs, hide_index=True, width="stretch", column_config={
+    st.dataframe(pairs, hide_index=True, width="stretch", column_config={
         "ratio": st.column_config.NumberColumn("slower / faster", format="%.3f×"),
         "gap %": st.column_config.NumberColumn(format="%+.1f%%", help="(slower's min − faster's max) / faster's "
                                                "median; negative: the ranges overlap by that much")})
+    numbers = {f"{m}{end}": st.column_config.NumberColumn(format="%.4g") for m in repeats.METRICS
+               for end in ("", " min", " max")}
     st.dataframe(repeats.summary(rep), hide_index=True, width="stretch", column_config={
-        **{f"{m} spread %": st.column_config.NumberColumn(format="%.1f%%", help="(max − min) / median over the repeats")
-           for m in repeats.METRICS},
-        "speedup": st.column_config.NumberColumn(format="%.3f×")})
+        **numbers, **{f"{m} spread %": st.column_config.NumberColumn(format="%.2f%%", help="(max − min) / median "
+                                                                     "over the repeats") for m in repeats.METRICS}})
 
 
 def roofline_plot(shown, engine) -> None:
@@ -125,10 +130,10 @@ def roofline_plot(shown, engine) -> None:
     for m in roofline.missing_ceilings(ceilings, pts).itertuples():
         st.caption(f"No measured ceilings for **{m.device_name}** ({m.dtype}): no roofline to draw, and its jobs "
                    f"have no roofline %. " + CALIBRATE.format(device=m.device))
-    off = roofline.off_plot(pts, NOT_PLOTTED)
+    off = roofline.off_plot(pts)
     if off:
-        st.caption("Not on the log axes: 0 counted FLOPs (FlopCounterMode counts matmul-like ops; elementwise work "
-                   "is all bytes). " + off)
+        st.caption("Not on the log axes, with 0 counted FLOPs (FlopCounterMode counts matmul-like ops; elementwise "
+                   "work is all bytes, so its roofline is the copy bandwidth): " + off)
 
 
 st.title("Results")

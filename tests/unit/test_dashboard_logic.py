@@ -199,7 +199,8 @@ def jobs(*runs, **common) -> pd.DataFrame:
     base = {"status": "succeeded", "sweep_id": 1, "sweep": "modes", "sweep_label": "#1 modes", "model": "complexnet",
             "model_args": "{}", "variant": "", "task": "inference", "device": "cuda", "dtype": "float32",
             "batch_size": 32, "backend": "inductor", "dynamic": "none", "fullgraph": "false", "cache": "cold",
-            "schedule": "[]", "iters": 30, "timeout_s": 1800, "noisy": False, **common}
+            "schedule": "[]", "iters": 30, "timeout_s": 1800, "noisy": False, "torch_version": "2.13.0",
+            "device_name": "NVIDIA H100 80GB HBM3", **common}
     rows = [{**base, "job_id": i, "mode": mode, "config": f"inductor/{mode}", "compiled_ms": c, "eager_ms": e,
              "speedup": e / c} for i, (mode, c, e) in enumerate(runs, start=1)]
     return pd.DataFrame(rows)
@@ -241,6 +242,8 @@ def test_separability_needs_ranges_that_do_not_overlap():
     gap = pairs.loc[("inductor/reduce-overhead", "inductor/default"), "gap %"]
     assert gap == pytest.approx(100 * (2.9493 - 2.8853) / 2.8825)
     assert pairs.loc[("inductor/reduce-overhead", "inductor/default"), "faster ms"] == "2.882 (2.88–2.885, 3 runs)"
+    assert repeats.chains(spans) == {
+        "#1 modes · bs 32": "inductor/reduce-overhead < inductor/max-autotune ≈ inductor/default < eager"}
     fig = charts.repeat_spread(runs, spans, ["#1 modes · bs 32"])
     assert sum(len(t.x) for t in fig.data if t.mode == "markers") == 16
 
@@ -294,14 +297,17 @@ def test_roofline_points_lines_and_missing_ceilings(engine):
     assert line["ai"].max() >= pts["ai"].max()
     missing = roofline.missing_ceilings(ceilings, pts)
     assert missing.values.tolist() == [["cpu", "AMD EPYC", "float32"]]
-    assert "sincos" in roofline.off_plot(pts, 6) and "3,056 GB/s, 104% of the roofline (memory-bound)" in \
-        roofline.off_plot(pts, 6)
+    assert roofline.off_plot(pts) == ("sincos on NVIDIA H100 80GB HBM3 (1 configuration): 3,056 GB/s, "
+                                      "at best 104% of the roofline.")
     fig = charts.roofline(pts, line, "model")
     assert [t.name for t in fig.data if t.mode == "lines"] == ["NVIDIA H100 80GB HBM3 · float32: 51.2 TFLOP/s, 2,952 GB/s"]
-    hollow = [t for t in fig.data if t.mode == "markers" and t.marker.symbol == "circle-open" and t.x[0] is not None]
+    hollow = [t for t in fig.data if t.mode == "markers" and (t.marker.symbol or "").endswith("-open") and t.x[0] is not None]
     assert len(hollow) == 1 and hollow[0].name == "complexnet"
-    training = next(t for t in fig.data if t.name == "simplenet" and t.x[0] is not None)
-    assert any("MFU 1.0%" in str(row[3]) for row in training.customdata)
+    simplenet = [row for t in fig.data if t.name == "simplenet" and t.x[0] is not None for row in t.customdata]
+    assert sum("MFU 1.0%" in str(row[3]) for row in simplenet) == 1  # the training job's
+    assert {t.name for t in fig.data if t.x[0] is None} == {  # legend entries; two devices: a symbol each
+        "complexnet", "simplenet", "circle: AMD EPYC", "diamond: NVIDIA H100 80GB HBM3",
+        "hollow: a noisy run (spread > 5%)"}
 
 
 def test_breakdown_frame_takes_one_real_job_per_series(synthetic):
@@ -345,7 +351,7 @@ def test_device_time_vs_host_latency_and_noisy_rings(synthetic):
     host = tables.host_latency_frame(agg)
     assert set(host["what"]) == set(charts.HOST_COLORS) and len(host) == 4 * len(agg)
     assert (host["overhead_ms"] == host["wall_ms"] - host["device_ms"]).all() and (host["overhead_ms"] > 0).all()
-    assert charts.host_latency(host, agg, fails).data
+    assert charts.host_latency(host, fails, sorted(agg["series"])).data
     cpu = agg.assign(eager_wall_ms=float("nan"), compiled_wall_ms=float("nan"))
     assert tables.host_latency_frame(cpu).empty  # CPU jobs have no wall time: nothing to draw
     noisy = agg[agg["noisy_runs"] > 0]
