@@ -294,7 +294,12 @@ def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") ->
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="hollow: a noisy run (spread > 5%)",
                                  marker=dict(size=11, symbol="circle-open", color="#555", line=dict(width=2))))
     fig.update_xaxes(type="log", dtick=1, title="arithmetic intensity (FLOPs / minimum bytes per call)")
-    _log_y(fig, "achieved TFLOP/s (compiled call)")
+    ys = pd.concat([placed["achieved_tflops"], lines["tflops"]])
+    ys = ys[ys > 0]
+    if len(ys) and ys.max() / ys.min() >= 100:
+        _log_y(fig, "achieved TFLOP/s (compiled call)")
+    else:  # within two decades, decade ticks alone leave the axis nearly bare
+        fig.update_yaxes(type="log", title="achieved TFLOP/s (compiled call)")
     return _layout(fig, "Roofline: the compiled call against the device's measured ceilings", height=460)
 
 
@@ -354,8 +359,7 @@ def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
                      tickfont=dict(size=10))
     fig.update_xaxes(title="seconds", rangemode="tozero")
     _mark_failures_on_y(fig, fails, "series")
-    return _layout(fig, "Warmup: where the compiled first call goes (beside the eager first call)",
-                   height=160 + 38 * max(1, len(cats)))
+    return _rows_layout(fig, "Warmup: where the compiled first call goes (beside the eager first call)", len(cats))
 
 
 def host_latency(frame: pd.DataFrame, fails: pd.DataFrame, cats: list[str]) -> go.Figure:
@@ -386,8 +390,16 @@ def host_latency(frame: pd.DataFrame, fails: pd.DataFrame, cats: list[str]) -> g
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=cats, autorange="reversed", title=None,
                      tickfont=dict(size=10))
     _mark_failures_on_y(fig, fails, "series")
-    return _layout(fig, "Device time inside host latency (what sticks out: launch overhead)",
-                   height=160 + 38 * max(1, len(cats)))
+    return _rows_layout(fig, "Device time inside host latency (what sticks out: launch overhead)", len(cats))
+
+
+def _rows_layout(fig: go.Figure, title: str, rows: int) -> go.Figure:
+    """A plot with one bar row per series: 38 px a row, and the legend a fixed distance under the x axis
+    (a fraction of the plot's height would sit on the axis title of a short plot)."""
+    height = max(300, 170 + 38 * rows)
+    _layout(fig, title, height=height)
+    fig.update_layout(legend=dict(y=-95 / (height - 120)))
+    return fig
 
 
 def breakdown_rows(frame: pd.DataFrame, fails: pd.DataFrame) -> list[str]:
