@@ -43,11 +43,12 @@ def _reasons(bad: pd.DataFrame, label_col: str) -> str:
 def _mark_failures_on_x(fig: go.Figure, fails: pd.DataFrame, x_col: str, label_col: str) -> None:
     """A red ✕ note at the bottom of the plot at each x that has failed jobs; hover shows the reasons."""
     notes = []
+    log = fig.layout.xaxis.type == "log"  # annotations on a log axis take log10(x), or they stretch the range
     for x, group in fails.groupby(x_col, sort=True):
         configs = group[label_col].unique()
         what = f"{configs[0]}: {group['status'].iloc[0]}" if len(configs) == 1 and len(group) == 1 \
             else f"{len(group)} did not succeed"
-        notes.append(dict(x=x, y=0, xref="x", yref="y domain", yanchor="bottom", showarrow=False,
+        notes.append(dict(x=float(np.log10(x)) if log else x, y=0, xref="x", yref="y domain", yanchor="bottom", showarrow=False,
                           text=f"✕ {what}", font=dict(color=FAIL_COLOR, size=12),
                           hovertext=_reasons(group, label_col), bgcolor="rgba(255,255,255,0.8)"))
     _add_notes(fig, notes)
@@ -274,7 +275,7 @@ def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") ->
     palette = colors(placed[color_by].astype(str))
     names = sorted(placed["device_name"].dropna().unique())
     symbol = {d: DEVICE_SYMBOLS[i % len(DEVICE_SYMBOLS)] if len(names) > 1 else "circle" for i, d in enumerate(names)}
-    hover = ("<b>%{customdata[0]}</b><br>%{x:.3g} FLOP/byte · %{y:.3g} TFLOP/s · %{customdata[1]:,.0f} GB/s"
+    hover = ("<b>%{customdata[0]}</b><br>%{x:,.3~r} FLOP/byte · %{y:,.3~r} TFLOP/s · %{customdata[1]:,.0f} GB/s"
              "<br>%{customdata[2]}%{customdata[3]}<br>compiled %{customdata[4]:.4g} ms · %{customdata[5]} run(s)"
              "%{customdata[6]}<extra></extra>")
     for key, sub in placed.groupby(placed[color_by].astype(str), sort=True):
@@ -294,6 +295,7 @@ def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") ->
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="hollow: a noisy run (spread > 5%)",
                                  marker=dict(size=11, symbol="circle-open", color="#555", line=dict(width=2))))
     fig.update_xaxes(type="log", dtick=1, title="arithmetic intensity (FLOPs / minimum bytes per call)")
+    fig.update_layout(hoverlabel=dict(bgcolor="white", font=dict(color="#222"), align="left"))
     ys = pd.concat([placed["achieved_tflops"], lines["tflops"]])
     ys = ys[ys > 0]
     if len(ys) and ys.max() / ys.min() >= 100:
@@ -357,7 +359,8 @@ def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
     fig.update_layout(barmode="group", bargap=0.3, bargroupgap=0.05)
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=cats, autorange="reversed", title=None,
                      tickfont=dict(size=10))
-    fig.update_xaxes(title="seconds", rangemode="tozero")
+    ends = pd.concat([comp.groupby("series")["seconds"].sum(), frame.loc[frame["bar"] == "eager", "seconds"]])
+    fig.update_xaxes(title="seconds", range=[0, 1.2 * ends.max()] if len(ends) else None)  # room for the totals
     _mark_failures_on_y(fig, fails, "series")
     return _rows_layout(fig, "Warmup: where the compiled first call goes (beside the eager first call)", len(cats))
 
@@ -416,7 +419,7 @@ def repeat_spread(runs: pd.DataFrame, spans: pd.DataFrame, groups: list[str]) ->
     heights = [spans.loc[spans["group"] == g, "candidate"].nunique() for g in groups]
     height = 110 + sum(70 + 30 * h for h in heights)
     fig = make_subplots(rows=rows, cols=1, subplot_titles=titles, row_heights=[30 * h + 20 for h in heights],
-                        vertical_spacing=min(0.3, 70 / height) if rows > 1 else 0)
+                        vertical_spacing=min(0.3, 85 / (height - 150)) if rows > 1 else 0)  # of the plot area
     palette = colors(spans.loc[spans["candidate"] != "eager", "candidate"])
     palette["eager"] = "#7f7f7f"
     for i, group in enumerate(groups, start=1):

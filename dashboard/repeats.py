@@ -75,7 +75,7 @@ def separability(spans: pd.DataFrame) -> pd.DataFrame:
     """Every pair of candidates in a group, the faster (by median) first, with the verdict: `separated`
     when the faster one's slowest run beats the slower one's fastest, else `not separable`; `gap %` is
     that margin over the faster median (negative: the ranges overlap by that much)."""
-    cols = ["group", "faster", "slower", "faster ms", "slower ms", "ratio", "gap %", "verdict"]
+    cols = ["group", "faster", "slower", "verdict", "ratio", "gap %", "faster ms", "slower ms"]
     pairs = spans.merge(spans, on="group", suffixes=("_a", "_b"))
     # each unordered pair once, faster first (ties: by name, so the pair is still kept once)
     first = (pairs["median_a"] < pairs["median_b"]) | (

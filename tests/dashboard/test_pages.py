@@ -253,7 +253,7 @@ def test_results_show_timing_spread_repeats_host_latency_and_the_roofline(result
     timing = next(t for t in texts(at.caption) if t.startswith("Timing: "))
     assert "cuda: events per call behind a GPU spin (host head start) and an L2 flush" in timing and "5%" in timing
     pairs, summary = at.dataframe[0].value, at.dataframe[1].value
-    assert list(pairs.columns) == ["group", "faster", "slower", "faster ms", "slower ms", "ratio", "gap %", "verdict"]
+    assert list(pairs.columns) == ["group", "faster", "slower", "verdict", "ratio", "gap %", "faster ms", "slower ms"]
     assert set(pairs["verdict"]) <= {"✅ separated", "≈ not separable"} and "eager" in set(pairs["slower"])
     assert (summary["runs"] == 4).all() and {"compiled_ms spread %", "speedup min", "eager_ms max"} <= set(summary.columns)
     assert {"dynamo tracing", "codegen + kernel compile", "eager first call"} <= trace_names(at, "plot_breakdown")
