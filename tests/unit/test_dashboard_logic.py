@@ -1,6 +1,7 @@
 """The dashboard's compute functions (no streamlit): form -> sweeps, results table, plots, diffs."""
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -365,3 +366,13 @@ def test_timing_methods_name_each_method_once(synthetic):
     assert tables.timing_methods(synthetic) == [
         f"cuda: events per call behind a GPU spin (host head start) and an L2 flush "
         f"({(synthetic['status'] == 'succeeded').sum()} jobs, 300 samples per side)"]
+
+
+def test_failure_notes_on_a_log_batch_axis_sit_at_their_batch(synthetic):
+    view = tables.label_series(synthetic[synthetic["model"] == tables.failures(synthetic)["model"].iloc[0]])
+    agg, fails = tables.summarize(view)
+    fig = charts.speedup(agg, fails)
+    assert fig.layout.xaxis.type == "log"  # batch 1..128
+    notes = [a for a in fig.layout.annotations if a.text.startswith("✕")]
+    # plotly reads x on a log axis as log10(x): a raw 128 would stretch the range to 1e128
+    assert sorted(a.x for a in notes) == pytest.approx(sorted(np.log10(fails["batch_size"].unique().astype(float))))
