@@ -24,15 +24,17 @@ SEPARATED, NOT_SEPARABLE = "separated", "not separable"
 
 
 def repeated(view: pd.DataFrame) -> pd.DataFrame:
-    """The succeeded jobs that have at least one identical twin in their sweep, each with its `group`
-    (the configurations it can be compared with, as text), `noisy_run` (its own spread past 5%), and a
-    `config` label that names only what differs among the repeated jobs (tables.label_series)."""
+    """The succeeded jobs that have at least one identical twin in their sweep, each with its `spec_id`
+    (the same for identical specs), `group` (the configurations it can be compared with, as text),
+    `noisy_run` (its own spread past 5%), and a `config` label that names only what differs among the
+    repeated jobs (tables.label_series)."""
     ok = view.loc[view["status"] == "succeeded", list(SPEC)]
-    runs = ok.groupby(list(SPEC), dropna=False, sort=False)["sweep_id"].transform("size")
-    keep = ok.index[(runs >= 2).to_numpy()]
-    if keep.empty:
-        return view.iloc[0:0].assign(group=pd.Series(dtype=object), noisy_run=pd.Series(dtype=bool))
-    rep = tables.label_series(view.loc[keep])
+    spec_id = ok.groupby(list(SPEC), dropna=False, sort=False).ngroup()
+    keep = (spec_id.map(spec_id.value_counts()) >= 2).to_numpy()
+    if not keep.any():
+        return view.iloc[0:0].assign(group=pd.Series(dtype=object), noisy_run=pd.Series(dtype=bool),
+                                     spec_id=pd.Series(dtype=int))
+    rep = tables.label_series(view.loc[ok.index[keep]]).assign(spec_id=spec_id[keep].to_numpy())
     variant = rep["variant"].fillna("")
     group = rep["sweep_label"] + " · bs " + rep["batch_size"].astype(str) + variant.where(variant == "", " · " + variant)
     return rep.assign(group=group, noisy_run=rep["noisy"].eq(True))
@@ -42,16 +44,16 @@ def summary(rep: pd.DataFrame) -> pd.DataFrame:
     """One row per repeated configuration: runs, then per metric its median, min, max and spread %."""
     if rep.empty:
         return pd.DataFrame(columns=["group", "config", "runs", "noisy runs"])
-    g = rep.groupby(list(SPEC), dropna=False, sort=False)
-    out = g.agg(group=("group", "first"), config=("config", "first"), runs=("job_id", "size"),
-                noisy_runs=("noisy_run", "sum"))
+    named = {"group": ("group", "first"), "config": ("config", "first"), "runs": ("job_id", "size"),
+             "noisy_runs": ("noisy_run", "sum")}
     for m in METRICS:
-        stats = g[m].agg(["median", "min", "max"])
-        out[m] = stats["median"]
-        out[f"{m} min"] = stats["min"]
-        out[f"{m} max"] = stats["max"]
-        out[f"{m} spread %"] = 100 * (stats["max"] - stats["min"]) / stats["median"]
-    out = out.rename(columns={"noisy_runs": "noisy runs"}).reset_index(drop=True)
+        named |= {m: (m, "median"), f"{m} min": (m, "min"), f"{m} max": (m, "max")}
+    out = rep.groupby("spec_id", sort=False).agg(**named)  # one pass over the repeated jobs
+    for m in METRICS:
+        out[f"{m} spread %"] = 100 * (out[f"{m} max"] - out[f"{m} min"]) / out[m]
+    order = ["group", "config", "runs", "noisy runs"] + [f"{m}{end}" for m in METRICS
+                                                         for end in ("", " min", " max", " spread %")]
+    out = out.rename(columns={"noisy_runs": "noisy runs"}).reset_index(drop=True)[order]
     return out.sort_values(["group", "compiled_ms"], kind="stable").reset_index(drop=True)
 
 

@@ -287,3 +287,19 @@ def test_results_without_ceilings_repeats_or_cuda_say_so(lab):
     assert len(missing) == 1 and "AMD EPYC" in missing[0] and "python -m runner calibrate --device cpu" in missing[0]
     assert any(t.startswith("Timing: cpu: perf_counter per call") for t in texts(at.caption))
     assert trace_names(at, "plot_roofline") == {"simplenet"}  # the points, without a line
+
+
+def test_results_plots_follow_a_new_result(results):
+    """The plots are built once per (data, filters, choices) and shared; a new result is a new build."""
+    from db.spec import ModelInfo, SweepRequest
+
+    at = ok(page("results", plot="complexnet", rcolor="mode"))
+    assert "max-autotune-no-cudagraphs" not in trace_names(at, "plot_roofline")
+    queue.submit(results, SweepRequest(model="complexnet", batch_sizes=[32], modes=["max-autotune-no-cudagraphs"],
+                                       device="cuda"), {"complexnet": ModelInfo("complexnet", "d")})
+    claim = queue.claim_next(results, "w", ["cuda"], ["complexnet"], 60)
+    queue.finish(results, claim.job_id, claim.token, JobStatus.SUCCEEDED, result={
+        "eager_ms": 4.3, "compiled_ms": 2.9, "speedup": 1.48, "flops": 1.056e11, "min_bytes": 7.09e7,
+        "achieved_tflops": 36.4, "achieved_gbps": 24.4, "device_name": "NVIDIA H100 80GB HBM3"})
+    ok(at.run())
+    assert "max-autotune-no-cudagraphs" in trace_names(at, "plot_roofline")
