@@ -1,9 +1,10 @@
 """The Results plots (plotly), each answering one of the seed notes' questions. No streamlit here.
 
 Every figure takes what dashboard.tables.summarize makes of one model's labelled rows: `agg`, medians
-over repeated runs per (config, batch size), and `fails`, the jobs that did not succeed. Failures are
-drawn too, as red ✕ notes with their reasons on hover, so a failed configuration is never silently
-missing from a plot.
+over repeated runs per (config, batch size), and `fails`, the jobs that did not succeed, or a frame
+built from them (tables.breakdown_frame, tables.host_latency_frame, dashboard.repeats, dashboard.roofline).
+Failures are drawn too, as red ✕ notes with their reasons on hover, so a failed configuration is never
+silently missing from a plot.
 """
 from __future__ import annotations
 
