@@ -4,8 +4,8 @@
 
 For each size: a temp SQLite file filled with synthetic jobs (bench/synthetic.py: about 2% failed, a
 third with a shape schedule), then the Results page is run through Streamlit's AppTest, which executes
-the whole page script server-side (data load, filters, five plotly figures, the paged table, the
-downloads' buttons) without a browser:
+the whole page script server-side (data load, filters, nine plotly figures, the repeat and
+separability tables, the paged table, the downloads' buttons) without a browser:
 
   load        db.views.result_rows + tables.results_frame alone (what a full load costs)
   first       the first render in a fresh server process: the shared ResultStore loads every row
@@ -71,7 +71,8 @@ def bench(n: int, repeat: int, workdir: Path) -> dict:
     def render():
         at.run()
         assert not at.exception, [e.value for e in at.exception]
-        assert len(at.get("plotly_chart")) == 5, "the page should draw all five plots"
+        # speedup, latency, warmup, break-even, recompiles; compile breakdown, device vs host, repeats, roofline
+        assert len(at.get("plotly_chart")) == 9, "the page should draw all nine plots"
 
     first_s = timed(render)
     cached = [timed(render) for _ in range(repeat)]

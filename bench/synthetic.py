@@ -1,9 +1,17 @@
 """Synthetic but realistic finished jobs for the render benchmark and the dashboard's tests.
 
-Sweeps of 24 jobs (4 batch sizes x 3 dynamic settings x 2 modes) over a few zoo models, numbers shaped
-like real CPU/GPU runs (latency grows with batch size, compile costs seconds, speedups 0.8-3x, p10/p90
-around the median), about 2% failed / timed out / crashed jobs with a reason, and a shape schedule on
-the dynamic=false jobs. Inserted with bulk Core inserts, one transaction per table.
+Sweeps of 24 jobs (4 batch sizes x 3 dynamic settings x 2 modes) over a few zoo models, about 2%
+failed / timed out / crashed jobs with a reason, and a shape schedule on the dynamic=false jobs. Every
+other sincos sweep runs with a warm compile cache. The last sweep (when there are two or more) is a
+repeat sweep like `submit --repeat 4`: complexnet at batch 8 and 32 in three modes, four identical jobs
+each, whose spread is small at batch 32 (the modes separate) and larger at batch 8 (they do not).
+
+Numbers are shaped like the H100 runs in bench/results/h100_repeats.txt: each model's work per call
+(FLOPs, minimum bytes) sets a floor against the device's measured ceilings (also stored, unless
+`ceilings=False`), the compiled call reaches 70-100% of it plus a fixed kernel latency, eager is slower by
+a per-model gain; CUDA jobs carry host latency (wall) above device time, smaller under CUDA graphs; a few
+jobs are noisy (spread over 5%). The compiled first call is split into compile_breakdown_s parts that add
+up to it. Inserted with bulk Core inserts, one transaction per table.
 """
 from __future__ import annotations
 
@@ -14,79 +22,161 @@ from datetime import timedelta
 from sqlalchemy import Engine, insert
 
 from db.engine import atomic
-from db.models import Job, Result, Sweep, Worker, utcnow
+from db.models import DeviceCeiling, Job, Result, Sweep, Worker, utcnow
+from db.roofline import place
 
-MODELS = {"simplenet": 0.05, "mlp": 0.4, "complexnet": 6.0, "sincos": 1.5}  # eager ms at batch 1
+# per model: FLOPs and input+output bytes per sample, parameter bytes, fixed device latency of the
+# compiled call (ms), eager's slowdown against compiled default, eager's host overhead per call (ms)
+MODELS = {"simplenet": dict(flops=534_528, io=2_088, params=1_071_144, fixed_ms=0.035, gain=1.03, host_ms=0.15),
+          "mlp": dict(flops=16_777_216, io=8_192, params=33_574_912, fixed_ms=0.05, gain=1.15, host_ms=0.12),
+          "complexnet": dict(flops=3.3e9, io=340_000, params=60_000_000, fixed_ms=0.05, gain=1.45, host_ms=0.4),
+          "sincos": dict(flops=0.0, io=120_000, params=0, fixed_ms=0.01, gain=2.38, host_ms=0.07)}
 BATCHES = (1, 8, 32, 128)
 DYNAMICS = (None, True, False)
 MODES = ("default", "max-autotune")
+MODE_GAIN = {"default": 1.0, "reduce-overhead": 1.025, "max-autotune": 1.04}
+REPEAT = {"model": "complexnet", "batches": (8, 32), "modes": ("default", "reduce-overhead", "max-autotune"), "n": 4}
 FAILURES = (("failed", "compile failed: fullgraph=True: graph break: call to numpy.random.choice at model.py:41"),
             ("timed_out", "timed out after 1800 s (while compiling); the child's process group was killed"),
             ("crashed", "child killed by SIGSEGV while measuring"))
+DEVICES = {  # name, timing method and measured ceilings (the H100's from bench/results/h100_repeats.txt)
+    "cuda": {"device_name": "NVIDIA H100 80GB HBM3", "copy_gbps": 2952.2,
+             "matmul_tflops": {"float32": 51.24, "bfloat16": 782.97, "float16": 752.10},
+             "timing_method": "cuda: events per call behind a GPU spin (host head start) and an L2 flush"},
+    "cpu": {"device_name": "AMD EPYC 9454 48-Core Processor", "copy_gbps": 38.0,
+            "matmul_tflops": {"float32": 1.9, "bfloat16": 0.9, "float16": 0.4},
+            "timing_method": "cpu: perf_counter per call"}}
 
 
-def fill(engine: Engine, n_jobs: int, seed: int = 0, device: str = "cuda") -> None:
+def fill(engine: Engine, n_jobs: int, seed: int = 0, device: str = "cuda", ceilings: bool = True) -> None:
     rng = random.Random(seed)
+    extra = random.Random(seed + 1)  # the fields added later draw from their own stream: the rest stay as they were
     now = utcnow()
+    dev = DEVICES[device]
     worker = f"bench-host:1:gpu0:{seed:06x}"
-    env = {"torch_version": "2.13.0", "triton_version": "3.5.0", "device_name": "NVIDIA H100 80GB HBM3",
-           "cuda_version": "12.8", "hostname": "bench-host"}
+    env = {"torch_version": "2.13.0", "triton_version": "3.5.0", "device_name": dev["device_name"],
+           "cuda_version": "12.8" if device == "cuda" else None, "hostname": "bench-host"}
     sweeps, jobs, results = [], [], []
-    job_id = 0
     per_sweep = len(BATCHES) * len(DYNAMICS) * len(MODES)
-    for s in range(math.ceil(n_jobs / per_sweep)):
-        model = list(MODELS)[s % len(MODELS)]
+    n_sweeps = math.ceil(n_jobs / per_sweep)
+    for s in range(n_sweeps):
+        repeat = s == n_sweeps - 1 and s > 0
+        model = REPEAT["model"] if repeat else list(MODELS)[s % len(MODELS)]
+        cache = "warm" if model == "sincos" and s % 8 == 7 else "cold"
         sweep_id = s + 1
         created = now - timedelta(minutes=n_jobs - s)
-        sweeps.append({"id": sweep_id, "name": f"{model} sweep {sweep_id}", "created_at": created,
-                       "created_by": "bench", "request": {"model": model, "batch_sizes": list(BATCHES),
-                                                          "modes": list(MODES), "device": device}})
-        for bs in BATCHES:
-            for dyn in DYNAMICS:
-                for mode in MODES:
-                    if job_id >= n_jobs:
-                        break
-                    job_id += 1
-                    schedule = [bs, bs * 2, bs * 4] if dyn is False else []
-                    spec = {"model": model, "batch_size": bs, "model_args": {}, "task": "inference",
-                            "device": device, "dtype": "float32", "backend": "inductor", "mode": mode,
-                            "dynamic": dyn, "fullgraph": False, "cache": "cold", "schedule": schedule, "iters": 30,
-                            "timeout_s": 1800}
-                    failed = rng.random() < 0.02
-                    status, error = rng.choice(FAILURES) if failed else ("succeeded", None)
-                    jobs.append({"id": job_id, "sweep_id": sweep_id, "spec": spec, "status": status, "error": error,
-                                 "attempts": 1, "created_at": created, "claimed_at": created,
-                                 "finished_at": created + timedelta(seconds=30), "worker_id": worker})
-                    if not failed:
-                        results.append(_result(rng, job_id, MODELS[model], bs, dyn, mode, schedule, env))
+        if repeat:
+            combos = [(bs, None, mode) for bs in REPEAT["batches"] for mode in REPEAT["modes"]] * REPEAT["n"]
+            combos.sort(key=lambda c: (c[0], REPEAT["modes"].index(c[2])))
+            request = {"model": model, "batch_sizes": list(REPEAT["batches"]), "modes": list(REPEAT["modes"]),
+                       "device": device, "repeat": REPEAT["n"]}
+        else:
+            combos = [(bs, dyn, mode) for bs in BATCHES for dyn in DYNAMICS for mode in MODES]
+            request = {"model": model, "batch_sizes": list(BATCHES), "modes": list(MODES), "device": device,
+                       "cache": cache}
+        sweeps.append({"id": sweep_id, "name": f"{model} {'repeats' if repeat else 'sweep'} {sweep_id}",
+                       "created_at": created, "created_by": "bench", "request": request})
+        for bs, dyn, mode in combos:
+            if len(jobs) >= n_jobs:
+                break
+            job_id = len(jobs) + 1
+            schedule = [bs, bs * 2, bs * 4] if dyn is False else []
+            spec = {"model": model, "batch_size": bs, "model_args": {}, "task": "inference", "device": device,
+                    "dtype": "float32", "backend": "inductor", "mode": mode, "dynamic": dyn, "fullgraph": False,
+                    "cache": cache, "schedule": schedule, "iters": 30, "timeout_s": 1800}
+            failed = not repeat and rng.random() < 0.02
+            status, error = rng.choice(FAILURES) if failed else ("succeeded", None)
+            jobs.append({"id": job_id, "sweep_id": sweep_id, "spec": spec, "status": status, "error": error,
+                         "attempts": 1, "created_at": created, "claimed_at": created,
+                         "finished_at": created + timedelta(seconds=30), "worker_id": worker})
+            if not failed:
+                # repeats differ by run-to-run noise only: 0.3% at batch 32, 1.5% at batch 8
+                jitter = (0.003 if bs >= 32 else 0.015) if repeat else 0.15
+                results.append(_result(rng, extra, job_id, model, bs, dyn, mode, cache, schedule, env, device, jitter))
     with atomic(engine) as session:
         session.execute(insert(Worker), [{"id": worker, "hostname": "bench-host", "pid": 1, "gpu": "0",
                                           "state": "stopped", "capabilities": {**env, "devices": [device]},
                                           "started_at": now, "heartbeat_at": now - timedelta(days=1)}])
+        if ceilings:
+            session.execute(insert(DeviceCeiling), [
+                {"device_name": dev["device_name"], "hostname": "bench-host", "dtype": dtype,
+                 "copy_gbps": dev["copy_gbps"], "matmul_tflops": tflops, "torch_version": "2.13.0",
+                 "measured_at": now - timedelta(days=1)} for dtype, tflops in dev["matmul_tflops"].items()])
         session.execute(insert(Sweep), sweeps)
         session.execute(insert(Job), jobs)
         if results:
             session.execute(insert(Result), results)
 
 
-def _result(rng, job_id, base_ms, bs, dyn, mode, schedule, env) -> dict:
-    eager = base_ms * bs ** 0.8 * rng.uniform(0.95, 1.05)
-    gain = (1.6 if mode == "max-autotune" else 1.4) * (0.85 if dyn else 1.0) * rng.uniform(0.8, 1.2)
+def _result(rng, extra, job_id, model, bs, dyn, mode, cache, schedule, env, device, jitter) -> dict:
+    m, dev = MODELS[model], DEVICES[device]
+    flops, min_bytes = m["flops"] * bs, m["params"] + m["io"] * bs
+    compute_ms = flops / (dev["matmul_tflops"]["float32"] * 1e9)
+    memory_ms = min_bytes / (dev["copy_gbps"] * 1e6)
+    efficiency = 0.72 if compute_ms > memory_ms else 0.97
+    eager = (max(compute_ms, memory_ms) / efficiency + m["fixed_ms"]) * m["gain"] * rng.uniform(1 - jitter, 1 + jitter)
+    gain = m["gain"] * MODE_GAIN[mode] * (0.9 if dyn else 1.0) * rng.uniform(1 - jitter, 1 + jitter)
     compiled = eager / gain
+    noisy_run = extra.random() < 0.04
+    spreads = [extra.uniform(0.05, 0.15) if noisy_run and i == 1 else abs(extra.gauss(0, 0.008)) + 0.001
+               for i in range(2)]
+    ratio_spread = 1.5 * max(spreads)
     eager_first = eager / 1000 * rng.uniform(3, 6)
-    compiled_first = rng.uniform(4, 9) * (3 if mode == "max-autotune" else 1)
+    warm = cache == "warm"
+    compiled_first = rng.uniform(1.0, 2.5) if warm else rng.uniform(4, 9) * (3 if mode == "max-autotune" else 1)
+    breakdown = _breakdown(extra, compiled_first, mode, warm)
     saved = (eager - compiled) / 1000
     calls = [{"size": size, "dim": "batch", "eager_s": eager / 1000 * (size / bs) ** 0.8,
               "compiled_s": (rng.uniform(2, 5) if i else compiled / 1000), "recompiled": i > 0,
               "reason": f"tensor 'x' size mismatch at index 0. expected {bs}, actual {size}" if i else None}
              for i, size in enumerate(schedule)]
+    wall = {}
+    if device == "cuda":  # host latency: Python and launches on top; CUDA graphs (reduce-overhead, max-autotune) cut it
+        host = m["host_ms"] * extra.uniform(0.9, 1.4)
+        graphs = mode in ("reduce-overhead", "max-autotune")
+        wall = {"eager_wall_ms": eager + host, "compiled_wall_ms": compiled + host * (0.45 if graphs else 1.3)}
+    seconds = compiled / 1e3
     return {"job_id": job_id, "eager_first_call_s": eager_first, "compiled_first_call_s": compiled_first,
             "compiled_second_call_s": compiled / 1000 * rng.uniform(1.2, 2), "eager_ms": eager, "compiled_ms": compiled,
-            "eager_p10_ms": eager * 0.96, "eager_p90_ms": eager * 1.08, "compiled_p10_ms": compiled * 0.95,
-            "compiled_p90_ms": compiled * 1.1, "speedup": eager / compiled,
+            "eager_p10_ms": eager * (1 - 2 * spreads[0]), "eager_p90_ms": eager * (1 + 3 * spreads[0]),
+            "compiled_p10_ms": compiled * (1 - 2 * spreads[1]), "compiled_p90_ms": compiled * (1 + 3 * spreads[1]),
+            "speedup": eager / compiled,
             "break_even_calls": math.ceil((compiled_first - eager_first) / saved) if saved > 0 else None,
-            "timing_method": "cuda_event", "samples_per_side": 300, "graph_count": 1, "graph_breaks": 0,
+            "timing_method": dev["timing_method"], "samples_per_side": 300, **wall,
+            "eager_spread": spreads[0], "compiled_spread": spreads[1], "noisy": max(spreads) > 0.05,
+            "flops": flops, "min_bytes": min_bytes, "achieved_tflops": flops / seconds / 1e12,
+            "achieved_gbps": min_bytes / seconds / 1e9,
+            **place(flops, min_bytes, compiled, {"copy_gbps": dev["copy_gbps"],
+                                                 "matmul_tflops": dev["matmul_tflops"]["float32"]}, False),
+            "graph_count": 1, "graph_breaks": 0,
             "recompiles": max(0, len(schedule) - 1), "measure_recompiles": 0, "peak_mem_eager_mb": 10.0 * bs,
             "peak_mem_compiled_mb": 8.0 * bs, "max_abs_error": 1e-6, "rel_error": 1e-7, "accuracy_ok": True,
             **env, "samples": {}, "schedule": calls,
-            "detail": {"graph_break_reasons": [], "recompile_reasons": [], "compile_phases_s": {"dynamo": 1.0}}}
+            "detail": {"graph_break_reasons": [], "recompile_reasons": [], "compile_breakdown_s": breakdown,
+                       "compile_phases_s": _phases(breakdown),
+                       "cache_hits": {"inductor_fx_local_cache_hit_count": int(warm),
+                                      "inductor_fx_local_cache_miss_count": int(not warm)},
+                       "speedup_p10": eager / compiled * (1 - ratio_spread),
+                       "speedup_p90": eager / compiled * (1 + ratio_spread)}}
+
+
+def _breakdown(rng, first_s: float, mode: str, warm: bool) -> dict:
+    """The first call's disjoint parts (runner.measure.compile_breakdown's keys), adding up to it: a warm
+    cache skips most of codegen and kernel compile, max-autotune spends most of its time autotuning."""
+    shares = {"dynamo tracing": rng.uniform(0.10, 0.16), "aot autograd": rng.uniform(0.06, 0.10),
+              "inductor lowering": rng.uniform(0.12, 0.20),
+              "codegen + kernel compile": rng.uniform(0.03, 0.06) if warm else rng.uniform(0.40, 0.50),
+              "autotuning": rng.uniform(0.55, 0.65) if mode == "max-autotune" and not warm else 0.0}
+    scale = 0.92 / max(1.0, sum(shares.values()))
+    parts = {k: v * scale * first_s for k, v in shares.items()}
+    parts["other (run, guards)"] = first_s - sum(parts.values())
+    return parts
+
+
+def _phases(parts: dict) -> dict:
+    """compile_phases_s as torch nests them (dynamo ⊃ aot_autograd ⊃ inductor ⊃ codegen)."""
+    codegen = parts["codegen + kernel compile"]
+    inductor = parts["inductor lowering"] + codegen + parts["autotuning"]
+    aot = parts["aot autograd"] + inductor
+    return {"dynamo": parts["dynamo tracing"] + aot, "aot_autograd": aot, "inductor": inductor,
+            "inductor_codegen": codegen, "autotune": parts["autotuning"]}

@@ -1,15 +1,18 @@
 """The Results plots (plotly), each answering one of the seed notes' questions. No streamlit here.
 
 Every figure takes what dashboard.tables.summarize makes of one model's labelled rows: `agg`, medians
-over repeated runs per (config, batch size), and `fails`, the jobs that did not succeed. Failures are
-drawn too, as red ✕ notes with their reasons on hover, so a failed configuration is never silently
-missing from a plot.
+over repeated runs per (config, batch size), and `fails`, the jobs that did not succeed, or a frame
+built from them (tables.breakdown_frame, tables.host_latency_frame, dashboard.repeats, dashboard.roofline).
+Failures are drawn too, as red ✕ notes with their reasons on hover, so a failed configuration is never
+silently missing from a plot.
 """
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 
 FAIL_COLOR = "#d62728"
@@ -40,13 +43,22 @@ def _reasons(bad: pd.DataFrame, label_col: str) -> str:
 
 def _mark_failures_on_x(fig: go.Figure, fails: pd.DataFrame, x_col: str, label_col: str) -> None:
     """A red ✕ note at the bottom of the plot at each x that has failed jobs; hover shows the reasons."""
+    notes = []
+    log = fig.layout.xaxis.type == "log"  # annotations on a log axis take log10(x), or they stretch the range
     for x, group in fails.groupby(x_col, sort=True):
         configs = group[label_col].unique()
         what = f"{configs[0]}: {group['status'].iloc[0]}" if len(configs) == 1 and len(group) == 1 \
             else f"{len(group)} did not succeed"
-        fig.add_annotation(x=x, y=0, xref="x", yref="y domain", yanchor="bottom", showarrow=False,
-                           text=f"✕ {what}", font=dict(color=FAIL_COLOR, size=12),
-                           hovertext=_reasons(group, label_col), bgcolor="rgba(255,255,255,0.8)")
+        notes.append(dict(x=float(np.log10(x)) if log else x, y=0, xref="x", yref="y domain", yanchor="bottom", showarrow=False,
+                          text=f"✕ {what}", font=dict(color=FAIL_COLOR, size=12),
+                          hovertext=_reasons(group, label_col), bgcolor="rgba(255,255,255,0.8)"))
+    _add_notes(fig, notes)
+
+
+def _add_notes(fig: go.Figure, notes: list[dict]) -> None:
+    """Add annotations in one assignment: add_annotation re-validates every earlier one (quadratic)."""
+    if notes:
+        fig.update_layout(annotations=list(fig.layout.annotations) + notes)
 
 
 def _categories(fig: go.Figure, agg: pd.DataFrame, fails: pd.DataFrame, x_col: str) -> list:
@@ -209,3 +221,228 @@ def recompile_timeline(sched: pd.DataFrame) -> go.Figure:
                              marker=dict(size=14, symbol="circle-open", color=FAIL_COLOR, line=dict(width=2.5))))
     _log_y(fig, "seconds per call (log; dotted: eager)")
     return _layout(fig, "Recompile timeline over the shape schedule")
+
+
+# -- issue 5: noisy numbers, the roofline, where the first call goes, device vs host, repeats ----------
+NOISY_COLOR = "#ff7f0e"
+PART_COLORS = {"dynamo tracing": "#4c78a8", "aot autograd": "#72b7b2", "inductor lowering": "#54a24b",
+               "codegen + kernel compile": "#eeca3b", "autotuning": "#e45756", "other (run, guards)": "#bab0ac",
+               "first call (no breakdown recorded)": "#ff7f0e", "eager first call": "#7f7f7f"}
+HOST_COLORS = {"eager: device time": "#7f7f7f", "eager: host latency (wall)": "#c7c7c7",
+               "compiled: device time": "#1f77b4", "compiled: host latency (wall)": "#aec7e8"}
+DTYPE_DASH = {"float32": "solid", "bfloat16": "dash", "float16": "dot"}
+DEVICE_LINE_COLORS = ("#222222", "#8c564b", "#17becf", "#9467bd")
+DEVICE_SYMBOLS = ("circle", "diamond", "square", "triangle-up")
+
+
+def _seconds(s: float) -> str:
+    return f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
+
+
+def mark_noisy(fig: go.Figure, agg: pd.DataFrame, x: str = "batch_size", y: str = "speedup") -> go.Figure:
+    """Ring the points of configurations with a noisy run (its own spread past 5%): read them with care."""
+    noisy = agg[agg["noisy_runs"].fillna(0) > 0].dropna(subset=[y])
+    if not noisy.empty:
+        fig.add_trace(go.Scatter(
+            x=noisy[x], y=noisy[y], mode="markers", name="⚠ noisy run (spread > 5%)",
+            marker=dict(size=20, symbol="circle-open", color=NOISY_COLOR, line=dict(width=2.5)),
+            customdata=noisy[["config", "noisy_runs", "runs", "max_spread"]],
+            hovertemplate="<b>⚠ %{customdata[0]}</b><br>%{customdata[1]} of %{customdata[2]} run(s) noisy; "
+                          "largest spread %{customdata[3]:.1%}<extra></extra>"))
+    return fig
+
+
+def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") -> go.Figure:
+    """Achieved TFLOP/s of each configuration's compiled call vs its arithmetic intensity, under its
+    device's measured roofline per dtype (hollow: a noisy run)."""
+    fig = go.Figure()
+    devices = sorted(lines["device_name"].unique())
+    for (device, dtype), sub in lines.groupby(["device_name", "dtype"], sort=True):
+        c = sub.iloc[0]
+        fig.add_trace(go.Scatter(
+            x=sub["ai"], y=sub["tflops"], mode="lines", name=f"{device} · {dtype}: {c.matmul_tflops:.3g} TFLOP/s, "
+                                                              f"{c.copy_gbps:,.0f} GB/s",
+            line=dict(color=DEVICE_LINE_COLORS[devices.index(device) % len(DEVICE_LINE_COLORS)],
+                      dash=DTYPE_DASH.get(dtype, "dashdot"), width=2),
+            hovertemplate=f"<b>{device} · {dtype}</b> (measured on {c.hostname})<br>matmul {c.matmul_tflops:.3g} "
+                          f"TFLOP/s, copy {c.copy_gbps:,.0f} GB/s<br>ridge at {c.ridge:.3g} FLOP/byte<extra></extra>"))
+    placed = pts[pts["on_plot"]].copy()
+    placed["where"] = (placed["roofline_pct"].map("{:.0f}% of the roofline".format) + " ("
+                       + placed["roofline_bound"].fillna("?") + "-bound)").where(placed["roofline_pct"].notna(),
+                                                                                 "no ceiling measured")
+    placed["mfu_text"] = ("<br>MFU " + placed["mfu"].map("{:.1%}".format)).where(placed["mfu"].notna(), "")
+    placed["noisy_text"] = (" · ⚠ " + placed["noisy_runs"].astype(int).astype(str) + " noisy").where(
+        placed["noisy_runs"] > 0, "")
+    palette = colors(placed[color_by].astype(str))
+    names = sorted(placed["device_name"].dropna().unique())
+    symbol = {d: DEVICE_SYMBOLS[i % len(DEVICE_SYMBOLS)] if len(names) > 1 else "circle" for i, d in enumerate(names)}
+    hover = ("<b>%{customdata[0]}</b><br>%{x:,.3~r} FLOP/byte · %{y:,.3~r} TFLOP/s · %{customdata[1]:,.0f} GB/s"
+             "<br>%{customdata[2]}%{customdata[3]}<br>compiled %{customdata[4]:.4g} ms · %{customdata[5]} run(s)"
+             "%{customdata[6]}<extra></extra>")
+    for key, sub in placed.groupby(placed[color_by].astype(str), sort=True):
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=key, legendgroup=key,  # its legend entry
+                                 marker=dict(size=11, color=palette[key])))
+        for (device, noisy), part in sub.groupby([sub["device_name"], sub["noisy_runs"] > 0], sort=True):
+            fig.add_trace(go.Scatter(
+                x=part["ai"], y=part["achieved_tflops"], mode="markers", name=key, legendgroup=key, showlegend=False,
+                marker=dict(size=11, color=palette[key], symbol=symbol[device] + ("-open" if noisy else ""),
+                            line=dict(width=2 if noisy else 0.5, color=palette[key] if noisy else "white")),
+                customdata=part[["label", "achieved_gbps", "where", "mfu_text", "compiled_ms", "runs", "noisy_text"]],
+                hovertemplate=hover))
+    for device in names if len(names) > 1 else []:
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{symbol[device]}: {device}",
+                                 marker=dict(size=11, symbol=symbol[device], color="#555")))
+    if (placed["noisy_runs"] > 0).any():
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="hollow: a noisy run (spread > 5%)",
+                                 marker=dict(size=11, symbol="circle-open", color="#555", line=dict(width=2))))
+    fig.update_xaxes(type="log", dtick=1, title="arithmetic intensity (FLOPs / minimum bytes per call)")
+    fig.update_layout(hoverlabel=dict(bgcolor="white", font=dict(color="#222"), align="left"))
+    ys = pd.concat([placed["achieved_tflops"], lines["tflops"]])
+    ys = ys[ys > 0]
+    if len(ys) and ys.max() / ys.min() >= 100:
+        _log_y(fig, "achieved TFLOP/s (compiled call)")
+    else:  # within two decades, decade ticks alone leave the axis nearly bare
+        fig.update_yaxes(type="log", title="achieved TFLOP/s (compiled call)")
+    return _layout(fig, "Roofline: the compiled call against the device's measured ceilings", height=460)
+
+
+def _mark_failures_on_y(fig: go.Figure, fails: pd.DataFrame, y_col: str) -> None:
+    """A red ✕ note at the right end of each row that has jobs that did not succeed (hover: the reasons)."""
+    notes = []
+    for y, group in fails.groupby(y_col, sort=True):
+        first = group.iloc[0]
+        what = f"{first['status']}: {str(first['error'])[:40]}…" if len(group) == 1 else f"{len(group)} did not succeed"
+        notes.append(dict(x=1, y=y, xref="x domain", yref="y", xanchor="right", showarrow=False, text=f"✕ {what}",
+                          font=dict(color=FAIL_COLOR, size=11), hovertext=_reasons(group, y_col),
+                          bgcolor="rgba(255,255,255,0.85)"))
+    _add_notes(fig, notes)
+
+
+def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
+    """Per series, the compiled first call as stacked compile phases (tables.breakdown_frame: one real
+    job's compile_breakdown_s) beside the eager first call; hatched: warm compile cache. Linear seconds,
+    so the parts' lengths compare; the totals are written at the bar ends."""
+    fig = go.Figure()
+    cats = breakdown_rows(frame, fails)
+    comp = frame[frame["bar"] == "compiled"].copy()
+    comp["base"] = comp.groupby("series")["seconds"].cumsum() - comp["seconds"]
+    comp["total"] = comp.groupby("series")["seconds"].transform("sum")
+    comp["share"] = comp["seconds"] / comp["total"]
+    last = comp.groupby("series").cumcount(ascending=False) == 0
+    comp["end_text"] = comp["total"].map(_seconds).where(last, "")
+    hover = ("<b>%{y}</b><br>%{fullData.name}: %{x:.3g} s (%{customdata[0]:.0%} of the first call, "
+             "%{customdata[1]:.3g} s)<br>job #%{customdata[2]} (median of %{customdata[3]} run(s)); "
+             "%{customdata[4]} cache %{customdata[5]}<extra></extra>")
+    for part in list(PART_COLORS) + sorted(set(comp["part"]) - set(PART_COLORS)):
+        sub = comp[comp["part"] == part]
+        if sub.empty or part == "eager first call":
+            continue
+        fig.add_trace(go.Bar(
+            y=sub["series"], x=sub["seconds"], base=sub["base"], orientation="h", name=part, offsetgroup="compiled",
+            marker=dict(color=PART_COLORS.get(part, "#9edae5"),
+                        pattern=dict(shape=["/" if c == "warm" else "" for c in sub["cache"]], solidity=0.25)),
+            text=sub["end_text"], textposition="outside", cliponaxis=False,
+            customdata=sub[["share", "total", "job_id", "runs", "cache"]].assign(
+                hits=sub["cache_hits"].fillna("").astype(str).str.slice(0, 120)),
+            hovertemplate=hover))
+    eager = frame[frame["bar"] == "eager"]
+    if not eager.empty:
+        fig.add_trace(go.Bar(
+            y=eager["series"], x=eager["seconds"], orientation="h", name="eager first call", offsetgroup="eager",
+            marker_color=PART_COLORS["eager first call"], text="eager " + eager["seconds"].map(_seconds),
+            textposition="outside", cliponaxis=False, customdata=eager[["runs"]],
+            hovertemplate="<b>%{y}</b><br>eager first call %{x:.3g} s (median of %{customdata[0]} run(s))"
+                          "<extra></extra>"))
+    if (comp["cache"] == "warm").any():
+        fig.add_trace(go.Bar(x=[None], y=[None], name="hatched: warm compile cache", orientation="h",
+                             marker=dict(color="#ffffff", line=dict(color="#555", width=1),
+                                         pattern=dict(shape="/", fgcolor="#555"))))
+    fig.update_layout(barmode="group", bargap=0.3, bargroupgap=0.05)
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=cats, autorange="reversed", title=None,
+                     tickfont=dict(size=10))
+    ends = pd.concat([comp.groupby("series")["seconds"].sum(), frame.loc[frame["bar"] == "eager", "seconds"]])
+    fig.update_xaxes(title="seconds", range=[0, 1.2 * ends.max()] if len(ends) else None)  # room for the totals
+    _mark_failures_on_y(fig, fails, "series")
+    return _rows_layout(fig, "Warmup: where the compiled first call goes (beside the eager first call)", len(cats))
+
+
+def host_latency(frame: pd.DataFrame, fails: pd.DataFrame, cats: list[str]) -> go.Figure:
+    """CUDA: per series, eager and compiled, device time (events; solid) drawn inside host latency (one
+    synchronous call; light): what sticks out is the launch overhead, which CUDA graphs (reduce-overhead)
+    shrink. Rows as in warmup_breakdown (`cats`), so the two plots read across; log ms."""
+    fig = go.Figure()
+    hover = ("<b>%{y}</b> · %{fullData.name}<br>device %{customdata[0]:.4g} ms · wall %{customdata[1]:.4g} ms"
+             "<br>launch overhead (wall − device) %{customdata[2]:.4g} ms<br>median of %{customdata[3]} run(s)"
+             "<extra></extra>")
+    # wall first, so each device bar is drawn on top of its wall bar (px.bar would also cost ~50 ms more)
+    for what in sorted(HOST_COLORS, key=lambda w: not w.endswith("(wall)")):
+        sub, color = frame[frame["what"] == what], HOST_COLORS[what]
+        side, wall = what.split(":")[0], what.endswith("(wall)")
+        # overlaid, by hand: eager in the row's upper half, compiled in the lower; device inside wall
+        width = 0.38 if wall else 0.2
+        offset = (-0.4 if side == "eager" else 0.02) + (0.38 - width) / 2
+        fig.add_trace(go.Bar(
+            y=sub["series"], x=sub["ms"], name=what, orientation="h", marker_color=color, width=width, offset=offset,
+            legendrank=list(HOST_COLORS).index(what),
+            text=("+" + sub["overhead_ms"].map("{:.2g}".format) + " ms") if wall else None,
+            textposition="outside", textfont=dict(size=9), cliponaxis=False,
+            customdata=sub[["device_ms", "wall_ms", "overhead_ms", "runs"]], hovertemplate=hover))
+    fig.update_layout(barmode="overlay")
+    values = frame["ms"][frame["ms"] > 0]
+    span = [np.log10(values.min() / 1.5), np.log10(values.max() * 3)] if len(values) else None  # room for the labels
+    fig.update_xaxes(type="log", dtick=1, title="ms per call (log)", range=span)
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=cats, autorange="reversed", title=None,
+                     tickfont=dict(size=10))
+    _mark_failures_on_y(fig, fails, "series")
+    return _rows_layout(fig, "Device time inside host latency (what sticks out: launch overhead)", len(cats))
+
+
+def _rows_layout(fig: go.Figure, title: str, rows: int) -> go.Figure:
+    """A plot with one bar row per series: 38 px a row, and the legend a fixed distance under the x axis
+    (a fraction of the plot's height would sit on the axis title of a short plot)."""
+    height = max(300, 170 + 38 * rows)
+    _layout(fig, title, height=height)
+    fig.update_layout(legend=dict(y=-95 / (height - 120)))
+    return fig
+
+
+def breakdown_rows(frame: pd.DataFrame, fails: pd.DataFrame) -> list[str]:
+    """The rows of warmup_breakdown and host_latency: every series in view, failed-only ones included."""
+    both = pd.concat([frame[["config", "batch_size", "series"]], fails[["config", "batch_size", "series"]]])
+    return both.sort_values(["config", "batch_size"])["series"].astype(str).drop_duplicates().tolist()
+
+
+def repeat_spread(runs: pd.DataFrame, spans: pd.DataFrame, groups: list[str]) -> go.Figure:
+    """Per comparison group (one sweep, one size), every run's ms per configuration and eager, with the
+    min–max range as a bar: ranges that do not overlap are separated. Hollow: a noisy run."""
+    rows = len(groups)
+    titles = [f"<b>{g}</b>" for g in groups]
+    heights = [spans.loc[spans["group"] == g, "candidate"].nunique() for g in groups]
+    height = 110 + sum(70 + 30 * h for h in heights)
+    fig = make_subplots(rows=rows, cols=1, subplot_titles=titles, row_heights=[30 * h + 20 for h in heights],
+                        vertical_spacing=min(0.3, 85 / (height - 150)) if rows > 1 else 0)  # of the plot area
+    palette = colors(spans.loc[spans["candidate"] != "eager", "candidate"])
+    palette["eager"] = "#7f7f7f"
+    for i, group in enumerate(groups, start=1):
+        span = spans[spans["group"] == group]
+        order = span["candidate"].tolist()  # fastest first
+        for c in span.itertuples():
+            color = palette.get(c.candidate, "#555")
+            fig.add_trace(go.Scatter(x=[c.min, c.max], y=[c.candidate] * 2, mode="lines", showlegend=False,
+                                     line=dict(color=color, width=12), opacity=0.3, hoverinfo="skip"), row=i, col=1)
+        sub = runs[runs["group"] == group]
+        for noisy, part in sub.groupby("noisy_run", sort=True):
+            fig.add_trace(go.Scatter(
+                x=part["ms"], y=part["candidate"], mode="markers", showlegend=False,
+                marker=dict(size=9, color=[palette.get(c, "#555") for c in part["candidate"]],
+                            symbol="circle-open" if noisy else "circle", line=dict(width=2 if noisy else 0)),
+                customdata=part[["job_id"]],
+                hovertemplate="<b>%{y}</b> job #%{customdata[0]}: %{x:.4g} ms" + (" ⚠ noisy" if noisy else "")
+                              + "<extra></extra>"), row=i, col=1)
+        fig.update_yaxes(type="category", categoryorder="array", categoryarray=order, autorange="reversed",
+                         row=i, col=1, tickfont=dict(size=10))
+        fig.update_xaxes(title="ms per call" if i == rows else None, row=i, col=1)
+    fig.update_annotations(font=dict(size=12))
+    fig = _layout(fig, "Each dot one run (compiled ms; eager: every job's eager ms); bars span min–max", height=height)
+    fig.update_layout(margin=dict(t=80))  # the first group's title sits under the figure's
+    return fig

@@ -264,3 +264,98 @@ def to_json(df: pd.DataFrame, engine=None) -> str:
         out[col] = out[col].map(lambda t: t.isoformat() if pd.notna(t) else None)
     records = out.astype(object).where(out.notna(), None).to_dict(orient="records")
     return json.dumps(records, indent=1, default=str)
+
+
+# -- issue 5: trust in a number, where the first call goes, device time vs host latency ----------------
+BREAKDOWN_PARTS = ("dynamo tracing", "aot autograd", "inductor lowering", "codegen + kernel compile", "autotuning",
+                   "other (run, guards)")  # runner.measure.compile_breakdown's keys, in the order they happen
+NO_BREAKDOWN = "first call (no breakdown recorded)"
+
+
+def with_noise(agg: pd.DataFrame, view: pd.DataFrame) -> pd.DataFrame:
+    """`agg` (summarize) plus, per (config, batch size), how many runs were noisy (spread past 5%) and the
+    largest spread of either side, so plots can mark numbers that moved within their own job."""
+    ok = view.loc[view["status"] == "succeeded", ["config", "batch_size", "eager_spread", "compiled_spread"]]
+    ok = ok.assign(noisy_runs=view.loc[ok.index, "noisy"].eq(True),
+                   max_spread=ok[["eager_spread", "compiled_spread"]].max(axis=1))
+    noise = ok.groupby(["config", "batch_size"], dropna=False).agg(noisy_runs=("noisy_runs", "sum"),
+                                                                   max_spread=("max_spread", "max")).reset_index()
+    return agg.merge(noise, on=["config", "batch_size"], how="left")
+
+
+def timing_methods(df: pd.DataFrame) -> list[str]:
+    """The distinct timing methods of the succeeded jobs, each with its job count and samples per side."""
+    ok = df.loc[(df["status"] == "succeeded") & df["timing_method"].notna(), ["timing_method", "samples_per_side"]]
+    g = ok.groupby("timing_method", sort=True)
+    counts, samples = g.size(), g["samples_per_side"].agg(["min", "max"])
+    out = []
+    for method, n in counts.items():
+        lo, hi = samples.loc[method, "min"], samples.loc[method, "max"]
+        per_side = "" if pd.isna(lo) else f", {lo} samples per side" if lo == hi else f", {lo}–{hi} samples per side"
+        out.append(f"{method} ({n:,} jobs{per_side})")
+    return out
+
+
+def breakdown_frame(view: pd.DataFrame) -> pd.DataFrame:
+    """The first calls per `series`, long: the compiled first call cut into compile_breakdown_s parts, and
+    the eager first call. Parts come from one real job, the one with the median compiled first call (parts
+    of different runs' medians would not add up); the eager bar is the median over the series' runs."""
+    cols = ["series", "config", "batch_size", "bar", "part", "seconds", "job_id", "runs", "cache", "cache_hits"]
+    needed = ["series", "config", "batch_size", "job_id", "cache", "cache_hits", "compile_breakdown_s",
+              "compiled_first_call_s", "eager_first_call_s"]
+    ok = view.loc[(view["status"] == "succeeded") & view["compiled_first_call_s"].notna(), needed]
+    if ok.empty:
+        return pd.DataFrame(columns=cols)
+    order = ok.sort_values(["series", "compiled_first_call_s", "job_id"])
+    grouped = order.groupby("series", sort=False)
+    runs = grouped["job_id"].transform("size")
+    picked = order[grouped.cumcount() == (runs - 1) // 2].assign(runs=runs)
+    rows = []
+    for r in picked.itertuples():  # one per series
+        parts, hits = _parts(r.compile_breakdown_s, r.compiled_first_call_s), _hits_text(r.cache_hits)
+        rows += [{"series": r.series, "config": r.config, "batch_size": r.batch_size, "bar": "compiled", "part": p,
+                  "seconds": s, "job_id": r.job_id, "runs": r.runs, "cache": r.cache, "cache_hits": hits}
+                 for p, s in parts.items()]
+    eager = grouped.agg(config=("config", "first"), batch_size=("batch_size", "first"), cache=("cache", "first"),
+                        seconds=("eager_first_call_s", "median"), runs=("job_id", "size")).reset_index()
+    eager = eager.assign(bar="eager", part="eager first call", job_id=None, cache_hits=None)
+    return pd.concat([pd.DataFrame(rows), eager.dropna(subset=["seconds"])], ignore_index=True)[cols]
+
+
+def _parts(text, first_call_s: float) -> dict:
+    try:
+        parts = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        parts = None
+    if not isinstance(parts, dict) or not parts:
+        return {NO_BREAKDOWN: first_call_s}
+    known = {p: float(parts[p]) for p in BREAKDOWN_PARTS if parts.get(p) is not None}
+    return known | {p: float(v) for p, v in parts.items() if p not in known and v is not None}  # newer torch, new parts
+
+
+def _hits_text(text) -> str:
+    """runner.measure's cache counters in a few words: "3 cache hits, 0 misses"."""
+    try:
+        hits = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        hits = None
+    if not isinstance(hits, dict):
+        return ""
+    n_hit = sum(v or 0 for k, v in hits.items() if k.endswith("hit_count"))
+    n_miss = sum(v or 0 for k, v in hits.items() if k.endswith("miss_count"))
+    return f"({n_hit} cache hit{'s' * (n_hit != 1)}, {n_miss} miss{'es' * (n_miss != 1)})"
+
+
+def host_latency_frame(agg: pd.DataFrame) -> pd.DataFrame:
+    """Per series (CUDA jobs with wall times), long: eager and compiled, each as device time (events) and
+    host latency (one synchronous call, wall); `overhead_ms` = wall − device, the launch overhead."""
+    cols = ["series", "config", "side", "what", "ms", "device_ms", "wall_ms", "overhead_ms", "runs"]
+    has = agg.dropna(subset=["eager_wall_ms", "compiled_wall_ms"], how="all")
+    frames = []
+    for side in ("eager", "compiled"):
+        part = has[["series", "config", "runs"]].assign(side=side, device_ms=has[f"{side}_ms"],
+                                                        wall_ms=has[f"{side}_wall_ms"])
+        part["overhead_ms"] = part["wall_ms"] - part["device_ms"]
+        frames += [part.assign(what=f"{side}: device time", ms=part["device_ms"]),
+                   part.assign(what=f"{side}: host latency (wall)", ms=part["wall_ms"])]
+    return pd.concat(frames, ignore_index=True).dropna(subset=["ms"])[cols]

@@ -1,16 +1,23 @@
-"""Results: filters (all in the URL), the plots that answer the seed notes, failures with their reasons,
-the table of every export field, and CSV / JSON of what is shown."""
+"""Results: filters (all in the URL), the plots that answer the seed notes, where the first call goes,
+device time vs host latency, the spread across repeats, the roofline, failures with their reasons, the
+table of every export field, and CSV / JSON of what is shown."""
 import streamlit as st
 
-from dashboard import charts, state, tables
-from db import views
+from dashboard import charts, repeats, roofline, state, tables
+from db import ceilings_view, views
 
 URL_KEYS = {"torch_version": "torch", "device_name": "gpu"}  # shorter query parameter names
 SCHEDULE_JOBS = 40  # the recompile timeline draws the newest jobs that ran a schedule
 PAGE_ROWS = 500  # st.dataframe sends every row it gets to the browser: the table is paged, downloads are not
 FAIL_ROWS = 1000
-
-
+REPEAT_GROUPS = 6  # the spread plot draws the newest sweeps' comparison groups
+# the table's first columns: what a job is, its result, and how far that result can be trusted
+FRONT = ["job_id", "sweep", "status", "model", "batch_size", "backend", "mode", "dynamic", "fullgraph", "speedup",
+         "noisy", "eager_spread", "compiled_spread", "eager_ms", "compiled_ms", "roofline_pct", "roofline_bound"]
+NOISY_NOTE = ("Spread: IQR / median of a job's per-round medians; ⚠ noisy past 5% on either side. Ringed or hollow "
+              "points below are configurations with a noisy run.")
+CALIBRATE = ("`python -m runner calibrate --device {device} --db URL` on a host with that device measures them "
+             "(a GPU worker calibrates its GPU when it starts)")
 
 
 def filters_ui(df) -> dict:
@@ -31,25 +38,140 @@ def summary(shown) -> None:
     c[2].metric("Did not succeed", f"{int((~ok).sum()):,}")
     c[3].metric("Median speedup", f"{speedups.median():.2f}×" if speedups.notna().any() else "–")
     c[4].metric("Best speedup", f"{speedups.max():.2f}×" if speedups.notna().any() else "–")
+    methods = tables.timing_methods(shown)
+    if methods:
+        st.caption("Timing: " + "; ".join(methods) + ". " + NOISY_NOTE)
 
 
-def plots(view, engine) -> None:
+def view_key(df, selected: dict) -> tuple:
+    """What the plots of a view depend on: the database, its results table (state.results hands out the
+    same frame until new results arrive) and the filters."""
+    last = df["finished_at"].max() if len(df) else None
+    return (state.url(), id(df), len(df), str(last), tuple((k, tuple(v)) for k, v in sorted(selected.items())))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def model_figures(key: tuple, _shown, model: str, _engine) -> dict:
+    """Every plot and table of one model's view, built once per `key` and shared by all sessions: building
+    plotly figures is most of what a rerun costs. Nothing here is modified after it is built."""
+    view = tables.label_series(_shown[_shown["model"] == model])
     agg, fails = tables.summarize(view)
-    left, right = st.columns(2)
-    left.plotly_chart(charts.speedup(agg, fails), key="plot_speedup")
-    right.plotly_chart(charts.latency(agg, fails), key="plot_latency")
-    left, right = st.columns(2)
-    left.plotly_chart(charts.warmup(agg, fails), key="plot_warmup")
-    right.plotly_chart(charts.break_even(agg, fails), key="plot_break_even")
+    agg = tables.with_noise(agg, view)
+    out = {"speedup": charts.mark_noisy(charts.speedup(agg, fails), agg), "latency": charts.latency(agg, fails),
+           "warmup": charts.warmup(agg, fails), "break_even": charts.break_even(agg, fails), "timeline": None}
     with_schedule = view[view["has_schedule"].fillna(False).astype(bool) & (view["status"] == "succeeded")]
-    if not with_schedule.empty:
+    out["scheduled"] = len(with_schedule)
+    if len(with_schedule):
         newest = with_schedule.sort_values("job_id").tail(SCHEDULE_JOBS)
-        sched = charts.schedule_frame(view, views.schedule_calls(engine, newest["job_id"].tolist()))
-        st.plotly_chart(charts.recompile_timeline(sched), key="plot_recompiles")
-        if len(with_schedule) > SCHEDULE_JOBS:
-            st.caption(f"The timeline shows the newest {SCHEDULE_JOBS} of {len(with_schedule)} jobs with a schedule.")
+        sched = charts.schedule_frame(view, views.schedule_calls(_engine, newest["job_id"].tolist()))
+        out["timeline"] = charts.recompile_timeline(sched)
+    frame = tables.breakdown_frame(view)
+    out["breakdown"] = charts.warmup_breakdown(frame, fails)
+    out["no_breakdown"] = bool((frame["part"] == tables.NO_BREAKDOWN).any())
+    host = tables.host_latency_frame(agg)
+    out["host"] = None if host.empty else charts.host_latency(host, fails, charts.breakdown_rows(frame, fails))
+    out["repeats"] = repeat_parts(view)
+    return out
+
+
+def repeat_parts(view) -> dict | None:
+    """The spread-across-repeats plot, order chains and tables of a view (None: nothing was repeated)."""
+    rep = repeats.repeated(view)
+    if rep.empty:
+        return None
+    runs = repeats.candidates(rep)
+    spans = repeats.ranges(runs)
+    groups = rep.sort_values(["sweep_id", "batch_size"], ascending=[False, True])["group"].drop_duplicates().tolist()
+    pairs = repeats.separability(spans)
+    pairs["verdict"] = pairs["verdict"].map({repeats.SEPARATED: "✅ separated", repeats.NOT_SEPARABLE: "≈ not separable"})
+    return {"figure": charts.repeat_spread(runs, spans, groups[:REPEAT_GROUPS]), "groups": groups,
+            "chains": repeats.chains(spans), "pairs": pairs, "summary": repeats.summary(rep)}
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def roofline_figure(key: tuple, _shown, _ceilings: list, color_by: str) -> dict:
+    """The roofline of every model in view (`key` names the data, filters, ceilings and colour)."""
+    pts = roofline.points(_shown)
+    lines = roofline.lines(roofline.ceilings_in_view(_ceilings, pts), pts)
+    return {"figure": charts.roofline(pts, lines, color_by), "missing": roofline.missing_ceilings(_ceilings, pts),
+            "off": roofline.off_plot(pts)}
+
+
+def plots(parts: dict) -> None:
+    left, right = st.columns(2)
+    left.plotly_chart(parts["speedup"], key="plot_speedup")
+    right.plotly_chart(parts["latency"], key="plot_latency")
+    left, right = st.columns(2)
+    left.plotly_chart(parts["warmup"], key="plot_warmup")
+    right.plotly_chart(parts["break_even"], key="plot_break_even")
+    if parts["timeline"] is not None:
+        st.plotly_chart(parts["timeline"], key="plot_recompiles")
+        if parts["scheduled"] > SCHEDULE_JOBS:
+            st.caption(f"The timeline shows the newest {SCHEDULE_JOBS} of {parts['scheduled']} jobs with a schedule.")
     else:
         st.caption("No job in view ran a shape schedule; submit one with a schedule (e.g. 32, 64) to see recompiles.")
+
+
+def first_call_and_launch(parts: dict) -> None:
+    """Where the compiled first call's seconds go; and, on CUDA, the launch overhead on top of device time.
+    Both plots have one row per series, in the same order, so they read across."""
+    left, right = st.columns(2)
+    left.plotly_chart(parts["breakdown"], key="plot_breakdown")
+    if parts["no_breakdown"]:
+        left.caption("Some jobs carry no compile breakdown (stored before it was recorded): their first call is one bar.")
+    if parts["host"] is None:
+        right.info("Device time vs host latency is for CUDA jobs, and none in view has it. On the CPU the timer "
+                   "(perf_counter per call) already measures what a caller waits for.", icon=":material/memory:")
+    else:
+        right.plotly_chart(parts["host"], key="plot_host")
+        right.caption("Device time: CUDA events around the call's kernels. Host latency: one synchronous call "
+                      "(sync, call, sync), Python and kernel launches included. CUDA graphs (reduce-overhead, "
+                      "max-autotune) shrink the gap.")
+
+
+def repeat_spread(rep: dict | None) -> None:
+    """Per repeated configuration: median and min–max; which configurations their ranges keep apart."""
+    if rep is None:
+        st.caption("No configuration of this model was repeated in view. Submit with **Repeat** 2 or more "
+                   "(`--repeat N`) to see how far its numbers move from run to run, and which modes that leaves "
+                   "apart.")
+        return
+    left, right = st.columns([3, 2])
+    left.plotly_chart(rep["figure"], key="plot_repeats")
+    if len(rep["groups"]) > REPEAT_GROUPS:
+        left.caption(f"The plot shows the newest {REPEAT_GROUPS} of {len(rep['groups'])} groups; the tables hold all.")
+    right.markdown("**Can they be told apart?** Two configurations are *separated* when the faster one's slowest "
+                   "run beats the slower one's fastest; inside each other's range they are *not separable*: that "
+                   "difference is run-to-run noise, not a finding. Fastest first (`<` separated, `≈` not):")
+    right.markdown("\n".join(f"- **{g}**: {rep['chains'][g]}" for g in rep["groups"]))
+    st.dataframe(rep["pairs"], hide_index=True, width="stretch", column_config={
+        "ratio": st.column_config.NumberColumn("slower / faster", format="%.3f×"),
+        "gap %": st.column_config.NumberColumn(format="%+.1f%%", help="(slower's min − faster's max) / faster's "
+                                               "median; negative: the ranges overlap by that much")})
+    numbers = {f"{m}{end}": st.column_config.NumberColumn(format="%.4g") for m in repeats.METRICS
+               for end in ("", " min", " max")}
+    st.dataframe(rep["summary"], hide_index=True, width="stretch", column_config={
+        **numbers, **{f"{m} spread %": st.column_config.NumberColumn(format="%.2f%%", help="(max − min) / median "
+                                                                     "over the repeats") for m in repeats.METRICS}})
+
+
+def roofline_plot(shown, key: tuple, engine) -> None:
+    """Every model in view against its device's measured ceilings."""
+    if not (shown["flops"].notna() & (shown["status"] == "succeeded")).any():
+        st.caption("No succeeded job in view has a FLOP count (results stored before the roofline was recorded).")
+        return
+    ceilings = ceilings_view.newest_ceilings(engine, shown["device_name"].dropna().unique())
+    color_by = st.segmented_control("Colour by", ["model", "mode", "batch_size", "dtype"], key="rcolor",
+                                    default="model", bind="query-params") or "model"
+    calibrations = tuple((c["device_name"], c["dtype"], str(c["measured_at"])) for c in ceilings)
+    parts = roofline_figure(key + calibrations, shown, ceilings, color_by)
+    st.plotly_chart(parts["figure"], key="plot_roofline")
+    for m in parts["missing"].itertuples():
+        st.caption(f"No measured ceilings for **{m.device_name}** ({m.dtype}): no roofline to draw, and its jobs "
+                   f"have no roofline %. " + CALIBRATE.format(device=m.device))
+    if parts["off"]:
+        st.caption("Not on the log axes, with 0 counted FLOPs (FlopCounterMode counts matmul-like ops; elementwise "
+                   "work is all bytes, so its roofline is the copy bandwidth): " + parts["off"])
 
 
 st.title("Results")
@@ -74,8 +196,15 @@ if len(models) > 1:  # start from the newest job's model; the URL always names t
     state.url_choice("plot", models, newest)
     model = st.segmented_control("Plots for model", models, key="plot") or newest
     state.write_url_choice("plot", model)
-view = tables.label_series(shown[shown["model"] == model])
-plots(view, engine)
+key = view_key(df, selected)
+parts = model_figures(key, shown, model, engine)
+plots(parts)
+st.subheader(f"Warmup and launch overhead: {model}")
+first_call_and_launch(parts)
+st.subheader(f"Spread across repeats: {model}")
+repeat_spread(parts["repeats"])
+st.subheader("Roofline: every model in view")
+roofline_plot(shown, key, engine)
 
 bad = tables.failures(shown)
 if not bad.empty:
@@ -102,8 +231,18 @@ with foot[0]:
     page = st.pagination(pages, key="page", bind="query-params") if pages > 1 else 1
     st.caption(f"Rows {(page - 1) * PAGE_ROWS + 1:,}–{min(page * PAGE_ROWS, len(shown)):,} of {len(shown):,}, newest first")
 rows = tables.export_columns(newest_first.iloc[(page - 1) * PAGE_ROWS:page * PAGE_ROWS], engine)
-table_slot.dataframe(rows, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(rows)), column_config={"job_id": st.column_config.NumberColumn(format="%d"),
-                                                "speedup": st.column_config.NumberColumn(format="%.3f×")})
+rows = rows.assign(noisy=rows["noisy"].map({True: "⚠ noisy", False: "ok"}))  # shown only; downloads keep the bool
+table_slot.dataframe(
+    rows, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(rows)),
+    column_order=FRONT + [c for c in rows.columns if c not in FRONT],
+    column_config={"job_id": st.column_config.NumberColumn(format="%d"),
+                   "speedup": st.column_config.NumberColumn(format="%.3f×"),
+                   "noisy": st.column_config.TextColumn(help="Either side's spread past 5%: read this job's numbers "
+                                                             "with care, or repeat it"),
+                   "eager_spread": st.column_config.NumberColumn(format="percent", help="IQR / median of per-round medians"),
+                   "compiled_spread": st.column_config.NumberColumn(format="percent",
+                                                                    help="IQR / median of per-round medians"),
+                   "roofline_pct": st.column_config.NumberColumn(format="%.0f%%")})
 foot[1].download_button("CSV", data=lambda: tables.to_csv(shown, engine), file_name="compile_lab_results.csv",
                         mime="text/csv", on_click="ignore", icon=":material/download:",
                         help="Every shown row (all pages), every export field")

@@ -1,10 +1,13 @@
 """Every page through Streamlit's AppTest, on a real SQLite file: no exception, the widgets are there,
 a submit stores exactly the jobs the form shows, bad input is reported next to its field, links open
 the view they name. A live worker row publishing the real zoo stands in for the worker process."""
+import json
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from bench.synthetic import fill
+from dashboard.charts import HOST_COLORS
 from dashboard.embedded import ENV_SWITCH
 from db import queue
 from db.models import JobStatus
@@ -191,15 +194,17 @@ def results(lab):
 def test_results_page_plots_tables_and_downloads(results):
     at = ok(page("results"))
     charts = at.get("plotly_chart")
-    assert len(charts) == 5  # speedup, latency, warmup, break-even, recompile timeline
+    # speedup, latency, warmup, break-even, recompile timeline; compile breakdown, device vs host, repeats, roofline
+    assert [c.key for c in charts] == ["plot_speedup", "plot_latency", "plot_warmup", "plot_break_even",
+                                       "plot_recompiles", "plot_breakdown", "plot_host", "plot_repeats", "plot_roofline"]
     assert {m.label for m in at.metric} >= {"Jobs shown", "Succeeded", "Did not succeed", "Median speedup"}
     assert [m.value for m in at.metric][:1] == ["240"]
     assert {s.label for s in at.multiselect} == {"Sweep", "Model", "Backend", "Mode", "Dynamic", "Fullgraph",
                                                 "Device", "dtype", "torch", "GPU / CPU"}
-    assert [s.value for s in at.subheader][:1] == ["Did not succeed (%d)" % (240 - int(at.metric[1].value))]
-    failed = at.dataframe[0].value
+    assert "Did not succeed (%d)" % (240 - int(at.metric[1].value)) in [s.value for s in at.subheader]
+    failed = next(d.value for d in at.dataframe if "error" in d.value.columns and len(d.value.columns) < 20)
     assert (failed["status"] != "succeeded").all() and failed["error"].str.len().gt(0).all()
-    table = at.dataframe[1].value
+    table = at.dataframe[-1].value
     assert len(table) == 240 and table["job_id"].iloc[0] == 240  # newest first, one page
     assert {b.label for b in at.get("download_button")} == {"CSV", "JSON"}
     # the plotted model is the newest job's, and the URL names it so a copied link keeps showing it
@@ -233,3 +238,68 @@ def test_compare_sweeps_and_runs(results):
     at = ok(page("compare", kind="runs"))
     assert [s.value for s in at.subheader] == ["Spec and status", "Environment", "Numbers"]
     assert (at.query_params["ja"], at.query_params["jb"]) == ("239", "240")  # the two newest runs, in the link
+
+
+# -- Results: issue 5's views ----------------------------------------------------------------------------------
+def trace_names(at, key: str) -> set[str]:
+    spec = json.loads(next(c for c in at.get("plotly_chart") if c.key == key).proto.spec)
+    return {t.get("name") for t in spec["data"]}
+
+
+def test_results_show_timing_spread_repeats_host_latency_and_the_roofline(results):
+    at = ok(page("results", plot="complexnet"))  # the synthetic repeat sweep is complexnet's
+    assert [s.value for s in at.subheader][:3] == ["Warmup and launch overhead: complexnet",
+                                                   "Spread across repeats: complexnet", "Roofline: every model in view"]
+    timing = next(t for t in texts(at.caption) if t.startswith("Timing: "))
+    assert "cuda: events per call behind a GPU spin (host head start) and an L2 flush" in timing and "5%" in timing
+    pairs, summary = at.dataframe[0].value, at.dataframe[1].value
+    assert list(pairs.columns) == ["group", "faster", "slower", "verdict", "ratio", "gap %", "faster ms", "slower ms"]
+    assert set(pairs["verdict"]) <= {"✅ separated", "≈ not separable"} and "eager" in set(pairs["slower"])
+    assert (summary["runs"] == 4).all() and {"compiled_ms spread %", "speedup min", "eager_ms max"} <= set(summary.columns)
+    assert {"dynamo tracing", "codegen + kernel compile", "eager first call"} <= trace_names(at, "plot_breakdown")
+    assert set(HOST_COLORS) == trace_names(at, "plot_host")
+    assert {"NVIDIA H100 80GB HBM3 · float32: 51.2 TFLOP/s, 2,952 GB/s", "complexnet", "mlp"} <= \
+        trace_names(at, "plot_roofline")
+    assert any(t.startswith("Not on the log axes, with 0 counted FLOPs") and "sincos on NVIDIA" in t for t in texts(at.caption))
+    assert not any("No measured ceilings" in t for t in texts(at.caption))
+    # the table leads with the job, its result and whether it can be trusted
+    assert at.dataframe[-1].proto.column_order[:13] == ["job_id", "sweep", "status", "model", "batch_size", "backend",
+                                                       "mode", "dynamic", "fullgraph", "speedup", "noisy",
+                                                       "eager_spread", "compiled_spread"]
+    assert set(at.dataframe[-1].value["noisy"].dropna()) == {"⚠ noisy", "ok"}  # empty: no result
+
+
+def test_results_roofline_colour_lives_in_the_link(results):
+    at = ok(page("results", rcolor="mode"))
+    assert at.segmented_control(key="rcolor").value == "mode"
+    assert {"default", "max-autotune", "reduce-overhead"} <= trace_names(at, "plot_roofline")
+
+
+def test_results_without_ceilings_repeats_or_cuda_say_so(lab):
+    fill(lab, 30, seed=2, device="cpu", ceilings=False)
+    at = ok(page("results", sweep="#1 simplenet sweep 1"))  # a regular sweep: no repeats
+    assert [c.key for c in at.get("plotly_chart")] == ["plot_speedup", "plot_latency", "plot_warmup",
+                                                       "plot_break_even", "plot_recompiles", "plot_breakdown",
+                                                       "plot_roofline"]
+    assert any("CUDA jobs" in t for t in texts(at.info))  # device vs host: nothing to draw on the CPU
+    assert any("No configuration of this model was repeated" in t and "--repeat" in t for t in texts(at.caption))
+    missing = [t for t in texts(at.caption) if t.startswith("No measured ceilings")]
+    assert len(missing) == 1 and "AMD EPYC" in missing[0] and "python -m runner calibrate --device cpu" in missing[0]
+    assert any(t.startswith("Timing: cpu: perf_counter per call") for t in texts(at.caption))
+    assert trace_names(at, "plot_roofline") == {"simplenet"}  # the points, without a line
+
+
+def test_results_plots_follow_a_new_result(results):
+    """The plots are built once per (data, filters, choices) and shared; a new result is a new build."""
+    from db.spec import ModelInfo, SweepRequest
+
+    at = ok(page("results", plot="complexnet", rcolor="mode"))
+    assert "max-autotune-no-cudagraphs" not in trace_names(at, "plot_roofline")
+    queue.submit(results, SweepRequest(model="complexnet", batch_sizes=[32], modes=["max-autotune-no-cudagraphs"],
+                                       device="cuda"), {"complexnet": ModelInfo("complexnet", "d")})
+    claim = queue.claim_next(results, "w", ["cuda"], ["complexnet"], 60)
+    queue.finish(results, claim.job_id, claim.token, JobStatus.SUCCEEDED, result={
+        "eager_ms": 4.3, "compiled_ms": 2.9, "speedup": 1.48, "flops": 1.056e11, "min_bytes": 7.09e7,
+        "achieved_tflops": 36.4, "achieved_gbps": 24.4, "device_name": "NVIDIA H100 80GB HBM3"})
+    ok(at.run())
+    assert "max-autotune-no-cudagraphs" in trace_names(at, "plot_roofline")

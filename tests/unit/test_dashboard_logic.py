@@ -1,15 +1,18 @@
 """The dashboard's compute functions (no streamlit): form -> sweeps, results table, plots, diffs."""
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from bench.synthetic import fill
-from dashboard import charts, diff, tables
+from dashboard import charts, diff, repeats, roofline, tables
 from dashboard.submission import FormValues, label_for, message, plan, slot_for, submit_all
 from db import queue, views
+from db.ceilings_view import newest_ceilings
 from db.models import JobStatus
 from db.results import RECORD_FIELDS, export_records
+from db.roofline import store_ceilings
 from db.spec import SweepRequest
 from runner import zoo
 
@@ -191,3 +194,186 @@ def test_diff_matches_sweep_jobs_and_marks_changes(engine, synthetic):
     spec = diff.side_by_side({"model": "simplenet", "modes": ["default"]}, {"model": "simplenet", "modes": ["max"]})
     assert spec["differs"].tolist() == [False, True]
 
+
+# -- issue 5: repeats, roofline, first-call breakdown, device vs host ---------------------------------------
+def jobs(*runs, **common) -> pd.DataFrame:
+    """Labelled rows as label_series makes them: (mode, compiled_ms, eager_ms) per run, plus overrides."""
+    base = {"status": "succeeded", "sweep_id": 1, "sweep": "modes", "sweep_label": "#1 modes", "model": "complexnet",
+            "model_args": "{}", "variant": "", "task": "inference", "device": "cuda", "dtype": "float32",
+            "batch_size": 32, "backend": "inductor", "dynamic": "none", "fullgraph": "false", "cache": "cold",
+            "schedule": "[]", "iters": 30, "timeout_s": 1800, "noisy": False, "torch_version": "2.13.0",
+            "device_name": "NVIDIA H100 80GB HBM3", **common}
+    rows = [{**base, "job_id": i, "mode": mode, "config": f"inductor/{mode}", "compiled_ms": c, "eager_ms": e,
+             "speedup": e / c} for i, (mode, c, e) in enumerate(runs, start=1)]
+    return pd.DataFrame(rows)
+
+
+# the H100 repeats of bench/results/h100_repeats.txt (complexnet bs 32), plus an overlapping third mode
+H100 = [("default", 2.9493, 4.2828), ("default", 2.9645, 4.2912), ("default", 2.9577, 4.2895),
+        ("reduce-overhead", 2.8853, 4.3149), ("reduce-overhead", 2.8825, 4.3117), ("reduce-overhead", 2.8802, 4.3367),
+        ("max-autotune", 2.9400, 4.3000), ("max-autotune", 2.9700, 4.2950)]
+
+
+def test_repeats_are_identical_specs_within_one_sweep():
+    df = jobs(*H100)
+    once = jobs(("default", 3.1, 4.3)).assign(job_id=20, dynamic="true")  # no twin: not a repeat
+    elsewhere = jobs(("default", 2.95, 4.29)).assign(job_id=21, sweep_id=2, sweep_label="#2 again")  # other sweep
+    rep = repeats.repeated(pd.concat([df, once, elsewhere], ignore_index=True))
+    assert sorted(rep["job_id"]) == list(range(1, 9)) and set(rep["group"]) == {"#1 modes · bs 32"}
+    summary = repeats.summary(rep).set_index("config")
+    assert summary.loc["inductor/default", "runs"] == 3
+    assert summary.loc["inductor/default", "compiled_ms"] == pytest.approx(2.9577)
+    assert summary.loc["inductor/default", "compiled_ms min"] == 2.9493
+    assert summary.loc["inductor/default", "compiled_ms spread %"] == pytest.approx(100 * (2.9645 - 2.9493) / 2.9577)
+    assert summary.index.tolist() == ["inductor/reduce-overhead", "inductor/max-autotune", "inductor/default"]
+
+
+def test_separability_needs_ranges_that_do_not_overlap():
+    rep = repeats.repeated(jobs(*H100))
+    runs = repeats.candidates(rep)
+    assert len(runs) == 16  # 8 compiled runs under their mode, 8 eager runs pooled as `eager`
+    spans = repeats.ranges(runs)
+    assert spans["candidate"].tolist() == ["inductor/reduce-overhead", "inductor/max-autotune", "inductor/default",
+                                           "eager"]  # fastest first
+    pairs = repeats.separability(spans).set_index(["faster", "slower"])
+    assert len(pairs) == 6  # every unordered pair once
+    assert pairs.loc[("inductor/reduce-overhead", "inductor/default"), "verdict"] == "separated"
+    assert pairs.loc[("inductor/max-autotune", "inductor/default"), "verdict"] == "not separable"
+    assert pairs.loc[("inductor/max-autotune", "inductor/default"), "gap %"] < 0  # they overlap
+    assert (pairs.xs("eager", level="slower")["verdict"] == "separated").all()
+    gap = pairs.loc[("inductor/reduce-overhead", "inductor/default"), "gap %"]
+    assert gap == pytest.approx(100 * (2.9493 - 2.8853) / 2.8825)
+    assert pairs.loc[("inductor/reduce-overhead", "inductor/default"), "faster ms"] == "2.882 (2.88–2.885, 3 runs)"
+    assert repeats.chains(spans) == {
+        "#1 modes · bs 32": "inductor/reduce-overhead < inductor/max-autotune ≈ inductor/default < eager"}
+    fig = charts.repeat_spread(runs, spans, ["#1 modes · bs 32"])
+    assert sum(len(t.x) for t in fig.data if t.mode == "markers") == 16
+
+
+def test_synthetic_repeat_sweep_is_found(synthetic):
+    view = tables.label_series(synthetic[synthetic["model"] == "complexnet"])
+    rep = repeats.repeated(view)
+    assert set(rep["sweep"]) == {"complexnet repeats 13"} and (repeats.summary(rep)["runs"] == 4).all()
+    assert repeats.repeated(tables.label_series(synthetic[synthetic["model"] == "mlp"])).empty
+
+
+def test_roofline_points_lines_and_missing_ceilings(engine):
+    store_ceilings(engine, "NVIDIA H100 80GB HBM3", "old-host", "2.12", 2000.0, {"float32": 40.0})
+    store_ceilings(engine, "NVIDIA H100 80GB HBM3", "vm", "2.13", 2952.2, {"float32": 51.24, "bfloat16": 782.97})
+    shown = pd.DataFrame([
+        # complexnet bs32 on an H100: 35.8 TFLOP/s, 70% of the fp32 matmul ceiling
+        {"model": "complexnet", "flops": 1.056e11, "min_bytes": 7.09e7, "achieved_tflops": 35.8, "achieved_gbps": 24.0,
+         "roofline_pct": 70.0, "roofline_bound": "compute", "mfu": None, "compiled_ms": 2.95, "noisy": False},
+        {"model": "complexnet", "flops": 1.056e11, "min_bytes": 7.09e7, "achieved_tflops": 35.0, "achieved_gbps": 23.0,
+         "roofline_pct": 68.0, "roofline_bound": "compute", "mfu": None, "compiled_ms": 3.0, "noisy": True},
+        # sincos: elementwise only, 0 counted FLOPs, at the copy ceiling
+        {"model": "sincos", "flops": 0.0, "min_bytes": 1.2e9, "achieved_tflops": 0.0, "achieved_gbps": 3056.0,
+         "roofline_pct": 104.0, "roofline_bound": "memory", "mfu": None, "compiled_ms": 0.393, "noisy": False},
+        {"model": "simplenet", "task": "training", "flops": 3e7, "min_bytes": 3.3e6, "achieved_tflops": 0.5,
+         "achieved_gbps": 50.0, "roofline_pct": 2.0, "roofline_bound": "memory", "mfu": 0.01, "compiled_ms": 0.06,
+         "noisy": False},
+        {"model": "simplenet", "device": "cpu", "device_name": "AMD EPYC", "flops": 3e7, "min_bytes": 1.1e6,
+         "achieved_tflops": 0.1, "achieved_gbps": 4.0, "roofline_pct": None, "roofline_bound": None, "mfu": None,
+         "compiled_ms": 0.3, "noisy": False},
+        {"model": "mlp", "status": "failed", "flops": None, "min_bytes": None},
+    ])
+    defaults = {"status": "succeeded", "variant": "", "task": "inference", "device": "cuda",
+                "device_name": "NVIDIA H100 80GB HBM3", "dtype": "float32", "batch_size": 32, "backend": "inductor",
+                "mode": "default", "dynamic": "none", "fullgraph": "false", "cache": "cold"}
+    shown = shown.assign(**{k: shown[k].fillna(v) if k in shown else v for k, v in defaults.items()})
+    pts = roofline.points(shown).set_index(["model", "task"])
+    assert len(pts) == 4 and pts.loc[("complexnet", "inference"), "runs"] == 2
+    assert pts.loc[("complexnet", "inference"), "noisy_runs"] == 1
+    assert pts.loc[("complexnet", "inference"), "ai"] == pytest.approx(1.056e11 / 7.09e7)
+    assert not pts.loc[("sincos", "inference"), "on_plot"] and pts["on_plot"].sum() == 3
+    pts = pts.reset_index()
+    ceilings = newest_ceilings(engine, pts["device_name"].unique())
+    assert {(c["dtype"], c["hostname"]) for c in ceilings} == {("float32", "vm"), ("bfloat16", "vm")}  # newest
+    in_view = roofline.ceilings_in_view(ceilings, pts)
+    assert in_view[["device_name", "dtype"]].values.tolist() == [["NVIDIA H100 80GB HBM3", "float32"]]
+    line = roofline.lines(in_view, pts)
+    ridge = 51.24 * 1e3 / 2952.2  # FLOP/byte where bandwidth meets compute
+    assert line["ai"].tolist()[1] == pytest.approx(ridge) and line["tflops"].max() == pytest.approx(51.24)
+    left = line.iloc[0]
+    assert left["tflops"] == pytest.approx(2952.2 * left["ai"] / 1e3) and left["ai"] <= pts["ai"][pts["on_plot"]].min()
+    assert line["ai"].max() >= pts["ai"].max()
+    missing = roofline.missing_ceilings(ceilings, pts)
+    assert missing.values.tolist() == [["cpu", "AMD EPYC", "float32"]]
+    assert roofline.off_plot(pts) == ("sincos on NVIDIA H100 80GB HBM3 (1 configuration): 3,056 GB/s, "
+                                      "at best 104% of the roofline.")
+    fig = charts.roofline(pts, line, "model")
+    assert [t.name for t in fig.data if t.mode == "lines"] == ["NVIDIA H100 80GB HBM3 · float32: 51.2 TFLOP/s, 2,952 GB/s"]
+    hollow = [t for t in fig.data if t.mode == "markers" and (t.marker.symbol or "").endswith("-open") and t.x[0] is not None]
+    assert len(hollow) == 1 and hollow[0].name == "complexnet"
+    simplenet = [row for t in fig.data if t.name == "simplenet" and t.x[0] is not None for row in t.customdata]
+    assert sum("MFU 1.0%" in str(row[3]) for row in simplenet) == 1  # the training job's
+    assert {t.name for t in fig.data if t.x[0] is None} == {  # legend entries; two devices: a symbol each
+        "complexnet", "simplenet", "circle: AMD EPYC", "diamond: NVIDIA H100 80GB HBM3",
+        "hollow: a noisy run (spread > 5%)"}
+
+
+def test_breakdown_frame_takes_one_real_job_per_series(synthetic):
+    view = tables.label_series(synthetic[synthetic["model"] == "sincos"])
+    frame = tables.breakdown_frame(view)
+    comp = frame[frame["bar"] == "compiled"]
+    ok = view[view["status"] == "succeeded"]
+    assert set(comp["series"]) == set(ok["series"])
+    for series, parts in comp.groupby("series"):
+        job = ok[ok["job_id"] == parts["job_id"].iloc[0]].iloc[0]
+        assert job["series"] == series and set(parts["part"]) <= set(tables.BREAKDOWN_PARTS)
+        assert parts["seconds"].sum() == pytest.approx(job["compiled_first_call_s"])  # the parts add up
+        firsts = ok.loc[ok["series"] == series, "compiled_first_call_s"].sort_values().tolist()
+        assert job["compiled_first_call_s"] == firsts[(len(firsts) - 1) // 2]  # the median run
+    eager = frame[frame["bar"] == "eager"].set_index("series")["seconds"]
+    assert eager.to_dict() == pytest.approx(ok.groupby("series")["eager_first_call_s"].median().to_dict())
+    warm = comp[comp["cache"] == "warm"]
+    assert len(warm) and (warm["cache_hits"] == "(1 cache hit, 0 misses)").all()
+    fig = charts.warmup_breakdown(frame, tables.failures(view))
+    assert {t.name for t in fig.data} >= {"dynamo tracing", "codegen + kernel compile", "eager first call",
+                                          "hatched: warm compile cache"}
+
+
+def test_breakdown_without_a_recorded_breakdown_and_a_failed_only_series():
+    view = pd.DataFrame([{"status": "succeeded", "job_id": 1, "series": "inductor/default", "config": "inductor/default",
+                          "batch_size": 8, "cache": "cold", "cache_hits": None, "compile_breakdown_s": None,
+                          "compiled_first_call_s": 4.0, "eager_first_call_s": 0.01}])
+    frame = tables.breakdown_frame(view)
+    assert frame[["part", "seconds"]].values.tolist() == [[tables.NO_BREAKDOWN, 4.0], ["eager first call", 0.01]]
+    fails = pd.DataFrame([{"job_id": 2, "status": "failed", "error": "compile failed: graph break", "batch_size": 8,
+                           "config": "inductor/default · fullgraph=true", "series": "inductor/default · fullgraph=true"}])
+    fig = charts.warmup_breakdown(frame, fails)
+    assert "inductor/default · fullgraph=true" in fig.layout.yaxis.categoryarray
+    assert any(a.text.startswith("✕ failed: compile failed") for a in fig.layout.annotations)
+
+
+def test_device_time_vs_host_latency_and_noisy_rings(synthetic):
+    view = tables.label_series(synthetic[synthetic["model"] == "simplenet"])
+    agg, fails = tables.summarize(view)
+    agg = tables.with_noise(agg, view)
+    host = tables.host_latency_frame(agg)
+    assert set(host["what"]) == set(charts.HOST_COLORS) and len(host) == 4 * len(agg)
+    assert (host["overhead_ms"] == host["wall_ms"] - host["device_ms"]).all() and (host["overhead_ms"] > 0).all()
+    assert charts.host_latency(host, fails, sorted(agg["series"])).data
+    cpu = agg.assign(eager_wall_ms=float("nan"), compiled_wall_ms=float("nan"))
+    assert tables.host_latency_frame(cpu).empty  # CPU jobs have no wall time: nothing to draw
+    noisy = agg[agg["noisy_runs"] > 0]
+    assert len(noisy), "the synthetic data holds noisy runs"
+    fig = charts.mark_noisy(charts.speedup(agg, fails), agg)
+    rings = [t for t in fig.data if t.name and t.name.startswith("⚠ noisy")]
+    assert len(rings) == 1 and len(rings[0].x) == len(noisy.dropna(subset=["speedup"]))
+
+
+def test_timing_methods_name_each_method_once(synthetic):
+    assert tables.timing_methods(synthetic) == [
+        f"cuda: events per call behind a GPU spin (host head start) and an L2 flush "
+        f"({(synthetic['status'] == 'succeeded').sum()} jobs, 300 samples per side)"]
+
+
+def test_failure_notes_on_a_log_batch_axis_sit_at_their_batch(synthetic):
+    view = tables.label_series(synthetic[synthetic["model"] == tables.failures(synthetic)["model"].iloc[0]])
+    agg, fails = tables.summarize(view)
+    fig = charts.speedup(agg, fails)
+    assert fig.layout.xaxis.type == "log"  # batch 1..128
+    notes = [a for a in fig.layout.annotations if a.text.startswith("✕")]
+    # plotly reads x on a log axis as log10(x): a raw 128 would stretch the range to 1e128
+    assert sorted(a.x for a in notes) == pytest.approx(sorted(np.log10(fails["batch_size"].unique().astype(float))))
