@@ -7,10 +7,11 @@ from typing import Iterable
 from sqlalchemy import Engine, select
 
 from db.engine import reading
-from db.models import RESULT_SCALARS, Job, Result, Sweep
+from db.models import RESULT_SCALARS, Job, Result, Sweep, Worker
 from db.spec import ExperimentSpec, stored_spec
 
 SPEC_FIELDS = tuple(f.name for f in fields(ExperimentSpec))
+ENV_FROM_WORKER = ("torch_version", "device_name")  # known for failed jobs too, from the worker that ran them
 IDENTITY_FIELDS = ("job_id", "sweep_id", "sweep", "status", "error", "attempts", "worker", "created_at",
                    "finished_at")
 # from the result's `detail`: what torch says about the compile, and the warm-up and speedup spread
@@ -24,16 +25,17 @@ def export_records(engine: Engine, job_ids: Iterable[int] | None = None, sweep_i
     """Every job (succeeded or not) as one export record, oldest first. A job without a result has
     null numbers and its error: a failure is never a 0.0 speedup."""
     with reading(engine) as s:
-        q = (select(Job, Sweep.name, Result).join(Sweep, Job.sweep_id == Sweep.id)
-             .outerjoin(Result, Result.job_id == Job.id).order_by(Job.id))
+        q = (select(Job, Sweep.name, Result, Worker.capabilities).join(Sweep, Job.sweep_id == Sweep.id)
+             .outerjoin(Result, Result.job_id == Job.id).outerjoin(Worker, Worker.id == Job.worker_id)
+             .order_by(Job.id))
         if job_ids is not None:
             q = q.where(Job.id.in_(list(job_ids)))
         if sweep_ids is not None:
             q = q.where(Job.sweep_id.in_(list(sweep_ids)))
-        return [_record(job, sweep_name, result, include_raw) for job, sweep_name, result in s.execute(q).all()]
+        return [_record(job, sweep_name, result, caps, include_raw) for job, sweep_name, result, caps in s.execute(q).all()]
 
 
-def _record(job: Job, sweep_name: str, result: Result | None, include_raw: bool) -> dict:
+def _record(job: Job, sweep_name: str, result: Result | None, worker_caps: dict | None, include_raw: bool) -> dict:
     rec = {"job_id": job.id, "sweep_id": job.sweep_id, "sweep": sweep_name or f"sweep {job.sweep_id}",
            "status": job.status, "error": job.error, "attempts": job.attempts, "worker": job.worker_id,
            "created_at": job.created_at.isoformat() if job.created_at else None,
@@ -44,6 +46,9 @@ def _record(job: Job, sweep_name: str, result: Result | None, include_raw: bool)
     detail = result.detail if result is not None else {}
     for name in RESULT_SCALARS:
         rec[name] = getattr(result, name) if result is not None else None
+    for name in ENV_FROM_WORKER:  # a job that failed still ran somewhere: say where (filters need it)
+        if rec[name] is None and isinstance(worker_caps, dict):
+            rec[name] = worker_caps.get(name)
     for name in DETAIL_FIELDS:
         rec[name] = (detail or {}).get(name)
     if include_raw:

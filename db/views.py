@@ -18,14 +18,13 @@ from sqlalchemy import Engine, Float, Integer, case, func, select
 
 from db.engine import reading
 from db.models import RESULT_SCALARS, TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
-from db.results import DETAIL_FIELDS, RECORD_FIELDS
+from db.results import DETAIL_FIELDS, ENV_FROM_WORKER, RECORD_FIELDS
 from db.spec import stored_spec
 
 # spec fields stored as JSON objects/lists come back as JSON text (parsed only where shown)
 _SPEC_TEXT = ("model", "task", "device", "dtype", "backend", "mode", "cache")
 _SPEC_INT = ("batch_size", "iters", "timeout_s")
 _SPEC_JSON = ("model_args", "schedule")
-ENV_FROM_WORKER = ("torch_version", "device_name")  # known for failed jobs too, from the worker that ran them
 NUMBER_COLUMNS = tuple(c.name for c in Result.__table__.columns
                        if c.name in RESULT_SCALARS and isinstance(c.type, (Float, Integer)))
 INTEGER_COLUMNS = ("attempts",) + _SPEC_INT + tuple(

@@ -111,3 +111,13 @@ def test_schedule_calls_sweeps_and_job_rows(engine, lab):
     assert views.job_rows(engine, sweep_ids=[sweep + 1]) == []
     assert views.job_statuses(engine, [ids[0], 999]) == {ids[0]: "succeeded"}
     assert views.job_detail(engine, ids[1])["error"].startswith("compile failed")
+
+
+def test_export_and_dashboard_agree_on_a_failed_jobs_environment(engine, lab):
+    sweep, ids = lab
+    exported = {r["job_id"]: r for r in export_records(engine)}
+    _, rows = frame(views.result_rows(engine))
+    failed = ids[1]
+    assert exported[failed]["torch_version"] == rows[failed]["torch_version"] == "2.13.0"  # from the worker
+    assert exported[failed]["device_name"] == rows[failed]["device_name"] == "Fake CPU"
+    assert exported[ids[2]]["torch_version"] is None  # cancelled while queued: it never ran anywhere
