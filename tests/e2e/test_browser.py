@@ -4,7 +4,6 @@ until the jobs finish, the speedup plot and table on Results, a link that reopen
 and the worker stopping with the app. Debian chromium through Playwright (never `playwright install`)."""
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
