@@ -15,7 +15,9 @@ if [ -z "$(pg_lsclusters -h)" ]; then  # the package makes a cluster "main"; mak
 fi
 read -r version cluster port status _ <<<"$(pg_lsclusters -h | head -n 1)"
 if [ "$status" != online ]; then
-  pg_ctlcluster "$version" "$cluster" start  # no systemd needed; runs the server as user postgres
+  # no systemd needed; runs the server as user postgres. The server must not inherit fd 3 (the
+  # caller's $(...) pipe): a daemon holding it open keeps the command substitution waiting forever.
+  pg_ctlcluster "$version" "$cluster" start 3>&- </dev/null
 fi
 for _ in $(seq 60); do pg_isready -q -h localhost -p "$port" && break; sleep 0.5; done
 pg_isready -h localhost -p "$port"
