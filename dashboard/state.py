@@ -6,6 +6,7 @@ import threading
 import streamlit as st
 from sqlalchemy import Engine
 
+from dashboard import snapshot
 from dashboard.embedded import EmbeddedWorker
 from dashboard.tables import ResultStore
 from db import queue
@@ -41,7 +42,7 @@ def embedded_worker(db_url: str) -> EmbeddedWorker:
 
 @st.cache_resource(show_spinner=False)
 def _store(db_url: str) -> ResultStore:
-    store = ResultStore(_engine(db_url))
+    store = ResultStore(_engine(db_url), snapshot.path_for(db_url))
     threading.Thread(target=store.warm, name="compile-lab-results-warmup", daemon=True).start()
     return store
 

@@ -1,12 +1,13 @@
 """The dashboard's compute functions (no streamlit): form -> sweeps, results table, plots, diffs."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from bench.synthetic import fill
-from dashboard import charts, diff, repeats, roofline, tables
+from dashboard import charts, diff, repeats, roofline, snapshot, tables
 from dashboard.submission import FormValues, label_for, message, plan, slot_for, submit_all
 from db import queue, views
 from db.ceilings_view import newest_ceilings
@@ -178,6 +179,93 @@ def test_result_store_appends_what_finished_since(engine):
     third = store.frame()
     assert store.full_loads == 2 and third["job_id"].tolist() == [1, 2, 3]  # appended, not reloaded
     assert third["error"].tolist()[-1] == "boom"
+
+
+def finish_jobs(engine, n: int, status=JobStatus.SUCCEEDED) -> None:
+    for _ in range(n):
+        claim = queue.claim_next(engine, "w", ["cpu"], ["simplenet"], 60)
+        queue.finish(engine, claim.job_id, claim.token, status,
+                     result={"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0} if status == "succeeded" else None,
+                     error=None if status == "succeeded" else "boom")
+
+
+def saved_store(engine, path):
+    """A store that loaded everything and wrote its snapshot (waits for the writer thread)."""
+    store = tables.ResultStore(engine, path)
+    frame = store.frame()
+    store.saving.join()
+    return store, frame
+
+
+def test_a_restarted_store_starts_from_its_snapshot_and_appends(engine, db_url, tmp_path):
+    queue.register_worker(engine, "w", "h", 1, None, {"devices": ["cpu"], "models": []})
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[1, 2, 3, 4], device="cpu"), CATALOG)
+    finish_jobs(engine, 2)
+    path = snapshot.path_for(db_url)
+    assert path == tmp_path / "lab.db-results.pkl"
+    first, frame = saved_store(engine, path)
+    assert first.full_loads == 1 and not first.restored and len(frame) == 2
+    assert path.stat().st_mode & 0o777 == 0o600
+
+    restarted = tables.ResultStore(engine, path)  # a new server process: nothing in memory
+    pd.testing.assert_frame_equal(restarted.frame(), frame)
+    assert restarted.restored and restarted.full_loads == 0
+    finish_jobs(engine, 1, JobStatus.FAILED)
+    finish_jobs(engine, 1)
+    grown = restarted.frame()
+    assert restarted.full_loads == 0 and grown["job_id"].tolist() == [1, 2, 3, 4]  # appended to the snapshot
+    fresh = tables.ResultStore(engine).frame()  # what reading every row gives
+    pd.testing.assert_frame_equal(grown, fresh)
+
+
+def test_a_snapshot_of_another_database_or_layout_is_not_used(tmp_path, monkeypatch):
+    from db.engine import dispose_engine, get_engine
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    path = snapshot.path_for(url)
+
+    def fresh_db(batches):
+        dispose_engine(url)
+        for f in tmp_path.glob("lab.db*"):
+            if f != path:
+                f.unlink()
+        eng = get_engine(url)
+        queue.register_worker(eng, "w", "h", 1, None, {"devices": ["cpu"], "models": []})
+        queue.submit(eng, SweepRequest(model="simplenet", batch_sizes=batches, device="cpu"), CATALOG)
+        finish_jobs(eng, len(batches))
+        return eng
+
+    saved_store(fresh_db([1, 2]), path)
+    # the database is deleted and made anew at the same path, with as many jobs: other rows, other times
+    other = fresh_db([7, 8])
+    store = tables.ResultStore(other, path)
+    assert sorted(store.frame()["batch_size"].tolist()) == [7, 8] and not store.restored and store.full_loads == 1
+    store.saving.join()
+    monkeypatch.setattr(snapshot, "FORMAT", snapshot.FORMAT + 1)  # a newer layout of the frame
+    store = tables.ResultStore(other, path)
+    store.frame()
+    assert not store.restored and store.full_loads == 1
+    store.saving.join()
+    path.chmod(0o666)  # writable by others: never unpickled
+    store = tables.ResultStore(other, path)
+    store.frame()
+    assert not store.restored
+    store.saving.join()
+    path.write_bytes(b"not a pickle")
+    path.chmod(0o600)
+    store = tables.ResultStore(other, path)
+    assert len(store.frame()) == 2 and not store.restored
+
+
+def test_snapshot_location_follows_the_database_and_the_setting(monkeypatch, tmp_path):
+    assert snapshot.path_for("sqlite:///data/x.db") == Path("data/x.db-results.pkl")
+    assert snapshot.path_for("sqlite://") is None
+    pg = snapshot.path_for("postgresql+psycopg://lab:secret@db.host/lab")
+    assert pg.parent == Path("data/cache") and pg == snapshot.path_for("postgresql+psycopg://lab:other@db.host/lab")
+    monkeypatch.setenv("COMPILE_LAB_RESULTS_CACHE", "0")
+    assert snapshot.path_for("sqlite:///data/x.db") is None
+    monkeypatch.setenv("COMPILE_LAB_RESULTS_CACHE", str(tmp_path))
+    assert snapshot.path_for("sqlite:///data/x.db").parent == tmp_path
 
 
 # -- Compare ------------------------------------------------------------------------------------------

@@ -1,0 +1,125 @@
+"""The Results table on disk, so a restarted dashboard does not re-read every finished job.
+
+Reading 100k finished jobs from SQLite costs ~2.5 s on a 2-core box (one Python object per cell); a
+pickled frame loads in ~0.3 s. A finished job never changes again (db.queue touches only queued and
+running jobs; re-submit makes a new job), so a snapshot taken at data version V stays true for every job
+it holds: dashboard.tables.ResultStore restores it, then appends what finished since, exactly as it does
+in memory, and reloads everything when the counts disagree.
+
+A snapshot is used only if it was written for the same frame layout (FORMAT, db.views.FRAME_FIELDS), the
+same schema revision, and the same database: its oldest and newest jobs must still exist with the same
+finish times (a database deleted and made anew at the same path fails this). Anything else, including
+a file that cannot be read, is ignored and replaced.
+
+Where: beside a SQLite file (`data/compile_lab.db` -> `data/compile_lab.db-results.pkl`); for PostgreSQL
+in `data/cache/` of the working directory, named by a hash of the URL without its password.
+COMPILE_LAB_RESULTS_CACHE=0 turns it off; a folder path puts every snapshot there.
+
+The file is a pickle of the dashboard's own frame, written by this user with mode 0600 (like a .pyc
+beside the code it caches); one that another user owns or others can write is not loaded.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import pickle
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+from sqlalchemy import Engine, select
+from sqlalchemy.engine import make_url
+
+from db import migrate, views
+from db.engine import reading
+from db.models import Job
+
+FORMAT = 1  # bump when results_frame's columns or types change in a way FRAME_FIELDS does not show
+log = logging.getLogger("compile_lab.dashboard")
+
+
+def path_for(url: str) -> Path | None:
+    """Where the snapshot of this database's results lives (None: snapshots are off for it)."""
+    setting = os.environ.get("COMPILE_LAB_RESULTS_CACHE", "")
+    if setting == "0":
+        return None
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if not parsed.database or parsed.database == ":memory:":
+            return None
+        db = Path(parsed.database)
+        return Path(setting) / f"{db.name}-{_digest(str(db.resolve()))}-results.pkl" if setting else \
+            db.with_name(db.name + "-results.pkl")
+    folder = Path(setting) if setting else Path("data") / "cache"
+    return folder / f"results-{_digest(parsed.render_as_string(hide_password=True))}.pkl"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _key(engine: Engine) -> dict:
+    return {"format": FORMAT, "fields": views.FRAME_FIELDS, "revision": migrate.current(engine)}
+
+
+def _anchors(frame: pd.DataFrame) -> list[tuple[int, object]]:
+    """The oldest and newest job of the frame with their finish times (which never change)."""
+    if frame.empty:
+        return []
+    ends = frame.loc[[frame["job_id"].idxmin(), frame["job_id"].idxmax()]]
+    return [(int(j), None if pd.isna(t) else pd.Timestamp(t).to_pydatetime())
+            for j, t in zip(ends["job_id"], ends["finished_at"])]
+
+
+def save(path: Path, engine: Engine, frame: pd.DataFrame, version: tuple) -> None:
+    """Write atomically (a reader sees the old file or the new one, never half of one)."""
+    payload = {**_key(engine), "version": version, "anchors": _anchors(frame), "frame": frame}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)  # mode 0600
+    try:
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load(path: Path, engine: Engine) -> tuple[pd.DataFrame, tuple] | None:
+    """The snapshot's frame and the data version it was taken at, if it is this database's; else None."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    if st.st_uid != os.getuid() or st.st_mode & 0o022:
+        log.warning("not loading %s: owned by another user or writable by others", path)
+        return None
+    try:
+        with open(path, "rb") as f:
+            payload = pickle.load(f)
+        if any(payload.get(k) != v for k, v in _key(engine).items()):
+            return None
+        frame, version, anchors = payload["frame"], tuple(payload["version"]), payload["anchors"]
+    except Exception as e:  # truncated, another format, another pandas: read the database instead
+        log.warning("ignoring the results snapshot %s: %s", path, e)
+        return None
+    if not _anchors_hold(engine, anchors):
+        return None
+    return frame, version
+
+
+def _anchors_hold(engine: Engine, anchors: list[tuple[int, object]]) -> bool:
+    if not anchors:
+        return True  # an empty snapshot: the store's count check decides
+    ids = [j for j, _ in anchors]
+    with reading(engine) as s:
+        found = dict(s.execute(select(Job.id, Job.finished_at).where(Job.id.in_(ids))).all())
+    return all(j in found and _same_time(found[j], t) for j, t in anchors)
+
+
+def _same_time(a, b) -> bool:
+    """Timestamps are naive UTC everywhere (db.models.utcnow)."""
+    if a is None or b is None:
+        return a is None and b is None
+    return pd.Timestamp(a) == pd.Timestamp(b)
