@@ -38,4 +38,7 @@ with st.sidebar:
     st.markdown("### :material/science: Compile Lab")
     state.sidebar_status()
 state.warm_results()  # the first visit to Results finds the table loaded (or loading)
-page.run()
+try:
+    page.run()
+finally:  # st.stop() and reruns end a page by raising: the snapshot is still written
+    state.save_results_snapshot()

@@ -55,6 +55,14 @@ def warm_results() -> None:
         pass
 
 
+def save_results_snapshot() -> None:
+    """After a page has run: write the results snapshot if a load asked for it (dashboard.tables.ResultStore)."""
+    try:
+        _store(url()).save_if_due()
+    except DatabaseError:
+        pass
+
+
 def results():
     """Every finished job as a DataFrame (read-only), shared by all sessions and kept current by
     appending newly finished jobs (dashboard.tables.ResultStore)."""

@@ -103,7 +103,8 @@ class ResultStore:
 
     `snapshot_path` (dashboard.snapshot): the frame is also kept on disk, so a restarted server starts
     from it and appends, instead of reading every row again. It is rewritten in the background after a
-    full load and whenever SAVE_EVERY rows (or a twentieth of the frame) were appended since."""
+    full load and whenever SAVE_EVERY rows (or a twentieth of the frame) were appended since, once the
+    page that asked has been drawn (save_if_due)."""
 
     MARGIN = pd.Timedelta(hours=1)
     SAVE_EVERY = 1000
@@ -116,6 +117,7 @@ class ResultStore:
         self.full_loads = 0  # for tests and the benchmark
         self.restored = False  # started from the snapshot on disk
         self._saved_rows = 0
+        self._due: tuple | None = None  # (frame, version) to write to the snapshot
         self._lock = threading.Lock()
         self.saving: threading.Thread | None = None
 
@@ -139,7 +141,7 @@ class ResultStore:
                 df, new_version = self._load_all()
             self.frame_, self.version = df, new_version
             if full or len(df) - self._saved_rows >= max(self.SAVE_EVERY, len(df) // 20):
-                self._save_later(df, new_version)
+                self._due = (df, new_version)
             return df
 
     def warm(self) -> None:
@@ -149,6 +151,7 @@ class ResultStore:
             self.frame()
         except Exception as e:  # the page will load (and report) it itself
             logging.getLogger("compile_lab.dashboard").warning("warming the results table failed: %s", e)
+        self.save_if_due()
 
     def _load_all(self) -> tuple[pd.DataFrame, tuple]:
         self.full_loads += 1
@@ -160,14 +163,18 @@ class ResultStore:
             self.frame_, self.version = got
             self._saved_rows, self.restored = len(self.frame_), True
 
-    def _save_later(self, df: pd.DataFrame, version: tuple) -> None:
-        """Pickling 100k rows takes ~0.7 s: off the page's thread (the frame is never modified)."""
-        if self.snapshot_path is None:
-            return
-        self._saved_rows = len(df)
-        self.saving = threading.Thread(target=self._save, args=(df, version), name="compile-lab-results-snapshot",
-                                       daemon=True)
-        self.saving.start()
+    def save_if_due(self) -> None:
+        """Write the snapshot if frame() asked for it, in a background thread. Pickling 100k rows takes
+        ~0.7 s and holds the GIL, so the app calls this when a page has finished drawing, not while it
+        draws (the frame is never modified, so the thread can read it meanwhile)."""
+        with self._lock:
+            due, self._due = self._due, None
+            if due is None or self.snapshot_path is None:
+                return
+            self._saved_rows = len(due[0])
+            self.saving = threading.Thread(target=self._save, args=due, name="compile-lab-results-snapshot",
+                                           daemon=True)
+            self.saving.start()
 
     def _save(self, df: pd.DataFrame, version: tuple) -> None:
         try:

@@ -10,6 +10,7 @@ and downloads is what `python -m runner export` prints. No torch, no streamlit, 
 """
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Iterable
@@ -99,10 +100,17 @@ def rows_sql(engine: Engine, names: list[str], statuses: Iterable[str] = TERMINA
              job_ids: Iterable[int] | None = None) -> str:
     """The SELECT behind result_rows, compiled for the engine's dialect with its values inline (so a
     columnar reader, e.g. ADBC, can run the very same statement)."""
+    status = Job.status
+    if sweep_ids is None and finished_since is None and job_ids is None:
+        # Every finished job: nearly the whole table. Through the status index, SQLite would gather the
+        # rows in status order and sort all of them (dozens of columns) in a temp B-tree for ORDER BY id:
+        # ~0.7 s of 2 at 100k jobs. An expression the index does not cover makes it walk the table in id
+        # order instead, with no sort.
+        status = func.coalesce(Job.status, "")
     q = (select(*(_column(n) for n in names)).select_from(Job)
          .outerjoin(Sweep, Sweep.id == Job.sweep_id).outerjoin(Result, Result.job_id == Job.id)
          .outerjoin(Worker, Worker.id == Job.worker_id)
-         .where(Job.status.in_(list(statuses))).order_by(Job.id))
+         .where(status.in_(list(statuses))).order_by(Job.id))
     if sweep_ids is not None:
         q = q.where(Job.sweep_id.in_(list(sweep_ids)))
     if finished_since is not None:
@@ -126,14 +134,25 @@ def result_rows(engine: Engine, statuses: Iterable[str] = TERMINAL, sweep_ids: I
     names = ["job_id"] + [f for f in fields if f != "job_id"]
     sql = rows_sql(engine, names, statuses, sweep_ids, finished_since, job_ids)
     # One snapshot for the rows and their version: SQLite's read transaction is one already; PostgreSQL
-    # needs REPEATABLE READ for it. The statement runs on the driver's cursor: no per-value result
-    # processing (100k rows x dozens of columns).
+    # needs REPEATABLE READ for it. The statement runs on the DB-API cursor of the same connection and
+    # transaction: plain tuples, no per-value result processing or Row objects (100k rows x dozens of
+    # columns: ~0.3 s less than SQLAlchemy's result on SQLite).
     options = {"isolation_level": "REPEATABLE READ"} if engine.dialect.name == "postgresql" else {}
     with reading(engine) as s:
         conn = s.connection(execution_options=options)
         version = _version(conn, statuses)
-        rows = conn.exec_driver_sql(sql.replace("%", "%%") if engine.dialect.name == "postgresql" else sql).all()
-    values = list(zip(*rows)) if rows else [()] * len(names)
+        cursor = conn.connection.cursor()
+        collecting = gc.isenabled()
+        gc.disable()  # millions of new tuples would set off full collections over every object (~0.2 s)
+        try:
+            cursor.execute(sql)  # no parameters: values are inline (rows_sql), so "%" needs no escaping
+            rows = cursor.fetchall()
+            values = list(zip(*rows)) if rows else [()] * len(names)
+            del rows
+        finally:
+            cursor.close()
+            if collecting:
+                gc.enable()
     columns = {n: list(v) for n, v in zip(names, values)}
     for n in ("created_at", "finished_at"):  # SQLite hands back text
         if n in columns and columns[n] and isinstance(next((x for x in columns[n] if x is not None), None), str):

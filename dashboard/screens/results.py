@@ -1,6 +1,9 @@
-"""Results: filters (all in the URL), the plots that answer the seed notes, where the first call goes,
-device time vs host latency, the spread across repeats, the roofline, failures with their reasons, the
-table of every export field, and CSV / JSON of what is shown."""
+"""Results: filters (all in the URL), then tabs: the plots that answer the seed notes; where the first call
+goes and device time vs host latency; the spread across repeats; the roofline; failures with their
+reasons; the table of every export field. CSV / JSON of what is shown above the tabs.
+
+Only the open tab runs (st.tabs bound to the URL's `view`), so a visit pays for the plots it shows, and a
+copied link opens the same tab."""
 import streamlit as st
 
 from dashboard import charts, repeats, roofline, state, tables
@@ -10,7 +13,9 @@ URL_KEYS = {"torch_version": "torch", "device_name": "gpu"}  # shorter query par
 SCHEDULE_JOBS = 40  # the recompile timeline draws the newest jobs that ran a schedule
 PAGE_ROWS = 500  # st.dataframe sends every row it gets to the browser: the table is paged, downloads are not
 FAIL_ROWS = 1000
-REPEAT_GROUPS = 6  # the spread plot draws the newest sweeps' comparison groups
+REPEAT_GROUPS = 6
+# the tabs; their labels are the URL's `view` values (renaming one breaks links to it)
+TABS = ["Speedup", "First call", "Repeats", "Roofline", "Failures", "Table"]  # the spread plot draws the newest sweeps' comparison groups
 # the table's first columns: what a job is, its result, and how far that result can be trusted
 FRONT = ["job_id", "sweep", "status", "model", "batch_size", "backend", "mode", "dynamic", "fullgraph", "speedup",
          "noisy", "eager_spread", "compiled_spread", "eager_ms", "compiled_ms", "roofline_pct", "roofline_bound"]
@@ -51,12 +56,20 @@ def view_key(df, selected: dict) -> tuple:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def model_figures(key: tuple, _shown, model: str, _engine) -> dict:
-    """Every plot and table of one model's view, built once per `key` and shared by all sessions: building
-    plotly figures is most of what a rerun costs. Nothing here is modified after it is built."""
+def model_view(key: tuple, _shown, model: str) -> dict:
+    """One model's rows with series labels, their medians and failures: what every per-model tab draws.
+    Built once per `key` and shared by all sessions; nothing here is modified after it is built."""
     view = tables.label_series(_shown[_shown["model"] == model])
     agg, fails = tables.summarize(view)
-    agg = tables.with_noise(agg, view)
+    return {"view": view, "agg": tables.with_noise(agg, view), "fails": fails}
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def speed_figures(key: tuple, _shown, model: str, _engine) -> dict:
+    """Speedup, latency, warmup, break-even and the recompile timeline (building plotly figures is most of
+    what a rerun costs, so they are cached per view)."""
+    v = model_view(key, _shown, model)
+    view, agg, fails = v["view"], v["agg"], v["fails"]
     out = {"speedup": charts.mark_noisy(charts.speedup(agg, fails), agg), "latency": charts.latency(agg, fails),
            "warmup": charts.warmup(agg, fails), "break_even": charts.break_even(agg, fails), "timeline": None}
     with_schedule = view[view["has_schedule"].fillna(False).astype(bool) & (view["status"] == "succeeded")]
@@ -65,13 +78,23 @@ def model_figures(key: tuple, _shown, model: str, _engine) -> dict:
         newest = with_schedule.sort_values("job_id").tail(SCHEDULE_JOBS)
         sched = charts.schedule_frame(view, views.schedule_calls(_engine, newest["job_id"].tolist()))
         out["timeline"] = charts.recompile_timeline(sched)
-    frame = tables.breakdown_frame(view)
-    out["breakdown"] = charts.warmup_breakdown(frame, fails)
-    out["no_breakdown"] = bool((frame["part"] == tables.NO_BREAKDOWN).any())
-    host = tables.host_latency_frame(agg)
-    out["host"] = None if host.empty else charts.host_latency(host, fails, charts.breakdown_rows(frame, fails))
-    out["repeats"] = repeat_parts(view)
     return out
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def launch_figures(key: tuple, _shown, model: str) -> dict:
+    """Where the compiled first call goes, beside device time vs host latency."""
+    v = model_view(key, _shown, model)
+    frame = tables.breakdown_frame(v["view"])
+    host = tables.host_latency_frame(v["agg"])
+    return {"breakdown": charts.warmup_breakdown(frame, v["fails"]),
+            "no_breakdown": bool((frame["part"] == tables.NO_BREAKDOWN).any()),
+            "host": None if host.empty else charts.host_latency(host, v["fails"], charts.breakdown_rows(frame, v["fails"]))}
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def repeat_figures(key: tuple, _shown, model: str) -> dict | None:
+    return repeat_parts(model_view(key, _shown, model)["view"])
 
 
 def repeat_parts(view) -> dict | None:
@@ -174,6 +197,51 @@ def roofline_plot(shown, key: tuple, engine) -> None:
                    "work is all bytes, so its roofline is the copy bandwidth): " + parts["off"])
 
 
+def failures_section(bad) -> None:
+    """Every job in view that did not succeed, newest first, with its reason."""
+    if bad.empty:
+        st.success("Every job in view succeeded.")
+        return
+    st.subheader(f"Did not succeed ({len(bad):,})")
+    st.dataframe(bad.drop(columns=[c for c in ("config", "series") if c in bad.columns]).iloc[::-1].head(FAIL_ROWS),
+                 hide_index=True, width="stretch", column_config={"error": st.column_config.TextColumn(
+                     "reason", width="large"), "job_id": st.column_config.NumberColumn(format="%d")})
+    if len(bad) > FAIL_ROWS:
+        st.caption(f"The newest {FAIL_ROWS:,} of {len(bad):,}; all of them are in the table and the downloads.")
+    with st.expander("Full reasons (newest 20)", expanded=len(bad) <= 3):
+        for row in bad.iloc[::-1].head(20).itertuples():
+            st.markdown(f"**#{row.job_id}** {row.model} bs={row.batch_size} {row.backend}/{row.mode} "
+                        f"dynamic={row.dynamic} fullgraph={row.fullgraph}: **{row.status}**")
+            st.code(row.error, language=None, wrap_lines=True)
+
+
+def export_table(shown, engine) -> None:
+    """Every export field of the shown rows, newest first, a page of PAGE_ROWS at a time."""
+    st.subheader("Every export field")
+    pages = max(1, -(-len(shown) // PAGE_ROWS))
+    if st.session_state.get("page", 1) > pages:  # fewer rows than the page a link or an earlier filter named
+        st.session_state["page"] = 1
+    newest_first = shown.iloc[::-1]
+    table_slot = st.empty()
+    page = st.pagination(pages, key="page", bind="query-params") if pages > 1 else 1
+    st.caption(f"Rows {(page - 1) * PAGE_ROWS + 1:,}–{min(page * PAGE_ROWS, len(shown)):,} of {len(shown):,}, "
+               "newest first")
+    rows = tables.export_columns(newest_first.iloc[(page - 1) * PAGE_ROWS:page * PAGE_ROWS], engine)
+    rows = rows.assign(noisy=rows["noisy"].map({True: "⚠ noisy", False: "ok"}))  # shown only; downloads keep the bool
+    table_slot.dataframe(
+        rows, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(rows)),
+        column_order=FRONT + [c for c in rows.columns if c not in FRONT],
+        column_config={"job_id": st.column_config.NumberColumn(format="%d"),
+                       "speedup": st.column_config.NumberColumn(format="%.3f×"),
+                       "noisy": st.column_config.TextColumn(help="Either side's spread past 5%: read this job's "
+                                                                 "numbers with care, or repeat it"),
+                       "eager_spread": st.column_config.NumberColumn(format="percent",
+                                                                     help="IQR / median of per-round medians"),
+                       "compiled_spread": st.column_config.NumberColumn(format="percent",
+                                                                        help="IQR / median of per-round medians"),
+                       "roofline_pct": st.column_config.NumberColumn(format="%.0f%%")})
+
+
 st.title("Results")
 engine = state.engine()
 df = state.results()
@@ -189,6 +257,14 @@ if shown.empty:
     st.warning("No job matches these filters.")
     st.stop()
 
+downloads = st.columns([1, 1, 6], vertical_alignment="center")
+downloads[0].download_button("CSV", data=lambda: tables.to_csv(shown, engine), file_name="compile_lab_results.csv",
+                             mime="text/csv", on_click="ignore", icon=":material/download:",
+                             help="Every shown row (all pages), every export field")
+downloads[1].download_button("JSON", data=lambda: tables.to_json(shown, engine), file_name="compile_lab_results.json",
+                             mime="application/json", on_click="ignore", icon=":material/download:",
+                             help="Every shown row as `python -m runner export --format json` records")
+
 models = sorted(shown["model"].unique())
 newest = shown.loc[shown["job_id"].idxmax(), "model"]
 model = newest
@@ -197,55 +273,30 @@ if len(models) > 1:  # start from the newest job's model; the URL always names t
     model = st.segmented_control("Plots for model", models, key="plot") or newest
     state.write_url_choice("plot", model)
 key = view_key(df, selected)
-parts = model_figures(key, shown, model, engine)
-plots(parts)
-st.subheader(f"Warmup and launch overhead: {model}")
-first_call_and_launch(parts)
-st.subheader(f"Spread across repeats: {model}")
-repeat_spread(parts["repeats"])
-st.subheader("Roofline: every model in view")
-roofline_plot(shown, key, engine)
-
 bad = tables.failures(shown)
-if not bad.empty:
-    st.subheader(f"Did not succeed ({len(bad):,})")
-    st.dataframe(bad.drop(columns=[c for c in ("config", "series") if c in bad.columns]).iloc[::-1].head(FAIL_ROWS),
-                 hide_index=True, width="stretch", column_config={"error": st.column_config.TextColumn(
-                     "reason", width="large"), "job_id": st.column_config.NumberColumn(format="%d")})
-    if len(bad) > FAIL_ROWS:
-        st.caption(f"The newest {FAIL_ROWS:,} of {len(bad):,}; all of them are in the table below and the downloads.")
-    with st.expander("Full reasons (newest 20)", expanded=len(bad) <= 3):
-        for row in bad.iloc[::-1].head(20).itertuples():
-            st.markdown(f"**#{row.job_id}** {row.model} bs={row.batch_size} {row.backend}/{row.mode} "
-                        f"dynamic={row.dynamic} fullgraph={row.fullgraph}: **{row.status}**")
-            st.code(row.error, language=None, wrap_lines=True)
+speed_tab, launch_tab, repeat_tab, roofline_tab, fail_tab, table_tab = st.tabs(
+    TABS, key="view", bind="query-params", width="stretch")
 
-st.subheader("Every export field")
-pages = max(1, -(-len(shown) // PAGE_ROWS))
-if st.session_state.get("page", 1) > pages:  # fewer rows than the page a link or an earlier filter named
-    st.session_state["page"] = 1
-newest_first = shown.iloc[::-1]
-table_slot = st.empty()
-foot = st.columns([2, 1, 1, 3], vertical_alignment="center")
-with foot[0]:
-    page = st.pagination(pages, key="page", bind="query-params") if pages > 1 else 1
-    st.caption(f"Rows {(page - 1) * PAGE_ROWS + 1:,}–{min(page * PAGE_ROWS, len(shown)):,} of {len(shown):,}, newest first")
-rows = tables.export_columns(newest_first.iloc[(page - 1) * PAGE_ROWS:page * PAGE_ROWS], engine)
-rows = rows.assign(noisy=rows["noisy"].map({True: "⚠ noisy", False: "ok"}))  # shown only; downloads keep the bool
-table_slot.dataframe(
-    rows, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(rows)),
-    column_order=FRONT + [c for c in rows.columns if c not in FRONT],
-    column_config={"job_id": st.column_config.NumberColumn(format="%d"),
-                   "speedup": st.column_config.NumberColumn(format="%.3f×"),
-                   "noisy": st.column_config.TextColumn(help="Either side's spread past 5%: read this job's numbers "
-                                                             "with care, or repeat it"),
-                   "eager_spread": st.column_config.NumberColumn(format="percent", help="IQR / median of per-round medians"),
-                   "compiled_spread": st.column_config.NumberColumn(format="percent",
-                                                                    help="IQR / median of per-round medians"),
-                   "roofline_pct": st.column_config.NumberColumn(format="%.0f%%")})
-foot[1].download_button("CSV", data=lambda: tables.to_csv(shown, engine), file_name="compile_lab_results.csv",
-                        mime="text/csv", on_click="ignore", icon=":material/download:",
-                        help="Every shown row (all pages), every export field")
-foot[2].download_button("JSON", data=lambda: tables.to_json(shown, engine), file_name="compile_lab_results.json",
-                        mime="application/json", on_click="ignore", icon=":material/download:",
-                        help="Every shown row as `python -m runner export --format json` records")
+if speed_tab.open:
+    with speed_tab:
+        plots(speed_figures(key, shown, model, engine))
+        if not bad.empty:
+            st.caption(f"{len(bad):,} jobs in view did not succeed: marked on the plots, listed under **Failures**.")
+if launch_tab.open:
+    with launch_tab:
+        st.subheader(f"Warmup and launch overhead: {model}")
+        first_call_and_launch(launch_figures(key, shown, model))
+if repeat_tab.open:
+    with repeat_tab:
+        st.subheader(f"Spread across repeats: {model}")
+        repeat_spread(repeat_figures(key, shown, model))
+if roofline_tab.open:
+    with roofline_tab:
+        st.subheader("Roofline: every model in view")
+        roofline_plot(shown, key, engine)
+if fail_tab.open:
+    with fail_tab:
+        failures_section(bad)
+if table_tab.open:
+    with table_tab:
+        export_table(shown, engine)

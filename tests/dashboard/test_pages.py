@@ -193,31 +193,38 @@ def results(lab):
 
 def test_results_page_plots_tables_and_downloads(results):
     at = ok(page("results"))
-    charts = at.get("plotly_chart")
-    # speedup, latency, warmup, break-even, recompile timeline; compile breakdown, device vs host, repeats, roofline
-    assert [c.key for c in charts] == ["plot_speedup", "plot_latency", "plot_warmup", "plot_break_even",
-                                       "plot_recompiles", "plot_breakdown", "plot_host", "plot_repeats", "plot_roofline"]
+    # the Speedup tab opens first: speedup, latency, warmup, break-even, recompile timeline; no other tab ran
+    assert [t.label for t in at.tabs] == ["Speedup", "First call", "Repeats", "Roofline", "Failures", "Table"]
+    assert [c.key for c in at.get("plotly_chart")] == ["plot_speedup", "plot_latency", "plot_warmup",
+                                                       "plot_break_even", "plot_recompiles"]
+    assert not at.dataframe
     assert {m.label for m in at.metric} >= {"Jobs shown", "Succeeded", "Did not succeed", "Median speedup"}
     assert [m.value for m in at.metric][:1] == ["240"]
+    failed_n = 240 - int(at.metric[1].value)
+    assert any(f"{failed_n:,} jobs in view did not succeed" in t for t in texts(at.caption))
     assert {s.label for s in at.multiselect} == {"Sweep", "Model", "Backend", "Mode", "Dynamic", "Fullgraph",
                                                 "Device", "dtype", "torch", "GPU / CPU"}
-    assert "Did not succeed (%d)" % (240 - int(at.metric[1].value)) in [s.value for s in at.subheader]
-    failed = next(d.value for d in at.dataframe if "error" in d.value.columns and len(d.value.columns) < 20)
-    assert (failed["status"] != "succeeded").all() and failed["error"].str.len().gt(0).all()
-    table = at.dataframe[-1].value
-    assert len(table) == 240 and table["job_id"].iloc[0] == 240  # newest first, one page
     assert {b.label for b in at.get("download_button")} == {"CSV", "JSON"}
     # the plotted model is the newest job's, and the URL names it so a copied link keeps showing it
     newest = export_records(results, job_ids=[240])[0]["model"]
     assert at.segmented_control(key="plot").value == newest and at.query_params["plot"] == newest
 
+    at = ok(page("results", view="Failures"))
+    assert "Did not succeed (%d)" % failed_n in [s.value for s in at.subheader] and not at.get("plotly_chart")
+    failed = at.dataframe[0].value
+    assert len(failed) == failed_n and (failed["status"] != "succeeded").all() and failed["error"].str.len().gt(0).all()
+    at = ok(page("results", view="Table"))
+    table = at.dataframe[0].value
+    assert len(table) == 240 and table["job_id"].iloc[0] == 240  # newest first, one page
+
 
 def test_results_filters_live_in_the_link(results):
-    at = ok(page("results", model="mlp", dynamic=["true", "false"], plot="mlp"))
+    at = ok(page("results", model="mlp", dynamic=["true", "false"], plot="mlp", view="Table"))
     assert at.multiselect(key="model").value == ["mlp"]
     table = at.dataframe[-1].value
     assert set(table["model"]) == {"mlp"} and set(table["dynamic"]) == {"true", "false"}
     assert at.metric[0].value == str(len(table))
+    assert at.query_params["view"] == "Table"
 
 
 def test_results_without_data_points_to_submit(lab):
@@ -248,21 +255,27 @@ def trace_names(at, key: str) -> set[str]:
 
 def test_results_show_timing_spread_repeats_host_latency_and_the_roofline(results):
     at = ok(page("results", plot="complexnet"))  # the synthetic repeat sweep is complexnet's
-    assert [s.value for s in at.subheader][:3] == ["Warmup and launch overhead: complexnet",
-                                                   "Spread across repeats: complexnet", "Roofline: every model in view"]
     timing = next(t for t in texts(at.caption) if t.startswith("Timing: "))
     assert "cuda: events per call behind a GPU spin (host head start) and an L2 flush" in timing and "5%" in timing
+    at = ok(page("results", plot="complexnet", view="First call"))
+    assert [s.value for s in at.subheader] == ["Warmup and launch overhead: complexnet"]
+    assert {"dynamo tracing", "codegen + kernel compile", "eager first call"} <= trace_names(at, "plot_breakdown")
+    assert set(HOST_COLORS) == trace_names(at, "plot_host")
+    at = ok(page("results", plot="complexnet", view="Repeats"))
+    assert [s.value for s in at.subheader] == ["Spread across repeats: complexnet"]
     pairs, summary = at.dataframe[0].value, at.dataframe[1].value
     assert list(pairs.columns) == ["group", "faster", "slower", "verdict", "ratio", "gap %", "faster ms", "slower ms"]
     assert set(pairs["verdict"]) <= {"✅ separated", "≈ not separable"} and "eager" in set(pairs["slower"])
     assert (summary["runs"] == 4).all() and {"compiled_ms spread %", "speedup min", "eager_ms max"} <= set(summary.columns)
-    assert {"dynamo tracing", "codegen + kernel compile", "eager first call"} <= trace_names(at, "plot_breakdown")
-    assert set(HOST_COLORS) == trace_names(at, "plot_host")
+    assert [c.key for c in at.get("plotly_chart")] == ["plot_repeats"]
+    at = ok(page("results", plot="complexnet", view="Roofline"))
+    assert [s.value for s in at.subheader] == ["Roofline: every model in view"]
     assert {"NVIDIA H100 80GB HBM3 · float32: 51.2 TFLOP/s, 2,952 GB/s", "complexnet", "mlp"} <= \
         trace_names(at, "plot_roofline")
     assert any(t.startswith("Not on the log axes, with 0 counted FLOPs") and "sincos on NVIDIA" in t for t in texts(at.caption))
     assert not any("No measured ceilings" in t for t in texts(at.caption))
     # the table leads with the job, its result and whether it can be trusted
+    at = ok(page("results", plot="complexnet", view="Table"))
     assert at.dataframe[-1].proto.column_order[:13] == ["job_id", "sweep", "status", "model", "batch_size", "backend",
                                                        "mode", "dynamic", "fullgraph", "speedup", "noisy",
                                                        "eager_spread", "compiled_spread"]
@@ -270,22 +283,29 @@ def test_results_show_timing_spread_repeats_host_latency_and_the_roofline(result
 
 
 def test_results_roofline_colour_lives_in_the_link(results):
-    at = ok(page("results", rcolor="mode"))
+    at = ok(page("results", rcolor="mode", view="Roofline"))
     assert at.segmented_control(key="rcolor").value == "mode"
     assert {"default", "max-autotune", "reduce-overhead"} <= trace_names(at, "plot_roofline")
 
 
 def test_results_without_ceilings_repeats_or_cuda_say_so(lab):
     fill(lab, 30, seed=2, device="cpu", ceilings=False)
-    at = ok(page("results", sweep="#1 simplenet sweep 1"))  # a regular sweep: no repeats
+
+    def tab(view):  # a regular sweep: no repeats
+        return ok(page("results", sweep="#1 simplenet sweep 1", view=view))
+
+    at = tab("Speedup")
     assert [c.key for c in at.get("plotly_chart")] == ["plot_speedup", "plot_latency", "plot_warmup",
-                                                       "plot_break_even", "plot_recompiles", "plot_breakdown",
-                                                       "plot_roofline"]
+                                                       "plot_break_even", "plot_recompiles"]
+    assert any(t.startswith("Timing: cpu: perf_counter per call") for t in texts(at.caption))
+    at = tab("First call")
+    assert [c.key for c in at.get("plotly_chart")] == ["plot_breakdown"]
     assert any("CUDA jobs" in t for t in texts(at.info))  # device vs host: nothing to draw on the CPU
+    at = tab("Repeats")
     assert any("No configuration of this model was repeated" in t and "--repeat" in t for t in texts(at.caption))
+    at = tab("Roofline")
     missing = [t for t in texts(at.caption) if t.startswith("No measured ceilings")]
     assert len(missing) == 1 and "AMD EPYC" in missing[0] and "python -m runner calibrate --device cpu" in missing[0]
-    assert any(t.startswith("Timing: cpu: perf_counter per call") for t in texts(at.caption))
     assert trace_names(at, "plot_roofline") == {"simplenet"}  # the points, without a line
 
 
@@ -293,7 +313,7 @@ def test_results_plots_follow_a_new_result(results):
     """The plots are built once per (data, filters, choices) and shared; a new result is a new build."""
     from db.spec import ModelInfo, SweepRequest
 
-    at = ok(page("results", plot="complexnet", rcolor="mode"))
+    at = ok(page("results", plot="complexnet", rcolor="mode", view="Roofline"))
     assert "max-autotune-no-cudagraphs" not in trace_names(at, "plot_roofline")
     queue.submit(results, SweepRequest(model="complexnet", batch_sizes=[32], modes=["max-autotune-no-cudagraphs"],
                                        device="cuda"), {"complexnet": ModelInfo("complexnet", "d")})

@@ -111,10 +111,14 @@ def test_submit_watch_and_read_results_in_a_browser(app, browser, tmp_path):
     speedup = page.locator('[data-testid="stPlotlyChart"]').filter(has_text="Speedup vs batch size")
     speedup.wait_for()
     assert "1.0× (no gain)" in speedup.inner_text()
-    assert page.locator('[data-testid="stDataFrame"]').count() >= 1  # the table of every export field
-    assert page.get_by_text("Every export field").is_visible()
     assert metric(page, "Jobs shown") == "2"
     page.screenshot(path=str(tmp_path / "results.png"), full_page=True)
+    page.get_by_role("tab", name="Table").click()  # only the open tab runs: the table arrives on the click
+    page.get_by_text("Every export field").wait_for()
+    page.wait_for_url(re.compile(r"view=Table"))  # the tab is in the link
+    table = page.locator('[data-testid="stDataFrame"]')
+    table.wait_for()
+    assert table.count() == 1
     with page.expect_download() as download:  # what is shown, every export field
         page.get_by_role("button", name="CSV", exact=True).click()
     lines = Path(download.value.path()).read_text().splitlines()

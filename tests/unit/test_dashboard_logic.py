@@ -189,11 +189,18 @@ def finish_jobs(engine, n: int, status=JobStatus.SUCCEEDED) -> None:
                      error=None if status == "succeeded" else "boom")
 
 
+def persist(store) -> None:
+    """What the app does once a page has run: write the snapshot (here: and wait for the writer thread)."""
+    store.save_if_due()
+    store.saving.join()
+
+
 def saved_store(engine, path):
-    """A store that loaded everything and wrote its snapshot (waits for the writer thread)."""
+    """A store that loaded everything and wrote its snapshot."""
     store = tables.ResultStore(engine, path)
     frame = store.frame()
-    store.saving.join()
+    assert store.saving is None and not path.exists()  # never while a page draws
+    persist(store)
     return store, frame
 
 
@@ -240,17 +247,17 @@ def test_a_snapshot_of_another_database_or_layout_is_not_used(tmp_path, monkeypa
     other = fresh_db([7, 8])
     store = tables.ResultStore(other, path)
     assert sorted(store.frame()["batch_size"].tolist()) == [7, 8] and not store.restored and store.full_loads == 1
-    store.saving.join()
+    persist(store)
     monkeypatch.setattr(snapshot, "FORMAT", snapshot.FORMAT + 1)  # a newer layout of the frame
     store = tables.ResultStore(other, path)
     store.frame()
     assert not store.restored and store.full_loads == 1
-    store.saving.join()
+    persist(store)
     path.chmod(0o666)  # writable by others: never unpickled
     store = tables.ResultStore(other, path)
     store.frame()
     assert not store.restored
-    store.saving.join()
+    persist(store)
     path.write_bytes(b"not a pickle")
     path.chmod(0o600)
     store = tables.ResultStore(other, path)

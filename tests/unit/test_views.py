@@ -1,4 +1,5 @@
-"""db/views.py on a real SQLite file: one row per finished job, failures kept, versions that move."""
+"""db/views.py on a real SQLite file and a real PostgreSQL database: one row per finished job, failures kept,
+versions that move."""
 import json
 
 import pytest
@@ -26,6 +27,13 @@ def run(engine, status, **finish):
     assert claim is not None
     queue.finish(engine, claim.job_id, claim.token, status, **finish)
     return claim.job_id
+
+
+@pytest.fixture
+def engine(any_db_url):
+    from db.engine import get_engine
+
+    return get_engine(any_db_url)
 
 
 @pytest.fixture
