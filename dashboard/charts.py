@@ -29,7 +29,7 @@ def colors(labels) -> dict:
 
 def _layout(fig: go.Figure, title: str, height: int = 380) -> go.Figure:
     fig.update_layout(title=dict(text=title, font=dict(size=15)), height=height, margin=dict(l=10, r=10, t=50, b=10),
-                      legend=dict(orientation="h", yanchor="top", y=-0.18, x=0, title=None),
+                      legend=dict(orientation="h", yanchor="top", y=-0.24, x=0, title=None),
                       hoverlabel=dict(namelength=-1))
     return fig
 
@@ -48,7 +48,7 @@ def _mark_failures_on_x(fig: go.Figure, fails: pd.DataFrame, x_col: str, label_c
     for x, group in fails.groupby(x_col, sort=True):
         configs = group[label_col].unique()
         what = f"{configs[0]}: {group['status'].iloc[0]}" if len(configs) == 1 and len(group) == 1 \
-            else f"{len(group)} did not succeed"
+            else f"{len(group)}"  # short: one note per x, side by side; the hover has the reasons
         notes.append(dict(x=float(np.log10(x)) if log else x, y=0, xref="x", yref="y domain", yanchor="bottom", showarrow=False,
                           text=f"✕ {what}", font=dict(color=FAIL_COLOR, size=12),
                           hovertext=_reasons(group, label_col), bgcolor="rgba(255,255,255,0.8)"))
@@ -139,7 +139,8 @@ def latency(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
 def _x_batches(fig: go.Figure, agg: pd.DataFrame, fails: pd.DataFrame) -> None:
     sizes = sorted(set(agg["batch_size"].dropna().astype(int)) | set(fails["batch_size"].dropna().astype(int)))
     log = len(sizes) > 1 and sizes[-1] / max(sizes[0], 1) >= 16
-    fig.update_xaxes(title="batch size", type="log" if log else "linear", tickvals=sizes)
+    # no axis title: the plot's title says "vs batch size", and a title here collides with the legend below
+    fig.update_xaxes(title=None, type="log" if log else "linear", tickvals=sizes)
 
 
 def speedup(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:

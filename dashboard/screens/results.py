@@ -197,6 +197,21 @@ def roofline_plot(shown, key: tuple, engine) -> None:
                    "work is all bytes, so its roofline is the copy bandwidth): " + parts["off"])
 
 
+def model_choice(shown, per_model: bool) -> str:
+    """The model whose plots the Speedup, First call and Repeats tabs draw: the newest job's at first;
+    the URL's `plot` names the one shown, so a copied link keeps showing it. Greyed out on the tabs
+    that show every model in view."""
+    models = sorted(shown["model"].unique())
+    newest = shown.loc[shown["job_id"].idxmax(), "model"]
+    if len(models) == 1:
+        return newest
+    state.url_choice("plot", models, newest)
+    model = st.segmented_control("Plots for model", models, key="plot", disabled=not per_model,
+                                 help=None if per_model else "This tab shows every model in view") or newest
+    state.write_url_choice("plot", model)
+    return model
+
+
 def failures_section(bad) -> None:
     """Every job in view that did not succeed, newest first, with its reason."""
     if bad.empty:
@@ -257,31 +272,28 @@ if shown.empty:
     st.warning("No job matches these filters.")
     st.stop()
 
-downloads = st.columns([1, 1, 6], vertical_alignment="center")
-downloads[0].download_button("CSV", data=lambda: tables.to_csv(shown, engine), file_name="compile_lab_results.csv",
-                             mime="text/csv", on_click="ignore", icon=":material/download:",
-                             help="Every shown row (all pages), every export field")
-downloads[1].download_button("JSON", data=lambda: tables.to_json(shown, engine), file_name="compile_lab_results.json",
-                             mime="application/json", on_click="ignore", icon=":material/download:",
-                             help="Every shown row as `python -m runner export --format json` records")
+downloads = st.container(horizontal=True)
+downloads.download_button("CSV", data=lambda: tables.to_csv(shown, engine), file_name="compile_lab_results.csv",
+                          mime="text/csv", on_click="ignore", icon=":material/download:",
+                          help="Every shown row (all pages), every export field")
+downloads.download_button("JSON", data=lambda: tables.to_json(shown, engine), file_name="compile_lab_results.json",
+                          mime="application/json", on_click="ignore", icon=":material/download:",
+                          help="Every shown row as `python -m runner export --format json` records")
 
-models = sorted(shown["model"].unique())
-newest = shown.loc[shown["job_id"].idxmax(), "model"]
-model = newest
-if len(models) > 1:  # start from the newest job's model; the URL always names the one shown
-    state.url_choice("plot", models, newest)
-    model = st.segmented_control("Plots for model", models, key="plot") or newest
-    state.write_url_choice("plot", model)
 key = view_key(df, selected)
 bad = tables.failures(shown)
+picker = st.container()  # above the tabs, filled once the open tab is known
 speed_tab, launch_tab, repeat_tab, roofline_tab, fail_tab, table_tab = st.tabs(
     TABS, key="view", bind="query-params", width="stretch")
+with picker:  # always drawn (a widget that is not drawn loses its state); idle on the all-model tabs
+    model = model_choice(shown, per_model=bool(speed_tab.open or launch_tab.open or repeat_tab.open))
 
 if speed_tab.open:
     with speed_tab:
         plots(speed_figures(key, shown, model, engine))
         if not bad.empty:
-            st.caption(f"{len(bad):,} jobs in view did not succeed: marked on the plots, listed under **Failures**.")
+            st.caption(f"{len(bad):,} jobs in view did not succeed: marked on the plots as red ✕ with their count "
+                       "(hover for the reasons) and listed under **Failures**.")
 if launch_tab.open:
     with launch_tab:
         st.subheader(f"Warmup and launch overhead: {model}")
