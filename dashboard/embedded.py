@@ -63,6 +63,9 @@ class Status:
     log: Path | None = None
 
 
+DB_ENV = "DATABASE_URL"
+
+
 class EmbeddedWorker:
     """Starts and watches at most one local worker for one database URL (one object per server process)."""
 
@@ -74,7 +77,9 @@ class EmbeddedWorker:
         self.lock_path = self.home / f".embedded-worker-{key}.lock"
         self.pid_path = self.home / f".embedded-worker-{key}.pid"
         self.log_path = self.home / "worker-embedded.log"
-        self.command = command or [sys.executable, "-m", "runner", "work", "--db", url, "--home", str(self.home)]
+        # the URL (which may hold a password) goes in the environment, not on the command line that `ps`
+        # shows every user; the worker reads DATABASE_URL when --db is not given
+        self.command = command or [sys.executable, "-m", "runner", "work", "--home", str(self.home)]
         self.proc: subprocess.Popen | None = None
         self.quick_exits = 0
         self._mutex = threading.Lock()
@@ -136,11 +141,11 @@ class EmbeddedWorker:
             with open(f"/proc/{pid}/stat") as f:
                 if f.read().rsplit(") ", 1)[1][0] == "Z":
                     return False
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
+            with open(f"/proc/{pid}/environ", "rb") as f:  # readable for our own processes only
+                environ = f.read().split(b"\0")
         except (OSError, IndexError):
             return False
-        return self.url.encode() in argv
+        return f"{DB_ENV}={self.url}".encode() in environ
 
     def _spawn(self) -> int:
         with open(self.log_path, "ab") as log:
@@ -149,7 +154,7 @@ class EmbeddedWorker:
             log.flush()
             self.proc = subprocess.Popen(self.command, cwd=PROJECT_ROOT, stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=subprocess.STDOUT, start_new_session=True,
-                                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                         env={**os.environ, "PYTHONUNBUFFERED": "1", DB_ENV: self.url})
         self._started = time.monotonic()
         self.pid_path.write_text(f"{self.proc.pid}\n")
         if not self._atexit:

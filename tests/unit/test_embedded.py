@@ -1,7 +1,8 @@
 """The embedded worker: one per database across app processes, never when a worker is alive, off by switch.
 
-A stand-in command replaces `python -m runner work` (it only sleeps, with the database URL in its argv
-as the real one has), so these tests check the start logic, not torch; the browser test starts the real one.
+A stand-in command replaces `python -m runner work` (it only sleeps; the manager hands it the database URL
+in its environment, as it does the real one), so these tests check the start logic, not torch; the browser
+test starts the real one.
 """
 import os
 import sys
@@ -15,7 +16,7 @@ from tests.conftest import pid_alive, wait_until
 
 
 def sleeper(url: str) -> list[str]:
-    return [sys.executable, "-c", "import time; time.sleep(120)", "runner", "work", "--db", url]
+    return [sys.executable, "-c", "import time; time.sleep(120)", "runner", "work"]
 
 
 @pytest.fixture
@@ -46,6 +47,14 @@ def test_two_app_processes_start_one_worker(managers, monkeypatch):
     started = [m for m in (first, second) if m.proc is not None]
     assert len(started) == 1 and pid_alive(started[0].proc.pid)
     assert b"starting the embedded worker" in (first.log_path.read_bytes())
+    pid = started[0].proc.pid  # the URL is in the worker's environment, not on its command line
+    assert first.url.encode() not in open(f"/proc/{pid}/cmdline", "rb").read()
+    assert f"DATABASE_URL={first.url}".encode() in open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+
+
+def test_the_worker_command_line_holds_no_password(engine, tmp_path):
+    m = EmbeddedWorker("postgresql+psycopg://lab:s3cret@db.lab/queue", engine, home=tmp_path)
+    assert m.command[1:4] == ["-m", "runner", "work"] and not any("s3cret" in a for a in m.command)
 
 
 def test_no_worker_is_started_while_one_is_alive(managers, engine, monkeypatch):
