@@ -87,7 +87,11 @@ def make_engine(url: str) -> Engine:
                                json_deserializer=lenient_json)
         _sqlite_setup(engine)
     elif parsed.get_backend_name() == "postgresql":
-        engine = create_engine(url, pool_pre_ping=True)
+        # like SQLite's busy timeout: a write that waits on a row another session holds (a stuck client, a
+        # human in psql) fails after BUSY_TIMEOUT_S with an OperationalError, which the worker retries,
+        # instead of hanging forever
+        engine = create_engine(url, pool_pre_ping=True,
+                               connect_args={"options": f"-c lock_timeout={int(BUSY_TIMEOUT_S * 1000)}"})
     else:
         raise DatabaseError(f"--db/DATABASE_URL: unsupported database {parsed.get_backend_name()!r}; "
                             "use sqlite:///path or postgresql://user@host/db")

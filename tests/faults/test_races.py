@@ -1,6 +1,7 @@
 """Concurrency on real databases with real processes: 8 workers race over 200 jobs and each job is
 claimed exactly once (SQLite and PostgreSQL); a writer holding SQLite's lock makes claims and
-submits wait, and then succeed."""
+submits wait, and then succeed; on PostgreSQL, a held row lock makes a write wait, then fail after the lock
+timeout instead of hanging."""
 import json
 import subprocess
 import sys
@@ -82,3 +83,30 @@ def test_a_held_sqlite_writer_makes_claims_and_submits_wait_then_succeed(db_url,
     # both had to wait for the writer: neither could finish before its lock was released
     assert float(claimed_at) >= released_at and submitted_at >= released_at
     assert submitted_at - started < 30  # ...and they waited on the busy timeout rather than failing
+
+
+def test_a_held_postgresql_row_lock_makes_a_write_wait_then_fail_after_the_lock_timeout(pg_url, monkeypatch):
+    import pytest
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.exc import OperationalError
+
+    import db.engine
+
+    (job_id,) = queue_jobs(get_engine(pg_url), 1)
+    holder = create_engine(pg_url)
+    monkeypatch.setattr(db.engine, "BUSY_TIMEOUT_S", 1)
+    short = db.engine.make_engine(pg_url)  # the settings every engine gets, with a 1 s lock timeout
+    try:
+        with holder.connect() as conn, conn.begin():
+            conn.execute(text("SELECT id FROM jobs WHERE id = :id FOR UPDATE"), {"id": job_id})  # a stuck client
+            started = time.monotonic()
+            with pytest.raises(OperationalError, match="lock timeout"):
+                queue.cancel(short, job_id)
+            waited = time.monotonic() - started
+        assert 0.9 <= waited < 10, waited  # it waited for the lock, then gave up
+        assert queue.cancel(short, job_id) == "queued"  # the lock is gone: the same write goes through
+        with reading(short) as s:
+            assert s.get(Job, job_id).status == "cancelled"
+    finally:
+        short.dispose()
+        holder.dispose()
