@@ -548,7 +548,7 @@ class GraphBreakLog:
 
         self._counters = counters
         self._records: list[dict] = []
-        torch._logging.set_logs(graph_breaks=True)
+        _enable_graph_break_logs()
         handler = logging.Handler(logging.DEBUG)
         handler.emit = self._emit
         logging.getLogger("torch._dynamo.symbolic_convert.__graph_breaks").addHandler(handler)
@@ -571,6 +571,19 @@ class GraphBreakLog:
         if self._records:
             return self._records
         return [{"reason": r.splitlines()[0], "count": n} for r, n in self._counters["graph_break"].items()]
+
+
+def _enable_graph_break_logs() -> None:
+    """Turn on torch's `graph_breaks` artifact. set_logs replaces every log setting, so a user's own
+    TORCH_LOGS (say `recompiles,+dynamo` while debugging a model) is kept by adding graph_breaks to it
+    and re-reading it instead."""
+    user = os.environ.get("TORCH_LOGS", "").strip()
+    if not user:
+        torch._logging.set_logs(graph_breaks=True)
+        return
+    if "graph_breaks" not in user.replace("+", "").split(","):
+        os.environ["TORCH_LOGS"] = f"{user},graph_breaks"
+    torch._logging._init_logs()  # what torch runs at import: parses TORCH_LOGS
 
 
 _USER_FRAME = re.compile(r'File "([^"]+)", line (\d+)')

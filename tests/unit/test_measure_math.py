@@ -1,4 +1,5 @@
 """The arithmetic the record is built from: percentiles, break-even, accuracy."""
+import logging
 import math
 
 import pytest
@@ -48,3 +49,22 @@ def test_compare_requires_nonfinite_values_to_match_and_checks_each_tensor():
     big, small = torch.ones(10_000) * 100, torch.ones(4)
     wrong = compare([big, small], [big.clone(), small * 2], "float32", None)
     assert not wrong["ok"] and wrong["rel_error"] == pytest.approx(1.0)
+
+
+def test_graph_break_capture_keeps_the_users_torch_logs(monkeypatch):
+    from torch._logging import _internal as logs
+
+    from runner.measure import GraphBreakLog
+
+    monkeypatch.setenv("TORCH_LOGS", "recompiles,+dynamo")  # what a user debugging a model sets
+    try:
+        GraphBreakLog()
+        assert logs.log_state.is_artifact_enabled("graph_breaks")  # ours, for the reasons we record
+        assert logs.log_state.is_artifact_enabled("recompiles")  # and theirs, still on
+        assert logging.getLogger("torch._dynamo").level == logging.DEBUG  # "+dynamo"
+        monkeypatch.delenv("TORCH_LOGS")
+        GraphBreakLog()
+        assert logs.log_state.is_artifact_enabled("graph_breaks")
+        assert not logs.log_state.is_artifact_enabled("recompiles")
+    finally:
+        torch._logging.set_logs()  # back to torch's defaults for the other tests
