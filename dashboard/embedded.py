@@ -64,6 +64,7 @@ class Status:
 
 
 DB_ENV = "DATABASE_URL"
+MARK_ENV = "COMPILE_LAB_EMBEDDED_FOR"  # set for the worker this manager starts only: how a pid file's pid is recognised
 
 
 class EmbeddedWorker:
@@ -73,7 +74,7 @@ class EmbeddedWorker:
         self.url = url
         self.engine = engine
         self.home = Path(home) if home is not None else home_for(url)
-        key = hashlib.sha1(url.encode()).hexdigest()[:12]
+        key = self.key = hashlib.sha1(url.encode()).hexdigest()[:12]
         self.lock_path = self.home / f".embedded-worker-{key}.lock"
         self.pid_path = self.home / f".embedded-worker-{key}.pid"
         self.log_path = self.home / "worker-embedded.log"
@@ -145,7 +146,8 @@ class EmbeddedWorker:
                 environ = f.read().split(b"\0")
         except (OSError, IndexError):
             return False
-        return f"{DB_ENV}={self.url}".encode() in environ
+        # DATABASE_URL alone is not enough: every process started from a shell that exported it has it
+        return {f"{DB_ENV}={self.url}".encode(), f"{MARK_ENV}={self.key}".encode()} <= set(environ)
 
     def _spawn(self) -> int:
         with open(self.log_path, "ab") as log:
@@ -154,7 +156,8 @@ class EmbeddedWorker:
             log.flush()
             self.proc = subprocess.Popen(self.command, cwd=PROJECT_ROOT, stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=subprocess.STDOUT, start_new_session=True,
-                                         env={**os.environ, "PYTHONUNBUFFERED": "1", DB_ENV: self.url})
+                                         env={**os.environ, "PYTHONUNBUFFERED": "1", DB_ENV: self.url,
+                                              MARK_ENV: self.key})
         self._started = time.monotonic()
         self.pid_path.write_text(f"{self.proc.pid}\n")
         if not self._atexit:

@@ -20,11 +20,13 @@ beside the code it caches); one that another user owns or others can write is no
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
 import pickle
 import tempfile
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -59,8 +61,26 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _key(engine: Engine) -> dict:
-    return {"format": FORMAT, "fields": views.FRAME_FIELDS, "revision": migrate.current(engine)}
+@functools.cache
+def _code_digest() -> str:
+    """The code that shapes the frame, and the libraries that hold it: a release that changes how a row
+    becomes a frame row (labels, types) must not append new-shaped rows to old-shaped ones."""
+    import numpy
+
+    from dashboard import tables
+    from db import results
+
+    h = hashlib.sha256(f"{FORMAT} pandas {pd.__version__} numpy {numpy.__version__}".encode())
+    for module in (views, tables, results, migrate):
+        h.update(Path(module.__file__).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def key(engine: Engine) -> dict:
+    """What a snapshot must have been written under to be used: this code, this schema revision. Read
+    it before the rows (dashboard.tables.ResultStore): a migration in between then makes the snapshot
+    stale, never wrong."""
+    return {"format": FORMAT, "fields": views.FRAME_FIELDS, "code": _code_digest(), "revision": migrate.current(engine)}
 
 
 def _anchors(frame: pd.DataFrame) -> list[tuple[int, object]]:
@@ -72,10 +92,15 @@ def _anchors(frame: pd.DataFrame) -> list[tuple[int, object]]:
             for j, t in zip(ends["job_id"], ends["finished_at"])]
 
 
-def save(path: Path, engine: Engine, frame: pd.DataFrame, version: tuple) -> None:
-    """Write atomically (a reader sees the old file or the new one, never half of one)."""
-    payload = {**_key(engine), "version": version, "anchors": _anchors(frame), "frame": frame}
+STALE_TMP_S = 600  # a save takes about a second; a temp file this old was left by a process that died
+
+
+def save(path: Path, key: dict, frame: pd.DataFrame, version: tuple) -> None:
+    """Write atomically (a reader sees the old file or the new one, never half of one). `key`: key(),
+    read before the frame's rows were."""
+    payload = {**key, "version": version, "anchors": _anchors(frame), "frame": frame}
     path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temps(path)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)  # mode 0600
     try:
         with os.fdopen(fd, "wb") as f:
@@ -86,19 +111,34 @@ def save(path: Path, engine: Engine, frame: pd.DataFrame, version: tuple) -> Non
         raise
 
 
+def _remove_stale_temps(path: Path) -> None:
+    """A process killed while saving (Ctrl-C, OOM) leaves its temp file: remove the old ones."""
+    for tmp in path.parent.glob(path.name + ".*.tmp"):
+        try:
+            if time.time() - tmp.stat().st_mtime > STALE_TMP_S:
+                tmp.unlink()
+        except OSError:
+            pass
+
+
 def load(path: Path, engine: Engine) -> tuple[pd.DataFrame, tuple] | None:
     """The snapshot's frame and the data version it was taken at, if it is this database's; else None."""
     try:
-        st = path.stat()
+        f = open(path, "rb")
     except FileNotFoundError:
         return None
-    if st.st_uid != os.getuid() or st.st_mode & 0o022:
-        log.warning("not loading %s: owned by another user or writable by others", path)
-        return None
-    try:
-        with open(path, "rb") as f:
+    with f:
+        st = os.fstat(f.fileno())  # of the file opened, not of whatever the path names by now
+        if st.st_uid != os.getuid() or st.st_mode & 0o022:
+            log.warning("not loading %s: owned by another user or writable by others", path)
+            return None
+        try:
             payload = pickle.load(f)
-        if any(payload.get(k) != v for k, v in _key(engine).items()):
+        except Exception as e:  # truncated, another format, another pandas: read the database instead
+            log.warning("ignoring the results snapshot %s: %s", path, e)
+            return None
+    try:
+        if not isinstance(payload, dict) or any(payload.get(k) != v for k, v in key(engine).items()):
             return None
         frame, version, anchors = payload["frame"], tuple(payload["version"]), payload["anchors"]
     except Exception as e:  # truncated, another format, another pandas: read the database instead

@@ -117,7 +117,7 @@ class ResultStore:
         self.full_loads = 0  # for tests and the benchmark
         self.restored = False  # started from the snapshot on disk
         self._saved_rows = 0
-        self._due: tuple | None = None  # (frame, version) to write to the snapshot
+        self._due: tuple | None = None  # (frame, version, snapshot key) to write to the snapshot
         self._lock = threading.Lock()
         self.saving: threading.Thread | None = None
 
@@ -130,10 +130,14 @@ class ResultStore:
                 return self.frame_
             old = self.frame_
             full = True
+            # the snapshot's key is read before the rows: a migration in between makes it stale, not wrong
+            key = snapshot.key(self.engine) if self.snapshot_path is not None else None
             if old is not None and not old.empty and old["finished_at"].notna().any():
                 since = (old["finished_at"].max() - self.MARGIN).to_pydatetime()
                 new, new_version = load_frame(self.engine, finished_since=since)
-                df = pd.concat([old, new[~new["job_id"].isin(old["job_id"])]], ignore_index=True)
+                # a fetched row replaces the one held for its job id: the database is the truth (a file
+                # restored from a backup may have re-run a job; SQLite may reuse the ids of deleted jobs)
+                df = pd.concat([old[~old["job_id"].isin(new["job_id"])], new], ignore_index=True)
                 full = len(df) != new_version[0]
                 if full:
                     df, new_version = self._load_all()
@@ -141,7 +145,7 @@ class ResultStore:
                 df, new_version = self._load_all()
             self.frame_, self.version = df, new_version
             if full or len(df) - self._saved_rows >= max(self.SAVE_EVERY, len(df) // 20):
-                self._due = (df, new_version)
+                self._due = (df, new_version, key)
             return df
 
     def warm(self) -> None:
@@ -171,16 +175,17 @@ class ResultStore:
             due, self._due = self._due, None
             if due is None or self.snapshot_path is None:
                 return
-            self._saved_rows = len(due[0])
             self.saving = threading.Thread(target=self._save, args=due, name="compile-lab-results-snapshot",
                                            daemon=True)
             self.saving.start()
 
-    def _save(self, df: pd.DataFrame, version: tuple) -> None:
+    def _save(self, df: pd.DataFrame, version: tuple, key: dict) -> None:
         try:
-            snapshot.save(self.snapshot_path, self.engine, df, version)
+            snapshot.save(self.snapshot_path, key, df, version)
         except Exception as e:  # a read-only folder, a full disk: the store works without it
             logging.getLogger("compile_lab.dashboard").warning("saving the results snapshot failed: %s", e)
+        else:
+            self._saved_rows = len(df)
 
 
 def _map_unique(series: pd.Series, fn) -> pd.Series:

@@ -87,11 +87,8 @@ def make_engine(url: str) -> Engine:
                                json_deserializer=lenient_json)
         _sqlite_setup(engine)
     elif parsed.get_backend_name() == "postgresql":
-        # like SQLite's busy timeout: a write that waits on a row another session holds (a stuck client, a
-        # human in psql) fails after BUSY_TIMEOUT_S with an OperationalError, which the worker retries,
-        # instead of hanging forever
-        engine = create_engine(url, pool_pre_ping=True,
-                               connect_args={"options": f"-c lock_timeout={int(BUSY_TIMEOUT_S * 1000)}"})
+        engine = create_engine(url, pool_pre_ping=True)
+        _postgresql_setup(engine)
     else:
         raise DatabaseError(f"--db/DATABASE_URL: unsupported database {parsed.get_backend_name()!r}; "
                             "use sqlite:///path or postgresql://user@host/db")
@@ -128,6 +125,18 @@ def _sqlite_setup(engine: Engine) -> None:
     def _begin(conn):
         immediate = conn.get_execution_options().get("compile_lab_write", False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def _postgresql_setup(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_conn, _record):
+        # Like SQLite's busy timeout: a write that waits on a row another session holds (a stuck client,
+        # a human in psql) fails after BUSY_TIMEOUT_S with an OperationalError, which the worker retries,
+        # instead of hanging forever. A SET, not the `options` connect argument, which would replace the
+        # user's own (`?options=-csearch_path%3D...` in the URL, PGOPTIONS).
+        with dbapi_conn.cursor() as cur:
+            cur.execute(f"SET lock_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        dbapi_conn.commit()
 
 
 def is_sqlite(engine: Engine) -> bool:

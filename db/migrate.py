@@ -80,6 +80,7 @@ def _locked(engine: Engine) -> Iterator[Connection]:
             yield conn
     else:
         with engine.begin() as conn:  # DDL is transactional on PostgreSQL; the lock ends with the commit
+            conn.execute(text("SET LOCAL lock_timeout = 0"))  # wait for another process's upgrade, however long
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_LOCK_KEY})
             yield conn
 

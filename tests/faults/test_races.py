@@ -95,8 +95,12 @@ def test_a_held_postgresql_row_lock_makes_a_write_wait_then_fail_after_the_lock_
     (job_id,) = queue_jobs(get_engine(pg_url), 1)
     holder = create_engine(pg_url)
     monkeypatch.setattr(db.engine, "BUSY_TIMEOUT_S", 1)
-    short = db.engine.make_engine(pg_url)  # the settings every engine gets, with a 1 s lock timeout
+    # the settings every engine gets, with a 1 s lock timeout; the user's own options in the URL stay
+    short = db.engine.make_engine(pg_url + "?options=-csearch_path%3Dpublic,lab_extra")
     try:
+        with short.connect() as conn:
+            assert conn.execute(text("SHOW lock_timeout")).scalar() == "1s"
+            assert conn.execute(text("SHOW search_path")).scalar().replace(" ", "") == "public,lab_extra"
         with holder.connect() as conn, conn.begin():
             conn.execute(text("SELECT id FROM jobs WHERE id = :id FOR UPDATE"), {"id": job_id})  # a stuck client
             started = time.monotonic()

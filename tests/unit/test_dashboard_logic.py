@@ -225,6 +225,40 @@ def test_a_restarted_store_starts_from_its_snapshot_and_appends(engine, db_url, 
     pd.testing.assert_frame_equal(grown, fresh)
 
 
+def test_a_job_finished_again_replaces_the_row_the_snapshot_holds(engine, db_url):
+    """A database file restored from a backup can re-run a job the snapshot already holds: the database wins."""
+    from sqlalchemy import text
+
+    from db.engine import atomic
+
+    queue.register_worker(engine, "w", "h", 1, None, {"devices": ["cpu"], "models": []})
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[1, 2, 3], device="cpu"), CATALOG)
+    finish_jobs(engine, 3)
+    saved_store(engine, snapshot.path_for(db_url))
+    with atomic(engine) as s:  # job 2 ran again and finished later with another result
+        s.execute(text("UPDATE results SET speedup = 7.0 WHERE job_id = 2"))
+        s.execute(text("UPDATE jobs SET finished_at = :t WHERE id = 2"), {"t": pd.Timestamp.now("UTC").tz_localize(None)
+                                                                          .to_pydatetime()})
+    restarted = tables.ResultStore(engine, snapshot.path_for(db_url))
+    frame = restarted.frame()
+    assert restarted.restored and restarted.full_loads == 0
+    assert frame.set_index("job_id")["speedup"].to_dict() == {1: 2.0, 2: 7.0, 3: 2.0}
+
+
+def test_stale_temp_files_of_a_killed_save_are_removed(engine, db_url):
+    import os
+    import time
+
+    path = snapshot.path_for(db_url)
+    old, new = path.with_name(path.name + ".dead1.tmp"), path.with_name(path.name + ".live2.tmp")
+    for f in (old, new):
+        f.write_bytes(b"half a pickle")
+    long_ago = time.time() - snapshot.STALE_TMP_S - 60
+    os.utime(old, (long_ago, long_ago))
+    saved_store(engine, path)  # a later save cleans up after the process that died mid-save
+    assert not old.exists() and new.exists() and path.exists()
+
+
 def test_a_snapshot_of_another_database_or_layout_is_not_used(tmp_path, monkeypatch):
     from db.engine import dispose_engine, get_engine
 
@@ -247,6 +281,11 @@ def test_a_snapshot_of_another_database_or_layout_is_not_used(tmp_path, monkeypa
     other = fresh_db([7, 8])
     store = tables.ResultStore(other, path)
     assert sorted(store.frame()["batch_size"].tolist()) == [7, 8] and not store.restored and store.full_loads == 1
+    persist(store)
+    monkeypatch.setattr(snapshot, "_code_digest", lambda: "another release")  # code that builds rows otherwise
+    store = tables.ResultStore(other, path)
+    store.frame()
+    assert not store.restored and store.full_loads == 1
     persist(store)
     monkeypatch.setattr(snapshot, "FORMAT", snapshot.FORMAT + 1)  # a newer layout of the frame
     store = tables.ResultStore(other, path)

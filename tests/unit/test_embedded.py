@@ -52,6 +52,25 @@ def test_two_app_processes_start_one_worker(managers, monkeypatch):
     assert f"DATABASE_URL={first.url}".encode() in open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
 
 
+def test_a_reused_pid_with_the_same_database_url_is_not_taken_for_our_worker(managers, db_url, monkeypatch):
+    """A stale pid file (the worker was killed, the machine rebooted) may name a process that any shell
+    exporting DATABASE_URL started: it must not pass for a starting worker, or none would ever start."""
+    import subprocess
+
+    monkeypatch.delenv(ENV_SWITCH, raising=False)
+    m = managers()
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                             env={**os.environ, "DATABASE_URL": db_url})
+    try:
+        m.home.mkdir(parents=True, exist_ok=True)
+        m.pid_path.write_text(f"{other.pid}\n")
+        status = m.ensure()
+        assert status.state == "starting" and status.pid not in (None, other.pid) and m.proc is not None
+    finally:
+        other.kill()
+        other.wait()
+
+
 def test_the_worker_command_line_holds_no_password(engine, tmp_path):
     m = EmbeddedWorker("postgresql+psycopg://lab:s3cret@db.lab/queue", engine, home=tmp_path)
     assert m.command[1:4] == ["-m", "runner", "work"] and not any("s3cret" in a for a in m.command)

@@ -129,3 +129,33 @@ def test_export_and_dashboard_agree_on_a_failed_jobs_environment(engine, lab):
     assert exported[failed]["torch_version"] == rows[failed]["torch_version"] == "2.13.0"  # from the worker
     assert exported[failed]["device_name"] == rows[failed]["device_name"] == "Fake CPU"
     assert exported[ids[2]]["torch_version"] is None  # cancelled while queued: it never ran anywhere
+
+
+def test_overlapping_reads_leave_the_garbage_collector_as_they_found_it():
+    import gc
+    import threading
+
+    inside, release = threading.Event(), threading.Event()
+
+    def long_read():
+        with views._gc_paused():
+            inside.set()
+            release.wait(10)
+
+    assert gc.isenabled()
+    t = threading.Thread(target=long_read)
+    t.start()
+    inside.wait(10)
+    with views._gc_paused():  # a second read starts while the first runs, and ends first
+        assert not gc.isenabled()
+    assert not gc.isenabled()  # the first is still reading
+    release.set()
+    t.join(10)
+    assert gc.isenabled()
+    gc.disable()  # a process that runs with the GC off keeps it off
+    try:
+        with views._gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
