@@ -66,8 +66,11 @@ def save_results_snapshot() -> None:
 def results():
     """Every finished job as a DataFrame (read-only), shared by all sessions and kept current by
     appending newly finished jobs (dashboard.tables.ResultStore)."""
-    with st.spinner("Loading results…"):
-        return _store(url()).frame()
+    store = _store(url())
+    first = store.frame_ is None  # nothing in memory yet: the snapshot on disk, or every row from the database
+    with st.spinner("Loading the results table (the first time a server reads a large database this takes a few "
+                    "seconds; later visits and restarts read only what finished since)…" if first else "Loading results…"):
+        return store.frame()
 
 
 def catalog(eng: Engine) -> dict:
