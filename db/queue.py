@@ -259,9 +259,13 @@ def published_catalog(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> dict[s
     return catalog
 
 
-def status_counts(engine: Engine) -> dict[str, int]:
+def status_counts(engine: Engine, sweep_ids: Iterable[int] | None = None) -> dict[str, int]:
+    """Jobs per status: all of them, or those of these sweeps."""
+    q = select(Job.status, func.count()).group_by(Job.status)
+    if sweep_ids:
+        q = q.where(Job.sweep_id.in_(list(sweep_ids)))
     with reading(engine) as s:
-        rows = s.execute(select(Job.status, func.count()).group_by(Job.status)).all()
+        rows = s.execute(q).all()
     return {status: n for status, n in rows}
 
 

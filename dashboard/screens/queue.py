@@ -57,7 +57,7 @@ def jobs_table(rows: list[dict], workers: list) -> pd.DataFrame:
 @st.fragment(run_every="2s")
 def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
     engine = state.engine()
-    counts = queue.status_counts(engine)
+    counts = queue.status_counts(engine, sweep_ids or None)  # the sweeps picked; every status (the breakdown)
     cols = st.columns(len(STATUSES))
     for col, status in zip(cols, STATUSES):
         col.metric(f"{state.STATUS_ICONS[status]} {status}", counts.get(status, 0))
@@ -147,8 +147,9 @@ def job_detail() -> None:
         return
     st.markdown(f"**#{detail['job_id']}** in sweep {detail['sweep_id']}: {state.STATUS_ICONS.get(detail['status'])} "
                 f"{detail['status']}, attempt {detail['attempts']}" + (f" on {detail['worker']}" if detail["worker"] else ""))
-    if detail["error"]:
-        st.error(detail["error"])
+    if detail["error"]:  # as code, not Markdown: a source line like `heads[np.random.randint(...)](x)` stays intact
+        st.markdown(":red[**Error**]")
+        st.code(detail["error"], language=None, wrap_lines=True)
     c1, c2 = st.columns(2)
     c1.json(detail["spec"])
     c2.code(detail["log_tail"] or "(no log yet)", language=None, height=300)
@@ -163,7 +164,13 @@ sweep_ids = f1.multiselect("Sweep", list(labels), format_func=lambda i: labels[i
                            bind="query-params", placeholder="all sweeps")
 statuses = f2.pills("Status", STATUSES, selection_mode="multi", key="qstatus", bind="query-params",
                     wrap=True)  # plain names: a bound widget's URL holds the shown text (?qstatus=failed)
+# a link naming a job (?job=12) opens its detail first; the bound widget fills session state only once drawn
+named = st.session_state.get("job") is not None or bool(st.query_params.get("job"))
+if named:
+    with st.expander("Job detail", expanded=True):
+        job_detail()
 live_queue(sweep_ids, statuses)
 actions_form()
-with st.expander("Job detail", expanded=st.session_state.get("job") is not None):
-    job_detail()
+if not named:
+    with st.expander("Job detail", expanded=False):
+        job_detail()

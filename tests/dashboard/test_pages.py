@@ -181,7 +181,23 @@ def test_queue_filters_come_from_the_link(worker):
     queue.cancel(worker, ids[0])
     at = ok(page("queue", qstatus="cancelled", job=str(ids[0])))
     assert at.dataframe[0].value["job"].tolist() == [ids[0]]
-    assert any("cancelled by user" in t for t in texts(at.error))  # the job detail, opened by ?job=
+    detail = at.expander[0]  # a link naming a job opens its detail, first on the page
+    assert detail.label == "Job detail" and detail.proto.expanded
+    assert any("cancelled by user" in c.value for c in detail.code)
+    other = submit_some(worker, 2)  # another sweep: the counts follow the sweep filter
+    at = ok(page("queue", qsweep=["#2 q"]))
+    assert at.multiselect(key="qsweep").value == [2]
+    counts = {m.label: m.value for m in at.metric}
+    assert (counts["⏳ queued"], counts["🚫 cancelled"]) == ("2", "0") and len(at.dataframe[0].value) == len(other)
+
+
+def test_a_graph_break_line_in_a_job_error_is_shown_as_written(worker):
+    ids = submit_some(worker, 1)
+    claim = queue.claim_next(worker, "host:1:any:test", ["cpu"], ["simplenet"], 60)
+    line = "return self.classifiers[np.random.randint(0, len(self.classifiers))](x)"
+    queue.finish(worker, claim.job_id, claim.token, JobStatus.FAILED, error=f"graph break at convnetmix.py:45: {line}")
+    at = ok(page("queue", job=str(ids[0])))
+    assert any(line in c.value for c in at.expander[0].code)  # code, not Markdown (which ate the brackets)
 
 
 # -- Results and Compare ------------------------------------------------------------------------------------
