@@ -149,9 +149,17 @@ def sweep_form(catalog: dict, devices: set) -> None:
                     if planned.ok else "#### Fix the highlighted field to see the jobs")
         for note in planned.notes:
             st.caption(note)
+    # the form still holds what was just submitted: a second click (a double click, a reload) must not
+    # queue the same sweep twice by accident, so it takes a tick to do it on purpose
+    again = False
+    if planned.ok and st.session_state.get("submitted_values") == values:
+        with count:
+            again = st.checkbox("Queue this same sweep again (it was just submitted; change any field for a new one)",
+                                key=f"f_again_{st.session_state.get('submit_count', 0)}")
+    duplicate = planned.ok and st.session_state.get("submitted_values") == values and not again
     clicked = action.button(f"Submit {planned.jobs} job{'s' if planned.jobs != 1 else ''}" if planned.ok else "Submit",
                             type="primary",
-                            disabled=not planned.ok, key="f_submit", width="stretch")
+                            disabled=not planned.ok or duplicate, key="f_submit", width="stretch")
     if planned.ok:
         with st.expander(f"The {planned.jobs} jobs"):
             st.dataframe({"job": planned.labels}, hide_index=True, width="stretch")
@@ -162,6 +170,9 @@ def sweep_form(catalog: dict, devices: set) -> None:
             slots.get(slot_for(e.field), st).error(message(e), icon=":material/error:")
         else:
             st.session_state["submitted"] = stored
+            st.session_state["submitted_values"] = values
+            st.session_state["submit_count"] = st.session_state.get("submit_count", 0) + 1  # a fresh, unticked box
+            st.rerun()  # draw the button disabled now: this sweep is in
     submitted = st.session_state.get("submitted")
     if submitted:
         summaries = {s.id: s for s in views.sweeps(state.engine(), limit=50)}

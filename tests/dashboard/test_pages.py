@@ -90,6 +90,16 @@ def test_submit_creates_exactly_the_jobs_shown(worker):
     assert {(r["model"], r["device"], r["iters"], r["sweep"], tuple(r["schedule"])) for r in records} == {
         ("simplenet", "cpu", 5, "from the form", (8, 16))}
     assert any("4 job(s) queued" in t for t in texts(at.success))
+    # the same sweep is not queued twice by a second click: that takes a tick
+    assert at.button(key="f_submit").disabled
+    again = next(c for c in at.checkbox if c.label.startswith("Queue this same sweep again"))
+    ok(again.check().run())
+    ok(at.button(key="f_submit").click().run())
+    assert len(export_records(worker)) == 8 and at.button(key="f_submit").disabled
+    assert not next(c for c in at.checkbox if c.label.startswith("Queue this same sweep again")).value
+    at.text_input(key="f_batch").input("8").run()  # a changed form is a new sweep
+    assert not at.button(key="f_submit").disabled and not any(
+        c.label.startswith("Queue this same sweep again") for c in at.checkbox)
 
 
 def test_bad_input_is_reported_next_to_its_field_and_nothing_is_stored(worker):
