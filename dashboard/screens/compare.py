@@ -31,7 +31,8 @@ def highlight_changes(table: pd.DataFrame):
         v = {"better": BETTER, "worse": WORSE}.get(diff.verdict(row["metric"], row["Δ%"]), "")
         return [v if col == "Δ%" else "" for col in row.index]
 
-    return table.style.apply(colour, axis=1).format(precision=4, na_rep="–")
+    return table.style.apply(colour, axis=1).format(precision=4, na_rep="–").format(
+        "{:+.1f}%", subset=["Δ%"], na_rep="–")
 
 
 def pick(label: str, options: list, labels: dict, key: str, fallback):
@@ -46,11 +47,14 @@ def pick(label: str, options: list, labels: dict, key: str, fallback):
 def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
     labels = {s.id: s.label for s in summaries}
     ids = [s.id for s in summaries]
+    # start from the newest two sweeps with results (a cancelled or still queued one has nothing to compare)
+    measured = set(df.loc[df["status"] == "succeeded", "sweep_id"]) if not df.empty else set()
+    start = [i for i in ids if i in measured][:2] or ids[:2]
     c1, c2 = st.columns(2)
     with c1:
-        a = pick("Sweep A", ids, labels, "a", ids[1] if len(ids) > 1 else None)
+        a = pick("Sweep A", ids, labels, "a", start[1] if len(start) > 1 else None)
     with c2:
-        b = pick("Sweep B", ids, labels, "b", ids[0])
+        b = pick("Sweep B", ids, labels, "b", start[0])
     if a is None or b is None:
         st.info("Choose two sweeps.")
         return
@@ -67,13 +71,18 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
         st.subheader("Environment")
         env = diff.side_by_side(diff.environment(rows_a), diff.environment(rows_b))
         st.dataframe(highlight_rows(env), hide_index=True, width="stretch", height=fit(len(env)))
-        st.caption(f"A: {by_id[a].total} jobs ({_counts(by_id[a].counts)}); "
-                   f"B: {by_id[b].total} jobs ({_counts(by_id[b].counts)}). Changed rows are highlighted.")
+        st.caption(f"A: {_jobs(by_id[a].total)} ({_counts(by_id[a].counts)}); "
+                   f"B: {_jobs(by_id[b].total)} ({_counts(by_id[b].counts)}). Changed rows are highlighted.")
     st.subheader("Numbers")
     if rows_a.empty and rows_b.empty:
         st.info("Neither sweep has finished jobs yet.")
         return
     nums = diff.numbers(rows_a, rows_b)
+    both_ran = nums.dropna(subset=["speedup A", "speedup B"])
+    if both_ran.empty:
+        st.warning(f"No configuration has results in both sweeps: jobs are matched on {', '.join(diff.MATCH)}, "
+                   "and these sweeps share no such combination with a succeeded job on each side (compare two runs "
+                   "instead to set any two jobs side by side).")
     metrics = st.pills("Metrics", list(diff.METRICS), selection_mode="multi", key="metric", bind="query-params",
                        default=["speedup", "compiled_ms", "compiled_first_call_s"]) or ["speedup"]
     table = diff.long_form(nums, metrics)
@@ -81,9 +90,11 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
     st.caption(f"Jobs are matched on {', '.join(diff.MATCH)}; medians over repeats. Δ% is B against A: green "
                f"where B is at least {diff.NOTABLE:.0%} better, red where worse.")
     plot = pd.concat([nums.assign(sweep=f"A: {labels[a]}", speedup=nums["speedup A"]),
-                      nums.assign(sweep=f"B: {labels[b]}", speedup=nums["speedup B"])])
+                      nums.assign(sweep=f"B: {labels[b]}", speedup=nums["speedup B"])]).dropna(subset=["speedup"])
+    if both_ran.empty:
+        return  # one side's bars alone compare nothing; an empty plot with made-up axes says nothing
     plot["combination"] = plot[list(diff.MATCH)].astype(str).agg(" ".join, axis=1)
-    fig = px.bar(plot.dropna(subset=["speedup"]), x="combination", y="speedup", color="sweep", barmode="group",
+    fig = px.bar(plot, x="combination", y="speedup", color="sweep", barmode="group",
                  color_discrete_sequence=["#1f77b4", "#ff7f0e"],
                  labels={"combination": "batch backend mode dynamic fullgraph", "sweep": ""})
     fig.add_hline(y=1.0, line=dict(dash="dot", color="#444"))
@@ -92,12 +103,18 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
     st.plotly_chart(fig, key="compare_speedup")
 
 
+def _jobs(n: int) -> str:
+    return f"{n} job{'s' if n != 1 else ''}"
+
+
 def _counts(counts: dict) -> str:
     return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
 
 
 def compare_runs(df: pd.DataFrame) -> None:
+    # newest first, succeeded runs ahead of the rest: the default pair is two runs with numbers
     recent = df.sort_values("job_id", ascending=False).head(2000)
+    recent = pd.concat([recent[recent["status"] == "succeeded"], recent[recent["status"] != "succeeded"]])
     labels = {int(r.job_id): f"#{r.job_id} {r.model} bs={r.batch_size} {r.backend}/{r.mode} dynamic={r.dynamic}"
                              f"{' fullgraph' if r.fullgraph == 'true' else ''} · {r.status}"
               for r in recent.itertuples()}
@@ -137,6 +154,9 @@ def compare_runs(df: pd.DataFrame) -> None:
                      color_discrete_map={"eager": "#7f7f7f", "compiled": "#1f77b4"},
                      title="Every kept timing sample (ms per call)")
         fig.update_layout(height=380, margin=dict(l=10, r=10, t=40, b=10))
+        ms = pd.Series([x["ms"] for x in samples])
+        if (ms > 0).all() and ms.max() / ms.min() > 20:  # a few slow outliers would flatten every box
+            fig.update_yaxes(type="log", title="ms per call (log)")
         st.plotly_chart(fig, key="compare_samples")
 
 

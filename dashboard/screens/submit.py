@@ -161,7 +161,7 @@ def sweep_form(catalog: dict, devices: set) -> None:
                             type="primary",
                             disabled=not planned.ok or duplicate, key="f_submit", width="stretch")
     if planned.ok:
-        with st.expander(f"The {planned.jobs} jobs"):
+        with st.expander(f"The {planned.jobs} job{'s' if planned.jobs != 1 else ''}"):
             st.dataframe({"job": planned.labels}, hide_index=True, width="stretch")
     if clicked:
         try:

@@ -270,7 +270,24 @@ def test_compare_sweeps_and_runs(results):
     assert len(at.get("plotly_chart")) == 1
     at = ok(page("compare", kind="runs"))
     assert [s.value for s in at.subheader] == ["Spec and status", "Environment", "Numbers"]
-    assert (at.query_params["ja"], at.query_params["jb"]) == ("239", "240")  # the two newest runs, in the link
+    ok_runs = [r["job_id"] for r in export_records(results) if r["status"] == "succeeded"]
+    # the two newest runs with numbers, in the link
+    assert (at.query_params["ja"], at.query_params["jb"]) == (str(ok_runs[-2]), str(ok_runs[-1]))
+
+
+def test_compare_starts_from_sweeps_with_results_and_says_when_nothing_matches(results):
+    from db.spec import SweepRequest
+
+    catalog = zoo.model_infos(zoo.catalog())
+    _, ids, _ = queue.submit(results, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu",
+                                                   backends=["aot_eager"], name="never ran"), catalog)
+    queue.cancel(results, ids[0])
+    newest = max(s["sweep_id"] for s in export_records(results))
+    at = ok(page("compare"))
+    assert newest not in (at.selectbox(key="a").value, at.selectbox(key="b").value)  # the cancelled sweep
+    at = ok(page("compare", a="1", b=str(newest)))
+    assert any("No configuration has results in both sweeps" in t for t in texts(at.warning))
+    assert not at.get("plotly_chart")  # no empty plot with made-up axes
 
 
 # -- Results: issue 5's views ----------------------------------------------------------------------------------
