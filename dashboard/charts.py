@@ -35,10 +35,15 @@ def _layout(fig: go.Figure, title: str, height: int = 380) -> go.Figure:
 
 
 def _reasons(bad: pd.DataFrame, label_col: str) -> str:
-    lines = [f"#{r.job_id} {getattr(r, label_col)}: {r.status}: {str(r.error)[:160]}"
+    lines = [f"#{r.job_id} {getattr(r, label_col)}: {r.status}: {_wrap(str(r.error)[:400])}"
              for r in bad.head(8).itertuples()]
     more = f"<br>… and {len(bad) - 8} more" if len(bad) > 8 else ""
     return "<br>".join(lines) + more
+
+
+def _wrap(text: str, width: int = 90) -> str:
+    """Hover text on several lines: one long line is cut off at the plot's edge."""
+    return "<br>".join(text[i:i + width] for i in range(0, len(text), width))
 
 
 def _mark_failures_on_x(fig: go.Figure, fails: pd.DataFrame, x_col: str, label_col: str) -> None:
@@ -67,7 +72,8 @@ def _categories(fig: go.Figure, agg: pd.DataFrame, fails: pd.DataFrame, x_col: s
     both = pd.concat([agg[["config", "batch_size", x_col]], fails[["config", "batch_size", x_col]]])
     cats = both.sort_values(["config", "batch_size"])[x_col].astype(str).drop_duplicates().tolist()
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=cats, tickvals=cats,
-                     ticktext=[c.replace(" · ", "<br>") for c in cats], tickangle=0, tickfont=dict(size=10))
+                     ticktext=[c.replace(" · ", "<br>") for c in cats], tickfont=dict(size=10),
+                     tickangle=0 if len(cats) <= 4 else -30)  # many labels side by side would run together
     return cats
 
 

@@ -124,6 +124,13 @@ def plan(values: FormValues, catalog: Mapping[str, ModelInfo]) -> Plan:
             out.notes += [n for n in notes if n not in out.notes]
     except SpecError as e:
         out.error = e
+    if out.error is None and values.device == "cpu":  # what a seed-note preset means on a CPU-only lab
+        if "reduce-overhead" in values.modes:
+            out.notes.append("reduce-overhead on the CPU: CUDA graphs are a GPU feature, so it compiles and runs "
+                             "like default here.")
+        if any(m.startswith("max-autotune") for m in values.modes):
+            out.notes.append(f"max-autotune on the CPU benchmarks kernel choices while it compiles: on conv models "
+                             f"that can take many minutes per job (timeout: {values.timeout_s:,} s).")
     return out
 
 

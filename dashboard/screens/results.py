@@ -138,11 +138,11 @@ def plots(parts: dict) -> None:
 def first_call_and_launch(parts: dict) -> None:
     """Where the compiled first call's seconds go; and, on CUDA, the launch overhead on top of device time.
     Both plots have one row per series, in the same order, so they read across."""
-    left, right = st.columns(2)
+    left, right = st.columns(2) if parts["host"] is not None else (st.container(), st.container())
     left.plotly_chart(parts["breakdown"], key="plot_breakdown")
     if parts["no_breakdown"]:
         left.caption("Some jobs carry no compile breakdown (stored before it was recorded): their first call is one bar.")
-    if parts["host"] is None:
+    if parts["host"] is None:  # the breakdown takes the full width
         right.info("Device time vs host latency is for CUDA jobs, and none in view has it. On the CPU the timer "
                    "(perf_counter per call) already measures what a caller waits for.", icon=":material/memory:")
     else:

@@ -31,6 +31,16 @@ def test_plan_counts_jobs_like_submit_and_names_no_error():
     assert len(planned.labels) == 18 and "simplenet bs=64" in planned.labels[-1]
 
 
+def test_plan_says_what_gpu_modes_mean_on_the_cpu():
+    values = FormValues(model="complexnet", device="cpu", batch_sizes="32",
+                        modes=["default", "reduce-overhead", "max-autotune"], timeout_s=1800)
+    notes = plan(values, CATALOG).notes
+    assert any(n.startswith("reduce-overhead on the CPU") for n in notes)
+    assert any(n.startswith("max-autotune on the CPU") and "1,800 s" in n for n in notes)
+    assert not any("on the CPU" in n for n in plan(FormValues(model="complexnet", device="cuda", batch_sizes="32",
+                                                              modes=["reduce-overhead"]), CATALOG).notes)
+
+
 @pytest.mark.parametrize("change, field, words", [
     ({"batch_sizes": "8, x"}, "batch_sizes", "Batch sizes: expected an integer, got 'x'"),
     ({"batch_sizes": ""}, "batch_sizes", "Batch sizes: choose at least one value"),
