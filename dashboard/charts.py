@@ -54,7 +54,11 @@ def _mark_failures_on_x(fig: go.Figure, fails: pd.DataFrame, x_col: str, label_c
         configs = group[label_col].unique()
         what = f"{configs[0]}: {group['status'].iloc[0]}" if len(configs) == 1 and len(group) == 1 \
             else f"{len(group)}"  # short: one note per x, side by side; the hover has the reasons
-        notes.append(dict(x=float(np.log10(x)) if log else x, y=0, xref="x", yref="y domain", yanchor="bottom", showarrow=False,
+        if fig.layout.xaxis.type == "category":  # annotations on a category axis take its serial number
+            at = list(fig.layout.xaxis.tickvals).index(x)
+        else:
+            at = float(np.log10(x)) if log else x
+        notes.append(dict(x=at, y=0, xref="x", yref="y domain", yanchor="bottom", showarrow=False,
                           text=f"✕ {what}", font=dict(color=FAIL_COLOR, size=12),
                           hovertext=_reasons(group, label_col), bgcolor="rgba(255,255,255,0.8)"))
     _add_notes(fig, notes)
@@ -147,6 +151,9 @@ def _x_batches(fig: go.Figure, agg: pd.DataFrame, fails: pd.DataFrame) -> None:
     log = len(sizes) > 1 and sizes[-1] / max(sizes[0], 1) >= 16
     # no axis title: the plot's title says "vs batch size", and a title here collides with the legend below
     fig.update_xaxes(title=None, type="log" if log else "linear", tickvals=sizes)
+    if len(sizes) == 1:  # every configuration at one x: set them side by side, or close values hide each other
+        fig.update_xaxes(type="category")
+        fig.update_layout(scattermode="group", scattergap=0.3)
 
 
 def speedup(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:

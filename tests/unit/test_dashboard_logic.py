@@ -161,6 +161,21 @@ def test_a_configuration_that_only_failed_still_has_its_category():
     assert any("graph break" in (a.hovertext or "") for a in fig.layout.annotations)
 
 
+def test_one_batch_size_sets_configurations_side_by_side():
+    """Seed 004's modes at bs 32: close speedups at one x would hide each other."""
+    agg = pd.DataFrame({"config": ["inductor/default", "inductor/reduce-overhead"], "baseline": ["eager"] * 2,
+                        "batch_size": [32, 32], "speedup": [1.34, 1.35], "eager_ms": [2.3, 2.3],
+                        "compiled_ms": [1.7, 1.6], "runs": [1, 1], "eager_p10_ms": [2.2] * 2, "eager_p90_ms": [2.4] * 2,
+                        "compiled_p10_ms": [1.6, 1.5], "compiled_p90_ms": [1.8, 1.7]})
+    fails = pd.DataFrame({"job_id": [9], "config": ["inductor/max-autotune"], "batch_size": [32],
+                          "status": ["timed_out"], "error": ["timed out after 400 s"], "series": ["x"]})
+    for fig in (charts.speedup(agg, fails), charts.latency(agg, fails)):
+        assert fig.layout.scattermode == "group" and fig.layout.xaxis.type == "category"
+        assert [a.x for a in fig.layout.annotations if a.text.startswith("✕")] == [0]  # the category's number
+    several = agg.assign(batch_size=[8, 32])
+    assert charts.speedup(several, fails.iloc[0:0]).layout.scattermode is None
+
+
 def test_schedule_timeline_rings_recompiles(engine, synthetic):
     view = tables.label_series(synthetic[synthetic["model"] == "simplenet"])
     ids = view.loc[view["has_schedule"] & (view["status"] == "succeeded"), "job_id"].tolist()[:3]
