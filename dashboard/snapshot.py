@@ -134,17 +134,11 @@ def load(path: Path, engine: Engine) -> tuple[pd.DataFrame, tuple] | None:
             return None
         try:
             payload = pickle.load(f)
+            frame, version, anchors = payload["frame"], tuple(payload["version"]), payload["anchors"]
         except Exception as e:  # truncated, another format, another pandas: read the database instead
             log.warning("ignoring the results snapshot %s: %s", path, e)
             return None
-    try:
-        if not isinstance(payload, dict) or any(payload.get(k) != v for k, v in key(engine).items()):
-            return None
-        frame, version, anchors = payload["frame"], tuple(payload["version"]), payload["anchors"]
-    except Exception as e:  # truncated, another format, another pandas: read the database instead
-        log.warning("ignoring the results snapshot %s: %s", path, e)
-        return None
-    if not _anchors_hold(engine, anchors):
+    if any(payload.get(k) != v for k, v in key(engine).items()) or not _anchors_hold(engine, anchors):
         return None
     return frame, version
 
@@ -155,11 +149,4 @@ def _anchors_hold(engine: Engine, anchors: list[tuple[int, object]]) -> bool:
     ids = [j for j, _ in anchors]
     with reading(engine) as s:
         found = dict(s.execute(select(Job.id, Job.finished_at).where(Job.id.in_(ids))).all())
-    return all(j in found and _same_time(found[j], t) for j, t in anchors)
-
-
-def _same_time(a, b) -> bool:
-    """Timestamps are naive UTC everywhere (db.models.utcnow)."""
-    if a is None or b is None:
-        return a is None and b is None
-    return pd.Timestamp(a) == pd.Timestamp(b)
+    return all(j in found and found[j] == t for j, t in anchors)  # naive UTC datetimes on both sides

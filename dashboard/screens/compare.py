@@ -89,10 +89,10 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
     st.dataframe(highlight_changes(table), hide_index=True, width="stretch", height=min(fit(len(table)), 600))
     st.caption(f"Jobs are matched on {', '.join(diff.MATCH)}; medians over repeats. Δ% is B against A: green "
                f"where B is at least {diff.NOTABLE:.0%} better, red where worse.")
-    plot = pd.concat([nums.assign(sweep=f"A: {labels[a]}", speedup=nums["speedup A"]),
-                      nums.assign(sweep=f"B: {labels[b]}", speedup=nums["speedup B"])]).dropna(subset=["speedup"])
     if both_ran.empty:
         return  # one side's bars alone compare nothing; an empty plot with made-up axes says nothing
+    plot = pd.concat([nums.assign(sweep=f"A: {labels[a]}", speedup=nums["speedup A"]),
+                      nums.assign(sweep=f"B: {labels[b]}", speedup=nums["speedup B"])]).dropna(subset=["speedup"])
     plot["combination"] = plot[list(diff.MATCH)].astype(str).agg(" ".join, axis=1)
     fig = px.bar(plot, x="combination", y="speedup", color="sweep", barmode="group",
                  color_discrete_sequence=["#1f77b4", "#ff7f0e"],

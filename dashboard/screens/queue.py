@@ -166,11 +166,8 @@ statuses = f2.pills("Status", STATUSES, selection_mode="multi", key="qstatus", b
                     wrap=True)  # plain names: a bound widget's URL holds the shown text (?qstatus=failed)
 # a link naming a job (?job=12) opens its detail first; the bound widget fills session state only once drawn
 named = st.session_state.get("job") is not None or bool(st.query_params.get("job"))
-if named:
-    with st.expander("Job detail", expanded=True):
-        job_detail()
+top = st.container()
 live_queue(sweep_ids, statuses)
 actions_form()
-if not named:
-    with st.expander("Job detail", expanded=False):
-        job_detail()
+with top if named else st.container(), st.expander("Job detail", expanded=named):
+    job_detail()

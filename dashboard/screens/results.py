@@ -13,9 +13,9 @@ URL_KEYS = {"torch_version": "torch", "device_name": "gpu"}  # shorter query par
 SCHEDULE_JOBS = 40  # the recompile timeline draws the newest jobs that ran a schedule
 PAGE_ROWS = 500  # st.dataframe sends every row it gets to the browser: the table is paged, downloads are not
 FAIL_ROWS = 1000
-REPEAT_GROUPS = 6
+REPEAT_GROUPS = 6  # the spread plot draws the newest sweeps' comparison groups
 # the tabs; their labels are the URL's `view` values (renaming one breaks links to it)
-TABS = ["Speedup", "First call", "Repeats", "Roofline", "Failures", "Table"]  # the spread plot draws the newest sweeps' comparison groups
+TABS = ["Speedup", "First call", "Repeats", "Roofline", "Failures", "Table"]
 # the table's first columns: what a job is, its result, and how far that result can be trusted
 FRONT = ["job_id", "sweep", "status", "model", "batch_size", "backend", "mode", "dynamic", "fullgraph", "speedup",
          "noisy", "eager_spread", "compiled_spread", "eager_ms", "compiled_ms", "roofline_pct", "roofline_bound"]

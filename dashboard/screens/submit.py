@@ -151,12 +151,11 @@ def sweep_form(catalog: dict, devices: set) -> None:
             st.caption(note)
     # the form still holds what was just submitted: a second click (a double click, a reload) must not
     # queue the same sweep twice by accident, so it takes a tick to do it on purpose
-    again = False
-    if planned.ok and st.session_state.get("submitted_values") == values:
+    duplicate = planned.ok and st.session_state.get("submitted_values") == values
+    if duplicate:
         with count:
-            again = st.checkbox("Queue this same sweep again (it was just submitted; change any field for a new one)",
-                                key=f"f_again_{st.session_state.get('submit_count', 0)}")
-    duplicate = planned.ok and st.session_state.get("submitted_values") == values and not again
+            duplicate = not st.checkbox("Queue this same sweep again (it was just submitted; change any field for a "
+                                        "new one)", key=f"f_again_{st.session_state.get('submit_count', 0)}")
     clicked = action.button(f"Submit {planned.jobs} job{'s' if planned.jobs != 1 else ''}" if planned.ok else "Submit",
                             type="primary",
                             disabled=not planned.ok or duplicate, key="f_submit", width="stretch")
