@@ -100,7 +100,7 @@ class Result(Base):
     # host-observed latency of one synchronous call (CUDA only: Python + launch overhead included)
     eager_wall_ms: Mapped[float | None] = mapped_column(Float)
     compiled_wall_ms: Mapped[float | None] = mapped_column(Float)
-    timing_method: Mapped[str | None] = mapped_column(String(64))
+    timing_method: Mapped[str | None] = mapped_column(String(200))
     samples_per_side: Mapped[int | None] = mapped_column(Integer)
     # how far the numbers can be trusted: IQR / median of the per-round medians, and a flag past a threshold
     eager_spread: Mapped[float | None] = mapped_column(Float)

@@ -30,7 +30,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from db import queue
 from db.engine import MalformedJSON, get_engine
@@ -193,8 +193,17 @@ class Worker:
             except Exception as e:  # placement is extra; the measurement is stored either way
                 log.warning("job %s: no roofline placement (%s)", claim.job_id, _first_line(e))
         if outcome.status is not None:
-            stored = self._retry("store the outcome", lambda: queue.finish(
-                self.engine, claim.job_id, claim.token, outcome.status, outcome.error, outcome.result, _tail(logfile)))
+            try:
+                stored = self._retry("store the outcome", lambda: queue.finish(
+                    self.engine, claim.job_id, claim.token, outcome.status, outcome.error, outcome.result,
+                    _tail(logfile)))
+            except DBAPIError as e:  # the database refused the record itself (a value it cannot hold): the
+                # job still ends, failed with why, instead of the worker dying and the job running again
+                log.error("job %s: the database refused its outcome: %s", claim.job_id, _first_line(e))
+                stored = self._retry("record the refused outcome", lambda: queue.finish(
+                    self.engine, claim.job_id, claim.token, JobStatus.FAILED,
+                    f"the database refused this job's {outcome.status.value} outcome: {_first_line(e)}", None,
+                    _tail(logfile)))
             if stored is False:
                 log.warning("job %s: lease lost before the result was stored; nothing written", claim.job_id)
         _log_outcome(claim.job_id, outcome)

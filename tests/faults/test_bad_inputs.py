@@ -87,3 +87,34 @@ def test_postgresql_refuses_malformed_json_on_insert(pg_url):
         s.add(Sweep(name="x", request={}))
     with pytest.raises(Exception, match="invalid input syntax for type json"):
         insert_job(engine, 1, '{"model": "tiny", "batch_size": 2')
+
+
+def test_a_cuda_result_fits_and_a_result_the_database_refuses_ends_the_job_failed(any_db_url, tmp_path, monkeypatch):
+    """The CUDA timing method's description did not fit results.timing_method on PostgreSQL (SQLite never
+    checks lengths), so every CUDA result was refused there. And whatever the database refuses, the job
+    ends failed with the reason; the worker goes on (in-process worker; the child is replaced by its outcome:
+    no GPU here)."""
+    from db import queue
+    from db.models import JobStatus
+    from db.spec import ModelInfo, SweepRequest
+    from runner import timing, worker
+
+    engine = get_engine(any_db_url)
+    catalog = {"tiny": ModelInfo("tiny", "fixture")}
+    queue.submit(engine, SweepRequest(model="tiny", batch_sizes=[1, 2], device="cpu"), catalog)
+    cuda_method = "cuda: events per call behind a GPU spin (host head start) and an L2 flush"
+    assert cuda_method in open(timing.__file__).read()  # the text the CUDA timer records
+    w = worker.Worker(worker.WorkerConfig(db_url=any_db_url, home=tmp_path, spawn="fresh", calibrate=False))
+    w.capabilities = {"devices": ["cpu"]}
+    ok = {"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "compiled_first_call_s": 9.0}
+    results = iter([{**ok, "timing_method": cuda_method}, {**ok, "torch_version": "2." + "9" * 300}])
+    monkeypatch.setattr(w, "rebuild_spec", lambda stored: ExperimentSpec.from_dict(stored))
+    monkeypatch.setattr(w, "_supervise", lambda *a: worker.Outcome(JobStatus.SUCCEEDED, result=next(results)))
+    for _ in range(2):
+        w.run_claim(queue.claim_next(engine, w.id, ["cpu"], ["tiny"], 60))
+    first, second = records(any_db_url).values()
+    assert first["status"] == "succeeded" and first["timing_method"] == cuda_method
+    if engine.dialect.name == "postgresql":  # SQLite stores any length
+        assert second["status"] == "failed" and second["error"].startswith(
+            "the database refused this job's succeeded outcome: (psycopg.errors.StringDataRightTruncation)")
+        assert result_count(any_db_url, second["job_id"]) == 0

@@ -63,15 +63,15 @@ def test_database_made_before_migrations_is_adopted_with_its_rows(any_db_url):
 
 
 def later_revision(tmp_path):
-    """A copy of the real migrations plus a throwaway revision that adds jobs.priority."""
+    """A copy of the real migrations plus a throwaway revision on top of their head that adds jobs.priority."""
     scripts = tmp_path / "migrations"
     shutil.copytree(migrate.MIGRATIONS, scripts, ignore=shutil.ignore_patterns("__pycache__"))
-    (scripts / "versions" / "0002_test_priority.py").write_text(textwrap.dedent('''
+    (scripts / "versions" / "0002_test_priority.py").write_text(textwrap.dedent(f'''
         import sqlalchemy as sa
         from alembic import op
 
         revision = "0002_test_priority"
-        down_revision = "0001_baseline"
+        down_revision = "{migrate.head()}"
         branch_labels = None
         depends_on = None
 
@@ -92,7 +92,7 @@ def later_revision(tmp_path):
 
 
 def test_a_later_revision_upgrades_a_baseline_database_without_losing_rows(any_db_url, tmp_path):
-    engine = get_engine(any_db_url)  # at the baseline
+    engine = get_engine(any_db_url)  # at the real head
     job_id = add_rows(engine)
     scripts = later_revision(tmp_path)
     assert migrate.upgrade(engine, scripts) == "0002_test_priority"
