@@ -25,12 +25,35 @@ CALIBRATE = ("`python -m runner calibrate --device {device} --db URL` on a host 
              "(a GPU worker calibrates its GPU when it starts)")
 
 
+MAIN_FILTERS = ("sweep", "model", "mode", "dynamic")  # in the first row; the others in "More filters"
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def filter_choices(key: tuple, _df) -> dict:
+    """Each filter's options (~0.25 s at 100k rows): built once per results table, not every rerun."""
+    return {col: tables.filter_options(_df, col) for col in tables.FILTERS}
+
+
+def _chosen(col: str) -> list:
+    """A filter's current choice before its widget runs: the session's, else the URL's."""
+    key = URL_KEYS.get(col, col)
+    return st.session_state[key] if key in st.session_state else st.query_params.get_all(key)
+
+
 def filters_ui(df) -> dict:
-    cols = st.columns(5)
+    """The four filters a lab uses most in one row; the rest behind "More filters", whose label says
+    which of them are set (a copied link may set any of them)."""
+    choices = filter_choices(frame_key(df), df)
+    row = st.columns([3, 2, 2, 2, 2], vertical_alignment="bottom")
+    more = [c for c in tables.FILTERS if c not in MAIN_FILTERS]
+    active = [tables.FILTERS[c] for c in more if _chosen(c)]
+    popover = row[4].popover("More filters" + (f": {', '.join(active)}" if active else ""), key="more_filters",
+                             icon=":material/filter_list:", width="stretch")
     selected = {}
-    for i, (col, label) in enumerate(tables.FILTERS.items()):
-        selected[col] = cols[i % 5].multiselect(label, tables.filter_options(df, col), key=URL_KEYS.get(col, col),
-                                                bind="query-params", placeholder="all")
+    for col, label in tables.FILTERS.items():
+        where = row[MAIN_FILTERS.index(col)] if col in MAIN_FILTERS else popover
+        selected[col] = where.multiselect(label, choices[col], key=URL_KEYS.get(col, col), bind="query-params",
+                                          placeholder="all")
     return selected
 
 
@@ -48,11 +71,15 @@ def summary(shown) -> None:
         st.caption("Timing: " + "; ".join(methods) + ". " + NOISY_NOTE)
 
 
-def view_key(df, selected: dict) -> tuple:
-    """What the plots of a view depend on: the database, its results table (state.results hands out the
-    same frame until new results arrive) and the filters."""
+def frame_key(df) -> tuple:
+    """Names one results table: state.results hands out the same frame until new results arrive."""
     last = df["finished_at"].max() if len(df) else None
-    return (state.url(), id(df), len(df), str(last), tuple((k, tuple(v)) for k, v in sorted(selected.items())))
+    return state.url(), id(df), len(df), str(last)
+
+
+def view_key(df, selected: dict) -> tuple:
+    """What the plots of a view depend on: the results table and the filters."""
+    return frame_key(df) + (tuple((k, tuple(v)) for k, v in sorted(selected.items())),)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -272,7 +299,9 @@ if shown.empty:
     st.warning("No job matches these filters.")
     st.stop()
 
-downloads = st.container(horizontal=True)
+head = st.columns([3, 1], vertical_alignment="bottom")
+picker = head[0].container()  # filled once the open tab is known
+downloads = head[1].container(horizontal=True, horizontal_alignment="right")
 downloads.download_button("CSV", data=lambda: tables.to_csv(shown, engine), file_name="compile_lab_results.csv",
                           mime="text/csv", on_click="ignore", icon=":material/download:",
                           help="Every shown row (all pages), every export field")
@@ -282,7 +311,6 @@ downloads.download_button("JSON", data=lambda: tables.to_json(shown, engine), fi
 
 key = view_key(df, selected)
 bad = tables.failures(shown)
-picker = st.container()  # above the tabs, filled once the open tab is known
 speed_tab, launch_tab, repeat_tab, roofline_tab, fail_tab, table_tab = st.tabs(
     TABS, key="view", bind="query-params", width="stretch")
 with picker:  # always drawn (a widget that is not drawn loses its state); idle on the all-model tabs

@@ -251,6 +251,26 @@ def test_results_filters_live_in_the_link(results):
     assert set(table["model"]) == {"mlp"} and set(table["dynamic"]) == {"true", "false"}
     assert at.metric[0].value == str(len(table))
     assert at.query_params["view"] == "Table"
+    assert _popover_label(at) == "More filters"  # nothing set behind it
+
+
+def _popover_label(at) -> str:
+    (popover,) = [b for b in at.main.children.values() for b in _blocks(b) if b.type == "popover"]
+    return popover.proto.popover.label
+
+
+def _blocks(node):
+    yield node
+    for child in getattr(node, "children", {}).values():
+        yield from _blocks(child)
+
+
+def test_results_filters_behind_more_filters_are_named_on_it(results):
+    """A colleague's link may set a filter that sits behind "More filters": its label says which."""
+    at = ok(page("results", dtype="float32", view="Table"))
+    assert _popover_label(at) == "More filters: dtype"
+    assert at.multiselect(key="dtype").value == ["float32"]
+    assert set(at.dataframe[-1].value["dtype"]) == {"float32"}
 
 
 def test_results_without_data_points_to_submit(lab):
