@@ -82,7 +82,13 @@ def run_numbers(a: dict, b: dict) -> pd.DataFrame:
     """Two single runs: every metric of A and B and B's change in %."""
     rows = []
     for metric in METRICS:
-        va, vb = a.get(metric), b.get(metric)
-        change = (vb / va - 1.0) * 100.0 if va and vb is not None and pd.notna(va) and pd.notna(vb) else float("nan")
+        va, vb = (_number(r.get(metric)) for r in (a, b))
+        change = (vb / va - 1.0) * 100.0 if va else float("nan")  # NaN in, NaN out
         rows.append({"metric": metric, "A": va, "B": vb, "Δ%": change})
-    return pd.DataFrame(rows)
+    # float columns: a missing number is NaN, which the table shows as "–" (None in an object column
+    # was shown as "None")
+    return pd.DataFrame(rows, columns=["metric", "A", "B", "Δ%"])
+
+
+def _number(value) -> float:
+    return float("nan") if value is None or pd.isna(value) else float(value)

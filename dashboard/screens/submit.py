@@ -50,8 +50,24 @@ def apply_preset(key: str, catalog: dict, devices: set) -> None:
         value = values.get("params", {}).get(p.name, p.default)
         st.session_state[arg_key(model, p.name)] = (list(value) if isinstance(value, (list, tuple)) else [value]) \
             if p.choices else value
+    # what the preset filled in, to tell when the form no longer is the preset (preset_name_kept)
+    st.session_state["preset_values"] = {k: st.session_state[k] for k in
+                                         [w for n, w in KEYS.items() if n != "name"]
+                                         + [arg_key(model, p.name) for p in info.params]}
     st.session_state["preset_applied"] = key
     st.session_state.pop("preset_problem", None)
+    st.session_state.pop("preset_name_cleared", None)
+
+
+def clear_stale_preset_name() -> None:
+    """A sweep named after a preset must be that preset: once any field the preset filled in is changed,
+    its name is cleared (before the name's widget is drawn) rather than stored on another experiment."""
+    applied, filled = st.session_state.get("preset_applied"), st.session_state.get("preset_values", {})
+    preset_name = PRESETS[applied].values.get("name") if applied in PRESETS else None
+    if (preset_name and st.session_state.get(KEYS["name"]) == preset_name
+            and any(st.session_state.get(k) != v for k, v in filled.items())):
+        st.session_state[KEYS["name"]] = ""
+        st.session_state["preset_name_cleared"] = True
 
 
 @st.fragment(run_every="2s")
@@ -129,7 +145,10 @@ def sweep_form(catalog: dict, devices: set) -> None:
         repeat = c3.number_input("Repeat", min_value=1, max_value=MAX_REPEAT, step=1, key=KEYS["repeat"],
                                  persist_state="session", help="Run each combination this many times")
         slots["iters"], slots["timeout_s"], slots["repeat"] = st.empty(), st.empty(), st.empty()
+        clear_stale_preset_name()
         name = st.text_input("Sweep name", key=KEYS["name"], max_chars=200, persist_state="session")
+        if st.session_state.get("preset_name_cleared") and not name:
+            st.caption("The preset's sweep name was cleared: the form no longer is that preset.")
         slots["name"] = st.empty()
 
     values = FormValues(model=model, params=params, task=task, device=device, dtype=dtype, batch_sizes=batch,

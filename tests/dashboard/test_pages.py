@@ -126,6 +126,19 @@ def test_preset_in_the_link_fills_the_form_and_submits_the_seed_experiment(worke
         ("simplenet", 32, False, [32, 64]), ("simplenet", 32, True, [32, 64])]
 
 
+def test_an_edited_preset_no_longer_carries_its_name(worker):
+    """The preset's sweep name stays while the form is the preset; a changed field clears it, so the
+    stored sweep is not named after an experiment it is not."""
+    at = ok(page("submit", preset="static-vs-dynamic"))
+    assert at.text_input(key="f_name").value == "static vs dynamic 32→64"
+    ok(at.text_input(key="f_batch").input("8").run())
+    assert at.text_input(key="f_name").value == ""
+    assert any("preset's sweep name was cleared" in t for t in texts(at.caption))
+    ok(at.text_input(key="f_name").input("my own").run())
+    ok(at.button(key="f_submit").click().run())
+    assert {r["sweep"] for r in export_records(worker)} == {"my own"}
+
+
 def test_whole_model_vs_function_level_preset_is_two_sweeps(worker):
     at = ok(page("submit"))
     ok(at.button_group(key="preset").set_value("whole-vs-functions").run())

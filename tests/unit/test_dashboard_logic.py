@@ -354,6 +354,15 @@ def test_diff_matches_sweep_jobs_and_marks_changes(engine, synthetic):
     assert spec["differs"].tolist() == [False, True]
 
 
+def test_two_runs_where_one_has_no_numbers_show_gaps_not_none():
+    """A failed run B has no numbers: its cells are NaN in float columns (the table's "–"), never None."""
+    nums = diff.run_numbers({"speedup": 1.5, "compiled_ms": 2.0}, {"speedup": None, "compiled_ms": 4.0})
+    assert [str(nums[c].dtype) for c in ("A", "B", "Δ%")] == ["float64"] * 3
+    speedup = nums.set_index("metric").loc["speedup"]
+    assert speedup["A"] == 1.5 and pd.isna(speedup["B"]) and pd.isna(speedup["Δ%"])
+    assert nums.set_index("metric").loc["compiled_ms", "Δ%"] == pytest.approx(100.0)
+
+
 # -- issue 5: repeats, roofline, first-call breakdown, device vs host ---------------------------------------
 def jobs(*runs, **common) -> pd.DataFrame:
     """Labelled rows as label_series makes them: (mode, compiled_ms, eager_ms) per run, plus overrides."""
