@@ -8,14 +8,13 @@ sweep (a sweep has one set of model arguments), so "whole model vs function-leve
 from __future__ import annotations
 
 import itertools
-import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
 from sqlalchemy import Engine
 
 from db import queue
-from db.spec import ExperimentSpec, ModelInfo, SpecError, SweepRequest, dynamic_name
+from db.spec import ExperimentSpec, ModelInfo, SpecError, SweepRequest, dynamic_name, split_sizes
 
 # SpecError.field -> the form label shown next to the widget (model_args.X is handled below)
 LABELS = {
@@ -69,11 +68,6 @@ class Plan:
         return self.error is None and self.jobs > 0
 
 
-def sizes(text: str) -> list[str]:
-    """'32, 64' or '32 64' -> ['32', '64']; each is checked as an integer by the spec."""
-    return [p for p in re.split(r"[,\s]+", text or "") if p]
-
-
 def slot_for(field_name: str) -> str:
     return SLOT.get(field_name, field_name)
 
@@ -112,10 +106,12 @@ def plan(values: FormValues, catalog: Mapping[str, ModelInfo]) -> Plan:
             if varying:
                 name = f"{name or values.model} ({', '.join(f'{k}={v}' for k, v in varying.items())})"
             request = SweepRequest.from_dict({
-                "model": values.model, "batch_sizes": sizes(values.batch_sizes), "model_args": args,
+                "model": values.model, "model_args": args,
+                "batch_sizes": split_sizes(values.batch_sizes, "batch_sizes"),
                 "task": values.task, "device": values.device, "dtype": values.dtype,
                 "backends": list(values.backends), "modes": list(values.modes), "dynamics": list(values.dynamics),
-                "fullgraphs": list(values.fullgraphs), "cache": values.cache, "schedule": sizes(values.schedule),
+                "fullgraphs": list(values.fullgraphs), "cache": values.cache,
+                "schedule": split_sizes(values.schedule, "schedule"),
                 "iters": values.iters, "timeout_s": values.timeout_s, "repeat": values.repeat, "name": name})
             specs, notes = request.expand(catalog)
             out.requests.append(request)

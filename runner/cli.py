@@ -17,7 +17,7 @@ from db import queue
 from db.engine import DatabaseError, describe, get_engine, resolve_url
 from db.models import JobStatus, utcnow
 from db.results import RECORD_FIELDS, export_records
-from db.spec import SpecError, SweepRequest
+from db.spec import SpecError, SweepRequest, split_sizes
 from runner import zoo
 from runner.gpus import GpuError
 
@@ -161,7 +161,7 @@ def _model_args(pairs: list[str]) -> dict:
 
 
 def _int_list(text: str, field_name: str) -> list:
-    parts = [p.strip() for p in text.split(",") if p.strip()]
+    parts = split_sizes(text, field_name)
     if not parts:
         raise SpecError(field_name, "expected comma-separated sizes, e.g. 8,16,32")
     return parts  # ExperimentSpec checks each one

@@ -45,6 +45,8 @@ def test_plan_says_what_gpu_modes_mean_on_the_cpu():
     ({"batch_sizes": "8, x"}, "batch_sizes", "Batch sizes: expected an integer, got 'x'"),
     ({"batch_sizes": ""}, "batch_sizes", "Batch sizes: choose at least one value"),
     ({"batch_sizes": "0"}, "batch_sizes", "Batch sizes: must be a positive integer"),
+    ({"batch_sizes": "8,,16"}, "batch_sizes", "Batch sizes: an empty entry in '8,,16': was a size left out?"),
+    ({"schedule": "32, , 64"}, "schedule", "Schedule: an empty entry"),
     ({"schedule": "32, -1"}, "schedule", "Schedule: every size must be a positive integer"),
     ({"modes": []}, "modes", "Modes: choose at least one value"),
     ({"backends": ["cudagraphs"], "device": "cpu"}, "backends", "Backends: cudagraphs needs device cuda"),

@@ -1,7 +1,7 @@
 """ExperimentSpec / SweepRequest validation: every bad field named, unknown keys rejected."""
 import pytest
 
-from db.spec import ExperimentSpec, ModelInfo, ParamInfo, SpecError, SweepRequest
+from db.spec import ExperimentSpec, ModelInfo, ParamInfo, SpecError, SweepRequest, split_sizes
 
 CATALOG = {
     "simplenet": ModelInfo("simplenet", "d"),
@@ -94,3 +94,9 @@ def test_sweep_lists_validate_each_value():
     assert field_of(lambda: SweepRequest(model="m", batch_sizes=[8, 0]).expand(None)) == "batch_size"
     assert field_of(lambda: SweepRequest(model="m", batch_sizes=[8], modes=["default", "turbo"])) == "modes"
     assert field_of(lambda: SweepRequest(model="m", batch_sizes=[])) == "batch_sizes"
+
+
+@pytest.mark.parametrize("text, sizes", [("8, 16, 32", ["8", "16", "32"]), ("8 16", ["8", "16"]), ("8,16,", ["8", "16"]),
+                                         (" 32 ", ["32"]), ("", []), (" , ", [])])
+def test_size_lists_split_on_commas_and_spaces(text, sizes):
+    assert split_sizes(text, "batch_sizes") == sizes
