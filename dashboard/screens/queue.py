@@ -94,8 +94,9 @@ def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
 
 
 def actions_form() -> None:
-    """Cancel or re-submit jobs by id; a bad id is reported under the field, nothing half-done."""
-    with st.form("queue_actions"):
+    """Cancel or re-submit jobs by id; a bad id is reported under the field, nothing half-done. Only a
+    click acts: Enter in the ids box must not cancel jobs (it would press the form's first button)."""
+    with st.form("queue_actions", enter_to_submit=False):
         st.markdown("**Cancel or re-submit**")
         text = st.text_input("Job ids", placeholder="12, 15-18",
                              help="Cancel: queued or running jobs. Re-submit: finished jobs (a fresh copy each).")

@@ -10,6 +10,7 @@ def test_bound_to_localhost_with_xsrf_protection_and_no_telemetry():
     assert config["server"]["enableXsrfProtection"] is True
     assert config["server"]["headless"] is True
     assert config["browser"]["gatherUsageStats"] is False
+    assert config["server"]["fileWatcherType"] == "none"  # no half-reload of new code under a running app
 
 
 def test_app_refuses_to_serve_beyond_localhost_unless_allowed(tmp_path, monkeypatch):
