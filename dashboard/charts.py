@@ -154,6 +154,7 @@ def _x_batches(fig: go.Figure, agg: pd.DataFrame, fails: pd.DataFrame) -> None:
     if len(sizes) == 1:  # every configuration at one x: set them side by side, or close values hide each other
         fig.update_xaxes(type="category")
         fig.update_layout(scattermode="group", scattergap=0.3)
+        fig.for_each_trace(lambda t: t.update(offsetgroup=t.name))  # what is drawn later for a series joins it
 
 
 def speedup(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
@@ -256,11 +257,16 @@ def _seconds(s: float) -> str:
 def mark_noisy(fig: go.Figure, agg: pd.DataFrame, x: str = "batch_size", y: str = "speedup") -> go.Figure:
     """Ring the points of configurations with a noisy run (its own spread past 5%): read them with care."""
     noisy = agg[agg["noisy_runs"].fillna(0) > 0].dropna(subset=[y])
-    if not noisy.empty:
+    # side by side at one batch size (_x_batches), a ring must take its configuration's slot, not its own
+    groups = noisy.groupby("config", sort=False) if fig.layout.scattermode == "group" else [(None, noisy)]
+    for i, (config, sub) in enumerate(groups):
+        if sub.empty:
+            continue
         fig.add_trace(go.Scatter(
-            x=noisy[x], y=noisy[y], mode="markers", name="⚠ noisy run (spread > 5%)",
+            x=sub[x], y=sub[y], mode="markers", name="⚠ noisy run (spread > 5%)", offsetgroup=config,
+            legendgroup="noisy", showlegend=i == 0,
             marker=dict(size=20, symbol="circle-open", color=NOISY_COLOR, line=dict(width=2.5)),
-            customdata=noisy[["config", "noisy_runs", "runs", "max_spread"]],
+            customdata=sub[["config", "noisy_runs", "runs", "max_spread"]],
             hovertemplate="<b>⚠ %{customdata[0]}</b><br>%{customdata[1]} of %{customdata[2]} run(s) noisy; "
                           "largest spread %{customdata[3]:.1%}<extra></extra>"))
     return fig

@@ -270,11 +270,12 @@ def summarize(view: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return agg, failures(view)
 
 
-def failures(df: pd.DataFrame) -> pd.DataFrame:
-    """Every job in view that did not succeed, with its reason (never dropped from a plot)."""
+def failures(df: pd.DataFrame, cancelled: bool = False) -> pd.DataFrame:
+    """Every job in view that failed, timed out or crashed, with its reason (never dropped from a plot).
+    A job a person cancelled says nothing about its configuration: it is left out unless `cancelled`."""
     cols = [c for c in ("job_id", "sweep", "status", "error", "attempts", "model", "batch_size", "backend", "mode",
                         "dynamic", "fullgraph", "config", "series") if c in df.columns]
-    bad = df.loc[df["status"] != "succeeded", cols]
+    bad = df.loc[(df["status"] != "succeeded") & (cancelled | (df["status"] != "cancelled")), cols]
     return bad.assign(error=bad["error"].fillna(bad["status"]))
 
 

@@ -59,11 +59,15 @@ def filters_ui(df) -> dict:
 
 def summary(shown) -> None:
     ok = shown["status"] == "succeeded"
+    cancelled = shown["status"] == "cancelled"
     speedups = shown.loc[ok, "speedup"]
     c = st.columns(5)
     c[0].metric("Jobs shown", f"{len(shown):,}")
     c[1].metric("Succeeded", f"{int(ok.sum()):,}")
-    c[2].metric("Did not succeed", f"{int((~ok).sum()):,}")
+    c[2].metric("Did not succeed", f"{int((~ok & ~cancelled).sum()):,}",
+                help="Failed, timed out or crashed" + (f"; {int(cancelled.sum()):,} cancelled not counted (a person "
+                                                       "stopped them: they say nothing about their configuration)"
+                                                       if cancelled.any() else ""))
     c[3].metric("Median speedup", f"{speedups.median():.2f}×" if speedups.notna().any() else "–")
     c[4].metric("Best speedup", f"{speedups.max():.2f}×" if speedups.notna().any() else "–")
     methods = tables.timing_methods(shown)
@@ -244,7 +248,8 @@ def failures_section(bad) -> None:
     if bad.empty:
         st.success("Every job in view succeeded.")
         return
-    st.subheader(f"Did not succeed ({len(bad):,})")
+    cancelled = int((bad["status"] == "cancelled").sum())
+    st.subheader(f"Did not succeed ({len(bad) - cancelled:,})" + (f" and cancelled ({cancelled:,})" if cancelled else ""))
     st.dataframe(bad.drop(columns=[c for c in ("config", "series") if c in bad.columns]).iloc[::-1].head(FAIL_ROWS),
                  hide_index=True, width="stretch", column_config={"error": st.column_config.TextColumn(
                      "reason", width="large"), "job_id": st.column_config.NumberColumn(format="%d")})
@@ -336,7 +341,7 @@ if roofline_tab.open:
         roofline_plot(shown, key, engine)
 if fail_tab.open:
     with fail_tab:
-        failures_section(bad)
+        failures_section(tables.failures(shown, cancelled=True))
 if table_tab.open:
     with table_tab:
         export_table(shown, engine)

@@ -257,6 +257,25 @@ def test_results_page_plots_tables_and_downloads(results):
     assert len(table) == 240 and table["job_id"].iloc[0] == 240  # newest first, one page
 
 
+def test_a_cancelled_job_is_listed_but_not_counted_or_drawn_as_a_failure(results):
+    """A person stopped it: it says nothing about its configuration, so no red ✕ and no failure count."""
+    before = ok(page("results", model="simplenet", plot="simplenet"))
+    from db.spec import SweepRequest
+    (job_id,) = queue.submit(results, SweepRequest(model="simplenet", batch_sizes=[8], device="cuda"),
+                             {"simplenet": zoo.model_infos(zoo.catalog())["simplenet"]})[1]
+    queue.cancel(results, job_id)
+    at = ok(page("results", model="simplenet", plot="simplenet"))
+    metrics = {m.label: m.value for m in at.metric}
+    assert int(metrics["Jobs shown"].replace(",", "")) == int(before.metric[0].value.replace(",", "")) + 1
+    assert metrics["Did not succeed"] == {m.label: m.value for m in before.metric}["Did not succeed"]
+    marks = lambda t: sorted(a.text for f in t.get("plotly_chart") for a in json.loads(f.proto.spec)["layout"].get(
+        "annotations", []) if a["text"].startswith("✕"))
+    assert marks(at) == marks(before)
+    at = ok(page("results", model="simplenet", view="Failures"))
+    assert any(s.value.endswith("and cancelled (1)") for s in at.subheader)
+    assert job_id in at.dataframe[0].value["job_id"].tolist()
+
+
 def test_results_filters_live_in_the_link(results):
     at = ok(page("results", model="mlp", dynamic=["true", "false"], plot="mlp", view="Table"))
     assert at.multiselect(key="model").value == ["mlp"]

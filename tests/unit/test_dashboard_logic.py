@@ -176,6 +176,12 @@ def test_one_batch_size_sets_configurations_side_by_side():
         assert [a.x for a in fig.layout.annotations if a.text.startswith("✕")] == [0]  # the category's number
     several = agg.assign(batch_size=[8, 32])
     assert charts.speedup(several, fails.iloc[0:0]).layout.scattermode is None
+    # a noisy configuration's ring sits in its configuration's slot, not in a slot of its own
+    noisy = agg.assign(noisy_runs=[0, 1], max_spread=[0.01, 0.09])
+    fig = charts.mark_noisy(charts.speedup(noisy, fails), noisy)
+    rings = [t for t in fig.data if t.legendgroup == "noisy"]
+    assert [(t.offsetgroup, list(t.y)) for t in rings] == [("inductor/reduce-overhead", [1.35])]
+    assert next(t for t in fig.data if t.name == "inductor/reduce-overhead").offsetgroup == "inductor/reduce-overhead"
 
 
 def test_schedule_timeline_rings_recompiles(engine, synthetic):
