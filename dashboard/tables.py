@@ -21,12 +21,15 @@ from db.views import INTEGER_COLUMNS, LAZY_FIELDS, ResultRows
 JSON_COLUMNS = ("model_args", "schedule") + DETAIL_FIELDS
 FILTERS = {  # column -> label; every one is a URL query parameter on the Results page
     "sweep": "Sweep", "model": "Model", "backend": "Backend", "mode": "Mode", "dynamic": "Dynamic",
-    "fullgraph": "Fullgraph", "device": "Device", "dtype": "dtype", "torch_version": "torch",
-    "device_name": "GPU / CPU"}
+    "fullgraph": "Fullgraph", "cache": "Compile cache", "device": "Device", "dtype": "dtype",
+    "torch_version": "torch", "device_name": "GPU / CPU", "status": "Status"}
 ENV_FILTERS = ("torch_version", "device_name")  # unknown for jobs that never ran: kept under these filters
 # what tells one plotted series from another, in label order
 BASE_COLS = ("task", "device", "dtype", "variant", "torch_version", "device_name")
-COMPILE_COLS = ("backend", "mode", "dynamic", "fullgraph", "cache")
+COMPILE_COLS = ("backend", "mode", "dynamic", "fullgraph", "cache_state")
+# a warm-cache job whose compiled graph was not in the cache yet (the first of its kind) compiled the graph
+# anyway: labelled apart from warm jobs that found it, so a plot does not credit "warm" with a hit it never had
+WARM_MISS = "warm (graph not cached yet)"
 NUMBERS = ("eager_first_call_s", "compiled_first_call_s", "compiled_second_call_s", "eager_ms", "compiled_ms",
            "eager_p10_ms", "eager_p90_ms", "compiled_p10_ms", "compiled_p90_ms", "speedup", "break_even_calls",
            "eager_wall_ms", "compiled_wall_ms")
@@ -81,7 +84,22 @@ def _finish(df: pd.DataFrame) -> pd.DataFrame:
         df["fullgraph"] = df["fullgraph"].map({True: "true", False: "false"})
     if "model_args" in df.columns:
         df["variant"] = _map_unique(df["model_args"], _args_text)
+    if "cache" in df.columns and "cache_hits" in df.columns:
+        graph_hit = _map_unique(df["cache_hits"], _graph_hit)
+        df["cache_state"] = df["cache"].where((df["cache"] != "warm") | graph_hit.isna() | graph_hit.eq(True),
+                                              WARM_MISS)
     return df
+
+
+def _graph_hit(text) -> bool | None:
+    """Did inductor's FX graph cache serve the compiled graph (runner.measure's cache counters)? None: unknown."""
+    try:
+        hits = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    if not isinstance(hits, dict) or hits.get("inductor_fx_local_cache_hit_count") is None:
+        return None
+    return hits["inductor_fx_local_cache_hit_count"] > 0
 
 
 def _objects(values: list) -> pd.Series:
@@ -226,6 +244,7 @@ def apply_filters(df: pd.DataFrame, selected: dict[str, list]) -> pd.DataFrame:
 
 def _part(col: str, value: str) -> str:
     return {"dynamic": f"dynamic={value}", "fullgraph": f"fullgraph={value}", "cache": f"{value} cache",
+            "cache_state": value.replace("warm", "warm cache", 1) if value.startswith("warm") else f"{value} cache",
             "torch_version": f"torch {value}"}.get(col, value)
 
 
@@ -237,6 +256,8 @@ def _label(values: dict, cols: list[str]) -> str:
 def label_series(df: pd.DataFrame) -> pd.DataFrame:
     """Add `config` (a compiled series), `baseline` (its eager series) and `series` (config, plus the batch
     size when several are in view). Only what differs in view is named, so labels stay short."""
+    if "cache_state" not in df.columns:  # rows built without _finish (tests, hand-made frames)
+        df = df.assign(cache_state=df["cache"])
     keys = list(BASE_COLS + COMPILE_COLS)
     text = df[keys].astype(str)
     groups = text.groupby(keys, sort=False, dropna=False)
@@ -351,8 +372,10 @@ def breakdown_frame(view: pd.DataFrame) -> pd.DataFrame:
     the eager first call. Parts come from one real job, the one with the median compiled first call (parts
     of different runs' medians would not add up); the eager bar is the median over the series' runs."""
     cols = ["series", "config", "batch_size", "bar", "part", "seconds", "job_id", "runs", "cache", "cache_hits"]
-    needed = ["series", "config", "batch_size", "job_id", "cache", "cache_hits", "compile_breakdown_s",
+    needed = ["series", "config", "batch_size", "job_id", "cache_state", "cache_hits", "compile_breakdown_s",
               "compiled_first_call_s", "eager_first_call_s"]
+    if "cache_state" not in view.columns:
+        view = view.assign(cache_state=view["cache"])
     ok = view.loc[(view["status"] == "succeeded") & view["compiled_first_call_s"].notna(), needed]
     if ok.empty:
         return pd.DataFrame(columns=cols)
@@ -364,9 +387,9 @@ def breakdown_frame(view: pd.DataFrame) -> pd.DataFrame:
     for r in picked.itertuples():  # one per series
         parts, hits = _parts(r.compile_breakdown_s, r.compiled_first_call_s), _hits_text(r.cache_hits)
         rows += [{"series": r.series, "config": r.config, "batch_size": r.batch_size, "bar": "compiled", "part": p,
-                  "seconds": s, "job_id": r.job_id, "runs": r.runs, "cache": r.cache, "cache_hits": hits}
+                  "seconds": s, "job_id": r.job_id, "runs": r.runs, "cache": r.cache_state, "cache_hits": hits}
                  for p, s in parts.items()]
-    eager = grouped.agg(config=("config", "first"), batch_size=("batch_size", "first"), cache=("cache", "first"),
+    eager = grouped.agg(config=("config", "first"), batch_size=("batch_size", "first"), cache=("cache_state", "first"),
                         seconds=("eager_first_call_s", "median"), runs=("job_id", "size")).reset_index()
     eager = eager.assign(bar="eager", part="eager first call", job_id=None, cache_hits=None)
     return pd.concat([pd.DataFrame(rows), eager.dropna(subset=["seconds"])], ignore_index=True)[cols]

@@ -242,7 +242,7 @@ def test_results_page_plots_tables_and_downloads(results):
     failed_n = 240 - int(at.metric[1].value)
     assert any(f"{failed_n:,} jobs in view did not succeed" in t for t in texts(at.caption))
     assert {s.label for s in at.multiselect} == {"Sweep", "Model", "Backend", "Mode", "Dynamic", "Fullgraph",
-                                                "Device", "dtype", "torch", "GPU / CPU"}
+                                                "Compile cache", "Device", "dtype", "torch", "GPU / CPU", "Status"}
     assert {b.label for b in at.get("download_button")} == {"CSV", "JSON"}
     # the plotted model is the newest job's, and the URL names it so a copied link keeps showing it
     newest = export_records(results, job_ids=[240])[0]["model"]

@@ -488,6 +488,27 @@ def test_roofline_points_lines_and_missing_ceilings(engine):
         "hollow: a noisy run (spread > 5%)"}
 
 
+def test_a_warm_job_that_found_no_cached_graph_is_not_labelled_plain_warm(synthetic):
+    """cache=warm asks for the worker's cache; the first job of its kind finds its graph missing and
+    compiles it anyway. Its series says so, and the breakdown does not hatch it as a warm-cache hit."""
+    sincos = synthetic[synthetic["model"] == "sincos"].copy()
+    warm = sincos.index[sincos["cache"] == "warm"]
+    assert len(warm) and set(sincos.loc[warm, "cache_state"]) == {"warm"}  # synthetic warm jobs all hit
+    missed = warm[: len(warm) // 2]
+    sincos.loc[missed, "cache_hits"] = json.dumps({"inductor_fx_local_cache_hit_count": 0,
+                                                   "inductor_fx_local_cache_miss_count": 1})
+    sincos = tables._finish(sincos.drop(columns=["cache_state"]))
+    assert set(sincos.loc[missed, "cache_state"]) == {tables.WARM_MISS}
+    view = tables.label_series(sincos)
+    assert view.loc[missed, "config"].str.contains("warm cache (graph not cached yet)", regex=False).all()
+    assert not view.loc[warm.difference(missed), "config"].str.contains("not cached").any()
+    frame = tables.breakdown_frame(view)
+    hatched = charts.warmup_breakdown(frame, tables.failures(view))
+    shapes = [shape for t in hatched.data if t.marker and t.marker.pattern and t.marker.pattern.shape is not None
+              for shape, series in zip(t.marker.pattern.shape, t.y) if "not cached" in str(series)]
+    assert shapes and set(shapes) == {""}
+
+
 def test_breakdown_frame_takes_one_real_job_per_series(synthetic):
     view = tables.label_series(synthetic[synthetic["model"] == "sincos"])
     frame = tables.breakdown_frame(view)
