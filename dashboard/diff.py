@@ -13,6 +13,9 @@ MATCH = ("batch_size", "backend", "mode", "dynamic", "fullgraph")
 METRICS = {"speedup": True, "eager_ms": False, "compiled_ms": False, "compiled_first_call_s": False,
            "compiled_second_call_s": False, "break_even_calls": False, "peak_mem_compiled_mb": False}
 NOTABLE = 0.10  # a relative change this large is highlighted
+# steady-state numbers: a noisy run (spread past 5%) on either side makes their change no finding
+NOISE_METRICS = ("speedup", "eager_ms", "compiled_ms", "break_even_calls")
+NOISY_NOTE = "⚠ noisy run: not a finding"
 
 
 def _text(value) -> str:
@@ -45,16 +48,19 @@ def numbers(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     A combination only one side ran, or that failed on one side, keeps its row with that side's status."""
     def side(df: pd.DataFrame) -> pd.DataFrame:
         ok = df[df["status"] == "succeeded"]
-        med = ok.groupby(list(MATCH), dropna=False)[list(METRICS)].median()
+        grouped = ok.groupby(list(MATCH), dropna=False)
+        med = grouped[list(METRICS)].median()
+        med["noisy"] = grouped["noisy"].agg(lambda s: bool(s.eq(True).any())) if "noisy" in ok else False
         status = df.groupby(list(MATCH), dropna=False)["status"].agg(lambda s: ", ".join(sorted(set(s))))
         return med.join(status, how="outer")
 
     both = side(a).join(side(b), how="outer", suffixes=(" A", " B")).reset_index()
     for col in ("status A", "status B"):
         both[col] = both[col].fillna("not run")
+    both["noisy"] = both["noisy A"].eq(True) | both["noisy B"].eq(True)
     for metric in METRICS:
         both[f"{metric} Δ%"] = (both[f"{metric} B"] / both[f"{metric} A"] - 1.0) * 100.0
-    cols = list(MATCH) + ["status A", "status B"]
+    cols = list(MATCH) + ["status A", "status B", "noisy"]
     for metric in METRICS:
         cols += [f"{metric} A", f"{metric} B", f"{metric} Δ%"]
     return both[cols].sort_values(list(MATCH)).reset_index(drop=True)
@@ -67,13 +73,18 @@ def long_form(nums: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
         combo = {k: r[k] for k in MATCH}
         for metric in metrics:
             rows.append({**combo, "status A": r["status A"], "status B": r["status B"], "metric": metric,
-                         "A": r[f"{metric} A"], "B": r[f"{metric} B"], "Δ%": r[f"{metric} Δ%"]})
-    return pd.DataFrame(rows, columns=[*MATCH, "status A", "status B", "metric", "A", "B", "Δ%"])
+                         "A": r[f"{metric} A"], "B": r[f"{metric} B"], "Δ%": r[f"{metric} Δ%"],
+                         "note": _note(metric, r["noisy"])})
+    return pd.DataFrame(rows, columns=[*MATCH, "status A", "status B", "metric", "A", "B", "Δ%", "note"])
 
 
-def verdict(metric: str, change_pct: float) -> str:
-    """'better', 'worse' or '' for a change of B against A."""
-    if pd.isna(change_pct) or abs(change_pct) < NOTABLE * 100:
+def _note(metric: str, noisy: bool) -> str:
+    return NOISY_NOTE if noisy and metric in NOISE_METRICS else ""
+
+
+def verdict(metric: str, change_pct: float, note: str = "") -> str:
+    """'better', 'worse' or '' for a change of B against A ('' too when the note says it is noise)."""
+    if note or pd.isna(change_pct) or abs(change_pct) < NOTABLE * 100:
         return ""
     return "better" if (change_pct > 0) == METRICS[metric] else "worse"
 
@@ -84,10 +95,11 @@ def run_numbers(a: dict, b: dict) -> pd.DataFrame:
     for metric in METRICS:
         va, vb = (_number(r.get(metric)) for r in (a, b))
         change = (vb / va - 1.0) * 100.0 if va else float("nan")  # NaN in, NaN out
-        rows.append({"metric": metric, "A": va, "B": vb, "Δ%": change})
+        rows.append({"metric": metric, "A": va, "B": vb, "Δ%": change,
+                     "note": _note(metric, a.get("noisy") is True or b.get("noisy") is True)})
     # float columns: a missing number is NaN, which the table shows as "–" (None in an object column
     # was shown as "None")
-    return pd.DataFrame(rows, columns=["metric", "A", "B", "Δ%"])
+    return pd.DataFrame(rows, columns=["metric", "A", "B", "Δ%", "note"])
 
 
 def _number(value) -> float:

@@ -28,7 +28,7 @@ def fit(rows: int) -> int:
 def highlight_changes(table: pd.DataFrame):
     """The Δ% cell of each (metric) row coloured where B is notably better (green) or worse (red) than A."""
     def colour(row: pd.Series):
-        v = {"better": BETTER, "worse": WORSE}.get(diff.verdict(row["metric"], row["Δ%"]), "")
+        v = {"better": BETTER, "worse": WORSE}.get(diff.verdict(row["metric"], row["Δ%"], row.get("note", "")), "")
         return [v if col == "Δ%" else "" for col in row.index]
 
     return table.style.apply(colour, axis=1).format(precision=4, na_rep="–").format(
@@ -44,21 +44,33 @@ def pick(label: str, options: list, labels: dict, key: str, fallback):
     return value
 
 
+def starting_pair(ids: list, by_id: dict, measured: set) -> tuple:
+    """The pair Compare opens on: B the newest sweep with results (a cancelled or still queued one has
+    nothing to compare), A the newest earlier one with results of the same model (the same experiment run
+    again, say), else the next newest with results."""
+    with_results = [i for i in ids if i in measured] or ids
+    if not with_results:
+        return None, None
+    b = with_results[0]
+    model = by_id[b].request.get("model")
+    same = [i for i in with_results[1:] if by_id[i].request.get("model") == model]
+    rest = same or with_results[1:]
+    return (rest[0] if rest else None), b
+
+
 def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
     labels = {s.id: s.label for s in summaries}
     ids = [s.id for s in summaries]
-    # start from the newest two sweeps with results (a cancelled or still queued one has nothing to compare)
-    measured = set(df.loc[df["status"] == "succeeded", "sweep_id"]) if not df.empty else set()
-    start = [i for i in ids if i in measured][:2] or ids[:2]
+    by_id = {s.id: s for s in summaries}
+    a0, b0 = starting_pair(ids, by_id, set(df.loc[df["status"] == "succeeded", "sweep_id"]) if not df.empty else set())
     c1, c2 = st.columns(2)
     with c1:
-        a = pick("Sweep A", ids, labels, "a", start[1] if len(start) > 1 else None)
+        a = pick("Sweep A", ids, labels, "a", a0)
     with c2:
-        b = pick("Sweep B", ids, labels, "b", start[0])
+        b = pick("Sweep B", ids, labels, "b", b0)
     if a is None or b is None:
         st.info("Choose two sweeps.")
         return
-    by_id = {s.id: s for s in summaries}
     both = tables.complete(df[df["sweep_id"].isin([a, b])], state.engine())  # every field of these jobs
     rows_a, rows_b = both[both["sweep_id"] == a], both[both["sweep_id"] == b]
     c1, c2 = st.columns([3, 2])
@@ -88,15 +100,17 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
     table = diff.long_form(nums, metrics)
     st.dataframe(highlight_changes(table), hide_index=True, width="stretch", height=min(fit(len(table)), 600))
     st.caption(f"Jobs are matched on {', '.join(diff.MATCH)}; medians over repeats. Δ% is B against A: green "
-               f"where B is at least {diff.NOTABLE:.0%} better, red where worse.")
+               f"where B is at least {diff.NOTABLE:.0%} better, red where worse; never where either side had a "
+               "noisy run (spread past 5%): a steady-state change inside the noise is no finding.")
     if both_ran.empty:
         return  # one side's bars alone compare nothing; an empty plot with made-up axes says nothing
     plot = pd.concat([nums.assign(sweep=f"A: {labels[a]}", speedup=nums["speedup A"]),
                       nums.assign(sweep=f"B: {labels[b]}", speedup=nums["speedup B"])]).dropna(subset=["speedup"])
-    plot["combination"] = plot[list(diff.MATCH)].astype(str).agg(" ".join, axis=1)
+    plot["combination"] = ("bs " + plot["batch_size"].astype(str) + " · " + plot["backend"] + "/" + plot["mode"]
+                           + " · dynamic=" + plot["dynamic"].astype(str) + " · fullgraph=" + plot["fullgraph"].astype(str))
     fig = px.bar(plot, x="combination", y="speedup", color="sweep", barmode="group",
                  color_discrete_sequence=["#1f77b4", "#ff7f0e"],
-                 labels={"combination": "batch backend mode dynamic fullgraph", "sweep": ""})
+                 labels={"combination": "", "sweep": ""})
     fig.add_hline(y=1.0, line=dict(dash="dot", color="#444"))
     fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), title="Speedup, A vs B",
                       legend=dict(orientation="h", y=-0.3))
@@ -156,7 +170,7 @@ def compare_runs(df: pd.DataFrame) -> None:
         fig.update_layout(height=380, margin=dict(l=10, r=10, t=40, b=10))
         ms = pd.Series([x["ms"] for x in samples])
         if (ms > 0).all() and ms.max() / ms.min() > 20:  # a few slow outliers would flatten every box
-            fig.update_yaxes(type="log", title="ms per call (log)")
+            fig.update_yaxes(type="log", title="ms per call (log)", dtick=1)  # decades only: "5" read as 0.5
         st.plotly_chart(fig, key="compare_samples")
 
 

@@ -317,7 +317,7 @@ def test_compare_sweeps_and_runs(results):
     spec = at.dataframe[0].value  # a Styler's data
     assert "field" in spec.columns
     numbers = at.dataframe[2].value  # 24 matched combinations x the 3 default metrics
-    assert len(numbers) == 72 and list(numbers.columns[-4:]) == ["metric", "A", "B", "Δ%"]
+    assert len(numbers) == 72 and list(numbers.columns[-5:]) == ["metric", "A", "B", "Δ%", "note"]
     assert set(numbers["metric"]) == {"speedup", "compiled_ms", "compiled_first_call_s"}
     assert len(at.get("plotly_chart")) == 1
     at = ok(page("compare", kind="runs"))
@@ -336,7 +336,10 @@ def test_compare_starts_from_sweeps_with_results_and_says_when_nothing_matches(r
     queue.cancel(results, ids[0])
     newest = max(s["sweep_id"] for s in export_records(results))
     at = ok(page("compare"))
-    assert newest not in (at.selectbox(key="a").value, at.selectbox(key="b").value)  # the cancelled sweep
+    a, b = at.selectbox(key="a").value, at.selectbox(key="b").value
+    assert newest not in (a, b)  # the cancelled sweep
+    model = {r["sweep_id"]: r["model"] for r in export_records(results)}
+    assert model[a] == model[b] and a < b  # the newest sweep with results, and the newest before it of its model
     at = ok(page("compare", a="1", b=str(newest)))
     assert any("No configuration has results in both sweeps" in t for t in texts(at.warning))
     assert not at.get("plotly_chart")  # no empty plot with made-up axes

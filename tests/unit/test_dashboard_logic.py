@@ -362,6 +362,19 @@ def test_diff_matches_sweep_jobs_and_marks_changes(engine, synthetic):
     assert spec["differs"].tolist() == [False, True]
 
 
+def test_a_change_between_noisy_runs_is_not_coloured_as_a_finding():
+    """Seen in the walkthrough: two CPU runs with 5,000% spreads, speedup -11.6% coloured red. A steady-state
+    change is only called better or worse when neither side is noisy; first calls are not timed in rounds."""
+    a = {"speedup": 0.93, "compiled_ms": 0.30, "compiled_first_call_s": 10.0, "noisy": True}
+    b = {"speedup": 0.82, "compiled_ms": 0.36, "compiled_first_call_s": 4.0, "noisy": False}
+    rows = diff.run_numbers(a, b).set_index("metric")
+    assert rows.loc["speedup", "note"] == diff.NOISY_NOTE and rows.loc["compiled_first_call_s", "note"] == ""
+    assert diff.verdict("speedup", rows.loc["speedup", "Δ%"], rows.loc["speedup", "note"]) == ""
+    assert diff.verdict("compiled_first_call_s", rows.loc["compiled_first_call_s", "Δ%"]) == "better"
+    quiet = diff.run_numbers({**a, "noisy": False}, b).set_index("metric")
+    assert diff.verdict("speedup", quiet.loc["speedup", "Δ%"], quiet.loc["speedup", "note"]) == "worse"
+
+
 def test_two_runs_where_one_has_no_numbers_show_gaps_not_none():
     """A failed run B has no numbers: its cells are NaN in float columns (the table's "–"), never None."""
     nums = diff.run_numbers({"speedup": 1.5, "compiled_ms": 2.0}, {"speedup": None, "compiled_ms": 4.0})
