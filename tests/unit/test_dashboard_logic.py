@@ -174,6 +174,9 @@ def test_one_batch_size_sets_configurations_side_by_side():
     for fig in (charts.speedup(agg, fails), charts.latency(agg, fails)):
         assert fig.layout.scattermode == "group" and fig.layout.xaxis.type == "category"
         assert [a.x for a in fig.layout.annotations if a.text.startswith("✕")] == [0]  # the category's number
+    # one noisy run's p90 far above every median: a log axis, or the medians would lie flat on zero
+    assert charts.latency(agg, fails).layout.yaxis.type != "log"
+    assert charts.latency(agg.assign(compiled_p90_ms=[1.8, 60.0]), fails).layout.yaxis.type == "log"
     several = agg.assign(batch_size=[8, 32])
     assert charts.speedup(several, fails.iloc[0:0]).layout.scattermode is None
     # a noisy configuration's ring sits in its configuration's slot, not in a slot of its own
