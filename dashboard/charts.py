@@ -242,6 +242,7 @@ def recompile_timeline(sched: pd.DataFrame) -> go.Figure:
 
 # -- issue 5: noisy numbers, the roofline, where the first call goes, device vs host, repeats ----------
 NOISY_COLOR = "#ff7f0e"
+RECOMPILED_COLOR = "#8c564b"
 PART_COLORS = {"dynamo tracing": "#4c78a8", "aot autograd": "#72b7b2", "inductor lowering": "#54a24b",
                "codegen + kernel compile": "#eeca3b", "autotuning": "#e45756", "other (run, guards)": "#bab0ac",
                "first call (no breakdown recorded)": "#ff7f0e", "eager first call": "#7f7f7f"}
@@ -257,21 +258,34 @@ def _seconds(s: float) -> str:
 
 
 def mark_noisy(fig: go.Figure, agg: pd.DataFrame, x: str = "batch_size", y: str = "speedup") -> go.Figure:
-    """Ring the points of configurations with a noisy run (its own spread past 5%): read them with care."""
-    noisy = agg[agg["noisy_runs"].fillna(0) > 0].dropna(subset=[y])
+    """Ring the points of configurations with a noisy run (its own spread past 5%): read them with care.
+    Square the points of configurations that recompiled inside the timed rounds (graph breaks, guards on
+    data): those calls were dropped from the samples, but the steady state switches between graphs."""
+    _ring(fig, agg[agg["noisy_runs"].fillna(0) > 0].dropna(subset=[y]), x, y, "noisy", "⚠ noisy run (spread > 5%)",
+          dict(size=20, symbol="circle-open", color=NOISY_COLOR, line=dict(width=2.5)),
+          ["config", "noisy_runs", "runs", "max_spread"],
+          "<b>⚠ %{customdata[0]}</b><br>%{customdata[1]} of %{customdata[2]} run(s) noisy; "
+          "largest spread %{customdata[3]:.1%}<extra></extra>")
+    if "recompiled_runs" in agg:
+        _ring(fig, agg[agg["recompiled_runs"].fillna(0) > 0].dropna(subset=[y]), x, y, "recompiled",
+              "↻ recompiled while timed (those calls dropped)",
+              dict(size=26, symbol="square-open", color=RECOMPILED_COLOR, line=dict(width=2)),
+              ["config", "recompiled_runs", "runs", "dropped_calls"],
+              "<b>↻ %{customdata[0]}</b><br>%{customdata[1]} of %{customdata[2]} run(s) recompiled inside the timed "
+              "rounds; %{customdata[3]:.0f} timed call(s) dropped from the samples<extra></extra>")
+    return fig
+
+
+def _ring(fig: go.Figure, rows: pd.DataFrame, x: str, y: str, group: str, name: str, marker: dict, data: list,
+          hover: str) -> None:
     # side by side at one batch size (_x_batches), a ring must take its configuration's slot, not its own
-    groups = noisy.groupby("config", sort=False) if fig.layout.scattermode == "group" else [(None, noisy)]
+    groups = rows.groupby("config", sort=False) if fig.layout.scattermode == "group" else [(None, rows)]
     for i, (config, sub) in enumerate(groups):
         if sub.empty:
             continue
-        fig.add_trace(go.Scatter(
-            x=sub[x], y=sub[y], mode="markers", name="⚠ noisy run (spread > 5%)", offsetgroup=config,
-            legendgroup="noisy", showlegend=i == 0,
-            marker=dict(size=20, symbol="circle-open", color=NOISY_COLOR, line=dict(width=2.5)),
-            customdata=sub[["config", "noisy_runs", "runs", "max_spread"]],
-            hovertemplate="<b>⚠ %{customdata[0]}</b><br>%{customdata[1]} of %{customdata[2]} run(s) noisy; "
-                          "largest spread %{customdata[3]:.1%}<extra></extra>"))
-    return fig
+        fig.add_trace(go.Scatter(x=sub[x], y=sub[y], mode="markers", name=name, offsetgroup=config,
+                                 legendgroup=group, showlegend=i == 0, marker=marker, customdata=sub[data],
+                                 hovertemplate=hover))
 
 
 def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") -> go.Figure:

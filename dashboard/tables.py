@@ -347,10 +347,14 @@ def with_noise(agg: pd.DataFrame, view: pd.DataFrame) -> pd.DataFrame:
     """`agg` (summarize) plus, per (config, batch size), how many runs were noisy (spread past 5%) and the
     largest spread of either side, so plots can mark numbers that moved within their own job."""
     ok = view.loc[view["status"] == "succeeded", ["config", "batch_size", "eager_spread", "compiled_spread"]]
+    dropped = (view.loc[ok.index, "measure_recompiles"] if "measure_recompiles" in view
+               else pd.Series(0, index=ok.index)).fillna(0)
     ok = ok.assign(noisy_runs=view.loc[ok.index, "noisy"].eq(True),
-                   max_spread=ok[["eager_spread", "compiled_spread"]].max(axis=1))
-    noise = ok.groupby(["config", "batch_size"], dropna=False).agg(noisy_runs=("noisy_runs", "sum"),
-                                                                   max_spread=("max_spread", "max")).reset_index()
+                   max_spread=ok[["eager_spread", "compiled_spread"]].max(axis=1),
+                   recompiled_runs=dropped > 0, dropped_calls=dropped)
+    noise = ok.groupby(["config", "batch_size"], dropna=False).agg(
+        noisy_runs=("noisy_runs", "sum"), max_spread=("max_spread", "max"), recompiled_runs=("recompiled_runs", "sum"),
+        dropped_calls=("dropped_calls", "sum")).reset_index()
     return agg.merge(noise, on=["config", "batch_size"], how="left")
 
 

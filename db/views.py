@@ -34,7 +34,7 @@ INTEGER_COLUMNS = ("attempts",) + _SPEC_INT + tuple(
     c.name for c in Result.__table__.columns if c.name in NUMBER_COLUMNS and isinstance(c.type, Integer))
 # what the Results page filters and plots on; the other export fields are read per page / download
 LAZY_FIELDS = ("worker", "created_at", "attempts", "graph_count", "graph_breaks", "recompiles",
-               "measure_recompiles", "peak_mem_eager_mb", "peak_mem_compiled_mb", "max_abs_error", "rel_error",
+               "peak_mem_eager_mb", "peak_mem_compiled_mb", "max_abs_error", "rel_error",
                "accuracy_ok", "triton_version", "cuda_version", "hostname", "graph_break_reasons",
                "recompile_reasons", "compile_phases_s")
 FRAME_FIELDS = tuple(f for f in RECORD_FIELDS if f not in LAZY_FIELDS) + ("has_schedule",)

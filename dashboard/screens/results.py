@@ -105,6 +105,7 @@ def speed_figures(key: tuple, _shown, model: str, _engine) -> dict:
            "warmup": charts.warmup(agg, fails), "break_even": charts.break_even(agg, fails), "timeline": None}
     with_schedule = view[view["has_schedule"].fillna(False).astype(bool) & (view["status"] == "succeeded")]
     out["scheduled"] = len(with_schedule)
+    out["recompiled"] = int((agg["recompiled_runs"].fillna(0) > 0).sum()) if "recompiled_runs" in agg else 0
     if len(with_schedule):
         newest = with_schedule.sort_values("job_id").tail(SCHEDULE_JOBS)
         sched = charts.schedule_frame(view, views.schedule_calls(_engine, newest["job_id"].tolist()))
@@ -154,6 +155,11 @@ def roofline_figure(key: tuple, _shown, _ceilings: list, color_by: str) -> dict:
 def plots(parts: dict) -> None:
     left, right = st.columns(2)
     left.plotly_chart(parts["speedup"], key="plot_speedup")
+    if parts.get("recompiled"):
+        left.caption(f"↻ {parts['recompiled']} configuration(s) recompiled inside the timed rounds (a graph break or "
+                     "a guard on data, like seed 004's ConvNetMix): those calls were dropped from the samples, but "
+                     "the steady state switches between graphs. The Table has recompiles, measure_recompiles and "
+                     "graph_breaks.")
     right.plotly_chart(parts["latency"], key="plot_latency")
     left, right = st.columns(2)
     left.plotly_chart(parts["warmup"], key="plot_warmup")

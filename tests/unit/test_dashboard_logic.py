@@ -378,6 +378,22 @@ def test_a_change_between_noisy_runs_is_not_coloured_as_a_finding():
     assert diff.verdict("speedup", quiet.loc["speedup", "Δ%"], quiet.loc["speedup", "note"]) == "worse"
 
 
+def test_configurations_that_recompiled_while_timed_are_marked(synthetic):
+    """ConvNetMix-like: dynamo compiled inside the timed rounds. Those calls are dropped from the samples,
+    and the speedup plot squares the configuration so nobody reads it as a plain steady state."""
+    view = tables.label_series(synthetic[synthetic["model"] == "simplenet"].copy())
+    assert "measure_recompiles" in view  # read with the results table, not per page
+    one = view[(view["status"] == "succeeded")].iloc[0]
+    view.loc[view["job_id"] == one["job_id"], "measure_recompiles"] = 3
+    agg, fails = tables.summarize(view)
+    agg = tables.with_noise(agg, view)
+    marked = agg[agg["recompiled_runs"] > 0]
+    assert marked[["config", "batch_size", "dropped_calls"]].values.tolist() == [[one["config"], one["batch_size"], 3]]
+    fig = charts.mark_noisy(charts.speedup(agg, fails), agg)
+    (square,) = [t for t in fig.data if t.legendgroup == "recompiled"]
+    assert list(square.x) == [one["batch_size"]] and "dropped" in square.hovertemplate
+
+
 def test_two_runs_where_one_has_no_numbers_show_gaps_not_none():
     """A failed run B has no numbers: its cells are NaN in float columns (the table's "–"), never None."""
     nums = diff.run_numbers({"speedup": 1.5, "compiled_ms": 2.0}, {"speedup": None, "compiled_ms": 4.0})
