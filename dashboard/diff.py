@@ -15,7 +15,7 @@ METRICS = {"speedup": True, "eager_ms": False, "compiled_ms": False, "compiled_f
 NOTABLE = 0.10  # a relative change this large is highlighted
 # steady-state numbers: a noisy run (spread past 5%) on either side makes their change no finding
 NOISE_METRICS = ("speedup", "eager_ms", "compiled_ms", "break_even_calls")
-NOISY_NOTE = "⚠ noisy run: not a finding"
+NOISY_NOTE = "⚠ noisy: not a finding"
 
 
 def _text(value) -> str:

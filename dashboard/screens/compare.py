@@ -26,13 +26,19 @@ def fit(rows: int) -> int:
 
 
 def highlight_changes(table: pd.DataFrame):
-    """The Δ% cell of each (metric) row coloured where B is notably better (green) or worse (red) than A."""
-    def colour(row: pd.Series):
-        v = {"better": BETTER, "worse": WORSE}.get(diff.verdict(row["metric"], row["Δ%"], row.get("note", "")), "")
-        return [v if col == "Δ%" else "" for col in row.index]
+    """The Δ% cell of each (metric) row coloured where B is notably better (green) or worse (red) than A.
+    Numbers are shown as text: st.dataframe draws a missing number as "None" whatever the Styler says."""
+    colours = [{"better": BETTER, "worse": WORSE}.get(diff.verdict(r["metric"], r["Δ%"], r.get("note", "")), "")
+               for _, r in table.iterrows()]
+    shown = table.assign(A=table["A"].map(_number_text), B=table["B"].map(_number_text),
+                         **{"Δ%": table["Δ%"].map(lambda v: "–" if pd.isna(v) else f"{v:+.1f}%")})
+    return shown.style.apply(lambda row: [colours[row.name] if col == "Δ%" else "" for col in row.index], axis=1)
 
-    return table.style.apply(colour, axis=1).format(precision=4, na_rep="–").format(
-        "{:+.1f}%", subset=["Δ%"], na_rep="–")
+
+def _number_text(value) -> str:
+    if value is None or pd.isna(value):
+        return "–"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
 
 
 def pick(label: str, options: list, labels: dict, key: str, fallback):

@@ -319,6 +319,7 @@ def test_compare_sweeps_and_runs(results):
     numbers = at.dataframe[2].value  # 24 matched combinations x the 3 default metrics
     assert len(numbers) == 72 and list(numbers.columns[-5:]) == ["metric", "A", "B", "Δ%", "note"]
     assert set(numbers["metric"]) == {"speedup", "compiled_ms", "compiled_first_call_s"}
+    assert not numbers[["A", "B", "Δ%"]].isin(["None", "nan"]).any().any()  # a missing number reads "–"
     assert len(at.get("plotly_chart")) == 1
     at = ok(page("compare", kind="runs"))
     assert [s.value for s in at.subheader] == ["Spec and status", "Environment", "Numbers"]
