@@ -168,6 +168,10 @@ def sweep_form(catalog: dict, devices: set) -> None:
                     if planned.ok else "#### Fix the highlighted field to see the jobs")
         for note in planned.notes:
             st.caption(note)
+        if planned.ok and device == "cpu" and enabled():
+            st.caption("CPU timings by the embedded worker share this machine's cores with the dashboard and your "
+                       "browser: keep the machine quiet while they run (noisy runs are ringed on Results), or run "
+                       "`python -m runner work` on a quiet machine.")
     # the form still holds what was just submitted: a second click (a double click, a reload) must not
     # queue the same sweep twice by accident, so it takes a tick to do it on purpose
     duplicate = planned.ok and st.session_state.get("submitted_values") == values
