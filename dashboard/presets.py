@@ -29,7 +29,8 @@ PRESETS: dict[str, Preset] = {
         "Compare warmup cost with steady-state speedup and the break-even call count.",
         {"model": "complexnet", "batch_sizes": "32", "params": {"image_size": 224},
          "modes": ["default", "reduce-overhead", "max-autotune"], "backends": ["inductor"], "dynamics": ["none"],
-         "fullgraphs": ["false"], "name": "modes on ComplexModel"}),
+         # max-autotune's cold first call took 1,058 s on an H100 even at 96 px (bench/results/): an hour
+         "fullgraphs": ["false"], "timeout_s": 3600, "name": "modes on ComplexModel"}),
     "whole-vs-functions": Preset(
         "whole model vs function-level",
         "Seed 004: torch.compile the whole LocalOptimizedNetwork, or only its two heavy functions "

@@ -39,6 +39,10 @@ def test_plan_says_what_gpu_modes_mean_on_the_cpu():
     assert any(n.startswith("max-autotune on the CPU") and "1,800 s" in n for n in notes)
     assert not any("on the CPU" in n for n in plan(FormValues(model="complexnet", device="cuda", batch_sizes="32",
                                                               modes=["reduce-overhead"]), CATALOG).notes)
+    # on a GPU too, max-autotune's compile time is worth a word: the H100's complexnet took 1,058 s
+    gpu = plan(FormValues(model="complexnet", device="cuda", batch_sizes="32", modes=["max-autotune"],
+                          timeout_s=3600), CATALOG).notes
+    assert any("1,058 s" in n and "3,600 s" in n for n in gpu)
 
 
 @pytest.mark.parametrize("change, field, words", [
