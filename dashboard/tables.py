@@ -26,9 +26,10 @@ FILTERS = {  # column -> label; every one is a URL query parameter on the Result
 ENV_FILTERS = ("torch_version", "device_name")  # unknown for jobs that never ran: kept under these filters
 # what tells one plotted series from another, in label order
 BASE_COLS = ("task", "device", "dtype", "variant", "torch_version", "device_name")
-COMPILE_COLS = ("backend", "mode", "dynamic", "fullgraph", "cache_state")
+COMPILE_COLS = ("backend", "mode", "dynamic", "fullgraph", "cache")
 # a warm-cache job whose compiled graph was not in the cache yet (the first of its kind) compiled the graph
-# anyway: labelled apart from warm jobs that found it, so a plot does not credit "warm" with a hit it never had
+# anyway: its `cache_state` says so, and its configuration's label says how many of its runs found the graph
+# cached, so a plot does not credit "warm" with hits it never had (the series stays one configuration)
 WARM_MISS = "warm (graph not cached yet)"
 NUMBERS = ("eager_first_call_s", "compiled_first_call_s", "compiled_second_call_s", "eager_ms", "compiled_ms",
            "eager_p10_ms", "eager_p90_ms", "compiled_p10_ms", "compiled_p90_ms", "speedup", "break_even_calls",
@@ -92,14 +93,16 @@ def _finish(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _graph_hit(text) -> bool | None:
-    """Did inductor's FX graph cache serve the compiled graph (runner.measure's cache counters)? None: unknown."""
+    """Did inductor's FX graph cache serve the compiled graph (runner.measure's cache counters)? None when
+    the job never asked it (another backend: every counter 0) or the counters are unknown."""
     try:
         hits = json.loads(text) if isinstance(text, str) else None
     except ValueError:
         return None
-    if not isinstance(hits, dict) or hits.get("inductor_fx_local_cache_hit_count") is None:
+    if not isinstance(hits, dict):
         return None
-    return hits["inductor_fx_local_cache_hit_count"] > 0
+    hit, miss = hits.get("inductor_fx_local_cache_hit_count") or 0, hits.get("inductor_fx_local_cache_miss_count") or 0
+    return True if hit > 0 else False if miss > 0 else None
 
 
 def _objects(values: list) -> pd.Series:
@@ -244,7 +247,6 @@ def apply_filters(df: pd.DataFrame, selected: dict[str, list]) -> pd.DataFrame:
 
 def _part(col: str, value: str) -> str:
     return {"dynamic": f"dynamic={value}", "fullgraph": f"fullgraph={value}", "cache": f"{value} cache",
-            "cache_state": value.replace("warm", "warm cache", 1) if value.startswith("warm") else f"{value} cache",
             "torch_version": f"torch {value}"}.get(col, value)
 
 
@@ -268,10 +270,25 @@ def label_series(df: pd.DataFrame) -> pd.DataFrame:
         config.append(_label(row, varying) or f"{row['backend']}/{row['mode']}")
         baseline.append(" · ".join(["eager"] + [_part(c, row[c]) for c in varying if c in BASE_COLS]))
     code = groups.ngroup().to_numpy()
-    df = df.assign(config=pd.Series(config, dtype=object).to_numpy()[code] if len(df) else [],
+    config = pd.Series(config, dtype=object) + _warm_note(df["cache"], df["cache_state"], code, len(config))
+    df = df.assign(config=config.to_numpy()[code] if len(df) else [],
                    baseline=pd.Series(baseline, dtype=object).to_numpy()[code] if len(df) else [])
     several = df["batch_size"].nunique() > 1
     return df.assign(series=df["config"] + (" · bs " + df["batch_size"].astype(str) if several else ""))
+
+
+def _warm_note(cache: pd.Series, state: pd.Series, code, n: int) -> pd.Series:
+    """Per configuration (`code` numbers them): how many of its warm-cache runs found their graph cached,
+    where not all did ("" otherwise)."""
+    known = (cache == "warm") & state.isin(["warm", WARM_MISS])
+    runs = pd.Series(known.to_numpy(), dtype=int).groupby(code).sum().reindex(range(n), fill_value=0)
+    hits = pd.Series((known & (state == "warm")).to_numpy(), dtype=int).groupby(code).sum().reindex(range(n),
+                                                                                                     fill_value=0)
+    note = pd.Series("", index=range(n), dtype=object)
+    note[(runs > 0) & (hits == 0)] = " · warm cache: graph not cached yet"
+    some = (hits > 0) & (hits < runs)
+    note[some] = " · warm cache: graph cached in " + hits[some].astype(str) + " of " + runs[some].astype(str) + " runs"
+    return note
 
 
 def medians(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -381,8 +398,8 @@ def breakdown_frame(view: pd.DataFrame) -> pd.DataFrame:
     if "cache_state" not in view.columns:
         view = view.assign(cache_state=view["cache"])
     ok = view.loc[(view["status"] == "succeeded") & view["compiled_first_call_s"].notna(), needed]
-    if ok.empty:
-        return pd.DataFrame(columns=cols)
+    if ok.empty:  # typed, so sums and cumsums over it work (object columns refuse cumsum)
+        return pd.DataFrame(columns=cols).astype({"seconds": float, "batch_size": float, "runs": float})
     order = ok.sort_values(["series", "compiled_first_call_s", "job_id"])
     grouped = order.groupby("series", sort=False)
     runs = grouped["job_id"].transform("size")

@@ -119,7 +119,7 @@ def launch_figures(key: tuple, _shown, model: str) -> dict:
     v = model_view(key, _shown, model)
     frame = tables.breakdown_frame(v["view"])
     host = tables.host_latency_frame(v["agg"])
-    return {"breakdown": charts.warmup_breakdown(frame, v["fails"]),
+    return {"breakdown": charts.warmup_breakdown(frame, v["fails"]), "empty": frame.empty,
             "no_breakdown": bool((frame["part"] == tables.NO_BREAKDOWN).any()),
             "host": None if host.empty else charts.host_latency(host, v["fails"], charts.breakdown_rows(frame, v["fails"]))}
 
@@ -175,6 +175,10 @@ def plots(parts: dict) -> None:
 def first_call_and_launch(parts: dict) -> None:
     """Where the compiled first call's seconds go; and, on CUDA, the launch overhead on top of device time.
     Both plots have one row per series, in the same order, so they read across."""
+    if parts["empty"]:
+        st.info("No job of this model in view succeeded: there is no first call to break down (the failures are "
+                "under **Failures**).", icon=":material/info:")
+        return
     left, right = st.columns(2) if parts["host"] is not None else (st.container(), st.container())
     left.plotly_chart(parts["breakdown"], key="plot_breakdown")
     if parts["no_breakdown"]:

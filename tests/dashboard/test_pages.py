@@ -276,6 +276,15 @@ def test_a_cancelled_job_is_listed_but_not_counted_or_drawn_as_a_failure(results
     assert job_id in at.dataframe[0].value["job_id"].tolist()
 
 
+def test_every_tab_draws_a_view_with_no_succeeded_job(results):
+    """status=failed leaves no succeeded job: each tab says what is missing instead of failing."""
+    for view in ("Speedup", "First call", "Repeats", "Roofline", "Failures", "Table"):
+        at = ok(page("results", status="failed", view=view))
+        assert at.metric[1].value == "0"  # succeeded
+    assert any("no first call to break down" in t for t in texts(ok(page("results", status="failed",
+                                                                          view="First call")).info))
+
+
 def test_results_filters_live_in_the_link(results):
     at = ok(page("results", model="mlp", dynamic=["true", "false"], plot="mlp", view="Table"))
     assert at.multiselect(key="model").value == ["mlp"]
