@@ -13,9 +13,10 @@ MATCH = ("batch_size", "backend", "mode", "dynamic", "fullgraph")
 METRICS = {"speedup": True, "eager_ms": False, "compiled_ms": False, "compiled_first_call_s": False,
            "compiled_second_call_s": False, "break_even_calls": False, "peak_mem_compiled_mb": False}
 NOTABLE = 0.10  # a relative change this large is highlighted
-# steady-state numbers: a noisy run (spread past 5%) on either side makes their change no finding
+# steady-state numbers move with the runs' own noise: a change smaller than NOISE_FACTOR x the larger side's
+# spread (IQR / median of a job's per-round medians, the `noisy` measure) is no finding, whatever its size
 NOISE_METRICS = ("speedup", "eager_ms", "compiled_ms", "break_even_calls")
-NOISY_NOTE = "⚠ noisy: not a finding"
+NOISE_FACTOR = 2.0
 
 
 def _text(value) -> str:
@@ -50,17 +51,18 @@ def numbers(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
         ok = df[df["status"] == "succeeded"]
         grouped = ok.groupby(list(MATCH), dropna=False)
         med = grouped[list(METRICS)].median()
-        med["noisy"] = grouped["noisy"].agg(lambda s: bool(s.eq(True).any())) if "noisy" in ok else False
+        spread = ok[[c for c in ("eager_spread", "compiled_spread") if c in ok]].max(axis=1)
+        med["spread"] = spread.groupby([ok[c] for c in MATCH], dropna=False).median() if len(spread) else float("nan")
         status = df.groupby(list(MATCH), dropna=False)["status"].agg(lambda s: ", ".join(sorted(set(s))))
         return med.join(status, how="outer")
 
     both = side(a).join(side(b), how="outer", suffixes=(" A", " B")).reset_index()
     for col in ("status A", "status B"):
         both[col] = both[col].fillna("not run")
-    both["noisy"] = both["noisy A"].eq(True) | both["noisy B"].eq(True)
+    both["noise %"] = 100.0 * both[["spread A", "spread B"]].max(axis=1)  # each side: the median run's spread
     for metric in METRICS:
         both[f"{metric} Δ%"] = (both[f"{metric} B"] / both[f"{metric} A"] - 1.0) * 100.0
-    cols = list(MATCH) + ["status A", "status B", "noisy"]
+    cols = list(MATCH) + ["status A", "status B", "noise %"]
     for metric in METRICS:
         cols += [f"{metric} A", f"{metric} B", f"{metric} Δ%"]
     return both[cols].sort_values(list(MATCH)).reset_index(drop=True)
@@ -74,12 +76,15 @@ def long_form(nums: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
         for metric in metrics:
             rows.append({**combo, "status A": r["status A"], "status B": r["status B"], "metric": metric,
                          "A": r[f"{metric} A"], "B": r[f"{metric} B"], "Δ%": r[f"{metric} Δ%"],
-                         "note": _note(metric, r["noisy"])})
+                         "note": _note(metric, r[f"{metric} Δ%"], r["noise %"])})
     return pd.DataFrame(rows, columns=[*MATCH, "status A", "status B", "metric", "A", "B", "Δ%", "note"])
 
 
-def _note(metric: str, noisy: bool) -> str:
-    return NOISY_NOTE if noisy and metric in NOISE_METRICS else ""
+def _note(metric: str, change_pct: float, noise_pct: float) -> str:
+    """Why a change is no finding: it lies within the runs' own noise (steady-state numbers only)."""
+    if metric not in NOISE_METRICS or pd.isna(change_pct) or pd.isna(noise_pct):
+        return ""
+    return f"≈ within noise (spread {noise_pct:.0f}%)" if abs(change_pct) < NOISE_FACTOR * noise_pct else ""
 
 
 def verdict(metric: str, change_pct: float, note: str = "") -> str:
@@ -92,11 +97,12 @@ def verdict(metric: str, change_pct: float, note: str = "") -> str:
 def run_numbers(a: dict, b: dict) -> pd.DataFrame:
     """Two single runs: every metric of A and B and B's change in %."""
     rows = []
+    spreads = [_number(r.get(k)) for r in (a, b) for k in ("eager_spread", "compiled_spread")]
+    noise = 100.0 * max((x for x in spreads if not pd.isna(x)), default=float("nan"))
     for metric in METRICS:
         va, vb = (_number(r.get(metric)) for r in (a, b))
         change = (vb / va - 1.0) * 100.0 if va else float("nan")  # NaN in, NaN out
-        rows.append({"metric": metric, "A": va, "B": vb, "Δ%": change,
-                     "note": _note(metric, a.get("noisy") is True or b.get("noisy") is True)})
+        rows.append({"metric": metric, "A": va, "B": vb, "Δ%": change, "note": _note(metric, change, noise)})
     # float columns: a missing number is NaN, which the table shows as "–" (None in an object column
     # was shown as "None")
     return pd.DataFrame(rows, columns=["metric", "A", "B", "Δ%", "note"])

@@ -106,8 +106,9 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
     table = diff.long_form(nums, metrics)
     st.dataframe(highlight_changes(table), hide_index=True, width="stretch", height=min(fit(len(table)), 600))
     st.caption(f"Jobs are matched on {', '.join(diff.MATCH)}; medians over repeats. Δ% is B against A: green "
-               f"where B is at least {diff.NOTABLE:.0%} better, red where worse; never where either side had a "
-               "noisy run (spread past 5%): a steady-state change inside the noise is no finding.")
+               f"where B is at least {diff.NOTABLE:.0%} better, red where worse; never for a steady-state change "
+               f"smaller than {diff.NOISE_FACTOR:g}× the runs' spread (IQR / median of a job's round medians): inside "
+               "the noise it is no finding.")
     if both_ran.empty:
         return  # one side's bars alone compare nothing; an empty plot with made-up axes says nothing
     plot = pd.concat([nums.assign(sweep=f"A: {labels[a]}", speedup=nums["speedup A"]),
