@@ -242,7 +242,7 @@ def recompile_timeline(sched: pd.DataFrame) -> go.Figure:
 
 # -- issue 5: noisy numbers, the roofline, where the first call goes, device vs host, repeats ----------
 NOISY_COLOR = "#ff7f0e"
-RECOMPILED_COLOR = "#8c564b"
+RECOMPILED_COLOR = "#222222"  # near black: not one of the series palette's colours
 PART_COLORS = {"dynamo tracing": "#4c78a8", "aot autograd": "#72b7b2", "inductor lowering": "#54a24b",
                "codegen + kernel compile": "#eeca3b", "autotuning": "#e45756", "other (run, guards)": "#bab0ac",
                "first call (no breakdown recorded)": "#ff7f0e", "eager first call": "#7f7f7f"}

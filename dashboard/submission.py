@@ -128,9 +128,9 @@ def plan(values: FormValues, catalog: Mapping[str, ModelInfo]) -> Plan:
             out.notes.append(f"max-autotune on the CPU benchmarks kernel choices while it compiles: on conv models "
                              f"that can take many minutes per job (timeout: {values.timeout_s:,} s).")
     elif out.error is None and any(m.startswith("max-autotune") for m in values.modes):
-        out.notes.append(f"max-autotune benchmarks kernel choices while it compiles: with a cold cache, complexnet "
-                         f"at 96 px took 1,058 s of first call on an H100 (bench/results/). Timeout: "
-                         f"{values.timeout_s:,} s.")
+        out.notes.append(f"max-autotune benchmarks kernel choices while it compiles, which on conv models can take "
+                         f"many minutes: with a cold cache on an H100, complexnet at 96 px took 1,058 s of first call, "
+                         f"localopt 67 s (bench/results/). Timeout: {values.timeout_s:,} s.")
     return out
 
 

@@ -44,7 +44,7 @@ class SpecError(ValueError):
 def split_sizes(text: str, field_name: str) -> list[str]:
     """'8, 16, 32' or '8 16 32' -> ['8', '16', '32'] (each checked as an integer by the spec later).
     An empty entry between two sizes ('8,,16') is refused: a size was probably left out."""
-    entries = [e.strip() for e in (text or "").strip().strip(",").split(",")]
+    entries = [e.strip() for e in (text or "").strip(", \t\n").split(",")]
     if any(not e for e in entries) and any(entries):
         raise SpecError(field_name, f"an empty entry in {text.strip()!r}: was a size left out? e.g. 8, 16, 32")
     return [p for e in entries for p in e.split()]

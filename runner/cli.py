@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("submit", help="queue a sweep: one job per combination")
     s.add_argument("--model", required=True)
-    s.add_argument("--batch", action="append", required=True, help="batch size (repeat for a sweep)")
+    s.add_argument("--batch", action="append", required=True, help="batch size (repeat, or 8,16,32, for a sweep)")
     s.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
                    help="model size parameter, e.g. --arg image_size=128 (see `models`)")
     s.add_argument("--backend", action="append")
@@ -129,7 +129,8 @@ FLAGS = {"batch_sizes": "--batch", "batch_size": "--batch", "backends": "--backe
 
 # -- commands -------------------------------------------------------------------------------------------
 def cmd_submit(args) -> int:
-    fields = {"model": args.model, "batch_sizes": args.batch, "model_args": _model_args(args.arg)}
+    batches = [size for text in args.batch for size in split_sizes(text, "batch_sizes")]  # --batch 8,16 too
+    fields = {"model": args.model, "batch_sizes": batches, "model_args": _model_args(args.arg)}
     for key, value in (("backends", args.backend), ("modes", args.mode), ("dynamics", args.dynamic),
                        ("fullgraphs", args.fullgraph), ("device", args.device), ("dtype", args.dtype),
                        ("task", args.task), ("cache", args.cache), ("iters", args.iters),

@@ -34,10 +34,13 @@ def filter_choices(key: tuple, _df) -> dict:
     return {col: tables.filter_options(_df, col) for col in tables.FILTERS}
 
 
-def _chosen(col: str) -> list:
-    """A filter's current choice before its widget runs: the session's, else the URL's."""
+def _chosen(col: str, options: list) -> list:
+    """A filter's current choice before its widget runs: the session's, else the URL's values that are
+    among its options (the widget drops the others)."""
     key = URL_KEYS.get(col, col)
-    return st.session_state[key] if key in st.session_state else st.query_params.get_all(key)
+    if key in st.session_state:
+        return st.session_state[key]
+    return [v for v in st.query_params.get_all(key) if v in {str(o) for o in options}]
 
 
 def filters_ui(df) -> dict:
@@ -46,7 +49,7 @@ def filters_ui(df) -> dict:
     choices = filter_choices(frame_key(df), df)
     row = st.columns([3, 2, 2, 2, 2], vertical_alignment="bottom")
     more = [c for c in tables.FILTERS if c not in MAIN_FILTERS]
-    active = [tables.FILTERS[c] for c in more if _chosen(c)]
+    active = [tables.FILTERS[c] for c in more if _chosen(c, choices[c])]
     popover = row[4].popover("More filters" + (f": {', '.join(active)}" if active else ""), key="more_filters",
                              icon=":material/filter_list:", width="stretch")
     selected = {}
@@ -105,7 +108,8 @@ def speed_figures(key: tuple, _shown, model: str, _engine) -> dict:
            "warmup": charts.warmup(agg, fails), "break_even": charts.break_even(agg, fails), "timeline": None}
     with_schedule = view[view["has_schedule"].fillna(False).astype(bool) & (view["status"] == "succeeded")]
     out["scheduled"] = len(with_schedule)
-    out["recompiled"] = int((agg["recompiled_runs"].fillna(0) > 0).sum()) if "recompiled_runs" in agg else 0
+    out["recompiled"] = (agg.loc[agg["recompiled_runs"].fillna(0) > 0, "config"].nunique()
+                         if "recompiled_runs" in agg else 0)
     if len(with_schedule):
         newest = with_schedule.sort_values("job_id").tail(SCHEDULE_JOBS)
         sched = charts.schedule_frame(view, views.schedule_calls(_engine, newest["job_id"].tolist()))
@@ -243,7 +247,8 @@ def model_choice(shown, per_model: bool) -> str:
     the URL's `plot` names the one shown, so a copied link keeps showing it. Greyed out on the tabs
     that show every model in view."""
     models = sorted(shown["model"].unique())
-    newest = shown.loc[shown["job_id"].idxmax(), "model"]
+    measured = shown[shown["status"] != "cancelled"]  # a cancelled sweep has nothing to plot
+    newest = (measured if len(measured) else shown).sort_values("job_id")["model"].iloc[-1]
     if len(models) == 1:
         return newest
     state.url_choice("plot", models, newest)

@@ -147,7 +147,9 @@ def sweep_form(catalog: dict, devices: set) -> None:
         slots["iters"], slots["timeout_s"], slots["repeat"] = st.empty(), st.empty(), st.empty()
         clear_stale_preset_name()
         name = st.text_input("Sweep name", key=KEYS["name"], max_chars=200, persist_state="session")
-        if st.session_state.get("preset_name_cleared") and not name:
+        if name:
+            st.session_state.pop("preset_name_cleared", None)
+        elif st.session_state.get("preset_name_cleared"):
             st.caption("The preset's sweep name was cleared: the form no longer is that preset.")
         slots["name"] = st.empty()
 

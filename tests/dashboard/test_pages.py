@@ -274,6 +274,12 @@ def test_a_cancelled_job_is_listed_but_not_counted_or_drawn_as_a_failure(results
     at = ok(page("results", model="simplenet", view="Failures"))
     assert any(s.value.endswith("and cancelled (1)") for s in at.subheader)
     assert job_id in at.dataframe[0].value["job_id"].tolist()
+    # the newest job is a cancelled convnetmix one: the plots open on a model with something to draw
+    (cancelled,) = queue.submit(results, SweepRequest(model="convnetmix", batch_sizes=[8], device="cuda"),
+                                {"convnetmix": zoo.model_infos(zoo.catalog())["convnetmix"]})[1]
+    queue.cancel(results, cancelled)
+    at = ok(page("results"))
+    assert at.segmented_control(key="plot").value == export_records(results, job_ids=[240])[0]["model"]
 
 
 def test_every_tab_draws_a_view_with_no_succeeded_job(results):
@@ -308,6 +314,7 @@ def _blocks(node):
 
 def test_results_filters_behind_more_filters_are_named_on_it(results):
     """A colleague's link may set a filter that sits behind "More filters": its label says which."""
+    assert _popover_label(ok(page("results", dtype="float64"))) == "More filters"  # not an option: not set
     at = ok(page("results", dtype="float32", view="Table"))
     assert _popover_label(at) == "More filters: dtype"
     assert at.multiselect(key="dtype").value == ["float32"]

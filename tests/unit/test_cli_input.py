@@ -19,6 +19,7 @@ from tests.conftest import run_cli
     (["--model", "simplenet", "--batch", "8", "--timeout", "-5"], "--timeout: must be between"),
     (["--model", "simplenet", "--batch", "8", "--schedule", "8,x"], "--schedule: expected an integer"),
     (["--model", "simplenet", "--batch", "8", "--schedule", "8,,16"], "--schedule: an empty entry in '8,,16'"),
+    (["--model", "simplenet", "--batch", "8,,16"], "--batch: an empty entry in '8,,16'"),
     (["--model", "localopt", "--batch", "2", "--arg", "scope=layers"], "--arg scope: 'layers' is not one of"),
     (["--model", "localopt", "--batch", "2", "--arg", "depth"], "--arg 'depth': expected NAME=VALUE"),
     (["--model", "sincos", "--batch", "2", "--task", "training"], "--task: model 'sincos' supports inference only"),
@@ -38,6 +39,13 @@ def test_bad_submit_exits_2_and_stores_nothing(db_url, args, message):
 def test_unknown_flag_exits_2(db_url):
     done = run_cli("submit", "--db", db_url, "--model", "simplenet", "--batch", "8", "--mdoe", "default")
     assert done.returncode == 2 and "--mdoe" in done.stderr
+
+
+def test_batch_sizes_may_be_one_list(db_url):
+    done = run_cli("submit", "--db", db_url, "--model", "simplenet", "--batch", "8,16", "--batch", "32", "--device", "cpu")
+    assert done.returncode == 0, done.stderr
+    with reading(get_engine(db_url)) as s:
+        assert s.scalar(select(func.count(Job.id))) == 3
 
 
 def test_good_submit_prints_job_ids(db_url):

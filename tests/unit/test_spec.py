@@ -97,6 +97,7 @@ def test_sweep_lists_validate_each_value():
 
 
 @pytest.mark.parametrize("text, sizes", [("8, 16, 32", ["8", "16", "32"]), ("8 16", ["8", "16"]), ("8,16,", ["8", "16"]),
-                                         (" 32 ", ["32"]), ("", []), (" , ", [])])
+                                         (" 32 ", ["32"]), ("", []), (" , ", []),
+                                         ("8, ,", ["8"]), ("8,16, ,", ["8", "16"])])
 def test_size_lists_split_on_commas_and_spaces(text, sizes):
     assert split_sizes(text, "batch_sizes") == sizes
