@@ -13,15 +13,15 @@ from db.results import export_records  # noqa: E402
 
 def main(url: str) -> None:
     f = lambda v, fmt: "-" if v is None else format(v, fmt)  # noqa: E731
-    print(f"{'job':28} {'status':9} {'eager 1st s':>11} {'comp 1st s':>10} {'comp 2nd s':>10} {'eager ms':>9} "
+    print(f"{'job':34} {'status':9} {'eager 1st s':>11} {'comp 1st s':>10} {'comp 2nd s':>10} {'eager ms':>9} "
           f"{'comp ms':>9} {'speedup':>7} {'break-even':>10} {'recompiles':>10}  first-call breakdown (s)")
     for r in export_records(get_engine(url)):
         parts = r["compile_breakdown_s"]
         parts = json.loads(parts) if isinstance(parts, str) else (parts or {})
         split = ", ".join(f"{k} {v:.1f}" for k, v in parts.items() if v is not None and v >= 0.05)
         args = " ".join(f"{k}={v}" for k, v in sorted((r["model_args"] or {}).items()) if k != "image_size")
-        job = f"{r['model']} {args} {r['mode']}".replace("  ", " ")
-        print(f"{job:28} {r['status']:9} {f(r['eager_first_call_s'], '.2f'):>11} "
+        job = f"{r['model']} {args} bs {r['batch_size']} {r['mode']}".replace("  ", " ")
+        print(f"{job:34} {r['status']:9} {f(r['eager_first_call_s'], '.2f'):>11} "
               f"{f(r['compiled_first_call_s'], '.1f'):>10} {f(r['compiled_second_call_s'], '.4f'):>10} "
               f"{f(r['eager_ms'], '.4f'):>9} {f(r['compiled_ms'], '.4f'):>9} {f(r['speedup'], '.3f'):>7} "
               f"{f(r['break_even_calls'], ',.0f'):>10} {f(r['recompiles'], 'd'):>10}  {split}"
