@@ -270,25 +270,53 @@ def label_series(df: pd.DataFrame) -> pd.DataFrame:
         config.append(_label(row, varying) or f"{row['backend']}/{row['mode']}")
         baseline.append(" · ".join(["eager"] + [_part(c, row[c]) for c in varying if c in BASE_COLS]))
     code = groups.ngroup().to_numpy()
-    config = pd.Series(config, dtype=object) + _warm_note(df["cache"], df["cache_state"], code, len(config))
+    config = _with_warm_state(pd.Series(config, dtype=object), df["cache"], df["cache_state"], code)
     df = df.assign(config=config.to_numpy()[code] if len(df) else [],
                    baseline=pd.Series(baseline, dtype=object).to_numpy()[code] if len(df) else [])
     several = df["batch_size"].nunique() > 1
     return df.assign(series=df["config"] + (" · bs " + df["batch_size"].astype(str) if several else ""))
 
 
-def _warm_note(cache: pd.Series, state: pd.Series, code, n: int) -> pd.Series:
-    """Per configuration (`code` numbers them): how many of its warm-cache runs found their graph cached,
-    where not all did ("" otherwise)."""
+def _warm_counts(cache: pd.Series, state: pd.Series, code, n: int) -> tuple[pd.Series, pd.Series]:
+    """Per configuration (`code` numbers them 0..n-1): its warm-cache runs with a known graph-cache outcome,
+    and how many of them found their compiled graph cached."""
     known = (cache == "warm") & state.isin(["warm", WARM_MISS])
     runs = pd.Series(known.to_numpy(), dtype=int).groupby(code).sum().reindex(range(n), fill_value=0)
     hits = pd.Series((known & (state == "warm")).to_numpy(), dtype=int).groupby(code).sum().reindex(range(n),
                                                                                                      fill_value=0)
-    note = pd.Series("", index=range(n), dtype=object)
-    note[(runs > 0) & (hits == 0)] = " · warm cache: graph not cached yet"
+    return runs, hits
+
+
+def _with_warm_state(labels: pd.Series, cache: pd.Series, state: pd.Series, code) -> pd.Series:
+    """A warm-cache configuration's label says what the cache gave its runs: "warm cache: graph cached",
+    "graph not cached yet", or "graph cached in 1 of 2 runs" (in place of a plain "warm cache")."""
+    runs, hits = _warm_counts(cache, state, code, len(labels))
+    text = pd.Series("", index=labels.index, dtype=object)
+    text[(runs > 0) & (hits == runs)] = "warm cache: graph cached"
+    text[(runs > 0) & (hits == 0)] = "warm cache: graph not cached yet"
     some = (hits > 0) & (hits < runs)
-    note[some] = " · warm cache: graph cached in " + hits[some].astype(str) + " of " + runs[some].astype(str) + " runs"
-    return note
+    text[some] = "warm cache: graph cached in " + hits[some].astype(str) + " of " + runs[some].astype(str) + " runs"
+    out = labels.copy()
+    for i in text.index[text != ""]:
+        parts = labels[i].split(" · ")
+        parts = [text[i] if p == "warm cache" else p for p in parts]
+        out[i] = " · ".join(parts if text[i] in parts else parts + [text[i]])
+    return out
+
+
+def split_by_graph_cache(view: pd.DataFrame) -> pd.DataFrame:
+    """For first-call views: where the warm-cache runs of one configuration and batch size did not all find
+    their graph cached, hits and misses become two series (" · hit" / " · miss"): a median over a miss and
+    a hit is a first call no run had. Steady-state views keep one series (the compiled code is the same)."""
+    warm = view["cache_state"].isin(["warm", WARM_MISS]) & (view["cache"] == "warm")
+    keys = ["config", "batch_size"]
+    states = view[warm].groupby(keys)["cache_state"].transform("nunique")
+    split = pd.Series(False, index=view.index)
+    split[states.index] = states.to_numpy() > 1
+    if not split.any():
+        return view
+    suffix = view["cache_state"].map({"warm": " · hit", WARM_MISS: " · miss"}).where(split, "")
+    return view.assign(series=view["series"] + suffix, config=view["config"] + suffix)
 
 
 def medians(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -306,6 +334,12 @@ def summarize(view: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     several = view["batch_size"].nunique() > 1
     agg["series"] = agg["config"] + (" · bs " + agg["batch_size"].astype(str) if several else "")
     return agg, failures(view)
+
+
+def first_calls(view: pd.DataFrame) -> pd.DataFrame:
+    """`summarize`'s medians for the warmup plot, with a warm-cache configuration's hits and misses apart
+    (split_by_graph_cache)."""
+    return summarize(split_by_graph_cache(view))[0]
 
 
 def failures(df: pd.DataFrame, cancelled: bool = False) -> pd.DataFrame:

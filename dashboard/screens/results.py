@@ -105,7 +105,8 @@ def speed_figures(key: tuple, _shown, model: str, _engine) -> dict:
     v = model_view(key, _shown, model)
     view, agg, fails = v["view"], v["agg"], v["fails"]
     out = {"speedup": charts.mark_noisy(charts.speedup(agg, fails), agg), "latency": charts.latency(agg, fails),
-           "warmup": charts.warmup(agg, fails), "break_even": charts.break_even(agg, fails), "timeline": None}
+           "warmup": charts.warmup(tables.first_calls(view), fails), "break_even": charts.break_even(agg, fails),
+           "timeline": None}
     with_schedule = view[view["has_schedule"].fillna(False).astype(bool) & (view["status"] == "succeeded")]
     out["scheduled"] = len(with_schedule)
     out["recompiled"] = (agg.loc[agg["recompiled_runs"].fillna(0) > 0, "config"].nunique()
@@ -121,7 +122,7 @@ def speed_figures(key: tuple, _shown, model: str, _engine) -> dict:
 def launch_figures(key: tuple, _shown, model: str) -> dict:
     """Where the compiled first call goes, beside device time vs host latency."""
     v = model_view(key, _shown, model)
-    frame = tables.breakdown_frame(v["view"])
+    frame = tables.breakdown_frame(tables.split_by_graph_cache(v["view"]))
     host = tables.host_latency_frame(v["agg"])
     return {"breakdown": charts.warmup_breakdown(frame, v["fails"]), "empty": frame.empty,
             "no_breakdown": bool((frame["part"] == tables.NO_BREAKDOWN).any()),

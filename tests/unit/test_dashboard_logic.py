@@ -544,7 +544,23 @@ def test_a_warm_job_that_found_no_cached_graph_is_not_labelled_plain_warm(synthe
         "warm cache: graph not cached yet").all()
     assert view.loc[partly, "config"].str.endswith(f"warm cache: graph cached in {len(partly) - 1} of {len(partly)} "
                                                    "runs").all()
-    frame = tables.breakdown_frame(view)
+    assert view.loc[warm.index.difference(configs.index[configs.isin([all_missed, some_missed])]),
+                    "config"].str.contains("warm cache: graph cached", regex=False).all()  # all hits say so too
+    # the warmup plot keeps a miss and a hit apart: a median over both is a first call no run had
+    hit = sincos.loc[warm.index.difference(partly).difference(configs.index[configs == all_missed])[0]]
+    again = hit.copy()  # the same configuration and batch size once more, a miss this time
+    again[["job_id", "cache_hits", "compiled_first_call_s"]] = [sincos["job_id"].max() + 1, miss,
+                                                                hit["compiled_first_call_s"] * 5]
+    both = tables.label_series(tables._finish(pd.concat([sincos, again.to_frame().T], ignore_index=True)
+                                              .drop(columns=["cache_state"]).infer_objects()))
+    calls = tables.first_calls(both)
+    split = calls[calls["batch_size"] == hit["batch_size"]]
+    split = split[split["series"].str.contains(" · hit · | · miss · ", regex=True)]
+    assert sorted(s.split(" · ")[-2] for s in split["series"]) == ["hit", "miss"]  # "... · miss · bs 8"
+    assert split.set_index(split["series"].str.split(" · ").str[-2]).loc[
+        ["hit", "miss"], "compiled_first_call_s"].tolist() == [hit["compiled_first_call_s"],
+                                                               hit["compiled_first_call_s"] * 5]
+    frame = tables.breakdown_frame(tables.split_by_graph_cache(view))
     hatched = charts.warmup_breakdown(frame, tables.failures(view))
     shapes = [shape for t in hatched.data if t.marker and t.marker.pattern and t.marker.pattern.shape is not None
               for shape, series in zip(t.marker.pattern.shape, t.y) if "not cached" in str(series)]
