@@ -25,11 +25,16 @@ def fit(rows: int) -> int:
     return 35 * (rows + 1) + 3
 
 
-def highlight_changes(table: pd.DataFrame):
-    """The Δ% cell of each (metric) row coloured where B is notably better (green) or worse (red) than A.
-    Numbers are shown as text: st.dataframe draws a missing number as "None" whatever the Styler says."""
+DIFFERENT_MODELS = ("A runs {a}, B runs {b}: the numbers sit side by side, but a difference between two models is "
+                    "no better or worse, so nothing is coloured.")
+
+
+def highlight_changes(table: pd.DataFrame, judge: bool = True):
+    """The Δ% cell of each (metric) row coloured where B is notably better (green) or worse (red) than A
+    (never when not `judge`: two different models). Numbers are shown as text: st.dataframe draws a missing
+    number as "None" whatever the Styler says."""
     colours = [{"better": BETTER, "worse": WORSE}.get(diff.verdict(r["metric"], r["Δ%"], r.get("note", "")), "")
-               for _, r in table.iterrows()]
+               if judge else "" for _, r in table.iterrows()]
     shown = table.assign(A=table["A"].map(_number_text), B=table["B"].map(_number_text),
                          **{"Δ%": table["Δ%"].map(lambda v: "–" if pd.isna(v) else f"{v:+.1f}%")})
     return shown.style.apply(lambda row: [colours[row.name] if col == "Δ%" else "" for col in row.index], axis=1)
@@ -104,7 +109,11 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
     metrics = st.pills("Metrics", list(diff.METRICS), selection_mode="multi", key="metric", bind="query-params",
                        default=["speedup", "compiled_ms", "compiled_first_call_s"]) or ["speedup"]
     table = diff.long_form(nums, metrics)
-    st.dataframe(highlight_changes(table), hide_index=True, width="stretch", height=min(fit(len(table)), 600))
+    same_model = by_id[a].request.get("model") == by_id[b].request.get("model")
+    if not same_model:
+        st.warning(DIFFERENT_MODELS.format(a=by_id[a].request.get("model"), b=by_id[b].request.get("model")))
+    st.dataframe(highlight_changes(table, judge=same_model), hide_index=True, width="stretch",
+                 height=min(fit(len(table)), 600))
     st.caption(f"Jobs are matched on {', '.join(diff.MATCH)}; medians over repeats. Δ% is B against A: green "
                f"where B is at least {diff.NOTABLE:.0%} better, red where worse; never for a steady-state change "
                f"smaller than {diff.NOISE_FACTOR:g}× the runs' spread (IQR / median of a job's round medians): inside "
@@ -140,11 +149,14 @@ def compare_runs(df: pd.DataFrame) -> None:
                              f"{' fullgraph' if r.fullgraph == 'true' else ''} · {r.status}"
               for r in recent.itertuples()}
     ids = list(labels)
+    model = dict(zip(recent["job_id"].astype(int), recent["model"]))
+    b0 = ids[0] if ids else None  # the newest run with numbers; A: the newest before it of the same model
+    a0 = next((i for i in ids[1:] if model[i] == model[b0]), ids[1] if len(ids) > 1 else None) if ids else None
     c1, c2 = st.columns(2)
     with c1:
-        a = pick("Run A", ids, labels, "ja", ids[1] if len(ids) > 1 else None)
+        a = pick("Run A", ids, labels, "ja", a0)
     with c2:
-        b = pick("Run B", ids, labels, "jb", ids[0] if ids else None)
+        b = pick("Run B", ids, labels, "jb", b0)
     if a is None or b is None:
         st.info("Choose two runs.")
         return
@@ -164,7 +176,10 @@ def compare_runs(df: pd.DataFrame) -> None:
         env = diff.side_by_side(diff.environment(df[df["job_id"] == a]), diff.environment(df[df["job_id"] == b]))
         st.dataframe(highlight_rows(env), hide_index=True, width="stretch")
         st.subheader("Numbers")
-        st.dataframe(highlight_changes(diff.run_numbers(ra, rb)), hide_index=True, width="stretch")
+        same_model = ra["model"] == rb["model"]
+        if not same_model:
+            st.warning(DIFFERENT_MODELS.format(a=ra["model"], b=rb["model"]))
+        st.dataframe(highlight_changes(diff.run_numbers(ra, rb), judge=same_model), hide_index=True, width="stretch")
     samples = []
     for name, rec in (("A", ra), ("B", rb)):
         for side in ("eager", "compiled"):

@@ -335,6 +335,7 @@ def test_compare_sweeps_and_runs(results):
     numbers = at.dataframe[2].value  # 24 matched combinations x the 3 default metrics
     assert len(numbers) == 72 and list(numbers.columns[-5:]) == ["metric", "A", "B", "Δ%", "note"]
     assert set(numbers["metric"]) == {"speedup", "compiled_ms", "compiled_first_call_s"}
+    assert "background-color" in at.dataframe[2].proto.arrow_data.styler.styles  # one model: changes are judged
     assert len(at.get("plotly_chart")) == 1
     at = ok(page("compare", kind="runs"))
     assert [s.value for s in at.subheader] == ["Spec and status", "Environment", "Numbers"]
@@ -360,6 +361,17 @@ def test_compare_starts_from_sweeps_with_results_and_says_when_nothing_matches(r
     assert model[a] == model[b] and a < b  # the newest sweep with results, and the newest before it of its model
     at = ok(page("compare", a="1", b=str(newest)))
     assert any("No configuration has results in both sweeps" in t for t in texts(at.warning))
+    # two different models: side by side, but nothing is called better or worse
+    model = {r["sweep_id"]: r["model"] for r in export_records(results)}
+    other = next(i for i in sorted(model) if model[i] != model[1])
+    cross = ok(page("compare", a="1", b=str(other)))
+    assert any("nothing is coloured" in t for t in texts(cross.warning))
+    styles = cross.dataframe[2].proto.arrow_data.styler.styles
+    assert "background-color" not in styles  # no cell coloured better or worse
+    runs = ok(page("compare", kind="runs"))
+    ja, jb = runs.selectbox(key="ja").value, runs.selectbox(key="jb").value
+    by_job = {r["job_id"]: r["model"] for r in export_records(results)}
+    assert by_job[ja] == by_job[jb] and not any("nothing is coloured" in t for t in texts(runs.warning))
     assert not at.get("plotly_chart")  # no empty plot with made-up axes
 
 
