@@ -97,3 +97,16 @@ def test_training_step_and_low_precision_on_cpu(db_url, tmp_path):
     assert train["task"] == "training" and train["accuracy_ok"] is True  # loss + every gradient compared
     assert bf16["status"] == "succeeded", bf16["error"]
     assert bf16["dtype"] == "bfloat16" and bf16["accuracy_ok"] is True
+
+
+def test_memory_windows_hold_the_same_call_on_both_sides(db_url, tmp_path):
+    """Each side's peak memory is its second call alone. The eager window used to include the eager first
+    call, so a model's one-time lazy buffer (64 MB here) counted for eager only and made compiled look
+    64 MB leaner."""
+    (job,) = submit(db_url, "--model", "lazy", "--batch", "4", "--device", "cpu", "--iters", "3")
+    work(db_url, tmp_path / "home", "--max-jobs", "1")
+    r = records(db_url)[job]
+    assert r["status"] == "succeeded", r["error"]
+    assert r["peak_mem_eager_mb"] is not None and r["peak_mem_compiled_mb"] is not None
+    assert r["peak_mem_eager_mb"] < 32 and r["peak_mem_compiled_mb"] < 32, (r["peak_mem_eager_mb"],
+                                                                          r["peak_mem_compiled_mb"])
