@@ -44,14 +44,15 @@ def _chosen(col: str, options: list) -> list:
 
 
 def filters_ui(df) -> dict:
-    """The four filters a lab uses most in one row; the rest behind "More filters", whose label says
-    which of them are set (a copied link may set any of them)."""
+    """The four filters a lab uses most in one row; the rest behind "More filters", whose label says how
+    many of them are set and whose help names them (a copied link may set any of them)."""
     choices = filter_choices(frame_key(df), df)
     row = st.columns([3, 2, 2, 2, 2], vertical_alignment="bottom")
     more = [c for c in tables.FILTERS if c not in MAIN_FILTERS]
     active = [tables.FILTERS[c] for c in more if _chosen(c, choices[c])]
-    popover = row[4].popover("More filters" + (f": {', '.join(active)}" if active else ""), key="more_filters",
-                             icon=":material/filter_list:", width="stretch")
+    popover = row[4].popover("More filters" + (f" ({len(active)} set)" if active else ""), key="more_filters",
+                             icon=":material/filter_list:", width="stretch",
+                             help=("Set: " + ", ".join(active)) if active else None)
     selected = {}
     for col, label in tables.FILTERS.items():
         where = row[MAIN_FILTERS.index(col)] if col in MAIN_FILTERS else popover
@@ -68,9 +69,9 @@ def summary(shown) -> None:
     c[0].metric("Jobs shown", f"{len(shown):,}")
     c[1].metric("Succeeded", f"{int(ok.sum()):,}")
     c[2].metric("Did not succeed", f"{int((~ok & ~cancelled).sum()):,}",
-                help="Failed, timed out or crashed" + (f"; {int(cancelled.sum()):,} cancelled not counted (a person "
-                                                       "stopped them: they say nothing about their configuration)"
-                                                       if cancelled.any() else ""))
+                delta=f"+ {int(cancelled.sum()):,} cancelled" if cancelled.any() else None, delta_color="off",
+                delta_arrow="off", help="Failed, timed out or crashed. Cancelled jobs are not counted: a person "
+                                        "stopped them, so they say nothing about their configuration.")
     c[3].metric("Median speedup", f"{speedups.median():.2f}×" if speedups.notna().any() else "–")
     c[4].metric("Best speedup", f"{speedups.max():.2f}×" if speedups.notna().any() else "–")
     methods = tables.timing_methods(shown)
@@ -339,7 +340,11 @@ with picker:  # always drawn (a widget that is not drawn loses its state); idle 
 
 if speed_tab.open:
     with speed_tab:
-        plots(speed_figures(key, shown, model, engine))
+        if not (shown["model"].eq(model) & shown["status"].ne("cancelled")).any():
+            st.info(f"Nothing to plot for {model}: its jobs in view were all cancelled (they are listed under "
+                    "**Failures**).", icon=":material/info:")
+        else:
+            plots(speed_figures(key, shown, model, engine))
         if not bad.empty:
             st.caption(f"{len(bad):,} jobs in view did not succeed: marked on the plots as red ✕ with their count "
                        "(hover for the reasons) and listed under **Failures**.")

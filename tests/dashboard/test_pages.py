@@ -267,6 +267,7 @@ def test_a_cancelled_job_is_listed_but_not_counted_or_drawn_as_a_failure(results
     at = ok(page("results", model="simplenet", plot="simplenet"))
     metrics = {m.label: m.value for m in at.metric}
     assert int(metrics["Jobs shown"].replace(",", "")) == int(before.metric[0].value.replace(",", "")) + 1
+    assert [m.proto.delta for m in at.metric if m.label == "Did not succeed"] == ["+ 1 cancelled"]
     assert metrics["Did not succeed"] == {m.label: m.value for m in before.metric}["Did not succeed"]
     marks = lambda t: sorted(a.text for f in t.get("plotly_chart") for a in json.loads(f.proto.spec)["layout"].get(
         "annotations", []) if a["text"].startswith("✕"))
@@ -280,6 +281,8 @@ def test_a_cancelled_job_is_listed_but_not_counted_or_drawn_as_a_failure(results
     queue.cancel(results, cancelled)
     at = ok(page("results"))
     assert at.segmented_control(key="plot").value == export_records(results, job_ids=[240])[0]["model"]
+    at = ok(page("results", plot="convnetmix"))  # only cancelled jobs: a note, not empty axes
+    assert any("all cancelled" in t for t in texts(at.info)) and not at.get("plotly_chart")
 
 
 def test_every_tab_draws_a_view_with_no_succeeded_job(results):
@@ -303,7 +306,7 @@ def test_results_filters_live_in_the_link(results):
 
 def _popover_label(at) -> str:
     (popover,) = [b for b in at.main.children.values() for b in _blocks(b) if b.type == "popover"]
-    return popover.proto.popover.label
+    return popover.proto.popover.label + (f" [{popover.proto.popover.help}]" if popover.proto.popover.help else "")
 
 
 def _blocks(node):
@@ -316,7 +319,7 @@ def test_results_filters_behind_more_filters_are_named_on_it(results):
     """A colleague's link may set a filter that sits behind "More filters": its label says which."""
     assert _popover_label(ok(page("results", dtype="float64"))) == "More filters"  # not an option: not set
     at = ok(page("results", dtype="float32", view="Table"))
-    assert _popover_label(at) == "More filters: dtype"
+    assert _popover_label(at) == "More filters (1 set) [Set: dtype]"
     assert at.multiselect(key="dtype").value == ["float32"]
     assert set(at.dataframe[-1].value["dtype"]) == {"float32"}
 
