@@ -9,6 +9,7 @@ import streamlit as st
 from dashboard import state
 from db import queue, views
 from db.models import JobStatus
+from db.results import export_records
 from db.spec import dynamic_name
 
 STATUSES = [s.value for s in JobStatus]
@@ -34,7 +35,9 @@ def describe(spec: dict) -> str:
     what = f"{spec.get('model')} bs={spec.get('batch_size')} {spec.get('backend')}/{spec.get('mode')}"
     what += f" dynamic={dynamic_name(spec.get('dynamic'))}" + (" fullgraph" if spec.get("fullgraph") else "")
     args = spec.get("model_args") or {}
-    return what + "".join(f" {k}={v}" for k, v in args.items()) + f" · {spec.get('device')} {spec.get('dtype')}"
+    what += "".join(f" {k}={v}" for k, v in args.items()) + f" · {spec.get('device')} {spec.get('dtype')}"
+    what += f" · {spec.get('cache') or 'cold'} cache"  # warm and cold jobs must not look alike
+    return what + (f" · schedule {', '.join(map(str, spec['schedule']))}" if spec.get("schedule") else "")
 
 
 def jobs_table(rows: list[dict], workers: list) -> pd.DataFrame:
@@ -81,6 +84,7 @@ def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
                          "job": st.column_config.NumberColumn("job", format="%d", width="small"),
                          "sweep": st.column_config.NumberColumn("sweep", format="%d", width="small"),
                          "what": st.column_config.TextColumn("what", width="large"),
+                         "phase": st.column_config.TextColumn("phase", width="medium"),
                          "progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0,
                                                                      format="percent", width="small"),
                          "note": st.column_config.TextColumn("error / why it waits", width="large")})
@@ -151,9 +155,27 @@ def job_detail() -> None:
     if detail["error"]:  # as code, not Markdown: a source line like `heads[np.random.randint(...)](x)` stays intact
         st.markdown(":red[**Error**]")
         st.code(detail["error"], language=None, wrap_lines=True)
+    if detail["status"] == JobStatus.SUCCEEDED:
+        result_summary(detail)
     c1, c2 = st.columns(2)
     c1.json(detail["spec"])
     c2.code(detail["log_tail"] or "(no log yet)", language=None, height=300)
+
+
+def result_summary(detail: dict) -> None:
+    """A succeeded job's headline numbers, and a link to its sweep on Results."""
+    (r,) = export_records(state.engine(), job_ids=[detail["job_id"]])
+    c = st.columns(5)
+    c[0].metric("Speedup", f"{r['speedup']:.3f}×" if r["speedup"] is not None else "–",
+                help="eager ms / compiled ms (medians)" + (" · ⚠ noisy: spread past 5%" if r["noisy"] else ""))
+    c[1].metric("Eager", f"{r['eager_ms']:.4g} ms" if r["eager_ms"] is not None else "–")
+    c[2].metric("Compiled", f"{r['compiled_ms']:.4g} ms" if r["compiled_ms"] is not None else "–")
+    c[3].metric("Compiled first call", f"{r['compiled_first_call_s']:.3g} s"
+                if r["compiled_first_call_s"] is not None else "–")
+    c[4].metric("Recompiles", r["recompiles"] if r["recompiles"] is not None else "–")
+    label = f"#{detail['sweep_id']} {r['sweep'] or r['model']}"  # the Results sweep filter's label (SweepSummary)
+    st.page_link("screens/results.py", label=f"Sweep {label} on Results", icon=":material/monitoring:",
+                 query_params={"sweep": [label], "plot": r["model"]})
 
 
 st.title("Queue")

@@ -214,6 +214,21 @@ def test_queue_filters_come_from_the_link(worker):
     assert (counts["⏳ queued"], counts["🚫 cancelled"]) == ("2", "0") and len(at.dataframe[0].value) == len(other)
 
 
+def test_a_succeeded_job_detail_shows_its_numbers_and_links_to_its_sweep(worker):
+    ids = submit_some(worker, 1)
+    claim = queue.claim_next(worker, "host:1:any:test", ["cpu"], ["simplenet"], 60)
+    queue.finish(worker, claim.job_id, claim.token, JobStatus.SUCCEEDED,
+                 result={"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "compiled_first_call_s": 9.5,
+                         "eager_first_call_s": 0.1, "recompiles": 0})
+    at = ok(page("queue", job=str(ids[0])))
+    assert {m.label: m.value for m in at.metric if m.label in ("Speedup", "Compiled first call")} == {
+        "Speedup": "2.000×", "Compiled first call": "9.5 s"}
+    (link,) = [e for e in at.get("page_link") if "on Results" in e.proto.label]
+    assert link.proto.page == "results" and link.proto.query_string == "sweep=%231+q&plot=simplenet"
+    assert ok(page("results", sweep="#1 q")).multiselect(key="sweep").value == ["#1 q"]  # the link's filter holds
+    assert "cold cache" in at.dataframe[0].value.set_index("job").loc[ids[0], "what"]
+
+
 def test_a_graph_break_line_in_a_job_error_is_shown_as_written(worker):
     ids = submit_some(worker, 1)
     claim = queue.claim_next(worker, "host:1:any:test", ["cpu"], ["simplenet"], 60)
