@@ -164,10 +164,12 @@ def sweep_form(catalog: dict, devices: set) -> None:
 
     st.divider()
     count, action = st.columns([3, 1], vertical_alignment="center")
+    just_sent = planned.ok and st.session_state.get("submitted_values") == values
     with count:
         sweeps = f" in {len(planned.requests)} sweeps" if len(planned.requests) > 1 else ""
-        st.markdown(f"#### {planned.jobs} job{'s' if planned.jobs != 1 else ''}{sweeps} will be created"
-                    if planned.ok else "#### Fix the highlighted field to see the jobs")
+        jobs = f"{planned.jobs} job{'s' if planned.jobs != 1 else ''}{sweeps}"
+        st.markdown(f"#### {jobs} just queued" if just_sent else f"#### {jobs} will be created" if planned.ok
+                    else "#### Fix the highlighted field to see the jobs")
         for note in planned.notes:
             st.caption(note)
         if planned.ok and device == "cpu" and enabled():
@@ -176,7 +178,7 @@ def sweep_form(catalog: dict, devices: set) -> None:
                        "`python -m runner work` on a quiet machine.")
     # the form still holds what was just submitted: a second click (a double click, a reload) must not
     # queue the same sweep twice by accident, so it takes a tick to do it on purpose
-    duplicate = planned.ok and st.session_state.get("submitted_values") == values
+    duplicate = just_sent
     if duplicate:
         with count:
             duplicate = not st.checkbox("Queue this same sweep again (it was just submitted; change any field for a "

@@ -92,6 +92,7 @@ def test_submit_creates_exactly_the_jobs_shown(worker):
     assert any("4 job(s) queued" in t for t in texts(at.success))
     # the same sweep is not queued twice by a second click: that takes a tick
     assert at.button(key="f_submit").disabled
+    assert any(t.startswith("#### 4 jobs just queued") for t in texts(at.markdown))
     again = next(c for c in at.checkbox if c.label.startswith("Queue this same sweep again"))
     ok(again.check().run())
     ok(at.button(key="f_submit").click().run())
