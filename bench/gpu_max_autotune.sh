@@ -17,9 +17,4 @@ DB=${DB:-sqlite:///$tmp/modes.db}
 "$PY" -m runner submit --db "$DB" --device cuda --model complexnet --arg image_size="$SIZE" --batch 32 \
     $mode_flags --cache cold --iters 30 --timeout "$TIMEOUT" \
     --name "complexnet ${SIZE}px modes" >/dev/null
-start=$(date +%s)
-"$PY" -m runner work --db "$DB" --home "$tmp/home" --drain --no-calibrate 2>"$tmp/worker.log" \
-    || { echo "worker failed; log:"; tail -n 40 "$tmp/worker.log"; exit 1; }
-echo "worker done in $(( $(date +%s) - start )) s"
-"$PY" bench/modes_table.py "$DB"
-echo "CUDA processes left: $(nvidia-smi --query-compute-apps=pid --format=csv,noheader | wc -l)"
+. bench/drain_and_table.sh

@@ -15,9 +15,4 @@ for scope in model functions; do
         --batch 16 --mode max-autotune --cache cold --iters 30 --timeout "$TIMEOUT" \
         --name "whole model vs function-level ($scope)" >/dev/null
 done
-start=$(date +%s)
-"$PY" -m runner work --db "$DB" --home "$tmp/home" --drain --no-calibrate 2>"$tmp/worker.log" \
-    || { echo "worker failed; log:"; tail -n 40 "$tmp/worker.log"; exit 1; }
-echo "worker done in $(( $(date +%s) - start )) s"
-"$PY" bench/modes_table.py "$DB"
-echo "CUDA processes left: $(nvidia-smi --query-compute-apps=pid --format=csv,noheader | wc -l)"
+. bench/drain_and_table.sh

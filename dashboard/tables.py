@@ -92,14 +92,20 @@ def _finish(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def _json_dict(text) -> dict | None:
+    """A stored JSON object (compile_breakdown_s, cache_hits), or None when absent or not an object."""
+    try:
+        value = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def _graph_hit(text) -> bool | None:
     """Did inductor's FX graph cache serve the compiled graph (runner.measure's cache counters)? None when
     the job never asked it (another backend: every counter 0) or the counters are unknown."""
-    try:
-        hits = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
-        return None
-    if not isinstance(hits, dict):
+    hits = _json_dict(text)
+    if hits is None:
         return None
     hit, miss = hits.get("inductor_fx_local_cache_hit_count") or 0, hits.get("inductor_fx_local_cache_miss_count") or 0
     return True if hit > 0 else False if miss > 0 else None
@@ -258,8 +264,7 @@ def _label(values: dict, cols: list[str]) -> str:
 def label_series(df: pd.DataFrame) -> pd.DataFrame:
     """Add `config` (a compiled series), `baseline` (its eager series) and `series` (config, plus the batch
     size when several are in view). Only what differs in view is named, so labels stay short."""
-    if "cache_state" not in df.columns:  # rows built without _finish (tests, hand-made frames)
-        df = df.assign(cache_state=df["cache"])
+    df = _with_cache_state(df)
     keys = list(BASE_COLS + COMPILE_COLS)
     text = df[keys].astype(str)
     groups = text.groupby(keys, sort=False, dropna=False)
@@ -275,6 +280,11 @@ def label_series(df: pd.DataFrame) -> pd.DataFrame:
                    baseline=pd.Series(baseline, dtype=object).to_numpy()[code] if len(df) else [])
     several = df["batch_size"].nunique() > 1
     return df.assign(series=df["config"] + (" · bs " + df["batch_size"].astype(str) if several else ""))
+
+
+def _with_cache_state(df: pd.DataFrame) -> pd.DataFrame:
+    """Frames built without _finish (tests, hand-made rows) take the requested cache as its outcome."""
+    return df if "cache_state" in df.columns else df.assign(cache_state=df["cache"])
 
 
 def _warm_counts(cache: pd.Series, state: pd.Series, code, n: int) -> tuple[pd.Series, pd.Series]:
@@ -429,8 +439,7 @@ def breakdown_frame(view: pd.DataFrame) -> pd.DataFrame:
     cols = ["series", "config", "batch_size", "bar", "part", "seconds", "job_id", "runs", "cache", "cache_hits"]
     needed = ["series", "config", "batch_size", "job_id", "cache_state", "cache_hits", "compile_breakdown_s",
               "compiled_first_call_s", "eager_first_call_s"]
-    if "cache_state" not in view.columns:
-        view = view.assign(cache_state=view["cache"])
+    view = _with_cache_state(view)
     ok = view.loc[(view["status"] == "succeeded") & view["compiled_first_call_s"].notna(), needed]
     if ok.empty:  # typed, so sums and cumsums over it work (object columns refuse cumsum)
         return pd.DataFrame(columns=cols).astype({"seconds": float, "batch_size": float, "runs": float})
@@ -451,11 +460,8 @@ def breakdown_frame(view: pd.DataFrame) -> pd.DataFrame:
 
 
 def _parts(text, first_call_s: float) -> dict:
-    try:
-        parts = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
-        parts = None
-    if not isinstance(parts, dict) or not parts:
+    parts = _json_dict(text)
+    if not parts:
         return {NO_BREAKDOWN: first_call_s}
     known = {p: float(parts[p]) for p in BREAKDOWN_PARTS if parts.get(p) is not None}
     return known | {p: float(v) for p, v in parts.items() if p not in known and v is not None}  # newer torch, new parts
@@ -463,11 +469,8 @@ def _parts(text, first_call_s: float) -> dict:
 
 def _hits_text(text) -> str:
     """runner.measure's cache counters in a few words: "3 cache hits, 0 misses"."""
-    try:
-        hits = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
-        hits = None
-    if not isinstance(hits, dict):
+    hits = _json_dict(text)
+    if hits is None:
         return ""
     n_hit = sum(v or 0 for k, v in hits.items() if k.endswith("hit_count"))
     n_miss = sum(v or 0 for k, v in hits.items() if k.endswith("miss_count"))

@@ -55,25 +55,32 @@ def pick(label: str, options: list, labels: dict, key: str, fallback):
     return value
 
 
-def starting_pair(ids: list, by_id: dict, measured: set) -> tuple:
-    """The pair Compare opens on: B the newest sweep with results (a cancelled or still queued one has
-    nothing to compare), A the newest earlier one with results of the same model (the same experiment run
-    again, say), else the next newest with results."""
+def starting_pair(ids: list, model: dict, measured) -> tuple:
+    """The pair Compare opens on (`ids` newest first, `model` by id): B the newest with results (a cancelled
+    or still queued one has nothing to compare), A the newest earlier one with results of the same model
+    (the same experiment run again, say), else the next newest with results."""
     with_results = [i for i in ids if i in measured] or ids
     if not with_results:
         return None, None
     b = with_results[0]
-    model = by_id[b].request.get("model")
-    same = [i for i in with_results[1:] if by_id[i].request.get("model") == model]
-    rest = same or with_results[1:]
+    rest = [i for i in with_results[1:] if model[i] == model[b]] or with_results[1:]
     return (rest[0] if rest else None), b
+
+
+def judged(model_a: str, model_b: str) -> bool:
+    """Whether changes between A and B may be called better or worse: not between two models (a warning
+    says so)."""
+    if model_a != model_b:
+        st.warning(DIFFERENT_MODELS.format(a=model_a, b=model_b))
+    return model_a == model_b
 
 
 def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
     labels = {s.id: s.label for s in summaries}
     ids = [s.id for s in summaries]
     by_id = {s.id: s for s in summaries}
-    a0, b0 = starting_pair(ids, by_id, set(df.loc[df["status"] == "succeeded", "sweep_id"]) if not df.empty else set())
+    a0, b0 = starting_pair(ids, {i: s.request.get("model") for i, s in by_id.items()},
+                           set(df.loc[df["status"] == "succeeded", "sweep_id"]) if not df.empty else set())
     c1, c2 = st.columns(2)
     with c1:
         a = pick("Sweep A", ids, labels, "a", a0)
@@ -109,10 +116,8 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
     metrics = st.pills("Metrics", list(diff.METRICS), selection_mode="multi", key="metric", bind="query-params",
                        default=["speedup", "compiled_ms", "compiled_first_call_s"]) or ["speedup"]
     table = diff.long_form(nums, metrics)
-    same_model = by_id[a].request.get("model") == by_id[b].request.get("model")
-    if not same_model:
-        st.warning(DIFFERENT_MODELS.format(a=by_id[a].request.get("model"), b=by_id[b].request.get("model")))
-    st.dataframe(highlight_changes(table, judge=same_model), hide_index=True, width="stretch",
+    judge = judged(by_id[a].request.get("model"), by_id[b].request.get("model"))
+    st.dataframe(highlight_changes(table, judge=judge), hide_index=True, width="stretch",
                  height=min(fit(len(table)), 600))
     st.caption(f"Jobs are matched on {', '.join(diff.MATCH)}; medians over repeats. Δ% is B against A: green "
                f"where B is at least {diff.NOTABLE:.0%} better, red where worse; never for a steady-state change "
@@ -142,16 +147,15 @@ def _counts(counts: dict) -> str:
 
 
 def compare_runs(df: pd.DataFrame) -> None:
-    # newest first, succeeded runs ahead of the rest: the default pair is two runs with numbers
+    # newest first, succeeded runs ahead of the rest
     recent = df.sort_values("job_id", ascending=False).head(2000)
     recent = pd.concat([recent[recent["status"] == "succeeded"], recent[recent["status"] != "succeeded"]])
     labels = {int(r.job_id): f"#{r.job_id} {r.model} bs={r.batch_size} {r.backend}/{r.mode} dynamic={r.dynamic}"
                              f"{' fullgraph' if r.fullgraph == 'true' else ''} · {r.status}"
               for r in recent.itertuples()}
     ids = list(labels)
-    model = dict(zip(recent["job_id"].astype(int), recent["model"]))
-    b0 = ids[0] if ids else None  # the newest run with numbers; A: the newest before it of the same model
-    a0 = next((i for i in ids[1:] if model[i] == model[b0]), ids[1] if len(ids) > 1 else None) if ids else None
+    ok = recent.loc[recent["status"] == "succeeded", "job_id"].astype(int)
+    a0, b0 = starting_pair(ids, dict(zip(recent["job_id"].astype(int), recent["model"])), set(ok))
     c1, c2 = st.columns(2)
     with c1:
         a = pick("Run A", ids, labels, "ja", a0)
@@ -176,10 +180,8 @@ def compare_runs(df: pd.DataFrame) -> None:
         env = diff.side_by_side(diff.environment(df[df["job_id"] == a]), diff.environment(df[df["job_id"] == b]))
         st.dataframe(highlight_rows(env), hide_index=True, width="stretch")
         st.subheader("Numbers")
-        same_model = ra["model"] == rb["model"]
-        if not same_model:
-            st.warning(DIFFERENT_MODELS.format(a=ra["model"], b=rb["model"]))
-        st.dataframe(highlight_changes(diff.run_numbers(ra, rb), judge=same_model), hide_index=True, width="stretch")
+        st.dataframe(highlight_changes(diff.run_numbers(ra, rb), judge=judged(ra["model"], rb["model"])),
+                     hide_index=True, width="stretch")
     samples = []
     for name, rec in (("A", ra), ("B", rb)):
         for side in ("eager", "compiled"):

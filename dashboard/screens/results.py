@@ -250,7 +250,8 @@ def model_choice(shown, per_model: bool) -> str:
     that show every model in view."""
     models = sorted(shown["model"].unique())
     measured = shown[shown["status"] != "cancelled"]  # a cancelled sweep has nothing to plot
-    newest = (measured if len(measured) else shown).sort_values("job_id")["model"].iloc[-1]
+    pool = measured if len(measured) else shown
+    newest = pool.loc[pool["job_id"].idxmax(), "model"]  # no sort of every row on each rerun
     if len(models) == 1:
         return newest
     state.url_choice("plot", models, newest)

@@ -50,7 +50,7 @@ def apply_preset(key: str, catalog: dict, devices: set) -> None:
         value = values.get("params", {}).get(p.name, p.default)
         st.session_state[arg_key(model, p.name)] = (list(value) if isinstance(value, (list, tuple)) else [value]) \
             if p.choices else value
-    # what the preset filled in, to tell when the form no longer is the preset (preset_name_kept)
+    # what the preset filled in, to tell when the form no longer is the preset (clear_stale_preset_name)
     st.session_state["preset_values"] = {k: st.session_state[k] for k in
                                          [w for n, w in KEYS.items() if n != "name"]
                                          + [arg_key(model, p.name) for p in info.params]}
