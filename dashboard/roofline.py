@@ -14,6 +14,8 @@ import pandas as pd
 KEYS = ["model", "variant", "task", "device", "device_name", "dtype", "batch_size", "backend", "mode", "dynamic",
         "fullgraph", "cache"]
 VALUES = ["flops", "min_bytes", "achieved_tflops", "achieved_gbps", "roofline_pct", "mfu", "compiled_ms"]
+READ = ("flops", "min_bytes", "achieved_tflops", "achieved_gbps", "roofline_pct", "mfu", "compiled_ms", "roofline_bound",
+        "noisy")  # what points() needs beyond the Results frame (dashboard.tables.complete reads it)
 CEILING_COLUMNS = ["device_name", "dtype", "copy_gbps", "matmul_tflops", "hostname", "measured_at"]
 
 

@@ -37,7 +37,7 @@ from db import migrate, views
 from db.engine import reading
 from db.models import Job
 
-FORMAT = 1  # bump when results_frame's columns or types change in a way FRAME_FIELDS does not show
+FORMAT = 2  # bump when results_frame's columns or types change in a way FRAME_FIELDS does not show
 log = logging.getLogger("compile_lab.dashboard")
 
 

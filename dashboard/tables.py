@@ -16,7 +16,7 @@ import pandas as pd
 from db.results import RECORD_FIELDS, DETAIL_FIELDS
 from dashboard import snapshot
 from db import views
-from db.views import INTEGER_COLUMNS, LAZY_FIELDS, ResultRows
+from db.views import FRAME_FIELDS, INTEGER_COLUMNS, LAZY_FIELDS, VIEW_FIELDS, ResultRows
 
 JSON_COLUMNS = ("model_args", "schedule") + DETAIL_FIELDS
 FILTERS = {  # column -> label; every one is a URL query parameter on the Results page
@@ -44,11 +44,12 @@ def results_frame(rows: ResultRows) -> pd.DataFrame:
     return _finish(df)
 
 
-def load_frame(engine, finished_since=None) -> tuple[pd.DataFrame, tuple]:
-    """The Results frame (db.views.FRAME_FIELDS) and the data version of the same snapshot.
+def load_frame(engine, finished_since=None, fields=FRAME_FIELDS) -> tuple[pd.DataFrame, tuple]:
+    """The Results frame (db.views.FRAME_FIELDS: every finished job, the columns filters and counts use;
+    `complete` adds the others for the rows a view draws) and the data version of the same snapshot.
     (A columnar reader such as ADBC was tried: it links a second SQLite library into the process,
     which does not see this process's uncheckpointed WAL writes and is a documented corruption risk.)"""
-    rows = views.result_rows(engine, finished_since=finished_since)
+    rows = views.result_rows(engine, finished_since=finished_since, fields=fields)
     return results_frame(rows), rows.version
 
 
@@ -85,6 +86,12 @@ def _finish(df: pd.DataFrame) -> pd.DataFrame:
         df["fullgraph"] = df["fullgraph"].map({True: "true", False: "false"})
     if "model_args" in df.columns:
         df["variant"] = _map_unique(df["model_args"], _args_text)
+    return _add_cache_state(df)
+
+
+def _add_cache_state(df: pd.DataFrame) -> pd.DataFrame:
+    """`cache_state`: the requested compile cache, or WARM_MISS for a warm-cache job whose graph was not
+    cached yet (its `cache_hits`). Needs both columns; frames without them are returned as they are."""
     if "cache" in df.columns and "cache_hits" in df.columns:
         graph_hit = _map_unique(df["cache_hits"], _graph_hit)
         df["cache_state"] = df["cache"].where((df["cache"] != "warm") | graph_hit.isna() | graph_hit.eq(True),
@@ -147,8 +154,11 @@ class ResultStore:
         self._due: tuple | None = None  # (frame, version, snapshot key) to write to the snapshot
         self._lock = threading.Lock()
         self.saving: threading.Thread | None = None
+        self.pages_asked = False  # a page called frame() (warm() then leaves the snapshot to the page)
 
-    def frame(self) -> pd.DataFrame:
+    def frame(self, page: bool = True) -> pd.DataFrame:
+        if page:
+            self.pages_asked = True
         version = views.data_version(self.engine)
         with self._lock:
             if self.frame_ is None and self.snapshot_path is not None:
@@ -177,12 +187,15 @@ class ResultStore:
 
     def warm(self) -> None:
         """Load in the background (the app starts this once per server process), so the first visit to
-        Results does not wait for 100k rows; a page that asks meanwhile waits on the lock, not twice."""
+        Results does not wait for 100k rows; a page that asks meanwhile waits on the lock, not twice.
+        If one did, the snapshot is left to it (the app saves after a page has run): pickling here would
+        hold the GIL while that page draws (~1.5 s more for the first Results page at 100k jobs)."""
         try:
-            self.frame()
+            self.frame(page=False)
         except Exception as e:  # the page will load (and report) it itself
             logging.getLogger("compile_lab.dashboard").warning("warming the results table failed: %s", e)
-        self.save_if_due()
+        if not self.pages_asked:
+            self.save_if_due()
 
     def _load_all(self) -> tuple[pd.DataFrame, tuple]:
         self.full_loads += 1
@@ -233,7 +246,7 @@ def filter_options(df: pd.DataFrame, col: str) -> list:
     if col == "sweep":
         order = df.drop_duplicates("sweep_id").sort_values("sweep_id", ascending=False)
         return order["sweep_label"].tolist()
-    return sorted(df[col].dropna().astype(str).unique().tolist())
+    return sorted({str(v) for v in pd.unique(df[col].to_numpy()) if not pd.isna(v)})  # no str() per row
 
 
 def apply_filters(df: pd.DataFrame, selected: dict[str, list]) -> pd.DataFrame:
@@ -361,18 +374,33 @@ def failures(df: pd.DataFrame, cancelled: bool = False) -> pd.DataFrame:
     return bad.assign(error=bad["error"].fillna(bad["status"]))
 
 
-def complete(df: pd.DataFrame, engine=None) -> pd.DataFrame:
-    """These rows with every export field. The bulk frame holds what filters and plots use; the rest
-    (db.views.LAZY_FIELDS) is read here for these rows only (a table page, a comparison, a download)."""
-    missing = [f for f in LAZY_FIELDS if f not in df.columns]
+BY_IDS = 2000  # complete(): up to this many rows are read by their ids, more by id range
+
+
+def complete(df: pd.DataFrame, engine=None, fields=VIEW_FIELDS + LAZY_FIELDS, where: dict | None = None) -> pd.DataFrame:
+    """These rows with `fields` (by default every export field). The bulk frame holds what filters and
+    counts use (db.views.FRAME_FIELDS); the rest is read here for these rows only: a model's plots
+    (VIEW_FIELDS), a table page, a comparison, a download. Finished jobs never change, so what is read
+    now belongs to the rows held, whenever they were read.
+
+    Many rows are read by their job id range instead of an IN list of every id (25k literal ids cost
+    ~0.3 s to compile and match), narrowed by `where` (spec values every row shares, e.g. the model),
+    and matched here; a few rows by their ids."""
+    missing = [f for f in fields if f not in df.columns]
     if not missing:
         return df
     if engine is None:
         raise ValueError(f"reading {', '.join(missing)} needs the engine")
-    extra = results_frame(views.result_rows(engine, job_ids=df["job_id"].tolist(), fields=missing))
+    if df.empty:
+        extra = pd.DataFrame({"job_id": pd.Series(dtype="int64"), **{f: pd.Series(dtype=object) for f in missing}})
+    elif len(df) > BY_IDS:
+        span = (int(df["job_id"].min()), int(df["job_id"].max()))
+        extra = results_frame(views.result_rows(engine, job_id_range=span, spec_equals=where, fields=missing))
+    else:
+        extra = results_frame(views.result_rows(engine, job_ids=df["job_id"].tolist(), fields=missing))
     out = df.merge(extra[["job_id", *missing]], on="job_id", how="left", validate="one_to_one")
     out.index = df.index
-    return out
+    return _add_cache_state(out) if "cache_hits" in missing else out
 
 
 def export_columns(df: pd.DataFrame, engine=None) -> pd.DataFrame:

@@ -1,23 +1,29 @@
 """Read-only queries shaped for the dashboard: flat rows in one SQL query each, never ORM loops.
 
-The Results page may hold 100k jobs. `result_rows` reads them in ONE query: the columns its filters and
-plots need (FRAME_FIELDS: spec fields JSON-extracted in SQL, the result's numbers), fetched through the
-driver's cursor and handed back column by column; at 100k jobs each column costs ~15 ms, so the rest
-of the export record (LAZY_FIELDS: long reason texts, environment details) is fetched by job id for
-the rows a page shows or a download asks for (`result_rows(..., job_ids=..., fields=LAZY_FIELDS)`).
+The Results page may hold 100k jobs, and a Python object per cell is what reading them costs (~0.15 s
+per 100k cells of a column). So every finished job is read with only the columns that filters, counts
+and pickers need (FRAME_FIELDS: what a job is, its status and headline number); the numbers a plot of
+one model draws (VIEW_FIELDS) are read for that model's jobs when it is plotted, and the rest of the
+export record (LAZY_FIELDS: long reason texts, environment details) for the rows a page shows or a
+download asks for: `result_rows(..., job_ids=..., fields=...)`. A job's spec is read as its JSON text
+and decoded once per distinct text in Python (100k jobs hold a few hundred distinct specs): SQLite
+before 3.45 re-parses the JSON for every field it extracts, which was ~0.5 s of a 100k-row read.
 Column names are the export record's names (db.results.RECORD_FIELDS), so what the dashboard shows
-and downloads is what `python -m runner export` prints. No torch, no streamlit, no pandas here.
+and downloads is what `python -m runner export` prints. No torch, no streamlit, no pandas here (numpy
+builds the decoded spec columns).
 """
 from __future__ import annotations
 
 import gc
+import json
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Iterable, Iterator
 
-from sqlalchemy import Engine, Float, Integer, case, func, select
+import numpy as np
+from sqlalchemy import Engine, Float, Integer, Text, cast, func, select
 
 from db.engine import reading
 from db.models import RESULT_SCALARS, TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
@@ -32,17 +38,22 @@ NUMBER_COLUMNS = tuple(c.name for c in Result.__table__.columns
                        if c.name in RESULT_SCALARS and isinstance(c.type, (Float, Integer)))
 INTEGER_COLUMNS = ("attempts",) + _SPEC_INT + tuple(
     c.name for c in Result.__table__.columns if c.name in NUMBER_COLUMNS and isinstance(c.type, Integer))
-# what the Results page filters and plots on; the other export fields are read per page / download
+SPEC_FIELDS = ("model", "batch_size", "model_args", "task", "device", "dtype", "backend", "mode", "dynamic",
+               "fullgraph", "cache", "schedule", "iters", "timeout_s")
+# read for every finished job: what filters, counts, pickers and the timing caption use
+FRAME_FIELDS = ("job_id", "sweep_id", "sweep", "status", "error", "finished_at") + SPEC_FIELDS + (
+    "speedup", "timing_method", "samples_per_side", "torch_version", "device_name")
+# read for the jobs of a view when it is drawn (a model's plots, the roofline, a table page, a comparison)
 LAZY_FIELDS = ("worker", "created_at", "attempts", "graph_count", "graph_breaks", "recompiles",
                "peak_mem_eager_mb", "peak_mem_compiled_mb", "max_abs_error", "rel_error",
                "accuracy_ok", "triton_version", "cuda_version", "hostname", "graph_break_reasons",
                "recompile_reasons", "compile_phases_s")
-FRAME_FIELDS = tuple(f for f in RECORD_FIELDS if f not in LAZY_FIELDS) + ("has_schedule",)
+VIEW_FIELDS = tuple(f for f in RECORD_FIELDS if f not in FRAME_FIELDS + LAZY_FIELDS) + ("has_schedule",)
 
 
 @dataclass(frozen=True)
 class ResultRows:
-    """Finished jobs, column by column (each a list, one value per job, oldest first); `number_columns`
+    """Finished jobs, column by column (each a list or an object array, one value per job, oldest first); `number_columns`
     names the numeric ones (None for missing), which a caller can turn into arrays at C speed."""
 
     columns: dict[str, list]
@@ -75,15 +86,8 @@ def _column(name: str):
                 "created_at": Job.created_at, "finished_at": Job.finished_at}
     if name in identity:
         col = identity[name]
-    elif name in _SPEC_TEXT + _SPEC_JSON:
-        col = spec[name].as_string()
-    elif name in _SPEC_INT:
-        col = spec[name].as_integer()
-    elif name == "dynamic":
-        dyn = spec["dynamic"].as_boolean()
-        col = case((dyn.is_(None), "none"), (dyn, "true"), else_="false")
-    elif name == "fullgraph":
-        col = spec["fullgraph"].as_boolean()
+    elif name == "spec_text":  # the spec fields, decoded by result_rows (_spec_columns)
+        col = cast(spec, Text)
     elif name in ENV_FROM_WORKER:
         col = func.coalesce(getattr(Result, name), Worker.capabilities[name].as_string())
     elif name in RESULT_SCALARS:
@@ -97,9 +101,48 @@ def _column(name: str):
     return col.label(name)
 
 
+def _spec_value(spec: dict, name: str):
+    """One spec field as result_rows hands it out: text, an int, JSON text for model_args and schedule,
+    "none" / "true" / "false" for dynamic, a bool for fullgraph; None when the spec lacks it."""
+    value = spec.get(name)
+    if name == "dynamic":
+        return "none" if value is None else "true" if value else "false"
+    if value is None:
+        return None
+    if name in _SPEC_JSON:
+        return json.dumps(value, separators=(",", ":"))
+    if name in _SPEC_INT:
+        return int(value)
+    if name == "fullgraph":
+        return bool(value)
+    return str(value)
+
+
+def _spec_columns(texts: list, names: list[str]) -> dict[str, np.ndarray]:
+    """The spec fields `names`, column by column (object arrays), from each job's spec JSON text: each
+    distinct text is decoded once (a sweep's jobs share a handful of specs), and the columns are built
+    by their codes, not row by row."""
+    index: dict = {}
+    codes = np.fromiter((index.setdefault(t, len(index)) for t in texts), dtype=np.intp, count=len(texts))
+    decoded = []
+    for text in index:
+        try:
+            spec = json.loads(text) if text else {}
+        except (TypeError, ValueError):
+            spec = {}
+        decoded.append(spec if isinstance(spec, dict) else {})
+    out = {}
+    for name in names:
+        values = np.empty(len(decoded), dtype=object)
+        values[:] = [_spec_value(spec, name) for spec in decoded]
+        out[name] = values[codes]
+    return out
+
+
 def rows_sql(engine: Engine, names: list[str], statuses: Iterable[str] = TERMINAL,
              sweep_ids: Iterable[int] | None = None, finished_since: datetime | None = None,
-             job_ids: Iterable[int] | None = None) -> str:
+             job_ids: Iterable[int] | None = None, job_id_range: tuple[int, int] | None = None,
+             spec_equals: dict[str, str] | None = None) -> str:
     """The SELECT behind result_rows, compiled for the engine's dialect with its values inline (so a
     columnar reader, e.g. ADBC, can run the very same statement)."""
     status = Job.status
@@ -119,12 +162,17 @@ def rows_sql(engine: Engine, names: list[str], statuses: Iterable[str] = TERMINA
         q = q.where(Job.finished_at >= finished_since)
     if job_ids is not None:
         q = q.where(Job.id.in_(list(job_ids)))
+    if job_id_range is not None:
+        q = q.where(Job.id.between(*job_id_range))
+    for field, value in (spec_equals or {}).items():  # one JSON parse per row in range: cheaper than 25k ids
+        q = q.where(Job.spec[field].as_string() == value)
     return str(q.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True, "render_postcompile": True}))
 
 
 def result_rows(engine: Engine, statuses: Iterable[str] = TERMINAL, sweep_ids: Iterable[int] | None = None,
                 finished_since: datetime | None = None, job_ids: Iterable[int] | None = None,
-                fields: Iterable[str] = FRAME_FIELDS) -> ResultRows:
+                fields: Iterable[str] = FRAME_FIELDS, job_id_range: tuple[int, int] | None = None,
+                spec_equals: dict[str, str] | None = None) -> ResultRows:
     """Every job in `statuses` (the finished ones by default), oldest first, with `fields` (job_id always).
 
     One job, one row, in one SQL query. A job without a result row has null numbers and keeps its
@@ -132,9 +180,13 @@ def result_rows(engine: Engine, statuses: Iterable[str] = TERMINAL, sweep_ids: I
     that ran it, so filtering by torch version or GPU does not hide its failures. `dynamic` is "none",
     "true" or "false" (as typed); JSON fields are JSON text; `sweep` is the sweep's name ("" when
     unnamed); timestamps are datetimes. `finished_since` (inclusive) fetches only newer rows: a
-    finished job never changes again, so a cache can append them. `job_ids`: only these jobs."""
+    finished job never changes again, so a cache can append them. `job_ids`: only these jobs;
+    `job_id_range` (inclusive): only jobs with ids in it; `spec_equals`: only jobs whose spec has these
+    text values (e.g. {"model": "mlp"})."""
     names = ["job_id"] + [f for f in fields if f != "job_id"]
-    sql = rows_sql(engine, names, statuses, sweep_ids, finished_since, job_ids)
+    spec_names = [n for n in names if n in SPEC_FIELDS]
+    query_names = [n for n in names if n not in SPEC_FIELDS] + (["spec_text"] if spec_names else [])
+    sql = rows_sql(engine, query_names, statuses, sweep_ids, finished_since, job_ids, job_id_range, spec_equals)
     # One snapshot for the rows and their version: SQLite's read transaction is one already; PostgreSQL
     # needs REPEATABLE READ for it. The statement runs on the DB-API cursor of the same connection and
     # transaction: plain tuples, no per-value result processing or Row objects (100k rows x dozens of
@@ -148,11 +200,14 @@ def result_rows(engine: Engine, statuses: Iterable[str] = TERMINAL, sweep_ids: I
             with _gc_paused():  # millions of new tuples would set off full collections over every object
                 cursor.execute(sql)  # no parameters: values are inline (rows_sql), so "%" needs no escaping
                 rows = cursor.fetchall()
-                values = list(zip(*rows)) if rows else [()] * len(names)
+                values = list(zip(*rows)) if rows else [()] * len(query_names)
                 del rows
         finally:
             cursor.close()
-    columns = {n: list(v) for n, v in zip(names, values)}
+    columns = {n: list(v) for n, v in zip(query_names, values)}
+    if spec_names:
+        columns.update(_spec_columns(columns.pop("spec_text"), spec_names))
+    columns = {n: columns[n] for n in names}
     for n in ("created_at", "finished_at"):  # SQLite hands back text
         if n in columns and columns[n] and isinstance(next((x for x in columns[n] if x is not None), None), str):
             columns[n] = [datetime.fromisoformat(x) if x is not None else None for x in columns[n]]

@@ -91,10 +91,12 @@ def view_key(df, selected: dict) -> tuple:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def model_view(key: tuple, _shown, model: str) -> dict:
-    """One model's rows with series labels, their medians and failures: what every per-model tab draws.
-    Built once per `key` and shared by all sessions; nothing here is modified after it is built."""
-    view = tables.label_series(_shown[_shown["model"] == model])
+def model_view(key: tuple, _shown, model: str, _engine) -> dict:
+    """One model's rows with every number its plots draw (read for its jobs only: tables.complete), series
+    labels, their medians and failures: what every per-model tab draws. Built once per `key` and shared
+    by all sessions; nothing here is modified after it is built."""
+    rows = tables.complete(_shown[_shown["model"] == model], _engine, views.VIEW_FIELDS, where={"model": model})
+    view = tables.label_series(rows)
     agg, fails = tables.summarize(view)
     return {"view": view, "agg": tables.with_noise(agg, view), "fails": fails}
 
@@ -103,7 +105,7 @@ def model_view(key: tuple, _shown, model: str) -> dict:
 def speed_figures(key: tuple, _shown, model: str, _engine) -> dict:
     """Speedup, latency, warmup, break-even and the recompile timeline (building plotly figures is most of
     what a rerun costs, so they are cached per view)."""
-    v = model_view(key, _shown, model)
+    v = model_view(key, _shown, model, _engine)
     view, agg, fails = v["view"], v["agg"], v["fails"]
     out = {"speedup": charts.mark_noisy(charts.speedup(agg, fails), agg), "latency": charts.latency(agg, fails),
            "warmup": charts.warmup(tables.first_calls(view), fails), "break_even": charts.break_even(agg, fails),
@@ -120,9 +122,9 @@ def speed_figures(key: tuple, _shown, model: str, _engine) -> dict:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def launch_figures(key: tuple, _shown, model: str) -> dict:
+def launch_figures(key: tuple, _shown, model: str, _engine) -> dict:
     """Where the compiled first call goes, beside device time vs host latency."""
-    v = model_view(key, _shown, model)
+    v = model_view(key, _shown, model, _engine)
     frame = tables.breakdown_frame(tables.split_by_graph_cache(v["view"]))
     host = tables.host_latency_frame(v["agg"])
     return {"breakdown": charts.warmup_breakdown(frame, v["fails"]), "empty": frame.empty,
@@ -131,8 +133,8 @@ def launch_figures(key: tuple, _shown, model: str) -> dict:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def repeat_figures(key: tuple, _shown, model: str) -> dict | None:
-    return repeat_parts(model_view(key, _shown, model)["view"])
+def repeat_figures(key: tuple, _shown, model: str, _engine) -> dict | None:
+    return repeat_parts(model_view(key, _shown, model, _engine)["view"])
 
 
 def repeat_parts(view) -> dict | None:
@@ -150,12 +152,17 @@ def repeat_parts(view) -> dict | None:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def roofline_figure(key: tuple, _shown, _ceilings: list, color_by: str) -> dict:
+def roofline_points(key: tuple, _shown, _engine):
+    """One point per configuration in view, with the numbers the roofline needs read for these jobs."""
+    return roofline.points(tables.complete(_shown, _engine, roofline.READ))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def roofline_figure(key: tuple, _pts, _ceilings: list, color_by: str) -> dict:
     """The roofline of every model in view (`key` names the data, filters, ceilings and colour)."""
-    pts = roofline.points(_shown)
-    lines = roofline.lines(roofline.ceilings_in_view(_ceilings, pts), pts)
-    return {"figure": charts.roofline(pts, lines, color_by), "missing": roofline.missing_ceilings(_ceilings, pts),
-            "off": roofline.off_plot(pts)}
+    lines = roofline.lines(roofline.ceilings_in_view(_ceilings, _pts), _pts)
+    return {"figure": charts.roofline(_pts, lines, color_by), "missing": roofline.missing_ceilings(_ceilings, _pts),
+            "off": roofline.off_plot(_pts)}
 
 
 def plots(parts: dict) -> None:
@@ -227,14 +234,15 @@ def repeat_spread(rep: dict | None) -> None:
 
 def roofline_plot(shown, key: tuple, engine) -> None:
     """Every model in view against its device's measured ceilings."""
-    if not (shown["flops"].notna() & (shown["status"] == "succeeded")).any():
+    pts = roofline_points(key, shown, engine)
+    if pts.empty:
         st.caption("No succeeded job in view has a FLOP count (results stored before the roofline was recorded).")
         return
     ceilings = ceilings_view.newest_ceilings(engine, shown["device_name"].dropna().unique())
     color_by = st.segmented_control("Colour by", ["model", "mode", "batch_size", "dtype"], key="rcolor",
                                     default="model", bind="query-params") or "model"
     calibrations = tuple((c["device_name"], c["dtype"], str(c["measured_at"])) for c in ceilings)
-    parts = roofline_figure(key + calibrations, shown, ceilings, color_by)
+    parts = roofline_figure(key + calibrations, pts, ceilings, color_by)
     st.plotly_chart(parts["figure"], key="plot_roofline")
     for m in parts["missing"].itertuples():
         st.caption(f"No measured ceilings for **{m.device_name}** ({m.dtype}): no roofline to draw, and its jobs "
@@ -352,11 +360,11 @@ if speed_tab.open:
 if launch_tab.open:
     with launch_tab:
         st.subheader(f"Warmup and launch overhead: {model}")
-        first_call_and_launch(launch_figures(key, shown, model))
+        first_call_and_launch(launch_figures(key, shown, model, engine))
 if repeat_tab.open:
     with repeat_tab:
         st.subheader(f"Spread across repeats: {model}")
-        repeat_spread(repeat_figures(key, shown, model))
+        repeat_spread(repeat_figures(key, shown, model, engine))
 if roofline_tab.open:
     with roofline_tab:
         st.subheader("Roofline: every model in view")

@@ -56,14 +56,14 @@ def frame(rows):
 
 def test_result_rows_hold_every_finished_job_and_its_failure(engine, lab):
     sweep, ids = lab
-    rows = views.result_rows(engine)
+    rows = views.result_rows(engine, fields=views.FRAME_FIELDS + views.VIEW_FIELDS)
     text, numbers = frame(rows)
     assert [r["job_id"] for r in text] == ids[:3]  # the queued job is not finished
     ok, failed, cancelled = text
     assert ok["status"] == "succeeded" and numbers[ids[0]]["speedup"] == 2.0
     assert failed["status"] == "failed" and "graph break" in failed["error"] and numbers[ids[1]]["speedup"] is None
     assert cancelled["status"] == "cancelled" and cancelled["error"] == "cancelled by user"
-    # spec fields are extracted in SQL, as the export record names them
+    # spec fields are decoded from the spec's JSON, as the export record names them
     assert ok["model"] == "simplenet" and numbers[ids[0]]["batch_size"] == 8 and ok["dynamic"] == "none"
     assert failed["dynamic"] == "false" and ok["fullgraph"] is False
     assert json.loads(ok["model_args"]) == {} and ok["has_schedule"] and json.loads(ok["schedule"]) == [8, 16]
@@ -71,8 +71,10 @@ def test_result_rows_hold_every_finished_job_and_its_failure(engine, lab):
     assert ok["torch_version"] == "2.13.0+cpu" and failed["torch_version"] == "2.13.0"
     assert failed["device_name"] == "Fake CPU" and cancelled["torch_version"] is None
     assert ok["sweep"] == "dyn"
-    # the frame holds what filters and plots need; every other export field is read by job id
-    assert set(RECORD_FIELDS) == (set(views.FRAME_FIELDS) | set(views.LAZY_FIELDS)) - {"has_schedule"}
+    # every finished job's frame holds what filters and counts need; the rest is read by job id
+    assert set(RECORD_FIELDS) == (set(views.FRAME_FIELDS) | set(views.VIEW_FIELDS) | set(views.LAZY_FIELDS)) - {
+        "has_schedule"}
+    assert "speedup" in views.FRAME_FIELDS and "eager_ms" not in views.result_rows(engine).columns
     assert rows.version == views.data_version(engine)
     lazy, by_id = frame(views.result_rows(engine, job_ids=[ids[0]], fields=views.LAZY_FIELDS))
     assert [d["job_id"] for d in lazy] == [ids[0]]
@@ -85,8 +87,11 @@ def test_result_rows_agree_with_the_export_record(engine, lab):
     for row in text:
         rec = exported[row["job_id"]]
         for field in ("status", "error", "model", "device", "backend", "mode", "cache", "attempts", "eager_ms",
-                      "compiled_ms", "speedup", "batch_size", "iters", "worker"):
+                      "compiled_ms", "speedup", "batch_size", "iters", "timeout_s", "worker", "task", "dtype"):
             assert row[field] == rec[field], field
+        assert json.loads(row["model_args"]) == rec["model_args"] and json.loads(row["schedule"]) == rec["schedule"]
+        assert row["fullgraph"] is rec["fullgraph"] and row["dynamic"] == {None: "none", True: "true"}.get(
+            rec["dynamic"], "false")
 
 
 def test_finished_since_and_sweep_filter(engine, lab):
@@ -96,6 +101,19 @@ def test_finished_since_and_sweep_filter(engine, lab):
     newer, _ = frame(views.result_rows(engine, finished_since=last))
     assert [r["job_id"] for r in newer] == [ids[2]]
     assert len(views.result_rows(engine, sweep_ids=[sweep + 1])) == 0
+    ranged, _ = frame(views.result_rows(engine, job_id_range=(ids[1], ids[3]), fields=["status"]))
+    assert [(r["job_id"], r["status"]) for r in ranged] == [(ids[1], "failed"), (ids[2], "cancelled")]
+
+
+def test_a_spec_is_decoded_once_per_distinct_text_and_tolerates_junk():
+    texts = ['{"model": "mlp", "batch_size": 8, "dynamic": true, "fullgraph": 1, "model_args": {"d": 4}}',
+             '{"model": "mlp", "batch_size": 8, "dynamic": true, "fullgraph": 1, "model_args": {"d": 4}}',
+             "not json", None, "[1, 2]"]
+    cols = {k: list(v) for k, v in views._spec_columns(
+        texts, ["model", "batch_size", "dynamic", "fullgraph", "model_args", "schedule"]).items()}
+    assert cols["model"] == ["mlp", "mlp", None, None, None] and cols["batch_size"] == [8, 8, None, None, None]
+    assert cols["dynamic"] == ["true", "true", "none", "none", "none"] and cols["fullgraph"][0] is True
+    assert cols["model_args"][0] == '{"d":4}' and cols["schedule"] == [None] * 5
 
 
 def test_data_version_moves_when_a_job_finishes(engine, lab):
