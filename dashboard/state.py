@@ -63,6 +63,11 @@ def save_results_snapshot() -> None:
         pass
 
 
+def store() -> ResultStore:
+    """This database's results store (dashboard.tables.ResultStore), shared by every session."""
+    return _store(url())
+
+
 def results():
     """Every finished job as a DataFrame (read-only), shared by all sessions and kept current by
     appending newly finished jobs (dashboard.tables.ResultStore)."""

@@ -16,7 +16,7 @@ import pandas as pd
 from db.results import RECORD_FIELDS, DETAIL_FIELDS
 from dashboard import snapshot
 from db import views
-from db.views import FRAME_FIELDS, INTEGER_COLUMNS, LAZY_FIELDS, VIEW_FIELDS, ResultRows
+from db.views import FIRST_CALL_FIELDS, FRAME_FIELDS, INTEGER_COLUMNS, LAZY_FIELDS, VIEW_FIELDS, ResultRows
 
 JSON_COLUMNS = ("model_args", "schedule") + DETAIL_FIELDS
 FILTERS = {  # column -> label; every one is a URL query parameter on the Results page
@@ -155,6 +155,8 @@ class ResultStore:
         self._lock = threading.Lock()
         self.saving: threading.Thread | None = None
         self.pages_asked = False  # a page called frame() (warm() then leaves the snapshot to the page)
+        self._extra: dict[tuple, pd.DataFrame] = {}  # complete(): fields -> the rows read so far (job_id + fields)
+        self._extra_lock = threading.Lock()
 
     def frame(self, page: bool = True) -> pd.DataFrame:
         if page:
@@ -178,6 +180,8 @@ class ResultStore:
                 full = len(df) != new_version[0]
                 if full:
                     df, new_version = self._load_all()
+                else:
+                    self._forget(_finished_again(old, new))
             else:
                 df, new_version = self._load_all()
             self.frame_, self.version = df, new_version
@@ -199,7 +203,36 @@ class ResultStore:
 
     def _load_all(self) -> tuple[pd.DataFrame, tuple]:
         self.full_loads += 1
+        self._forget(None)
         return load_frame(self.engine)
+
+    def complete(self, df: pd.DataFrame, fields) -> pd.DataFrame:
+        """`complete(df, engine, fields)`, remembering what it read: a finished job's numbers never
+        change, so when one more job finishes, only that job is read again, not the 25k of its model."""
+        fields = tuple(f for f in fields if f not in df.columns)
+        if not fields:
+            return df
+        with self._extra_lock:
+            held = self._extra.get(fields)
+        need = df if held is None else df[~df["job_id"].isin(held["job_id"])]
+        if len(need):
+            got = complete(need[["job_id"]], self.engine, fields)
+            with self._extra_lock:
+                held = self._extra.get(fields)
+                held = got if held is None else pd.concat([held, got[~got["job_id"].isin(held["job_id"])]],
+                                                          ignore_index=True)
+                self._extra[fields] = held
+        out = df.merge(held[held["job_id"].isin(df["job_id"])], on="job_id", how="left", validate="one_to_one")
+        out.index = df.index
+        return _add_cache_state(out) if "cache_hits" in fields else out
+
+    def _forget(self, job_ids) -> None:
+        """Drop what complete() holds for these jobs (all jobs: None): they were read again."""
+        with self._extra_lock:
+            if job_ids is None:
+                self._extra.clear()
+            else:
+                self._extra = {k: v[~v["job_id"].isin(job_ids)] for k, v in self._extra.items()}
 
     def _restore(self) -> None:
         got = snapshot.load(self.snapshot_path, self.engine)
@@ -226,6 +259,15 @@ class ResultStore:
             logging.getLogger("compile_lab.dashboard").warning("saving the results snapshot failed: %s", e)
         else:
             self._saved_rows = len(df)
+
+
+def _finished_again(old: pd.DataFrame, new: pd.DataFrame) -> pd.Series:
+    """Job ids of `new` that `old` held with another finish time: run again (e.g. a database restored from a
+    backup). The append window re-reads an hour of unchanged jobs; those keep what complete() read."""
+    held = old.set_index("job_id")["finished_at"]
+    again = new[new["job_id"].isin(held.index)]
+    same = again["finished_at"].to_numpy() == held.loc[again["job_id"]].to_numpy()
+    return again.loc[~same, "job_id"]
 
 
 def _map_unique(series: pd.Series, fn) -> pd.Series:
@@ -374,18 +416,17 @@ def failures(df: pd.DataFrame, cancelled: bool = False) -> pd.DataFrame:
     return bad.assign(error=bad["error"].fillna(bad["status"]))
 
 
-BY_IDS = 2000  # complete(): up to this many rows are read by their ids, more by id range
+DENSE = 0.5  # complete(): rows that fill at least this share of the job ids they span are read by id range
 
 
-def complete(df: pd.DataFrame, engine=None, fields=VIEW_FIELDS + LAZY_FIELDS, where: dict | None = None) -> pd.DataFrame:
+def complete(df: pd.DataFrame, engine=None, fields=VIEW_FIELDS + FIRST_CALL_FIELDS + LAZY_FIELDS) -> pd.DataFrame:
     """These rows with `fields` (by default every export field). The bulk frame holds what filters and
     counts use (db.views.FRAME_FIELDS); the rest is read here for these rows only: a model's plots
     (VIEW_FIELDS), a table page, a comparison, a download. Finished jobs never change, so what is read
     now belongs to the rows held, whenever they were read.
 
-    Many rows are read by their job id range instead of an IN list of every id (25k literal ids cost
-    ~0.3 s to compile and match), narrowed by `where` (spec values every row shares, e.g. the model),
-    and matched here; a few rows by their ids."""
+    Rows that fill most of the job ids they span (every job in view) are read by that id range and matched
+    here, without an IN list of 100k ids; others (one model's jobs, a page) by their ids."""
     missing = [f for f in fields if f not in df.columns]
     if not missing:
         return df
@@ -393,9 +434,9 @@ def complete(df: pd.DataFrame, engine=None, fields=VIEW_FIELDS + LAZY_FIELDS, wh
         raise ValueError(f"reading {', '.join(missing)} needs the engine")
     if df.empty:
         extra = pd.DataFrame({"job_id": pd.Series(dtype="int64"), **{f: pd.Series(dtype=object) for f in missing}})
-    elif len(df) > BY_IDS:
+    elif len(df) > 1000 and len(df) >= DENSE * (int(df["job_id"].max()) - int(df["job_id"].min()) + 1):
         span = (int(df["job_id"].min()), int(df["job_id"].max()))
-        extra = results_frame(views.result_rows(engine, job_id_range=span, spec_equals=where, fields=missing))
+        extra = results_frame(views.result_rows(engine, job_id_range=span, fields=missing))
     else:
         extra = results_frame(views.result_rows(engine, job_ids=df["job_id"].tolist(), fields=missing))
     out = df.merge(extra[["job_id", *missing]], on="job_id", how="left", validate="one_to_one")

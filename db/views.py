@@ -47,8 +47,11 @@ FRAME_FIELDS = ("job_id", "sweep_id", "sweep", "status", "error", "finished_at")
 LAZY_FIELDS = ("worker", "created_at", "attempts", "graph_count", "graph_breaks", "recompiles",
                "peak_mem_eager_mb", "peak_mem_compiled_mb", "max_abs_error", "rel_error",
                "accuracy_ok", "triton_version", "cuda_version", "hostname", "graph_break_reasons",
-               "recompile_reasons", "compile_phases_s")
-VIEW_FIELDS = tuple(f for f in RECORD_FIELDS if f not in FRAME_FIELDS + LAZY_FIELDS) + ("has_schedule",)
+               "recompile_reasons", "compile_phases_s", "speedup_p10", "speedup_p90")
+# the First call tab alone draws the compile breakdown: read there, not for every model view
+FIRST_CALL_FIELDS = ("compile_breakdown_s",)
+VIEW_FIELDS = tuple(f for f in RECORD_FIELDS if f not in FRAME_FIELDS + LAZY_FIELDS + FIRST_CALL_FIELDS) + (
+    "has_schedule",)
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ class ResultRows:
 
     columns: dict[str, list]
     number_columns: tuple[str, ...]
-    version: tuple  # data_version() as of the same snapshot the rows come from
+    version: tuple | None  # data_version() as of the same snapshot the rows come from (None: a read by job id)
 
     def __len__(self) -> int:
         return len(self.columns["job_id"])
@@ -141,17 +144,14 @@ def _spec_columns(texts: list, names: list[str]) -> dict[str, np.ndarray]:
 
 def rows_sql(engine: Engine, names: list[str], statuses: Iterable[str] = TERMINAL,
              sweep_ids: Iterable[int] | None = None, finished_since: datetime | None = None,
-             job_ids: Iterable[int] | None = None, job_id_range: tuple[int, int] | None = None,
-             spec_equals: dict[str, str] | None = None) -> str:
+             job_ids: Iterable[int] | None = None, job_id_range: tuple[int, int] | None = None) -> str:
     """The SELECT behind result_rows, compiled for the engine's dialect with its values inline (so a
     columnar reader, e.g. ADBC, can run the very same statement)."""
-    status = Job.status
-    if sweep_ids is None and finished_since is None and job_ids is None:
-        # Every finished job: nearly the whole table. Through the status index, SQLite would gather the
-        # rows in status order and sort all of them (dozens of columns) in a temp B-tree for ORDER BY id:
-        # ~0.7 s of 2 at 100k jobs. An expression the index does not cover makes it walk the table in id
-        # order instead, with no sort.
-        status = func.coalesce(Job.status, "")
+    # Through the status index, SQLite would gather the rows in status order and sort all of them (dozens of
+    # columns) in a temp B-tree for ORDER BY id: ~0.7 s of 2 at 100k jobs, and 0.2 s for 25k jobs by id. An
+    # expression the index does not cover makes it walk the table (or the ids asked for) in id order instead,
+    # with no sort; the sweep and finish-time filters keep their own indexes.
+    status = func.coalesce(Job.status, "")
     q = (select(*(_column(n) for n in names)).select_from(Job)
          .outerjoin(Sweep, Sweep.id == Job.sweep_id).outerjoin(Result, Result.job_id == Job.id)
          .outerjoin(Worker, Worker.id == Job.worker_id)
@@ -164,15 +164,12 @@ def rows_sql(engine: Engine, names: list[str], statuses: Iterable[str] = TERMINA
         q = q.where(Job.id.in_(list(job_ids)))
     if job_id_range is not None:
         q = q.where(Job.id.between(*job_id_range))
-    for field, value in (spec_equals or {}).items():  # one JSON parse per row in range: cheaper than 25k ids
-        q = q.where(Job.spec[field].as_string() == value)
     return str(q.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True, "render_postcompile": True}))
 
 
 def result_rows(engine: Engine, statuses: Iterable[str] = TERMINAL, sweep_ids: Iterable[int] | None = None,
                 finished_since: datetime | None = None, job_ids: Iterable[int] | None = None,
-                fields: Iterable[str] = FRAME_FIELDS, job_id_range: tuple[int, int] | None = None,
-                spec_equals: dict[str, str] | None = None) -> ResultRows:
+                fields: Iterable[str] = FRAME_FIELDS, job_id_range: tuple[int, int] | None = None) -> ResultRows:
     """Every job in `statuses` (the finished ones by default), oldest first, with `fields` (job_id always).
 
     One job, one row, in one SQL query. A job without a result row has null numbers and keeps its
@@ -181,12 +178,11 @@ def result_rows(engine: Engine, statuses: Iterable[str] = TERMINAL, sweep_ids: I
     "true" or "false" (as typed); JSON fields are JSON text; `sweep` is the sweep's name ("" when
     unnamed); timestamps are datetimes. `finished_since` (inclusive) fetches only newer rows: a
     finished job never changes again, so a cache can append them. `job_ids`: only these jobs;
-    `job_id_range` (inclusive): only jobs with ids in it; `spec_equals`: only jobs whose spec has these
-    text values (e.g. {"model": "mlp"})."""
+    `job_id_range` (inclusive): only jobs with ids in it."""
     names = ["job_id"] + [f for f in fields if f != "job_id"]
     spec_names = [n for n in names if n in SPEC_FIELDS]
     query_names = [n for n in names if n not in SPEC_FIELDS] + (["spec_text"] if spec_names else [])
-    sql = rows_sql(engine, query_names, statuses, sweep_ids, finished_since, job_ids, job_id_range, spec_equals)
+    sql = rows_sql(engine, query_names, statuses, sweep_ids, finished_since, job_ids, job_id_range)
     # One snapshot for the rows and their version: SQLite's read transaction is one already; PostgreSQL
     # needs REPEATABLE READ for it. The statement runs on the DB-API cursor of the same connection and
     # transaction: plain tuples, no per-value result processing or Row objects (100k rows x dozens of
@@ -194,7 +190,8 @@ def result_rows(engine: Engine, statuses: Iterable[str] = TERMINAL, sweep_ids: I
     options = {"isolation_level": "REPEATABLE READ"} if engine.dialect.name == "postgresql" else {}
     with reading(engine) as s:
         conn = s.connection(execution_options=options)
-        version = _version(conn, statuses)
+        # a cache of every row needs the version its rows belong to; a read of given jobs does not
+        version = _version(conn, statuses) if job_ids is None and job_id_range is None else None
         cursor = conn.connection.cursor()
         try:
             with _gc_paused():  # millions of new tuples would set off full collections over every object

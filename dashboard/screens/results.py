@@ -91,21 +91,21 @@ def view_key(df, selected: dict) -> tuple:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def model_view(key: tuple, _shown, model: str, _engine) -> dict:
+def model_view(key: tuple, _shown, model: str, _store) -> dict:
     """One model's rows with every number its plots draw (read for its jobs only: tables.complete), series
     labels, their medians and failures: what every per-model tab draws. Built once per `key` and shared
     by all sessions; nothing here is modified after it is built."""
-    rows = tables.complete(_shown[_shown["model"] == model], _engine, views.VIEW_FIELDS, where={"model": model})
+    rows = _store.complete(_shown[_shown["model"] == model], views.VIEW_FIELDS)
     view = tables.label_series(rows)
     agg, fails = tables.summarize(view)
     return {"view": view, "agg": tables.with_noise(agg, view), "fails": fails}
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def speed_figures(key: tuple, _shown, model: str, _engine) -> dict:
+def speed_figures(key: tuple, _shown, model: str, _store) -> dict:
     """Speedup, latency, warmup, break-even and the recompile timeline (building plotly figures is most of
     what a rerun costs, so they are cached per view)."""
-    v = model_view(key, _shown, model, _engine)
+    v = model_view(key, _shown, model, _store)
     view, agg, fails = v["view"], v["agg"], v["fails"]
     out = {"speedup": charts.mark_noisy(charts.speedup(agg, fails), agg), "latency": charts.latency(agg, fails),
            "warmup": charts.warmup(tables.first_calls(view), fails), "break_even": charts.break_even(agg, fails),
@@ -116,16 +116,17 @@ def speed_figures(key: tuple, _shown, model: str, _engine) -> dict:
                          if "recompiled_runs" in agg else 0)
     if len(with_schedule):
         newest = with_schedule.sort_values("job_id").tail(SCHEDULE_JOBS)
-        sched = charts.schedule_frame(view, views.schedule_calls(_engine, newest["job_id"].tolist()))
+        sched = charts.schedule_frame(view, views.schedule_calls(_store.engine, newest["job_id"].tolist()))
         out["timeline"] = charts.recompile_timeline(sched)
     return out
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def launch_figures(key: tuple, _shown, model: str, _engine) -> dict:
+def launch_figures(key: tuple, _shown, model: str, _store) -> dict:
     """Where the compiled first call goes, beside device time vs host latency."""
-    v = model_view(key, _shown, model, _engine)
-    frame = tables.breakdown_frame(tables.split_by_graph_cache(v["view"]))
+    v = model_view(key, _shown, model, _store)
+    view = _store.complete(v["view"], views.FIRST_CALL_FIELDS)
+    frame = tables.breakdown_frame(tables.split_by_graph_cache(view))
     host = tables.host_latency_frame(v["agg"])
     return {"breakdown": charts.warmup_breakdown(frame, v["fails"]), "empty": frame.empty,
             "no_breakdown": bool((frame["part"] == tables.NO_BREAKDOWN).any()),
@@ -133,8 +134,8 @@ def launch_figures(key: tuple, _shown, model: str, _engine) -> dict:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def repeat_figures(key: tuple, _shown, model: str, _engine) -> dict | None:
-    return repeat_parts(model_view(key, _shown, model, _engine)["view"])
+def repeat_figures(key: tuple, _shown, model: str, _store) -> dict | None:
+    return repeat_parts(model_view(key, _shown, model, _store)["view"])
 
 
 def repeat_parts(view) -> dict | None:
@@ -152,9 +153,9 @@ def repeat_parts(view) -> dict | None:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def roofline_points(key: tuple, _shown, _engine):
+def roofline_points(key: tuple, _shown, _store):
     """One point per configuration in view, with the numbers the roofline needs read for these jobs."""
-    return roofline.points(tables.complete(_shown, _engine, roofline.READ))
+    return roofline.points(_store.complete(_shown, roofline.READ))
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -234,7 +235,7 @@ def repeat_spread(rep: dict | None) -> None:
 
 def roofline_plot(shown, key: tuple, engine) -> None:
     """Every model in view against its device's measured ceilings."""
-    pts = roofline_points(key, shown, engine)
+    pts = roofline_points(key, shown, state.store())
     if pts.empty:
         st.caption("No succeeded job in view has a FLOP count (results stored before the roofline was recorded).")
         return
@@ -353,18 +354,18 @@ if speed_tab.open:
             st.info(f"Nothing to plot for {model}: its jobs in view were all cancelled (they are listed under "
                     "**Failures**).", icon=":material/info:")
         else:
-            plots(speed_figures(key, shown, model, engine))
+            plots(speed_figures(key, shown, model, state.store()))
         if not bad.empty:
             st.caption(f"{len(bad):,} jobs in view did not succeed: marked on the plots as red ✕ with their count "
                        "(hover for the reasons) and listed under **Failures**.")
 if launch_tab.open:
     with launch_tab:
         st.subheader(f"Warmup and launch overhead: {model}")
-        first_call_and_launch(launch_figures(key, shown, model, engine))
+        first_call_and_launch(launch_figures(key, shown, model, state.store()))
 if repeat_tab.open:
     with repeat_tab:
         st.subheader(f"Spread across repeats: {model}")
-        repeat_spread(repeat_figures(key, shown, model, engine))
+        repeat_spread(repeat_figures(key, shown, model, state.store()))
 if roofline_tab.open:
     with roofline_tab:
         st.subheader("Roofline: every model in view")

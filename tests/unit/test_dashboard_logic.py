@@ -85,7 +85,7 @@ def test_labels_cover_every_spec_error_field():
 @pytest.fixture
 def synthetic(engine):
     fill(engine, 300, seed=3, device="cuda")
-    return tables.load_frame(engine, fields=views.FRAME_FIELDS + views.VIEW_FIELDS)[0]  # what a model view holds
+    return tables.load_frame(engine, fields=views.FRAME_FIELDS + views.VIEW_FIELDS + views.FIRST_CALL_FIELDS)[0]
 
 
 def test_results_frame_has_every_export_field_and_keeps_failures(engine, synthetic):
@@ -221,6 +221,37 @@ def test_result_store_appends_what_finished_since(engine):
     assert third["error"].tolist()[-1] == "boom"
 
 
+def test_the_store_reads_a_models_numbers_once_and_then_only_new_jobs(engine, monkeypatch):
+    """The frame of every job holds what filters use; a model's numbers are read when it is plotted, and a
+    finished job's numbers never change: after one more job finishes, only that job is read."""
+    fill(engine, 300, seed=3, device="cuda")
+    store = tables.ResultStore(engine)
+    frame = store.frame()
+    assert "eager_ms" not in frame.columns and "speedup" in frame.columns
+    full = tables.load_frame(engine, fields=views.FRAME_FIELDS + views.VIEW_FIELDS)[0].set_index("job_id")
+    reads = []
+    real = views.result_rows
+    monkeypatch.setattr(views, "result_rows", lambda *a, **k: reads.append(k) or real(*a, **k))
+    mlp = frame[frame["model"] == "mlp"]
+    got = store.complete(mlp, views.VIEW_FIELDS)
+    assert got.index.equals(mlp.index) and len(reads) == 1
+    for col in ("eager_ms", "compiled_ms", "cache_hits", "has_schedule"):
+        pd.testing.assert_series_equal(got.set_index("job_id")[col], full.loc[mlp["job_id"], col], check_names=False)
+    assert (got["cache_state"] == full.loc[mlp["job_id"], "cache_state"].to_numpy()).all()
+    assert store.complete(mlp, views.VIEW_FIELDS) is not None and len(reads) == 1  # held
+
+    queue.register_worker(engine, "w", "h", 1, None, {"devices": ["cuda"], "models": []})
+    queue.submit(engine, SweepRequest(model="mlp", batch_sizes=[4], device="cuda"), CATALOG)
+    claim = queue.claim_next(engine, "w", ["cuda"], ["mlp"], 60)
+    queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED,
+                 result={"eager_ms": 3.0, "compiled_ms": 1.0, "speedup": 3.0})
+    grown = store.frame()
+    reads.clear()
+    again = store.complete(grown[grown["model"] == "mlp"], views.VIEW_FIELDS)
+    assert [r.get("job_ids") for r in reads if "fields" in r and r["fields"] != views.FRAME_FIELDS] == [[claim.job_id]]
+    assert again.set_index("job_id").loc[claim.job_id, "eager_ms"] == 3.0 and len(again) == len(mlp) + 1
+
+
 def finish_jobs(engine, n: int, status=JobStatus.SUCCEEDED) -> None:
     for _ in range(n):
         claim = queue.claim_next(engine, "w", ["cpu"], ["simplenet"], 60)
@@ -283,6 +314,14 @@ def test_a_job_finished_again_replaces_the_row_the_snapshot_holds(engine, db_url
     frame = restarted.frame()
     assert restarted.restored and restarted.full_loads == 0
     assert frame.set_index("job_id")["speedup"].to_dict() == {1: 2.0, 2: 7.0, 3: 2.0}
+    # what the store read for a view is dropped for a job read again, so a plot cannot show its old numbers
+    assert restarted.complete(frame, ["eager_ms"]).set_index("job_id")["eager_ms"].to_dict() == {1: 2.0, 2: 2.0, 3: 2.0}
+    with atomic(engine) as s:
+        s.execute(text("UPDATE results SET eager_ms = 9.0 WHERE job_id = 3"))
+        s.execute(text("UPDATE jobs SET finished_at = :t WHERE id = 3"), {"t": pd.Timestamp.now("UTC").tz_localize(None)
+                                                                          .to_pydatetime()})
+    frame = restarted.frame()
+    assert restarted.complete(frame, ["eager_ms"]).set_index("job_id")["eager_ms"].to_dict() == {1: 2.0, 2: 2.0, 3: 9.0}
 
 
 def test_stale_temp_files_of_a_killed_save_are_removed(engine, db_url):
