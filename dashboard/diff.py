@@ -44,19 +44,38 @@ def environment(rows: pd.DataFrame) -> dict:
     return {col: ", ".join(sorted(rows[col].dropna().astype(str).unique())) for col in ENV if col in rows}
 
 
+def compared(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """The settings of MATCH that set the two sweeps apart: each sweep ran one value of it, and the values
+    differ (A ran default, B reduce-overhead). That is what the comparison is about, so jobs are not
+    matched on it: {field: (A's value, B's value)}."""
+    out = {}
+    for col in MATCH:
+        va, vb = a[col].dropna().astype(str).unique(), b[col].dropna().astype(str).unique()
+        if len(va) == 1 and len(vb) == 1 and va[0] != vb[0]:
+            out[col] = (va[0], vb[0])
+    return out
+
+
 def numbers(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
-    """Sweep jobs matched on batch size and compile settings: medians of A and B, and B's change in %.
-    A combination only one side ran, or that failed on one side, keeps its row with that side's status."""
+    """Sweep jobs matched on batch size and compile settings, except those that set the sweeps apart
+    (`compared`: their column reads "A's → B's"): medians of A and B, and B's change in %. A combination
+    only one side ran, or that failed on one side, keeps its row with that side's status."""
+    apart = compared(a, b)
+    keys = [c for c in MATCH if c not in apart] or ["_all"]
+
     def side(df: pd.DataFrame) -> pd.DataFrame:
+        df = df.assign(_all="")
         ok = df[df["status"] == "succeeded"]
-        grouped = ok.groupby(list(MATCH), dropna=False)
+        grouped = ok.groupby(keys, dropna=False)
         med = grouped[list(METRICS)].median()
         spread = ok[[c for c in ("eager_spread", "compiled_spread") if c in ok]].max(axis=1)
-        med["spread"] = spread.groupby([ok[c] for c in MATCH], dropna=False).median() if len(spread) else float("nan")
-        status = df.groupby(list(MATCH), dropna=False)["status"].agg(lambda s: ", ".join(sorted(set(s))))
+        med["spread"] = spread.groupby([ok[c] for c in keys], dropna=False).median() if len(spread) else float("nan")
+        status = df.groupby(keys, dropna=False)["status"].agg(lambda s: ", ".join(sorted(set(s))))
         return med.join(status, how="outer")
 
     both = side(a).join(side(b), how="outer", suffixes=(" A", " B")).reset_index()
+    for col, (va, vb) in apart.items():
+        both[col] = f"{va} → {vb}"
     for col in ("status A", "status B"):
         both[col] = both[col].fillna("not run")
     both["noise %"] = 100.0 * both[["spread A", "spread B"]].max(axis=1)  # each side: the median run's spread

@@ -108,9 +108,11 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
         st.info("Neither sweep has finished jobs yet.")
         return
     nums = diff.numbers(rows_a, rows_b)
+    apart = diff.compared(rows_a, rows_b)
+    matched = [c for c in diff.MATCH if c not in apart]
     both_ran = nums.dropna(subset=["speedup A", "speedup B"])
     if both_ran.empty:
-        st.warning(f"No configuration has results in both sweeps: jobs are matched on {', '.join(diff.MATCH)}, "
+        st.warning(f"No configuration has results in both sweeps: jobs are matched on {', '.join(matched)}, "
                    "and these sweeps share no such combination with a succeeded job on each side (compare two runs "
                    "instead to set any two jobs side by side).")
     metrics = st.pills("Metrics", list(diff.METRICS), selection_mode="multi", key="metric", bind="query-params",
@@ -119,7 +121,9 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
     judge = judged(by_id[a].request.get("model"), by_id[b].request.get("model"))
     st.dataframe(highlight_changes(table, judge=judge), hide_index=True, width="stretch",
                  height=min(fit(len(table)), 600))
-    st.caption(f"Jobs are matched on {', '.join(diff.MATCH)}; medians over repeats. Δ% is B against A: green "
+    st.caption(("; ".join(f"**{c}** sets the sweeps apart ({va} → {vb}): jobs are not matched on it" for c, (va, vb)
+                          in apart.items()) + ". " if apart else "")
+               + f"Jobs are matched on {', '.join(matched) or 'nothing else'}; medians over repeats. Δ% is B against A: green "
                f"where B is at least {diff.NOTABLE:.0%} better, red where worse; never for a steady-state change "
                f"smaller than {diff.NOISE_FACTOR:g}× the runs' spread (IQR / median of a job's round medians): inside "
                "the noise it is no finding.")

@@ -408,6 +408,26 @@ def test_diff_matches_sweep_jobs_and_marks_changes(engine, synthetic):
     assert spec["differs"].tolist() == [False, True]
 
 
+def test_two_sweeps_that_differ_in_one_setting_are_compared_on_it():
+    """Seed 004: one sweep in default mode, one in reduce-overhead, same batch sizes. Matching on mode too left
+    no row with both sides; the setting that sets them apart is what is compared."""
+    a = pd.concat([jobs(("default", 2.95, 4.28), ("default", 2.96, 4.29)),
+                   jobs(("default", 1.0, 1.2), batch_size=8)], ignore_index=True)
+    b = pd.concat([jobs(("reduce-overhead", 2.88, 4.31), ("reduce-overhead", 2.89, 4.32), sweep_id=2),
+                   jobs(("reduce-overhead", 0.5, 1.2), batch_size=8, sweep_id=2)], ignore_index=True)
+    rest = {m: np.nan for m in diff.METRICS if m not in a.columns}
+    a, b = a.assign(**rest), b.assign(**rest)
+    assert diff.compared(a, b) == {"mode": ("default", "reduce-overhead")}
+    nums = diff.numbers(a, b).set_index("batch_size")
+    assert nums.loc[32, "mode"] == "default → reduce-overhead" and nums.loc[32, "status B"] == "succeeded"
+    assert nums.loc[32, "compiled_ms A"] == pytest.approx(2.955) and nums.loc[32, "compiled_ms B"] == pytest.approx(2.885)
+    assert nums.loc[8, "compiled_ms Δ%"] == pytest.approx(-50.0)
+    # a sweep of both modes against one of one: the modes are matched as before
+    both_modes = pd.concat([a, b.assign(sweep_id=1)], ignore_index=True)
+    assert diff.compared(both_modes, b) == {}
+    assert set(diff.numbers(both_modes, b)["mode"]) == {"default", "reduce-overhead"}
+
+
 def test_a_change_inside_the_runs_noise_is_not_coloured_as_a_finding():
     """Seen in the walkthrough: two CPU runs with 5,000% spreads, speedup -11.6% coloured red. A steady-state
     change is called better or worse only when it is larger than twice the runs' spread; a large change
