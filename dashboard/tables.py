@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 
 import numpy as np
@@ -442,6 +443,16 @@ def complete(df: pd.DataFrame, engine=None, fields=VIEW_FIELDS + FIRST_CALL_FIEL
     out = df.merge(extra[["job_id", *missing]], on="job_id", how="left", validate="one_to_one")
     out.index = df.index
     return _add_cache_state(out) if "cache_hits" in missing else out
+
+
+def download_name(selected: dict[str, list], ext: str) -> str:
+    """A download's file name that says what it holds: compile_lab_sweep12_complexnet_default.csv from the
+    sweep, model and mode filters (compile_lab_results.csv with none set), so two downloads do not overwrite
+    each other under one generic name."""
+    word = {"sweep": lambda v: "sweep" + str(v).split()[0].lstrip("#"), "dynamic": lambda v: f"dynamic-{v}"}
+    parts = [word.get(col, str)(v) for col in ("sweep", "model", "mode", "dynamic") for v in selected.get(col) or []]
+    stem = "_".join(re.sub(r"[^A-Za-z0-9.-]+", "-", p).strip("-") for p in parts)[:80].strip("_-")
+    return f"compile_lab_{stem or 'results'}.{ext}"
 
 
 def export_columns(df: pd.DataFrame, engine=None) -> pd.DataFrame:

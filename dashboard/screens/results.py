@@ -334,10 +334,10 @@ if shown.empty:
 head = st.columns([3, 1], vertical_alignment="bottom")
 picker = head[0].container()  # filled once the open tab is known
 downloads = head[1].container(horizontal=True, horizontal_alignment="right")
-downloads.download_button("CSV", data=lambda: tables.to_csv(shown, engine), file_name="compile_lab_results.csv",
+downloads.download_button("CSV", data=lambda: tables.to_csv(shown, engine), file_name=tables.download_name(selected, "csv"),
                           mime="text/csv", on_click="ignore", icon=":material/download:",
                           help="Every shown row (all pages), every export field")
-downloads.download_button("JSON", data=lambda: tables.to_json(shown, engine), file_name="compile_lab_results.json",
+downloads.download_button("JSON", data=lambda: tables.to_json(shown, engine), file_name=tables.download_name(selected, "json"),
                           mime="application/json", on_click="ignore", icon=":material/download:",
                           help="Every shown row as `python -m runner export --format json` records")
 

@@ -114,6 +114,13 @@ def test_json_download_is_the_export_record(engine, synthetic):
     assert csv.splitlines()[0].split(",") == list(RECORD_FIELDS) and len(csv.splitlines()) == len(shown) + 1
 
 
+def test_download_names_say_what_the_file_holds():
+    assert tables.download_name({}, "csv") == "compile_lab_results.csv"
+    assert tables.download_name({"sweep": ["#12 modes on ComplexModel"], "model": ["complexnet"], "mode": [],
+                                 "dynamic": ["none"]}, "json") == "compile_lab_sweep12_complexnet_dynamic-none.json"
+    assert tables.download_name({"model": ["a/b c"]}, "csv") == "compile_lab_a-b-c.csv"
+
+
 def test_filters_keep_rows_without_an_environment(synthetic):
     df = synthetic.copy()
     df.loc[df.index[0], "torch_version"] = None
