@@ -294,7 +294,10 @@ def filter_options(df: pd.DataFrame, col: str) -> list:
 
 def apply_filters(df: pd.DataFrame, selected: dict[str, list]) -> pd.DataFrame:
     """Keep rows whose value is among the chosen ones (empty choice: all). Rows with no environment
-    (jobs that failed before measuring on an unknown worker) stay under the environment filters."""
+    (jobs that failed before measuring on an unknown worker) stay under the environment filters. With no
+    filter set, `df` itself (no copy of every row on each rerun)."""
+    if not any(selected.values()):
+        return df
     mask = pd.Series(True, index=df.index)
     for col, values in selected.items():
         if not values:

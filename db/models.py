@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from datetime import datetime, timezone
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
@@ -55,6 +55,9 @@ class Sweep(Base):
 
 class Job(Base):
     __tablename__ = "jobs"
+    # the dashboard's data version (count and newest finish of the finished jobs) on every rerun: read from
+    # this index alone, not from 100k table rows (27 -> 11 ms at 100k jobs)
+    __table_args__ = (Index("ix_jobs_status_finished_at", "status", "finished_at"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     sweep_id: Mapped[int] = mapped_column(ForeignKey("sweeps.id"), index=True)

@@ -61,22 +61,34 @@ def filters_ui(df) -> dict:
     return selected
 
 
-def summary(shown) -> None:
-    ok = shown["status"] == "succeeded"
-    cancelled = shown["status"] == "cancelled"
-    speedups = shown.loc[ok, "speedup"]
+@st.cache_resource(max_entries=16, show_spinner=False)
+def view_facts(key: tuple, _shown) -> dict:
+    """The counts, headline numbers, timing methods and models of a view: built once per view (`key`),
+    not on every rerun (each is a pass over up to 100k rows)."""
+    ok = _shown["status"] == "succeeded"
+    cancelled = _shown["status"] == "cancelled"
+    speedups = _shown.loc[ok, "speedup"].dropna()
+    measured = _shown[~cancelled]  # a cancelled sweep has nothing to plot
+    pool = measured if len(measured) else _shown
+    return {"jobs": len(_shown), "succeeded": int(ok.sum()), "failed": int((~ok & ~cancelled).sum()),
+            "cancelled": int(cancelled.sum()), "median": speedups.median() if len(speedups) else None,
+            "best": speedups.max() if len(speedups) else None, "methods": tables.timing_methods(_shown),
+            "models": sorted(_shown["model"].unique()), "plottable": set(measured["model"]),
+            "newest": pool.loc[pool["job_id"].idxmax(), "model"] if len(pool) else None}  # no sort per rerun
+
+
+def summary(facts: dict) -> None:
     c = st.columns(5)
-    c[0].metric("Jobs shown", f"{len(shown):,}")
-    c[1].metric("Succeeded", f"{int(ok.sum()):,}")
-    c[2].metric("Did not succeed", f"{int((~ok & ~cancelled).sum()):,}",
-                delta=f"+ {int(cancelled.sum()):,} cancelled" if cancelled.any() else None, delta_color="off",
+    c[0].metric("Jobs shown", f"{facts['jobs']:,}")
+    c[1].metric("Succeeded", f"{facts['succeeded']:,}")
+    c[2].metric("Did not succeed", f"{facts['failed']:,}",
+                delta=f"+ {facts['cancelled']:,} cancelled" if facts["cancelled"] else None, delta_color="off",
                 delta_arrow="off", help="Failed, timed out or crashed. Cancelled jobs are not counted: a person "
                                         "stopped them, so they say nothing about their configuration.")
-    c[3].metric("Median speedup", f"{speedups.median():.2f}×" if speedups.notna().any() else "–")
-    c[4].metric("Best speedup", f"{speedups.max():.2f}×" if speedups.notna().any() else "–")
-    methods = tables.timing_methods(shown)
-    if methods:
-        st.caption("Timing: " + "; ".join(methods) + ". " + NOISY_NOTE)
+    c[3].metric("Median speedup", "–" if facts["median"] is None else f"{facts['median']:.2f}×")
+    c[4].metric("Best speedup", "–" if facts["best"] is None else f"{facts['best']:.2f}×")
+    if facts["methods"]:
+        st.caption("Timing: " + "; ".join(facts["methods"]) + ". " + NOISY_NOTE)
 
 
 def frame_key(df) -> tuple:
@@ -253,14 +265,11 @@ def roofline_plot(shown, key: tuple, engine) -> None:
                    "work is all bytes, so its roofline is the copy bandwidth): " + parts["off"])
 
 
-def model_choice(shown, per_model: bool) -> str:
+def model_choice(facts: dict, per_model: bool) -> str:
     """The model whose plots the Speedup, First call and Repeats tabs draw: the newest job's at first;
     the URL's `plot` names the one shown, so a copied link keeps showing it. Greyed out on the tabs
     that show every model in view."""
-    models = sorted(shown["model"].unique())
-    measured = shown[shown["status"] != "cancelled"]  # a cancelled sweep has nothing to plot
-    pool = measured if len(measured) else shown
-    newest = pool.loc[pool["job_id"].idxmax(), "model"]  # no sort of every row on each rerun
+    models, newest = facts["models"], facts["newest"]
     if len(models) == 1:
         return newest
     state.url_choice("plot", models, newest)
@@ -326,7 +335,9 @@ if df.empty:
 
 selected = filters_ui(df)
 shown = tables.apply_filters(df, selected)
-summary(shown)
+key = view_key(df, selected)
+facts = view_facts(key, shown)
+summary(facts)
 if shown.empty:
     st.warning("No job matches these filters.")
     st.stop()
@@ -341,22 +352,20 @@ downloads.download_button("JSON", data=lambda: tables.to_json(shown, engine), fi
                           mime="application/json", on_click="ignore", icon=":material/download:",
                           help="Every shown row as `python -m runner export --format json` records")
 
-key = view_key(df, selected)
-bad = tables.failures(shown)
 speed_tab, launch_tab, repeat_tab, roofline_tab, fail_tab, table_tab = st.tabs(
     TABS, key="view", bind="query-params", width="stretch")
 with picker:  # always drawn (a widget that is not drawn loses its state); idle on the all-model tabs
-    model = model_choice(shown, per_model=bool(speed_tab.open or launch_tab.open or repeat_tab.open))
+    model = model_choice(facts, per_model=bool(speed_tab.open or launch_tab.open or repeat_tab.open))
 
 if speed_tab.open:
     with speed_tab:
-        if not (shown["model"].eq(model) & shown["status"].ne("cancelled")).any():
+        if model not in facts["plottable"]:
             st.info(f"Nothing to plot for {model}: its jobs in view were all cancelled (they are listed under "
                     "**Failures**).", icon=":material/info:")
         else:
             plots(speed_figures(key, shown, model, state.store()))
-        if not bad.empty:
-            st.caption(f"{len(bad):,} jobs in view did not succeed: marked on the plots as red ✕ with their count "
+        if facts["failed"]:
+            st.caption(f"{facts['failed']:,} jobs in view did not succeed: marked on the plots as red ✕ with their count "
                        "(hover for the reasons) and listed under **Failures**.")
 if launch_tab.open:
     with launch_tab:
