@@ -78,11 +78,17 @@ def _finish(df: pd.DataFrame) -> pd.DataFrame:
     if "has_schedule" in df.columns:
         df["has_schedule"] = df["has_schedule"].fillna(False).astype(bool)
     if "sweep" in df.columns:
-        names = df["sweep"].fillna("")
         df["sweep_id"] = df["sweep_id"].astype("int64")
-        # the label the sweep pickers use (db.views.SweepSummary.label): "#id name-or-model"
-        df["sweep_label"] = "#" + df["sweep_id"].astype(str) + " " + names.where(names != "", df["model"])
-        df["sweep"] = names.where(names != "", "sweep " + df["sweep_id"].astype(str))
+        # built once per sweep, not per row (100k jobs are a few thousand sweeps): the label the sweep pickers
+        # use (db.views.SweepSummary.label), "#id name-or-model", and "sweep id" for an unnamed sweep
+        codes, ids = pd.factorize(df["sweep_id"])
+        first = pd.Series(np.arange(len(df))).groupby(codes).first().to_numpy() if len(df) else []
+        names = [n if isinstance(n, str) else "" for n in df["sweep"].to_numpy(dtype=object)[first]]
+        models = df["model"].to_numpy(dtype=object)[first]
+        label = np.array([f"#{i} {n or m}" for i, n, m in zip(ids, names, models)], dtype=object)
+        shown = np.array([n or f"sweep {i}" for i, n in zip(ids, names)], dtype=object)
+        df["sweep_label"] = _objects(label[codes] if len(df) else [])
+        df["sweep"] = _objects(shown[codes] if len(df) else [])
     if "fullgraph" in df.columns:
         df["fullgraph"] = df["fullgraph"].map({True: "true", False: "false"})
     if "model_args" in df.columns:
@@ -272,9 +278,13 @@ def _finished_again(old: pd.DataFrame, new: pd.DataFrame) -> pd.Series:
 
 
 def _map_unique(series: pd.Series, fn) -> pd.Series:
-    """Apply fn once per distinct value (100k rows hold a handful of distinct JSON texts)."""
-    uniques = series.dropna().unique()
-    return series.map({u: fn(u) for u in uniques})
+    """Apply fn once per distinct value (100k rows hold a handful of distinct JSON texts); missing stays
+    missing. An object column, like the others (no inferred string dtype to convert to)."""
+    codes, uniques = pd.factorize(series)
+    mapped = np.empty(len(uniques) + 1, dtype=object)  # the last slot: code -1, a missing value
+    mapped[:-1] = [fn(u) for u in uniques]
+    mapped[-1] = None
+    return pd.Series(mapped[codes], index=series.index, dtype=object)
 
 
 def _args_text(text: str) -> str:
