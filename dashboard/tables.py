@@ -17,7 +17,8 @@ import pandas as pd
 from db.results import RECORD_FIELDS, DETAIL_FIELDS
 from dashboard import snapshot
 from db import views
-from db.views import FIRST_CALL_FIELDS, FRAME_FIELDS, INTEGER_COLUMNS, LAZY_FIELDS, VIEW_FIELDS, ResultRows
+from db.views import (FIRST_CALL_FIELDS, FRAME_FIELDS, INTEGER_COLUMNS, LAZY_FIELDS, ROOFLINE_FIELDS, VIEW_FIELDS,
+                      ResultRows)
 
 JSON_COLUMNS = ("model_args", "schedule") + DETAIL_FIELDS
 FILTERS = {  # column -> label; every one is a URL query parameter on the Results page
@@ -433,7 +434,8 @@ def failures(df: pd.DataFrame, cancelled: bool = False) -> pd.DataFrame:
 DENSE = 0.5  # complete(): rows that fill at least this share of the job ids they span are read by id range
 
 
-def complete(df: pd.DataFrame, engine=None, fields=VIEW_FIELDS + FIRST_CALL_FIELDS + LAZY_FIELDS) -> pd.DataFrame:
+def complete(df: pd.DataFrame, engine=None,
+             fields=VIEW_FIELDS + FIRST_CALL_FIELDS + ROOFLINE_FIELDS + LAZY_FIELDS) -> pd.DataFrame:
     """These rows with `fields` (by default every export field). The bulk frame holds what filters and
     counts use (db.views.FRAME_FIELDS); the rest is read here for these rows only: a model's plots
     (VIEW_FIELDS), a table page, a comparison, a download. Finished jobs never change, so what is read

@@ -48,10 +48,12 @@ LAZY_FIELDS = ("worker", "created_at", "attempts", "graph_count", "graph_breaks"
                "peak_mem_eager_mb", "peak_mem_compiled_mb", "max_abs_error", "rel_error",
                "accuracy_ok", "triton_version", "cuda_version", "hostname", "graph_break_reasons",
                "recompile_reasons", "compile_phases_s", "speedup_p10", "speedup_p90")
-# the First call tab alone draws the compile breakdown: read there, not for every model view
+# the First call tab alone draws the compile breakdown, the Roofline tab alone the roofline: each reads its
+# own, not every model view
 FIRST_CALL_FIELDS = ("compile_breakdown_s",)
-VIEW_FIELDS = tuple(f for f in RECORD_FIELDS if f not in FRAME_FIELDS + LAZY_FIELDS + FIRST_CALL_FIELDS) + (
-    "has_schedule",)
+ROOFLINE_FIELDS = ("flops", "min_bytes", "achieved_tflops", "achieved_gbps", "roofline_bound", "roofline_pct", "mfu")
+VIEW_FIELDS = tuple(f for f in RECORD_FIELDS if f not in FRAME_FIELDS + LAZY_FIELDS + FIRST_CALL_FIELDS
+                    + ROOFLINE_FIELDS) + ("has_schedule",)
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,8 @@ def test_labels_cover_every_spec_error_field():
 @pytest.fixture
 def synthetic(engine):
     fill(engine, 300, seed=3, device="cuda")
-    return tables.load_frame(engine, fields=views.FRAME_FIELDS + views.VIEW_FIELDS + views.FIRST_CALL_FIELDS)[0]
+    return tables.load_frame(engine, fields=views.FRAME_FIELDS + views.VIEW_FIELDS + views.FIRST_CALL_FIELDS
+                             + views.ROOFLINE_FIELDS)[0]
 
 
 def test_results_frame_has_every_export_field_and_keeps_failures(engine, synthetic):

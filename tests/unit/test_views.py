@@ -73,6 +73,7 @@ def test_result_rows_hold_every_finished_job_and_its_failure(engine, lab):
     assert ok["sweep"] == "dyn"
     # every finished job's frame holds what filters and counts need; the rest is read by job id
     assert set(RECORD_FIELDS) == (set(views.FRAME_FIELDS) | set(views.VIEW_FIELDS) | set(views.FIRST_CALL_FIELDS)
+                                  | set(views.ROOFLINE_FIELDS)
                                   | set(views.LAZY_FIELDS)) - {"has_schedule"}
     assert "speedup" in views.FRAME_FIELDS and "eager_ms" not in views.result_rows(engine).columns
     assert rows.version == views.data_version(engine)
