@@ -292,6 +292,13 @@ def sweeps(engine: Engine, limit: int = 1000) -> list[SweepSummary]:
             for r in rows]
 
 
+def sweeps_named(engine: Engine, name: str) -> list[tuple[int, datetime]]:
+    """(id, created_at) of the sweeps already called `name`, newest first."""
+    with reading(engine) as s:
+        return [tuple(r) for r in s.execute(select(Sweep.id, Sweep.created_at).where(Sweep.name == name)
+                                            .order_by(Sweep.id.desc())).all()]
+
+
 def job_rows(engine: Engine, sweep_ids: Iterable[int] | None = None, statuses: Iterable[str] | None = None,
              limit: int = 500) -> list[dict]:
     """The newest jobs for the Queue page: status, attempts, elapsed time, worker, phase and progress."""

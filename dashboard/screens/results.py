@@ -226,6 +226,11 @@ def repeat_spread(rep: dict | None) -> None:
                    "(`--repeat N`) to see how far its numbers move from run to run, and which modes that leaves "
                    "apart.")
         return
+    runs, noisy = int(rep["summary"]["runs"].sum()), int(rep["summary"]["noisy runs"].sum())
+    if noisy * 2 > runs:
+        st.warning(f"{noisy} of {runs} repeated runs were noisy (a spread over 5% inside the job): their ranges are "
+                   "wide, so *not separable* may only mean the machine was busy, and a *separated* verdict rests on "
+                   "noisy numbers. Repeat on a quiet machine before reading much into these.", icon=":material/warning:")
     left, right = st.columns([3, 2])
     left.plotly_chart(rep["figure"], key="plot_repeats")
     if len(rep["groups"]) > REPEAT_GROUPS:
@@ -271,6 +276,7 @@ def model_choice(facts: dict, per_model: bool) -> str:
     that show every model in view."""
     models, newest = facts["models"], facts["newest"]
     if len(models) == 1:
+        state.write_url_choice("plot", None)  # a link's ?plot= names no choice here: not left in the URL
         return newest
     state.url_choice("plot", models, newest)
     model = st.segmented_control("Plots for model", models, key="plot", disabled=not per_model,

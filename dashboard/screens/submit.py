@@ -149,6 +149,12 @@ def sweep_form(catalog: dict, devices: set) -> None:
         name = st.text_input("Sweep name", key=KEYS["name"], max_chars=200, persist_state="session")
         if name:
             st.session_state.pop("preset_name_cleared", None)
+            mine = {sweep_id for sweep_id, _ in st.session_state.get("submitted") or []}  # just sent from here
+            same = [(i, t) for i, t in views.sweeps_named(state.engine(), name.strip()) if i not in mine]
+            if same:  # allowed (the same experiment run again), but the pickers then tell them apart by number
+                st.caption(f"{len(same)} sweep{'s are' if len(same) > 1 else ' is'} already named “{name.strip()}” "
+                           f"(newest #{same[0][0]}, {same[0][1]:%Y-%m-%d %H:%M} UTC): this one gets its own number, "
+                           "which the Results and Compare pickers show beside the name.")
         elif st.session_state.get("preset_name_cleared"):
             st.caption("The preset's sweep name was cleared: the form no longer is that preset.")
         slots["name"] = st.empty()

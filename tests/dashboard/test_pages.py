@@ -140,6 +140,19 @@ def test_an_edited_preset_no_longer_carries_its_name(worker):
     assert {r["sweep"] for r in export_records(worker)} == {"my own"}
 
 
+def test_a_sweep_name_already_taken_is_pointed_out(worker):
+    """Two sweeps may share a name (the same experiment again); the form says so and how they are told apart."""
+    at = ok(page("submit", preset="static-vs-dynamic"))
+    ok(at.button(key="f_submit").click().run())
+    assert not any("already named" in t for t in texts(at.caption))  # the sweep just sent from here is not news
+    at = ok(page("submit", preset="static-vs-dynamic"))  # another visit, the same preset and name
+    [note] = [t for t in texts(at.caption) if "already named" in t]
+    assert "1 sweep is already named “static vs dynamic 32→64” (newest #1" in note
+    ok(at.button(key="f_submit").click().run())
+    [note] = [t for t in texts(at.caption) if "already named" in t]  # the other one still is
+    assert "(newest #1" in note and {r["sweep_id"] for r in export_records(worker)} == {1, 2}
+
+
 def test_whole_model_vs_function_level_preset_is_two_sweeps(worker):
     at = ok(page("submit"))
     ok(at.button_group(key="preset").set_value("whole-vs-functions").run())
@@ -329,6 +342,25 @@ def _blocks(node):
     yield node
     for child in getattr(node, "children", {}).values():
         yield from _blocks(child)
+
+
+def test_a_plot_choice_that_names_no_choice_leaves_the_link(results):
+    at = ok(page("results", model="mlp", plot="sincos"))  # one model in view: there is no picker
+    assert "plot" not in at.query_params and at.get("plotly_chart")
+
+
+def test_repeats_mostly_noisy_carry_a_caveat(results):
+    import streamlit as st
+    from sqlalchemy import text
+
+    at = ok(page("results", plot="complexnet", view="Repeats"))
+    assert not any("repeated runs were noisy" in w.value for w in at.warning)
+    with results.begin() as conn:  # as if the runs had been noisy (a finished job never changes: start afresh)
+        conn.execute(text("UPDATE results SET noisy = 1"))
+    st.cache_resource.clear()
+    at = ok(page("results", plot="complexnet", view="Repeats"))
+    [warning] = [w.value for w in at.warning if "repeated runs were noisy" in w.value]
+    assert warning.startswith("24 of 24 repeated runs were noisy")
 
 
 def test_results_filters_behind_more_filters_are_named_on_it(results):
