@@ -14,13 +14,13 @@ import threading
 import numpy as np
 import pandas as pd
 
-from db.results import RECORD_FIELDS, DETAIL_FIELDS
+from db.results import DETAIL_FIELDS, RECORD_FIELDS, records_csv
 from dashboard import snapshot
 from db import views
 from db.views import (FIRST_CALL_FIELDS, FRAME_FIELDS, INTEGER_COLUMNS, LAZY_FIELDS, ROOFLINE_FIELDS, VIEW_FIELDS,
                       ResultRows)
 
-JSON_COLUMNS = ("model_args", "schedule") + DETAIL_FIELDS
+JSON_COLUMNS = ("model_args", "schedule") + tuple(f for f in DETAIL_FIELDS if f not in views.DETAIL_NUMBERS)
 FILTERS = {  # column -> label; every one is a URL query parameter on the Results page
     "sweep": "Sweep", "model": "Model", "backend": "Backend", "mode": "Mode", "dynamic": "Dynamic",
     "fullgraph": "Fullgraph", "cache": "Compile cache", "device": "Device", "dtype": "dtype",
@@ -476,12 +476,19 @@ def export_columns(df: pd.DataFrame, engine=None) -> pd.DataFrame:
 
 
 def to_csv(df: pd.DataFrame, engine=None) -> str:
-    return export_columns(df, engine).to_csv(index=False)
+    """The shown rows as `python -m runner export --format csv` writes them (the same function)."""
+    return records_csv(export_rows(df, engine))
 
 
 def to_json(df: pd.DataFrame, engine=None) -> str:
     """The shown rows as `python -m runner export --format json` records (JSON fields parsed, dynamic as
     null/true/false)."""
+    return json.dumps(export_rows(df, engine), indent=1, default=str)
+
+
+def export_rows(df: pd.DataFrame, engine=None) -> list[dict]:
+    """The shown rows as export records (db.results.export_records' types: JSON fields parsed, dynamic and
+    fullgraph as None / True / False, times as ISO text)."""
     out = export_columns(df, engine).copy()
     for col in JSON_COLUMNS:
         out[col] = _map_unique(out[col], json.loads).where(out[col].notna(), None)
@@ -489,8 +496,7 @@ def to_json(df: pd.DataFrame, engine=None) -> str:
     out["fullgraph"] = out["fullgraph"].map({"true": True, "false": False})
     for col in ("created_at", "finished_at"):
         out[col] = out[col].map(lambda t: t.isoformat() if pd.notna(t) else None)
-    records = out.astype(object).where(out.notna(), None).to_dict(orient="records")
-    return json.dumps(records, indent=1, default=str)
+    return out.astype(object).where(out.notna(), None).to_dict(orient="records")
 
 
 # -- issue 5: trust in a number, where the first call goes, device time vs host latency ----------------

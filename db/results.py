@@ -1,6 +1,9 @@
 """Result queries: the export record (one flat dict per job) shared by `export`, the dashboard and tests."""
 from __future__ import annotations
 
+import csv
+import io
+import json
 from dataclasses import fields
 from typing import Iterable
 
@@ -18,6 +21,17 @@ IDENTITY_FIELDS = ("job_id", "sweep_id", "sweep", "status", "error", "attempts",
 DETAIL_FIELDS = ("graph_break_reasons", "recompile_reasons", "compile_phases_s", "compile_breakdown_s", "cache_hits",
                  "speedup_p10", "speedup_p90")
 RECORD_FIELDS = IDENTITY_FIELDS + SPEC_FIELDS + RESULT_SCALARS + DETAIL_FIELDS
+
+
+def records_csv(records: Iterable[dict]) -> str:
+    """Export records as CSV, one column per RECORD_FIELDS name; JSON fields as JSON text. The CLI's
+    `export --format csv` and the dashboard's CSV download are both this, so the two files agree."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(RECORD_FIELDS), extrasaction="ignore")
+    writer.writeheader()
+    for r in records:
+        writer.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()})
+    return buf.getvalue()
 
 
 def export_records(engine: Engine, job_ids: Iterable[int] | None = None, sweep_ids: Iterable[int] | None = None,

@@ -34,6 +34,8 @@ from db.spec import stored_spec
 _SPEC_TEXT = ("model", "task", "device", "dtype", "backend", "mode", "cache")
 _SPEC_INT = ("batch_size", "iters", "timeout_s")
 _SPEC_JSON = ("model_args", "schedule")
+# detail fields that are numbers: read as floats (a cast to text would keep 15 digits and hand out strings)
+DETAIL_NUMBERS = ("speedup_p10", "speedup_p90")
 NUMBER_COLUMNS = tuple(c.name for c in Result.__table__.columns
                        if c.name in RESULT_SCALARS and isinstance(c.type, (Float, Integer)))
 INTEGER_COLUMNS = ("attempts",) + _SPEC_INT + tuple(
@@ -97,6 +99,8 @@ def _column(name: str):
         col = func.coalesce(getattr(Result, name), Worker.capabilities[name].as_string())
     elif name in RESULT_SCALARS:
         col = getattr(Result, name)
+    elif name in DETAIL_NUMBERS:
+        col = Result.detail[name].as_float()
     elif name in DETAIL_FIELDS:
         col = Result.detail[name].as_string()
     elif name == "has_schedule":
@@ -212,7 +216,7 @@ def result_rows(engine: Engine, statuses: Iterable[str] = TERMINAL, sweep_ids: I
             columns[n] = [datetime.fromisoformat(x) if x is not None else None for x in columns[n]]
     if "fullgraph" in columns:
         columns["fullgraph"] = [None if x is None else bool(x) for x in columns["fullgraph"]]
-    numbers = tuple(n for n in names if n in NUMBER_COLUMNS or n in INTEGER_COLUMNS or n in ("job_id", "sweep_id"))
+    numbers = tuple(n for n in names if n in NUMBER_COLUMNS + INTEGER_COLUMNS + DETAIL_NUMBERS + ("job_id", "sweep_id"))
     return ResultRows(columns, numbers, version)
 
 

@@ -6,8 +6,6 @@ edge: one line on stderr and exit code 2, with nothing stored.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import logging
 import sys
@@ -16,7 +14,7 @@ from pathlib import Path
 from db import queue
 from db.engine import DatabaseError, describe, get_engine, resolve_url
 from db.models import JobStatus, utcnow
-from db.results import RECORD_FIELDS, export_records
+from db.results import export_records, records_csv
 from db.spec import SpecError, SweepRequest, split_sizes
 from runner import zoo
 from runner.gpus import GpuError
@@ -253,12 +251,7 @@ def cmd_export(args) -> int:
     if args.format == "json":
         text = json.dumps(records, indent=1, default=str)
     else:
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=list(RECORD_FIELDS), extrasaction="ignore")
-        writer.writeheader()
-        for r in records:
-            writer.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()})
-        text = buf.getvalue()
+        text = records_csv(records)
     if args.output:
         Path(args.output).write_text(text)
         print(f"{len(records)} record(s) written to {args.output}", file=sys.stderr)
