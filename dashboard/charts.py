@@ -22,6 +22,11 @@ CALL_COLORS = {"eager first call": "#7f7f7f", "compiled first call (compile + ru
                "compiled second call": "#1f77b4"}
 
 
+def _text(series: pd.Series) -> pd.Series:
+    """Values as text, a missing one as "(none)" (astype(str) keeps it missing: no colour, no group)."""
+    return series.astype(object).where(series.notna(), "(none)").astype(str)
+
+
 def colors(labels) -> dict:
     palette = px.colors.qualitative.D3 + px.colors.qualitative.Set2 + px.colors.qualitative.Pastel
     return {label: palette[i % len(palette)] for i, label in enumerate(sorted(set(labels)))}
@@ -309,13 +314,13 @@ def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") ->
     placed["mfu_text"] = ("<br>MFU " + placed["mfu"].map("{:.1%}".format)).where(placed["mfu"].notna(), "")
     placed["noisy_text"] = (" · ⚠ " + placed["noisy_runs"].astype(int).astype(str) + " noisy").where(
         placed["noisy_runs"] > 0, "")
-    palette = colors(placed[color_by].astype(str))
+    palette = colors(_text(placed[color_by]))
     names = sorted(placed["device_name"].dropna().unique())
     symbol = {d: DEVICE_SYMBOLS[i % len(DEVICE_SYMBOLS)] if len(names) > 1 else "circle" for i, d in enumerate(names)}
     hover = ("<b>%{customdata[0]}</b><br>%{x:,.3~r} FLOP/byte · %{y:,.3~r} TFLOP/s · %{customdata[1]:,.0f} GB/s"
              "<br>%{customdata[2]}%{customdata[3]}<br>compiled %{customdata[4]:.4g} ms · %{customdata[5]} run(s)"
              "%{customdata[6]}<extra></extra>")
-    for key, sub in placed.groupby(placed[color_by].astype(str), sort=True):
+    for key, sub in placed.groupby(_text(placed[color_by]), sort=True):
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=key, legendgroup=key,  # its legend entry
                                  marker=dict(size=11, color=palette[key])))
         for (device, noisy), part in sub.groupby([sub["device_name"], sub["noisy_runs"] > 0], sort=True):

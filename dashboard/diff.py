@@ -44,13 +44,19 @@ def environment(rows: pd.DataFrame) -> dict:
     return {col: ", ".join(sorted(rows[col].dropna().astype(str).unique())) for col in ENV if col in rows}
 
 
+# compile settings a comparison may be about; the batch size is the workload (bs 8 against bs 16 is not
+# "B is faster"), so it is always matched on
+SETTINGS = ("backend", "mode", "dynamic", "fullgraph")
+
+
 def compared(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, tuple[str, str]]:
-    """The settings of MATCH that set the two sweeps apart: each sweep ran one value of it, and the values
-    differ (A ran default, B reduce-overhead). That is what the comparison is about, so jobs are not
-    matched on it: {field: (A's value, B's value)}."""
+    """The compile settings that set the two sweeps apart: each sweep ran one value of it (a job without
+    the value counts as another), and the values differ (A ran default, B reduce-overhead). That is what
+    the comparison is about, so jobs are not matched on it: {field: (A's value, B's value)}."""
     out = {}
-    for col in MATCH:
-        va, vb = a[col].dropna().astype(str).unique(), b[col].dropna().astype(str).unique()
+    for col in SETTINGS:
+        va, vb = a[col].astype(object).fillna("(none)").astype(str).unique(), \
+            b[col].astype(object).fillna("(none)").astype(str).unique()
         if len(va) == 1 and len(vb) == 1 and va[0] != vb[0]:
             out[col] = (va[0], vb[0])
     return out

@@ -165,6 +165,7 @@ class ResultStore:
         self.pages_asked = False  # a page called frame() (warm() then leaves the snapshot to the page)
         self._extra: dict[tuple, pd.DataFrame] = {}  # complete(): fields -> the rows read so far (job_id + fields)
         self._extra_lock = threading.Lock()
+        self._generation = 0  # moves when _forget drops rows: a complete() read begun before then is not kept
 
     def frame(self, page: bool = True) -> pd.DataFrame:
         if page:
@@ -221,22 +222,29 @@ class ResultStore:
         if not fields:
             return df
         with self._extra_lock:
-            held = self._extra.get(fields)
+            held, generation = self._extra.get(fields), self._generation
         need = df if held is None else df[~df["job_id"].isin(held["job_id"])]
         if len(need):
             got = complete(need[["job_id"]], self.engine, fields)
             with self._extra_lock:
-                held = self._extra.get(fields)
-                held = got if held is None else pd.concat([held, got[~got["job_id"].isin(held["job_id"])]],
-                                                          ignore_index=True)
-                self._extra[fields] = held
+                if self._generation != generation:  # jobs were read again meanwhile: this read may predate them
+                    held = got if held is None else pd.concat([held, got], ignore_index=True).drop_duplicates(
+                        "job_id", keep="last")  # used for this call only, not kept
+                else:
+                    held = self._extra.get(fields)
+                    held = got if held is None else pd.concat([held, got[~got["job_id"].isin(held["job_id"])]],
+                                                              ignore_index=True)
+                    self._extra[fields] = held
         out = df.merge(held[held["job_id"].isin(df["job_id"])], on="job_id", how="left", validate="one_to_one")
         out.index = df.index
         return _add_cache_state(out) if "cache_hits" in fields else out
 
     def _forget(self, job_ids) -> None:
         """Drop what complete() holds for these jobs (all jobs: None): they were read again."""
+        if job_ids is not None and len(job_ids) == 0:
+            return
         with self._extra_lock:
+            self._generation += 1
             if job_ids is None:
                 self._extra.clear()
             else:

@@ -28,7 +28,7 @@ from sqlalchemy import Engine, Float, Integer, Text, cast, func, select
 from db.engine import reading
 from db.models import RESULT_SCALARS, TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
 from db.results import DETAIL_FIELDS, ENV_FROM_WORKER, RECORD_FIELDS
-from db.spec import stored_spec
+from db.spec import SpecError, dynamic_name, parse_bool, parse_dynamic, stored_spec
 
 # spec fields stored as JSON objects/lists come back as JSON text (parsed only where shown)
 _SPEC_TEXT = ("model", "task", "device", "dtype", "backend", "mode", "cache")
@@ -112,18 +112,27 @@ def _column(name: str):
 
 def _spec_value(spec: dict, name: str):
     """One spec field as result_rows hands it out: text, an int, JSON text for model_args and schedule,
-    "none" / "true" / "false" for dynamic, a bool for fullgraph; None when the spec lacks it."""
+    "none" / "true" / "false" for dynamic, a bool for fullgraph; None when the spec lacks it. Read as the
+    worker reads it (db.spec's parsers: "false" is false); a value the worker would refuse (the job failed
+    on it) is shown as written for dynamic, and as None where a number or a bool belongs."""
     value = spec.get(name)
     if name == "dynamic":
-        return "none" if value is None else "true" if value else "false"
+        try:
+            return dynamic_name(parse_dynamic(value))
+        except SpecError:
+            return str(value)
     if value is None:
         return None
     if name in _SPEC_JSON:
         return json.dumps(value, separators=(",", ":"))
     if name in _SPEC_INT:
-        return int(value)
+        return value if isinstance(value, int) and not isinstance(value, bool) else \
+            int(value) if isinstance(value, float) and value.is_integer() else None
     if name == "fullgraph":
-        return bool(value)
+        try:
+            return parse_bool(value, name)
+        except SpecError:
+            return None
     return str(value)
 
 
@@ -156,8 +165,8 @@ def rows_sql(engine: Engine, names: list[str], statuses: Iterable[str] = TERMINA
     # Through the status index, SQLite would gather the rows in status order and sort all of them (dozens of
     # columns) in a temp B-tree for ORDER BY id: ~0.7 s of 2 at 100k jobs, and 0.2 s for 25k jobs by id. An
     # expression the index does not cover makes it walk the table (or the ids asked for) in id order instead,
-    # with no sort; the sweep and finish-time filters keep their own indexes.
-    status = func.coalesce(Job.status, "")
+    # with no sort. What finished since a time is found through the (status, finished_at) index: a few rows.
+    status = Job.status if finished_since is not None else func.coalesce(Job.status, "")
     q = (select(*(_column(n) for n in names)).select_from(Job)
          .outerjoin(Sweep, Sweep.id == Job.sweep_id).outerjoin(Result, Result.job_id == Job.id)
          .outerjoin(Worker, Worker.id == Job.worker_id)

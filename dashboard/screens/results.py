@@ -70,10 +70,11 @@ def view_facts(key: tuple, _shown) -> dict:
     speedups = _shown.loc[ok, "speedup"].dropna()
     measured = _shown[~cancelled]  # a cancelled sweep has nothing to plot
     pool = measured if len(measured) else _shown
+    pool = pool[pool["model"].notna()]  # a spec stored without a model (the job failed on it) names none
     return {"jobs": len(_shown), "succeeded": int(ok.sum()), "failed": int((~ok & ~cancelled).sum()),
             "cancelled": int(cancelled.sum()), "median": speedups.median() if len(speedups) else None,
             "best": speedups.max() if len(speedups) else None, "methods": tables.timing_methods(_shown),
-            "models": sorted(_shown["model"].unique()), "plottable": set(measured["model"]),
+            "models": sorted(_shown["model"].dropna().unique()), "plottable": set(measured["model"].dropna()),
             "newest": pool.loc[pool["job_id"].idxmax(), "model"] if len(pool) else None}  # no sort per rerun
 
 

@@ -372,6 +372,30 @@ def test_results_filters_behind_more_filters_are_named_on_it(results):
     assert set(at.dataframe[-1].value["dtype"]) == {"float32"}
 
 
+def test_jobs_whose_stored_spec_the_worker_refused_do_not_break_a_page(results):
+    """A spec edited by hand (db.spec refuses it, so the job failed on it) is still a row: every tab and
+    Compare draw, and its settings read as the worker reads them."""
+    from sqlalchemy import text
+
+    from db import views
+
+    with results.begin() as conn:  # the worker refuses such a spec: the job fails, naming the field
+        conn.execute(text("UPDATE jobs SET spec = :s WHERE id = 1"), {"s": json.dumps(
+            {"model": "simplenet", "batch_size": "lots", "dynamic": "false", "fullgraph": "false"})})
+        conn.execute(text("UPDATE jobs SET spec = '[1, 2]' WHERE id = 2"))
+        conn.execute(text("UPDATE jobs SET status = 'failed', error = 'bad stored spec: batch_size' WHERE id IN (1, 2)"))
+        conn.execute(text("DELETE FROM results WHERE job_id IN (1, 2)"))
+    row = {k: v[0] for k, v in views.result_rows(results, job_ids=[1]).columns.items()}
+    assert row["batch_size"] is None and row["dynamic"] == "false" and row["fullgraph"] is False
+    for view in ("Speedup", "First call", "Repeats", "Roofline", "Failures", "Table"):
+        ok(page("results", view=view))
+    failures = ok(page("results", view="Failures")).dataframe[0].value
+    assert {1, 2} <= set(failures["job_id"])
+    ok(page("results", status="succeeded", plot="simplenet"))
+    ok(page("compare", a="1", b="2"))
+    ok(page("compare", kind="runs", ja="1", jb="2"))
+
+
 def test_results_without_data_points_to_submit(lab):
     at = ok(page("results"))
     assert any("No finished jobs yet" in t for t in texts(at.info))

@@ -432,6 +432,11 @@ def test_two_sweeps_that_differ_in_one_setting_are_compared_on_it():
     assert nums.loc[32, "mode"] == "default → reduce-overhead" and nums.loc[32, "status B"] == "succeeded"
     assert nums.loc[32, "compiled_ms A"] == pytest.approx(2.955) and nums.loc[32, "compiled_ms B"] == pytest.approx(2.885)
     assert nums.loc[8, "compiled_ms Δ%"] == pytest.approx(-50.0)
+    # the batch size is the workload, never what a comparison is about; a job without the setting is no value
+    assert diff.compared(a[a["batch_size"] == 8], b[b["batch_size"] == 32].assign(batch_size=16)) == {
+        "mode": ("default", "reduce-overhead")}
+    assert diff.compared(a.assign(fullgraph=["false", None, "false"]), b.assign(fullgraph="true")) == {
+        "mode": ("default", "reduce-overhead")}
     # a sweep of both modes against one of one: the modes are matched as before
     both_modes = pd.concat([a, b.assign(sweep_id=1)], ignore_index=True)
     assert diff.compared(both_modes, b) == {}

@@ -107,14 +107,20 @@ def test_finished_since_and_sweep_filter(engine, lab):
 
 
 def test_a_spec_is_decoded_once_per_distinct_text_and_tolerates_junk():
-    texts = ['{"model": "mlp", "batch_size": 8, "dynamic": true, "fullgraph": 1, "model_args": {"d": 4}}',
-             '{"model": "mlp", "batch_size": 8, "dynamic": true, "fullgraph": 1, "model_args": {"d": 4}}',
+    texts = ['{"model": "mlp", "batch_size": 8, "dynamic": true, "fullgraph": true, "model_args": {"d": 4}}',
+             '{"model": "mlp", "batch_size": 8, "dynamic": true, "fullgraph": true, "model_args": {"d": 4}}',
              "not json", None, "[1, 2]"]
     cols = {k: list(v) for k, v in views._spec_columns(
         texts, ["model", "batch_size", "dynamic", "fullgraph", "model_args", "schedule"]).items()}
     assert cols["model"] == ["mlp", "mlp", None, None, None] and cols["batch_size"] == [8, 8, None, None, None]
     assert cols["dynamic"] == ["true", "true", "none", "none", "none"] and cols["fullgraph"][0] is True
     assert cols["model_args"][0] == '{"d":4}' and cols["schedule"] == [None] * 5
+    # read as the worker reads it: "false" is false; a value it would refuse is no number, no bool
+    odd = ['{"batch_size": "lots", "iters": 2.0, "dynamic": "false", "fullgraph": "false"}',
+           '{"batch_size": [8], "dynamic": "sometimes", "fullgraph": 1}']
+    cols = {k: list(v) for k, v in views._spec_columns(odd, ["batch_size", "iters", "dynamic", "fullgraph"]).items()}
+    assert cols == {"batch_size": [None, None], "iters": [2, None], "dynamic": ["false", "sometimes"],
+                    "fullgraph": [False, None]}
 
 
 def test_data_version_moves_when_a_job_finishes(engine, lab):
