@@ -199,10 +199,11 @@ class Worker:
                     _tail(logfile)))
             except DBAPIError as e:  # the database refused the record itself (a value it cannot hold): the
                 # job still ends, failed with why, instead of the worker dying and the job running again
-                log.error("job %s: the database refused its outcome: %s", claim.job_id, _first_line(e))
+                why = _first_line(e)  # bound here: the lambda below must not depend on the except variable
+                log.error("job %s: the database refused its outcome: %s", claim.job_id, why)
                 stored = self._retry("record the refused outcome", lambda: queue.finish(
                     self.engine, claim.job_id, claim.token, JobStatus.FAILED,
-                    f"the database refused this job's {outcome.status.value} outcome: {_first_line(e)}", None,
+                    f"the database refused this job's {outcome.status.value} outcome: {why}", None,
                     _tail(logfile)))
             if stored is False:
                 log.warning("job %s: lease lost before the result was stored; nothing written", claim.job_id)
