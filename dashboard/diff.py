@@ -93,7 +93,22 @@ def numbers(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     return both[cols].sort_values(list(MATCH)).reset_index(drop=True)
 
 
-def long_form(nums: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+WORKLOAD = ("model", "model_args", "task", "device", "dtype")  # what eager runs; no compile setting changes it
+
+
+def same_workload(a, b) -> bool:
+    """Whether both sides ran one and the same eager workload (frames of jobs, or two records): then eager
+    is the control, and a change of eager between them is the machine (load, clocks, another host)."""
+    def values(side) -> set:
+        if isinstance(side, dict):
+            return {tuple(str(side.get(k)) for k in WORKLOAD)}
+        cols = [k for k in WORKLOAD if k in side]
+        return set(side[cols].astype(str).itertuples(index=False, name=None)) if len(cols) == len(WORKLOAD) else set()
+    va, vb = values(a), values(b)
+    return len(va) == 1 and va == vb
+
+
+def long_form(nums: pd.DataFrame, metrics: list[str], same_workload: bool = False) -> pd.DataFrame:
     """`numbers` as one row per (combination, metric): readable however many metrics are chosen."""
     rows = []
     for r in nums.to_dict(orient="records"):
@@ -101,15 +116,30 @@ def long_form(nums: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
         for metric in metrics:
             rows.append({**combo, "status A": r["status A"], "status B": r["status B"], "metric": metric,
                          "A": r[f"{metric} A"], "B": r[f"{metric} B"], "Δ%": r[f"{metric} Δ%"],
-                         "note": _note(metric, r[f"{metric} Δ%"], r["noise %"])})
+                         "note": _note(metric, r[f"{metric} Δ%"], r["noise %"],
+                                       r["eager_ms Δ%"] if same_workload else float("nan"))})
     return pd.DataFrame(rows, columns=[*MATCH, "status A", "status B", "metric", "A", "B", "Δ%", "note"])
 
 
-def _note(metric: str, change_pct: float, noise_pct: float) -> str:
-    """Why a change is no finding: it lies within the runs' own noise (steady-state numbers only)."""
-    if metric not in NOISE_METRICS or pd.isna(change_pct) or pd.isna(noise_pct):
+def _note(metric: str, change_pct: float, noise_pct: float, eager_pct: float = float("nan")) -> str:
+    """Why a change is no finding. It lies within the runs' own noise (steady-state numbers only). Or, with
+    one eager workload on both sides (`eager_pct`: eager's change), eager moved as well: eager runs no
+    compiled code, so its change is the machine (load, clocks, another host), and a compiled change of the
+    same size is that too (against eager, which is the speedup, it is no change)."""
+    if metric not in NOISE_METRICS or pd.isna(change_pct):
         return ""
-    return f"≈ within noise (spread {noise_pct:.0f}%)" if abs(change_pct) < NOISE_FACTOR * noise_pct else ""
+    if not pd.isna(noise_pct) and abs(change_pct) < NOISE_FACTOR * noise_pct:
+        return f"≈ within noise (spread {noise_pct:.0f}%)"
+    if pd.isna(eager_pct) or abs(change_pct) < NOTABLE * 100:
+        return ""
+    if metric == "eager_ms":
+        return "eager runs no compiled code: this is the machine (load, clocks, host), not the setting"
+    if metric == "compiled_ms":
+        against_eager = ((1 + change_pct / 100) / (1 + eager_pct / 100) - 1) * 100
+        floor = max(NOTABLE * 100, NOISE_FACTOR * noise_pct) if not pd.isna(noise_pct) else NOTABLE * 100
+        if abs(against_eager) < floor:
+            return f"≈ eager moved {eager_pct:+.0f}% too: the machine, not the setting (against eager {against_eager:+.1f}%)"
+    return ""
 
 
 def verdict(metric: str, change_pct: float, note: str = "") -> str:
@@ -124,13 +154,19 @@ def run_numbers(a: dict, b: dict) -> pd.DataFrame:
     rows = []
     spreads = [_number(r.get(k)) for r in (a, b) for k in ("eager_spread", "compiled_spread")]
     noise = 100.0 * max((x for x in spreads if not pd.isna(x)), default=float("nan"))
+    changes = {m: _change(_number(a.get(m)), _number(b.get(m))) for m in METRICS}
+    eager = changes["eager_ms"] if same_workload(a, b) else float("nan")
     for metric in METRICS:
         va, vb = (_number(r.get(metric)) for r in (a, b))
-        change = (vb / va - 1.0) * 100.0 if va else float("nan")  # NaN in, NaN out
-        rows.append({"metric": metric, "A": va, "B": vb, "Δ%": change, "note": _note(metric, change, noise)})
+        rows.append({"metric": metric, "A": va, "B": vb, "Δ%": changes[metric],
+                     "note": _note(metric, changes[metric], noise, eager)})
     # float columns: a missing number is NaN, which the table shows as "–" (None in an object column
     # was shown as "None")
     return pd.DataFrame(rows, columns=["metric", "A", "B", "Δ%", "note"])
+
+
+def _change(va: float, vb: float) -> float:
+    return (vb / va - 1.0) * 100.0 if va else float("nan")  # NaN in, NaN out
 
 
 def _number(value) -> float:

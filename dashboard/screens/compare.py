@@ -117,7 +117,7 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
                    "instead to set any two jobs side by side).")
     metrics = st.pills("Metrics", list(diff.METRICS), selection_mode="multi", key="metric", bind="query-params",
                        default=["speedup", "compiled_ms", "compiled_first_call_s"]) or ["speedup"]
-    table = diff.long_form(nums, metrics)
+    table = diff.long_form(nums, metrics, same_workload=diff.same_workload(rows_a, rows_b))
     judge = judged(by_id[a].request.get("model"), by_id[b].request.get("model"))
     st.dataframe(highlight_changes(table, judge=judge), hide_index=True, width="stretch",
                  height=min(fit(len(table)), 600))
@@ -126,7 +126,8 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
                + f"Jobs are matched on {', '.join(matched) or 'nothing else'}; medians over repeats. Δ% is B against A: green "
                f"where B is at least {diff.NOTABLE:.0%} better, red where worse; never for a steady-state change "
                f"smaller than {diff.NOISE_FACTOR:g}× the runs' spread (IQR / median of a job's round medians): inside "
-               "the noise it is no finding.")
+               "the noise it is no finding. With one eager workload on both sides, eager is the control: it runs no "
+               "compiled code, so when it moved, a compiled change of the same size is the machine, not the setting.")
     if both_ran.empty:
         return  # one side's bars alone compare nothing; an empty plot with made-up axes says nothing
     plot = pd.concat([nums.assign(sweep=f"A: {labels[a]}", speedup=nums["speedup A"]),

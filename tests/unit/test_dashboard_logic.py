@@ -443,6 +443,34 @@ def test_two_sweeps_that_differ_in_one_setting_are_compared_on_it():
     assert set(diff.numbers(both_modes, b)["mode"]) == {"default", "reduce-overhead"}
 
 
+def test_when_eager_moved_as_much_a_compiled_change_is_the_machine_not_the_setting():
+    """Two CPU sweeps of mlp bs 64 (this session, dynamic false vs true), run a minute apart: eager went from
+    14.51 to 8.43 ms and compiled from 14.95 to 8.71 ms, each job steady (spread 3%). Eager runs no compiled
+    code, so the -42% is the machine; compiled_ms must not be coloured as dynamic=true's win."""
+    def side(eager, compiled, **kw):
+        rest = {m: np.nan for m in diff.METRICS if m not in ("eager_ms", "compiled_ms", "speedup")}
+        return jobs(("default", compiled, eager), batch_size=64, eager_spread=0.03, compiled_spread=0.01,
+                    model="mlp", **kw).assign(**rest)
+    a, b = side(14.51, 14.95, dynamic="false"), side(8.427, 8.706, dynamic="true", sweep_id=2)
+    assert diff.same_workload(a, b)
+    table = diff.long_form(diff.numbers(a, b), ["eager_ms", "compiled_ms", "speedup"], same_workload=True)
+    notes = dict(zip(table["metric"], table["note"]))
+    assert notes["compiled_ms"].startswith("≈ eager moved -42% too: the machine, not the setting")
+    assert notes["eager_ms"].startswith("eager runs no compiled code") and notes["speedup"].startswith("≈ within noise")
+    assert all(diff.verdict(m, d, n) == "" for m, d, n in zip(table["metric"], table["Δ%"], table["note"]))
+    # compiled got faster while eager held: that is the setting, and it is coloured
+    c = side(14.40, 9.0, dynamic="true", sweep_id=3)
+    row = diff.long_form(diff.numbers(a, c), ["compiled_ms"], same_workload=True).iloc[0]
+    assert row["note"] == "" and diff.verdict("compiled_ms", row["Δ%"], row["note"]) == "better"
+    # another dtype is another eager workload: eager is no control there
+    assert not diff.same_workload(a, side(8.4, 8.7, dtype="bfloat16", sweep_id=4))
+    runs = diff.run_numbers({"model": "mlp", "model_args": {}, "task": "inference", "device": "cpu", "dtype": "float32",
+                             "eager_ms": 14.51, "compiled_ms": 14.95, "speedup": 0.97, "eager_spread": 0.03},
+                            {"model": "mlp", "model_args": {}, "task": "inference", "device": "cpu", "dtype": "float32",
+                             "eager_ms": 8.427, "compiled_ms": 8.706, "speedup": 0.968, "eager_spread": 0.03})
+    assert runs.set_index("metric").loc["compiled_ms", "note"].startswith("≈ eager moved -42% too")
+
+
 def test_a_change_inside_the_runs_noise_is_not_coloured_as_a_finding():
     """Seen in the walkthrough: two CPU runs with 5,000% spreads, speedup -11.6% coloured red. A steady-state
     change is called better or worse only when it is larger than twice the runs' spread; a large change
