@@ -528,6 +528,28 @@ def with_noise(agg: pd.DataFrame, view: pd.DataFrame) -> pd.DataFrame:
     return agg.merge(noise, on=["config", "batch_size"], how="left")
 
 
+def eager_drift(agg: pd.DataFrame, least: float = 0.10) -> dict | None:
+    """The largest gap between the eager medians of different configurations at one batch size (one eager
+    workload, `baseline`), when it exceeds `least` and twice the jobs' own spread. Eager runs no compiled
+    code, so such a gap is the machine changing between jobs (load, clocks): the latency lines of those
+    configurations are not comparable, their speedups (eager and compiled interleaved in one job) are.
+    None when eager held."""
+    ok = agg.dropna(subset=["eager_ms"])
+    if ok.empty:
+        return None
+    g = ok.groupby(["baseline", "batch_size"])["eager_ms"]
+    gap = (g.max() / g.min() - 1.0).dropna()
+    spread = ok.groupby(["baseline", "batch_size"])["max_spread"].max() if "max_spread" in ok else gap * 0
+    real = gap[(gap > least) & (gap > 2 * spread.reindex(gap.index).fillna(0))]
+    if real.empty:
+        return None
+    baseline, bs = real.idxmax()
+    rows = ok[(ok["baseline"] == baseline) & (ok["batch_size"] == bs)]
+    lo, hi = rows.loc[rows["eager_ms"].idxmin()], rows.loc[rows["eager_ms"].idxmax()]
+    return {"batch_size": bs, "gap": float(real.max()), "low_ms": float(lo["eager_ms"]), "low": lo["config"],
+            "high_ms": float(hi["eager_ms"]), "high": hi["config"]}
+
+
 def timing_methods(df: pd.DataFrame) -> list[str]:
     """The distinct timing methods of the succeeded jobs, each with its job count and samples per side."""
     ok = df.loc[(df["status"] == "succeeded") & df["timing_method"].notna(), ["timing_method", "samples_per_side"]]

@@ -127,6 +127,7 @@ def speed_figures(key: tuple, _shown, model: str, _store) -> dict:
     out["scheduled"] = len(with_schedule)
     out["recompiled"] = (agg.loc[agg["recompiled_runs"].fillna(0) > 0, "config"].nunique()
                          if "recompiled_runs" in agg else 0)
+    out["eager_drift"] = tables.eager_drift(agg)
     if len(with_schedule):
         newest = with_schedule.sort_values("job_id").tail(SCHEDULE_JOBS)
         sched = charts.schedule_frame(view, views.schedule_calls(_store.engine, newest["job_id"].tolist()))
@@ -188,6 +189,13 @@ def plots(parts: dict) -> None:
                      "the steady state switches between graphs. The Table has recompiles, measure_recompiles and "
                      "graph_breaks.")
     right.plotly_chart(parts["latency"], key="plot_latency")
+    drift = parts.get("eager_drift")
+    if drift:
+        right.caption(f"⚠ Eager moved between jobs: at bs {drift['batch_size']} it took {drift['low_ms']:.3g} ms in "
+                      f"the jobs of *{drift['low']}* and {drift['high_ms']:.3g} ms in those of *{drift['high']}* "
+                      f"(+{drift['gap']:.0%}). Eager runs no compiled code, so the machine changed (load, clocks) "
+                      "between those jobs: read these lines against each other with care; the speedup plot (eager "
+                      "and compiled timed in the same job) is not affected.")
     left, right = st.columns(2)
     left.plotly_chart(parts["warmup"], key="plot_warmup")
     right.plotly_chart(parts["break_even"], key="plot_break_even")

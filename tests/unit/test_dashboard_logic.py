@@ -471,6 +471,25 @@ def test_when_eager_moved_as_much_a_compiled_change_is_the_machine_not_the_setti
     assert runs.set_index("metric").loc["compiled_ms", "note"].startswith("≈ eager moved -42% too")
 
 
+def test_the_latency_plot_says_when_eager_moved_between_configurations():
+    """The same CPU jobs on Results: one eager line over both configurations hid that eager itself went from
+    14.5 to 8.4 ms, and the compiled lines looked like dynamic=true won by 40%."""
+    def rows(dynamic, eager, compiled, start):
+        df = jobs(("default", compiled, eager), batch_size=64, dynamic=dynamic, eager_spread=0.03,
+                  compiled_spread=0.01, measure_recompiles=0, cache_hits=None, error=None).assign(job_id=start)
+        return df.assign(**{c: np.nan for c in tables.NUMBERS if c not in df})
+    view = tables.label_series(pd.concat([rows("false", 14.51, 14.95, 1), rows("true", 8.427, 8.706, 2)],
+                                         ignore_index=True))
+    agg, _ = tables.summarize(view)
+    drift = tables.eager_drift(tables.with_noise(agg, view))
+    assert drift["batch_size"] == 64 and drift["gap"] == pytest.approx(14.51 / 8.427 - 1)
+    assert (drift["low"], drift["high"]) == ("dynamic=true", "dynamic=false")
+    steady = tables.label_series(pd.concat([rows("false", 14.51, 14.95, 1), rows("true", 14.2, 9.1, 2)],
+                                           ignore_index=True))
+    agg, _ = tables.summarize(steady)
+    assert tables.eager_drift(tables.with_noise(agg, steady)) is None  # 2% apart: eager held
+
+
 def test_a_change_inside_the_runs_noise_is_not_coloured_as_a_finding():
     """Seen in the walkthrough: two CPU runs with 5,000% spreads, speedup -11.6% coloured red. A steady-state
     change is called better or worse only when it is larger than twice the runs' spread; a large change
