@@ -92,7 +92,10 @@ class EmbeddedWorker:
         if not enabled():
             return Status("disabled", f"embedded worker off ({ENV_SWITCH}=0); start one with `python -m runner work`")
         with self._mutex:
-            if not force and self._last and time.monotonic() - self._last[0] < CHECK_EVERY_S:
+            # "starting" is checked again on every call: it lasts seconds, and the sidebar (a 5 s fragment)
+            # would otherwise say "probing its device" beside "Workers alive 1" until the next check
+            if not force and self._last and self._last[1].state != "starting" and \
+                    time.monotonic() - self._last[0] < CHECK_EVERY_S:
                 return self._last[1]
             status = self._ensure()
             self._last = (time.monotonic(), status)

@@ -52,6 +52,20 @@ def test_two_app_processes_start_one_worker(managers, monkeypatch):
     assert f"DATABASE_URL={first.url}".encode() in open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
 
 
+def test_a_starting_worker_is_checked_again_at_once_not_after_the_cache(managers, engine, monkeypatch):
+    """The sidebar said "probing its device" beside "Workers alive 1" for up to 5 s: a cached "starting" is
+    looked at again on the next call, and says "ours" as soon as the worker heartbeats."""
+    import socket
+
+    monkeypatch.delenv(ENV_SWITCH, raising=False)
+    m = managers()
+    started = m.ensure()
+    assert started.state == "starting"
+    queue.register_worker(engine, "ours", socket.gethostname(), started.pid, None, {"devices": ["cpu"], "models": []})
+    assert m.ensure().state == "ours"  # within CHECK_EVERY_S of the first call
+    assert m.ensure() is m.ensure()  # a settled status is cached again
+
+
 def test_a_reused_pid_with_the_same_database_url_is_not_taken_for_our_worker(managers, db_url, monkeypatch):
     """A stale pid file (the worker was killed, the machine rebooted) may name a process that any shell
     exporting DATABASE_URL started: it must not pass for a starting worker, or none would ever start."""
