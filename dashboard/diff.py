@@ -138,7 +138,8 @@ def _note(metric: str, change_pct: float, noise_pct: float, eager_pct: float = f
         against_eager = ((1 + change_pct / 100) / (1 + eager_pct / 100) - 1) * 100
         floor = max(NOTABLE * 100, NOISE_FACTOR * noise_pct) if not pd.isna(noise_pct) else NOTABLE * 100
         if abs(against_eager) < floor:
-            return f"≈ eager moved {eager_pct:+.0f}% too: the machine, not the setting (against eager {against_eager:+.1f}%)"
+            return (f"≈ eager moved {eager_pct:+.0f}% too: the machine, not the setting "
+                    f"(against eager {against_eager:+.1f}%)")
     return ""
 
 

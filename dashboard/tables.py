@@ -227,13 +227,11 @@ class ResultStore:
         if len(need):
             got = complete(need[["job_id"]], self.engine, fields)
             with self._extra_lock:
-                if self._generation != generation:  # jobs were read again meanwhile: this read may predate them
-                    held = got if held is None else pd.concat([held, got], ignore_index=True).drop_duplicates(
-                        "job_id", keep="last")  # used for this call only, not kept
-                else:
-                    held = self._extra.get(fields)
-                    held = got if held is None else pd.concat([held, got[~got["job_id"].isin(held["job_id"])]],
-                                                              ignore_index=True)
+                keep = self._generation == generation  # else jobs were read again meanwhile: this read may predate them
+                base = self._extra.get(fields) if keep else held
+                held = got if base is None else pd.concat([base[~base["job_id"].isin(got["job_id"])], got],
+                                                          ignore_index=True)
+                if keep:
                     self._extra[fields] = held
         out = df.merge(held[held["job_id"].isin(df["job_id"])], on="job_id", how="left", validate="one_to_one")
         out.index = df.index

@@ -141,6 +141,15 @@ def dynamic_name(value: bool | None) -> str:
     return {None: "none", True: "true", False: "false"}[value]
 
 
+def dynamic_text(value: Any) -> str:
+    """A stored dynamic as the worker reads it: none / true / false; a value it refuses (the job failed on
+    it) as written."""
+    try:
+        return dynamic_name(parse_dynamic(value))
+    except SpecError:
+        return str(value)
+
+
 def _reject_unknown(cls, d: Mapping, what: str) -> None:
     if not isinstance(d, Mapping):
         raise SpecError(what, f"expected an object, got {type(d).__name__}")

@@ -27,11 +27,10 @@ from sqlalchemy import Engine, Float, Integer, Text, cast, func, select
 
 from db.engine import reading
 from db.models import RESULT_SCALARS, TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
-from db.results import DETAIL_FIELDS, ENV_FROM_WORKER, RECORD_FIELDS
-from db.spec import SpecError, dynamic_name, parse_bool, parse_dynamic, stored_spec
+from db.results import DETAIL_FIELDS, ENV_FROM_WORKER, RECORD_FIELDS, SPEC_FIELDS
+from db.spec import SpecError, _int, dynamic_text, parse_bool, stored_spec
 
 # spec fields stored as JSON objects/lists come back as JSON text (parsed only where shown)
-_SPEC_TEXT = ("model", "task", "device", "dtype", "backend", "mode", "cache")
 _SPEC_INT = ("batch_size", "iters", "timeout_s")
 _SPEC_JSON = ("model_args", "schedule")
 # detail fields that are numbers: read as floats (a cast to text would keep 15 digits and hand out strings)
@@ -40,8 +39,6 @@ NUMBER_COLUMNS = tuple(c.name for c in Result.__table__.columns
                        if c.name in RESULT_SCALARS and isinstance(c.type, (Float, Integer)))
 INTEGER_COLUMNS = ("attempts",) + _SPEC_INT + tuple(
     c.name for c in Result.__table__.columns if c.name in NUMBER_COLUMNS and isinstance(c.type, Integer))
-SPEC_FIELDS = ("model", "batch_size", "model_args", "task", "device", "dtype", "backend", "mode", "dynamic",
-               "fullgraph", "cache", "schedule", "iters", "timeout_s")
 # read for every finished job: what filters, counts, pickers and the timing caption use
 FRAME_FIELDS = ("job_id", "sweep_id", "sweep", "status", "error", "finished_at") + SPEC_FIELDS + (
     "speedup", "timing_method", "samples_per_side", "torch_version", "device_name")
@@ -60,8 +57,8 @@ VIEW_FIELDS = tuple(f for f in RECORD_FIELDS if f not in FRAME_FIELDS + LAZY_FIE
 
 @dataclass(frozen=True)
 class ResultRows:
-    """Finished jobs, column by column (each a list or an object array, one value per job, oldest first); `number_columns`
-    names the numeric ones (None for missing), which a caller can turn into arrays at C speed."""
+    """Finished jobs, column by column (each a list or an object array, one value per job, oldest first);
+    `number_columns` names the numeric ones (None for missing), which a caller can turn into arrays at C speed."""
 
     columns: dict[str, list]
     number_columns: tuple[str, ...]
@@ -117,23 +114,17 @@ def _spec_value(spec: dict, name: str):
     on it) is shown as written for dynamic, and as None where a number or a bool belongs."""
     value = spec.get(name)
     if name == "dynamic":
-        try:
-            return dynamic_name(parse_dynamic(value))
-        except SpecError:
-            return str(value)
+        return dynamic_text(value)
     if value is None:
         return None
     if name in _SPEC_JSON:
         return json.dumps(value, separators=(",", ":"))
-    if name in _SPEC_INT:
-        return value if isinstance(value, int) and not isinstance(value, bool) else \
-            int(value) if isinstance(value, float) and value.is_integer() else None
-    if name == "fullgraph":
-        try:
-            return parse_bool(value, name)
-        except SpecError:
-            return None
-    return str(value)
+    if name not in _SPEC_INT + ("fullgraph",):
+        return str(value)
+    try:
+        return _int(value, name) if name in _SPEC_INT else parse_bool(value, name)
+    except SpecError:
+        return None
 
 
 def _spec_columns(texts: list, names: list[str]) -> dict[str, np.ndarray]:

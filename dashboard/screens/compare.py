@@ -7,7 +7,7 @@ import streamlit as st
 from dashboard import diff, state, tables
 from db import views
 from db.results import export_records
-from db.spec import SpecError, dynamic_name, parse_dynamic
+from db.spec import dynamic_text
 
 CHANGED = "background-color: rgba(255, 196, 0, 0.28)"
 BETTER = "background-color: rgba(44, 160, 44, 0.25)"
@@ -143,14 +143,6 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
     st.plotly_chart(fig, key="compare_speedup")
 
 
-def _dynamic_text(value) -> str:
-    """none / true / false as the worker reads the stored value; one it refused (the job failed) as written."""
-    try:
-        return dynamic_name(parse_dynamic(value))
-    except SpecError:
-        return str(value)
-
-
 def _jobs(n: int) -> str:
     return f"{n} job{'s' if n != 1 else ''}"
 
@@ -177,7 +169,7 @@ def compare_runs(df: pd.DataFrame) -> None:
     if a is None or b is None:
         st.info("Choose two runs.")
         return
-    recs = {r["job_id"]: {**r, "dynamic": _dynamic_text(r["dynamic"])}
+    recs = {r["job_id"]: {**r, "dynamic": dynamic_text(r["dynamic"])}
             for r in export_records(state.engine(), job_ids=[a, b], include_raw=True)}
     ra, rb = recs[a], recs[b]
     c1, c2 = st.columns(2)
