@@ -101,29 +101,8 @@ def main() -> int:
               f"{last['achieved_tflops'] or 0:>7.2f} {pct:>8} {last['roofline_bound'] or '-':>6}")
     print("\ntiming methods: " + "; ".join(sorted({r["timing_method"] for rs in groups.values() for r in rs
                                                   if r["timing_method"]})))
-    crosscheck(groups)
     separability(groups)
     return 0
-
-
-def crosscheck(groups: dict) -> None:
-    """With COMPILE_LAB_CROSSCHECK=1 each child also timed its two callables with triton's do_bench."""
-    rows = [(n, r) for n, rs in groups.items() for r in rs if (r["detail"].get("do_bench_ms") or {})]
-    if not rows:
-        return
-    print(f"\n{'config (job)':<34} {'eager ms':>9} {'do_bench':>9} {'diff':>7} {'graph':>8} {'diff':>7} "
-          f"{'compiled':>9} {'do_bench':>9} {'diff':>7} {'graph':>8} {'diff':>7}  {'eager_wall':>10} {'comp_wall':>10}")
-    for name, r in rows:
-        xb = r["detail"]["do_bench_ms"]
-        cells = []
-        for side in ("eager", "compiled"):
-            ours, ref, graph = r[f"{side}_ms"], xb[side], xb.get(f"{side}_cudagraph")
-            cells.append(f"{ours:>9.4f} {ref:>9.4f} {(ours / ref - 1) * 100:>+6.1f}% " +
-                         (f"{graph:>8.4f} {(ours / graph - 1) * 100:>+6.1f}%" if graph else f"{'-':>8} {'-':>7}"))
-        print(f"{name + ' (' + str(r['job_id']) + ')':<34} {cells[0]} {cells[1]}  {r['eager_wall_ms'] or 0:>10.4f} "
-              f"{r['compiled_wall_ms'] or 0:>10.4f}")
-    print("do_bench: triton.testing.do_bench median (L2 flushed per call, no head start); graph: "
-          "do_bench_cudagraph median (graph replay: no launch overhead, L2 warm)")
 
 
 def separability(groups: dict) -> None:

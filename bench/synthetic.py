@@ -42,10 +42,11 @@ FAILURES = (("failed", "compile failed: fullgraph=True: graph break: call to num
 DEVICES = {  # name, timing method and measured ceilings (the H100's from bench/results/h100_repeats.txt)
     "cuda": {"device_name": "NVIDIA H100 80GB HBM3", "copy_gbps": 2952.2,
              "matmul_tflops": {"float32": 51.24, "bfloat16": 782.97, "float16": 752.10},
-             "timing_method": "cuda: events per call behind a GPU spin (host head start) and an L2 flush"},
+             "timing_method": "cuda: latency = perf_counter around one synchronous call; throughput = "
+                                   "back-to-back block per call; gpu = CUDA events behind a host head start, L2 flushed"},
     "cpu": {"device_name": "AMD EPYC 9454 48-Core Processor", "copy_gbps": 38.0,
             "matmul_tflops": {"float32": 1.9, "bfloat16": 0.9, "float16": 0.4},
-            "timing_method": "cpu: perf_counter per call"}}
+            "timing_method": "cpu: latency = perf_counter per call; throughput = back-to-back block per call"}}
 
 
 def fill(engine: Engine, n_jobs: int, seed: int = 0, device: str = "cuda", ceilings: bool = True) -> None:
@@ -125,28 +126,41 @@ def _result(rng, extra, job_id, model, bs, dyn, mode, cache, schedule, env, devi
     warm = cache == "warm"
     compiled_first = rng.uniform(1.0, 2.5) if warm else rng.uniform(4, 9) * (3 if mode == "max-autotune" else 1)
     breakdown = _breakdown(extra, compiled_first, mode, warm)
-    saved = (eager - compiled) / 1000
     calls = [{"size": size, "dim": "batch", "eager_s": eager / 1000 * (size / bs) ** 0.8,
               "compiled_s": (rng.uniform(2, 5) if i else compiled / 1000), "recompiled": i > 0,
               "reason": f"tensor 'x' size mismatch at index 0. expected {bs}, actual {size}" if i else None}
              for i, size in enumerate(schedule)]
-    wall = {}
-    if device == "cuda":  # host latency: Python and launches on top; CUDA graphs (reduce-overhead, max-autotune) cut it
+    # the headline is latency: on CUDA the kernels (GPU time) plus what the host adds per call (Python, guards,
+    # launches), which CUDA graphs (reduce-overhead, max-autotune) cut; throughput hides part of it
+    clocks = {"eager_gpu_ms": None, "compiled_gpu_ms": None, "gpu_speedup": None, "eager_host_overhead": None,
+              "compiled_host_overhead": None, "host_bound": None, "host_note": None}
+    gpu_eager, gpu_compiled = eager, compiled
+    if device == "cuda":
         host = m["host_ms"] * extra.uniform(0.9, 1.4)
         graphs = mode in ("reduce-overhead", "max-autotune")
-        wall = {"eager_wall_ms": eager + host, "compiled_wall_ms": compiled + host * (0.45 if graphs else 1.3)}
-    seconds = compiled / 1e3
+        eager, compiled = gpu_eager + host, gpu_compiled + host * (0.45 if graphs else 1.3)
+        idle = (1 - gpu_eager / eager, 1 - gpu_compiled / compiled)
+        clocks = {"eager_gpu_ms": gpu_eager, "compiled_gpu_ms": gpu_compiled, "gpu_speedup": gpu_eager / gpu_compiled,
+                  "eager_host_overhead": idle[0], "compiled_host_overhead": idle[1],
+                  "host_bound": max(idle) >= 0.5,
+                  "host_note": f"eager leaves the GPU idle {idle[0]:.0%} of each call: launch-bound"
+                  if max(idle) >= 0.5 else None}
+    throughput = (max(gpu_eager, 0.6 * eager), max(gpu_compiled, 0.6 * compiled))
+    clocks |= {"eager_throughput_ms": throughput[0], "compiled_throughput_ms": throughput[1],
+               "throughput_speedup": throughput[0] / throughput[1]}
+    seconds = gpu_compiled / 1e3
+    saved = (eager - compiled) / 1000
     return {"job_id": job_id, "eager_first_call_s": eager_first, "compiled_first_call_s": compiled_first,
             "compiled_second_call_s": compiled / 1000 * rng.uniform(1.2, 2), "eager_ms": eager, "compiled_ms": compiled,
             "eager_p10_ms": eager * (1 - 2 * spreads[0]), "eager_p90_ms": eager * (1 + 3 * spreads[0]),
             "compiled_p10_ms": compiled * (1 - 2 * spreads[1]), "compiled_p90_ms": compiled * (1 + 3 * spreads[1]),
             "speedup": eager / compiled,
             "break_even_calls": math.ceil((compiled_first - eager_first) / saved) if saved > 0 else None,
-            "timing_method": dev["timing_method"], "samples_per_side": 300, **wall,
+            "timing_method": dev["timing_method"], "timing_protocol": 2, "samples_per_side": 300, **clocks,
             "eager_spread": spreads[0], "compiled_spread": spreads[1], "noisy": max(spreads) > 0.05,
             "flops": flops, "min_bytes": min_bytes, "achieved_tflops": flops / seconds / 1e12,
             "achieved_gbps": min_bytes / seconds / 1e9,
-            **place(flops, min_bytes, compiled, {"copy_gbps": dev["copy_gbps"],
+            **place(flops, min_bytes, gpu_compiled, {"copy_gbps": dev["copy_gbps"],
                                                  "matmul_tflops": dev["matmul_tflops"]["float32"]}, False),
             "graph_count": 1, "graph_breaks": 0,
             "recompiles": max(0, len(schedule) - 1), "measure_recompiles": 0, "peak_mem_eager_mb": 10.0 * bs,

@@ -2,7 +2,7 @@
 
 Every figure takes what dashboard.tables.summarize makes of one model's labelled rows: `agg`, medians
 over repeated runs per (config, batch size), and `fails`, the jobs that did not succeed, or a frame
-built from them (tables.breakdown_frame, tables.host_latency_frame, dashboard.repeats, dashboard.roofline).
+built from them (tables.breakdown_frame, tables.gpu_latency_frame, dashboard.repeats, dashboard.roofline).
 Failures are drawn too, as red ✕ notes with their reasons on hover, so a failed configuration is never
 silently missing from a plot.
 """
@@ -113,9 +113,10 @@ def _band(fig: go.Figure, sub: pd.DataFrame, lo: str, hi: str, color: str, group
                              hoverinfo="skip", showlegend=False, legendgroup=group))
 
 
-def latency(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
-    """Steady-state latency per call vs batch size: medians with p10–p90 bands, eager and compiled
-    (each job measures its own eager baseline; the eager line is the median over the configs)."""
+def latency(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> go.Figure:
+    """Steady-state ms per call vs batch size in one clock (tables.on_clock; latency by default, with
+    p10–p90 bands): eager and compiled (each job measures its own eager baseline; the eager line is the
+    median over the configs)."""
     fig = go.Figure()
     comp = agg
     eager = agg.groupby(["baseline", "batch_size"], as_index=False)[
@@ -150,7 +151,7 @@ def latency(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
     else:
         fig.update_yaxes(title="ms per call (median, p10–p90)", rangemode="tozero")
     _mark_failures_on_x(fig, fails, "batch_size", "config")
-    return _layout(fig, "Steady-state latency vs batch size (dashed: eager)")
+    return _layout(fig, f"Steady-state {CLOCK_WORDS[clock]} vs batch size (dashed: eager)")
 
 
 def _x_batches(fig: go.Figure, agg: pd.DataFrame, fails: pd.DataFrame) -> None:
@@ -164,8 +165,12 @@ def _x_batches(fig: go.Figure, agg: pd.DataFrame, fails: pd.DataFrame) -> None:
         fig.for_each_trace(lambda t: t.update(offsetgroup=t.name))  # what is drawn later for a series joins it
 
 
-def speedup(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
-    """Seed 004: speedup (eager_ms / compiled_ms) vs batch size; above the 1.0× line compile wins."""
+CLOCK_WORDS = {"latency": "latency", "throughput": "throughput", "gpu": "GPU time"}
+
+
+def speedup(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> go.Figure:
+    """Seed 004: speedup (eager_ms / compiled_ms) vs batch size, in one clock (tables.on_clock; latency, what
+    a caller waits for, by default); above the 1.0× line compile wins."""
     fig = px.line(agg.dropna(subset=["speedup"]), x="batch_size", y="speedup", color="config", markers=True,
                   color_discrete_map=colors(agg["config"]), hover_data={"runs": True, "eager_ms": ":.4g",
                                                                         "compiled_ms": ":.4g"},
@@ -177,7 +182,7 @@ def speedup(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
     top = max(1.2, float(agg["speedup"].max()) * 1.1) if agg["speedup"].notna().any() else 2.0
     fig.update_yaxes(range=[0, top])
     _mark_failures_on_x(fig, fails, "batch_size", "config")
-    return _layout(fig, "Speedup vs batch size")
+    return _layout(fig, "Speedup vs batch size" + ("" if clock == "latency" else f" ({CLOCK_WORDS[clock]})"))
 
 
 def break_even(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
@@ -251,8 +256,9 @@ RECOMPILED_COLOR = "#222222"  # near black: not one of the series palette's colo
 PART_COLORS = {"dynamo tracing": "#4c78a8", "aot autograd": "#72b7b2", "inductor lowering": "#54a24b",
                "codegen + kernel compile": "#eeca3b", "autotuning": "#e45756", "other (run, guards)": "#bab0ac",
                "first call (no breakdown recorded)": "#ff7f0e", "eager first call": "#7f7f7f"}
-HOST_COLORS = {"eager: device time": "#7f7f7f", "eager: host latency (wall)": "#c7c7c7",
-               "compiled: device time": "#1f77b4", "compiled: host latency (wall)": "#aec7e8"}
+HOST_COLORS = {"eager: GPU time": "#7f7f7f", "eager: latency": "#c7c7c7",
+               "compiled: GPU time": "#1f77b4", "compiled: latency": "#aec7e8"}
+HOST_BOUND_COLOR = "#9467bd"
 DTYPE_DASH = {"float32": "solid", "bfloat16": "dash", "float16": "dot"}
 DEVICE_LINE_COLORS = ("#222222", "#8c564b", "#17becf", "#9467bd")
 DEVICE_SYMBOLS = ("circle", "diamond", "square", "triangle-up")
@@ -265,7 +271,8 @@ def _seconds(s: float) -> str:
 def mark_noisy(fig: go.Figure, agg: pd.DataFrame, x: str = "batch_size", y: str = "speedup") -> go.Figure:
     """Ring the points of configurations with a noisy run (its own spread past 5%): read them with care.
     Square the points of configurations that recompiled inside the timed rounds (graph breaks, guards on
-    data): those calls were dropped from the samples, but the steady state switches between graphs."""
+    data): those calls were dropped from the samples, but the steady state switches between graphs. A
+    diamond marks host-bound configurations (CUDA: the GPU idles half of each call or more)."""
     _ring(fig, agg[agg["noisy_runs"].fillna(0) > 0].dropna(subset=[y]), x, y, "noisy", "⚠ noisy run (spread > 5%)",
           dict(size=20, symbol="circle-open", color=NOISY_COLOR, line=dict(width=2.5)),
           ["config", "noisy_runs", "runs", "max_spread"],
@@ -278,6 +285,14 @@ def mark_noisy(fig: go.Figure, agg: pd.DataFrame, x: str = "batch_size", y: str 
               ["config", "recompiled_runs", "runs", "dropped_calls"],
               "<b>↻ %{customdata[0]}</b><br>%{customdata[1]} of %{customdata[2]} run(s) recompiled inside the timed "
               "rounds; %{customdata[3]:.0f} timed call(s) dropped from the samples<extra></extra>")
+    if "host_bound_runs" in agg:
+        bound = agg[agg["host_bound_runs"].fillna(0) > 0].dropna(subset=[y])
+        _ring(fig, bound.assign(host_note=bound["host_note"].fillna("").map(_wrap)), x, y, "host-bound",
+              "◇ host-bound (the GPU idles half of a call or more)",
+              dict(size=23, symbol="diamond-open", color=HOST_BOUND_COLOR, line=dict(width=2)),
+              ["config", "host_bound_runs", "runs", "host_note"],
+              "<b>◇ %{customdata[0]}</b><br>%{customdata[1]} of %{customdata[2]} run(s) host-bound: "
+              "%{customdata[3]}<extra></extra>")
     return fig
 
 
@@ -407,27 +422,28 @@ def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
     return _rows_layout(fig, "Warmup: where the compiled first call goes (beside the eager first call)", len(cats))
 
 
-def host_latency(frame: pd.DataFrame, fails: pd.DataFrame, cats: list[str]) -> go.Figure:
-    """CUDA: per series, eager and compiled, device time (events; solid) drawn inside host latency (one
-    synchronous call; light): what sticks out is the launch overhead, which CUDA graphs (reduce-overhead)
-    shrink. Rows as in warmup_breakdown (`cats`), so the two plots read across; log ms."""
+def gpu_in_latency(frame: pd.DataFrame, fails: pd.DataFrame, cats: list[str]) -> go.Figure:
+    """CUDA: per series, eager and compiled, GPU time (kernels only; solid) drawn inside latency (one
+    synchronous call as the caller sees it; light): what sticks out is what the host adds per call (Python,
+    dispatch, dynamo's guards, kernel launches), which CUDA graphs (reduce-overhead) shrink. Rows as in
+    warmup_breakdown (`cats`), so the two plots read across; log ms."""
     fig = go.Figure()
-    hover = ("<b>%{y}</b> · %{fullData.name}<br>device %{customdata[0]:.4g} ms · wall %{customdata[1]:.4g} ms"
-             "<br>launch overhead (wall − device) %{customdata[2]:.4g} ms<br>median of %{customdata[3]} run(s)"
-             "<extra></extra>")
-    # wall first, so each device bar is drawn on top of its wall bar (px.bar would also cost ~50 ms more)
-    for what in sorted(HOST_COLORS, key=lambda w: not w.endswith("(wall)")):
+    hover = ("<b>%{y}</b> · %{fullData.name}<br>GPU time %{customdata[0]:.4g} ms · latency %{customdata[1]:.4g} ms"
+             "<br>host adds %{customdata[2]:.4g} ms: the GPU idles %{customdata[3]:.0%} of the call"
+             "<br>median of %{customdata[4]} run(s)<extra></extra>")
+    # latency first, so each GPU-time bar is drawn on top of its latency bar
+    for what in sorted(HOST_COLORS, key=lambda w: not w.endswith("latency")):
         sub, color = frame[frame["what"] == what], HOST_COLORS[what]
-        side, wall = what.split(":")[0], what.endswith("(wall)")
-        # overlaid, by hand: eager in the row's upper half, compiled in the lower; device inside wall
-        width = 0.38 if wall else 0.2
+        side, outer = what.split(":")[0], what.endswith("latency")
+        # overlaid, by hand: eager in the row's upper half, compiled in the lower; GPU time inside latency
+        width = 0.38 if outer else 0.2
         offset = (-0.4 if side == "eager" else 0.02) + (0.38 - width) / 2
         fig.add_trace(go.Bar(
             y=sub["series"], x=sub["ms"], name=what, orientation="h", marker_color=color, width=width, offset=offset,
             legendrank=list(HOST_COLORS).index(what),
-            text=("+" + sub["overhead_ms"].map("{:.2g}".format) + " ms") if wall else None,
+            text=("+" + sub["overhead_ms"].map("{:.2g}".format) + " ms host") if outer else None,
             textposition="outside", textfont=dict(size=9), cliponaxis=False,
-            customdata=sub[["device_ms", "wall_ms", "overhead_ms", "runs"]], hovertemplate=hover))
+            customdata=sub[["gpu_ms", "latency_ms", "overhead_ms", "idle", "runs"]], hovertemplate=hover))
     fig.update_layout(barmode="overlay")
     values = frame["ms"][frame["ms"] > 0]
     span = [np.log10(values.min() / 1.5), np.log10(values.max() * 3)] if len(values) else None  # room for the labels
@@ -435,7 +451,7 @@ def host_latency(frame: pd.DataFrame, fails: pd.DataFrame, cats: list[str]) -> g
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=cats, autorange="reversed", title=None,
                      tickfont=dict(size=10))
     _mark_failures_on_y(fig, fails, "series")
-    return _rows_layout(fig, "Device time inside host latency (what sticks out: launch overhead)", len(cats))
+    return _rows_layout(fig, "GPU time inside latency (what sticks out: what the host adds per call)", len(cats))
 
 
 def _rows_layout(fig: go.Figure, title: str, rows: int) -> go.Figure:
@@ -448,7 +464,7 @@ def _rows_layout(fig: go.Figure, title: str, rows: int) -> go.Figure:
 
 
 def breakdown_rows(frame: pd.DataFrame, fails: pd.DataFrame) -> list[str]:
-    """The rows of warmup_breakdown and host_latency: every series in view, failed-only ones included."""
+    """The rows of warmup_breakdown and gpu_in_latency: every series in view, failed-only ones included."""
     both = pd.concat([frame[["config", "batch_size", "series"]], fails[["config", "batch_size", "series"]]])
     return both.sort_values(["config", "batch_size"])["series"].astype(str).drop_duplicates().tolist()
 

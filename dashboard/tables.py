@@ -27,7 +27,8 @@ FILTERS = {  # column -> label; every one is a URL query parameter on the Result
     "torch_version": "torch", "device_name": "GPU / CPU", "status": "Status"}
 ENV_FILTERS = ("torch_version", "device_name")  # unknown for jobs that never ran: kept under these filters
 # what tells one plotted series from another, in label order
-BASE_COLS = ("task", "device", "dtype", "variant", "torch_version", "device_name")
+# (timing_protocol: results timed before caller latency are their own series, never mixed with later ones)
+BASE_COLS = ("task", "device", "dtype", "variant", "torch_version", "device_name", "timing_protocol")
 COMPILE_COLS = ("backend", "mode", "dynamic", "fullgraph", "cache")
 # a warm-cache job whose compiled graph was not in the cache yet (the first of its kind) compiled the graph
 # anyway: its `cache_state` says so, and its configuration's label says how many of its runs found the graph
@@ -35,7 +36,19 @@ COMPILE_COLS = ("backend", "mode", "dynamic", "fullgraph", "cache")
 WARM_MISS = "warm (graph not cached yet)"
 NUMBERS = ("eager_first_call_s", "compiled_first_call_s", "compiled_second_call_s", "eager_ms", "compiled_ms",
            "eager_p10_ms", "eager_p90_ms", "compiled_p10_ms", "compiled_p90_ms", "speedup", "break_even_calls",
-           "eager_wall_ms", "compiled_wall_ms")
+           "eager_throughput_ms", "compiled_throughput_ms", "throughput_speedup", "eager_gpu_ms", "compiled_gpu_ms",
+           "gpu_speedup", "eager_host_overhead", "compiled_host_overhead")
+# The three clocks of a result (runner/timing.py): each one's columns, under the headline's names, for the plots.
+# Latency is the headline (what a caller waits for per call); the others answer their own questions.
+CLOCKS = {
+    "latency": {"label": "latency (what a caller waits for per call)", "speedup": "speedup",
+                "eager_ms": "eager_ms", "compiled_ms": "compiled_ms"},
+    "throughput": {"label": "throughput (back-to-back calls, per call)", "speedup": "throughput_speedup",
+                   "eager_ms": "eager_throughput_ms", "compiled_ms": "compiled_throughput_ms"},
+    "gpu": {"label": "GPU time (kernels only: a diagnosis of the generated code)", "speedup": "gpu_speedup",
+            "eager_ms": "eager_gpu_ms", "compiled_ms": "compiled_gpu_ms"},
+}
+_BANDS = ("eager_p10_ms", "eager_p90_ms", "compiled_p10_ms", "compiled_p90_ms")  # latency's percentiles
 
 
 def results_frame(rows: ResultRows) -> pd.DataFrame:
@@ -55,7 +68,7 @@ def load_frame(engine, finished_since=None, fields=FRAME_FIELDS) -> tuple[pd.Dat
     return results_frame(rows), rows.version
 
 
-BOOL_FIELDS = ("fullgraph", "noisy", "accuracy_ok", "has_schedule")  # SQLite hands these back as 0 / 1
+BOOL_FIELDS = ("fullgraph", "noisy", "accuracy_ok", "host_bound", "has_schedule")  # SQLite hands these back as 0 / 1
 
 
 def _bools(series: pd.Series) -> pd.Series:
@@ -69,7 +82,7 @@ def _finish(df: pd.DataFrame) -> pd.DataFrame:
     df["job_id"] = df["job_id"].astype("int64")
     for col in INTEGER_COLUMNS:
         if col in df.columns:
-            df[col] = df[col].round().astype("Int64")
+            df[col] = pd.to_numeric(df[col], errors="coerce").round().astype("Int64")
     for col in ("created_at", "finished_at"):
         if col in df.columns:
             df[col] = pd.to_datetime(df[col])
@@ -329,7 +342,9 @@ def apply_filters(df: pd.DataFrame, selected: dict[str, list]) -> pd.DataFrame:
 
 def _part(col: str, value: str) -> str:
     return {"dynamic": f"dynamic={value}", "fullgraph": f"fullgraph={value}", "cache": f"{value} cache",
-            "torch_version": f"torch {value}"}.get(col, value)
+            "torch_version": f"torch {value}",
+            "timing_protocol": "old timing (protocol 1)" if value == "1" else f"timing protocol {value}",
+            }.get(col, value)
 
 
 def _label(values: dict, cols: list[str]) -> str:
@@ -341,7 +356,7 @@ def label_series(df: pd.DataFrame) -> pd.DataFrame:
     """Add `config` (a compiled series), `baseline` (its eager series) and `series` (config, plus the batch
     size when several are in view). Only what differs in view is named, so labels stay short."""
     df = _with_cache_state(df)
-    keys = list(BASE_COLS + COMPILE_COLS)
+    keys = [c for c in BASE_COLS + COMPILE_COLS if c in df.columns]
     text = df[keys].astype(str)
     groups = text.groupby(keys, sort=False, dropna=False)
     firsts = groups.head(1)
@@ -513,16 +528,21 @@ NO_BREAKDOWN = "first call (no breakdown recorded)"
 
 def with_noise(agg: pd.DataFrame, view: pd.DataFrame) -> pd.DataFrame:
     """`agg` (summarize) plus, per (config, batch size), how many runs were noisy (spread past 5%) and the
-    largest spread of either side, so plots can mark numbers that moved within their own job."""
+    largest spread of either side, so plots can mark numbers that moved within their own job; and how many
+    were host-bound (the GPU idle half of a call or more: runner.measure.HOST_BOUND), with one's note."""
     ok = view.loc[view["status"] == "succeeded", ["config", "batch_size", "eager_spread", "compiled_spread"]]
     dropped = (view.loc[ok.index, "measure_recompiles"] if "measure_recompiles" in view
                else pd.Series(0, index=ok.index)).fillna(0)
+    bound = view.loc[ok.index, "host_bound"] if "host_bound" in view else pd.Series(None, index=ok.index)
+    note = view.loc[ok.index, "host_note"] if "host_note" in view else pd.Series(None, index=ok.index)
     ok = ok.assign(noisy_runs=view.loc[ok.index, "noisy"].eq(True),
                    max_spread=ok[["eager_spread", "compiled_spread"]].max(axis=1),
-                   recompiled_runs=dropped > 0, dropped_calls=dropped)
+                   recompiled_runs=dropped > 0, dropped_calls=dropped,
+                   host_bound_runs=bound.eq(True), host_note=note.where(bound.eq(True)))
     noise = ok.groupby(["config", "batch_size"], dropna=False).agg(
         noisy_runs=("noisy_runs", "sum"), max_spread=("max_spread", "max"), recompiled_runs=("recompiled_runs", "sum"),
-        dropped_calls=("dropped_calls", "sum")).reset_index()
+        dropped_calls=("dropped_calls", "sum"), host_bound_runs=("host_bound_runs", "sum"),
+        host_note=("host_note", "first")).reset_index()
     return agg.merge(noise, on=["config", "batch_size"], how="left")
 
 
@@ -606,16 +626,29 @@ def _hits_text(text) -> str:
     return f"({n_hit} cache hit{'s' * (n_hit != 1)}, {n_miss} miss{'es' * (n_miss != 1)})"
 
 
-def host_latency_frame(agg: pd.DataFrame) -> pd.DataFrame:
-    """Per series (CUDA jobs with wall times), long: eager and compiled, each as device time (events) and
-    host latency (one synchronous call, wall); `overhead_ms` = wall − device, the launch overhead."""
-    cols = ["series", "config", "side", "what", "ms", "device_ms", "wall_ms", "overhead_ms", "runs"]
-    has = agg.dropna(subset=["eager_wall_ms", "compiled_wall_ms"], how="all")
+def on_clock(agg: pd.DataFrame, clock: str) -> pd.DataFrame:
+    """`agg` with the chosen clock's numbers under the headline's names (speedup, eager_ms, compiled_ms), so
+    the speedup and latency plots draw any clock; the p10-p90 bands are latency's own, so other clocks have
+    none."""
+    cols = CLOCKS[clock]
+    if clock == "latency":
+        return agg
+    out = agg.assign(speedup=agg[cols["speedup"]], eager_ms=agg[cols["eager_ms"]], compiled_ms=agg[cols["compiled_ms"]])
+    return out.assign(**{c: out[c.rsplit("_p", 1)[0] + "_ms"] for c in _BANDS})
+
+
+def gpu_latency_frame(agg: pd.DataFrame) -> pd.DataFrame:
+    """Per series (CUDA jobs, which have a GPU clock), long: eager and compiled, each as GPU time (kernels
+    only) and latency (one synchronous call as the caller sees it); `overhead_ms` = latency − GPU time: what
+    the host adds (Python, dispatch, guards, launches), the part reduce-overhead's CUDA graphs shrink."""
+    cols = ["series", "config", "side", "what", "ms", "gpu_ms", "latency_ms", "overhead_ms", "idle", "runs"]
+    has = agg.dropna(subset=["eager_gpu_ms", "compiled_gpu_ms"], how="all").dropna(subset=["eager_ms"])
     frames = []
     for side in ("eager", "compiled"):
-        part = has[["series", "config", "runs"]].assign(side=side, device_ms=has[f"{side}_ms"],
-                                                        wall_ms=has[f"{side}_wall_ms"])
-        part["overhead_ms"] = part["wall_ms"] - part["device_ms"]
-        frames += [part.assign(what=f"{side}: device time", ms=part["device_ms"]),
-                   part.assign(what=f"{side}: host latency (wall)", ms=part["wall_ms"])]
+        part = has[["series", "config", "runs"]].assign(side=side, gpu_ms=has[f"{side}_gpu_ms"],
+                                                        latency_ms=has[f"{side}_ms"])
+        part["overhead_ms"] = part["latency_ms"] - part["gpu_ms"]
+        part["idle"] = has[f"{side}_host_overhead"]
+        frames += [part.assign(what=f"{side}: GPU time", ms=part["gpu_ms"]),
+                   part.assign(what=f"{side}: latency", ms=part["latency_ms"])]
     return pd.concat(frames, ignore_index=True).dropna(subset=["ms"])[cols]

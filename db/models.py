@@ -91,7 +91,8 @@ class Result(Base):
     eager_first_call_s: Mapped[float | None] = mapped_column(Float)
     compiled_first_call_s: Mapped[float | None] = mapped_column(Float)
     compiled_second_call_s: Mapped[float | None] = mapped_column(Float)
-    # steady state (ms per call; medians and p10/p90 over every kept sample)
+    # steady state, in three clocks (runner/timing.py). The headline is latency as the caller sees it (one
+    # synchronous call, host clock): medians and p10/p90 over every kept sample, speedup = eager / compiled
     eager_ms: Mapped[float | None] = mapped_column(Float)
     compiled_ms: Mapped[float | None] = mapped_column(Float)
     eager_p10_ms: Mapped[float | None] = mapped_column(Float)
@@ -100,10 +101,22 @@ class Result(Base):
     compiled_p90_ms: Mapped[float | None] = mapped_column(Float)
     speedup: Mapped[float | None] = mapped_column(Float)
     break_even_calls: Mapped[int | None] = mapped_column(Integer)
-    # host-observed latency of one synchronous call (CUDA only: Python + launch overhead included)
-    eager_wall_ms: Mapped[float | None] = mapped_column(Float)
-    compiled_wall_ms: Mapped[float | None] = mapped_column(Float)
+    # throughput: back-to-back calls, one sync per block, per call
+    eager_throughput_ms: Mapped[float | None] = mapped_column(Float)
+    compiled_throughput_ms: Mapped[float | None] = mapped_column(Float)
+    throughput_speedup: Mapped[float | None] = mapped_column(Float)
+    # GPU time (CUDA only, a diagnosis): kernels from a cold L2, no launch gaps
+    eager_gpu_ms: Mapped[float | None] = mapped_column(Float)
+    compiled_gpu_ms: Mapped[float | None] = mapped_column(Float)
+    gpu_speedup: Mapped[float | None] = mapped_column(Float)
+    # 1 - GPU time / latency: the share of a call the GPU idles (host-bound past runner.measure.HOST_BOUND)
+    eager_host_overhead: Mapped[float | None] = mapped_column(Float)
+    compiled_host_overhead: Mapped[float | None] = mapped_column(Float)
+    host_bound: Mapped[bool | None] = mapped_column(Boolean)
+    host_note: Mapped[str | None] = mapped_column(Text)
     timing_method: Mapped[str | None] = mapped_column(String(200))
+    # 1: before caller latency (a CUDA result's only clock was GPU time); 2: the three clocks above
+    timing_protocol: Mapped[int | None] = mapped_column(Integer)
     samples_per_side: Mapped[int | None] = mapped_column(Integer)
     # how far the numbers can be trusted: IQR / median of the per-round medians, and a flag past a threshold
     eager_spread: Mapped[float | None] = mapped_column(Float)

@@ -34,6 +34,9 @@ TOLERANCE = {"float32": 1e-4, "bfloat16": 3e-2, "float16": 5e-3}
 CUDAGRAPH_MODES = ("reduce-overhead", "max-autotune")
 COMPARE_CHUNK = 1 << 22
 NOISY_SPREAD = 0.05  # a side whose round medians spread (IQR / median) past this is flagged noisy
+# 1: one clock (CUDA: kernel time behind a head start; CPU: perf_counter per call). 2: latency as the caller
+# sees it is the headline, throughput and GPU time beside it (runner.timing). Stored with every result.
+TIMING_PROTOCOL = 2
 WARMUP_MIN_CALLS, WARMUP_MIN_S = 3, 0.1
 
 Report = Callable[[str, "float | None"], None]
@@ -117,7 +120,7 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report) -> dict:
     est_compiled = _warmup(timer, lambda: compiled_step(inputs))
     est_eager = _warmup(timer, lambda: eager_step(inputs))
 
-    # 2. interleaved rounds, both sides timed the same way
+    # 2. interleaved rounds, both sides timed the same way, three clocks each (runner.timing)
     timer.plan(call_ms=max(est_eager[0], est_compiled[0]), issue_ms=max(est_eager[1], est_compiled[1]))
     gpu_before = gpu_state(spec.device)
     n_before_measure = len(metrics())
@@ -126,7 +129,7 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report) -> dict:
                              spec.iters, report)
     measure_metrics = metrics()[n_before_measure:]
     gpu_after = gpu_state(spec.device)
-    crosscheck = _crosscheck(spec, eager_step, compiled_step, inputs)
+    crosscheck = _crosscheck(spec, timer, eager_step, compiled_step, inputs)
     work = count_work(eager_model, eager_step, inputs, training)
 
     # 3. the shape schedule: one call each, noting recompiles
@@ -136,33 +139,20 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report) -> dict:
         schedule = run_schedule(timer, watch, module, entry, spec, device, dtype, eager_step, compiled_step)
 
     all_metrics = metrics()
-    eager_ms, compiled_ms = _median(samples["eager"]), _median(samples["compiled"])
-    eager_rounds, compiled_rounds = _round_medians(samples["eager"]), _round_medians(samples["compiled"])
-    ratios = [percentile(e, 50) / percentile(c, 50) for e, c in zip(samples["eager"], samples["compiled"])
-              if e and c]  # the same round's two sides: drift between rounds cancels
-    spreads = spread(eager_rounds), spread(compiled_rounds)
-    achieved = achieved_rates(work, compiled_ms)
+    clocks = clock_fields(samples, timer.gpu, uses_cudagraphs)
+    # the roofline places what the hardware did: kernel time where there is a GPU clock
+    achieved = achieved_rates(work, clocks["compiled_gpu_ms"] or clocks["compiled_ms"])
     result = {
         "eager_first_call_s": eager_first_s,
         "compiled_first_call_s": compiled_first_s,
         "compiled_second_call_s": compiled_second_s,
-        "eager_ms": eager_ms,
-        "compiled_ms": compiled_ms,
-        "eager_p10_ms": _pct(samples["eager"], 10), "eager_p90_ms": _pct(samples["eager"], 90),
-        "compiled_p10_ms": _pct(samples["compiled"], 10), "compiled_p90_ms": _pct(samples["compiled"], 90),
-        "speedup": eager_ms / compiled_ms,
-        # in the caller's time: on CUDA the synchronous-call latency (launch overhead included), which
-        # is what a script pays per call and what reduce-overhead saves
-        "break_even_calls": break_even_calls(eager_first_s, compiled_first_s,
-                                             _median_flat(samples["eager_wall"]) or eager_ms,
-                                             _median_flat(samples["compiled_wall"]) or compiled_ms),
-        "eager_wall_ms": _median_flat(samples["eager_wall"]),
-        "compiled_wall_ms": _median_flat(samples["compiled_wall"]),
+        **clocks,
+        # what compile costs against what it saves, in the caller's time: first calls and latency
+        "break_even_calls": break_even_calls(eager_first_s, compiled_first_s, clocks["eager_ms"],
+                                             clocks["compiled_ms"]),
         "timing_method": timer.method,
+        "timing_protocol": TIMING_PROTOCOL,
         "samples_per_side": sum(len(b) for b in samples["compiled"]),
-        "eager_spread": spreads[0],
-        "compiled_spread": spreads[1],
-        "noisy": any(s is not None and s > NOISY_SPREAD for s in spreads),
         "flops": work["flops"],
         "min_bytes": work["min_bytes"],
         **achieved,
@@ -180,9 +170,9 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report) -> dict:
         "schedule": schedule,
         "detail": {
             "eager_second_call_s": eager_second_s,
-            "calls_per_round": timer.calls,
-            "speedup_p10": percentile(ratios, 10) if ratios else None,  # over per-round ratios (paired)
-            "speedup_p90": percentile(ratios, 90) if ratios else None,
+            "calls_per_round": {"latency": timer.latency_calls, "throughput": timer.block_calls,
+                                "gpu": getattr(timer, "gpu_calls", None)},
+            **paired_spread(samples),
             "work": work,
             "graph_break_reasons": breaks.reasons(),
             "recompile_reasons": [{"compile_id": str(m.compile_id), "reason": m.recompile_reason}
@@ -194,7 +184,7 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report) -> dict:
             "accuracy_note": accuracy["note"],
             "memory_method": mem.method,
             "cudagraph_steps_marked": uses_cudagraphs,
-            "do_bench_ms": crosscheck,
+            "crosscheck": crosscheck,
             "env": environment_detail(spec.device),
             "gpu_state": {"before_rounds": gpu_before, "after_rounds": gpu_after},
         },
@@ -358,21 +348,29 @@ def _warmup(timer, fn) -> tuple[float, float]:
     return percentile(calls[half:], 50), percentile(issues[half:], 50)
 
 
+CLOCK_CALLS = {"latency": "latency", "throughput": "throughput", "gpu": "gpu_time"}  # clock -> timer method
+
+
+def sample_key(side: str, clock: str) -> str:
+    """Where a clock's samples live in the record's `samples`: the headline (latency) under the side's own
+    name, the others as eager_throughput, compiled_gpu, ..."""
+    return side if clock == "latency" else f"{side}_{clock}"
+
+
 def measure_rounds(timer, watch, sides: dict[str, Callable], rounds: int, report: Report) -> dict:
-    """Interleaved rounds, alternating which side goes first (ABBA), every kept sample by round."""
+    """Interleaved rounds: in each, every clock times both sides, which side goes first alternating by
+    round (ABBA). Every kept sample by round; calls during which dynamo compiled are dropped and counted."""
     names = list(sides)
-    samples = {n: [] for n in names} | {f"{n}_wall": [] for n in names} | {"dropped": []}
+    clocks = [c for c in CLOCK_CALLS if c != "gpu" or timer.gpu]
+    samples = {sample_key(n, c): [] for n in names for c in clocks} | {"dropped": []}
     for r in range(rounds):
-        for name in (names if r % 2 == 0 else names[::-1]):
-            block = timer.round(sides[name], watch)
-            samples[name].append([ms for ms, compiled in block if not compiled])
-            samples["dropped"] += [{"side": name, "round": r, "ms": ms} for ms, compiled in block if compiled]
-            before = watch.count()
-            wall = timer.wall(sides[name])
-            if watch.count() != before:  # a compile inside the latency call: dropped and counted too
-                samples["dropped"].append({"side": f"{name}_wall", "round": r, "ms": wall})
-            elif wall is not None:
-                samples[f"{name}_wall"].append(wall)
+        order = names if r % 2 == 0 else names[::-1]
+        for clock in clocks:
+            for name in order:
+                block = getattr(timer, CLOCK_CALLS[clock])(sides[name], watch)
+                samples[sample_key(name, clock)].append([ms for ms, compiled in block if not compiled])
+                samples["dropped"] += [{"side": name, "clock": clock, "round": r, "ms": ms}
+                                       for ms, compiled in block if compiled]
         report("measuring", (r + 1) / rounds)
     for name in names:
         if not any(samples[name]):
@@ -381,19 +379,64 @@ def measure_rounds(timer, watch, sides: dict[str, Callable], rounds: int, report
     return samples
 
 
+HOST_BOUND = 0.5  # a side whose GPU idles this share of its latency is host-bound (launches, Python, guards)
+
+
+def clock_fields(samples: dict, gpu: bool, cudagraphs: bool = False) -> dict:
+    """The record's numbers from the three clocks' samples (runner.timing). The headline (eager_ms,
+    compiled_ms, speedup, percentiles, spreads, noisy) is latency; throughput and GPU time beside it under
+    their own names; the host overhead (1 - GPU time / latency) and, past HOST_BOUND, why in words."""
+    out = {}
+    for side in ("eager", "compiled"):
+        lat = _flat(samples[side])
+        out[f"{side}_ms"] = percentile(lat, 50)
+        out[f"{side}_p10_ms"], out[f"{side}_p90_ms"] = percentile(lat, 10), percentile(lat, 90)
+        out[f"{side}_spread"] = spread(_round_medians(samples[side]))
+        out[f"{side}_throughput_ms"] = _median_or_none(_flat(samples.get(f"{side}_throughput", [])))
+        gpu_ms = _median_or_none(_flat(samples.get(f"{side}_gpu", []))) if gpu else None
+        out[f"{side}_gpu_ms"] = gpu_ms
+        out[f"{side}_host_overhead"] = (max(0.0, 1.0 - gpu_ms / out[f"{side}_ms"])
+                                        if gpu_ms is not None and out[f"{side}_ms"] > 0 else None)
+    out["speedup"] = out["eager_ms"] / out["compiled_ms"]
+    out["throughput_speedup"] = _ratio(out["eager_throughput_ms"], out["compiled_throughput_ms"])
+    out["gpu_speedup"] = _ratio(out["eager_gpu_ms"], out["compiled_gpu_ms"])
+    out["noisy"] = any(s is not None and s > NOISY_SPREAD for s in (out["eager_spread"], out["compiled_spread"]))
+    out["host_note"] = host_note(out["eager_host_overhead"], out["compiled_host_overhead"], cudagraphs)
+    out["host_bound"] = None if out["eager_host_overhead"] is None else out["host_note"] is not None
+    return out
+
+
+def host_note(eager_idle: float | None, compiled_idle: float | None, cudagraphs: bool) -> str | None:
+    """In words, when either side leaves the GPU idle for HOST_BOUND or more of each call: the caller's
+    latency is then set by the host (Python, dispatch, guards, kernel launches), not by the kernels."""
+    parts = []
+    if eager_idle is not None and eager_idle >= HOST_BOUND:
+        parts.append(f"eager leaves the GPU idle {eager_idle:.0%} of each call: launch-bound"
+                     + ("" if cudagraphs else "; reduce-overhead's CUDA graphs target this"))
+    if compiled_idle is not None and compiled_idle >= HOST_BOUND:
+        parts.append(f"compiled leaves the GPU idle {compiled_idle:.0%} of each call: "
+                     + ("the host work around the CUDA graph (guards, Python, copies) outweighs its kernels"
+                        if cudagraphs else "dynamo's guards, Python and kernel launches outweigh the kernels"))
+    return "; ".join(parts) or None
+
+
+def paired_spread(samples: dict) -> dict:
+    """speedup_p10 / speedup_p90 over per-round ratios of latency medians: the same round's two sides, so
+    drift between rounds cancels."""
+    ratios = [percentile(e, 50) / percentile(c, 50) for e, c in zip(samples["eager"], samples["compiled"]) if e and c]
+    return {"speedup_p10": percentile(ratios, 10) if ratios else None,
+            "speedup_p90": percentile(ratios, 90) if ratios else None}
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
 def _flat(rounds: list[list[float]]) -> list[float]:
     return [x for block in rounds for x in block]
 
 
-def _median(rounds):
-    return percentile(_flat(rounds), 50)
-
-
-def _pct(rounds, q):
-    return percentile(_flat(rounds), q)
-
-
-def _median_flat(values: list[float]) -> float | None:
+def _median_or_none(values: list[float]) -> float | None:
     return percentile(values, 50) if values else None
 
 
@@ -464,22 +507,29 @@ def run_schedule(timer, watch, module, entry, spec, device, dtype, eager_step, c
     return calls
 
 
-def _crosscheck(spec, eager_step, compiled_step, inputs) -> dict | None:
-    """COMPILE_LAB_CROSSCHECK=1 on CUDA: also time both callables with triton.testing.do_bench (median),
-    and with do_bench_cudagraph (CUDA-graph replay: device time without any launch overhead; callables
-    that cannot be captured, say reduce-overhead's own graphs, get None). bench/ compares them."""
-    if os.environ.get("COMPILE_LAB_CROSSCHECK") != "1" or spec.device != "cuda":
-        return None
-    from triton.testing import do_bench, do_bench_cudagraph
+HARNESS_REPEAT = 50  # benchmarks/dynamo's default is 30 interleaved repeats; a few more for a stable median
 
-    out = {}
-    for name, step in (("eager", eager_step), ("compiled", compiled_step)):
-        out[name] = do_bench(lambda: step(inputs), return_mode="median")
-        try:
-            out[f"{name}_cudagraph"] = do_bench_cudagraph(lambda: step(inputs), return_mode="median")
-        except Exception as e:  # not capturable
-            out[f"{name}_cudagraph"] = None
-            out[f"{name}_cudagraph_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+
+def _crosscheck(spec, timer, eager_step, compiled_step, inputs) -> dict | None:
+    """COMPILE_LAB_CROSSCHECK=1: time the same two callables again, in this process, with references a
+    reader trusts. `harness`: PyTorch's compiler benchmark loop (benchmarks/dynamo common.py: per repeat,
+    eager then compiled, each one call between a sync and a perf_counter read; medians, their ratio), the
+    reference for `speedup`. On CUDA also `do_bench` (triton.testing.do_bench, median: kernel time from a
+    flushed L2), the reference for `gpu_speedup`. bench/runner_vs_references.py prints them side by side."""
+    if os.environ.get("COMPILE_LAB_CROSSCHECK") != "1":
+        return None
+    times = {"eager": [], "compiled": []}
+    for _ in range(HARNESS_REPEAT):
+        for name, step in (("eager", eager_step), ("compiled", compiled_step)):
+            times[name].append(timer.once(lambda: step(inputs)) * 1e3)
+    out = {f"harness_{n}_ms": percentile(v, 50) for n, v in times.items()}
+    out["harness_speedup"] = out["harness_eager_ms"] / out["harness_compiled_ms"]
+    if spec.device == "cuda":
+        from triton.testing import do_bench
+
+        for name, step in (("eager", eager_step), ("compiled", compiled_step)):
+            out[f"do_bench_{name}_ms"] = do_bench(lambda: step(inputs), return_mode="median")
+        out["do_bench_speedup"] = out["do_bench_eager_ms"] / out["do_bench_compiled_ms"]
         torch.cuda.synchronize()
     return out
 

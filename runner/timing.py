@@ -1,23 +1,25 @@
 """The timing protocol, in one place. Every host clock read is preceded by a device sync.
 
-A timer first times single calls (`once`: first calls, schedule calls, warm-up), then `plan`s the
-steady state from the warm-up estimate, so that both sides of a job are timed the same way:
+A job's steady state is timed with three clocks per side, each answering its own question. Every
+sample is kept, and the rounds interleave eager and compiled (ABBA), as PyTorch's compiler benchmark
+harness does "to handle frequency scaling and load changes":
 
-CPU: time.perf_counter around each call (CPU work is synchronous); enough calls per round to fill
-  ~20 ms, each call one sample.
-CUDA: the device time of each call, measured so that launch overhead cannot leak into it. Per call,
-  the host first queues a GPU spin (torch.cuda._sleep, its rate measured once with events) 1.25x as
-  long as the host needs to issue the call (measured in the warm-up: the host time of `fn()` without
-  a sync) plus 20 us, then an L2 flush (a 256 MB write, as triton.testing.do_bench
-  does), then a CUDA event, the call, and another event. While the GPU spins, the host queues every
-  kernel of the call, so between the two events the GPU never waits for Python: the bracket holds
-  the call's kernels and nothing else, from a cold L2. (Brackets without a head start, the seed
-  notes' way, measure the host's launch gaps whenever issuing is slower than the GPU: 2x jitter.)
-  One sync ends each round.
-CUDA, `wall`: host-observed latency of one synchronous call (sync, call, sync), which includes Python
-  dispatch and kernel launches: what a caller waiting on each result sees, and what reduce-overhead's
-  CUDA graphs shrink. wall - device time ~ the launch overhead.
-The record's `timing_method` says which of these produced its numbers.
+latency (the headline): one synchronous call as the caller sees it: sync, clock, call, sync, clock;
+  no L2 flush and no GPU head start. This is benchmarks/dynamo's `timed()` and the HUD's speedup: what a
+  script that waits for each result pays per call, so Python dispatch, dynamo's guards and wrappers and
+  kernel launches are in it (launch overhead is what reduce-overhead's CUDA graphs remove). Several
+  calls per round, each one sample; one untimed call first, so the call after another clock's block
+  (a flushed L2, a spinning GPU) is not timed.
+throughput: a block of back-to-back calls with one sync at the end, per call: what a training loop or a
+  batched pipeline sees, where the host queues the next call while the GPU runs this one.
+gpu (CUDA only; a diagnosis of the generated code, never the headline): kernel time of each call, from a
+  cold L2, with no launch gap in it. Per call the host first queues a GPU spin (torch.cuda._sleep, its
+  rate measured once with events) 1.25x as long as the host needs to issue the call plus 20 us, then an
+  L2 flush (a 256 MB write, as triton.testing.do_bench does), then a CUDA event, the call, another
+  event: while the GPU spins, the host queues the whole call, so the bracket holds its kernels alone.
+
+On the CPU, latency is perf_counter around each call (CPU work is synchronous) and there is no GPU clock.
+The record's `timing_method` names the clocks, `timing_protocol` their version (runner.measure).
 """
 from __future__ import annotations
 
@@ -27,10 +29,12 @@ from typing import Callable
 import torch
 
 FLUSH_BYTES = 256 * 1024 * 1024  # larger than any current GPU's L2 (H100: 50 MB, H200: 60 MB)
-ROUND_MS = 20.0  # time one side of one round takes
-MAX_CALLS = 25  # per-call samples per side per round, at most
+ROUND_MS = 20.0  # time one clock of one side of one round takes, roughly
+MAX_CALLS = 25  # per-call samples per side per round, at most (latency, gpu)
+MIN_BLOCK, MAX_BLOCK = 2, 100  # back-to-back calls in one throughput block
 HEAD_START = 1.25  # spin this many times the host's time to issue one call
 HEAD_START_EXTRA_S = 20e-6
+CLOCKS = ("latency", "throughput", "gpu")  # the order within a round
 
 
 class CompileWatch:
@@ -49,46 +53,80 @@ Sample = tuple[float, bool]  # (ms per call, a compile happened during it)
 
 
 class CpuTimer:
+    gpu = False
+    method = "cpu: latency = perf_counter per call; throughput = back-to-back block per call"
+
     def __init__(self):
-        self.calls = 1
-        self.method = "cpu: perf_counter per call"
+        self.latency_calls = 1
+        self.block_calls = MIN_BLOCK
+
+    def sync(self) -> None:
+        pass
 
     def once(self, fn: Callable[[], object]) -> float:
-        """Seconds for one call (first calls, schedule calls)."""
+        """Seconds for one synchronous call (first calls, schedule calls, warm-up)."""
+        self.sync()
         t0 = time.perf_counter()
         fn()
+        self.sync()
         return time.perf_counter() - t0
 
     def once_and_issue(self, fn: Callable[[], object]) -> tuple[float, float]:
-        """(seconds for one call, seconds the host spent issuing it); the same on the CPU."""
-        seconds = self.once(fn)
-        return seconds, seconds
+        """(seconds for one synchronous call, seconds the host spent issuing it before the sync)."""
+        self.sync()
+        t0 = time.perf_counter()
+        fn()
+        issued = time.perf_counter()
+        self.sync()
+        return time.perf_counter() - t0, issued - t0
 
     def plan(self, call_ms: float, issue_ms: float) -> None:
-        """Choose calls per round from the slower side's warm-up estimates (ms per call)."""
-        self.calls = max(1, min(MAX_CALLS, int(ROUND_MS / max(call_ms, 1e-6))))
+        """Size the rounds from the slower side's warm-up estimates (ms per synchronous call, ms to issue)."""
+        self.latency_calls = _fit(ROUND_MS / max(call_ms, 1e-6), 1, MAX_CALLS)
+        self.block_calls = _fit(ROUND_MS / max(call_ms, 1e-6), MIN_BLOCK, MAX_BLOCK)
 
-    def round(self, fn: Callable[[], object], watch: CompileWatch) -> list[Sample]:
+    def latency(self, fn: Callable[[], object], watch: CompileWatch) -> list[Sample]:
+        """One sample per synchronous call, after one untimed call."""
+        fn()
         out = []
-        for _ in range(self.calls):
+        for _ in range(self.latency_calls):
             before = watch.count()
+            self.sync()
             t0 = time.perf_counter()
             fn()
-            ms = (time.perf_counter() - t0) * 1e3
-            out.append((ms, watch.count() != before))
+            self.sync()
+            out.append(((time.perf_counter() - t0) * 1e3, watch.count() != before))
         return out
 
-    def wall(self, fn: Callable[[], object]) -> float | None:
-        return None  # on the CPU the per-call samples already are host latency
+    def throughput(self, fn: Callable[[], object], watch: CompileWatch) -> list[Sample]:
+        """One sample: a block of back-to-back calls, one sync at its end, per call."""
+        fn()
+        before = watch.count()
+        self.sync()
+        t0 = time.perf_counter()
+        for _ in range(self.block_calls):
+            fn()
+        self.sync()
+        return [((time.perf_counter() - t0) * 1e3 / self.block_calls, watch.count() != before)]
+
+    def gpu_time(self, fn: Callable[[], object], watch: CompileWatch) -> list[Sample]:
+        return []  # no GPU clock on the CPU
 
 
 class CudaTimer(CpuTimer):
+    gpu = True
+    method = ("cuda: latency = perf_counter around one synchronous call; throughput = back-to-back block per "
+              "call; gpu = CUDA events behind a host head start, L2 flushed")
+
     def __init__(self):
         super().__init__()
         self._flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
         self._spin_cycles = 0
-        self.method = "cuda: events per call behind a GPU spin (host head start) and an L2 flush"
+        self.gpu_calls = 1
         self.spin_cycles_per_s = self._spin_rate()
+
+    def sync(self) -> None:
+        torch.cuda.synchronize()
 
     @staticmethod
     def _spin_rate() -> float:
@@ -104,33 +142,18 @@ class CudaTimer(CpuTimer):
             rates.append(cycles / (start.elapsed_time(end) / 1e3))
         return max(rates)  # the fastest clock seen: sizing with it never makes the spin too short
 
-    def once(self, fn: Callable[[], object]) -> float:
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        return time.perf_counter() - t0
-
-    def once_and_issue(self, fn: Callable[[], object]) -> tuple[float, float]:
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        fn()
-        issued = time.perf_counter()
-        torch.cuda.synchronize()
-        return time.perf_counter() - t0, issued - t0
-
     def plan(self, call_ms: float, issue_ms: float) -> None:
+        super().plan(call_ms, issue_ms)
         spin_s = issue_ms / 1e3 * HEAD_START + HEAD_START_EXTRA_S
         self._spin_cycles = int(spin_s * self.spin_cycles_per_s)
-        per_call_ms = spin_s * 1e3 + call_ms
-        self.calls = max(1, min(MAX_CALLS, int(ROUND_MS / per_call_ms)))
+        self.gpu_calls = _fit(ROUND_MS / (spin_s * 1e3 + call_ms), 1, MAX_CALLS)
 
-    def round(self, fn: Callable[[], object], watch: CompileWatch) -> list[Sample]:
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(self.calls)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(self.calls)]
+    def gpu_time(self, fn: Callable[[], object], watch: CompileWatch) -> list[Sample]:
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(self.gpu_calls)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(self.gpu_calls)]
         compiled = []
         torch.cuda.synchronize()
-        for i in range(self.calls):
+        for i in range(self.gpu_calls):
             torch.cuda._sleep(self._spin_cycles)  # the host's head start: it queues the call meanwhile
             self._flush.zero_()
             before = watch.count()
@@ -141,8 +164,9 @@ class CudaTimer(CpuTimer):
         torch.cuda.synchronize()
         return [(s.elapsed_time(e), c) for s, e, c in zip(starts, ends, compiled)]
 
-    def wall(self, fn: Callable[[], object]) -> float:
-        return self.once(fn) * 1e3
+
+def _fit(x: float, lo: int, hi: int) -> int:
+    return max(lo, min(hi, int(x)))
 
 
 def make_timer(device: str) -> CpuTimer:

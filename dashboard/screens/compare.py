@@ -107,6 +107,7 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
     if rows_a.empty and rows_b.empty:
         st.info("Neither sweep has finished jobs yet.")
         return
+    old_timing(rows_a, rows_b)
     nums = diff.numbers(rows_a, rows_b)
     apart = diff.compared(rows_a, rows_b)
     matched = [c for c in diff.MATCH if c not in apart]
@@ -116,7 +117,8 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
                    "and these sweeps share no such combination with a succeeded job on each side (compare two runs "
                    "instead to set any two jobs side by side).")
     metrics = st.pills("Metrics", list(diff.METRICS), selection_mode="multi", key="metric", bind="query-params",
-                       default=["speedup", "compiled_ms", "compiled_first_call_s"]) or ["speedup"]
+                       default=["speedup", "throughput_speedup", "gpu_speedup", "compiled_ms",
+                                "compiled_first_call_s"]) or ["speedup"]
     table = diff.long_form(nums, metrics, same_workload=diff.same_workload(rows_a, rows_b))
     judge = judged(by_id[a].request.get("model"), by_id[b].request.get("model"))
     st.dataframe(highlight_changes(table, judge=judge), hide_index=True, width="stretch",
@@ -141,6 +143,17 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
     fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), title="Speedup, A vs B",
                       legend=dict(orientation="h", y=-0.3))
     st.plotly_chart(fig, key="compare_speedup")
+
+
+def old_timing(rows_a: pd.DataFrame, rows_b: pd.DataFrame) -> None:
+    """Say so when a side holds results timed before caller latency was (timing protocol 1): on CUDA their
+    only clock was GPU time, so their speedup (latency) is empty and only gpu_speedup compares."""
+    old = [name for name, rows in (("A", rows_a), ("B", rows_b))
+           if "timing_protocol" in rows and (rows["timing_protocol"] == 1).any()]
+    if old:
+        st.caption(f"{' and '.join(old)} hold{'s' if len(old) == 1 else ''} results timed before caller latency was "
+                   "measured (timing protocol 1): their CUDA numbers are GPU time only (gpu_speedup, compiled_gpu_ms), "
+                   "never set against latency.")
 
 
 def _jobs(n: int) -> str:
@@ -195,7 +208,7 @@ def compare_runs(df: pd.DataFrame) -> None:
     if samples:
         fig = px.box(pd.DataFrame(samples), x="run", y="ms", color="side", points="outliers",
                      color_discrete_map={"eager": "#7f7f7f", "compiled": "#1f77b4"},
-                     title="Every kept timing sample (ms per call)")
+                     title="Every kept latency sample (ms per synchronous call)")
         fig.update_layout(height=380, margin=dict(l=10, r=10, t=40, b=10))
         ms = pd.Series([x["ms"] for x in samples])
         if (ms > 0).all() and ms.max() / ms.min() > 20:  # a few slow outliers would flatten every box

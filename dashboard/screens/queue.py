@@ -162,17 +162,25 @@ def job_detail() -> None:
     c2.code(detail["log_tail"] or "(no log yet)", language=None, height=300)
 
 
+def _x(value) -> str:
+    return f"{value:.3f}×" if value is not None else "–"
+
+
 def result_summary(detail: dict) -> None:
     """A succeeded job's headline numbers, and a link to its sweep on Results."""
     (r,) = export_records(state.engine(), job_ids=[detail["job_id"]])
-    c = st.columns(5)
-    c[0].metric("Speedup", f"{r['speedup']:.3f}×" if r["speedup"] is not None else "–",
-                help="eager ms / compiled ms (medians)" + (" · ⚠ noisy: spread past 5%" if r["noisy"] else ""))
-    c[1].metric("Eager", f"{r['eager_ms']:.4g} ms" if r["eager_ms"] is not None else "–")
-    c[2].metric("Compiled", f"{r['compiled_ms']:.4g} ms" if r["compiled_ms"] is not None else "–")
-    c[3].metric("Compiled first call", f"{r['compiled_first_call_s']:.3g} s"
+    c = st.columns(6)
+    c[0].metric("Speedup", _x(r["speedup"]), help="latency: eager ms / compiled ms, one synchronous call as the "
+                "caller sees it (medians)" + (" · ⚠ noisy: spread past 5%" if r["noisy"] else ""))
+    c[1].metric("Throughput speedup", _x(r["throughput_speedup"]), help="back-to-back calls, one sync per block")
+    c[2].metric("GPU speedup", _x(r["gpu_speedup"]), help="kernel time only (CUDA): a diagnosis, not the headline")
+    c[3].metric("Eager / compiled", f"{r['eager_ms']:.4g} / {r['compiled_ms']:.4g} ms"
+                if r["eager_ms"] is not None and r["compiled_ms"] is not None else "–")
+    c[4].metric("Compiled first call", f"{r['compiled_first_call_s']:.3g} s"
                 if r["compiled_first_call_s"] is not None else "–")
-    c[4].metric("Recompiles", r["recompiles"] if r["recompiles"] is not None else "–")
+    c[5].metric("Recompiles", r["recompiles"] if r["recompiles"] is not None else "–")
+    if r["host_note"]:
+        st.caption(f"Host-bound: {r['host_note']}.")
     label = f"#{detail['sweep_id']} {r['sweep'] or r['model']}"  # the Results sweep filter's label (SweepSummary)
     st.page_link("screens/results.py", label=f"Sweep {label} on Results", icon=":material/monitoring:",
                  query_params={"sweep": [label], "plot": r["model"]})

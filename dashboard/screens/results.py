@@ -1,5 +1,6 @@
-"""Results: filters (all in the URL), then tabs: the plots that answer the seed notes; where the first call
-goes and device time vs host latency; the spread across repeats; the roofline; failures with their
+"""Results: filters (all in the URL), then tabs: the plots that answer the seed notes (in the clock chosen:
+latency by default, throughput or GPU time); where the first call goes and GPU time inside latency; the
+spread across repeats; the roofline; failures with their
 reasons; the table of every export field. CSV / JSON of what is shown above the tabs.
 
 Only the open tab runs (st.tabs bound to the URL's `view`), so a visit pays for the plots it shows, and a
@@ -18,7 +19,8 @@ REPEAT_GROUPS = 6  # the spread plot draws the newest sweeps' comparison groups
 TABS = ["Speedup", "First call", "Repeats", "Roofline", "Failures", "Table"]
 # the table's first columns: what a job is, its result, and how far that result can be trusted
 FRONT = ["job_id", "sweep", "status", "model", "batch_size", "backend", "mode", "dynamic", "fullgraph", "speedup",
-         "noisy", "eager_spread", "compiled_spread", "eager_ms", "compiled_ms", "roofline_pct", "roofline_bound"]
+         "throughput_speedup", "gpu_speedup", "noisy", "host_bound", "eager_spread", "compiled_spread", "eager_ms",
+         "compiled_ms", "timing_protocol", "roofline_pct", "roofline_bound"]
 NOISY_NOTE = ("Spread: IQR / median of a job's per-round medians; ⚠ noisy past 5% on either side. Ringed or hollow "
               "points below are configurations with a noisy run.")
 CALIBRATE = ("`python -m runner calibrate --device {device} --db URL` on a host with that device measures them "
@@ -86,7 +88,8 @@ def summary(facts: dict) -> None:
                 delta=f"+ {facts['cancelled']:,} cancelled" if facts["cancelled"] else None, delta_color="off",
                 delta_arrow="off", help="Failed, timed out or crashed. Cancelled jobs are not counted: a person "
                                         "stopped them, so they say nothing about their configuration.")
-    c[3].metric("Median speedup", "–" if facts["median"] is None else f"{facts['median']:.2f}×")
+    c[3].metric("Median speedup", "–" if facts["median"] is None else f"{facts['median']:.2f}×",
+                help="latency: what a caller waits for per call, eager / compiled")
     c[4].metric("Best speedup", "–" if facts["best"] is None else f"{facts['best']:.2f}×")
     if facts["methods"]:
         st.caption("Timing: " + "; ".join(facts["methods"]) + ". " + NOISY_NOTE)
@@ -115,12 +118,18 @@ def model_view(key: tuple, _shown, model: str, _store) -> dict:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def speed_figures(key: tuple, _shown, model: str, _store) -> dict:
-    """Speedup, latency, warmup, break-even and the recompile timeline (building plotly figures is most of
-    what a rerun costs, so they are cached per view)."""
+def speed_figures(key: tuple, _shown, model: str, _store, clock: str = "latency") -> dict:
+    """Speedup and ms per call in the chosen clock, warmup, break-even and the recompile timeline (building
+    plotly figures is most of what a rerun costs, so they are cached per view and clock)."""
     v = model_view(key, _shown, model, _store)
     view, agg, fails = v["view"], v["agg"], v["fails"]
-    out = {"speedup": charts.mark_noisy(charts.speedup(agg, fails), agg), "latency": charts.latency(agg, fails),
+    timed = tables.on_clock(agg, clock)
+    out = {"speedup": charts.mark_noisy(charts.speedup(timed, fails, clock), timed),
+           "latency": charts.latency(timed, fails, clock), "clock": clock,
+           # configurations measured in latency but not in this clock (GPU time on the CPU, say), and those with
+           # GPU time only (CUDA results timed before caller latency was: timing protocol 1)
+           "clock_missing": int((agg["speedup"].notna() & timed["speedup"].isna()).sum()),
+           "gpu_only": int((agg["speedup"].isna() & agg["gpu_speedup"].notna()).sum()),
            "warmup": charts.warmup(tables.first_calls(view), fails), "break_even": charts.break_even(agg, fails),
            "timeline": None}
     with_schedule = view[view["has_schedule"].fillna(False).astype(bool) & (view["status"] == "succeeded")]
@@ -137,14 +146,14 @@ def speed_figures(key: tuple, _shown, model: str, _store) -> dict:
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def launch_figures(key: tuple, _shown, model: str, _store) -> dict:
-    """Where the compiled first call goes, beside device time vs host latency."""
+    """Where the compiled first call goes, beside GPU time inside latency."""
     v = model_view(key, _shown, model, _store)
     view = _store.complete(v["view"], views.FIRST_CALL_FIELDS)
     frame = tables.breakdown_frame(tables.split_by_graph_cache(view))
-    host = tables.host_latency_frame(v["agg"])
+    host = tables.gpu_latency_frame(v["agg"])
     return {"breakdown": charts.warmup_breakdown(frame, v["fails"]), "empty": frame.empty,
             "no_breakdown": bool((frame["part"] == tables.NO_BREAKDOWN).any()),
-            "host": None if host.empty else charts.host_latency(host, v["fails"], charts.breakdown_rows(frame, v["fails"]))}
+            "host": None if host.empty else charts.gpu_in_latency(host, v["fails"], charts.breakdown_rows(frame, v["fails"]))}
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -180,7 +189,28 @@ def roofline_figure(key: tuple, _pts, _ceilings: list, color_by: str) -> dict:
             "off": roofline.off_plot(_pts)}
 
 
+CLOCK_HELP = ("latency: one synchronous call as your program sees it (host clock, Python, guards and launches "
+              "included), the headline. throughput: back-to-back calls, one sync per block, per call, as a training "
+              "loop sees it. GPU time: the kernels alone from a cold L2 (CUDA only): how good the generated code "
+              "is, not what a caller waits for.")
+
+
+def clock_ui() -> str:
+    return st.segmented_control("Clock", list(tables.CLOCKS), key="clock", bind="query-params", default="latency",
+                                required=True, help=CLOCK_HELP,
+                                format_func=lambda c: {"gpu": "GPU time"}.get(c, c)) or "latency"
+
+
 def plots(parts: dict) -> None:
+    clock = parts["clock"]
+    if clock != "latency":
+        st.caption(f"Showing **{tables.CLOCKS[clock]['label']}**. The headline speedup everywhere else is latency.")
+    if clock == "latency" and parts["gpu_only"]:
+        st.caption(f"{parts['gpu_only']} configuration(s) have GPU time only: CUDA results timed before caller latency "
+                   "was measured (timing protocol 1). Choose **GPU time** to see them; they are never drawn as latency.")
+    if clock != "latency" and parts["clock_missing"]:
+        st.caption(f"{parts['clock_missing']} configuration(s) have no {charts.CLOCK_WORDS[clock]}"
+                   + (" (a CPU job has no GPU clock)" if clock == "gpu" else " (timed before it was measured)") + ".")
     left, right = st.columns(2)
     left.plotly_chart(parts["speedup"], key="plot_speedup")
     if parts.get("recompiled"):
@@ -219,13 +249,14 @@ def first_call_and_launch(parts: dict) -> None:
     if parts["no_breakdown"]:
         left.caption("Some jobs carry no compile breakdown (stored before it was recorded): their first call is one bar.")
     if parts["host"] is None:  # the breakdown takes the full width
-        right.info("Device time vs host latency is for CUDA jobs, and none in view has it. On the CPU the timer "
+        right.info("GPU time inside latency is for CUDA jobs, and none in view has it. On the CPU latency "
                    "(perf_counter per call) already measures what a caller waits for.", icon=":material/memory:")
     else:
         right.plotly_chart(parts["host"], key="plot_host")
-        right.caption("Device time: CUDA events around the call's kernels. Host latency: one synchronous call "
-                      "(sync, call, sync), Python and kernel launches included. CUDA graphs (reduce-overhead, "
-                      "max-autotune) shrink the gap.")
+        right.caption("GPU time: CUDA events around the call's kernels alone (a host head start, L2 flushed). "
+                      "Latency: one synchronous call as the caller sees it (sync, clock, call, sync, clock), Python, "
+                      "dynamo's guards and kernel launches included. CUDA graphs (reduce-overhead) shrink the gap; "
+                      "a configuration whose GPU idles half of a call or more is host-bound (◇ on the speedup plot).")
 
 
 def repeat_spread(rep: dict | None) -> None:
@@ -378,7 +409,7 @@ if speed_tab.open:
             st.info(f"Nothing to plot for {model}: its jobs in view were all cancelled (they are listed under "
                     "**Failures**).", icon=":material/info:")
         else:
-            plots(speed_figures(key, shown, model, state.store()))
+            plots(speed_figures(key, shown, model, state.store(), clock_ui()))
         if facts["failed"]:
             st.caption(f"{facts['failed']:,} jobs in view did not succeed: marked on the plots as red ✕ with their count "
                        "(hover for the reasons) and listed under **Failures**.")

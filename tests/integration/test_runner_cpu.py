@@ -10,6 +10,16 @@ import pytest
 from tests.conftest import records, run_cli, submit, work
 
 
+def result_detail(db_url: str, job_id: int) -> dict:
+    from sqlalchemy import select
+
+    from db.engine import get_engine, reading
+    from db.models import Result
+
+    with reading(get_engine(db_url)) as s:
+        return s.scalar(select(Result.detail).where(Result.job_id == job_id))
+
+
 def flat(rounds):
     return [x for block in rounds for x in block]
 
@@ -18,7 +28,8 @@ def test_static_recompiles_on_the_schedule_and_dynamic_does_not(db_url, tmp_path
     ids = submit(db_url, "--model", "simplenet", "--batch", "8", "--mode", "default", "--dynamic", "false",
                  "--dynamic", "true", "--schedule", "8,16,32", "--device", "cpu", "--iters", "6")
     assert len(ids) == 2
-    work(db_url, tmp_path / "home", "--max-jobs", "2")
+    # COMPILE_LAB_CROSSCHECK: each child also times its two callables the compiler harness's way
+    work(db_url, tmp_path / "home", "--max-jobs", "2", env={"COMPILE_LAB_CROSSCHECK": "1"})
     recs = records(db_url)
     static, dynamic = recs[ids[0]], recs[ids[1]]
     assert static["dynamic"] is False and dynamic["dynamic"] is True
@@ -27,7 +38,14 @@ def test_static_recompiles_on_the_schedule_and_dynamic_does_not(db_url, tmp_path
         # the warmup cost: compile + first run dwarfs the eager first call
         assert r["compiled_first_call_s"] > 10 * r["eager_first_call_s"]
         assert r["compiled_second_call_s"] < r["compiled_first_call_s"] / 10
+        # the headline is latency (perf_counter around each call on the CPU); throughput beside it; no GPU clock
         assert r["speedup"] == pytest.approx(r["eager_ms"] / r["compiled_ms"], rel=1e-12)
+        assert r["timing_protocol"] == 2 and r["timing_method"].startswith("cpu: latency = perf_counter per call")
+        assert r["throughput_speedup"] == pytest.approx(r["eager_throughput_ms"] / r["compiled_throughput_ms"])
+        assert statistics.median(flat(r["samples"]["compiled_throughput"])) == pytest.approx(r["compiled_throughput_ms"])
+        assert (r["eager_gpu_ms"], r["compiled_gpu_ms"], r["gpu_speedup"], r["eager_host_overhead"],
+                r["host_bound"], r["host_note"]) == (None,) * 6
+        assert "eager_gpu" not in r["samples"]
         assert r["eager_p10_ms"] <= r["eager_ms"] <= r["eager_p90_ms"]
         assert r["compiled_p10_ms"] <= r["compiled_ms"] <= r["compiled_p90_ms"]
         # every raw sample is kept, by round, and the medians are theirs
@@ -37,6 +55,10 @@ def test_static_recompiles_on_the_schedule_and_dynamic_does_not(db_url, tmp_path
         assert r["accuracy_ok"] is True and r["graph_count"] == 1 and r["graph_breaks"] == 0
         assert r["torch_version"] and r["hostname"] and r["device_name"]
         assert r["peak_mem_eager_mb"] is not None
+    for job_id in ids:  # the harness-style reference of the same callables, in the same child
+        check = result_detail(db_url, job_id)["crosscheck"]
+        assert check["harness_speedup"] == pytest.approx(check["harness_eager_ms"] / check["harness_compiled_ms"])
+        assert check["harness_eager_ms"] > 0 and "do_bench_speedup" not in check  # do_bench is CUDA's
     assert [c["size"] for c in static["schedule_calls"]] == [8, 16, 32]
     assert [c["recompiled"] for c in static["schedule_calls"]] == [False, True, True]
     assert "size mismatch" in static["schedule_calls"][1]["reason"]

@@ -730,27 +730,40 @@ def test_breakdown_without_a_recorded_breakdown_and_a_failed_only_series():
     assert any(a.text.startswith("✕ failed: compile failed") for a in fig.layout.annotations)
 
 
-def test_device_time_vs_host_latency_and_noisy_rings(synthetic):
+def test_gpu_time_inside_latency_host_bound_and_noisy_rings(synthetic):
     view = tables.label_series(synthetic[synthetic["model"] == "simplenet"])
     agg, fails = tables.summarize(view)
     agg = tables.with_noise(agg, view)
-    host = tables.host_latency_frame(agg)
+    host = tables.gpu_latency_frame(agg)
     assert set(host["what"]) == set(charts.HOST_COLORS) and len(host) == 4 * len(agg)
-    assert (host["overhead_ms"] == host["wall_ms"] - host["device_ms"]).all() and (host["overhead_ms"] > 0).all()
-    assert charts.host_latency(host, fails, sorted(agg["series"])).data
-    cpu = agg.assign(eager_wall_ms=float("nan"), compiled_wall_ms=float("nan"))
-    assert tables.host_latency_frame(cpu).empty  # CPU jobs have no wall time: nothing to draw
+    assert (host["overhead_ms"] == host["latency_ms"] - host["gpu_ms"]).all() and (host["overhead_ms"] > 0).all()
+    assert charts.gpu_in_latency(host, fails, sorted(agg["series"])).data
+    cpu = agg.assign(eager_gpu_ms=float("nan"), compiled_gpu_ms=float("nan"))
+    assert tables.gpu_latency_frame(cpu).empty  # CPU jobs have no GPU clock: nothing to draw
     noisy = agg[agg["noisy_runs"] > 0]
     assert len(noisy), "the synthetic data holds noisy runs"
     fig = charts.mark_noisy(charts.speedup(agg, fails), agg)
     rings = [t for t in fig.data if t.name and t.name.startswith("⚠ noisy")]
     assert len(rings) == 1 and len(rings[0].x) == len(noisy.dropna(subset=["speedup"]))
+    bound = agg[agg["host_bound_runs"] > 0]
+    assert len(bound), "synthetic simplenet is host-bound on CUDA"
+    diamonds = [t for t in fig.data if t.name and t.name.startswith("◇ host-bound")]
+    assert sum(len(t.x) for t in diamonds) == len(bound.dropna(subset=["speedup"]))
+    assert "launch-bound" in diamonds[0].customdata[0][3]
 
 
-def test_timing_methods_name_each_method_once(synthetic):
-    assert tables.timing_methods(synthetic) == [
-        f"cuda: events per call behind a GPU spin (host head start) and an L2 flush "
-        f"({(synthetic['status'] == 'succeeded').sum()} jobs, 300 samples per side)"]
+def test_each_clock_draws_its_own_numbers(synthetic):
+    view = tables.label_series(synthetic[synthetic["model"] == "mlp"])
+    agg, fails = tables.summarize(view)
+    for clock, cols in tables.CLOCKS.items():
+        timed = tables.on_clock(agg, clock)
+        assert (timed["speedup"] == agg[cols["speedup"]]).all() and (timed["compiled_ms"] == agg[cols["compiled_ms"]]).all()
+        fig = charts.speedup(timed, fails, clock)
+        ys = sorted(y for t in fig.data if t.mode == "lines+markers" for y in t.y)
+        assert ys == pytest.approx(sorted(agg[cols["speedup"]].dropna()))
+    # latency is the headline: GPU time leaves the host out, so on this host-bound model it reads higher
+    assert (agg["gpu_speedup"] != agg["speedup"]).all()
+    assert "GPU time" in charts.speedup(tables.on_clock(agg, "gpu"), fails, "gpu").layout.title.text
 
 
 def test_failure_notes_on_a_log_batch_axis_sit_at_their_batch(synthetic):

@@ -68,3 +68,77 @@ def test_graph_break_capture_keeps_the_users_torch_logs(monkeypatch):
         assert not logs.log_state.is_artifact_enabled("recompiles")
     finally:
         torch._logging.set_logs()  # back to torch's defaults for the other tests
+
+
+def test_the_headline_is_latency_and_the_other_clocks_stand_beside_it():
+    """What a GPU job's samples become (the samples are what runner.timing's CudaTimer returns; no GPU here):
+    speedup is latency's ratio, throughput and GPU time under their own names, and the host overhead is
+    the share of a call the GPU idles."""
+    from runner.measure import clock_fields
+
+    samples = {"eager": [[0.10, 0.11], [0.10]], "compiled": [[0.16], [0.15, 0.17]],  # host-bound: compile is slower
+               "eager_throughput": [[0.06], [0.06]], "compiled_throughput": [[0.05], [0.05]],
+               "eager_gpu": [[0.03, 0.03], [0.03]], "compiled_gpu": [[0.02], [0.02]]}
+    f = clock_fields(samples, gpu=True)
+    assert f["eager_ms"] == pytest.approx(0.10) and f["compiled_ms"] == pytest.approx(0.16)
+    assert f["speedup"] == pytest.approx(0.10 / 0.16)  # slower, as the caller sees it
+    assert f["gpu_speedup"] == pytest.approx(1.5) and f["throughput_speedup"] == pytest.approx(1.2)
+    assert f["eager_host_overhead"] == pytest.approx(0.7) and f["compiled_host_overhead"] == pytest.approx(0.875)
+    assert f["host_bound"] is True
+    assert f["host_note"].startswith("eager leaves the GPU idle 70% of each call: launch-bound; reduce-overhead")
+    assert "compiled leaves the GPU idle 88% of each call: dynamo's guards" in f["host_note"]
+    assert "reduce-overhead" not in clock_fields(samples, gpu=True, cudagraphs=True)["host_note"].split(";")[0]
+    # the GPU dominates: no note, not host-bound
+    busy = {**samples, "eager_gpu": [[0.09]], "compiled_gpu": [[0.15]]}
+    assert clock_fields(busy, gpu=True)["host_bound"] is False and clock_fields(busy, gpu=True)["host_note"] is None
+    # the CPU: latency and throughput, no GPU clock, nothing about the host
+    cpu = clock_fields({k: v for k, v in samples.items() if not k.endswith("_gpu")}, gpu=False)
+    assert cpu["speedup"] == f["speedup"] and cpu["throughput_speedup"] == f["throughput_speedup"]
+    assert (cpu["eager_gpu_ms"], cpu["gpu_speedup"], cpu["eager_host_overhead"], cpu["host_bound"]) == (None,) * 4
+
+
+class FakeWatch:
+    """Counts compiles as dynamo's counter would; `compile_on` names the calls during which one happens."""
+
+    def __init__(self, compile_on=()):
+        self.compiles, self.calls, self.compile_on = 0, 0, set(compile_on)
+
+    def count(self):
+        return self.compiles
+
+    def call(self):
+        self.calls += 1
+        if self.calls in self.compile_on:
+            self.compiles += 1
+
+
+def test_cpu_timer_clocks_and_interleaved_rounds():
+    from runner.measure import measure_rounds, sample_key
+    from runner.timing import MIN_BLOCK, CpuTimer
+
+    timer = CpuTimer()
+    timer.plan(call_ms=5.0, issue_ms=5.0)  # 20 ms rounds: 4 latency calls, a block of 4
+    assert (timer.latency_calls, timer.block_calls) == (4, 4)
+    timer.plan(call_ms=100.0, issue_ms=100.0)
+    assert (timer.latency_calls, timer.block_calls) == (1, MIN_BLOCK)
+    timer.plan(call_ms=1.0, issue_ms=1.0)
+    order = []
+    watch = FakeWatch(compile_on={3})  # the third call of the job compiles (a guard failed, say)
+
+    def side(name):
+        def fn():
+            order.append(name)
+            watch.call()
+        return fn
+
+    samples = measure_rounds(timer, watch, {"eager": side("eager"), "compiled": side("compiled")}, 4,
+                             lambda *_: None)
+    assert set(samples) == {"eager", "compiled", "eager_throughput", "compiled_throughput", "dropped"}
+    assert sample_key("compiled", "gpu") == "compiled_gpu" and sample_key("eager", "latency") == "eager"
+    per_round = 2 * (1 + timer.latency_calls) + 2 * (1 + timer.block_calls)  # each block after one untimed call
+    assert len(order) == 4 * per_round
+    # ABBA: eager leads rounds 0 and 2, compiled rounds 1 and 3, for every clock
+    assert [order[i * per_round] for i in range(4)] == ["eager", "compiled", "eager", "compiled"]
+    assert samples["dropped"] == [{"side": "eager", "clock": "latency", "round": 0, "ms": samples["dropped"][0]["ms"]}]
+    assert [len(b) for b in samples["eager"]] == [timer.latency_calls - 1] + [timer.latency_calls] * 3
+    assert all(len(b) == 1 for b in samples["compiled_throughput"])

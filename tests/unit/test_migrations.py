@@ -1,6 +1,7 @@
 """Schema migrations on real SQLite files and real PostgreSQL databases: the models and the migrations
 agree, a pre-migration database is adopted with its rows, a later revision upgrades without losing
 rows, concurrent first opens upgrade once, and a database newer than the code is refused."""
+import json
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from sqlalchemy import func, inspect, select, text
 
 from db import migrate
 from db.engine import DatabaseError, atomic, dispose_engine, get_engine, make_engine, reading
-from db.models import Base, Job, Result, Sweep
+from db.models import Base, Job, Result, Sweep, utcnow
 from tests.conftest import ROOT
 
 
@@ -137,3 +138,60 @@ def test_migrate_cli_reports_and_upgrades(db_url):
     bad = subprocess.run([sys.executable, "-m", "db.migrate", "current", "--db", "mysql://x/y"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "unsupported database 'mysql'" in bad.stderr
+
+
+def test_results_timed_before_caller_latency_are_labelled_not_mixed(any_db_url):
+    """A database from before the three clocks (revision 0003): its CUDA results had GPU time as their only
+    clock, so after the upgrade those numbers are GPU time, the latency headline is empty, and the rows say
+    timing protocol 1; its CPU results (perf_counter per call) keep their numbers, labelled protocol 1 too."""
+    from alembic import command
+
+    raw = make_engine(any_db_url)
+    with raw.begin() as conn:
+        command.upgrade(migrate.alembic_config(connection=conn), "0003_jobs_status_finished_at")
+        conn.execute(text("INSERT INTO sweeps (id, name, request, created_at, created_by) "
+                          "VALUES (1, 'old', '{}', '2026-01-01', 'x')"))
+        for job_id, device in ((1, "cuda"), (2, "cpu")):
+            conn.execute(text("INSERT INTO jobs (id, sweep_id, spec, status, attempts, max_attempts, created_at, "
+                              "finished_at) VALUES (:i, 1, :spec, 'succeeded', 1, 3, '2026-01-01', '2026-01-01')"),
+                         {"i": job_id, "spec": json.dumps({"model": "simplenet", "batch_size": 32, "device": device,
+                                                           "backend": "inductor", "mode": "default"})})
+        method = {1: "cuda: events per call behind a GPU spin (host head start) and an L2 flush",
+                  2: "cpu: perf_counter per call"}
+        for job_id in (1, 2):
+            conn.execute(text(
+                "INSERT INTO results (job_id, eager_ms, compiled_ms, speedup, eager_p10_ms, break_even_calls, "
+                "eager_wall_ms, compiled_wall_ms, timing_method, samples, schedule, detail) VALUES (:i, 0.05, 0.04, "
+                "1.25, 0.049, 900, 0.2, 0.3, :m, :samples, '[]', :detail)"),
+                {"i": job_id, "m": method[job_id],
+                 "samples": json.dumps({"eager": [[0.05]], "compiled": [[0.04]], "eager_wall": [0.2]}),
+                 "detail": json.dumps({"speedup_p10": 1.2, "speedup_p90": 1.3})})
+    raw.dispose()
+
+    engine = get_engine(any_db_url)
+    assert migrate.current(engine) == migrate.head()
+    assert not {"eager_wall_ms", "compiled_wall_ms"} & {c["name"] for c in inspect(engine).get_columns("results")}
+    with reading(engine) as s:
+        cuda, cpu = (s.scalars(select(Result).where(Result.job_id == i)).one() for i in (1, 2))
+    assert (cuda.eager_gpu_ms, cuda.compiled_gpu_ms, cuda.gpu_speedup) == (0.05, 0.04, 1.25)
+    assert (cuda.eager_ms, cuda.compiled_ms, cuda.speedup, cuda.eager_p10_ms, cuda.break_even_calls) == (None,) * 5
+    assert cuda.samples == {"eager_gpu": [[0.05]], "compiled_gpu": [[0.04]], "eager_wall": [0.2]}
+    assert cuda.detail == {"gpu_speedup_p10": 1.2, "gpu_speedup_p90": 1.3}
+    assert (cpu.eager_ms, cpu.speedup, cpu.eager_gpu_ms, cpu.samples["eager"]) == (0.05, 1.25, None, [[0.05]])
+    assert cuda.timing_protocol == cpu.timing_protocol == 1
+
+    # beside a result of today's protocol, an old one is its own series, labelled, never one median with it
+    from dashboard import tables
+    from db import views
+
+    with atomic(engine) as s:
+        s.add(Job(id=3, sweep_id=1, spec={"model": "simplenet", "batch_size": 32, "device": "cpu",
+                                          "backend": "inductor", "mode": "default"}, status="succeeded",
+                  finished_at=utcnow()))
+        s.flush()
+        s.add(Result(job_id=3, eager_ms=0.06, compiled_ms=0.05, speedup=1.2, timing_protocol=2))
+    frame = tables.load_frame(engine, fields=views.FRAME_FIELDS + views.VIEW_FIELDS)[0]
+    cpu_rows = tables.label_series(frame[frame["device"] == "cpu"])
+    assert cpu_rows.set_index("job_id")["config"].to_dict() == {2: "old timing (protocol 1)", 3: "timing protocol 2"}
+    agg, _ = tables.summarize(cpu_rows)
+    assert sorted(agg["speedup"]) == [1.2, 1.25]  # two series, not one median of both
