@@ -57,6 +57,7 @@ def main() -> int:
     p.add_argument("--timeout", default="600")
     p.add_argument("--iters", default="30")
     p.add_argument("--device", default="cuda", help="cpu: a smoke run of this script without a GPU")
+    p.add_argument("--home", help="the worker's job folders and caches (default: under --out)")
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -75,7 +76,7 @@ def main() -> int:
     env = {**os.environ, "COMPILE_LAB_CROSSCHECK": "1"}
     with open(out / "worker.log", "w") as log:
         subprocess.run([sys.executable, "-m", "runner", "work", "--drain", "--no-calibrate", "--db", db,
-                        "--home", str(out / "home"), *(["--gpu", "0"] if args.device == "cuda" else [])],
+                        "--home", args.home or str(out / "home"), *(["--gpu", "0"] if args.device == "cuda" else [])],
                        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     wall = time.time() - t0
     engine = get_engine(db)
