@@ -273,11 +273,15 @@ def mark_noisy(fig: go.Figure, agg: pd.DataFrame, x: str = "batch_size", y: str 
     Square the points of configurations that recompiled inside the timed rounds (graph breaks, guards on
     data): those calls were dropped from the samples, but the steady state switches between graphs. A
     diamond marks host-bound configurations (CUDA: the GPU idles half of each call or more)."""
-    _ring(fig, agg[agg["noisy_runs"].fillna(0) > 0].dropna(subset=[y]), x, y, "noisy", "⚠ noisy run (spread > 5%)",
+    noisy = agg[agg["noisy_runs"].fillna(0) > 0].dropna(subset=[y])
+    if "noise_note" not in noisy:
+        noisy = noisy.assign(noise_note="")
+    _ring(fig, noisy.assign(noise_note=noisy["noise_note"].fillna("").map(_wrap)), x, y, "noisy",
+          "⚠ noisy run (spread > 5%, or host-bound)",
           dict(size=20, symbol="circle-open", color=NOISY_COLOR, line=dict(width=2.5)),
-          ["config", "noisy_runs", "runs", "max_spread"],
+          ["config", "noisy_runs", "runs", "max_spread", "noise_note"],
           "<b>⚠ %{customdata[0]}</b><br>%{customdata[1]} of %{customdata[2]} run(s) noisy; "
-          "largest spread %{customdata[3]:.1%}<extra></extra>")
+          "largest spread %{customdata[3]:.1%}<br>%{customdata[4]}<extra></extra>")
     if "recompiled_runs" in agg:
         _ring(fig, agg[agg["recompiled_runs"].fillna(0) > 0].dropna(subset=[y]), x, y, "recompiled",
               "↻ recompiled while timed (those calls dropped)",

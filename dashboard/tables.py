@@ -535,14 +535,16 @@ def with_noise(agg: pd.DataFrame, view: pd.DataFrame) -> pd.DataFrame:
                else pd.Series(0, index=ok.index)).fillna(0)
     bound = view.loc[ok.index, "host_bound"] if "host_bound" in view else pd.Series(None, index=ok.index)
     note = view.loc[ok.index, "host_note"] if "host_note" in view else pd.Series(None, index=ok.index)
+    why = view.loc[ok.index, "noise_note"] if "noise_note" in view else pd.Series(None, index=ok.index)
     ok = ok.assign(noisy_runs=view.loc[ok.index, "noisy"].eq(True),
                    max_spread=ok[["eager_spread", "compiled_spread"]].max(axis=1),
                    recompiled_runs=dropped > 0, dropped_calls=dropped,
-                   host_bound_runs=bound.eq(True), host_note=note.where(bound.eq(True)))
+                   host_bound_runs=bound.eq(True), host_note=note.where(bound.eq(True)),
+                   noise_note=why.where(view.loc[ok.index, "noisy"].eq(True)))
     noise = ok.groupby(["config", "batch_size"], dropna=False).agg(
         noisy_runs=("noisy_runs", "sum"), max_spread=("max_spread", "max"), recompiled_runs=("recompiled_runs", "sum"),
         dropped_calls=("dropped_calls", "sum"), host_bound_runs=("host_bound_runs", "sum"),
-        host_note=("host_note", "first")).reset_index()
+        host_note=("host_note", "first"), noise_note=("noise_note", "first")).reset_index()
     return agg.merge(noise, on=["config", "batch_size"], how="left")
 
 

@@ -119,9 +119,11 @@ class Result(Base):
     timing_protocol: Mapped[int | None] = mapped_column(Integer)
     samples_per_side: Mapped[int | None] = mapped_column(Integer)
     # how far the numbers can be trusted: IQR / median of the per-round medians, and a flag past a threshold
+    # (or when host-bound: its latency moves from process to process), with why
     eager_spread: Mapped[float | None] = mapped_column(Float)
     compiled_spread: Mapped[float | None] = mapped_column(Float)
     noisy: Mapped[bool | None] = mapped_column(Boolean)
+    noise_note: Mapped[str | None] = mapped_column(Text)  # why noisy, in words
     # roofline: work per call, and what fraction of the device's measured ceiling the compiled call reaches
     flops: Mapped[float | None] = mapped_column(Float)
     min_bytes: Mapped[float | None] = mapped_column(Float)

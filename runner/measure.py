@@ -348,7 +348,7 @@ def _warmup(timer, fn) -> tuple[float, float]:
     return percentile(calls[half:], 50), percentile(issues[half:], 50)
 
 
-CLOCK_CALLS = {"latency": "latency", "throughput": "throughput", "gpu": "gpu_time"}  # clock -> timer method
+BLOCK_CLOCKS = {"throughput": "throughput", "gpu": "gpu_time"}  # clock -> timer method, one side at a time
 
 
 def sample_key(side: str, clock: str) -> str:
@@ -358,19 +358,25 @@ def sample_key(side: str, clock: str) -> str:
 
 
 def measure_rounds(timer, watch, sides: dict[str, Callable], rounds: int, report: Report) -> dict:
-    """Interleaved rounds: in each, every clock times both sides, which side goes first alternating by
-    round (ABBA). Every kept sample by round; calls during which dynamo compiled are dropped and counted."""
+    """Interleaved rounds: in each, latency alternates the sides call by call, then each block clock times
+    one side and then the other; which side leads alternates by round (ABBA). Every kept sample by round;
+    calls during which dynamo compiled are dropped and counted."""
     names = list(sides)
-    clocks = [c for c in CLOCK_CALLS if c != "gpu" or timer.gpu]
-    samples = {sample_key(n, c): [] for n in names for c in clocks} | {"dropped": []}
+    blocks = [c for c in BLOCK_CLOCKS if c != "gpu" or timer.gpu]
+    samples = {sample_key(n, c): [] for n in names for c in ["latency", *blocks]} | {"dropped": []}
+
+    def keep(name: str, clock: str, r: int, block: list) -> None:
+        samples[sample_key(name, clock)].append([ms for ms, compiled in block if not compiled])
+        samples["dropped"].extend({"side": name, "clock": clock, "round": r, "ms": ms}
+                                  for ms, compiled in block if compiled)
+
     for r in range(rounds):
         order = names if r % 2 == 0 else names[::-1]
-        for clock in clocks:
+        for name, block in zip(order, timer.latency([sides[n] for n in order], watch)):
+            keep(name, "latency", r, block)
+        for clock in blocks:
             for name in order:
-                block = getattr(timer, CLOCK_CALLS[clock])(sides[name], watch)
-                samples[sample_key(name, clock)].append([ms for ms, compiled in block if not compiled])
-                samples["dropped"] += [{"side": name, "clock": clock, "round": r, "ms": ms}
-                                       for ms, compiled in block if compiled]
+                keep(name, clock, r, getattr(timer, BLOCK_CLOCKS[clock])(sides[name], watch))
         report("measuring", (r + 1) / rounds)
     for name in names:
         if not any(samples[name]):
@@ -384,8 +390,9 @@ HOST_BOUND = 0.5  # a side whose GPU idles this share of its latency is host-bou
 
 def clock_fields(samples: dict, gpu: bool, cudagraphs: bool = False) -> dict:
     """The record's numbers from the three clocks' samples (runner.timing). The headline (eager_ms,
-    compiled_ms, speedup, percentiles, spreads, noisy) is latency; throughput and GPU time beside it under
-    their own names; the host overhead (1 - GPU time / latency) and, past HOST_BOUND, why in words."""
+    compiled_ms, speedup, percentiles, spreads) is latency; throughput and GPU time beside it under their
+    own names; the host overhead (1 - GPU time / latency) and, past HOST_BOUND, why in words; `noisy` and
+    why (`noise_note`)."""
     out = {}
     for side in ("eager", "compiled"):
         lat = _flat(samples[side])
@@ -400,9 +407,17 @@ def clock_fields(samples: dict, gpu: bool, cudagraphs: bool = False) -> dict:
     out["speedup"] = out["eager_ms"] / out["compiled_ms"]
     out["throughput_speedup"] = _ratio(out["eager_throughput_ms"], out["compiled_throughput_ms"])
     out["gpu_speedup"] = _ratio(out["eager_gpu_ms"], out["compiled_gpu_ms"])
-    out["noisy"] = any(s is not None and s > NOISY_SPREAD for s in (out["eager_spread"], out["compiled_spread"]))
     out["host_note"] = host_note(out["eager_host_overhead"], out["compiled_host_overhead"], cudagraphs)
     out["host_bound"] = None if out["eager_host_overhead"] is None else out["host_note"] is not None
+    reasons = [f"{side}'s round medians spread {out[f'{side}_spread']:.0%} (IQR / median; past {NOISY_SPREAD:.0%})"
+               for side in ("eager", "compiled") if (out[f"{side}_spread"] or 0) > NOISY_SPREAD]
+    if out["host_bound"]:
+        # one process cannot vouch for a host-bound latency: on an H100 the same mlp bs 64 job read eager
+        # 0.135 and 0.201 ms in two fresh processes (GPU time 0.119 in both), each with a tight spread
+        reasons.append("host-bound: the host's Python, guards and launches set this latency, and the host's "
+                       "speed moves from process to process; repeat it (--repeat) to see how far")
+    out["noisy"] = bool(reasons)
+    out["noise_note"] = "; ".join(reasons) or None
     return out
 
 

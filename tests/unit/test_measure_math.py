@@ -88,9 +88,15 @@ def test_the_headline_is_latency_and_the_other_clocks_stand_beside_it():
     assert f["host_note"].startswith("eager leaves the GPU idle 70% of each call: launch-bound; reduce-overhead")
     assert "compiled leaves the GPU idle 88% of each call: dynamo's guards" in f["host_note"]
     assert "reduce-overhead" not in clock_fields(samples, gpu=True, cudagraphs=True)["host_note"].split(";")[0]
+    # one process cannot vouch for a host-bound latency: noisy, and why
+    assert f["noisy"] is True and f["noise_note"].startswith("host-bound: the host's Python, guards and launches")
+    spread_out = clock_fields({**samples, "eager": [[0.10], [0.12], [0.10], [0.13]]}, gpu=True)
+    assert spread_out["noise_note"].startswith("eager's round medians spread 20% (IQR / median; past 5%); host-bound")
     # the GPU dominates: no note, not host-bound
-    busy = {**samples, "eager_gpu": [[0.09]], "compiled_gpu": [[0.15]]}
+    busy = {**samples, "eager": [[0.10], [0.10]], "compiled": [[0.16], [0.16]],
+            "eager_gpu": [[0.09]], "compiled_gpu": [[0.15]]}
     assert clock_fields(busy, gpu=True)["host_bound"] is False and clock_fields(busy, gpu=True)["host_note"] is None
+    assert (clock_fields(busy, gpu=True)["noisy"], clock_fields(busy, gpu=True)["noise_note"]) == (False, None)
     # the CPU: latency and throughput, no GPU clock, nothing about the host
     cpu = clock_fields({k: v for k, v in samples.items() if not k.endswith("_gpu")}, gpu=False)
     assert cpu["speedup"] == f["speedup"] and cpu["throughput_speedup"] == f["throughput_speedup"]
@@ -135,10 +141,15 @@ def test_cpu_timer_clocks_and_interleaved_rounds():
                              lambda *_: None)
     assert set(samples) == {"eager", "compiled", "eager_throughput", "compiled_throughput", "dropped"}
     assert sample_key("compiled", "gpu") == "compiled_gpu" and sample_key("eager", "latency") == "eager"
-    per_round = 2 * (1 + timer.latency_calls) + 2 * (1 + timer.block_calls)  # each block after one untimed call
+    n = timer.latency_calls
+    per_round = 2 * (1 + n) + 2 * (1 + timer.block_calls)  # each side's untimed call first
     assert len(order) == 4 * per_round
-    # ABBA: eager leads rounds 0 and 2, compiled rounds 1 and 3, for every clock
-    assert [order[i * per_round] for i in range(4)] == ["eager", "compiled", "eager", "compiled"]
+    # latency alternates call by call, as the harness's timed() loop; the leading side alternates by round
+    assert order[:2 + 2 * n] == ["eager", "compiled"] * (1 + n)
+    assert order[per_round:per_round + 2 + 2 * n] == ["compiled", "eager"] * (1 + n)
+    # the block clocks: one side's block, then the other's, in the round's order
+    assert order[2 + 2 * n:per_round] == ["eager"] * (1 + timer.block_calls) + ["compiled"] * (1 + timer.block_calls)
+    # the third call of the job (eager's first timed one) compiled: dropped and counted
     assert samples["dropped"] == [{"side": "eager", "clock": "latency", "round": 0, "ms": samples["dropped"][0]["ms"]}]
-    assert [len(b) for b in samples["eager"]] == [timer.latency_calls - 1] + [timer.latency_calls] * 3
+    assert [len(b) for b in samples["eager"]] == [n - 1] + [n] * 3
     assert all(len(b) == 1 for b in samples["compiled_throughput"])

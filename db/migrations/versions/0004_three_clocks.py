@@ -1,4 +1,5 @@
-"""Three clocks per result: latency as the caller sees it (the headline), throughput, and GPU time.
+"""Three clocks per result: latency as the caller sees it (the headline), throughput, and GPU time; and
+`noise_note`, why a result is noisy.
 
 Results stored before this revision get timing_protocol 1. On the CPU their numbers already are latency
 (perf_counter around each synchronous call) and stay where they are. On CUDA their only clock was kernel
@@ -22,7 +23,8 @@ depends_on = None
 NEW = [("eager_throughput_ms", sa.Float()), ("compiled_throughput_ms", sa.Float()),
        ("throughput_speedup", sa.Float()), ("eager_gpu_ms", sa.Float()), ("compiled_gpu_ms", sa.Float()),
        ("gpu_speedup", sa.Float()), ("eager_host_overhead", sa.Float()), ("compiled_host_overhead", sa.Float()),
-       ("host_bound", sa.Boolean()), ("host_note", sa.Text()), ("timing_protocol", sa.Integer())]
+       ("host_bound", sa.Boolean()), ("host_note", sa.Text()), ("timing_protocol", sa.Integer()),
+       ("noise_note", sa.Text())]
 HEADLINE = ("eager_ms", "compiled_ms", "eager_p10_ms", "eager_p90_ms", "compiled_p10_ms", "compiled_p90_ms",
             "speedup", "break_even_calls")
 SAMPLE_KEYS = {"eager": "eager_gpu", "compiled": "compiled_gpu"}
