@@ -277,7 +277,7 @@ def mark_noisy(fig: go.Figure, agg: pd.DataFrame, x: str = "batch_size", y: str 
     if "noise_note" not in noisy:
         noisy = noisy.assign(noise_note="")
     _ring(fig, noisy.assign(noise_note=noisy["noise_note"].fillna("").map(_wrap)), x, y, "noisy",
-          "⚠ noisy run (spread > 5%, or host-bound)",
+          "⚠ noisy run (spread > 5%, or host-sensitive)",
           dict(size=20, symbol="circle-open", color=NOISY_COLOR, line=dict(width=2.5)),
           ["config", "noisy_runs", "runs", "max_spread", "noise_note"],
           "<b>⚠ %{customdata[0]}</b><br>%{customdata[1]} of %{customdata[2]} run(s) noisy; "

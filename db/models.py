@@ -119,7 +119,7 @@ class Result(Base):
     timing_protocol: Mapped[int | None] = mapped_column(Integer)
     samples_per_side: Mapped[int | None] = mapped_column(Integer)
     # how far the numbers can be trusted: IQR / median of the per-round medians, and a flag past a threshold
-    # (or when host-bound: its latency moves from process to process), with why
+    # (or when the GPU idles a quarter of a call or more: such a latency moves from process to process), with why
     eager_spread: Mapped[float | None] = mapped_column(Float)
     compiled_spread: Mapped[float | None] = mapped_column(Float)
     noisy: Mapped[bool | None] = mapped_column(Boolean)

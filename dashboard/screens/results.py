@@ -21,8 +21,8 @@ TABS = ["Speedup", "First call", "Repeats", "Roofline", "Failures", "Table"]
 FRONT = ["job_id", "sweep", "status", "model", "batch_size", "backend", "mode", "dynamic", "fullgraph", "speedup",
          "throughput_speedup", "gpu_speedup", "noisy", "host_bound", "eager_spread", "compiled_spread", "noise_note",
          "eager_ms", "compiled_ms", "timing_protocol", "roofline_pct", "roofline_bound"]
-NOISY_NOTE = ("Spread: IQR / median of a job's per-round medians; ⚠ noisy past 5% on either side, or when host-bound "
-              "(its latency moves from process to process); noise_note says why. Ringed or hollow points below are "
+NOISY_NOTE = ("Spread: IQR / median of a job's per-round medians; ⚠ noisy past 5% on either side, or when "
+              "host-sensitive (the GPU idles a quarter of a call or more: its latency moves from process to process); noise_note says why. Ringed or hollow points below are "
               "configurations with a noisy run.")
 CALIBRATE = ("`python -m runner calibrate --device {device} --db URL` on a host with that device measures them "
              "(a GPU worker calibrates its GPU when it starts)")
@@ -363,7 +363,7 @@ def export_table(shown, engine) -> None:
         column_order=FRONT + [c for c in rows.columns if c not in FRONT],
         column_config={"job_id": st.column_config.NumberColumn(format="%d"),
                        "speedup": st.column_config.NumberColumn(format="%.3f×"),
-                       "noisy": st.column_config.TextColumn(help="Either side's spread past 5%, or host-bound (its "
+                       "noisy": st.column_config.TextColumn(help="Either side's spread past 5%, or host-sensitive (its "
                                                                  "latency moves from process to process): read this "
                                                                  "job's numbers with care, or repeat it; noise_note "
                                                                  "says why"),

@@ -89,12 +89,13 @@ def test_the_headline_is_latency_and_the_other_clocks_stand_beside_it():
     assert "compiled leaves the GPU idle 88% of each call: dynamo's guards" in f["host_note"]
     assert "reduce-overhead" not in clock_fields(samples, gpu=True, cudagraphs=True)["host_note"].split(";")[0]
     # one process cannot vouch for a host-bound latency: noisy, and why
-    assert f["noisy"] is True and f["noise_note"].startswith("host-bound: the host's Python, guards and launches")
+    assert f["noisy"] is True and f["noise_note"].startswith("host-sensitive: the host's Python, guards and launches "
+                                                             "are eager's 70% and compiled's 88% of the latency")
     spread_out = clock_fields({**samples, "eager": [[0.10], [0.12], [0.10], [0.13]]}, gpu=True)
-    assert spread_out["noise_note"].startswith("eager's round medians spread 20% (IQR / median; past 5%); host-bound")
+    assert spread_out["noise_note"].startswith("eager's round medians spread 20% (IQR / median; past 5%); host-sensitive")
     # the GPU dominates: no note, not host-bound
     busy = {**samples, "eager": [[0.10], [0.10]], "compiled": [[0.16], [0.16]],
-            "eager_gpu": [[0.09]], "compiled_gpu": [[0.15]]}
+            "eager_gpu": [[0.09]], "compiled_gpu": [[0.15]]}  # the GPU idles 10% and 6%: neither bound nor sensitive
     assert clock_fields(busy, gpu=True)["host_bound"] is False and clock_fields(busy, gpu=True)["host_note"] is None
     assert (clock_fields(busy, gpu=True)["noisy"], clock_fields(busy, gpu=True)["noise_note"]) == (False, None)
     # the CPU: latency and throughput, no GPU clock, nothing about the host
