@@ -196,10 +196,13 @@ CLOCK_HELP = ("latency: one synchronous call as your program sees it (host clock
               "is, not what a caller waits for.")
 
 
+CLOCK_NAMES = {"latency": "latency", "throughput": "throughput", "GPU time": "gpu"}  # shown (and in ?clock=) -> clock
+
+
 def clock_ui() -> str:
-    return st.segmented_control("Clock", list(tables.CLOCKS), key="clock", bind="query-params", default="latency",
-                                required=True, help=CLOCK_HELP,
-                                format_func=lambda c: {"gpu": "GPU time"}.get(c, c)) or "latency"
+    shown = st.segmented_control("Clock", list(CLOCK_NAMES), key="clock", bind="query-params", default="latency",
+                                 required=True, help=CLOCK_HELP)
+    return CLOCK_NAMES.get(shown, "latency")
 
 
 def plots(parts: dict) -> None:

@@ -529,3 +529,14 @@ def test_results_plots_follow_a_new_result(results):
         "achieved_tflops": 36.4, "achieved_gbps": 24.4, "device_name": "NVIDIA H100 80GB HBM3"})
     ok(at.run())
     assert "max-autotune-no-cudagraphs" in trace_names(at, "plot_roofline")
+
+
+def test_results_clock_switch_draws_each_clock_by_name(results):
+    at = ok(page("results", plot="mlp"))
+    assert at.segmented_control(key="clock").value == "latency"
+    latency = at.get("plotly_chart")[0].proto.spec
+    at = ok(page("results", plot="mlp", clock="GPU time"))
+    assert at.segmented_control(key="clock").value == "GPU time"
+    gpu = at.get("plotly_chart")[0].proto.spec
+    assert "Speedup vs batch size (GPU time)" in gpu and "Speedup vs batch size (GPU time)" not in latency
+    assert any("Showing **GPU time" in t for t in texts(at.caption))
