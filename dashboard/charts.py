@@ -147,9 +147,9 @@ def latency(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> g
     values = pd.concat([agg[c] for c in ("eager_ms", "compiled_ms", "eager_p10_ms", "eager_p90_ms", "compiled_p10_ms",
                                          "compiled_p90_ms") if c in agg]).dropna()
     if len(values) and values.min() > 0 and values.max() / values.min() > 20:
-        _log_y(fig, "ms per call (log; median, p10–p90)")
+        _log_y(fig, "ms per call (log; median" + (", p10–p90)" if clock == "latency" else ")"))
     else:
-        fig.update_yaxes(title="ms per call (median, p10–p90)", rangemode="tozero")
+        fig.update_yaxes(title="ms per call (median" + (", p10–p90)" if clock == "latency" else ")"), rangemode="tozero")
     _mark_failures_on_x(fig, fails, "batch_size", "config")
     return _layout(fig, f"Steady-state {CLOCK_WORDS[clock]} vs batch size (dashed: eager)")
 

@@ -140,7 +140,7 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
                  color_discrete_sequence=["#1f77b4", "#ff7f0e"],
                  labels={"combination": "", "sweep": ""})
     fig.add_hline(y=1.0, line=dict(dash="dot", color="#444"))
-    fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), title="Speedup, A vs B",
+    fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), title="Speedup (latency), A vs B",
                       legend=dict(orientation="h", y=-0.3))
     st.plotly_chart(fig, key="compare_speedup")
 

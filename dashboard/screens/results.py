@@ -365,7 +365,11 @@ def export_table(shown, engine) -> None:
         rows, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(rows)),
         column_order=FRONT + [c for c in rows.columns if c not in FRONT],
         column_config={"job_id": st.column_config.NumberColumn(format="%d"),
-                       "speedup": st.column_config.NumberColumn(format="%.3f×"),
+                       "speedup": st.column_config.NumberColumn(format="%.3f×", help="latency: what a caller waits "
+                                                                "for per call (the headline)"),
+                       "throughput_speedup": st.column_config.NumberColumn(format="%.3f×", help="back-to-back calls"),
+                       "gpu_speedup": st.column_config.NumberColumn(format="%.3f×", help="kernels only (CUDA): a "
+                                                                    "diagnosis of the generated code"),
                        "noisy": st.column_config.TextColumn(help="Either side's spread past 5%, or host-sensitive (its "
                                                                  "latency moves from process to process): read this "
                                                                  "job's numbers with care, or repeat it; noise_note "
