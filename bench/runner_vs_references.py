@@ -117,7 +117,7 @@ def print_table(rows) -> None:
               f"{_pct(r['gpu_speedup'], x.get('do_bench_speedup')) + ('*' if gpu_bound else ' ')}| "
               f"{r['eager_ms']:>8.4f} {r['compiled_ms']:>8.4f} {idle:>9} {str(r['noisy']):>5}  "
               f"{'host-bound' if r['host_bound'] else ''}")
-    print("harness: benchmarks/dynamo timed() loop, interleaved repeats for 2 s (at least 50), medians (the reference for speedup). "
+    print("harness: benchmarks/dynamo timed() loop, interleaved repeats for 2 s in slices between the rounds (at least 50), medians (the reference for speedup). "
           "do_bench: triton.testing.do_bench median (the reference for gpu_speedup; * = the GPU dominates: no side "
           "idles it half of its call). idle: 1 - GPU time / latency.")
 

@@ -124,12 +124,13 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report) -> dict:
     timer.plan(call_ms=max(est_eager[0], est_compiled[0]), issue_ms=max(est_eager[1], est_compiled[1]))
     gpu_before = gpu_state(spec.device)
     n_before_measure = len(metrics())
-    samples = measure_rounds(timer, watch, {"eager": lambda: eager_step(inputs),
-                                            "compiled": lambda: compiled_step(inputs)},
-                             spec.iters, report)
+    sides = {"eager": lambda: eager_step(inputs), "compiled": lambda: compiled_step(inputs)}
+    check = Crosscheck(timer, sides, spec.iters) if Crosscheck.wanted() else None
+    samples = measure_rounds(timer, watch, sides, spec.iters, report,
+                             between_rounds=check.harness_slice if check else None)
     measure_metrics = metrics()[n_before_measure:]
     gpu_after = gpu_state(spec.device)
-    crosscheck = _crosscheck(spec, timer, eager_step, compiled_step, inputs)
+    crosscheck = check.result(spec.device) if check else None
     work = count_work(eager_model, eager_step, inputs, training)
 
     # 3. the shape schedule: one call each, noting recompiles
@@ -357,7 +358,8 @@ def sample_key(side: str, clock: str) -> str:
     return side if clock == "latency" else f"{side}_{clock}"
 
 
-def measure_rounds(timer, watch, sides: dict[str, Callable], rounds: int, report: Report) -> dict:
+def measure_rounds(timer, watch, sides: dict[str, Callable], rounds: int, report: Report,
+                   between_rounds: Callable[[], None] | None = None) -> dict:
     """Interleaved rounds: in each, latency alternates the sides call by call, then each block clock times
     one side and then the other; which side leads alternates by round (ABBA). Every kept sample by round;
     calls during which dynamo compiled are dropped and counted."""
@@ -377,6 +379,8 @@ def measure_rounds(timer, watch, sides: dict[str, Callable], rounds: int, report
         for clock in blocks:
             for name in order:
                 keep(name, clock, r, getattr(timer, BLOCK_CLOCKS[clock])(sides[name], watch))
+        if between_rounds is not None:  # a reference timed over the same stretch of time (Crosscheck)
+            between_rounds()
         report("measuring", (r + 1) / rounds)
     for name in names:
         if not any(samples[name]):
@@ -526,38 +530,51 @@ def run_schedule(timer, watch, module, entry, spec, device, dtype, eager_step, c
     return calls
 
 
-# benchmarks/dynamo repeats 30 times by default; the reference here repeats for HARNESS_S (at least 50 times):
-# 50 repeats of a small model take 15 ms, and one 100 ms stall of the host (seen on an H100) then moved its
-# median by 17%, so the reference, not the runner, was off
-HARNESS_MIN_REPEAT, HARNESS_MAX_REPEAT, HARNESS_S = 50, 5000, 2.0
-DO_BENCH_REP_MS = 500  # triton's default 100 ms, longer for the same reason
-
-
-def _crosscheck(spec, timer, eager_step, compiled_step, inputs) -> dict | None:
+class Crosscheck:
     """COMPILE_LAB_CROSSCHECK=1: time the same two callables again, in this process, with references a
     reader trusts. `harness`: PyTorch's compiler benchmark loop (benchmarks/dynamo common.py: per repeat,
     eager then compiled, each one call between a sync and a perf_counter read; medians, their ratio), the
     reference for `speedup`. On CUDA also `do_bench` (triton.testing.do_bench, median: kernel time from a
-    flushed L2), the reference for `gpu_speedup`. bench/runner_vs_references.py prints them side by side."""
-    if os.environ.get("COMPILE_LAB_CROSSCHECK") != "1":
-        return None
-    times = {"eager": [], "compiled": []}
-    started = time.perf_counter()
-    while len(times["eager"]) < HARNESS_MIN_REPEAT or (time.perf_counter() - started < HARNESS_S
-                                                        and len(times["eager"]) < HARNESS_MAX_REPEAT):
-        for name, step in (("eager", eager_step), ("compiled", compiled_step)):
-            times[name].append(timer.once(lambda: step(inputs)) * 1e3)
-    out = {"harness_repeats": len(times["eager"])}
-    out |= {f"harness_{n}_ms": percentile(v, 50) for n, v in times.items()}
-    out["harness_speedup"] = out["harness_eager_ms"] / out["harness_compiled_ms"]
-    if spec.device == "cuda":
-        from triton.testing import do_bench
+    flushed L2), the reference for `gpu_speedup`. bench/runner_vs_references.py prints them side by side.
 
-        for name, step in (("eager", eager_step), ("compiled", compiled_step)):
-            out[f"do_bench_{name}_ms"] = do_bench(lambda: step(inputs), rep=DO_BENCH_REP_MS, return_mode="median")
-        out["do_bench_speedup"] = out["do_bench_eager_ms"] / out["do_bench_compiled_ms"]
-        torch.cuda.synchronize()
-    return out
+    The harness runs in slices between the runner's rounds (SECONDS in all, at least 50 repeats), so both
+    sample the same stretch of the host's time: run after the rounds, 2 s of it caught a slow spell of an
+    H100 host that the rounds had mostly missed, and the reference, not the runner, read 11% low."""
+
+    MIN_REPEAT, MAX_REPEAT, SECONDS = 50, 5000, 2.0
+    DO_BENCH_REP_MS = 500  # triton's default is 100 ms: a host stall then moves its median
+
+    def __init__(self, timer, steps: dict[str, Callable], rounds: int):
+        self.timer, self.steps, self.slice_s = timer, steps, self.SECONDS / max(rounds, 1)
+        self.times: dict[str, list[float]] = {name: [] for name in steps}
+
+    @classmethod
+    def wanted(cls) -> bool:
+        return os.environ.get("COMPILE_LAB_CROSSCHECK") == "1"
+
+    def harness_slice(self, seconds: float | None = None) -> None:
+        """benchmarks/dynamo's loop for a slice of time: eager then compiled, one synchronous call each."""
+        started = time.perf_counter()
+        while len(self.times["eager"]) < self.MAX_REPEAT:
+            for name, step in self.steps.items():
+                self.times[name].append(self.timer.once(step) * 1e3)
+            if time.perf_counter() - started >= (seconds or self.slice_s):
+                break
+
+    def result(self, device: str) -> dict:
+        while len(self.times["eager"]) < self.MIN_REPEAT:
+            self.harness_slice(0.0)
+        out = {"harness_repeats": len(self.times["eager"])}
+        out |= {f"harness_{n}_ms": percentile(v, 50) for n, v in self.times.items()}
+        out["harness_speedup"] = out["harness_eager_ms"] / out["harness_compiled_ms"]
+        if device == "cuda":
+            from triton.testing import do_bench
+
+            for name, step in self.steps.items():
+                out[f"do_bench_{name}_ms"] = do_bench(step, rep=self.DO_BENCH_REP_MS, return_mode="median")
+            out["do_bench_speedup"] = out["do_bench_eager_ms"] / out["do_bench_compiled_ms"]
+            torch.cuda.synchronize()
+        return out
 
 
 # -- compiler introspection ---------------------------------------------------------------------------
