@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from db import queue  # noqa: E402
-from db.engine import dispose_engine, get_engine, resolve_url  # noqa: E402
+from db.engine import resolve_url  # noqa: E402
+from db.database import dispose_engine, get_engine
 from db.models import JobStatus  # noqa: E402
 from db.spec import ModelInfo, SweepRequest  # noqa: E402
 

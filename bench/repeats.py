@@ -20,7 +20,8 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import select  # noqa: E402
 
-from db.engine import get_engine, reading  # noqa: E402
+from db.engine import reading  # noqa: E402
+from db.database import get_engine
 from db.models import Result  # noqa: E402
 from db.results import export_records  # noqa: E402
 

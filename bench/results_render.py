@@ -8,7 +8,7 @@ the whole page script server-side (data load, filters, the open tab's plotly fig
 downloads' buttons) without a browser. The page opens on its Speedup tab (speedup, latency, warmup,
 break-even, recompile timeline); the other tabs run only when opened.
 
-  load        db.views.result_rows + tables.results_frame alone: every finished job with the columns
+  load        db.views.result_rows + frame.results_frame alone: every finished job with the columns
               filters and counts use (db.views.FRAME_FIELDS); a model's plot numbers are read when drawn
   cold        the first render in a server process that has never seen this database: every finished
               job is read, then the plotted model's numbers (its 25k jobs at 100k); the frame is written
@@ -83,16 +83,16 @@ def bench(n: int, repeat: int, workdir: Path) -> dict:
     from streamlit.testing.v1 import AppTest
 
     from bench.synthetic import fill
-    from dashboard import snapshot, tables
+    from dashboard import frame, snapshot
     from db import views
-    from db.engine import get_engine
+    from db.database import get_engine
 
     url = f"sqlite:///{workdir / f'results-{n}.db'}"
     os.environ["DATABASE_URL"] = url
     engine = get_engine(url)
     fill_s = timed(lambda: fill(engine, n, seed=n))
     settle(engine)
-    load_s = timed(lambda: tables.results_frame(views.result_rows(engine)))
+    load_s = timed(lambda: frame.results_frame(views.result_rows(engine)))
 
     def app(view: str | None = None) -> AppTest:
         at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=300)
@@ -180,7 +180,7 @@ def _warm_imports(tmp: Path) -> None:
     from streamlit.testing.v1 import AppTest
 
     from bench.synthetic import fill
-    from db.engine import get_engine
+    from db.database import get_engine
 
     url = f"sqlite:///{tmp / 'warmup.db'}"
     os.environ["DATABASE_URL"] = url

@@ -29,7 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import select  # noqa: E402
 
-from db.engine import get_engine, reading  # noqa: E402
+from db.engine import reading  # noqa: E402
+from db.database import get_engine
 from db.models import Result  # noqa: E402
 from db.results import export_records  # noqa: E402
 
@@ -47,7 +48,7 @@ CONFIGS = {  # name: submit flags
     "simplenet-default-x3": ["--model", "simplenet", "--batch", "32", "--repeat", "3"],
     "mlp-default-x3": ["--model", "mlp", "--batch", "64", "--repeat", "3"],
 }
-HOST_BOUND = 0.5  # runner.measure.HOST_BOUND
+HOST_BOUND = 0.5  # runner.stats.HOST_BOUND
 
 
 def main() -> int:

@@ -175,7 +175,7 @@ def _result(rng, extra, job_id, model, bs, dyn, mode, cache, schedule, env, devi
 
 
 def _breakdown(rng, first_s: float, mode: str, warm: bool) -> dict:
-    """The first call's disjoint parts (runner.measure.compile_breakdown's keys), adding up to it: a warm
+    """The first call's disjoint parts (runner.introspect.compile_breakdown's keys), adding up to it: a warm
     cache skips most of codegen and kernel compile, max-autotune spends most of its time autotuning."""
     shares = {"dynamo tracing": rng.uniform(0.10, 0.16), "aot autograd": rng.uniform(0.06, 0.10),
               "inductor lowering": rng.uniform(0.12, 0.20),

@@ -1,8 +1,8 @@
 """The Results plots (plotly), each answering one of the seed notes' questions. No streamlit here.
 
-Every figure takes what dashboard.tables.summarize makes of one model's labelled rows: `agg`, medians
+Every figure takes what dashboard.stats.summarize makes of one model's labelled rows: `agg`, medians
 over repeated runs per (config, batch size), and `fails`, the jobs that did not succeed, or a frame
-built from them (tables.breakdown_frame, tables.gpu_latency_frame, dashboard.repeats, dashboard.roofline).
+built from them (stats.breakdown_frame, stats.gpu_latency_frame, dashboard.repeats, dashboard.roofline).
 Failures are drawn too, as red ✕ notes with their reasons on hover, so a failed configuration is never
 silently missing from a plot.
 """
@@ -114,7 +114,7 @@ def _band(fig: go.Figure, sub: pd.DataFrame, lo: str, hi: str, color: str, group
 
 
 def latency(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> go.Figure:
-    """Steady-state ms per call vs batch size in one clock (tables.on_clock; latency by default, with
+    """Steady-state ms per call vs batch size in one clock (stats.on_clock; latency by default, with
     p10–p90 bands): eager and compiled (each job measures its own eager baseline; the eager line is the
     median over the configs)."""
     fig = go.Figure()
@@ -169,7 +169,7 @@ CLOCK_WORDS = {"latency": "latency", "throughput": "throughput", "gpu": "GPU tim
 
 
 def speedup(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> go.Figure:
-    """Seed 004: speedup (eager_ms / compiled_ms) vs batch size, in one clock (tables.on_clock; latency, what
+    """Seed 004: speedup (eager_ms / compiled_ms) vs batch size, in one clock (stats.on_clock; latency, what
     a caller waits for, by default); above the 1.0× line compile wins."""
     fig = px.line(agg.dropna(subset=["speedup"]), x="batch_size", y="speedup", color="config", markers=True,
                   color_discrete_map=colors(agg["config"]), hover_data={"runs": True, "eager_ms": ":.4g",
@@ -379,7 +379,7 @@ def _mark_failures_on_y(fig: go.Figure, fails: pd.DataFrame, y_col: str) -> None
 
 
 def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
-    """Per series, the compiled first call as stacked compile phases (tables.breakdown_frame: one real
+    """Per series, the compiled first call as stacked compile phases (stats.breakdown_frame: one real
     job's compile_breakdown_s) beside the eager first call; hatched: warm compile cache. Linear seconds,
     so the parts' lengths compare; the totals are written at the bar ends."""
     fig = go.Figure()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dashboard import tables
+from dashboard import labels
 
 # what compared configurations have in common: one model, one size, one sweep (one machine, one day)
 SHARED = ("sweep_id", "model", "model_args", "task", "device", "dtype", "batch_size", "fullgraph", "cache")
@@ -27,14 +27,14 @@ def repeated(view: pd.DataFrame) -> pd.DataFrame:
     """The succeeded jobs that have at least one identical twin in their sweep, each with its `spec_id`
     (the same for identical specs), `group` (the configurations it can be compared with, as text),
     `noisy_run` (its own spread past 5%), and a `config` label that names only what differs among the
-    repeated jobs (tables.label_series)."""
+    repeated jobs (labels.label_series)."""
     ok = view.loc[view["status"] == "succeeded", list(SPEC)]
     spec_id = ok.groupby(list(SPEC), dropna=False, sort=False).ngroup()
     keep = (spec_id.map(spec_id.value_counts()) >= 2).to_numpy()
     if not keep.any():
         return view.iloc[0:0].assign(group=pd.Series(dtype=object), noisy_run=pd.Series(dtype=bool),
                                      spec_id=pd.Series(dtype=int))
-    rep = tables.label_series(view.loc[ok.index[keep]]).assign(spec_id=spec_id[keep].to_numpy())
+    rep = labels.label_series(view.loc[ok.index[keep]]).assign(spec_id=spec_id[keep].to_numpy())
     variant = rep["variant"].fillna("")
     group = rep["sweep_label"] + " · bs " + rep["batch_size"].astype(str) + variant.where(variant == "", " · " + variant)
     return rep.assign(group=group, noisy_run=rep["noisy"].eq(True))

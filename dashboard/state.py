@@ -8,9 +8,10 @@ from sqlalchemy import Engine
 
 from dashboard import snapshot
 from dashboard.embedded import EmbeddedWorker
-from dashboard.tables import ResultStore
+from dashboard.store import ResultStore
 from db import queue
-from db.engine import DatabaseError, describe, get_engine, resolve_url
+from db.engine import DatabaseError, describe, resolve_url
+from db.database import get_engine
 
 STATUS_ICONS = {"queued": "⏳", "running": "▶️", "succeeded": "✅", "failed": "❌", "timed_out": "⌛",
                 "cancelled": "🚫", "crashed": "💥"}
@@ -56,7 +57,7 @@ def warm_results() -> None:
 
 
 def save_results_snapshot() -> None:
-    """After a page has run: write the results snapshot if a load asked for it (dashboard.tables.ResultStore)."""
+    """After a page has run: write the results snapshot if a load asked for it (dashboard.store.ResultStore)."""
     try:
         _store(url()).save_if_due()
     except DatabaseError:
@@ -64,13 +65,13 @@ def save_results_snapshot() -> None:
 
 
 def store() -> ResultStore:
-    """This database's results store (dashboard.tables.ResultStore), shared by every session."""
+    """This database's results store (dashboard.store.ResultStore), shared by every session."""
     return _store(url())
 
 
 def results():
     """Every finished job as a DataFrame (read-only), shared by all sessions and kept current by
-    appending newly finished jobs (dashboard.tables.ResultStore)."""
+    appending newly finished jobs (dashboard.store.ResultStore)."""
     store = _store(url())
     first = store.frame_ is None  # nothing in memory yet: the snapshot on disk, or every row from the database
     with st.spinner("Loading the results table (the first time a server reads a large database this takes a few "

@@ -41,35 +41,7 @@ def describe(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-_engines: dict[str, Engine] = {}
-
-
-def get_engine(url: str | None = None) -> Engine:
-    """One engine per URL per process, with its schema at the newest migration."""
-    from db import migrate  # alembic loads only when a database is opened
-
-    url = resolve_url(url)
-    if url not in _engines:
-        engine = make_engine(url)
-        try:
-            migrate.upgrade(engine)
-        except DatabaseError:
-            raise
-        except Exception as e:
-            engine.dispose()
-            raise DatabaseError(f"cannot open database {describe(url)}: {_first_line(e)}") from None
-        _engines[url] = engine
-    return _engines[url]
-
-
-def dispose_engine(url: str | None = None) -> None:
-    """Close the pooled connections of a URL's engine and forget it (the next get_engine reopens)."""
-    engine = _engines.pop(resolve_url(url), None)
-    if engine is not None:
-        engine.dispose()
-
-
-def _first_line(e: Exception) -> str:
+def first_line(e: Exception) -> str:
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__
 

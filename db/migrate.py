@@ -1,6 +1,6 @@
 """Schema migrations (Alembic, scripts in db/migrations/): a lab's long-lived database survives upgrades.
 
-`db.engine.get_engine` brings every database it opens to the newest revision (head). Several workers
+`db.database.get_engine` brings every database it opens to the newest revision (head). Several workers
 may start at once, so the upgrade runs in one transaction under a lock: PostgreSQL takes a
 transaction-scoped advisory lock, SQLite takes its write lock (BEGIN IMMEDIATE). A second starter
 waits, then finds the schema at head and does nothing. A database made by `create_all` before

@@ -109,7 +109,7 @@ class Result(Base):
     eager_gpu_ms: Mapped[float | None] = mapped_column(Float)
     compiled_gpu_ms: Mapped[float | None] = mapped_column(Float)
     gpu_speedup: Mapped[float | None] = mapped_column(Float)
-    # 1 - GPU time / latency: the share of a call the GPU idles (host-bound past runner.measure.HOST_BOUND)
+    # 1 - GPU time / latency: the share of a call the GPU idles (host-bound past runner.stats.HOST_BOUND)
     eager_host_overhead: Mapped[float | None] = mapped_column(Float)
     compiled_host_overhead: Mapped[float | None] = mapped_column(Float)
     host_bound: Mapped[bool | None] = mapped_column(Boolean)

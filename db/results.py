@@ -34,19 +34,29 @@ def records_csv(records: Iterable[dict]) -> str:
     return buf.getvalue()
 
 
+def records_json(records: list[dict]) -> str:
+    """Export records as JSON (the CLI's `export --format json` and the dashboard's JSON download)."""
+    return json.dumps(records, indent=1, default=str)
+
+
+ID_CHUNK = 5000  # job ids per query: SQLite allows 32766 bound parameters, and a download may hold 100k jobs
+
+
 def export_records(engine: Engine, job_ids: Iterable[int] | None = None, sweep_ids: Iterable[int] | None = None,
                    include_raw: bool = False) -> list[dict]:
-    """Every job (succeeded or not) as one export record, oldest first. A job without a result has
-    null numbers and its error: a failure is never a 0.0 speedup."""
+    """Every job (succeeded or not) as one export record, oldest first: the only place a record is built
+    (the CLI's export and the dashboard's downloads). A job without a result has null numbers and its error:
+    a failure is never a 0.0 speedup."""
+    q = (select(Job, Sweep.name, Result, Worker.capabilities).join(Sweep, Job.sweep_id == Sweep.id)
+         .outerjoin(Result, Result.job_id == Job.id).outerjoin(Worker, Worker.id == Job.worker_id)
+         .order_by(Job.id))
+    if sweep_ids is not None:
+        q = q.where(Job.sweep_id.in_(list(sweep_ids)))
+    ids = sorted(set(job_ids)) if job_ids is not None else None
+    chunks = [q] if ids is None else [q.where(Job.id.in_(ids[i:i + ID_CHUNK])) for i in range(0, len(ids), ID_CHUNK)]
     with reading(engine) as s:
-        q = (select(Job, Sweep.name, Result, Worker.capabilities).join(Sweep, Job.sweep_id == Sweep.id)
-             .outerjoin(Result, Result.job_id == Job.id).outerjoin(Worker, Worker.id == Job.worker_id)
-             .order_by(Job.id))
-        if job_ids is not None:
-            q = q.where(Job.id.in_(list(job_ids)))
-        if sweep_ids is not None:
-            q = q.where(Job.sweep_id.in_(list(sweep_ids)))
-        return [_record(job, sweep_name, result, caps, include_raw) for job, sweep_name, result, caps in s.execute(q).all()]
+        return [_record(job, sweep_name, result, caps, include_raw)
+                for chunk in chunks for job, sweep_name, result, caps in s.execute(chunk).all()]
 
 
 def _record(job: Job, sweep_name: str, result: Result | None, worker_caps: dict | None, include_raw: bool) -> dict:

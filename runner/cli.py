@@ -12,9 +12,10 @@ import sys
 from pathlib import Path
 
 from db import queue
-from db.engine import DatabaseError, describe, get_engine, resolve_url
+from db.engine import DatabaseError, describe, resolve_url
+from db.database import get_engine
 from db.models import JobStatus, utcnow
-from db.results import export_records, records_csv
+from db.results import export_records, records_csv, records_json
 from db.spec import SpecError, SweepRequest, split_sizes
 from runner import zoo
 from runner.gpus import GpuError
@@ -249,7 +250,7 @@ def cmd_cancel(args) -> int:
 def cmd_export(args) -> int:
     records = export_records(get_engine(args.db), sweep_ids=args.sweep, include_raw=args.raw)
     if args.format == "json":
-        text = json.dumps(records, indent=1, default=str)
+        text = records_json(records)
     else:
         text = records_csv(records)
     if args.output:

@@ -33,7 +33,8 @@ from pathlib import Path
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from db import queue
-from db.engine import MalformedJSON, get_engine
+from db.engine import MalformedJSON
+from db.database import get_engine
 from db.models import JobStatus
 from db.spec import ExperimentSpec, SpecError
 from runner import ceilings, zoo

@@ -32,7 +32,8 @@ def pg_url():
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 
-    from db.engine import dispose_engine, resolve_url
+    from db.engine import resolve_url
+    from db.database import dispose_engine
 
     base = resolve_url(base)
     name = f"lab_t_{uuid.uuid4().hex[:12]}"
@@ -59,7 +60,7 @@ def any_db_url(request, tmp_path) -> str:
 
 @pytest.fixture
 def engine(db_url):
-    from db.engine import get_engine
+    from db.database import get_engine
 
     return get_engine(db_url)
 
@@ -96,7 +97,7 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.1):
 
 
 def records(db_url: str, **kw) -> dict[int, dict]:
-    from db.engine import get_engine
+    from db.database import get_engine
     from db.results import export_records
 
     return {r["job_id"]: r for r in export_records(get_engine(db_url), include_raw=True, **kw)}
@@ -127,7 +128,8 @@ def start_worker(db_url: str, home: Path, *args: str, env: dict | None = None) -
 
 
 def job_row(db_url: str, job_id: int):
-    from db.engine import get_engine, reading
+    from db.engine import reading
+    from db.database import get_engine
     from db.models import Job
 
     with reading(get_engine(db_url)) as s:
@@ -137,7 +139,8 @@ def job_row(db_url: str, job_id: int):
 def result_count(db_url: str, job_id: int) -> int:
     from sqlalchemy import func, select
 
-    from db.engine import get_engine, reading
+    from db.engine import reading
+    from db.database import get_engine
     from db.models import Result
 
     with reading(get_engine(db_url)) as s:

@@ -4,7 +4,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from dashboard import diff, state, tables
+from dashboard import diff, frame, state
 from db import views
 from db.results import export_records
 from db.spec import dynamic_text
@@ -89,7 +89,7 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
     if a is None or b is None:
         st.info("Choose two sweeps.")
         return
-    both = tables.complete(df[df["sweep_id"].isin([a, b])], state.engine())  # every field of these jobs
+    both = frame.complete(df[df["sweep_id"].isin([a, b])], state.engine())  # every field of these jobs
     rows_a, rows_b = both[both["sweep_id"] == a], both[both["sweep_id"] == b]
     c1, c2 = st.columns([3, 2])
     with c1:

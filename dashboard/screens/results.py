@@ -7,8 +7,9 @@ Only the open tab runs (st.tabs bound to the URL's `view`), so a visit pays for 
 copied link opens the same tab."""
 import streamlit as st
 
-from dashboard import charts, repeats, roofline, state, tables
-from db import ceilings_view, views
+from dashboard import charts, filters, frame, labels, repeats, roofline, state, stats
+from db import ceilings_view, results, views
+from db.results import RECORD_FIELDS
 
 URL_KEYS = {"torch_version": "torch", "device_name": "gpu"}  # shorter query parameter names
 SCHEDULE_JOBS = 40  # the recompile timeline draws the newest jobs that ran a schedule
@@ -34,7 +35,7 @@ MAIN_FILTERS = ("sweep", "model", "mode", "dynamic")  # in the first row; the ot
 @st.cache_resource(max_entries=4, show_spinner=False)
 def filter_choices(key: tuple, _df) -> dict:
     """Each filter's options (~0.25 s at 100k rows): built once per results table, not every rerun."""
-    return {col: tables.filter_options(_df, col) for col in tables.FILTERS}
+    return {col: filters.filter_options(_df, col) for col in filters.FILTERS}
 
 
 def _chosen(col: str, options: list) -> list:
@@ -51,13 +52,13 @@ def filters_ui(df) -> dict:
     many of them are set and whose help names them (a copied link may set any of them)."""
     choices = filter_choices(frame_key(df), df)
     row = st.columns([3, 2, 2, 2, 2], vertical_alignment="bottom")
-    more = [c for c in tables.FILTERS if c not in MAIN_FILTERS]
-    active = [tables.FILTERS[c] for c in more if _chosen(c, choices[c])]
+    more = [c for c in filters.FILTERS if c not in MAIN_FILTERS]
+    active = [filters.FILTERS[c] for c in more if _chosen(c, choices[c])]
     popover = row[4].popover("More filters" + (f" ({len(active)} set)" if active else ""), key="more_filters",
                              icon=":material/filter_list:", width="stretch",
                              help=("Set: " + ", ".join(active)) if active else None)
     selected = {}
-    for col, label in tables.FILTERS.items():
+    for col, label in filters.FILTERS.items():
         where = row[MAIN_FILTERS.index(col)] if col in MAIN_FILTERS else popover
         selected[col] = where.multiselect(label, choices[col], key=URL_KEYS.get(col, col), bind="query-params",
                                           placeholder="all")
@@ -76,7 +77,7 @@ def view_facts(key: tuple, _shown) -> dict:
     pool = pool[pool["model"].notna()]  # a spec stored without a model (the job failed on it) names none
     return {"jobs": len(_shown), "succeeded": int(ok.sum()), "failed": int((~ok & ~cancelled).sum()),
             "cancelled": int(cancelled.sum()), "median": speedups.median() if len(speedups) else None,
-            "best": speedups.max() if len(speedups) else None, "methods": tables.timing_methods(_shown),
+            "best": speedups.max() if len(speedups) else None, "methods": stats.timing_methods(_shown),
             "models": sorted(_shown["model"].dropna().unique()), "plottable": set(measured["model"].dropna()),
             "newest": pool.loc[pool["job_id"].idxmax(), "model"] if len(pool) else None}  # no sort per rerun
 
@@ -109,13 +110,13 @@ def view_key(df, selected: dict) -> tuple:
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def model_view(key: tuple, _shown, model: str, _store) -> dict:
-    """One model's rows with every number its plots draw (read for its jobs only: tables.complete), series
+    """One model's rows with every number its plots draw (read for its jobs only: frame.complete), series
     labels, their medians and failures: what every per-model tab draws. Built once per `key` and shared
     by all sessions; nothing here is modified after it is built."""
     rows = _store.complete(_shown[_shown["model"] == model], views.VIEW_FIELDS)
-    view = tables.label_series(rows)
-    agg, fails = tables.summarize(view)
-    return {"view": view, "agg": tables.with_noise(agg, view), "fails": fails}
+    view = labels.label_series(rows)
+    agg, fails = stats.summarize(view)
+    return {"view": view, "agg": stats.with_noise(agg, view), "fails": fails}
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -124,20 +125,20 @@ def speed_figures(key: tuple, _shown, model: str, _store, clock: str = "latency"
     plotly figures is most of what a rerun costs, so they are cached per view and clock)."""
     v = model_view(key, _shown, model, _store)
     view, agg, fails = v["view"], v["agg"], v["fails"]
-    timed = tables.on_clock(agg, clock)
+    timed = stats.on_clock(agg, clock)
     out = {"speedup": charts.mark_noisy(charts.speedup(timed, fails, clock), timed),
            "latency": charts.latency(timed, fails, clock), "clock": clock,
            # configurations measured in latency but not in this clock (GPU time on the CPU, say), and those with
            # GPU time only (CUDA results timed before caller latency was: timing protocol 1)
            "clock_missing": int((agg["speedup"].notna() & timed["speedup"].isna()).sum()),
            "gpu_only": int((agg["speedup"].isna() & agg["gpu_speedup"].notna()).sum()),
-           "warmup": charts.warmup(tables.first_calls(view), fails), "break_even": charts.break_even(agg, fails),
+           "warmup": charts.warmup(stats.first_calls(view), fails), "break_even": charts.break_even(agg, fails),
            "timeline": None}
     with_schedule = view[view["has_schedule"].fillna(False).astype(bool) & (view["status"] == "succeeded")]
     out["scheduled"] = len(with_schedule)
     out["recompiled"] = (agg.loc[agg["recompiled_runs"].fillna(0) > 0, "config"].nunique()
                          if "recompiled_runs" in agg else 0)
-    out["eager_drift"] = tables.eager_drift(agg)
+    out["eager_drift"] = stats.eager_drift(agg)
     if len(with_schedule):
         newest = with_schedule.sort_values("job_id").tail(SCHEDULE_JOBS)
         sched = charts.schedule_frame(view, views.schedule_calls(_store.engine, newest["job_id"].tolist()))
@@ -150,11 +151,11 @@ def launch_figures(key: tuple, _shown, model: str, _store) -> dict:
     """Where the compiled first call goes, beside GPU time inside latency."""
     v = model_view(key, _shown, model, _store)
     view = _store.complete(v["view"], views.FIRST_CALL_FIELDS)
-    frame = tables.breakdown_frame(tables.split_by_graph_cache(view))
-    host = tables.gpu_latency_frame(v["agg"])
-    return {"breakdown": charts.warmup_breakdown(frame, v["fails"]), "empty": frame.empty,
-            "no_breakdown": bool((frame["part"] == tables.NO_BREAKDOWN).any()),
-            "host": None if host.empty else charts.gpu_in_latency(host, v["fails"], charts.breakdown_rows(frame, v["fails"]))}
+    parts = stats.breakdown_frame(labels.split_by_graph_cache(view))
+    host = stats.gpu_latency_frame(v["agg"])
+    return {"breakdown": charts.warmup_breakdown(parts, v["fails"]), "empty": parts.empty,
+            "no_breakdown": bool((parts["part"] == stats.NO_BREAKDOWN).any()),
+            "host": None if host.empty else charts.gpu_in_latency(host, v["fails"], charts.breakdown_rows(parts, v["fails"]))}
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -208,7 +209,7 @@ def clock_ui() -> str:
 def plots(parts: dict) -> None:
     clock = parts["clock"]
     if clock != "latency":
-        st.caption(f"Showing **{tables.CLOCKS[clock]['label']}**. The headline speedup everywhere else is latency.")
+        st.caption(f"Showing **{stats.CLOCKS[clock]['label']}**. The headline speedup everywhere else is latency.")
     if clock == "latency" and parts["gpu_only"]:
         st.caption(f"{parts['gpu_only']} configuration(s) have GPU time only: CUDA results timed before caller latency "
                    "was measured (timing protocol 1). Choose **GPU time** to see them; they are never drawn as latency.")
@@ -359,7 +360,7 @@ def export_table(shown, engine) -> None:
     page = st.pagination(pages, key="page", bind="query-params") if pages > 1 else 1
     st.caption(f"Rows {(page - 1) * PAGE_ROWS + 1:,}–{min(page * PAGE_ROWS, len(shown)):,} of {len(shown):,}, "
                "newest first")
-    rows = tables.export_columns(newest_first.iloc[(page - 1) * PAGE_ROWS:page * PAGE_ROWS], engine)
+    rows = frame.complete(newest_first.iloc[(page - 1) * PAGE_ROWS:page * PAGE_ROWS], engine)[list(RECORD_FIELDS)]
     rows = rows.assign(noisy=rows["noisy"].map({True: "⚠ noisy", False: "ok"}))  # shown only; downloads keep the bool
     table_slot.dataframe(
         rows, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(rows)),
@@ -390,7 +391,7 @@ if df.empty:
     st.stop()
 
 selected = filters_ui(df)
-shown = tables.apply_filters(df, selected)
+shown = filters.apply_filters(df, selected)
 key = view_key(df, selected)
 facts = view_facts(key, shown)
 summary(facts)
@@ -401,10 +402,17 @@ if shown.empty:
 head = st.columns([3, 1], vertical_alignment="bottom")
 picker = head[0].container()  # filled once the open tab is known
 downloads = head[1].container(horizontal=True, horizontal_alignment="right")
-downloads.download_button("CSV", data=lambda: tables.to_csv(shown, engine), file_name=tables.download_name(selected, "csv"),
+
+
+def shown_records() -> list[dict]:
+    """The shown jobs as export records: the same function as `python -m runner export` (db.results)."""
+    return results.export_records(engine, job_ids=shown["job_id"].tolist())
+
+
+downloads.download_button("CSV", data=lambda: results.records_csv(shown_records()), file_name=filters.download_name(selected, "csv"),
                           mime="text/csv", on_click="ignore", icon=":material/download:",
                           help="Every shown row (all pages), every export field")
-downloads.download_button("JSON", data=lambda: tables.to_json(shown, engine), file_name=tables.download_name(selected, "json"),
+downloads.download_button("JSON", data=lambda: results.records_json(shown_records()), file_name=filters.download_name(selected, "json"),
                           mime="application/json", on_click="ignore", icon=":material/download:",
                           help="Every shown row as `python -m runner export --format json` records")
 
@@ -437,7 +445,7 @@ if roofline_tab.open:
         roofline_plot(shown, key, engine)
 if fail_tab.open:
     with fail_tab:
-        failures_section(tables.failures(shown, cancelled=True))
+        failures_section(stats.failures(shown, cancelled=True))
 if table_tab.open:
     with table_tab:
         export_table(shown, engine)

@@ -10,7 +10,7 @@ import sys
 import time
 
 from db import queue
-from db.engine import get_engine
+from db.database import get_engine
 from db.models import JobStatus
 
 RESULT = {"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "samples": {}, "detail": {}}

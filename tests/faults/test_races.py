@@ -11,7 +11,8 @@ import time
 from sqlalchemy import func, select
 
 from db import queue
-from db.engine import get_engine, reading
+from db.engine import reading
+from db.database import get_engine
 from db.models import Job, Result
 from db.spec import ModelInfo, SweepRequest
 from tests.conftest import FIXTURE_MODELS, ROOT, submit
@@ -63,7 +64,7 @@ def test_a_held_sqlite_writer_makes_claims_and_submits_wait_then_succeed(db_url,
     claim = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f'''
         import time
         from db import queue
-        from db.engine import get_engine
+        from db.database import get_engine
         c = queue.claim_next(get_engine({db_url!r}), "waiter", ["cpu"], ["tiny"], 60)
         print(c.job_id, time.time())
     ''')], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -7,7 +7,8 @@ import subprocess
 
 from sqlalchemy import select
 
-from db.engine import get_engine, reading
+from db.engine import reading
+from db.database import get_engine
 from db.models import Result, Worker
 from tests.conftest import pid_alive, records, run_cli, start_worker, submit, wait_until
 

@@ -11,7 +11,11 @@ CASES = [
     ("db.queue", ["torch", "streamlit"]),
     ("db.results", ["torch", "streamlit"]),
     ("db.views", ["torch", "streamlit", "pandas"]),
-    ("dashboard.tables", ["torch", "streamlit", "runner"]),
+    ("dashboard.frame", ["torch", "streamlit", "runner"]),
+    ("dashboard.store", ["torch", "streamlit", "runner"]),
+    ("dashboard.labels", ["torch", "streamlit", "runner"]),
+    ("dashboard.filters", ["torch", "streamlit", "runner"]),
+    ("dashboard.stats", ["torch", "streamlit", "runner"]),
     ("dashboard.charts", ["torch", "streamlit", "runner"]),
     ("dashboard.embedded", ["torch", "streamlit", "runner"]),
     ("dashboard.submission", ["torch", "streamlit", "runner"]),
@@ -37,3 +41,46 @@ def test_dashboard_does_not_import_torch_or_runner():
         text = path.read_text()
         for bad in ("import torch", "from torch", "import runner", "from runner"):
             assert bad not in text, f"{path} contains {bad!r}"
+
+
+def _imports(path, package_names) -> set[str]:
+    """Every project module a file imports, at the top or inside a function (a lazy import is still a cycle)."""
+    import ast
+
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+            out |= {f"{node.module}.{a.name}" for a in node.names}
+    return {m for m in out if m in package_names}
+
+
+def test_no_import_cycles():
+    """db, runner and dashboard modules import each other without a cycle (a cycle makes import order
+    matter, and a module half-initialised when the other reads it)."""
+    modules = {}
+    for pkg in ("db", "runner", "dashboard"):
+        for path in (ROOT / pkg).rglob("*.py"):
+            rel = path.relative_to(ROOT).with_suffix("")
+            name = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+            modules[name] = path
+    graph = {name: _imports(path, modules) - {name} for name, path in modules.items()}
+    state, stack = {}, []
+
+    def visit(m):
+        state[m] = "open"
+        stack.append(m)
+        for n in sorted(graph[m]):
+            if state.get(n) == "open":
+                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(n):] + [n]))
+            if n not in state:
+                visit(n)
+        stack.pop()
+        state[m] = "done"
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+    assert len(graph) > 40  # the walk saw the packages

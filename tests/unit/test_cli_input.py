@@ -2,7 +2,8 @@
 import pytest
 from sqlalchemy import func, select
 
-from db.engine import get_engine, reading
+from db.engine import reading
+from db.database import get_engine
 from db.models import Job, Sweep
 from tests.conftest import run_cli
 

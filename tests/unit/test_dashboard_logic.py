@@ -7,12 +7,12 @@ import pandas as pd
 import pytest
 
 from bench.synthetic import fill
-from dashboard import charts, diff, repeats, roofline, snapshot, tables
+from dashboard import charts, diff, filters, frame, labels, repeats, roofline, snapshot, stats, store
 from dashboard.submission import FormValues, label_for, message, plan, slot_for, submit_all
 from db import queue, views
 from db.ceilings_view import newest_ceilings
 from db.models import JobStatus
-from db.results import RECORD_FIELDS, export_records, records_csv
+from db.results import RECORD_FIELDS, export_records
 from db.roofline import store_ceilings
 from db.spec import SweepRequest
 from runner import zoo
@@ -85,71 +85,52 @@ def test_labels_cover_every_spec_error_field():
 @pytest.fixture
 def synthetic(engine):
     fill(engine, 300, seed=3, device="cuda")
-    return tables.load_frame(engine, fields=views.FRAME_FIELDS + views.VIEW_FIELDS + views.FIRST_CALL_FIELDS
+    return frame.load_frame(engine, fields=views.FRAME_FIELDS + views.VIEW_FIELDS + views.FIRST_CALL_FIELDS
                              + views.ROOFLINE_FIELDS)[0]
 
 
 def test_results_frame_has_every_export_field_and_keeps_failures(engine, synthetic):
     df = synthetic
-    assert len(df) == 300 and set(RECORD_FIELDS) <= set(tables.complete(df, engine).columns)
+    assert len(df) == 300 and set(RECORD_FIELDS) <= set(frame.complete(df, engine).columns)
     assert df["speedup"].dtype == float and str(df["batch_size"].dtype) == "Int64"
-    bad = tables.failures(df)
+    bad = stats.failures(df)
     assert len(bad) == (df["status"] != "succeeded").sum() > 0 and bad["error"].notna().all()
     assert df.loc[df["status"] != "succeeded", "speedup"].isna().all()  # never a 0.0 speedup
 
 
-def test_json_download_is_the_export_record(engine, synthetic):
-    shown = synthetic[synthetic["model"] == "mlp"]
-    ours = json.loads(tables.to_json(shown, engine))
-    theirs = {r["job_id"]: r for r in export_records(engine)}
-    assert len(ours) == len(shown) > 0
-    for rec in ours:
-        assert list(rec) == list(RECORD_FIELDS)
-        ref = theirs[rec["job_id"]]
-        for key, value in rec.items():
-            if isinstance(value, float):
-                assert value == pytest.approx(ref[key]), key
-            else:
-                assert value == ref[key], key
-    csv = tables.to_csv(shown, engine)
-    assert csv.splitlines()[0].split(",") == list(RECORD_FIELDS) and len(csv.splitlines()) == len(shown) + 1
-    # the CSV download is, byte for byte, what `python -m runner export --format csv` writes for these jobs
-    assert csv == records_csv(export_records(engine, job_ids=shown["job_id"].tolist()))
-
-
 def test_download_names_say_what_the_file_holds():
-    assert tables.download_name({}, "csv") == "compile_lab_results.csv"
-    assert tables.download_name({"sweep": ["#12 modes on ComplexModel"], "model": ["complexnet"], "mode": [],
+    assert filters.download_name({}, "csv") == "compile_lab_results.csv"
+    assert filters.download_name({"sweep": ["#12 modes on ComplexModel"], "model": ["complexnet"], "mode": [],
                                  "dynamic": ["none"]}, "json") == "compile_lab_sweep12_complexnet_dynamic-none.json"
-    assert tables.download_name({"model": ["a/b c"]}, "csv") == "compile_lab_a-b-c.csv"
+    assert filters.download_name({"model": ["a/b c"]}, "csv") == "compile_lab_a-b-c.csv"
 
 
 def test_filters_keep_rows_without_an_environment(synthetic):
     df = synthetic.copy()
     df.loc[df.index[0], "torch_version"] = None
-    shown = tables.apply_filters(df, {"torch_version": ["2.13.0"], "model": ["simplenet"]})
+    shown = filters.apply_filters(df, {"torch_version": ["2.13.0"], "model": ["simplenet"]})
     assert set(shown["model"]) == {"simplenet"}
     assert df.index[0] in shown.index  # unknown environment is kept under an environment filter
-    assert tables.apply_filters(df, {"torch_version": ["9.9"]}).index.tolist() == [df.index[0]]
-    labels = tables.filter_options(df, "sweep")
+    assert filters.apply_filters(df, {"torch_version": ["9.9"]}).index.tolist() == [df.index[0]]
+    labels = filters.filter_options(df, "sweep")
     assert labels[0].startswith(f"#{df['sweep_id'].max()} ") and len(labels) == df["sweep_id"].nunique()
-    assert tables.apply_filters(df, {"sweep": [labels[0]]})["sweep_id"].nunique() == 1
+    assert filters.apply_filters(df, {"sweep": [labels[0]]})["sweep_id"].nunique() == 1
 
 
 def test_series_labels_name_only_what_differs(synthetic):
-    view = tables.label_series(synthetic[synthetic["model"] == "simplenet"])
+    view = labels.label_series(synthetic[synthetic["model"] == "simplenet"])
     assert set(view["config"]) == {f"inductor/{m} · dynamic={d}" for m in ("default", "max-autotune")
                                    for d in ("none", "true", "false")}
     assert set(view["baseline"]) == {"eager"}
-    one = tables.label_series(synthetic[(synthetic["model"] == "simplenet") & (synthetic["mode"] == "default")
+    one = labels.label_series(synthetic[(synthetic["model"] == "simplenet") & (synthetic["mode"] == "default")
                                         & (synthetic["dynamic"] == "none")])
     assert set(one["config"]) == {"inductor/default"} and one["series"].str.contains(" · bs ").all()
 
 
 def test_plots_draw_failures_bands_and_the_one_line(synthetic):
-    worst = tables.failures(synthetic)["model"].value_counts().index[0]
-    view = tables.label_series(synthetic[synthetic["model"] == worst])
-    agg, fails = tables.summarize(view)
+    worst = stats.failures(synthetic)["model"].value_counts().index[0]
+    view = labels.label_series(synthetic[synthetic["model"] == worst])
+    agg, fails = stats.summarize(view)
     assert len(fails) > 0, "the synthetic data holds failures"
     speed = charts.speedup(agg, fails)
     notes = [a for a in speed.layout.annotations if a.text.startswith("✕")]
@@ -166,9 +147,9 @@ def test_plots_draw_failures_bands_and_the_one_line(synthetic):
 
 
 def test_a_configuration_that_only_failed_still_has_its_category():
-    agg = pd.DataFrame(columns=["config", "baseline", "batch_size", "series", *tables.NUMBERS, "runs"])
+    agg = pd.DataFrame(columns=["config", "baseline", "batch_size", "series", *frame.NUMBERS, "runs"])
     agg.loc[0] = ["inductor/default · fullgraph=false", "eager", 8, "inductor/default · fullgraph=false",
-                  *[1.0] * len(tables.NUMBERS), 1]
+                  *[1.0] * len(frame.NUMBERS), 1]
     fails = pd.DataFrame([{"job_id": 7, "status": "failed", "error": "graph break", "batch_size": 8,
                            "config": "inductor/default · fullgraph=true",
                            "series": "inductor/default · fullgraph=true"}])
@@ -202,7 +183,7 @@ def test_one_batch_size_sets_configurations_side_by_side():
 
 
 def test_schedule_timeline_rings_recompiles(engine, synthetic):
-    view = tables.label_series(synthetic[synthetic["model"] == "simplenet"])
+    view = labels.label_series(synthetic[synthetic["model"] == "simplenet"])
     ids = view.loc[view["has_schedule"] & (view["status"] == "succeeded"), "job_id"].tolist()[:3]
     sched = charts.schedule_frame(view, views.schedule_calls(engine, ids))
     assert len(sched) == 9 and sched["recompiled"].sum() == 6
@@ -215,19 +196,19 @@ def test_result_store_appends_what_finished_since(engine):
     queue.register_worker(engine, "w", "h", 1, None, {"devices": ["cpu"], "models": []})
     req = SweepRequest(model="simplenet", batch_sizes=[1, 2, 3], device="cpu")
     queue.submit(engine, req, CATALOG)
-    store = tables.ResultStore(engine)
-    assert store.frame().empty and store.full_loads == 1
+    rs = store.ResultStore(engine)
+    assert rs.frame().empty and rs.full_loads == 1
     for _ in range(2):
         claim = queue.claim_next(engine, "w", ["cpu"], ["simplenet"], 60)
         queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED,
                      result={"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0})
-    first = store.frame()
-    assert len(first) == 2 and store.full_loads == 2  # from empty: a full load
-    assert store.frame() is first  # nothing changed: the same frame, no query for rows
+    first = rs.frame()
+    assert len(first) == 2 and rs.full_loads == 2  # from empty: a full load
+    assert rs.frame() is first  # nothing changed: the same frame, no query for rows
     claim = queue.claim_next(engine, "w", ["cpu"], ["simplenet"], 60)
     queue.finish(engine, claim.job_id, claim.token, JobStatus.FAILED, error="boom")
-    third = store.frame()
-    assert store.full_loads == 2 and third["job_id"].tolist() == [1, 2, 3]  # appended, not reloaded
+    third = rs.frame()
+    assert rs.full_loads == 2 and third["job_id"].tolist() == [1, 2, 3]  # appended, not reloaded
     assert third["error"].tolist()[-1] == "boom"
 
 
@@ -235,29 +216,29 @@ def test_the_store_reads_a_models_numbers_once_and_then_only_new_jobs(engine, mo
     """The frame of every job holds what filters use; a model's numbers are read when it is plotted, and a
     finished job's numbers never change: after one more job finishes, only that job is read."""
     fill(engine, 300, seed=3, device="cuda")
-    store = tables.ResultStore(engine)
-    frame = store.frame()
-    assert "eager_ms" not in frame.columns and "speedup" in frame.columns
-    full = tables.load_frame(engine, fields=views.FRAME_FIELDS + views.VIEW_FIELDS)[0].set_index("job_id")
+    rs = store.ResultStore(engine)
+    held = rs.frame()
+    assert "eager_ms" not in held.columns and "speedup" in held.columns
+    full = frame.load_frame(engine, fields=views.FRAME_FIELDS + views.VIEW_FIELDS)[0].set_index("job_id")
     reads = []
     real = views.result_rows
     monkeypatch.setattr(views, "result_rows", lambda *a, **k: reads.append(k) or real(*a, **k))
-    mlp = frame[frame["model"] == "mlp"]
-    got = store.complete(mlp, views.VIEW_FIELDS)
+    mlp = held[held["model"] == "mlp"]
+    got = rs.complete(mlp, views.VIEW_FIELDS)
     assert got.index.equals(mlp.index) and len(reads) == 1
     for col in ("eager_ms", "compiled_ms", "cache_hits", "has_schedule"):
         pd.testing.assert_series_equal(got.set_index("job_id")[col], full.loc[mlp["job_id"], col], check_names=False)
     assert (got["cache_state"] == full.loc[mlp["job_id"], "cache_state"].to_numpy()).all()
-    assert store.complete(mlp, views.VIEW_FIELDS) is not None and len(reads) == 1  # held
+    assert rs.complete(mlp, views.VIEW_FIELDS) is not None and len(reads) == 1  # held
 
     queue.register_worker(engine, "w", "h", 1, None, {"devices": ["cuda"], "models": []})
     queue.submit(engine, SweepRequest(model="mlp", batch_sizes=[4], device="cuda"), CATALOG)
     claim = queue.claim_next(engine, "w", ["cuda"], ["mlp"], 60)
     queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED,
                  result={"eager_ms": 3.0, "compiled_ms": 1.0, "speedup": 3.0})
-    grown = store.frame()
+    grown = rs.frame()
     reads.clear()
-    again = store.complete(grown[grown["model"] == "mlp"], views.VIEW_FIELDS)
+    again = rs.complete(grown[grown["model"] == "mlp"], views.VIEW_FIELDS)
     assert [r.get("job_ids") for r in reads if "fields" in r and r["fields"] != views.FRAME_FIELDS] == [[claim.job_id]]
     assert again.set_index("job_id").loc[claim.job_id, "eager_ms"] == 3.0 and len(again) == len(mlp) + 1
 
@@ -278,11 +259,11 @@ def persist(store) -> None:
 
 def saved_store(engine, path):
     """A store that loaded everything and wrote its snapshot."""
-    store = tables.ResultStore(engine, path)
-    frame = store.frame()
-    assert store.saving is None and not path.exists()  # never while a page draws
-    persist(store)
-    return store, frame
+    rs = store.ResultStore(engine, path)
+    got = rs.frame()
+    assert rs.saving is None and not path.exists()  # never while a page draws
+    persist(rs)
+    return rs, got
 
 
 def test_a_restarted_store_starts_from_its_snapshot_and_appends(engine, db_url, tmp_path):
@@ -291,18 +272,18 @@ def test_a_restarted_store_starts_from_its_snapshot_and_appends(engine, db_url, 
     finish_jobs(engine, 2)
     path = snapshot.path_for(db_url)
     assert path == tmp_path / "lab.db-results.pkl"
-    first, frame = saved_store(engine, path)
-    assert first.full_loads == 1 and not first.restored and len(frame) == 2
+    first, held = saved_store(engine, path)
+    assert first.full_loads == 1 and not first.restored and len(held) == 2
     assert path.stat().st_mode & 0o777 == 0o600
 
-    restarted = tables.ResultStore(engine, path)  # a new server process: nothing in memory
-    pd.testing.assert_frame_equal(restarted.frame(), frame)
+    restarted = store.ResultStore(engine, path)  # a new server process: nothing in memory
+    pd.testing.assert_frame_equal(restarted.frame(), held)
     assert restarted.restored and restarted.full_loads == 0
     finish_jobs(engine, 1, JobStatus.FAILED)
     finish_jobs(engine, 1)
     grown = restarted.frame()
     assert restarted.full_loads == 0 and grown["job_id"].tolist() == [1, 2, 3, 4]  # appended to the snapshot
-    fresh = tables.ResultStore(engine).frame()  # what reading every row gives
+    fresh = store.ResultStore(engine).frame()  # what reading every row gives
     pd.testing.assert_frame_equal(grown, fresh)
 
 
@@ -320,18 +301,18 @@ def test_a_job_finished_again_replaces_the_row_the_snapshot_holds(engine, db_url
         s.execute(text("UPDATE results SET speedup = 7.0 WHERE job_id = 2"))
         s.execute(text("UPDATE jobs SET finished_at = :t WHERE id = 2"), {"t": pd.Timestamp.now("UTC").tz_localize(None)
                                                                           .to_pydatetime()})
-    restarted = tables.ResultStore(engine, snapshot.path_for(db_url))
-    frame = restarted.frame()
+    restarted = store.ResultStore(engine, snapshot.path_for(db_url))
+    got = restarted.frame()
     assert restarted.restored and restarted.full_loads == 0
-    assert frame.set_index("job_id")["speedup"].to_dict() == {1: 2.0, 2: 7.0, 3: 2.0}
+    assert got.set_index("job_id")["speedup"].to_dict() == {1: 2.0, 2: 7.0, 3: 2.0}
     # what the store read for a view is dropped for a job read again, so a plot cannot show its old numbers
-    assert restarted.complete(frame, ["eager_ms"]).set_index("job_id")["eager_ms"].to_dict() == {1: 2.0, 2: 2.0, 3: 2.0}
+    assert restarted.complete(got, ["eager_ms"]).set_index("job_id")["eager_ms"].to_dict() == {1: 2.0, 2: 2.0, 3: 2.0}
     with atomic(engine) as s:
         s.execute(text("UPDATE results SET eager_ms = 9.0 WHERE job_id = 3"))
         s.execute(text("UPDATE jobs SET finished_at = :t WHERE id = 3"), {"t": pd.Timestamp.now("UTC").tz_localize(None)
                                                                           .to_pydatetime()})
-    frame = restarted.frame()
-    assert restarted.complete(frame, ["eager_ms"]).set_index("job_id")["eager_ms"].to_dict() == {1: 2.0, 2: 2.0, 3: 9.0}
+    got = restarted.frame()
+    assert restarted.complete(got, ["eager_ms"]).set_index("job_id")["eager_ms"].to_dict() == {1: 2.0, 2: 2.0, 3: 9.0}
 
 
 def test_stale_temp_files_of_a_killed_save_are_removed(engine, db_url):
@@ -349,7 +330,7 @@ def test_stale_temp_files_of_a_killed_save_are_removed(engine, db_url):
 
 
 def test_a_snapshot_of_another_database_or_layout_is_not_used(tmp_path, monkeypatch):
-    from db.engine import dispose_engine, get_engine
+    from db.database import dispose_engine, get_engine
 
     url = f"sqlite:///{tmp_path / 'lab.db'}"
     path = snapshot.path_for(url)
@@ -368,28 +349,28 @@ def test_a_snapshot_of_another_database_or_layout_is_not_used(tmp_path, monkeypa
     saved_store(fresh_db([1, 2]), path)
     # the database is deleted and made anew at the same path, with as many jobs: other rows, other times
     other = fresh_db([7, 8])
-    store = tables.ResultStore(other, path)
-    assert sorted(store.frame()["batch_size"].tolist()) == [7, 8] and not store.restored and store.full_loads == 1
-    persist(store)
+    rs = store.ResultStore(other, path)
+    assert sorted(rs.frame()["batch_size"].tolist()) == [7, 8] and not rs.restored and rs.full_loads == 1
+    persist(rs)
     monkeypatch.setattr(snapshot, "_code_digest", lambda: "another release")  # code that builds rows otherwise
-    store = tables.ResultStore(other, path)
-    store.frame()
-    assert not store.restored and store.full_loads == 1
-    persist(store)
+    rs = store.ResultStore(other, path)
+    rs.frame()
+    assert not rs.restored and rs.full_loads == 1
+    persist(rs)
     monkeypatch.setattr(snapshot, "FORMAT", snapshot.FORMAT + 1)  # a newer layout of the frame
-    store = tables.ResultStore(other, path)
-    store.frame()
-    assert not store.restored and store.full_loads == 1
-    persist(store)
+    rs = store.ResultStore(other, path)
+    rs.frame()
+    assert not rs.restored and rs.full_loads == 1
+    persist(rs)
     path.chmod(0o666)  # writable by others: never unpickled
-    store = tables.ResultStore(other, path)
-    store.frame()
-    assert not store.restored
-    persist(store)
+    rs = store.ResultStore(other, path)
+    rs.frame()
+    assert not rs.restored
+    persist(rs)
     path.write_bytes(b"not a pickle")
     path.chmod(0o600)
-    store = tables.ResultStore(other, path)
-    assert len(store.frame()) == 2 and not store.restored
+    rs = store.ResultStore(other, path)
+    assert len(rs.frame()) == 2 and not rs.restored
 
 
 def test_snapshot_location_follows_the_database_and_the_setting(monkeypatch, tmp_path):
@@ -405,7 +386,7 @@ def test_snapshot_location_follows_the_database_and_the_setting(monkeypatch, tmp
 
 # -- Compare ------------------------------------------------------------------------------------------
 def test_diff_matches_sweep_jobs_and_marks_changes(engine, synthetic):
-    both = tables.complete(synthetic[synthetic["sweep_id"].isin([1, 5])], engine)  # as the Compare page does
+    both = frame.complete(synthetic[synthetic["sweep_id"].isin([1, 5])], engine)  # as the Compare page does
     a = both[both["sweep_id"] == 1]
     b = both[both["sweep_id"] == 5]  # the same model (simplenet), another run
     nums = diff.numbers(a, b)
@@ -477,17 +458,17 @@ def test_the_latency_plot_says_when_eager_moved_between_configurations():
     def rows(dynamic, eager, compiled, start):
         df = jobs(("default", compiled, eager), batch_size=64, dynamic=dynamic, eager_spread=0.03,
                   compiled_spread=0.01, measure_recompiles=0, cache_hits=None, error=None).assign(job_id=start)
-        return df.assign(**{c: np.nan for c in tables.NUMBERS if c not in df})
-    view = tables.label_series(pd.concat([rows("false", 14.51, 14.95, 1), rows("true", 8.427, 8.706, 2)],
+        return df.assign(**{c: np.nan for c in frame.NUMBERS if c not in df})
+    view = labels.label_series(pd.concat([rows("false", 14.51, 14.95, 1), rows("true", 8.427, 8.706, 2)],
                                          ignore_index=True))
-    agg, _ = tables.summarize(view)
-    drift = tables.eager_drift(tables.with_noise(agg, view))
+    agg, _ = stats.summarize(view)
+    drift = stats.eager_drift(stats.with_noise(agg, view))
     assert drift["batch_size"] == 64 and drift["gap"] == pytest.approx(14.51 / 8.427 - 1)
     assert (drift["low"], drift["high"]) == ("dynamic=true", "dynamic=false")
-    steady = tables.label_series(pd.concat([rows("false", 14.51, 14.95, 1), rows("true", 14.2, 9.1, 2)],
+    steady = labels.label_series(pd.concat([rows("false", 14.51, 14.95, 1), rows("true", 14.2, 9.1, 2)],
                                            ignore_index=True))
-    agg, _ = tables.summarize(steady)
-    assert tables.eager_drift(tables.with_noise(agg, steady)) is None  # 2% apart: eager held
+    agg, _ = stats.summarize(steady)
+    assert stats.eager_drift(stats.with_noise(agg, steady)) is None  # 2% apart: eager held
 
 
 def test_a_change_inside_the_runs_noise_is_not_coloured_as_a_finding():
@@ -508,7 +489,7 @@ def test_a_change_inside_the_runs_noise_is_not_coloured_as_a_finding():
 
 
 def test_sweeps_judge_a_change_against_their_median_runs_spread(engine, synthetic):
-    both = tables.complete(synthetic[synthetic["sweep_id"].isin([1, 5])], engine)
+    both = frame.complete(synthetic[synthetic["sweep_id"].isin([1, 5])], engine)
     a, b = both[both["sweep_id"] == 1].copy(), both[both["sweep_id"] == 5].copy()
     quiet = diff.long_form(diff.numbers(a, b), ["speedup"])
     a[["eager_spread", "compiled_spread"]] = 9.0  # 900%: every change here is noise
@@ -583,10 +564,10 @@ def test_separability_needs_ranges_that_do_not_overlap():
 
 
 def test_synthetic_repeat_sweep_is_found(synthetic):
-    view = tables.label_series(synthetic[synthetic["model"] == "complexnet"])
+    view = labels.label_series(synthetic[synthetic["model"] == "complexnet"])
     rep = repeats.repeated(view)
     assert set(rep["sweep"]) == {"complexnet repeats 13"} and (repeats.summary(rep)["runs"] == 4).all()
-    assert repeats.repeated(tables.label_series(synthetic[synthetic["model"] == "mlp"])).empty
+    assert repeats.repeated(labels.label_series(synthetic[synthetic["model"] == "mlp"])).empty
 
 
 def test_roofline_points_lines_and_missing_ceilings(engine):
@@ -651,15 +632,15 @@ def test_a_warm_job_that_found_no_cached_graph_is_not_labelled_plain_warm(synthe
     sincos = synthetic[synthetic["model"] == "sincos"].copy()
     warm = sincos[(sincos["cache"] == "warm") & (sincos["status"] == "succeeded")]
     assert len(warm) and set(warm["cache_state"]) == {"warm"}  # synthetic warm jobs all hit
-    before = tables.label_series(sincos)
+    before = labels.label_series(sincos)
     configs = before.loc[warm.index, "config"]
     all_missed, some_missed = configs.unique()[:2]
     miss = json.dumps({"inductor_fx_local_cache_hit_count": 0, "inductor_fx_local_cache_miss_count": 1})
     sincos.loc[configs.index[configs == all_missed], "cache_hits"] = miss
     partly = configs.index[configs == some_missed]
     sincos.loc[partly[:1], "cache_hits"] = miss
-    sincos = tables._finish(sincos.drop(columns=["cache_state"]))
-    view = tables.label_series(sincos)
+    sincos = frame._finish(sincos.drop(columns=["cache_state"]))
+    view = labels.label_series(sincos)
     assert view["config"].nunique() == before["config"].nunique()  # labels change, series do not split
     assert view.loc[configs.index[configs == all_missed], "config"].str.endswith(
         "warm cache: graph not cached yet").all()
@@ -672,17 +653,17 @@ def test_a_warm_job_that_found_no_cached_graph_is_not_labelled_plain_warm(synthe
     again = hit.copy()  # the same configuration and batch size once more, a miss this time
     again[["job_id", "cache_hits", "compiled_first_call_s"]] = [sincos["job_id"].max() + 1, miss,
                                                                 hit["compiled_first_call_s"] * 5]
-    both = tables.label_series(tables._finish(pd.concat([sincos, again.to_frame().T], ignore_index=True)
+    both = labels.label_series(frame._finish(pd.concat([sincos, again.to_frame().T], ignore_index=True)
                                               .drop(columns=["cache_state"]).infer_objects()))
-    calls = tables.first_calls(both)
+    calls = stats.first_calls(both)
     split = calls[calls["batch_size"] == hit["batch_size"]]
     split = split[split["series"].str.contains(" · hit · | · miss · ", regex=True)]
     assert sorted(s.split(" · ")[-2] for s in split["series"]) == ["hit", "miss"]  # "... · miss · bs 8"
     assert split.set_index(split["series"].str.split(" · ").str[-2]).loc[
         ["hit", "miss"], "compiled_first_call_s"].tolist() == [hit["compiled_first_call_s"],
                                                                hit["compiled_first_call_s"] * 5]
-    frame = tables.breakdown_frame(tables.split_by_graph_cache(view))
-    hatched = charts.warmup_breakdown(frame, tables.failures(view))
+    got = stats.breakdown_frame(labels.split_by_graph_cache(view))
+    hatched = charts.warmup_breakdown(got, stats.failures(view))
     shapes = [shape for t in hatched.data if t.marker and t.marker.pattern and t.marker.pattern.shape is not None
               for shape, series in zip(t.marker.pattern.shape, t.y) if "not cached" in str(series)]
     assert shapes and set(shapes) == {""}
@@ -691,28 +672,28 @@ def test_a_warm_job_that_found_no_cached_graph_is_not_labelled_plain_warm(synthe
 def test_a_backend_that_never_asks_the_graph_cache_is_not_called_a_miss():
     """aot_eager, eager, cudagraphs: every inductor counter is 0, which says nothing about the cache."""
     zeros = json.dumps({"inductor_fx_local_cache_hit_count": 0, "inductor_fx_local_cache_miss_count": 0})
-    assert tables._graph_hit(zeros) is None
-    assert tables._graph_hit(json.dumps({"inductor_fx_local_cache_hit_count": 0,
+    assert frame._graph_hit(zeros) is None
+    assert frame._graph_hit(json.dumps({"inductor_fx_local_cache_hit_count": 0,
                                          "inductor_fx_local_cache_miss_count": 2})) is False
 
 
 def test_breakdown_frame_takes_one_real_job_per_series(synthetic):
-    view = tables.label_series(synthetic[synthetic["model"] == "sincos"])
-    frame = tables.breakdown_frame(view)
-    comp = frame[frame["bar"] == "compiled"]
+    view = labels.label_series(synthetic[synthetic["model"] == "sincos"])
+    got = stats.breakdown_frame(view)
+    comp = got[got["bar"] == "compiled"]
     ok = view[view["status"] == "succeeded"]
     assert set(comp["series"]) == set(ok["series"])
     for series, parts in comp.groupby("series"):
         job = ok[ok["job_id"] == parts["job_id"].iloc[0]].iloc[0]
-        assert job["series"] == series and set(parts["part"]) <= set(tables.BREAKDOWN_PARTS)
+        assert job["series"] == series and set(parts["part"]) <= set(stats.BREAKDOWN_PARTS)
         assert parts["seconds"].sum() == pytest.approx(job["compiled_first_call_s"])  # the parts add up
         firsts = ok.loc[ok["series"] == series, "compiled_first_call_s"].sort_values().tolist()
         assert job["compiled_first_call_s"] == firsts[(len(firsts) - 1) // 2]  # the median run
-    eager = frame[frame["bar"] == "eager"].set_index("series")["seconds"]
+    eager = got[got["bar"] == "eager"].set_index("series")["seconds"]
     assert eager.to_dict() == pytest.approx(ok.groupby("series")["eager_first_call_s"].median().to_dict())
     warm = comp[comp["cache"] == "warm"]
     assert len(warm) and (warm["cache_hits"] == "(1 cache hit, 0 misses)").all()
-    fig = charts.warmup_breakdown(frame, tables.failures(view))
+    fig = charts.warmup_breakdown(got, stats.failures(view))
     assert {t.name for t in fig.data} >= {"dynamo tracing", "codegen + kernel compile", "eager first call",
                                           "hatched: warm compile cache"}
 
@@ -721,25 +702,25 @@ def test_breakdown_without_a_recorded_breakdown_and_a_failed_only_series():
     view = pd.DataFrame([{"status": "succeeded", "job_id": 1, "series": "inductor/default", "config": "inductor/default",
                           "batch_size": 8, "cache": "cold", "cache_hits": None, "compile_breakdown_s": None,
                           "compiled_first_call_s": 4.0, "eager_first_call_s": 0.01}])
-    frame = tables.breakdown_frame(view)
-    assert frame[["part", "seconds"]].values.tolist() == [[tables.NO_BREAKDOWN, 4.0], ["eager first call", 0.01]]
+    got = stats.breakdown_frame(view)
+    assert got[["part", "seconds"]].values.tolist() == [[stats.NO_BREAKDOWN, 4.0], ["eager first call", 0.01]]
     fails = pd.DataFrame([{"job_id": 2, "status": "failed", "error": "compile failed: graph break", "batch_size": 8,
                            "config": "inductor/default · fullgraph=true", "series": "inductor/default · fullgraph=true"}])
-    fig = charts.warmup_breakdown(frame, fails)
+    fig = charts.warmup_breakdown(got, fails)
     assert "inductor/default · fullgraph=true" in fig.layout.yaxis.categoryarray
     assert any(a.text.startswith("✕ failed: compile failed") for a in fig.layout.annotations)
 
 
 def test_gpu_time_inside_latency_host_bound_and_noisy_rings(synthetic):
-    view = tables.label_series(synthetic[synthetic["model"] == "simplenet"])
-    agg, fails = tables.summarize(view)
-    agg = tables.with_noise(agg, view)
-    host = tables.gpu_latency_frame(agg)
+    view = labels.label_series(synthetic[synthetic["model"] == "simplenet"])
+    agg, fails = stats.summarize(view)
+    agg = stats.with_noise(agg, view)
+    host = stats.gpu_latency_frame(agg)
     assert set(host["what"]) == set(charts.HOST_COLORS) and len(host) == 4 * len(agg)
     assert (host["overhead_ms"] == host["latency_ms"] - host["gpu_ms"]).all() and (host["overhead_ms"] > 0).all()
     assert charts.gpu_in_latency(host, fails, sorted(agg["series"])).data
     cpu = agg.assign(eager_gpu_ms=float("nan"), compiled_gpu_ms=float("nan"))
-    assert tables.gpu_latency_frame(cpu).empty  # CPU jobs have no GPU clock: nothing to draw
+    assert stats.gpu_latency_frame(cpu).empty  # CPU jobs have no GPU clock: nothing to draw
     noisy = agg[agg["noisy_runs"] > 0]
     assert len(noisy), "the synthetic data holds noisy runs"
     fig = charts.mark_noisy(charts.speedup(agg, fails), agg)
@@ -753,22 +734,22 @@ def test_gpu_time_inside_latency_host_bound_and_noisy_rings(synthetic):
 
 
 def test_each_clock_draws_its_own_numbers(synthetic):
-    view = tables.label_series(synthetic[synthetic["model"] == "mlp"])
-    agg, fails = tables.summarize(view)
-    for clock, cols in tables.CLOCKS.items():
-        timed = tables.on_clock(agg, clock)
+    view = labels.label_series(synthetic[synthetic["model"] == "mlp"])
+    agg, fails = stats.summarize(view)
+    for clock, cols in stats.CLOCKS.items():
+        timed = stats.on_clock(agg, clock)
         assert (timed["speedup"] == agg[cols["speedup"]]).all() and (timed["compiled_ms"] == agg[cols["compiled_ms"]]).all()
         fig = charts.speedup(timed, fails, clock)
         ys = sorted(y for t in fig.data if t.mode == "lines+markers" for y in t.y)
         assert ys == pytest.approx(sorted(agg[cols["speedup"]].dropna()))
     # latency is the headline: GPU time leaves the host out, so on this host-bound model it reads higher
     assert (agg["gpu_speedup"] != agg["speedup"]).all()
-    assert "GPU time" in charts.speedup(tables.on_clock(agg, "gpu"), fails, "gpu").layout.title.text
+    assert "GPU time" in charts.speedup(stats.on_clock(agg, "gpu"), fails, "gpu").layout.title.text
 
 
 def test_failure_notes_on_a_log_batch_axis_sit_at_their_batch(synthetic):
-    view = tables.label_series(synthetic[synthetic["model"] == tables.failures(synthetic)["model"].iloc[0]])
-    agg, fails = tables.summarize(view)
+    view = labels.label_series(synthetic[synthetic["model"] == stats.failures(synthetic)["model"].iloc[0]])
+    agg, fails = stats.summarize(view)
     fig = charts.speedup(agg, fails)
     assert fig.layout.xaxis.type == "log"  # batch 1..128
     notes = [a for a in fig.layout.annotations if a.text.startswith("✕")]

@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from runner.measure import break_even_calls, compare
+from runner.accuracy import compare
+from runner.stats import break_even_calls
 from runner.timing import percentile
 
 
@@ -54,7 +55,7 @@ def test_compare_requires_nonfinite_values_to_match_and_checks_each_tensor():
 def test_graph_break_capture_keeps_the_users_torch_logs(monkeypatch):
     from torch._logging import _internal as logs
 
-    from runner.measure import GraphBreakLog
+    from runner.introspect import GraphBreakLog
 
     monkeypatch.setenv("TORCH_LOGS", "recompiles,+dynamo")  # what a user debugging a model sets
     try:
@@ -74,7 +75,7 @@ def test_the_headline_is_latency_and_the_other_clocks_stand_beside_it():
     """What a GPU job's samples become (the samples are what runner.timing's CudaTimer returns; no GPU here):
     speedup is latency's ratio, throughput and GPU time under their own names, and the host overhead is
     the share of a call the GPU idles."""
-    from runner.measure import clock_fields
+    from runner.stats import clock_fields
 
     samples = {"eager": [[0.10, 0.11], [0.10]], "compiled": [[0.16], [0.15, 0.17]],  # host-bound: compile is slower
                "eager_throughput": [[0.06], [0.06]], "compiled_throughput": [[0.05], [0.05]],
@@ -120,7 +121,7 @@ class FakeWatch:
 
 
 def test_cpu_timer_clocks_and_interleaved_rounds():
-    from runner.measure import measure_rounds, sample_key
+    from runner.rounds import measure_rounds, sample_key
     from runner.timing import MIN_BLOCK, CpuTimer
 
     timer = CpuTimer()

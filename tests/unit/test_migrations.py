@@ -13,7 +13,8 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import func, inspect, select, text
 
 from db import migrate
-from db.engine import DatabaseError, atomic, dispose_engine, get_engine, make_engine, reading
+from db.engine import DatabaseError, atomic, make_engine, reading
+from db.database import dispose_engine, get_engine
 from db.models import Base, Job, Result, Sweep, utcnow
 from tests.conftest import ROOT
 
@@ -114,7 +115,7 @@ def test_workers_opening_a_fresh_database_at_once_upgrade_it_once(any_db_url, tm
         deadline = time.monotonic() + 60
         while not os.path.exists({str(go)!r}) and time.monotonic() < deadline:
             time.sleep(0.01)
-        from db.engine import get_engine
+        from db.database import get_engine
         from db import migrate
         print(migrate.current(get_engine({any_db_url!r})))
     ''')
@@ -181,7 +182,7 @@ def test_results_timed_before_caller_latency_are_labelled_not_mixed(any_db_url):
     assert cuda.timing_protocol == cpu.timing_protocol == 1
 
     # beside a result of today's protocol, an old one is its own series, labelled, never one median with it
-    from dashboard import tables
+    from dashboard import frame, labels, stats
     from db import views
 
     with atomic(engine) as s:
@@ -190,8 +191,8 @@ def test_results_timed_before_caller_latency_are_labelled_not_mixed(any_db_url):
                   finished_at=utcnow()))
         s.flush()
         s.add(Result(job_id=3, eager_ms=0.06, compiled_ms=0.05, speedup=1.2, timing_protocol=2))
-    frame = tables.load_frame(engine, fields=views.FRAME_FIELDS + views.VIEW_FIELDS)[0]
-    cpu_rows = tables.label_series(frame[frame["device"] == "cpu"])
+    frame = frame.load_frame(engine, fields=views.FRAME_FIELDS + views.VIEW_FIELDS)[0]
+    cpu_rows = labels.label_series(frame[frame["device"] == "cpu"])
     assert cpu_rows.set_index("job_id")["config"].to_dict() == {2: "old timing (protocol 1)", 3: "timing protocol 2"}
-    agg, _ = tables.summarize(cpu_rows)
+    agg, _ = stats.summarize(cpu_rows)
     assert sorted(agg["speedup"]) == [1.2, 1.25]  # two series, not one median of both

@@ -31,7 +31,7 @@ def run(engine, status, **finish):
 
 @pytest.fixture
 def engine(any_db_url):
-    from db.engine import get_engine
+    from db.database import get_engine
 
     return get_engine(any_db_url)
 

@@ -1,0 +1,29 @@
+"""The roofline's inputs: the work one call does (FLOPs, fewest bytes) and the rates the compiled call reached."""
+from __future__ import annotations
+
+from runner.accuracy import tensors
+
+
+def count_work(model, step, inputs, training: bool) -> dict:
+    """FLOPs of one call (torch.utils.flop_counter, backward included for training) and the fewest
+    bytes it must move: inputs and outputs once, parameters and buffers read once; a training step
+    also writes every gradient and every updated parameter (3 passes over the parameters)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with counter:
+        out = step(inputs)
+    state = list(model.parameters()) + list(model.buffers())
+    state_bytes = sum(t.numel() * t.element_size() for t in state)
+    io_bytes = sum(t.numel() * t.element_size() for t in list(inputs) + tensors(out))
+    return {"flops": float(counter.get_total_flops()),
+            "min_bytes": float(io_bytes + state_bytes * (3 if training else 1)),
+            "state_bytes": float(state_bytes), "io_bytes": float(io_bytes)}
+
+
+def achieved_rates(work: dict, compiled_ms: float) -> dict:
+    """Achieved rates of the compiled call. The % of roofline needs the device's measured ceilings,
+    which the worker supplies (runner.roofline); without them those fields stay null."""
+    seconds = compiled_ms / 1e3
+    return {"achieved_tflops": work["flops"] / seconds / 1e12 if seconds > 0 else None,
+            "achieved_gbps": work["min_bytes"] / seconds / 1e9 if seconds > 0 else None}
