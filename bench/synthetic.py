@@ -23,6 +23,7 @@ from sqlalchemy import Engine, insert
 
 from db.engine import atomic
 from db.models import DeviceCeiling, Job, Result, Sweep, Worker, utcnow
+from db.record import ResultRecord
 from db.roofline import place
 
 # per model: FLOPs and input+output bytes per sample, parameter bytes, fixed device latency of the
@@ -150,7 +151,7 @@ def _result(rng, extra, job_id, model, bs, dyn, mode, cache, schedule, env, devi
                "throughput_speedup": throughput[0] / throughput[1]}
     seconds = gpu_compiled / 1e3
     saved = (eager - compiled) / 1000
-    return {"job_id": job_id, "eager_first_call_s": eager_first, "compiled_first_call_s": compiled_first,
+    record = ResultRecord(**{"eager_first_call_s": eager_first, "compiled_first_call_s": compiled_first,
             "compiled_second_call_s": compiled / 1000 * rng.uniform(1.2, 2), "eager_ms": eager, "compiled_ms": compiled,
             "eager_p10_ms": eager * (1 - 2 * spreads[0]), "eager_p90_ms": eager * (1 + 3 * spreads[0]),
             "compiled_p10_ms": compiled * (1 - 2 * spreads[1]), "compiled_p90_ms": compiled * (1 + 3 * spreads[1]),
@@ -171,7 +172,8 @@ def _result(rng, extra, job_id, model, bs, dyn, mode, cache, schedule, env, devi
                        "cache_hits": {"inductor_fx_local_cache_hit_count": int(warm),
                                       "inductor_fx_local_cache_miss_count": int(not warm)},
                        "speedup_p10": eager / compiled * (1 - ratio_spread),
-                       "speedup_p90": eager / compiled * (1 + ratio_spread)}}
+                       "speedup_p90": eager / compiled * (1 + ratio_spread)}})
+    return {"job_id": job_id, **record.to_dict()}
 
 
 def _breakdown(rng, first_s: float, mode: str, warm: bool) -> dict:

@@ -7,10 +7,13 @@ raw samples and compiler detail are JSON.
 from __future__ import annotations
 
 import enum
+from dataclasses import fields as dataclass_fields
 from datetime import datetime, timezone
 
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from db.record import SCALARS, ResultRecord
 
 
 def utcnow() -> datetime:
@@ -87,78 +90,27 @@ class Result(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"), unique=True)  # a result is stored once
-    # warmup cost
-    eager_first_call_s: Mapped[float | None] = mapped_column(Float)
-    compiled_first_call_s: Mapped[float | None] = mapped_column(Float)
-    compiled_second_call_s: Mapped[float | None] = mapped_column(Float)
-    # steady state, in three clocks (runner/timing.py). The headline is latency as the caller sees it (one
-    # synchronous call, host clock): medians and p10/p90 over every kept sample, speedup = eager / compiled
-    eager_ms: Mapped[float | None] = mapped_column(Float)
-    compiled_ms: Mapped[float | None] = mapped_column(Float)
-    eager_p10_ms: Mapped[float | None] = mapped_column(Float)
-    eager_p90_ms: Mapped[float | None] = mapped_column(Float)
-    compiled_p10_ms: Mapped[float | None] = mapped_column(Float)
-    compiled_p90_ms: Mapped[float | None] = mapped_column(Float)
-    speedup: Mapped[float | None] = mapped_column(Float)
-    break_even_calls: Mapped[int | None] = mapped_column(Integer)
-    # throughput: back-to-back calls, one sync per block, per call
-    eager_throughput_ms: Mapped[float | None] = mapped_column(Float)
-    compiled_throughput_ms: Mapped[float | None] = mapped_column(Float)
-    throughput_speedup: Mapped[float | None] = mapped_column(Float)
-    # GPU time (CUDA only, a diagnosis): kernels from a cold L2, no launch gaps
-    eager_gpu_ms: Mapped[float | None] = mapped_column(Float)
-    compiled_gpu_ms: Mapped[float | None] = mapped_column(Float)
-    gpu_speedup: Mapped[float | None] = mapped_column(Float)
-    # 1 - GPU time / latency: the share of a call the GPU idles (host-bound past runner.stats.HOST_BOUND)
-    eager_host_overhead: Mapped[float | None] = mapped_column(Float)
-    compiled_host_overhead: Mapped[float | None] = mapped_column(Float)
-    host_bound: Mapped[bool | None] = mapped_column(Boolean)
-    host_note: Mapped[str | None] = mapped_column(Text)
-    timing_method: Mapped[str | None] = mapped_column(String(200))
-    # 1: before caller latency (a CUDA result's only clock was GPU time); 2: the three clocks above
-    timing_protocol: Mapped[int | None] = mapped_column(Integer)
-    samples_per_side: Mapped[int | None] = mapped_column(Integer)
-    # how far the numbers can be trusted: IQR / median of the per-round medians, and a flag past a threshold
-    # (or when the GPU idles a quarter of a call or more: such a latency moves from process to process), with why
-    eager_spread: Mapped[float | None] = mapped_column(Float)
-    compiled_spread: Mapped[float | None] = mapped_column(Float)
-    noisy: Mapped[bool | None] = mapped_column(Boolean)
-    noise_note: Mapped[str | None] = mapped_column(Text)  # why noisy, in words
-    # roofline: work per call, and what fraction of the device's measured ceiling the compiled call reaches
-    flops: Mapped[float | None] = mapped_column(Float)
-    min_bytes: Mapped[float | None] = mapped_column(Float)
-    achieved_tflops: Mapped[float | None] = mapped_column(Float)
-    achieved_gbps: Mapped[float | None] = mapped_column(Float)
-    roofline_bound: Mapped[str | None] = mapped_column(String(16))  # "memory" or "compute"
-    roofline_pct: Mapped[float | None] = mapped_column(Float)
-    mfu: Mapped[float | None] = mapped_column(Float)
-    # compiler
-    graph_count: Mapped[int | None] = mapped_column(Integer)
-    graph_breaks: Mapped[int | None] = mapped_column(Integer)
-    recompiles: Mapped[int | None] = mapped_column(Integer)
-    measure_recompiles: Mapped[int | None] = mapped_column(Integer)  # compiles during timed rounds (samples dropped)
-    # memory and accuracy
-    peak_mem_eager_mb: Mapped[float | None] = mapped_column(Float)
-    peak_mem_compiled_mb: Mapped[float | None] = mapped_column(Float)
-    max_abs_error: Mapped[float | None] = mapped_column(Float)
-    rel_error: Mapped[float | None] = mapped_column(Float)
-    accuracy_ok: Mapped[bool | None] = mapped_column(Boolean)
-    # environment
-    torch_version: Mapped[str | None] = mapped_column(String(64))
-    triton_version: Mapped[str | None] = mapped_column(String(64))
-    device_name: Mapped[str | None] = mapped_column(String(200))
-    cuda_version: Mapped[str | None] = mapped_column(String(32))
-    hostname: Mapped[str | None] = mapped_column(String(200))
-    # raw material: every timing sample by round, the schedule calls, compiler reasons, phase times
-    samples: Mapped[dict] = mapped_column(JSON, default=dict)
-    schedule: Mapped[list] = mapped_column(JSON, default=list)
-    detail: Mapped[dict] = mapped_column(JSON, default=dict)
-
+    # every other column comes from db.record.ResultRecord (below the class): the record is declared once
     job: Mapped[Job] = relationship(back_populates="result")
 
 
-RESULT_SCALARS = tuple(
-    c.name for c in Result.__table__.columns if c.name not in ("id", "job_id", "samples", "schedule", "detail"))
+_SQL_TYPES = {"float": Float, "int": Integer, "bool": Boolean, "str": Text, "dict": JSON, "list": JSON}
+
+
+def _record_column(f):
+    """A results column for a ResultRecord field: its type from the annotation ("float | None" -> Float), a
+    length where the record gives one (String(n)); the raw JSON fields default to empty."""
+    kind = f.type.split("|")[0].strip()
+    if f.metadata.get("length"):
+        return mapped_column(f.name, String(f.metadata["length"]))
+    if kind in ("dict", "list"):
+        return mapped_column(f.name, JSON, nullable=False, default=dict if kind == "dict" else list)
+    return mapped_column(f.name, _SQL_TYPES[kind])
+
+
+for _f in dataclass_fields(ResultRecord):
+    setattr(Result, _f.name, _record_column(_f))
+RESULT_SCALARS = SCALARS
 
 
 class Worker(Base):

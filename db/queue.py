@@ -18,7 +18,8 @@ from typing import Iterable, Mapping
 from sqlalchemy import Engine, and_, case, func, select, true, update
 
 from db.engine import atomic, is_sqlite, reading
-from db.models import RESULT_SCALARS, TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
+from db.models import TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
+from db.record import ResultRecord
 from db.spec import DEVICES, ExperimentSpec, ModelInfo, SweepRequest, stored_spec
 
 WORKER_FRESH_S = 30  # a worker whose heartbeat is older than this is not counted as alive
@@ -175,11 +176,7 @@ def finish(engine: Engine, job_id: int, token: str, status: JobStatus, error: st
 
 
 def _result_row(job_id: int, result: Mapping) -> Result:
-    known = set(RESULT_SCALARS) | {"samples", "schedule", "detail"}
-    unknown = sorted(set(result) - known)
-    if unknown:
-        raise ValueError(f"result has fields the database does not know: {', '.join(unknown)}")
-    return Result(job_id=job_id, **result)
+    return Result(job_id=job_id, **ResultRecord.from_dict(result).to_dict())
 
 
 def release(engine: Engine, job_id: int, token: str, reason: str) -> bool:

@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         from runner import measure
 
         result = measure.run(spec, entries[spec.model], progress.report)
-        write_atomic(args.result, {"status": "succeeded", "result": result})
+        write_atomic(args.result, {"status": "succeeded", "result": result.to_dict()})
     except Exception as exc:  # every failure becomes a recorded reason, never a vanished job
         traceback.print_exc()
         write_atomic(args.result, {"status": "failed", "error": failure_message(exc, progress.phase)})

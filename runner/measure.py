@@ -21,6 +21,7 @@ from typing import Callable
 
 import torch
 
+from db.record import ResultRecord
 from db.spec import ExperimentSpec
 from runner.accuracy import compare, reference, skip_reason, tensors
 from runner.environment import environment, environment_detail, gpu_state
@@ -62,8 +63,8 @@ class Setup:
     breaks: GraphBreakLog
 
 
-def run(spec: ExperimentSpec, entry: ZooEntry, report: Report) -> dict:
-    """Measure one job; returns the result fields (db.models.Result column names)."""
+def run(spec: ExperimentSpec, entry: ZooEntry, report: Report) -> ResultRecord:
+    """Measure one job."""
     started = time.perf_counter()
     from torch._dynamo.utils import set_compilation_metrics_limit
 
@@ -79,7 +80,7 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report) -> dict:
         schedule = run_schedule(job.timer, job.watch, job.module, entry, spec, job.device, job.dtype,
                                 job.eager_step, job.compiled_step)
     result = record(job, first, steady, work, schedule)
-    result["detail"]["measure_s"] = time.perf_counter() - started
+    result.detail["measure_s"] = time.perf_counter() - started
     return result
 
 
@@ -168,7 +169,7 @@ def steady_state(job: Setup, report: Report) -> dict:
             "crosscheck": check.result(spec.device) if check else None}
 
 
-def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list) -> dict:
+def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list) -> ResultRecord:
     """The result fields: numbers from the samples, what the compiler did, where it ran."""
     spec, timer, samples = job.spec, job.timer, steady["samples"]
     all_metrics = metrics()
@@ -176,7 +177,7 @@ def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list) ->
     # the roofline places what the hardware did: kernel time where there is a GPU clock
     achieved = achieved_rates(work, clocks["compiled_gpu_ms"] or clocks["compiled_ms"])
     accuracy = first["accuracy"]
-    return {
+    return ResultRecord(**{
         "eager_first_call_s": first["eager_first_s"],
         "compiled_first_call_s": first["compiled_first_s"],
         "compiled_second_call_s": first["compiled_second_s"],
@@ -222,7 +223,7 @@ def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list) ->
             "env": environment_detail(spec.device),
             "gpu_state": steady["gpu_state"],
         },
-    }
+    })
 
 
 # -- building blocks ----------------------------------------------------------------------------------

@@ -1,0 +1,102 @@
+"""The result of one succeeded job, declared once: the child fills a ResultRecord, db.queue writes it as one
+`results` row (db.models derives the table's columns from it), db.results exports it, bench.synthetic builds
+fake ones. No torch, no SQLAlchemy: plain fields and their meaning.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Mapping
+
+RAW = ("samples", "schedule", "detail")  # JSON columns: the raw material behind the numbers
+
+
+def text(length: int):
+    """A short text field; the database refuses values longer than `length` (PostgreSQL checks)."""
+    return field(default=None, metadata={"length": length})
+
+
+@dataclass(kw_only=True)
+class ResultRecord:
+    """The numbers of one succeeded job; the field names are the export record's names."""
+
+    # warmup cost
+    eager_first_call_s: float | None = None
+    compiled_first_call_s: float | None = None
+    compiled_second_call_s: float | None = None
+    # steady state, in three clocks (runner/timing.py). The headline is latency as the caller sees it (one
+    # synchronous call, host clock): medians and p10/p90 over every kept sample, speedup = eager / compiled
+    eager_ms: float | None = None
+    compiled_ms: float | None = None
+    eager_p10_ms: float | None = None
+    eager_p90_ms: float | None = None
+    compiled_p10_ms: float | None = None
+    compiled_p90_ms: float | None = None
+    speedup: float | None = None
+    break_even_calls: int | None = None
+    # throughput: back-to-back calls, one sync per block, per call
+    eager_throughput_ms: float | None = None
+    compiled_throughput_ms: float | None = None
+    throughput_speedup: float | None = None
+    # GPU time (CUDA only, a diagnosis): kernels from a cold L2, no launch gaps
+    eager_gpu_ms: float | None = None
+    compiled_gpu_ms: float | None = None
+    gpu_speedup: float | None = None
+    # 1 - GPU time / latency: the share of a call the GPU idles (host-bound past runner.stats.HOST_BOUND)
+    eager_host_overhead: float | None = None
+    compiled_host_overhead: float | None = None
+    host_bound: bool | None = None
+    host_note: str | None = None
+    timing_method: str | None = text(200)
+    # 1: before caller latency (a CUDA result's only clock was GPU time); 2: the three clocks above
+    timing_protocol: int | None = None
+    samples_per_side: int | None = None
+    # how far the numbers can be trusted: IQR / median of the per-round medians, and a flag past a threshold
+    # (or when the GPU idles a quarter of a call or more: such a latency moves from process to process), with why
+    eager_spread: float | None = None
+    compiled_spread: float | None = None
+    noisy: bool | None = None
+    noise_note: str | None = None  # why noisy, in words
+    # roofline: work per call, and what fraction of the device's measured ceiling the compiled call reaches
+    flops: float | None = None
+    min_bytes: float | None = None
+    achieved_tflops: float | None = None
+    achieved_gbps: float | None = None
+    roofline_bound: str | None = text(16)  # "memory" or "compute"
+    roofline_pct: float | None = None
+    mfu: float | None = None
+    # compiler
+    graph_count: int | None = None
+    graph_breaks: int | None = None
+    recompiles: int | None = None
+    measure_recompiles: int | None = None
+    # memory and accuracy
+    peak_mem_eager_mb: float | None = None
+    peak_mem_compiled_mb: float | None = None
+    max_abs_error: float | None = None
+    rel_error: float | None = None
+    accuracy_ok: bool | None = None
+    # environment
+    torch_version: str | None = text(64)
+    triton_version: str | None = text(64)
+    device_name: str | None = text(200)
+    cuda_version: str | None = text(32)
+    hostname: str | None = text(200)
+    # raw material: every timing sample by round, the schedule calls, compiler reasons, phase times
+    samples: dict = field(default_factory=dict)
+    schedule: list = field(default_factory=list)
+    detail: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ResultRecord":
+        """From the child's result file; a field this version does not know is refused, naming it."""
+        unknown = sorted(set(d) - set(FIELDS))
+        if unknown:
+            raise ValueError(f"result has fields the database does not know: {', '.join(unknown)}")
+        return cls(**d)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+FIELDS = tuple(f.name for f in fields(ResultRecord))
+SCALARS = tuple(f for f in FIELDS if f not in RAW)
