@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from db import axes
+
 ENV = ("torch_version", "triton_version", "device_name", "cuda_version", "hostname", "worker")
 # sweep jobs are matched on what varies inside a sweep
-MATCH = ("batch_size", "backend", "mode", "dynamic", "fullgraph")
+MATCH = axes.FIELDS
 # metric -> True when bigger is better
 # (speedup is latency's, the headline; throughput_speedup and gpu_speedup are the other clocks', by name)
 METRICS = {"speedup": True, "throughput_speedup": True, "gpu_speedup": True, "eager_ms": False, "compiled_ms": False,
@@ -48,7 +50,7 @@ def environment(rows: pd.DataFrame) -> dict:
 
 # compile settings a comparison may be about; the batch size is the workload (bs 8 against bs 16 is not
 # "B is faster"), so it is always matched on
-SETTINGS = ("backend", "mode", "dynamic", "fullgraph")
+SETTINGS = axes.COMPILE_FIELDS
 
 
 def compared(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, tuple[str, str]]:

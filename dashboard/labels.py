@@ -5,15 +5,18 @@ from __future__ import annotations
 import pandas as pd
 
 from dashboard.frame import WARM_MISS
+from db.axes import BY_FIELD, COMPILE_FIELDS
 
 # what tells one plotted series from another, in label order
 # (timing_protocol: results timed before caller latency are their own series, never mixed with later ones)
 BASE_COLS = ("task", "device", "dtype", "variant", "torch_version", "device_name", "timing_protocol")
-COMPILE_COLS = ("backend", "mode", "dynamic", "fullgraph", "cache")
+COMPILE_COLS = (*COMPILE_FIELDS, "cache")
 
 
 def _part(col: str, value: str) -> str:
-    return {"dynamic": f"dynamic={value}", "fullgraph": f"fullgraph={value}", "cache": f"{value} cache",
+    if col in BY_FIELD:
+        return BY_FIELD[col].part(value)
+    return {"cache": f"{value} cache",
             "torch_version": f"torch {value}",
             "timing_protocol": "old timing (protocol 1)" if value == "1" else f"timing protocol {value}",
             }.get(col, value)

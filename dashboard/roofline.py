@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from db import views
+from db import axes, views
 
-KEYS = ["model", "variant", "task", "device", "device_name", "dtype", "batch_size", "backend", "mode", "dynamic",
-        "fullgraph", "cache"]
+KEYS = ["model", "variant", "task", "device", "device_name", "dtype", *axes.FIELDS, "cache"]
 VALUES = ["flops", "min_bytes", "achieved_tflops", "achieved_gbps", "roofline_pct", "mfu", "compiled_ms"]
 READ = views.ROOFLINE_FIELDS + ("compiled_ms", "noisy")  # what points() needs beyond the Results frame
 CEILING_COLUMNS = ["device_name", "dtype", "copy_gbps", "matmul_tflops", "hostname", "measured_at"]

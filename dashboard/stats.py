@@ -6,6 +6,7 @@ import pandas as pd
 
 from dashboard.frame import NUMBERS, json_dict
 from dashboard.labels import split_by_graph_cache, with_cache_state
+from db.axes import FIELDS
 
 # The three clocks of a result (runner/timing.py): each one's columns, under the headline's names, for the plots.
 # Latency is the headline (what a caller waits for per call); the others answer their own questions.
@@ -46,8 +47,8 @@ def first_calls(view: pd.DataFrame) -> pd.DataFrame:
 def failures(df: pd.DataFrame, cancelled: bool = False) -> pd.DataFrame:
     """Every job in view that failed, timed out or crashed, with its reason (never dropped from a plot).
     A job a person cancelled says nothing about its configuration: it is left out unless `cancelled`."""
-    cols = [c for c in ("job_id", "sweep", "status", "error", "attempts", "model", "batch_size", "backend", "mode",
-                        "dynamic", "fullgraph", "config", "series") if c in df.columns]
+    cols = [c for c in ("job_id", "sweep", "status", "error", "attempts", "model", *FIELDS, "config", "series")
+            if c in df.columns]
     bad = df.loc[(df["status"] != "succeeded") & (cancelled | (df["status"] != "cancelled")), cols]
     return bad.assign(error=bad["error"].fillna(bad["status"]))
 

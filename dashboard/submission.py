@@ -14,20 +14,18 @@ from typing import Mapping
 from sqlalchemy import Engine
 
 from db import queue
+from db.axes import AXES, BY_FIELD
 from db.spec import ExperimentSpec, ModelInfo, SpecError, SweepRequest, dynamic_name, split_sizes
 
 # SpecError.field -> the form label shown next to the widget (model_args.X is handled below)
 LABELS = {
     "model": "Model", "task": "Task", "device": "Device", "dtype": "dtype",
-    "batch_sizes": "Batch sizes", "batch_size": "Batch sizes",
-    "backends": "Backends", "backend": "Backends", "modes": "Modes", "mode": "Modes",
-    "dynamics": "Dynamic", "dynamic": "Dynamic", "fullgraphs": "Fullgraph", "fullgraph": "Fullgraph",
+    **{name: axis.label for name, axis in BY_FIELD.items()},  # the swept axes (db.axes)
     "cache": "Compile cache", "schedule": "Schedule", "iters": "Rounds", "timeout_s": "Timeout (s)",
     "repeat": "Repeat", "name": "Sweep name", "model_args": "Model parameters",
 }
 # which widget a field's error is drawn under (the sweep-level field for a per-job one)
-SLOT = {"batch_size": "batch_sizes", "backend": "backends", "mode": "modes", "dynamic": "dynamics",
-        "fullgraph": "fullgraphs"}
+SLOT = {axis.field: axis.plural for axis in AXES}
 
 
 @dataclass

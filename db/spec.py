@@ -11,12 +11,12 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Iterable, Mapping
 
+from db.axes import AXES, BACKENDS, BOOL, MODES, TRI, Axis, SpecError, to_text, to_value
+
 TASKS = ("inference", "training")
 DEVICES = ("cuda", "cpu")
 DTYPES = ("float32", "bfloat16", "float16")
-BACKENDS = ("inductor", "aot_eager", "cudagraphs", "eager")
-MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-DYNAMICS = {"none": None, "true": True, "false": False}
+DYNAMICS = TRI
 CACHES = ("cold", "warm")
 
 MAX_BATCH = 1 << 24
@@ -31,14 +31,6 @@ def stored_spec(value) -> dict:
     """A jobs row's spec as a dict, or {} when the row holds something else (a corrupt or hand-made
     row: the worker fails it with a reason; pages must still list it)."""
     return dict(value) if isinstance(value, dict) else {}
-
-
-class SpecError(ValueError):
-    """A submitted experiment or sweep is invalid; the message names the offending field."""
-
-    def __init__(self, field_name: str, message: str):
-        self.field = field_name
-        super().__init__(f"{field_name}: {message}")
 
 
 def split_sizes(text: str, field_name: str) -> list[str]:
@@ -122,23 +114,15 @@ def _choice(value: Any, allowed: Iterable[str], where: str) -> str:
 
 def parse_dynamic(value: Any, where: str = "dynamic") -> bool | None:
     """torch.compile's dynamic=None/True/False from the names none/true/false (or the values)."""
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in DYNAMICS:
-        return DYNAMICS[value.strip().lower()]
-    raise SpecError(where, f"unknown value {value!r}; choose one of none, true, false")
+    return to_value(value, TRI, where)
 
 
 def parse_bool(value: Any, where: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise SpecError(where, f"expected true or false, got {value!r}")
+    return to_value(value, BOOL, where)
 
 
 def dynamic_name(value: bool | None) -> str:
-    return {None: "none", True: "true", False: "false"}[value]
+    return to_text(value)
 
 
 def dynamic_text(value: Any) -> str:
@@ -148,6 +132,17 @@ def dynamic_text(value: Any) -> str:
         return dynamic_name(parse_dynamic(value))
     except SpecError:
         return str(value)
+
+
+def _axis_parser(axis: Axis):
+    """One value of a swept axis, checked as the sweep's field (batch_sizes, modes, ...)."""
+    if not axis.values:
+        return lambda v: _int(v, axis.plural)
+    if axis.field == "dynamic":
+        return lambda v: parse_dynamic(v, axis.plural)
+    if axis.field == "fullgraph":
+        return lambda v: parse_bool(v, axis.plural)
+    return lambda v: _choice(v, axis.values, axis.plural)
 
 
 def _reject_unknown(cls, d: Mapping, what: str) -> None:
@@ -306,11 +301,7 @@ class SweepRequest:
 
     def __post_init__(self):
         put = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
-        for key, parse in (("batch_sizes", lambda v: _int(v, "batch_sizes")),
-                           ("backends", lambda v: _choice(v, BACKENDS, "backends")),
-                           ("modes", lambda v: _choice(v, MODES, "modes")),
-                           ("dynamics", lambda v: parse_dynamic(v, "dynamics")),
-                           ("fullgraphs", lambda v: parse_bool(v, "fullgraphs"))):
+        for key, parse in ((a.plural, _axis_parser(a)) for a in AXES):
             values = getattr(self, key)
             if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
                 values = (values,)

@@ -15,6 +15,7 @@ from db import queue
 from db.engine import DatabaseError, describe, resolve_url
 from db.database import get_engine
 from db.models import JobStatus, utcnow
+from db.axes import AXES, BY_FIELD, COMPILE_AXES
 from db.results import export_records, records_csv, records_json
 from db.spec import SpecError, SweepRequest, split_sizes
 from runner import zoo
@@ -35,13 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("submit", help="queue a sweep: one job per combination")
     s.add_argument("--model", required=True)
-    s.add_argument("--batch", action="append", required=True, help="batch size (repeat, or 8,16,32, for a sweep)")
+    for axis in AXES:  # the swept axes (db.axes): --batch, --backend, --mode, --dynamic, --fullgraph
+        s.add_argument(axis.flag, dest=axis.plural, action="append", required=axis.field == "batch_size",
+                       help=axis.help)
     s.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
                    help="model size parameter, e.g. --arg image_size=128 (see `models`)")
-    s.add_argument("--backend", action="append")
-    s.add_argument("--mode", action="append")
-    s.add_argument("--dynamic", action="append", help="none, true or false (repeat for a sweep)")
-    s.add_argument("--fullgraph", action="append", help="true or false (repeat for a sweep)")
     s.add_argument("--device")
     s.add_argument("--dtype")
     s.add_argument("--task")
@@ -120,18 +119,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-FLAGS = {"batch_sizes": "--batch", "batch_size": "--batch", "backends": "--backend", "backend": "--backend",
-         "modes": "--mode", "mode": "--mode", "dynamics": "--dynamic", "dynamic": "--dynamic",
-         "fullgraphs": "--fullgraph", "fullgraph": "--fullgraph", "timeout_s": "--timeout",
-         "model_args": "--arg"}
+FLAGS = {name: axis.flag for name, axis in BY_FIELD.items()} | {"timeout_s": "--timeout", "model_args": "--arg"}
 
 
 # -- commands -------------------------------------------------------------------------------------------
 def cmd_submit(args) -> int:
-    batches = [size for text in args.batch for size in split_sizes(text, "batch_sizes")]  # --batch 8,16 too
+    batches = [size for text in args.batch_sizes for size in split_sizes(text, "batch_sizes")]  # --batch 8,16 too
     fields = {"model": args.model, "batch_sizes": batches, "model_args": _model_args(args.arg)}
-    for key, value in (("backends", args.backend), ("modes", args.mode), ("dynamics", args.dynamic),
-                       ("fullgraphs", args.fullgraph), ("device", args.device), ("dtype", args.dtype),
+    swept = [(a.plural, getattr(args, a.plural)) for a in COMPILE_AXES]
+    for key, value in (*swept, ("device", args.device), ("dtype", args.dtype),
                        ("task", args.task), ("cache", args.cache), ("iters", args.iters),
                        ("timeout_s", args.timeout), ("repeat", args.repeat), ("name", args.name)):
         if value is not None:  # unset flags keep the dataclass defaults: defaults live once

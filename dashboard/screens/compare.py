@@ -5,7 +5,7 @@ import plotly.express as px
 import streamlit as st
 
 from dashboard import diff, frame, state
-from db import views
+from db import axes, views
 from db.results import export_records
 from db.spec import dynamic_text
 
@@ -188,8 +188,8 @@ def compare_runs(df: pd.DataFrame) -> None:
     c1, c2 = st.columns(2)
     with c1:
         st.subheader("Spec and status")
-        keys = ["sweep", "status", "error", "model", "model_args", "batch_size", "task", "device", "dtype", "backend",
-                "mode", "dynamic", "fullgraph", "cache", "schedule", "iters", "timeout_s"]
+        keys = ["sweep", "status", "error", "model", "model_args", "task", "device", "dtype", *axes.FIELDS, "cache",
+                "schedule", "iters", "timeout_s"]
         st.dataframe(highlight_rows(diff.side_by_side({k: ra[k] for k in keys}, {k: rb[k] for k in keys})),
                      hide_index=True, width="stretch", height=fit(len(keys)))
     with c2:

@@ -8,7 +8,7 @@ copied link opens the same tab."""
 import streamlit as st
 
 from dashboard import charts, filters, frame, labels, repeats, roofline, state, stats
-from db import ceilings_view, results, views
+from db import axes, ceilings_view, results, views
 from db.results import RECORD_FIELDS
 
 URL_KEYS = {"torch_version": "torch", "device_name": "gpu"}  # shorter query parameter names
@@ -19,7 +19,7 @@ REPEAT_GROUPS = 6  # the spread plot draws the newest sweeps' comparison groups
 # the tabs; their labels are the URL's `view` values (renaming one breaks links to it)
 TABS = ["Speedup", "First call", "Repeats", "Roofline", "Failures", "Table"]
 # the table's first columns: what a job is, its result, and how far that result can be trusted
-FRONT = ["job_id", "sweep", "status", "model", "batch_size", "backend", "mode", "dynamic", "fullgraph", "speedup",
+FRONT = ["job_id", "sweep", "status", "model", *axes.FIELDS, "speedup",
          "throughput_speedup", "gpu_speedup", "noisy", "host_bound", "eager_spread", "compiled_spread", "noise_note",
          "eager_ms", "compiled_ms", "timing_protocol", "roofline_pct", "roofline_bound"]
 NOISY_NOTE = ("Spread: IQR / median of a job's per-round medians; ⚠ noisy past 5% on either side, or when "

@@ -12,11 +12,12 @@ from dashboard.embedded import ENV_SWITCH, enabled
 from dashboard.presets import PRESETS
 from dashboard.submission import FormValues, message, plan, slot_for, submit_all
 from db import queue, views
-from db.spec import BACKENDS, CACHES, DEVICES, DTYPES, MAX_ITERS, MAX_REPEAT, MAX_TIMEOUT_S, MODES, SpecError
+from db.axes import COMPILE_AXES
+from db.spec import CACHES, DEVICES, DTYPES, MAX_ITERS, MAX_REPEAT, MAX_TIMEOUT_S, SpecError
 
 KEYS = {  # form field -> widget key (every widget keeps its value across pages for this session)
     "model": "f_model", "task": "f_task", "device": "f_device", "dtype": "f_dtype", "batch_sizes": "f_batch",
-    "backends": "f_backends", "modes": "f_modes", "dynamics": "f_dynamics", "fullgraphs": "f_fullgraphs",
+    **{axis.plural: f"f_{axis.plural}" for axis in COMPILE_AXES},  # the swept axes (db.axes)
     "cache": "f_cache", "schedule": "f_schedule", "iters": "f_iters", "timeout_s": "f_timeout",
     "repeat": "f_repeat", "name": "f_name"}
 
@@ -117,18 +118,11 @@ def sweep_form(catalog: dict, devices: set) -> None:
         batch = st.text_input("Batch sizes", key=KEYS["batch_sizes"], persist_state="session",
                               placeholder="8, 16, 32", help=f"Comma-separated {dim}; each is one job per combination")
         slots["batch_sizes"] = st.empty()
-        backends = st.pills("Backends", list(BACKENDS), selection_mode="multi", key=KEYS["backends"],
-                            persist_state="session", wrap=True)
-        slots["backends"] = st.empty()
-        modes = st.pills("Modes", list(MODES), selection_mode="multi", key=KEYS["modes"], persist_state="session", wrap=True,
-                         help="Modes apply to the inductor backend; other backends run once with mode default")
-        slots["modes"] = st.empty()
-        dynamics = st.pills("Dynamic", ["none", "true", "false"], selection_mode="multi", key=KEYS["dynamics"],
-                            persist_state="session", help="torch.compile(dynamic=None/True/False)")
-        slots["dynamics"] = st.empty()
-        fullgraphs = st.pills("Fullgraph", ["false", "true"], selection_mode="multi", key=KEYS["fullgraphs"],
-                              persist_state="session", help="fullgraph=true turns a graph break into an error")
-        slots["fullgraphs"] = st.empty()
+        picked = {}
+        for axis in COMPILE_AXES:  # backends, modes, dynamic, fullgraph (db.axes)
+            picked[axis.plural] = st.pills(axis.label, list(axis.values), selection_mode="multi", key=KEYS[axis.plural],
+                                           persist_state="session", wrap=True, help=axis.form_help or None)
+            slots[axis.plural] = st.empty()
     with right:
         st.subheader("How to measure")
         cache = st.radio("Compile cache", list(CACHES), key=KEYS["cache"], horizontal=True, persist_state="session",
@@ -160,7 +154,7 @@ def sweep_form(catalog: dict, devices: set) -> None:
         slots["name"] = st.empty()
 
     values = FormValues(model=model, params=params, task=task, device=device, dtype=dtype, batch_sizes=batch,
-                        backends=backends, modes=modes, dynamics=dynamics, fullgraphs=fullgraphs, cache=cache,
+                        **picked, cache=cache,
                         schedule=schedule, iters=iters, timeout_s=timeout_s, repeat=repeat, name=name)
     planned = plan(values, catalog)
     if planned.error is not None:

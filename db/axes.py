@@ -1,0 +1,82 @@
+"""The swept axes of a sweep, declared once: what a sweep varies job by job (batch size and the compile
+settings). The Submit form, the CLI's flags, a spec's validation, Compare's matching, the Results frame's
+columns and the series labels all derive from AXES. No torch, no streamlit, no SQLAlchemy.
+
+One pair of converters for the three-valued dynamic and the two-valued fullgraph: `to_value` from the
+names a person types ("none", "true", "false") and `to_text` back.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+TRI = {"none": None, "true": True, "false": False}  # torch.compile's dynamic=None/True/False by name
+BOOL = {"false": False, "true": True}
+
+
+class SpecError(ValueError):
+    """A submitted experiment or sweep is invalid; the message names the offending field."""
+
+    def __init__(self, field_name: str, message: str):
+        self.field = field_name
+        super().__init__(f"{field_name}: {message}")
+
+
+def to_value(value: Any, names: dict, where: str):
+    """A named value ("none" / "true" / "false", any case) or the value itself, as the Python value."""
+    if value is None or isinstance(value, bool):
+        if value in names.values():
+            return value
+    elif isinstance(value, str) and value.strip().lower() in names:
+        return names[value.strip().lower()]
+    if names is BOOL:
+        raise SpecError(where, f"expected true or false, got {value!r}")
+    raise SpecError(where, f"unknown value {value!r}; choose one of {', '.join(names)}")
+
+
+def to_text(value: Any) -> str:
+    """None / True / False as "none" / "true" / "false"; anything else as written."""
+    if value is None or isinstance(value, bool):
+        return {None: "none", True: "true", False: "false"}[value]
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One swept axis: the ExperimentSpec field (one job's value) and the SweepRequest field (the list)."""
+
+    field: str  # ExperimentSpec field, and the Results frame's column
+    plural: str  # SweepRequest field
+    flag: str  # CLI flag (repeat it, or give a comma list, for a sweep)
+    label: str  # the form's label (the sweep's list)
+    title: str  # one value's name: a filter's and a table's
+    values: tuple[str, ...] = ()  # the allowed values as a person types them; () = any integer (batch size)
+    help: str = ""  # the CLI's
+    form_help: str = ""  # the Submit form's
+
+    def part(self, text: str) -> str:
+        """How one value reads in a series label: "dynamic=true", "reduce-overhead", "bs 8"."""
+        if self.field == "batch_size":
+            return f"bs {text}"
+        return f"{self.field}={text}" if self.field in ("dynamic", "fullgraph") else text
+
+
+BACKENDS = ("inductor", "aot_eager", "cudagraphs", "eager")
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+AXES = (
+    Axis("batch_size", "batch_sizes", "--batch", "Batch sizes", "Batch size",
+         help="batch size (repeat, or 8,16,32, for a sweep)"),
+    Axis("backend", "backends", "--backend", "Backends", "Backend", BACKENDS, help="torch.compile backend (repeat for a sweep)"),
+    Axis("mode", "modes", "--mode", "Modes", "Mode", MODES,
+         help="inductor mode (repeat for a sweep); other backends run once with mode default",
+         form_help="Modes apply to the inductor backend; other backends run once with mode default"),
+    Axis("dynamic", "dynamics", "--dynamic", "Dynamic", "Dynamic", tuple(TRI), help="none, true or false (repeat for a sweep)",
+         form_help="torch.compile(dynamic=None/True/False)"),
+    Axis("fullgraph", "fullgraphs", "--fullgraph", "Fullgraph", "Fullgraph", tuple(BOOL),
+         help="true or false (repeat for a sweep)", form_help="fullgraph=true turns a graph break into an error"),
+)
+BY_FIELD = {a.field: a for a in AXES} | {a.plural: a for a in AXES}
+COMPILE_AXES = tuple(a for a in AXES if a.field != "batch_size")
+COMPILE_FIELDS = tuple(a.field for a in COMPILE_AXES)  # backend, mode, dynamic, fullgraph
+FIELDS = tuple(a.field for a in AXES)  # batch_size first: the workload, then how it is compiled
