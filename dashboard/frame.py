@@ -13,6 +13,7 @@ import pandas as pd
 
 from db import views
 from db.results import DETAIL_FIELDS
+from db.spec import sweep_label, sweep_name
 from db.views import (FIRST_CALL_FIELDS, FRAME_FIELDS, INTEGER_COLUMNS, LAZY_FIELDS, ROOFLINE_FIELDS, VIEW_FIELDS,
                       ResultRows)
 
@@ -75,8 +76,8 @@ def _finish(df: pd.DataFrame) -> pd.DataFrame:
         first = pd.Series(np.arange(len(df))).groupby(codes).first().to_numpy() if len(df) else []
         names = [n if isinstance(n, str) else "" for n in df["sweep"].to_numpy(dtype=object)[first]]
         models = df["model"].to_numpy(dtype=object)[first]
-        label = np.array([f"#{i} {n or m}" for i, n, m in zip(ids, names, models)], dtype=object)
-        shown = np.array([n or f"sweep {i}" for i, n in zip(ids, names)], dtype=object)
+        label = np.array([sweep_label(i, n, m) for i, n, m in zip(ids, names, models)], dtype=object)
+        shown = np.array([sweep_name(i, n) for i, n in zip(ids, names)], dtype=object)
         df["sweep_label"] = _objects(label[codes] if len(df) else [])
         df["sweep"] = _objects(shown[codes] if len(df) else [])
     if "fullgraph" in df.columns:

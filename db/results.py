@@ -12,6 +12,7 @@ from sqlalchemy import Engine, select
 from db.engine import reading
 from db.models import RESULT_SCALARS, Job, Result, Sweep, Worker
 from db.spec import ExperimentSpec, stored_spec
+from db.spec import sweep_name as sweep_display
 
 SPEC_FIELDS = tuple(f.name for f in fields(ExperimentSpec))
 ENV_FROM_WORKER = ("torch_version", "device_name")  # known for failed jobs too, from the worker that ran them
@@ -60,7 +61,7 @@ def export_records(engine: Engine, job_ids: Iterable[int] | None = None, sweep_i
 
 
 def _record(job: Job, sweep_name: str, result: Result | None, worker_caps: dict | None, include_raw: bool) -> dict:
-    rec = {"job_id": job.id, "sweep_id": job.sweep_id, "sweep": sweep_name or f"sweep {job.sweep_id}",
+    rec = {"job_id": job.id, "sweep_id": job.sweep_id, "sweep": sweep_display(job.sweep_id, sweep_name),
            "status": job.status, "error": job.error, "attempts": job.attempts, "worker": job.worker_id,
            "created_at": job.created_at.isoformat() if job.created_at else None,
            "finished_at": job.finished_at.isoformat() if job.finished_at else None}

@@ -27,6 +27,17 @@ MAX_REPEAT = 20
 MAX_JOBS = 5000  # per submission: a typo in a sweep must not queue a million jobs
 
 
+def sweep_label(sweep_id: int, name: str | None, model: str | None) -> str:
+    """A sweep as the pickers, the Results sweep filter and links name it: "#12 modes on complexnet", or
+    "#3 simplenet" for an unnamed sweep of simplenet. The one place it is built."""
+    return f"#{sweep_id} {name or model or '?'}"
+
+
+def sweep_name(sweep_id: int, name: str | None) -> str:
+    """A sweep's name as records show it: its name, or "sweep 3" when it has none."""
+    return name or f"sweep {sweep_id}"
+
+
 def stored_spec(value) -> dict:
     """A jobs row's spec as a dict, or {} when the row holds something else (a corrupt or hand-made
     row: the worker fails it with a reason; pages must still list it)."""

@@ -28,7 +28,7 @@ from sqlalchemy import Engine, Float, Integer, Text, cast, func, select
 from db.engine import reading
 from db.models import RESULT_SCALARS, TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
 from db.results import DETAIL_FIELDS, ENV_FROM_WORKER, RECORD_FIELDS, SPEC_FIELDS
-from db.spec import SpecError, _int, dynamic_text, parse_bool, stored_spec
+from db.spec import SpecError, _int, dynamic_text, parse_bool, stored_spec, sweep_label
 
 # spec fields stored as JSON objects/lists come back as JSON text (parsed only where shown)
 _SPEC_INT = ("batch_size", "iters", "timeout_s")
@@ -271,8 +271,7 @@ class SweepSummary:
 
     @property
     def label(self) -> str:
-        model = self.request.get("model", "?")
-        return f"#{self.id} {self.name or model}"
+        return sweep_label(self.id, self.name, self.request.get("model"))
 
     @property
     def total(self) -> int:
@@ -336,7 +335,9 @@ def job_detail(engine: Engine, job_id: int) -> dict | None:
             return None
         return {"job_id": job.id, "sweep_id": job.sweep_id, "status": job.status, "error": job.error,
                 "spec": stored_spec(job.spec), "log_tail": job.log_tail, "attempts": job.attempts,
-                "worker": job.worker_id}
+                "worker": job.worker_id,
+                "sweep_label": sweep_label(job.sweep_id, job.sweep.name if job.sweep else None,
+                                           stored_spec(job.spec).get("model"))}
 
 
 def job_statuses(engine: Engine, job_ids: Iterable[int]) -> dict[int, str]:

@@ -181,7 +181,7 @@ def result_summary(detail: dict) -> None:
     c[5].metric("Recompiles", r["recompiles"] if r["recompiles"] is not None else "–")
     if r["host_note"]:
         st.caption(f"Host-bound: {r['host_note']}.")
-    label = f"#{detail['sweep_id']} {r['sweep'] or r['model']}"  # the Results sweep filter's label (SweepSummary)
+    label = detail["sweep_label"]  # the Results sweep filter's label (db.spec.sweep_label)
     st.page_link("screens/results.py", label=f"Sweep {label} on Results", icon=":material/monitoring:",
                  query_params={"sweep": [label], "plot": r["model"]})
 

@@ -184,3 +184,21 @@ def test_overlapping_reads_leave_the_garbage_collector_as_they_found_it():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_sweep_is_named_one_way_everywhere(engine, lab):
+    """The Queue's "Sweep ... on Results" link, the sweep pickers and the Results sweep filter use one label
+    (db.spec.sweep_label). The Queue once built "#2 sweep 2" for an unnamed sweep, which no filter offered."""
+    from dashboard import filters, frame as results_frame
+
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[4], device="cpu"), CATALOG)  # no name
+    named = run(engine, JobStatus.SUCCEEDED, result=result())  # the lab's last queued job (sweep 1, "dyn")
+    unnamed = run(engine, JobStatus.SUCCEEDED, result=result())
+    df, _ = results_frame.load_frame(engine)
+    options = filters.filter_options(df, "sweep")
+    pickers = {s.id: s.label for s in views.sweeps(engine)}
+    for job_id in (named, unnamed):
+        detail = views.job_detail(engine, job_id)
+        assert detail["sweep_label"] in options and detail["sweep_label"] == pickers[detail["sweep_id"]]
+    assert views.job_detail(engine, unnamed)["sweep_label"] == "#2 simplenet"
+    assert views.job_detail(engine, named)["sweep_label"] == "#1 dyn"
