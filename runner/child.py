@@ -127,24 +127,29 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if armed:
         _start_group_keeper()
+    return run_job(args.spec, args.result, args.progress, args.models_dir)
 
+
+def run_job(spec_file: str, result_file: str, progress_file: str, models_dirs: list[str]) -> int:
+    """Measure the job in `spec_file` and write its result file; every failure becomes a recorded reason.
+    The child's work, also called in the worker's own process by `--spawn inline` (debugging under pdb)."""
     from db.spec import ExperimentSpec, SpecError
     from runner import zoo
 
-    progress = Progress(args.progress)
+    progress = Progress(progress_file)
     try:
-        spec = ExperimentSpec.from_json(Path(args.spec).read_text())
-        entries = zoo.catalog(args.models_dir)
+        spec = ExperimentSpec.from_json(Path(spec_file).read_text())
+        entries = zoo.catalog(models_dirs)
         if spec.model not in entries:
             raise SpecError("model", f"{spec.model!r} is not in this worker's zoo")
         print(f"compile-lab child: {spec.label}", flush=True)
         from runner import measure
 
         result = measure.run(spec, entries[spec.model], progress.report)
-        write_atomic(args.result, {"status": "succeeded", "result": result.to_dict()})
+        write_atomic(result_file, {"status": "succeeded", "result": result.to_dict()})
     except Exception as exc:  # every failure becomes a recorded reason, never a vanished job
         traceback.print_exc()
-        write_atomic(args.result, {"status": "failed", "error": failure_message(exc, progress.phase)})
+        write_atomic(result_file, {"status": "failed", "error": failure_message(exc, progress.phase)})
     return 0
 
 

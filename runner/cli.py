@@ -69,9 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="on SIGTERM/SIGINT, seconds the running job may still take before it is re-queued")
     w.add_argument("--models-dir", action="append", default=[], help="a lab's own model files")
     w.add_argument("--home", default="data", help="job folders, logs and the warm compile cache")
-    w.add_argument("--spawn", choices=("fork", "fresh"), default="fork",
+    w.add_argument("--spawn", choices=("fork", "fresh", "inline"), default="fork",
                    help="fork: each child forked from a parent that preloaded torch (fast start); "
-                        "fresh: a new interpreter per job")
+                        "fresh: a new interpreter per job; inline: in this process, for debugging a job "
+                        "under pdb (no isolation, no timeout)")
     w.add_argument("--no-calibrate", action="store_true",
                    help="do not measure this GPU's ceilings at start (the roofline then has none)")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from runner.child import WORKER_PID_ENV
 
-SPAWN_METHODS = ("fork", "fresh")
+SPAWN_METHODS = ("fork", "fresh", "inline")
 
 
 class SpawnError(RuntimeError):
@@ -147,7 +147,52 @@ class ForkSpawner:
                 self._proc.wait()
 
 
+class InlineChild:
+    """A job that already ran in the worker's own process: nothing to wait for, nothing to kill."""
+
+    inline = True
+
+    def __init__(self, returncode: int):
+        self.pid, self.returncode = os.getpid(), returncode
+
+    def wait(self, timeout: float) -> int:
+        return self.returncode
+
+
+class InlineSpawner:
+    """`--spawn inline`, for debugging a job (as rq's SimpleWorker): the child's work runs in the worker's own
+    process, in the foreground, so `breakpoint()` in a model or `python -m pdb -m runner work --spawn inline
+    --once` stops in it. The job's environment (compile cache folders) is set for the run and restored. No
+    isolation: no timeout, a crash takes the worker with it, torch stays loaded; never for measurements
+    others rely on."""
+
+    method = "inline"
+
+    def prepare(self) -> None:
+        pass
+
+    def start(self, argv: list[str], env: dict, cwd: Path, log: Path) -> InlineChild:
+        from runner.child import run_job
+
+        opts = dict(zip(argv[0::2], argv[1::2]))
+        models_dirs = [v for k, v in zip(argv[0::2], argv[1::2]) if k == "--models-dir"]
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            rc = run_job(opts["--spec"], opts["--result"], opts["--progress"], models_dirs)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        return InlineChild(rc)
+
+    def close(self) -> None:
+        pass
+
+
 def make_spawner(method: str, env: dict, cwd: Path):
     if method not in SPAWN_METHODS:
         raise ValueError(f"spawn method must be one of {', '.join(SPAWN_METHODS)}, got {method!r}")
-    return ForkSpawner(env, cwd) if method == "fork" else FreshSpawner()
+    return {"fork": lambda: ForkSpawner(env, cwd), "fresh": FreshSpawner, "inline": InlineSpawner}[method]()

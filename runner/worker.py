@@ -386,6 +386,8 @@ def read_outcome(rc: int, result_file: Path, phase: str) -> Outcome:
 
 def kill_group(proc) -> None:
     """SIGKILL the child's process group (grandchildren included) and reap the child."""
+    if getattr(proc, "inline", False):  # --spawn inline: the job ran in this process, which must live on
+        return
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:  # a child forked a moment ago may not lead its own group yet

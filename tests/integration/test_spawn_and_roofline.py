@@ -83,3 +83,34 @@ def test_calibrated_cpu_places_results_on_its_roofline(db_url, tmp_path):
     assert rec["min_bytes"] > 0 and rec["achieved_gbps"] > 0 and rec["achieved_tflops"] > 0
     assert rec["roofline_bound"] in ("memory", "compute")
     assert 0 < rec["roofline_pct"] < 1000
+
+
+def test_inline_runs_the_job_in_the_workers_own_process(db_url, tmp_path, monkeypatch):
+    """`--spawn inline` (debugging under pdb): the child's work runs in the worker's process, the result is
+    stored as from a child, and the worker lives on (kill_group must not kill its own group)."""
+    from db import queue
+    from db.database import get_engine
+    from runner import worker
+
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "whereami.py").write_text(
+        "import os\nimport torch\n\nDESCRIPTION = 'records its pid'\nPARAMS = {}\n\n\n"
+        "def build():\n"
+        "    open(os.environ['WHEREAMI_OUT'], 'w').write(str(os.getpid()))\n"
+        "    return torch.nn.Linear(4, 4)\n\n\n"
+        "def example_inputs(batch_size):\n"
+        "    return (torch.randn(batch_size, 4),)\n")
+    out = tmp_path / "pid"
+    monkeypatch.setenv("WHEREAMI_OUT", str(out))
+    (job_id,) = submit(db_url, "--model", "whereami", "--batch", "2", "--device", "cpu", "--backend", "eager",
+                       "--iters", "2", "--models-dir", str(models))
+    w = worker.Worker(worker.WorkerConfig(db_url=db_url, home=tmp_path / "home", spawn="inline", calibrate=False,
+                                          models_dirs=[str(models)]))
+    w.capabilities = {"devices": ["cpu"]}
+    engine = get_engine(db_url)
+    w.run_claim(queue.claim_next(engine, w.id, ["cpu"], ["whereami"], 60))
+    assert int(out.read_text()) == os.getpid()
+    rec = records(db_url)[job_id]
+    assert rec["status"] == "succeeded", rec["error"]
+    assert rec["compiled_ms"] > 0
