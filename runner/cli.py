@@ -1,4 +1,4 @@
-"""`python -m runner`: submit, work, status, cancel, export, models (DESIGN.md, "CLI contract").
+"""`python -m runner`: submit, work, status, cancel, export, report, models (DESIGN.md, "CLI contract").
 
 Errors raised deep (SpecError, QueueError, DatabaseError, ModelFileError) are translated here, at the
 edge: one line on stderr and exit code 2, with nothing stored.
@@ -11,7 +11,7 @@ import logging
 import sys
 from pathlib import Path
 
-from db import queue
+from db import answer, queue
 from db.engine import DatabaseError, describe, resolve_url
 from db.database import get_engine
 from db.models import JobStatus, utcnow
@@ -90,6 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("-o", "--output", help="file to write (default: stdout)")
     e.add_argument("--sweep", type=int, action="append", help="only these sweeps")
     e.add_argument("--raw", action="store_true", help="json only: include raw samples and schedule calls")
+
+    r = sub.add_parser("report", help="the answer: per model, batch size and configuration, speedup with a 95% "
+                                      "interval, first calls, break-even and a verdict (as Results shows first)")
+    _add_db(r)
+    r.add_argument("--format", choices=("md", "json", "csv"), default="md")
+    r.add_argument("--sweep", type=int, action="append", help="only these sweeps")
+    r.add_argument("-o", "--output", help="file to write (default: stdout)")
 
     cal = sub.add_parser("calibrate", help="measure this host's device ceilings (copy bandwidth, matmul rate)")
     cal.add_argument("--device", choices=("cpu", "cuda"), default="cuda")
@@ -258,6 +265,16 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_report(args) -> int:
+    rows = answer.report(get_engine(args.db), sweep_ids=args.sweep)
+    text = {"md": answer.rows_markdown, "json": answer.rows_json, "csv": answer.rows_csv}[args.format](rows)
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def cmd_calibrate(args) -> int:
     import os
 
@@ -287,4 +304,4 @@ def cmd_models(args) -> int:
 
 
 COMMANDS = {"submit": cmd_submit, "work": cmd_work, "status": cmd_status, "cancel": cmd_cancel,
-            "export": cmd_export, "models": cmd_models, "calibrate": cmd_calibrate}
+            "export": cmd_export, "report": cmd_report, "models": cmd_models, "calibrate": cmd_calibrate}
