@@ -265,7 +265,7 @@ def test_results_page_plots_tables_and_downloads(results):
     assert [t.label for t in at.tabs] == ["Speedup", "First call", "Repeats", "Roofline", "Failures", "Table"]
     assert [c.key for c in at.get("plotly_chart")] == ["plot_speedup", "plot_latency", "plot_warmup",
                                                        "plot_break_even", "plot_recompiles"]
-    assert not at.dataframe
+    assert len(at.dataframe) == 1  # the answer table above the tabs (tests/dashboard/test_answer_page.py)
     assert {m.label for m in at.metric} >= {"Jobs shown", "Succeeded", "Did not succeed", "Median speedup"}
     assert [m.value for m in at.metric][:1] == ["240"]
     failed_n = 240 - int(at.metric[1].value)
@@ -279,10 +279,10 @@ def test_results_page_plots_tables_and_downloads(results):
 
     at = ok(page("results", view="Failures"))
     assert "Did not succeed (%d)" % failed_n in [s.value for s in at.subheader] and not at.get("plotly_chart")
-    failed = at.dataframe[0].value
+    failed = at.dataframe[1].value  # [0]: the answer table
     assert len(failed) == failed_n and (failed["status"] != "succeeded").all() and failed["error"].str.len().gt(0).all()
     at = ok(page("results", view="Table"))
-    table = at.dataframe[0].value
+    table = at.dataframe[1].value
     assert len(table) == 240 and table["job_id"].iloc[0] == 240  # newest first, one page
 
 
@@ -303,7 +303,7 @@ def test_a_cancelled_job_is_listed_but_not_counted_or_drawn_as_a_failure(results
     assert marks(at) == marks(before)
     at = ok(page("results", model="simplenet", view="Failures"))
     assert any(s.value.endswith("and cancelled (1)") for s in at.subheader)
-    assert job_id in at.dataframe[0].value["job_id"].tolist()
+    assert job_id in at.dataframe[1].value["job_id"].tolist()
     # the newest job is a cancelled convnetmix one: the plots open on a model with something to draw
     (cancelled,) = queue.submit(results, SweepRequest(model="convnetmix", batch_sizes=[8], device="cuda"),
                                 {"convnetmix": zoo.model_infos(zoo.catalog())["convnetmix"]})[1]
@@ -463,18 +463,18 @@ def test_results_show_timing_spread_repeats_host_latency_and_the_roofline(result
     timing = next(t for t in texts(at.caption) if t.startswith("Timing: "))
     assert "cuda: latency = perf_counter around one synchronous call" in timing and "5%" in timing
     at = ok(page("results", plot="complexnet", view="First call"))
-    assert [s.value for s in at.subheader] == ["Warmup and launch overhead: complexnet"]
+    assert [s.value for s in at.subheader] == ["The answer for complexnet", "Warmup and launch overhead: complexnet"]
     assert {"dynamo tracing", "codegen + kernel compile", "eager first call"} <= trace_names(at, "plot_breakdown")
     assert set(HOST_COLORS) == trace_names(at, "plot_host")
     at = ok(page("results", plot="complexnet", view="Repeats"))
-    assert [s.value for s in at.subheader] == ["Spread across repeats: complexnet"]
-    pairs, summary = at.dataframe[0].value, at.dataframe[1].value
+    assert [s.value for s in at.subheader] == ["The answer for complexnet", "Spread across repeats: complexnet"]
+    pairs, summary = at.dataframe[1].value, at.dataframe[2].value
     assert list(pairs.columns) == ["group", "faster", "slower", "verdict", "ratio", "gap %", "faster ms", "slower ms"]
     assert set(pairs["verdict"]) <= {"✅ separated", "≈ not separable"} and "eager" in set(pairs["slower"])
     assert (summary["runs"] == 4).all() and {"compiled_ms spread %", "speedup min", "eager_ms max"} <= set(summary.columns)
     assert [c.key for c in at.get("plotly_chart")] == ["plot_repeats"]
     at = ok(page("results", plot="complexnet", view="Roofline"))
-    assert [s.value for s in at.subheader] == ["Roofline: every model in view"]
+    assert [s.value for s in at.subheader][1:] == ["Roofline: every model in view"]
     assert {"NVIDIA H100 80GB HBM3 · float32: 51.2 TFLOP/s, 2,952 GB/s", "complexnet", "mlp"} <= \
         trace_names(at, "plot_roofline")
     assert any(t.startswith("Not on the log axes, with 0 counted FLOPs") and "sincos on NVIDIA" in t for t in texts(at.caption))
