@@ -51,9 +51,10 @@ DEVICES = {  # name, timing method and measured ceilings (the H100's from bench/
 
 
 def fill(engine: Engine, n_jobs: int, seed: int = 0, device: str = "cuda", ceilings: bool = True,
-         rounds: int = 0) -> None:
+         rounds: int = 0, models=tuple(MODELS), batches=BATCHES, dynamics=DYNAMICS, modes=MODES) -> None:
     """`rounds`: per-round latency samples per job (3 calls per round and side), as the answer table's interval
-    needs; 0 (the default) stores none, as the 100k render benchmark does (they would be ~100 MB there)."""
+    needs; 0 (the default) stores none, as the 100k render benchmark does (they would be ~100 MB there).
+    `models`, `batches`, `dynamics`, `modes`: the sweeps' shape (a sweep per model in turn)."""
     rng = random.Random(seed)
     extra = random.Random(seed + 1)  # the fields added later draw from their own stream: the rest stay as they were
     raw = random.Random(seed + 2)
@@ -63,11 +64,11 @@ def fill(engine: Engine, n_jobs: int, seed: int = 0, device: str = "cuda", ceili
     env = {"torch_version": "2.13.0", "triton_version": "3.5.0", "device_name": dev["device_name"],
            "cuda_version": "12.8" if device == "cuda" else None, "hostname": "bench-host"}
     sweeps, jobs, results = [], [], []
-    per_sweep = len(BATCHES) * len(DYNAMICS) * len(MODES)
+    per_sweep = len(batches) * len(dynamics) * len(modes)
     n_sweeps = math.ceil(n_jobs / per_sweep)
     for s in range(n_sweeps):
         repeat = s == n_sweeps - 1 and s > 0
-        model = REPEAT["model"] if repeat else list(MODELS)[s % len(MODELS)]
+        model = REPEAT["model"] if repeat else models[s % len(models)]
         cache = "warm" if model == "sincos" and s % 8 == 7 else "cold"
         sweep_id = s + 1
         created = now - timedelta(minutes=n_jobs - s)
@@ -77,8 +78,8 @@ def fill(engine: Engine, n_jobs: int, seed: int = 0, device: str = "cuda", ceili
             request = {"model": model, "batch_sizes": list(REPEAT["batches"]), "modes": list(REPEAT["modes"]),
                        "device": device, "repeat": REPEAT["n"]}
         else:
-            combos = [(bs, dyn, mode) for bs in BATCHES for dyn in DYNAMICS for mode in MODES]
-            request = {"model": model, "batch_sizes": list(BATCHES), "modes": list(MODES), "device": device,
+            combos = [(bs, dyn, mode) for bs in batches for dyn in dynamics for mode in modes]
+            request = {"model": model, "batch_sizes": list(batches), "modes": list(modes), "device": device,
                        "cache": cache}
         sweeps.append({"id": sweep_id, "name": f"{model} {'repeats' if repeat else 'sweep'} {sweep_id}",
                        "created_at": created, "created_by": "bench", "request": request})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from dashboard import ncalls
 from db import answer
 
 NOTE = ("speedup: median over the configuration's quiet runs of eager / compiled latency per round, with a 95% "
@@ -21,6 +22,7 @@ def show(header_slots, table_slot, key: tuple, model: str, engine, shown: pd.Dat
     header(header_slots, answer_rows, model)
     with table_slot:
         table(answer_rows, model)
+        calls(answer_rows)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -62,3 +64,18 @@ def header(slots, answer_rows: list[dict], model: str) -> None:
                     delta=None if best is None else f"{best['config']} · bs {best['batch_size']}", delta_color="off",
                     delta_arrow="off", help=f"{model}'s fastest configuration in view; its interval and verdict are "
                                             "in the answer table")
+
+
+def calls(answer_rows: list[dict]) -> None:
+    """What to use for N calls at one batch size: the total-time chart and a one-line recommendation."""
+    sizes = sorted({r["batch_size"] for r in answer_rows if r["speedup"] is not None})
+    if not sizes:
+        return
+    left, right = st.columns([1, 3], vertical_alignment="bottom")
+    bs = left.selectbox("Batch size", sizes, index=len(sizes) - 1, key="calls_bs")
+    n = right.number_input("Calls your program makes (N)", min_value=1, value=1000, step=1000, key="calls_n",
+                           help="How many calls one process makes after compiling: compile pays off only over enough calls")
+    ls = ncalls.lines([r for r in answer_rows if r["batch_size"] == bs])
+    st.markdown(ncalls.recommend(ls, int(n), bs))
+    if ls:
+        st.plotly_chart(ncalls.figure(ls, bs, int(n)), key="plot_ncalls")
