@@ -86,7 +86,7 @@ def figure(ls: list[dict], batch_size, n_mark: int | None = None) -> go.Figure:
     for i, (l, a, b) in enumerate(segments):
         seg_x = [a] + [x for x in xs if a < x < b] + [b]
         fig.add_scatter(x=seg_x, y=[total_s(l, n) for n in seg_x], mode="lines", name="lowest: " + l["name"],
-                        legendgroup="lowest", showlegend=i == 0, line=dict(color=LOWEST_COLOR, width=5),
+                        legendgroup="lowest", showlegend=False, line=dict(color=LOWEST_COLOR, width=5),
                         hovertemplate=f"<b>lowest: {l['name']}</b><br>%{{x:,.0f}} calls: %{{y:.3g}} s<extra></extra>")
     for k, (l, a, _) in enumerate(segments[1:]):
         fig.add_scatter(x=[a], y=[total_s(l, a)], mode="markers", showlegend=False, hoverinfo="skip",
@@ -94,10 +94,12 @@ def figure(ls: list[dict], batch_size, n_mark: int | None = None) -> go.Figure:
         fig.add_annotation(x=math.log10(a), y=math.log10(total_s(l, a)), text=f"from {a:,.0f} calls:<br>{l['name']}",
                            showarrow=True, arrowhead=2, ax=-60, ay=-40 - 28 * (k % 2), font=dict(size=11),
                            bgcolor="rgba(255,255,255,0.85)")
+    fig.add_scatter(x=[None], y=[None], mode="lines", name="lowest total at each N (labels: where it changes hands)",
+                    legendgroup="lowest", line=dict(color=LOWEST_COLOR, width=5))
     if n_mark:
         fig.add_vline(x=n_mark, line=dict(color="#c44", dash="dot", width=1))
-    fig.update_xaxes(type="log", title="calls (N)")
-    fig.update_yaxes(type="log", title="total time of N calls, s (first call + N × latency)")
+    fig.update_xaxes(type="log", dtick=1, title="calls (N)")
+    fig.update_yaxes(type="log", dtick=1, title="total time of N calls, s (first call + N × latency)")
     fig.update_layout(title=f"What to use for N calls · bs {batch_size}", height=460, margin=dict(t=50, b=10),
                       legend=dict(orientation="h", yanchor="top", y=-0.18, xanchor="left", x=0))
     return fig
