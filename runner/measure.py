@@ -24,7 +24,7 @@ import torch
 from db.record import ResultRecord
 from db.spec import ExperimentSpec
 from runner.accuracy import compare, reference, skip_reason, tensors
-from runner.environment import environment, environment_detail, gpu_state
+from runner.environment import environment, environment_detail, gpu_state, host_state
 from runner.introspect import (GraphBreakLog, cache_hits, compile_breakdown, compile_phases,
                                describe_compile_failure, metrics)
 from runner.memory import Memory
@@ -158,7 +158,7 @@ def steady_state(job: Setup, report: Report) -> dict:
     est_compiled = warmup(timer, lambda: job.compiled_step(inputs))
     est_eager = warmup(timer, lambda: job.eager_step(inputs))
     timer.plan(call_ms=max(est_eager[0], est_compiled[0]), issue_ms=max(est_eager[1], est_compiled[1]))
-    gpu_before = gpu_state(spec.device)
+    gpu_before, host_before = gpu_state(spec.device), host_state()
     n_before = len(metrics())
     sides = {"eager": lambda: job.eager_step(inputs), "compiled": lambda: job.compiled_step(inputs)}
     check = Crosscheck(timer, sides, spec.iters) if Crosscheck.wanted() else None
@@ -166,6 +166,7 @@ def steady_state(job: Setup, report: Report) -> dict:
                              between_rounds=check.harness_slice if check else None)
     return {"samples": samples, "metrics": metrics()[n_before:],
             "gpu_state": {"before_rounds": gpu_before, "after_rounds": gpu_state(spec.device)},
+            "host_state": {"before_rounds": host_before, "after_rounds": host_state()},
             "crosscheck": check.result(spec.device) if check else None}
 
 
@@ -222,6 +223,7 @@ def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list) ->
             "crosscheck": steady["crosscheck"],
             "env": environment_detail(spec.device),
             "gpu_state": steady["gpu_state"],
+            "host_state": steady["host_state"],
         },
     })
 

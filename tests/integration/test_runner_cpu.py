@@ -60,6 +60,10 @@ def test_static_recompiles_on_the_schedule_and_dynamic_does_not(db_url, tmp_path
         check = result_detail(db_url, job_id)["crosscheck"]
         assert check["harness_speedup"] == pytest.approx(check["harness_eager_ms"] / check["harness_compiled_ms"])
         assert check["harness_eager_ms"] > 0 and "do_bench_speedup" not in check  # do_bench is CUDA's
+        host = result_detail(db_url, job_id)["host_state"]  # the host around the rounds: was it shared?
+        for when in ("before_rounds", "after_rounds"):
+            assert len(host[when]["loadavg"]) == 3 and host[when]["torch_threads"] >= 1
+            assert 1 <= host[when]["cpus_allowed"] <= host[when]["cpu_count"]
     assert [c["size"] for c in static["schedule_calls"]] == [8, 16, 32]
     assert [c["recompiled"] for c in static["schedule_calls"]] == [False, True, True]
     assert "size mismatch" in static["schedule_calls"][1]["reason"]
@@ -72,6 +76,11 @@ def test_static_recompiles_on_the_schedule_and_dynamic_does_not(db_url, tmp_path
     assert [r["job_id"] for r in as_json] == ids and as_json[0]["speedup"] == static["speedup"]
     rows = list(csv.DictReader(io.StringIO(run_cli("export", "--db", db_url, "--format", "csv").stdout)))
     assert float(rows[1]["compiled_ms"]) == pytest.approx(dynamic["compiled_ms"])
+    # the answer of these real records: one row per configuration, its interval from the stored rounds
+    answer = json.loads(run_cli("report", "--db", db_url, "--format", "json").stdout)
+    assert sorted(r["config"] for r in answer) == ["inductor/default · dynamic=false", "inductor/default · dynamic=true"]
+    assert all(r["runs"] + r["noisy_runs"] == 1 and r["verdict"] for r in answer)
+    assert all(r["speedup_ci_low"] <= r["speedup"] <= r["speedup_ci_high"] for r in answer if r["runs"])
     status = run_cli("status", "--db", db_url)
     assert "2 succeeded" in status.stdout
 

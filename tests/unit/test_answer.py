@@ -76,3 +76,26 @@ def test_first_calls_cold_and_warm_apart():
     (row,) = answer_rows(records, {})
     assert (row["first_call_cold_s"], row["first_call_warm_s"]) == (7.5, 1.0)
     assert row["speedup_ci_low"] is None and "no interval" in row["verdict"]
+
+
+def test_plots_leave_noisy_runs_out_and_grey_a_configuration_with_nothing_else():
+    """dashboard.stats: a quiet run answers for its configuration; one with noisy runs only is kept, flagged and
+    drawn greyed on the speedup plot."""
+    import pandas as pd
+
+    from dashboard import charts, stats
+    from dashboard.frame import NUMBERS
+
+    def run(job_id, config, speedup, noisy):
+        return {**{n: None for n in NUMBERS}, "job_id": job_id, "status": "succeeded", "config": config,
+                "baseline": "eager", "batch_size": 8, "error": None, "speedup": speedup, "eager_ms": 1.0, "compiled_ms": 1 / speedup,
+                "noisy": noisy, "eager_spread": 0.3 if noisy else 0.01, "compiled_spread": 0.01,
+                "noise_note": "eager's round medians spread 30%" if noisy else None}
+    view = pd.DataFrame([run(1, "A", 1.5, False), run(2, "A", 0.1, True), run(3, "B", 0.7, True)])
+    agg = stats.with_noise(stats.medians(view, ["config", "baseline", "batch_size"]), view).set_index("config")
+    assert agg.loc["A", "speedup"] == 1.5 and agg.loc["A", "runs"] == 1 and not agg.loc["A", "only_noisy"]
+    assert agg.loc["B", "speedup"] == 0.7 and agg.loc["B", "only_noisy"]
+    agg = agg.reset_index().assign(series=lambda d: d["config"])
+    fig = charts.mark_noisy(charts.speedup(agg, stats.failures(view)), agg)
+    (grey,) = [t for t in fig.data if t.legendgroup == "only-noisy"]
+    assert list(grey.y) == [0.7] and "spread 30%" in grey.customdata[0][1]
