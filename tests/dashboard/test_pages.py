@@ -263,7 +263,7 @@ def test_results_page_plots_tables_and_downloads(results):
     at = ok(page("results"))
     # the Speedup tab opens first: speedup, latency, warmup, break-even, recompile timeline; no other tab ran
     assert [t.label for t in at.tabs] == ["Speedup", "First call", "Repeats", "Roofline", "Failures", "Table"]
-    assert [c.key for c in at.get("plotly_chart")] == ["plot_speedup", "plot_latency", "plot_warmup",
+    assert [c.key for c in at.get("plotly_chart")] == ["plot_ncalls", "plot_speedup", "plot_latency", "plot_warmup",
                                                        "plot_break_even", "plot_recompiles"]
     assert len(at.dataframe) == 1  # the answer table above the tabs (tests/dashboard/test_answer_page.py)
     assert {m.label for m in at.metric} >= {"Jobs shown", "Succeeded", "Did not succeed", "Median speedup"}
@@ -278,7 +278,8 @@ def test_results_page_plots_tables_and_downloads(results):
     assert at.segmented_control(key="plot").value == newest and at.query_params["plot"] == newest
 
     at = ok(page("results", view="Failures"))
-    assert "Did not succeed (%d)" % failed_n in [s.value for s in at.subheader] and not at.get("plotly_chart")
+    assert "Did not succeed (%d)" % failed_n in [s.value for s in at.subheader]
+    assert [c.key for c in at.get("plotly_chart")] == ["plot_ncalls"]  # above the tabs; the Failures tab draws none
     failed = at.dataframe[1].value  # [0]: the answer table
     assert len(failed) == failed_n and (failed["status"] != "succeeded").all() and failed["error"].str.len().gt(0).all()
     at = ok(page("results", view="Table"))
@@ -389,7 +390,7 @@ def test_jobs_whose_stored_spec_the_worker_refused_do_not_break_a_page(results):
     assert row["batch_size"] is None and row["dynamic"] == "false" and row["fullgraph"] is False
     for view in ("Speedup", "First call", "Repeats", "Roofline", "Failures", "Table"):
         ok(page("results", view=view))
-    failures = ok(page("results", view="Failures")).dataframe[0].value
+    failures = ok(page("results", view="Failures")).dataframe[1].value  # [0]: the answer table
     assert {1, 2} <= set(failures["job_id"])
     ok(page("results", status="succeeded", plot="simplenet"))
     ok(page("compare", a="1", b="2"))
@@ -472,7 +473,7 @@ def test_results_show_timing_spread_repeats_host_latency_and_the_roofline(result
     assert list(pairs.columns) == ["group", "faster", "slower", "verdict", "ratio", "gap %", "faster ms", "slower ms"]
     assert set(pairs["verdict"]) <= {"✅ separated", "≈ not separable"} and "eager" in set(pairs["slower"])
     assert (summary["runs"] == 4).all() and {"compiled_ms spread %", "speedup min", "eager_ms max"} <= set(summary.columns)
-    assert [c.key for c in at.get("plotly_chart")] == ["plot_repeats"]
+    assert [c.key for c in at.get("plotly_chart")] == ["plot_ncalls", "plot_repeats"]
     at = ok(page("results", plot="complexnet", view="Roofline"))
     assert [s.value for s in at.subheader][1:] == ["Roofline: every model in view"]
     assert {"NVIDIA H100 80GB HBM3 · float32: 51.2 TFLOP/s, 2,952 GB/s", "complexnet", "mlp"} <= \
@@ -501,11 +502,11 @@ def test_results_without_ceilings_repeats_or_cuda_say_so(lab):
         return ok(page("results", sweep="#1 simplenet sweep 1", view=view))
 
     at = tab("Speedup")
-    assert [c.key for c in at.get("plotly_chart")] == ["plot_speedup", "plot_latency", "plot_warmup",
+    assert [c.key for c in at.get("plotly_chart")] == ["plot_ncalls", "plot_speedup", "plot_latency", "plot_warmup",
                                                        "plot_break_even", "plot_recompiles"]
     assert any(t.startswith("Timing: cpu: latency = perf_counter per call") for t in texts(at.caption))
     at = tab("First call")
-    assert [c.key for c in at.get("plotly_chart")] == ["plot_breakdown"]
+    assert [c.key for c in at.get("plotly_chart")][1:] == ["plot_breakdown"]
     assert any("CUDA jobs" in t for t in texts(at.info))  # device vs host: nothing to draw on the CPU
     at = tab("Repeats")
     assert any("No configuration of this model was repeated" in t and "--repeat" in t for t in texts(at.caption))
@@ -534,9 +535,9 @@ def test_results_plots_follow_a_new_result(results):
 def test_results_clock_switch_draws_each_clock_by_name(results):
     at = ok(page("results", plot="mlp"))
     assert at.segmented_control(key="clock").value == "latency"
-    latency = at.get("plotly_chart")[0].proto.spec
+    latency = at.get("plotly_chart")[1].proto.spec  # [0]: the N-calls chart
     at = ok(page("results", plot="mlp", clock="GPU time"))
     assert at.segmented_control(key="clock").value == "GPU time"
-    gpu = at.get("plotly_chart")[0].proto.spec
+    gpu = at.get("plotly_chart")[1].proto.spec
     assert "Speedup vs batch size (GPU time)" in gpu and "Speedup vs batch size (GPU time)" not in latency
     assert any("Showing **GPU time" in t for t in texts(at.caption))
