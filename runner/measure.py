@@ -304,14 +304,14 @@ def make_step(model, parameters, training: bool, mark_cudagraph_step: bool, auto
 
 
 def compile_blocks(model: torch.nn.Module, containers: tuple[str, ...], compile_fn) -> torch.nn.Module:
-    """PyTorch's regional compilation recipe: compile each block in the named containers in place
-    (nn.Module.compile), so identical blocks share one compiled graph and the model around them stays eager.
-    Returns the model itself."""
-    settings = dict(compile_fn.keywords)
+    """PyTorch's regional compilation recipe: each block in the named containers replaced by its compiled
+    self, so identical blocks share one compiled graph (dynamo inlines nn modules) and the model around
+    them stays eager. Returns the model itself. (nn.Module.compile() set on a block was never called
+    through here: a container calls the block's __call__, and on torch 2.13 that compiled nothing.)"""
     for name in containers:
         container = model.get_submodule(name)
-        for block in container.children():
-            block.compile(**settings)
+        for child, block in list(container.named_children()):
+            setattr(container, child, compile_fn(block))
     return model
 
 
