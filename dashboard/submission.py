@@ -14,7 +14,7 @@ from typing import Mapping
 from sqlalchemy import Engine
 
 from db import queue
-from db.axes import AXES, BY_FIELD
+from db.axes import AXES, BY_FIELD, COMPILE_AXES
 from db.spec import ExperimentSpec, ModelInfo, SpecError, SweepRequest, dynamic_name, split_sizes
 
 # SpecError.field -> the form label shown next to the widget (model_args.X is handled below)
@@ -43,6 +43,7 @@ class FormValues:
     modes: list = field(default_factory=lambda: [ExperimentSpec.mode])
     dynamics: list = field(default_factory=lambda: [dynamic_name(ExperimentSpec.dynamic)])
     fullgraphs: list = field(default_factory=lambda: [str(ExperimentSpec.fullgraph).lower()])
+    scopes: list = field(default_factory=lambda: [ExperimentSpec.scope])
     cache: str = ExperimentSpec.cache
     schedule: str = ""
     iters: int = ExperimentSpec.iters
@@ -107,8 +108,7 @@ def plan(values: FormValues, catalog: Mapping[str, ModelInfo]) -> Plan:
                 "model": values.model, "model_args": args,
                 "batch_sizes": split_sizes(values.batch_sizes, "batch_sizes"),
                 "task": values.task, "device": values.device, "dtype": values.dtype,
-                "backends": list(values.backends), "modes": list(values.modes), "dynamics": list(values.dynamics),
-                "fullgraphs": list(values.fullgraphs), "cache": values.cache,
+                **{a.plural: list(getattr(values, a.plural)) for a in COMPILE_AXES}, "cache": values.cache,
                 "schedule": split_sizes(values.schedule, "schedule"),
                 "iters": values.iters, "timeout_s": values.timeout_s, "repeat": values.repeat, "name": name})
             specs, notes = request.expand(catalog)

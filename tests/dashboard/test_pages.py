@@ -270,7 +270,7 @@ def test_results_page_plots_tables_and_downloads(results):
     assert [m.value for m in at.metric][:1] == ["240"]
     failed_n = 240 - int(at.metric[1].value)
     assert any(f"{failed_n:,} jobs in view did not succeed" in t for t in texts(at.caption))
-    assert {s.label for s in at.multiselect} == {"Sweep", "Model", "Backend", "Mode", "Dynamic", "Fullgraph",
+    assert {s.label for s in at.multiselect} == {"Sweep", "Model", "Backend", "Mode", "Dynamic", "Fullgraph", "Scope",
                                                 "Compile cache", "Device", "dtype", "torch", "GPU / CPU", "Status"}
     assert {b.label for b in at.get("download_button")} == {"CSV", "JSON"}
     # the plotted model is the newest job's, and the URL names it so a copied link keeps showing it
@@ -482,8 +482,8 @@ def test_results_show_timing_spread_repeats_host_latency_and_the_roofline(result
     assert not any("No measured ceilings" in t for t in texts(at.caption))
     # the table leads with the job, its result and whether it can be trusted
     at = ok(page("results", plot="complexnet", view="Table"))
-    assert at.dataframe[-1].proto.column_order[:16] == ["job_id", "sweep", "status", "model", "batch_size", "backend",
-                                                       "mode", "dynamic", "fullgraph", "speedup", "throughput_speedup",
+    assert at.dataframe[-1].proto.column_order[:17] == ["job_id", "sweep", "status", "model", "batch_size", "backend",
+                                                       "mode", "dynamic", "fullgraph", "scope", "speedup", "throughput_speedup",
                                                        "gpu_speedup", "noisy", "host_bound", "eager_spread",
                                                        "compiled_spread"]
     assert set(at.dataframe[-1].value["noisy"].dropna()) == {"⚠ noisy", "ok"}  # empty: no result

@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from tests.conftest import records, run_cli, submit, work
+from tests.conftest import FIXTURE_MODELS, records, run_cli, submit, work
 
 
 def result_detail(db_url: str, job_id: int) -> dict:
@@ -142,3 +142,30 @@ def test_memory_windows_hold_the_same_call_on_both_sides(db_url, tmp_path):
     assert r["peak_mem_eager_mb"] is not None and r["peak_mem_compiled_mb"] is not None
     assert r["peak_mem_eager_mb"] < 32 and r["peak_mem_compiled_mb"] < 32, (r["peak_mem_eager_mb"],
                                                                           r["peak_mem_compiled_mb"])
+
+
+def test_amp_training_and_compiling_each_block(db_url, tmp_path):
+    """amp-float16 training: fp32 weights, the step under autocast, a GradScaler (the record says autocast);
+    --scope blocks compiles each block the model file names (BLOCKS) and leaves the model around them eager;
+    a model that names none is refused by name."""
+    from sqlalchemy import select
+
+    from db.database import get_engine
+    from db.engine import reading
+    from db.models import Result
+
+    ids = submit(db_url, "--model", "stack", "--batch", "8", "--task", "training", "--dtype", "amp-bfloat16",
+                 "--backend", "aot_eager", "--scope", "model", "--scope", "blocks", "--device", "cpu", "--iters", "3")
+    work(db_url, tmp_path / "home", "--drain")
+    recs = records(db_url)
+    for job_id, scope in zip(ids, ("model", "blocks")):
+        rec = recs[job_id]
+        assert rec["status"] == "succeeded", rec["error"]
+        assert rec["scope"] == scope and rec["dtype"] == "amp-bfloat16" and rec["accuracy_ok"] is True
+    with reading(get_engine(db_url)) as s:
+        env = {r.job_id: r.detail["env"] for r in s.scalars(select(Result))}
+    assert {env[i]["autocast"] for i in ids} == {"amp-bfloat16"} and env[ids[1]]["scope"] == "blocks"
+    assert recs[ids[1]]["graph_count"] >= 1  # the blocks were compiled, not skipped
+    refused = run_cli("submit", "--db", db_url, "--model", "tiny", "--batch", "8", "--scope", "blocks",
+                      "--device", "cpu", "--models-dir", str(FIXTURE_MODELS))
+    assert refused.returncode == 2 and "scope: model 'tiny' names no repeated blocks" in refused.stderr

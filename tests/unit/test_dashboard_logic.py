@@ -513,7 +513,7 @@ def jobs(*runs, **common) -> pd.DataFrame:
     """Labelled rows as label_series makes them: (mode, compiled_ms, eager_ms) per run, plus overrides."""
     base = {"status": "succeeded", "sweep_id": 1, "sweep": "modes", "sweep_label": "#1 modes", "model": "complexnet",
             "model_args": "{}", "variant": "", "task": "inference", "device": "cuda", "dtype": "float32",
-            "batch_size": 32, "backend": "inductor", "dynamic": "none", "fullgraph": "false", "cache": "cold",
+            "batch_size": 32, "backend": "inductor", "dynamic": "none", "fullgraph": "false", "scope": "model", "cache": "cold",
             "schedule": "[]", "iters": 30, "timeout_s": 1800, "noisy": False, "torch_version": "2.13.0",
             "device_name": "NVIDIA H100 80GB HBM3", **common}
     rows = [{**base, "job_id": i, "mode": mode, "config": f"inductor/{mode}", "compiled_ms": c, "eager_ms": e,
@@ -592,7 +592,7 @@ def test_roofline_points_lines_and_missing_ceilings(engine):
     ])
     defaults = {"status": "succeeded", "variant": "", "task": "inference", "device": "cuda",
                 "device_name": "NVIDIA H100 80GB HBM3", "dtype": "float32", "batch_size": 32, "backend": "inductor",
-                "mode": "default", "dynamic": "none", "fullgraph": "false", "cache": "cold"}
+                "mode": "default", "dynamic": "none", "fullgraph": "false", "scope": "model", "cache": "cold"}
     shown = shown.assign(**{k: shown[k].fillna(v) if k in shown else v for k, v in defaults.items()})
     pts = roofline.points(shown).set_index(["model", "task"])
     assert len(pts) == 4 and pts.loc[("complexnet", "inference"), "runs"] == 2
