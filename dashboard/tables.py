@@ -14,11 +14,18 @@ import threading
 import numpy as np
 import pandas as pd
 
-from db.results import DETAIL_FIELDS, RECORD_FIELDS, records_csv
 from dashboard import snapshot
 from db import views
-from db.views import (FIRST_CALL_FIELDS, FRAME_FIELDS, INTEGER_COLUMNS, LAZY_FIELDS, ROOFLINE_FIELDS, VIEW_FIELDS,
-                      ResultRows)
+from db.results import DETAIL_FIELDS, RECORD_FIELDS, records_csv
+from db.views import (
+    FIRST_CALL_FIELDS,
+    FRAME_FIELDS,
+    INTEGER_COLUMNS,
+    LAZY_FIELDS,
+    ROOFLINE_FIELDS,
+    VIEW_FIELDS,
+    ResultRows,
+)
 
 JSON_COLUMNS = ("model_args", "schedule") + tuple(f for f in DETAIL_FIELDS if f not in views.DETAIL_NUMBERS)
 FILTERS = {  # column -> label; every one is a URL query parameter on the Results page

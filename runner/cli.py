@@ -266,7 +266,7 @@ def cmd_calibrate(args) -> int:
     from runner import ceilings
     from runner.worker import PROJECT_ROOT
 
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    env = dict(os.environ)  # the calibration child starts in PROJECT_ROOT, where `-m runner.child` finds the code
     if args.gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = args.gpu
     found = ceilings.measure(get_engine(args.db), args.device, env, PROJECT_ROOT)

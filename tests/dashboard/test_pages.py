@@ -298,8 +298,11 @@ def test_a_cancelled_job_is_listed_but_not_counted_or_drawn_as_a_failure(results
     assert int(metrics["Jobs shown"].replace(",", "")) == int(before.metric[0].value.replace(",", "")) + 1
     assert [m.proto.delta for m in at.metric if m.label == "Did not succeed"] == ["+ 1 cancelled"]
     assert metrics["Did not succeed"] == {m.label: m.value for m in before.metric}["Did not succeed"]
-    marks = lambda t: sorted(a.text for f in t.get("plotly_chart") for a in json.loads(f.proto.spec)["layout"].get(
-        "annotations", []) if a["text"].startswith("✕"))
+
+    def marks(t):
+        return sorted(a.text for f in t.get("plotly_chart") for a in json.loads(f.proto.spec)["layout"].get(
+            "annotations", []) if a["text"].startswith("✕"))
+
     assert marks(at) == marks(before)
     at = ok(page("results", model="simplenet", view="Failures"))
     assert any(s.value.endswith("and cancelled (1)") for s in at.subheader)
