@@ -36,8 +36,9 @@ worker: setup
 lint: setup-dev
 	$(PY) -m ruff check .
 
+# every tier; .ci/services.sh installs chromium and starts PostgreSQL where it may (root, apt-get)
 test: setup-dev
-	$(PY) -m pytest -q --durations=15 tests
+	COMPILE_LAB_TEST_PG="$$(.ci/services.sh)" $(PY) -m pytest -q --durations=15 tests
 
 test-fast: setup-dev
 	$(PY) -m pytest -q -m "$(FAST)" tests
