@@ -83,8 +83,22 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                                     red=True)
 
 
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory) -> Path:
+    """An empty SQLite database at the newest schema revision, made once per run."""
+    from db.engine import dispose_engine, get_engine
+
+    path = tmp_path_factory.mktemp("template") / "lab.db"
+    get_engine(f"sqlite:///{path}")
+    dispose_engine(f"sqlite:///{path}")  # closed: the WAL is checkpointed into the one file
+    return path
+
+
 @pytest.fixture
-def db_url(tmp_path) -> str:
+def db_url(tmp_path, migrated_sqlite) -> str:
+    """A real SQLite file of this test's own, at the newest revision: a copy of the template, which saves
+    each test the migrations (tests about migrating open fresh files: any_db_url)."""
+    shutil.copyfile(migrated_sqlite, tmp_path / "lab.db")
     return f"sqlite:///{tmp_path / 'lab.db'}"
 
 

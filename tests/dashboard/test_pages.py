@@ -352,6 +352,7 @@ def test_a_plot_choice_that_names_no_choice_leaves_the_link(results):
     assert "plot" not in at.query_params and at.get("plotly_chart")
 
 
+@pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_repeats_mostly_noisy_carry_a_caveat(results):
     import streamlit as st
     from sqlalchemy import text
@@ -523,6 +524,7 @@ def test_results_without_ceilings_repeats_or_cuda_say_so(lab, fill_synthetic):
     assert trace_names(at, "plot_roofline") == {"simplenet"}  # the points, without a line
 
 
+@pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_results_plots_follow_a_new_result(results):
     """The plots are built once per (data, filters, choices) and shared; a new result is a new build."""
     from db.spec import ModelInfo, SweepRequest
@@ -539,6 +541,7 @@ def test_results_plots_follow_a_new_result(results):
     assert "max-autotune-no-cudagraphs" in trace_names(at, "plot_roofline")
 
 
+@pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_results_clock_switch_draws_each_clock_by_name(results):
     at = ok(page("results", plot="mlp"))
     assert at.segmented_control(key="clock").value == "latency"
