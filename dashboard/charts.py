@@ -14,7 +14,6 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-
 FAIL_COLOR = "#d62728"
 CALLS = {"eager_first_call_s": "eager first call", "compiled_first_call_s": "compiled first call (compile + run)",
          "compiled_second_call_s": "compiled second call"}

@@ -33,7 +33,7 @@ def total_s(line: dict, n: float) -> float:
 
 
 def best(ls: list[dict], n: float) -> dict:
-    return min(ls, key=lambda l: (total_s(l, n), l["ms"]))
+    return min(ls, key=lambda ln: (total_s(ln, n), ln["ms"]))
 
 
 def lowest(ls: list[dict], n_max: float) -> list[tuple[dict, float, float]]:
@@ -41,8 +41,8 @@ def lowest(ls: list[dict], n_max: float) -> list[tuple[dict, float, float]]:
     is a crossover (exact: two straight lines cross once)."""
     segments, n, cur = [], 1.0, best(ls, 1.0)
     while True:
-        ahead = [((l["first_s"] - cur["first_s"]) / ((cur["ms"] - l["ms"]) / 1e3), l["ms"], i)
-                 for i, l in enumerate(ls) if l["ms"] < cur["ms"]]
+        ahead = [((ln["first_s"] - cur["first_s"]) / ((cur["ms"] - ln["ms"]) / 1e3), ln["ms"], i)
+                 for i, ln in enumerate(ls) if ln["ms"] < cur["ms"]]
         ahead = [a for a in ahead if a[0] > n]
         if not ahead or min(ahead)[0] >= n_max:
             return segments + [(cur, n, n_max)]
@@ -61,10 +61,10 @@ def recommend(ls: list[dict], n: int, batch_size) -> str:
     """One line: what to use for `n` calls at this batch size, and what it saves against eager."""
     if not ls:
         return "No configuration at this batch size has both a latency and a first call (noisy or failed runs only)."
-    pick, eager = best(ls, n), next(l for l in ls if l["name"] == EAGER)
+    pick, eager = best(ls, n), next(ln for ln in ls if ln["name"] == EAGER)
     calls = f"For {n:,} call{'s' * (n != 1)} at bs {batch_size}"
     if pick is eager:
-        runner_up = best([l for l in ls if l is not eager], n)
+        runner_up = best([ln for ln in ls if ln is not eager], n)
         return (f"{calls}, stay eager: {_s(total_s(eager, n))} in all; the best compiled configuration, "
                 f"{runner_up['name']}, takes {_s(total_s(runner_up, n))} (its first call is not repaid yet).")
     return (f"{calls}, use **{pick['name']}**: {_s(total_s(pick, n))} in all, against {_s(total_s(eager, n))} "
@@ -77,21 +77,21 @@ def figure(ls: list[dict], batch_size, n_mark: int | None = None) -> go.Figure:
     n_max = span(ls)
     xs = [10 ** (k / 20) for k in range(0, int(math.log10(n_max) * 20) + 1)]
     fig = go.Figure()
-    for l in ls:
-        eager = l["name"] == EAGER
-        fig.add_scatter(x=xs, y=[total_s(l, n) for n in xs], mode="lines", name=l["name"],
+    for ln in ls:
+        eager = ln["name"] == EAGER
+        fig.add_scatter(x=xs, y=[total_s(ln, n) for n in xs], mode="lines", name=ln["name"],
                         line=dict(color=EAGER_COLOR if eager else OTHER_COLOR, width=1.5, dash="dash" if eager else None),
-                        hovertemplate=f"<b>{l['name']}</b><br>%{{x:,.0f}} calls: %{{y:.3g}} s<extra></extra>")
+                        hovertemplate=f"<b>{ln['name']}</b><br>%{{x:,.0f}} calls: %{{y:.3g}} s<extra></extra>")
     segments = lowest(ls, n_max)
-    for i, (l, a, b) in enumerate(segments):
+    for ln, a, b in segments:
         seg_x = [a] + [x for x in xs if a < x < b] + [b]
-        fig.add_scatter(x=seg_x, y=[total_s(l, n) for n in seg_x], mode="lines", name="lowest: " + l["name"],
+        fig.add_scatter(x=seg_x, y=[total_s(ln, n) for n in seg_x], mode="lines", name="lowest: " + ln["name"],
                         legendgroup="lowest", showlegend=False, line=dict(color=LOWEST_COLOR, width=5),
-                        hovertemplate=f"<b>lowest: {l['name']}</b><br>%{{x:,.0f}} calls: %{{y:.3g}} s<extra></extra>")
-    for k, (l, a, _) in enumerate(segments[1:]):
-        fig.add_scatter(x=[a], y=[total_s(l, a)], mode="markers", showlegend=False, hoverinfo="skip",
+                        hovertemplate=f"<b>lowest: {ln['name']}</b><br>%{{x:,.0f}} calls: %{{y:.3g}} s<extra></extra>")
+    for k, (ln, a, _) in enumerate(segments[1:]):
+        fig.add_scatter(x=[a], y=[total_s(ln, a)], mode="markers", showlegend=False, hoverinfo="skip",
                         marker=dict(size=10, color=LOWEST_COLOR, line=dict(color="white", width=1.5)))
-        fig.add_annotation(x=math.log10(a), y=math.log10(total_s(l, a)), text=f"from {a:,.0f} calls:<br>{l['name']}",
+        fig.add_annotation(x=math.log10(a), y=math.log10(total_s(ln, a)), text=f"from {a:,.0f} calls:<br>{ln['name']}",
                            showarrow=True, arrowhead=2, ax=-60, ay=-40 - 28 * (k % 2), font=dict(size=11),
                            bgcolor="rgba(255,255,255,0.85)")
     fig.add_scatter(x=[None], y=[None], mode="lines", name="lowest total at each N (labels: where it changes hands)",

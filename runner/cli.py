@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 from db import answer, queue
-from db.engine import DatabaseError, describe, resolve_url
-from db.database import get_engine
-from db.models import JobStatus, utcnow
 from db.axes import AXES, BY_FIELD, COMPILE_AXES
+from db.database import get_engine
+from db.engine import DatabaseError, describe, resolve_url
+from db.models import JobStatus, utcnow
 from db.results import export_records, records_csv, records_json
 from db.spec import SpecError, SweepRequest, split_sizes
 from runner import zoo
@@ -281,7 +281,7 @@ def cmd_calibrate(args) -> int:
     from runner import ceilings
     from runner.worker import PROJECT_ROOT
 
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    env = dict(os.environ)  # the calibration child starts in PROJECT_ROOT, where `-m runner.child` finds the code
     if args.gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = args.gpu
     found = ceilings.measure(get_engine(args.db), args.device, env, PROJECT_ROOT)

@@ -25,8 +25,14 @@ from db.record import ResultRecord
 from db.spec import ExperimentSpec
 from runner.accuracy import compare, reference, skip_reason, tensors
 from runner.environment import environment, environment_detail, gpu_state, host_state
-from runner.introspect import (GraphBreakLog, cache_hits, compile_breakdown, compile_phases,
-                               describe_compile_failure, metrics)
+from runner.introspect import (
+    GraphBreakLog,
+    cache_hits,
+    compile_breakdown,
+    compile_phases,
+    describe_compile_failure,
+    metrics,
+)
 from runner.memory import Memory
 from runner.rounds import Crosscheck, ExperimentFailed, Report, measure_rounds, warmup
 from runner.stats import break_even_calls, clock_fields, paired_spread

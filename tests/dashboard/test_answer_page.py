@@ -11,7 +11,7 @@ from tests.conftest import run_cli
 from tests.dashboard.test_pages import lab, ok, page  # noqa: F401  (lab: a fixture)
 
 
-def test_the_answer_table_is_what_runner_report_prints(lab, db_url):
+def test_the_answer_table_is_what_runner_report_prints(lab, db_url):  # noqa: F811 (the fixture)
     fill(lab, 48, seed=3, rounds=20)  # sweep 1: simplenet, 24 configurations; sweep 2: complexnet repeats
     at = ok(page("results", plot="simplenet"))
     shown = at.dataframe[0].value

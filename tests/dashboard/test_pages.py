@@ -6,7 +6,6 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from bench.synthetic import fill
 from dashboard.charts import HOST_COLORS
 from dashboard.embedded import ENV_SWITCH
 from db import queue
@@ -254,9 +253,8 @@ def test_a_graph_break_line_in_a_job_error_is_shown_as_written(worker):
 
 # -- Results and Compare ------------------------------------------------------------------------------------
 @pytest.fixture
-def results(lab):
-    fill(lab, 240, seed=1)
-    return lab
+def results(lab, fill_synthetic):
+    return fill_synthetic(240, seed=1)
 
 
 def test_results_page_plots_tables_and_downloads(results):
@@ -287,6 +285,7 @@ def test_results_page_plots_tables_and_downloads(results):
     assert len(table) == 240 and table["job_id"].iloc[0] == 240  # newest first, one page
 
 
+@pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_a_cancelled_job_is_listed_but_not_counted_or_drawn_as_a_failure(results):
     """A person stopped it: it says nothing about its configuration, so no red ✕ and no failure count."""
     before = ok(page("results", model="simplenet", plot="simplenet"))
@@ -299,8 +298,11 @@ def test_a_cancelled_job_is_listed_but_not_counted_or_drawn_as_a_failure(results
     assert int(metrics["Jobs shown"].replace(",", "")) == int(before.metric[0].value.replace(",", "")) + 1
     assert [m.proto.delta for m in at.metric if m.label == "Did not succeed"] == ["+ 1 cancelled"]
     assert metrics["Did not succeed"] == {m.label: m.value for m in before.metric}["Did not succeed"]
-    marks = lambda t: sorted(a.text for f in t.get("plotly_chart") for a in json.loads(f.proto.spec)["layout"].get(
-        "annotations", []) if a["text"].startswith("✕"))
+
+    def marks(t):
+        return sorted(a.text for f in t.get("plotly_chart") for a in json.loads(f.proto.spec)["layout"].get(
+            "annotations", []) if a["text"].startswith("✕"))
+
     assert marks(at) == marks(before)
     at = ok(page("results", model="simplenet", view="Failures"))
     assert any(s.value.endswith("and cancelled (1)") for s in at.subheader)
@@ -315,6 +317,7 @@ def test_a_cancelled_job_is_listed_but_not_counted_or_drawn_as_a_failure(results
     assert any("all cancelled" in t for t in texts(at.info)) and not at.get("plotly_chart")
 
 
+@pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_every_tab_draws_a_view_with_no_succeeded_job(results):
     """status=failed leaves no succeeded job: each tab says what is missing instead of failing."""
     for view in ("Speedup", "First call", "Repeats", "Roofline", "Failures", "Table"):
@@ -350,6 +353,7 @@ def test_a_plot_choice_that_names_no_choice_leaves_the_link(results):
     assert "plot" not in at.query_params and at.get("plotly_chart")
 
 
+@pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_repeats_mostly_noisy_carry_a_caveat(results):
     import streamlit as st
     from sqlalchemy import text
@@ -364,6 +368,7 @@ def test_repeats_mostly_noisy_carry_a_caveat(results):
     assert warning.startswith("24 of 24 repeated runs were noisy")
 
 
+@pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_results_filters_behind_more_filters_are_named_on_it(results):
     """A colleague's link may set a filter that sits behind "More filters": its label says which."""
     assert _popover_label(ok(page("results", dtype="float64"))) == "More filters"  # not an option: not set
@@ -373,6 +378,7 @@ def test_results_filters_behind_more_filters_are_named_on_it(results):
     assert set(at.dataframe[-1].value["dtype"]) == {"float32"}
 
 
+@pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_jobs_whose_stored_spec_the_worker_refused_do_not_break_a_page(results):
     """A spec edited by hand (db.spec refuses it, so the job failed on it) is still a row: every tab and
     Compare draw, and its settings read as the worker reads them."""
@@ -422,6 +428,7 @@ def test_compare_sweeps_and_runs(results):
     assert (at.query_params["ja"], at.query_params["jb"]) == (str(ok_runs[-2]), str(ok_runs[-1]))
 
 
+@pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_compare_starts_from_sweeps_with_results_and_says_when_nothing_matches(results):
     from db.spec import SweepRequest
 
@@ -459,6 +466,7 @@ def trace_names(at, key: str) -> set[str]:
     return {t.get("name") for t in spec["data"]}
 
 
+@pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_results_show_timing_spread_repeats_host_latency_and_the_roofline(results):
     at = ok(page("results", plot="complexnet"))  # the synthetic repeat sweep is complexnet's
     timing = next(t for t in texts(at.caption) if t.startswith("Timing: "))
@@ -495,8 +503,9 @@ def test_results_roofline_colour_lives_in_the_link(results):
     assert {"default", "max-autotune", "reduce-overhead"} <= trace_names(at, "plot_roofline")
 
 
-def test_results_without_ceilings_repeats_or_cuda_say_so(lab):
-    fill(lab, 30, seed=2, device="cpu", ceilings=False)
+@pytest.mark.slow  # several page runs over hundreds of jobs: seconds
+def test_results_without_ceilings_repeats_or_cuda_say_so(lab, fill_synthetic):
+    fill_synthetic(30, seed=2, device="cpu", ceilings=False)
 
     def tab(view):  # a regular sweep: no repeats
         return ok(page("results", sweep="#1 simplenet sweep 1", view=view))
@@ -516,6 +525,7 @@ def test_results_without_ceilings_repeats_or_cuda_say_so(lab):
     assert trace_names(at, "plot_roofline") == {"simplenet"}  # the points, without a line
 
 
+@pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_results_plots_follow_a_new_result(results):
     """The plots are built once per (data, filters, choices) and shared; a new result is a new build."""
     from db.spec import ModelInfo, SweepRequest
@@ -532,6 +542,7 @@ def test_results_plots_follow_a_new_result(results):
     assert "max-autotune-no-cudagraphs" in trace_names(at, "plot_roofline")
 
 
+@pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_results_clock_switch_draws_each_clock_by_name(results):
     at = ok(page("results", plot="mlp"))
     assert at.segmented_control(key="clock").value == "latency"

@@ -4,11 +4,10 @@ from sqlalchemy import select
 
 from db.engine import reading
 from db.models import Job
-
 from tests.dashboard.test_pages import lab, ok, page, texts, worker  # noqa: F401  (fixtures)
 
 
-def test_rounds_0_and_timeout_minus_1_show_errors_and_disable_submit(worker):
+def test_rounds_0_and_timeout_minus_1_show_errors_and_disable_submit(worker):  # noqa: F811 (the fixture)
     at = ok(page("submit"))
     at.number_input(key="f_iters").set_value(0).run()
     assert "Rounds: must be between 1 and 10000, got 0" in [e.value for e in at.error]

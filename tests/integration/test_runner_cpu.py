@@ -13,8 +13,8 @@ from tests.conftest import FIXTURE_MODELS, records, run_cli, submit, work
 def result_detail(db_url: str, job_id: int) -> dict:
     from sqlalchemy import select
 
-    from db.engine import reading
     from db.database import get_engine
+    from db.engine import reading
     from db.models import Result
 
     with reading(get_engine(db_url)) as s:

@@ -1,8 +1,6 @@
 """The answer rows (db.answer): the interval, noise kept out, verdicts in words, one row per configuration."""
 import random
 
-import pytest
-
 from db.answer import answer_rows, round_ratios, speedup_interval
 
 BASE = {"status": "succeeded", "model": "simplenet", "task": "inference", "device": "cpu", "dtype": "float32",
@@ -88,7 +86,8 @@ def test_plots_leave_noisy_runs_out_and_grey_a_configuration_with_nothing_else()
 
     def run(job_id, config, speedup, noisy):
         return {**{n: None for n in NUMBERS}, "job_id": job_id, "status": "succeeded", "config": config,
-                "baseline": "eager", "batch_size": 8, "error": None, "speedup": speedup, "eager_ms": 1.0, "compiled_ms": 1 / speedup,
+                "baseline": "eager", "batch_size": 8, "error": None, "speedup": speedup, "eager_ms": 1.0,
+                "compiled_ms": 1 / speedup,
                 "noisy": noisy, "eager_spread": 0.3 if noisy else 0.01, "compiled_spread": 0.01,
                 "noise_note": "eager's round medians spread 30%" if noisy else None}
     view = pd.DataFrame([run(1, "A", 1.5, False), run(2, "A", 0.1, True), run(3, "B", 0.7, True)])

@@ -12,9 +12,9 @@ ROWS = [row("A", 2.0, 0.5), row("B", 10.0, 0.1), row("C", 30.0, 0.2), row("noisy
 
 def test_the_lowest_line_changes_hands_at_the_exact_crossovers():
     ls = ncalls.lines(ROWS)
-    assert [l["name"] for l in ls] == ["eager", "A", "B", "C"]  # a noisy configuration (no speedup) is no line
+    assert [ln["name"] for ln in ls] == ["eager", "A", "B", "C"]  # a noisy configuration (no speedup) is no line
     segments = ncalls.lowest(ls, 1e6)
-    assert [(l["name"], round(a), round(b)) for l, a, b in segments] == [
+    assert [(ln["name"], round(a), round(b)) for ln, a, b in segments] == [
         ("eager", 1, 4000), ("A", 4000, 20000), ("B", 20000, 1000000)]  # 2 s / 0.5 ms; 8 s / 0.4 ms
     assert ncalls.span(ls) == 1e6  # 10x past the last crossover
 

@@ -2,8 +2,8 @@
 import pytest
 from sqlalchemy import func, select
 
-from db.engine import reading
 from db.database import get_engine
+from db.engine import reading
 from db.models import Job, Sweep
 from tests.conftest import run_cli
 
@@ -59,3 +59,13 @@ def test_good_submit_prints_job_ids(db_url):
 def test_cancel_of_a_missing_job_exits_2(db_url):
     done = run_cli("cancel", "42", "--db", db_url)
     assert done.returncode == 2 and "job 42: no such job" in done.stderr
+
+
+def test_cli_refuses_bad_gpu_lists_with_exit_2(db_url):
+    done = run_cli("work", "--db", db_url, "--gpus", "0,x")
+    assert done.returncode == 2 and done.stderr.strip() == (
+        "error: --gpus: 'x' is not a GPU index or UUID; use all or a list like 0,1")
+    done = run_cli("work", "--db", db_url, "--lease", "-5")
+    assert done.returncode == 2 and "--lease must be between 1 and 86400 seconds, got -5" in done.stderr
+    done = run_cli("work", "--db", db_url, "--gpu", "0", "--gpus", "0,1")
+    assert done.returncode == 2 and "not allowed with argument" in done.stderr
