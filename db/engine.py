@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -37,8 +38,17 @@ def resolve_url(url: str | None = None) -> str:
 
 
 def describe(url: str) -> str:
-    """The URL as shown to people: no password."""
-    return make_url(url).render_as_string(hide_password=True)
+    """The URL as shown to people: no password, even when the URL does not parse (a typo in the port
+    must not put the password on every visitor's sidebar or in a terminal's scrollback)."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # ArgumentError, or ValueError from a port that is not a number
+        return _USERINFO.sub(lambda m: m.group(1) + m.group(2) + (":***@" if m.group(3) else "@"), url)
+
+
+# scheme://user[:password]@ : everything between the first ':' after the user and the last '@' before
+# the path is the password (a password may itself hold '@' or ':')
+_USERINFO = re.compile(r"^((?:[^:/?#]*://)?)([^:/?#@]*)(:[^/?#]*)?@", re.S)
 
 
 _engines: dict[str, Engine] = {}
@@ -79,7 +89,8 @@ def make_engine(url: str) -> Engine:
     try:
         parsed = make_url(url)
     except Exception as e:  # sqlalchemy.exc.ArgumentError and friends
-        raise DatabaseError(f"--db/DATABASE_URL: cannot parse {url!r} ({e})") from None
+        raise DatabaseError(f"--db/DATABASE_URL: cannot parse {describe(url)!r} "
+                            f"({type(e).__name__}: {_first_line(e)})") from None
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
