@@ -30,6 +30,32 @@ class DatabaseError(RuntimeError):
     """The database URL is unusable (bad scheme, missing driver, unreachable server)."""
 
 
+class DatabaseGone(DatabaseError):
+    """The SQLite file this process opened was deleted or replaced: its writes would go nowhere."""
+
+
+def file_identity(engine: Engine) -> tuple[int, int] | None:
+    """(device, inode) of a SQLite database file, to notice later that it was deleted or replaced;
+    None for PostgreSQL and in-memory databases."""
+    path = engine.url.database if is_sqlite(engine) else None
+    return None if not path or path == ":memory:" else _stat_id(path)
+
+
+def check_identity(engine: Engine, identity: tuple[int, int] | None) -> None:
+    """Raise DatabaseGone if the file behind `engine` is no longer the one `file_identity` saw."""
+    if identity is not None and _stat_id(engine.url.database) != identity:
+        raise DatabaseGone(f"the database file {engine.url.database} was deleted or replaced while in use; "
+                           "stopping rather than writing into a file nobody reads")
+
+
+def _stat_id(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def resolve_url(url: str | None = None) -> str:
     url = url or os.environ.get("DATABASE_URL") or f"sqlite:///{DEFAULT_SQLITE}"
     if url.startswith("postgresql://"):  # the team engine, through psycopg 3
