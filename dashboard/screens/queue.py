@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
+from dashboard.markup import md
 from db import queue, views
 from db.models import JobStatus
 from db.results import export_records
@@ -151,7 +152,7 @@ def job_detail() -> None:
         st.warning(f"No job #{job_id}.")
         return
     st.markdown(f"**#{detail['job_id']}** in sweep {detail['sweep_id']}: {state.STATUS_ICONS.get(detail['status'])} "
-                f"{detail['status']}, attempt {detail['attempts']}" + (f" on {detail['worker']}" if detail["worker"] else ""))
+                f"{detail['status']}, attempt {detail['attempts']}" + (f" on {md(detail['worker'])}" if detail["worker"] else ""))
     if detail["error"]:  # as code, not Markdown: a source line like `heads[np.random.randint(...)](x)` stays intact
         st.markdown(":red[**Error**]")
         st.code(detail["error"], language=None, wrap_lines=True)
@@ -180,9 +181,9 @@ def result_summary(detail: dict) -> None:
                 if r["compiled_first_call_s"] is not None else "–")
     c[5].metric("Recompiles", r["recompiles"] if r["recompiles"] is not None else "–")
     if r["host_note"]:
-        st.caption(f"Host-bound: {r['host_note']}.")
+        st.caption(f"Host-bound: {md(r['host_note'])}.")
     label = f"#{detail['sweep_id']} {r['sweep'] or r['model']}"  # the Results sweep filter's label (SweepSummary)
-    st.page_link("screens/results.py", label=f"Sweep {label} on Results", icon=":material/monitoring:",
+    st.page_link("screens/results.py", label=f"Sweep {md(label)} on Results", icon=":material/monitoring:",
                  query_params={"sweep": [label], "plot": r["model"]})
 
 
