@@ -41,6 +41,7 @@ with st.sidebar:
     state.sidebar_status()
 state.warm_results()  # the first visit to Results finds the table loaded (or loading)
 try:
-    page.run()
+    with state.database_errors():
+        page.run()
 finally:  # st.stop() and reruns end a page by raising: the snapshot is still written
     state.save_results_snapshot()
