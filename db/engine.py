@@ -117,16 +117,19 @@ def make_engine(url: str) -> Engine:
     except Exception as e:  # sqlalchemy.exc.ArgumentError and friends
         raise DatabaseError(f"--db/DATABASE_URL: cannot parse {describe(url)!r} "
                             f"({type(e).__name__}: {_first_line(e)})") from None
-    if parsed.get_backend_name() == "sqlite":
-        if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False},
-                               json_deserializer=lenient_json)
-        _sqlite_setup(engine)
-    elif parsed.get_backend_name() == "postgresql":
-        engine = create_engine(url, pool_pre_ping=True)
-        _postgresql_setup(engine)
-    else:
+    try:
+        if parsed.get_backend_name() == "sqlite":
+            if parsed.database and parsed.database != ":memory:":
+                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False},
+                                   json_deserializer=lenient_json)
+            _sqlite_setup(engine)
+        elif parsed.get_backend_name() == "postgresql":
+            engine = create_engine(url, pool_pre_ping=True)
+            _postgresql_setup(engine)
+    except (ImportError, OSError, RecursionError, ValueError) as e:  # a driver not installed, a folder we cannot make
+        raise DatabaseError(f"cannot open database {describe(url)}: {type(e).__name__}: {_first_line(e)}") from None
+    if parsed.get_backend_name() not in ("sqlite", "postgresql"):
         raise DatabaseError(f"--db/DATABASE_URL: unsupported database {parsed.get_backend_name()!r}; "
                             "use sqlite:///path or postgresql://user@host/db")
     return engine

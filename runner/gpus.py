@@ -48,9 +48,9 @@ def parse_gpus(text: str) -> list[str]:
 
 def parse_gpu(text: str) -> str:
     """--gpu: one index or UUID, checked like each entry of --gpus (it becomes CUDA_VISIBLE_DEVICES)."""
-    if not _GPU_ID.fullmatch(text.strip()):
+    if not _GPU_ID.fullmatch(text):
         raise GpuError(f"--gpu: {text!r} is not a GPU index or UUID; use e.g. 0 or GPU-<uuid>")
-    return text.strip()
+    return text
 
 
 def visible_gpus() -> list[str]:
