@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 from contextlib import contextmanager
 from typing import Iterator
 
+import psycopg
 import streamlit as st
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -39,6 +41,11 @@ def engine() -> Engine:
         st.stop()
 
 
+# SQLAlchemy wraps what its own queries meet; a raw driver cursor (db.views reads the results table
+# with one) raises the driver's errors unwrapped
+DRIVER_ERRORS = (DBAPIError, sqlite3.Error, psycopg.Error)
+
+
 @contextmanager
 def database_errors(stop: bool = True) -> Iterator[None]:
     """A database that fails under a page (the server stopped, a SQLite page damaged) becomes one
@@ -46,17 +53,18 @@ def database_errors(stop: bool = True) -> Iterator[None]:
     server's log."""
     try:
         yield
-    except DBAPIError as e:
+    except DRIVER_ERRORS as e:
         logging.getLogger("compile_lab.dashboard").exception("database error under a page")
         st.error(database_message(e), icon=":material/database:")
         if stop:
             st.stop()
 
 
-def database_message(e: DBAPIError) -> str:
-    why = md(str(e.orig or e).strip().splitlines()[0] if str(e.orig or e).strip() else type(e).__name__)
+def database_message(e: Exception) -> str:
+    orig = getattr(e, "orig", None) or e
+    why = md(str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__)
     where = md(describe(url()))
-    if isinstance(e, OperationalError) and "malformed" not in why:
+    if (isinstance(e, OperationalError) or type(orig).__name__ == "OperationalError") and "malformed" not in why:
         return (f"The database {where} is not answering ({why}). Jobs and results are safe in it; this page comes "
                 "back by itself once it answers again (is the PostgreSQL server running?).")
     return (f"The database {where} answered with an error ({why}). If it is a SQLite file, it may be damaged: "
@@ -88,7 +96,7 @@ def save_results_snapshot() -> None:
     """After a page has run: write the results snapshot if a load asked for it (dashboard.tables.ResultStore)."""
     try:
         _store(url()).save_if_due()
-    except (DatabaseError, DBAPIError):
+    except (DatabaseError, *DRIVER_ERRORS):
         pass
 
 
