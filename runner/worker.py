@@ -391,7 +391,12 @@ def read_outcome(rc: int, result_file: Path, phase: str) -> Outcome:
 def kill_group(proc) -> None:
     """SIGKILL the child's whole tree (runner/reaper.py: descendants in other sessions too), its process
     group, and reap the child."""
-    kill_tree(proc.pid)
+    try:
+        running = proc.wait(0) is None
+    except SpawnError:
+        running = True
+    if running:  # an exited child's pid may already belong to someone else: never stop that one
+        kill_tree(proc.pid)
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:  # a child forked a moment ago may not lead its own group yet

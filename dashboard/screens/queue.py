@@ -114,7 +114,7 @@ def actions_form() -> None:
     try:
         ids = parse_ids(text)
     except ValueError as e:
-        problem.error(f"Job ids: {e}", icon=":material/error:")
+        problem.error(f"Job ids: {md(e)}", icon=":material/error:")
         return
     engine = state.engine()
     if cancel:
@@ -127,7 +127,7 @@ def actions_form() -> None:
         if done:
             st.success("Cancelled " + ", ".join(done))
         if errors:
-            problem.error("Job ids: " + "; ".join(errors), icon=":material/error:")
+            problem.error("Job ids: " + md("; ".join(errors)), icon=":material/error:")
     else:
         known = views.job_statuses(engine, ids)
         missing = [i for i in ids if i not in known]
@@ -137,7 +137,7 @@ def actions_form() -> None:
         try:
             new = queue.resubmit(engine, ids)  # all or nothing
         except queue.QueueError as e:
-            problem.error(f"Job ids: {e}; nothing was re-submitted", icon=":material/error:")
+            problem.error(f"Job ids: {md(e)}; nothing was re-submitted", icon=":material/error:")
         else:
             st.success(f"Re-submitted {len(new)} job(s) as #{', #'.join(map(str, new))}")
 

@@ -3,7 +3,6 @@ its write-lock file unwritable, its --home full, its database file deleted, a gr
 the child's session, the worker frozen past its lease, a database outage longer than the lease.
 In each, the job runs to one end exactly once and nothing runs twice at the same time."""
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -115,10 +114,16 @@ def test_deleted_database_file_is_noticed_and_the_worker_stops(db_url, tmp_path)
 def test_setsid_grandchild_is_gone_after_the_jobs_timeout(db_url, tmp_path):
     home = tmp_path / "home"
     (job_id,) = submit(db_url, "--model", "escaper", "--batch", "2", "--device", "cpu", "--backend", "eager",
-                       "--timeout", "3")
-    work(db_url, home, "--drain")
-    child, grandchild = read_pids(home / "jobs" / f"{job_id}-1" / "pids")
-    assert os.getsid(os.getpid()) != (os.getsid(grandchild) if pid_alive(grandchild) else None)
+                       "--timeout", "20")  # long enough for a loaded host to reach build before it
+    worker = start_worker(db_url, home, "--drain")
+    try:
+        pids = home / "jobs" / f"{job_id}-1" / "pids"
+        wait_until(pids.exists, 20, "the child to start its grandchild")
+        child, grandchild = read_pids(pids)
+        assert os.getsid(grandchild) == grandchild != os.getsid(child)  # a session of its own
+        assert worker.wait(timeout=120) == 0  # the job times out, the worker drains
+    finally:
+        worker.kill()
     assert not pid_alive(child) and not pid_alive(grandchild)
     assert records(db_url)[job_id]["status"] == "timed_out"
 
