@@ -143,9 +143,9 @@ def faults() -> tuple[int, int, list[str]]:
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:randomly", *FAULT_TESTS],
                           cwd=ROOT, capture_output=True, text=True)
     lines = done.stdout.splitlines()
-    passed = [ln.split(" ", 1)[1] for ln in lines if ln.startswith("PASSED ")]
-    failed = [ln.split(" ", 1)[1] for ln in lines if ln.startswith(("FAILED ", "ERROR "))]
-    skipped = [ln for ln in lines if ln.startswith("SKIPPED ")]
+    passed = [ln.split(" ", 1)[1] for ln in lines if ln.startswith("PASSED tests/")]  # -rA's summary lines,
+    failed = [ln for ln in lines if ln.startswith(("FAILED tests/", "ERROR tests/"))]  # not captured log lines
+    skipped = [ln for ln in lines if ln.startswith("SKIPPED [")]
     return len(passed) + len(failed), len(passed), failed + skipped
 
 

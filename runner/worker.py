@@ -177,7 +177,6 @@ class Worker:
                 done += 1
         except DatabaseGone as e:
             log.error("worker %s: %s", self.id, e)
-            self.spawner.close()
             raise
         finally:
             self.spawner.close()
@@ -253,7 +252,7 @@ class Worker:
             try:
                 return write()
             except (OperationalError, OSError) as e:
-                if deadline is None and self.hurry.is_set() or deadline is not None and time.monotonic() > deadline:
+                if self.hurry.is_set() if deadline is None else time.monotonic() > deadline:
                     log.error("worker %s: could not %s: %s; giving up", self.id, what, _first_line(e))
                     return None
                 log.warning("worker %s: could not %s (%s); retrying", self.id, what, _first_line(e))
