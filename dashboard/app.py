@@ -16,9 +16,11 @@ st.set_page_config(page_title="Compile Lab", page_icon="🔬", layout="wide")
 # unless the lab says it runs behind its own authentication.
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
 if os.environ.get("COMPILE_LAB_ALLOW_REMOTE") != "1" and (
-        st.get_option("server.address") not in LOOPBACK or not st.get_option("server.enableXsrfProtection")):
-    st.error("This server listens beyond this machine or has XSRF protection off (started outside the project "
-             "folder, whose .streamlit/config.toml binds localhost?). Run `make run` from the project folder, or "
+        st.get_option("server.address") not in LOOPBACK or not st.get_option("server.enableXsrfProtection")
+        or not st.get_option("server.allowedHosts")):
+    st.error("This server listens beyond this machine, has XSRF protection off or accepts any Host name "
+             "(started outside the project folder, whose .streamlit/config.toml binds localhost?). Run `make run` "
+             "from the project folder (docs/operations.md), or "
              "set COMPILE_LAB_ALLOW_REMOTE=1 if it is behind your own authentication.")
     st.stop()
 
@@ -35,6 +37,7 @@ with st.sidebar:
     state.sidebar_status()
 state.warm_results()  # the first visit to Results finds the table loaded (or loading)
 try:
-    page.run()
+    with state.database_errors():
+        page.run()
 finally:  # st.stop() and reruns end a page by raising: the snapshot is still written
     state.save_results_snapshot()

@@ -14,6 +14,8 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from dashboard.markup import plot
+
 FAIL_COLOR = "#d62728"
 CALLS = {"eager_first_call_s": "eager first call", "compiled_first_call_s": "compiled first call (compile + run)",
          "compiled_second_call_s": "compiled second call"}
@@ -39,7 +41,7 @@ def _layout(fig: go.Figure, title: str, height: int = 380) -> go.Figure:
 
 
 def _reasons(bad: pd.DataFrame, label_col: str) -> str:
-    lines = [f"#{r.job_id} {getattr(r, label_col)}: {r.status}: {_wrap(str(r.error)[:400])}"
+    lines = [f"#{r.job_id} {plot(getattr(r, label_col))}: {r.status}: {_wrap(str(r.error)[:400])}"
              for r in bad.head(8).itertuples()]
     more = f"<br>… and {len(bad) - 8} more" if len(bad) > 8 else ""
     return "<br>".join(lines) + more
@@ -47,7 +49,7 @@ def _reasons(bad: pd.DataFrame, label_col: str) -> str:
 
 def _wrap(text: str, width: int = 90) -> str:
     """Hover text on several lines: one long line is cut off at the plot's edge."""
-    return "<br>".join(text[i:i + width] for i in range(0, len(text), width))
+    return "<br>".join(plot(text[i:i + width]) for i in range(0, len(text), width))
 
 
 def _mark_failures_on_x(fig: go.Figure, fails: pd.DataFrame, x_col: str, label_col: str) -> None:

@@ -1,13 +1,20 @@
 """What every page shares: the database engine, the embedded worker, the live catalog, the sidebar."""
 from __future__ import annotations
 
+import logging
+import sqlite3
 import threading
+from contextlib import contextmanager
+from typing import Iterator
 
+import psycopg
 import streamlit as st
 from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from dashboard import snapshot
 from dashboard.embedded import EmbeddedWorker
+from dashboard.markup import md
 from dashboard.store import ResultStore
 from db import queue
 from db.database import get_engine
@@ -35,6 +42,36 @@ def engine() -> Engine:
         st.stop()
 
 
+# SQLAlchemy wraps what its own queries meet; a raw driver cursor (db.views reads the results table
+# with one) raises the driver's errors unwrapped
+DRIVER_ERRORS = (DBAPIError, sqlite3.Error, psycopg.Error)
+
+
+@contextmanager
+def database_errors(stop: bool = True) -> Iterator[None]:
+    """A database that fails under a page (the server stopped, a SQLite page damaged) becomes one
+    readable message on the page (which then stops, unless told not to); the traceback goes to the
+    server's log."""
+    try:
+        yield
+    except DRIVER_ERRORS as e:
+        logging.getLogger("compile_lab.dashboard").exception("database error under a page")
+        st.error(database_message(e), icon=":material/database:")
+        if stop:
+            st.stop()
+
+
+def database_message(e: Exception) -> str:
+    orig = getattr(e, "orig", None) or e
+    why = md(str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__)
+    where = md(describe(url()))
+    if (isinstance(e, OperationalError) or type(orig).__name__ == "OperationalError") and "malformed" not in why:
+        return (f"The database {where} is not answering ({why}). Jobs and results are safe in it; this page comes "
+                "back by itself once it answers again (is the PostgreSQL server running?).")
+    return (f"The database {where} answered with an error ({why}). If it is a SQLite file, it may be damaged: "
+            "check it with `sqlite3 FILE 'PRAGMA integrity_check'` and restore it from a backup.")
+
+
 @st.cache_resource(show_spinner=False)
 def embedded_worker(db_url: str) -> EmbeddedWorker:
     """One manager per server process and database (every browser session shares it)."""
@@ -60,7 +97,7 @@ def save_results_snapshot() -> None:
     """After a page has run: write the results snapshot if a load asked for it (dashboard.store.ResultStore)."""
     try:
         _store(url()).save_if_due()
-    except DatabaseError:
+    except (DatabaseError, *DRIVER_ERRORS):
         pass
 
 
@@ -86,6 +123,11 @@ def catalog(eng: Engine) -> dict:
 @st.fragment(run_every="5s")
 def sidebar_status() -> None:
     """Database, workers alive, GPU or CPU; also (re)starts the embedded worker when none is alive."""
+    with database_errors(stop=False):  # the page says it too; the sidebar must not hide the page
+        _sidebar_status()
+
+
+def _sidebar_status() -> None:
     eng = engine()
     status = embedded_worker(url()).ensure()
     workers = queue.live_workers(eng)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -29,6 +30,32 @@ class DatabaseError(RuntimeError):
     """The database URL is unusable (bad scheme, missing driver, unreachable server)."""
 
 
+class DatabaseGone(DatabaseError):
+    """The SQLite file this process opened was deleted or replaced: its writes would go nowhere."""
+
+
+def file_identity(engine: Engine) -> tuple[int, int] | None:
+    """(device, inode) of a SQLite database file, to notice later that it was deleted or replaced;
+    None for PostgreSQL and in-memory databases."""
+    path = engine.url.database if is_sqlite(engine) else None
+    return None if not path or path == ":memory:" else _stat_id(path)
+
+
+def check_identity(engine: Engine, identity: tuple[int, int] | None) -> None:
+    """Raise DatabaseGone if the file behind `engine` is no longer the one `file_identity` saw."""
+    if identity is not None and _stat_id(engine.url.database) != identity:
+        raise DatabaseGone(f"the database file {engine.url.database} was deleted or replaced while in use; "
+                           "stopping rather than writing into a file nobody reads")
+
+
+def _stat_id(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def resolve_url(url: str | None = None) -> str:
     url = url or os.environ.get("DATABASE_URL") or f"sqlite:///{DEFAULT_SQLITE}"
     if url.startswith("postgresql://"):  # the team engine, through psycopg 3
@@ -37,8 +64,17 @@ def resolve_url(url: str | None = None) -> str:
 
 
 def describe(url: str) -> str:
-    """The URL as shown to people: no password."""
-    return make_url(url).render_as_string(hide_password=True)
+    """The URL as shown to people: no password, even when the URL does not parse (a typo in the port
+    must not put the password on every visitor's sidebar or in a terminal's scrollback)."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # ArgumentError, or ValueError from a port that is not a number
+        return _USERINFO.sub(lambda m: m.group(1) + m.group(2) + (":***@" if m.group(3) else "@"), url)
+
+
+# scheme://user[:password]@ : everything between the first ':' after the user and the last '@' before
+# the path is the password (a password may itself hold '@' or ':')
+_USERINFO = re.compile(r"^((?:[^:/?#]*://)?)([^:/?#@]*)(:[^/?#]*)?@", re.S)
 
 
 def first_line(e: Exception) -> str:
@@ -51,17 +87,21 @@ def make_engine(url: str) -> Engine:
     try:
         parsed = make_url(url)
     except Exception as e:  # sqlalchemy.exc.ArgumentError and friends
-        raise DatabaseError(f"--db/DATABASE_URL: cannot parse {url!r} ({e})") from None
-    if parsed.get_backend_name() == "sqlite":
-        if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False},
-                               json_deserializer=lenient_json)
-        _sqlite_setup(engine)
-    elif parsed.get_backend_name() == "postgresql":
-        engine = create_engine(url, pool_pre_ping=True)
-        _postgresql_setup(engine)
-    else:
+        raise DatabaseError(f"--db/DATABASE_URL: cannot parse {describe(url)!r} "
+                            f"({type(e).__name__}: {first_line(e)})") from None
+    try:
+        if parsed.get_backend_name() == "sqlite":
+            if parsed.database and parsed.database != ":memory:":
+                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False},
+                                   json_deserializer=lenient_json)
+            _sqlite_setup(engine)
+        elif parsed.get_backend_name() == "postgresql":
+            engine = create_engine(url, pool_pre_ping=True)
+            _postgresql_setup(engine)
+    except (ImportError, OSError, RecursionError, ValueError) as e:  # a driver not installed, a folder we cannot make
+        raise DatabaseError(f"cannot open database {describe(url)}: {type(e).__name__}: {first_line(e)}") from None
+    if parsed.get_backend_name() not in ("sqlite", "postgresql"):
         raise DatabaseError(f"--db/DATABASE_URL: unsupported database {parsed.get_backend_name()!r}; "
                             "use sqlite:///path or postgresql://user@host/db")
     return engine

@@ -191,6 +191,22 @@ def release(engine: Engine, job_id: int, token: str, reason: str) -> bool:
         return done.rowcount == 1
 
 
+def hand_back(engine: Engine, job_id: int, token: str, worker_id: str, attempt: int, reason: str) -> bool:
+    """Like release, for a worker that stopped its own child because it could not renew the lease (the
+    database was down, or its files unwritable). If another worker's requeue_expired took the job back
+    meanwhile and counted the attempt as lost, the attempt is given back too: the job never ran to an
+    end, and the worker, not the job, was at fault. Fenced by the worker and attempt number instead of
+    the (cleared) token: once anyone claims the job again, nothing changes."""
+    if release(engine, job_id, token, reason):
+        return True
+    with atomic(engine) as s:
+        done = s.execute(update(Job)
+                         .where(Job.id == job_id, Job.status == JobStatus.QUEUED.value, Job.worker_id == worker_id,
+                                Job.attempts == attempt, Job.lease_token.is_(None))
+                         .values(attempts=Job.attempts - 1, error=reason, worker_id=None))
+        return done.rowcount == 1
+
+
 def cancel(engine: Engine, job_id: int) -> str:
     """Cancel a queued or running job; a running one's worker sees its lease gone and kills the child."""
     with atomic(engine) as s:
@@ -303,6 +319,6 @@ def waiting_reason(spec: Mapping, workers: list[Worker]) -> str | None:
 
 __all__ = [
     "Claim", "QueueError", "submit", "submit_many", "requeue_expired", "claim_next", "heartbeat_job", "finish", "release",
-    "cancel", "resubmit", "register_worker", "heartbeat_worker", "live_workers", "published_catalog",
+    "cancel", "hand_back", "resubmit", "register_worker", "heartbeat_worker", "live_workers", "published_catalog",
     "status_counts", "jobs_overview", "waiting_reason",
 ]

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
+import re
+import unicodedata
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Iterable, Mapping
 
@@ -98,14 +101,31 @@ class ModelInfo:
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "ModelInfo":
-        d = dict(d)
-        d["params"] = tuple(ParamInfo(**{**p, "choices": tuple(p.get("choices", ()))}) for p in d.get("params", ()))
+        """Published by a worker that may be newer than this reader: fields it does not know are dropped
+        (and logged once), so one newer worker cannot break Submit for everyone."""
+        d = _known(cls, d)
+        d["params"] = tuple(ParamInfo(**{**_known(ParamInfo, p), "choices": tuple(p.get("choices", ()))})
+                            for p in d.get("params", ()))
         d["tasks"] = tuple(d.get("tasks", TASKS))
         d["blocks"] = tuple(d.get("blocks", ()))
         return cls(**d)
 
     def param_defaults(self) -> dict:
         return {p.name: p.default for p in self.params}
+
+
+_unknown_logged: set = set()
+
+
+def _known(cls, d: Mapping) -> dict:
+    """The keys of `d` that are fields of `cls`; the rest are logged, once per class and key set."""
+    known = {f.name for f in fields(cls)}
+    extra = tuple(sorted(str(k) for k in d if k not in known))
+    if extra and (cls.__name__, extra) not in _unknown_logged:
+        _unknown_logged.add((cls.__name__, extra))
+        logging.getLogger("compile_lab.spec").warning(
+            "ignoring unknown %s field(s) %s (published by a newer worker?)", cls.__name__, ", ".join(extra))
+    return {k: v for k, v in d.items() if k in known}
 
 
 def _int(value: Any, where: str) -> int:
@@ -115,12 +135,31 @@ def _int(value: Any, where: str) -> int:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            pass
+    if isinstance(value, str) and _ASCII_INT.fullmatch(value.strip()):  # int() alone also takes '１２' and '1_0'
+        return int(value.strip())
     raise SpecError(where, f"expected an integer, got {value!r}")
+
+
+_ASCII_INT = re.compile(r"[+-]?[0-9]+")
+MAX_NAME = 200
+
+
+def check_text(value: Any, where: str, max_len: int = MAX_NAME, blank_ok: bool = False) -> str:
+    """A name a person typed, stripped: text, printable (no control characters: a NUL is refused by
+    PostgreSQL and a newline or escape sequence forges lines in logs and terminals), not blank unless
+    allowed, and not longer than max_len (cutting it would store a name nobody typed)."""
+    if not isinstance(value, str):
+        raise SpecError(where, f"expected text, got {type(value).__name__}")
+    bad = next((c for c in value if unicodedata.category(c) in ("Cc", "Cs") or c in "\u2028\u2029"), None)
+    if bad is not None:
+        raise SpecError(where, "contains a byte that is not UTF-8" if unicodedata.category(bad) == "Cs" else
+                        f"contains the control character U+{ord(bad):04X}; use printable text only")
+    text = value.strip()
+    if not text and not (blank_ok and not value):
+        raise SpecError(where, "is blank; type a name" + (" or leave it empty" if blank_ok else ""))
+    if len(text) > max_len:
+        raise SpecError(where, f"is {len(text)} characters long; at most {max_len}")
+    return text
 
 
 def _choice(value: Any, allowed: Iterable[str], where: str) -> str:
@@ -197,7 +236,7 @@ class ExperimentSpec:
         put = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 (frozen dataclass)
         if not isinstance(self.model, str) or not self.model.strip():
             raise SpecError("model", "a model name is required")
-        put("model", self.model.strip())
+        put("model", check_text(self.model, "model", max_len=100))
         put("batch_size", _int(self.batch_size, "batch_size"))
         if not 1 <= self.batch_size <= MAX_BATCH:
             raise SpecError("batch_size", f"must be a positive integer up to {MAX_BATCH}, got {self.batch_size}")
@@ -336,9 +375,7 @@ class SweepRequest:
         put("repeat", _int(self.repeat, "repeat"))
         if not 1 <= self.repeat <= MAX_REPEAT:
             raise SpecError("repeat", f"must be between 1 and {MAX_REPEAT}, got {self.repeat}")
-        if not isinstance(self.name, str):
-            raise SpecError("name", "expected text")
-        put("name", self.name.strip()[:200])
+        put("name", check_text(self.name, "name", blank_ok=True))
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "SweepRequest":

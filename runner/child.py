@@ -19,6 +19,8 @@ import time
 import traceback
 from pathlib import Path
 
+from runner.reaper import become_subreaper
+
 WORKER_PID_ENV = "COMPILE_LAB_WORKER_PID"  # set by the worker: the parent this child must outlive never
 
 
@@ -40,13 +42,16 @@ def _die_with_parent() -> bool:
     return armed
 
 
-def _start_group_keeper() -> None:
-    """Fork a tiny process that kills this job's whole process group as soon as this child is gone.
+def _start_group_keeper(lease_file: str | None) -> None:
+    """Fork a tiny process that kills this job's whole process tree as soon as this child is gone, or
+    as soon as the lease that the worker mirrors into `lease_file` runs out (runner/lease.py).
 
-    The worker kills the group itself on timeout, cancel and stop. But when the worker is killed (-9),
+    The worker kills the tree itself on timeout, cancel and stop. But when the worker is killed (-9),
     the parent-death signal ends only this child, and a grandchild (a helper process a model starts)
-    would live on, holding memory or a GPU. The keeper's own parent-death signal fires when this child
-    dies, by any means; it then SIGKILLs the group, itself included. Forked before torch is imported."""
+    would live on, holding memory or a GPU; and when the worker is frozen, nobody would stop this
+    child before another worker runs the same job. The keeper's own parent-death signal fires when
+    this child dies, by any means; it then SIGKILLs the group, itself included. Forked before torch
+    is imported, so it costs a few MB."""
     child = os.getpid()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -57,10 +62,26 @@ def _start_group_keeper() -> None:
         set_pdeathsig(signal.SIGTERM)
         if os.getppid() != child:  # the child died before prctl took effect
             os.killpg(0, signal.SIGKILL)
-        while True:
-            signal.pause()
+        if not lease_file:
+            while True:
+                signal.pause()
+        from runner.leasefile import read_deadline
+        from runner.reaper import kill_tree
+
+        deadline = None
+        while True:  # a watchdog, not a wait for an event: the worker it watches may be frozen
+            deadline = read_deadline(lease_file) or deadline
+            if deadline is not None and time.monotonic() > deadline:
+                print(f"compile-lab child: lease ran out (worker {os.environ.get(WORKER_PID_ENV)} stopped "
+                      "renewing it); stopping the job", flush=True)
+                kill_tree(child, spare=os.getpid())
+                os.killpg(0, signal.SIGKILL)
+            time.sleep(LEASE_CHECK_S)
     finally:
         os._exit(0)
+
+
+LEASE_CHECK_S = 0.05
 
 
 class Progress:
@@ -110,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--spec")
     p.add_argument("--result")
     p.add_argument("--progress")
+    p.add_argument("--lease-file", help="the lease's end, kept by the worker (runner/lease.py)")
     p.add_argument("--models-dir", action="append", default=[])
     p.add_argument("--probe", metavar="OUT")
     p.add_argument("--calibrate", nargs=2, metavar=("DEVICE", "OUT"), help="measure the device's ceilings")
@@ -124,8 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         device, out = args.calibrate
         write_atomic(out, calibrate(device))
         return 0
+    become_subreaper()  # orphaned descendants stay in this tree, where the job's end finds them
     if armed:
-        _start_group_keeper()
+        _start_group_keeper(args.lease_file)
     return run_job(args.spec, args.result, args.progress, args.models_dir)
 
 

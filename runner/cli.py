@@ -8,8 +8,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 from pathlib import Path
+
+from sqlalchemy import exc as sa_exc
 
 from db import answer, queue
 from db.axes import AXES, BY_FIELD, COMPILE_AXES
@@ -81,21 +84,21 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--json", action="store_true")
 
     c = sub.add_parser("cancel", help="cancel a queued or running job")
-    c.add_argument("job_id", type=int)
+    c.add_argument("job_id", type=_row_id)
     _add_db(c)
 
     e = sub.add_parser("export", help="every job as an export record")
     _add_db(e)
     e.add_argument("--format", choices=("json", "csv"), required=True)
     e.add_argument("-o", "--output", help="file to write (default: stdout)")
-    e.add_argument("--sweep", type=int, action="append", help="only these sweeps")
+    e.add_argument("--sweep", type=_row_id, action="append", help="only these sweeps")
     e.add_argument("--raw", action="store_true", help="json only: include raw samples and schedule calls")
 
     r = sub.add_parser("report", help="the answer: per model, batch size and configuration, speedup with a 95% "
                                       "interval, first calls, break-even and a verdict (as Results shows first)")
     _add_db(r)
     r.add_argument("--format", choices=("md", "json", "csv"), default="md")
-    r.add_argument("--sweep", type=int, action="append", help="only these sweeps")
+    r.add_argument("--sweep", type=_row_id, action="append", help="only these sweeps")
     r.add_argument("-o", "--output", help="file to write (default: stdout)")
 
     cal = sub.add_parser("calibrate", help="measure this host's device ceilings (copy bandwidth, matmul rate)")
@@ -125,6 +128,25 @@ def main(argv: list[str] | None = None) -> int:
     except (queue.QueueError, DatabaseError, zoo.ModelFileError, UsageError, GpuError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a folder or file of ours: --home unwritable, export -o into a missing folder
+        print(f"error: {e.strerror or type(e).__name__}: {e.filename or ''}".rstrip(": "), file=sys.stderr)
+        return 2
+    except sa_exc.SQLAlchemyError as e:  # the server down, a damaged SQLite file: one line, no traceback
+        print(f"error: database {describe(resolve_url(getattr(args, 'db', None)))}: {_first_line(e)}",
+              file=sys.stderr)
+        return 2
+
+
+def _first_line(e: Exception) -> str:
+    text = str(getattr(e, "orig", None) or e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def _row_id(text: str) -> int:
+    """A job or sweep id: a positive integer a database column can hold (not '１', not 10**30)."""
+    if not re.fullmatch(r"[0-9]+", text.strip()) or not 1 <= int(text) < 2**63:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a job or sweep id (a positive integer)")
+    return int(text)
 
 
 FLAGS = {name: axis.flag for name, axis in BY_FIELD.items()} | {"timeout_s": "--timeout", "model_args": "--arg"}
@@ -160,7 +182,7 @@ def _model_args(pairs: list[str]) -> dict:
         if "=" not in pair:
             raise UsageError(f"--arg {pair!r}: expected NAME=VALUE")
         name, value = pair.split("=", 1)
-        out[name.strip()] = int(value) if value.strip().lstrip("-").isdigit() else value.strip()
+        out[name.strip()] = int(value) if re.fullmatch(r"-?[0-9]+", value.strip()) else value.strip()
     return out
 
 
@@ -187,6 +209,8 @@ def cmd_work(args) -> int:
         listed = gpus.parse_gpus(args.gpus)
         get_engine(args.db)  # a bad URL fails here, once, not in every worker; the schema is upgraded once
         return gpus.supervise(listed, _without_gpus(args.argv[1:]))
+    if args.gpu is not None:
+        args.gpu = gpus.parse_gpu(args.gpu)
     gpus.arm_supervised_worker()
     cfg = WorkerConfig(db_url=args.db, home=Path(args.home), gpu=args.gpu, lease_s=args.lease,
                        grace_s=args.grace, models_dirs=args.models_dir, spawn=args.spawn,
@@ -278,12 +302,12 @@ def cmd_report(args) -> int:
 def cmd_calibrate(args) -> int:
     import os
 
-    from runner import ceilings
+    from runner import ceilings, gpus
     from runner.worker import PROJECT_ROOT
 
     env = dict(os.environ)  # the calibration child starts in PROJECT_ROOT, where `-m runner.child` finds the code
     if args.gpu is not None:
-        env["CUDA_VISIBLE_DEVICES"] = args.gpu
+        env["CUDA_VISIBLE_DEVICES"] = gpus.parse_gpu(args.gpu)
     found = ceilings.measure(get_engine(args.db), args.device, env, PROJECT_ROOT)
     print(f"{found['device_name']}: copy {found['copy_gbps']:.1f} GB/s; matmul " +
           ", ".join(f"{k} {v:.2f} TFLOP/s" for k, v in found["matmul_tflops"].items()))

@@ -34,11 +34,13 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from db import queue
 from db.database import get_engine
-from db.engine import MalformedJSON
+from db.engine import DatabaseGone, MalformedJSON, check_identity, file_identity
 from db.models import JobStatus
 from db.spec import ExperimentSpec, SpecError
 from runner import ceilings, zoo
 from runner.child import WORKER_PID_ENV
+from runner.lease import LeaseKeeper, read_progress
+from runner.reaper import kill_tree
 from runner.spawn import SpawnError, make_spawner
 
 log = logging.getLogger("compile_lab.worker")
@@ -71,10 +73,14 @@ class Outcome:
     result: dict | None = None
 
 
+HANDED_BACK = Outcome(None, "handed back: the worker's own files failed")
+
+
 class Worker:
     def __init__(self, cfg: WorkerConfig):
         self.cfg = cfg
         self.engine = get_engine(cfg.db_url)
+        self.db_file = file_identity(self.engine)  # a SQLite file deleted or replaced later is noticed
         self.hostname = socket.gethostname()
         self.id = f"{self.hostname}:{os.getpid()}:{'gpu' + cfg.gpu if cfg.gpu is not None else 'any'}:{uuid.uuid4().hex[:6]}"
         self.stop = threading.Event()  # first SIGTERM/SIGINT: claim nothing more, let the child finish
@@ -150,6 +156,7 @@ class Worker:
             while not self.stop.is_set():
                 if self.cfg.max_jobs is not None and done >= self.cfg.max_jobs:
                     break
+                check_identity(self.engine, self.db_file)
                 try:
                     queue.requeue_expired(self.engine)
                     claimed_at = time.monotonic()  # the lease runs from (no later than) here
@@ -157,7 +164,8 @@ class Worker:
                                              self.cfg.lease_s)
                     if claim is None:
                         queue.heartbeat_worker(self.engine, self.id, "idle")
-                except OperationalError as e:  # database down or locked past the busy timeout: wait, retry
+                except (OperationalError, OSError) as e:  # database down or locked past the busy timeout, or
+                    # its lock file or folder unwritable: wait, retry
                     log.warning("worker %s: database unavailable (%s); retrying", self.id, _first_line(e))
                     self.stop.wait(max(self.cfg.poll_s, 1.0))
                     continue
@@ -166,8 +174,13 @@ class Worker:
                         break
                     self.stop.wait(self.cfg.poll_s)
                     continue
-                self.run_claim(claim, claimed_at)
+                if self.run_claim(claim, claimed_at) is HANDED_BACK:
+                    self.stop.wait(max(self.cfg.poll_s, 1.0))  # our own files failed: not the job's turn yet
+                    continue
                 done += 1
+        except DatabaseGone as e:
+            log.error("worker %s: %s", self.id, e)
+            raise
         finally:
             self.spawner.close()
             self._retry("mark the worker stopped", lambda: queue.heartbeat_worker(self.engine, self.id, "stopped"))
@@ -181,7 +194,6 @@ class Worker:
                 self.engine, claim.job_id, claim.token, f"worker {self.id} stopped before starting it; re-queued"))
             return Outcome(None)
         jobdir = self.home / "jobs" / f"{claim.job_id}-{claim.attempt}"
-        jobdir.mkdir(parents=True, exist_ok=True)
         logfile = jobdir / "child.log"
         self._retry("note the worker busy", lambda: queue.heartbeat_worker(self.engine, self.id, "busy", claim.job_id))
         try:
@@ -189,7 +201,10 @@ class Worker:
         except SpecError as e:
             outcome = Outcome(JobStatus.FAILED, f"stored spec is invalid: {e}")
         else:
-            outcome = self._supervise(claim, spec, jobdir, logfile, claimed_at or time.monotonic())
+            try:
+                outcome = self._supervise(claim, spec, jobdir, logfile, claimed_at or time.monotonic())
+            except OSError as e:  # the worker's own folder failed (full, unwritable): not the experiment's fault
+                return self._hand_back(claim, f"cannot use its job folder {jobdir} ({_first_line(e)})")
         if outcome.status is JobStatus.SUCCEEDED:
             try:
                 outcome.result = ceilings.place_result(self.engine, spec, outcome.result)
@@ -230,15 +245,17 @@ class Worker:
             raise SpecError("model", f"{spec.model!r} is not in the zoo of worker {self.id}")
         return spec.check_model(zoo.model_infos(self.entries))
 
-    def _retry(self, what: str, write):
-        """Run a database write, retrying while the database is unreachable or locked, for up to one lease
-        (after that the lease is gone anyway: another worker re-runs the job). None if it never went in."""
-        deadline = time.monotonic() + self.cfg.lease_s
+    def _retry(self, what: str, write, patient: bool = False):
+        """Run a database write, retrying while the database is unreachable or locked (or its lock file
+        unwritable), for up to one lease (after that the lease is gone anyway: another worker re-runs the
+        job), or, if patient, until it goes in (handing a job back is all there is left to do; a second
+        SIGTERM ends the wait). None if it never went in."""
+        deadline = None if patient else time.monotonic() + self.cfg.lease_s
         while True:
             try:
                 return write()
-            except OperationalError as e:
-                if time.monotonic() > deadline:
+            except (OperationalError, OSError) as e:
+                if self.hurry.is_set() if deadline is None else time.monotonic() > deadline:
                     log.error("worker %s: could not %s: %s; giving up", self.id, what, _first_line(e))
                     return None
                 log.warning("worker %s: could not %s (%s); retrying", self.id, what, _first_line(e))
@@ -247,6 +264,7 @@ class Worker:
     def _supervise(self, claim: queue.Claim, spec: ExperimentSpec, jobdir: Path, logfile: Path,
                    claimed_at: float) -> Outcome:
         spec_file, result_file, progress_file = jobdir / "spec.json", jobdir / "result.json", jobdir / "progress.jsonl"
+        jobdir.mkdir(parents=True, exist_ok=True)
         spec_file.write_text(spec.to_json())
         for stale in (result_file, progress_file):  # a released attempt re-runs in the same folder
             stale.unlink(missing_ok=True)
@@ -260,12 +278,13 @@ class Worker:
             cache = self.home / "cache"
         env["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
         env["TRITON_CACHE_DIR"] = str(cache / "triton")
-        argv = ["--spec", str(spec_file), "--result", str(result_file), "--progress", str(progress_file)]
+        argv = ["--spec", str(spec_file), "--result", str(result_file), "--progress", str(progress_file),
+                "--lease-file", str(jobdir / "lease")]
         for d in self.cfg.models_dirs:
             argv += ["--models-dir", str(Path(d).resolve())]
         deadline = time.monotonic() + spec.timeout_s
         stop_deadline = None
-        lease = LeaseKeeper(self, claim, progress_file, claimed_at)
+        lease = LeaseKeeper(self, claim, jobdir, claimed_at)
         lease.start()  # before the spawn: starting a fresh preloaded parent can take a while
         proc = None
         try:
@@ -285,13 +304,15 @@ class Worker:
                 kill_group(proc)  # grandchildren (inductor compile workers) must not outlive the job
             if cold_dir is not None:
                 shutil.rmtree(cold_dir, ignore_errors=True)
-        phase, _ = _read_progress(progress_file)
+        phase, _ = read_progress(progress_file)
+        if rc == -signal.SIGKILL and time.monotonic() > lease.child_deadline():  # the child's keeper stopped it
+            return self._lease_stale(claim, lease, phase)
         return read_outcome(rc, result_file, phase)
 
     def _check(self, proc, claim, lease, progress_file: Path, deadline: float, spec: ExperimentSpec,
                stop_deadline: float | None):
         """One look at a running child: an Outcome if it must end now, else the (new) stop deadline."""
-        phase, _ = _read_progress(progress_file)
+        phase, _ = read_progress(progress_file)
         if time.monotonic() > deadline:
             kill_group(proc)
             return Outcome(JobStatus.TIMED_OUT, f"timed out after {spec.timeout_s} s (while {phase}); "
@@ -301,12 +322,12 @@ class Worker:
             return Outcome(None)
         if lease.stale():  # the database has not taken a renewal for almost a whole lease
             kill_group(proc)  # first: once the lease ends, another worker may start this job
-            log.error("job %s: lease not renewed for %.0f s (database unreachable?); child stopped",
-                      claim.job_id, time.monotonic() - lease.renewed_at)
-            self._retry("hand the job back", lambda: queue.release(  # once the database answers again
-                self.engine, claim.job_id, claim.token, f"worker {self.id} could not renew the lease "
-                f"while {phase}; re-queued without counting the attempt"))
-            return Outcome(None)
+            return self._lease_stale(claim, lease, phase)
+        try:
+            check_identity(self.engine, self.db_file)
+        except DatabaseGone:
+            kill_group(proc)
+            raise
         if self.stop.is_set():
             stop_deadline = stop_deadline or time.monotonic() + self.cfg.grace_s
             if self.hurry.is_set() or time.monotonic() > stop_deadline:
@@ -316,6 +337,23 @@ class Worker:
                                                             "re-queued without counting the attempt"))
                 return Outcome(None)
         return stop_deadline
+
+    def _lease_stale(self, claim: queue.Claim, lease: LeaseKeeper, phase: str) -> Outcome:
+        lease.done.set()  # renewing is over: what is left is handing the job back
+        log.error("job %s: lease not renewed for %.0f s (database unreachable or its files unwritable?); "
+                  "child stopped", claim.job_id, time.monotonic() - lease.renewed_at)
+        self._retry("hand the job back", lambda: queue.hand_back(  # once the database answers again
+            self.engine, claim.job_id, claim.token, self.id, claim.attempt, f"worker {self.id} could not renew "
+            f"the lease while {phase}; re-queued without counting the attempt"), patient=True)
+        return Outcome(None)
+
+    def _hand_back(self, claim: queue.Claim, why: str) -> Outcome:
+        log.error("job %s: worker %s %s; handed back, retrying later", claim.job_id, self.id, why)
+        self._retry("hand the job back", lambda: queue.hand_back(
+            self.engine, claim.job_id, claim.token, self.id, claim.attempt,
+            f"worker {self.id} {why}; re-queued without counting the attempt"), patient=True)
+        self._retry("note the worker idle", lambda: queue.heartbeat_worker(self.engine, self.id, "idle"))
+        return HANDED_BACK
 
     def _spawn_failed(self, claim: queue.Claim, error: SpawnError) -> Outcome:
         """The preloaded parent failed (it died, or was killed with its children): that is the worker's
@@ -329,40 +367,6 @@ class Worker:
             self.engine, claim.job_id, claim.token,
             f"worker {self.id}: {error}; re-queued without counting the attempt"))
         return Outcome(None)
-
-
-class LeaseKeeper(threading.Thread):
-    """Renews one job's lease every beat, in its own thread, so that a slow, locked or unreachable
-    database never stalls the supervision of the child (timeouts, cancels, signals). The supervisor
-    reads `lost` (the lease is gone: cancelled or taken back) and `stale()` (no renewal went in for
-    almost a whole lease: other workers may soon take the job back, so the child must stop now)."""
-
-    def __init__(self, worker: Worker, claim: queue.Claim, progress_file: Path, claimed_at: float):
-        super().__init__(daemon=True, name=f"lease-{claim.job_id}")  # daemon: a write stuck on a lock never blocks exit
-        self.worker, self.claim, self.progress_file = worker, claim, progress_file
-        self.renewed_at = claimed_at  # the lease ends no later than a lease after the claim was sent
-        self.lost = threading.Event()
-        self.done = threading.Event()
-
-    def stale(self) -> bool:
-        # a renewal sets the expiry from the moment it was sent (renewed_at); stop half a beat before it
-        return time.monotonic() > self.renewed_at + self.worker.cfg.lease_s - self.worker.beat_s / 2
-
-    def run(self) -> None:
-        w, c = self.worker, self.claim
-        while not self.done.wait(w.beat_s):
-            phase, progress = _read_progress(self.progress_file)
-            sent = time.monotonic()
-            try:
-                alive = queue.heartbeat_job(w.engine, c.job_id, c.token, w.cfg.lease_s, phase, progress)
-                queue.heartbeat_worker(w.engine, w.id, "busy", c.job_id)
-            except OperationalError as e:  # briefly unreachable: keep the child, try again next beat
-                log.warning("job %s: heartbeat failed (%s); retrying", c.job_id, _first_line(e))
-                continue
-            if not alive:
-                self.lost.set()
-                return
-            self.renewed_at = sent
 
 
 def read_outcome(rc: int, result_file: Path, phase: str) -> Outcome:
@@ -387,9 +391,16 @@ def read_outcome(rc: int, result_file: Path, phase: str) -> Outcome:
 
 
 def kill_group(proc) -> None:
-    """SIGKILL the child's process group (grandchildren included) and reap the child."""
+    """SIGKILL the child's whole tree (runner/reaper.py: descendants in other sessions too), its process
+    group, and reap the child."""
     if getattr(proc, "inline", False):  # --spawn inline: the job ran in this process, which must live on
         return
+    try:
+        running = proc.wait(0) is None
+    except SpawnError:
+        running = True
+    if running:  # an exited child's pid may already belong to someone else: never stop that one
+        kill_tree(proc.pid)
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:  # a child forked a moment ago may not lead its own group yet
@@ -404,17 +415,6 @@ def kill_group(proc) -> None:
             log.error("child %s did not die after SIGKILL", proc.pid)
     except SpawnError:
         pass
-
-
-def _read_progress(path: Path) -> tuple[str, float | None]:
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(0, os.path.getsize(path) - 4096))
-            lines = f.read().decode(errors="replace").strip().splitlines()
-        last = json.loads(lines[-1])
-        return last.get("phase") or "starting", last.get("progress")
-    except (OSError, ValueError, IndexError):
-        return "starting", None
 
 
 def _first_line(e: Exception) -> str:

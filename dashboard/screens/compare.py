@@ -5,6 +5,8 @@ import plotly.express as px
 import streamlit as st
 
 from dashboard import diff, frame, state
+from dashboard.markup import md
+from dashboard.markup import plot as plot_text
 from db import axes, views
 from db.results import export_records
 from db.spec import dynamic_text
@@ -71,7 +73,7 @@ def judged(model_a: str, model_b: str) -> bool:
     """Whether changes between A and B may be called better or worse: not between two models (a warning
     says so)."""
     if model_a != model_b:
-        st.warning(DIFFERENT_MODELS.format(a=model_a, b=model_b))
+        st.warning(DIFFERENT_MODELS.format(a=md(model_a), b=md(model_b)))
     return model_a == model_b
 
 
@@ -132,8 +134,8 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
                "compiled code, so when it moved, a compiled change of the same size is the machine, not the setting.")
     if both_ran.empty:
         return  # one side's bars alone compare nothing; an empty plot with made-up axes says nothing
-    plot = pd.concat([nums.assign(sweep=f"A: {labels[a]}", speedup=nums["speedup A"]),
-                      nums.assign(sweep=f"B: {labels[b]}", speedup=nums["speedup B"])]).dropna(subset=["speedup"])
+    plot = pd.concat([nums.assign(sweep=f"A: {plot_text(labels[a])}", speedup=nums["speedup A"]),
+                      nums.assign(sweep=f"B: {plot_text(labels[b])}", speedup=nums["speedup B"])]).dropna(subset=["speedup"])
     plot["combination"] = ("bs " + plot["batch_size"].astype(str) + " · " + plot["backend"] + "/" + plot["mode"]
                            + " · dynamic=" + plot["dynamic"].astype(str) + " · fullgraph=" + plot["fullgraph"].astype(str))
     fig = px.bar(plot, x="combination", y="speedup", color="sweep", barmode="group",

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
+from dashboard.markup import md
 from db import queue, views
 from db.models import JobStatus
 from db.results import export_records
@@ -113,7 +114,7 @@ def actions_form() -> None:
     try:
         ids = parse_ids(text)
     except ValueError as e:
-        problem.error(f"Job ids: {e}", icon=":material/error:")
+        problem.error(f"Job ids: {md(e)}", icon=":material/error:")
         return
     engine = state.engine()
     if cancel:
@@ -126,7 +127,7 @@ def actions_form() -> None:
         if done:
             st.success("Cancelled " + ", ".join(done))
         if errors:
-            problem.error("Job ids: " + "; ".join(errors), icon=":material/error:")
+            problem.error("Job ids: " + md("; ".join(errors)), icon=":material/error:")
     else:
         known = views.job_statuses(engine, ids)
         missing = [i for i in ids if i not in known]
@@ -136,7 +137,7 @@ def actions_form() -> None:
         try:
             new = queue.resubmit(engine, ids)  # all or nothing
         except queue.QueueError as e:
-            problem.error(f"Job ids: {e}; nothing was re-submitted", icon=":material/error:")
+            problem.error(f"Job ids: {md(e)}; nothing was re-submitted", icon=":material/error:")
         else:
             st.success(f"Re-submitted {len(new)} job(s) as #{', #'.join(map(str, new))}")
 
@@ -151,7 +152,7 @@ def job_detail() -> None:
         st.warning(f"No job #{job_id}.")
         return
     st.markdown(f"**#{detail['job_id']}** in sweep {detail['sweep_id']}: {state.STATUS_ICONS.get(detail['status'])} "
-                f"{detail['status']}, attempt {detail['attempts']}" + (f" on {detail['worker']}" if detail["worker"] else ""))
+                f"{detail['status']}, attempt {detail['attempts']}" + (f" on {md(detail['worker'])}" if detail["worker"] else ""))
     if detail["error"]:  # as code, not Markdown: a source line like `heads[np.random.randint(...)](x)` stays intact
         st.markdown(":red[**Error**]")
         st.code(detail["error"], language=None, wrap_lines=True)
@@ -180,9 +181,9 @@ def result_summary(detail: dict) -> None:
                 if r["compiled_first_call_s"] is not None else "–")
     c[5].metric("Recompiles", r["recompiles"] if r["recompiles"] is not None else "–")
     if r["host_note"]:
-        st.caption(f"Host-bound: {r['host_note']}.")
+        st.caption(f"Host-bound: {md(r['host_note'])}.")
     label = detail["sweep_label"]  # the Results sweep filter's label (db.spec.sweep_label)
-    st.page_link("screens/results.py", label=f"Sweep {label} on Results", icon=":material/monitoring:",
+    st.page_link("screens/results.py", label=f"Sweep {md(label)} on Results", icon=":material/monitoring:",
                  query_params={"sweep": [label], "plot": r["model"]})
 
 

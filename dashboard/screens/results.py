@@ -8,6 +8,7 @@ copied link opens the same tab."""
 import streamlit as st
 
 from dashboard import answer, charts, filters, frame, labels, repeats, roofline, state, stats
+from dashboard.markup import md
 from db import axes, ceilings_view, results, views
 from db.results import RECORD_FIELDS
 
@@ -339,7 +340,7 @@ def failures_section(bad) -> None:
         st.caption(f"The newest {FAIL_ROWS:,} of {len(bad):,}; all of them are in the table and the downloads.")
     with st.expander("Full reasons (newest 20)", expanded=len(bad) <= 3):
         for row in bad.iloc[::-1].head(20).itertuples():
-            st.markdown(f"**#{row.job_id}** {row.model} bs={row.batch_size} {row.backend}/{row.mode} "
+            st.markdown(f"**#{row.job_id}** {md(row.model)} bs={row.batch_size} {row.backend}/{row.mode} "
                         f"dynamic={row.dynamic} fullgraph={row.fullgraph}: **{row.status}**")
             st.code(row.error, language=None, wrap_lines=True)
 

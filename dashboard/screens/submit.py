@@ -9,6 +9,7 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.embedded import ENV_SWITCH, enabled
+from dashboard.markup import md
 from dashboard.presets import PRESETS
 from dashboard.submission import FormValues, message, plan, slot_for, submit_all
 from db import queue, views
@@ -148,7 +149,7 @@ def sweep_form(catalog: dict, devices: set) -> None:
             mine = {sweep_id for sweep_id, _ in st.session_state.get("submitted") or []}  # just sent from here
             same = [(i, t) for i, t in views.sweeps_named(state.engine(), name.strip()) if i not in mine]
             if same:  # allowed (the same experiment run again), but the pickers then tell them apart by number
-                st.caption(f"{len(same)} sweep{'s are' if len(same) > 1 else ' is'} already named “{name.strip()}” "
+                st.caption(f"{len(same)} sweep{'s are' if len(same) > 1 else ' is'} already named “{md(name.strip())}” "
                            f"(newest #{same[0][0]}, {same[0][1]:%Y-%m-%d %H:%M} UTC): this one gets its own number, "
                            "which the Results and Compare pickers show beside the name.")
         elif st.session_state.get("preset_name_cleared"):
@@ -160,7 +161,7 @@ def sweep_form(catalog: dict, devices: set) -> None:
                         schedule=schedule, iters=iters, timeout_s=timeout_s, repeat=repeat, name=name)
     planned = plan(values, catalog)
     if planned.error is not None:
-        slots.get(slot_for(planned.error.field), st).error(message(planned.error), icon=":material/error:")
+        slots.get(slot_for(planned.error.field), st).error(md(message(planned.error)), icon=":material/error:")
     if device not in devices:
         slots["device"].warning(f"No live worker offers {device}: the jobs wait until one does.")
 
@@ -195,7 +196,7 @@ def sweep_form(catalog: dict, devices: set) -> None:
         try:
             stored = submit_all(state.engine(), planned, state.catalog(state.engine()))
         except SpecError as e:  # the catalog changed between the count and the click
-            slots.get(slot_for(e.field), st).error(message(e), icon=":material/error:")
+            slots.get(slot_for(e.field), st).error(md(message(e)), icon=":material/error:")
         else:
             st.session_state["submitted"] = stored
             st.session_state["submitted_values"] = values
@@ -206,7 +207,7 @@ def sweep_form(catalog: dict, devices: set) -> None:
         summaries = {s.id: s for s in views.sweeps(state.engine(), limit=50)}
         for sweep_id, job_ids in submitted:
             label = summaries[sweep_id].label if sweep_id in summaries else f"#{sweep_id}"
-            st.success(f"Sweep {label}: {len(job_ids)} job(s) queued (ids {job_ids[0]}–{job_ids[-1]}).", icon=":material/check_circle:")
+            st.success(f"Sweep {md(label)}: {len(job_ids)} job(s) queued (ids {job_ids[0]}–{job_ids[-1]}).", icon=":material/check_circle:")
         ids = [s for s, _ in submitted if s in summaries]
         links = st.columns(4)
         links[0].page_link("screens/queue.py", label="Watch them on Queue", icon=":material/list:",

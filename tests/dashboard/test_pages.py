@@ -8,6 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.charts import HOST_COLORS
 from dashboard.embedded import ENV_SWITCH
+from dashboard.markup import md
 from db import queue
 from db.models import JobStatus
 from db.results import export_records
@@ -105,14 +106,14 @@ def test_submit_creates_exactly_the_jobs_shown(worker):
 def test_bad_input_is_reported_next_to_its_field_and_nothing_is_stored(worker):
     at = ok(page("submit"))
     at.text_input(key="f_batch").input("8, abc").run()
-    assert texts(at.error) == ["Batch sizes: expected an integer, got 'abc'"]
+    assert texts(at.error) == [md("Batch sizes: expected an integer, got 'abc'")]  # typed text stays text
     assert at.button(key="f_submit").disabled
     # the error sits in the matrix column, right under the batch-size box
     middle = at.columns[1]
-    assert texts(middle.error) == ["Batch sizes: expected an integer, got 'abc'"]
+    assert texts(middle.error) == [md("Batch sizes: expected an integer, got 'abc'")]
     at.text_input(key="f_batch").input("8").run()
     at.button_group(key="f_modes").set_value([]).run()
-    assert texts(at.columns[1].error) == ["Modes: choose at least one value"]
+    assert texts(at.columns[1].error) == [md("Modes: choose at least one value")]
     assert export_records(worker) == []
 
 
@@ -209,7 +210,7 @@ def test_queue_cancel_and_resubmit_through_the_form(worker):
     assert len(records) == 4 and records[-1]["status"] == "queued" and records[-1]["batch_size"] == 1
     at.text_input[0].input("twelve")
     ok(at.button[0].click().run())
-    assert any("'twelve' is not a job id" in t for t in texts(at.error))
+    assert any(md("'twelve' is not a job id") in t for t in texts(at.error))  # typed text stays text
 
 
 def test_queue_filters_come_from_the_link(worker):

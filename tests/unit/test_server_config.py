@@ -13,6 +13,13 @@ def test_bound_to_localhost_with_xsrf_protection_and_no_telemetry():
     assert config["server"]["fileWatcherType"] == "none"  # no half-reload of new code under a running app
 
 
+def test_local_host_names_only_cors_on_and_no_error_details_in_the_browser():
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert set(config["server"]["allowedHosts"]) == {"localhost", "127.0.0.1", "::1"}
+    assert config["server"]["enableCORS"] is True
+    assert config["client"]["showErrorDetails"] == "none"  # the traceback goes to the server's log
+
+
 def test_app_refuses_to_serve_beyond_localhost_unless_allowed(tmp_path, monkeypatch):
     """Started outside the project folder, Streamlit would not read .streamlit/config.toml."""
     import streamlit

@@ -1,0 +1,121 @@
+"""The dashboard over a database that fails under it, through Streamlit's AppTest: a PostgreSQL server
+that stops answering (a TCP proxy in front of the real server, closed mid-session) and a SQLite file
+with damaged pages. Every page shows one readable message instead of a traceback."""
+import os
+import socket
+import threading
+
+from sqlalchemy.engine import make_url
+from streamlit.testing.v1 import AppTest
+
+from bench.synthetic import fill
+from db.database import dispose_engine, get_engine
+from tests.conftest import ROOT
+
+PAGES = ["submit", "queue", "results", "compare"]
+
+
+class Proxy:
+    """127.0.0.1:<port> forwarded to the PostgreSQL server; close() cuts every connection and the port."""
+
+    def __init__(self, target: tuple[str, int]):
+        self.target, self.conns = target, []
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.target)
+            self.conns += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a, b):
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self):
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() blocked in the other thread
+        except OSError:
+            pass
+        self.listener.close()
+        for s in self.conns:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+                s.close()
+            except OSError:
+                pass
+
+
+def run(name: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=60)
+    at.switch_page(f"screens/{name}.py")
+    return at.run()
+
+
+def errors(at: AppTest) -> list[str]:
+    return [e.value for e in at.error] + [e.value for e in at.sidebar.error]
+
+
+def test_postgresql_stopping_under_the_pages_gives_a_readable_message(pg_url, monkeypatch):
+    real = make_url(pg_url)
+    proxy = Proxy((real.host or "localhost", real.port or 5432))
+    url = real.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+    monkeypatch.setenv("DATABASE_URL", url)
+    monkeypatch.setenv("COMPILE_LAB_EMBEDDED_WORKER", "0")
+    monkeypatch.setenv("COMPILE_LAB_RESULTS_CACHE", "0")
+    fill(get_engine(url), 48, seed=1, device="cpu", ceilings=False)
+    try:
+        at = run("results")
+        assert not at.exception and not errors(at)
+        proxy.close()  # the server is gone from here on
+        for name in PAGES:
+            at = run(name)
+            assert not at.exception, (name, [e.value for e in at.exception])
+            assert any("is not answering" in t for t in errors(at)), (name, errors(at))
+            assert not any("Traceback" in t or "lab:lab@" in t for t in errors(at))
+    finally:
+        proxy.close()
+        dispose_engine(url)
+
+
+def test_a_damaged_sqlite_file_gives_a_readable_message(tmp_path, monkeypatch):
+    path = tmp_path / "lab.db"
+    url = f"sqlite:///{path}"
+    fill(get_engine(url), 240, seed=1, device="cpu", ceilings=False)
+    with get_engine(url).connect() as c:
+        c.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    dispose_engine(url)
+    size = os.path.getsize(path)
+    with open(path, "r+b") as f:  # the second half (results, written last): garbage; the schema still opens
+        for offset in range(size // 2 // 4096 * 4096, size, 4096):
+            f.seek(offset)
+            f.write(b"\xa5" * 4096)
+    monkeypatch.setenv("DATABASE_URL", url)
+    monkeypatch.setenv("COMPILE_LAB_EMBEDDED_WORKER", "0")
+    monkeypatch.setenv("COMPILE_LAB_RESULTS_CACHE", "0")
+    try:
+        damaged = []
+        for name in PAGES:
+            at = run(name)
+            assert not at.exception, (name, [e.value for e in at.exception])
+            damaged += [name for t in errors(at) if "may be damaged" in t]
+        assert "results" in damaged, damaged  # the page that reads every result says what is wrong
+    finally:
+        dispose_engine(url)

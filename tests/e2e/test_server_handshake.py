@@ -1,0 +1,63 @@
+"""The browser connection of a real `streamlit run dashboard/app.py`: a raw WebSocket handshake (as a
+browser sends it) is accepted from the app's own page and refused for a foreign Host name (DNS
+rebinding: evil.example resolved to 127.0.0.1) or a foreign Origin."""
+import base64
+import os
+import signal
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT, wait_until
+from tests.e2e.test_browser import healthy
+
+
+def free_port_in(lo: int = 8700, hi: int = 8800) -> int:
+    for port in range(lo, hi):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
+    pytest.skip("no free port in 8700-8799")
+
+
+@pytest.fixture
+def server(tmp_path):
+    port = free_port_in()
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'lab.db'}", "COMPILE_LAB_EMBEDDED_WORKER": "0"}
+    with open(tmp_path / "app.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "dashboard/app.py", "--server.port",
+                                 str(port)], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        wait_until(lambda: healthy(f"http://localhost:{port}") or proc.poll() is not None, 60, "the app to serve")
+        assert proc.poll() is None, (tmp_path / "app.log").read_text()[-3000:]
+        yield port
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+
+
+def handshake(port: int, host: str, origin: str) -> str:
+    """The status line the server answers a WebSocket upgrade with."""
+    key = base64.b64encode(os.urandom(16)).decode()
+    request = (f"GET /_stcore/stream HTTP/1.1\r\nHost: {host}\r\nOrigin: {origin}\r\nUpgrade: websocket\r\n"
+               f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(request.encode())
+        return s.recv(4096).decode(errors="replace").split("\r\n", 1)[0]
+
+
+def test_websocket_refuses_a_foreign_host_or_origin(server):
+    port = server
+    assert " 101 " in handshake(port, f"localhost:{port}", f"http://localhost:{port}")  # the app's own page
+    assert " 101 " in handshake(port, f"127.0.0.1:{port}", f"http://127.0.0.1:{port}")
+    for host, origin in [(f"evil.example:{port}", f"http://evil.example:{port}"),  # DNS rebinding
+                         (f"localhost:{port}", "http://evil.example"),  # another site's page
+                         (f"lab.localhost.evil.example:{port}", f"http://lab.localhost.evil.example:{port}")]:
+        status = handshake(port, host, origin)
+        assert " 101 " not in status, (host, origin, status)
