@@ -7,7 +7,7 @@ Only the open tab runs (st.tabs bound to the URL's `view`), so a visit pays for 
 copied link opens the same tab."""
 import streamlit as st
 
-from dashboard import answer, charts, filters, frame, labels, repeats, roofline, state, stats
+from dashboard import answer, charts, diagnosis, filters, frame, labels, repeats, roofline, state, stats
 from dashboard.markup import md
 from db import axes, ceilings_view, results, views
 from db.results import RECORD_FIELDS
@@ -137,8 +137,8 @@ def speed_figures(key: tuple, _shown, model: str, _store, clock: str = "latency"
     out["eager_drift"] = stats.eager_drift(agg)
     if len(with_schedule):
         newest = with_schedule.sort_values("job_id").tail(SCHEDULE_JOBS)
-        sched = charts.schedule_frame(view, views.schedule_calls(_store.engine, newest["job_id"].tolist()))
-        out["timeline"] = charts.recompile_timeline(sched)
+        sched = diagnosis.schedule_frame(view, views.schedule_calls(_store.engine, newest["job_id"].tolist()))
+        out["timeline"] = diagnosis.recompile_timeline(sched)
     return out
 
 
@@ -149,9 +149,9 @@ def launch_figures(key: tuple, _shown, model: str, _store) -> dict:
     view = _store.complete(v["view"], views.FIRST_CALL_FIELDS)
     parts = stats.breakdown_frame(labels.split_by_graph_cache(view))
     host = stats.gpu_latency_frame(v["agg"])
-    return {"breakdown": charts.warmup_breakdown(parts, v["fails"]), "empty": parts.empty,
+    return {"breakdown": diagnosis.warmup_breakdown(parts, v["fails"]), "empty": parts.empty,
             "no_breakdown": bool((parts["part"] == stats.NO_BREAKDOWN).any()),
-            "host": None if host.empty else charts.gpu_in_latency(host, v["fails"], charts.breakdown_rows(parts, v["fails"]))}
+            "host": None if host.empty else diagnosis.gpu_in_latency(host, v["fails"], diagnosis.breakdown_rows(parts, v["fails"]))}
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -169,7 +169,7 @@ def repeat_parts(view) -> dict | None:
     groups = rep.sort_values(["sweep_id", "batch_size"], ascending=[False, True])["group"].drop_duplicates().tolist()
     pairs = repeats.separability(spans)
     pairs["verdict"] = pairs["verdict"].map({repeats.SEPARATED: "✅ separated", repeats.NOT_SEPARABLE: "≈ not separable"})
-    return {"figure": charts.repeat_spread(runs, spans, groups[:REPEAT_GROUPS]), "groups": groups,
+    return {"figure": diagnosis.repeat_spread(runs, spans, groups[:REPEAT_GROUPS]), "groups": groups,
             "chains": repeats.chains(spans), "pairs": pairs, "summary": repeats.summary(rep)}
 
 
@@ -183,7 +183,7 @@ def roofline_points(key: tuple, _shown, _store):
 def roofline_figure(key: tuple, _pts, _ceilings: list, color_by: str) -> dict:
     """The roofline of every model in view (`key` names the data, filters, ceilings and colour)."""
     lines = roofline.lines(roofline.ceilings_in_view(_ceilings, _pts), _pts)
-    return {"figure": charts.roofline(_pts, lines, color_by), "missing": roofline.missing_ceilings(_ceilings, _pts),
+    return {"figure": diagnosis.roofline(_pts, lines, color_by), "missing": roofline.missing_ceilings(_ceilings, _pts),
             "off": roofline.off_plot(_pts)}
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard import charts, diff, filters, frame, labels, repeats, roofline, snapshot, stats, store
+from dashboard import charts, diagnosis, diff, filters, frame, labels, repeats, roofline, snapshot, stats, store
 from dashboard.submission import FormValues, label_for, message, plan, slot_for, submit_all
 from db import queue, views
 from db.ceilings_view import newest_ceilings
@@ -184,9 +184,9 @@ def test_one_batch_size_sets_configurations_side_by_side():
 def test_schedule_timeline_rings_recompiles(engine, synthetic):
     view = labels.label_series(synthetic[synthetic["model"] == "simplenet"])
     ids = view.loc[view["has_schedule"] & (view["status"] == "succeeded"), "job_id"].tolist()[:3]
-    sched = charts.schedule_frame(view, views.schedule_calls(engine, ids))
+    sched = diagnosis.schedule_frame(view, views.schedule_calls(engine, ids))
     assert len(sched) == 9 and sched["recompiled"].sum() == 6
-    fig = charts.recompile_timeline(sched)
+    fig = diagnosis.recompile_timeline(sched)
     ringed = [t for t in fig.data if t.name == "recompiled"]
     assert sum(len(t.x) for t in ringed) == 6
 
@@ -558,7 +558,7 @@ def test_separability_needs_ranges_that_do_not_overlap():
     assert pairs.loc[("inductor/reduce-overhead", "inductor/default"), "faster ms"] == "2.882 (2.88–2.885, 3 runs)"
     assert repeats.chains(spans) == {
         "#1 modes · bs 32": "inductor/reduce-overhead < inductor/max-autotune ≈ inductor/default < eager"}
-    fig = charts.repeat_spread(runs, spans, ["#1 modes · bs 32"])
+    fig = diagnosis.repeat_spread(runs, spans, ["#1 modes · bs 32"])
     assert sum(len(t.x) for t in fig.data if t.mode == "markers") == 16
 
 
@@ -613,7 +613,7 @@ def test_roofline_points_lines_and_missing_ceilings(engine):
     assert missing.values.tolist() == [["cpu", "AMD EPYC", "float32"]]
     assert roofline.off_plot(pts) == ("sincos on NVIDIA H100 80GB HBM3 (1 configuration): 3,056 GB/s, "
                                       "at best 104% of the roofline.")
-    fig = charts.roofline(pts, line, "model")
+    fig = diagnosis.roofline(pts, line, "model")
     assert [t.name for t in fig.data if t.mode == "lines"] == ["NVIDIA H100 80GB HBM3 · float32: 51.2 TFLOP/s, 2,952 GB/s"]
     hollow = [t for t in fig.data if t.mode == "markers" and (t.marker.symbol or "").endswith("-open") and t.x[0] is not None]
     assert len(hollow) == 1 and hollow[0].name == "complexnet"
@@ -662,7 +662,7 @@ def test_a_warm_job_that_found_no_cached_graph_is_not_labelled_plain_warm(synthe
         ["hit", "miss"], "compiled_first_call_s"].tolist() == [hit["compiled_first_call_s"],
                                                                hit["compiled_first_call_s"] * 5]
     got = stats.breakdown_frame(labels.split_by_graph_cache(view))
-    hatched = charts.warmup_breakdown(got, stats.failures(view))
+    hatched = diagnosis.warmup_breakdown(got, stats.failures(view))
     shapes = [shape for t in hatched.data if t.marker and t.marker.pattern and t.marker.pattern.shape is not None
               for shape, series in zip(t.marker.pattern.shape, t.y) if "not cached" in str(series)]
     assert shapes and set(shapes) == {""}
@@ -692,7 +692,7 @@ def test_breakdown_frame_takes_one_real_job_per_series(synthetic):
     assert eager.to_dict() == pytest.approx(ok.groupby("series")["eager_first_call_s"].median().to_dict())
     warm = comp[comp["cache"] == "warm"]
     assert len(warm) and (warm["cache_hits"] == "(1 cache hit, 0 misses)").all()
-    fig = charts.warmup_breakdown(got, stats.failures(view))
+    fig = diagnosis.warmup_breakdown(got, stats.failures(view))
     assert {t.name for t in fig.data} >= {"dynamo tracing", "codegen + kernel compile", "eager first call",
                                           "hatched: warm compile cache"}
 
@@ -705,7 +705,7 @@ def test_breakdown_without_a_recorded_breakdown_and_a_failed_only_series():
     assert got[["part", "seconds"]].values.tolist() == [[stats.NO_BREAKDOWN, 4.0], ["eager first call", 0.01]]
     fails = pd.DataFrame([{"job_id": 2, "status": "failed", "error": "compile failed: graph break", "batch_size": 8,
                            "config": "inductor/default · fullgraph=true", "series": "inductor/default · fullgraph=true"}])
-    fig = charts.warmup_breakdown(got, fails)
+    fig = diagnosis.warmup_breakdown(got, fails)
     assert "inductor/default · fullgraph=true" in fig.layout.yaxis.categoryarray
     assert any(a.text.startswith("✕ failed: compile failed") for a in fig.layout.annotations)
 
@@ -715,9 +715,9 @@ def test_gpu_time_inside_latency_host_bound_and_noisy_rings(synthetic):
     agg, fails = stats.summarize(view)
     agg = stats.with_noise(agg, view)
     host = stats.gpu_latency_frame(agg)
-    assert set(host["what"]) == set(charts.HOST_COLORS) and len(host) == 4 * len(agg)
+    assert set(host["what"]) == set(diagnosis.HOST_COLORS) and len(host) == 4 * len(agg)
     assert (host["overhead_ms"] == host["latency_ms"] - host["gpu_ms"]).all() and (host["overhead_ms"] > 0).all()
-    assert charts.gpu_in_latency(host, fails, sorted(agg["series"])).data
+    assert diagnosis.gpu_in_latency(host, fails, sorted(agg["series"])).data
     cpu = agg.assign(eager_gpu_ms=float("nan"), compiled_gpu_ms=float("nan"))
     assert stats.gpu_latency_frame(cpu).empty  # CPU jobs have no GPU clock: nothing to draw
     noisy = agg[agg["noisy_runs"] > 0]
