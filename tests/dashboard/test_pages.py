@@ -6,7 +6,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.charts import HOST_COLORS
+from dashboard.diagnosis import HOST_COLORS
 from dashboard.embedded import ENV_SWITCH
 from dashboard.markup import md
 from db import queue
