@@ -1,4 +1,4 @@
-"""`python -m runner`: submit, work, status, cancel, export, models (DESIGN.md, "CLI contract").
+"""`python -m runner`: submit, work, status, cancel, export, artifact, models (DESIGN.md, "CLI contract").
 
 Errors raised deep (SpecError, QueueError, DatabaseError, ModelFileError) are translated here, at the
 edge: one line on stderr and exit code 2, with nothing stored.
@@ -11,7 +11,7 @@ import logging
 import sys
 from pathlib import Path
 
-from db import queue
+from db import artifacts, queue
 from db.engine import DatabaseError, describe, resolve_url
 from db.database import get_engine
 from db.models import JobStatus, utcnow
@@ -91,6 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--sweep", type=int, action="append", help="only these sweeps")
     e.add_argument("--raw", action="store_true", help="json only: include raw samples and schedule calls")
 
+    a = sub.add_parser("artifact", help="write out one of a job's artifacts (output_code, fx_graphs, trace)")
+    a.add_argument("job_id", type=int)
+    a.add_argument("name")
+    a.add_argument("-o", "--output", help="file to write (default: stdout)")
+    _add_db(a)
+
     cal = sub.add_parser("calibrate", help="measure this host's device ceilings (copy bandwidth, matmul rate)")
     cal.add_argument("--device", choices=("cpu", "cuda"), default="cuda")
     cal.add_argument("--gpu", help="GPU index to pin (CUDA_VISIBLE_DEVICES)")
@@ -115,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             flag = f"--arg {e.field.split('.', 1)[1]}"
         print(f"error: {flag}: {message}", file=sys.stderr)
         return 2
-    except (queue.QueueError, DatabaseError, zoo.ModelFileError, UsageError, GpuError) as e:
+    except (queue.QueueError, artifacts.ArtifactError, DatabaseError, zoo.ModelFileError, UsageError, GpuError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
@@ -258,6 +264,16 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_artifact(args) -> int:
+    text = artifacts.text(get_engine(args.db), args.job_id, args.name)
+    if args.output:
+        Path(args.output).write_text(text)
+        print(f"job {args.job_id}: {args.name} ({len(text)} characters) written to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def cmd_calibrate(args) -> int:
     import os
 
@@ -287,4 +303,4 @@ def cmd_models(args) -> int:
 
 
 COMMANDS = {"submit": cmd_submit, "work": cmd_work, "status": cmd_status, "cancel": cmd_cancel,
-            "export": cmd_export, "models": cmd_models, "calibrate": cmd_calibrate}
+            "export": cmd_export, "artifact": cmd_artifact, "models": cmd_models, "calibrate": cmd_calibrate}
