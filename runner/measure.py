@@ -7,8 +7,9 @@ Order (DESIGN.md, "Measurement protocol"):
     each side's second call in its own memory window; outputs compared (runner.accuracy);
   steady state: both sides warmed up, then interleaved rounds of three clocks (runner.rounds, runner.timing),
     every raw sample kept, calls that triggered a compile dropped and counted;
-  the work of one call (runner.work), the shape schedule, then the record: numbers from the samples
-    (runner.stats), what the compiler did (runner.introspect), where it ran (runner.environment).
+  kernels per call, eager and compiled (runner.profile_counts), the work of one call (runner.work), the shape
+    schedule, then the record: numbers from the samples (runner.stats), what the compiler did (runner.introspect,
+    runner.trace), where it ran (runner.environment). The compiler's texts go to the artifacts folder, failed or not.
 """
 from __future__ import annotations
 
@@ -17,10 +18,12 @@ import functools
 import random
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import torch
 
+from db.artifacts import write_dir
 from db.record import ResultRecord
 from db.spec import ExperimentSpec
 from runner.accuracy import compare, reference, skip_reason, tensors
@@ -28,9 +31,11 @@ from runner.environment import environment, environment_detail, gpu_state
 from runner.introspect import (GraphBreakLog, cache_hits, compile_breakdown, compile_phases,
                                describe_compile_failure, metrics)
 from runner.memory import Memory
+from runner.profile_counts import count_both
 from runner.rounds import Crosscheck, ExperimentFailed, Report, measure_rounds, warmup
 from runner.stats import break_even_calls, clock_fields, paired_spread
 from runner.timing import CompileWatch, make_timer
+from runner.trace import CompileTrace, cache_layers
 from runner.work import achieved_rates, count_work
 from runner.zoo import ZooEntry, load_module
 
@@ -61,25 +66,32 @@ class Setup:
     timer: object
     watch: CompileWatch
     breaks: GraphBreakLog
+    trace: CompileTrace
 
 
-def run(spec: ExperimentSpec, entry: ZooEntry, report: Report) -> ResultRecord:
-    """Measure one job."""
+def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Path | None = None) -> ResultRecord:
+    """Measure one job; the compiler's texts (runner.trace) go to `artifacts_dir`, whether it succeeds or not."""
     started = time.perf_counter()
     from torch._dynamo.utils import set_compilation_metrics_limit
 
     set_compilation_metrics_limit(1_000_000)  # we slice this list by position: it must never roll over (64)
     report("building", None)
     job = build(spec, entry)
-    first = first_calls(job, report)
-    steady = steady_state(job, report)
-    work = count_work(job.eager_model, job.eager_step, job.inputs, job.training)
-    schedule = []
-    if spec.schedule:
-        report("schedule", None)
-        schedule = run_schedule(job.timer, job.watch, job.module, entry, spec, job.device, job.dtype,
-                                job.eager_step, job.compiled_step)
-    result = record(job, first, steady, work, schedule)
+    try:
+        first = first_calls(job, report)
+        steady = steady_state(job, report)
+        report("counting kernels", None)
+        kernels = count_both(job.eager_step, job.compiled_step, job.inputs, job.device, job.trace.output_codes())
+        work = count_work(job.eager_model, job.eager_step, job.inputs, job.training)
+        schedule = []
+        if spec.schedule:
+            report("schedule", None)
+            schedule = run_schedule(job.timer, job.watch, job.module, entry, spec, job.device, job.dtype,
+                                    job.eager_step, job.compiled_step)
+    finally:
+        if artifacts_dir is not None:
+            write_dir(artifacts_dir, job.trace.artifacts())
+    result = record(job, first, steady, work, schedule, kernels)
     result.detail["measure_s"] = time.perf_counter() - started
     return result
 
@@ -88,6 +100,7 @@ def build(spec: ExperimentSpec, entry: ZooEntry) -> Setup:
     """Both sides from one seed (same weights), the compiled one wrapped by torch.compile as the spec says."""
     device, dtype, training = _device(spec.device), DTYPES[spec.dtype], spec.task == "training"
     breaks = GraphBreakLog()
+    trace = CompileTrace()  # after GraphBreakLog: its set_logs resets torch's handlers (never ours)
     module = load_module(entry)
     params = dict(spec.model_args)
     _seed(0)
@@ -108,7 +121,7 @@ def build(spec: ExperimentSpec, entry: ZooEntry) -> Setup:
                  eager_step=make_step(eager_model, eager_model.parameters(), training, mark_cudagraph_step=False),
                  compiled_step=make_step(compiled_model, compiled_base.parameters(), training,
                                          mark_cudagraph_step=cudagraphs),
-                 inputs=inputs, timer=make_timer(spec.device), watch=CompileWatch(), breaks=breaks)
+                 inputs=inputs, timer=make_timer(spec.device), watch=CompileWatch(), breaks=breaks, trace=trace)
 
 
 def first_calls(job: Setup, report: Report) -> dict:
@@ -169,7 +182,7 @@ def steady_state(job: Setup, report: Report) -> dict:
             "crosscheck": check.result(spec.device) if check else None}
 
 
-def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list) -> ResultRecord:
+def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list, kernels: dict) -> ResultRecord:
     """The result fields: numbers from the samples, what the compiler did, where it ran."""
     spec, timer, samples = job.spec, job.timer, steady["samples"]
     all_metrics = metrics()
@@ -195,6 +208,7 @@ def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list) ->
         "graph_breaks": job.breaks.count(),
         "recompiles": sum(1 for m in all_metrics if m.recompile_reason),
         "measure_recompiles": len(samples["dropped"]),  # timed calls during which dynamo compiled (dropped)
+        **{k: v for k, v in kernels.items() if k != "detail"},
         "peak_mem_eager_mb": first["peak_eager"],
         "peak_mem_compiled_mb": first["peak_compiled"],
         "max_abs_error": accuracy["max_abs_error"],
@@ -216,6 +230,10 @@ def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list) ->
             "compile_phases_s": compile_phases(first["metrics"]),
             "compile_breakdown_s": compile_breakdown(first["metrics"], first["compiled_first_s"]),
             "cache_hits": cache_hits(first["metrics"]),
+            "cache_layers": cache_layers(job.trace.cache_events),
+            "kernel_counts": kernels["detail"],
+            # what capturing the trace added to the compile times (torch measures it)
+            "trace_overhead_s": sum(getattr(m, "structured_logging_overhead_s", None) or 0 for m in all_metrics),
             "accuracy_note": accuracy["note"],
             "memory_method": first["memory_method"],
             "cudagraph_steps_marked": job.cudagraphs,

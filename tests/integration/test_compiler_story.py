@@ -1,0 +1,33 @@
+"""The compiler's story beside a result, end to end on the CPU: real worker, real child, real torch.compile of
+the tiny fixture model (Linear + tanh). The first of two warm jobs compiles (caches miss), the second finds the
+FX graph and AOTAutograd caches filled (hit); both count kernels and keep the output code as an artifact."""
+from tests.conftest import records, run_cli, submit, work
+
+
+def test_kernels_caches_and_output_code_of_a_real_compile(db_url, tmp_path):
+    common = ("--model", "tiny", "--batch", "4", "--device", "cpu", "--iters", "3", "--cache", "warm")
+    (first,) = submit(db_url, *common)
+    (second,) = submit(db_url, *common)  # the same graph: the worker's warm cache now holds it
+    work(db_url, tmp_path / "home", "--drain")
+    recs = records(db_url)
+    for job_id in (first, second):
+        r = recs[job_id]
+        assert r["status"] == "succeeded", r["error"]
+        # eager: aten::linear and aten::tanh; compiled: the extern addmm plus one generated kernel for tanh
+        assert (r["eager_kernels"], r["compiled_kernels"]) == (2, 2)
+        # what the graph saves is host work: linear's transpose/expand/as_strided views and tanh's own dispatch
+        assert 0 < r["compiled_host_ops"] < r["eager_host_ops"]
+        names = {a["name"]: a for a in r["artifacts"]}
+        assert {"output_code", "fx_graphs", "trace"} <= set(names)
+        assert 0 < names["output_code"]["stored_bytes"] < names["output_code"]["bytes"]  # compressed
+    cold, warm = recs[first]["cache_layers"], recs[second]["cache_layers"]
+    assert (cold["fxgraph"]["miss"], cold["fxgraph"]["hit"]) == (1, 0)
+    assert (warm["fxgraph"]["miss"], warm["fxgraph"]["hit"]) == (0, 1)
+    assert warm["aotautograd"]["hit"] == 1
+    out = tmp_path / "code.py"
+    done = run_cli("artifact", str(second), "output_code", "-o", str(out), "--db", db_url)
+    assert done.returncode == 0, done.stderr
+    code = out.read_text()
+    assert "def call(" in code and "cpp_fused_tanh" in code and "extern_kernels.addmm" in code
+    trace = run_cli("artifact", str(second), "trace", "--db", db_url).stdout
+    assert '"fx_graph_cache_hit"' in trace and '"inductor_output_code"' in trace  # TORCH_TRACE's own lines
