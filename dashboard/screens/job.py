@@ -1,0 +1,95 @@
+"""The job's page: one result read whole. The numbers beside what the compiler did to get them: kernels per call
+eager and compiled, the caches per layer (and why a warm job still paid), graph breaks and recompiles with
+their source lines, and the compiler's own artifacts (output code, FX graphs, trace), shown and downloadable."""
+import streamlit as st
+
+from dashboard import state, story
+from db import artifacts, views
+from db.results import export_records
+
+SHOWN_CHARS = 400_000  # more than this is offered as a download only: the browser chokes on larger code blocks
+LANGUAGES = {"output_code": "python", "fx_graphs": "python", "trace": None}
+
+
+def _n(value, fmt="{:.4g}", unit="") -> str:
+    return fmt.format(value) + unit if value is not None else "–"
+
+
+def headline(r: dict) -> None:
+    c = st.columns(5)
+    c[0].metric("Speedup", _n(r["speedup"], "{:.3f}", "×"), help="latency: eager ms / compiled ms (medians)")
+    c[1].metric("Eager / compiled", f"{_n(r['eager_ms'])} / {_n(r['compiled_ms'])} ms")
+    delta = (r["compiled_kernels"] - r["eager_kernels"]) if r["eager_kernels"] is not None and \
+        r["compiled_kernels"] is not None else None
+    c[2].metric("Kernels per call", f"{_n(r['eager_kernels'], '{}')} → {_n(r['compiled_kernels'], '{}')}",
+                delta=delta, delta_color="inverse",
+                help="eager → compiled, from torch.profiler over one call: device kernels on CUDA; on the CPU "
+                     "outermost aten ops plus the kernels inductor generated")
+    c[3].metric("Host ops per call", f"{_n(r['eager_host_ops'], '{}')} → {_n(r['compiled_host_ops'], '{}')}",
+                help="every aten op the host dispatched, nested ones included")
+    c[4].metric("Compiled first call", _n(r["compiled_first_call_s"], "{:.3g}", " s"))
+
+
+def compiler(r: dict) -> None:
+    st.subheader("Caches")
+    rows = story.cache_rows(r["cache_layers"])
+    if rows:
+        st.dataframe(rows, hide_index=True, width="stretch")
+    why = story.why_it_paid(r)
+    st.caption(why or "This result has no per-layer cache counts (measured before they were recorded).")
+    st.subheader("Graph breaks and recompiles")
+    st.markdown(f"{_n(r['graph_count'], '{}')} graph(s), {_n(r['graph_breaks'], '{}')} graph break(s), "
+                f"{_n(r['recompiles'], '{}')} recompile(s)")
+    for b in r["graph_break_reasons"] or []:
+        where = f"{b['file']}:{b['line']}: {b.get('source', '')}" if b.get("file") else ""
+        st.code(f"{b.get('reason', '')}\n{where}".strip(), language=None, wrap_lines=True)
+    for rc in r["recompile_reasons"] or []:
+        st.code(f"recompile {rc.get('compile_id')}: {rc.get('reason')}", language=None, wrap_lines=True)
+
+
+def artifact_view(job_id: int, listed: list[dict]) -> None:
+    st.subheader("What the compiler wrote")
+    if not listed:
+        st.info("No artifacts for this job (the backend generates no code, or it ran before artifacts were kept).")
+        return
+    by_name = {a["name"]: a for a in listed}
+    name = st.segmented_control("Artifact", list(by_name), default="output_code" if "output_code" in by_name
+                                else listed[0]["name"], key="artifact")
+    if name is None:
+        return
+    a = by_name[name]
+    text = artifacts.text(state.engine(), job_id, name)
+    st.caption(f"{a['bytes']:,} bytes as written, {a['stored_bytes']:,} stored (gzip)"
+               + (" · cut at the size cap" if a["truncated"] else "")
+               + f" · also `python -m runner artifact {job_id} {name}`")
+    st.download_button(f"Download {name}", text, file_name=f"job{job_id}-{name}.{'log' if name == 'trace' else 'py'}",
+                       icon=":material/download:")
+    if len(text) > SHOWN_CHARS:
+        st.caption(f"The first {SHOWN_CHARS:,} characters; download for the rest.")
+    st.code(text[:SHOWN_CHARS], language=LANGUAGES.get(name), line_numbers=True, height=600)
+
+
+st.title("Job")
+job_id = st.number_input("Job id", min_value=1, step=1, value=None, key="job", bind="query-params",
+                         placeholder="a job id")
+if job_id is None:
+    st.info("Type a job id, or open a job from the Queue page.")
+    st.stop()
+detail = views.job_detail(state.engine(), int(job_id))
+if detail is None:
+    st.warning(f"No job #{job_id}.")
+    st.stop()
+(record,) = export_records(state.engine(), job_ids=[int(job_id)])
+st.markdown(f"**#{detail['job_id']}** {state.STATUS_ICONS.get(detail['status'], '')} {detail['status']}")
+st.code(", ".join(f"{k}={v}" for k, v in detail["spec"].items()), language=None, wrap_lines=True)
+if detail["error"]:
+    st.code(detail["error"], language=None, wrap_lines=True)
+if record["status"] == "succeeded":
+    headline(record)
+    line = story.kernels_line(record)
+    if line:
+        st.caption(f"Fusion: {line}.")
+    compiler(record)
+artifact_view(int(job_id), record["artifacts"])
+with st.expander("Log tail"):
+    st.code(detail["log_tail"] or "(no log)", language=None)
