@@ -39,14 +39,18 @@ def pack(text: str, limit: int = MAX_TEXT_BYTES) -> tuple[bytes, int, bool]:
     return gzip.compress(raw, compresslevel=6), total, cut
 
 
-def write_dir(folder: Path, texts: dict[str, str], limit: int = MAX_TEXT_BYTES) -> list[dict]:
-    """Pack each text into `folder` (NAME.gz and the index); returns the index: [{name, bytes, truncated}]."""
+def write_dir(folder: Path, texts: dict[str, str | bytes], limit: int = MAX_TEXT_BYTES) -> list[dict]:
+    """Pack each text into `folder` (NAME.gz and the index); returns the index: [{name, bytes, truncated}]. Bytes
+    (a zipped report) are kept whole or, past `limit`, not at all: a cut archive would not open."""
     folder.mkdir(parents=True, exist_ok=True)
     index = []
     for name, text in texts.items():
-        if not NAME.fullmatch(name) or not text:
+        if not NAME.fullmatch(name) or not text or (isinstance(text, bytes) and len(text) > limit):
             continue
-        data, total, cut = pack(text, limit)
+        if isinstance(text, bytes):
+            data, total, cut = gzip.compress(text, compresslevel=6), len(text), False
+        else:
+            data, total, cut = pack(text, limit)
         (folder / f"{name}.gz").write_bytes(data)
         index.append({"name": name, "bytes": total, "truncated": cut})
     (folder / INDEX).write_text(json.dumps(index))
@@ -104,10 +108,15 @@ def listing(engine: Engine, job_ids: list[int]) -> dict[int, list[dict]]:
 
 def text(engine: Engine, job_id: int, name: str) -> str:
     """One artifact's text, decompressed; ArtifactError names what there is instead."""
+    return data(engine, job_id, name).decode("utf-8", "replace")
+
+
+def data(engine: Engine, job_id: int, name: str) -> bytes:
+    """One artifact as written (text as UTF-8, a report as its zip); ArtifactError names what there is instead."""
     with reading(engine) as s:
         data = s.scalar(select(Artifact.data).where(Artifact.job_id == job_id, Artifact.name == name))
     if data is None:
         have = [a["name"] for a in listing(engine, [job_id]).get(job_id, [])]
         raise ArtifactError(f"job {job_id} has no artifact {name!r}" +
                             (f" (it has: {', '.join(have)})" if have else " (it has none)"))
-    return gzip.decompress(data).decode("utf-8", "replace")
+    return gzip.decompress(data)

@@ -91,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--sweep", type=int, action="append", help="only these sweeps")
     e.add_argument("--raw", action="store_true", help="json only: include raw samples and schedule calls")
 
-    a = sub.add_parser("artifact", help="write out one of a job's artifacts (output_code, fx_graphs, trace)")
+    a = sub.add_parser("artifact", help="write out one of a job's artifacts (output_code, fx_graphs, trace, tlparse)")
     a.add_argument("job_id", type=int)
     a.add_argument("name")
     a.add_argument("-o", "--output", help="file to write (default: stdout)")
@@ -265,12 +265,13 @@ def cmd_export(args) -> int:
 
 
 def cmd_artifact(args) -> int:
-    text = artifacts.text(get_engine(args.db), args.job_id, args.name)
+    """As written: text, or the tlparse report's zip (unzip it and open index.html)."""
+    data = artifacts.data(get_engine(args.db), args.job_id, args.name)
     if args.output:
-        Path(args.output).write_text(text)
-        print(f"job {args.job_id}: {args.name} ({len(text)} characters) written to {args.output}", file=sys.stderr)
+        Path(args.output).write_bytes(data)
+        print(f"job {args.job_id}: {args.name} ({len(data)} bytes) written to {args.output}", file=sys.stderr)
     else:
-        sys.stdout.write(text)
+        sys.stdout.buffer.write(data)
     return 0
 
 

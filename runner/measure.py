@@ -31,6 +31,7 @@ from runner.environment import environment, environment_detail, gpu_state
 from runner.introspect import (GraphBreakLog, cache_hits, compile_breakdown, compile_phases,
                                describe_compile_failure, metrics)
 from runner.memory import Memory
+from runner import tlparse_report
 from runner.profile_counts import count_both
 from runner.rounds import Crosscheck, ExperimentFailed, Report, measure_rounds, warmup
 from runner.stats import break_even_calls, clock_fields, paired_spread
@@ -90,7 +91,9 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
                                     job.eager_step, job.compiled_step)
     finally:
         if artifacts_dir is not None:
-            write_dir(artifacts_dir, job.trace.artifacts())
+            texts = job.trace.artifacts()
+            report("tlparse", None)
+            write_dir(artifacts_dir, {**texts, "tlparse": tlparse_report.report(texts["trace"])})
     result = record(job, first, steady, work, schedule, kernels)
     result.detail["measure_s"] = time.perf_counter() - started
     return result

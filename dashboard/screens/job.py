@@ -1,7 +1,11 @@
 """The job's page: one result read whole. The numbers beside what the compiler did to get them: kernels per call
 eager and compiled, the caches per layer (and why a warm job still paid), graph breaks and recompiles with
 their source lines, and the compiler's own artifacts (output code, FX graphs, trace), shown and downloadable."""
+import io
+import zipfile
+
 import streamlit as st
+import streamlit.components.v1 as components
 
 from dashboard import state, story
 from db import artifacts, views
@@ -52,9 +56,9 @@ def artifact_view(job_id: int, listed: list[dict]) -> None:
     if not listed:
         st.info("No artifacts for this job (the backend generates no code, or it ran before artifacts were kept).")
         return
-    by_name = {a["name"]: a for a in listed}
+    by_name = {a["name"]: a for a in listed if a["name"] != "tlparse"}
     name = st.segmented_control("Artifact", list(by_name), default="output_code" if "output_code" in by_name
-                                else listed[0]["name"], key="artifact")
+                                else next(iter(by_name), None), key="artifact")
     if name is None:
         return
     a = by_name[name]
@@ -67,6 +71,23 @@ def artifact_view(job_id: int, listed: list[dict]) -> None:
     if len(text) > SHOWN_CHARS:
         st.caption(f"The first {SHOWN_CHARS:,} characters; download for the rest.")
     st.code(text[:SHOWN_CHARS], language=LANGUAGES.get(name), line_numbers=True, height=600)
+
+
+def tlparse_view(job_id: int, listed: list[dict]) -> None:
+    """tlparse's report, from the job's own artifact (nothing else is read): its pages picked here, since the
+    links between them cannot work inside the page; the zip opens whole in a browser."""
+    if not any(a["name"] == "tlparse" for a in listed):
+        return
+    st.subheader("tlparse report")
+    data = artifacts.data(state.engine(), job_id, "tlparse")
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        pages = sorted((n for n in z.namelist() if n.endswith(".html")), key=lambda n: (n != "index.html", n))
+        c1, c2 = st.columns([4, 1])
+        chosen = c1.selectbox("Page", pages, key="tlparse_page")
+        c2.download_button("Download report (zip)", data, file_name=f"job{job_id}-tlparse.zip",
+                           icon=":material/download:")
+        if chosen:
+            components.html(z.read(chosen).decode("utf-8", "replace"), height=700, scrolling=True)
 
 
 st.title("Job")
@@ -91,5 +112,6 @@ if record["status"] == "succeeded":
         st.caption(f"Fusion: {line}.")
     compiler(record)
 artifact_view(int(job_id), record["artifacts"])
+tlparse_view(int(job_id), record["artifacts"])
 with st.expander("Log tail"):
     st.code(detail["log_tail"] or "(no log)", language=None)

@@ -1,6 +1,10 @@
 """The compiler's story beside a result, end to end on the CPU: real worker, real child, real torch.compile of
 the tiny fixture model (Linear + tanh). The first of two warm jobs compiles (caches miss), the second finds the
-FX graph and AOTAutograd caches filled (hit); both count kernels and keep the output code as an artifact."""
+FX graph and AOTAutograd caches filled (hit); both count kernels and keep the output code as an artifact, and,
+where the worker has tlparse (PyPI `tlparse`), its report of the trace."""
+import zipfile
+
+from runner.tlparse_report import ENV, executable
 from tests.conftest import records, run_cli, submit, work
 
 
@@ -8,7 +12,8 @@ def test_kernels_caches_and_output_code_of_a_real_compile(db_url, tmp_path):
     common = ("--model", "tiny", "--batch", "4", "--device", "cpu", "--iters", "3", "--cache", "warm")
     (first,) = submit(db_url, *common)
     (second,) = submit(db_url, *common)  # the same graph: the worker's warm cache now holds it
-    work(db_url, tmp_path / "home", "--drain")
+    tlparse = executable()
+    work(db_url, tmp_path / "home", "--drain", env={ENV: tlparse or ""})
     recs = records(db_url)
     for job_id in (first, second):
         r = recs[job_id]
@@ -31,3 +36,13 @@ def test_kernels_caches_and_output_code_of_a_real_compile(db_url, tmp_path):
     assert "def call(" in code and "cpp_fused_tanh" in code and "extern_kernels.addmm" in code
     trace = run_cli("artifact", str(second), "trace", "--db", db_url).stdout
     assert '"fx_graph_cache_hit"' in trace and '"inductor_output_code"' in trace  # TORCH_TRACE's own lines
+    has_report = any(a["name"] == "tlparse" for a in recs[second]["artifacts"])
+    assert has_report == bool(tlparse)  # without tlparse on the worker, simply no report
+    if tlparse:
+        report = run_cli("artifact", str(second), "tlparse", "-o", str(tmp_path / "r.zip"), "--db", db_url)
+        assert report.returncode == 0, report.stderr
+        with zipfile.ZipFile(tmp_path / "r.zip") as z:
+            names = z.namelist()
+            assert "index.html" in names and "raw.log" not in names
+            page = next(n for n in names if "inductor_output_code" in n)
+            assert "cpp_fused_tanh" in z.read(page).decode()
