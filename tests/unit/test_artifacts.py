@@ -2,7 +2,6 @@
 per artifact and per job (the database never grows without bound), listed in the export, read back by the CLI,
 and gone with the job."""
 import gzip
-import os
 import random
 
 import pytest
