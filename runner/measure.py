@@ -31,7 +31,7 @@ from runner.environment import environment, environment_detail, gpu_state
 from runner.introspect import (GraphBreakLog, cache_hits, compile_breakdown, compile_phases,
                                describe_compile_failure, metrics)
 from runner.memory import Memory
-from runner import tlparse_report
+from runner import recompiles, tlparse_report
 from runner.profile_counts import count_both
 from runner.rounds import Crosscheck, ExperimentFailed, Report, measure_rounds, warmup
 from runner.stats import break_even_calls, clock_fields, paired_spread
@@ -209,7 +209,7 @@ def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list, ke
         **achieved,
         "graph_count": first["graph_count"],
         "graph_breaks": job.breaks.count(),
-        "recompiles": sum(1 for m in all_metrics if m.recompile_reason),
+        "recompiles": len(recompiles.explained(all_metrics)),  # an attempt refused at the limit compiled nothing
         "measure_recompiles": len(samples["dropped"]),  # timed calls during which dynamo compiled (dropped)
         **{k: v for k, v in kernels.items() if k != "detail"},
         "peak_mem_eager_mb": first["peak_eager"],
@@ -227,8 +227,8 @@ def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list, ke
             **paired_spread(samples),
             "work": work,
             "graph_break_reasons": job.breaks.reasons(),
-            "recompile_reasons": [{"compile_id": str(m.compile_id), "reason": m.recompile_reason}
-                                  for m in all_metrics if m.recompile_reason],
+            "recompile_reasons": recompiles.explained(all_metrics),
+            "recompile_limit_hits": recompiles.limit_hits(all_metrics),
             "recompiles_while_measuring": [str(m.compile_id) for m in steady["metrics"]],
             "compile_phases_s": compile_phases(first["metrics"]),
             "compile_breakdown_s": compile_breakdown(first["metrics"], first["compiled_first_s"]),
@@ -344,9 +344,9 @@ def run_schedule(timer, watch, module, entry, spec, device, dtype, eager_step, c
         except Exception as exc:
             error = describe_compile_failure(exc, spec, metrics()[n_metrics:])
         new = metrics()[n_metrics:]
-        reasons = [m.recompile_reason for m in new if m.recompile_reason]
+        reasons = [r["reason"] for r in recompiles.explained(new)]
         calls.append({"size": size, "dim": entry.info.size_dim, "eager_s": eager_s, "compiled_s": compiled_s,
                       "recompiled": bool(reasons) or watch.count() != graphs,
                       "graphs_compiled": watch.count() - graphs, "reason": "; ".join(reasons) or None,
-                      "error": error})
+                      "hit_recompile_limit": bool(recompiles.limit_hits(new)), "error": error})
     return calls

@@ -47,8 +47,20 @@ def compiler(r: dict) -> None:
     for b in r["graph_break_reasons"] or []:
         where = f"{b['file']}:{b['line']}: {b.get('source', '')}" if b.get("file") else ""
         st.code(f"{b.get('reason', '')}\n{where}".strip(), language=None, wrap_lines=True)
+    for hit in r["recompile_limit_hits"] or []:
+        st.warning(f"Frame {hit.get('compile_id')} hit dynamo's recompile limit and runs eagerly for new inputs "
+                   "from then on: part of this speedup is eager's.", icon=":material/warning:")
+        st.code(_where(hit) + f"\nlast guard failure: {hit.get('last_reason')}", language=None, wrap_lines=True)
     for rc in r["recompile_reasons"] or []:
-        st.code(f"recompile {rc.get('compile_id')}: {rc.get('reason')}", language=None, wrap_lines=True)
+        st.code(f"recompile {rc.get('compile_id')}: {rc.get('reason')}\n{_where(rc)}".strip(), language=None,
+                wrap_lines=True)
+
+
+def _where(entry: dict) -> str:
+    """'in forward at model.py:12: def forward(self, x):' where torch gave the code's location."""
+    if not entry.get("file"):
+        return ""
+    return f"in {entry.get('function')} at {entry['file']}:{entry.get('line')}: {entry.get('source', '')}"
 
 
 def artifact_view(job_id: int, listed: list[dict]) -> None:

@@ -46,3 +46,30 @@ def test_kernels_caches_and_output_code_of_a_real_compile(db_url, tmp_path):
             assert "index.html" in names and "raw.log" not in names
             page = next(n for n in names if "inductor_output_code" in n)
             assert "cpp_fused_tanh" in z.read(page).decode()
+
+
+def _sine(x):
+    return x.sin() + 1
+
+
+def test_recompiles_name_their_guard_and_a_frame_past_the_limit_is_flagged():
+    """Real dynamo in this process (backend eager: no inductor compile): a static frame called with four sizes
+    under a limit of two recompiles twice, then hits the limit and runs eagerly."""
+    import torch
+    from torch._dynamo.utils import get_compilation_metrics
+
+    from runner import recompiles
+
+    torch._dynamo.reset()
+    before = len(get_compilation_metrics())
+    with torch._dynamo.config.patch(recompile_limit=2):
+        compiled = torch.compile(_sine, backend="eager", dynamic=False)
+        for n in (2, 3, 4, 5):
+            assert torch.allclose(compiled(torch.ones(n)), torch.ones(n).sin() + 1)  # eager past the limit
+    metrics = list(get_compilation_metrics())[before:]
+    torch._dynamo.reset()
+    (recompile,) = recompiles.explained(metrics)
+    assert "tensor 'x' size mismatch at index 0. expected 2, actual 3" in recompile["reason"]
+    assert (recompile["function"], recompile["file"], recompile["source"]) == ("_sine", __file__, "def _sine(x):")
+    (hit,) = recompiles.limit_hits(metrics)
+    assert hit["function"] == "_sine" and "expected 3, actual 4" in hit["last_reason"]
