@@ -26,12 +26,12 @@ import torch
 from db.artifacts import write_dir
 from db.record import ResultRecord
 from db.spec import ExperimentSpec
+from runner import recompiles, tlparse_report
 from runner.accuracy import compare, reference, skip_reason, tensors
 from runner.environment import environment, environment_detail, gpu_state
 from runner.introspect import (GraphBreakLog, cache_hits, compile_breakdown, compile_phases,
                                describe_compile_failure, metrics)
 from runner.memory import Memory
-from runner import recompiles, tlparse_report
 from runner.profile_counts import count_both
 from runner.rounds import Crosscheck, ExperimentFailed, Report, measure_rounds, warmup
 from runner.stats import break_even_calls, clock_fields, paired_spread
