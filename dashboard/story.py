@@ -4,7 +4,7 @@ from __future__ import annotations
 
 LAYERS = {"fxgraph": "FX graph cache (inductor's compiled graphs)",
           "aotautograd": "AOTAutograd cache (the traced joint graph)",
-          "kernels": "kernel compile cache (inductor's in-process async_compile)"}
+          "triton": "Triton kernels compiled in this process (GPU)"}
 
 
 def cache_rows(layers: dict | None) -> list[dict]:
@@ -22,7 +22,7 @@ def why_it_paid(record: dict) -> str | None:
         return None
     first = record.get("compiled_first_call_s")
     paid = f"{first:.3g} s" if first is not None else "its first call"
-    missed = [(n, c) for n, c in layers.items() if n != "kernels" and isinstance(c, dict)
+    missed = [(n, c) for n, c in layers.items() if n != "triton" and isinstance(c, dict)
               and (c.get("miss") or c.get("bypass"))]
     warm = record.get("cache") == "warm"
     if not missed:

@@ -99,13 +99,13 @@ def _json(text: str | None) -> dict:
 
 
 def cache_layers(events: list[dict]) -> dict:
-    """{"fxgraph": {"hit", "miss", "bypass", "bypass_reasons"}, "aotautograd": {...}, "kernels": {...}}: per layer,
+    """{"fxgraph": {"hit", "miss", "bypass", "bypass_reasons"}, "aotautograd": {...}, "triton": {...}}: per layer,
     from torch's counters (read by name: a counter this torch does not have counts 0); bypass reasons from the
-    trace. `kernels` is inductor's in-process compile cache of kernels (async_compile), on CPU and GPU alike."""
+    trace. `triton` is inductor's in-process cache of compiled Triton kernels (GPU only: 0 on the CPU)."""
     from torch._dynamo.utils import counters
 
     names = {"fxgraph": ("inductor", "fxgraph_cache_"), "aotautograd": ("aot_autograd", "autograd_cache_"),
-             "kernels": ("inductor", "async_compile_cache_")}
+             "triton": ("inductor", "async_compile_cache_")}
     out = {}
     for layer, (group, prefix) in names.items():
         c = counters.get(group, {})
