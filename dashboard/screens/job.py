@@ -20,7 +20,7 @@ def _n(value, fmt="{:.4g}", unit="") -> str:
 
 
 def headline(r: dict) -> None:
-    c = st.columns(5)
+    c = st.columns([1, 1.5, 1, 1, 1])
     c[0].metric("Speedup", _n(r["speedup"], "{:.3f}", "×"), help="latency: eager ms / compiled ms (medians)")
     c[1].metric("Eager / compiled", f"{_n(r['eager_ms'])} / {_n(r['compiled_ms'])} ms")
     delta = (r["compiled_kernels"] - r["eager_kernels"]) if r["eager_kernels"] is not None and \
