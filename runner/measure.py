@@ -90,6 +90,7 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
             schedule = run_schedule(job.timer, job.watch, job.module, entry, spec, job.device, job.dtype,
                                     job.eager_step, job.compiled_step)
     finally:
+        job.trace.close()  # `--spawn inline` runs the next job in this same process
         if artifacts_dir is not None:
             texts = job.trace.artifacts()
             report("tlparse", None)
