@@ -27,7 +27,7 @@ def headline(r: dict) -> None:
         r["compiled_kernels"] is not None else None
     c[2].metric("Kernels per call", f"{_n(r['eager_kernels'], '{}')} → {_n(r['compiled_kernels'], '{}')}",
                 delta=delta, delta_color="inverse",
-                help="eager → compiled, from torch.profiler over one call: device kernels on CUDA; on the CPU "
+                help="eager → compiled, counted by torch.profiler over one call: device kernels on CUDA; on the CPU "
                      "outermost aten ops plus the kernels inductor generated")
     c[3].metric("Host ops per call", f"{_n(r['eager_host_ops'], '{}')} → {_n(r['compiled_host_ops'], '{}')}",
                 help="every aten op the host dispatched, nested ones included")
