@@ -19,10 +19,14 @@ def _n(value, fmt="{:.4g}", unit="") -> str:
     return fmt.format(value) + unit if value is not None else "–"
 
 
+def _ms(value) -> str:
+    return "–" if value is None else f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
 def headline(r: dict) -> None:
     c = st.columns([1, 1.5, 1, 1, 1])
     c[0].metric("Speedup", _n(r["speedup"], "{:.3f}", "×"), help="latency: eager ms / compiled ms (medians)")
-    c[1].metric("Eager / compiled", f"{_n(r['eager_ms'])} / {_n(r['compiled_ms'])} ms")
+    c[1].metric("Eager / compiled (ms)", f"{_ms(r['eager_ms'])} / {_ms(r['compiled_ms'])}")
     delta = (r["compiled_kernels"] - r["eager_kernels"]) if r["eager_kernels"] is not None and \
         r["compiled_kernels"] is not None else None
     c[2].metric("Kernels per call", f"{_n(r['eager_kernels'], '{}')} → {_n(r['compiled_kernels'], '{}')}",
