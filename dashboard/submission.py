@@ -21,7 +21,7 @@ from db.spec import ExperimentSpec, ModelInfo, SpecError, SweepRequest, dynamic_
 LABELS = {
     "model": "Model", "task": "Task", "device": "Device", "dtype": "dtype",
     **{name: axis.label for name, axis in BY_FIELD.items()},  # the swept axes (db.axes)
-    "cache": "Compile cache", "schedule": "Schedule", "iters": "Rounds", "timeout_s": "Timeout (s)",
+    "cache": "Compile cache", "trace": "Keep the compile trace", "schedule": "Schedule", "iters": "Rounds", "timeout_s": "Timeout (s)",
     "repeat": "Repeat", "name": "Sweep name", "model_args": "Model parameters",
 }
 # which widget a field's error is drawn under (the sweep-level field for a per-job one)
@@ -44,6 +44,7 @@ class FormValues:
     dynamics: list = field(default_factory=lambda: [dynamic_name(ExperimentSpec.dynamic)])
     fullgraphs: list = field(default_factory=lambda: [str(ExperimentSpec.fullgraph).lower()])
     cache: str = ExperimentSpec.cache
+    trace: bool = ExperimentSpec.trace
     schedule: str = ""
     iters: int = ExperimentSpec.iters
     timeout_s: int = ExperimentSpec.timeout_s
@@ -108,7 +109,7 @@ def plan(values: FormValues, catalog: Mapping[str, ModelInfo]) -> Plan:
                 "batch_sizes": split_sizes(values.batch_sizes, "batch_sizes"),
                 "task": values.task, "device": values.device, "dtype": values.dtype,
                 "backends": list(values.backends), "modes": list(values.modes), "dynamics": list(values.dynamics),
-                "fullgraphs": list(values.fullgraphs), "cache": values.cache,
+                "fullgraphs": list(values.fullgraphs), "cache": values.cache, "trace": values.trace,
                 "schedule": split_sizes(values.schedule, "schedule"),
                 "iters": values.iters, "timeout_s": values.timeout_s, "repeat": values.repeat, "name": name})
             specs, notes = request.expand(catalog)

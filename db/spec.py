@@ -180,6 +180,9 @@ class ExperimentSpec:
     dynamic: bool | None = None
     fullgraph: bool = False
     cache: str = "cold"
+    # keep the compile trace (TORCH_TRACE's lines, up to db.artifacts' cap) and tlparse's report of it as artifacts;
+    # the output code and FX graphs are kept either way
+    trace: bool = True
     schedule: tuple[int, ...] = ()
     iters: int = 30
     timeout_s: int = 1800
@@ -204,6 +207,7 @@ class ExperimentSpec:
         put("dynamic", parse_dynamic(self.dynamic))
         put("fullgraph", parse_bool(self.fullgraph, "fullgraph"))
         put("cache", _choice(self.cache, CACHES, "cache"))
+        put("trace", parse_bool(self.trace, "trace"))
         if isinstance(self.schedule, (str, bytes)) or not isinstance(self.schedule, Iterable):
             raise SpecError("schedule", "expected a list of sizes")
         put("schedule", tuple(_int(v, "schedule") for v in self.schedule))
@@ -304,6 +308,7 @@ class SweepRequest:
     dynamics: tuple[bool | None, ...] = (ExperimentSpec.dynamic,)
     fullgraphs: tuple[bool, ...] = (ExperimentSpec.fullgraph,)
     cache: str = ExperimentSpec.cache
+    trace: bool = ExperimentSpec.trace
     schedule: tuple[int, ...] = ()
     iters: int = ExperimentSpec.iters
     timeout_s: int = ExperimentSpec.timeout_s
@@ -320,6 +325,7 @@ class SweepRequest:
             if not values:
                 raise SpecError(key, "choose at least one value")
             put(key, values)
+        put("trace", parse_bool(self.trace, "trace"))
         put("repeat", _int(self.repeat, "repeat"))
         if not 1 <= self.repeat <= MAX_REPEAT:
             raise SpecError("repeat", f"must be between 1 and {MAX_REPEAT}, got {self.repeat}")
@@ -353,7 +359,7 @@ class SweepRequest:
             spec = ExperimentSpec(
                 model=self.model, batch_size=bs, model_args=self.model_args, task=self.task,
                 device=self.device, dtype=self.dtype, backend=backend, mode=mode, dynamic=dynamic,
-                fullgraph=fullgraph, cache=self.cache, schedule=self.schedule, iters=self.iters,
+                fullgraph=fullgraph, cache=self.cache, trace=self.trace, schedule=self.schedule, iters=self.iters,
                 timeout_s=self.timeout_s)
             if catalog is not None:
                 spec = spec.check_model(catalog)

@@ -45,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dtype")
     s.add_argument("--task")
     s.add_argument("--cache", help="cold (fresh compile cache per job) or warm (the worker's cache)")
+    s.add_argument("--trace", help="true (default): keep each job's compile trace and tlparse report; false: only "
+                                   "the output code and FX graphs")
     s.add_argument("--schedule", help="sizes called in order after the steady state, e.g. 8,16,32")
     s.add_argument("--iters", help="interleaved eager/compiled rounds")
     s.add_argument("--timeout", help="seconds before the child is killed")
@@ -135,7 +137,7 @@ def cmd_submit(args) -> int:
     fields = {"model": args.model, "batch_sizes": batches, "model_args": _model_args(args.arg)}
     swept = [(a.plural, getattr(args, a.plural)) for a in COMPILE_AXES]
     for key, value in (*swept, ("device", args.device), ("dtype", args.dtype),
-                       ("task", args.task), ("cache", args.cache), ("iters", args.iters),
+                       ("task", args.task), ("cache", args.cache), ("trace", args.trace), ("iters", args.iters),
                        ("timeout_s", args.timeout), ("repeat", args.repeat), ("name", args.name)):
         if value is not None:  # unset flags keep the dataclass defaults: defaults live once
             fields[key] = value

@@ -93,8 +93,12 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
         job.trace.close()  # `--spawn inline` runs the next job in this same process
         if artifacts_dir is not None:
             texts = job.trace.artifacts()
-            report("tlparse", None)
-            write_dir(artifacts_dir, {**texts, "tlparse": tlparse_report.report(texts["trace"])})
+            if spec.trace:
+                report("tlparse", None)
+                texts["tlparse"] = tlparse_report.report(texts["trace"])
+            else:  # the sweep keeps the output code and FX graphs only
+                texts.pop("trace")
+            write_dir(artifacts_dir, texts)
     result = record(job, first, steady, work, schedule, kernels)
     result.detail["measure_s"] = time.perf_counter() - started
     return result

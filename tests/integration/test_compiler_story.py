@@ -1,7 +1,8 @@
 """The compiler's story beside a result, end to end on the CPU: real worker, real child, real torch.compile of
 the tiny fixture model (Linear + tanh). The first of two warm jobs compiles (caches miss), the second finds the
-FX graph and AOTAutograd caches filled (hit); both count kernels and keep the output code as an artifact, and,
-where the worker has tlparse (PyPI `tlparse`), its report of the trace."""
+FX graph and AOTAutograd caches filled (hit); both count kernels and keep the output code as an artifact; the
+first keeps its trace too and, where the worker has tlparse (PyPI `tlparse`), its report; the second, submitted
+with --trace false, does not."""
 import zipfile
 
 from runner.tlparse_report import ENV, executable
@@ -11,7 +12,7 @@ from tests.conftest import records, run_cli, submit, work
 def test_kernels_caches_and_output_code_of_a_real_compile(db_url, tmp_path):
     common = ("--model", "tiny", "--batch", "4", "--device", "cpu", "--iters", "3", "--cache", "warm")
     (first,) = submit(db_url, *common)
-    (second,) = submit(db_url, *common)  # the same graph: the worker's warm cache now holds it
+    (second,) = submit(db_url, *common, "--trace", "false")  # the same graph: the worker's warm cache holds it
     tlparse = executable()
     work(db_url, tmp_path / "home", "--drain", env={ENV: tlparse or ""})
     recs = records(db_url)
@@ -23,7 +24,7 @@ def test_kernels_caches_and_output_code_of_a_real_compile(db_url, tmp_path):
         # what the graph saves is host work: linear's transpose/expand/as_strided views and tanh's own dispatch
         assert 0 < r["compiled_host_ops"] < r["eager_host_ops"]
         names = {a["name"]: a for a in r["artifacts"]}
-        assert {"output_code", "fx_graphs", "trace"} <= set(names)
+        assert {"output_code", "fx_graphs"} <= set(names)
         assert 0 < names["output_code"]["stored_bytes"] < names["output_code"]["bytes"]  # compressed
     cold, warm = recs[first]["cache_layers"], recs[second]["cache_layers"]
     assert (cold["fxgraph"]["miss"], cold["fxgraph"]["hit"]) == (1, 0)
@@ -34,12 +35,13 @@ def test_kernels_caches_and_output_code_of_a_real_compile(db_url, tmp_path):
     assert done.returncode == 0, done.stderr
     code = out.read_text()
     assert "def call(" in code and "cpp_fused_tanh" in code and "extern_kernels.addmm" in code
-    trace = run_cli("artifact", str(second), "trace", "--db", db_url).stdout
-    assert '"fx_graph_cache_hit"' in trace and '"inductor_output_code"' in trace  # TORCH_TRACE's own lines
-    has_report = any(a["name"] == "tlparse" for a in recs[second]["artifacts"])
+    trace = run_cli("artifact", str(first), "trace", "--db", db_url).stdout
+    assert '"fx_graph_cache_miss"' in trace and '"inductor_output_code"' in trace  # TORCH_TRACE's own lines
+    assert {a["name"] for a in recs[second]["artifacts"]} == {"output_code", "fx_graphs"}  # --trace false
+    has_report = any(a["name"] == "tlparse" for a in recs[first]["artifacts"])
     assert has_report == bool(tlparse)  # without tlparse on the worker, simply no report
     if tlparse:
-        report = run_cli("artifact", str(second), "tlparse", "-o", str(tmp_path / "r.zip"), "--db", db_url)
+        report = run_cli("artifact", str(first), "tlparse", "-o", str(tmp_path / "r.zip"), "--db", db_url)
         assert report.returncode == 0, report.stderr
         with zipfile.ZipFile(tmp_path / "r.zip") as z:
             names = z.namelist()

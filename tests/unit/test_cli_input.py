@@ -17,6 +17,7 @@ from tests.conftest import run_cli
     (["--model", "simplenet", "--batch", "8", "--dynamic", "maybe"], "--dynamic: unknown value 'maybe'"),
     (["--model", "simplenet", "--batch", "8", "--fullgraph", "yes"], "--fullgraph: expected true or false"),
     (["--model", "simplenet", "--batch", "8", "--device", "gpu"], "--device: unknown value 'gpu'"),
+    (["--model", "simplenet", "--batch", "8", "--trace", "sometimes"], "--trace: expected true or false"),
     (["--model", "simplenet", "--batch", "8", "--timeout", "-5"], "--timeout: must be between"),
     (["--model", "simplenet", "--batch", "8", "--schedule", "8,x"], "--schedule: expected an integer"),
     (["--model", "simplenet", "--batch", "8", "--schedule", "8,,16"], "--schedule: an empty entry in '8,,16'"),
