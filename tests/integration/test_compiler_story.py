@@ -2,7 +2,7 @@
 the tiny fixture model (Linear + tanh). The first of two warm jobs compiles (caches miss), the second finds the
 FX graph and AOTAutograd caches filled (hit); both count kernels and keep the output code as an artifact; the
 first keeps its trace too and, where the worker has tlparse (PyPI `tlparse`), its report; the second, submitted
-with --trace false, does not."""
+with --trace false, does not. A job whose compile fails keeps its trace."""
 import zipfile
 
 from runner.tlparse_report import ENV, executable
@@ -13,6 +13,8 @@ def test_kernels_caches_and_output_code_of_a_real_compile(db_url, tmp_path):
     common = ("--model", "tiny", "--batch", "4", "--device", "cpu", "--iters", "3", "--cache", "warm")
     (first,) = submit(db_url, *common)
     (second,) = submit(db_url, *common, "--trace", "false")  # the same graph: the worker's warm cache holds it
+    # a compile that fails keeps its trace: the place to read why (dynamo stops at the graph break: no inductor)
+    (broken,) = submit(db_url, "--model", "convnetmix", "--batch", "2", "--device", "cpu", "--fullgraph", "true")
     tlparse = executable()
     work(db_url, tmp_path / "home", "--drain", env={ENV: tlparse or ""})
     recs = records(db_url)
@@ -26,6 +28,10 @@ def test_kernels_caches_and_output_code_of_a_real_compile(db_url, tmp_path):
         names = {a["name"]: a for a in r["artifacts"]}
         assert {"output_code", "fx_graphs"} <= set(names)
         assert 0 < names["output_code"]["stored_bytes"] < names["output_code"]["bytes"]  # compressed
+    failed = recs[broken]
+    assert failed["status"] == "failed" and "fullgraph=True" in failed["error"]
+    assert {a["name"] for a in failed["artifacts"]} == {"trace"} | ({"tlparse"} if tlparse else set())
+    assert '"dynamo_start"' in run_cli("artifact", str(broken), "trace", "--db", db_url).stdout
     cold, warm = recs[first]["cache_layers"], recs[second]["cache_layers"]
     assert (cold["fxgraph"]["miss"], cold["fxgraph"]["hit"]) == (1, 0)
     assert (warm["fxgraph"]["miss"], warm["fxgraph"]["hit"]) == (0, 1)
