@@ -82,7 +82,7 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
         first = first_calls(job, report)
         steady = steady_state(job, report)
         report("counting kernels", None)
-        kernels = count_both(job.eager_step, job.compiled_step, job.inputs, job.device, job.trace.output_codes())
+        kernels = count_both(job.eager_step, job.compiled_step, job.inputs, job.device, job.trace.kernel_calls)
         work = count_work(job.eager_model, job.eager_step, job.inputs, job.training)
         schedule = []
         if spec.schedule:

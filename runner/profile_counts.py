@@ -11,25 +11,16 @@ dispatched, nested ones included: the Python and dispatcher work a compiled grap
 """
 from __future__ import annotations
 
-import re
 from typing import Callable
 
 import torch
 
-_KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.\w+\(", re.M)
-_CALL_LINE = re.compile(r"^\s+(\w+)(?:\.run)?\(", re.M)
 GRAPH_CALL = "## Call CompiledFxGraph"
 
 
-def generated_kernel_calls(code: str) -> int:
-    """Calls to the kernels the output code defines, in its `call` function (one run of the graph)."""
-    kernels = set(_KERNEL_DEF.findall(code))
-    body = code.split("def call(", 1)[1] if "def call(" in code else ""
-    return sum(1 for name in _CALL_LINE.findall(body) if name in kernels)
-
-
-def count_call(step: Callable, inputs, device: torch.device, output_codes: list[str] = ()) -> dict:
-    """{"kernels", "host_ops", "graph_calls", "estimated"} for one call of `step` (synchronised on CUDA)."""
+def count_call(step: Callable, inputs, device: torch.device, kernel_calls: list[int] = ()) -> dict:
+    """{"kernels", "host_ops", "graph_calls", "estimated"} for one call of `step` (synchronised on CUDA);
+    `kernel_calls`: the generated kernel calls of each compiled graph's output code (runner.trace)."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
@@ -47,7 +38,7 @@ def count_call(step: Callable, inputs, device: torch.device, output_codes: list[
         kernels = sum(1 for e in events if e.device_type == DeviceType.CUDA)
     else:
         kernels = sum(1 for e in aten if not _inside_aten(e))
-        per_graph = [generated_kernel_calls(c) for c in output_codes]
+        per_graph = list(kernel_calls)
         if graph_calls and per_graph:
             # each graph's code, once per graph call; a frame compiled twice (a recompile) runs one of its codes,
             # so then the count is the mean per code times the calls seen
@@ -66,10 +57,10 @@ def _inside_aten(event) -> bool:
 
 
 def count_both(eager_step: Callable, compiled_step: Callable, inputs, device: torch.device,
-               output_codes: list[str]) -> dict:
+               kernel_calls: list[int]) -> dict:
     """The record's fields and the detail's `kernel_counts` (how they were counted)."""
     eager = count_call(eager_step, inputs, device)
-    compiled = count_call(compiled_step, inputs, device, output_codes)
+    compiled = count_call(compiled_step, inputs, device, kernel_calls)
     unit = ("device kernels (CUDA activities) per call" if device.type == "cuda" else
             "outermost aten ops + inductor-generated kernel calls (from the output code) per call")
     return {"eager_kernels": eager["kernels"], "compiled_kernels": compiled["kernels"],

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 from db.artifacts import MAX_TEXT_BYTES
 
@@ -30,6 +31,7 @@ class CompileTrace(logging.Handler):
         self.texts: dict[str, list[str]] = {"output_code": [], "fx_graphs": [], "trace": []}
         self.sizes = dict.fromkeys(self.texts, 0)
         self.cache_events: list[dict] = []  # {"layer", "state", "reason"} in the order torch decided them
+        self.kernel_calls: list[int] = []  # per output code (one per compiled graph), counted before any cap
         self.overflow = dict.fromkeys(self.texts, 0)  # bytes not kept past the limit
         self.setFormatter(TorchLogsFormatter(trace=True))
         self._log = trace_log
@@ -47,6 +49,7 @@ class CompileTrace(logging.Handler):
             where = _compile_id(meta)
             if kind == "inductor_output_code" and payload:
                 path = (meta.get(kind) or {}).get("filename", "")
+                self.kernel_calls.append(generated_kernel_calls(payload))
                 self._keep("output_code", f"# ===== compile {where}: {path}\n{payload}\n")
             elif kind in GRAPHS and payload:
                 self._keep("fx_graphs", f"# ===== compile {where}: {kind}\n{payload}\n")
@@ -81,8 +84,18 @@ class CompileTrace(logging.Handler):
             out[name] = text
         return out
 
-    def output_codes(self) -> list[str]:
-        return list(self.texts["output_code"])
+
+
+_KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.\w+\(", re.M)
+_CALL_LINE = re.compile(r"^\s+(\w+)(?:\.run)?\(", re.M)
+
+
+def generated_kernel_calls(code: str) -> int:
+    """Calls to the kernels an inductor output code defines, in its `call` function (one run of the graph): what
+    the profiler cannot see on the CPU, where the wrapper calls its C++ kernels directly."""
+    kernels = set(_KERNEL_DEF.findall(code))
+    body = code.split("def call(", 1)[1] if "def call(" in code else ""
+    return sum(1 for name in _CALL_LINE.findall(body) if name in kernels)
 
 
 def _compile_id(meta: dict) -> str:
