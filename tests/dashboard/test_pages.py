@@ -1,7 +1,9 @@
 """Every page through Streamlit's AppTest, on a real SQLite file: no exception, the widgets are there,
 a submit stores exactly the jobs the form shows, bad input is reported next to its field, links open
 the view they name. A live worker row publishing the real zoo stands in for the worker process."""
+import io
 import json
+import zipfile
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -548,7 +550,12 @@ def test_the_job_page_shows_kernels_caches_and_the_output_code(worker, tmp_path)
     ids = submit_some(worker, 1)
     claim = queue.claim_next(worker, "host:1:any:test", ["cpu"], ["simplenet"], 60)
     code = "cpp_fused_sin_0 = async_compile.cpp_pybinding(['float*'], '')\ndef call(args):\n    cpp_fused_sin_0(buf0)\n"
-    artifacts.write_dir(tmp_path, {"output_code": code, "trace": "V1124 {\"dynamo_start\": {}}\n"})
+    report = io.BytesIO()
+    with zipfile.ZipFile(report, "w") as z:  # the shape of tlparse's report: an index and a page per compile
+        z.writestr("index.html", "<h2>Stack trie</h2>")
+        z.writestr("-_0_0_0/inductor_output_code_1.html", "<pre>cpp_fused_sin_0</pre>")
+    artifacts.write_dir(tmp_path, {"output_code": code, "trace": "V1124 {\"dynamo_start\": {}}\n",
+                                   "tlparse": report.getvalue()})
     layers = {"fxgraph": {"hit": 0, "miss": 1, "bypass": 0}, "aotautograd": {"hit": 0, "miss": 0, "bypass": 1,
                                                                              "bypass_reasons": ["Unsupported: hooks"]}}
     queue.finish(worker, claim.job_id, claim.token, JobStatus.SUCCEEDED, artifacts=artifacts.read_dir(tmp_path),
@@ -568,4 +575,9 @@ def test_the_job_page_shows_kernels_caches_and_the_output_code(worker, tmp_path)
                for c in at.caption)  # a cold job: why its first call compiled
     (shown,) = [c for c in at.code if "cpp_fused_sin_0(buf0)" in c.value]
     assert shown.language == "python"
-    assert at.get("download_button")[0].proto.label == "Download output_code"
+    assert [b.proto.label for b in at.get("download_button")] == ["Download output_code", "Download report (zip)"]
+    pages = at.selectbox(key="tlparse_page")
+    assert pages.options == ["index.html", "-_0_0_0/inductor_output_code_1.html"]  # the index first
+    assert "Stack trie" in at.get("iframe")[0].proto.srcdoc
+    shown_as_code = [o.content for o in at.get("button_group")[0].proto.options]
+    assert shown_as_code == ["output_code", "trace"]  # the report's zip is no code to show
