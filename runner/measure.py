@@ -26,7 +26,7 @@ import torch
 from db.artifacts import write_dir
 from db.record import ResultRecord
 from db.spec import ExperimentSpec
-from runner import recompiles, tlparse_report
+from runner import cudagraphs, recompiles, tlparse_report
 from runner.accuracy import compare, reference, skip_reason, tensors
 from runner.environment import environment, environment_detail, gpu_state
 from runner.introspect import (GraphBreakLog, cache_hits, compile_breakdown, compile_phases,
@@ -180,6 +180,7 @@ def steady_state(job: Setup, report: Report) -> dict:
     est_eager = warmup(timer, lambda: job.eager_step(inputs))
     timer.plan(call_ms=max(est_eager[0], est_compiled[0]), issue_ms=max(est_eager[1], est_compiled[1]))
     gpu_before = gpu_state(spec.device)
+    rerecords_before = cudagraphs.rerecords() if job.cudagraphs else None
     n_before = len(metrics())
     sides = {"eager": lambda: job.eager_step(inputs), "compiled": lambda: job.compiled_step(inputs)}
     check = Crosscheck(timer, sides, spec.iters) if Crosscheck.wanted() else None
@@ -187,7 +188,8 @@ def steady_state(job: Setup, report: Report) -> dict:
                              between_rounds=check.harness_slice if check else None)
     return {"samples": samples, "metrics": metrics()[n_before:],
             "gpu_state": {"before_rounds": gpu_before, "after_rounds": gpu_state(spec.device)},
-            "crosscheck": check.result(spec.device) if check else None}
+            "crosscheck": check.result(spec.device) if check else None,
+            "cudagraphs": cudagraphs.health(metrics(), rerecords_before) if job.cudagraphs else None}
 
 
 def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list, kernels: dict) -> ResultRecord:
@@ -245,6 +247,7 @@ def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list, ke
             "accuracy_note": accuracy["note"],
             "memory_method": first["memory_method"],
             "cudagraph_steps_marked": job.cudagraphs,
+            "cudagraphs": steady["cudagraphs"],  # CUDA graphs health (runner.cudagraphs); None when not used
             "crosscheck": steady["crosscheck"],
             "env": environment_detail(spec.device),
             "gpu_state": steady["gpu_state"],

@@ -45,6 +45,15 @@ def compiler(r: dict) -> None:
         st.dataframe(rows, hide_index=True, width="stretch")
     why = story.why_it_paid(r)
     st.caption(why or "This result has no per-layer cache counts (measured before they were recorded).")
+    graphs = r["cudagraphs"]
+    if graphs:  # reduce-overhead, max-autotune or the cudagraphs backend, on CUDA (runner/cudagraphs.py)
+        st.subheader("CUDA graphs")
+        if graphs.get("skipped"):
+            st.warning("CUDA graphs were skipped: this job ran without them.", icon=":material/warning:")
+            for reason in graphs.get("skip_reasons") or []:
+                st.code(reason, language=None, wrap_lines=True)
+        st.markdown(f"Re-recordings during the timed rounds: {_n(graphs.get('rerecords_in_rounds'), '{}')} · "
+                    f"graph pool: {_n(graphs.get('pool_mb'), '{:.1f}', ' MB')}")
     st.subheader("Graph breaks and recompiles")
     st.markdown(f"{_n(r['graph_count'], '{}')} graph(s), {_n(r['graph_breaks'], '{}')} graph break(s), "
                 f"{_n(r['recompiles'], '{}')} recompile(s)")

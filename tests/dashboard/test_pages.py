@@ -581,3 +581,17 @@ def test_the_job_page_shows_kernels_caches_and_the_output_code(worker, tmp_path)
     assert "Stack trie" in at.get("iframe")[0].proto.srcdoc
     shown_as_code = [o.content for o in at.get("button_group")[0].proto.options]
     assert shown_as_code == ["output_code", "trace"]  # the report's zip is no code to show
+
+
+def test_the_job_page_says_when_cuda_graphs_were_skipped(worker):
+    """The detail is what runner/cudagraphs.py writes on a GPU, written here by hand: this machine has none."""
+    ids = submit_some(worker, 1)
+    claim = queue.claim_next(worker, "host:1:any:test", ["cpu"], ["simplenet"], 60)
+    graphs = {"skipped": True, "skip_reasons": ["skipping cudagraphs due to mutated inputs (1 instances)"],
+              "skips": 1, "rerecords_in_rounds": 0, "pool_mb": None}
+    queue.finish(worker, claim.job_id, claim.token, JobStatus.SUCCEEDED,
+                 result={"eager_ms": 2.0, "compiled_ms": 1.9, "speedup": 1.05, "detail": {"cudagraphs": graphs}})
+    at = ok(page("job", job=str(ids[0])))
+    assert [w.value for w in at.warning] == ["CUDA graphs were skipped: this job ran without them."]
+    assert any(c.value == graphs["skip_reasons"][0] for c in at.code)
+    assert any("Re-recordings during the timed rounds: 0 · graph pool: –" in m.value for m in at.markdown)
