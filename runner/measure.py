@@ -13,6 +13,7 @@ Order (DESIGN.md, "Measurement protocol"):
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import random
@@ -89,19 +90,30 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
             report("schedule", None)
             schedule = run_schedule(job.timer, job.watch, job.module, entry, spec, job.device, job.dtype,
                                     job.eager_step, job.compiled_step)
-    finally:
-        job.trace.close()  # `--spawn inline` runs the next job in this same process
-        if artifacts_dir is not None:
-            texts = job.trace.artifacts()
-            if spec.trace:
-                report("tlparse", None)
-                texts["tlparse"] = tlparse_report.report(texts["trace"])
-            else:  # the sweep keeps the output code and FX graphs only
-                texts.pop("trace")
-            write_dir(artifacts_dir, texts)
+    except BaseException:  # the compiler's texts of a failed job say why; its error names the phase it failed in
+        with contextlib.suppress(Exception):  # and keeping them must not replace that error
+            keep_artifacts(job, artifacts_dir, None)
+        raise
+    keep_artifacts(job, artifacts_dir, report)
     result = record(job, first, steady, work, schedule, kernels)
     result.detail["measure_s"] = time.perf_counter() - started
     return result
+
+
+def keep_artifacts(job: Setup, folder: Path | None, report: Report | None) -> None:
+    """The trace's texts (runner.trace) into the artifacts folder, and tlparse's report when the sweep keeps the
+    trace. `report` is None for a failed job: its error names the phase it failed in, not this one."""
+    job.trace.close()  # `--spawn inline` runs the next job in this same process
+    if folder is None:
+        return
+    texts = job.trace.artifacts()
+    if job.spec.trace:
+        if report is not None:
+            report("tlparse", None)
+        texts["tlparse"] = tlparse_report.report(texts["trace"])
+    else:  # the sweep keeps the output code and FX graphs only
+        texts.pop("trace")
+    write_dir(folder, texts)
 
 
 def build(spec: ExperimentSpec, entry: ZooEntry) -> Setup:
