@@ -1,22 +1,31 @@
 # Two commands on a fresh machine: `make run` (the app with its embedded SQLite + local worker) and
-# `make test` (the whole suite). Both create .venv and install what they need first.
+# `make test` (every tier, as CI runs it). Both create .venv and install the project (editable) first.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
+# the in-process tier: no interpreters or workers started, no server, no browser, no GPU
+FAST := not slow and not subprocess and not postgres and not browser and not gpu
 
-.PHONY: setup setup-dev run worker test test-unit test-integration clean
+.PHONY: setup setup-dev run worker lint test test-fast test-unit test-integration clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-setup: $(PY)
+# stamps: the editable install is redone only when the project's metadata changes
+$(VENV)/.setup: $(PY) pyproject.toml requirements.txt
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q $(TORCH_SPEC)
-	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q -e .
+	@touch $@
 
-setup-dev: setup
+$(VENV)/.setup-dev: $(VENV)/.setup requirements-dev.txt
 	$(PY) -m pip install -q -r requirements-dev.txt
+	@touch $@
+
+setup: $(VENV)/.setup
+
+setup-dev: $(VENV)/.setup-dev
 
 run: setup
 	$(PY) -m streamlit run dashboard/app.py
@@ -24,8 +33,15 @@ run: setup
 worker: setup
 	$(PY) -m runner work
 
+lint: setup-dev
+	$(PY) -m ruff check .
+
+# every tier; .ci/services.sh installs chromium and starts PostgreSQL where it may (root, apt-get)
 test: setup-dev
-	$(PY) -m pytest -q tests
+	COMPILE_LAB_TEST_PG="$$(.ci/services.sh)" $(PY) -m pytest -q --durations=15 tests
+
+test-fast: setup-dev
+	$(PY) -m pytest -q -m "$(FAST)" tests
 
 test-unit: setup-dev
 	$(PY) -m pytest -q tests/unit
@@ -34,4 +50,4 @@ test-integration: setup-dev
 	$(PY) -m pytest -q tests/integration
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache

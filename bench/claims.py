@@ -1,7 +1,7 @@
 """Claim latency and throughput of the queue: W worker processes claim and finish N jobs (no child
 process per job: the claims are what is measured), on SQLite and on PostgreSQL.
 
-    python bench/claims.py [--jobs 400] [--workers 1,4,8] [--pg URL]
+    python -m bench.claims [--jobs 400] [--workers 1,4,8] [--pg URL]
 
 PostgreSQL: --pg, else COMPILE_LAB_TEST_PG (a role that may CREATE DATABASE: each run gets a fresh
 database, dropped afterwards); skipped with a note when neither is set. Prints one row per run:
@@ -22,14 +22,13 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from db import queue  # noqa: E402
-from db.engine import resolve_url  # noqa: E402
+from db import queue
 from db.database import dispose_engine, get_engine
-from db.models import JobStatus  # noqa: E402
-from db.spec import ModelInfo, SweepRequest  # noqa: E402
+from db.engine import resolve_url
+from db.models import JobStatus
+from db.spec import ModelInfo, SweepRequest
+
+ROOT = Path(__file__).resolve().parent.parent
 
 RESULT = {"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "samples": {}, "detail": {}}
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a GPU host: seed 004's "whole model vs function-level" (the Submit preset): LocalOptimizedNetwork at
 # 224x224, batch 16, max-autotune, compiled as a whole or only its two heavy functions. Cold compile
-# caches, one worker, one job per scope. Prints bench/modes_table.py's table.
+# caches, one worker, one job per scope. Prints bench.modes_table's table.
 #
 #   bench/gpu_whole_vs_functions.sh [TIMEOUT_S=280]
 set -euo pipefail

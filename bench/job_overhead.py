@@ -2,7 +2,7 @@
 parent (issue 5). Runs N tiny jobs with each spawn method through the real worker on one database and
 prints, per method, the time from claim to stored result minus the time the child spent measuring.
 
-    python bench/job_overhead.py [--jobs 20] [--device cpu|cuda]
+    python -m bench.job_overhead [--jobs 20] [--device cpu|cuda]
 """
 from __future__ import annotations
 
@@ -14,15 +14,14 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from sqlalchemy import select
 
-from sqlalchemy import select  # noqa: E402
-
-from db.engine import reading  # noqa: E402
 from db.database import get_engine
-from db.models import Job, Result  # noqa: E402
-from runner.timing import percentile  # noqa: E402
+from db.engine import reading
+from db.models import Job, Result
+from runner.timing import percentile
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(method: str, jobs: int, device: str, tmp: Path) -> dict:

@@ -1,14 +1,11 @@
 """The table the GPU mode scripts print (bench/gpu_max_autotune.sh, bench/gpu_whole_vs_functions.sh): per
 job, its configuration, first calls, steady state, speedup, break-even, recompiles and where the compiled
-first call went.   python bench/modes_table.py DATABASE_URL"""
+first call went.   python -m bench.modes_table DATABASE_URL"""
 import json
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from db.engine import get_engine  # noqa: E402
-from db.results import export_records  # noqa: E402
+from db.database import get_engine
+from db.results import export_records
 
 
 def main(url: str) -> None:

@@ -3,7 +3,7 @@ in its own fresh child; prints every repeat's medians, the spread across repeats
 round spread and noisy flag, where the compiled call sits on the device's measured roofline, and
 whether eager / default / reduce-overhead of one model are separable beyond their spread.
 
-    python bench/repeats.py [--device cuda] [--repeat 3] [--calibrate]
+    python -m bench.repeats [--device cuda] [--repeat 3] [--calibrate]
 """
 from __future__ import annotations
 
@@ -15,15 +15,14 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from sqlalchemy import select
 
-from sqlalchemy import select  # noqa: E402
-
-from db.engine import reading  # noqa: E402
 from db.database import get_engine
-from db.models import Result  # noqa: E402
-from db.results import export_records  # noqa: E402
+from db.engine import reading
+from db.models import Result
+from db.results import export_records
+
+ROOT = Path(__file__).resolve().parent.parent
 
 CONFIGS = {
     "cuda": {
@@ -84,7 +83,7 @@ def main() -> int:
 
     print(f"\n{'config':<26} {'eager ms per repeat':<28} {'compiled ms per repeat':<28} {'spread e/c':>11} "
           f"{'round spread c':>14} {'noisy':>5} {'GB/s':>7} {'TFLOP/s':>7} {'roofline':>8} {'bound':>6}")
-    for name, recs in groups.items():
+    for recs in groups.values():
         ok = [r for r in recs if r["status"] == "succeeded"]
         if len(ok) < len(recs):
             print(f"{name:<26} {len(recs) - len(ok)} job(s) did not succeed: " +
@@ -109,7 +108,7 @@ def main() -> int:
 def separability(groups: dict) -> None:
     """Per model: eager (every job's baseline), and each compiled mode; ranges across repeats."""
     by_model = defaultdict(dict)
-    for name, recs in groups.items():
+    for recs in groups.values():
         ok = [r for r in recs if r["status"] == "succeeded"]
         if not ok:
             continue

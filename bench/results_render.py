@@ -1,6 +1,6 @@
 """Results page render time with 1k, 10k and 100k finished jobs in the database (target: < 2 s at 100k).
 
-    python bench/results_render.py [--sizes 1000 10000 100000] [--repeat 3]
+    python -m bench.results_render [--sizes 1000 10000 100000] [--repeat 3]
 
 For each size: a temp SQLite file filled with synthetic jobs (bench/synthetic.py: about 2% failed, a
 third with a shape schedule), then the Results page is run through Streamlit's AppTest, which executes
@@ -39,7 +39,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 
 def one_more_result(engine) -> None:

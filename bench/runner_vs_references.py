@@ -10,7 +10,7 @@ and compiled callables again with
             `gpu_speedup` where the GPU dominates (no side idles the GPU half of its call).
 Prints one row per job, then the spread of `speedup` over the repeated configurations.
 
-    python bench/runner_vs_references.py [--out DIR] [--only NAME ...] [--device cpu]
+    python -m bench.runner_vs_references [--out DIR] [--only NAME ...] [--device cpu]
 """
 from __future__ import annotations
 
@@ -24,15 +24,14 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from sqlalchemy import select
 
-from sqlalchemy import select  # noqa: E402
-
-from db.engine import reading  # noqa: E402
 from db.database import get_engine
-from db.models import Result  # noqa: E402
-from db.results import export_records  # noqa: E402
+from db.engine import reading
+from db.models import Result
+from db.results import export_records
+
+ROOT = Path(__file__).resolve().parent.parent
 
 CONFIGS = {  # name: submit flags
     "simplenet-static": ["--model", "simplenet", "--batch", "32", "--dynamic", "false"],
@@ -48,7 +47,7 @@ CONFIGS = {  # name: submit flags
     "simplenet-default-x3": ["--model", "simplenet", "--batch", "32", "--repeat", "3"],
     "mlp-default-x3": ["--model", "mlp", "--batch", "64", "--repeat", "3"],
 }
-HOST_BOUND = 0.5  # runner.stats.HOST_BOUND
+HOST_BOUND = 0.5  # runner.measure.HOST_BOUND
 
 
 def main() -> int:
@@ -118,7 +117,8 @@ def print_table(rows) -> None:
               f"{_pct(r['gpu_speedup'], x.get('do_bench_speedup')) + ('*' if gpu_bound else ' ')}| "
               f"{r['eager_ms']:>8.4f} {r['compiled_ms']:>8.4f} {idle:>9} {str(r['noisy']):>5}  "
               f"{'host-bound' if r['host_bound'] else ''}")
-    print("harness: benchmarks/dynamo timed() loop, interleaved repeats for 2 s in slices between the rounds (at least 50), medians (the reference for speedup). "
+    print("harness: benchmarks/dynamo timed() loop, interleaved repeats for 2 s in slices between the rounds "
+          "(at least 50), medians (the reference for speedup). "
           "do_bench: triton.testing.do_bench median (the reference for gpu_speedup; * = the GPU dominates: no side "
           "idles it half of its call). idle: 1 - GPU time / latency.")
 

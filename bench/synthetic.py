@@ -50,20 +50,25 @@ DEVICES = {  # name, timing method and measured ceilings (the H100's from bench/
             "timing_method": "cpu: latency = perf_counter per call; throughput = back-to-back block per call"}}
 
 
-def fill(engine: Engine, n_jobs: int, seed: int = 0, device: str = "cuda", ceilings: bool = True) -> None:
+def fill(engine: Engine, n_jobs: int, seed: int = 0, device: str = "cuda", ceilings: bool = True,
+         rounds: int = 0, models=tuple(MODELS), batches=BATCHES, dynamics=DYNAMICS, modes=MODES) -> None:
+    """`rounds`: per-round latency samples per job (3 calls per round and side), as the answer table's interval
+    needs; 0 (the default) stores none, as the 100k render benchmark does (they would be ~100 MB there).
+    `models`, `batches`, `dynamics`, `modes`: the sweeps' shape (a sweep per model in turn)."""
     rng = random.Random(seed)
     extra = random.Random(seed + 1)  # the fields added later draw from their own stream: the rest stay as they were
+    raw = random.Random(seed + 2)
     now = utcnow()
     dev = DEVICES[device]
     worker = f"bench-host:1:gpu0:{seed:06x}"
     env = {"torch_version": "2.13.0", "triton_version": "3.5.0", "device_name": dev["device_name"],
            "cuda_version": "12.8" if device == "cuda" else None, "hostname": "bench-host"}
     sweeps, jobs, results = [], [], []
-    per_sweep = len(BATCHES) * len(DYNAMICS) * len(MODES)
+    per_sweep = len(batches) * len(dynamics) * len(modes)
     n_sweeps = math.ceil(n_jobs / per_sweep)
     for s in range(n_sweeps):
         repeat = s == n_sweeps - 1 and s > 0
-        model = REPEAT["model"] if repeat else list(MODELS)[s % len(MODELS)]
+        model = REPEAT["model"] if repeat else models[s % len(models)]
         cache = "warm" if model == "sincos" and s % 8 == 7 else "cold"
         sweep_id = s + 1
         created = now - timedelta(minutes=n_jobs - s)
@@ -73,8 +78,8 @@ def fill(engine: Engine, n_jobs: int, seed: int = 0, device: str = "cuda", ceili
             request = {"model": model, "batch_sizes": list(REPEAT["batches"]), "modes": list(REPEAT["modes"]),
                        "device": device, "repeat": REPEAT["n"]}
         else:
-            combos = [(bs, dyn, mode) for bs in BATCHES for dyn in DYNAMICS for mode in MODES]
-            request = {"model": model, "batch_sizes": list(BATCHES), "modes": list(MODES), "device": device,
+            combos = [(bs, dyn, mode) for bs in batches for dyn in dynamics for mode in modes]
+            request = {"model": model, "batch_sizes": list(batches), "modes": list(modes), "device": device,
                        "cache": cache}
         sweeps.append({"id": sweep_id, "name": f"{model} {'repeats' if repeat else 'sweep'} {sweep_id}",
                        "created_at": created, "created_by": "bench", "request": request})
@@ -95,6 +100,7 @@ def fill(engine: Engine, n_jobs: int, seed: int = 0, device: str = "cuda", ceili
                 # repeats differ by run-to-run noise only: 0.3% at batch 32, 1.5% at batch 8
                 jitter = (0.003 if bs >= 32 else 0.015) if repeat else 0.15
                 results.append(_result(rng, extra, job_id, model, bs, dyn, mode, cache, schedule, env, device, jitter))
+                results[-1]["samples"] = _samples(raw, results[-1], rounds)
     with atomic(engine) as session:
         session.execute(insert(Worker), [{"id": worker, "hostname": "bench-host", "pid": 1, "gpu": "0",
                                           "state": "stopped", "capabilities": {**env, "devices": [device]},
@@ -174,6 +180,20 @@ def _result(rng, extra, job_id, model, bs, dyn, mode, cache, schedule, env, devi
                        "speedup_p10": eager / compiled * (1 - ratio_spread),
                        "speedup_p90": eager / compiled * (1 + ratio_spread)}})
     return {"job_id": job_id, **record.to_dict()}
+
+
+def _samples(rng, result: dict, rounds: int) -> dict:
+    """Rounds of 3 calls per side around the job's medians: a drift per round that both sides share (the paired
+    ratio cancels it), and each side's own noise sized to its recorded spread (IQR / median of round medians)."""
+    if not rounds:
+        return {}
+    out = {"eager": [], "compiled": [], "dropped": []}
+    for _ in range(rounds):
+        drift = rng.gauss(0, 0.01)
+        for side in ("eager", "compiled"):
+            mid = result[f"{side}_ms"] * (1 + drift + rng.gauss(0, result[f"{side}_spread"] / 1.35))
+            out[side].append([mid * (1 + rng.gauss(0, 0.002)) for _ in range(3)])
+    return out
 
 
 def _breakdown(rng, first_s: float, mode: str, warm: bool) -> dict:

@@ -4,14 +4,10 @@ The entry page frames every view: the sidebar (database, workers, embedded worke
 It imports db/ only; experiments run in worker processes, never here.
 """
 import os
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `streamlit run` puts only dashboard/ on the path
+import streamlit as st
 
-import streamlit as st  # noqa: E402
-
-from dashboard import state  # noqa: E402
+from dashboard import state
 
 st.set_page_config(page_title="Compile Lab", page_icon="🔬", layout="wide")
 

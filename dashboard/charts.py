@@ -14,7 +14,6 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-
 FAIL_COLOR = "#d62728"
 CALLS = {"eager_first_call_s": "eager first call", "compiled_first_call_s": "compiled first call (compile + run)",
          "compiled_second_call_s": "compiled second call"}
@@ -280,8 +279,15 @@ def mark_noisy(fig: go.Figure, agg: pd.DataFrame, x: str = "batch_size", y: str 
           "⚠ noisy run (spread > 5%, or host-sensitive)",
           dict(size=20, symbol="circle-open", color=NOISY_COLOR, line=dict(width=2.5)),
           ["config", "noisy_runs", "runs", "max_spread", "noise_note"],
-          "<b>⚠ %{customdata[0]}</b><br>%{customdata[1]} of %{customdata[2]} run(s) noisy; "
-          "largest spread %{customdata[3]:.1%}<br>%{customdata[4]}<extra></extra>")
+          "<b>⚠ %{customdata[0]}</b><br>%{customdata[1]} noisy run(s), left out of this point beside %{customdata[2]} "
+          "quiet one(s); largest spread %{customdata[3]:.1%}<br>%{customdata[4]}<extra></extra>")
+    if "only_noisy" in agg:  # every run noisy: the point is theirs, greyed, and out of the answer and the header
+        only = noisy[noisy["only_noisy"].eq(True)]
+        _ring(fig, only.assign(noise_note=only["noise_note"].fillna("").map(_wrap)), x, y, "only-noisy",
+              "▒ noisy runs only: greyed, not in the answer", dict(size=13, symbol="circle", color="#c8c8c8",
+              line=dict(color="#888888", width=1)), ["config", "noise_note"],
+              "<b>▒ %{customdata[0]}</b><br>every run noisy: left out of the answer and the header<br>"
+              "%{customdata[1]}<extra></extra>")
     if "recompiled_runs" in agg:
         _ring(fig, agg[agg["recompiled_runs"].fillna(0) > 0].dropna(subset=[y]), x, y, "recompiled",
               "↻ recompiled while timed (those calls dropped)",

@@ -8,8 +8,8 @@ import pandas as pd
 from db.axes import COMPILE_AXES
 
 FILTERS = {  # column -> label; every one is a URL query parameter on the Results page
-    "sweep": "Sweep", "model": "Model", **{a.field: a.title for a in COMPILE_AXES}, "cache": "Compile cache", "device": "Device", "dtype": "dtype",
-    "torch_version": "torch", "device_name": "GPU / CPU", "status": "Status"}
+    "sweep": "Sweep", "model": "Model", **{a.field: a.title for a in COMPILE_AXES}, "cache": "Compile cache",
+    "device": "Device", "dtype": "dtype", "torch_version": "torch", "device_name": "GPU / CPU", "status": "Status"}
 ENV_FILTERS = ("torch_version", "device_name")  # unknown for jobs that never ran: kept under these filters
 
 

@@ -14,8 +14,15 @@ import pandas as pd
 from db import views
 from db.results import DETAIL_FIELDS
 from db.spec import sweep_label, sweep_name
-from db.views import (FIRST_CALL_FIELDS, FRAME_FIELDS, INTEGER_COLUMNS, LAZY_FIELDS, ROOFLINE_FIELDS, VIEW_FIELDS,
-                      ResultRows)
+from db.views import (
+    FIRST_CALL_FIELDS,
+    FRAME_FIELDS,
+    INTEGER_COLUMNS,
+    LAZY_FIELDS,
+    ROOFLINE_FIELDS,
+    VIEW_FIELDS,
+    ResultRows,
+)
 
 JSON_COLUMNS = ("model_args", "schedule") + tuple(f for f in DETAIL_FIELDS if f not in views.DETAIL_NUMBERS)
 # a warm-cache job whose compiled graph was not in the cache yet (the first of its kind) compiled the graph

@@ -16,7 +16,8 @@ import pandas as pd
 from dashboard import labels
 
 # what compared configurations have in common: one model, one size, one sweep (one machine, one day)
-SHARED = ("sweep_id", "model", "model_args", "task", "device", "dtype", "batch_size", "fullgraph", "cache")  # not all axes: repeats compare backend/mode/dynamic
+# (not every swept axis: repeats are compared across backend, mode and dynamic)
+SHARED = ("sweep_id", "model", "model_args", "task", "device", "dtype", "batch_size", "fullgraph", "cache")
 # what makes two jobs repeats of each other: the whole spec, in the same sweep
 SPEC = SHARED + ("backend", "mode", "dynamic", "schedule", "iters", "timeout_s")
 METRICS = ("compiled_ms", "eager_ms", "speedup")

@@ -10,8 +10,8 @@ from dashboard import snapshot
 from dashboard.embedded import EmbeddedWorker
 from dashboard.store import ResultStore
 from db import queue
-from db.engine import DatabaseError, describe, resolve_url
 from db.database import get_engine
+from db.engine import DatabaseError, describe, resolve_url
 
 STATUS_ICONS = {"queued": "⏳", "running": "▶️", "succeeded": "✅", "failed": "❌", "timed_out": "⌛",
                 "cancelled": "🚫", "crashed": "💥"}

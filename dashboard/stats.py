@@ -22,11 +22,17 @@ _BANDS = ("eager_p10_ms", "eager_p90_ms", "compiled_p10_ms", "compiled_p90_ms") 
 
 
 def medians(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Median of every number over repeated runs of one configuration, and how many runs that is."""
+    """Median of every number over the quiet runs of one configuration, and how many runs that is: a noisy run
+    (its own spread past 5%, or host-sensitive) is left out where a quiet one exists. A configuration whose runs
+    were all noisy keeps their medians, flagged `only_noisy`, so a plot can grey it out instead of dropping it."""
     ok = df.loc[df["status"] == "succeeded", list(by) + list(NUMBERS)]
-    grouped = ok.groupby(by, dropna=False, sort=True)
+    quiet = (df.loc[ok.index, "noisy"].ne(True) if "noisy" in df else pd.Series(True, index=ok.index)).astype(bool)
+    has_quiet = quiet.groupby([ok[b] for b in by], dropna=False).transform("any").astype(bool)
+    use = ok[quiet | ~has_quiet]
+    grouped = use.groupby(by, dropna=False, sort=True)
     agg = grouped[list(NUMBERS)].median()
     agg["runs"] = grouped.size()
+    agg["only_noisy"] = ~has_quiet[use.index].groupby([use[b] for b in by], dropna=False).any()
     return agg.reset_index()
 
 

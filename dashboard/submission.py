@@ -14,14 +14,15 @@ from typing import Mapping
 from sqlalchemy import Engine
 
 from db import queue
-from db.axes import AXES, BY_FIELD
+from db.axes import AXES, BY_FIELD, COMPILE_AXES
 from db.spec import ExperimentSpec, ModelInfo, SpecError, SweepRequest, dynamic_name, split_sizes
 
 # SpecError.field -> the form label shown next to the widget (model_args.X is handled below)
 LABELS = {
     "model": "Model", "task": "Task", "device": "Device", "dtype": "dtype",
     **{name: axis.label for name, axis in BY_FIELD.items()},  # the swept axes (db.axes)
-    "cache": "Compile cache", "trace": "Keep the compile trace", "schedule": "Schedule", "iters": "Rounds", "timeout_s": "Timeout (s)",
+    "cache": "Compile cache", "trace": "Keep the compile trace", "schedule": "Schedule", "iters": "Rounds",
+    "timeout_s": "Timeout (s)",
     "repeat": "Repeat", "name": "Sweep name", "model_args": "Model parameters",
 }
 # which widget a field's error is drawn under (the sweep-level field for a per-job one)
@@ -43,6 +44,7 @@ class FormValues:
     modes: list = field(default_factory=lambda: [ExperimentSpec.mode])
     dynamics: list = field(default_factory=lambda: [dynamic_name(ExperimentSpec.dynamic)])
     fullgraphs: list = field(default_factory=lambda: [str(ExperimentSpec.fullgraph).lower()])
+    scopes: list = field(default_factory=lambda: [ExperimentSpec.scope])
     cache: str = ExperimentSpec.cache
     trace: bool = ExperimentSpec.trace
     schedule: str = ""
@@ -108,8 +110,8 @@ def plan(values: FormValues, catalog: Mapping[str, ModelInfo]) -> Plan:
                 "model": values.model, "model_args": args,
                 "batch_sizes": split_sizes(values.batch_sizes, "batch_sizes"),
                 "task": values.task, "device": values.device, "dtype": values.dtype,
-                "backends": list(values.backends), "modes": list(values.modes), "dynamics": list(values.dynamics),
-                "fullgraphs": list(values.fullgraphs), "cache": values.cache, "trace": values.trace,
+                **{a.plural: list(getattr(values, a.plural)) for a in COMPILE_AXES}, "cache": values.cache,
+                "trace": values.trace,
                 "schedule": split_sizes(values.schedule, "schedule"),
                 "iters": values.iters, "timeout_s": values.timeout_s, "repeat": values.repeat, "name": name})
             specs, notes = request.expand(catalog)

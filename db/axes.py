@@ -58,7 +58,7 @@ class Axis:
         """How one value reads in a series label: "dynamic=true", "reduce-overhead", "bs 8"."""
         if self.field == "batch_size":
             return f"bs {text}"
-        return f"{self.field}={text}" if self.field in ("dynamic", "fullgraph") else text
+        return f"{self.field}={text}" if self.field in ("dynamic", "fullgraph", "scope") else text
 
 
 BACKENDS = ("inductor", "aot_eager", "cudagraphs", "eager")
@@ -75,6 +75,11 @@ AXES = (
          form_help="torch.compile(dynamic=None/True/False)"),
     Axis("fullgraph", "fullgraphs", "--fullgraph", "Fullgraph", "Fullgraph", tuple(BOOL),
          help="true or false (repeat for a sweep)", form_help="fullgraph=true turns a graph break into an error"),
+    Axis("scope", "scopes", "--scope", "Compile scope", "Scope", ("model", "blocks"),
+         help="model: compile the whole model; blocks: compile each repeated block the model file names (BLOCKS), "
+              "the regional compilation recipe (repeat for a sweep)",
+         form_help="blocks: compile each repeated block (BLOCKS in the model file) instead of the whole model: "
+                   "less compile time, maybe less speedup"),
 )
 BY_FIELD = {a.field: a for a in AXES} | {a.plural: a for a in AXES}
 COMPILE_AXES = tuple(a for a in AXES if a.field != "batch_size")

@@ -11,11 +11,11 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Iterable, Mapping
 
-from db.axes import AXES, BACKENDS, BOOL, MODES, TRI, Axis, SpecError, to_text, to_value
+from db.axes import AXES, BACKENDS, BOOL, BY_FIELD, MODES, TRI, Axis, SpecError, to_text, to_value
 
 TASKS = ("inference", "training")
 DEVICES = ("cuda", "cpu")
-DTYPES = ("float32", "bfloat16", "float16")
+DTYPES = ("float32", "bfloat16", "float16", "amp-bfloat16", "amp-float16")  # amp-: fp32 weights under autocast
 DYNAMICS = TRI
 CACHES = ("cold", "warm")
 
@@ -24,6 +24,7 @@ MAX_SCHEDULE = 64
 MAX_ITERS = 10_000
 MAX_TIMEOUT_S = 24 * 3600
 MAX_REPEAT = 20
+LATER_FIELDS = {"scope": "model"}  # spec fields added since the first release, with the default older rows mean
 MAX_JOBS = 5000  # per submission: a typo in a sweep must not queue a million jobs
 
 
@@ -40,8 +41,11 @@ def sweep_name(sweep_id: int, name: str | None) -> str:
 
 def stored_spec(value) -> dict:
     """A jobs row's spec as a dict, or {} when the row holds something else (a corrupt or hand-made
-    row: the worker fails it with a reason; pages must still list it)."""
-    return dict(value) if isinstance(value, dict) else {}
+    row: the worker fails it with a reason; pages must still list it). A field added to the spec after the
+    row was stored (scope) reads as its default, as the worker reads it."""
+    if not isinstance(value, dict):
+        return {}
+    return {**{k: v for k, v in LATER_FIELDS.items() if "model" in value}, **value}
 
 
 def split_sizes(text: str, field_name: str) -> list[str]:
@@ -86,6 +90,8 @@ class ModelInfo:
     # which input size the batch sizes and the schedule vary: "batch" or a param name (seq_len)
     size_dim: str = "batch"
     source: str = "builtin"
+    # the repeated blocks `--scope blocks` compiles one by one (the model file's BLOCKS); () = none named
+    blocks: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -95,6 +101,7 @@ class ModelInfo:
         d = dict(d)
         d["params"] = tuple(ParamInfo(**{**p, "choices": tuple(p.get("choices", ()))}) for p in d.get("params", ()))
         d["tasks"] = tuple(d.get("tasks", TASKS))
+        d["blocks"] = tuple(d.get("blocks", ()))
         return cls(**d)
 
     def param_defaults(self) -> dict:
@@ -179,6 +186,7 @@ class ExperimentSpec:
     mode: str = "default"
     dynamic: bool | None = None
     fullgraph: bool = False
+    scope: str = "model"
     cache: str = "cold"
     # keep the compile trace (TORCH_TRACE's lines, up to db.artifacts' cap) and tlparse's report of it as artifacts;
     # the output code and FX graphs are kept either way
@@ -206,6 +214,7 @@ class ExperimentSpec:
         put("mode", _choice(self.mode, MODES, "mode"))
         put("dynamic", parse_dynamic(self.dynamic))
         put("fullgraph", parse_bool(self.fullgraph, "fullgraph"))
+        put("scope", _choice(self.scope, BY_FIELD["scope"].values, "scope"))
         put("cache", _choice(self.cache, CACHES, "cache"))
         put("trace", parse_bool(self.trace, "trace"))
         if isinstance(self.schedule, (str, bytes)) or not isinstance(self.schedule, Iterable):
@@ -271,6 +280,9 @@ class ExperimentSpec:
             raise SpecError("model", f"unknown model {self.model!r}; known models: {known}")
         if self.task not in info.tasks:
             raise SpecError("task", f"model {self.model!r} supports {', '.join(info.tasks)} only")
+        if self.scope == "blocks" and not info.blocks:
+            raise SpecError("scope", f"model {self.model!r} names no repeated blocks (BLOCKS in its file): "
+                                     "only scope model")
         params = {p.name: p for p in info.params}
         args = {}
         for key, value in self.model_args.items():
@@ -285,7 +297,7 @@ class ExperimentSpec:
     @property
     def label(self) -> str:
         dyn = dynamic_name(self.dynamic)
-        fg = " fullgraph" if self.fullgraph else ""
+        fg = (" fullgraph" if self.fullgraph else "") + (" blocks" if self.scope == "blocks" else "")
         return f"{self.model} bs={self.batch_size} {self.backend}/{self.mode} dynamic={dyn}{fg} {self.device} {self.dtype} {self.task}"
 
 
@@ -307,6 +319,7 @@ class SweepRequest:
     modes: tuple[str, ...] = (ExperimentSpec.mode,)
     dynamics: tuple[bool | None, ...] = (ExperimentSpec.dynamic,)
     fullgraphs: tuple[bool, ...] = (ExperimentSpec.fullgraph,)
+    scopes: tuple[str, ...] = (ExperimentSpec.scope,)
     cache: str = ExperimentSpec.cache
     trace: bool = ExperimentSpec.trace
     schedule: tuple[int, ...] = ()
@@ -343,7 +356,7 @@ class SweepRequest:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        for key in ("batch_sizes", "backends", "modes", "dynamics", "fullgraphs", "schedule"):
+        for key in (*(a.plural for a in AXES), "schedule"):
             d[key] = list(d[key])
         d["model_args"] = dict(self.model_args)
         return d
@@ -351,16 +364,16 @@ class SweepRequest:
     def expand(self, catalog: Mapping[str, ModelInfo] | None = None) -> tuple[list[ExperimentSpec], list[str]]:
         """Every combination as a spec, each one validated; plus notes on combinations left out."""
         specs, notes = [], []
-        combos = itertools.product(self.batch_sizes, self.backends, self.modes, self.dynamics, self.fullgraphs)
-        for bs, backend, mode, dynamic, fullgraph in combos:
-            if backend != "inductor" and mode != "default":
-                notes.append(f"skipped {backend} with mode {mode}: modes apply to backend inductor only")
+        for combo in itertools.product(*(getattr(self, a.plural) for a in AXES)):  # the swept axes (db.axes)
+            swept = {a.field: v for a, v in zip(AXES, combo)}
+            if swept["backend"] != "inductor" and swept["mode"] != "default":
+                notes.append(f"skipped {swept['backend']} with mode {swept['mode']}: modes apply to backend "
+                             "inductor only")
                 continue
             spec = ExperimentSpec(
-                model=self.model, batch_size=bs, model_args=self.model_args, task=self.task,
-                device=self.device, dtype=self.dtype, backend=backend, mode=mode, dynamic=dynamic,
-                fullgraph=fullgraph, cache=self.cache, trace=self.trace, schedule=self.schedule, iters=self.iters,
-                timeout_s=self.timeout_s)
+                model=self.model, model_args=self.model_args, task=self.task, device=self.device, dtype=self.dtype,
+                cache=self.cache, trace=self.trace, schedule=self.schedule, iters=self.iters,
+                timeout_s=self.timeout_s, **swept)
             if catalog is not None:
                 spec = spec.check_model(catalog)
             specs.extend([spec] * self.repeat)

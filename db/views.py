@@ -139,7 +139,7 @@ def _spec_columns(texts: list, names: list[str]) -> dict[str, np.ndarray]:
             spec = json.loads(text) if text else {}
         except (TypeError, ValueError):
             spec = {}
-        decoded.append(spec if isinstance(spec, dict) else {})
+        decoded.append(stored_spec(spec))
     out = {}
     for name in names:
         values = np.empty(len(decoded), dtype=object)

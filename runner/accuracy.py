@@ -6,7 +6,7 @@ import torch
 from runner.zoo import ZooEntry
 
 # relative error ||compiled - eager|| / ||eager|| that still counts as the same result
-TOLERANCE = {"float32": 1e-4, "bfloat16": 3e-2, "float16": 5e-3}
+TOLERANCE = {"float32": 1e-4, "bfloat16": 3e-2, "float16": 5e-3, "amp-bfloat16": 3e-2, "amp-float16": 5e-3}
 COMPARE_CHUNK = 1 << 22
 
 

@@ -43,7 +43,7 @@ def place_result(engine: Engine, spec: ExperimentSpec, result: dict) -> dict:
     """The result with roofline_bound / roofline_pct / mfu filled in where ceilings are known: what the
     hardware did, so against GPU time where there is one (latency on the CPU, where the two are one)."""
     ceilings = latest_ceilings(engine, result.get("device_name") or "", result.get("hostname"))
-    ceiling = ceilings.get(spec.dtype)
+    ceiling = ceilings.get(spec.dtype.removeprefix("amp-"))  # AMP's matmuls run in the low precision
     return {**result, **place(result.get("flops"), result.get("min_bytes"),
                               result.get("compiled_gpu_ms") or result.get("compiled_ms"),
                               ceiling, spec.task == "training")}

@@ -19,7 +19,6 @@ import time
 import traceback
 from pathlib import Path
 
-
 WORKER_PID_ENV = "COMPILE_LAB_WORKER_PID"  # set by the worker: the parent this child must outlive never
 
 

@@ -1,4 +1,4 @@
-"""`python -m runner`: submit, work, status, cancel, export, artifact, models (DESIGN.md, "CLI contract").
+"""`python -m runner`: submit, work, status, cancel, export, report, artifact, models (DESIGN.md, "CLI contract").
 
 Errors raised deep (SpecError, QueueError, DatabaseError, ModelFileError) are translated here, at the
 edge: one line on stderr and exit code 2, with nothing stored.
@@ -11,11 +11,11 @@ import logging
 import sys
 from pathlib import Path
 
-from db import artifacts, queue
-from db.engine import DatabaseError, describe, resolve_url
-from db.database import get_engine
-from db.models import JobStatus, utcnow
+from db import answer, artifacts, queue
 from db.axes import AXES, BY_FIELD, COMPILE_AXES
+from db.database import get_engine
+from db.engine import DatabaseError, describe, resolve_url
+from db.models import JobStatus, utcnow
 from db.results import export_records, records_csv, records_json
 from db.spec import SpecError, SweepRequest, split_sizes
 from runner import zoo
@@ -92,6 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("-o", "--output", help="file to write (default: stdout)")
     e.add_argument("--sweep", type=int, action="append", help="only these sweeps")
     e.add_argument("--raw", action="store_true", help="json only: include raw samples and schedule calls")
+
+    r = sub.add_parser("report", help="the answer: per model, batch size and configuration, speedup with a 95% "
+                                      "interval, first calls, break-even and a verdict (as Results shows first)")
+    _add_db(r)
+    r.add_argument("--format", choices=("md", "json", "csv"), default="md")
+    r.add_argument("--sweep", type=int, action="append", help="only these sweeps")
+    r.add_argument("-o", "--output", help="file to write (default: stdout)")
 
     a = sub.add_parser("artifact", help="write out one of a job's artifacts (output_code, fx_graphs, trace, tlparse)")
     a.add_argument("job_id", type=int)
@@ -266,6 +273,16 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_report(args) -> int:
+    rows = answer.report(get_engine(args.db), sweep_ids=args.sweep)
+    text = {"md": answer.rows_markdown, "json": answer.rows_json, "csv": answer.rows_csv}[args.format](rows)
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def cmd_artifact(args) -> int:
     """As written: text, or the tlparse report's zip (unzip it and open index.html)."""
     data = artifacts.data(get_engine(args.db), args.job_id, args.name)
@@ -283,7 +300,7 @@ def cmd_calibrate(args) -> int:
     from runner import ceilings
     from runner.worker import PROJECT_ROOT
 
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    env = dict(os.environ)  # the calibration child starts in PROJECT_ROOT, where `-m runner.child` finds the code
     if args.gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = args.gpu
     found = ceilings.measure(get_engine(args.db), args.device, env, PROJECT_ROOT)
@@ -306,4 +323,5 @@ def cmd_models(args) -> int:
 
 
 COMMANDS = {"submit": cmd_submit, "work": cmd_work, "status": cmd_status, "cancel": cmd_cancel,
-            "export": cmd_export, "artifact": cmd_artifact, "models": cmd_models, "calibrate": cmd_calibrate}
+            "export": cmd_export, "report": cmd_report, "artifact": cmd_artifact, "models": cmd_models,
+            "calibrate": cmd_calibrate}

@@ -35,6 +35,14 @@ def environment_detail(device: str) -> dict:
     return d
 
 
+def host_state() -> dict:
+    """The host around the timed rounds: load average (1, 5, 15 min), torch's intra-op threads, and how many CPUs
+    this process may run on. A load above the CPUs it may use means the rounds shared cores with other work."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"loadavg": list(os.getloadavg()), "torch_threads": torch.get_num_threads(), "cpus_allowed": cpus,
+            "cpu_count": os.cpu_count()}
+
+
 def gpu_state(device: str) -> dict | None:
     """SM clock, temperature and power when the rounds start and end (through NVML, where installed):
     a job that ran throttled or at idle clocks says so."""

@@ -29,9 +29,15 @@ from db.record import ResultRecord
 from db.spec import ExperimentSpec
 from runner import cudagraphs, recompiles, tlparse_report
 from runner.accuracy import compare, reference, skip_reason, tensors
-from runner.environment import environment, environment_detail, gpu_state
-from runner.introspect import (GraphBreakLog, cache_hits, compile_breakdown, compile_phases,
-                               describe_compile_failure, metrics)
+from runner.environment import environment, environment_detail, gpu_state, host_state
+from runner.introspect import (
+    GraphBreakLog,
+    cache_hits,
+    compile_breakdown,
+    compile_phases,
+    describe_compile_failure,
+    metrics,
+)
 from runner.memory import Memory
 from runner.profile_counts import count_both
 from runner.rounds import Crosscheck, ExperimentFailed, Report, measure_rounds, warmup
@@ -43,7 +49,10 @@ from runner.zoo import ZooEntry, load_module
 
 __all__ = ["ExperimentFailed", "run", "make_step", "TIMING_PROTOCOL"]
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16,
+          "amp-bfloat16": torch.float32, "amp-float16": torch.float32}  # the weights' and inputs' dtype
+# mixed precision: fp32 weights, the step under torch.autocast in this dtype (what AMP training means)
+AUTOCAST = {"amp-bfloat16": torch.bfloat16, "amp-float16": torch.float16}
 CUDAGRAPH_MODES = ("reduce-overhead", "max-autotune")
 # 1: one clock (CUDA: kernel time behind a head start; CPU: perf_counter per call). 2: latency as the caller
 # sees it is the headline, throughput and GPU time beside it (runner.timing). Stored with every result.
@@ -133,14 +142,20 @@ def build(spec: ExperimentSpec, entry: ZooEntry) -> Setup:
     compile_fn = functools.partial(torch.compile, backend=spec.backend,
                                    mode=spec.mode if spec.backend == "inductor" else None,
                                    dynamic=spec.dynamic, fullgraph=spec.fullgraph)
-    compiled_model = (module.compile(compiled_base, compile_fn, **params) if hasattr(module, "compile")
-                      else compile_fn(compiled_base))
+    if spec.scope == "blocks":  # regional compilation: each repeated block, in place; the model stays eager
+        compiled_model = compile_blocks(compiled_base, entry.info.blocks, compile_fn)
+    elif hasattr(module, "compile"):
+        compiled_model = module.compile(compiled_base, compile_fn, **params)
+    else:
+        compiled_model = compile_fn(compiled_base)
     cudagraphs = spec.device == "cuda" and (spec.mode in CUDAGRAPH_MODES or spec.backend == "cudagraphs")
+    amp = AUTOCAST.get(spec.dtype)
     return Setup(spec=spec, entry=entry, module=module, device=device, dtype=dtype, training=training,
                  cudagraphs=cudagraphs, eager_model=eager_model, compiled_base=compiled_base,
-                 eager_step=make_step(eager_model, eager_model.parameters(), training, mark_cudagraph_step=False),
+                 eager_step=make_step(eager_model, eager_model.parameters(), training, mark_cudagraph_step=False,
+                                      autocast=amp, device_type=device.type),
                  compiled_step=make_step(compiled_model, compiled_base.parameters(), training,
-                                         mark_cudagraph_step=cudagraphs),
+                                         mark_cudagraph_step=cudagraphs, autocast=amp, device_type=device.type),
                  inputs=inputs, timer=make_timer(spec.device), watch=CompileWatch(), breaks=breaks, trace=trace)
 
 
@@ -191,7 +206,7 @@ def steady_state(job: Setup, report: Report) -> dict:
     est_compiled = warmup(timer, lambda: job.compiled_step(inputs))
     est_eager = warmup(timer, lambda: job.eager_step(inputs))
     timer.plan(call_ms=max(est_eager[0], est_compiled[0]), issue_ms=max(est_eager[1], est_compiled[1]))
-    gpu_before = gpu_state(spec.device)
+    gpu_before, host_before = gpu_state(spec.device), host_state()
     rerecords_before = cudagraphs.rerecords() if job.cudagraphs else None
     n_before = len(metrics())
     sides = {"eager": lambda: job.eager_step(inputs), "compiled": lambda: job.compiled_step(inputs)}
@@ -200,6 +215,7 @@ def steady_state(job: Setup, report: Report) -> dict:
                              between_rounds=check.harness_slice if check else None)
     return {"samples": samples, "metrics": metrics()[n_before:],
             "gpu_state": {"before_rounds": gpu_before, "after_rounds": gpu_state(spec.device)},
+            "host_state": {"before_rounds": host_before, "after_rounds": host_state()},
             "crosscheck": check.result(spec.device) if check else None,
             "cudagraphs": cudagraphs.health(metrics(), rerecords_before) if job.cudagraphs else None}
 
@@ -261,8 +277,10 @@ def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list, ke
             "cudagraph_steps_marked": job.cudagraphs,
             "cudagraphs": steady["cudagraphs"],  # CUDA graphs health (runner.cudagraphs); None when not used
             "crosscheck": steady["crosscheck"],
-            "env": environment_detail(spec.device),
+            "env": environment_detail(spec.device) | {"autocast": spec.dtype if spec.dtype in AUTOCAST else None,
+                                                      "scope": spec.scope},
             "gpu_state": steady["gpu_state"],
+            "host_state": steady["host_state"],
         },
     })
 
@@ -300,23 +318,50 @@ def _inputs(module, entry: ZooEntry, spec: ExperimentSpec, size: int, device, dt
     return tuple(t.to(device=device, dtype=dtype) if t.is_floating_point() else t.to(device) for t in raw)
 
 
-def make_step(model, parameters, training: bool, mark_cudagraph_step: bool) -> Callable:
-    """One call of the thing being measured: a forward under no_grad, or forward+backward+SGD step."""
+def make_step(model, parameters, training: bool, mark_cudagraph_step: bool, autocast: torch.dtype | None = None,
+              device_type: str = "cpu") -> Callable:
+    """One call of the thing being measured: a forward under no_grad, or forward+backward+SGD step. With
+    `autocast` (AMP), the forward runs under torch.autocast in that dtype over fp32 weights; a float16
+    training step scales its loss (GradScaler), as AMP training does."""
     optimizer = torch.optim.SGD(list(parameters), lr=1e-3) if training else None
+    scaler = torch.amp.GradScaler(device_type) if training and autocast == torch.float16 else None
+
+    def forward(inputs):
+        if autocast is None:
+            return model(*inputs)
+        with torch.autocast(device_type, dtype=autocast):
+            return model(*inputs)
 
     def step(inputs):
         if mark_cudagraph_step:  # tells CUDA-graph trees a new iteration begins (outputs may be reused)
             torch.compiler.cudagraph_mark_step_begin()
         if optimizer is None:
             with torch.no_grad():
-                return model(*inputs)
+                return forward(inputs)
         optimizer.zero_grad(set_to_none=True)
-        loss = _loss(model(*inputs))
-        loss.backward()
-        optimizer.step()
+        loss = _loss(forward(inputs))
+        if scaler is None:
+            loss.backward()
+            optimizer.step()
+        else:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
         return loss.detach()
 
     return step
+
+
+def compile_blocks(model: torch.nn.Module, containers: tuple[str, ...], compile_fn) -> torch.nn.Module:
+    """PyTorch's regional compilation recipe: each block in the named containers replaced by its compiled
+    self, so identical blocks share one compiled graph (dynamo inlines nn modules) and the model around
+    them stays eager. Returns the model itself. (nn.Module.compile() set on a block was never called
+    through here: a container calls the block's __call__, and on torch 2.13 that compiled nothing.)"""
+    for name in containers:
+        container = model.get_submodule(name)
+        for child, block in list(container.named_children()):
+            setattr(container, child, compile_fn(block))
+    return model
 
 
 def _loss(out) -> torch.Tensor:

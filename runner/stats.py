@@ -2,8 +2,7 @@
 `noisy` and why, break-even. Pure arithmetic (no torch): the dashboard's reasoning and the tests use it too."""
 from __future__ import annotations
 
-import math
-
+from db.answer import break_even_calls  # noqa: F401  (one definition: the answer table's too)
 from runner.timing import percentile, spread
 
 NOISY_SPREAD = 0.05  # a side whose round medians spread (IQR / median) past this is flagged noisy
@@ -83,14 +82,3 @@ def _median_or_none(values: list[float]) -> float | None:
 
 def _round_medians(rounds: list[list[float]]) -> list[float]:
     return [percentile(block, 50) for block in rounds if block]
-
-
-def break_even_calls(eager_first_s: float, compiled_first_s: float, eager_ms: float, compiled_ms: float) -> int | None:
-    """Calls after which compiling has paid for itself, counting both first calls; None if never."""
-    saved_per_call_s = (eager_ms - compiled_ms) / 1e3
-    if saved_per_call_s <= 0:
-        return None
-    extra_s = compiled_first_s - eager_first_s
-    if extra_s <= 0:
-        return 1
-    return 1 + math.ceil(round(extra_s / saved_per_call_s, 9))  # round: 9.9 / 0.001 is 9900.000000000002

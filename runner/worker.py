@@ -33,8 +33,8 @@ from pathlib import Path
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from db import artifacts, queue
-from db.engine import MalformedJSON
 from db.database import get_engine
+from db.engine import MalformedJSON
 from db.models import JobStatus
 from db.spec import ExperimentSpec, SpecError
 from runner import ceilings, zoo
@@ -122,6 +122,8 @@ class Worker:
 
     def _env(self) -> dict:
         env = dict(os.environ)
+        # the child starts in its job folder: this makes it import the very code its worker runs, from a checkout
+        # run without `pip install -e .` (`python -m runner` in the project folder) as well as from an install
         env["PYTHONPATH"] = os.pathsep.join([str(PROJECT_ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
         env["PYTHONUNBUFFERED"] = "1"
         env[WORKER_PID_ENV] = str(os.getpid())  # the child checks it is still ours after arming PDEATHSIG

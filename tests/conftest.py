@@ -1,8 +1,10 @@
 """Shared fixtures: real SQLite files in tmp folders, a real PostgreSQL server (a fresh database per
-test), the real CLI in real subprocesses."""
+test), the real CLI in real subprocesses, bench.synthetic's finished jobs. And the tiers by cost: markers
+applied from each test's folder and fixtures, and a closing line naming every tier a run skipped and why."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -12,11 +14,91 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURE_MODELS = Path(__file__).resolve().parent / "fixture_models"
+TESTS = Path(__file__).resolve().parent
+FIXTURE_MODELS = TESTS / "fixture_models"
+
+# what every test in a folder costs; tests/unit and tests/dashboard run in this process (`make test-fast`)
+FOLDER_MARKERS = {"integration": ("subprocess", "slow"), "faults": ("subprocess", "slow"),
+                  "e2e": ("browser", "subprocess", "slow")}
+TIERS = ("postgres", "browser", "gpu")  # what a machine may lack: a run that skips one says so at the end
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for name in FOLDER_MARKERS.get(item.path.relative_to(TESTS).parts[0], ()):
+            item.add_marker(name)
+        callspec = getattr(item, "callspec", None)
+        if "pg_url" in item.fixturenames or (callspec and callspec.params.get("any_db_url") == "postgresql"):
+            item.add_marker("postgres")
+    if not shutil.which("nvidia-smi"):
+        for item in items:
+            if item.get_closest_marker("gpu"):
+                item.add_marker(pytest.mark.skip(reason="no GPU here (nvidia-smi not found)"))
+
+
+REQUIRE_ENV = "COMPILE_LAB_REQUIRE_TIERS"  # e.g. postgres,browser (.ci/run): skipping one of these fails the run
+
+
+def _skipped_tiers(reports) -> dict[str, dict[str, int]]:
+    """tier -> skip reason -> how many tests; a skip outside the tiers counts as "other"."""
+    skipped: dict[str, dict[str, int]] = {}
+    for report in reports:
+        tier = next((t for t in TIERS if t in report.keywords), "other")
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        skipped.setdefault(tier, {}).setdefault(reason, 0)
+        skipped[tier][reason] += 1
+    return skipped
+
+
+def _required_but_skipped(config) -> list[str]:
+    required = {t.strip() for t in os.environ.get(REQUIRE_ENV, "").split(",") if t.strip()}
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    skipped = _skipped_tiers(reporter.stats.get("skipped", [])) if reporter else {}
+    return sorted(required & set(skipped))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if exitstatus == 0 and _required_but_skipped(session.config):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Name the tiers that did not run, so a green run never hides that a tier was skipped."""
+    skipped = _skipped_tiers(terminalreporter.stats.get("skipped", []))
+    deselected = len(terminalreporter.stats.get("deselected", []))
+    if not skipped and not deselected:
+        return
+    terminalreporter.section("tiers not run", sep="=", yellow=True)
+    for tier, reasons in skipped.items():
+        for reason, n in reasons.items():
+            terminalreporter.write_line(f"{tier}: {n} test(s) skipped: {reason}")
+    if deselected:
+        chosen = " ".join(f"{flag} {value!r}" for flag, value in (("-m", config.option.markexpr),
+                                                                  ("-k", config.option.keyword)) if value)
+        terminalreporter.write_line(f"{deselected} test(s) deselected by {chosen}: `make test` runs every tier")
+    missing = _required_but_skipped(config)
+    if missing:
+        terminalreporter.write_line(f"FAILED: {REQUIRE_ENV} requires {', '.join(missing)}, which did not run",
+                                    red=True)
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory) -> Path:
+    """An empty SQLite database at the newest schema revision, made once per run."""
+    from db.database import dispose_engine, get_engine
+
+    path = tmp_path_factory.mktemp("template") / "lab.db"
+    get_engine(f"sqlite:///{path}")
+    dispose_engine(f"sqlite:///{path}")  # closed: the WAL is checkpointed into the one file
+    return path
 
 
 @pytest.fixture
-def db_url(tmp_path) -> str:
+def db_url(tmp_path, migrated_sqlite) -> str:
+    """A real SQLite file of this test's own, at the newest revision: a copy of the template, which saves
+    each test the migrations (tests about migrating open fresh files: any_db_url)."""
+    shutil.copyfile(migrated_sqlite, tmp_path / "lab.db")
     return f"sqlite:///{tmp_path / 'lab.db'}"
 
 
@@ -28,12 +110,13 @@ def pg_url():
     """A fresh, empty database on the PostgreSQL server that COMPILE_LAB_TEST_PG names; dropped afterwards."""
     base = os.environ.get(PG_ENV)
     if not base:
-        pytest.skip(f"{PG_ENV} is not set: no PostgreSQL server for this run (.ci/run starts one)")
+        pytest.skip(f"{PG_ENV} is not set: no PostgreSQL server for this run (`make test` starts one where it runs "
+                    "as root; see docs/operations.md)")
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 
-    from db.engine import resolve_url
     from db.database import dispose_engine
+    from db.engine import resolve_url
 
     base = resolve_url(base)
     name = f"lab_t_{uuid.uuid4().hex[:12]}"
@@ -63,6 +146,20 @@ def engine(db_url):
     from db.database import get_engine
 
     return get_engine(db_url)
+
+
+@pytest.fixture
+def fill_synthetic(engine):
+    """Fill this test's database with bench.synthetic's finished jobs, the data the render benchmark times:
+    sweeps over a few zoo models, about 2% failures with their reasons, shape schedules, a repeat sweep and
+    the device's ceilings. Call it with a job count (and seed, device, ceilings); it returns the engine."""
+    from bench.synthetic import fill
+
+    def fill_synthetic(n_jobs: int, seed: int = 0, device: str = "cuda", ceilings: bool = True):
+        fill(engine, n_jobs, seed=seed, device=device, ceilings=ceilings)
+        return engine
+
+    return fill_synthetic
 
 
 def run_cli(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -128,8 +225,8 @@ def start_worker(db_url: str, home: Path, *args: str, env: dict | None = None) -
 
 
 def job_row(db_url: str, job_id: int):
-    from db.engine import reading
     from db.database import get_engine
+    from db.engine import reading
     from db.models import Job
 
     with reading(get_engine(db_url)) as s:
@@ -139,8 +236,8 @@ def job_row(db_url: str, job_id: int):
 def result_count(db_url: str, job_id: int) -> int:
     from sqlalchemy import func, select
 
-    from db.engine import reading
     from db.database import get_engine
+    from db.engine import reading
     from db.models import Result
 
     with reading(get_engine(db_url)) as s:

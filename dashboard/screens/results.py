@@ -7,7 +7,7 @@ Only the open tab runs (st.tabs bound to the URL's `view`), so a visit pays for 
 copied link opens the same tab."""
 import streamlit as st
 
-from dashboard import charts, filters, frame, labels, repeats, roofline, state, stats
+from dashboard import answer, charts, filters, frame, labels, repeats, roofline, state, stats
 from db import axes, ceilings_view, results, views
 from db.results import RECORD_FIELDS
 
@@ -27,7 +27,6 @@ NOISY_NOTE = ("Spread: IQR / median of a job's per-round medians; ⚠ noisy past
               "configurations with a noisy run.")
 CALIBRATE = ("`python -m runner calibrate --device {device} --db URL` on a host with that device measures them "
              "(a GPU worker calibrates its GPU when it starts)")
-
 
 MAIN_FILTERS = ("sweep", "model", "mode", "dynamic")  # in the first row; the others in "More filters"
 
@@ -71,18 +70,16 @@ def view_facts(key: tuple, _shown) -> dict:
     not on every rerun (each is a pass over up to 100k rows)."""
     ok = _shown["status"] == "succeeded"
     cancelled = _shown["status"] == "cancelled"
-    speedups = _shown.loc[ok, "speedup"].dropna()
     measured = _shown[~cancelled]  # a cancelled sweep has nothing to plot
     pool = measured if len(measured) else _shown
     pool = pool[pool["model"].notna()]  # a spec stored without a model (the job failed on it) names none
     return {"jobs": len(_shown), "succeeded": int(ok.sum()), "failed": int((~ok & ~cancelled).sum()),
-            "cancelled": int(cancelled.sum()), "median": speedups.median() if len(speedups) else None,
-            "best": speedups.max() if len(speedups) else None, "methods": stats.timing_methods(_shown),
+            "cancelled": int(cancelled.sum()), "methods": stats.timing_methods(_shown),
             "models": sorted(_shown["model"].dropna().unique()), "plottable": set(measured["model"].dropna()),
             "newest": pool.loc[pool["job_id"].idxmax(), "model"] if len(pool) else None}  # no sort per rerun
 
 
-def summary(facts: dict) -> None:
+def summary(facts: dict) -> list:
     c = st.columns(5)
     c[0].metric("Jobs shown", f"{facts['jobs']:,}")
     c[1].metric("Succeeded", f"{facts['succeeded']:,}")
@@ -90,11 +87,9 @@ def summary(facts: dict) -> None:
                 delta=f"+ {facts['cancelled']:,} cancelled" if facts["cancelled"] else None, delta_color="off",
                 delta_arrow="off", help="Failed, timed out or crashed. Cancelled jobs are not counted: a person "
                                         "stopped them, so they say nothing about their configuration.")
-    c[3].metric("Median speedup", "–" if facts["median"] is None else f"{facts['median']:.2f}×",
-                help="latency: what a caller waits for per call, eager / compiled")
-    c[4].metric("Best speedup", "–" if facts["best"] is None else f"{facts['best']:.2f}×")
     if facts["methods"]:
         st.caption("Timing: " + "; ".join(facts["methods"]) + ". " + NOISY_NOTE)
+    return c[3:]  # the speedup metrics: filled for one model, once it is chosen (dashboard.answer.header)
 
 
 def frame_key(df) -> tuple:
@@ -394,7 +389,7 @@ selected = filters_ui(df)
 shown = filters.apply_filters(df, selected)
 key = view_key(df, selected)
 facts = view_facts(key, shown)
-summary(facts)
+speed_slots = summary(facts)
 if shown.empty:
     st.warning("No job matches these filters.")
     st.stop()
@@ -402,6 +397,7 @@ if shown.empty:
 head = st.columns([3, 1], vertical_alignment="bottom")
 picker = head[0].container()  # filled once the open tab is known
 downloads = head[1].container(horizontal=True, horizontal_alignment="right")
+answer_slot = st.container()  # the answer for the chosen model, above the tabs
 
 
 def shown_records() -> list[dict]:
@@ -420,6 +416,7 @@ speed_tab, launch_tab, repeat_tab, roofline_tab, fail_tab, table_tab = st.tabs(
     TABS, key="view", bind="query-params", width="stretch")
 with picker:  # always drawn (a widget that is not drawn loses its state); idle on the all-model tabs
     model = model_choice(facts, per_model=bool(speed_tab.open or launch_tab.open or repeat_tab.open))
+answer.show(speed_slots, answer_slot, key, model, engine, shown)
 
 if speed_tab.open:
     with speed_tab:

@@ -136,12 +136,14 @@ def sweep_form(catalog: dict, devices: set) -> None:
                                  help="Optional sizes called in order after the steady state, to show recompiles")
         slots["schedule"] = st.empty()
         c1, c2, c3 = st.columns(3)
-        iters = c1.number_input("Rounds", min_value=1, max_value=MAX_ITERS, step=1, key=KEYS["iters"],
-                                persist_state="session", help="Interleaved eager/compiled rounds")
-        timeout_s = c2.number_input("Timeout (s)", min_value=1, max_value=MAX_TIMEOUT_S, step=60,
-                                    key=KEYS["timeout_s"], persist_state="session")
-        repeat = c3.number_input("Repeat", min_value=1, max_value=MAX_REPEAT, step=1, key=KEYS["repeat"],
-                                 persist_state="session", help="Run each combination this many times")
+        # no min/max on the widgets: a widget clamps or flags a value out of range with a bare "!" and hands back
+        # its last good one, so the form would store what it no longer shows; plan() judges them like the rest
+        iters = c1.number_input("Rounds", step=1, key=KEYS["iters"], persist_state="session",
+                                help=f"Interleaved eager/compiled rounds (1 to {MAX_ITERS:,})")
+        timeout_s = c2.number_input("Timeout (s)", step=60, key=KEYS["timeout_s"], persist_state="session",
+                                    help=f"1 to {MAX_TIMEOUT_S:,} s")
+        repeat = c3.number_input("Repeat", step=1, key=KEYS["repeat"], persist_state="session",
+                                 help=f"Run each combination this many times (1 to {MAX_REPEAT})")
         slots["iters"], slots["timeout_s"], slots["repeat"] = st.empty(), st.empty(), st.empty()
         clear_stale_preset_name()
         name = st.text_input("Sweep name", key=KEYS["name"], max_chars=200, persist_state="session")

@@ -9,6 +9,9 @@ A model is one Python file; its file name is the model's name. It defines:
     SIZE_DIM = "batch"                            # optional: what batch sizes and the schedule vary
     REQUIRES = ("torchvision",)                   # optional: skipped where these are not installed
     STOCHASTIC = False                            # optional: True if outputs are random by design
+    BLOCKS = "layers"                             # optional: the containers of repeated blocks (a name or
+                                                  # a list of dotted names); `--scope blocks` compiles each
+                                                  # block in them instead of the whole model
 
     def build(**params) -> torch.nn.Module
     def example_inputs(batch_size, **params) -> tuple of tensors (CPU, float32 or integer)
@@ -30,7 +33,7 @@ from typing import Iterable
 from db.spec import TASKS, ModelInfo, ParamInfo
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
-_LITERALS = ("DESCRIPTION", "PARAMS", "TASKS", "SIZE_DIM", "REQUIRES", "STOCHASTIC")
+_LITERALS = ("DESCRIPTION", "PARAMS", "TASKS", "SIZE_DIM", "REQUIRES", "STOCHASTIC", "BLOCKS")
 
 
 class ModelFileError(ValueError):
@@ -79,8 +82,12 @@ def read_entry(path: Path, source: str) -> ZooEntry | None:
     size_dim = lit.get("SIZE_DIM", "batch")
     if size_dim != "batch" and size_dim not in {p.name for p in params}:
         raise ModelFileError(f"{path}: SIZE_DIM {size_dim!r} is not one of its PARAMS")
+    blocks = lit.get("BLOCKS", ())
+    blocks = (blocks,) if isinstance(blocks, str) else tuple(blocks)
+    if not all(isinstance(b, str) and b for b in blocks):
+        raise ModelFileError(f"{path}: BLOCKS must name attributes (a string or a list of strings)")
     info = ModelInfo(name=path.stem, description=str(lit["DESCRIPTION"]), params=tuple(params),
-                     tasks=tasks, size_dim=size_dim, source=source)
+                     tasks=tasks, size_dim=size_dim, source=source, blocks=blocks)
     return ZooEntry(info=info, path=path.resolve(), stochastic=bool(lit.get("STOCHASTIC", False)))
 
 

@@ -8,7 +8,6 @@ import zipfile
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from bench.synthetic import fill
 from dashboard.charts import HOST_COLORS
 from dashboard.embedded import ENV_SWITCH
 from db import queue
@@ -256,23 +255,22 @@ def test_a_graph_break_line_in_a_job_error_is_shown_as_written(worker):
 
 # -- Results and Compare ------------------------------------------------------------------------------------
 @pytest.fixture
-def results(lab):
-    fill(lab, 240, seed=1)
-    return lab
+def results(lab, fill_synthetic):
+    return fill_synthetic(240, seed=1)
 
 
 def test_results_page_plots_tables_and_downloads(results):
     at = ok(page("results"))
     # the Speedup tab opens first: speedup, latency, warmup, break-even, recompile timeline; no other tab ran
     assert [t.label for t in at.tabs] == ["Speedup", "First call", "Repeats", "Roofline", "Failures", "Table"]
-    assert [c.key for c in at.get("plotly_chart")] == ["plot_speedup", "plot_latency", "plot_warmup",
+    assert [c.key for c in at.get("plotly_chart")] == ["plot_ncalls", "plot_speedup", "plot_latency", "plot_warmup",
                                                        "plot_break_even", "plot_recompiles"]
-    assert not at.dataframe
+    assert len(at.dataframe) == 1  # the answer table above the tabs (tests/dashboard/test_answer_page.py)
     assert {m.label for m in at.metric} >= {"Jobs shown", "Succeeded", "Did not succeed", "Median speedup"}
     assert [m.value for m in at.metric][:1] == ["240"]
     failed_n = 240 - int(at.metric[1].value)
     assert any(f"{failed_n:,} jobs in view did not succeed" in t for t in texts(at.caption))
-    assert {s.label for s in at.multiselect} == {"Sweep", "Model", "Backend", "Mode", "Dynamic", "Fullgraph",
+    assert {s.label for s in at.multiselect} == {"Sweep", "Model", "Backend", "Mode", "Dynamic", "Fullgraph", "Scope",
                                                 "Compile cache", "Device", "dtype", "torch", "GPU / CPU", "Status"}
     assert {b.label for b in at.get("download_button")} == {"CSV", "JSON"}
     # the plotted model is the newest job's, and the URL names it so a copied link keeps showing it
@@ -280,14 +278,16 @@ def test_results_page_plots_tables_and_downloads(results):
     assert at.segmented_control(key="plot").value == newest and at.query_params["plot"] == newest
 
     at = ok(page("results", view="Failures"))
-    assert "Did not succeed (%d)" % failed_n in [s.value for s in at.subheader] and not at.get("plotly_chart")
-    failed = at.dataframe[0].value
+    assert "Did not succeed (%d)" % failed_n in [s.value for s in at.subheader]
+    assert [c.key for c in at.get("plotly_chart")] == ["plot_ncalls"]  # above the tabs; the Failures tab draws none
+    failed = at.dataframe[1].value  # [0]: the answer table
     assert len(failed) == failed_n and (failed["status"] != "succeeded").all() and failed["error"].str.len().gt(0).all()
     at = ok(page("results", view="Table"))
-    table = at.dataframe[0].value
+    table = at.dataframe[1].value
     assert len(table) == 240 and table["job_id"].iloc[0] == 240  # newest first, one page
 
 
+@pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_a_cancelled_job_is_listed_but_not_counted_or_drawn_as_a_failure(results):
     """A person stopped it: it says nothing about its configuration, so no red ✕ and no failure count."""
     before = ok(page("results", model="simplenet", plot="simplenet"))
@@ -300,12 +300,15 @@ def test_a_cancelled_job_is_listed_but_not_counted_or_drawn_as_a_failure(results
     assert int(metrics["Jobs shown"].replace(",", "")) == int(before.metric[0].value.replace(",", "")) + 1
     assert [m.proto.delta for m in at.metric if m.label == "Did not succeed"] == ["+ 1 cancelled"]
     assert metrics["Did not succeed"] == {m.label: m.value for m in before.metric}["Did not succeed"]
-    marks = lambda t: sorted(a.text for f in t.get("plotly_chart") for a in json.loads(f.proto.spec)["layout"].get(
-        "annotations", []) if a["text"].startswith("✕"))
+
+    def marks(t):
+        return sorted(a.text for f in t.get("plotly_chart") for a in json.loads(f.proto.spec)["layout"].get(
+            "annotations", []) if a["text"].startswith("✕"))
+
     assert marks(at) == marks(before)
     at = ok(page("results", model="simplenet", view="Failures"))
     assert any(s.value.endswith("and cancelled (1)") for s in at.subheader)
-    assert job_id in at.dataframe[0].value["job_id"].tolist()
+    assert job_id in at.dataframe[1].value["job_id"].tolist()
     # the newest job is a cancelled convnetmix one: the plots open on a model with something to draw
     (cancelled,) = queue.submit(results, SweepRequest(model="convnetmix", batch_sizes=[8], device="cuda"),
                                 {"convnetmix": zoo.model_infos(zoo.catalog())["convnetmix"]})[1]
@@ -316,6 +319,7 @@ def test_a_cancelled_job_is_listed_but_not_counted_or_drawn_as_a_failure(results
     assert any("all cancelled" in t for t in texts(at.info)) and not at.get("plotly_chart")
 
 
+@pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_every_tab_draws_a_view_with_no_succeeded_job(results):
     """status=failed leaves no succeeded job: each tab says what is missing instead of failing."""
     for view in ("Speedup", "First call", "Repeats", "Roofline", "Failures", "Table"):
@@ -351,6 +355,7 @@ def test_a_plot_choice_that_names_no_choice_leaves_the_link(results):
     assert "plot" not in at.query_params and at.get("plotly_chart")
 
 
+@pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_repeats_mostly_noisy_carry_a_caveat(results):
     import streamlit as st
     from sqlalchemy import text
@@ -365,6 +370,7 @@ def test_repeats_mostly_noisy_carry_a_caveat(results):
     assert warning.startswith("24 of 24 repeated runs were noisy")
 
 
+@pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_results_filters_behind_more_filters_are_named_on_it(results):
     """A colleague's link may set a filter that sits behind "More filters": its label says which."""
     assert _popover_label(ok(page("results", dtype="float64"))) == "More filters"  # not an option: not set
@@ -374,6 +380,7 @@ def test_results_filters_behind_more_filters_are_named_on_it(results):
     assert set(at.dataframe[-1].value["dtype"]) == {"float32"}
 
 
+@pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_jobs_whose_stored_spec_the_worker_refused_do_not_break_a_page(results):
     """A spec edited by hand (db.spec refuses it, so the job failed on it) is still a row: every tab and
     Compare draw, and its settings read as the worker reads them."""
@@ -391,7 +398,7 @@ def test_jobs_whose_stored_spec_the_worker_refused_do_not_break_a_page(results):
     assert row["batch_size"] is None and row["dynamic"] == "false" and row["fullgraph"] is False
     for view in ("Speedup", "First call", "Repeats", "Roofline", "Failures", "Table"):
         ok(page("results", view=view))
-    failures = ok(page("results", view="Failures")).dataframe[0].value
+    failures = ok(page("results", view="Failures")).dataframe[1].value  # [0]: the answer table
     assert {1, 2} <= set(failures["job_id"])
     ok(page("results", status="succeeded", plot="simplenet"))
     ok(page("compare", a="1", b="2"))
@@ -423,6 +430,7 @@ def test_compare_sweeps_and_runs(results):
     assert (at.query_params["ja"], at.query_params["jb"]) == (str(ok_runs[-2]), str(ok_runs[-1]))
 
 
+@pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_compare_starts_from_sweeps_with_results_and_says_when_nothing_matches(results):
     from db.spec import SweepRequest
 
@@ -460,31 +468,32 @@ def trace_names(at, key: str) -> set[str]:
     return {t.get("name") for t in spec["data"]}
 
 
+@pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_results_show_timing_spread_repeats_host_latency_and_the_roofline(results):
     at = ok(page("results", plot="complexnet"))  # the synthetic repeat sweep is complexnet's
     timing = next(t for t in texts(at.caption) if t.startswith("Timing: "))
     assert "cuda: latency = perf_counter around one synchronous call" in timing and "5%" in timing
     at = ok(page("results", plot="complexnet", view="First call"))
-    assert [s.value for s in at.subheader] == ["Warmup and launch overhead: complexnet"]
+    assert [s.value for s in at.subheader] == ["The answer for complexnet", "Warmup and launch overhead: complexnet"]
     assert {"dynamo tracing", "codegen + kernel compile", "eager first call"} <= trace_names(at, "plot_breakdown")
     assert set(HOST_COLORS) == trace_names(at, "plot_host")
     at = ok(page("results", plot="complexnet", view="Repeats"))
-    assert [s.value for s in at.subheader] == ["Spread across repeats: complexnet"]
-    pairs, summary = at.dataframe[0].value, at.dataframe[1].value
+    assert [s.value for s in at.subheader] == ["The answer for complexnet", "Spread across repeats: complexnet"]
+    pairs, summary = at.dataframe[1].value, at.dataframe[2].value
     assert list(pairs.columns) == ["group", "faster", "slower", "verdict", "ratio", "gap %", "faster ms", "slower ms"]
     assert set(pairs["verdict"]) <= {"✅ separated", "≈ not separable"} and "eager" in set(pairs["slower"])
     assert (summary["runs"] == 4).all() and {"compiled_ms spread %", "speedup min", "eager_ms max"} <= set(summary.columns)
-    assert [c.key for c in at.get("plotly_chart")] == ["plot_repeats"]
+    assert [c.key for c in at.get("plotly_chart")] == ["plot_ncalls", "plot_repeats"]
     at = ok(page("results", plot="complexnet", view="Roofline"))
-    assert [s.value for s in at.subheader] == ["Roofline: every model in view"]
+    assert [s.value for s in at.subheader][1:] == ["Roofline: every model in view"]
     assert {"NVIDIA H100 80GB HBM3 · float32: 51.2 TFLOP/s, 2,952 GB/s", "complexnet", "mlp"} <= \
         trace_names(at, "plot_roofline")
     assert any(t.startswith("Not on the log axes, with 0 counted FLOPs") and "sincos on NVIDIA" in t for t in texts(at.caption))
     assert not any("No measured ceilings" in t for t in texts(at.caption))
     # the table leads with the job, its result and whether it can be trusted
     at = ok(page("results", plot="complexnet", view="Table"))
-    assert at.dataframe[-1].proto.column_order[:16] == ["job_id", "sweep", "status", "model", "batch_size", "backend",
-                                                       "mode", "dynamic", "fullgraph", "speedup", "throughput_speedup",
+    assert at.dataframe[-1].proto.column_order[:17] == ["job_id", "sweep", "status", "model", "batch_size", "backend",
+                                                       "mode", "dynamic", "fullgraph", "scope", "speedup", "throughput_speedup",
                                                        "gpu_speedup", "noisy", "host_bound", "eager_spread",
                                                        "compiled_spread"]
     assert set(at.dataframe[-1].value["noisy"].dropna()) == {"⚠ noisy", "ok"}  # empty: no result
@@ -496,18 +505,19 @@ def test_results_roofline_colour_lives_in_the_link(results):
     assert {"default", "max-autotune", "reduce-overhead"} <= trace_names(at, "plot_roofline")
 
 
-def test_results_without_ceilings_repeats_or_cuda_say_so(lab):
-    fill(lab, 30, seed=2, device="cpu", ceilings=False)
+@pytest.mark.slow  # several page runs over hundreds of jobs: seconds
+def test_results_without_ceilings_repeats_or_cuda_say_so(lab, fill_synthetic):
+    fill_synthetic(30, seed=2, device="cpu", ceilings=False)
 
     def tab(view):  # a regular sweep: no repeats
         return ok(page("results", sweep="#1 simplenet sweep 1", view=view))
 
     at = tab("Speedup")
-    assert [c.key for c in at.get("plotly_chart")] == ["plot_speedup", "plot_latency", "plot_warmup",
+    assert [c.key for c in at.get("plotly_chart")] == ["plot_ncalls", "plot_speedup", "plot_latency", "plot_warmup",
                                                        "plot_break_even", "plot_recompiles"]
     assert any(t.startswith("Timing: cpu: latency = perf_counter per call") for t in texts(at.caption))
     at = tab("First call")
-    assert [c.key for c in at.get("plotly_chart")] == ["plot_breakdown"]
+    assert [c.key for c in at.get("plotly_chart")][1:] == ["plot_breakdown"]
     assert any("CUDA jobs" in t for t in texts(at.info))  # device vs host: nothing to draw on the CPU
     at = tab("Repeats")
     assert any("No configuration of this model was repeated" in t and "--repeat" in t for t in texts(at.caption))
@@ -517,6 +527,7 @@ def test_results_without_ceilings_repeats_or_cuda_say_so(lab):
     assert trace_names(at, "plot_roofline") == {"simplenet"}  # the points, without a line
 
 
+@pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_results_plots_follow_a_new_result(results):
     """The plots are built once per (data, filters, choices) and shared; a new result is a new build."""
     from db.spec import ModelInfo, SweepRequest
@@ -533,13 +544,14 @@ def test_results_plots_follow_a_new_result(results):
     assert "max-autotune-no-cudagraphs" in trace_names(at, "plot_roofline")
 
 
+@pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_results_clock_switch_draws_each_clock_by_name(results):
     at = ok(page("results", plot="mlp"))
     assert at.segmented_control(key="clock").value == "latency"
-    latency = at.get("plotly_chart")[0].proto.spec
+    latency = at.get("plotly_chart")[1].proto.spec  # [0]: the N-calls chart
     at = ok(page("results", plot="mlp", clock="GPU time"))
     assert at.segmented_control(key="clock").value == "GPU time"
-    gpu = at.get("plotly_chart")[0].proto.spec
+    gpu = at.get("plotly_chart")[1].proto.spec
     assert "Speedup vs batch size (GPU time)" in gpu and "Speedup vs batch size (GPU time)" not in latency
     assert any("Showing **GPU time" in t for t in texts(at.caption))
 

@@ -6,8 +6,8 @@ import json
 import pytest
 from sqlalchemy import text
 
-from db.engine import atomic
 from db.database import get_engine
+from db.engine import atomic
 from db.models import Sweep, utcnow
 from db.spec import ExperimentSpec
 from tests.conftest import records, result_count, run_cli, submit, work

@@ -11,8 +11,8 @@ import time
 from sqlalchemy import func, select
 
 from db import queue
-from db.engine import reading
 from db.database import get_engine
+from db.engine import reading
 from db.models import Job, Result
 from db.spec import ModelInfo, SweepRequest
 from tests.conftest import FIXTURE_MODELS, ROOT, submit

@@ -10,8 +10,7 @@ import os
 import signal
 
 from db.models import utcnow
-from tests.conftest import (job_row, pid_alive, read_pids, records, result_count, start_worker, submit, wait_until,
-                            work)
+from tests.conftest import job_row, pid_alive, read_pids, records, result_count, start_worker, submit, wait_until, work
 
 NAPPER = ["--model", "napper", "--batch", "2", "--device", "cpu", "--backend", "eager", "--iters", "2"]
 

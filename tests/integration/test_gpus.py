@@ -7,8 +7,8 @@ import subprocess
 
 from sqlalchemy import select
 
-from db.engine import reading
 from db.database import get_engine
+from db.engine import reading
 from db.models import Result, Worker
 from tests.conftest import pid_alive, records, run_cli, start_worker, submit, wait_until
 

@@ -3,8 +3,18 @@ Each test runs on a real SQLite file and on a real PostgreSQL database."""
 import subprocess
 import sys
 
-from tests.conftest import (FIXTURE_MODELS, ROOT, pid_alive, read_pids, records, result_count, run_cli, submit,
-                            wait_until, work)
+from tests.conftest import (
+    FIXTURE_MODELS,
+    ROOT,
+    pid_alive,
+    read_pids,
+    records,
+    result_count,
+    run_cli,
+    submit,
+    wait_until,
+    work,
+)
 
 
 def test_exception_segfault_oom_and_timeout_are_recorded(any_db_url, tmp_path):

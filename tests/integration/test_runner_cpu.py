@@ -7,14 +7,14 @@ import statistics
 
 import pytest
 
-from tests.conftest import records, run_cli, submit, work
+from tests.conftest import FIXTURE_MODELS, records, run_cli, submit, work
 
 
 def result_detail(db_url: str, job_id: int) -> dict:
     from sqlalchemy import select
 
-    from db.engine import reading
     from db.database import get_engine
+    from db.engine import reading
     from db.models import Result
 
     with reading(get_engine(db_url)) as s:
@@ -60,6 +60,10 @@ def test_static_recompiles_on_the_schedule_and_dynamic_does_not(db_url, tmp_path
         check = result_detail(db_url, job_id)["crosscheck"]
         assert check["harness_speedup"] == pytest.approx(check["harness_eager_ms"] / check["harness_compiled_ms"])
         assert check["harness_eager_ms"] > 0 and "do_bench_speedup" not in check  # do_bench is CUDA's
+        host = result_detail(db_url, job_id)["host_state"]  # the host around the rounds: was it shared?
+        for when in ("before_rounds", "after_rounds"):
+            assert len(host[when]["loadavg"]) == 3 and host[when]["torch_threads"] >= 1
+            assert 1 <= host[when]["cpus_allowed"] <= host[when]["cpu_count"]
     assert [c["size"] for c in static["schedule_calls"]] == [8, 16, 32]
     assert [c["recompiled"] for c in static["schedule_calls"]] == [False, True, True]
     assert "size mismatch" in static["schedule_calls"][1]["reason"]
@@ -72,6 +76,11 @@ def test_static_recompiles_on_the_schedule_and_dynamic_does_not(db_url, tmp_path
     assert [r["job_id"] for r in as_json] == ids and as_json[0]["speedup"] == static["speedup"]
     rows = list(csv.DictReader(io.StringIO(run_cli("export", "--db", db_url, "--format", "csv").stdout)))
     assert float(rows[1]["compiled_ms"]) == pytest.approx(dynamic["compiled_ms"])
+    # the answer of these real records: one row per configuration, its interval from the stored rounds
+    answer = json.loads(run_cli("report", "--db", db_url, "--format", "json").stdout)
+    assert sorted(r["config"] for r in answer) == ["inductor/default · dynamic=false", "inductor/default · dynamic=true"]
+    assert all(r["runs"] + r["noisy_runs"] == 1 and r["verdict"] for r in answer)
+    assert all(r["speedup_ci_low"] <= r["speedup"] <= r["speedup_ci_high"] for r in answer if r["runs"])
     status = run_cli("status", "--db", db_url)
     assert "2 succeeded" in status.stdout
 
@@ -133,3 +142,30 @@ def test_memory_windows_hold_the_same_call_on_both_sides(db_url, tmp_path):
     assert r["peak_mem_eager_mb"] is not None and r["peak_mem_compiled_mb"] is not None
     assert r["peak_mem_eager_mb"] < 32 and r["peak_mem_compiled_mb"] < 32, (r["peak_mem_eager_mb"],
                                                                           r["peak_mem_compiled_mb"])
+
+
+def test_amp_training_and_compiling_each_block(db_url, tmp_path):
+    """amp-float16 training: fp32 weights, the step under autocast, a GradScaler (the record says autocast);
+    --scope blocks compiles each block the model file names (BLOCKS) and leaves the model around them eager;
+    a model that names none is refused by name."""
+    from sqlalchemy import select
+
+    from db.database import get_engine
+    from db.engine import reading
+    from db.models import Result
+
+    ids = submit(db_url, "--model", "stack", "--batch", "8", "--task", "training", "--dtype", "amp-bfloat16",
+                 "--backend", "aot_eager", "--scope", "model", "--scope", "blocks", "--device", "cpu", "--iters", "3")
+    work(db_url, tmp_path / "home", "--drain")
+    recs = records(db_url)
+    for job_id, scope in zip(ids, ("model", "blocks")):
+        rec = recs[job_id]
+        assert rec["status"] == "succeeded", rec["error"]
+        assert rec["scope"] == scope and rec["dtype"] == "amp-bfloat16" and rec["accuracy_ok"] is True
+    with reading(get_engine(db_url)) as s:
+        env = {r.job_id: r.detail["env"] for r in s.scalars(select(Result))}
+    assert {env[i]["autocast"] for i in ids} == {"amp-bfloat16"} and env[ids[1]]["scope"] == "blocks"
+    assert recs[ids[1]]["graph_count"] >= 1  # the blocks were compiled, not skipped
+    refused = run_cli("submit", "--db", db_url, "--model", "tiny", "--batch", "8", "--scope", "blocks",
+                      "--device", "cpu", "--models-dir", str(FIXTURE_MODELS))
+    assert refused.returncode == 2 and "scope: model 'tiny' names no repeated blocks" in refused.stderr

@@ -1,6 +1,6 @@
 """A job's artifacts on a real SQLite file and a real PostgreSQL database: stored with the job's outcome, capped
-per artifact and per job (the database never grows without bound), listed in the export, read back by the CLI,
-and gone with the job."""
+per artifact and per job (the database never grows without bound), listed in the export, read back, and gone
+with the job. (`runner artifact` at the CLI: tests/integration/test_cli_input.py.)"""
 import gzip
 import random
 
@@ -13,7 +13,6 @@ from db.engine import atomic, reading
 from db.models import Artifact, Job, JobStatus
 from db.results import export_records
 from db.spec import ModelInfo, SweepRequest
-from tests.conftest import run_cli
 
 RESULT = {"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "samples": {}, "detail": {}}
 
@@ -71,17 +70,3 @@ def test_a_stale_finisher_stores_no_artifacts_and_a_deleted_job_leaves_none(engi
         s.delete(s.get(Job, claim.job_id))
     with reading(engine) as s:
         assert s.scalar(select(func.count(Artifact.id))) == 0
-
-
-def test_cli_writes_one_artifact_out(db_url, tmp_path):
-    engine = get_engine(db_url)
-    artifacts.write_dir(tmp_path / "a", {"output_code": "# generated\ndef call(args): pass\n"})
-    claim = claimed(engine)
-    queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, result=RESULT,
-                 artifacts=artifacts.read_dir(tmp_path / "a"))
-    out = tmp_path / "code.py"
-    done = run_cli("artifact", str(claim.job_id), "output_code", "-o", str(out), "--db", db_url)
-    assert done.returncode == 0, done.stderr
-    assert out.read_text() == "# generated\ndef call(args): pass\n"
-    missing = run_cli("artifact", str(claim.job_id), "trace", "--db", db_url)
-    assert missing.returncode == 2 and "has no artifact 'trace' (it has: output_code)" in missing.stderr

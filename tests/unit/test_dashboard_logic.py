@@ -6,7 +6,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.synthetic import fill
 from dashboard import charts, diff, filters, frame, labels, repeats, roofline, snapshot, stats, store
 from dashboard.submission import FormValues, label_for, message, plan, slot_for, submit_all
 from db import queue, views
@@ -83,8 +82,8 @@ def test_labels_cover_every_spec_error_field():
 
 # -- the Results table --------------------------------------------------------------------------------
 @pytest.fixture
-def synthetic(engine):
-    fill(engine, 300, seed=3, device="cuda")
+def synthetic(fill_synthetic):
+    engine = fill_synthetic(300, seed=3, device="cuda")
     return frame.load_frame(engine, fields=views.FRAME_FIELDS + views.VIEW_FIELDS + views.FIRST_CALL_FIELDS
                              + views.ROOFLINE_FIELDS)[0]
 
@@ -212,10 +211,10 @@ def test_result_store_appends_what_finished_since(engine):
     assert third["error"].tolist()[-1] == "boom"
 
 
-def test_the_store_reads_a_models_numbers_once_and_then_only_new_jobs(engine, monkeypatch):
+def test_the_store_reads_a_models_numbers_once_and_then_only_new_jobs(engine, fill_synthetic, monkeypatch):
     """The frame of every job holds what filters use; a model's numbers are read when it is plotted, and a
     finished job's numbers never change: after one more job finishes, only that job is read."""
-    fill(engine, 300, seed=3, device="cuda")
+    fill_synthetic(300, seed=3, device="cuda")
     rs = store.ResultStore(engine)
     held = rs.frame()
     assert "eager_ms" not in held.columns and "speedup" in held.columns
@@ -513,7 +512,7 @@ def jobs(*runs, **common) -> pd.DataFrame:
     """Labelled rows as label_series makes them: (mode, compiled_ms, eager_ms) per run, plus overrides."""
     base = {"status": "succeeded", "sweep_id": 1, "sweep": "modes", "sweep_label": "#1 modes", "model": "complexnet",
             "model_args": "{}", "variant": "", "task": "inference", "device": "cuda", "dtype": "float32",
-            "batch_size": 32, "backend": "inductor", "dynamic": "none", "fullgraph": "false", "cache": "cold",
+            "batch_size": 32, "backend": "inductor", "dynamic": "none", "fullgraph": "false", "scope": "model", "cache": "cold",
             "schedule": "[]", "iters": 30, "timeout_s": 1800, "noisy": False, "torch_version": "2.13.0",
             "device_name": "NVIDIA H100 80GB HBM3", **common}
     rows = [{**base, "job_id": i, "mode": mode, "config": f"inductor/{mode}", "compiled_ms": c, "eager_ms": e,
@@ -592,7 +591,7 @@ def test_roofline_points_lines_and_missing_ceilings(engine):
     ])
     defaults = {"status": "succeeded", "variant": "", "task": "inference", "device": "cuda",
                 "device_name": "NVIDIA H100 80GB HBM3", "dtype": "float32", "batch_size": 32, "backend": "inductor",
-                "mode": "default", "dynamic": "none", "fullgraph": "false", "cache": "cold"}
+                "mode": "default", "dynamic": "none", "fullgraph": "false", "scope": "model", "cache": "cold"}
     shown = shown.assign(**{k: shown[k].fillna(v) if k in shown else v for k, v in defaults.items()})
     pts = roofline.points(shown).set_index(["model", "task"])
     assert len(pts) == 4 and pts.loc[("complexnet", "inference"), "runs"] == 2

@@ -7,8 +7,8 @@ import pytest
 from sqlalchemy import func, select
 
 from db import queue
-from db.engine import atomic, reading
 from db.database import get_engine
+from db.engine import atomic, reading
 from db.models import Job, JobStatus, Result, Sweep, utcnow
 from db.spec import ModelInfo, SpecError, SweepRequest
 

@@ -15,9 +15,8 @@ def test_bound_to_localhost_with_xsrf_protection_and_no_telemetry():
 
 def test_app_refuses_to_serve_beyond_localhost_unless_allowed(tmp_path, monkeypatch):
     """Started outside the project folder, Streamlit would not read .streamlit/config.toml."""
-    from streamlit.testing.v1 import AppTest
-
     import streamlit
+    from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'lab.db'}")
     monkeypatch.setenv("COMPILE_LAB_EMBEDDED_WORKER", "0")

@@ -8,6 +8,7 @@ PARAMS = {"seq_len": {"default": 128, "maximum": 65536},
           "layers": {"default": 2, "maximum": 96},
           "heads": {"default": 4, "maximum": 128}}
 SIZE_DIM = "seq_len"
+BLOCKS = "layers"  # nn.TransformerEncoder.layers: the encoder layers, compiled one by one with --scope blocks
 
 
 def build(seq_len, d_model, layers, heads):

@@ -1,0 +1,81 @@
+"""The answer on Results, first thing for a model: db.answer's rows (the same rows `python -m runner report`
+prints, from the same export records) as a table, and the header's speedup numbers for that model alone (a
+median across unrelated models answers nothing)."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import ncalls
+from db import answer
+
+NOTE = ("speedup: median over the configuration's quiet runs of eager / compiled latency per round, with a 95% "
+        "interval (a bootstrap over runs, then rounds: with several runs it covers process-to-process variation; "
+        "with one, that process's rounds only). Noisy runs are left out of every number here and counted in "
+        "noisy_runs; first call cold / warm: the compiled first call without and with the graph in the cache; "
+        "break-even: calls after which compiling has paid for its first call. Same rows: `python -m runner report`.")
+
+
+def show(header_slots, table_slot, key: tuple, model: str, engine, shown: pd.DataFrame) -> None:
+    """The header's speedups and the answer table for `model`'s jobs in view (`shown`)."""
+    answer_rows = rows(key, model, engine, shown.loc[shown["model"] == model, "job_id"].tolist())
+    header(header_slots, answer_rows, model)
+    with table_slot:
+        table(answer_rows, model)
+        calls(answer_rows)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def rows(key: tuple, model: str, _engine, _job_ids: list[int]) -> list[dict]:
+    """The answer rows of one model's jobs in view (`key` names the view)."""
+    return answer.report(_engine, job_ids=_job_ids)
+
+
+def frame(answer_rows: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(answer_rows, columns=list(answer.COLUMNS))
+
+
+def table(answer_rows: list[dict], model: str) -> None:
+    st.subheader(f"The answer for {model}")
+    df = frame(answer_rows)
+    num = st.column_config.NumberColumn
+    st.dataframe(df, hide_index=True, width="stretch", height=min(460, 38 + 35 * len(df)),
+                 column_order=[c for c in answer.COLUMNS if c != "model"], column_config={
+                     "batch_size": num("bs", format="%d"), "config": st.column_config.TextColumn("configuration"),
+                     "verdict": st.column_config.TextColumn(width="large"),
+                     "speedup": num(format="%.2f×", help="latency: what a caller waits for per call"),
+                     "speedup_ci_low": num("95% low", format="%.2f×"), "speedup_ci_high": num("95% high", format="%.2f×"),
+                     "eager_ms": num(format="%.4g"), "compiled_ms": num(format="%.4g"),
+                     "eager_first_call_s": num(format="%.3g"), "first_call_cold_s": num(format="%.3g"),
+                     "first_call_warm_s": num(format="%.3g"), "break_even_calls": num(format="localized"),
+                     "noisy": st.column_config.CheckboxColumn(help="every run was noisy: no number answers")})
+    st.caption(NOTE)
+
+
+def header(slots, answer_rows: list[dict], model: str) -> None:
+    """The header's speedup metrics, for `model` only and from its quiet runs."""
+    measured = [r for r in answer_rows if r["speedup"] is not None]
+    med = pd.Series([r["speedup"] for r in measured]).median() if measured else None
+    best = max(measured, key=lambda r: r["speedup"]) if measured else None
+    slots[0].metric("Median speedup", "–" if med is None else f"{med:.2f}×",
+                    help=f"{model}: the median over its configurations in view (noisy runs left out); never a "
+                         "median across models")
+    slots[1].metric("Best speedup", "–" if best is None else f"{best['speedup']:.2f}×",
+                    delta=None if best is None else f"{best['config']} · bs {best['batch_size']}", delta_color="off",
+                    delta_arrow="off", help=f"{model}'s fastest configuration in view; its interval and verdict are "
+                                            "in the answer table")
+
+
+def calls(answer_rows: list[dict]) -> None:
+    """What to use for N calls at one batch size: the total-time chart and a one-line recommendation."""
+    sizes = sorted({r["batch_size"] for r in answer_rows if r["speedup"] is not None})
+    if not sizes:
+        return
+    left, right = st.columns([1, 3], vertical_alignment="bottom")
+    bs = left.selectbox("Batch size", sizes, index=len(sizes) - 1, key="calls_bs")
+    n = right.number_input("Calls your program makes (N)", min_value=1, value=1000, step=1000, key="calls_n",
+                           help="How many calls one process makes after compiling: compile pays off only over enough calls")
+    ls = ncalls.lines([r for r in answer_rows if r["batch_size"] == bs])
+    st.markdown(ncalls.recommend(ls, int(n), bs))
+    if ls:
+        st.plotly_chart(ncalls.figure(ls, bs, int(n)), key="plot_ncalls")

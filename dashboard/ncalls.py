@@ -1,0 +1,109 @@
+"""What to use for N calls: for one model and batch size, the total time of N calls (first call + N x latency)
+of eager and of every configuration in the answer table, the lowest line at each N, where it changes hands,
+and the one to use for an N the user types. Lines come from db.answer's rows, so noisy runs are already out."""
+from __future__ import annotations
+
+import math
+
+import plotly.graph_objects as go
+
+EAGER = "eager"
+LOWEST_COLOR, OTHER_COLOR, EAGER_COLOR = "#0b6e4f", "#8aa1b1", "#222222"
+
+
+def lines(rows: list[dict]) -> list[dict]:
+    """One line per configuration with a latency and a first call (`first_s` + `ms` per call), and eager's (its
+    first call and the median latency of the jobs' own eager rounds)."""
+    out, eager_ms, eager_first = [], [], None
+    for r in rows:
+        first = r["first_call_cold_s"] if r["first_call_cold_s"] is not None else r["first_call_warm_s"]
+        if r["speedup"] is None or r["compiled_ms"] is None or first is None:
+            continue
+        out.append({"name": r["config"], "first_s": first, "ms": r["compiled_ms"]})
+        eager_ms.append(r["eager_ms"])
+        eager_first = r["eager_first_call_s"] if eager_first is None else eager_first
+    if out and eager_first is not None:
+        eager_ms.sort()
+        out.insert(0, {"name": EAGER, "first_s": eager_first, "ms": eager_ms[len(eager_ms) // 2]})
+    return out
+
+
+def total_s(line: dict, n: float) -> float:
+    return line["first_s"] + n * line["ms"] / 1e3
+
+
+def best(ls: list[dict], n: float) -> dict:
+    return min(ls, key=lambda ln: (total_s(ln, n), ln["ms"]))
+
+
+def lowest(ls: list[dict], n_max: float) -> list[tuple[dict, float, float]]:
+    """The lowest line from 1 call to n_max, as (line, from N, to N) segments: where one hands over to another
+    is a crossover (exact: two straight lines cross once)."""
+    segments, n, cur = [], 1.0, best(ls, 1.0)
+    while True:
+        ahead = [((ln["first_s"] - cur["first_s"]) / ((cur["ms"] - ln["ms"]) / 1e3), ln["ms"], i)
+                 for i, ln in enumerate(ls) if ln["ms"] < cur["ms"]]
+        ahead = [a for a in ahead if a[0] > n]
+        if not ahead or min(ahead)[0] >= n_max:
+            return segments + [(cur, n, n_max)]
+        cross, _, i = min(ahead)
+        segments.append((cur, n, cross))
+        n, cur = cross, ls[i]
+
+
+def span(ls: list[dict]) -> float:
+    """The N axis runs to 10x past the last crossover (at least 10^4 calls)."""
+    last = max((b for _, _, b in lowest(ls, 1e12)[:-1]), default=1.0)
+    return 10 ** max(4, math.ceil(math.log10(last * 10)))
+
+
+def recommend(ls: list[dict], n: int, batch_size) -> str:
+    """One line: what to use for `n` calls at this batch size, and what it saves against eager."""
+    if not ls:
+        return "No configuration at this batch size has both a latency and a first call (noisy or failed runs only)."
+    pick, eager = best(ls, n), next(ln for ln in ls if ln["name"] == EAGER)
+    calls = f"For {n:,} call{'s' * (n != 1)} at bs {batch_size}"
+    if pick is eager:
+        runner_up = best([ln for ln in ls if ln is not eager], n)
+        return (f"{calls}, stay eager: {_s(total_s(eager, n))} in all; the best compiled configuration, "
+                f"{runner_up['name']}, takes {_s(total_s(runner_up, n))} (its first call is not repaid yet).")
+    return (f"{calls}, use **{pick['name']}**: {_s(total_s(pick, n))} in all, against {_s(total_s(eager, n))} "
+            f"eager ({total_s(eager, n) / total_s(pick, n):.2f}× less time).")
+
+
+def figure(ls: list[dict], batch_size, n_mark: int | None = None) -> go.Figure:
+    """Total time over N (both axes log): every configuration thin, eager dashed, the lowest line drawn over
+    them thick, each crossover marked and labelled with the N and the configuration that takes over."""
+    n_max = span(ls)
+    xs = [10 ** (k / 20) for k in range(0, int(math.log10(n_max) * 20) + 1)]
+    fig = go.Figure()
+    for ln in ls:
+        eager = ln["name"] == EAGER
+        fig.add_scatter(x=xs, y=[total_s(ln, n) for n in xs], mode="lines", name=ln["name"],
+                        line=dict(color=EAGER_COLOR if eager else OTHER_COLOR, width=1.5, dash="dash" if eager else None),
+                        hovertemplate=f"<b>{ln['name']}</b><br>%{{x:,.0f}} calls: %{{y:.3g}} s<extra></extra>")
+    segments = lowest(ls, n_max)
+    for ln, a, b in segments:
+        seg_x = [a] + [x for x in xs if a < x < b] + [b]
+        fig.add_scatter(x=seg_x, y=[total_s(ln, n) for n in seg_x], mode="lines", name="lowest: " + ln["name"],
+                        legendgroup="lowest", showlegend=False, line=dict(color=LOWEST_COLOR, width=5),
+                        hovertemplate=f"<b>lowest: {ln['name']}</b><br>%{{x:,.0f}} calls: %{{y:.3g}} s<extra></extra>")
+    for k, (ln, a, _) in enumerate(segments[1:]):
+        fig.add_scatter(x=[a], y=[total_s(ln, a)], mode="markers", showlegend=False, hoverinfo="skip",
+                        marker=dict(size=10, color=LOWEST_COLOR, line=dict(color="white", width=1.5)))
+        fig.add_annotation(x=math.log10(a), y=math.log10(total_s(ln, a)), text=f"from {a:,.0f} calls:<br>{ln['name']}",
+                           showarrow=True, arrowhead=2, ax=-60, ay=-40 - 28 * (k % 2), font=dict(size=11),
+                           bgcolor="rgba(255,255,255,0.85)")
+    fig.add_scatter(x=[None], y=[None], mode="lines", name="lowest total at each N (labels: where it changes hands)",
+                    legendgroup="lowest", line=dict(color=LOWEST_COLOR, width=5))
+    if n_mark:
+        fig.add_vline(x=n_mark, line=dict(color="#c44", dash="dot", width=1))
+    fig.update_xaxes(type="log", dtick=1, title="calls (N)")
+    fig.update_yaxes(type="log", dtick=1, title="total time of N calls, s (first call + N × latency)")
+    fig.update_layout(title=f"What to use for N calls · bs {batch_size}", height=460, margin=dict(t=50, b=10),
+                      legend=dict(orientation="h", yanchor="top", y=-0.18, xanchor="left", x=0))
+    return fig
+
+
+def _s(seconds: float) -> str:
+    return f"{seconds:.3g} s" if seconds < 600 else f"{seconds / 60:.3g} min" if seconds < 7200 else f"{seconds / 3600:.3g} h"

@@ -1,0 +1,27 @@
+"""Submit's number fields are validated like its text fields: an error under the field, Submit disabled, and
+nothing stored that the form did not show."""
+from sqlalchemy import select
+
+from db.engine import reading
+from db.models import Job
+from tests.dashboard.test_pages import lab, ok, page, texts, worker  # noqa: F401  (fixtures)
+
+
+def test_rounds_0_and_timeout_minus_1_show_errors_and_disable_submit(worker):  # noqa: F811 (the fixture)
+    at = ok(page("submit"))
+    at.number_input(key="f_iters").set_value(0).run()
+    assert "Rounds: must be between 1 and 10000, got 0" in [e.value for e in at.error]
+    assert at.button(key="f_submit").disabled
+    at.number_input(key="f_iters").set_value(3)
+    at.number_input(key="f_timeout").set_value(-1).run()
+    assert [e.value for e in at.error] == ["Timeout (s): must be between 1 and 86400 seconds, got -1"]
+    assert at.button(key="f_submit").disabled
+    at.number_input(key="f_timeout").set_value(60)
+    at.number_input(key="f_repeat").set_value(0).run()
+    assert [e.value for e in at.error] == ["Repeat: must be between 1 and 20, got 0"] and at.button(key="f_submit").disabled
+    at.number_input(key="f_repeat").set_value(2).run()
+    assert not at.error and not at.button(key="f_submit").disabled
+    at.button(key="f_submit").click().run()
+    with reading(worker) as s:
+        specs = [j.spec for j in s.execute(select(Job)).scalars()]
+    assert len(specs) == 2 and {(sp["iters"], sp["timeout_s"]) for sp in specs} == {(3, 60)}  # what the form showed

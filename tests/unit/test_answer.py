@@ -1,0 +1,100 @@
+"""The answer rows (db.answer): the interval, noise kept out, verdicts in words, one row per configuration."""
+import random
+
+from db.answer import answer_rows, round_ratios, speedup_interval
+
+BASE = {"status": "succeeded", "model": "simplenet", "task": "inference", "device": "cpu", "dtype": "float32",
+        "model_args": {}, "torch_version": "2.13.0", "device_name": "cpu", "batch_size": 8, "backend": "inductor",
+        "mode": "default", "dynamic": None, "fullgraph": False, "cache": "cold", "error": None, "eager_ms": 2.0,
+        "compiled_ms": 1.0, "speedup": 2.0, "eager_first_call_s": 0.01, "compiled_first_call_s": 5.01,
+        "recompiles": 0, "graph_breaks": 0, "peak_mem_eager_mb": 10.0, "peak_mem_compiled_mb": 8.0,
+        "accuracy_ok": True, "max_abs_error": 1e-6, "noisy": False, "noise_note": None, "cache_hits": None}
+
+
+def job(job_id: int, **kw) -> dict:
+    return {**BASE, "job_id": job_id, **kw}
+
+
+def rounds(center: float, sd: float, n: int = 30, seed: int = 0) -> list[float]:
+    rng = random.Random(seed)
+    return [center + rng.gauss(0, sd) for _ in range(n)]
+
+
+def test_round_ratios_pair_each_rounds_medians():
+    samples = {"eager": [[2.0, 2.2, 9.0], [4.0]], "compiled": [[1.0, 1.1, 1.0], [2.0]]}
+    assert round_ratios(samples) == [2.2 / 1.0, 2.0]
+    assert round_ratios({}) == []
+
+
+def test_the_interval_covers_process_to_process_variation():
+    """Two processes whose rounds agree within themselves (1.20 and 1.40) but not with each other: the pooled
+    interval spans both, where an interval over rounds alone would claim a tight answer."""
+    point, low, high = speedup_interval([rounds(1.2, 0.005, seed=1), rounds(1.4, 0.005, seed=2)])
+    assert low < 1.22 and high > 1.38 and low <= point <= high
+    point, low, high = speedup_interval([rounds(1.2, 0.005, seed=1)])
+    assert 1.19 < low < point < high < 1.21  # one process: its rounds only
+
+
+def test_noisy_runs_are_left_out_of_the_numbers_and_the_verdict():
+    records = [job(1, eager_ms=2.0, compiled_ms=1.0), job(2, eager_ms=2.0, compiled_ms=1.0),
+               job(3, eager_ms=1.0, compiled_ms=10.0, noisy=True, noise_note="eager's round medians spread 2450%")]
+    ratios = {1: rounds(1.42, 0.02, seed=1), 2: rounds(1.42, 0.02, seed=2), 3: rounds(0.09, 0.05, seed=3)}
+    (row,) = answer_rows(records, ratios)
+    assert row["runs"] == 2 and row["noisy_runs"] == 1 and row["noisy"] is False
+    assert 1.38 < row["speedup_ci_low"] < 1.42 < row["speedup_ci_high"] < 1.46
+    assert row["compiled_ms"] == 1.0  # not the noisy run's 10 ms
+    assert row["break_even_calls"] == 5001  # (5.01 - 0.01) s / 1 ms saved per call, + 1
+    assert row["verdict"].startswith(f"{row['speedup']:.2f}x [") and "pays off after 5,001 calls" in row["verdict"]
+    assert "1 noisy run(s) left out" in row["verdict"]
+
+
+def test_verdicts_in_words():
+    records = [job(1, mode="default"), job(2, mode="max-autotune"), job(3, mode="reduce-overhead"),
+               job(4, batch_size=32, noisy=True, noise_note="compiled's round medians spread 12%"),
+               job(5, batch_size=32, mode="max-autotune", status="failed", error="compile failed: boom")]
+    ratios = {1: rounds(1.0, 0.05), 2: rounds(0.8, 0.01), 3: rounds(1.3, 0.01)}
+    rows = {(r["batch_size"], r["config"]): r for r in answer_rows(records, ratios)}
+    assert rows[8, "inductor/default"]["verdict"].startswith("not separable from eager: 0.98x [0.97, 1.01]")
+    assert rows[8, "inductor/max-autotune"]["verdict"].startswith("slower: 0.80x")
+    assert rows[8, "inductor/reduce-overhead"]["verdict"].startswith("1.30x [")
+    noisy = rows[32, "inductor/default"]
+    assert noisy["noisy"] is True and noisy["speedup"] is None and "all 1 run(s) were noisy" in noisy["verdict"]
+    assert "spread 12%" in noisy["verdict"]
+    assert rows[32, "inductor/max-autotune"]["verdict"] == "did not succeed (1 run): compile failed: boom"
+    # best first within a batch size; labels name only what differs (the mode here)
+    assert [r["config"] for r in answer_rows(records, ratios)][:3] == [
+        "inductor/reduce-overhead", "inductor/default", "inductor/max-autotune"]
+
+
+def test_first_calls_cold_and_warm_apart():
+    hit = {"inductor_fx_local_cache_hit_count": 1, "inductor_fx_local_cache_miss_count": 0}
+    miss = {"inductor_fx_local_cache_hit_count": 0, "inductor_fx_local_cache_miss_count": 1}
+    records = [job(1, compiled_first_call_s=8.0), job(2, cache="warm", cache_hits=hit, compiled_first_call_s=1.0),
+               job(3, cache="warm", cache_hits=miss, compiled_first_call_s=7.0)]  # a warm miss compiled from cold
+    (row,) = answer_rows(records, {})
+    assert (row["first_call_cold_s"], row["first_call_warm_s"]) == (7.5, 1.0)
+    assert row["speedup_ci_low"] is None and "no interval" in row["verdict"]
+
+
+def test_plots_leave_noisy_runs_out_and_grey_a_configuration_with_nothing_else():
+    """dashboard.stats: a quiet run answers for its configuration; one with noisy runs only is kept, flagged and
+    drawn greyed on the speedup plot."""
+    import pandas as pd
+
+    from dashboard import charts, stats
+    from dashboard.frame import NUMBERS
+
+    def run(job_id, config, speedup, noisy):
+        return {**{n: None for n in NUMBERS}, "job_id": job_id, "status": "succeeded", "config": config,
+                "baseline": "eager", "batch_size": 8, "error": None, "speedup": speedup, "eager_ms": 1.0,
+                "compiled_ms": 1 / speedup,
+                "noisy": noisy, "eager_spread": 0.3 if noisy else 0.01, "compiled_spread": 0.01,
+                "noise_note": "eager's round medians spread 30%" if noisy else None}
+    view = pd.DataFrame([run(1, "A", 1.5, False), run(2, "A", 0.1, True), run(3, "B", 0.7, True)])
+    agg = stats.with_noise(stats.medians(view, ["config", "baseline", "batch_size"]), view).set_index("config")
+    assert agg.loc["A", "speedup"] == 1.5 and agg.loc["A", "runs"] == 1 and not agg.loc["A", "only_noisy"]
+    assert agg.loc["B", "speedup"] == 0.7 and agg.loc["B", "only_noisy"]
+    agg = agg.reset_index().assign(series=lambda d: d["config"])
+    fig = charts.mark_noisy(charts.speedup(agg, stats.failures(view)), agg)
+    (grey,) = [t for t in fig.data if t.legendgroup == "only-noisy"]
+    assert list(grey.y) == [0.7] and "spread 30%" in grey.customdata[0][1]

@@ -1,0 +1,36 @@
+"""What to use for N calls (dashboard.ncalls): exact crossovers, the lowest line, the recommendation."""
+from dashboard import ncalls
+
+
+def row(config, first, ms, eager_ms=1.0, speedup=1.5):
+    return {"config": config, "first_call_cold_s": first, "first_call_warm_s": None, "compiled_ms": ms,
+            "eager_ms": eager_ms, "eager_first_call_s": 0.0, "speedup": speedup}
+
+
+ROWS = [row("A", 2.0, 0.5), row("B", 10.0, 0.1), row("C", 30.0, 0.2), row("noisy", 1.0, 0.01, speedup=None)]
+
+
+def test_the_lowest_line_changes_hands_at_the_exact_crossovers():
+    ls = ncalls.lines(ROWS)
+    assert [ln["name"] for ln in ls] == ["eager", "A", "B", "C"]  # a noisy configuration (no speedup) is no line
+    segments = ncalls.lowest(ls, 1e6)
+    assert [(ln["name"], round(a), round(b)) for ln, a, b in segments] == [
+        ("eager", 1, 4000), ("A", 4000, 20000), ("B", 20000, 1000000)]  # 2 s / 0.5 ms; 8 s / 0.4 ms
+    assert ncalls.span(ls) == 1e6  # 10x past the last crossover
+
+
+def test_recommendation_for_the_n_typed():
+    ls = ncalls.lines(ROWS)
+    assert "stay eager" in ncalls.recommend(ls, 100, 8) and "A, takes 2.05 s" in ncalls.recommend(ls, 100, 8)
+    assert ncalls.recommend(ls, 10_000, 8).startswith("For 10,000 calls at bs 8, use **A**: 7 s in all, against 10 s")
+    assert "use **B**" in ncalls.recommend(ls, 1_000_000, 8)
+    assert "No configuration" in ncalls.recommend([], 10, 8)
+
+
+def test_the_figure_highlights_the_lowest_line_and_labels_crossovers():
+    fig = ncalls.figure(ncalls.lines(ROWS), 8, 10_000)
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    assert [a.text for a in fig.layout.annotations if a.text.startswith("from")] == [
+        "from 4,000 calls:<br>A", "from 20,000 calls:<br>B"]
+    lowest = [t for t in fig.data if t.legendgroup == "lowest" and t.x[0] is not None]
+    assert [t.name for t in lowest] == ["lowest: eager", "lowest: A", "lowest: B"] and lowest[0].line.width == 5
