@@ -27,6 +27,7 @@ if os.environ.get("COMPILE_LAB_ALLOW_REMOTE") != "1" and (
 PAGES = [
     st.Page("screens/submit.py", title="Submit", icon=":material/send:", url_path="submit"),
     st.Page("screens/queue.py", title="Queue", icon=":material/list:", url_path="queue"),
+    st.Page("screens/job.py", title="Job", icon=":material/description:", url_path="job"),
     st.Page("screens/results.py", title="Results", icon=":material/monitoring:", url_path="results"),
     st.Page("screens/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
 ]

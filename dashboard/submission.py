@@ -21,7 +21,8 @@ from db.spec import ExperimentSpec, ModelInfo, SpecError, SweepRequest, dynamic_
 LABELS = {
     "model": "Model", "task": "Task", "device": "Device", "dtype": "dtype",
     **{name: axis.label for name, axis in BY_FIELD.items()},  # the swept axes (db.axes)
-    "cache": "Compile cache", "schedule": "Schedule", "iters": "Rounds", "timeout_s": "Timeout (s)",
+    "cache": "Compile cache", "trace": "Keep the compile trace", "schedule": "Schedule", "iters": "Rounds",
+    "timeout_s": "Timeout (s)",
     "repeat": "Repeat", "name": "Sweep name", "model_args": "Model parameters",
 }
 # which widget a field's error is drawn under (the sweep-level field for a per-job one)
@@ -45,6 +46,7 @@ class FormValues:
     fullgraphs: list = field(default_factory=lambda: [str(ExperimentSpec.fullgraph).lower()])
     scopes: list = field(default_factory=lambda: [ExperimentSpec.scope])
     cache: str = ExperimentSpec.cache
+    trace: bool = ExperimentSpec.trace
     schedule: str = ""
     iters: int = ExperimentSpec.iters
     timeout_s: int = ExperimentSpec.timeout_s
@@ -109,6 +111,7 @@ def plan(values: FormValues, catalog: Mapping[str, ModelInfo]) -> Plan:
                 "batch_sizes": split_sizes(values.batch_sizes, "batch_sizes"),
                 "task": values.task, "device": values.device, "dtype": values.dtype,
                 **{a.plural: list(getattr(values, a.plural)) for a in COMPILE_AXES}, "cache": values.cache,
+                "trace": values.trace,
                 "schedule": split_sizes(values.schedule, "schedule"),
                 "iters": values.iters, "timeout_s": values.timeout_s, "repeat": values.repeat, "name": name})
             specs, notes = request.expand(catalog)

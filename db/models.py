@@ -10,7 +10,19 @@ import enum
 from dataclasses import fields as dataclass_fields
 from datetime import datetime, timezone
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from db.record import SCALARS, ResultRecord
@@ -81,6 +93,8 @@ class Job(Base):
 
     sweep: Mapped[Sweep] = relationship(back_populates="jobs")
     result: Mapped["Result | None"] = relationship(back_populates="job", uselist=False)
+    # a job's artifacts go with it: deleting the job deletes them (ORM cascade, and ON DELETE CASCADE in the table)
+    artifacts: Mapped[list["Artifact"]] = relationship(cascade="all, delete-orphan", passive_deletes=True)
 
 
 class Result(Base):
@@ -111,6 +125,23 @@ def _record_column(f):
 for _f in dataclass_fields(ResultRecord):
     setattr(Result, _f.name, _record_column(_f))
 RESULT_SCALARS = SCALARS
+
+
+class Artifact(Base):
+    """One file the compiler wrote for a job (output code, FX graphs, the structured trace), gzip-compressed and
+    size-capped (db.artifacts): in the database, so a dashboard on another host than the worker can show it."""
+
+    __tablename__ = "artifacts"
+    __table_args__ = (UniqueConstraint("job_id", "name", name="uq_artifacts_job_name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(64))
+    bytes: Mapped[int] = mapped_column(Integer)  # the text's size as the compiler wrote it, before any cut
+    stored_bytes: Mapped[int] = mapped_column(Integer)  # compressed, as kept
+    truncated: Mapped[bool] = mapped_column(Boolean, default=False)  # cut at db.artifacts.MAX_TEXT_BYTES
+    data: Mapped[bytes] = mapped_column(LargeBinary)  # gzip of the (possibly cut) UTF-8 text
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
 class Worker(Base):

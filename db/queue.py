@@ -17,6 +17,7 @@ from typing import Iterable, Mapping
 
 from sqlalchemy import Engine, and_, case, func, select, true, update
 
+from db import artifacts as job_artifacts
 from db.engine import atomic, is_sqlite, reading
 from db.models import TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
 from db.record import ResultRecord
@@ -154,8 +155,9 @@ def heartbeat_job(engine: Engine, job_id: int, token: str, lease_s: float,
 
 
 def finish(engine: Engine, job_id: int, token: str, status: JobStatus, error: str | None = None,
-           result: Mapping | None = None, log_tail: str | None = None) -> bool:
-    """Record the end of an attempt, fenced by its lease token. False: stale, nothing was written."""
+           result: Mapping | None = None, log_tail: str | None = None, artifacts: list[dict] | None = None) -> bool:
+    """Record the end of an attempt, fenced by its lease token. False: stale, nothing was written. The attempt's
+    artifacts (db.artifacts.read_dir) go in with it, whatever the outcome: a failed compile's trace says why."""
     if not status.terminal:
         raise ValueError(f"finish needs a terminal status, got {status.value}")
     if (status is JobStatus.SUCCEEDED) != (result is not None):
@@ -172,6 +174,7 @@ def finish(engine: Engine, job_id: int, token: str, status: JobStatus, error: st
             return False
         if row is not None:
             s.add(row)
+        job_artifacts.add(s, job_id, artifacts or [])
         return True
 
 

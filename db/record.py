@@ -69,6 +69,13 @@ class ResultRecord:
     graph_breaks: int | None = None
     recompiles: int | None = None
     measure_recompiles: int | None = None
+    # fusion made visible: per call, from torch.profiler over one steady-state call of each side (runner.profile_counts):
+    # device kernels on CUDA; on the CPU the operators that compute (outermost aten ops, plus the kernels inductor
+    # generated), and every aten op the host dispatches
+    eager_kernels: int | None = None
+    compiled_kernels: int | None = None
+    eager_host_ops: int | None = None
+    compiled_host_ops: int | None = None
     # memory and accuracy
     peak_mem_eager_mb: float | None = None
     peak_mem_compiled_mb: float | None = None

@@ -9,6 +9,7 @@ from typing import Iterable
 
 from sqlalchemy import Engine, select
 
+from db import artifacts
 from db.engine import reading
 from db.models import RESULT_SCALARS, Job, Result, Sweep, Worker
 from db.spec import ExperimentSpec, stored_spec
@@ -19,16 +20,19 @@ ENV_FROM_WORKER = ("torch_version", "device_name")  # known for failed jobs too,
 IDENTITY_FIELDS = ("job_id", "sweep_id", "sweep", "status", "error", "attempts", "worker", "created_at",
                    "finished_at")
 # from the result's `detail`: what torch says about the compile, and the warm-up and speedup spread
-DETAIL_FIELDS = ("graph_break_reasons", "recompile_reasons", "compile_phases_s", "compile_breakdown_s", "cache_hits",
-                 "speedup_p10", "speedup_p90")
-RECORD_FIELDS = IDENTITY_FIELDS + SPEC_FIELDS + RESULT_SCALARS + DETAIL_FIELDS
+DETAIL_FIELDS = ("graph_break_reasons", "recompile_reasons", "recompile_limit_hits", "compile_phases_s",
+                 "compile_breakdown_s", "cache_hits", "cache_layers", "cudagraphs", "speedup_p10", "speedup_p90")
+RECORD_FIELDS = IDENTITY_FIELDS + SPEC_FIELDS + RESULT_SCALARS + DETAIL_FIELDS  # also the Results table's columns
+# the export adds the job's artifacts (db.artifacts): [{name, bytes, stored_bytes, truncated}], read one with
+# `python -m runner artifact JOB NAME`; the Results table leaves them to the job's page
+EXPORT_FIELDS = RECORD_FIELDS + ("artifacts",)
 
 
 def records_csv(records: Iterable[dict]) -> str:
-    """Export records as CSV, one column per RECORD_FIELDS name; JSON fields as JSON text. The CLI's
+    """Export records as CSV, one column per EXPORT_FIELDS name; JSON fields as JSON text. The CLI's
     `export --format csv` and the dashboard's CSV download are both this, so the two files agree."""
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(RECORD_FIELDS), extrasaction="ignore")
+    writer = csv.DictWriter(buf, fieldnames=list(EXPORT_FIELDS), extrasaction="ignore")
     writer.writeheader()
     for r in records:
         writer.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()})
@@ -56,8 +60,14 @@ def export_records(engine: Engine, job_ids: Iterable[int] | None = None, sweep_i
     ids = sorted(set(job_ids)) if job_ids is not None else None
     chunks = [q] if ids is None else [q.where(Job.id.in_(ids[i:i + ID_CHUNK])) for i in range(0, len(ids), ID_CHUNK)]
     with reading(engine) as s:
-        return [_record(job, sweep_name, result, caps, include_raw)
-                for chunk in chunks for job, sweep_name, result, caps in s.execute(chunk).all()]
+        records = [_record(job, sweep_name, result, caps, include_raw)
+                   for chunk in chunks for job, sweep_name, result, caps in s.execute(chunk).all()]
+    ids = [r["job_id"] for r in records]
+    for i in range(0, len(ids), ID_CHUNK):
+        listed = artifacts.listing(engine, ids[i:i + ID_CHUNK])
+        for r in records[i:i + ID_CHUNK]:
+            r["artifacts"] = listed.get(r["job_id"], [])
+    return records
 
 
 def _record(job: Job, sweep_name: str, result: Result | None, worker_caps: dict | None, include_raw: bool) -> dict:

@@ -227,6 +227,9 @@ class ExperimentSpec:
     fullgraph: bool = False
     scope: str = "model"
     cache: str = "cold"
+    # keep the compile trace (TORCH_TRACE's lines, up to db.artifacts' cap) and tlparse's report of it as artifacts;
+    # the output code and FX graphs are kept either way
+    trace: bool = True
     schedule: tuple[int, ...] = ()
     iters: int = 30
     timeout_s: int = 1800
@@ -252,6 +255,7 @@ class ExperimentSpec:
         put("fullgraph", parse_bool(self.fullgraph, "fullgraph"))
         put("scope", _choice(self.scope, BY_FIELD["scope"].values, "scope"))
         put("cache", _choice(self.cache, CACHES, "cache"))
+        put("trace", parse_bool(self.trace, "trace"))
         if isinstance(self.schedule, (str, bytes)) or not isinstance(self.schedule, Iterable):
             raise SpecError("schedule", "expected a list of sizes")
         put("schedule", tuple(_int(v, "schedule") for v in self.schedule))
@@ -356,6 +360,7 @@ class SweepRequest:
     fullgraphs: tuple[bool, ...] = (ExperimentSpec.fullgraph,)
     scopes: tuple[str, ...] = (ExperimentSpec.scope,)
     cache: str = ExperimentSpec.cache
+    trace: bool = ExperimentSpec.trace
     schedule: tuple[int, ...] = ()
     iters: int = ExperimentSpec.iters
     timeout_s: int = ExperimentSpec.timeout_s
@@ -372,6 +377,7 @@ class SweepRequest:
             if not values:
                 raise SpecError(key, "choose at least one value")
             put(key, values)
+        put("trace", parse_bool(self.trace, "trace"))
         put("repeat", _int(self.repeat, "repeat"))
         if not 1 <= self.repeat <= MAX_REPEAT:
             raise SpecError("repeat", f"must be between 1 and {MAX_REPEAT}, got {self.repeat}")
@@ -403,7 +409,8 @@ class SweepRequest:
                 continue
             spec = ExperimentSpec(
                 model=self.model, model_args=self.model_args, task=self.task, device=self.device, dtype=self.dtype,
-                cache=self.cache, schedule=self.schedule, iters=self.iters, timeout_s=self.timeout_s, **swept)
+                cache=self.cache, trace=self.trace, schedule=self.schedule, iters=self.iters,
+                timeout_s=self.timeout_s, **swept)
             if catalog is not None:
                 spec = spec.check_model(catalog)
             specs.extend([spec] * self.repeat)

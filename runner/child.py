@@ -167,7 +167,7 @@ def run_job(spec_file: str, result_file: str, progress_file: str, models_dirs: l
         print(f"compile-lab child: {spec.label}", flush=True)
         from runner import measure
 
-        result = measure.run(spec, entries[spec.model], progress.report)
+        result = measure.run(spec, entries[spec.model], progress.report, Path(result_file).parent / "artifacts")
         write_atomic(result_file, {"status": "succeeded", "result": result.to_dict()})
     except Exception as exc:  # every failure becomes a recorded reason, never a vanished job
         traceback.print_exc()

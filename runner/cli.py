@@ -1,4 +1,4 @@
-"""`python -m runner`: submit, work, status, cancel, export, report, models (DESIGN.md, "CLI contract").
+"""`python -m runner`: submit, work, status, cancel, export, report, artifact, models (DESIGN.md, "CLI contract").
 
 Errors raised deep (SpecError, QueueError, DatabaseError, ModelFileError) are translated here, at the
 edge: one line on stderr and exit code 2, with nothing stored.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sqlalchemy import exc as sa_exc
 
-from db import answer, queue
+from db import answer, artifacts, queue
 from db.axes import AXES, BY_FIELD, COMPILE_AXES
 from db.database import get_engine
 from db.engine import DatabaseError, describe, resolve_url
@@ -48,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dtype")
     s.add_argument("--task")
     s.add_argument("--cache", help="cold (fresh compile cache per job) or warm (the worker's cache)")
+    s.add_argument("--trace", help="true (default): keep each job's compile trace and tlparse report; false: only "
+                                   "the output code and FX graphs")
     s.add_argument("--schedule", help="sizes called in order after the steady state, e.g. 8,16,32")
     s.add_argument("--iters", help="interleaved eager/compiled rounds")
     s.add_argument("--timeout", help="seconds before the child is killed")
@@ -101,6 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--sweep", type=_row_id, action="append", help="only these sweeps")
     r.add_argument("-o", "--output", help="file to write (default: stdout)")
 
+    a = sub.add_parser("artifact", help="write out one of a job's artifacts (output_code, fx_graphs, trace, tlparse)")
+    a.add_argument("job_id", type=int)
+    a.add_argument("name")
+    a.add_argument("-o", "--output", help="file to write (default: stdout)")
+    _add_db(a)
+
     cal = sub.add_parser("calibrate", help="measure this host's device ceilings (copy bandwidth, matmul rate)")
     cal.add_argument("--device", choices=("cpu", "cuda"), default="cuda")
     cal.add_argument("--gpu", help="GPU index to pin (CUDA_VISIBLE_DEVICES)")
@@ -125,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             flag = f"--arg {e.field.split('.', 1)[1]}"
         print(f"error: {flag}: {message}", file=sys.stderr)
         return 2
-    except (queue.QueueError, DatabaseError, zoo.ModelFileError, UsageError, GpuError) as e:
+    except (queue.QueueError, artifacts.ArtifactError, DatabaseError, zoo.ModelFileError, UsageError, GpuError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except OSError as e:  # a folder or file of ours: --home unwritable, export -o into a missing folder
@@ -158,7 +166,7 @@ def cmd_submit(args) -> int:
     fields = {"model": args.model, "batch_sizes": batches, "model_args": _model_args(args.arg)}
     swept = [(a.plural, getattr(args, a.plural)) for a in COMPILE_AXES]
     for key, value in (*swept, ("device", args.device), ("dtype", args.dtype),
-                       ("task", args.task), ("cache", args.cache), ("iters", args.iters),
+                       ("task", args.task), ("cache", args.cache), ("trace", args.trace), ("iters", args.iters),
                        ("timeout_s", args.timeout), ("repeat", args.repeat), ("name", args.name)):
         if value is not None:  # unset flags keep the dataclass defaults: defaults live once
             fields[key] = value
@@ -299,6 +307,17 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_artifact(args) -> int:
+    """As written: text, or the tlparse report's zip (unzip it and open index.html)."""
+    data = artifacts.data(get_engine(args.db), args.job_id, args.name)
+    if args.output:
+        Path(args.output).write_bytes(data)
+        print(f"job {args.job_id}: {args.name} ({len(data)} bytes) written to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.buffer.write(data)
+    return 0
+
+
 def cmd_calibrate(args) -> int:
     import os
 
@@ -328,4 +347,5 @@ def cmd_models(args) -> int:
 
 
 COMMANDS = {"submit": cmd_submit, "work": cmd_work, "status": cmd_status, "cancel": cmd_cancel,
-            "export": cmd_export, "report": cmd_report, "models": cmd_models, "calibrate": cmd_calibrate}
+            "export": cmd_export, "report": cmd_report, "artifact": cmd_artifact, "models": cmd_models,
+            "calibrate": cmd_calibrate}

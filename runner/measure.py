@@ -7,22 +7,27 @@ Order (DESIGN.md, "Measurement protocol"):
     each side's second call in its own memory window; outputs compared (runner.accuracy);
   steady state: both sides warmed up, then interleaved rounds of three clocks (runner.rounds, runner.timing),
     every raw sample kept, calls that triggered a compile dropped and counted;
-  the work of one call (runner.work), the shape schedule, then the record: numbers from the samples
-    (runner.stats), what the compiler did (runner.introspect), where it ran (runner.environment).
+  kernels per call, eager and compiled (runner.profile_counts), the work of one call (runner.work), the shape
+    schedule, then the record: numbers from the samples (runner.stats), what the compiler did (runner.introspect,
+    runner.trace), where it ran (runner.environment). The compiler's texts go to the artifacts folder, failed or not.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import random
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import torch
 
+from db.artifacts import write_dir
 from db.record import ResultRecord
 from db.spec import ExperimentSpec
+from runner import cudagraphs, recompiles, tlparse_report
 from runner.accuracy import compare, reference, skip_reason, tensors
 from runner.environment import environment, environment_detail, gpu_state, host_state
 from runner.introspect import (
@@ -34,9 +39,11 @@ from runner.introspect import (
     metrics,
 )
 from runner.memory import Memory
+from runner.profile_counts import count_both
 from runner.rounds import Crosscheck, ExperimentFailed, Report, measure_rounds, warmup
 from runner.stats import break_even_calls, clock_fields, paired_spread
 from runner.timing import CompileWatch, make_timer
+from runner.trace import CompileTrace, cache_layers
 from runner.work import achieved_rates, count_work
 from runner.zoo import ZooEntry, load_module
 
@@ -70,33 +77,59 @@ class Setup:
     timer: object
     watch: CompileWatch
     breaks: GraphBreakLog
+    trace: CompileTrace
 
 
-def run(spec: ExperimentSpec, entry: ZooEntry, report: Report) -> ResultRecord:
-    """Measure one job."""
+def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Path | None = None) -> ResultRecord:
+    """Measure one job; the compiler's texts (runner.trace) go to `artifacts_dir`, whether it succeeds or not."""
     started = time.perf_counter()
     from torch._dynamo.utils import set_compilation_metrics_limit
 
     set_compilation_metrics_limit(1_000_000)  # we slice this list by position: it must never roll over (64)
     report("building", None)
     job = build(spec, entry)
-    first = first_calls(job, report)
-    steady = steady_state(job, report)
-    work = count_work(job.eager_model, job.eager_step, job.inputs, job.training)
-    schedule = []
-    if spec.schedule:
-        report("schedule", None)
-        schedule = run_schedule(job.timer, job.watch, job.module, entry, spec, job.device, job.dtype,
-                                job.eager_step, job.compiled_step)
-    result = record(job, first, steady, work, schedule)
+    try:
+        first = first_calls(job, report)
+        steady = steady_state(job, report)
+        report("counting kernels", None)
+        kernels = count_both(job.eager_step, job.compiled_step, job.inputs, job.device, job.trace.kernel_calls)
+        work = count_work(job.eager_model, job.eager_step, job.inputs, job.training)
+        schedule = []
+        if spec.schedule:
+            report("schedule", None)
+            schedule = run_schedule(job.timer, job.watch, job.module, entry, spec, job.device, job.dtype,
+                                    job.eager_step, job.compiled_step)
+    except BaseException:  # the compiler's texts of a failed job say why; its error names the phase it failed in
+        with contextlib.suppress(Exception):  # and keeping them must not replace that error
+            keep_artifacts(job, artifacts_dir, None)
+        raise
+    keep_artifacts(job, artifacts_dir, report)
+    result = record(job, first, steady, work, schedule, kernels)
     result.detail["measure_s"] = time.perf_counter() - started
     return result
+
+
+def keep_artifacts(job: Setup, folder: Path | None, report: Report | None) -> None:
+    """The trace's texts (runner.trace) into the artifacts folder, and tlparse's report when the sweep keeps the
+    trace. `report` is None for a failed job: its error names the phase it failed in, not this one."""
+    job.trace.close()  # `--spawn inline` runs the next job in this same process
+    if folder is None:
+        return
+    texts = job.trace.artifacts()
+    if job.spec.trace:
+        if report is not None:
+            report("tlparse", None)
+        texts["tlparse"] = tlparse_report.report(texts["trace"])
+    else:  # the sweep keeps the output code and FX graphs only
+        texts.pop("trace")
+    write_dir(folder, texts)
 
 
 def build(spec: ExperimentSpec, entry: ZooEntry) -> Setup:
     """Both sides from one seed (same weights), the compiled one wrapped by torch.compile as the spec says."""
     device, dtype, training = _device(spec.device), DTYPES[spec.dtype], spec.task == "training"
     breaks = GraphBreakLog()
+    trace = CompileTrace()  # after GraphBreakLog: its set_logs resets torch's handlers (never ours)
     module = load_module(entry)
     params = dict(spec.model_args)
     _seed(0)
@@ -123,7 +156,7 @@ def build(spec: ExperimentSpec, entry: ZooEntry) -> Setup:
                                       autocast=amp, device_type=device.type),
                  compiled_step=make_step(compiled_model, compiled_base.parameters(), training,
                                          mark_cudagraph_step=cudagraphs, autocast=amp, device_type=device.type),
-                 inputs=inputs, timer=make_timer(spec.device), watch=CompileWatch(), breaks=breaks)
+                 inputs=inputs, timer=make_timer(spec.device), watch=CompileWatch(), breaks=breaks, trace=trace)
 
 
 def first_calls(job: Setup, report: Report) -> dict:
@@ -174,6 +207,7 @@ def steady_state(job: Setup, report: Report) -> dict:
     est_eager = warmup(timer, lambda: job.eager_step(inputs))
     timer.plan(call_ms=max(est_eager[0], est_compiled[0]), issue_ms=max(est_eager[1], est_compiled[1]))
     gpu_before, host_before = gpu_state(spec.device), host_state()
+    rerecords_before = cudagraphs.rerecords() if job.cudagraphs else None
     n_before = len(metrics())
     sides = {"eager": lambda: job.eager_step(inputs), "compiled": lambda: job.compiled_step(inputs)}
     check = Crosscheck(timer, sides, spec.iters) if Crosscheck.wanted() else None
@@ -182,10 +216,11 @@ def steady_state(job: Setup, report: Report) -> dict:
     return {"samples": samples, "metrics": metrics()[n_before:],
             "gpu_state": {"before_rounds": gpu_before, "after_rounds": gpu_state(spec.device)},
             "host_state": {"before_rounds": host_before, "after_rounds": host_state()},
-            "crosscheck": check.result(spec.device) if check else None}
+            "crosscheck": check.result(spec.device) if check else None,
+            "cudagraphs": cudagraphs.health(metrics(), rerecords_before) if job.cudagraphs else None}
 
 
-def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list) -> ResultRecord:
+def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list, kernels: dict) -> ResultRecord:
     """The result fields: numbers from the samples, what the compiler did, where it ran."""
     spec, timer, samples = job.spec, job.timer, steady["samples"]
     all_metrics = metrics()
@@ -209,8 +244,9 @@ def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list) ->
         **achieved,
         "graph_count": first["graph_count"],
         "graph_breaks": job.breaks.count(),
-        "recompiles": sum(1 for m in all_metrics if m.recompile_reason),
+        "recompiles": len(recompiles.explained(all_metrics)),  # an attempt refused at the limit compiled nothing
         "measure_recompiles": len(samples["dropped"]),  # timed calls during which dynamo compiled (dropped)
+        **{k: v for k, v in kernels.items() if k != "detail"},
         "peak_mem_eager_mb": first["peak_eager"],
         "peak_mem_compiled_mb": first["peak_compiled"],
         "max_abs_error": accuracy["max_abs_error"],
@@ -226,15 +262,20 @@ def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list) ->
             **paired_spread(samples),
             "work": work,
             "graph_break_reasons": job.breaks.reasons(),
-            "recompile_reasons": [{"compile_id": str(m.compile_id), "reason": m.recompile_reason}
-                                  for m in all_metrics if m.recompile_reason],
+            "recompile_reasons": recompiles.explained(all_metrics),
+            "recompile_limit_hits": recompiles.limit_hits(all_metrics),
             "recompiles_while_measuring": [str(m.compile_id) for m in steady["metrics"]],
             "compile_phases_s": compile_phases(first["metrics"]),
             "compile_breakdown_s": compile_breakdown(first["metrics"], first["compiled_first_s"]),
             "cache_hits": cache_hits(first["metrics"]),
+            "cache_layers": cache_layers(job.trace.cache_events),
+            "kernel_counts": kernels["detail"],
+            # what capturing the trace added to the compile times (torch measures it)
+            "trace_overhead_s": sum(getattr(m, "structured_logging_overhead_s", None) or 0 for m in all_metrics),
             "accuracy_note": accuracy["note"],
             "memory_method": first["memory_method"],
             "cudagraph_steps_marked": job.cudagraphs,
+            "cudagraphs": steady["cudagraphs"],  # CUDA graphs health (runner.cudagraphs); None when not used
             "crosscheck": steady["crosscheck"],
             "env": environment_detail(spec.device) | {"autocast": spec.dtype if spec.dtype in AUTOCAST else None,
                                                       "scope": spec.scope},
@@ -368,9 +409,9 @@ def run_schedule(timer, watch, module, entry, spec, device, dtype, eager_step, c
         except Exception as exc:
             error = describe_compile_failure(exc, spec, metrics()[n_metrics:])
         new = metrics()[n_metrics:]
-        reasons = [m.recompile_reason for m in new if m.recompile_reason]
+        reasons = [r["reason"] for r in recompiles.explained(new)]
         calls.append({"size": size, "dim": entry.info.size_dim, "eager_s": eager_s, "compiled_s": compiled_s,
                       "recompiled": bool(reasons) or watch.count() != graphs,
                       "graphs_compiled": watch.count() - graphs, "reason": "; ".join(reasons) or None,
-                      "error": error})
+                      "hit_recompile_limit": bool(recompiles.limit_hits(new)), "error": error})
     return calls

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from db import queue
+from db import artifacts, queue
 from db.database import get_engine
 from db.engine import DatabaseGone, MalformedJSON, check_identity, file_identity
 from db.models import JobStatus
@@ -214,7 +214,7 @@ class Worker:
             try:
                 stored = self._retry("store the outcome", lambda: queue.finish(
                     self.engine, claim.job_id, claim.token, outcome.status, outcome.error, outcome.result,
-                    _tail(logfile)))
+                    _tail(logfile), artifacts.read_dir(jobdir / "artifacts")))
             except DBAPIError as e:  # the database refused the record itself (a value it cannot hold): the
                 # job still ends, failed with why, instead of the worker dying and the job running again
                 why = _first_line(e)  # bound here: the lambda below must not depend on the except variable
@@ -268,6 +268,7 @@ class Worker:
         spec_file.write_text(spec.to_json())
         for stale in (result_file, progress_file):  # a released attempt re-runs in the same folder
             stale.unlink(missing_ok=True)
+        shutil.rmtree(jobdir / "artifacts", ignore_errors=True)
         env = self._env()
         cold_dir = None
         if spec.cache == "cold":  # a fresh, empty compile cache for this job only

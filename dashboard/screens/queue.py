@@ -158,6 +158,8 @@ def job_detail() -> None:
         st.code(detail["error"], language=None, wrap_lines=True)
     if detail["status"] == JobStatus.SUCCEEDED:
         result_summary(detail)
+    st.page_link("screens/job.py", label=f"Job #{detail['job_id']}: caches, kernels, output code",
+                 icon=":material/description:", query_params={"job": detail["job_id"]})
     c1, c2 = st.columns(2)
     c1.json(detail["spec"])
     c2.code(detail["log_tail"] or "(no log yet)", language=None, height=300)
@@ -170,7 +172,7 @@ def _x(value) -> str:
 def result_summary(detail: dict) -> None:
     """A succeeded job's headline numbers, and a link to its sweep on Results."""
     (r,) = export_records(state.engine(), job_ids=[detail["job_id"]])
-    c = st.columns(6)
+    c = st.columns(7)
     c[0].metric("Speedup", _x(r["speedup"]), help="latency: eager ms / compiled ms, one synchronous call as the "
                 "caller sees it (medians)" + (" · ⚠ noisy: spread past 5%" if r["noisy"] else ""))
     c[1].metric("Throughput speedup", _x(r["throughput_speedup"]), help="back-to-back calls, one sync per block")
@@ -180,6 +182,8 @@ def result_summary(detail: dict) -> None:
     c[4].metric("Compiled first call", f"{r['compiled_first_call_s']:.3g} s"
                 if r["compiled_first_call_s"] is not None else "–")
     c[5].metric("Recompiles", r["recompiles"] if r["recompiles"] is not None else "–")
+    c[6].metric("Kernels per call", f"{r['eager_kernels']} → {r['compiled_kernels']}" if r["eager_kernels"] is not None
+                and r["compiled_kernels"] is not None else "–", help="eager → compiled, over one profiled call")
     if r["host_note"]:
         st.caption(f"Host-bound: {md(r['host_note'])}.")
     label = detail["sweep_label"]  # the Results sweep filter's label (db.spec.sweep_label)

@@ -19,7 +19,7 @@ from db.spec import CACHES, DEVICES, DTYPES, MAX_ITERS, MAX_REPEAT, MAX_TIMEOUT_
 KEYS = {  # form field -> widget key (every widget keeps its value across pages for this session)
     "model": "f_model", "task": "f_task", "device": "f_device", "dtype": "f_dtype", "batch_sizes": "f_batch",
     **{axis.plural: f"f_{axis.plural}" for axis in COMPILE_AXES},  # the swept axes (db.axes)
-    "cache": "f_cache", "schedule": "f_schedule", "iters": "f_iters", "timeout_s": "f_timeout",
+    "cache": "f_cache", "trace": "f_trace", "schedule": "f_schedule", "iters": "f_iters", "timeout_s": "f_timeout",
     "repeat": "f_repeat", "name": "f_name"}
 
 
@@ -129,6 +129,10 @@ def sweep_form(catalog: dict, devices: set) -> None:
         cache = st.radio("Compile cache", list(CACHES), key=KEYS["cache"], horizontal=True, persist_state="session",
                          help="cold: a fresh, empty inductor/triton cache for the job; warm: the worker's cache")
         slots["cache"] = st.empty()
+        trace = st.checkbox("Keep the compile trace", key=KEYS["trace"], persist_state="session",
+                            help="TORCH_TRACE's lines (capped at 4 MB of text) and tlparse's report, on the job's page; "
+                                 "the output code and FX graphs are kept either way")
+        slots["trace"] = st.empty()
         schedule = st.text_input("Schedule", key=KEYS["schedule"], persist_state="session", placeholder="32, 64",
                                  help="Optional sizes called in order after the steady state, to show recompiles")
         slots["schedule"] = st.empty()
@@ -157,7 +161,7 @@ def sweep_form(catalog: dict, devices: set) -> None:
         slots["name"] = st.empty()
 
     values = FormValues(model=model, params=params, task=task, device=device, dtype=dtype, batch_sizes=batch,
-                        **picked, cache=cache,
+                        **picked, cache=cache, trace=trace,
                         schedule=schedule, iters=iters, timeout_s=timeout_s, repeat=repeat, name=name)
     planned = plan(values, catalog)
     if planned.error is not None:

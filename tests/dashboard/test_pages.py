@@ -1,7 +1,9 @@
 """Every page through Streamlit's AppTest, on a real SQLite file: no exception, the widgets are there,
 a submit stores exactly the jobs the form shows, bad input is reported next to its field, links open
 the view they name. A live worker row publishing the real zoo stands in for the worker process."""
+import io
 import json
+import zipfile
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -553,3 +555,56 @@ def test_results_clock_switch_draws_each_clock_by_name(results):
     gpu = at.get("plotly_chart")[1].proto.spec
     assert "Speedup vs batch size (GPU time)" in gpu and "Speedup vs batch size (GPU time)" not in latency
     assert any("Showing **GPU time" in t for t in texts(at.caption))
+
+
+def test_the_job_page_shows_kernels_caches_and_the_output_code(worker, tmp_path):
+    from db import artifacts
+
+    ids = submit_some(worker, 1)
+    claim = queue.claim_next(worker, "host:1:any:test", ["cpu"], ["simplenet"], 60)
+    code = "cpp_fused_sin_0 = async_compile.cpp_pybinding(['float*'], '')\ndef call(args):\n    cpp_fused_sin_0(buf0)\n"
+    report = io.BytesIO()
+    with zipfile.ZipFile(report, "w") as z:  # the shape of tlparse's report: an index and a page per compile
+        z.writestr("index.html", "<h2>Stack trie</h2>")
+        z.writestr("-_0_0_0/inductor_output_code_1.html", "<pre>cpp_fused_sin_0</pre>")
+    artifacts.write_dir(tmp_path, {"output_code": code, "trace": "V1124 {\"dynamo_start\": {}}\n",
+                                   "tlparse": report.getvalue()})
+    layers = {"fxgraph": {"hit": 0, "miss": 1, "bypass": 0}, "aotautograd": {"hit": 0, "miss": 0, "bypass": 1,
+                                                                             "bypass_reasons": ["Unsupported: hooks"]}}
+    queue.finish(worker, claim.job_id, claim.token, JobStatus.SUCCEEDED, artifacts=artifacts.read_dir(tmp_path),
+                 result={"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "compiled_first_call_s": 9.5,
+                         "eager_kernels": 3, "compiled_kernels": 1, "eager_host_ops": 3, "compiled_host_ops": 0,
+                         "detail": {"cache_layers": layers}})
+    queue_page = ok(page("queue", job=str(ids[0])))
+    assert {m.label: m.value for m in queue_page.metric}["Kernels per call"] == "3 → 1"
+    (link,) = [e for e in queue_page.get("page_link") if "output code" in e.proto.label]
+    assert link.proto.page == "job" and link.proto.query_string == f"job={ids[0]}"
+    at = ok(page("job", job=str(ids[0])))
+    metrics = {m.label: m for m in at.metric}
+    assert metrics["Kernels per call"].value == "3 → 1" and metrics["Host ops per call"].value == "3 → 0"
+    caches = at.dataframe[0].value.set_index("bypass reason")
+    assert caches.loc["Unsupported: hooks", "bypass"] == 1
+    assert any("fxgraph: 1 miss" in c.value and "aotautograd: 0 miss, 1 bypass (Unsupported: hooks)" in c.value
+               for c in at.caption)  # a cold job: why its first call compiled
+    (shown,) = [c for c in at.code if "cpp_fused_sin_0(buf0)" in c.value]
+    assert shown.language == "python"
+    assert [b.proto.label for b in at.get("download_button")] == ["Download output_code", "Download report (zip)"]
+    pages = at.selectbox(key="tlparse_page")
+    assert pages.options == ["index.html", "-_0_0_0/inductor_output_code_1.html"]  # the index first
+    assert "Stack trie" in at.get("iframe")[0].proto.srcdoc
+    shown_as_code = [o.content for o in at.get("button_group")[0].proto.options]
+    assert shown_as_code == ["output_code", "trace"]  # the report's zip is no code to show
+
+
+def test_the_job_page_says_when_cuda_graphs_were_skipped(worker):
+    """The detail is what runner/cudagraphs.py writes on a GPU, written here by hand: this machine has none."""
+    ids = submit_some(worker, 1)
+    claim = queue.claim_next(worker, "host:1:any:test", ["cpu"], ["simplenet"], 60)
+    graphs = {"skipped": True, "skip_reasons": ["skipping cudagraphs due to mutated inputs (1 instances)"],
+              "skips": 1, "rerecords_in_rounds": 0, "pool_mb": None}
+    queue.finish(worker, claim.job_id, claim.token, JobStatus.SUCCEEDED,
+                 result={"eager_ms": 2.0, "compiled_ms": 1.9, "speedup": 1.05, "detail": {"cudagraphs": graphs}})
+    at = ok(page("job", job=str(ids[0])))
+    assert [w.value for w in at.warning] == ["CUDA graphs were skipped: this job ran without them."]
+    assert any(c.value == graphs["skip_reasons"][0] for c in at.code)
+    assert any("Re-recordings during the timed rounds: 0 · graph pool: –" in m.value for m in at.markdown)

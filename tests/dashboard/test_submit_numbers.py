@@ -23,7 +23,8 @@ def test_rounds_0_and_timeout_minus_1_show_errors_and_disable_submit(worker):  #
     assert at.button(key="f_submit").disabled
     at.number_input(key="f_timeout").set_value(60)
     at.number_input(key="f_repeat").set_value(0).run()
-    assert [unescape(e.value) for e in at.error] == ["Repeat: must be between 1 and 20, got 0"] and at.button(key="f_submit").disabled
+    assert [unescape(e.value) for e in at.error] == ["Repeat: must be between 1 and 20, got 0"]
+    assert at.button(key="f_submit").disabled
     at.number_input(key="f_repeat").set_value(2).run()
     assert not at.error and not at.button(key="f_submit").disabled
     at.button(key="f_submit").click().run()

@@ -1,10 +1,12 @@
-"""Bad input at the CLI: exit 2, one clear message naming the flag, nothing stored."""
+"""Bad input at the CLI: exit 2, one clear message naming the flag, nothing stored. And `runner artifact`."""
 import pytest
 from sqlalchemy import func, select
 
+from db import artifacts, queue
 from db.database import get_engine
 from db.engine import reading
-from db.models import Job, Sweep
+from db.models import Job, JobStatus, Sweep
+from db.spec import ModelInfo, SweepRequest
 from tests.conftest import run_cli
 
 
@@ -17,6 +19,7 @@ from tests.conftest import run_cli
     (["--model", "simplenet", "--batch", "8", "--dynamic", "maybe"], "--dynamic: unknown value 'maybe'"),
     (["--model", "simplenet", "--batch", "8", "--fullgraph", "yes"], "--fullgraph: expected true or false"),
     (["--model", "simplenet", "--batch", "8", "--device", "gpu"], "--device: unknown value 'gpu'"),
+    (["--model", "simplenet", "--batch", "8", "--trace", "sometimes"], "--trace: expected true or false"),
     (["--model", "simplenet", "--batch", "8", "--timeout", "-5"], "--timeout: must be between"),
     (["--model", "simplenet", "--batch", "8", "--schedule", "8,x"], "--schedule: expected an integer"),
     (["--model", "simplenet", "--batch", "8", "--schedule", "8,,16"], "--schedule: an empty entry in '8,,16'"),
@@ -69,3 +72,18 @@ def test_cli_refuses_bad_gpu_lists_with_exit_2(db_url):
     assert done.returncode == 2 and "--lease must be between 1 and 86400 seconds, got -5" in done.stderr
     done = run_cli("work", "--db", db_url, "--gpu", "0", "--gpus", "0,1")
     assert done.returncode == 2 and "not allowed with argument" in done.stderr
+
+
+def test_cli_writes_one_artifact_out(db_url, tmp_path):
+    engine = get_engine(db_url)
+    artifacts.write_dir(tmp_path / "a", {"output_code": "# generated\ndef call(args): pass\n"})
+    queue.submit(engine, SweepRequest(model="tiny", batch_sizes=[2], device="cpu"), {"tiny": ModelInfo("tiny", "d")})
+    claim = queue.claim_next(engine, "w", ["cpu"], ["tiny"], 60)
+    queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, result={"speedup": 2.0},
+                 artifacts=artifacts.read_dir(tmp_path / "a"))
+    out = tmp_path / "code.py"
+    done = run_cli("artifact", str(claim.job_id), "output_code", "-o", str(out), "--db", db_url)
+    assert done.returncode == 0, done.stderr
+    assert out.read_text() == "# generated\ndef call(args): pass\n"
+    missing = run_cli("artifact", str(claim.job_id), "trace", "--db", db_url)
+    assert missing.returncode == 2 and "has no artifact 'trace' (it has: output_code)" in missing.stderr

@@ -1,0 +1,142 @@
+"""The job's page: one result read whole. The numbers beside what the compiler did to get them: kernels per call
+eager and compiled, the caches per layer (and why a warm job still paid), graph breaks and recompiles with
+their source lines, and the compiler's own artifacts (output code, FX graphs, trace), shown and downloadable."""
+import io
+import zipfile
+
+import streamlit as st
+import streamlit.components.v1 as components
+
+from dashboard import state, story
+from db import artifacts, views
+from db.results import export_records
+
+SHOWN_CHARS = 400_000  # more than this is offered as a download only: the browser chokes on larger code blocks
+LANGUAGES = {"output_code": "python", "fx_graphs": "python", "trace": None}
+
+
+def _n(value, fmt="{:.4g}", unit="") -> str:
+    return fmt.format(value) + unit if value is not None else "–"
+
+
+def _ms(value) -> str:
+    return "–" if value is None else f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def headline(r: dict) -> None:
+    c = st.columns([1, 1.5, 1, 1, 1])
+    c[0].metric("Speedup", _n(r["speedup"], "{:.3f}", "×"), help="latency: eager ms / compiled ms (medians)")
+    c[1].metric("Eager / compiled (ms)", f"{_ms(r['eager_ms'])} / {_ms(r['compiled_ms'])}")
+    delta = (r["compiled_kernels"] - r["eager_kernels"]) if r["eager_kernels"] is not None and \
+        r["compiled_kernels"] is not None else None
+    c[2].metric("Kernels per call", f"{_n(r['eager_kernels'], '{}')} → {_n(r['compiled_kernels'], '{}')}",
+                delta=delta, delta_color="inverse",
+                help="eager → compiled, counted by torch.profiler over one call: device kernels on CUDA; on the CPU "
+                     "outermost aten ops plus the kernels inductor generated")
+    c[3].metric("Host ops per call", f"{_n(r['eager_host_ops'], '{}')} → {_n(r['compiled_host_ops'], '{}')}",
+                help="every aten op the host dispatched, nested ones included")
+    c[4].metric("Compiled first call", _n(r["compiled_first_call_s"], "{:.3g}", " s"))
+
+
+def compiler(r: dict) -> None:
+    st.subheader("Caches")
+    rows = story.cache_rows(r["cache_layers"])
+    if rows:
+        st.dataframe(rows, hide_index=True, width="stretch")
+    why = story.why_it_paid(r)
+    st.caption(why or "This result has no per-layer cache counts (measured before they were recorded).")
+    graphs = r["cudagraphs"]
+    if graphs:  # reduce-overhead, max-autotune or the cudagraphs backend, on CUDA (runner/cudagraphs.py)
+        st.subheader("CUDA graphs")
+        if graphs.get("skipped"):
+            st.warning("CUDA graphs were skipped: this job ran without them.", icon=":material/warning:")
+            for reason in graphs.get("skip_reasons") or []:
+                st.code(reason, language=None, wrap_lines=True)
+        st.markdown(f"Re-recordings during the timed rounds: {_n(graphs.get('rerecords_in_rounds'), '{}')} · "
+                    f"graph pool: {_n(graphs.get('pool_mb'), '{:.1f}', ' MB')}")
+    st.subheader("Graph breaks and recompiles")
+    st.markdown(f"{_n(r['graph_count'], '{}')} graph(s), {_n(r['graph_breaks'], '{}')} graph break(s), "
+                f"{_n(r['recompiles'], '{}')} recompile(s)")
+    for b in r["graph_break_reasons"] or []:
+        where = f"{b['file']}:{b['line']}: {b.get('source', '')}" if b.get("file") else ""
+        st.code(f"{b.get('reason', '')}\n{where}".strip(), language=None, wrap_lines=True)
+    for hit in r["recompile_limit_hits"] or []:
+        st.warning(f"Frame {hit.get('compile_id')} hit dynamo's recompile limit and runs eagerly for new inputs "
+                   "from then on: part of this speedup is eager's.", icon=":material/warning:")
+        st.code(_where(hit) + f"\nlast guard failure: {hit.get('last_reason')}", language=None, wrap_lines=True)
+    for rc in r["recompile_reasons"] or []:
+        st.code(f"recompile {rc.get('compile_id')}: {rc.get('reason')}\n{_where(rc)}".strip(), language=None,
+                wrap_lines=True)
+
+
+def _where(entry: dict) -> str:
+    """'in forward at model.py:12: def forward(self, x):' where torch gave the code's location."""
+    if not entry.get("file"):
+        return ""
+    return f"in {entry.get('function')} at {entry['file']}:{entry.get('line')}: {entry.get('source', '')}"
+
+
+def artifact_view(job_id: int, listed: list[dict]) -> None:
+    st.subheader("What the compiler wrote")
+    if not listed:
+        st.info("No artifacts for this job (the backend generates no code, or it ran before artifacts were kept).")
+        return
+    by_name = {a["name"]: a for a in listed if a["name"] != "tlparse"}
+    name = st.segmented_control("Artifact", list(by_name), default="output_code" if "output_code" in by_name
+                                else next(iter(by_name), None), key="artifact")
+    if name is None:
+        return
+    a = by_name[name]
+    text = artifacts.text(state.engine(), job_id, name)
+    st.caption(f"{a['bytes']:,} bytes as written, {a['stored_bytes']:,} stored (gzip)"
+               + (" · cut at the size cap" if a["truncated"] else "")
+               + f" · also `python -m runner artifact {job_id} {name}`")
+    st.download_button(f"Download {name}", text, file_name=f"job{job_id}-{name}.{'log' if name == 'trace' else 'py'}",
+                       icon=":material/download:")
+    if len(text) > SHOWN_CHARS:
+        st.caption(f"The first {SHOWN_CHARS:,} characters; download for the rest.")
+    st.code(text[:SHOWN_CHARS], language=LANGUAGES.get(name), line_numbers=True, height=600)
+
+
+def tlparse_view(job_id: int, listed: list[dict]) -> None:
+    """tlparse's report, from the job's own artifact (nothing else is read): its pages picked here, since the
+    links between them cannot work inside the page; the zip opens whole in a browser."""
+    if not any(a["name"] == "tlparse" for a in listed):
+        return
+    st.subheader("tlparse report")
+    data = artifacts.data(state.engine(), job_id, "tlparse")
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        pages = sorted((n for n in z.namelist() if n.endswith(".html")), key=lambda n: (n != "index.html", n))
+        c1, c2 = st.columns([4, 1])
+        chosen = c1.selectbox("Page", pages, key="tlparse_page")
+        c2.download_button("Download report (zip)", data, file_name=f"job{job_id}-tlparse.zip",
+                           icon=":material/download:")
+        if chosen:
+            components.html(z.read(chosen).decode("utf-8", "replace"), height=700, scrolling=True)
+
+
+st.title("Job")
+job_id = st.number_input("Job id", min_value=1, step=1, value=None, key="job", bind="query-params",
+                         placeholder="a job id")
+if job_id is None:
+    st.info("Type a job id, or open a job from the Queue page.")
+    st.stop()
+detail = views.job_detail(state.engine(), int(job_id))
+if detail is None:
+    st.warning(f"No job #{job_id}.")
+    st.stop()
+(record,) = export_records(state.engine(), job_ids=[int(job_id)])
+st.markdown(f"**#{detail['job_id']}** {state.STATUS_ICONS.get(detail['status'], '')} {detail['status']}")
+st.code(", ".join(f"{k}={v}" for k, v in detail["spec"].items()), language=None, wrap_lines=True)
+if detail["error"]:
+    st.code(detail["error"], language=None, wrap_lines=True)
+if record["status"] == "succeeded":
+    headline(record)
+    line = story.kernels_line(record)
+    if line:
+        st.caption(f"Fusion: {line}.")
+    compiler(record)
+artifact_view(int(job_id), record["artifacts"])
+tlparse_view(int(job_id), record["artifacts"])
+with st.expander("Log tail"):
+    st.code(detail["log_tail"] or "(no log)", language=None)

@@ -1,0 +1,50 @@
+"""tlparse's report of a job's compile trace (runner.trace), zipped, as the `tlparse` artifact.
+
+tlparse (PyPI `tlparse`, a Rust binary) is what PyTorch asks users to attach to torch.compile bug reports: one
+page per compile with its graphs, guards, cache decisions, output code and failures. It runs in the child after
+the measurement, with a time limit, if the worker's environment has it (COMPILE_LAB_TLPARSE names the binary,
+else `tlparse` on the PATH); without it the job simply has no report. The zip leaves out what duplicates the
+trace itself (raw.log, raw.jsonl, payloads/, chromium_events.json): the `trace` artifact holds that.
+"""
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import tempfile
+import zipfile
+from pathlib import Path
+
+ENV = "COMPILE_LAB_TLPARSE"
+TIMEOUT_S = 120
+SKIP = {"raw.log", "raw.jsonl", "chromium_events.json"}
+
+
+def executable() -> str | None:
+    return os.environ.get(ENV) or shutil.which("tlparse")
+
+
+def report(trace: str, timeout_s: float = TIMEOUT_S) -> bytes | None:
+    """The zipped report of `trace` (TORCH_TRACE lines), or None without tlparse, a trace or a report."""
+    exe = executable()
+    if not exe or not trace:
+        return None
+    with tempfile.TemporaryDirectory(prefix="tlparse-") as tmp:
+        log, out = Path(tmp) / "trace.log", Path(tmp) / "report"
+        log.write_text(trace)
+        try:
+            subprocess.run([exe, str(log), "-o", str(out), "--overwrite", "--no-browser"], capture_output=True,
+                           timeout=timeout_s, check=False)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            print(f"compile-lab child: no tlparse report: {e}", flush=True)
+            return None
+        if not (out / "index.html").exists():
+            return None
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+            for path in sorted(out.rglob("*")):
+                rel = path.relative_to(out)
+                if path.is_file() and rel.name not in SKIP and rel.parts[0] != "payloads":
+                    z.write(path, rel.as_posix())
+        return buf.getvalue()

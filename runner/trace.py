@@ -1,0 +1,130 @@
+"""torch's structured compile trace, captured in the child: what TORCH_TRACE writes and tlparse reads (the output
+code inductor generated, the FX graphs of each stage, cache hits and bypasses with the reason), without setting
+TORCH_TRACE (a preloaded parent forks children after torch has read its environment).
+
+torch emits these records only when its trace logger has a handler, so adding ours turns them on; each costs a
+little while compiling (torch counts it as structured_logging_overhead, kept in the detail beside the compile
+times). Ours keeps the texts the job's page shows and the trace lines in TORCH_TRACE's own format, so tlparse can
+read the `trace` artifact as it is.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+
+from db.artifacts import MAX_TEXT_BYTES
+
+GRAPHS = ("dynamo_output_graph", "aot_inference_graph", "aot_forward_graph", "aot_backward_graph",
+          "inductor_post_grad_graph")
+CACHES = {"fx_graph_cache": "fxgraph", "aotautograd_cache": "aotautograd"}  # the artifacts' names -> our layers
+
+
+class CompileTrace(logging.Handler):
+    """Keeps the output code, the graphs and the trace lines (each up to `limit` bytes), and the cache events."""
+
+    def __init__(self, limit: int = MAX_TEXT_BYTES):
+        super().__init__(logging.DEBUG)
+        from torch._logging._internal import TorchLogsFormatter, trace_log
+
+        self.limit = limit
+        self.texts: dict[str, list[str]] = {"output_code": [], "fx_graphs": [], "trace": []}
+        self.sizes = dict.fromkeys(self.texts, 0)
+        self.cache_events: list[dict] = []  # {"layer", "state", "reason"} in the order torch decided them
+        self.kernel_calls: list[int] = []  # per output code (one per compiled graph), counted before any cap
+        self.overflow = dict.fromkeys(self.texts, 0)  # bytes not kept past the limit
+        self.setFormatter(TorchLogsFormatter(trace=True))
+        self._log = trace_log
+        trace_log.setLevel(logging.DEBUG)
+        trace_log.addHandler(self)
+
+    def close(self) -> None:
+        self._log.removeHandler(self)
+        super().close()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            meta, payload = getattr(record, "metadata", None) or {}, getattr(record, "payload", None)
+            kind = next(iter(meta), "")
+            where = _compile_id(meta)
+            if kind == "inductor_output_code" and payload:
+                path = (meta.get(kind) or {}).get("filename", "")
+                self.kernel_calls.append(generated_kernel_calls(payload))
+                self._keep("output_code", f"# ===== compile {where}: {path}\n{payload}\n")
+            elif kind in GRAPHS and payload:
+                self._keep("fx_graphs", f"# ===== compile {where}: {kind}\n{payload}\n")
+            elif kind == "artifact":
+                self._cache_event((meta.get("artifact") or {}).get("name", ""), payload)
+            self._keep("trace", self.format(record) + "\n")
+        except Exception:  # a trace record we cannot read must never fail the job
+            self.handleError(record)
+
+    def _keep(self, what: str, text: str) -> None:
+        n = len(text.encode("utf-8", "replace"))
+        if self.sizes[what] + n > self.limit:
+            self.overflow[what] += n
+            return
+        self.sizes[what] += n
+        self.texts[what].append(text)
+
+    def _cache_event(self, name: str, payload: str | None) -> None:
+        for prefix, layer in CACHES.items():
+            if name.startswith(prefix + "_"):
+                info = _json(payload)
+                self.cache_events.append({"layer": layer, "state": name[len(prefix) + 1:],
+                                          "reason": info.get("cache_bypass_reason")})
+
+    def artifacts(self) -> dict[str, str]:
+        """{name: text} for db.artifacts.write_dir; a text that hit the limit ends saying how much was left out."""
+        out = {}
+        for name, parts in self.texts.items():
+            text = "".join(parts)
+            if self.overflow[name]:
+                text += f"\n# ... {self.overflow[name]} more bytes not kept (limit {self.limit})\n"
+            out[name] = text
+        return out
+
+
+
+_KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.\w+\(", re.M)
+_CALL_LINE = re.compile(r"^\s+(\w+)(?:\.run)?\(", re.M)
+
+
+def generated_kernel_calls(code: str) -> int:
+    """Calls to the kernels an inductor output code defines, in its `call` function (one run of the graph): what
+    the profiler cannot see on the CPU, where the wrapper calls its C++ kernels directly."""
+    kernels = set(_KERNEL_DEF.findall(code))
+    body = code.split("def call(", 1)[1] if "def call(" in code else ""
+    return sum(1 for name in _CALL_LINE.findall(body) if name in kernels)
+
+
+def _compile_id(meta: dict) -> str:
+    frame, attempt = meta.get("frame_id"), meta.get("frame_compile_id")
+    return f"{frame}/{attempt}" if frame is not None else "?"
+
+
+def _json(text: str | None) -> dict:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def cache_layers(events: list[dict]) -> dict:
+    """{"fxgraph": {"hit", "miss", "bypass", "bypass_reasons"}, "aotautograd": {...}, "triton": {...}}: per layer,
+    from torch's counters (read by name: a counter this torch does not have counts 0); bypass reasons from the
+    trace. `triton` is inductor's in-process cache of compiled Triton kernels (GPU only: 0 on the CPU)."""
+    from torch._dynamo.utils import counters
+
+    names = {"fxgraph": ("inductor", "fxgraph_cache_"), "aotautograd": ("aot_autograd", "autograd_cache_"),
+             "triton": ("inductor", "async_compile_cache_")}
+    out = {}
+    for layer, (group, prefix) in names.items():
+        c = counters.get(group, {})
+        counts = {state: int(c.get(prefix + state, 0)) for state in ("hit", "miss", "bypass")}
+        reasons = sorted({e["reason"] for e in events if e["layer"] == layer and e["reason"]})
+        if reasons:
+            counts["bypass_reasons"] = reasons
+        out[layer] = counts
+    return out
