@@ -30,6 +30,9 @@ CONFIGS = {  # name: submit flags (GPU sizes; --small shrinks them for a CPU smo
     "resnet18-train-amp-bf16": ["--model", "resnet18", "--batch", "64", "--task", "training", "--dtype", "amp-bfloat16"],
     "complexnet-reduce-overhead": ["--model", "complexnet", "--batch", "32", "--mode", "reduce-overhead"],
     "mlp-default": ["--model", "mlp", "--batch", "64"],
+    # an input mutation: reduce-overhead's CUDA graphs are skipped, and the record must say why
+    "mutates-input-reduce-overhead": ["--model", "mutates_input", "--batch", "32", "--mode", "reduce-overhead",
+                                      "--models-dir", "tests/fixture_models"],
     "transformer-scope": ["--model", "transformer", "--batch", "8", "--arg", "layers=6", "--scope", "model",
                           "--scope", "blocks"],
 }
@@ -60,7 +63,8 @@ def main() -> int:
     t0 = time.time()
     with open(out / "worker.log", "w") as log:
         subprocess.run([sys.executable, "-m", "runner", "work", "--drain", "--no-calibrate", "--db", db,
-                        "--home", str(out / "home"), *(["--gpu", "0"] if args.device == "cuda" else [])],
+                        "--home", str(out / "home"), "--models-dir", str(ROOT / "tests" / "fixture_models"),
+                        *(["--gpu", "0"] if args.device == "cuda" else [])],
                        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     wall = time.time() - t0
     engine = get_engine(db)
