@@ -4,9 +4,28 @@ whether inductor skipped them and torch's reason, how often a graph was re-recor
 
 Read from torch's own state (the compilation metrics' cudagraph_skip_reason, the inductor counters, the CUDA
 graph tree manager), each piece by name and only where present: a torch without one gives None for it, and
-nothing here can fail the job. Written against torch 2.13's sources; not yet run on a GPU.
+nothing here can fail the job. The skip reason is also taken from torch's `cudagraphs` log artifact
+("skipping cudagraphs due to mutated inputs"): on torch 2.11 the metrics did not carry it.
 """
 from __future__ import annotations
+
+import logging
+
+_SKIPS: list[str] = []
+
+
+class _SkipHandler(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if text.startswith("skipping cudagraphs"):
+            _SKIPS.append(text[:400])
+
+
+def listen() -> None:
+    """Collect torch's skip messages from now on (runner.introspect turns the artifact on)."""
+    logger = logging.getLogger("torch._inductor.cudagraph_utils.__cudagraphs")
+    if not any(isinstance(h, _SkipHandler) for h in logger.handlers):
+        logger.addHandler(_SkipHandler(logging.DEBUG))
 
 
 def _manager():
@@ -44,7 +63,7 @@ def health(metrics: list, rerecords_before: int | None) -> dict:
     (torch 2.11): complexnet bs 32 reduce-overhead, not skipped, 0 re-recordings, a 338 MB pool."""
     from torch._dynamo.utils import counters
 
-    reasons = sorted({r for r in (getattr(m, "cudagraph_skip_reason", None) for m in metrics) if r})
+    reasons = sorted({r for r in (getattr(m, "cudagraph_skip_reason", None) for m in metrics) if r} | set(_SKIPS))
     after = rerecords()
     return {"skipped": bool(reasons) or bool(counters["inductor"].get("cudagraph_skips")),
             "skip_reasons": reasons, "skips": int(counters["inductor"].get("cudagraph_skips", 0)),

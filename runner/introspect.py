@@ -103,15 +103,15 @@ class GraphBreakLog:
 
 
 def _enable_graph_break_logs() -> None:
-    """Turn on torch's `graph_breaks` artifact. set_logs replaces every log setting, so a user's own
-    TORCH_LOGS (say `recompiles,+dynamo` while debugging a model) is kept by adding graph_breaks to it
-    and re-reading it instead."""
+    """Turn on torch's `graph_breaks` and `cudagraphs` artifacts (the latter carries why CUDA graphs were
+    skipped: runner.cudagraphs). set_logs replaces every log setting, so a user's own TORCH_LOGS (say
+    `recompiles,+dynamo` while debugging a model) is kept by adding ours to it and re-reading it instead."""
     user = os.environ.get("TORCH_LOGS", "").strip()
     if not user:
-        torch._logging.set_logs(graph_breaks=True)
+        torch._logging.set_logs(graph_breaks=True, cudagraphs=True)
         return
-    if "graph_breaks" not in user.replace("+", "").split(","):
-        os.environ["TORCH_LOGS"] = f"{user},graph_breaks"
+    have = user.replace("+", "").split(",")
+    os.environ["TORCH_LOGS"] = ",".join([user] + [a for a in ("graph_breaks", "cudagraphs") if a not in have])
     torch._logging._init_logs()  # what torch runs at import: parses TORCH_LOGS
 
 

@@ -27,7 +27,8 @@ import torch
 from db.artifacts import write_dir
 from db.record import ResultRecord
 from db.spec import ExperimentSpec
-from runner import cudagraphs, recompiles, tlparse_report
+from runner import cudagraphs as cudagraphs_health
+from runner import recompiles, tlparse_report
 from runner.accuracy import compare, reference, skip_reason, tensors
 from runner.environment import environment, environment_detail, gpu_state, host_state
 from runner.introspect import (
@@ -129,6 +130,7 @@ def build(spec: ExperimentSpec, entry: ZooEntry) -> Setup:
     """Both sides from one seed (same weights), the compiled one wrapped by torch.compile as the spec says."""
     device, dtype, training = _device(spec.device), DTYPES[spec.dtype], spec.task == "training"
     breaks = GraphBreakLog()
+    cudagraphs_health.listen()
     trace = CompileTrace()  # after GraphBreakLog: its set_logs resets torch's handlers (never ours)
     module = load_module(entry)
     params = dict(spec.model_args)
@@ -207,7 +209,7 @@ def steady_state(job: Setup, report: Report) -> dict:
     est_eager = warmup(timer, lambda: job.eager_step(inputs))
     timer.plan(call_ms=max(est_eager[0], est_compiled[0]), issue_ms=max(est_eager[1], est_compiled[1]))
     gpu_before, host_before = gpu_state(spec.device), host_state()
-    rerecords_before = cudagraphs.rerecords() if job.cudagraphs else None
+    rerecords_before = cudagraphs_health.rerecords() if job.cudagraphs else None
     n_before = len(metrics())
     sides = {"eager": lambda: job.eager_step(inputs), "compiled": lambda: job.compiled_step(inputs)}
     check = Crosscheck(timer, sides, spec.iters) if Crosscheck.wanted() else None
@@ -217,7 +219,7 @@ def steady_state(job: Setup, report: Report) -> dict:
             "gpu_state": {"before_rounds": gpu_before, "after_rounds": gpu_state(spec.device)},
             "host_state": {"before_rounds": host_before, "after_rounds": host_state()},
             "crosscheck": check.result(spec.device) if check else None,
-            "cudagraphs": cudagraphs.health(metrics(), rerecords_before) if job.cudagraphs else None}
+            "cudagraphs": cudagraphs_health.health(metrics(), rerecords_before) if job.cudagraphs else None}
 
 
 def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list, kernels: dict) -> ResultRecord:
