@@ -116,7 +116,7 @@ def test_submit_watch_and_read_results_in_a_browser(app, browser, tmp_path):
     page.get_by_role("tab", name="Table").click()  # only the open tab runs: the table arrives on the click
     page.get_by_text("Every export field").wait_for()
     page.wait_for_url(re.compile(r"view=Table"))  # the tab is in the link
-    table = page.locator('[data-testid="stDataFrame"]')
+    table = page.get_by_test_id("stTabs").get_by_test_id("stDataFrame")  # the answer table sits above the tabs
     table.wait_for()
     assert table.count() == 1
     with page.expect_download() as download:  # what is shown, every export field
