@@ -74,7 +74,7 @@ def timed(fn) -> float:
 
 
 TABS = ("First call", "Repeats", "Roofline", "Failures", "Table")
-DEFAULT_PLOTS = 5  # speedup, latency, warmup, break-even, recompile timeline
+DEFAULT_PLOTS = 6  # the N-calls chart under the answer; speedup, latency, warmup, break-even, recompile timeline
 
 
 def bench(n: int, repeat: int, workdir: Path) -> dict:
@@ -104,7 +104,7 @@ def bench(n: int, repeat: int, workdir: Path) -> dict:
         at.run()
         assert not at.exception, [e.value for e in at.exception]
         if plots is not None:
-            assert len(at.get("plotly_chart")) == plots, "the Speedup tab draws five plots"
+            assert len(at.get("plotly_chart")) == plots, "the answer and the Speedup tab draw six plots"
         return at
 
     def store():
