@@ -11,20 +11,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from sqlalchemy import select
 
+from bench.drive import ROOT, drain, submit_all
 from db.database import get_engine
 from db.engine import reading
 from db.models import Result
 from db.results import export_records
 
-ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = {  # name: submit flags (GPU sizes; --small shrinks them for a CPU smoke run)
     "resnet18-train-fp32": ["--model", "resnet18", "--batch", "64", "--task", "training"],
     "resnet18-train-amp-bf16": ["--model", "resnet18", "--batch", "64", "--task", "training", "--dtype", "amp-bfloat16"],
@@ -50,23 +48,9 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     db = f"sqlite:///{out / 'bench.db'}"
-    ids = {}
-    for name in args.only or CONFIGS:
-        flags = [SMALL.get(f, f) if args.small else f for f in CONFIGS[name]]
-        done = subprocess.run([sys.executable, "-m", "runner", "submit", "--db", db, "--device", args.device,
-                               "--iters", args.iters, "--timeout", "900", "--name", name, *flags],
-                              cwd=ROOT, capture_output=True, text=True)
-        if done.returncode != 0:
-            print(f"{name}: not submitted: {done.stderr.strip()}")
-            continue
-        ids[name] = [int(x) for x in done.stdout.split()]
-    t0 = time.time()
-    with open(out / "worker.log", "w") as log:
-        subprocess.run([sys.executable, "-m", "runner", "work", "--drain", "--no-calibrate", "--db", db,
-                        "--home", str(out / "home"), "--models-dir", str(ROOT / "tests" / "fixture_models"),
-                        *(["--gpu", "0"] if args.device == "cuda" else [])],
-                       cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    wall = time.time() - t0
+    chosen = {name: [SMALL.get(f, f) if args.small else f for f in CONFIGS[name]] for name in args.only or CONFIGS}
+    ids = submit_all(db, chosen, "--device", args.device, "--iters", args.iters, "--timeout", "900")
+    wall = drain(db, out, args.device, "--models-dir", str(ROOT / "tests" / "fixture_models"))
     engine = get_engine(db)
     recs = {r["job_id"]: r for r in export_records(engine)}
     with reading(engine) as s:

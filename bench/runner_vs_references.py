@@ -18,20 +18,17 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from sqlalchemy import select
 
+from bench.drive import drain, submit_all
 from db.database import get_engine
 from db.engine import reading
 from db.models import Result
 from db.results import export_records
-
-ROOT = Path(__file__).resolve().parent.parent
 
 CONFIGS = {  # name: submit flags
     "simplenet-static": ["--model", "simplenet", "--batch", "32", "--dynamic", "false"],
@@ -63,22 +60,9 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     db = f"sqlite:///{out / 'bench.db'}"
     names = args.only or list(CONFIGS)
-    ids = {}
-    for name in names:
-        done = subprocess.run([sys.executable, "-m", "runner", "submit", "--db", db, "--device", args.device,
-                               "--timeout", args.timeout, "--iters", args.iters, "--name", name, *CONFIGS[name]],
-                              cwd=ROOT, capture_output=True, text=True)
-        if done.returncode != 0:
-            print(f"{name}: not submitted: {done.stderr.strip()}")
-            continue
-        ids[name] = [int(x) for x in done.stdout.split()]
-    t0 = time.time()
-    env = {**os.environ, "COMPILE_LAB_CROSSCHECK": "1"}
-    with open(out / "worker.log", "w") as log:
-        subprocess.run([sys.executable, "-m", "runner", "work", "--drain", "--no-calibrate", "--db", db,
-                        "--home", args.home or str(out / "home"), *(["--gpu", "0"] if args.device == "cuda" else [])],
-                       cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    wall = time.time() - t0
+    ids = submit_all(db, {name: CONFIGS[name] for name in names}, "--device", args.device, "--timeout",
+                     args.timeout, "--iters", args.iters)
+    wall = drain(db, out, args.device, home=args.home, env={**os.environ, "COMPILE_LAB_CROSSCHECK": "1"})
     engine = get_engine(db)
     recs = {r["job_id"]: r for r in export_records(engine)}
     with reading(engine) as s:

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import ncalls
+from dashboard.markup import md
 from db import answer
 
 NOTE = ("speedup: median over the configuration's quiet runs of eager / compiled latency per round, with a 95% "
@@ -36,7 +37,7 @@ def frame(answer_rows: list[dict]) -> pd.DataFrame:
 
 
 def table(answer_rows: list[dict], model: str) -> None:
-    st.subheader(f"The answer for {model}")
+    st.subheader(f"The answer for {md(model)}")
     df = frame(answer_rows)
     num = st.column_config.NumberColumn
     st.dataframe(df, hide_index=True, width="stretch", height=min(460, 38 + 35 * len(df)),
@@ -76,6 +77,6 @@ def calls(answer_rows: list[dict]) -> None:
     n = right.number_input("Calls your program makes (N)", min_value=1, value=1000, step=1000, key="calls_n",
                            help="How many calls one process makes after compiling: compile pays off only over enough calls")
     ls = ncalls.lines([r for r in answer_rows if r["batch_size"] == bs])
-    st.markdown(ncalls.recommend(ls, int(n), bs))
+    st.markdown(ncalls.recommend(ls, int(n), bs))  # configuration names escaped there
     if ls:
         st.plotly_chart(ncalls.figure(ls, bs, int(n)), key="plot_ncalls")

@@ -7,6 +7,8 @@ import math
 
 import plotly.graph_objects as go
 
+from dashboard.markup import md, plot
+
 EAGER = "eager"
 LOWEST_COLOR, OTHER_COLOR, EAGER_COLOR = "#0b6e4f", "#8aa1b1", "#222222"
 
@@ -66,8 +68,8 @@ def recommend(ls: list[dict], n: int, batch_size) -> str:
     if pick is eager:
         runner_up = best([ln for ln in ls if ln is not eager], n)
         return (f"{calls}, stay eager: {_s(total_s(eager, n))} in all; the best compiled configuration, "
-                f"{runner_up['name']}, takes {_s(total_s(runner_up, n))} (its first call is not repaid yet).")
-    return (f"{calls}, use **{pick['name']}**: {_s(total_s(pick, n))} in all, against {_s(total_s(eager, n))} "
+                f"{md(runner_up['name'])}, takes {_s(total_s(runner_up, n))} (its first call is not repaid yet).")
+    return (f"{calls}, use **{md(pick['name'])}**: {_s(total_s(pick, n))} in all, against {_s(total_s(eager, n))} "
             f"eager ({total_s(eager, n) / total_s(pick, n):.2f}× less time).")
 
 
@@ -79,19 +81,19 @@ def figure(ls: list[dict], batch_size, n_mark: int | None = None) -> go.Figure:
     fig = go.Figure()
     for ln in ls:
         eager = ln["name"] == EAGER
-        fig.add_scatter(x=xs, y=[total_s(ln, n) for n in xs], mode="lines", name=ln["name"],
+        fig.add_scatter(x=xs, y=[total_s(ln, n) for n in xs], mode="lines", name=plot(ln["name"]),
                         line=dict(color=EAGER_COLOR if eager else OTHER_COLOR, width=1.5, dash="dash" if eager else None),
                         hovertemplate=f"<b>{ln['name']}</b><br>%{{x:,.0f}} calls: %{{y:.3g}} s<extra></extra>")
     segments = lowest(ls, n_max)
     for ln, a, b in segments:
         seg_x = [a] + [x for x in xs if a < x < b] + [b]
-        fig.add_scatter(x=seg_x, y=[total_s(ln, n) for n in seg_x], mode="lines", name="lowest: " + ln["name"],
+        fig.add_scatter(x=seg_x, y=[total_s(ln, n) for n in seg_x], mode="lines", name="lowest: " + plot(ln["name"]),
                         legendgroup="lowest", showlegend=False, line=dict(color=LOWEST_COLOR, width=5),
                         hovertemplate=f"<b>lowest: {ln['name']}</b><br>%{{x:,.0f}} calls: %{{y:.3g}} s<extra></extra>")
     for k, (ln, a, _) in enumerate(segments[1:]):
         fig.add_scatter(x=[a], y=[total_s(ln, a)], mode="markers", showlegend=False, hoverinfo="skip",
                         marker=dict(size=10, color=LOWEST_COLOR, line=dict(color="white", width=1.5)))
-        fig.add_annotation(x=math.log10(a), y=math.log10(total_s(ln, a)), text=f"from {a:,.0f} calls:<br>{ln['name']}",
+        fig.add_annotation(x=math.log10(a), y=math.log10(total_s(ln, a)), text=f"from {a:,.0f} calls:<br>{plot(ln['name'])}",
                            showarrow=True, arrowhead=2, ax=-60, ay=-40 - 28 * (k % 2), font=dict(size=11),
                            bgcolor="rgba(255,255,255,0.85)")
     fig.add_scatter(x=[None], y=[None], mode="lines", name="lowest total at each N (labels: where it changes hands)",

@@ -20,6 +20,7 @@ from db import views
 from db.axes import BY_FIELD, COMPILE_FIELDS, TRI, to_text
 from db.engine import reading
 from db.models import Result
+from db.results import ID_CHUNK
 
 # what makes two jobs the same workload, and the same compiled configuration of it (the cache is left out:
 # it changes the first call, not the code that runs; the first call is reported cold and warm apart)
@@ -29,7 +30,6 @@ BASE_KEYS = ("task", "device", "dtype", "model_args", "torch_version", "device_n
 CONFIG_KEYS = BASE_KEYS + COMPILE_FIELDS
 RESAMPLES = 2000
 SEED = 13  # a fixed seed: the page and the CLI draw the same resamples, so they print the same interval
-ID_CHUNK = 5000
 COLUMNS = ("model", "batch_size", "config", "verdict", "speedup", "speedup_ci_low", "speedup_ci_high", "eager_ms",
            "compiled_ms", "eager_first_call_s", "first_call_cold_s", "first_call_warm_s", "break_even_calls",
            "recompiles", "graph_breaks", "peak_mem_eager_mb", "peak_mem_compiled_mb", "accuracy_ok", "max_abs_error",

@@ -24,6 +24,7 @@ from typing import Callable
 
 import torch
 
+from db.answer import break_even_calls
 from db.artifacts import write_dir
 from db.record import ResultRecord
 from db.spec import ExperimentSpec
@@ -42,7 +43,7 @@ from runner.introspect import (
 from runner.memory import Memory
 from runner.profile_counts import count_both
 from runner.rounds import Crosscheck, ExperimentFailed, Report, measure_rounds, warmup
-from runner.stats import break_even_calls, clock_fields, paired_spread
+from runner.stats import clock_fields, paired_spread
 from runner.timing import CompileWatch, make_timer
 from runner.trace import CompileTrace, cache_layers
 from runner.work import achieved_rates, count_work

@@ -2,7 +2,7 @@
 `noisy` and why, break-even. Pure arithmetic (no torch): the dashboard's reasoning and the tests use it too."""
 from __future__ import annotations
 
-from db.answer import break_even_calls  # noqa: F401  (one definition: the answer table's too)
+from db.answer import round_ratios
 from runner.timing import percentile, spread
 
 NOISY_SPREAD = 0.05  # a side whose round medians spread (IQR / median) past this is flagged noisy
@@ -63,7 +63,7 @@ def host_note(eager_idle: float | None, compiled_idle: float | None, cudagraphs:
 def paired_spread(samples: dict) -> dict:
     """speedup_p10 / speedup_p90 over per-round ratios of latency medians: the same round's two sides, so
     drift between rounds cancels."""
-    ratios = [percentile(e, 50) / percentile(c, 50) for e, c in zip(samples["eager"], samples["compiled"]) if e and c]
+    ratios = round_ratios(samples)  # the answer table's interval pools these same ratios (db.answer)
     return {"speedup_p10": percentile(ratios, 10) if ratios else None,
             "speedup_p90": percentile(ratios, 90) if ratios else None}
 

@@ -3,9 +3,6 @@ is shown literally on Queue's "Sweep … on Results" link, in Compare's plot leg
 message, and the browser never requests the image the name points at."""
 import os
 import re
-import signal
-import subprocess
-import sys
 
 import pytest
 from sqlalchemy import update
@@ -17,9 +14,8 @@ from db.engine import atomic
 from db.models import Sweep
 from db.results import export_records
 from runner import zoo
-from tests.conftest import ROOT, wait_until
-from tests.e2e.test_browser import CHROMIUM, browser, healthy  # noqa: F401 (browser is a fixture)
-from tests.e2e.test_server_handshake import free_port_in
+from tests.e2e.test_browser import CHROMIUM, browser  # noqa: F401 (browser is a fixture)
+from tests.e2e.test_server_handshake import running_app
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} missing")
 PIXEL = "http://tracker.invalid/pixel.png"
@@ -39,19 +35,8 @@ def lab(tmp_path):
     fill(engine, 96, seed=1, device="cpu", ceilings=False)
     with atomic(engine) as s:
         s.execute(update(Sweep).values(name=EVIL))
-    port = free_port_in()
-    env = {**os.environ, "DATABASE_URL": url, "COMPILE_LAB_EMBEDDED_WORKER": "0"}
-    with open(tmp_path / "app.log", "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "dashboard/app.py", "--server.port",
-                                 str(port)], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    try:
-        wait_until(lambda: healthy(f"http://localhost:{port}") or proc.poll() is not None, 60, "the app to serve")
-        assert proc.poll() is None, (tmp_path / "app.log").read_text()[-3000:]
+    with running_app(tmp_path, url) as port:
         yield {"url": f"http://localhost:{port}", "engine": engine}
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(30)
 
 
 def test_a_markdown_and_html_sweep_name_is_shown_literally_and_fetches_nothing(lab, browser):  # noqa: F811

@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+from contextlib import contextmanager
 
 import pytest
 
@@ -25,10 +26,11 @@ def free_port_in(lo: int = 8700, hi: int = 8800) -> int:
     pytest.skip("no free port in 8700-8799")
 
 
-@pytest.fixture
-def server(tmp_path):
+@contextmanager
+def running_app(tmp_path, db_url: str):
+    """`streamlit run dashboard/app.py` on a free port (no embedded worker); yields the port, stops the app."""
     port = free_port_in()
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'lab.db'}", "COMPILE_LAB_EMBEDDED_WORKER": "0"}
+    env = {**os.environ, "DATABASE_URL": db_url, "COMPILE_LAB_EMBEDDED_WORKER": "0"}
     with open(tmp_path / "app.log", "wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "dashboard/app.py", "--server.port",
                                  str(port)], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -40,6 +42,12 @@ def server(tmp_path):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(30)
+
+
+@pytest.fixture
+def server(tmp_path):
+    with running_app(tmp_path, f"sqlite:///{tmp_path / 'lab.db'}") as port:
+        yield port
 
 
 def handshake(port: int, host: str, origin: str) -> str:

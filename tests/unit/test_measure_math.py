@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
+from db.answer import break_even_calls
 from runner.accuracy import compare
-from runner.stats import break_even_calls
 from runner.timing import percentile
 
 

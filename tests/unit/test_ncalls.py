@@ -34,3 +34,12 @@ def test_the_figure_highlights_the_lowest_line_and_labels_crossovers():
         "from 4,000 calls:<br>A", "from 20,000 calls:<br>B"]
     lowest = [t for t in fig.data if t.legendgroup == "lowest" and t.x[0] is not None]
     assert [t.name for t in lowest] == ["lowest: eager", "lowest: A", "lowest: B"] and lowest[0].line.width == 5
+
+
+def test_configuration_names_stay_text_in_the_line_and_the_chart():
+    """A configuration's name carries values from workers and model files: shown as typed, never as markup."""
+    ls = ncalls.lines([row("**x**<b>y</b>", 2.0, 0.5)])
+    assert "\\*\\*x\\*\\*" in ncalls.recommend(ls, 100_000, 8)
+    fig = ncalls.figure(ls, 8, 100)
+    assert {t.name for t in fig.data} >= {"**x**&lt;b&gt;y&lt;/b&gt;"}
+    assert all("<b>" not in a.text for a in fig.layout.annotations)
