@@ -33,10 +33,26 @@ def colors(labels) -> dict:
 
 
 def _layout(fig: go.Figure, title: str, height: int = 380) -> go.Figure:
-    fig.update_layout(title=dict(text=title, font=dict(size=15)), height=height, margin=dict(l=10, r=10, t=50, b=10),
-                      legend=dict(orientation="h", yanchor="top", y=-0.24, x=0, title=None),
+    """The shared look: the legend under the plot, never on the data, and the figure taller by the legend's
+    rows (estimated for a half-width column) so that many long entries do not squeeze the plot."""
+    rows = legend_rows([t.name for t in fig.data if t.name and t.showlegend is not False])
+    fig.update_layout(title=dict(text=title, font=dict(size=15)), height=height + 22 * max(0, rows - 1),
+                      margin=dict(l=10, r=10, t=50, b=10),
+                      legend=dict(orientation="h", yanchor="top", y=-0.24, x=0, title=None, font=dict(size=11)),
                       hoverlabel=dict(namelength=-1))
     return fig
+
+
+def legend_rows(names: list[str], width_px: int = 430) -> int:
+    """How many rows a horizontal legend of these entries takes in a plot about `width_px` wide (11 px text:
+    ~6 px a character, plus the symbol and the gap)."""
+    rows, used = (1 if names else 0), 0
+    for name in dict.fromkeys(names):
+        w = 45 + 6 * len(name)
+        if used and used + w > width_px:
+            rows, used = rows + 1, 0
+        used += w
+    return rows
 
 
 def _reasons(bad: pd.DataFrame, label_col: str) -> str:
@@ -56,9 +72,8 @@ def _mark_failures_on_x(fig: go.Figure, fails: pd.DataFrame, x_col: str, label_c
     notes = []
     log = fig.layout.xaxis.type == "log"  # annotations on a log axis take log10(x), or they stretch the range
     for x, group in fails.groupby(x_col, sort=True):
-        configs = group[label_col].unique()
-        what = f"{configs[0]}: {group['status'].iloc[0]}" if len(configs) == 1 and len(group) == 1 \
-            else f"{len(group)}"  # short: one note per x, side by side; the hover has the reasons
+        # short: notes at neighbouring x sit side by side; the hover names the configurations and the reasons
+        what = str(group["status"].iloc[0]) if len(group) == 1 else f"{len(group)} did not succeed"
         if fig.layout.xaxis.type == "category":  # annotations on a category axis take its serial number
             at = list(fig.layout.xaxis.tickvals).index(x)
         else:
@@ -92,16 +107,55 @@ def _log_y(fig: go.Figure, title: str) -> None:
 
 def warmup(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
     """Seed 001/004: what the first calls cost: eager first call vs compiled first call (compile + run)
-    vs compiled second call, per configuration (cold vs warm cache when both are in view)."""
+    vs compiled second call, per series (cold vs warm cache when both are in view). Horizontal bars, one row
+    per series with its label on the y axis (readable at a dozen series), each bar's value at its end."""
     long = agg.melt(id_vars=["series", "runs"], value_vars=list(CALLS), var_name="call", value_name="seconds")
     long["call"] = long["call"].map(CALLS)
-    fig = px.bar(long.dropna(subset=["seconds"]), x="series", y="seconds", color="call", barmode="group",
+    long = long.dropna(subset=["seconds"])
+    long["text"] = long["seconds"].map(_seconds)
+    fig = px.bar(long, y="series", x="seconds", color="call", barmode="group", orientation="h", text="text",
                  color_discrete_map=CALL_COLORS, category_orders={"call": list(CALLS.values())},
-                 hover_data={"runs": True}, labels={"series": "", "call": ""})
-    _log_y(fig, "seconds (log)")
-    _categories(fig, agg, fails, "series")
-    _mark_failures_on_x(fig, fails, "series", "series")
-    return _layout(fig, "Warmup cost: first calls (log scale)")
+                 hover_data={"runs": True, "text": False}, labels={"series": "", "call": ""})
+    fig.update_traces(textposition="outside", cliponaxis=False, textfont=dict(size=10))
+    cats = _rows(fig, agg, fails)
+    values = long["seconds"][long["seconds"] > 0]
+    # decades, with room on the right for the values written past the longest bar
+    span = [np.log10(values.min() / 2), np.log10(values.max() * 8)] if len(values) else None
+    fig.update_xaxes(type="log", dtick=1, title="seconds (log)", range=span)
+    fig.update_layout(bargap=0.25, bargroupgap=0.05)
+    mark_failures_on_y(fig, fails, "series")
+    return rows_layout(fig, "Warmup cost: first calls (log scale)", len(cats), bars=3)
+
+
+def _rows(fig: go.Figure, agg: pd.DataFrame, fails: pd.DataFrame) -> list:
+    """Every series in view as a row, failed-only ones included, ordered by config then batch size, top down."""
+    both = pd.concat([agg[["config", "batch_size", "series"]], fails[["config", "batch_size", "series"]]])
+    cats = both.sort_values(["config", "batch_size"])["series"].astype(str).drop_duplicates().tolist()
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=cats, autorange="reversed", title=None,
+                     tickfont=dict(size=11), automargin=True)
+    return cats
+
+
+def rows_layout(fig: go.Figure, title: str, rows: int, bars: int = 1) -> go.Figure:
+    """A plot with one bar row per series (`bars` bars in a row): its height grows with the rows, and the legend
+    sits a fixed distance under the x axis (a fraction of the plot's height would sit on the axis title of a short
+    plot, or far below a tall one)."""
+    height = max(300, 170 + (22 + 12 * bars) * rows)
+    _layout(fig, title, height=height)
+    fig.update_layout(legend=dict(y=-80 / (height - 120), yanchor="top"))
+    return fig
+
+
+def mark_failures_on_y(fig: go.Figure, fails: pd.DataFrame, y_col: str) -> None:
+    """A red ✕ note at the right end of each row that has jobs that did not succeed (hover: the reasons)."""
+    notes = []
+    for y, group in fails.groupby(y_col, sort=True):
+        first = group.iloc[0]
+        what = f"{first['status']}: {str(first['error'])[:40]}…" if len(group) == 1 else f"{len(group)} did not succeed"
+        notes.append(dict(x=1, y=y, xref="x domain", yref="y", xanchor="right", showarrow=False,
+                          text=f"✕ {plot(what)}", font=dict(color=FAIL_COLOR, size=11), hovertext=_reasons(group, y_col),
+                          bgcolor="rgba(255,255,255,0.85)"))
+    _add_notes(fig, notes)
 
 
 def _band(fig: go.Figure, sub: pd.DataFrame, lo: str, hi: str, color: str, group: str) -> None:
@@ -175,9 +229,11 @@ def speedup(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> g
                   color_discrete_map=colors(agg["config"]), hover_data={"runs": True, "eager_ms": ":.4g",
                                                                         "compiled_ms": ":.4g"},
                   labels={"speedup": "speedup (eager / compiled)", "config": ""})
-    fig.update_traces(marker=dict(size=9))
+    # each point's value beside it, while they are few enough to be read (the answer table has them all)
+    fig.update_traces(marker=dict(size=9), textposition="middle right", textfont=dict(size=10))
+    _values_on_points(fig, "%.2f×")
     fig.add_hline(y=1.0, line=dict(color="#444", dash="dot"), annotation_text="1.0× (no gain)",
-                  annotation_position="top left")
+                  annotation_position="bottom right")
     _x_batches(fig, agg, fails)
     top = max(1.2, float(agg["speedup"].max()) * 1.1) if agg["speedup"].notna().any() else 2.0
     fig.update_yaxes(range=[0, top])
@@ -185,25 +241,65 @@ def speedup(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> g
     return _layout(fig, "Speedup vs batch size" + ("" if clock == "latency" else f" ({CLOCK_WORDS[clock]})"))
 
 
-def break_even(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
-    """After how many calls compiling has paid for itself (both first calls counted)."""
-    paid = agg.dropna(subset=["break_even_calls"])
-    fig = px.bar(paid, x="series", y="break_even_calls", color="config", color_discrete_map=colors(agg["config"]),
-                 text="break_even_calls", hover_data={"speedup": ":.3g", "runs": True}, labels={"series": ""})
-    fig.update_traces(texttemplate="%{text:,.0f}", textposition="outside", showlegend=False)
-    _log_y(fig, "calls (log)")
-    _categories(fig, agg, fails, "series")
-    never = agg[agg["break_even_calls"].isna()]
-    if paid.empty and not never.empty:  # one note instead of an empty log axis
-        fig.update_yaxes(visible=False)
-        fig.add_annotation(x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=14),
-                           text="Compiled is not faster in any configuration here:<br>compiling never pays off.")
-        never = never.iloc[0:0]
-    for row in never.itertuples():
-        fig.add_annotation(x=row.series, y=0.5, xref="x", yref="y domain", showarrow=False, textangle=-90,
-                           text="never: compiled not faster", font=dict(color="#555"))
-    _mark_failures_on_x(fig, fails, "series", "series")
-    return _layout(fig, "Break-even: calls until compile pays off")
+def _values_on_points(fig: go.Figure, fmt: str, room: float = 0.06) -> None:
+    """Each point's value beside it, where it can be read: a point within `room` (a share of the y range) of one
+    already labelled at the same x keeps its value in the hover only, so no two values are drawn over each other."""
+    points = [(x, y, i, k) for i, t in enumerate(fig.data) for k, (x, y) in enumerate(zip(t.x, t.y)) if y is not None]
+    if not points:
+        return
+    ys = [p[1] for p in points]
+    gap = room * ((max(ys) - min(ys)) or 1.0)
+    shown = {i: [""] * len(fig.data[i].x) for i in range(len(fig.data))}
+    first = min(p[0] for p in points)  # values at the first x go left of their point, clear of the lines leaving it
+    placed: dict = {}
+    for x, y, i, k in sorted(points, key=lambda p: -p[1]):
+        if all(abs(y - other) >= gap for other in placed.get(x, [])):
+            placed.setdefault(x, []).append(y)
+            shown[i][k] = fmt % y
+    for i, t in enumerate(fig.data):
+        t.update(text=shown[i], mode="lines+markers+text", texttemplate=None,
+                 textposition=["middle left" if x == first else "middle right" for x in t.x])
+
+
+def break_even(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure | None:
+    """After how many calls compiling has paid for itself (both first calls counted): one horizontal bar per
+    series that pays off, its count written at its end; a series that never does says so in its row. None when
+    the chart has nothing to say (break_even_note says it in a line instead): no series pays off, or only one
+    series is in view."""
+    if break_even_note(agg):
+        return None
+    view = agg.assign(text=agg["break_even_calls"].map(lambda n: f"{n:,.0f} calls", na_action="ignore"))
+    paid = view.dropna(subset=["break_even_calls"])
+    fig = px.bar(paid, y="series", x="break_even_calls", orientation="h", color="config",
+                 color_discrete_map=colors(agg["config"]), text="text",
+                 hover_data={"speedup": ":.3g", "runs": True, "text": False, "config": False},
+                 labels={"series": "", "break_even_calls": "calls"})
+    fig.update_traces(textposition="outside", cliponaxis=False, showlegend=False, textfont=dict(size=11))
+    cats = _rows(fig, agg, fails)
+    top = float(paid["break_even_calls"].max())
+    fig.update_xaxes(type="log", dtick=1, title="calls until compile pays off (log)",
+                     range=[0, np.log10(max(top, 10) * 20)])  # from 1 call, with room for the counts
+    never = view[view["break_even_calls"].isna() & view["speedup"].notna()]
+    _add_notes(fig, [dict(x=0, y=row.series, xref="x domain", yref="y", xanchor="left", showarrow=False,
+                          text=f"never: compiled is slower ({row.speedup:.2f}×)", font=dict(color="#555", size=11))
+                     for row in never.itertuples()])
+    mark_failures_on_y(fig, fails, "series")
+    return rows_layout(fig, "Break-even: calls until compile pays off", len(cats))
+
+
+def break_even_note(agg: pd.DataFrame) -> str:
+    """Why the break-even chart is not drawn, in one line; "" when it is."""
+    measured = agg.dropna(subset=["speedup"])
+    paid = measured.dropna(subset=["break_even_calls"])
+    if measured.empty:
+        return "Break-even: no configuration in view has a steady state to repay its first call (no chart)."
+    if paid.empty:
+        return ("Break-even: compiled is not faster than eager in any configuration in view, so compiling never "
+                "pays off here (no chart).")
+    if measured["series"].nunique() == 1:
+        row = measured.iloc[0]
+        return f"Break-even: one configuration in view ({row['series']}), paying off after {row['break_even_calls']:,.0f} calls."
+    return ""
 
 
 # -- issue 5: noisy numbers, the roofline, where the first call goes, device vs host, repeats ----------

@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from dashboard.charts import FAIL_COLOR, _add_notes, _layout, _log_y, _reasons, _seconds, _text, colors
+from dashboard.charts import FAIL_COLOR, _layout, _log_y, _seconds, _text, colors, mark_failures_on_y, rows_layout
 
 
 def schedule_frame(df: pd.DataFrame, calls: dict[int, list[dict]]) -> pd.DataFrame:
@@ -122,18 +122,6 @@ def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") ->
     return _layout(fig, "Roofline: the compiled call against the device's measured ceilings", height=460)
 
 
-def _mark_failures_on_y(fig: go.Figure, fails: pd.DataFrame, y_col: str) -> None:
-    """A red ✕ note at the right end of each row that has jobs that did not succeed (hover: the reasons)."""
-    notes = []
-    for y, group in fails.groupby(y_col, sort=True):
-        first = group.iloc[0]
-        what = f"{first['status']}: {str(first['error'])[:40]}…" if len(group) == 1 else f"{len(group)} did not succeed"
-        notes.append(dict(x=1, y=y, xref="x domain", yref="y", xanchor="right", showarrow=False, text=f"✕ {what}",
-                          font=dict(color=FAIL_COLOR, size=11), hovertext=_reasons(group, y_col),
-                          bgcolor="rgba(255,255,255,0.85)"))
-    _add_notes(fig, notes)
-
-
 def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
     """Per series, the compiled first call as stacked compile phases (stats.breakdown_frame: one real
     job's compile_breakdown_s) beside the eager first call; hatched: warm compile cache. Linear seconds,
@@ -178,8 +166,8 @@ def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
                      tickfont=dict(size=10))
     ends = pd.concat([comp.groupby("series")["seconds"].sum(), frame.loc[frame["bar"] == "eager", "seconds"]])
     fig.update_xaxes(title="seconds", range=[0, 1.2 * ends.max()] if len(ends) else None)  # room for the totals
-    _mark_failures_on_y(fig, fails, "series")
-    return _rows_layout(fig, "Warmup: where the compiled first call goes (beside the eager first call)", len(cats))
+    mark_failures_on_y(fig, fails, "series")
+    return rows_layout(fig, "Warmup: where the compiled first call goes (beside the eager first call)", len(cats))
 
 
 def gpu_in_latency(frame: pd.DataFrame, fails: pd.DataFrame, cats: list[str]) -> go.Figure:
@@ -210,17 +198,8 @@ def gpu_in_latency(frame: pd.DataFrame, fails: pd.DataFrame, cats: list[str]) ->
     fig.update_xaxes(type="log", dtick=1, title="ms per call (log)", range=span)
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=cats, autorange="reversed", title=None,
                      tickfont=dict(size=10))
-    _mark_failures_on_y(fig, fails, "series")
-    return _rows_layout(fig, "GPU time inside latency (what sticks out: what the host adds per call)", len(cats))
-
-
-def _rows_layout(fig: go.Figure, title: str, rows: int) -> go.Figure:
-    """A plot with one bar row per series: 38 px a row, and the legend a fixed distance under the x axis
-    (a fraction of the plot's height would sit on the axis title of a short plot)."""
-    height = max(300, 170 + 38 * rows)
-    _layout(fig, title, height=height)
-    fig.update_layout(legend=dict(y=-95 / (height - 120)))
-    return fig
+    mark_failures_on_y(fig, fails, "series")
+    return rows_layout(fig, "GPU time inside latency (what sticks out: what the host adds per call)", len(cats))
 
 
 def breakdown_rows(frame: pd.DataFrame, fails: pd.DataFrame) -> list[str]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from dashboard.frame import WARM_MISS
-from db.axes import BY_FIELD, COMPILE_FIELDS
+from db import labels as db_labels
+from db.axes import COMPILE_FIELDS, FOLD_WITHOUT_CUDA, GRAPH_DEVICES, fold_note, folded_mode
 
 # what tells one plotted series from another, in label order
 # (timing_protocol: results timed before caller latency are their own series, never mixed with later ones)
@@ -13,39 +14,52 @@ BASE_COLS = ("task", "device", "dtype", "variant", "torch_version", "device_name
 COMPILE_COLS = (*COMPILE_FIELDS, "cache")
 
 
-def _part(col: str, value: str) -> str:
-    if col in BY_FIELD:
-        return BY_FIELD[col].part(value)
-    return {"cache": f"{value} cache",
-            "torch_version": f"torch {value}",
-            "timing_protocol": "old timing (protocol 1)" if value == "1" else f"timing protocol {value}",
-            }.get(col, value)
+def fold_modes(df: pd.DataFrame) -> pd.DataFrame:
+    """Off CUDA, a job stored as reduce-overhead compiled as default (CUDA graphs need CUDA), and one stored as
+    max-autotune-no-cudagraphs as max-autotune (db.axes.folded_mode): shown under the mode it really ran, so the
+    same compile is never drawn as two results. `attrs["folded"]` counts them per stored mode."""
+    if not {"mode", "device"} <= set(df.columns) or df.empty:
+        return df
+    fold = df["mode"].isin(list(FOLD_WITHOUT_CUDA)) & ~df["device"].isin(list(GRAPH_DEVICES))
+    if not fold.any():
+        return df
+    counts = df.loc[fold].groupby(["mode", "device"]).size()
+    out = df.assign(mode=df["mode"].where(~fold, df["mode"].map(FOLD_WITHOUT_CUDA)))
+    out.attrs["folded"] = {(m, d): int(n) for (m, d), n in counts.items()}
+    return out
 
 
-def _label(values: dict, cols: list[str]) -> str:
-    parts = [f"{values['backend']}/{values['mode']}"] if "backend" in cols or "mode" in cols else []
-    return " · ".join(parts + [_part(c, values[c]) for c in cols if c not in ("backend", "mode")])
+def folded_notes(df: pd.DataFrame) -> list[str]:
+    """One line per stored mode shown as another (fold_modes)."""
+    return [f"{n} job{'s' * (n > 1)} stored as {fold_note(m, d)}: shown under {folded_mode(m, d)}."
+            for (m, d), n in df.attrs.get("folded", {}).items()]
 
 
 def label_series(df: pd.DataFrame) -> pd.DataFrame:
     """Add `config` (a compiled series), `baseline` (its eager series) and `series` (config, plus the batch
-    size when several are in view). Only what differs in view is named, so labels stay short."""
-    df = with_cache_state(df)
+    size when several are in view). Only what differs in view is named, so labels stay short; what every
+    configuration shares is `attrs["common"]`, for a caption (db.labels)."""
+    df = fold_modes(with_cache_state(df))
+    folded = df.attrs.get("folded", {})
     keys = [c for c in BASE_COLS + COMPILE_COLS if c in df.columns]
     text = df[keys].astype(str)
     groups = text.groupby(keys, sort=False, dropna=False)
     firsts = groups.head(1)
-    varying = [c for c in keys if firsts[c].nunique() > 1]
-    config, baseline = [], []
-    for row in firsts.to_dict(orient="records"):
-        config.append(_label(row, varying) or f"{row['backend']}/{row['mode']}")
-        baseline.append(" · ".join(["eager"] + [_part(c, row[c]) for c in varying if c in BASE_COLS]))
+    firsts = firsts.astype(object).where(firsts.notna(), None).to_dict(orient="records")  # a missing value: None
+    differ = db_labels.varying(firsts, keys, missing_differs=False)
+    config = [db_labels.label(row, differ) for row in firsts]
+    baseline = [" · ".join(["eager"] + [db_labels.part(c, row[c]) for c in differ if c in BASE_COLS])
+                for row in firsts]
     code = groups.ngroup().to_numpy()
     config = _with_warm_state(pd.Series(config, dtype=object), df["cache"], df["cache_state"], code)
     df = df.assign(config=config.to_numpy()[code] if len(df) else [],
                    baseline=pd.Series(baseline, dtype=object).to_numpy()[code] if len(df) else [])
     several = df["batch_size"].nunique() > 1
-    return df.assign(series=df["config"] + (" · bs " + df["batch_size"].astype(str) if several else ""))
+    out = df.assign(series=df["config"] + (" · bs " + df["batch_size"].astype(str) if several else ""))
+    shared = db_labels.common(firsts, [c for c in keys if c not in ("device_name",)], skip=("timing_protocol",))
+    sizes = sorted(df["batch_size"].dropna().unique())
+    out.attrs = {"folded": folded, "common": shared + (f" · bs {sizes[0]}" if len(sizes) == 1 else "")}
+    return out
 
 
 def with_cache_state(df: pd.DataFrame) -> pd.DataFrame:

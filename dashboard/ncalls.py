@@ -82,6 +82,7 @@ def figure(ls: list[dict], batch_size, n_mark: int | None = None) -> go.Figure:
     for ln in ls:
         eager = ln["name"] == EAGER
         fig.add_scatter(x=xs, y=[total_s(ln, n) for n in xs], mode="lines", name=plot(ln["name"]),
+                        showlegend=eager, legendgroup=None if eager else "others",
                         line=dict(color=EAGER_COLOR if eager else OTHER_COLOR, width=1.5, dash="dash" if eager else None),
                         hovertemplate=f"<b>{ln['name']}</b><br>%{{x:,.0f}} calls: %{{y:.3g}} s<extra></extra>")
     segments = lowest(ls, n_max)
@@ -96,6 +97,9 @@ def figure(ls: list[dict], batch_size, n_mark: int | None = None) -> go.Figure:
         fig.add_annotation(x=math.log10(a), y=math.log10(total_s(ln, a)), text=f"from {a:,.0f} calls:<br>{plot(ln['name'])}",
                            showarrow=True, arrowhead=2, ax=-60, ay=-40 - 28 * (k % 2), font=dict(size=11),
                            bgcolor="rgba(255,255,255,0.85)")
+    # the configurations' lines share one grey: one legend entry says what they are (their names: hover, crossovers)
+    fig.add_scatter(x=[None], y=[None], mode="lines", name="each configuration (hover for its name)", legendgroup="others",
+                    line=dict(color=OTHER_COLOR, width=1.5))
     fig.add_scatter(x=[None], y=[None], mode="lines", name="lowest total at each N (labels: where it changes hands)",
                     legendgroup="lowest", line=dict(color=LOWEST_COLOR, width=5))
     if n_mark:

@@ -16,8 +16,8 @@ from typing import Iterable
 import numpy as np
 from sqlalchemy import Engine, select
 
-from db import views
-from db.axes import BY_FIELD, COMPILE_FIELDS, TRI, to_text
+from db import labels, views
+from db.axes import COMPILE_FIELDS, TRI, fold_note, folded_mode
 from db.engine import reading
 from db.models import Result
 from db.results import ID_CHUNK
@@ -118,6 +118,9 @@ def answer_records(engine: Engine, job_ids: Iterable[int] | None = None,
             text = r[name]
             r[name] = parsed[text] if text in parsed else parsed.setdefault(text, json.loads(text) if text else empty)
         r["dynamic"] = TRI.get(r["dynamic"], r["dynamic"])
+        mode = folded_mode(r["mode"], r["device"])  # off CUDA, reduce-overhead is default (db.axes)
+        if mode != r["mode"]:
+            r["_folded"], r["mode"] = r["mode"], mode
         for name in ("noisy", "accuracy_ok"):
             r[name] = None if r[name] is None else bool(r[name])
     return out
@@ -234,6 +237,8 @@ def verdict(row: dict, runs: list[dict]) -> str:
         text = f"slower: {shown}"
     extra = [f"{row['noisy_runs']} noisy run(s) left out"] if row["noisy_runs"] else []
     extra += [f"{row['failed_runs']} failed"] if row["failed_runs"] else []
+    folded = sorted({r["_folded"] for r in runs if r.get("_folded")})
+    extra += [f"{fold_note(m, runs[0]['device'])}: its runs are counted here" for m in folded]
     return text + (f" ({'; '.join(extra)})" if extra else "")
 
 
@@ -247,28 +252,16 @@ def _key(r: dict) -> tuple:
 
 
 def _labels(records: list[dict]) -> dict[tuple, str]:
-    """Per configuration, a label naming only what differs between the configurations of its model."""
+    """Per configuration, a label naming only what differs between the configurations of its model (db.labels)."""
     by_model: dict[str, set] = {}
     for r in records:
         by_model.setdefault(r["model"], set()).add(_key(r))
     out = {}
     for model, keys in by_model.items():
-        varying = [i for i, k in enumerate(CONFIG_KEYS) if len({key[i] for key in keys}) > 1]
-        for key in keys:
-            values = dict(zip(CONFIG_KEYS, key))
-            parts = [f"{values['backend']}/{values['mode']}"]
-            parts += [_part(CONFIG_KEYS[i], key[i]) for i in varying if CONFIG_KEYS[i] not in ("backend", "mode")]
-            out[model, key] = " · ".join(parts)
+        configs = [dict(zip(CONFIG_KEYS, key)) for key in keys]
+        for key, text in zip(keys, labels.labels(configs, CONFIG_KEYS)):
+            out[model, key] = text
     return out
-
-
-def _part(field: str, value) -> str:
-    if field in BY_FIELD:
-        return BY_FIELD[field].part(to_text(value))
-    if field == "model_args":
-        args = json.loads(value) or {}
-        return " ".join(f"{k}={v}" for k, v in sorted(args.items())) or "default size"
-    return f"torch {value}" if field == "torch_version" else str(value)
 
 
 def _quiet(r: dict) -> bool:

@@ -81,6 +81,27 @@ AXES = (
          form_help="blocks: compile each repeated block (BLOCKS in the model file) instead of the whole model: "
                    "less compile time, maybe less speedup"),
 )
+# CUDA graphs need CUDA: on any other device these modes are the same compile as the mode they fold into
+# (reduce-overhead is default plus CUDA graphs; max-autotune is max-autotune-no-cudagraphs plus CUDA graphs). A sweep
+# on such a device keeps one job for the pair, and Results shows results stored under the other name with it.
+FOLD_WITHOUT_CUDA = {"reduce-overhead": "default", "max-autotune-no-cudagraphs": "max-autotune"}
+GRAPH_DEVICES = ("cuda",)
+
+
+def folded_mode(mode: str, device: str) -> str:
+    """The mode a job really compiles with on `device`: reduce-overhead is default off CUDA, and
+    max-autotune-no-cudagraphs is max-autotune."""
+    return mode if device in GRAPH_DEVICES else FOLD_WITHOUT_CUDA.get(mode, mode)
+
+
+def fold_note(mode: str, device: str) -> str:
+    """Why `mode` is shown (or run) as another mode on `device`; "" when it is not."""
+    into = folded_mode(mode, device)
+    if into == mode:
+        return ""
+    return f"{mode} on {device} is {into}: the same compile, since CUDA graphs need CUDA"
+
+
 BY_FIELD = {a.field: a for a in AXES} | {a.plural: a for a in AXES}
 COMPILE_AXES = tuple(a for a in AXES if a.field != "batch_size")
 COMPILE_FIELDS = tuple(a.field for a in COMPILE_AXES)  # backend, mode, dynamic, fullgraph

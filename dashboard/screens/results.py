@@ -13,7 +13,8 @@ from db import axes, ceilings_view, results, views
 from db.results import RECORD_FIELDS
 
 URL_KEYS = {"torch_version": "torch", "device_name": "gpu"}  # shorter query parameter names
-SCHEDULE_JOBS = 40  # the recompile timeline draws the newest jobs that ran a schedule
+SCHEDULE_JOBS = 40
+WIDE_PAST = 4  # series: the warmup and break-even rows take the page's width past this many  # the recompile timeline draws the newest jobs that ran a schedule
 PAGE_ROWS = 500  # st.dataframe sends every row it gets to the browser: the table is paged, downloads are not
 FAIL_ROWS = 1000
 REPEAT_GROUPS = 6  # the spread plot draws the newest sweeps' comparison groups
@@ -129,7 +130,8 @@ def speed_figures(key: tuple, _shown, model: str, _store, clock: str = "latency"
            "clock_missing": int((agg["speedup"].notna() & timed["speedup"].isna()).sum()),
            "gpu_only": int((agg["speedup"].isna() & agg["gpu_speedup"].notna()).sum()),
            "warmup": charts.warmup(stats.first_calls(view), fails), "break_even": charts.break_even(agg, fails),
-           "timeline": None}
+           "break_even_note": charts.break_even_note(agg), "series": int(agg["series"].nunique()),
+           "common": view.attrs.get("common", ""), "folded": labels.folded_notes(view), "timeline": None}
     with_schedule = view[view["has_schedule"].fillna(False).astype(bool) & (view["status"] == "succeeded")]
     out["scheduled"] = len(with_schedule)
     out["recompiled"] = (agg.loc[agg["recompiled_runs"].fillna(0) > 0, "config"].nunique()
@@ -204,6 +206,10 @@ def clock_ui() -> str:
 
 def plots(parts: dict) -> None:
     clock = parts["clock"]
+    if parts["common"]:
+        st.caption("Every configuration here: " + md(parts["common"]) + ". The labels name only what differs.")
+    for note in parts["folded"]:
+        st.caption("ⓘ " + md(note))
     if clock != "latency":
         st.caption(f"Showing **{stats.CLOCKS[clock]['label']}**. The headline speedup everywhere else is latency.")
     if clock == "latency" and parts["gpu_only"]:
@@ -227,9 +233,13 @@ def plots(parts: dict) -> None:
                       f"(+{drift['gap']:.0%}). Eager runs no compiled code, so the machine changed (load, clocks) "
                       "between those jobs: read these lines against each other with care; the speedup plot (eager "
                       "and compiled timed in the same job) is not affected.")
-    left, right = st.columns(2)
+    # one row per series: past a handful, each takes the page's width, so labels and values stay readable
+    left, right = st.columns(2) if parts["series"] <= WIDE_PAST else (st.container(), st.container())
     left.plotly_chart(parts["warmup"], key="plot_warmup")
-    right.plotly_chart(parts["break_even"], key="plot_break_even")
+    if parts["break_even"] is not None:
+        right.plotly_chart(parts["break_even"], key="plot_break_even")
+    if parts["break_even_note"]:
+        right.caption(md(parts["break_even_note"]))
     if parts["timeline"] is not None:
         st.plotly_chart(parts["timeline"], key="plot_recompiles")
         if parts["scheduled"] > SCHEDULE_JOBS:

@@ -54,16 +54,16 @@ def test_verdicts_in_words():
                job(5, batch_size=32, mode="max-autotune", status="failed", error="compile failed: boom")]
     ratios = {1: rounds(1.0, 0.05), 2: rounds(0.8, 0.01), 3: rounds(1.3, 0.01)}
     rows = {(r["batch_size"], r["config"]): r for r in answer_rows(records, ratios)}
-    assert rows[8, "inductor/default"]["verdict"].startswith("not separable from eager: 0.98x [0.97, 1.01]")
-    assert rows[8, "inductor/max-autotune"]["verdict"].startswith("slower: 0.80x")
-    assert rows[8, "inductor/reduce-overhead"]["verdict"].startswith("1.30x [")
-    noisy = rows[32, "inductor/default"]
+    assert rows[8, "default"]["verdict"].startswith("not separable from eager: 0.98x [0.97, 1.01]")
+    assert rows[8, "max-autotune"]["verdict"].startswith("slower: 0.80x")
+    assert rows[8, "reduce-overhead"]["verdict"].startswith("1.30x [")
+    noisy = rows[32, "default"]
     assert noisy["noisy"] is True and noisy["speedup"] is None and "all 1 run(s) were noisy" in noisy["verdict"]
     assert "spread 12%" in noisy["verdict"]
-    assert rows[32, "inductor/max-autotune"]["verdict"] == "did not succeed (1 run): compile failed: boom"
+    assert rows[32, "max-autotune"]["verdict"] == "did not succeed (1 run): compile failed: boom"
     # best first within a batch size; labels name only what differs (the mode here)
     assert [r["config"] for r in answer_rows(records, ratios)][:3] == [
-        "inductor/reduce-overhead", "inductor/default", "inductor/max-autotune"]
+        "reduce-overhead", "default", "max-autotune"]
 
 
 def test_first_calls_cold_and_warm_apart():

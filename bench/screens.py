@@ -1,0 +1,114 @@
+"""Screenshots of Results for a 12-configuration sweep (3 modes x 2 dynamic x 2 batch sizes, synthetic H100-shaped
+numbers with per-round samples), in headless chromium at 1400 px: the answer table and the N-calls chart, the
+warmup chart, the break-even chart and the speedup/latency pair. How the docs' "12-configs" screenshots are made:
+
+    python -m bench.screens --port 8620 --out docs/screenshots --home /tmp/ui-screens
+
+Starts `streamlit run dashboard/app.py` on the port (no embedded worker) against a fresh SQLite file under
+--home, and stops it when done.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from bench.synthetic import fill
+from db.database import get_engine
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("COMPILE_LAB_CHROMIUM", "/usr/bin/chromium")
+SHAPE = dict(models=("complexnet",), batches=(8, 32), dynamics=(True, False),
+             modes=("default", "reduce-overhead", "max-autotune"))
+
+
+def make_lab(home: Path) -> str:
+    if home.exists():
+        shutil.rmtree(home)
+    home.mkdir(parents=True)
+    url = f"sqlite:///{home / 'lab.db'}"
+    fill(get_engine(url), 12, seed=2, device="cuda", rounds=20, **SHAPE)
+    return url
+
+
+def serve(url: str, port: int, home: Path) -> subprocess.Popen:
+    env = {**os.environ, "DATABASE_URL": url, "COMPILE_LAB_EMBEDDED_WORKER": "0"}
+    log = open(home / "app.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "dashboard/app.py", "--server.port", str(port)],
+                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://localhost:{port}/_stcore/health", timeout=2):
+                return proc
+        except OSError:
+            time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGTERM)
+    raise SystemExit(f"the app did not serve on port {port}; see {home / 'app.log'}")
+
+
+def shoot(port: int, out: Path) -> list[Path]:
+    from playwright.sync_api import sync_playwright
+
+    out.mkdir(parents=True, exist_ok=True)
+    saved = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        page = browser.new_page(viewport={"width": 1400, "height": 5200})
+        page.set_default_timeout(90_000)
+        page.goto(f"http://localhost:{port}/results")
+        charts = page.locator('[data-testid="stPlotlyChart"]')
+        for title in ("What to use for N calls", "Speedup vs batch size", "Warmup cost", "Break-even"):
+            charts.filter(has_text=title).first.wait_for()
+        page.wait_for_timeout(1500)  # plotly's last layout pass
+
+        def element(title: str, name: str) -> None:
+            path = out / name
+            charts.filter(has_text=title).first.screenshot(path=str(path))
+            saved.append(path)
+
+        # the answer table down to the N-calls chart, in one picture
+        top = page.get_by_text("The answer for", exact=False).first.bounding_box()
+        ncalls = charts.filter(has_text="What to use for N calls").first.bounding_box()
+        path = out / "results-answer-ncalls-12-configs-synthetic.png"
+        page.screenshot(path=str(path), clip={
+            "x": 0, "y": top["y"] - 10, "width": 1400, "height": ncalls["y"] + ncalls["height"] - top["y"] + 20})
+        saved.append(path)
+        element("Warmup cost", "results-warmup-12-configs-synthetic.png")
+        element("Break-even", "results-break-even-12-configs-synthetic.png")
+        speed = charts.filter(has_text="Speedup vs batch size").first.bounding_box()
+        lat = charts.filter(has_text="Steady-state").first.bounding_box()
+        path = out / "results-speedup-latency-12-configs-synthetic.png"
+        page.screenshot(path=str(path), clip={
+            "x": 0, "y": speed["y"] - 40, "width": 1400,
+            "height": max(speed["y"] + speed["height"], lat["y"] + lat["height"]) - speed["y"] + 50})
+        saved.append(path)
+        browser.close()
+    return saved
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--port", type=int, default=8620)
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
+    ap.add_argument("--home", type=Path, default=Path("/tmp/compile-lab-screens"))
+    args = ap.parse_args()
+    url = make_lab(args.home)
+    proc = serve(url, args.port, args.home)
+    try:
+        for path in shoot(args.port, args.out):
+            print(path)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+
+
+if __name__ == "__main__":
+    main()
