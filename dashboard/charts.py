@@ -241,7 +241,7 @@ def speedup(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> g
     return _layout(fig, "Speedup vs batch size" + ("" if clock == "latency" else f" ({CLOCK_WORDS[clock]})"))
 
 
-def _values_on_points(fig: go.Figure, fmt: str, room: float = 0.06) -> None:
+def _values_on_points(fig: go.Figure, fmt: str, room: float = 0.08) -> None:
     """Each point's value beside it, where it can be read: a point within `room` (a share of the y range) of one
     already labelled at the same x keeps its value in the hover only, so no two values are drawn over each other."""
     points = [(x, y, i, k) for i, t in enumerate(fig.data) for k, (x, y) in enumerate(zip(t.x, t.y)) if y is not None]
@@ -257,7 +257,7 @@ def _values_on_points(fig: go.Figure, fmt: str, room: float = 0.06) -> None:
             placed.setdefault(x, []).append(y)
             shown[i][k] = fmt % y
     for i, t in enumerate(fig.data):
-        t.update(text=shown[i], mode="lines+markers+text", texttemplate=None,
+        t.update(text=shown[i], mode="lines+markers+text", texttemplate=None, cliponaxis=False,
                  textposition=["middle left" if x == first else "middle right" for x in t.x])
 
 

@@ -63,6 +63,7 @@ class Plan:
     jobs: int = 0
     notes: list[str] = field(default_factory=list)
     error: SpecError | None = None
+    errors: list[SpecError] = field(default_factory=list)  # every field found wrong (error: the first)
 
     @property
     def ok(self) -> bool:
@@ -121,6 +122,8 @@ def plan(values: FormValues, catalog: Mapping[str, ModelInfo]) -> Plan:
             out.notes += [n for n in notes if n not in out.notes]
     except SpecError as e:
         out.error = e
+    if out.error is not None:  # the number fields are judged one by one too: each wrong one gets its own error
+        out.errors = [out.error] + [e for e in number_errors(values) if e.field != out.error.field]
     if out.error is None and values.device == "cpu":  # what a seed-note preset means on a CPU-only lab
         if "reduce-overhead" in values.modes:
             out.notes.append("reduce-overhead on the CPU: CUDA graphs are a GPU feature, so it compiles and runs "
@@ -133,6 +136,20 @@ def plan(values: FormValues, catalog: Mapping[str, ModelInfo]) -> Plan:
                          f"many minutes: with a cold cache on an H100, complexnet at 96 px took 1,058 s of first call, "
                          f"localopt 67 s (bench/results/). Timeout: {values.timeout_s:,} s.")
     return out
+
+
+NUMBER_FIELDS = ("iters", "timeout_s", "repeat")
+
+
+def number_errors(values: FormValues) -> list[SpecError]:
+    """Each number field checked alone, by db.spec's own rules (a one-job sweep with only that field set)."""
+    errors = []
+    for name in NUMBER_FIELDS:
+        try:
+            SweepRequest.from_dict({"model": "any", "batch_sizes": [1], name: getattr(values, name)}).expand()
+        except SpecError as e:
+            errors.append(e)
+    return errors
 
 
 def submit_all(engine: Engine, planned: Plan, catalog: Mapping[str, ModelInfo]) -> list[tuple[int, list[int]]]:

@@ -164,8 +164,8 @@ def sweep_form(catalog: dict, devices: set) -> None:
                         **picked, cache=cache, trace=trace,
                         schedule=schedule, iters=iters, timeout_s=timeout_s, repeat=repeat, name=name)
     planned = plan(values, catalog)
-    if planned.error is not None:
-        slots.get(slot_for(planned.error.field), st).error(md(message(planned.error)), icon=":material/error:")
+    for error in planned.errors:  # under its field, each one (two fields may hold the same slot: one message)
+        slots.get(slot_for(error.field), st).error(md(message(error)), icon=":material/error:")
     if device not in devices:
         slots["device"].warning(f"No live worker offers {device}: the jobs wait until one does.")
 

@@ -31,3 +31,12 @@ def test_rounds_0_and_timeout_minus_1_show_errors_and_disable_submit(worker):  #
     with reading(worker) as s:
         specs = [j.spec for j in s.execute(select(Job)).scalars()]
     assert len(specs) == 2 and {(sp["iters"], sp["timeout_s"]) for sp in specs} == {(3, 60)}  # what the form showed
+
+
+def test_two_wrong_numbers_each_get_their_error_at_once(worker):  # noqa: F811 (the fixture)
+    at = ok(page("submit"))
+    at.number_input(key="f_iters").set_value(0)
+    at.number_input(key="f_timeout").set_value(-1).run()
+    assert sorted(unescape(e.value) for e in at.error) == ["Rounds: must be between 1 and 10000, got 0",
+                                                           "Timeout (s): must be between 1 and 86400 seconds, got -1"]
+    assert at.button(key="f_submit").disabled
