@@ -125,9 +125,6 @@ def plan(values: FormValues, catalog: Mapping[str, ModelInfo]) -> Plan:
     if out.error is not None:  # the number fields are judged one by one too: each wrong one gets its own error
         out.errors = [out.error] + [e for e in number_errors(values) if e.field != out.error.field]
     if out.error is None and values.device == "cpu":  # what a seed-note preset means on a CPU-only lab
-        if "reduce-overhead" in values.modes:
-            out.notes.append("reduce-overhead on the CPU: CUDA graphs are a GPU feature, so it compiles and runs "
-                             "like default here.")
         if any(m.startswith("max-autotune") for m in values.modes):
             out.notes.append(f"max-autotune on the CPU benchmarks kernel choices while it compiles: on conv models "
                              f"that can take many minutes per job (timeout: {values.timeout_s:,} s).")

@@ -118,9 +118,6 @@ def answer_records(engine: Engine, job_ids: Iterable[int] | None = None,
             text = r[name]
             r[name] = parsed[text] if text in parsed else parsed.setdefault(text, json.loads(text) if text else empty)
         r["dynamic"] = TRI.get(r["dynamic"], r["dynamic"])
-        mode = folded_mode(r["mode"], r["device"])  # off CUDA, reduce-overhead is default (db.axes)
-        if mode != r["mode"]:
-            r["_folded"], r["mode"] = r["mode"], mode
         for name in ("noisy", "accuracy_ok"):
             r[name] = None if r[name] is None else bool(r[name])
     return out
@@ -169,7 +166,7 @@ def answer_rows(records: list[dict], ratios: dict[int, list[float]]) -> list[dic
     """One row (COLUMNS) per model, batch size and configuration of these export records, best speedup first
     within a model and batch size. Noisy runs are left out of every number and of the verdict; a configuration
     whose runs were all noisy, or all failed, says so in its verdict instead of a number."""
-    records = [r for r in records if r.get("model") and r.get("status") != "cancelled"]
+    records = [_folded(r) for r in records if r.get("model") and r.get("status") != "cancelled"]
     labels = _labels(records)  # (model, configuration key) -> label
     groups: dict[tuple, list[dict]] = {}
     for r in records:
@@ -262,6 +259,12 @@ def _labels(records: list[dict]) -> dict[tuple, str]:
         for key, text in zip(keys, labels.labels(configs, CONFIG_KEYS)):
             out[model, key] = text
     return out
+
+
+def _folded(r: dict) -> dict:
+    """Off CUDA, a run stored as reduce-overhead is counted under default (db.axes.folded_mode: the same compile)."""
+    mode = folded_mode(r.get("mode"), r.get("device"))
+    return r if mode == r.get("mode") else {**r, "mode": mode, "_folded": r["mode"], "_key": None}
 
 
 def _quiet(r: dict) -> bool:

@@ -14,7 +14,20 @@ import unicodedata
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Iterable, Mapping
 
-from db.axes import AXES, BACKENDS, BOOL, BY_FIELD, MODES, TRI, Axis, SpecError, to_text, to_value
+from db.axes import (
+    AXES,
+    BACKENDS,
+    BOOL,
+    BY_FIELD,
+    MODES,
+    TRI,
+    Axis,
+    SpecError,
+    fold_note,
+    folded_mode,
+    to_text,
+    to_value,
+)
 
 TASKS = ("inference", "training")
 DEVICES = ("cuda", "cpu")
@@ -400,13 +413,22 @@ class SweepRequest:
 
     def expand(self, catalog: Mapping[str, ModelInfo] | None = None) -> tuple[list[ExperimentSpec], list[str]]:
         """Every combination as a spec, each one validated; plus notes on combinations left out."""
-        specs, notes = [], []
+        specs, notes, seen = [], [], set()
         for combo in itertools.product(*(getattr(self, a.plural) for a in AXES)):  # the swept axes (db.axes)
             swept = {a.field: v for a, v in zip(AXES, combo)}
             if swept["backend"] != "inductor" and swept["mode"] != "default":
                 notes.append(f"skipped {swept['backend']} with mode {swept['mode']}: modes apply to backend "
                              "inductor only")
                 continue
+            mode = folded_mode(swept["mode"], self.device)  # off CUDA, reduce-overhead is default (db.axes)
+            if mode != swept["mode"]:
+                both = mode in self.modes
+                notes.append(f"{fold_note(swept['mode'], self.device)}: " + (
+                    f"one {mode} job runs for both" if both else f"its jobs run as {mode}"))
+                swept["mode"] = mode
+            if tuple(swept.values()) in seen:
+                continue
+            seen.add(tuple(swept.values()))
             spec = ExperimentSpec(
                 model=self.model, model_args=self.model_args, task=self.task, device=self.device, dtype=self.dtype,
                 cache=self.cache, trace=self.trace, schedule=self.schedule, iters=self.iters,

@@ -52,6 +52,7 @@ def test_verdicts_in_words():
     records = [job(1, mode="default"), job(2, mode="max-autotune"), job(3, mode="reduce-overhead"),
                job(4, batch_size=32, noisy=True, noise_note="compiled's round medians spread 12%"),
                job(5, batch_size=32, mode="max-autotune", status="failed", error="compile failed: boom")]
+    records = [{**r, "device": "cuda"} for r in records]  # reduce-overhead is its own compile on CUDA only
     ratios = {1: rounds(1.0, 0.05), 2: rounds(0.8, 0.01), 3: rounds(1.3, 0.01)}
     rows = {(r["batch_size"], r["config"]): r for r in answer_rows(records, ratios)}
     assert rows[8, "default"]["verdict"].startswith("not separable from eager: 0.98x [0.97, 1.01]")
@@ -98,3 +99,16 @@ def test_plots_leave_noisy_runs_out_and_grey_a_configuration_with_nothing_else()
     fig = charts.mark_noisy(charts.speedup(agg, stats.failures(view)), agg)
     (grey,) = [t for t in fig.data if t.legendgroup == "only-noisy"]
     assert list(grey.y) == [0.7] and "spread 30%" in grey.customdata[0][1]
+
+
+def test_on_the_cpu_reduce_overhead_runs_are_counted_under_default():
+    """CUDA graphs need CUDA: on the CPU reduce-overhead is the same compile as default, one row with a note."""
+    records = [job(1, mode="default"), job(2, mode="reduce-overhead"), job(3, mode="max-autotune-no-cudagraphs")]
+    ratios = {1: rounds(1.4, 0.01, seed=1), 2: rounds(1.4, 0.01, seed=2), 3: rounds(1.1, 0.01, seed=3)}
+    rows = {r["config"]: r for r in answer_rows(records, ratios)}
+    assert set(rows) == {"default", "max-autotune"}
+    assert rows["default"]["runs"] == 2 and rows["default"]["job_ids"] == "1 2"
+    assert "reduce-overhead on cpu is default: the same compile, since CUDA graphs need CUDA" in rows["default"]["verdict"]
+    assert "max-autotune-no-cudagraphs on cpu is max-autotune" in rows["max-autotune"]["verdict"]
+    on_gpu = answer_rows([job(1, device="cuda"), job(2, device="cuda", mode="reduce-overhead")], ratios)
+    assert {r["config"] for r in on_gpu} == {"default", "reduce-overhead"}

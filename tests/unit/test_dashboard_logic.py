@@ -33,11 +33,13 @@ def test_plan_counts_jobs_like_submit_and_names_no_error():
 def test_plan_says_what_gpu_modes_mean_on_the_cpu():
     values = FormValues(model="complexnet", device="cpu", batch_sizes="32",
                         modes=["default", "reduce-overhead", "max-autotune"], timeout_s=1800)
-    notes = plan(values, CATALOG).notes
-    assert any(n.startswith("reduce-overhead on the CPU") for n in notes)
+    planned = plan(values, CATALOG)
+    notes = planned.notes
+    assert any(n.startswith("reduce-overhead on cpu is default") and "one default job runs for both" in n for n in notes)
+    assert planned.jobs == 2  # default and max-autotune: reduce-overhead is the same compile as default there
     assert any(n.startswith("max-autotune on the CPU") and "1,800 s" in n for n in notes)
-    assert not any("on the CPU" in n for n in plan(FormValues(model="complexnet", device="cuda", batch_sizes="32",
-                                                              modes=["reduce-overhead"]), CATALOG).notes)
+    on_gpu = plan(FormValues(model="complexnet", device="cuda", batch_sizes="32", modes=["reduce-overhead"]), CATALOG)
+    assert not any("on the CPU" in n or "on cpu" in n for n in on_gpu.notes)
     # on a GPU too, max-autotune's compile time is worth a word: the H100's complexnet took 1,058 s
     gpu = plan(FormValues(model="complexnet", device="cuda", batch_sizes="32", modes=["max-autotune"],
                           timeout_s=3600), CATALOG).notes
@@ -754,3 +756,19 @@ def test_failure_notes_on_a_log_batch_axis_sit_at_their_batch(synthetic):
     notes = [a for a in fig.layout.annotations if a.text.startswith("✕")]
     # plotly reads x on a log axis as log10(x): a raw 128 would stretch the range to 1e128
     assert sorted(a.x for a in notes) == pytest.approx(sorted(np.log10(fails["batch_size"].unique().astype(float))))
+
+
+def test_cpu_results_stored_as_reduce_overhead_are_drawn_under_default(engine):
+    from bench.synthetic import fill
+
+    fill(engine, 6, seed=2, device="cpu", models=("complexnet",), batches=(8, 32), dynamics=(None,),
+         modes=("default", "reduce-overhead", "max-autotune-no-cudagraphs"))
+    df = frame.load_frame(engine, fields=views.FRAME_FIELDS + views.VIEW_FIELDS)[0]
+    view = labels.label_series(df)
+    assert set(view["config"]) == {"default", "max-autotune"}  # two compiles, not four configurations
+    assert labels.folded_notes(view) == [
+        "2 jobs stored as max-autotune-no-cudagraphs on cpu is max-autotune: the same compile, since CUDA graphs need "
+        "CUDA: shown under max-autotune.",
+        "2 jobs stored as reduce-overhead on cpu is default: the same compile, since CUDA graphs need CUDA: shown under "
+        "default."]
+    assert "cpu" in view.attrs["common"] and "inductor" in view.attrs["common"]

@@ -101,3 +101,22 @@ def test_sweep_lists_validate_each_value():
                                          ("8, ,", ["8"]), ("8,16, ,", ["8", "16"])])
 def test_size_lists_split_on_commas_and_spaces(text, sizes):
     assert split_sizes(text, "batch_sizes") == sizes
+
+
+def test_off_cuda_the_modes_that_differ_by_cuda_graphs_alone_fold_into_one_job():
+    from db.axes import fold_note, folded_mode
+
+    assert folded_mode("reduce-overhead", "cpu") == "default" and folded_mode("reduce-overhead", "cuda") == "reduce-overhead"
+    assert folded_mode("max-autotune-no-cudagraphs", "cpu") == "max-autotune" and folded_mode("default", "cpu") == "default"
+    assert fold_note("default", "cpu") == "" and "CUDA graphs need CUDA" in fold_note("reduce-overhead", "cpu")
+    sweep = SweepRequest(model="m", batch_sizes=[8, 16], device="cpu", repeat=2,
+                         modes=["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"])
+    specs, notes = sweep.expand()
+    assert sorted({(s.batch_size, s.mode) for s in specs}) == [(8, "default"), (8, "max-autotune"), (16, "default"),
+                                                                (16, "max-autotune")]
+    assert len(specs) == 8  # each kept job still repeated
+    assert any(n.startswith("reduce-overhead on cpu is default") and "one default job runs for both" in n for n in notes)
+    alone, notes = SweepRequest(model="m", batch_sizes=[8], device="cpu", modes=["reduce-overhead"]).expand()
+    assert [s.mode for s in alone] == ["default"] and any("its jobs run as default" in n for n in notes)
+    on_gpu, notes = SweepRequest(model="m", batch_sizes=[8], device="cuda", modes=["default", "reduce-overhead"]).expand()
+    assert [s.mode for s in on_gpu] == ["default", "reduce-overhead"] and not notes
