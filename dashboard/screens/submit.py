@@ -37,9 +37,9 @@ def init_form(catalog: dict, devices: set) -> None:
         st.session_state[KEYS["model"]] = defaults["model"]
 
 
-def apply_preset(key: str, catalog: dict, devices: set) -> None:
+def apply_preset(key: str, catalog: dict, devices: set, gpu_sizes: bool) -> None:
     preset = PRESETS[key]
-    values = dict(preset.values)
+    values = preset.form_values(gpu_sizes)
     model = values["model"]
     if model not in catalog:
         st.session_state["preset_problem"] = f"No live worker offers {model!r}, which this preset needs."
@@ -57,6 +57,7 @@ def apply_preset(key: str, catalog: dict, devices: set) -> None:
                                          [w for n, w in KEYS.items() if n != "name"]
                                          + [arg_key(model, p.name) for p in info.params]}
     st.session_state["preset_applied"] = key
+    st.session_state["preset_sizes"] = gpu_sizes
     st.session_state.pop("preset_problem", None)
     st.session_state.pop("preset_name_cleared", None)
 
@@ -70,6 +71,20 @@ def clear_stale_preset_name() -> None:
             and any(st.session_state.get(k) != v for k, v in filled.items())):
         st.session_state[KEYS["name"]] = ""
         st.session_state["preset_name_cleared"] = True
+
+
+def preset_sizes_ui(chosen: str | None, devices: set) -> bool:
+    """The seed's GPU sizes where a live worker offers cuda; else the preset's CPU sizes, with a toggle back to
+    the GPU's (and a note of what it scales). True: the GPU sizes."""
+    if "cuda" in devices or not chosen or not PRESETS[chosen].cpu:
+        return True
+    gpu = st.toggle("GPU sizes", key="preset_gpu_sizes", help="The seed's sizes, for a GPU: on a CPU they take an "
+                    "hour or more per job")
+    changes = ", ".join(PRESETS[chosen].scaled())
+    st.caption(f"No live worker offers a GPU: the preset's sizes are the seed's, for a GPU ({changes} on a CPU)."
+               if gpu else f"No live worker offers a GPU, so this preset is scaled to finish on a CPU in minutes: "
+                           f"{changes}. **GPU sizes** restores the seed's.")
+    return gpu
 
 
 @st.fragment(run_every="2s")
@@ -239,10 +254,11 @@ if st.session_state.get("preset"):
 elif "preset" in st.query_params:
     del st.query_params["preset"]
 chosen = st.session_state.get("preset")
+gpu_sizes = preset_sizes_ui(chosen, devices)
 if not chosen:
     st.session_state.pop("preset_applied", None)
-elif st.session_state.get("preset_applied") != chosen:
-    apply_preset(chosen, catalog, devices)
+elif st.session_state.get("preset_applied") != chosen or st.session_state.get("preset_sizes") != gpu_sizes:
+    apply_preset(chosen, catalog, devices, gpu_sizes)
 if chosen:
     st.caption(PRESETS[chosen].question)
 if st.session_state.get("preset_problem"):
