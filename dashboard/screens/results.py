@@ -7,7 +7,7 @@ Only the open tab runs (st.tabs bound to the URL's `view`), so a visit pays for 
 copied link opens the same tab."""
 import streamlit as st
 
-from dashboard import answer, charts, diagnosis, filters, frame, labels, repeats, roofline, state, stats
+from dashboard import answer, charts, diagnosis, filters, frame, labels, refresh, repeats, roofline, state, stats
 from dashboard.markup import md
 from db import axes, ceilings_view, results, views
 from db.results import RECORD_FIELDS
@@ -394,6 +394,8 @@ df = state.results()
 if df.empty:
     st.info("No finished jobs yet. Submit a sweep; its results appear here as jobs finish.")
     st.page_link("screens/submit.py", label="Submit a sweep", icon=":material/send:")
+    refresh.drawn(df, {})
+    refresh.watch({})
     st.stop()
 
 selected = filters_ui(df)
@@ -401,6 +403,8 @@ shown = filters.apply_filters(df, selected)
 key = view_key(df, selected)
 facts = view_facts(key, shown)
 speed_slots = summary(facts)
+refresh.drawn(df, selected)
+refresh.watch(selected)  # reruns the page when results land in view, and says so
 if shown.empty:
     st.warning("No job matches these filters.")
     st.stop()
