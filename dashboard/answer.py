@@ -8,7 +8,7 @@ import streamlit as st
 
 from dashboard import ncalls
 from dashboard.markup import md
-from db import answer
+from db import answer, labels
 
 NOTE = ("speedup: median over the configuration's quiet runs of eager / compiled latency per round, with a 95% "
         "interval (a bootstrap over runs, then rounds: with several runs it covers process-to-process variation; "
@@ -17,13 +17,27 @@ NOTE = ("speedup: median over the configuration's quiet runs of eager / compiled
         "break-even: calls after which compiling has paid for its first call. Same rows: `python -m runner report`.")
 
 
+# what the configurations' labels leave out when every one of them shares it (db.labels.common)
+SHARED = ("backend", "mode", "dynamic", "fullgraph", "scope", "task", "device", "dtype", "variant", "torch_version",
+          "device_name")
+
+
 def show(header_slots, table_slot, key: tuple, model: str, engine, shown: pd.DataFrame) -> None:
     """The header's speedups and the answer table for `model`'s jobs in view (`shown`)."""
-    answer_rows = rows(key, model, engine, shown.loc[shown["model"] == model, "job_id"].tolist())
+    mine = shown[shown["model"] == model]
+    answer_rows = rows(key, model, engine, mine["job_id"].tolist())
     header(header_slots, answer_rows, model)
     with table_slot:
-        table(answer_rows, model)
+        table(answer_rows, model, shared(key, model, mine))
         calls(answer_rows)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def shared(key: tuple, model: str, _mine: pd.DataFrame) -> str:
+    """What every configuration of the model in view shares, for the caption under its table."""
+    cols = [c for c in SHARED if c in _mine.columns]
+    configs = _mine[cols].astype(str).drop_duplicates().to_dict(orient="records")
+    return labels.common(configs, cols)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -36,8 +50,10 @@ def frame(answer_rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(answer_rows, columns=list(answer.COLUMNS))
 
 
-def table(answer_rows: list[dict], model: str) -> None:
+def table(answer_rows: list[dict], model: str, common: str = "") -> None:
     st.subheader(f"The answer for {md(model)}")
+    if common:
+        st.caption(f"Every configuration here: {md(common)}. Each row names what sets it apart.")
     df = frame(answer_rows)
     num = st.column_config.NumberColumn
     st.dataframe(df, hide_index=True, width="stretch", height=min(460, 38 + 35 * len(df)),

@@ -6,7 +6,7 @@ import pandas as pd
 
 from dashboard.frame import WARM_MISS
 from db import labels as db_labels
-from db.axes import COMPILE_FIELDS, FOLD_WITHOUT_CUDA, GRAPH_DEVICES, fold_note, folded_mode
+from db.axes import COMPILE_FIELDS, FOLD_WITHOUT_CUDA, GRAPH_DEVICES, folded_mode
 
 # what tells one plotted series from another, in label order
 # (timing_protocol: results timed before caller latency are their own series, never mixed with later ones)
@@ -31,8 +31,8 @@ def fold_modes(df: pd.DataFrame) -> pd.DataFrame:
 
 def folded_notes(df: pd.DataFrame) -> list[str]:
     """One line per stored mode shown as another (fold_modes)."""
-    return [f"{n} job{'s' * (n > 1)} stored as {fold_note(m, d)}: shown under {folded_mode(m, d)}."
-            for (m, d), n in df.attrs.get("folded", {}).items()]
+    return [f"{n} job{'s' * (n > 1)} stored as {m} {'are' if n > 1 else 'is'} shown under {folded_mode(m, d)}: on {d} "
+            "they are the same compile, since CUDA graphs need CUDA." for (m, d), n in df.attrs.get("folded", {}).items()]
 
 
 def label_series(df: pd.DataFrame) -> pd.DataFrame:

@@ -209,7 +209,7 @@ def plots(parts: dict) -> None:
     if parts["common"]:
         st.caption("Every configuration here: " + md(parts["common"]) + ". The labels name only what differs.")
     for note in parts["folded"]:
-        st.caption("ⓘ " + md(note))
+        st.caption(":material/info: " + md(note))
     if clock != "latency":
         st.caption(f"Showing **{stats.CLOCKS[clock]['label']}**. The headline speedup everywhere else is latency.")
     if clock == "latency" and parts["gpu_only"]:

@@ -767,8 +767,8 @@ def test_cpu_results_stored_as_reduce_overhead_are_drawn_under_default(engine):
     view = labels.label_series(df)
     assert set(view["config"]) == {"default", "max-autotune"}  # two compiles, not four configurations
     assert labels.folded_notes(view) == [
-        "2 jobs stored as max-autotune-no-cudagraphs on cpu is max-autotune: the same compile, since CUDA graphs need "
-        "CUDA: shown under max-autotune.",
-        "2 jobs stored as reduce-overhead on cpu is default: the same compile, since CUDA graphs need CUDA: shown under "
-        "default."]
+        "2 jobs stored as max-autotune-no-cudagraphs are shown under max-autotune: on cpu they are the same compile, "
+        "since CUDA graphs need CUDA.",
+        "2 jobs stored as reduce-overhead are shown under default: on cpu they are the same compile, since CUDA graphs "
+        "need CUDA."]
     assert "cpu" in view.attrs["common"] and "inductor" in view.attrs["common"]
