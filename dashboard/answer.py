@@ -24,20 +24,19 @@ SHARED = ("backend", "mode", "dynamic", "fullgraph", "scope", "task", "device", 
 
 def show(header_slots, table_slot, key: tuple, model: str, engine, shown: pd.DataFrame) -> None:
     """The header's speedups and the answer table for `model`'s jobs in view (`shown`)."""
-    mine = shown[shown["model"] == model]
-    answer_rows = rows(key, model, engine, mine["job_id"].tolist())
+    answer_rows = rows(key, model, engine, shown.loc[shown["model"] == model, "job_id"].tolist())
     header(header_slots, answer_rows, model)
     with table_slot:
-        table(answer_rows, model, shared(key, model, mine))
+        table(answer_rows, model, shared(key, model, shown))
         calls(answer_rows)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def shared(key: tuple, model: str, _mine: pd.DataFrame) -> str:
-    """What every configuration of the model in view shares, for the caption under its table."""
-    cols = [c for c in SHARED if c in _mine.columns]
-    configs = _mine[cols].astype(str).drop_duplicates().to_dict(orient="records")
-    return labels.common(configs, cols)
+def shared(key: tuple, model: str, _shown: pd.DataFrame) -> str:
+    """What every configuration of the model in view shares, for the caption under its table (once per view)."""
+    cols = [c for c in SHARED if c in _shown.columns]
+    mine = _shown.loc[_shown["model"] == model, cols]
+    return labels.common(mine.astype(str).drop_duplicates().to_dict(orient="records"), cols)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

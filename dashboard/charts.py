@@ -196,6 +196,7 @@ def latency(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> g
             customdata=sub[[lo, hi, "runs"]],
             hovertemplate=f"<b>{name}</b><br>batch %{{x}}: %{{y:.4g}} ms<br>p10 %{{customdata[0]:.4g}} – "
                           "p90 %{customdata[1]:.4g} ms<br>%{customdata[2]} run(s)<extra></extra>"))
+    _values_on_points(fig, "%.3g")
     _x_batches(fig, agg, fails)
     # the p10-p90 whiskers count: one noisy run's p90 at 100x its median would press every median flat
     values = pd.concat([agg[c] for c in ("eager_ms", "compiled_ms", "eager_p10_ms", "eager_p90_ms", "compiled_p10_ms",
@@ -244,20 +245,22 @@ def speedup(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> g
 def _values_on_points(fig: go.Figure, fmt: str, room: float = 0.08) -> None:
     """Each point's value beside it, where it can be read: a point within `room` (a share of the y range) of one
     already labelled at the same x keeps its value in the hover only, so no two values are drawn over each other."""
-    points = [(x, y, i, k) for i, t in enumerate(fig.data) for k, (x, y) in enumerate(zip(t.x, t.y)) if y is not None]
+    lines = [i for i, t in enumerate(fig.data) if t.fill is None and "markers" in (t.mode or "lines+markers")]
+    points = [(x, y, i, k) for i in lines for k, (x, y) in enumerate(zip(fig.data[i].x, fig.data[i].y)) if y is not None]
     if not points:
         return
     ys = [p[1] for p in points]
     gap = room * ((max(ys) - min(ys)) or 1.0)
-    shown = {i: [""] * len(fig.data[i].x) for i in range(len(fig.data))}
+    shown = {i: [""] * len(fig.data[i].x) for i in lines}
     first = min(p[0] for p in points)  # values at the first x go left of their point, clear of the lines leaving it
     placed: dict = {}
     for x, y, i, k in sorted(points, key=lambda p: -p[1]):
         if all(abs(y - other) >= gap for other in placed.get(x, [])):
             placed.setdefault(x, []).append(y)
             shown[i][k] = fmt % y
-    for i, t in enumerate(fig.data):
-        t.update(text=shown[i], mode="lines+markers+text", texttemplate=None, cliponaxis=False,
+    for i in lines:
+        t = fig.data[i]
+        t.update(text=shown[i], mode="lines+markers+text", texttemplate=None, cliponaxis=False, textfont=dict(size=10),
                  textposition=["middle left" if x == first else "middle right" for x in t.x])
 
 

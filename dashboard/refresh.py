@@ -14,6 +14,7 @@ from db import views
 
 EVERY_S = 10
 SEEN, NEWS = "results_seen", "results_news"  # session keys: (data version, newest finished_at) drawn; the news
+JUST_DRAWN = "results_just_drawn"
 
 
 def drawn(df: pd.DataFrame, selected: dict) -> None:
@@ -26,6 +27,7 @@ def drawn(df: pd.DataFrame, selected: dict) -> None:
             st.session_state[NEWS] = (n, datetime.now().strftime("%H:%M:%S"))
     newest = df["finished_at"].max() if len(df) else None
     st.session_state[SEEN] = (version, None if pd.isna(newest) else newest)
+    st.session_state[JUST_DRAWN] = True  # the watch in this same run has nothing to ask the database
 
 
 def fresh_in_view(df: pd.DataFrame, since, selected: dict) -> int:
@@ -38,13 +40,14 @@ def fresh_in_view(df: pd.DataFrame, since, selected: dict) -> int:
 @st.fragment(run_every=f"{EVERY_S}s")
 def watch(selected: dict) -> None:
     """Check for new results; rerun the page when some land in view. Draws one caption line."""
-    seen = st.session_state.get(SEEN)
+    seen, tick = st.session_state.get(SEEN), not st.session_state.pop(JUST_DRAWN, False)
     with state.database_errors(stop=False):
-        if seen is not None and views.data_version(state.engine()) != seen[0]:
+        if tick and seen is not None and views.data_version(state.engine()) != seen[0]:
             df = state.results()  # appends only the rows finished since (dashboard.store)
             if fresh_in_view(df, seen[1], selected):
                 st.rerun(scope="app")  # the page's run counts them (drawn) and says so
             drawn(df, selected)  # landed out of view: taken in quietly
+            st.session_state.pop(JUST_DRAWN, None)  # the next tick asks again
     news = st.session_state.get(NEWS)
     if news:
         st.caption(f":material/autorenew: {news[0]:,} new result{'s' * (news[0] != 1)}, updated {news[1]}. "
