@@ -1,6 +1,6 @@
 """Screenshots of Results for a 12-configuration sweep (3 modes x 2 dynamic x 2 batch sizes, synthetic H100-shaped
 numbers with per-round samples), in headless chromium at 1400 px: the answer table and the N-calls chart, the
-warmup chart, the break-even chart and the speedup/latency pair. How the docs' "12-configs" screenshots are made:
+warmup chart, the break-even chart, the speedup/latency pair and the First call tab. How the docs' "12-configs" screenshots are made:
 
     python -m bench.screens --port 8620 --out docs/screenshots --home /tmp/ui-screens
 
@@ -90,6 +90,10 @@ def shoot(port: int, out: Path) -> list[Path]:
             "x": 0, "y": speed["y"] - 40, "width": 1400,
             "height": max(speed["y"] + speed["height"], lat["y"] + lat["height"]) - speed["y"] + 50})
         saved.append(path)
+        page.goto(f"http://localhost:{port}/results?view=First+call")
+        charts.filter(has_text="where the compiled first call goes").first.wait_for()
+        page.wait_for_timeout(1500)
+        element("where the compiled first call goes", "results-first-call-12-configs-synthetic.png")
         browser.close()
     return saved
 

@@ -152,6 +152,7 @@ def launch_figures(key: tuple, _shown, model: str, _store) -> dict:
     parts = stats.breakdown_frame(labels.split_by_graph_cache(view))
     host = stats.gpu_latency_frame(v["agg"])
     return {"breakdown": diagnosis.warmup_breakdown(parts, v["fails"]), "empty": parts.empty,
+            "rows": len(diagnosis.breakdown_rows(parts, v["fails"])),
             "no_breakdown": bool((parts["part"] == stats.NO_BREAKDOWN).any()),
             "host": None if host.empty else diagnosis.gpu_in_latency(host, v["fails"], diagnosis.breakdown_rows(parts, v["fails"]))}
 
@@ -255,7 +256,8 @@ def first_call_and_launch(parts: dict) -> None:
         st.info("No job of this model in view succeeded: there is no first call to break down (the failures are "
                 "under **Failures**).", icon=":material/info:")
         return
-    left, right = st.columns(2) if parts["host"] is not None else (st.container(), st.container())
+    wide = parts["host"] is None or parts["rows"] > WIDE_PAST  # many rows: each plot takes the page's width
+    left, right = (st.container(), st.container()) if wide else st.columns(2)
     left.plotly_chart(parts["breakdown"], key="plot_breakdown")
     if parts["no_breakdown"]:
         left.caption("Some jobs carry no compile breakdown (stored before it was recorded): their first call is one bar.")
