@@ -1,6 +1,7 @@
 """Screenshots of Results for a 12-configuration sweep (3 modes x 2 dynamic x 2 batch sizes, synthetic H100-shaped
 numbers with per-round samples), in headless chromium at 1400 px: the answer table and the N-calls chart, the
-warmup chart, the break-even chart, the speedup/latency pair and the First call tab. How the docs' "12-configs" screenshots are made:
+warmup chart, the break-even chart, the speedup/latency pair and the First call tab. How the docs' "12-configs"
+screenshots are made:
 
     python -m bench.screens --port 8620 --out docs/screenshots --home /tmp/ui-screens
 
