@@ -772,3 +772,33 @@ def test_cpu_results_stored_as_reduce_overhead_are_drawn_under_default(engine):
         "2 jobs stored as reduce-overhead are shown under default: on cpu they are the same compile, since CUDA graphs "
         "need CUDA."]
     assert "cpu" in view.attrs["common"] and "inductor" in view.attrs["common"]
+
+
+def test_break_even_hides_when_it_has_nothing_to_say_and_bars_carry_their_values(synthetic):
+    view = labels.label_series(synthetic[synthetic["model"] == "complexnet"])
+    agg, fails = stats.summarize(view)
+    fig = charts.break_even(agg, fails)
+    paid = agg.dropna(subset=["break_even_calls"])
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert all(t.orientation == "h" for t in bars) and fig.layout.yaxis.type == "category"
+    assert sorted(x for t in bars for x in t.x) == sorted(paid["break_even_calls"])
+    assert {f"{n:,.0f} calls" for n in paid["break_even_calls"]} == {s for t in bars for s in t.text}
+    assert charts.break_even_note(agg) == ""
+    never = agg.assign(break_even_calls=float("nan"), speedup=0.8)
+    assert charts.break_even(never, fails) is None and "never pays off" in charts.break_even_note(never)
+    one = paid.iloc[:1]
+    assert charts.break_even(one, fails) is None
+    assert charts.break_even_note(one) == (f"Break-even: one configuration in view ({one['series'].iloc[0]}), paying off "
+                                           f"after {one['break_even_calls'].iloc[0]:,.0f} calls.")
+    warm = charts.warmup(stats.first_calls(view), fails)
+    assert all(t.orientation == "h" and all(t.text) for t in warm.data if t.type == "bar")
+    assert warm.layout.height >= 170 + 58 * agg["series"].nunique()  # a row per series, three bars a row
+
+
+def test_point_values_never_collide():
+    agg = pd.DataFrame({"config": ["a", "b", "c"], "baseline": ["eager"] * 3, "batch_size": [8, 8, 8],
+                        "speedup": [1.50, 1.51, 1.10], "runs": [1, 1, 1], "eager_ms": [1.0] * 3,
+                        "compiled_ms": [0.7] * 3})
+    fig = charts.speedup(agg, agg.iloc[0:0].assign(job_id=[], status=[], error=[]))
+    shown = sorted(t for tr in fig.data if tr.text is not None for t in tr.text if t)
+    assert shown == ["1.10×", "1.51×"]  # 1.50 sits on 1.51: its value is in the hover only
