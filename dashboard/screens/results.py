@@ -13,8 +13,8 @@ from db import axes, ceilings_view, results, views
 from db.results import RECORD_FIELDS
 
 URL_KEYS = {"torch_version": "torch", "device_name": "gpu"}  # shorter query parameter names
-SCHEDULE_JOBS = 40
-WIDE_PAST = 4  # series: the warmup and break-even rows take the page's width past this many  # the recompile timeline draws the newest jobs that ran a schedule
+SCHEDULE_JOBS = 40  # the recompile timeline draws the newest jobs that ran a schedule
+WIDE_PAST = 4  # series: past this many, the warmup and break-even (and first call) plots take the page's width
 PAGE_ROWS = 500  # st.dataframe sends every row it gets to the browser: the table is paged, downloads are not
 FAIL_ROWS = 1000
 REPEAT_GROUPS = 6  # the spread plot draws the newest sweeps' comparison groups

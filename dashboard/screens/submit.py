@@ -81,8 +81,8 @@ def preset_sizes_ui(chosen: str | None, devices: set) -> bool:
     gpu = st.toggle("GPU sizes", key="preset_gpu_sizes", help="The seed's sizes, for a GPU: on a CPU they take an "
                     "hour or more per job")
     changes = ", ".join(PRESETS[chosen].scaled())
-    st.caption(f"No live worker offers a GPU: the preset's sizes are the seed's, for a GPU ({changes} on a CPU)."
-               if gpu else f"No live worker offers a GPU, so this preset is scaled to finish on a CPU in minutes: "
+    st.caption(f"The seed's GPU sizes, on a lab whose live workers offer only the CPU: a job may take an hour or more "
+               f"(the CPU sizes: {changes})." if gpu else f"No live worker offers a GPU, so this preset is scaled to finish on a CPU in minutes: "
                            f"{changes}. **GPU sizes** restores the seed's.")
     return gpu
 
