@@ -1,5 +1,6 @@
-"""Series labels: what tells one plotted configuration from another, naming only what differs in view; a
-warm-cache configuration says what the cache gave its runs."""
+"""Series labels: what tells one plotted configuration from another, naming only what differs in view (db.labels,
+the labeller the answer table shares), the rest for a caption; a warm-cache configuration says what the cache gave
+its runs; off CUDA, a mode that differs from another by CUDA graphs alone is shown as that other (fold_modes)."""
 from __future__ import annotations
 
 import pandas as pd
