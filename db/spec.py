@@ -20,7 +20,7 @@ TASKS = ("inference", "training")
 DEVICES = ("cuda", "cpu")
 DTYPES = ("float32", "bfloat16", "float16", "amp-bfloat16", "amp-float16")  # amp-: fp32 weights under autocast
 DYNAMICS = TRI
-CACHES = ("cold", "warm")
+CACHES = ("cold", "warm", "portable")  # portable: a fresh cache plus the artifacts a cold job stored (db.caches)
 
 MAX_BATCH = 1 << 24
 MAX_SCHEDULE = 64

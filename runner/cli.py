@@ -47,7 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--device")
     s.add_argument("--dtype")
     s.add_argument("--task")
-    s.add_argument("--cache", help="cold (fresh compile cache per job) or warm (the worker's cache)")
+    s.add_argument("--cache", help="cold (fresh compile cache per job; its artifacts are kept in the database), warm "
+                                   "(the worker's cache) or portable (a fresh cache plus the artifacts a cold job of "
+                                   "the same settings kept: a colleague's first call on another host)")
     s.add_argument("--trace", help="true (default): keep each job's compile trace and tlparse report; false: only "
                                    "the output code and FX graphs")
     s.add_argument("--schedule", help="sizes called in order after the steady state, e.g. 8,16,32")

@@ -127,7 +127,9 @@ def sweep_form(catalog: dict, devices: set) -> None:
     with right:
         st.subheader("How to measure")
         cache = st.radio("Compile cache", list(CACHES), key=KEYS["cache"], horizontal=True, persist_state="session",
-                         help="cold: a fresh, empty inductor/triton cache for the job; warm: the worker's cache")
+                         help="cold: a fresh, empty inductor/triton cache for the job (its artifacts are kept in the "
+                              "database); warm: the worker's cache; portable: a fresh cache plus the artifacts a "
+                              "cold job of the same settings kept, the first call a colleague on another host pays")
         slots["cache"] = st.empty()
         trace = st.checkbox("Keep the compile trace", key=KEYS["trace"], persist_state="session",
                             help="TORCH_TRACE's lines (capped at 4 MB of text) and tlparse's report, on the job's page; "
