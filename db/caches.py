@@ -83,3 +83,38 @@ def listing(engine: Engine) -> list[dict]:
                 CompileCache.created_at).order_by(CompileCache.id.desc()))
     with reading(engine) as s:
         return [dict(r._mapping) for r in s.execute(q)]
+
+
+def first_calls_alike(engine: Engine, job_id: int) -> list[dict]:
+    """The succeeded jobs with this job's compile settings, torch and device, per compile cache (cold, warm with
+    and without its graph cached, portable): [{cache, first_call_s (median), runs, job_ids}], for the job's page."""
+    from statistics import median
+
+    from db.models import Job, JobStatus, Result
+    from db.spec import stored_spec
+
+    with reading(engine) as s:
+        me = s.execute(select(Job.spec, Result.torch_version, Result.device_name)
+                       .join(Result, Result.job_id == Job.id).where(Job.id == job_id)).first()
+        if me is None or not isinstance(me.spec, dict):
+            return []
+        hits = Result.detail[("cache_layers", "fxgraph", "hit")].as_integer()
+        rows = s.execute(select(Job.id, Job.spec, Result.compiled_first_call_s, hits)
+                         .join(Result, Result.job_id == Job.id)
+                         .where(Job.status == JobStatus.SUCCEEDED.value,
+                                Job.spec["model"].as_string() == str(me.spec.get("model")),
+                                Result.torch_version == me.torch_version, Result.device_name == me.device_name)
+                         .order_by(Job.id)).all()
+    mine = {k: stored_spec(me.spec).get(k) for k in SETTINGS}
+    by_cache: dict[str, list] = {}
+    for jid, spec, first, hit in rows:
+        spec = stored_spec(spec)
+        if first is not None and {k: spec.get(k) for k in SETTINGS} == mine:
+            cache = spec.get("cache")
+            if cache == "warm" and hit is not None:  # a warm run that found no graph is a different first call
+                cache = "warm: graph cached" if hit else "warm: not cached yet"
+            by_cache.setdefault(cache, []).append((jid, first))
+    order = ["cold", "warm: not cached yet", "warm", "warm: graph cached", "portable"]
+    return [{"cache": c, "first_call_s": median(f for _, f in runs), "runs": len(runs),
+             "job_ids": [j for j, _ in runs]}
+            for c, runs in sorted(by_cache.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 9)]
