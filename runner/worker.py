@@ -163,7 +163,7 @@ class Worker:
                     queue.requeue_expired(self.engine)
                     claimed_at = time.monotonic()  # the lease runs from (no later than) here
                     claim = queue.claim_next(self.engine, self.id, self.capabilities["devices"], models,
-                                             self.cfg.lease_s)
+                                             self.cfg.lease_s, self.capabilities["torch_version"])
                     if claim is None:
                         queue.heartbeat_worker(self.engine, self.id, "idle")
                 except (OperationalError, OSError) as e:  # database down or locked past the busy timeout, or

@@ -38,6 +38,7 @@ def describe(spec: dict) -> str:
     args = spec.get("model_args") or {}
     what += "".join(f" {k}={v}" for k, v in args.items()) + f" · {spec.get('device')} {spec.get('dtype')}"
     what += f" · {spec.get('cache') or 'cold'} cache"  # warm and cold jobs must not look alike
+    what += f" · torch {spec['torch']}" if spec.get("torch", "any") != "any" else ""
     return what + (f" · schedule {', '.join(map(str, spec['schedule']))}" if spec.get("schedule") else "")
 
 

@@ -194,6 +194,16 @@ def test_queue_shows_phase_progress_and_why_jobs_wait(worker):
     assert at.multiselect(key="qsweep") and at.button_group(key="qstatus")
 
 
+def test_queue_says_a_job_waits_for_a_torch_no_live_worker_has(worker):
+    from db.spec import SweepRequest
+
+    ids = queue.submit(worker, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu",
+                                            torch_versions=["2.99", "2.13"]), zoo.model_infos(zoo.catalog()))[1]
+    table = ok(page("queue")).dataframe[0].value.set_index("job")
+    assert table.loc[ids[0], "note"] == "no live worker has torch 2.99 (live: 2.13.0)"
+    assert table.loc[ids[1], "note"] == "waiting for a free worker" and "torch 2.13" in table.loc[ids[1], "what"]
+
+
 def test_queue_cancel_and_resubmit_through_the_form(worker):
     ids = submit_some(worker)
     at = ok(page("queue"))
