@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sqlalchemy import exc as sa_exc
 
-from db import answer, artifacts, queue
+from db import answer, artifacts, queue, versions
 from db.axes import AXES, BY_FIELD, COMPILE_AXES
 from db.database import get_engine
 from db.engine import DatabaseError, describe, resolve_url
@@ -107,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_db(r)
     r.add_argument("--format", choices=("md", "json", "csv"), default="md")
     r.add_argument("--sweep", type=_row_id, action="append", help="only these sweeps")
+    r.add_argument("--versions", action="store_true",
+                   help="the version diff instead: each configuration under two torch versions side by side, the "
+                        f"change in speedup, compiled latency and cold first call, better or worse past "
+                        f"{versions.THRESHOLD_PCT:g}%%")
     r.add_argument("-o", "--output", help="file to write (default: stdout)")
 
     a = sub.add_parser("artifact", help="write out one of a job's artifacts (output_code, fx_graphs, trace, tlparse)")
@@ -308,8 +312,12 @@ def cmd_export(args) -> int:
 
 
 def cmd_report(args) -> int:
-    rows = answer.report(get_engine(args.db), sweep_ids=args.sweep)
-    text = {"md": answer.rows_markdown, "json": answer.rows_json, "csv": answer.rows_csv}[args.format](rows)
+    if args.versions:
+        rows = versions.report(get_engine(args.db), sweep_ids=args.sweep)
+        text = {"md": versions.rows_markdown, "json": answer.rows_json, "csv": versions.rows_csv}[args.format](rows)
+    else:
+        rows = answer.report(get_engine(args.db), sweep_ids=args.sweep)
+        text = {"md": answer.rows_markdown, "json": answer.rows_json, "csv": answer.rows_csv}[args.format](rows)
     if args.output:
         Path(args.output).write_text(text)
     else:
