@@ -24,7 +24,7 @@ def show(header_slots, table_slot, key: tuple, model: str, engine, shown: pd.Dat
     header(header_slots, answer_rows, model)
     with table_slot:
         table(answer_rows, model)
-        diff = versions.diff_rows(answer_rows)
+        diff = version_rows(key, model, engine, shown.loc[shown["model"] == model, "job_id"].tolist())
         if diff:
             st.subheader(f"Torch versions: {md(model)}")
             versiondiff.show(diff, key="answer_versions")
@@ -35,6 +35,12 @@ def show(header_slots, table_slot, key: tuple, model: str, engine, shown: pd.Dat
 def rows(key: tuple, model: str, _engine, _job_ids: list[int]) -> list[dict]:
     """The answer rows of one model's jobs in view (`key` names the view)."""
     return answer.report(_engine, job_ids=_job_ids)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def version_rows(key: tuple, model: str, _engine, _job_ids: list[int]) -> list[dict]:
+    """The version diff of one model's jobs in view: [] unless they ran under two torch versions or more."""
+    return versions.report(_engine, job_ids=_job_ids)
 
 
 def frame(answer_rows: list[dict]) -> pd.DataFrame:
