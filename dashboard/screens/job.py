@@ -8,6 +8,7 @@ import streamlit as st
 import streamlit.components.v1 as components
 
 from dashboard import state, story
+from dashboard.markup import md
 from db import artifacts, caches, views
 from db.results import export_records
 
@@ -50,7 +51,7 @@ def first_calls(r: dict) -> None:
                        "jobs": ", ".join(f"#{j}" for j in a["job_ids"][-6:])} for a in alike],
                      hide_index=True, width="stretch")
     for line in lines:
-        st.caption(line)
+        st.caption(md(line))  # torch's error text may hold markup characters
 
 
 def compiler(r: dict) -> None:

@@ -416,6 +416,31 @@ def test_jobs_whose_stored_spec_the_worker_refused_do_not_break_a_page(results):
     ok(page("compare", kind="runs", ja="1", jb="2"))
 
 
+def test_compare_sets_one_sweep_under_two_torch_versions_side_by_side(worker):
+    """One sweep pinned to two versions, each job run by a worker of that version: Compare's torch versions view
+    and the block under the answer on Results show the change, coloured past 5%."""
+    from db.spec import SweepRequest
+
+    ids = queue.submit(worker, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", name="upgrade",
+                                            torch_versions=["2.13", "2.14"]), zoo.model_infos(zoo.catalog()))[1]
+    for job_id, version, compiled_ms, first in ((ids[0], "2.13.0+cpu", 1.0, 10.0), (ids[1], "2.14.1+cu130", 0.8, 10.2)):
+        claim = queue.claim_next(worker, "w", ["cpu"], ["simplenet"], 60, torch_version=version)
+        assert claim.job_id == job_id
+        queue.finish(worker, claim.job_id, claim.token, JobStatus.SUCCEEDED, result={
+            "eager_ms": 2.0, "compiled_ms": compiled_ms, "speedup": 2.0 / compiled_ms, "compiled_first_call_s": first,
+            "eager_first_call_s": 0.1, "recompiles": 0, "torch_version": version})
+    at = ok(page("compare", kind="torch versions"))
+    assert at.multiselect(key="vs").value == [1]
+    table = at.dataframe[0].value  # the Styler's data
+    assert table.iloc[0]["torch A → B"] == "2.13.0+cpu → 2.14.1+cu130"
+    assert (table.iloc[0]["speedup Δ"], table.iloc[0]["compiled ms Δ"], table.iloc[0]["cold first call s Δ"]) == \
+        ("+25.0%", "-20.0%", "+2.0%")
+    styles = at.dataframe[0].proto.arrow_data.styler.styles
+    assert "rgba(44, 160, 44" in styles and "rgba(214, 39, 40" not in styles  # better twice, the first call within 5%
+    results = ok(page("results"))
+    assert "Torch versions: simplenet" in [s.value for s in results.subheader]
+
+
 def test_results_without_data_points_to_submit(lab):
     at = ok(page("results"))
     assert any("No finished jobs yet" in t for t in texts(at.info))
