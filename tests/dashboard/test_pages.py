@@ -202,6 +202,8 @@ def test_queue_says_a_job_waits_for_a_torch_no_live_worker_has(worker):
     table = ok(page("queue")).dataframe[0].value.set_index("job")
     assert table.loc[ids[0], "note"] == "no live worker has torch 2.99 (live: 2.13.0)"
     assert table.loc[ids[1], "note"] == "waiting for a free worker" and "torch 2.13" in table.loc[ids[1], "what"]
+    why = md("no live worker has torch 2.99 (live: 2.13.0)")  # escaped: a version text is shown as text
+    assert any(f"1 queued job waits: {why} (#{ids[0]})" in w for w in texts(ok(page("queue")).warning))
 
 
 def test_queue_cancel_and_resubmit_through_the_form(worker):
