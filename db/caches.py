@@ -4,8 +4,8 @@ jobs (a colleague's first call on another host: a fresh cache directory plus the
 
 Keyed by what changes the compiled code: torch and triton versions, the device (name and compute capability)
 and the spec's compile settings (model and sizes, task, dtype, backend, mode, dynamic, fullgraph, scope). The
-key is a hash; `parts` keeps what it hashes, readable. A key may have several rows (two cold jobs of one spec);
-the newest is the one loaded. No torch here: the worker computes the key from its probe.
+key is a hash; `parts` keeps what it hashes, readable. A key keeps its newest bundle only. No torch here: the
+worker computes the key from its probe.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Mapping
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, delete, select
 
 from db.engine import atomic, reading
 from db.models import CompileCache
@@ -60,11 +60,16 @@ def device_env(probe: Mapping, device: str) -> dict:
 
 
 def store(engine: Engine, key: str, parts: Mapping, job_id: int | None, data: bytes, info: Mapping) -> bool:
-    """Keep one job's artifacts under `key`; False (nothing stored) past MAX_CACHE_BYTES or when empty."""
+    """Keep one job's artifacts under `key`, in place of older ones of that key (only the newest is ever loaded:
+    every cold job stores one, and a sweep's repeats must not pile up copies); False (nothing stored) past
+    MAX_CACHE_BYTES or when empty."""
     if not data or len(data) > MAX_CACHE_BYTES:
         return False
     with atomic(engine) as s:
-        s.add(CompileCache(key=key, parts=dict(parts), job_id=job_id, bytes=len(data), info=dict(info), data=data))
+        row = CompileCache(key=key, parts=dict(parts), job_id=job_id, bytes=len(data), info=dict(info), data=data)
+        s.add(row)
+        s.flush()
+        s.execute(delete(CompileCache).where(CompileCache.key == key, CompileCache.id < row.id))
     return True
 
 
@@ -78,7 +83,7 @@ def find(engine: Engine, key: str) -> Found | None:
 
 
 def listing(engine: Engine) -> list[dict]:
-    """Every stored entry, newest first, without the data: for `runner caches` and tests."""
+    """Every stored entry, newest first, without the data."""
     q = (select(CompileCache.id, CompileCache.key, CompileCache.job_id, CompileCache.bytes, CompileCache.parts,
                 CompileCache.created_at).order_by(CompileCache.id.desc()))
     with reading(engine) as s:
