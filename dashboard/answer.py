@@ -6,14 +6,15 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import ncalls
+from dashboard import ncalls, versiondiff
 from dashboard.markup import md
-from db import answer, labels
+from db import answer, labels, versions
 
 NOTE = ("speedup: median over the configuration's quiet runs of eager / compiled latency per round, with a 95% "
         "interval (a bootstrap over runs, then rounds: with several runs it covers process-to-process variation; "
         "with one, that process's rounds only). Noisy runs are left out of every number here and counted in "
-        "noisy_runs; first call cold / warm: the compiled first call without and with the graph in the cache; "
+        "noisy_runs; first call cold / warm / portable: the compiled first call without and with the graph in the cache, "
+        "and from a fresh cache loaded with a cold job's artifacts; "
         "break-even: calls after which compiling has paid for its first call. Same rows: `python -m runner report`.")
 
 
@@ -28,6 +29,10 @@ def show(header_slots, table_slot, key: tuple, model: str, engine, shown: pd.Dat
     header(header_slots, answer_rows, model)
     with table_slot:
         table(answer_rows, model, shared(key, model, shown))
+        diff = version_rows(key, model, engine, shown.loc[shown["model"] == model, "job_id"].tolist())
+        if diff:
+            st.subheader(f"Torch versions: {md(model)}")
+            versiondiff.show(diff, key="answer_versions")
         calls(answer_rows)
 
 
@@ -43,6 +48,12 @@ def shared(key: tuple, model: str, _shown: pd.DataFrame) -> str:
 def rows(key: tuple, model: str, _engine, _job_ids: list[int]) -> list[dict]:
     """The answer rows of one model's jobs in view (`key` names the view)."""
     return answer.report(_engine, job_ids=_job_ids)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def version_rows(key: tuple, model: str, _engine, _job_ids: list[int]) -> list[dict]:
+    """The version diff of one model's jobs in view: [] unless they ran under two torch versions or more."""
+    return versions.report(_engine, job_ids=_job_ids)
 
 
 def frame(answer_rows: list[dict]) -> pd.DataFrame:
@@ -63,7 +74,8 @@ def table(answer_rows: list[dict], model: str, common: str = "") -> None:
                      "speedup_ci_low": num("95% low", format="%.2f×"), "speedup_ci_high": num("95% high", format="%.2f×"),
                      "eager_ms": num(format="%.4g"), "compiled_ms": num(format="%.4g"),
                      "eager_first_call_s": num(format="%.3g"), "first_call_cold_s": num(format="%.3g"),
-                     "first_call_warm_s": num(format="%.3g"), "break_even_calls": num(format="localized"),
+                     "first_call_warm_s": num(format="%.3g"), "first_call_portable_s": num(format="%.3g"),
+                     "break_even_calls": num(format="localized"),
                      "noisy": st.column_config.CheckboxColumn(help="every run was noisy: no number answers")})
     st.caption(NOTE)
 

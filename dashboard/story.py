@@ -44,6 +44,9 @@ def why_it_paid(record: dict) -> str | None:
         return (f"A warm job, yet the first call ({paid}) compiled: " + ", ".join(parts) + ". A miss means this "
                 "graph, these settings or this torch version were not in the worker's cache yet; a bypass means "
                 "torch would not cache this graph.")
+    if record.get("cache") == "portable":
+        return (f"A portable job, yet the first call ({paid}) compiled: " + ", ".join(parts) + ". What it loaded "
+                "is above: no bundle for its key, or one that torch could not use.")
     return f"A cold cache: the first call ({paid}) compiled everything (" + ", ".join(parts) + ")."
 
 
@@ -53,3 +56,31 @@ def kernels_line(record: dict) -> str | None:
     if e is None or c is None:
         return None
     return f"{e} → {c} kernels per call ({c - e:+d})"
+
+
+def portable_lines(record: dict) -> list[str]:
+    """What a cold or portable job did with the team's compile cache (detail.mega_cache), in sentences: the bundle
+    it loaded (key, source job, bytes, what torch took from it, kernel libraries reused) or why none, and what it
+    kept for the next portable job. [] for a warm job or one measured before bundles were kept."""
+    mega = record.get("mega_cache") or {}
+    if not mega:
+        return []
+    key = str(mega.get("key", "?"))[:12]
+    lines = []
+    source, loaded = mega.get("source"), mega.get("loaded") or {}
+    if source:
+        kinds = ", ".join(f"{k} {n}" for k, n in (loaded.get("artifacts") or {}).items()) or "nothing"
+        built = loaded.get("kernel_libraries_built")
+        lines.append(f"Loaded bundle {key} from job #{source.get('job_id')}: {source.get('bytes', 0):,} bytes, "
+                     f"in {loaded.get('load_s', 0):.2g} s. torch's mega-cache: {kinds}; kernel libraries: "
+                     f"{loaded.get('kernel_libraries', 0)} restored, "
+                     + ("none rebuilt here." if built == 0 else f"{built} rebuilt here." if built else "rebuilt: unknown."))
+    if mega.get("note"):
+        lines.append(f"Bundle {key}: {mega['note']}.")
+    saved = mega.get("saved") or {}
+    if saved.get("stored"):
+        lines.append(f"Kept its bundle for portable jobs of the same settings: key {key}, {saved.get('bytes', 0):,} "
+                     f"bytes ({saved.get('kernel_libraries', 0)} kernel libraries).")
+    elif saved:
+        lines.append(f"Its bundle was not kept: {saved.get('why_not') or saved.get('error') or 'nothing to keep'}.")
+    return lines

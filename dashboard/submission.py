@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 
 from db import queue
 from db.axes import AXES, BY_FIELD, COMPILE_AXES
-from db.spec import ExperimentSpec, ModelInfo, SpecError, SweepRequest, dynamic_name, split_sizes
+from db.spec import ALL_LIVE, ExperimentSpec, ModelInfo, SpecError, SweepRequest, dynamic_name, split_sizes
 
 # SpecError.field -> the form label shown next to the widget (model_args.X is handled below)
 LABELS = {
@@ -23,7 +23,7 @@ LABELS = {
     **{name: axis.label for name, axis in BY_FIELD.items()},  # the swept axes (db.axes)
     "cache": "Compile cache", "trace": "Keep the compile trace", "schedule": "Schedule", "iters": "Rounds",
     "timeout_s": "Timeout (s)",
-    "repeat": "Repeat", "name": "Sweep name", "model_args": "Model parameters",
+    "repeat": "Repeat", "name": "Sweep name", "model_args": "Model parameters", "torch_versions": "Torch versions",
 }
 # which widget a field's error is drawn under (the sweep-level field for a per-job one)
 SLOT = {axis.field: axis.plural for axis in AXES}
@@ -45,6 +45,7 @@ class FormValues:
     dynamics: list = field(default_factory=lambda: [dynamic_name(ExperimentSpec.dynamic)])
     fullgraphs: list = field(default_factory=lambda: [str(ExperimentSpec.fullgraph).lower()])
     scopes: list = field(default_factory=lambda: [ExperimentSpec.scope])
+    torch_versions: list = field(default_factory=lambda: [ExperimentSpec.torch])
     cache: str = ExperimentSpec.cache
     trace: bool = ExperimentSpec.trace
     schedule: str = ""
@@ -96,10 +97,14 @@ def _arg_combinations(params: Mapping) -> list[dict]:
     return [dict(zip(names, combo)) for combo in itertools.product(*choices)]
 
 
-def plan(values: FormValues, catalog: Mapping[str, ModelInfo]) -> Plan:
-    """Validate the form exactly as submit will, and count the jobs it would create."""
+def plan(values: FormValues, catalog: Mapping[str, ModelInfo], live_torch: list[str] | None = None) -> Plan:
+    """Validate the form exactly as submit will, and count the jobs it would create. "Every version a live worker
+    offers" (all-live) becomes `live_torch`, the versions live workers run now."""
     out = Plan()
     try:
+        versions = [x for v in values.torch_versions for x in ((live_torch or []) if v == ALL_LIVE else [v])]
+        if ALL_LIVE in values.torch_versions and not live_torch:
+            raise SpecError("torch_versions", "no live worker has published its torch version yet")
         combos = _arg_combinations(values.params)
         for args in combos:
             varying = {k: v for k, v in args.items() if isinstance(values.params[k], (list, tuple))
@@ -112,6 +117,7 @@ def plan(values: FormValues, catalog: Mapping[str, ModelInfo]) -> Plan:
                 "batch_sizes": split_sizes(values.batch_sizes, "batch_sizes"),
                 "task": values.task, "device": values.device, "dtype": values.dtype,
                 **{a.plural: list(getattr(values, a.plural)) for a in COMPILE_AXES}, "cache": values.cache,
+                "torch_versions": versions,
                 "trace": values.trace,
                 "schedule": split_sizes(values.schedule, "schedule"),
                 "iters": values.iters, "timeout_s": values.timeout_s, "repeat": values.repeat, "name": name})

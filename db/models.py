@@ -144,6 +144,23 @@ class Artifact(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
+class CompileCache(Base):
+    """A cold job's compile cache artifacts (torch.compiler.save_cache_artifacts, the "mega-cache"), kept in the
+    database so that a `portable` job on any worker can load them (db.caches). Looked up by `key`: a hash of
+    torch, triton, the device and the spec's compile settings; the newest row of a key is the one loaded."""
+
+    __tablename__ = "compile_caches"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    key: Mapped[str] = mapped_column(String(64), index=True)
+    parts: Mapped[dict] = mapped_column(JSON, default=dict)  # what the key hashes, readable
+    job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id", ondelete="SET NULL"), default=None)
+    bytes: Mapped[int] = mapped_column(Integer)  # as torch serialised them
+    info: Mapped[dict] = mapped_column(JSON, default=dict)  # torch's CacheInfo: artifact keys per kind
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
 class Worker(Base):
     __tablename__ = "workers"
 

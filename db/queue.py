@@ -21,7 +21,18 @@ from db import artifacts as job_artifacts
 from db.engine import atomic, is_sqlite, reading
 from db.models import TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
 from db.record import ResultRecord
-from db.spec import DEVICES, ExperimentSpec, ModelInfo, SweepRequest, stored_spec
+from db.spec import (
+    ALL_LIVE,
+    ANY_TORCH,
+    DEVICES,
+    ExperimentSpec,
+    ModelInfo,
+    SpecError,
+    SweepRequest,
+    stored_spec,
+    torch_matches,
+    torch_prefixes,
+)
 
 WORKER_FRESH_S = 30  # a worker whose heartbeat is older than this is not counted as alive
 
@@ -50,7 +61,14 @@ def submit(engine: Engine, request: SweepRequest, catalog: Mapping[str, ModelInf
 
 def submit_many(engine: Engine, requests: list[SweepRequest], catalog: Mapping[str, ModelInfo] | None,
                 created_by: str | None = None, max_attempts: int = 3) -> list[tuple[int, list[int], list[str]]]:
-    """Several sweeps (say one per value of a model parameter) in one transaction: all or nothing."""
+    """Several sweeps (say one per value of a model parameter) in one transaction: all or nothing. A sweep's
+    torch choice "all-live" becomes the versions live workers offer now (stored so: the sweep says what ran)."""
+    if any(ALL_LIVE in r.torch_versions for r in requests):
+        live = live_torch_versions(engine)
+        if not live:
+            raise SpecError("torch_versions", f"{ALL_LIVE}: no live worker has published its torch version yet")
+        requests = [SweepRequest.from_dict({**r.to_dict(), "torch_versions": [
+            x for v in r.torch_versions for x in (live if v == ALL_LIVE else [v])]}) for r in requests]
     expanded = [(r, *r.expand(catalog)) for r in requests]  # every SpecError before anything is stored
     out = []
     with atomic(engine) as s:
@@ -96,8 +114,9 @@ def requeue_expired(engine: Engine, now: datetime | None = None) -> list[int]:
 
 
 def claim_next(engine: Engine, worker_id: str, devices: Iterable[str], models: Iterable[str],
-               lease_s: float) -> Claim | None:
-    """Atomically take the oldest queued job this worker can run, or None."""
+               lease_s: float, torch_version: str | None = None) -> Claim | None:
+    """Atomically take the oldest queued job this worker can run, or None. A job pinned to a torch version goes
+    only to a worker whose torch matches it (db.spec.torch_matches); without `torch_version`, only unpinned jobs."""
     devices, models = list(devices), list(models)
     if not devices or not models:
         return None
@@ -105,7 +124,7 @@ def claim_next(engine: Engine, worker_id: str, devices: Iterable[str], models: I
     with atomic(engine) as s:
         # SKIP LOCKED (PostgreSQL): a row another claimer holds is passed over, not waited for
         query = (select(Job)
-                 .where(Job.status == JobStatus.QUEUED.value, _claimable(engine, devices, models))
+                 .where(Job.status == JobStatus.QUEUED.value, _claimable(engine, devices, models, torch_version))
                  .order_by(Job.id).limit(1).with_for_update(skip_locked=True))
         job = s.scalars(query).first()
         if job is None:
@@ -120,25 +139,27 @@ def claim_next(engine: Engine, worker_id: str, devices: Iterable[str], models: I
         return Claim(job.id, job.lease_token, job.attempts, job.spec)
 
 
-def _claimable(engine: Engine, devices: list[str], models: list[str]):
-    """The claim filter: jobs for this worker's devices and models, plus rows no worker could ever
+def _claimable(engine: Engine, devices: list[str], models: list[str], torch_version: str | None = None):
+    """The claim filter: jobs for this worker's devices, models and torch (a row stored before jobs named a
+    torch reads as "any"), plus rows no worker could ever
     route (spec not a JSON object, model not a string, device missing or unknown). Any worker takes
     those and fails them with "stored spec is invalid", so a corrupt row neither waits forever nor
     breaks the query for every other job (SQLite's json_extract raises on malformed JSON: it is
     reached only through json_valid)."""
     device, model = Job.spec["device"].as_string(), Job.spec["model"].as_string()
+    pinned = func.coalesce(Job.spec["torch"].as_string(), ANY_TORCH).in_(torch_prefixes(torch_version))
     if is_sqlite(engine):
         sane = case((func.json_valid(Job.spec) == 1,
                      case((func.json_type(Job.spec) == "object",
                            and_(func.json_type(Job.spec, "$.model") == "text", device.in_(DEVICES))),
                           else_=False)),
                     else_=False)
-        wanted = case((sane, and_(device.in_(devices), model.in_(models))), else_=True)
+        wanted = case((sane, and_(device.in_(devices), model.in_(models), pinned)), else_=True)
     else:
         sane = case((func.json_typeof(Job.spec) == "object",
                      and_(func.json_typeof(Job.spec["model"]) == "string", device.in_(DEVICES))),
                     else_=False)
-        wanted = case((sane, and_(device.in_(devices), model.in_(models))), else_=true())
+        wanted = case((sane, and_(device.in_(devices), model.in_(models), pinned)), else_=true())
     return wanted
 
 
@@ -266,6 +287,11 @@ def live_workers(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> list[Worker
                                                    Worker.state != "stopped")).all())
 
 
+def live_torch_versions(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> list[str]:
+    """The torch versions live workers run (their published torch.__version__), sorted."""
+    return sorted({v for w in live_workers(engine, fresh_s) if (v := w.capabilities.get("torch_version"))})
+
+
 def published_catalog(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> dict[str, ModelInfo]:
     """The models that live workers offer (what the dashboard's Submit page lists)."""
     catalog: dict[str, ModelInfo] = {}
@@ -317,11 +343,21 @@ def waiting_reason(spec: Mapping, workers: list[Worker]) -> str | None:
     models = {m["name"] for w in workers for m in w.capabilities.get("models", [])}
     if spec.get("model") not in models:
         return f"no live worker offers model {spec.get('model')}"
+    pin = spec.get("torch") or ANY_TORCH
+    versions = sorted({str(w.capabilities.get("torch_version")) for w in workers})
+    if not any(torch_matches(pin, w.capabilities.get("torch_version")) for w in workers):
+        return f"no live worker has torch {pin} (live: {', '.join(versions)})"
+    able = [w for w in workers if spec.get("device") in w.capabilities.get("devices", [])
+            and spec.get("model") in {m["name"] for m in w.capabilities.get("models", [])}
+            and torch_matches(pin, w.capabilities.get("torch_version"))]
+    if not able:
+        return f"no live worker offers device {spec.get('device')}, model {spec.get('model')} and torch {pin} together"
     return None
 
 
 __all__ = [
     "Claim", "QueueError", "submit", "submit_many", "requeue_expired", "claim_next", "heartbeat_job", "finish", "release",
     "cancel", "hand_back", "resubmit", "register_worker", "heartbeat_worker", "live_workers", "published_catalog",
+    "live_torch_versions",
     "status_counts", "jobs_overview", "waiting_reason",
 ]

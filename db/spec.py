@@ -33,14 +33,49 @@ TASKS = ("inference", "training")
 DEVICES = ("cuda", "cpu")
 DTYPES = ("float32", "bfloat16", "float16", "amp-bfloat16", "amp-float16")  # amp-: fp32 weights under autocast
 DYNAMICS = TRI
-CACHES = ("cold", "warm")
+CACHES = ("cold", "warm", "portable")  # portable: a fresh cache plus the artifacts a cold job stored (db.caches)
 
 MAX_BATCH = 1 << 24
 MAX_SCHEDULE = 64
 MAX_ITERS = 10_000
 MAX_TIMEOUT_S = 24 * 3600
 MAX_REPEAT = 20
-LATER_FIELDS = {"scope": "model"}  # spec fields added since the first release, with the default older rows mean
+LATER_FIELDS = {"scope": "model", "torch": "any"}  # spec fields added since the first release, with the default older rows mean
+ANY_TORCH = "any"  # a job any worker may run, whatever its torch
+ALL_LIVE = "all-live"  # a sweep's torch choice: one job per version a live worker offers (db.queue resolves it)
+_TORCH_PIN = re.compile(r"[0-9]+(\.[0-9A-Za-z]+)*(\+[0-9A-Za-z.]+)?")
+
+
+def torch_matches(pin: str | None, version: str | None) -> bool:
+    """Whether a worker with torch `version` may run a job pinned to `pin`: "any", or a prefix of the version that
+    ends at a component ("2.14" matches "2.14.1+cu128" and "2.14.0", not "2.140"; "2.14.1+cu128" matches itself)."""
+    return (pin or ANY_TORCH) in torch_prefixes(version)
+
+
+def torch_prefixes(version: str | None) -> list[str]:
+    """"any" and every pin that matches `version`: "2.14.1+cu128" -> any, 2, 2.14, 2.14.1, 2.14.1+cu128."""
+    out = [ANY_TORCH]
+    if not version:
+        return out
+    local = version.split("+", 1)
+    parts = local[0].split(".")
+    out += [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    if len(local) > 1:
+        out.append(version)
+    return out
+
+
+def check_torch(value: Any, where: str = "torch") -> str:
+    """A torch pin: "any" or a version prefix such as 2.14, 2.14.1 or 2.14.1+cu128."""
+    if not isinstance(value, str):
+        raise SpecError(where, f"expected a torch version such as 2.14, got {value!r}")
+    text = value.strip()
+    if text.lower() == ANY_TORCH:
+        return ANY_TORCH
+    if len(text) > 64 or not _TORCH_PIN.fullmatch(text):
+        raise SpecError(where, f"{value!r} is not a torch version; give a prefix such as 2.14 (it matches "
+                               f"2.14.1+cu128), {ANY_TORCH}, or {ALL_LIVE} for every version a live worker offers")
+    return text
 MAX_JOBS = 5000  # per submission: a typo in a sweep must not queue a million jobs
 
 
@@ -239,6 +274,9 @@ class ExperimentSpec:
     dynamic: bool | None = None
     fullgraph: bool = False
     scope: str = "model"
+    # the torch this job runs under: "any", or a version prefix a worker's torch.__version__ must start with (at a
+    # component: "2.14" matches "2.14.1+cu128"); only such a worker claims it
+    torch: str = ANY_TORCH
     cache: str = "cold"
     # keep the compile trace (TORCH_TRACE's lines, up to db.artifacts' cap) and tlparse's report of it as artifacts;
     # the output code and FX graphs are kept either way
@@ -267,6 +305,7 @@ class ExperimentSpec:
         put("dynamic", parse_dynamic(self.dynamic))
         put("fullgraph", parse_bool(self.fullgraph, "fullgraph"))
         put("scope", _choice(self.scope, BY_FIELD["scope"].values, "scope"))
+        put("torch", check_torch(self.torch))
         put("cache", _choice(self.cache, CACHES, "cache"))
         put("trace", parse_bool(self.trace, "trace"))
         if isinstance(self.schedule, (str, bytes)) or not isinstance(self.schedule, Iterable):
@@ -350,6 +389,7 @@ class ExperimentSpec:
     def label(self) -> str:
         dyn = dynamic_name(self.dynamic)
         fg = (" fullgraph" if self.fullgraph else "") + (" blocks" if self.scope == "blocks" else "")
+        fg += f" torch {self.torch}" if self.torch != ANY_TORCH else ""
         return f"{self.model} bs={self.batch_size} {self.backend}/{self.mode} dynamic={dyn}{fg} {self.device} {self.dtype} {self.task}"
 
 
@@ -372,6 +412,8 @@ class SweepRequest:
     dynamics: tuple[bool | None, ...] = (ExperimentSpec.dynamic,)
     fullgraphs: tuple[bool, ...] = (ExperimentSpec.fullgraph,)
     scopes: tuple[str, ...] = (ExperimentSpec.scope,)
+    # one job per combination and torch version; ALL_LIVE: each version a live worker offers (at submit time)
+    torch_versions: tuple[str, ...] = (ExperimentSpec.torch,)
     cache: str = ExperimentSpec.cache
     trace: bool = ExperimentSpec.trace
     schedule: tuple[int, ...] = ()
@@ -390,6 +432,14 @@ class SweepRequest:
             if not values:
                 raise SpecError(key, "choose at least one value")
             put(key, values)
+        versions = self.torch_versions
+        if isinstance(versions, (str, bytes)) or not isinstance(versions, Iterable):
+            versions = (versions,)
+        versions = tuple(dict.fromkeys(v.strip().lower() if isinstance(v, str) and v.strip().lower() == ALL_LIVE
+                                       else check_torch(v, "torch_versions") for v in versions))
+        if not versions:
+            raise SpecError("torch_versions", "choose at least one value")
+        put("torch_versions", versions)
         put("trace", parse_bool(self.trace, "trace"))
         put("repeat", _int(self.repeat, "repeat"))
         if not 1 <= self.repeat <= MAX_REPEAT:
@@ -406,7 +456,7 @@ class SweepRequest:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        for key in (*(a.plural for a in AXES), "schedule"):
+        for key in (*(a.plural for a in AXES), "schedule", "torch_versions"):
             d[key] = list(d[key])
         d["model_args"] = dict(self.model_args)
         return d
@@ -414,7 +464,10 @@ class SweepRequest:
     def expand(self, catalog: Mapping[str, ModelInfo] | None = None) -> tuple[list[ExperimentSpec], list[str]]:
         """Every combination as a spec, each one validated; plus notes on combinations left out."""
         specs, notes, seen = [], [], set()
-        for combo in itertools.product(*(getattr(self, a.plural) for a in AXES)):  # the swept axes (db.axes)
+        if ALL_LIVE in self.torch_versions:
+            raise SpecError("torch_versions", f"{ALL_LIVE} names the versions of the live workers: submit through the "
+                                              "queue (db.queue.submit), which resolves it")
+        for *combo, torch in itertools.product(*(getattr(self, a.plural) for a in AXES), self.torch_versions):
             swept = {a.field: v for a, v in zip(AXES, combo)}
             if swept["backend"] != "inductor" and swept["mode"] != "default":
                 notes.append(f"skipped {swept['backend']} with mode {swept['mode']}: modes apply to backend "
@@ -426,13 +479,13 @@ class SweepRequest:
                 notes.append(f"{fold_note(swept['mode'], self.device)}: " + (
                     f"one {mode} job runs for both" if both else f"its jobs run as {mode}"))
                 swept["mode"] = mode
-            if tuple(swept.values()) in seen:
+            if (*swept.values(), torch) in seen:
                 continue
-            seen.add(tuple(swept.values()))
+            seen.add((*swept.values(), torch))
             spec = ExperimentSpec(
                 model=self.model, model_args=self.model_args, task=self.task, device=self.device, dtype=self.dtype,
                 cache=self.cache, trace=self.trace, schedule=self.schedule, iters=self.iters,
-                timeout_s=self.timeout_s, **swept)
+                timeout_s=self.timeout_s, torch=torch, **swept)
             if catalog is not None:
                 spec = spec.check_model(catalog)
             specs.extend([spec] * self.repeat)

@@ -120,9 +120,15 @@ def probe(out: str) -> None:
     """What this host's child can do: torch version, whether CUDA is visible, and the device name."""
     import torch
 
-    info = {"torch_version": torch.__version__, "cuda": torch.cuda.is_available(),
-            "device_count": torch.cuda.device_count() if torch.cuda.is_available() else 0,
-            "device_name": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+    from runner.environment import environment
+
+    cuda, cpu_env = torch.cuda.is_available(), environment("cpu")
+    info = {"torch_version": torch.__version__, "cuda": cuda,
+            "device_count": torch.cuda.device_count() if cuda else 0,
+            "device_name": torch.cuda.get_device_name(0) if cuda else None,
+            # with the versions, what keys a portable compile cache (db.caches)
+            "capability": ".".join(map(str, torch.cuda.get_device_capability(0))) if cuda else None,
+            "triton_version": cpu_env["triton_version"], "cpu_name": cpu_env["device_name"]}
     write_atomic(out, info)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sqlalchemy import exc as sa_exc
 
-from db import answer, artifacts, queue
+from db import answer, artifacts, queue, versions
 from db.axes import AXES, BY_FIELD, COMPILE_AXES
 from db.database import get_engine
 from db.engine import DatabaseError, describe, resolve_url
@@ -47,12 +47,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--device")
     s.add_argument("--dtype")
     s.add_argument("--task")
-    s.add_argument("--cache", help="cold (fresh compile cache per job) or warm (the worker's cache)")
+    s.add_argument("--cache", help="cold (fresh compile cache per job; its artifacts are kept in the database), warm "
+                                   "(the worker's cache) or portable (a fresh cache plus the artifacts a cold job of "
+                                   "the same settings kept: a colleague's first call on another host)")
     s.add_argument("--trace", help="true (default): keep each job's compile trace and tlparse report; false: only "
                                    "the output code and FX graphs")
     s.add_argument("--schedule", help="sizes called in order after the steady state, e.g. 8,16,32")
     s.add_argument("--iters", help="interleaved eager/compiled rounds")
     s.add_argument("--timeout", help="seconds before the child is killed")
+    s.add_argument("--torch", action="append", dest="torch_versions", metavar="VERSION",
+                   help="run each combination under this torch (repeat for a version axis): a prefix of a worker's "
+                        "torch.__version__ at a component (2.14 matches 2.14.1+cu128), any (default), or all-live: "
+                        "every version a live worker offers now; only a worker whose torch matches claims the job")
     s.add_argument("--repeat", help="run each combination this many times")
     s.add_argument("--name", help="sweep name")
     s.add_argument("--models-dir", action="append", default=[],
@@ -101,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_db(r)
     r.add_argument("--format", choices=("md", "json", "csv"), default="md")
     r.add_argument("--sweep", type=_row_id, action="append", help="only these sweeps")
+    r.add_argument("--versions", action="store_true",
+                   help="the version diff instead: each configuration under two torch versions side by side, the "
+                        f"change in speedup, compiled latency and cold first call, better or worse past "
+                        f"{versions.THRESHOLD_PCT:g}%%")
     r.add_argument("-o", "--output", help="file to write (default: stdout)")
 
     a = sub.add_parser("artifact", help="write out one of a job's artifacts (output_code, fx_graphs, trace, tlparse)")
@@ -167,7 +177,8 @@ def cmd_submit(args) -> int:
     swept = [(a.plural, getattr(args, a.plural)) for a in COMPILE_AXES]
     for key, value in (*swept, ("device", args.device), ("dtype", args.dtype),
                        ("task", args.task), ("cache", args.cache), ("trace", args.trace), ("iters", args.iters),
-                       ("timeout_s", args.timeout), ("repeat", args.repeat), ("name", args.name)):
+                       ("timeout_s", args.timeout), ("repeat", args.repeat), ("name", args.name),
+                       ("torch_versions", args.torch_versions)):
         if value is not None:  # unset flags keep the dataclass defaults: defaults live once
             fields[key] = value
     if args.schedule is not None:
@@ -248,10 +259,13 @@ def cmd_status(args) -> int:
     counts = queue.status_counts(engine)
     workers = queue.live_workers(engine)
     jobs = queue.jobs_overview(engine, limit=30)
+    for j in jobs:  # why a queued job may wait forever (no live worker has its device, model or torch)
+        j["waiting_reason"] = queue.waiting_reason(j["spec"], workers) if j["status"] == "queued" else None
     if args.json:
         print(json.dumps({"database": describe(resolve_url(args.db)), "counts": counts,
                           "workers": [{"id": w.id, "hostname": w.hostname, "gpu": w.gpu, "state": w.state,
-                                       "job": w.current_job_id, "heartbeat_at": w.heartbeat_at.isoformat()}
+                                       "job": w.current_job_id, "heartbeat_at": w.heartbeat_at.isoformat(),
+                                       "torch_version": w.capabilities.get("torch_version")}
                                       for w in workers],
                           "jobs": jobs}, default=str, indent=1))
         return 0
@@ -260,17 +274,17 @@ def cmd_status(args) -> int:
     now = utcnow()
     print(f"live workers: {len(workers)}" + "".join(
         f"\n  {w.id}  host {w.hostname}  gpu {w.gpu if w.gpu is not None else '-'}  {w.state}"
-        + (f" job {w.current_job_id}" if w.current_job_id else "")
+        + f"  torch {w.capabilities.get('torch_version')}" + (f" job {w.current_job_id}" if w.current_job_id else "")
         + f"  heartbeat {(now - w.heartbeat_at).total_seconds():.0f} s ago" for w in workers))
     for j in jobs:
         spec = j["spec"]
         line = (f"{j['job_id']:>6}  {j['status']:<10} {spec.get('model')} bs={spec.get('batch_size')} "
-                f"{spec.get('backend')}/{spec.get('mode')} dyn={spec.get('dynamic')} {spec.get('device')}")
+                f"{spec.get('backend')}/{spec.get('mode')} dyn={spec.get('dynamic')} {spec.get('device')}"
+                + (f" torch {spec['torch']}" if spec.get("torch", "any") != "any" else ""))
         if j["status"] == "running":
             line += f"  [{j['phase']}" + (f" {j['progress']:.0%}" if j["progress"] is not None else "") + "]"
         elif j["status"] == "queued":
-            why = queue.waiting_reason(spec, workers)
-            line += f"  ({why})" if why else ""
+            line += f"  ({j['waiting_reason']})" if j["waiting_reason"] else ""
         elif j["error"]:
             line += f"  {j['error'][:100]}"
         print(line)
@@ -298,8 +312,12 @@ def cmd_export(args) -> int:
 
 
 def cmd_report(args) -> int:
-    rows = answer.report(get_engine(args.db), sweep_ids=args.sweep)
-    text = {"md": answer.rows_markdown, "json": answer.rows_json, "csv": answer.rows_csv}[args.format](rows)
+    if args.versions:
+        rows = versions.report(get_engine(args.db), sweep_ids=args.sweep)
+        text = {"md": versions.rows_markdown, "json": answer.rows_json, "csv": versions.rows_csv}[args.format](rows)
+    else:
+        rows = answer.report(get_engine(args.db), sweep_ids=args.sweep)
+        text = {"md": answer.rows_markdown, "json": answer.rows_json, "csv": answer.rows_csv}[args.format](rows)
     if args.output:
         Path(args.output).write_text(text)
     else:

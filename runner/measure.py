@@ -29,7 +29,7 @@ from db.artifacts import write_dir
 from db.record import ResultRecord
 from db.spec import ExperimentSpec
 from runner import cudagraphs as cudagraphs_health
-from runner import recompiles, tlparse_report
+from runner import megacache, recompiles, tlparse_report
 from runner.accuracy import compare, reference, skip_reason, tensors
 from runner.environment import environment, environment_detail, gpu_state, host_state
 from runner.introspect import (
@@ -88,6 +88,7 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
     from torch._dynamo.utils import set_compilation_metrics_limit
 
     set_compilation_metrics_limit(1_000_000)  # we slice this list by position: it must never roll over (64)
+    loaded = megacache.load()  # a portable job: a colleague's artifacts, before anything compiles
     report("building", None)
     job = build(spec, entry)
     try:
@@ -107,6 +108,11 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
         raise
     keep_artifacts(job, artifacts_dir, report)
     result = record(job, first, steady, work, schedule, kernels)
+    saved = megacache.save()  # a cold job: what a portable job of the same settings will load
+    if loaded is not None:
+        loaded["kernel_libraries_built"] = megacache.built_here(loaded)
+        loaded.pop("restored", None)
+    result.detail["mega_cache"] = {k: v for k, v in (("loaded", loaded), ("saved", saved)) if v is not None}
     result.detail["measure_s"] = time.perf_counter() - started
     return result
 

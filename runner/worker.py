@@ -37,7 +37,7 @@ from db.database import get_engine
 from db.engine import DatabaseGone, MalformedJSON, check_identity, file_identity
 from db.models import JobStatus
 from db.spec import ExperimentSpec, SpecError
-from runner import ceilings, zoo
+from runner import ceilings, portable, zoo
 from runner.child import WORKER_PID_ENV
 from runner.lease import LeaseKeeper, read_progress
 from runner.reaper import kill_tree
@@ -89,6 +89,7 @@ class Worker:
         self.home = Path(cfg.home).resolve()
         self.entries = zoo.catalog(cfg.models_dirs)
         self.capabilities: dict = {}
+        self.probe: dict = {}  # torch, triton, devices: what keys a portable compile cache (runner.portable)
         self.spawner = make_spawner(cfg.spawn, self._env(), PROJECT_ROOT)
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -107,10 +108,11 @@ class Worker:
         signal.signal(signal.SIGINT, handler)
 
     def start(self) -> None:
-        probe = self._probe()
+        probe = self.probe = self._probe()
         devices = (["cuda", "cpu"] if probe.get("cuda") else ["cpu"])
         self.capabilities = {
             "devices": devices, "device_name": probe.get("device_name"), "torch_version": probe.get("torch_version"),
+            "triton_version": probe.get("triton_version"),
             "models": [e.info.to_dict() for e in self.entries.values()], "pid": os.getpid(),
             "models_dirs": [str(d) for d in self.cfg.models_dirs],
         }
@@ -161,7 +163,7 @@ class Worker:
                     queue.requeue_expired(self.engine)
                     claimed_at = time.monotonic()  # the lease runs from (no later than) here
                     claim = queue.claim_next(self.engine, self.id, self.capabilities["devices"], models,
-                                             self.cfg.lease_s)
+                                             self.cfg.lease_s, self.capabilities["torch_version"])
                     if claim is None:
                         queue.heartbeat_worker(self.engine, self.id, "idle")
                 except (OperationalError, OSError) as e:  # database down or locked past the busy timeout, or
@@ -271,7 +273,7 @@ class Worker:
         shutil.rmtree(jobdir / "artifacts", ignore_errors=True)
         env = self._env()
         cold_dir = None
-        if spec.cache == "cold":  # a fresh, empty compile cache for this job only
+        if spec.cache in ("cold", "portable"):  # a fresh, empty compile cache for this job only
             cold_dir = jobdir / "cache"
             shutil.rmtree(cold_dir, ignore_errors=True)
             cache = cold_dir
@@ -279,6 +281,7 @@ class Worker:
             cache = self.home / "cache"
         env["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
         env["TRITON_CACHE_DIR"] = str(cache / "triton")
+        mega = portable.prepare(self.engine, spec, self.probe, jobdir, env)  # load or save the mega-cache
         argv = ["--spec", str(spec_file), "--result", str(result_file), "--progress", str(progress_file),
                 "--lease-file", str(jobdir / "lease")]
         for d in self.cfg.models_dirs:
@@ -308,7 +311,10 @@ class Worker:
         phase, _ = read_progress(progress_file)
         if rc == -signal.SIGKILL and time.monotonic() > lease.child_deadline():  # the child's keeper stopped it
             return self._lease_stale(claim, lease, phase)
-        return read_outcome(rc, result_file, phase)
+        outcome = read_outcome(rc, result_file, phase)
+        if outcome.status is JobStatus.SUCCEEDED:
+            portable.finish(self.engine, mega, claim.job_id, outcome.result, jobdir)
+        return outcome
 
     def _check(self, proc, claim, lease, progress_file: Path, deadline: float, spec: ExperimentSpec,
                stop_deadline: float | None):

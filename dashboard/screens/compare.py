@@ -4,10 +4,10 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from dashboard import diff, frame, state
+from dashboard import diff, frame, state, versiondiff
 from dashboard.markup import md
 from dashboard.markup import plot as plot_text
-from db import axes, views
+from db import axes, versions, views
 from db.results import export_records
 from db.spec import dynamic_text
 
@@ -109,6 +109,10 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
     if rows_a.empty and rows_b.empty:
         st.info("Neither sweep has finished jobs yet.")
         return
+    by_version = versions.report(state.engine(), sweep_ids=sorted({a, b}))
+    if by_version:  # the two sweeps (or one, pinned to several) ran the same configurations under two torch versions
+        st.markdown("**Torch versions**: the same configuration under each version these sweeps ran")
+        versiondiff.show(by_version, key="compare_versions")
     old_timing(rows_a, rows_b)
     nums = diff.numbers(rows_a, rows_b)
     apart = diff.compared(rows_a, rows_b)
@@ -145,6 +149,44 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
     fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), title="Speedup (latency), A vs B",
                       legend=dict(orientation="h", y=-0.3))
     st.plotly_chart(fig, key="compare_speedup")
+
+
+def compare_versions(df: pd.DataFrame, summaries: list) -> None:
+    """Every configuration the chosen sweeps ran under two torch versions or more, version against version."""
+    labels = {s.id: s.label for s in summaries}
+    versioned = df[df["status"] == "succeeded"].groupby("sweep_id")["torch_version"].nunique() if not df.empty else None
+    several = [s.id for s in summaries if versioned is not None and versioned.get(s.id, 0) > 1]
+    ids = [s.id for s in summaries]
+    if "vs" not in st.session_state:  # from the link (?vs=3&vs=4), else the newest sweep that ran several versions
+        linked = [i for i in ids if str(i) in st.query_params.get_all("vs")]
+        st.session_state["vs"] = linked or several[:1] or ids[:2]
+    chosen = st.multiselect("Sweeps", [s.id for s in summaries], format_func=lambda i: labels.get(i, str(i)), key="vs",
+                            help="The sweeps whose jobs are set version against version (a sweep pinned to several "
+                                 "versions with --torch, or one sweep per version)")
+    st.query_params["vs"] = [str(i) for i in chosen]
+    if not chosen:
+        st.info("Choose one sweep or more.")
+        return
+    rows = versions.report(state.engine(), sweep_ids=chosen)
+    if not rows:
+        seen = sorted(df.loc[df["sweep_id"].isin(chosen) & (df["status"] == "succeeded"), "torch_version"].dropna()
+                      .unique())
+        st.info(f"No configuration in these sweeps ran under two torch versions (versions seen: "
+                f"{md(', '.join(seen)) or 'none'}). Pin a sweep to several: `--torch 2.13 --torch 2.14`, or "
+                "**Torch versions** on Submit.")
+        return
+    versiondiff.show(rows, key="versions_table")
+    plot = pd.DataFrame([{"configuration": f"bs {r['batch_size']} · {plot_text(r['config'])}", "torch": plot_text(v),
+                          "speedup": s} for r in rows for v, s in ((r["torch_a"], r["speedup_a"]),
+                                                                     (r["torch_b"], r["speedup_b"]))])
+    plot = plot.drop_duplicates().dropna(subset=["speedup"])
+    if not plot.empty:
+        fig = px.bar(plot, x="configuration", y="speedup", color="torch", barmode="group",
+                     labels={"configuration": "", "torch": "torch"})
+        fig.add_hline(y=1.0, line=dict(dash="dot", color="#444"))
+        fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), title="Speedup (latency) per torch version",
+                          legend=dict(orientation="h", y=-0.3))
+        st.plotly_chart(fig, key="versions_speedup")
 
 
 def old_timing(rows_a: pd.DataFrame, rows_b: pd.DataFrame) -> None:
@@ -224,11 +266,13 @@ summaries = views.sweeps(engine)
 if not summaries:
     st.info("Nothing to compare yet: submit a sweep first.")
     st.stop()
-kind = st.segmented_control("Compare", ["sweeps", "runs"], key="kind", bind="query-params", default="sweeps",
-                            required=True)
+kind = st.segmented_control("Compare", ["sweeps", "runs", "torch versions"], key="kind", bind="query-params",
+                            default="sweeps", required=True)
 df = state.results()
 if kind == "sweeps":
     compare_sweeps(df, summaries)
+elif kind == "torch versions":
+    compare_versions(df, summaries)
 elif df.empty:
     st.info("No finished runs yet.")
 else:

@@ -8,7 +8,8 @@ import streamlit as st
 import streamlit.components.v1 as components
 
 from dashboard import state, story
-from db import artifacts, views
+from dashboard.markup import md
+from db import artifacts, caches, views
 from db.results import export_records
 
 SHOWN_CHARS = 400_000  # more than this is offered as a download only: the browser chokes on larger code blocks
@@ -36,6 +37,21 @@ def headline(r: dict) -> None:
     c[3].metric("Host ops per call", f"{_n(r['eager_host_ops'], '{}')} → {_n(r['compiled_host_ops'], '{}')}",
                 help="every aten op the host dispatched, nested ones included")
     c[4].metric("Compiled first call", _n(r["compiled_first_call_s"], "{:.3g}", " s"))
+
+
+def first_calls(r: dict) -> None:
+    """This job's first call beside the same settings' under the other compile caches (same torch, same device)."""
+    alike = caches.first_calls_alike(state.engine(), r["job_id"])
+    lines = story.portable_lines(r)
+    if not lines and len(alike) < 2:
+        return
+    st.subheader("First call: cold, warm, portable")
+    if alike:
+        st.dataframe([{"compile cache": a["cache"], "first call (s)": round(a["first_call_s"], 3), "runs": a["runs"],
+                       "jobs": ", ".join(f"#{j}" for j in a["job_ids"][-6:])} for a in alike],
+                     hide_index=True, width="stretch")
+    for line in lines:
+        st.caption(md(line))  # torch's error text may hold markup characters
 
 
 def compiler(r: dict) -> None:
@@ -135,6 +151,7 @@ if record["status"] == "succeeded":
     line = story.kernels_line(record)
     if line:
         st.caption(f"Fusion: {line}.")
+    first_calls(record)
     compiler(record)
 artifact_view(int(job_id), record["artifacts"])
 tlparse_view(int(job_id), record["artifacts"])

@@ -38,6 +38,7 @@ def describe(spec: dict) -> str:
     args = spec.get("model_args") or {}
     what += "".join(f" {k}={v}" for k, v in args.items()) + f" · {spec.get('device')} {spec.get('dtype')}"
     what += f" · {spec.get('cache') or 'cold'} cache"  # warm and cold jobs must not look alike
+    what += f" · torch {spec['torch']}" if spec.get("torch", "any") != "any" else ""
     return what + (f" · schedule {', '.join(map(str, spec['schedule']))}" if spec.get("schedule") else "")
 
 
@@ -77,6 +78,15 @@ def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
                         text=f"**#{r['job_id']}** {describe(r['spec'])} — **{r['phase'] or 'starting'}**{pct}{elapsed}"
                              f" · attempt {r['attempts']} on {r['worker']}")
     st.subheader(f"Jobs ({len(rows)}{' newest' if len(rows) == 500 else ''})")
+    stuck: dict[str, list[int]] = {}  # queued jobs no live worker can take (the sidebar says when none is alive)
+    for r in rows:
+        why = queue.waiting_reason(r["spec"], workers) if r["status"] == "queued" and workers else None
+        if why:
+            stuck.setdefault(why, []).append(r["job_id"])
+    for why, ids in stuck.items():
+        st.warning(f"{len(ids)} queued job{'s' if len(ids) > 1 else ''} wait{'' if len(ids) > 1 else 's'}: "
+                   f"{md(why)} ({', '.join(f'#{i}' for i in ids[:8])}{' …' if len(ids) > 8 else ''})",
+                   icon=":material/hourglass_disabled:")
     if not rows:
         st.info("No jobs match. Submit a sweep on the Submit page.")
     else:

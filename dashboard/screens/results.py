@@ -7,7 +7,20 @@ Only the open tab runs (st.tabs bound to the URL's `view`), so a visit pays for 
 copied link opens the same tab."""
 import streamlit as st
 
-from dashboard import answer, charts, diagnosis, filters, frame, labels, refresh, repeats, roofline, state, stats
+from dashboard import (
+    answer,
+    cachecompare,
+    charts,
+    diagnosis,
+    filters,
+    frame,
+    labels,
+    refresh,
+    repeats,
+    roofline,
+    state,
+    stats,
+)
 from dashboard.markup import md
 from db import axes, ceilings_view, results, views
 from db.results import RECORD_FIELDS
@@ -153,6 +166,7 @@ def launch_figures(key: tuple, _shown, model: str, _store) -> dict:
     host = stats.gpu_latency_frame(v["agg"])
     return {"breakdown": diagnosis.warmup_breakdown(parts, v["fails"]), "empty": parts.empty,
             "rows": len(diagnosis.breakdown_rows(parts, v["fails"])),
+            "caches": cachecompare.side_by_side(view),
             "no_breakdown": bool((parts["part"] == stats.NO_BREAKDOWN).any()),
             "host": None if host.empty else diagnosis.gpu_in_latency(host, v["fails"], diagnosis.breakdown_rows(parts, v["fails"]))}
 
@@ -256,6 +270,14 @@ def first_call_and_launch(parts: dict) -> None:
         st.info("No job of this model in view succeeded: there is no first call to break down (the failures are "
                 "under **Failures**).", icon=":material/info:")
         return
+    if not parts["caches"].empty:
+        st.markdown("**Cold, warm and portable first calls** (median compiled first call per compile cache)")
+        st.dataframe(parts["caches"], hide_index=True, width="stretch", column_config={
+            **{c: st.column_config.NumberColumn(format="%.2f") for c in cachecompare.COLUMNS.values()},
+            "portable vs cold": st.column_config.NumberColumn(format="%.1f×", help="cold / portable first call")})
+        st.caption("portable: a fresh cache directory plus the bundle a cold job of the same settings kept (torch's "
+                   "mega-cache and the compiled kernel libraries): the first call a colleague on another host pays. "
+                   "Each job's page says what it loaded and which cache layers hit.")
     wide = parts["host"] is None or parts["rows"] > WIDE_PAST  # many rows: each plot takes the page's width
     left, right = (st.container(), st.container()) if wide else st.columns(2)
     left.plotly_chart(parts["breakdown"], key="plot_breakdown")

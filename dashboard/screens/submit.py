@@ -14,13 +14,14 @@ from dashboard.presets import PRESETS
 from dashboard.submission import FormValues, message, plan, slot_for, submit_all
 from db import queue, views
 from db.axes import COMPILE_AXES
-from db.spec import CACHES, DEVICES, DTYPES, MAX_ITERS, MAX_REPEAT, MAX_TIMEOUT_S, SpecError
+from db.spec import ALL_LIVE, ANY_TORCH, CACHES, DEVICES, DTYPES, MAX_ITERS, MAX_REPEAT, MAX_TIMEOUT_S, SpecError
 
 KEYS = {  # form field -> widget key (every widget keeps its value across pages for this session)
     "model": "f_model", "task": "f_task", "device": "f_device", "dtype": "f_dtype", "batch_sizes": "f_batch",
     **{axis.plural: f"f_{axis.plural}" for axis in COMPILE_AXES},  # the swept axes (db.axes)
     "cache": "f_cache", "trace": "f_trace", "schedule": "f_schedule", "iters": "f_iters", "timeout_s": "f_timeout",
-    "repeat": "f_repeat", "name": "f_name"}
+    "repeat": "f_repeat", "name": "f_name", "torch_versions": "f_torch"}
+TORCH_CHOICES = {ALL_LIVE: "every version a live worker offers", ANY_TORCH: "any"}
 
 
 def arg_key(model: str, name: str) -> str:
@@ -139,10 +140,20 @@ def sweep_form(catalog: dict, devices: set) -> None:
             picked[axis.plural] = st.pills(axis.label, list(axis.values), selection_mode="multi", key=KEYS[axis.plural],
                                            persist_state="session", wrap=True, help=axis.form_help or None)
             slots[axis.plural] = st.empty()
+        live_torch = queue.live_torch_versions(state.engine())
+        options = list(dict.fromkeys([ANY_TORCH, *live_torch, ALL_LIVE, *st.session_state[KEYS["torch_versions"]]]))
+        torch_versions = st.pills("Torch versions", options, selection_mode="multi", key=KEYS["torch_versions"],
+                                  persist_state="session", wrap=True, format_func=lambda v: TORCH_CHOICES.get(v, v),
+                                  help="One job per combination and version; only a worker whose torch matches runs "
+                                       "it. any: whichever worker is free. A version from the CLI (--torch 2.14) "
+                                       "matches at a component: 2.14 runs on 2.14.1+cu128.")
+        slots["torch_versions"] = st.empty()
     with right:
         st.subheader("How to measure")
         cache = st.radio("Compile cache", list(CACHES), key=KEYS["cache"], horizontal=True, persist_state="session",
-                         help="cold: a fresh, empty inductor/triton cache for the job; warm: the worker's cache")
+                         help="cold: a fresh, empty inductor/triton cache for the job (its artifacts are kept in the "
+                              "database); warm: the worker's cache; portable: a fresh cache plus the artifacts a "
+                              "cold job of the same settings kept, the first call a colleague on another host pays")
         slots["cache"] = st.empty()
         trace = st.checkbox("Keep the compile trace", key=KEYS["trace"], persist_state="session",
                             help="TORCH_TRACE's lines (capped at 4 MB of text) and tlparse's report, on the job's page; "
@@ -176,9 +187,9 @@ def sweep_form(catalog: dict, devices: set) -> None:
         slots["name"] = st.empty()
 
     values = FormValues(model=model, params=params, task=task, device=device, dtype=dtype, batch_sizes=batch,
-                        **picked, cache=cache, trace=trace,
+                        **picked, torch_versions=torch_versions, cache=cache, trace=trace,
                         schedule=schedule, iters=iters, timeout_s=timeout_s, repeat=repeat, name=name)
-    planned = plan(values, catalog)
+    planned = plan(values, catalog, live_torch)
     for error in planned.errors:  # under its field, each one (two fields may hold the same slot: one message)
         slots.get(slot_for(error.field), st).error(md(message(error)), icon=":material/error:")
     if device not in devices:

@@ -194,6 +194,18 @@ def test_queue_shows_phase_progress_and_why_jobs_wait(worker):
     assert at.multiselect(key="qsweep") and at.button_group(key="qstatus")
 
 
+def test_queue_says_a_job_waits_for_a_torch_no_live_worker_has(worker):
+    from db.spec import SweepRequest
+
+    ids = queue.submit(worker, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu",
+                                            torch_versions=["2.99", "2.13"]), zoo.model_infos(zoo.catalog()))[1]
+    table = ok(page("queue")).dataframe[0].value.set_index("job")
+    assert table.loc[ids[0], "note"] == "no live worker has torch 2.99 (live: 2.13.0)"
+    assert table.loc[ids[1], "note"] == "waiting for a free worker" and "torch 2.13" in table.loc[ids[1], "what"]
+    why = md("no live worker has torch 2.99 (live: 2.13.0)")  # escaped: a version text is shown as text
+    assert any(f"1 queued job waits: {why} (#{ids[0]})" in w for w in texts(ok(page("queue")).warning))
+
+
 def test_queue_cancel_and_resubmit_through_the_form(worker):
     ids = submit_some(worker)
     at = ok(page("queue"))
@@ -404,6 +416,31 @@ def test_jobs_whose_stored_spec_the_worker_refused_do_not_break_a_page(results):
     ok(page("results", status="succeeded", plot="simplenet"))
     ok(page("compare", a="1", b="2"))
     ok(page("compare", kind="runs", ja="1", jb="2"))
+
+
+def test_compare_sets_one_sweep_under_two_torch_versions_side_by_side(worker):
+    """One sweep pinned to two versions, each job run by a worker of that version: Compare's torch versions view
+    and the block under the answer on Results show the change, coloured past 5%."""
+    from db.spec import SweepRequest
+
+    ids = queue.submit(worker, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", name="upgrade",
+                                            torch_versions=["2.13", "2.14"]), zoo.model_infos(zoo.catalog()))[1]
+    for job_id, version, compiled_ms, first in ((ids[0], "2.13.0+cpu", 1.0, 10.0), (ids[1], "2.14.1+cu130", 0.8, 10.2)):
+        claim = queue.claim_next(worker, "w", ["cpu"], ["simplenet"], 60, torch_version=version)
+        assert claim.job_id == job_id
+        queue.finish(worker, claim.job_id, claim.token, JobStatus.SUCCEEDED, result={
+            "eager_ms": 2.0, "compiled_ms": compiled_ms, "speedup": 2.0 / compiled_ms, "compiled_first_call_s": first,
+            "eager_first_call_s": 0.1, "recompiles": 0, "torch_version": version})
+    at = ok(page("compare", kind="torch versions"))
+    assert at.multiselect(key="vs").value == [1]
+    table = at.dataframe[0].value  # the Styler's data
+    assert table.iloc[0]["torch A → B"] == "2.13.0+cpu → 2.14.1+cu130"
+    assert (table.iloc[0]["speedup Δ"], table.iloc[0]["compiled ms Δ"], table.iloc[0]["cold first call s Δ"]) == \
+        ("+25.0%", "-20.0%", "+2.0%")
+    styles = at.dataframe[0].proto.arrow_data.styler.styles
+    assert "rgba(44, 160, 44" in styles and "rgba(214, 39, 40" not in styles  # better twice, the first call within 5%
+    results = ok(page("results"))
+    assert "Torch versions: simplenet" in [s.value for s in results.subheader]
 
 
 def test_results_without_data_points_to_submit(lab):

@@ -87,3 +87,34 @@ def test_cli_writes_one_artifact_out(db_url, tmp_path):
     assert out.read_text() == "# generated\ndef call(args): pass\n"
     missing = run_cli("artifact", str(claim.job_id), "trace", "--db", db_url)
     assert missing.returncode == 2 and "has no artifact 'trace' (it has: output_code)" in missing.stderr
+
+
+def test_a_worker_claims_jobs_pinned_to_its_torch_and_never_another(db_url, tmp_path):
+    """A real worker (this venv's torch) runs the job pinned to its version; the one pinned to 2.99 stays queued,
+    and `status` (text and --json) says which torch it waits for while the worker is live."""
+    import json
+    import signal
+
+    import torch
+
+    from tests.conftest import records, start_worker, submit, wait_until
+
+    mine = ".".join(torch.__version__.split("+")[0].split(".")[:2])  # "2.13"
+    ids = submit(db_url, "--model", "tiny", "--batch", "4", "--backend", "eager", "--device", "cpu", "--iters", "2",
+                 "--trace", "false", "--torch", "2.99", "--torch", mine)
+    proc = start_worker(db_url, tmp_path / "home")
+    try:
+        wait_until(lambda: records(db_url)[ids[1]]["status"] not in ("queued", "running"), 300, "the pinned job")
+        recs = records(db_url)
+        assert recs[ids[1]]["status"] == "succeeded", recs[ids[1]]["error"]
+        assert recs[ids[1]]["torch_version"] == torch.__version__ and recs[ids[0]]["status"] == "queued"
+        status = json.loads(run_cli("status", "--db", db_url, "--json").stdout)
+        job = next(j for j in status["jobs"] if j["job_id"] == ids[0])
+        assert job["waiting_reason"] == f"no live worker has torch 2.99 (live: {torch.__version__})"
+        assert [w["torch_version"] for w in status["workers"]] == [torch.__version__]
+        text = run_cli("status", "--db", db_url).stdout
+        assert f"torch 2.99  (no live worker has torch 2.99 (live: {torch.__version__}))" in text
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+    assert records(db_url)[ids[0]]["status"] == "queued"

@@ -169,3 +169,29 @@ def test_amp_training_and_compiling_each_block(db_url, tmp_path):
     refused = run_cli("submit", "--db", db_url, "--model", "tiny", "--batch", "8", "--scope", "blocks",
                       "--device", "cpu", "--models-dir", str(FIXTURE_MODELS))
     assert refused.returncode == 2 and "scope: model 'tiny' names no repeated blocks" in refused.stderr
+
+
+def test_a_portable_job_loads_what_a_cold_job_of_the_same_settings_kept(db_url, tmp_path):
+    """A team's warm cache: a cold job on one worker stores its compile cache bundle (torch's mega-cache and the
+    kernel libraries) under its key; a portable job of the same spec on another worker (another home, a fresh
+    cache directory) loads it before compiling, and every cache layer hits."""
+    ids = submit(db_url, "--model", "tiny", "--batch", "8", "--cache", "cold", "--device", "cpu", "--iters", "3",
+                 "--trace", "false")
+    ids += submit(db_url, "--model", "tiny", "--batch", "8", "--cache", "portable", "--device", "cpu", "--iters", "3",
+                  "--trace", "false")
+    work(db_url, tmp_path / "host-a", "--max-jobs", "1")
+    work(db_url, tmp_path / "host-b", "--drain")
+    recs = records(db_url)
+    cold, port = recs[ids[0]], recs[ids[1]]
+    assert cold["status"] == port["status"] == "succeeded", (cold["error"], port["error"])
+    saved = cold["mega_cache"]["saved"]
+    assert saved["stored"] is True and saved["bytes"] > 0 and saved["artifacts"].get("inductor", 0) >= 1
+    assert cold["cache_layers"]["fxgraph"]["miss"] >= 1 and cold["cache_layers"]["fxgraph"]["hit"] == 0
+    mega = port["mega_cache"]
+    assert mega["key"] == cold["mega_cache"]["key"] and mega["source"] == {"job_id": ids[0], "bytes": saved["bytes"]}
+    assert mega["loaded"]["mega_cache_loaded"] is True and "note" not in mega
+    assert mega["loaded"]["kernel_libraries_built"] == 0  # every compiled kernel came from the bundle
+    assert port["cache_layers"]["fxgraph"]["hit"] >= 1 and port["cache_layers"]["aotautograd"]["hit"] >= 1
+    assert port["cache_layers"]["fxgraph"]["miss"] == 0
+    print(f"first call: cold {cold['compiled_first_call_s']:.2f} s, portable {port['compiled_first_call_s']:.2f} s "
+          f"({cold['compiled_first_call_s'] / port['compiled_first_call_s']:.1f}x)")

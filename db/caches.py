@@ -1,0 +1,125 @@
+"""A team's warm cache: cold jobs' compile cache artifacts (torch's "mega-cache",
+torch.compiler.save_cache_artifacts) kept in the database, where every worker can fetch them, for `portable`
+jobs (a colleague's first call on another host: a fresh cache directory plus these artifacts).
+
+Keyed by what changes the compiled code: torch and triton versions, the device (name and compute capability)
+and the spec's compile settings (model and sizes, task, dtype, backend, mode, dynamic, fullgraph, scope). The
+key is a hash; `parts` keeps what it hashes, readable. A key keeps its newest bundle only. No torch here: the
+worker computes the key from its probe.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Mapping
+
+from sqlalchemy import Engine, delete, select
+
+from db.engine import atomic, reading
+from db.models import CompileCache
+from db.spec import ExperimentSpec
+
+MAX_CACHE_BYTES = 64 << 20  # one job's artifacts: a large model's kernels on a GPU are a few MB to tens of MB
+# the spec fields that change what torch.compile builds (not iters, timeout, schedule, trace, cache)
+SETTINGS = ("model", "model_args", "batch_size", "task", "device", "dtype", "backend", "mode", "dynamic",
+            "fullgraph", "scope")
+ENV = ("torch_version", "triton_version", "device_name", "capability")
+NO_ARTIFACTS = "no artifacts for this key"
+
+
+@dataclass(frozen=True)
+class Found:
+    """The newest artifacts stored under a key."""
+
+    key: str
+    job_id: int | None
+    bytes: int
+    data: bytes
+
+
+def key_parts(spec: ExperimentSpec, env: Mapping) -> dict:
+    """What the key hashes: the compile settings of `spec` and the environment that would load them (the
+    worker's probe: torch_version, triton_version, and for the spec's device its name and capability)."""
+    d = spec.to_dict()
+    return {**{k: d[k] for k in SETTINGS}, **{k: env.get(k) for k in ENV}}
+
+
+def cache_key(parts: Mapping) -> str:
+    return hashlib.sha256(json.dumps(dict(parts), sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def device_env(probe: Mapping, device: str) -> dict:
+    """The environment part of a key for a job on `device`, from a worker's probe: the GPU's name and compute
+    capability for cuda, the CPU's model name for cpu (inductor's C++ code depends on its instruction set)."""
+    if device == "cuda":
+        where = {"device_name": probe.get("device_name"), "capability": probe.get("capability")}
+    else:
+        where = {"device_name": probe.get("cpu_name"), "capability": None}
+    return {"torch_version": probe.get("torch_version"), "triton_version": probe.get("triton_version"), **where}
+
+
+def store(engine: Engine, key: str, parts: Mapping, job_id: int | None, data: bytes, info: Mapping) -> bool:
+    """Keep one job's artifacts under `key`, in place of older ones of that key (only the newest is ever loaded:
+    every cold job stores one, and a sweep's repeats must not pile up copies); False (nothing stored) past
+    MAX_CACHE_BYTES or when empty."""
+    if not data or len(data) > MAX_CACHE_BYTES:
+        return False
+    with atomic(engine) as s:
+        row = CompileCache(key=key, parts=dict(parts), job_id=job_id, bytes=len(data), info=dict(info), data=data)
+        s.add(row)
+        s.flush()
+        s.execute(delete(CompileCache).where(CompileCache.key == key, CompileCache.id < row.id))
+    return True
+
+
+def find(engine: Engine, key: str) -> Found | None:
+    """The newest artifacts under `key`, or None."""
+    q = (select(CompileCache.job_id, CompileCache.bytes, CompileCache.data).where(CompileCache.key == key)
+         .order_by(CompileCache.id.desc()).limit(1))
+    with reading(engine) as s:
+        row = s.execute(q).first()
+    return None if row is None else Found(key, row.job_id, row.bytes, row.data)
+
+
+def listing(engine: Engine) -> list[dict]:
+    """Every stored entry, newest first, without the data."""
+    q = (select(CompileCache.id, CompileCache.key, CompileCache.job_id, CompileCache.bytes, CompileCache.parts,
+                CompileCache.created_at).order_by(CompileCache.id.desc()))
+    with reading(engine) as s:
+        return [dict(r._mapping) for r in s.execute(q)]
+
+
+def first_calls_alike(engine: Engine, job_id: int) -> list[dict]:
+    """The succeeded jobs with this job's compile settings, torch and device, per compile cache (cold, warm with
+    and without its graph cached, portable): [{cache, first_call_s (median), runs, job_ids}], for the job's page."""
+    from statistics import median
+
+    from db.models import Job, JobStatus, Result
+    from db.spec import stored_spec
+
+    with reading(engine) as s:
+        me = s.execute(select(Job.spec, Result.torch_version, Result.device_name)
+                       .join(Result, Result.job_id == Job.id).where(Job.id == job_id)).first()
+        if me is None or not isinstance(me.spec, dict):
+            return []
+        hits = Result.detail[("cache_layers", "fxgraph", "hit")].as_integer()
+        rows = s.execute(select(Job.id, Job.spec, Result.compiled_first_call_s, hits)
+                         .join(Result, Result.job_id == Job.id)
+                         .where(Job.status == JobStatus.SUCCEEDED.value,
+                                Job.spec["model"].as_string() == str(me.spec.get("model")),
+                                Result.torch_version == me.torch_version, Result.device_name == me.device_name)
+                         .order_by(Job.id)).all()
+    mine = {k: stored_spec(me.spec).get(k) for k in SETTINGS}
+    by_cache: dict[str, list] = {}
+    for jid, spec, first, hit in rows:
+        spec = stored_spec(spec)
+        if first is not None and {k: spec.get(k) for k in SETTINGS} == mine:
+            cache = spec.get("cache")
+            if cache == "warm" and hit is not None:  # a warm run that found no graph is a different first call
+                cache = "warm: graph cached" if hit else "warm: not cached yet"
+            by_cache.setdefault(cache, []).append((jid, first))
+    order = ["cold", "warm: not cached yet", "warm", "warm: graph cached", "portable"]
+    return [{"cache": c, "first_call_s": median(f for _, f in runs), "runs": len(runs),
+             "job_ids": [j for j, _ in runs]}
+            for c, runs in sorted(by_cache.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 9)]

@@ -1,0 +1,79 @@
+"""The worker's side of a portable compile cache (db.caches; no torch here). Before a job: a cold job is asked to
+save its compile cache artifacts; a portable job gets the newest artifacts stored under its key, or runs as a
+cold run that says "no artifacts for this key" (and saves its own, so the next portable job finds them). After a
+successful job: its artifacts are stored, and the record's detail.mega_cache says which key, from which job,
+how many bytes, and what was stored."""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Mapping
+
+from sqlalchemy import Engine
+
+from db import caches
+from db.spec import ExperimentSpec
+
+log = logging.getLogger("compile_lab.worker")
+LOAD_ENV, SAVE_ENV = "COMPILE_LAB_LOAD_CACHE", "COMPILE_LAB_SAVE_CACHE"  # runner.megacache reads them
+LOAD_FILE, SAVE_FILE = "megacache-in.bin", "megacache-out.bin"
+
+
+def prepare(engine: Engine, spec: ExperimentSpec, probe: Mapping, jobdir: Path, env: dict) -> dict | None:
+    """Set the child's environment for this job's artifacts; returns what the record will say (None: a warm job,
+    which neither loads nor saves)."""
+    if spec.cache not in ("cold", "portable"):
+        return None
+    parts = caches.key_parts(spec, caches.device_env(probe, spec.device))
+    note = {"key": caches.cache_key(parts), "parts": parts}
+    for name in (LOAD_FILE, SAVE_FILE):
+        (jobdir / name).unlink(missing_ok=True)
+    found = None
+    if spec.cache == "portable":
+        try:
+            found = caches.find(engine, note["key"])
+        except Exception as e:  # the database is the only place they are: say so, run as a cold run
+            note["note"] = f"could not fetch the artifacts ({type(e).__name__}: {str(e).splitlines()[0][:200]}); " \
+                           "ran as a cold run"
+        else:
+            if found is None:
+                note["note"] = f"{caches.NO_ARTIFACTS}: ran as a cold run (a cold job of the same settings on " \
+                               "this torch, triton and device stores them)"
+    if found is not None:
+        (jobdir / LOAD_FILE).write_bytes(found.data)
+        env[LOAD_ENV] = str(jobdir / LOAD_FILE)
+        note["source"] = {"job_id": found.job_id, "bytes": found.bytes}
+    else:
+        env[SAVE_ENV] = str(jobdir / SAVE_FILE)
+    return note
+
+
+def finish(engine: Engine, note: dict | None, job_id: int, result: dict | None, jobdir: Path) -> None:
+    """After a successful job: store the artifacts it saved, and put `note` with the child's load/save outcome into
+    result.detail.mega_cache."""
+    if note is None or result is None:
+        return
+    detail = result.setdefault("detail", {})
+    child = detail.get("mega_cache") or {}
+    out = {**note, **child}
+    saved = dict(child.get("saved") or {})
+    keys = saved.pop("keys", None)
+    path = jobdir / SAVE_FILE
+    if saved.get("bytes") and path.exists():
+        data = path.read_bytes()
+        try:
+            stored = caches.store(engine, note["key"], note["parts"], job_id, data, {"artifacts": keys or {}})
+        except Exception as e:  # the measurement stands without it
+            log.warning("job %s: its compile cache artifacts were not stored (%s)", job_id, e)
+            stored = False
+        saved["stored"] = stored
+        if not stored:
+            saved["why_not"] = (f"{len(data):,} bytes, past the {caches.MAX_CACHE_BYTES:,}-byte cap"
+                                if len(data) > caches.MAX_CACHE_BYTES else "the database refused them")
+    if saved:
+        out["saved"] = saved
+    loaded = child.get("loaded")
+    if note.get("source") and loaded and not loaded.get("mega_cache_loaded"):
+        out["note"] = loaded.get("error") or "torch loaded nothing from these artifacts: ran as a cold run"
+    detail["mega_cache"] = json.loads(json.dumps(out, default=str))
