@@ -18,10 +18,11 @@ from typing import Iterable, Mapping
 from sqlalchemy import Engine, and_, case, func, select, true, update
 
 from db import artifacts as job_artifacts
+from db import noise
 from db.engine import atomic, is_sqlite, reading
 from db.models import TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
 from db.record import ResultRecord
-from db.spec import DEVICES, ExperimentSpec, ModelInfo, SweepRequest, stored_spec
+from db.spec import DEVICES, ExperimentSpec, ModelInfo, SweepRequest, follow_up_settings, stored_spec
 
 WORKER_FRESH_S = 30  # a worker whose heartbeat is older than this is not counted as alive
 
@@ -174,8 +175,30 @@ def finish(engine: Engine, job_id: int, token: str, status: JobStatus, error: st
             return False
         if row is not None:
             s.add(row)
+            _queue_follow_ups(s, job_id, row)  # with the result, in its transaction: both go in, or neither
         job_artifacts.add(s, job_id, artifacts or [])
         return True
+
+
+def _queue_follow_ups(s, job_id: int, row: Result) -> list[int]:
+    """Queue the follow-ups this result calls for (db.noise.plan_follow_ups): the same spec, in the same sweep,
+    linked to this job with why. Returns the new job ids."""
+    kind = noise.run_kind(row.noisy, row.eager_spread, row.compiled_spread, row.eager_host_overhead,
+                          row.compiled_host_overhead)
+    if kind == noise.QUIET:
+        return []
+    job = s.get(Job, job_id)
+    reruns, process_repeats = follow_up_settings(s.scalar(select(Sweep.request).where(Sweep.id == job.sweep_id)))
+    siblings = [{"status": status, "follow_up": follow_up}
+                for status, spec, follow_up in s.execute(
+                    select(Job.status, Job.spec, Job.follow_up).where(Job.sweep_id == job.sweep_id, Job.id != job_id))
+                if spec == job.spec]
+    jobs = [Job(sweep_id=job.sweep_id, spec=dict(job.spec), max_attempts=job.max_attempts, follow_up_of=job_id,
+                follow_up=f.to_dict())
+            for f in noise.plan_follow_ups(kind, row.noise_note, reruns, process_repeats, siblings)]
+    s.add_all(jobs)
+    s.flush()
+    return [j.id for j in jobs]
 
 
 def _result_row(job_id: int, result: Mapping) -> Result:
@@ -301,7 +324,8 @@ def jobs_overview(engine: Engine, limit: int = 500, statuses: Iterable[str] | No
                 "spec": stored_spec(j.spec),  # a corrupt row: its error says why
                 "attempts": j.attempts, "worker": j.worker_id, "phase": j.phase, "progress": j.progress,
                 "error": j.error, "created_at": j.created_at, "claimed_at": j.claimed_at,
-                "finished_at": j.finished_at,
+                "finished_at": j.finished_at, "follow_up_of": j.follow_up_of,
+                "follow_up": noise.describe(j.follow_up, j.follow_up_of),
                 "elapsed_s": (end - j.claimed_at).total_seconds() if end and j.claimed_at else None,
             })
         return out
