@@ -23,7 +23,8 @@ LABELS = {
     **{name: axis.label for name, axis in BY_FIELD.items()},  # the swept axes (db.axes)
     "cache": "Compile cache", "trace": "Keep the compile trace", "schedule": "Schedule", "iters": "Rounds",
     "timeout_s": "Timeout (s)",
-    "repeat": "Repeat", "name": "Sweep name", "model_args": "Model parameters",
+    "repeat": "Repeat", "reruns": "Noisy re-runs", "process_repeats": "Process repeats", "name": "Sweep name",
+    "model_args": "Model parameters",
 }
 # which widget a field's error is drawn under (the sweep-level field for a per-job one)
 SLOT = {axis.field: axis.plural for axis in AXES}
@@ -51,6 +52,8 @@ class FormValues:
     iters: int = ExperimentSpec.iters
     timeout_s: int = ExperimentSpec.timeout_s
     repeat: int = 1
+    reruns: int = SweepRequest.reruns
+    process_repeats: int = SweepRequest.process_repeats
     name: str = ""
 
 
@@ -113,7 +116,8 @@ def plan(values: FormValues, catalog: Mapping[str, ModelInfo]) -> Plan:
                 **{a.plural: list(getattr(values, a.plural)) for a in COMPILE_AXES}, "cache": values.cache,
                 "trace": values.trace,
                 "schedule": split_sizes(values.schedule, "schedule"),
-                "iters": values.iters, "timeout_s": values.timeout_s, "repeat": values.repeat, "name": name})
+                "iters": values.iters, "timeout_s": values.timeout_s, "repeat": values.repeat,
+                "reruns": values.reruns, "process_repeats": values.process_repeats, "name": name})
             specs, notes = request.expand(catalog)
             out.requests.append(request)
             out.jobs += len(specs)

@@ -25,6 +25,7 @@ from typing import Iterable, Iterator
 import numpy as np
 from sqlalchemy import Engine, Float, Integer, Text, cast, func, select
 
+from db import noise
 from db.engine import reading
 from db.models import RESULT_SCALARS, TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
 from db.results import DETAIL_FIELDS, ENV_FROM_WORKER, RECORD_FIELDS, SPEC_FIELDS
@@ -306,7 +307,8 @@ def job_rows(engine: Engine, sweep_ids: Iterable[int] | None = None, statuses: I
              limit: int = 500) -> list[dict]:
     """The newest jobs for the Queue page: status, attempts, elapsed time, worker, phase and progress."""
     q = (select(Job.id, Job.sweep_id, Job.status, Job.attempts, Job.max_attempts, Job.worker_id, Job.phase,
-                Job.progress, Job.error, Job.created_at, Job.claimed_at, Job.finished_at, Job.spec)
+                Job.progress, Job.error, Job.created_at, Job.claimed_at, Job.finished_at, Job.spec, Job.follow_up_of,
+                Job.follow_up)
          .order_by(Job.id.desc()).limit(limit))
     if sweep_ids:
         q = q.where(Job.sweep_id.in_(list(sweep_ids)))
@@ -323,6 +325,7 @@ def job_rows(engine: Engine, sweep_ids: Iterable[int] | None = None, statuses: I
                 "error": r.error, "created_at": r.created_at, "claimed_at": r.claimed_at,
                 "finished_at": r.finished_at, "spec": stored_spec(r.spec),
                 "elapsed_s": (end - r.claimed_at).total_seconds() if end and r.claimed_at else None,
+                "follow_up": noise.describe(r.follow_up, r.follow_up_of),
             })
     return out
 
@@ -333,9 +336,14 @@ def job_detail(engine: Engine, job_id: int) -> dict | None:
         job = s.get(Job, job_id)
         if job is None:
             return None
+        later = s.execute(select(Job.id, Job.status, Job.follow_up).where(Job.follow_up_of == job.id)
+                          .order_by(Job.id)).all()
         return {"job_id": job.id, "sweep_id": job.sweep_id, "status": job.status, "error": job.error,
                 "spec": stored_spec(job.spec), "log_tail": job.log_tail, "attempts": job.attempts,
-                "worker": job.worker_id,
+                "worker": job.worker_id, "follow_up_of": job.follow_up_of,
+                "follow_up": noise.describe(job.follow_up, job.follow_up_of),
+                # the jobs this one's result called for: (id, status, what it is)
+                "follow_ups": [(i, status, noise.describe(f, None)) for i, status, f in later],
                 "sweep_label": sweep_label(job.sweep_id, job.sweep.name if job.sweep else None,
                                            stored_spec(job.spec).get("model"))}
 

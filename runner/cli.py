@@ -54,6 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--iters", help="interleaved eager/compiled rounds")
     s.add_argument("--timeout", help="seconds before the child is killed")
     s.add_argument("--repeat", help="run each combination this many times")
+    s.add_argument("--reruns", help="re-run a job whose rounds spread past 5%% (noisy) automatically, up to this many "
+                                    "times per combination (default 2; 0: never); the quiet runs answer")
+    s.add_argument("--process-repeats", help="a host-sensitive job (its GPU idles a quarter of its latency or more) "
+                                             "is repeated in separate processes until this many runs of its "
+                                             "combination exist, so the answer's interval covers process-to-process "
+                                             "variation (default 3; 1: off)")
     s.add_argument("--name", help="sweep name")
     s.add_argument("--models-dir", action="append", default=[],
                    help="also accept the models in this folder (live workers' models are always accepted)")
@@ -167,7 +173,8 @@ def cmd_submit(args) -> int:
     swept = [(a.plural, getattr(args, a.plural)) for a in COMPILE_AXES]
     for key, value in (*swept, ("device", args.device), ("dtype", args.dtype),
                        ("task", args.task), ("cache", args.cache), ("trace", args.trace), ("iters", args.iters),
-                       ("timeout_s", args.timeout), ("repeat", args.repeat), ("name", args.name)):
+                       ("timeout_s", args.timeout), ("repeat", args.repeat), ("reruns", args.reruns),
+                       ("process_repeats", args.process_repeats), ("name", args.name)):
         if value is not None:  # unset flags keep the dataclass defaults: defaults live once
             fields[key] = value
     if args.schedule is not None:
@@ -273,6 +280,8 @@ def cmd_status(args) -> int:
             line += f"  ({why})" if why else ""
         elif j["error"]:
             line += f"  {j['error'][:100]}"
+        if j["follow_up"]:
+            line += f"  ({j['follow_up'][:160]})"
         print(line)
     return 0
 

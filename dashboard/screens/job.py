@@ -8,6 +8,7 @@ import streamlit as st
 import streamlit.components.v1 as components
 
 from dashboard import state, story
+from dashboard.markup import md
 from db import artifacts, views
 from db.results import export_records
 
@@ -128,6 +129,10 @@ if detail is None:
 (record,) = export_records(state.engine(), job_ids=[int(job_id)])
 st.markdown(f"**#{detail['job_id']}** {state.STATUS_ICONS.get(detail['status'], '')} {detail['status']}")
 st.code(", ".join(f"{k}={v}" for k, v in detail["spec"].items()), language=None, wrap_lines=True)
+if detail["follow_up"]:
+    st.caption(f"↻ {md(detail['follow_up'])}")
+for later, later_status, what in detail["follow_ups"]:
+    st.caption(f"↻ Followed by job #{later} ({later_status}): {md(what)}")
 if detail["error"]:
     st.code(detail["error"], language=None, wrap_lines=True)
 if record["status"] == "succeeded":

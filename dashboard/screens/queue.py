@@ -48,6 +48,8 @@ def jobs_table(rows: list[dict], workers: list) -> pd.DataFrame:
         if r["status"] == "queued":
             note = queue.waiting_reason(r["spec"], workers) or ("waiting for a free worker" + (
                 f" ({r['error']})" if r["error"] else ""))
+        if r.get("follow_up"):  # queued because an earlier run was noisy or host-sensitive (db.noise)
+            note = f"↻ {r['follow_up']}" + (f"; {note}" if note else "")
         out.append({"job": r["job_id"], "sweep": r["sweep_id"],
                     "status": f"{state.STATUS_ICONS.get(r['status'], '')} {r['status']}", "what": describe(r["spec"]),
                     "phase": r["phase"] or "", "progress": r["progress"],
@@ -153,6 +155,7 @@ def job_detail() -> None:
         return
     st.markdown(f"**#{detail['job_id']}** in sweep {detail['sweep_id']}: {state.STATUS_ICONS.get(detail['status'])} "
                 f"{detail['status']}, attempt {detail['attempts']}" + (f" on {md(detail['worker'])}" if detail["worker"] else ""))
+    follow_ups(detail)
     if detail["error"]:  # as code, not Markdown: a source line like `heads[np.random.randint(...)](x)` stays intact
         st.markdown(":red[**Error**]")
         st.code(detail["error"], language=None, wrap_lines=True)
@@ -163,6 +166,14 @@ def job_detail() -> None:
     c1, c2 = st.columns(2)
     c1.json(detail["spec"])
     c2.code(detail["log_tail"] or "(no log yet)", language=None, height=300)
+
+
+def follow_ups(detail: dict) -> None:
+    """Which run this job re-runs and why, and the runs this job's result called for (db.noise)."""
+    if detail.get("follow_up"):
+        st.caption(f"↻ {md(detail['follow_up'])}")
+    for job_id, status, what in detail.get("follow_ups") or []:
+        st.caption(f"↻ Followed by job #{job_id} ({status}): {md(what)}")
 
 
 def _x(value) -> str:
