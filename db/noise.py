@@ -69,20 +69,20 @@ class FollowUp:
 
 
 def plan_follow_ups(kind: str, noise_note: str | None, reruns: int, process_repeats: int,
-                    siblings: list[dict]) -> list[FollowUp]:
-    """The follow-ups a succeeded run of `kind` calls for. `siblings`: every other job of the same configuration in
-    its sweep, each {"status": ..., "follow_up": its follow_up dict or None}. A spread-noisy run gets one re-run
-    while the configuration has had fewer than `reruns` (cancelled ones count: the budget is spent); a
+                    runs: list[dict]) -> list[FollowUp]:
+    """The follow-ups a succeeded run of `kind` calls for. `runs`: every job of the same configuration in its sweep,
+    this one included, each {"status": ..., "follow_up": its follow_up dict or None}. A spread-noisy run gets one
+    re-run while the configuration has had fewer than `reruns` (cancelled ones count: the budget is spent); a
     host-sensitive one gets as many process repeats as it takes for `process_repeats` runs of the configuration
-    (queued, running or succeeded; this one included) to exist. A run both spread-noisy and host-sensitive is
-    SPREAD: a re-run first, and its re-run, if quiet in spread, brings the process repeats."""
+    (queued, running or succeeded) to exist. A run both spread-noisy and host-sensitive is SPREAD: a re-run first,
+    and its re-run, if its rounds agree, brings the process repeats."""
     why = noise_note or "spread past 5%"
     if kind == SPREAD:
-        done = sum((s.get("follow_up") or {}).get("kind") == NOISY_RERUN for s in siblings)
+        done = sum((r.get("follow_up") or {}).get("kind") == NOISY_RERUN for r in runs)
         return [FollowUp(NOISY_RERUN, done + 1, reruns, why)] if done < reruns else []
     if kind == HOST and process_repeats > 1:
-        have = 1 + sum(s.get("status") in LIVE for s in siblings)
-        made = sum((s.get("follow_up") or {}).get("kind") == PROCESS_REPEAT for s in siblings)
+        have = sum(r.get("status") in LIVE for r in runs)
+        made = sum((r.get("follow_up") or {}).get("kind") == PROCESS_REPEAT for r in runs)
         return [FollowUp(PROCESS_REPEAT, made + i + 1, made + process_repeats - have, why)
                 for i in range(process_repeats - have)]
     return []

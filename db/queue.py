@@ -189,13 +189,13 @@ def _queue_follow_ups(s, job_id: int, row: Result) -> list[int]:
         return []
     job = s.get(Job, job_id)
     reruns, process_repeats = follow_up_settings(s.scalar(select(Sweep.request).where(Sweep.id == job.sweep_id)))
-    siblings = [{"status": status, "follow_up": follow_up}
-                for status, spec, follow_up in s.execute(
-                    select(Job.status, Job.spec, Job.follow_up).where(Job.sweep_id == job.sweep_id, Job.id != job_id))
-                if spec == job.spec]
+    runs = [{"status": status, "follow_up": follow_up}  # this job's configuration in its sweep, this job included
+            for status, spec, follow_up in s.execute(
+                select(Job.status, Job.spec, Job.follow_up).where(Job.sweep_id == job.sweep_id))
+            if spec == job.spec]
     jobs = [Job(sweep_id=job.sweep_id, spec=dict(job.spec), max_attempts=job.max_attempts, follow_up_of=job_id,
                 follow_up=f.to_dict())
-            for f in noise.plan_follow_ups(kind, row.noise_note, reruns, process_repeats, siblings)]
+            for f in noise.plan_follow_ups(kind, row.noise_note, reruns, process_repeats, runs)]
     s.add_all(jobs)
     s.flush()
     return [j.id for j in jobs]
@@ -276,6 +276,12 @@ def register_worker(engine: Engine, worker_id: str, hostname: str, pid: int, gpu
         s.add(row)
 
 
+def publish_capabilities(engine: Engine, worker_id: str, capabilities: Mapping) -> None:
+    """Replace what a registered worker publishes (say, that it now shares its cores with a worker started later)."""
+    with atomic(engine) as s:
+        s.execute(update(Worker).where(Worker.id == worker_id).values(capabilities=dict(capabilities)))
+
+
 def heartbeat_worker(engine: Engine, worker_id: str, state: str, current_job_id: int | None = None) -> None:
     with atomic(engine) as s:
         s.execute(update(Worker).where(Worker.id == worker_id)
@@ -346,6 +352,7 @@ def waiting_reason(spec: Mapping, workers: list[Worker]) -> str | None:
 
 __all__ = [
     "Claim", "QueueError", "submit", "submit_many", "requeue_expired", "claim_next", "heartbeat_job", "finish", "release",
-    "cancel", "hand_back", "resubmit", "register_worker", "heartbeat_worker", "live_workers", "published_catalog",
+    "cancel", "hand_back", "resubmit", "register_worker", "publish_capabilities", "heartbeat_worker", "live_workers",
+    "published_catalog",
     "status_counts", "jobs_overview", "waiting_reason",
 ]

@@ -84,6 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fork: each child forked from a parent that preloaded torch (fast start); "
                         "fresh: a new interpreter per job; inline: in this process, for debugging a job "
                         "under pdb (no isolation, no timeout)")
+    w.add_argument("--threads", type=int, help="torch's intra-op threads in every job (default: the CPUs this "
+                                               "worker may run on, its affinity; pin a worker with taskset -c)")
     w.add_argument("--no-calibrate", action="store_true",
                    help="do not measure this GPU's ceilings at start (the roofline then has none)")
 
@@ -218,6 +220,8 @@ def cmd_work(args) -> int:
         raise UsageError("--max-jobs must be at least 1")
     if not 1 <= args.lease <= 24 * 3600:
         raise UsageError(f"--lease must be between 1 and 86400 seconds, got {args.lease:g}")
+    if args.threads is not None and not 1 <= args.threads <= 4096:
+        raise UsageError(f"--threads must be between 1 and 4096, got {args.threads}")
     if not 0 <= args.grace <= 24 * 3600:
         raise UsageError(f"--grace must be between 0 and 86400 seconds, got {args.grace:g}")
     if args.gpus is not None:
@@ -229,7 +233,7 @@ def cmd_work(args) -> int:
     gpus.arm_supervised_worker()
     cfg = WorkerConfig(db_url=args.db, home=Path(args.home), gpu=args.gpu, lease_s=args.lease,
                        grace_s=args.grace, models_dirs=args.models_dir, spawn=args.spawn,
-                       calibrate=not args.no_calibrate,
+                       calibrate=not args.no_calibrate, threads=args.threads,
                        max_jobs=1 if args.once else args.max_jobs, drain=args.drain or args.once)
     worker = Worker(cfg)
     worker.install_signal_handlers()
