@@ -47,7 +47,7 @@ FRAME_FIELDS = ("job_id", "sweep_id", "sweep", "status", "error", "finished_at")
 LAZY_FIELDS = ("worker", "created_at", "attempts", "graph_count", "graph_breaks", "recompiles",
                "peak_mem_eager_mb", "peak_mem_compiled_mb", "max_abs_error", "rel_error",
                "accuracy_ok", "triton_version", "cuda_version", "hostname", "graph_break_reasons",
-               "recompile_reasons", "compile_phases_s", "speedup_p10", "speedup_p90")
+               "recompile_reasons", "compile_phases_s", "speedup_p10", "speedup_p90", "host_state")
 # the First call tab alone draws the compile breakdown, the Roofline tab alone the roofline: each reads its
 # own, not every model view
 FIRST_CALL_FIELDS = ("compile_breakdown_s",)
