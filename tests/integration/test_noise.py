@@ -1,4 +1,4 @@
-"""Noise injected into real jobs, run by a real worker (`work --drain`): the jittery fixture sleeps 0 or 4 ms at
+"""Noise injected into real jobs, run by a real worker (`work --drain`): the jittery fixture sleeps 4 or 8 ms at
 random in its calls (seeded: reliably noisy). `noise=first` is noisy only in the first process that builds it, so
 its automatic re-run, in a fresh process, is quiet and answers; `noise=always` stays noisy through its re-run and
 is greyed, out of the verdict and out of the per-model header. Backend eager: no inductor compile to wait for."""
