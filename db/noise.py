@@ -88,6 +88,14 @@ def plan_follow_ups(kind: str, noise_note: str | None, reruns: int, process_repe
     return []
 
 
+def short(follow_up: dict | None, of_job: int | None) -> str:
+    """A follow-up job in a few characters, for a table column: "re-run 1/2 of #12", "" for a first run."""
+    if not follow_up:
+        return ""
+    what = "re-run" if follow_up.get("kind") == NOISY_RERUN else "process"
+    return f"{what} {follow_up.get('n')}/{follow_up.get('total')}" + (f" of #{of_job}" if of_job is not None else "")
+
+
 def describe(follow_up: dict | None, of_job: int | None) -> str | None:
     """A follow-up job in words, as the Queue and Job pages show it: "re-run 1 of 2 of job 12, because: ..."."""
     if not follow_up:

@@ -326,6 +326,7 @@ def job_rows(engine: Engine, sweep_ids: Iterable[int] | None = None, statuses: I
                 "finished_at": r.finished_at, "spec": stored_spec(r.spec),
                 "elapsed_s": (end - r.claimed_at).total_seconds() if end and r.claimed_at else None,
                 "follow_up": noise.describe(r.follow_up, r.follow_up_of),
+                "follow_up_short": noise.short(r.follow_up, r.follow_up_of),
             })
     return out
 

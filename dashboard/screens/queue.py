@@ -51,12 +51,13 @@ def jobs_table(rows: list[dict], workers: list) -> pd.DataFrame:
         if r.get("follow_up"):  # queued because an earlier run was noisy or host-sensitive (db.noise)
             note = f"↻ {r['follow_up']}" + (f"; {note}" if note else "")
         out.append({"job": r["job_id"], "sweep": r["sweep_id"],
-                    "status": f"{state.STATUS_ICONS.get(r['status'], '')} {r['status']}", "what": describe(r["spec"]),
+                    "status": f"{state.STATUS_ICONS.get(r['status'], '')} {r['status']}",
+                    "↻": r.get("follow_up_short") or "", "what": describe(r["spec"]),
                     "phase": r["phase"] or "", "progress": r["progress"],
                     "attempts": f"{r['attempts']}/{r['max_attempts']}",
                     "elapsed": f"{r['elapsed_s']:.1f} s" if r["elapsed_s"] is not None else "",
                     "note": note, "worker": r["worker"] or ""})
-    return pd.DataFrame(out, columns=["job", "status", "what", "phase", "progress", "elapsed", "attempts", "note",
+    return pd.DataFrame(out, columns=["job", "status", "↻", "what", "phase", "progress", "elapsed", "attempts", "note",
                                       "worker", "sweep"])
 
 
@@ -86,6 +87,9 @@ def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
                      column_config={
                          "job": st.column_config.NumberColumn("job", format="%d", width="small"),
                          "sweep": st.column_config.NumberColumn("sweep", format="%d", width="small"),
+                         "↻": st.column_config.TextColumn(
+                             "↻", width="medium", help="A job queued by itself: a re-run of a noisy job, or a repeat in "
+                                                      "a separate process of a host-sensitive one (the note says why)"),
                          "what": st.column_config.TextColumn("what", width="large"),
                          "phase": st.column_config.TextColumn("phase", width="medium"),
                          "progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0,
