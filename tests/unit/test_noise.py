@@ -130,3 +130,53 @@ def test_sweep_settings_are_checked_and_old_sweeps_read_the_defaults():
     assert follow_up_settings({"model": "m"}) == (SweepRequest.reruns, SweepRequest.process_repeats)
     assert follow_up_settings({"reruns": 0, "process_repeats": 1}) == (0, 1)
     assert follow_up_settings("corrupt") == (2, 3)
+
+
+def test_the_host_s_other_workers_sharing_cores_and_busy_are_named(engine):
+    from runner.neighbours import Watch, cpus_text, sharing
+
+    caps = {"devices": ["cpu"], "models": []}
+    queue.register_worker(engine, "me", "box", 1, None, {**caps, "cpus": [0, 1]})
+    queue.register_worker(engine, "same-cores", "box", 2, None, {**caps, "cpus": [1, 2]})
+    queue.register_worker(engine, "other-cores", "box", 3, None, {**caps, "cpus": [3]})
+    queue.register_worker(engine, "old", "box", 4, None, caps)  # published no CPUs: taken to use them all
+    queue.register_worker(engine, "elsewhere", "other-box", 5, None, {**caps, "cpus": [0, 1]})
+    assert sharing("me", [0, 1], [w for w in queue.live_workers(engine) if w.hostname == "box"]) == [
+        "old", "same-cores"]
+    watch = Watch(engine, "me", "box", [0, 1])
+    watch.sample(force=True)
+    assert watch.note() is None and watch.state()["busy_workers"] == []  # nobody busy yet
+    queue.heartbeat_worker(engine, "same-cores", "busy", 41)
+    queue.heartbeat_worker(engine, "other-cores", "busy", 42)
+    queue.heartbeat_worker(engine, "elsewhere", "busy", 43)
+    watch.sample()  # within every_s of the last look: skipped
+    assert watch.state()["busy_workers"] == []
+    watch.sample(force=True)
+    state = watch.state()
+    assert state["worker_cpus"] == cpus_text([0, 1]) == "0-1" and state["shares_cores_with"] == ["old", "same-cores"]
+    assert state["busy_workers"] == [{"worker": "other-cores", "job": 42, "shares_cores": False},
+                                     {"worker": "same-cores", "job": 41, "shares_cores": True}]
+    assert watch.note() == ("2 other worker(s) on this host were busy while it ran, 1 of them on the same cores "
+                            "(same-cores)")
+    assert cpus_text([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
+
+
+def test_a_noisy_result_names_the_busy_workers_and_the_threads(db_url, tmp_path):
+    from runner.neighbours import Watch
+    from runner.worker import Worker, WorkerConfig
+
+    w = Worker(WorkerConfig(db_url=db_url, home=tmp_path, spawn="fresh", calibrate=False, threads=1))
+    assert w._env()["COMPILE_LAB_THREADS"] == "1"
+    watch = Watch(w.engine, w.id, w.hostname, w.cpus)
+    watch.busy = {"other": {"job": 7, "shares_cores": True}}
+    watch.shares = {"other"}
+    noisy = {**NOISY, "detail": {"host_state": {"before_rounds": {"loadavg": [3.0, 2.0, 1.0]}}}}
+    quiet = {**QUIET, "detail": {}}
+    for result in (noisy, quiet):
+        w._note_neighbours(result, watch)
+    assert noisy["noise_note"] == (f"{NOISY['noise_note']}; 1 other worker(s) on this host were busy while it ran, "
+                                   "1 of them on the same cores (other)")
+    assert quiet.get("noise_note") is None  # quiet: nothing to explain
+    state = noisy["detail"]["host_state"]
+    assert state["before_rounds"]["loadavg"] == [3.0, 2.0, 1.0] and state["threads_pinned"] == 1
+    assert state["shares_cores_with"] == ["other"] and state["busy_workers"][0]["job"] == 7
