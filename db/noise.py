@@ -88,6 +88,17 @@ def plan_follow_ups(kind: str, noise_note: str | None, reruns: int, process_repe
     return []
 
 
+def cpus_text(cpus: list[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2,5": a set of CPUs as taskset and cgroups spell it (host_state, the worker's log)."""
+    runs: list[list[int]] = []
+    for c in sorted(cpus):
+        if runs and c == runs[-1][1] + 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
 def short(follow_up: dict | None, of_job: int | None) -> str:
     """A follow-up job in a few characters, for a table column: "re-run 1/2 of #12", "" for a first run."""
     if not follow_up:

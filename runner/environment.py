@@ -7,7 +7,8 @@ import socket
 
 import torch
 
-from runner.neighbours import cpus_text, my_cpus
+from db.noise import cpus_text
+from runner.neighbours import my_cpus
 
 
 def environment(device: str) -> dict:

@@ -16,6 +16,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 
 from db import queue
+from db.noise import cpus_text
 
 log = logging.getLogger("compile_lab.worker")
 
@@ -25,19 +26,6 @@ def my_cpus() -> list[int]:
     if hasattr(os, "sched_getaffinity"):
         return sorted(os.sched_getaffinity(0))
     return list(range(os.cpu_count() or 1))
-
-
-def cpus_text(cpus: list[int]) -> str:
-    """[0, 1, 2, 5] -> "0-2,5" (the taskset / cgroup spelling)."""
-    runs, out = [], []
-    for c in sorted(cpus):
-        if runs and c == runs[-1][1] + 1:
-            runs[-1][1] = c
-        else:
-            runs.append([c, c])
-    for a, b in runs:
-        out.append(str(a) if a == b else f"{a}-{b}")
-    return ",".join(out)
 
 
 def sharing(me: str, cpus: list[int], workers) -> list[str]:

@@ -36,11 +36,12 @@ from db import artifacts, queue
 from db.database import get_engine
 from db.engine import DatabaseGone, MalformedJSON, check_identity, file_identity
 from db.models import JobStatus
+from db.noise import cpus_text
 from db.spec import ExperimentSpec, SpecError
 from runner import ceilings, zoo
 from runner.child import THREADS_ENV, WORKER_PID_ENV
 from runner.lease import LeaseKeeper, read_progress
-from runner.neighbours import Watch, cpus_text, my_cpus, sharing
+from runner.neighbours import Watch, my_cpus, sharing
 from runner.reaper import kill_tree
 from runner.spawn import SpawnError, make_spawner
 

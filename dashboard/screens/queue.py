@@ -8,7 +8,7 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.markup import md
-from db import queue, views
+from db import noise, queue, views
 from db.models import JobStatus
 from db.results import export_records
 from db.spec import dynamic_name
@@ -100,6 +100,8 @@ def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
             "worker": w.id, "state": w.state, "job": w.current_job_id, "devices": ", ".join(w.capabilities.get(
                 "devices", [])), "device": w.capabilities.get("device_name") or "CPU",
             "torch": w.capabilities.get("torch_version"), "models": len(w.capabilities.get("models", [])),
+            "host": w.hostname, "CPUs": _cpus(w.capabilities.get("cpus")), "threads": w.capabilities.get("threads"),
+            "shares cores with": ", ".join(w.capabilities.get("shares_cores_with") or []),
             "heartbeat": w.heartbeat_at} for w in workers]), hide_index=True, width="stretch")
     st.caption(f"Updated {datetime.now():%H:%M:%S}; refreshes every 2 s.")
 
@@ -170,6 +172,12 @@ def job_detail() -> None:
     c1, c2 = st.columns(2)
     c1.json(detail["spec"])
     c2.code(detail["log_tail"] or "(no log yet)", language=None, height=300)
+
+
+def _cpus(cpus) -> str:
+    """A worker's published CPUs as taskset spells them ("0-3,8"); "" when it published none."""
+    ok = isinstance(cpus, list) and all(isinstance(c, int) for c in cpus)
+    return noise.cpus_text(cpus) if ok else ""
 
 
 def follow_ups(detail: dict) -> None:

@@ -133,7 +133,8 @@ def test_sweep_settings_are_checked_and_old_sweeps_read_the_defaults():
 
 
 def test_the_host_s_other_workers_sharing_cores_and_busy_are_named(engine):
-    from runner.neighbours import Watch, cpus_text, sharing
+    from db.noise import cpus_text
+    from runner.neighbours import Watch, sharing
 
     caps = {"devices": ["cpu"], "models": []}
     queue.register_worker(engine, "me", "box", 1, None, {**caps, "cpus": [0, 1]})
