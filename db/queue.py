@@ -188,7 +188,10 @@ def _queue_follow_ups(s, job_id: int, row: Result) -> list[int]:
     if kind == noise.QUIET:
         return []
     job = s.get(Job, job_id)
-    reruns, process_repeats = follow_up_settings(s.scalar(select(Sweep.request).where(Sweep.id == job.sweep_id)))
+    # the sweep row locked (PostgreSQL; SQLite's writers are serialised already): two runs of one configuration
+    # finishing at once must not both see the budget unspent
+    reruns, process_repeats = follow_up_settings(s.scalar(
+        select(Sweep.request).where(Sweep.id == job.sweep_id).with_for_update()))
     runs = [{"status": status, "follow_up": follow_up}  # this job's configuration in its sweep, this job included
             for status, spec, follow_up in s.execute(
                 select(Job.status, Job.spec, Job.follow_up).where(Job.sweep_id == job.sweep_id))
