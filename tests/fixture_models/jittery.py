@@ -1,17 +1,17 @@
 """Test fixture: a model whose calls sleep, as a noisy host would make them. Quiet, every call sleeps a fixed 8 ms,
-so its rounds agree (it takes a real-time priority where it may: below). Noisy, each call sleeps 4 or 8 ms
-at random (seeded, so the same calls sleep alike in every run): the rounds' medians split between 4, 6 and 8 ms, far
-past the 5% spread (submit it with 30 rounds: that three quarters of the rounds fall on one side is then well under
-1% likely). `noise=always` is noisy in every process, `never` in none; `first` only in the first process that builds
-it once COMPILE_LAB_TEST_NOISE_MARK (a file path) is set: the file keeps that process's pid, so a re-run in a fresh
-process is quiet. The sleep is torch.compiler.disable'd: dynamo leaves it to Python on both sides."""
+so its rounds agree (it takes a real-time priority where it may: below). Noisy, each call sleeps 2 to 10 ms at
+random (seeded, so the same calls sleep alike in every run): the rounds' medians spread over that range, IQR /
+median some 25-40%, far past the 5% noise threshold. `noise=always` is noisy in every process, `never` in none;
+`first` only in the first process that builds it once COMPILE_LAB_TEST_NOISE_MARK (a file path) is set: the file
+keeps that process's pid, so a re-run in a fresh process is quiet. The sleep is torch.compiler.disable'd: dynamo
+leaves it to Python on both sides."""
 import os
 import random
 import time
 
 import torch
 
-DESCRIPTION = "fixture: Linear 8-8 whose calls sleep 8 ms, or 4/8 ms at random when noisy"
+DESCRIPTION = "fixture: Linear 8-8 whose calls sleep 8 ms, or 2-10 ms at random when noisy"
 PARAMS = {"noise": {"default": "first", "choices": ["first", "always", "never"]}}
 SLEEP_S = 0.008
 
@@ -30,8 +30,10 @@ class Jittery(torch.nn.Module):
 
 @torch.compiler.disable
 def _nap(model):
-    # noisy: half the calls sleep half as long (never 0: a warm-up that read 0 ms would plan a hundred calls a round)
-    time.sleep(SLEEP_S if not model.noisy or model.rng.random() < 0.5 else SLEEP_S / 2)
+    # noisy: anywhere from a quarter to 1.25 times as long, so the rounds' medians spread over a range (two values
+    # would let most rounds land on their mean, and the IQR come out small); never 0, or a warm-up that read 0 ms
+    # would plan a hundred calls a round
+    time.sleep(model.rng.uniform(SLEEP_S / 4, SLEEP_S * 1.25) if model.noisy else SLEEP_S)
 
 
 def _noisy(noise: str) -> bool:

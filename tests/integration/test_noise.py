@@ -1,4 +1,4 @@
-"""Noise injected into real jobs, run by a real worker (`work --drain`): the jittery fixture sleeps 4 or 8 ms at
+"""Noise injected into real jobs, run by a real worker (`work --drain`): the jittery fixture sleeps 2 to 10 ms at
 random in its calls (seeded: reliably noisy). `noise=first` is noisy only in the first process that builds it, so
 its automatic re-run, in a fresh process, is quiet and answers; `noise=always` stays noisy through its re-run and
 is greyed, out of the verdict and out of the per-model header. Backend eager: no inductor compile to wait for."""
@@ -67,3 +67,8 @@ def test_a_noisy_job_is_rerun_and_only_its_quiet_run_answers(db_url, tmp_path, m
     at = ok(page("queue"))
     notes = " ".join(str(v) for df in at.dataframe for v in df.value.get("note", []))
     assert f"re-run 1 of 1 of job {always[0]}, because: " in notes
+    # Job: the noisy re-run says it is noisy, and what it re-runs
+    rerun = next(i for i, (_, of, _, _) in jobs.items() if of == always[0])
+    at = ok(page("job", job=str(rerun)))
+    assert any(w.value.startswith("Noisy: ") for w in at.warning)
+    assert any(f"re-run 1 of 1 of job {always[0]}" in c.value.replace("\\", "") for c in at.caption)  # escaped
