@@ -13,7 +13,7 @@ import os
 import time
 
 from sqlalchemy import Engine
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import SQLAlchemyError
 
 from db import queue
 from db.noise import cpus_text
@@ -54,7 +54,7 @@ class Watch:
         self._last = now
         try:
             others = [w for w in queue.live_workers(self.engine) if w.hostname == self.hostname and w.id != self.id]
-        except (OperationalError, OSError) as e:
+        except (SQLAlchemyError, OSError) as e:  # down, locked, refused: this look is skipped
             log.debug("worker %s: could not look at the host's other workers (%s)", self.id, e)
             return
         self.looked += 1
