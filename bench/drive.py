@@ -11,10 +11,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def submit_all(db: str, configs: dict[str, list[str]], *common: str) -> dict[str, list[int]]:
-    """Each configuration as its own sweep named after it: {name: job ids}; one refused is printed, not fatal."""
+    """Each configuration as its own sweep named after it: {name: job ids}; one refused is printed, not fatal. One job
+    each (no automatic re-runs or process repeats, unless `common` or the flags ask): the benches compare one run
+    against references."""
     ids = {}
     for name, flags in configs.items():
-        done = subprocess.run([sys.executable, "-m", "runner", "submit", "--db", db, *common, "--name", name, *flags],
+        follow_ups = [] if {"--reruns", "--process-repeats"} & {*common, *flags} else [
+            "--reruns", "0", "--process-repeats", "1"]
+        done = subprocess.run([sys.executable, "-m", "runner", "submit", "--db", db, *follow_ups, *common, "--name",
+                               name, *flags],
                               cwd=ROOT, capture_output=True, text=True)
         if done.returncode != 0:
             print(f"{name}: not submitted: {done.stderr.strip()}")

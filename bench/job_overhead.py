@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def run(method: str, jobs: int, device: str, tmp: Path) -> dict:
     db = f"sqlite:///{tmp / f'{method}.db'}"
     subprocess.run([sys.executable, "-m", "runner", "submit", "--db", db, "--model", "simplenet", "--batch", "8",
-                    "--backend", "eager", "--iters", "1", "--device", device, "--repeat", str(jobs)],
+                    "--backend", "eager", "--iters", "1", "--device", device, "--repeat", str(jobs),
+                    "--reruns", "0", "--process-repeats", "1"],  # exactly `jobs` jobs: no follow-ups
                    cwd=ROOT, check=True, capture_output=True)
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "runner", "work", "--drain", "--db", db, "--home", str(tmp / method),

@@ -66,7 +66,8 @@ def main() -> int:
         if args.only and name not in args.only:
             continue
         out = subprocess.run([sys.executable, "-m", "runner", "submit", "--db", db, "--device", args.device,
-                              "--repeat", str(args.repeat), "--name", name, *flags],
+                              "--repeat", str(args.repeat), "--reruns", "0", "--process-repeats", "1",
+                              "--name", name, *flags],  # the repeats asked for, no follow-ups
                              cwd=ROOT, check=True, capture_output=True, text=True)
         for job_id in out.stdout.split():
             names[int(job_id)] = name

@@ -13,8 +13,11 @@ from db import answer, labels, versions
 NOTE = ("speedup: median over the configuration's quiet runs of eager / compiled latency per round, with a 95% "
         "interval (a bootstrap over runs, then rounds: with several runs it covers process-to-process variation; "
         "with one, that process's rounds only). Noisy runs are left out of every number here and counted in "
-        "noisy_runs; first call cold / warm / portable: the compiled first call without and with the graph in the cache, "
-        "and from a fresh cache loaded with a cold job's artifacts; "
+        "noisy_runs (a noisy job is re-run by itself, `--reruns`; a host-sensitive one, whose GPU idles a quarter "
+        "of its call, is repeated in separate processes, `--process-repeats`, and those answer together from 2 "
+        "processes on); runs: the runs that answer, each its own process; first call cold / warm / portable: the "
+        "compiled first call without and with the graph in the cache, and from a fresh cache loaded with a cold "
+        "job's artifacts; "
         "break-even: calls after which compiling has paid for its first call. Same rows: `python -m runner report`.")
 
 

@@ -321,7 +321,9 @@ def mark_noisy(fig: go.Figure, agg: pd.DataFrame, x: str = "batch_size", y: str 
     noisy = agg[agg["noisy_runs"].fillna(0) > 0].dropna(subset=[y])
     if "noise_note" not in noisy:
         noisy = noisy.assign(noise_note="")
-    _ring(fig, noisy.assign(noise_note=noisy["noise_note"].fillna("").map(_wrap)), x, y, "noisy",
+    # a configuration with noisy runs only is the grey point below, not a ring "beside quiet ones"
+    ringed = noisy[~noisy["only_noisy"].eq(True)] if "only_noisy" in noisy else noisy
+    _ring(fig, ringed.assign(noise_note=ringed["noise_note"].fillna("").map(_wrap)), x, y, "noisy",
           "⚠ noisy run (spread > 5%, or host-sensitive)",
           dict(size=20, symbol="circle-open", color=NOISY_COLOR, line=dict(width=2.5)),
           ["config", "noisy_runs", "runs", "max_spread", "noise_note"],
@@ -331,9 +333,9 @@ def mark_noisy(fig: go.Figure, agg: pd.DataFrame, x: str = "batch_size", y: str 
         only = noisy[noisy["only_noisy"].eq(True)]
         _ring(fig, only.assign(noise_note=only["noise_note"].fillna("").map(_wrap)), x, y, "only-noisy",
               "▒ noisy runs only: greyed, not in the answer", dict(size=13, symbol="circle", color="#c8c8c8",
-              line=dict(color="#888888", width=1)), ["config", "noise_note"],
-              "<b>▒ %{customdata[0]}</b><br>every run noisy: left out of the answer and the header<br>"
-              "%{customdata[1]}<extra></extra>")
+              line=dict(color="#888888", width=1)), ["config", "noise_note", "runs"],
+              "<b>▒ %{customdata[0]}</b><br>all %{customdata[2]} run(s) noisy, re-runs included: left out of the "
+              "answer and the header<br>%{customdata[1]}<extra></extra>")
     if "recompiled_runs" in agg:
         _ring(fig, agg[agg["recompiled_runs"].fillna(0) > 0].dropna(subset=[y]), x, y, "recompiled",
               "↻ recompiled while timed (those calls dropped)",

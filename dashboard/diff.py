@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from dashboard.stats import answering
 from db import axes
 
 ENV = ("torch_version", "triton_version", "device_name", "cuda_version", "hostname", "worker")
@@ -76,8 +77,14 @@ def numbers(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     def side(df: pd.DataFrame) -> pd.DataFrame:
         df = df.assign(_all="")
         ok = df[df["status"] == "succeeded"]
+        # as the answer does (db.noise): noisy runs are left out where a run that answers exists; a combination
+        # with noisy runs only keeps their medians, flagged `noisy`, and is never coloured better or worse
+        answers = answering(ok, keys)
+        has = answers.groupby([ok[c] for c in keys], dropna=False).transform("any").astype(bool)
+        ok = ok[answers | ~has]
         grouped = ok.groupby(keys, dropna=False)
         med = grouped[list(METRICS)].median()
+        med["noisy"] = ~has[ok.index].groupby([ok[c] for c in keys], dropna=False).any()
         spread = ok[[c for c in ("eager_spread", "compiled_spread") if c in ok]].max(axis=1)
         med["spread"] = spread.groupby([ok[c] for c in keys], dropna=False).median() if len(spread) else float("nan")
         status = df.groupby(keys, dropna=False)["status"].agg(lambda s: ", ".join(sorted(set(s))))
@@ -88,10 +95,12 @@ def numbers(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
         both[col] = f"{va} → {vb}"
     for col in ("status A", "status B"):
         both[col] = both[col].fillna("not run")
+    for col in ("noisy A", "noisy B"):
+        both[col] = both[col].eq(True)
     both["noise %"] = 100.0 * both[["spread A", "spread B"]].max(axis=1)  # each side: the median run's spread
     for metric in METRICS:
         both[f"{metric} Δ%"] = (both[f"{metric} B"] / both[f"{metric} A"] - 1.0) * 100.0
-    cols = list(MATCH) + ["status A", "status B", "noise %"]
+    cols = list(MATCH) + ["status A", "status B", "noisy A", "noisy B", "noise %"]
     for metric in METRICS:
         cols += [f"{metric} A", f"{metric} B", f"{metric} Δ%"]
     return both[cols].sort_values(list(MATCH)).reset_index(drop=True)
@@ -118,10 +127,13 @@ def long_form(nums: pd.DataFrame, metrics: list[str], same_workload: bool = Fals
     for r in nums.to_dict(orient="records"):
         combo = {k: r[k] for k in MATCH}
         for metric in metrics:
+            noisy = [side for side in ("A", "B") if r.get(f"noisy {side}")]
             rows.append({**combo, "status A": r["status A"], "status B": r["status B"], "metric": metric,
                          "A": r[f"{metric} A"], "B": r[f"{metric} B"], "Δ%": r[f"{metric} Δ%"],
-                         "note": _note(metric, r[f"{metric} Δ%"], r["noise %"],
-                                       r["eager_ms Δ%"] if same_workload else float("nan"))})
+                         "note": (f"⚠ {' and '.join(noisy)}: noisy runs only (out of the answer): no finding"
+                                  if noisy and metric in NOISE_METRICS else
+                                  _note(metric, r[f"{metric} Δ%"], r["noise %"],
+                                        r["eager_ms Δ%"] if same_workload else float("nan")))})
     return pd.DataFrame(rows, columns=[*MATCH, "status A", "status B", "metric", "A", "B", "Δ%", "note"])
 
 

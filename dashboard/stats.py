@@ -6,6 +6,7 @@ import pandas as pd
 
 from dashboard.frame import NUMBERS, json_dict
 from dashboard.labels import split_by_graph_cache, with_cache_state
+from db import noise
 from db.axes import FIELDS
 
 # The three clocks of a result (runner/timing.py): each one's columns, under the headline's names, for the plots.
@@ -21,12 +22,31 @@ CLOCKS = {
 _BANDS = ("eager_p10_ms", "eager_p90_ms", "compiled_p10_ms", "compiled_p90_ms")  # latency's percentiles
 
 
+def answering(df: pd.DataFrame, by: list[str]) -> pd.Series:
+    """Per succeeded row, whether the run answers for its group (db.noise.answering, as db.answer decides): quiet
+    runs, and host-sensitive ones (rounds that agree, a GPU idle a quarter of the call) once the group has
+    noise.MIN_PROCESSES such runs from separate processes. Spread-noisy runs never answer."""
+    ok = df.loc[df["status"] == "succeeded"]
+
+    def col(name):
+        return ok[name] if name in ok else pd.Series(None, index=ok.index, dtype=object)
+    noisy = col("noisy").eq(True)
+    spread = (pd.to_numeric(col("eager_spread")).fillna(0) > noise.NOISY_SPREAD) | (
+        pd.to_numeric(col("compiled_spread")).fillna(0) > noise.NOISY_SPREAD)
+    host_sensitive = (pd.to_numeric(col("eager_host_overhead")).fillna(0) >= noise.HOST_SENSITIVE) | (
+        pd.to_numeric(col("compiled_host_overhead")).fillna(0) >= noise.HOST_SENSITIVE)
+    host = noisy & ~spread & host_sensitive
+    quiet = ~noisy
+    usable = (quiet | host).groupby([ok[b] for b in by], dropna=False).transform("sum")
+    return (quiet | (host & (usable >= noise.MIN_PROCESSES))).astype(bool)
+
+
 def medians(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Median of every number over the quiet runs of one configuration, and how many runs that is: a noisy run
     (its own spread past 5%, or host-sensitive) is left out where a quiet one exists. A configuration whose runs
     were all noisy keeps their medians, flagged `only_noisy`, so a plot can grey it out instead of dropping it."""
     ok = df.loc[df["status"] == "succeeded", list(by) + list(NUMBERS)]
-    quiet = (df.loc[ok.index, "noisy"].ne(True) if "noisy" in df else pd.Series(True, index=ok.index)).astype(bool)
+    quiet = answering(df, by)
     has_quiet = quiet.groupby([ok[b] for b in by], dropna=False).transform("any").astype(bool)
     use = ok[quiet | ~has_quiet]
     grouped = use.groupby(by, dropna=False, sort=True)
@@ -74,11 +94,12 @@ def with_noise(agg: pd.DataFrame, view: pd.DataFrame) -> pd.DataFrame:
     bound = view.loc[ok.index, "host_bound"] if "host_bound" in view else pd.Series(None, index=ok.index)
     note = view.loc[ok.index, "host_note"] if "host_note" in view else pd.Series(None, index=ok.index)
     why = view.loc[ok.index, "noise_note"] if "noise_note" in view else pd.Series(None, index=ok.index)
-    ok = ok.assign(noisy_runs=view.loc[ok.index, "noisy"].eq(True),
+    left_out = ~answering(view, ["config", "batch_size"])
+    ok = ok.assign(noisy_runs=left_out,
                    max_spread=ok[["eager_spread", "compiled_spread"]].max(axis=1),
                    recompiled_runs=dropped > 0, dropped_calls=dropped,
                    host_bound_runs=bound.eq(True), host_note=note.where(bound.eq(True)),
-                   noise_note=why.where(view.loc[ok.index, "noisy"].eq(True)))
+                   noise_note=why.where(left_out))
     noise = ok.groupby(["config", "batch_size"], dropna=False).agg(
         noisy_runs=("noisy_runs", "sum"), max_spread=("max_spread", "max"), recompiled_runs=("recompiled_runs", "sum"),
         dropped_calls=("dropped_calls", "sum"), host_bound_runs=("host_bound_runs", "sum"),

@@ -23,7 +23,8 @@ LABELS = {
     **{name: axis.label for name, axis in BY_FIELD.items()},  # the swept axes (db.axes)
     "cache": "Compile cache", "trace": "Keep the compile trace", "schedule": "Schedule", "iters": "Rounds",
     "timeout_s": "Timeout (s)",
-    "repeat": "Repeat", "name": "Sweep name", "model_args": "Model parameters", "torch_versions": "Torch versions",
+    "repeat": "Repeat", "reruns": "Noisy re-runs", "process_repeats": "Process repeats", "name": "Sweep name",
+    "model_args": "Model parameters", "torch_versions": "Torch versions",
 }
 # which widget a field's error is drawn under (the sweep-level field for a per-job one)
 SLOT = {axis.field: axis.plural for axis in AXES}
@@ -52,6 +53,8 @@ class FormValues:
     iters: int = ExperimentSpec.iters
     timeout_s: int = ExperimentSpec.timeout_s
     repeat: int = 1
+    reruns: int = SweepRequest.reruns
+    process_repeats: int = SweepRequest.process_repeats
     name: str = ""
 
 
@@ -120,7 +123,8 @@ def plan(values: FormValues, catalog: Mapping[str, ModelInfo], live_torch: list[
                 "torch_versions": versions,
                 "trace": values.trace,
                 "schedule": split_sizes(values.schedule, "schedule"),
-                "iters": values.iters, "timeout_s": values.timeout_s, "repeat": values.repeat, "name": name})
+                "iters": values.iters, "timeout_s": values.timeout_s, "repeat": values.repeat,
+                "reruns": values.reruns, "process_repeats": values.process_repeats, "name": name})
             specs, notes = request.expand(catalog)
             out.requests.append(request)
             out.jobs += len(specs)
@@ -141,7 +145,7 @@ def plan(values: FormValues, catalog: Mapping[str, ModelInfo], live_torch: list[
     return out
 
 
-NUMBER_FIELDS = ("iters", "timeout_s", "repeat")
+NUMBER_FIELDS = ("iters", "timeout_s", "repeat", "reruns", "process_repeats")
 
 
 def number_errors(values: FormValues) -> list[SpecError]:

@@ -16,7 +16,7 @@ from typing import Iterable
 import numpy as np
 from sqlalchemy import Engine, select
 
-from db import labels, views
+from db import labels, noise, views
 from db.axes import COMPILE_FIELDS, TRI, fold_note, folded_mode
 from db.engine import reading
 from db.models import Result
@@ -96,6 +96,7 @@ def speedup_interval(runs: list[list[float]], resamples: int = RESAMPLES, seed: 
 
 
 READ = ("status", "error", "model", "batch_size", "cache", "cache_hits", "noisy", "noise_note", "accuracy_ok",
+        "eager_spread", "compiled_spread", "eager_host_overhead", "compiled_host_overhead",
         "eager_first_call_s", "compiled_first_call_s", "eager_ms", "compiled_ms", "speedup", "graph_breaks",
         "recompiles", "max_abs_error", "peak_mem_eager_mb", "peak_mem_compiled_mb") + CONFIG_KEYS
 
@@ -127,7 +128,7 @@ def answer_records(engine: Engine, job_ids: Iterable[int] | None = None,
 def report(engine: Engine, sweep_ids: Iterable[int] | None = None, job_ids: Iterable[int] | None = None) -> list[dict]:
     """The answer rows of these jobs (all, when neither is given): what `runner report` prints and Results shows."""
     records = answer_records(engine, job_ids=job_ids, sweep_ids=sweep_ids)
-    ok = [r["job_id"] for r in records if r["status"] == "succeeded" and r.get("noisy") is not True]
+    ok = [r["job_id"] for r in records if r["status"] == "succeeded" and noise.record_kind(r) != noise.SPREAD]
     return answer_rows(records, read_round_ratios(engine, ok))
 
 
@@ -166,8 +167,9 @@ def rows_markdown(rows: list[dict]) -> str:
 
 def answer_rows(records: list[dict], ratios: dict[int, list[float]]) -> list[dict]:
     """One row (COLUMNS) per model, batch size and configuration of these export records, best speedup first
-    within a model and batch size. Noisy runs are left out of every number and of the verdict; a configuration
-    whose runs were all noisy, or all failed, says so in its verdict instead of a number."""
+    within a model and batch size. Noisy runs are left out of every number and of the verdict (db.noise: a
+    host-sensitive run answers beside others from separate processes); a configuration whose runs were all noisy,
+    or all failed, says so in its verdict instead of a number."""
     records = [_folded(r) for r in records if r.get("model") and r.get("status") != "cancelled"]
     labels = _labels(records)  # (model, configuration key) -> label
     groups: dict[tuple, list[dict]] = {}
@@ -175,8 +177,9 @@ def answer_rows(records: list[dict], ratios: dict[int, list[float]]) -> list[dic
         groups.setdefault((r["model"], r["batch_size"], _key(r)), []).append(r)
     eager_first = {}  # the eager first call belongs to the workload, not the configuration: pooled over all runs
     for (model, bs, key), rs in groups.items():
+        answers = _answering(rs)
         eager_first.setdefault((model, bs, key[:len(BASE_KEYS)]), []).extend(
-            r["eager_first_call_s"] for r in rs if _quiet(r) and r["eager_first_call_s"] is not None)
+            r["eager_first_call_s"] for r in rs if r["job_id"] in answers and r["eager_first_call_s"] is not None)
     rows = [_row(model, bs, labels[model, key], rs, ratios, _median(eager_first[(model, bs, key[:len(BASE_KEYS)])]))
             for (model, bs, key), rs in groups.items()]
     return sorted(rows, key=lambda r: (r["model"], r["batch_size"], r["speedup"] is None, -(r["speedup"] or 0),
@@ -185,8 +188,9 @@ def answer_rows(records: list[dict], ratios: dict[int, list[float]]) -> list[dic
 
 def _row(model, bs, config: str, runs: list[dict], ratios: dict, eager_first_s: float | None) -> dict:
     ok = [r for r in runs if r["status"] == "succeeded"]
-    quiet = [r for r in ok if _quiet(r)]
-    noisy = [r for r in ok if not _quiet(r)]
+    answers = _answering(runs)
+    quiet = [r for r in ok if r["job_id"] in answers]  # the runs that answer
+    noisy = [r for r in ok if r["job_id"] not in answers]
     # a portable run's first call is neither: it loaded a colleague's artifacts into a fresh cache (db.caches)
     cold = [r["compiled_first_call_s"] for r in ok if not _warm_hit(r) and r.get("cache") != "portable"]
     portable = [r["compiled_first_call_s"] for r in ok if r.get("cache") == "portable"]
@@ -225,7 +229,8 @@ def verdict(row: dict, runs: list[dict]) -> str:
         return f"did not succeed ({row['failed_runs']} run{'s' * (row['failed_runs'] > 1)}): {error}"
     if row["noisy"]:
         return (f"no answer: all {row['noisy_runs']} run(s) were noisy ({row['noise_note'] or 'spread past 5%'}); "
-                "re-run it on a quiet machine")
+                "re-run it on a quiet machine" + (" (or in more processes: --process-repeats)" if any(
+                    noise.record_kind(r) == noise.HOST for r in runs) else ""))
     s, lo, hi = row["speedup"], row["speedup_ci_low"], row["speedup_ci_high"]
     if s is None:
         return "no latency measured (timed before caller latency was: timing protocol 1)"
@@ -237,7 +242,8 @@ def verdict(row: dict, runs: list[dict]) -> str:
         text = shown + (f", pays off after {be:,} calls" if be is not None else ", faster per call")
     else:
         text = f"slower: {shown}"
-    extra = [f"{row['noisy_runs']} noisy run(s) left out"] if row["noisy_runs"] else []
+    extra = [f"{row['runs']} processes"] if row["runs"] > 1 else []
+    extra += [f"{row['noisy_runs']} noisy run(s) left out"] if row["noisy_runs"] else []
     extra += [f"{row['failed_runs']} failed"] if row["failed_runs"] else []
     folded = sorted({r["_folded"] for r in runs if r.get("_folded")})
     extra += [f"{fold_note(m, runs[0]['device'])}: its runs are counted here" for m in folded]
@@ -272,8 +278,10 @@ def _folded(r: dict) -> dict:
     return r if mode == r.get("mode") else {**r, "mode": mode, "_folded": r["mode"], "_key": None}
 
 
-def _quiet(r: dict) -> bool:
-    return r["status"] == "succeeded" and r.get("noisy") is not True
+def _answering(runs: list[dict]) -> set:
+    """The job ids of one configuration's runs that answer (db.noise.answering over its succeeded runs)."""
+    ok = [r for r in runs if r["status"] == "succeeded"]
+    return {r["job_id"] for r, yes in zip(ok, noise.answering(noise.record_kind(r) for r in ok)) if yes}
 
 
 def _warm_hit(r: dict) -> bool:

@@ -90,6 +90,10 @@ class Job(Base):
     phase: Mapped[str | None] = mapped_column(String(64), default=None)  # what the child is doing now
     progress: Mapped[float | None] = mapped_column(Float, default=None)  # 0..1 within the phase
     log_tail: Mapped[str | None] = mapped_column(Text, default=None)  # end of the child's stdout/stderr
+    # a job queued because another's result was noisy or host-sensitive (db.noise): that job's id (no foreign
+    # key: deleting the first run must not be refused for its follow-ups), and why ({kind, n, total, because})
+    follow_up_of: Mapped[int | None] = mapped_column(Integer, default=None)
+    follow_up: Mapped[dict | None] = mapped_column(JSON, default=None)
 
     sweep: Mapped[Sweep] = relationship(back_populates="jobs")
     result: Mapped["Result | None"] = relationship(back_populates="job", uselist=False)

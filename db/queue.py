@@ -18,6 +18,7 @@ from typing import Iterable, Mapping
 from sqlalchemy import Engine, and_, case, func, select, true, update
 
 from db import artifacts as job_artifacts
+from db import noise
 from db.engine import atomic, is_sqlite, reading
 from db.models import TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
 from db.record import ResultRecord
@@ -29,6 +30,7 @@ from db.spec import (
     ModelInfo,
     SpecError,
     SweepRequest,
+    follow_up_settings,
     stored_spec,
     torch_matches,
     torch_prefixes,
@@ -195,8 +197,33 @@ def finish(engine: Engine, job_id: int, token: str, status: JobStatus, error: st
             return False
         if row is not None:
             s.add(row)
+            _queue_follow_ups(s, job_id, row)  # with the result, in its transaction: both go in, or neither
         job_artifacts.add(s, job_id, artifacts or [])
         return True
+
+
+def _queue_follow_ups(s, job_id: int, row: Result) -> list[int]:
+    """Queue the follow-ups this result calls for (db.noise.plan_follow_ups): the same spec, in the same sweep,
+    linked to this job with why. Returns the new job ids."""
+    kind = noise.run_kind(row.noisy, row.eager_spread, row.compiled_spread, row.eager_host_overhead,
+                          row.compiled_host_overhead)
+    if kind == noise.QUIET:
+        return []
+    job = s.get(Job, job_id)
+    # the sweep row locked (PostgreSQL; SQLite's writers are serialised already): two runs of one configuration
+    # finishing at once must not both see the budget unspent
+    reruns, process_repeats = follow_up_settings(s.scalar(
+        select(Sweep.request).where(Sweep.id == job.sweep_id).with_for_update()))
+    runs = [{"status": status, "follow_up": follow_up}  # this job's configuration in its sweep, this job included
+            for status, spec, follow_up in s.execute(
+                select(Job.status, Job.spec, Job.follow_up).where(Job.sweep_id == job.sweep_id))
+            if spec == job.spec]
+    jobs = [Job(sweep_id=job.sweep_id, spec=dict(job.spec), max_attempts=job.max_attempts, follow_up_of=job_id,
+                follow_up=f.to_dict())
+            for f in noise.plan_follow_ups(kind, row.noise_note, reruns, process_repeats, runs)]
+    s.add_all(jobs)
+    s.flush()
+    return [j.id for j in jobs]
 
 
 def _result_row(job_id: int, result: Mapping) -> Result:
@@ -274,6 +301,12 @@ def register_worker(engine: Engine, worker_id: str, hostname: str, pid: int, gpu
         s.add(row)
 
 
+def publish_capabilities(engine: Engine, worker_id: str, capabilities: Mapping) -> None:
+    """Replace what a registered worker publishes (say, that it now shares its cores with a worker started later)."""
+    with atomic(engine) as s:
+        s.execute(update(Worker).where(Worker.id == worker_id).values(capabilities=dict(capabilities)))
+
+
 def heartbeat_worker(engine: Engine, worker_id: str, state: str, current_job_id: int | None = None) -> None:
     with atomic(engine) as s:
         s.execute(update(Worker).where(Worker.id == worker_id)
@@ -327,7 +360,8 @@ def jobs_overview(engine: Engine, limit: int = 500, statuses: Iterable[str] | No
                 "spec": stored_spec(j.spec),  # a corrupt row: its error says why
                 "attempts": j.attempts, "worker": j.worker_id, "phase": j.phase, "progress": j.progress,
                 "error": j.error, "created_at": j.created_at, "claimed_at": j.claimed_at,
-                "finished_at": j.finished_at,
+                "finished_at": j.finished_at, "follow_up_of": j.follow_up_of,
+                "follow_up": noise.describe(j.follow_up, j.follow_up_of),
                 "elapsed_s": (end - j.claimed_at).total_seconds() if end and j.claimed_at else None,
             })
         return out
@@ -357,7 +391,7 @@ def waiting_reason(spec: Mapping, workers: list[Worker]) -> str | None:
 
 __all__ = [
     "Claim", "QueueError", "submit", "submit_many", "requeue_expired", "claim_next", "heartbeat_job", "finish", "release",
-    "cancel", "hand_back", "resubmit", "register_worker", "heartbeat_worker", "live_workers", "published_catalog",
-    "live_torch_versions",
+    "cancel", "hand_back", "resubmit", "register_worker", "publish_capabilities", "heartbeat_worker", "live_workers",
+    "published_catalog", "live_torch_versions",
     "status_counts", "jobs_overview", "waiting_reason",
 ]

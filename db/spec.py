@@ -79,6 +79,20 @@ def check_torch(value: Any, where: str = "torch") -> str:
 MAX_JOBS = 5000  # per submission: a typo in a sweep must not queue a million jobs
 
 
+def follow_up_settings(request) -> tuple[int, int]:
+    """(reruns, process_repeats) of a stored sweep request; a request stored before these settings existed, or
+    one that no longer validates, gets the defaults (the worker must not fail a finished job over its sweep)."""
+    d = request if isinstance(request, Mapping) else {}
+    out = []
+    for key in ("reruns", "process_repeats"):
+        try:
+            value = _int(d.get(key, getattr(SweepRequest, key)), key)
+        except SpecError:
+            value = getattr(SweepRequest, key)
+        out.append(max(0, min(MAX_REPEAT, value)))
+    return out[0], out[1]
+
+
 def sweep_label(sweep_id: int, name: str | None, model: str | None) -> str:
     """A sweep as the pickers, the Results sweep filter and links name it: "#12 modes on complexnet", or
     "#3 simplenet" for an unnamed sweep of simplenet. The one place it is built."""
@@ -420,6 +434,11 @@ class SweepRequest:
     iters: int = ExperimentSpec.iters
     timeout_s: int = ExperimentSpec.timeout_s
     repeat: int = 1
+    # noise kept out of the answer (db.noise): a job whose rounds spread past 5% is re-run, up to this many times
+    # per configuration; a host-sensitive one (its GPU idles a quarter of its latency or more) is repeated in
+    # separate processes until this many runs of the configuration exist (1: off)
+    reruns: int = 2
+    process_repeats: int = 3
     name: str = ""
 
     def __post_init__(self):
@@ -444,6 +463,10 @@ class SweepRequest:
         put("repeat", _int(self.repeat, "repeat"))
         if not 1 <= self.repeat <= MAX_REPEAT:
             raise SpecError("repeat", f"must be between 1 and {MAX_REPEAT}, got {self.repeat}")
+        for key, low in (("reruns", 0), ("process_repeats", 1)):
+            put(key, _int(getattr(self, key), key))
+            if not low <= getattr(self, key) <= MAX_REPEAT:
+                raise SpecError(key, f"must be between {low} and {MAX_REPEAT}, got {getattr(self, key)}")
         put("name", check_text(self.name, "name", blank_ok=True))
 
     @classmethod

@@ -25,6 +25,7 @@ from typing import Iterable, Iterator
 import numpy as np
 from sqlalchemy import Engine, Float, Integer, Text, cast, func, select
 
+from db import noise
 from db.engine import reading
 from db.models import RESULT_SCALARS, TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
 from db.results import DETAIL_FIELDS, ENV_FROM_WORKER, RECORD_FIELDS, SPEC_FIELDS
@@ -46,7 +47,7 @@ FRAME_FIELDS = ("job_id", "sweep_id", "sweep", "status", "error", "finished_at")
 LAZY_FIELDS = ("worker", "created_at", "attempts", "graph_count", "graph_breaks", "recompiles",
                "peak_mem_eager_mb", "peak_mem_compiled_mb", "max_abs_error", "rel_error",
                "accuracy_ok", "triton_version", "cuda_version", "hostname", "graph_break_reasons",
-               "recompile_reasons", "compile_phases_s", "speedup_p10", "speedup_p90")
+               "recompile_reasons", "compile_phases_s", "speedup_p10", "speedup_p90", "host_state")
 # the First call tab alone draws the compile breakdown, the Roofline tab alone the roofline: each reads its
 # own, not every model view
 FIRST_CALL_FIELDS = ("compile_breakdown_s",)
@@ -306,7 +307,8 @@ def job_rows(engine: Engine, sweep_ids: Iterable[int] | None = None, statuses: I
              limit: int = 500) -> list[dict]:
     """The newest jobs for the Queue page: status, attempts, elapsed time, worker, phase and progress."""
     q = (select(Job.id, Job.sweep_id, Job.status, Job.attempts, Job.max_attempts, Job.worker_id, Job.phase,
-                Job.progress, Job.error, Job.created_at, Job.claimed_at, Job.finished_at, Job.spec)
+                Job.progress, Job.error, Job.created_at, Job.claimed_at, Job.finished_at, Job.spec, Job.follow_up_of,
+                Job.follow_up)
          .order_by(Job.id.desc()).limit(limit))
     if sweep_ids:
         q = q.where(Job.sweep_id.in_(list(sweep_ids)))
@@ -323,6 +325,8 @@ def job_rows(engine: Engine, sweep_ids: Iterable[int] | None = None, statuses: I
                 "error": r.error, "created_at": r.created_at, "claimed_at": r.claimed_at,
                 "finished_at": r.finished_at, "spec": stored_spec(r.spec),
                 "elapsed_s": (end - r.claimed_at).total_seconds() if end and r.claimed_at else None,
+                "follow_up": noise.describe(r.follow_up, r.follow_up_of),
+                "follow_up_short": noise.short(r.follow_up, r.follow_up_of),
             })
     return out
 
@@ -333,9 +337,14 @@ def job_detail(engine: Engine, job_id: int) -> dict | None:
         job = s.get(Job, job_id)
         if job is None:
             return None
+        later = s.execute(select(Job.id, Job.status, Job.follow_up).where(Job.follow_up_of == job.id)
+                          .order_by(Job.id)).all()
         return {"job_id": job.id, "sweep_id": job.sweep_id, "status": job.status, "error": job.error,
                 "spec": stored_spec(job.spec), "log_tail": job.log_tail, "attempts": job.attempts,
-                "worker": job.worker_id,
+                "worker": job.worker_id, "follow_up_of": job.follow_up_of,
+                "follow_up": noise.describe(job.follow_up, job.follow_up_of),
+                # the jobs this one's result called for: (id, status, what it is)
+                "follow_ups": [(i, status, noise.describe(f, None)) for i, status, f in later],
                 "sweep_label": sweep_label(job.sweep_id, job.sweep.name if job.sweep else None,
                                            stored_spec(job.spec).get("model"))}
 

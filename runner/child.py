@@ -22,6 +22,7 @@ from pathlib import Path
 from runner.reaper import become_subreaper
 
 WORKER_PID_ENV = "COMPILE_LAB_WORKER_PID"  # set by the worker: the parent this child must outlive never
+THREADS_ENV = "COMPILE_LAB_THREADS"  # torch's intra-op threads, pinned by the worker (runner.neighbours)
 
 
 def set_pdeathsig(sig: int) -> bool:
@@ -171,6 +172,7 @@ def run_job(spec_file: str, result_file: str, progress_file: str, models_dirs: l
         if spec.model not in entries:
             raise SpecError("model", f"{spec.model!r} is not in this worker's zoo")
         print(f"compile-lab child: {spec.label}", flush=True)
+        pin_threads()
         from runner import measure
 
         result = measure.run(spec, entries[spec.model], progress.report, Path(result_file).parent / "artifacts")
@@ -179,6 +181,16 @@ def run_job(spec_file: str, result_file: str, progress_file: str, models_dirs: l
         traceback.print_exc()
         write_atomic(result_file, {"status": "failed", "error": failure_message(exc, progress.phase)})
     return 0
+
+
+def pin_threads() -> None:
+    """torch's intra-op threads as the worker set them (its CPUs, or `work --threads`): a CPU job must not run
+    more threads than the cores it was given, nor a different count from job to job (detail.host_state keeps it)."""
+    threads = os.environ.get(THREADS_ENV)
+    if threads:
+        import torch
+
+        torch.set_num_threads(int(threads))
 
 
 def failure_message(exc: BaseException, phase: str) -> str:

@@ -60,6 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "torch.__version__ at a component (2.14 matches 2.14.1+cu128), any (default), or all-live: "
                         "every version a live worker offers now; only a worker whose torch matches claims the job")
     s.add_argument("--repeat", help="run each combination this many times")
+    s.add_argument("--reruns", help="re-run a job whose rounds spread past 5%% (noisy) automatically, up to this many "
+                                    "times per combination (default 2; 0: never); the quiet runs answer")
+    s.add_argument("--process-repeats", help="a host-sensitive job (its GPU idles a quarter of its latency or more) "
+                                             "is repeated in separate processes until this many runs of its "
+                                             "combination exist, so the answer's interval covers process-to-process "
+                                             "variation (default 3; 1: off)")
     s.add_argument("--name", help="sweep name")
     s.add_argument("--models-dir", action="append", default=[],
                    help="also accept the models in this folder (live workers' models are always accepted)")
@@ -84,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fork: each child forked from a parent that preloaded torch (fast start); "
                         "fresh: a new interpreter per job; inline: in this process, for debugging a job "
                         "under pdb (no isolation, no timeout)")
+    w.add_argument("--threads", type=int, help="torch's intra-op threads in every job (default: the CPUs this "
+                                               "worker may run on, its affinity; pin a worker with taskset -c)")
     w.add_argument("--no-calibrate", action="store_true",
                    help="do not measure this GPU's ceilings at start (the roofline then has none)")
 
@@ -177,7 +185,8 @@ def cmd_submit(args) -> int:
     swept = [(a.plural, getattr(args, a.plural)) for a in COMPILE_AXES]
     for key, value in (*swept, ("device", args.device), ("dtype", args.dtype),
                        ("task", args.task), ("cache", args.cache), ("trace", args.trace), ("iters", args.iters),
-                       ("timeout_s", args.timeout), ("repeat", args.repeat), ("name", args.name),
+                       ("timeout_s", args.timeout), ("repeat", args.repeat), ("reruns", args.reruns),
+                       ("process_repeats", args.process_repeats), ("name", args.name),
                        ("torch_versions", args.torch_versions)):
         if value is not None:  # unset flags keep the dataclass defaults: defaults live once
             fields[key] = value
@@ -222,6 +231,8 @@ def cmd_work(args) -> int:
         raise UsageError("--max-jobs must be at least 1")
     if not 1 <= args.lease <= 24 * 3600:
         raise UsageError(f"--lease must be between 1 and 86400 seconds, got {args.lease:g}")
+    if args.threads is not None and not 1 <= args.threads <= 4096:
+        raise UsageError(f"--threads must be between 1 and 4096, got {args.threads}")
     if not 0 <= args.grace <= 24 * 3600:
         raise UsageError(f"--grace must be between 0 and 86400 seconds, got {args.grace:g}")
     if args.gpus is not None:
@@ -233,7 +244,7 @@ def cmd_work(args) -> int:
     gpus.arm_supervised_worker()
     cfg = WorkerConfig(db_url=args.db, home=Path(args.home), gpu=args.gpu, lease_s=args.lease,
                        grace_s=args.grace, models_dirs=args.models_dir, spawn=args.spawn,
-                       calibrate=not args.no_calibrate,
+                       calibrate=not args.no_calibrate, threads=args.threads,
                        max_jobs=1 if args.once else args.max_jobs, drain=args.drain or args.once)
     worker = Worker(cfg)
     worker.install_signal_handlers()
@@ -287,6 +298,8 @@ def cmd_status(args) -> int:
             line += f"  ({j['waiting_reason']})" if j["waiting_reason"] else ""
         elif j["error"]:
             line += f"  {j['error'][:100]}"
+        if j["follow_up"]:
+            line += f"  ({j['follow_up'][:160]})"
         print(line)
     return 0
 

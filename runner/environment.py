@@ -7,6 +7,9 @@ import socket
 
 import torch
 
+from db.noise import cpus_text
+from runner.neighbours import my_cpus
+
 
 def environment(device: str) -> dict:
     try:
@@ -38,9 +41,9 @@ def environment_detail(device: str) -> dict:
 def host_state() -> dict:
     """The host around the timed rounds: load average (1, 5, 15 min), torch's intra-op threads, and how many CPUs
     this process may run on. A load above the CPUs it may use means the rounds shared cores with other work."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"loadavg": list(os.getloadavg()), "torch_threads": torch.get_num_threads(), "cpus_allowed": cpus,
-            "cpu_count": os.cpu_count()}
+    cpus = my_cpus()
+    return {"loadavg": list(os.getloadavg()), "torch_threads": torch.get_num_threads(), "cpus_allowed": len(cpus),
+            "affinity": cpus_text(cpus), "cpu_count": os.cpu_count()}
 
 
 def gpu_state(device: str) -> dict | None:

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 from db.answer import round_ratios
+from db.noise import HOST_SENSITIVE, NOISY_SPREAD
 from runner.timing import percentile, spread
 
-NOISY_SPREAD = 0.05  # a side whose round medians spread (IQR / median) past this is flagged noisy
 HOST_BOUND = 0.5  # a side whose GPU idles this share of its latency is host-bound (launches, Python, guards)
-# a side whose GPU idles this share of its latency moves with the host's speed, which differs from process to
-# process: one process cannot vouch for it (noisy). On an H100, mlp bs 64 compiled (GPU idle 39-47% of its
-# latency) read 0.170 and 0.195 ms in fresh processes, eager 0.135 and 0.201 ms in another run
-HOST_SENSITIVE = 0.25
 
 
 def clock_fields(samples: dict, gpu: bool, cudagraphs: bool = False) -> dict:
@@ -40,7 +36,8 @@ def clock_fields(samples: dict, gpu: bool, cudagraphs: bool = False) -> dict:
     if idle:
         sides = " and ".join(f"{s}'s {v:.0%}" for s, v in idle.items())
         reasons.append(f"host-sensitive: the host's Python, guards and launches are {sides} of the latency, and the "
-                       "host's speed moves from process to process; repeat it (--repeat) to see how far")
+                       "host's speed moves from process to process; it is repeated in separate processes "
+                       "(--process-repeats) and answers from them together")
     out["noisy"] = bool(reasons)
     out["noise_note"] = "; ".join(reasons) or None
     return out

@@ -36,10 +36,12 @@ from db import artifacts, queue
 from db.database import get_engine
 from db.engine import DatabaseGone, MalformedJSON, check_identity, file_identity
 from db.models import JobStatus
+from db.noise import cpus_text
 from db.spec import ExperimentSpec, SpecError
 from runner import ceilings, portable, zoo
-from runner.child import WORKER_PID_ENV
+from runner.child import THREADS_ENV, WORKER_PID_ENV
 from runner.lease import LeaseKeeper, read_progress
+from runner.neighbours import Watch, my_cpus, sharing
 from runner.reaper import kill_tree
 from runner.spawn import SpawnError, make_spawner
 
@@ -64,6 +66,7 @@ class WorkerConfig:
     keep_job_dirs: bool = True
     spawn: str = "fork"  # fork: from the preloaded parent (runner/zygote.py); fresh: a new interpreter per job
     calibrate: bool = True  # measure a GPU's ceilings once (runner/ceilings.py) if the database has none
+    threads: int | None = None  # torch's intra-op threads in every child; None: the CPUs this worker may use
 
 
 @dataclass
@@ -90,6 +93,8 @@ class Worker:
         self.entries = zoo.catalog(cfg.models_dirs)
         self.capabilities: dict = {}
         self.probe: dict = {}  # torch, triton, devices: what keys a portable compile cache (runner.portable)
+        self.cpus = my_cpus()  # its affinity: published, so workers on one host can tell they share cores
+        self.threads = cfg.threads or len(self.cpus)
         self.spawner = make_spawner(cfg.spawn, self._env(), PROJECT_ROOT)
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -114,8 +119,9 @@ class Worker:
             "devices": devices, "device_name": probe.get("device_name"), "torch_version": probe.get("torch_version"),
             "triton_version": probe.get("triton_version"),
             "models": [e.info.to_dict() for e in self.entries.values()], "pid": os.getpid(),
-            "models_dirs": [str(d) for d in self.cfg.models_dirs],
+            "models_dirs": [str(d) for d in self.cfg.models_dirs], "cpus": self.cpus, "threads": self.threads,
         }
+        self.capabilities["shares_cores_with"] = self._sharing(queue.live_workers(self.engine))
         if "cuda" in devices and self.cfg.calibrate:
             try:  # the roofline needs the device's ceilings; without them results just lack that placement
                 ceilings.ensure(self.engine, "cuda", probe.get("device_name"), self._env(), PROJECT_ROOT)
@@ -124,9 +130,18 @@ class Worker:
                             self.id, _first_line(e))
         self.spawner.prepare()  # the preloaded parent imports torch now, not during the first job
         queue.register_worker(self.engine, self.id, self.hostname, os.getpid(), self.cfg.gpu, self.capabilities)
-        log.info("worker %s ready: devices %s%s, %d models, %s children", self.id, ",".join(devices),
-                 f" ({probe.get('device_name')})" if probe.get("device_name") else "", len(self.entries),
-                 self.cfg.spawn)
+        log.info("worker %s ready: devices %s%s, %d models, %s children, CPUs %s, torch threads %d", self.id,
+                 ",".join(devices), f" ({probe.get('device_name')})" if probe.get("device_name") else "",
+                 len(self.entries), self.cfg.spawn, cpus_text(self.cpus), self.threads)
+
+    def _sharing(self, workers) -> list[str]:
+        """The live workers of this host that share its cores, said in the log when they change."""
+        shares = sharing(self.id, self.cpus, [w for w in workers if w.hostname == self.hostname])
+        if shares and shares != self.capabilities.get("shares_cores_with"):
+            log.warning("worker %s shares CPUs %s with %s: their timings disturb each other's (pin each worker to its "
+                        "own cores, e.g. taskset -c, or run one worker per host)", self.id, cpus_text(self.cpus),
+                        ", ".join(shares))
+        return shares
 
     def _env(self) -> dict:
         env = dict(os.environ)
@@ -135,6 +150,7 @@ class Worker:
         env["PYTHONPATH"] = os.pathsep.join([str(PROJECT_ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
         env["PYTHONUNBUFFERED"] = "1"
         env[WORKER_PID_ENV] = str(os.getpid())  # the child checks it is still ours after arming PDEATHSIG
+        env[THREADS_ENV] = str(self.threads)
         if self.cfg.gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = str(self.cfg.gpu)
             env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # so index I is nvidia-smi's GPU I
@@ -290,6 +306,8 @@ class Worker:
         stop_deadline = None
         lease = LeaseKeeper(self, claim, jobdir, claimed_at)
         lease.start()  # before the spawn: starting a fresh preloaded parent can take a while
+        watch = Watch(self.engine, self.id, self.hostname, self.cpus, every_s=self.beat_s)
+        watch.sample(force=True)
         proc = None
         try:
             try:  # in its own process group either way: one kill reaches all
@@ -299,6 +317,7 @@ class Worker:
                     if isinstance(outcome, Outcome):
                         return outcome
                     stop_deadline = outcome
+                    watch.sample()
             except SpawnError as e:  # our own machinery failed, not the experiment: hand the job back
                 return self._spawn_failed(claim, e)
         finally:
@@ -313,8 +332,30 @@ class Worker:
             return self._lease_stale(claim, lease, phase)
         outcome = read_outcome(rc, result_file, phase)
         if outcome.status is JobStatus.SUCCEEDED:
+            watch.sample(force=True)
+            self._note_neighbours(outcome.result, watch)
             portable.finish(self.engine, mega, claim.job_id, outcome.result, jobdir)
         return outcome
+
+    def _note_neighbours(self, result: dict, watch: Watch) -> None:
+        """The host's other workers into the result: who shared this worker's cores and who was busy while the job
+        ran (detail.host_state), and, on a noisy result, in its noise_note: the likely reason."""
+        host_state = result.setdefault("detail", {}).setdefault("host_state", {}) or {}
+        result["detail"]["host_state"] = {**host_state, **watch.state(), "threads_pinned": self.threads}
+        note = watch.note()
+        if note and result.get("noisy"):
+            result["noise_note"] = f"{result.get('noise_note') or 'noisy'}; {note}"
+        shares = sorted(watch.shares)
+        if shares != self.capabilities.get("shares_cores_with"):
+            self.capabilities["shares_cores_with"] = self._sharing_changed(shares)
+
+    def _sharing_changed(self, shares: list[str]) -> list[str]:
+        if shares:
+            log.warning("worker %s shares CPUs %s with %s: their timings disturb each other's", self.id,
+                        cpus_text(self.cpus), ", ".join(shares))
+        caps = {**self.capabilities, "shares_cores_with": shares}
+        self._retry("publish what the worker shares", lambda: queue.publish_capabilities(self.engine, self.id, caps))
+        return shares
 
     def _check(self, proc, claim, lease, progress_file: Path, deadline: float, spec: ExperimentSpec,
                stop_deadline: float | None):

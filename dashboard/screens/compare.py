@@ -138,17 +138,34 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
                "compiled code, so when it moved, a compiled change of the same size is the machine, not the setting.")
     if both_ran.empty:
         return  # one side's bars alone compare nothing; an empty plot with made-up axes says nothing
-    plot = pd.concat([nums.assign(sweep=f"A: {plot_text(labels[a])}", speedup=nums["speedup A"]),
-                      nums.assign(sweep=f"B: {plot_text(labels[b])}", speedup=nums["speedup B"])]).dropna(subset=["speedup"])
+    plot = pd.concat([nums.assign(sweep=f"A: {plot_text(labels[a])}", speedup=nums["speedup A"], noisy=nums["noisy A"]),
+                      nums.assign(sweep=f"B: {plot_text(labels[b])}", speedup=nums["speedup B"], noisy=nums["noisy B"])]
+                     ).dropna(subset=["speedup"])
     plot["combination"] = ("bs " + plot["batch_size"].astype(str) + " · " + plot["backend"] + "/" + plot["mode"]
                            + " · dynamic=" + plot["dynamic"].astype(str) + " · fullgraph=" + plot["fullgraph"].astype(str))
     fig = px.bar(plot, x="combination", y="speedup", color="sweep", barmode="group",
                  color_discrete_sequence=["#1f77b4", "#ff7f0e"],
                  labels={"combination": "", "sweep": ""})
+    grey_noisy(fig, plot)
     fig.add_hline(y=1.0, line=dict(dash="dot", color="#444"))
     fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), title="Speedup (latency), A vs B",
                       legend=dict(orientation="h", y=-0.3))
     st.plotly_chart(fig, key="compare_speedup")
+    if plot["noisy"].any():
+        st.caption("Greyed, hatched bars: every run of that combination on that side was noisy (its rounds spread past "
+                   "5%, or one host-sensitive process): out of the answer, and no finding either way.")
+
+
+def grey_noisy(fig, plot: pd.DataFrame) -> None:
+    """Grey and hatch the bars of combinations whose runs on that side were all noisy (db.noise): drawn, so
+    nothing disappears, but not as a number to read."""
+    for trace in fig.data:
+        noisy = plot.loc[plot["sweep"] == trace.name, "noisy"].tolist()
+        if any(noisy) and len(noisy) == len(trace.y):
+            trace.marker.color = ["#c8c8c8" if n else trace.marker.color for n in noisy]
+            trace.marker.pattern.shape = ["/" if n else "" for n in noisy]
+            trace.hovertemplate = (trace.hovertemplate or "") + "<br>%{customdata[0]}"
+            trace.customdata = [["⚠ noisy runs only: out of the answer" if n else ""] for n in noisy]
 
 
 def compare_versions(df: pd.DataFrame, summaries: list) -> None:
@@ -242,13 +259,18 @@ def compare_runs(df: pd.DataFrame) -> None:
         env = diff.side_by_side(diff.environment(df[df["job_id"] == a]), diff.environment(df[df["job_id"] == b]))
         st.dataframe(highlight_rows(env), hide_index=True, width="stretch")
         st.subheader("Numbers")
-        st.dataframe(highlight_changes(diff.run_numbers(ra, rb), judge=judged(ra["model"], rb["model"])),
+        noisy = [(name, rec) for name, rec in (("A", ra), ("B", rb)) if rec.get("noisy") is True]
+        for name, rec in noisy:
+            st.warning(f"Run {name} (#{rec['job_id']}) is noisy: {md(rec.get('noise_note') or 'spread past 5%')}. Its "
+                       "numbers are out of the answer; no change against it is coloured.", icon=":material/warning:")
+        st.dataframe(highlight_changes(diff.run_numbers(ra, rb), judge=judged(ra["model"], rb["model"]) and not noisy),
                      hide_index=True, width="stretch")
     samples = []
     for name, rec in (("A", ra), ("B", rb)):
         for side in ("eager", "compiled"):
             for block in (rec.get("samples") or {}).get(side, []) or []:
-                samples += [{"run": f"{name} #{rec['job_id']}", "side": side, "ms": v} for v in block]
+                samples += [{"run": f"{name} #{rec['job_id']}" + (" ⚠ noisy" if rec.get("noisy") is True else ""),
+                             "side": side, "ms": v} for v in block]
     if samples:
         fig = px.box(pd.DataFrame(samples), x="run", y="ms", color="side", points="outliers",
                      color_discrete_map={"eager": "#7f7f7f", "compiled": "#1f77b4"},

@@ -144,8 +144,16 @@ if detail is None:
 (record,) = export_records(state.engine(), job_ids=[int(job_id)])
 st.markdown(f"**#{detail['job_id']}** {state.STATUS_ICONS.get(detail['status'], '')} {detail['status']}")
 st.code(", ".join(f"{k}={v}" for k, v in detail["spec"].items()), language=None, wrap_lines=True)
+if detail["follow_up"]:
+    st.caption(f"↻ {md(detail['follow_up'])}")
+for later, later_status, what in detail["follow_ups"]:
+    st.caption(f"↻ Followed by job #{later} ({later_status}): {md(what)}")
 if detail["error"]:
     st.code(detail["error"], language=None, wrap_lines=True)
+if record["status"] == "succeeded" and record.get("noisy") is True:
+    st.warning(f"Noisy: {md(record.get('noise_note') or 'spread past 5%')}. Read these numbers with care: the answer "
+               "on Results leaves this run out (a host-sensitive one answers beside its repeats in other processes).",
+               icon=":material/warning:")
 if record["status"] == "succeeded":
     headline(record)
     line = story.kernels_line(record)

@@ -8,7 +8,7 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.markup import md
-from db import queue, views
+from db import noise, queue, views
 from db.models import JobStatus
 from db.results import export_records
 from db.spec import dynamic_name
@@ -49,13 +49,16 @@ def jobs_table(rows: list[dict], workers: list) -> pd.DataFrame:
         if r["status"] == "queued":
             note = queue.waiting_reason(r["spec"], workers) or ("waiting for a free worker" + (
                 f" ({r['error']})" if r["error"] else ""))
+        if r.get("follow_up"):  # queued because an earlier run was noisy or host-sensitive (db.noise)
+            note = f"↻ {r['follow_up']}" + (f"; {note}" if note else "")
         out.append({"job": r["job_id"], "sweep": r["sweep_id"],
-                    "status": f"{state.STATUS_ICONS.get(r['status'], '')} {r['status']}", "what": describe(r["spec"]),
+                    "status": f"{state.STATUS_ICONS.get(r['status'], '')} {r['status']}",
+                    "↻": r.get("follow_up_short") or "", "what": describe(r["spec"]),
                     "phase": r["phase"] or "", "progress": r["progress"],
                     "attempts": f"{r['attempts']}/{r['max_attempts']}",
                     "elapsed": f"{r['elapsed_s']:.1f} s" if r["elapsed_s"] is not None else "",
                     "note": note, "worker": r["worker"] or ""})
-    return pd.DataFrame(out, columns=["job", "status", "what", "phase", "progress", "elapsed", "attempts", "note",
+    return pd.DataFrame(out, columns=["job", "status", "↻", "what", "phase", "progress", "elapsed", "attempts", "note",
                                       "worker", "sweep"])
 
 
@@ -94,6 +97,9 @@ def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
                      column_config={
                          "job": st.column_config.NumberColumn("job", format="%d", width="small"),
                          "sweep": st.column_config.NumberColumn("sweep", format="%d", width="small"),
+                         "↻": st.column_config.TextColumn(
+                             "↻", width="medium", help="A job queued by itself: a re-run of a noisy job, or a repeat in "
+                                                      "a separate process of a host-sensitive one (the note says why)"),
                          "what": st.column_config.TextColumn("what", width="large"),
                          "phase": st.column_config.TextColumn("phase", width="medium"),
                          "progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0,
@@ -104,6 +110,8 @@ def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
             "worker": w.id, "state": w.state, "job": w.current_job_id, "devices": ", ".join(w.capabilities.get(
                 "devices", [])), "device": w.capabilities.get("device_name") or "CPU",
             "torch": w.capabilities.get("torch_version"), "models": len(w.capabilities.get("models", [])),
+            "host": w.hostname, "CPUs": _cpus(w.capabilities.get("cpus")), "threads": w.capabilities.get("threads"),
+            "shares cores with": ", ".join(w.capabilities.get("shares_cores_with") or []),
             "heartbeat": w.heartbeat_at} for w in workers]), hide_index=True, width="stretch")
     st.caption(f"Updated {datetime.now():%H:%M:%S}; refreshes every 2 s.")
 
@@ -163,6 +171,7 @@ def job_detail() -> None:
         return
     st.markdown(f"**#{detail['job_id']}** in sweep {detail['sweep_id']}: {state.STATUS_ICONS.get(detail['status'])} "
                 f"{detail['status']}, attempt {detail['attempts']}" + (f" on {md(detail['worker'])}" if detail["worker"] else ""))
+    follow_ups(detail)
     if detail["error"]:  # as code, not Markdown: a source line like `heads[np.random.randint(...)](x)` stays intact
         st.markdown(":red[**Error**]")
         st.code(detail["error"], language=None, wrap_lines=True)
@@ -173,6 +182,20 @@ def job_detail() -> None:
     c1, c2 = st.columns(2)
     c1.json(detail["spec"])
     c2.code(detail["log_tail"] or "(no log yet)", language=None, height=300)
+
+
+def _cpus(cpus) -> str:
+    """A worker's published CPUs as taskset spells them ("0-3,8"); "" when it published none."""
+    ok = isinstance(cpus, list) and all(isinstance(c, int) for c in cpus)
+    return noise.cpus_text(cpus) if ok else ""
+
+
+def follow_ups(detail: dict) -> None:
+    """Which run this job re-runs and why, and the runs this job's result called for (db.noise)."""
+    if detail.get("follow_up"):
+        st.caption(f"↻ {md(detail['follow_up'])}")
+    for job_id, status, what in detail.get("follow_ups") or []:
+        st.caption(f"↻ Followed by job #{job_id} ({status}): {md(what)}")
 
 
 def _x(value) -> str:

@@ -20,7 +20,8 @@ KEYS = {  # form field -> widget key (every widget keeps its value across pages 
     "model": "f_model", "task": "f_task", "device": "f_device", "dtype": "f_dtype", "batch_sizes": "f_batch",
     **{axis.plural: f"f_{axis.plural}" for axis in COMPILE_AXES},  # the swept axes (db.axes)
     "cache": "f_cache", "trace": "f_trace", "schedule": "f_schedule", "iters": "f_iters", "timeout_s": "f_timeout",
-    "repeat": "f_repeat", "name": "f_name", "torch_versions": "f_torch"}
+    "repeat": "f_repeat", "reruns": "f_reruns", "process_repeats": "f_process_repeats", "name": "f_name",
+    "torch_versions": "f_torch"}
 TORCH_CHOICES = {ALL_LIVE: "every version a live worker offers", ANY_TORCH: "any"}
 
 
@@ -172,6 +173,16 @@ def sweep_form(catalog: dict, devices: set) -> None:
         repeat = c3.number_input("Repeat", step=1, key=KEYS["repeat"], persist_state="session",
                                  help=f"Run each combination this many times (1 to {MAX_REPEAT})")
         slots["iters"], slots["timeout_s"], slots["repeat"] = st.empty(), st.empty(), st.empty()
+        c4, c5 = st.columns(2)
+        reruns = c4.number_input("Noisy re-runs", step=1, key=KEYS["reruns"], persist_state="session",
+                                 help="A job whose rounds spread past 5% is re-run automatically, up to this many times "
+                                      f"per combination (0 to {MAX_REPEAT}; 0: never); its quiet runs answer")
+        process_repeats = c5.number_input(
+            "Process repeats", step=1, key=KEYS["process_repeats"], persist_state="session",
+            help="A host-sensitive job (its GPU idles a quarter of its latency or more: the host's speed, which moves "
+                 "from process to process, sets it) is repeated in separate processes until this many runs of its "
+                 f"combination exist (1 to {MAX_REPEAT}; 1: off)")
+        slots["reruns"], slots["process_repeats"] = st.empty(), st.empty()
         clear_stale_preset_name()
         name = st.text_input("Sweep name", key=KEYS["name"], max_chars=200, persist_state="session")
         if name:
@@ -188,7 +199,8 @@ def sweep_form(catalog: dict, devices: set) -> None:
 
     values = FormValues(model=model, params=params, task=task, device=device, dtype=dtype, batch_sizes=batch,
                         **picked, torch_versions=torch_versions, cache=cache, trace=trace,
-                        schedule=schedule, iters=iters, timeout_s=timeout_s, repeat=repeat, name=name)
+                        schedule=schedule, iters=iters, timeout_s=timeout_s, repeat=repeat, reruns=reruns,
+                        process_repeats=process_repeats, name=name)
     planned = plan(values, catalog, live_torch)
     for error in planned.errors:  # under its field, each one (two fields may hold the same slot: one message)
         slots.get(slot_for(error.field), st).error(md(message(error)), icon=":material/error:")
