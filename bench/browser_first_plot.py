@@ -7,7 +7,7 @@ way a lab starts one (`streamlit run`, from the project folder, no embedded work
 (dashboard/app.py) and the reference page (bench/one_chart.py: one plotly chart of about the same size, nothing
 else). Headless chromium (Playwright, /usr/bin/chromium or COMPILE_LAB_CHROMIUM) opens each page in a fresh
 browser context (no cache, a new Streamlit session) and times navigation start -> the first plotly chart drawn
-(a `.js-plotly-plot .main-svg` with a size; a MutationObserver records performance.now()).
+(a `.js-plotly-plot .main-svg` with a size and not hidden; a MutationObserver records performance.now()).
 
 Each repeat restarts both servers, then visits, alternating which page goes first:
   after restart   the first visit to a freshly started server (its imports, the results snapshot, the model's
@@ -41,10 +41,14 @@ FIRST_PLOT_JS = """
 (() => {
   const seen = () => {
     if (window.__firstPlot !== undefined) return true;
-    const svg = document.querySelector('.js-plotly-plot .main-svg');
-    if (!svg) return false;
-    const box = svg.getBoundingClientRect();
-    if (box.width > 0 && box.height > 0) { window.__firstPlot = performance.now(); return true; }
+    // Streamlit draws a chart hidden until it knows its width: a chart counts once it can be seen
+    for (const svg of document.querySelectorAll('.js-plotly-plot .main-svg')) {
+      const box = svg.getBoundingClientRect();
+      if (box.width > 0 && box.height > 0 && getComputedStyle(svg).visibility !== 'hidden') {
+        window.__firstPlot = performance.now();
+        return true;
+      }
+    }
     return false;
   };
   new MutationObserver((_, observer) => { if (seen()) observer.disconnect(); })
