@@ -292,8 +292,8 @@ def _warm_hit(r: dict) -> bool:
 
 
 def _median(values: Iterable) -> float | None:
-    vs = [float(v) for v in values if v is not None]
-    return float(np.median(vs)) if vs else None
+    vs = np.array([v for v in values if v is not None], dtype=float)  # numpy converts, not float() per value
+    return float(np.median(vs)) if len(vs) else None
 
 
 def _most(values: Iterable):
