@@ -23,7 +23,8 @@ from datetime import datetime
 from typing import Iterable, Iterator
 
 import numpy as np
-from sqlalchemy import Engine, Float, Integer, Text, cast, false, func, select, text
+from sqlalchemy import Engine, Float, Integer, Text, cast, false, func, select
+from sqlalchemy import text as sql_text
 
 from db.engine import reading
 from db.models import RESULT_SCALARS, TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
@@ -169,7 +170,7 @@ def rows_sql(engine: Engine, names: list[str], statuses: Iterable[str] = TERMINA
     if job_ids is not None:
         # written out here: rendering 25k literal binds one by one costs SQLAlchemy ~0.05 s; int() keeps it SQL
         ids = ",".join(str(int(i)) for i in job_ids)
-        q = q.where(text(f"{Job.__tablename__}.id IN ({ids})") if ids else false())
+        q = q.where(sql_text(f"{Job.__tablename__}.id IN ({ids})") if ids else false())
     if job_id_range is not None:
         q = q.where(Job.id.between(*job_id_range))
     return str(q.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True, "render_postcompile": True}))
