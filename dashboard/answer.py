@@ -22,11 +22,8 @@ def show(header_slots, table_slot, key: tuple, model: str, engine, shown: pd.Dat
     answer_rows = rows(key, model, engine, shown.loc[shown["model"] == model, "job_id"].tolist())
     header(header_slots, answer_rows, model)
     with table_slot:
-        st.subheader(f"The answer for {md(model)}")
-        # the N-calls chart before the table: the page's first chart reaches the browser before the table's
-        # grid (its scripts and data), so a visit sees a plot sooner (bench/browser_first_plot.py)
+        table(answer_rows, model)
         calls(answer_rows)
-        table(answer_rows)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -39,7 +36,8 @@ def frame(answer_rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(answer_rows, columns=list(answer.COLUMNS))
 
 
-def table(answer_rows: list[dict]) -> None:
+def table(answer_rows: list[dict], model: str) -> None:
+    st.subheader(f"The answer for {md(model)}")
     df = frame(answer_rows)
     num = st.column_config.NumberColumn
     st.dataframe(df, hide_index=True, width="stretch", height=min(460, 38 + 35 * len(df)),
