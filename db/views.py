@@ -23,7 +23,8 @@ from datetime import datetime
 from typing import Iterable, Iterator
 
 import numpy as np
-from sqlalchemy import Engine, Float, Integer, Text, cast, func, select
+from sqlalchemy import Engine, Float, Integer, Text, cast, false, func, select
+from sqlalchemy import text as sql_text
 
 from db import noise
 from db.engine import reading
@@ -168,7 +169,9 @@ def rows_sql(engine: Engine, names: list[str], statuses: Iterable[str] = TERMINA
     if finished_since is not None:
         q = q.where(Job.finished_at >= finished_since)
     if job_ids is not None:
-        q = q.where(Job.id.in_(list(job_ids)))
+        # written out here: rendering 25k literal binds one by one costs SQLAlchemy ~0.05 s; int() keeps it SQL
+        ids = ",".join(str(int(i)) for i in job_ids)
+        q = q.where(sql_text(f"{Job.__tablename__}.id IN ({ids})") if ids else false())
     if job_id_range is not None:
         q = q.where(Job.id.between(*job_id_range))
     return str(q.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True, "render_postcompile": True}))
