@@ -31,8 +31,10 @@ def answering(df: pd.DataFrame, by: list[str]) -> pd.Series:
     def col(name):
         return ok[name] if name in ok else pd.Series(None, index=ok.index, dtype=object)
     noisy = col("noisy").eq(True)
-    spread = (pd.to_numeric(col("eager_spread")).fillna(0) > noise.NOISY_SPREAD) | (
+    sides = (pd.to_numeric(col("eager_spread")).fillna(0) > noise.NOISY_SPREAD) | (
         pd.to_numeric(col("compiled_spread")).fillna(0) > noise.NOISY_SPREAD)
+    paired = pd.to_numeric(col("speedup_spread"))  # db.noise.spread_noisy: the speedup's own spread where stored
+    spread = (paired > noise.NOISY_SPREAD).where(paired.notna(), sides).astype(bool)
     host_sensitive = (pd.to_numeric(col("eager_host_overhead")).fillna(0) >= noise.HOST_SENSITIVE) | (
         pd.to_numeric(col("compiled_host_overhead")).fillna(0) >= noise.HOST_SENSITIVE)
     host = noisy & ~spread & host_sensitive

@@ -101,7 +101,7 @@ def speedup_interval(runs: list[list[float]], resamples: int = RESAMPLES, seed: 
 
 
 READ = ("status", "error", "model", "batch_size", "cache", "cache_hits", "noisy", "noise_note", "accuracy_ok",
-        "eager_spread", "compiled_spread", "eager_host_overhead", "compiled_host_overhead",
+        "eager_spread", "compiled_spread", "speedup_spread", "eager_host_overhead", "compiled_host_overhead",
         "eager_first_call_s", "compiled_first_call_s", "eager_ms", "compiled_ms", "speedup", "graph_breaks",
         "recompiles", "max_abs_error", "peak_mem_eager_mb", "peak_mem_compiled_mb") + CONFIG_KEYS
 

@@ -28,13 +28,23 @@ NOISY_RERUN, PROCESS_REPEAT = "noisy", "process"  # the two kinds of follow-up j
 LIVE = ("queued", "running", "succeeded")  # a job that has measured or will: it counts as one of the processes
 
 
+def spread_noisy(speedup_spread=None, eager_spread=None, compiled_spread=None) -> bool:
+    """Whether a run's rounds disagree: its speedup's spread (the per-round eager/compiled ratios) past NOISY_SPREAD.
+    The sides alternate call by call, so a drift of the host that slows both (clocks, another process) moves each
+    side's round medians but not their ratio: on an H100, simplenet's sides spread 10-35% while three fresh
+    processes read 0.63, 0.61 and 0.60x. A run stored before the speedup's spread was kept goes by its sides'."""
+    if speedup_spread is not None:
+        return speedup_spread > NOISY_SPREAD
+    return any((s or 0) > NOISY_SPREAD for s in (eager_spread, compiled_spread))
+
+
 def run_kind(noisy, eager_spread=None, compiled_spread=None, eager_host_overhead=None,
-             compiled_host_overhead=None) -> str:
+             compiled_host_overhead=None, speedup_spread=None) -> str:
     """QUIET, SPREAD or HOST for one run's stored fields (a run flagged noisy with no spread on record, say one
     stored by an older worker, counts as SPREAD: its flag is all there is to go by)."""
     if noisy is not True:
         return QUIET
-    if any((s or 0) > NOISY_SPREAD for s in (eager_spread, compiled_spread)):
+    if spread_noisy(speedup_spread, eager_spread, compiled_spread):
         return SPREAD
     if any((h or 0) >= HOST_SENSITIVE for h in (eager_host_overhead, compiled_host_overhead)):
         return HOST
@@ -44,7 +54,7 @@ def run_kind(noisy, eager_spread=None, compiled_spread=None, eager_host_overhead
 def record_kind(r: dict) -> str:
     """run_kind of an export-style record (missing fields read as None)."""
     return run_kind(r.get("noisy"), r.get("eager_spread"), r.get("compiled_spread"), r.get("eager_host_overhead"),
-                    r.get("compiled_host_overhead"))
+                    r.get("compiled_host_overhead"), r.get("speedup_spread"))
 
 
 def answering(kinds: Iterable[str]) -> list[bool]:

@@ -206,7 +206,7 @@ def _queue_follow_ups(s, job_id: int, row: Result) -> list[int]:
     """Queue the follow-ups this result calls for (db.noise.plan_follow_ups): the same spec, in the same sweep,
     linked to this job with why. Returns the new job ids."""
     kind = noise.run_kind(row.noisy, row.eager_spread, row.compiled_spread, row.eager_host_overhead,
-                          row.compiled_host_overhead)
+                          row.compiled_host_overhead, row.speedup_spread)
     if kind == noise.QUIET:
         return []
     job = s.get(Job, job_id)

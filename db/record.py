@@ -50,10 +50,13 @@ class ResultRecord:
     # 1: before caller latency (a CUDA result's only clock was GPU time); 2: the three clocks above
     timing_protocol: int | None = None
     samples_per_side: int | None = None
-    # how far the numbers can be trusted: IQR / median of the per-round medians, and a flag past a threshold
-    # (or when the GPU idles a quarter of a call or more: such a latency moves from process to process), with why
+    # how far the numbers can be trusted: IQR / median of each side's per-round medians (how far the latency moves
+    # with the host), and of the per-round eager/compiled ratios (how far the speedup does: the two sides alternate
+    # call by call, so drift that slows both cancels). The flag (db.noise) goes by the speedup's spread past a
+    # threshold, or a GPU idle a quarter of a call or more (such a latency moves from process to process), with why
     eager_spread: float | None = None
     compiled_spread: float | None = None
+    speedup_spread: float | None = None
     noisy: bool | None = None
     noise_note: str | None = None  # why noisy, in words
     # roofline: work per call, and what fraction of the device's measured ceiling the compiled call reaches

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from db.answer import round_ratios
-from db.noise import HOST_SENSITIVE, NOISY_SPREAD
+from db.noise import HOST_SENSITIVE, NOISY_SPREAD, spread_noisy
 from runner.timing import percentile, spread
 
 HOST_BOUND = 0.5  # a side whose GPU idles this share of its latency is host-bound (launches, Python, guards)
@@ -30,8 +30,13 @@ def clock_fields(samples: dict, gpu: bool, cudagraphs: bool = False) -> dict:
     out["gpu_speedup"] = _ratio(out["eager_gpu_ms"], out["compiled_gpu_ms"])
     out["host_note"] = host_note(out["eager_host_overhead"], out["compiled_host_overhead"], cudagraphs)
     out["host_bound"] = None if out["eager_host_overhead"] is None else out["host_note"] is not None
-    reasons = [f"{side}'s round medians spread {out[f'{side}_spread']:.0%} (IQR / median; past {NOISY_SPREAD:.0%})"
-               for side in ("eager", "compiled") if (out[f"{side}_spread"] or 0) > NOISY_SPREAD]
+    out["speedup_spread"] = spread(round_ratios(samples))
+    reasons = []
+    if spread_noisy(out["speedup_spread"], out["eager_spread"], out["compiled_spread"]):
+        sides = ", ".join(f"{side}'s {out[f'{side}_spread']:.0%}" for side in ("eager", "compiled")
+                          if out[f"{side}_spread"] is not None)
+        reasons.append(f"the speedup's rounds spread {out['speedup_spread'] or 0:.0%} (per-round eager / compiled, "
+                       f"IQR / median; past {NOISY_SPREAD:.0%}; round medians spread {sides})")
     idle = {s: out[f"{s}_host_overhead"] for s in ("eager", "compiled") if (out[f"{s}_host_overhead"] or 0) >= HOST_SENSITIVE}
     if idle:
         sides = " and ".join(f"{s}'s {v:.0%}" for s, v in idle.items())

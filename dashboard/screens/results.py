@@ -35,9 +35,11 @@ REPEAT_GROUPS = 6  # the spread plot draws the newest sweeps' comparison groups
 TABS = ["Speedup", "First call", "Repeats", "Roofline", "Failures", "Table"]
 # the table's first columns: what a job is, its result, and how far that result can be trusted
 FRONT = ["job_id", "sweep", "status", "model", *axes.FIELDS, "speedup",
-         "throughput_speedup", "gpu_speedup", "noisy", "host_bound", "eager_spread", "compiled_spread", "noise_note",
+         "throughput_speedup", "gpu_speedup", "noisy", "host_bound", "speedup_spread", "eager_spread", "compiled_spread",
+         "noise_note",
          "eager_ms", "compiled_ms", "timing_protocol", "roofline_pct", "roofline_bound"]
-NOISY_NOTE = ("Spread: IQR / median of a job's per-round medians; ⚠ noisy past 5% on either side, or when "
+NOISY_NOTE = ("Spread: IQR / median over a job's rounds, of the speedup (each round's eager / compiled) and of each "
+              "side's median; ⚠ noisy when the speedup's spread is past 5%, or when "
               "host-sensitive (the GPU idles a quarter of a call or more: its latency moves from process to process); noise_note says why. Ringed or hollow points below are "
               "configurations with a noisy run.")
 CALIBRATE = ("`python -m runner calibrate --device {device} --db URL` on a host with that device measures them "
@@ -401,10 +403,13 @@ def export_table(shown, engine) -> None:
                        "throughput_speedup": st.column_config.NumberColumn(format="%.3f×", help="back-to-back calls"),
                        "gpu_speedup": st.column_config.NumberColumn(format="%.3f×", help="kernels only (CUDA): a "
                                                                     "diagnosis of the generated code"),
-                       "noisy": st.column_config.TextColumn(help="Either side's spread past 5%, or host-sensitive (its "
+                       "noisy": st.column_config.TextColumn(help="The speedup's spread past 5%, or host-sensitive (its "
                                                                  "latency moves from process to process): read this "
                                                                  "job's numbers with care, or repeat it; noise_note "
                                                                  "says why"),
+                       "speedup_spread": st.column_config.NumberColumn(
+                           format="percent", help="IQR / median of the per-round eager / compiled ratios: drift that "
+                                                  "slows both sides of a round alike cancels"),
                        "eager_spread": st.column_config.NumberColumn(format="percent",
                                                                      help="IQR / median of per-round medians"),
                        "compiled_spread": st.column_config.NumberColumn(format="percent",

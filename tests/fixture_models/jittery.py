@@ -1,7 +1,9 @@
 """Test fixture: a model whose calls sleep, as a noisy host would make them. Quiet, every call sleeps a fixed 8 ms,
 so its rounds agree (it takes a real-time priority where it may: below). Noisy, each call sleeps 2 to 10 ms at
-random (seeded, so the same calls sleep alike in every run): the rounds' medians spread over that range, IQR /
-median some 25-40%, far past the 5% noise threshold. `noise=always` is noisy in every process, `never` in none;
+random from one seeded stream that eager and compiled calls draw from in turn: each side's sleeps differ from the
+other's, so the per-round eager / compiled ratios spread too (noise that slowed both sides alike would cancel in
+them, and the speedup would not be noisy), IQR / median some 25-40%, far past the 5% noise threshold.
+`noise=always` is noisy in every process, `never` in none;
 `first` only in the first process that builds it once COMPILE_LAB_TEST_NOISE_MARK (a file path) is set: the file
 keeps that process's pid, so a re-run in a fresh process is quiet. The sleep is torch.compiler.disable'd: dynamo
 leaves it to Python on both sides."""
@@ -14,6 +16,9 @@ import torch
 DESCRIPTION = "fixture: Linear 8-8 whose calls sleep 8 ms, or 2-10 ms at random when noisy"
 PARAMS = {"noise": {"default": "first", "choices": ["first", "always", "never"]}}
 SLEEP_S = 0.008
+# one stream for every instance (the runner's eager and compiled models are built alike, and a stream each would
+# make each side's n-th call sleep alike); seeded: the same sleeps in every run, reliably noisy, not by luck
+_RNG = random.Random(13)
 
 
 class Jittery(torch.nn.Module):
@@ -21,7 +26,6 @@ class Jittery(torch.nn.Module):
         super().__init__()
         self.linear = torch.nn.Linear(8, 8)
         self.noisy = noisy
-        self.rng = random.Random(13)  # the same sleeps in every run: reliably noisy, not by luck
 
     def forward(self, x):
         _nap(self)
@@ -33,7 +37,7 @@ def _nap(model):
     # noisy: anywhere from a quarter to 1.25 times as long, so the rounds' medians spread over a range (two values
     # would let most rounds land on their mean, and the IQR come out small); never 0, or a warm-up that read 0 ms
     # would plan a hundred calls a round
-    time.sleep(model.rng.uniform(SLEEP_S / 4, SLEEP_S * 1.25) if model.noisy else SLEEP_S)
+    time.sleep(_RNG.uniform(SLEEP_S / 4, SLEEP_S * 1.25) if model.noisy else SLEEP_S)
 
 
 def _noisy(noise: str) -> bool:

@@ -45,7 +45,7 @@ def test_a_noisy_job_is_rerun_and_only_its_quiet_run_answers(db_url, tmp_path, m
     assert host["busy_workers"] == [] and "loadavg" in host["after_rounds"]
 
     rows = {r["config"]: r for r in report(engine)}
-    answered, greyed = rows["eager/default · noise=first"], rows["eager/default · noise=always"]
+    answered, greyed = rows["default · noise=first"], rows["default · noise=always"]
     assert answered["noisy"] is False and answered["runs"] == len(quiet) and answered["noisy_runs"] >= 1
     assert answered["speedup"] is not None and f"{answered['noisy_runs']} noisy run(s) left out" in answered["verdict"]
     assert greyed["noisy"] is True and greyed["speedup"] is None and greyed["noisy_runs"] == 2
@@ -58,10 +58,10 @@ def test_a_noisy_job_is_rerun_and_only_its_quiet_run_answers(db_url, tmp_path, m
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Median speedup"] == metrics["Best speedup"] == f"{answered['speedup']:.2f}×"
     shown = at.dataframe[0].value
-    assert list(shown.loc[shown["noisy"], "config"]) == ["eager/default · noise=always"]
+    assert list(shown.loc[shown["noisy"], "config"]) == ["default · noise=always"]
     speedup = json.loads(next(c for c in at.get("plotly_chart") if c.key == "plot_speedup").proto.spec)
     grey = [t for t in speedup["data"] if "greyed" in (t.get("name") or "")]
-    assert grey and [d[0] for d in grey[0]["customdata"]] == ["noise=always"]  # that configuration's point alone
+    assert grey and [d[0] for d in grey[0]["customdata"]] == ["default · noise=always"]  # that configuration's point alone
     assert "spread" in grey[0]["customdata"][0][1]  # and why
     # Queue: the re-run says what it re-runs and why
     at = ok(page("queue"))
