@@ -155,10 +155,13 @@ def main(argv: list[str] | None = None) -> int:
 def run_job(spec_file: str, result_file: str, progress_file: str, models_dirs: list[str]) -> int:
     """Measure the job in `spec_file` and write its result file; every failure becomes a recorded reason.
     The child's work, also called in the worker's own process by `--spawn inline` (debugging under pdb)."""
+    entered = time.time()
     from db.spec import ExperimentSpec, SpecError
+    from db.timeline import Phases
     from runner import zoo
 
     progress = Progress(progress_file)
+    phases = Phases()  # the worker turns these into the job's timeline (db.timeline)
     try:
         spec = ExperimentSpec.from_json(Path(spec_file).read_text())
         entries = zoo.catalog(models_dirs)
@@ -167,8 +170,12 @@ def run_job(spec_file: str, result_file: str, progress_file: str, models_dirs: l
         print(f"compile-lab child: {spec.label}", flush=True)
         from runner import measure
 
-        result = measure.run(spec, entries[spec.model], progress.report, Path(result_file).parent / "artifacts")
-        write_atomic(result_file, {"status": "succeeded", "result": result.to_dict()})
+        phases.add("child setup", entered, time.time())  # imports (torch itself in a fresh interpreter), spec, zoo
+        result = measure.run(spec, entries[spec.model], progress.report, Path(result_file).parent / "artifacts",
+                             phases)
+        # the write's own end is when the worker sees the child exit: it closes the timeline's "result write"
+        write_atomic(result_file, {"status": "succeeded", "result": result.to_dict(), "phases": phases.intervals,
+                                   "written_at": time.time()})
     except Exception as exc:  # every failure becomes a recorded reason, never a vanished job
         traceback.print_exc()
         write_atomic(result_file, {"status": "failed", "error": failure_message(exc, progress.phase)})

@@ -28,6 +28,7 @@ from db.answer import break_even_calls
 from db.artifacts import write_dir
 from db.record import ResultRecord
 from db.spec import ExperimentSpec
+from db.timeline import Phases
 from runner import cudagraphs as cudagraphs_health
 from runner import recompiles, tlparse_report
 from runner.accuracy import compare, reference, skip_reason, tensors
@@ -80,35 +81,51 @@ class Setup:
     watch: CompileWatch
     breaks: GraphBreakLog
     trace: CompileTrace
+    phases: Phases
 
 
-def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Path | None = None) -> ResultRecord:
-    """Measure one job; the compiler's texts (runner.trace) go to `artifacts_dir`, whether it succeeds or not."""
+def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Path | None = None,
+        phases: Phases | None = None) -> ResultRecord:
+    """Measure one job; the compiler's texts (runner.trace) go to `artifacts_dir`, whether it succeeds or not.
+    Each step is a phase in `phases` (db.timeline): the worker builds the job's timeline from them."""
     started = time.perf_counter()
-    from torch._dynamo.utils import set_compilation_metrics_limit
+    phases = phases if phases is not None else Phases()
+    with phases.phase("compiler setup"):
+        from torch._dynamo.utils import set_compilation_metrics_limit
 
-    set_compilation_metrics_limit(1_000_000)  # we slice this list by position: it must never roll over (64)
+        set_compilation_metrics_limit(1_000_000)  # we slice this list by position: it must never roll over (64)
     report("building", None)
-    job = build(spec, entry)
+    job = build(spec, entry, phases)
     try:
         first = first_calls(job, report)
         steady = steady_state(job, report)
         report("counting kernels", None)
-        kernels = count_both(job.eager_step, job.compiled_step, job.inputs, job.device, job.trace.kernel_calls)
-        work = count_work(job.eager_model, job.eager_step, job.inputs, job.training)
+        with phases.phase("profiler"):
+            kernels = count_both(job.eager_step, job.compiled_step, job.inputs, job.device, job.trace.kernel_calls)
+        with phases.phase("FLOP count"):
+            work = count_work(job.eager_model, job.eager_step, job.inputs, job.training)
         schedule = []
         if spec.schedule:
             report("schedule", None)
-            schedule = run_schedule(job.timer, job.watch, job.module, entry, spec, job.device, job.dtype,
-                                    job.eager_step, job.compiled_step)
+            with phases.phase("schedule"):
+                schedule = run_schedule(job.timer, job.watch, job.module, entry, spec, job.device, job.dtype,
+                                        job.eager_step, job.compiled_step)
     except BaseException:  # the compiler's texts of a failed job say why; its error names the phase it failed in
         with contextlib.suppress(Exception):  # and keeping them must not replace that error
             keep_artifacts(job, artifacts_dir, None)
         raise
-    keep_artifacts(job, artifacts_dir, report)
-    result = record(job, first, steady, work, schedule, kernels)
+    with phases.phase("artifacts"):
+        keep_artifacts(job, artifacts_dir, report)
+    with phases.phase("record"):
+        result = record(job, first, steady, work, schedule, kernels)
+    # the trace is captured while compiling; torch times that share, which is lab overhead, not the compile's
+    phases.carve("compiled first call", "trace capture", _trace_overhead(first["metrics"]))
     result.detail["measure_s"] = time.perf_counter() - started
     return result
+
+
+def _trace_overhead(ms) -> float:
+    return sum(getattr(m, "structured_logging_overhead_s", None) or 0 for m in ms)
 
 
 def keep_artifacts(job: Setup, folder: Path | None, report: Report | None) -> None:
@@ -127,9 +144,19 @@ def keep_artifacts(job: Setup, folder: Path | None, report: Report | None) -> No
     write_dir(folder, texts)
 
 
-def build(spec: ExperimentSpec, entry: ZooEntry) -> Setup:
+def build(spec: ExperimentSpec, entry: ZooEntry, phases: Phases) -> Setup:
     """Both sides from one seed (same weights), the compiled one wrapped by torch.compile as the spec says."""
     device, dtype, training = _device(spec.device), DTYPES[spec.dtype], spec.task == "training"
+    if device.type == "cuda":  # its own phase: else the first tensor moved to the device pays it, unnamed
+        with phases.phase("CUDA context"):
+            torch.cuda.init()
+            torch.empty(1, device=device)
+            torch.cuda.synchronize()
+    with phases.phase("model build"):
+        return _build(spec, entry, phases, device, dtype, training)
+
+
+def _build(spec: ExperimentSpec, entry: ZooEntry, phases: Phases, device, dtype, training) -> Setup:
     breaks = GraphBreakLog()
     cudagraphs_health.listen()
     trace = CompileTrace()  # after GraphBreakLog: its set_logs resets torch's handlers (never ours)
@@ -159,43 +186,51 @@ def build(spec: ExperimentSpec, entry: ZooEntry) -> Setup:
                                       autocast=amp, device_type=device.type),
                  compiled_step=make_step(compiled_model, compiled_base.parameters(), training,
                                          mark_cudagraph_step=cudagraphs, autocast=amp, device_type=device.type),
-                 inputs=inputs, timer=make_timer(spec.device), watch=CompileWatch(), breaks=breaks, trace=trace)
+                 inputs=inputs, timer=make_timer(spec.device), watch=CompileWatch(), breaks=breaks, trace=trace,
+                 phases=phases)
 
 
 def first_calls(job: Setup, report: Report) -> dict:
     """The warmup cost. Each side's memory window holds its second call alone: the same call on both sides,
     past one-time work (the eager side's lazy initialisation, the compiled side's compile temporaries).
     References for the accuracy check are copied to the host at once, so they take no device memory."""
-    timer, inputs, training = job.timer, job.inputs, job.training
+    timer, inputs, training, phase = job.timer, job.inputs, job.training, job.phases.phase
     mem = Memory(job.spec.device)
     report("eager first call", None)
-    warm_libraries(job.device, job.dtype)  # handles and pools (cuBLAS, cuDNN, oneDNN, OpenMP): not eager's cost
-    _seed(2)
-    eager_first_s, out = _timed_once(timer, job.eager_step, inputs)
-    eager_ref = reference(out, job.eager_model if training else None)
-    del out
-    mem.start()
-    eager_second_s, out = _timed_once(timer, job.eager_step, inputs)
-    peak_eager = mem.peak_mb()
-    del out  # nothing of the eager side may sit in the compiled side's memory window
-    if training:
-        job.eager_model.zero_grad(set_to_none=True)
+    with phase("library warm-up"):
+        warm_libraries(job.device, job.dtype)  # handles and pools (cuBLAS, cuDNN, oneDNN, OpenMP): not eager's cost
+        _seed(2)
+    with phase("eager first call"):
+        eager_first_s, out = _timed_once(timer, job.eager_step, inputs)
+    with phase("accuracy"):
+        eager_ref = reference(out, job.eager_model if training else None)
+        del out
+    with phase("memory"):
+        mem.start()
+        eager_second_s, out = _timed_once(timer, job.eager_step, inputs)
+        peak_eager = mem.peak_mb()
+        del out  # nothing of the eager side may sit in the compiled side's memory window
+        if training:
+            job.eager_model.zero_grad(set_to_none=True)
 
     report("compiling", None)
     n_metrics = len(metrics())
     _seed(2)
     try:
-        compiled_first_s, out = _timed_once(timer, job.compiled_step, inputs)
+        with phase("compiled first call"):
+            compiled_first_s, out = _timed_once(timer, job.compiled_step, inputs)
     except Exception as exc:
         raise ExperimentFailed(describe_compile_failure(exc, job.spec, metrics()[n_metrics:])) from exc
-    compiled_ref = reference(out, job.compiled_base if training else None)
-    del out
-    first_metrics = metrics()[n_metrics:]
-    graph_count = job.watch.count()
-    accuracy = compare(eager_ref, compiled_ref, job.spec.dtype, skip_reason(job.entry, job.eager_model, training))
-    del eager_ref, compiled_ref
-    mem.start()  # after the compile: its temporaries (autotuning buffers) are not the model's memory
-    compiled_second_s, _ = _timed_once(timer, job.compiled_step, inputs)
+    with phase("accuracy"):
+        compiled_ref = reference(out, job.compiled_base if training else None)
+        del out
+        first_metrics = metrics()[n_metrics:]
+        graph_count = job.watch.count()
+        accuracy = compare(eager_ref, compiled_ref, job.spec.dtype, skip_reason(job.entry, job.eager_model, training))
+        del eager_ref, compiled_ref
+    with phase("memory"):
+        mem.start()  # after the compile: its temporaries (autotuning buffers) are not the model's memory
+        compiled_second_s, _ = _timed_once(timer, job.compiled_step, inputs)
     return {"eager_first_s": eager_first_s, "eager_second_s": eager_second_s, "compiled_first_s": compiled_first_s,
             "compiled_second_s": compiled_second_s, "peak_eager": peak_eager, "peak_compiled": mem.peak_mb(),
             "memory_method": mem.method, "metrics": first_metrics, "graph_count": graph_count,
@@ -206,16 +241,18 @@ def steady_state(job: Setup, report: Report) -> dict:
     """Both sides warmed up, then interleaved rounds, both sides timed the same way, three clocks each."""
     timer, inputs, spec = job.timer, job.inputs, job.spec
     report("warming up", None)
-    est_compiled = warmup(timer, lambda: job.compiled_step(inputs))
-    est_eager = warmup(timer, lambda: job.eager_step(inputs))
+    with job.phases.phase("warm-up"):
+        est_compiled = warmup(timer, lambda: job.compiled_step(inputs))
+        est_eager = warmup(timer, lambda: job.eager_step(inputs))
     timer.plan(call_ms=max(est_eager[0], est_compiled[0]), issue_ms=max(est_eager[1], est_compiled[1]))
     gpu_before, host_before = gpu_state(spec.device), host_state()
     rerecords_before = cudagraphs_health.rerecords() if job.cudagraphs else None
     n_before = len(metrics())
     sides = {"eager": lambda: job.eager_step(inputs), "compiled": lambda: job.compiled_step(inputs)}
     check = Crosscheck(timer, sides, spec.iters) if Crosscheck.wanted() else None
-    samples = measure_rounds(timer, job.watch, sides, spec.iters, report,
-                             between_rounds=check.harness_slice if check else None)
+    with job.phases.phase("rounds"):
+        samples = measure_rounds(timer, job.watch, sides, spec.iters, report,
+                                 between_rounds=check.harness_slice if check else None)
     return {"samples": samples, "metrics": metrics()[n_before:],
             "gpu_state": {"before_rounds": gpu_before, "after_rounds": gpu_state(spec.device)},
             "host_state": {"before_rounds": host_before, "after_rounds": host_state()},
@@ -274,7 +311,7 @@ def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list, ke
             "cache_layers": cache_layers(job.trace.cache_events),
             "kernel_counts": kernels["detail"],
             # what capturing the trace added to the compile times (torch measures it)
-            "trace_overhead_s": sum(getattr(m, "structured_logging_overhead_s", None) or 0 for m in all_metrics),
+            "trace_overhead_s": _trace_overhead(all_metrics),
             "accuracy_note": accuracy["note"],
             "memory_method": first["memory_method"],
             "cudagraph_steps_marked": job.cudagraphs,

@@ -32,11 +32,12 @@ from pathlib import Path
 
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from db import artifacts, queue
+from db import artifacts, queue, timeline
 from db.database import get_engine
 from db.engine import DatabaseGone, MalformedJSON, check_identity, file_identity
 from db.models import JobStatus
 from db.spec import ExperimentSpec, SpecError
+from db.timeline import Phases
 from runner import ceilings, zoo
 from runner.child import WORKER_PID_ENV
 from runner.lease import LeaseKeeper, read_progress
@@ -71,6 +72,8 @@ class Outcome:
     status: JobStatus | None  # None: the lease is gone (cancelled, taken back, handed back); nothing to write
     error: str | None = None
     result: dict | None = None
+    phases: list = field(default_factory=list)  # the child's phases (db.timeline), as its result file gives them
+    written_at: float | None = None  # when the child began writing its result file
 
 
 HANDED_BACK = Outcome(None, "handed back: the worker's own files failed")
@@ -160,8 +163,11 @@ class Worker:
                 try:
                     queue.requeue_expired(self.engine)
                     claimed_at = time.monotonic()  # the lease runs from (no later than) here
+                    claim_started = time.time()  # the job's timeline starts here (db.timeline)
                     claim = queue.claim_next(self.engine, self.id, self.capabilities["devices"], models,
                                              self.cfg.lease_s)
+                    steps = Phases()
+                    steps.add("claim", claim_started, time.time())
                     if claim is None:
                         queue.heartbeat_worker(self.engine, self.id, "idle")
                 except (OperationalError, OSError) as e:  # database down or locked past the busy timeout, or
@@ -174,7 +180,7 @@ class Worker:
                         break
                     self.stop.wait(self.cfg.poll_s)
                     continue
-                if self.run_claim(claim, claimed_at) is HANDED_BACK:
+                if self.run_claim(claim, claimed_at, steps) is HANDED_BACK:
                     self.stop.wait(max(self.cfg.poll_s, 1.0))  # our own files failed: not the job's turn yet
                     continue
                 done += 1
@@ -188,7 +194,13 @@ class Worker:
         return done
 
     # -- one job ----------------------------------------------------------------------------------
-    def run_claim(self, claim: queue.Claim, claimed_at: float | None = None) -> Outcome:
+    def run_claim(self, claim: queue.Claim, claimed_at: float | None = None, steps: Phases | None = None) -> Outcome:
+        """Run one claimed job to its recorded end. `steps`: the worker's own phases so far (the claim); the
+        job's timeline is them, the child's phases and the rest of this method's (db.timeline)."""
+        if steps is None:
+            steps = Phases()
+            steps.add("claim", time.time(), time.time())
+        t0 = steps.intervals[0]["start"]
         if self.stop.is_set():  # stopped between the claim and here: hand it straight back
             self._retry("release the job", lambda: queue.release(
                 self.engine, claim.job_id, claim.token, f"worker {self.id} stopped before starting it; re-queued"))
@@ -202,16 +214,18 @@ class Worker:
             outcome = Outcome(JobStatus.FAILED, f"stored spec is invalid: {e}")
         else:
             try:
-                outcome = self._supervise(claim, spec, jobdir, logfile, claimed_at or time.monotonic())
+                outcome = self._supervise(claim, spec, jobdir, logfile, claimed_at or time.monotonic(), steps)
             except OSError as e:  # the worker's own folder failed (full, unwritable): not the experiment's fault
                 return self._hand_back(claim, f"cannot use its job folder {jobdir} ({_first_line(e)})")
         if outcome.status is JobStatus.SUCCEEDED:
             try:
-                outcome.result = ceilings.place_result(self.engine, spec, outcome.result)
+                with steps.phase("roofline placement"):
+                    outcome.result = ceilings.place_result(self.engine, spec, outcome.result)
             except Exception as e:  # placement is extra; the measurement is stored either way
                 log.warning("job %s: no roofline placement (%s)", claim.job_id, _first_line(e))
         if outcome.status is not None:
             try:
+                store_started = time.time()
                 stored = self._retry("store the outcome", lambda: queue.finish(
                     self.engine, claim.job_id, claim.token, outcome.status, outcome.error, outcome.result,
                     _tail(logfile), artifacts.read_dir(jobdir / "artifacts")))
@@ -225,11 +239,30 @@ class Worker:
                     _tail(logfile)))
             if stored is False:
                 log.warning("job %s: lease lost before the result was stored; nothing written", claim.job_id)
+            elif stored and outcome.status is JobStatus.SUCCEEDED:
+                steps.add("store", store_started, time.time())
+                self._store_timeline(claim.job_id, outcome, steps, t0)
         _log_outcome(claim.job_id, outcome)
         if not self.cfg.keep_job_dirs:
             shutil.rmtree(jobdir, ignore_errors=True)
         self._retry("note the worker idle", lambda: queue.heartbeat_worker(self.engine, self.id, "idle"))
         return outcome
+
+    def _store_timeline(self, job_id: int, outcome: Outcome, steps: Phases, t0: float) -> None:
+        """The job's timeline, claim to stored, into its stored result's detail: a second short write, since the
+        first one's own duration belongs on it. A result without it is still whole, so a failure only warns."""
+        child, marks = outcome.phases, steps.marks
+        intervals = steps.intervals + child
+        if child and "spawned" in marks:  # starting the child lasts until its first phase begins
+            intervals.append({"phase": "child start", "start": marks["spawned"],
+                              "end": min(i["start"] for i in child)})
+        if outcome.written_at is not None and "child exited" in marks:  # and the result write until it exits
+            intervals.append({"phase": "result write", "start": outcome.written_at, "end": marks["child exited"]})
+        tl = timeline.assemble(intervals, t0, steps.intervals[-1]["end"])
+        try:
+            self._retry("store the timeline", lambda: timeline.store(self.engine, job_id, outcome.result["detail"], tl))
+        except DBAPIError as e:
+            log.warning("job %s: timeline not stored (%s)", job_id, _first_line(e))
 
     def rebuild_spec(self, stored) -> ExperimentSpec:
         """The stored spec, validated again: the database is outside our control (old rows, hand edits).
@@ -262,7 +295,7 @@ class Worker:
                 time.sleep(1.0)
 
     def _supervise(self, claim: queue.Claim, spec: ExperimentSpec, jobdir: Path, logfile: Path,
-                   claimed_at: float) -> Outcome:
+                   claimed_at: float, steps: Phases) -> Outcome:
         spec_file, result_file, progress_file = jobdir / "spec.json", jobdir / "result.json", jobdir / "progress.jsonl"
         jobdir.mkdir(parents=True, exist_ok=True)
         spec_file.write_text(spec.to_json())
@@ -288,6 +321,8 @@ class Worker:
         lease = LeaseKeeper(self, claim, jobdir, claimed_at)
         lease.start()  # before the spawn: starting a fresh preloaded parent can take a while
         proc = None
+        steps.marks["spawned"] = spawned = time.time()
+        steps.add("job setup", steps.intervals[-1]["end"], spawned)
         try:
             try:  # in its own process group either way: one kill reaches all
                 proc = self.spawner.start(argv, env, jobdir, logfile)
@@ -298,17 +333,21 @@ class Worker:
                     stop_deadline = outcome
             except SpawnError as e:  # our own machinery failed, not the experiment: hand the job back
                 return self._spawn_failed(claim, e)
+            steps.marks["child exited"] = time.time()  # when the worker learned it: closes "result write"
         finally:
+            cleanup_started = time.time()
             lease.done.set()
             lease.join(timeout=1.0)  # a renewal stuck on a lock is left behind (daemon thread)
             if proc is not None:
                 kill_group(proc)  # grandchildren (inductor compile workers) must not outlive the job
             if cold_dir is not None:
                 shutil.rmtree(cold_dir, ignore_errors=True)
-        phase, _ = read_progress(progress_file)
-        if rc == -signal.SIGKILL and time.monotonic() > lease.child_deadline():  # the child's keeper stopped it
-            return self._lease_stale(claim, lease, phase)
-        return read_outcome(rc, result_file, phase)
+            steps.add("job cleanup", cleanup_started, time.time())
+        with steps.phase("read result"):
+            phase, _ = read_progress(progress_file)
+            if rc == -signal.SIGKILL and time.monotonic() > lease.child_deadline():  # the child's keeper stopped it
+                return self._lease_stale(claim, lease, phase)
+            return read_outcome(rc, result_file, phase)
 
     def _check(self, proc, claim, lease, progress_file: Path, deadline: float, spec: ExperimentSpec,
                stop_deadline: float | None):
@@ -379,7 +418,8 @@ def read_outcome(rc: int, result_file: Path, phase: str) -> Outcome:
         except ValueError as e:
             return Outcome(JobStatus.CRASHED, f"child wrote an unreadable result file ({e})")
     if payload is not None and payload.get("status") == "succeeded" and rc == 0:
-        return Outcome(JobStatus.SUCCEEDED, None, payload["result"])
+        return Outcome(JobStatus.SUCCEEDED, None, payload["result"], payload.get("phases") or [],
+                       payload.get("written_at"))
     if payload is not None and payload.get("status") == "failed":
         return Outcome(JobStatus.FAILED, payload.get("error") or "failed without a message")
     if rc < 0:
