@@ -1,0 +1,58 @@
+"""A job's timeline (db.timeline): ordered, gaps named, adds up to claim -> stored."""
+import pytest
+
+from db import timeline
+from db.timeline import UNACCOUNTED, Phases, assemble
+
+
+def iv(phase, start, end):
+    return {"phase": phase, "start": start, "end": end}
+
+
+def test_gaps_become_unaccounted_entries_in_order_and_the_sum_is_the_span():
+    t0 = 1000.0
+    tl = assemble([iv("rounds", t0 + 5, t0 + 8), iv("claim", t0, t0 + 0.5), iv("model build", t0 + 1, t0 + 4)],
+                  t0, t0 + 10)
+    assert [e["phase"] for e in tl] == ["claim", UNACCOUNTED, "model build", UNACCOUNTED, "rounds", UNACCOUNTED]
+    assert [round(e["start"], 6) for e in tl] == [0, 0.5, 1, 4, 5, 8]
+    assert [round(e["seconds"], 6) for e in tl] == [0.5, 0.5, 3, 1, 3, 2]
+    assert sum(e["seconds"] for e in tl) == pytest.approx(10.0)
+    # each entry starts where the one before it ended
+    for a, b in zip(tl, tl[1:]):
+        assert b["start"] == pytest.approx(a["start"] + a["seconds"])
+
+
+def test_overlaps_are_clipped_and_outside_the_span_dropped():
+    t0 = 0.0
+    tl = assemble([iv("a", -1, 2), iv("b", 1, 3), iv("late", 9, 12), iv("gone", 20, 21)], t0, 10)
+    assert [(e["phase"], e["start"], e["seconds"]) for e in tl] == [
+        ("a", 0, 2), ("b", 2, 1), (UNACCOUNTED, 3, 6), ("late", 9, 1)]
+    assert timeline.total_s(tl) == pytest.approx(10)
+
+
+def test_a_sliver_between_phases_goes_to_the_phase_before_and_nothing_at_all_is_one_unaccounted_entry():
+    tl = assemble([iv("a", 0, 1), iv("b", 1 + timeline.MIN_GAP_S / 2, 2)], 0, 2)
+    assert [e["phase"] for e in tl] == ["a", "b"]
+    assert timeline.total_s(tl) == pytest.approx(2)
+    assert assemble([], 5, 7) == [{"phase": UNACCOUNTED, "start": 0, "seconds": 2}]
+
+
+def test_measured_and_overhead_and_the_sweep_share():
+    tl = assemble([iv("claim", 0, 1), iv("eager first call", 1, 2), iv("compiled first call", 2, 5),
+                   iv("warm-up", 5, 6), iv("rounds", 6, 8), iv("profiler", 8, 9)], 0, 10)
+    assert timeline.measured_s(tl) == pytest.approx(7)
+    assert timeline.overhead_s(tl) == pytest.approx(3)
+    assert timeline.by_phase(tl)[UNACCOUNTED] == pytest.approx(1)
+    assert timeline.sweep_share([tl, tl, None], 20) == pytest.approx(0.7)
+    assert timeline.sweep_share([None], 20) is None and timeline.overhead_s(None) is None
+
+
+def test_carve_splits_a_cost_off_the_end_of_the_last_phase_of_that_name():
+    p = Phases()
+    p.add("compiled first call", 0, 1)
+    p.add("compiled first call", 2, 6)
+    p.carve("compiled first call", "trace capture", 1.5)
+    p.carve("compiled first call", "too much", 100)  # never more than the phase holds
+    tl = assemble(p.intervals, 0, 6)
+    assert [(e["phase"], e["start"], e["seconds"]) for e in tl] == [
+        ("compiled first call", 0, 1), (UNACCOUNTED, 1, 1), ("too much", 2, 2.5), ("trace capture", 4.5, 1.5)]
