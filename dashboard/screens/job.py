@@ -7,7 +7,7 @@ import zipfile
 import streamlit as st
 import streamlit.components.v1 as components
 
-from dashboard import state, story
+from dashboard import state, story, timeline
 from db import artifacts, views
 from db.results import export_records
 
@@ -135,6 +135,8 @@ if record["status"] == "succeeded":
     line = story.kernels_line(record)
     if line:
         st.caption(f"Fusion: {line}.")
+    st.subheader("Timeline")
+    timeline.show(record["timeline"])
     compiler(record)
 artifact_view(int(job_id), record["artifacts"])
 tlparse_view(int(job_id), record["artifacts"])
