@@ -120,10 +120,30 @@ def probe(out: str) -> None:
     """What this host's child can do: torch version, whether CUDA is visible, and the device name."""
     import torch
 
+    from runner import preload
+
     info = {"torch_version": torch.__version__, "cuda": torch.cuda.is_available(),
             "device_count": torch.cuda.device_count() if torch.cuda.is_available() else 0,
-            "device_name": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+            "device_name": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+            "driver": _driver() if torch.cuda.is_available() else None}
+    info |= preload.measure()  # a fresh interpreter: what preloading takes from a child's first call
     write_atomic(out, info)
+
+
+def _driver() -> str | None:
+    """The NVIDIA driver's version (ceilings are kept per driver too), where NVML answers."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        v = pynvml.nvmlSystemGetDriverVersion()
+        return v.decode() if isinstance(v, bytes) else str(v)
+    except Exception:
+        try:
+            with open("/proc/driver/nvidia/version") as f:
+                return f.readline().split("Kernel Module")[-1].split()[0]
+        except (OSError, IndexError):
+            return None
 
 
 def main(argv: list[str] | None = None) -> int:

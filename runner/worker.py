@@ -38,7 +38,7 @@ from db.engine import DatabaseGone, MalformedJSON, check_identity, file_identity
 from db.models import JobStatus
 from db.spec import ExperimentSpec, SpecError
 from db.timeline import Phases
-from runner import ceilings, zoo
+from runner import ceilings, preload, zoo
 from runner.child import WORKER_PID_ENV
 from runner.lease import LeaseKeeper, read_progress
 from runner.reaper import kill_tree
@@ -110,7 +110,9 @@ class Worker:
         signal.signal(signal.SIGINT, handler)
 
     def start(self) -> None:
+        self.spawner.prepare()  # the preloaded parent imports torch and the compiler while the probe runs
         probe = self._probe()
+        self.probe = probe
         devices = (["cuda", "cpu"] if probe.get("cuda") else ["cpu"])
         self.capabilities = {
             "devices": devices, "device_name": probe.get("device_name"), "torch_version": probe.get("torch_version"),
@@ -119,11 +121,12 @@ class Worker:
         }
         if "cuda" in devices and self.cfg.calibrate:
             try:  # the roofline needs the device's ceilings; without them results just lack that placement
-                ceilings.ensure(self.engine, "cuda", probe.get("device_name"), self._env(), PROJECT_ROOT)
+                ceilings.ensure(self.engine, "cuda", probe.get("device_name"), self._env(), PROJECT_ROOT,
+                                probe.get("torch_version"))
             except Exception as e:
                 log.warning("worker %s: calibration failed (%s); results will have no roofline placement",
                             self.id, _first_line(e))
-        self.spawner.prepare()  # the preloaded parent imports torch now, not during the first job
+        self.spawner.wait_ready()  # ready means the first job starts at once
         queue.register_worker(self.engine, self.id, self.hostname, os.getpid(), self.cfg.gpu, self.capabilities)
         log.info("worker %s ready: devices %s%s, %d models, %s children", self.id, ",".join(devices),
                  f" ({probe.get('device_name')})" if probe.get("device_name") else "", len(self.entries),
@@ -136,6 +139,10 @@ class Worker:
         env["PYTHONPATH"] = os.pathsep.join([str(PROJECT_ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
         env["PYTHONUNBUFFERED"] = "1"
         env[WORKER_PID_ENV] = str(os.getpid())  # the child checks it is still ours after arming PDEATHSIG
+        spawner = getattr(self, "spawner", None)
+        if spawner is not None and spawner.method == "fork" and getattr(self, "probe", None):  # what preloading
+            # took from a CUDA job's compiled first call: the child adds it back (runner/preload.py)
+            env[preload.ENV] = repr(self.probe.get("first_call_imports_s") or 0.0)
         if self.cfg.gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = str(self.cfg.gpu)
             env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # so index I is nvidia-smi's GPU I
