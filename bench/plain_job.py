@@ -42,8 +42,9 @@ def main() -> int:
 
     device = torch.device("cuda", 0) if args.device == "cuda" else torch.device("cpu")
     torch.manual_seed(0)
-    model = module.build().to(device).eval()
-    inputs = tuple(t.to(device) for t in module.example_inputs(args.batch))
+    params = {k: v["default"] for k, v in getattr(module, "PARAMS", {}).items()}  # the zoo's default sizes
+    model = module.build(**params).to(device).eval()
+    inputs = tuple(t.to(device) for t in module.example_inputs(args.batch, **params))
     timer = make_timer(args.device)
     cudagraphs = args.device == "cuda" and args.mode in ("reduce-overhead", "max-autotune")
     compiled_model = torch.compile(model, mode=args.mode, dynamic={"none": None, "true": True, "false": False}[

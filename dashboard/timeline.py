@@ -47,9 +47,9 @@ def bar(timeline: list[dict], title: str = "Where this job's time went, claim to
     fig.update_traces(textposition="inside", insidetextanchor="middle", textangle=0,
                       hovertemplate="<b>%{fullData.name}</b> (%{customdata[2]})<br>%{x:.3g} s, "
                                     "%{customdata[1]:.1%} of the job<br>from %{customdata[0]:.3f} s<extra></extra>")
-    fig.update_layout(barmode="overlay", uniformtext=dict(minsize=9, mode="hide"), height=260, title=title,
-                      margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h", y=-0.3, title=None),
-                      bargap=0.2)
+    fig.update_layout(barmode="overlay", uniformtext=dict(minsize=9, mode="hide"), height=300, title=title,
+                      margin=dict(l=10, r=10, t=50, b=10), bargap=0.15,
+                      legend=dict(orientation="h", yanchor="top", y=-0.45, x=0, title=None, traceorder="normal"))
     fig.update_yaxes(visible=False)
     fig.update_xaxes(title="seconds from the claim")
     return fig

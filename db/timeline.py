@@ -79,6 +79,19 @@ def assemble(intervals: Iterable[dict], t0: float, t_end: float) -> list[dict]:
     return out
 
 
+def for_job(steps: Phases, child: list[dict], written_at: float | None, t0: float, t_end: float) -> list[dict]:
+    """One job's timeline from the worker's `steps` (with marks "spawned" and "child exited") and the child's
+    phases: starting the child lasts until its first phase begins, the result write until the worker sees the
+    child exit."""
+    intervals = steps.intervals + list(child)
+    if child and "spawned" in steps.marks:
+        intervals.append({"phase": "child start", "start": steps.marks["spawned"],
+                          "end": min(i["start"] for i in child)})
+    if written_at is not None and "child exited" in steps.marks:
+        intervals.append({"phase": "result write", "start": written_at, "end": steps.marks["child exited"]})
+    return assemble(intervals, t0, t_end)
+
+
 def _entry(phase: str, start: float, end: float, t0: float) -> dict:
     return {"phase": phase, "start": start - t0, "seconds": end - start}
 

@@ -258,16 +258,10 @@ class Worker:
     def _store_timeline(self, job_id: int, outcome: Outcome, steps: Phases, t0: float) -> None:
         """The job's timeline, claim to stored, into its stored result's detail: a second short write, since the
         first one's own duration belongs on it. A result without it is still whole, so a failure only warns."""
-        child, marks = outcome.phases, steps.marks
-        intervals = steps.intervals + child
-        if child and "spawned" in marks:  # starting the child lasts until its first phase begins
-            intervals.append({"phase": "child start", "start": marks["spawned"],
-                              "end": min(i["start"] for i in child)})
-        if outcome.written_at is not None and "child exited" in marks:  # and the result write until it exits
-            intervals.append({"phase": "result write", "start": outcome.written_at, "end": marks["child exited"]})
-        tl = timeline.assemble(intervals, t0, steps.intervals[-1]["end"])
+        tl = timeline.for_job(steps, outcome.phases, outcome.written_at, t0, steps.intervals[-1]["end"])
         try:
-            self._retry("store the timeline", lambda: timeline.store(self.engine, job_id, outcome.result["detail"], tl))
+            self._retry("store the timeline", lambda: timeline.store(self.engine, job_id, outcome.result.get("detail"),
+                                                                     tl))
         except DBAPIError as e:
             log.warning("job %s: timeline not stored (%s)", job_id, _first_line(e))
 

@@ -56,3 +56,18 @@ def test_carve_splits_a_cost_off_the_end_of_the_last_phase_of_that_name():
     tl = assemble(p.intervals, 0, 6)
     assert [(e["phase"], e["start"], e["seconds"]) for e in tl] == [
         ("compiled first call", 0, 1), (UNACCOUNTED, 1, 1), ("too much", 2, 2.5), ("trace capture", 4.5, 1.5)]
+
+
+def test_a_jobs_timeline_joins_the_workers_steps_and_the_childs_phases():
+    steps = Phases()
+    steps.add("claim", 0, 0.1)
+    steps.add("job setup", 0.1, 0.2)
+    steps.marks.update(spawned=0.2, **{"child exited": 5.0})
+    steps.add("store", 5.5, 5.6)
+    child = [iv("model build", 0.6, 1.0), iv("compiled first call", 1.0, 4.0), iv("record", 4.0, 4.8)]
+    tl = timeline.for_job(steps, child, written_at=4.9, t0=0, t_end=5.6)
+    assert [e["phase"] for e in tl] == ["claim", "job setup", "child start", "model build", "compiled first call",
+                                        "record", UNACCOUNTED, "result write", UNACCOUNTED, "store"]
+    assert timeline.by_phase(tl)["child start"] == pytest.approx(0.4)
+    assert timeline.by_phase(tl)["result write"] == pytest.approx(0.1)
+    assert timeline.total_s(tl) == pytest.approx(5.6)
