@@ -11,7 +11,7 @@ from dashboard.markup import md, plot
 from db import timeline as tl_math
 
 MEASURED_COLORS = ["#1f77b4", "#4c9bd6", "#2a5d8f", "#7fb8e6"]  # the four MEASURED phases, in their order
-OVERHEAD_COLORS = px.colors.qualitative.Set2 + px.colors.qualitative.Pastel1
+OVERHEAD_COLORS = px.colors.qualitative.Set2 + px.colors.qualitative.Pastel1 + px.colors.qualitative.Set3
 UNACCOUNTED_COLOR = "#b0b0b0"
 
 

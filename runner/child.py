@@ -120,13 +120,10 @@ def probe(out: str) -> None:
     """What this host's child can do: torch version, whether CUDA is visible, and the device name."""
     import torch
 
-    from runner import preload
-
     info = {"torch_version": torch.__version__, "cuda": torch.cuda.is_available(),
             "device_count": torch.cuda.device_count() if torch.cuda.is_available() else 0,
             "device_name": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
             "driver": _driver() if torch.cuda.is_available() else None}
-    info |= preload.measure()  # a fresh interpreter: what preloading takes from a child's first call
     write_atomic(out, info)
 
 
@@ -155,10 +152,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--models-dir", action="append", default=[])
     p.add_argument("--probe", metavar="OUT")
     p.add_argument("--calibrate", nargs=2, metavar=("DEVICE", "OUT"), help="measure the device's ceilings")
+    p.add_argument("--import-cost", metavar="OUT", help="in a fresh interpreter: what preloading takes from a "
+                                                         "first call (runner/preload.py)")
     args = p.parse_args(argv)
     armed = _die_with_parent()
     if args.probe:
         probe(args.probe)
+        return 0
+    if args.import_cost:
+        import torch  # noqa: F401  (a script has imported torch before its torch.compile line)
+
+        from runner import preload
+
+        write_atomic(args.import_cost, preload.measure())
         return 0
     if args.calibrate:
         from runner.calibrate import calibrate

@@ -16,6 +16,7 @@ so nothing is added there.
 from __future__ import annotations
 
 import importlib
+import os
 import time
 
 # imported by a CUDA job's first compiled call (inductor's Triton back end), not by the torch.compile line
@@ -23,6 +24,11 @@ FIRST_CALL_MODULES = ("triton", "triton.compiler", "torch._inductor.runtime.trit
                       "torch._inductor.codegen.triton")
 COMPILE_PART = "compiler imports (preloaded; a fresh process's cost)"
 ENV = "COMPILE_LAB_FIRST_CALL_IMPORTS_S"  # set by the worker for forked children: the probe's measure
+SWITCH = "COMPILE_LAB_PRELOAD_COMPILER"  # 0: the preloaded parent imports torch only (the children the rest)
+
+
+def enabled() -> bool:
+    return os.environ.get(SWITCH, "1") != "0"
 
 
 def compile_line() -> None:

@@ -31,8 +31,11 @@ def _preload() -> None:
     import runner.zoo  # noqa: F401
     from runner import preload
 
-    preload.compile_line()
-    preload.first_call_modules()
+    if preload.enabled():
+        preload.compile_line()
+        preload.first_call_modules()
+    if torch.cuda.is_initialized():  # a child forked from here could not use CUDA: let the worker use fresh ones
+        sys.exit("compile-lab: preloading initialised CUDA in the preloaded parent; not forking children")
 
 
 def _run_child(request: dict) -> None:
