@@ -11,7 +11,16 @@ from dashboard.markup import md, plot
 from db import timeline as tl_math
 
 MEASURED_COLORS = ["#1f77b4", "#4c9bd6", "#2a5d8f", "#7fb8e6"]  # the four MEASURED phases, in their order
-OVERHEAD_COLORS = px.colors.qualitative.Set2 + px.colors.qualitative.Pastel1 + px.colors.qualitative.Set3
+
+
+def _warm(color: str) -> bool:
+    """Neither grey (unaccounted's) nor blue (measurement's)."""
+    r, g, b = (int(x) for x in color[4:-1].split(","))
+    return not (max(r, g, b) - min(r, g, b) < 16 or (b > r and b >= g))
+
+
+OVERHEAD_COLORS = [c for c in px.colors.qualitative.Set2 + px.colors.qualitative.Set3 + px.colors.qualitative.Pastel1
+                   if _warm(c)]
 UNACCOUNTED_COLOR = "#b0b0b0"
 
 
