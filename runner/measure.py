@@ -48,7 +48,7 @@ from runner.rounds import Crosscheck, ExperimentFailed, Report, measure_rounds, 
 from runner.stats import clock_fields, paired_spread
 from runner.timing import CompileWatch, make_timer
 from runner.trace import CompileTrace, cache_layers
-from runner.work import achieved_rates, count_work
+from runner.work import achieved_rates, cached_work, count_work
 from runner.zoo import ZooEntry, load_module
 
 __all__ = ["ExperimentFailed", "run", "make_step", "TIMING_PROTOCOL"]
@@ -104,7 +104,8 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
         with phases.phase("profiler"):
             kernels = count_both(job.eager_step, job.compiled_step, job.inputs, job.device, job.trace.kernel_calls)
         with phases.phase("FLOP count"):
-            work = count_work(job.eager_model, job.eager_step, job.inputs, job.training)
+            work, work_cached = cached_work(_work_key(spec, entry), lambda: count_work(
+                job.eager_model, job.eager_step, job.inputs, job.training))
         schedule = []
         if spec.schedule:
             report("schedule", None)
@@ -122,7 +123,19 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
     # the trace is captured while compiling; torch times that share, which is lab overhead, not the compile's
     phases.carve("compiled first call", "trace capture", _trace_overhead(first["metrics"]))
     result.detail["measure_s"] = time.perf_counter() - started
+    result.detail["work_cached"] = work_cached
     return result
+
+
+def _work_key(spec: ExperimentSpec, entry: ZooEntry) -> dict:
+    """What the work of one eager call depends on (runner.work.cached_work)."""
+    try:
+        mtime = entry.path.stat().st_mtime_ns
+    except OSError:
+        mtime = None
+    return {"model": spec.model, "file": str(entry.path), "mtime": mtime, "model_args": dict(spec.model_args),
+            "batch_size": spec.batch_size, "dtype": spec.dtype, "task": spec.task, "device": spec.device,
+            "torch": torch.__version__}
 
 
 def preloaded_imports_s(spec: ExperimentSpec) -> float:

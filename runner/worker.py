@@ -146,6 +146,8 @@ class Worker:
         env["PYTHONPATH"] = os.pathsep.join([str(PROJECT_ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
         env["PYTHONUNBUFFERED"] = "1"
         env[WORKER_PID_ENV] = str(os.getpid())  # the child checks it is still ours after arming PDEATHSIG
+        env["COMPILE_LAB_WORK_CACHE"] = str(Path(self.cfg.home).resolve() / "work-cache")  # runner.work.CACHE_ENV:
+        # a sweep counts the FLOPs of one model, size, dtype, task and device once
         spawner = getattr(self, "spawner", None)
         if spawner is not None and spawner.method == "fork" and getattr(self, "first_call_imports_s", None):
             # what preloading took from a CUDA job's compiled first call: the child adds it back (runner/preload.py)

@@ -71,3 +71,22 @@ def test_a_jobs_timeline_joins_the_workers_steps_and_the_childs_phases():
     assert timeline.by_phase(tl)["child start"] == pytest.approx(0.4)
     assert timeline.by_phase(tl)["result write"] == pytest.approx(0.1)
     assert timeline.total_s(tl) == pytest.approx(5.6)
+
+
+def test_the_work_of_one_call_is_counted_once_per_model_and_sizes(tmp_path, monkeypatch):
+    from runner import work
+
+    counts = []
+
+    def count():
+        counts.append(1)
+        return {"flops": 2.0 * len(counts), "min_bytes": 8.0}
+
+    key = {"model": "simplenet", "batch_size": 8, "dtype": "float32", "task": "inference", "device": "cpu"}
+    monkeypatch.delenv(work.CACHE_ENV, raising=False)
+    assert work.cached_work(key, count) == ({"flops": 2.0, "min_bytes": 8.0}, False)  # no cache: counted
+    monkeypatch.setenv(work.CACHE_ENV, str(tmp_path / "cache"))
+    first = work.cached_work(key, count)
+    assert first == ({"flops": 4.0, "min_bytes": 8.0}, False)
+    assert work.cached_work(dict(key), count) == (first[0], True) and len(counts) == 2  # the same answer, not counted
+    assert work.cached_work({**key, "batch_size": 32}, count)[1] is False and len(counts) == 3
