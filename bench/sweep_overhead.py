@@ -1,12 +1,13 @@
 """A sweep through the worker against the same configurations as one plain script each (issue: a GPU hour goes to
 measurement). One command:
 
-    python -m bench.sweep_overhead --device cuda --iters 10 -o bench/results/h100_sweep_overhead.txt
+    python -m bench.sweep_overhead --device cuda --iters 10 --also complexnet:32 -o bench/results/h100_sweep_overhead.txt
     python -m bench.sweep_overhead --device cpu --small -o bench/results/cpu_sweep_overhead.txt
 
 The sweep (28 jobs, cold compile cache each): simplenet at batch 8, 32, 128, 512 and mlp at batch 8, 32, 128,
 each with mode default and reduce-overhead and dynamic false and true (2x2 per model and batch: 16 + 12).
---small: simplenet and mlp at batch 8, mode default, dynamic false and true (4 jobs).
+--small: simplenet and mlp at batch 8, mode default, dynamic false and true (4 jobs). --also MODEL:BATCH adds
+a configuration (mode default, dynamic false), e.g. complexnet:32 for the cold first call check.
 
 1. The worker: `runner submit` the sweep into a new SQLite file, then `runner work --drain` (preloaded
    children, the default), timed from its launch to its exit; its start to ready from the launch to its
@@ -169,10 +170,16 @@ def main() -> int:
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--small", action="store_true", help="4 jobs (simplenet and mlp at batch 8, mode default)")
+    p.add_argument("--also", action="append", default=[], metavar="MODEL:BATCH",
+                   help="one more configuration (mode default, dynamic false), e.g. complexnet:32 for the cold first "
+                        "call check on a larger model")
     p.add_argument("-o", "--output", help="also write the report to this file")
     p.add_argument("--keep", help="keep the database, job folders and logs in this folder")
     args = p.parse_args()
     cfgs = configs(args.small)
+    for extra in args.also:
+        model, _, batch = extra.partition(":")
+        cfgs.append({"model": model, "batch": int(batch or 32), "mode": "default", "dynamic": "false"})
     with tempfile.TemporaryDirectory() as scratch:
         tmp = Path(args.keep or scratch)
         tmp.mkdir(parents=True, exist_ok=True)
