@@ -81,7 +81,13 @@ def show(timeline: list[dict] | None, sweep: dict | None = None) -> None:
         return
     st.plotly_chart(bar(timeline), width="stretch", config={"displayModeBar": False})
     st.caption(summary(timeline))
-    if sweep and sweep.get("share") is not None:
-        st.caption(f"Its sweep: {sweep['measured_s']:.1f} s of measurement in {sweep['wall_s']:.1f} s of wall time "
-                   f"(first claim to last stored result, {sweep['jobs']} job(s) with a timeline): "
-                   f"**{sweep['share']:.0%} measurement**.")
+    sweep_caption(None, sweep)
+
+
+def sweep_caption(label: str | None, sweep: dict | None) -> None:
+    """The share of a sweep's wall time (first claim to last stored result) that was measurement."""
+    if not sweep or sweep.get("share") is None:
+        return
+    st.caption(f"{'Its sweep' if label is None else 'Sweep ' + md(label)}: {sweep['measured_s']:.1f} s of measurement "
+               f"in {sweep['wall_s']:.1f} s of wall time (first claim to last stored result, {sweep['jobs']} job(s) "
+               f"with a timeline): **{sweep['share']:.0%} measurement**.")

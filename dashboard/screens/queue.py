@@ -203,6 +203,8 @@ sweep_ids = f1.multiselect("Sweep", list(labels), format_func=lambda i: labels[i
                            bind="query-params", placeholder="all sweeps")
 statuses = f2.pills("Status", STATUSES, selection_mode="multi", key="qstatus", bind="query-params",
                     wrap=True)  # plain names: a bound widget's URL holds the shown text (?qstatus=failed)
+for sid in sweep_ids:  # where the picked sweeps' time went (db.timeline)
+    timeline.sweep_caption(labels.get(sid, f"#{sid}"), sweep_measurement(engine, sid))
 # a link naming a job (?job=12) opens its detail first; the bound widget fills session state only once drawn
 named = st.session_state.get("job") is not None or bool(st.query_params.get("job"))
 top = st.container()

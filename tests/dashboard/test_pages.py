@@ -643,3 +643,6 @@ def test_a_job_detail_draws_its_timeline_as_one_stacked_bar_with_phase_names_esc
     assert sum(b[1] for b in bars) == pytest.approx(8)
     caption = " ".join(c.value for c in at.caption)
     assert "measurement (first calls, warm-up, rounds) 5.50 s (69%)" in caption and "measurement**" in caption
+    picked = ok(page("queue", qsweep=["#1 q"]))  # a sweep picked: its share of wall time that was measurement
+    assert any(c.value.startswith("Sweep \\#1 q: 5.5 s of measurement") and "measurement**" in c.value
+               for c in picked.caption), [c.value for c in picked.caption]
