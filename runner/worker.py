@@ -16,15 +16,12 @@ the job once its lease expires (db/queue.py).
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import os
 import shutil
 import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -40,6 +37,7 @@ from db.models import JobStatus
 from db.spec import ExperimentSpec, SpecError
 from db.timeline import Phases
 from runner import ceilings, preload, zoo
+from runner import probe as host_probe
 from runner.child import WORKER_PID_ENV
 from runner.lease import LeaseKeeper, read_progress
 from runner.reaper import kill_tree
@@ -112,8 +110,8 @@ class Worker:
 
     def start(self) -> None:
         self.spawner.prepare()  # the preloaded parent imports torch and the compiler now
-        cost = self._start_import_cost()  # beside it, in a fresh interpreter
-        probe = self._probe()
+        cost = host_probe.start_import_cost(self.spawner, self._env(), self.home)  # beside it, a fresh interpreter
+        probe = host_probe.probe(self.spawner, self._env(), self.home)
         devices = (["cuda", "cpu"] if probe.get("cuda") else ["cpu"])
         self.capabilities = {
             "devices": devices, "device_name": probe.get("device_name"), "torch_version": probe.get("torch_version"),
@@ -127,7 +125,7 @@ class Worker:
             except Exception as e:
                 log.warning("worker %s: calibration failed (%s); results will have no roofline placement",
                             self.id, _first_line(e))
-        self.first_call_imports_s = self._import_cost(cost)
+        self.first_call_imports_s = host_probe.import_cost(cost)
         try:
             self.spawner.wait_ready()  # ready means the first job starts at once
         except SpawnError as e:
@@ -156,54 +154,6 @@ class Worker:
             env["CUDA_VISIBLE_DEVICES"] = str(self.cfg.gpu)
             env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # so index I is nvidia-smi's GPU I
         return env
-
-    def _probe(self) -> dict:
-        """What this host's child can do (runner.child.probe): forked from the preloaded parent, which has torch
-        imported already, or a fresh interpreter when children are not forked (or the fork failed)."""
-        self.home.mkdir(parents=True, exist_ok=True)
-        out = self.home / f"probe-{os.getpid()}.json"
-        rc = None
-        if self.spawner.method == "fork":
-            try:
-                self.spawner.wait_ready()
-                rc = self.spawner.start(["--probe", str(out)], self._env(), self.home,
-                                        self.home / f"probe-{os.getpid()}.log").wait(600)
-            except SpawnError as e:
-                log.warning("worker %s: probing through the preloaded parent failed (%s)", self.id, e)
-        if rc != 0 or not out.exists():
-            subprocess.run([sys.executable, "-m", "runner.child", "--probe", str(out)], env=self._env(),
-                           check=True, timeout=600, stdout=subprocess.DEVNULL)
-        info = json.loads(out.read_text())
-        out.unlink()
-        (self.home / f"probe-{os.getpid()}.log").unlink(missing_ok=True)
-        return info
-
-    def _start_import_cost(self):
-        """Measure what preloading takes from a CUDA job's first call (runner/preload.py), in a fresh interpreter
-        beside the worker's start; only where there is something to take (forked children, triton installed)."""
-        if self.spawner.method != "fork" or not preload.enabled() or importlib.util.find_spec("triton") is None:
-            return None
-        out = self.home / f"import-cost-{os.getpid()}.json"
-        self.home.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.Popen([sys.executable, "-m", "runner.child", "--import-cost", str(out)], env=self._env(),
-                                stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-        return proc, out
-
-    def _import_cost(self, started) -> float:
-        if started is None:
-            return 0.0
-        proc, out = started
-        try:
-            if proc.wait(timeout=600) == 0:
-                return float(json.loads(out.read_text())["first_call_imports_s"])
-        except (subprocess.TimeoutExpired, OSError, ValueError, KeyError) as e:
-            proc.kill()
-            log.warning("worker %s: could not measure the first call's imports (%s)", self.id, _first_line(e))
-        finally:
-            out.unlink(missing_ok=True)
-        log.warning("worker %s: the first call's imports were not measured; CUDA jobs' first calls leave them out",
-                    self.id)
-        return 0.0
 
     def run(self) -> int:
         """Claim and run jobs until stopped, max_jobs done, or (drain) nothing is left to claim."""
