@@ -15,7 +15,8 @@ a configuration (mode default, dynamic false), e.g. complexnet:32 for the cold f
 2. A second `runner work --drain` on the now empty queue: start to ready on a host whose ceilings are stored
    (the first worker stored them on CUDA).
 3. The plain scripts: `python -m bench.plain_job` per configuration, each a fresh interpreter with a fresh compile
-   cache, timed from launch to exit.
+   cache, timed from launch to exit; every other configuration's script runs before the worker, the rest after
+   it, so a load that drifts over the run favours neither side.
 
 Prints: the worker's total against the scripts' total and their ratio (target <= 0.5x); the median per-job
 overhead, claim to stored minus the eager first call, compiled first call, warm-up and rounds as the job's
@@ -185,7 +186,10 @@ def main() -> int:
         tmp.mkdir(parents=True, exist_ok=True)
         db = f"sqlite:///{tmp / 'sweep.db'}"
         submit(db, cfgs, args.device, args.iters)
-        print(f"{len(cfgs)} jobs submitted; the worker runs them, then the plain scripts", file=sys.stderr)
+        print(f"{len(cfgs)} jobs submitted; half the plain scripts, the worker, the other half", file=sys.stderr)
+        # half the scripts before the worker and half after it (ABBA over the sweep), so a host whose load drifts
+        # over the run (a shared box) does not favour whichever side ran in its quieter stretch
+        before = run_scripts(cfgs[0::2], args.device, args.iters, tmp / "before")
         worker = run_worker(db, tmp / "home", args.device, tmp / "worker.log")
         idle = run_worker(db, tmp / "home", args.device, tmp / "worker-idle.log")
         found = export_records(get_engine(db))
@@ -194,7 +198,9 @@ def main() -> int:
             raise SystemExit(f"{len(bad)} job(s) did not succeed: " + "; ".join(f"#{r['job_id']} {r['error']}" for r in bad))
         by_key = {(r["model"], r["batch_size"], r["mode"], json.dumps(r["dynamic"])): r for r in found}
         recs = [by_key[(c["model"], c["batch"], c["mode"], c["dynamic"])] for c in cfgs]
-        scripts = run_scripts(cfgs, args.device, args.iters, tmp)
+        after = run_scripts(cfgs[1::2], args.device, args.iters, tmp / "after")
+        scripts = [None] * len(cfgs)
+        scripts[0::2], scripts[1::2] = before, after
         text = report(cfgs, recs, worker, idle, scripts, args.device, args.iters)
     print(text)
     if args.output:
