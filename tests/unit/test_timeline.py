@@ -90,3 +90,28 @@ def test_the_work_of_one_call_is_counted_once_per_model_and_sizes(tmp_path, monk
     assert first == ({"flops": 4.0, "min_bytes": 8.0}, False)
     assert work.cached_work(dict(key), count) == (first[0], True) and len(counts) == 2  # the same answer, not counted
     assert work.cached_work({**key, "batch_size": 32}, count)[1] is False and len(counts) == 3
+
+
+def test_a_timeline_is_stored_with_its_result_and_read_back_for_the_sweep(any_db_url):
+    """SQLite and PostgreSQL: the second write puts the timeline into the stored result's detail, keeps the rest of
+    the detail, and the export and the sweep's share read it."""
+    from db import queue
+    from db.database import get_engine
+    from db.models import JobStatus
+    from db.results import export_records
+    from db.spec import SweepRequest
+    from runner import zoo
+
+    engine = get_engine(any_db_url)
+    sweep_id, _, _ = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu"),
+                                  zoo.model_infos(zoo.catalog()))
+    claim = queue.claim_next(engine, "w", ["cpu"], ["simplenet"], 60)
+    detail = {"measure_s": 3.0, "trace_overhead_s": 0.1}
+    assert queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED,
+                        result={"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "detail": detail})
+    tl = assemble([iv("claim", 0, 0.1), iv("compiled first call", 0.5, 2.5), iv("rounds", 2.5, 3.0)], 0, 3.2)
+    assert timeline.store(engine, claim.job_id, detail, tl)
+    (rec,) = export_records(engine, job_ids=[claim.job_id])
+    assert rec["timeline"] == tl
+    share = timeline.sweep_measurement(engine, sweep_id)
+    assert share["jobs"] == 1 and share["measured_s"] == pytest.approx(2.5) and share["wall_s"] >= 0
