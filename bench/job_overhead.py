@@ -1,6 +1,7 @@
 """Per-job overhead beyond the measurement: a fresh interpreter per job vs a fork of the preloaded
-parent (issue 5). Runs N tiny jobs with each spawn method through the real worker on one database and
-prints, per method, the time from claim to stored result minus the time the child spent measuring.
+parent. Runs N tiny jobs with each spawn method through the real worker on one database and prints, per
+method, the time from claim to stored result minus the eager and compiled first calls, warm-up and rounds
+(the job's timeline, db.timeline: every other phase, the child's start and analysis passes included).
 
     python -m bench.job_overhead [--jobs 20] [--device cpu|cuda]
 """
@@ -19,6 +20,7 @@ from sqlalchemy import select
 from db.database import get_engine
 from db.engine import reading
 from db.models import Job, Result
+from db.timeline import overhead_s
 from runner.timing import percentile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +41,8 @@ def run(method: str, jobs: int, device: str, tmp: Path) -> dict:
         rows = s.execute(select(Job.claimed_at, Job.finished_at, Job.status, Result.detail)
                          .join(Result, Result.job_id == Job.id)).all()
     assert len(rows) == jobs and all(r.status == "succeeded" for r in rows), rows
-    overheads = [(r.finished_at - r.claimed_at).total_seconds() - r.detail["measure_s"] for r in rows]
+    # the job's timeline: claim to stored minus what a plain script also spends (first calls, warm-up, rounds)
+    overheads = [overhead_s(r.detail["timeline"]) for r in rows]
     return {"method": method, "jobs": jobs, "mean": sum(overheads) / jobs, "p50": percentile(overheads, 50),
             "p90": percentile(overheads, 90), "first": overheads[0], "wall": wall}
 

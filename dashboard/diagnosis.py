@@ -58,7 +58,8 @@ def recompile_timeline(sched: pd.DataFrame) -> go.Figure:
 
 PART_COLORS = {"dynamo tracing": "#4c78a8", "aot autograd": "#72b7b2", "inductor lowering": "#54a24b",
                "codegen + kernel compile": "#eeca3b", "autotuning": "#e45756", "other (run, guards)": "#bab0ac",
-               "first call (no breakdown recorded)": "#ff7f0e", "eager first call": "#7f7f7f"}
+               "first call (no breakdown recorded)": "#ff7f0e", "eager first call": "#7f7f7f",
+               "compiler imports (preloaded; a fresh process's cost)": "#b279a2"}  # runner.preload.COMPILE_PART
 HOST_COLORS = {"eager: GPU time": "#7f7f7f", "eager: latency": "#c7c7c7",
                "compiled: GPU time": "#1f77b4", "compiled: latency": "#aec7e8"}
 

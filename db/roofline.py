@@ -40,6 +40,15 @@ def store_ceilings(engine: Engine, device_name: str, hostname: str, torch_versio
                                 matmul_tflops=tflops, torch_version=torch_version))
 
 
+def has_ceilings(engine: Engine, device_name: str, hostname: str, torch_version: str | None) -> bool:
+    """Whether this host has measured this device with this torch (a new torch may reach other rates)."""
+    q = select(DeviceCeiling.id).where(DeviceCeiling.device_name == device_name, DeviceCeiling.hostname == hostname)
+    if torch_version:
+        q = q.where(DeviceCeiling.torch_version == torch_version)
+    with reading(engine) as s:
+        return s.execute(q.limit(1)).first() is not None
+
+
 def latest_ceilings(engine: Engine, device_name: str, hostname: str | None = None) -> dict[str, dict]:
     """The newest measured ceilings of a device, by dtype (this host's where it has its own)."""
     with reading(engine) as s:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from db.roofline import latest_ceilings, place, store_ceilings
+from db.roofline import has_ceilings, latest_ceilings, place, store_ceilings
 from db.spec import ExperimentSpec
 
 log = logging.getLogger("compile_lab.ceilings")
@@ -32,11 +32,15 @@ def measure(engine: Engine, device: str, env: dict, cwd: Path) -> dict:
     return found
 
 
-def ensure(engine: Engine, device: str, device_name: str | None, env: dict, cwd: Path) -> None:
-    """Calibrate this host's device unless its ceilings are already stored."""
-    if device_name and latest_ceilings(engine, device_name, socket.gethostname()):
-        return
+def ensure(engine: Engine, device: str, device_name: str | None, env: dict, cwd: Path,
+           torch_version: str | None = None) -> bool:
+    """Calibrate this host's device unless the database holds its ceilings, measured on this host with this
+    torch: a worker on such a host is ready without measuring (`runner calibrate` measures again on demand).
+    True if it measured."""
+    if device_name and has_ceilings(engine, device_name, socket.gethostname(), torch_version):
+        return False
     measure(engine, device, env, cwd)
+    return True
 
 
 def place_result(engine: Engine, spec: ExperimentSpec, result: dict) -> dict:

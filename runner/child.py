@@ -129,8 +129,25 @@ def probe(out: str) -> None:
             "device_name": torch.cuda.get_device_name(0) if cuda else None,
             # with the versions, what keys a portable compile cache (db.caches)
             "capability": ".".join(map(str, torch.cuda.get_device_capability(0))) if cuda else None,
-            "triton_version": cpu_env["triton_version"], "cpu_name": cpu_env["device_name"]}
+            "triton_version": cpu_env["triton_version"], "cpu_name": cpu_env["device_name"],
+            "driver": _driver() if cuda else None}
     write_atomic(out, info)
+
+
+def _driver() -> str | None:
+    """The NVIDIA driver's version (ceilings are kept per driver too), where NVML answers."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        v = pynvml.nvmlSystemGetDriverVersion()
+        return v.decode() if isinstance(v, bytes) else str(v)
+    except Exception:
+        try:
+            with open("/proc/driver/nvidia/version") as f:
+                return f.readline().split("Kernel Module")[-1].split()[0]
+        except (OSError, IndexError):
+            return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,10 +159,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--models-dir", action="append", default=[])
     p.add_argument("--probe", metavar="OUT")
     p.add_argument("--calibrate", nargs=2, metavar=("DEVICE", "OUT"), help="measure the device's ceilings")
+    p.add_argument("--import-cost", metavar="OUT", help="in a fresh interpreter: what preloading takes from a "
+                                                         "first call (runner/preload.py)")
     args = p.parse_args(argv)
     armed = _die_with_parent()
     if args.probe:
         probe(args.probe)
+        return 0
+    if args.import_cost:
+        import torch  # noqa: F401  (a script has imported torch before its torch.compile line)
+
+        from runner import preload
+
+        write_atomic(args.import_cost, preload.measure())
         return 0
     if args.calibrate:
         from runner.calibrate import calibrate
@@ -162,10 +188,13 @@ def main(argv: list[str] | None = None) -> int:
 def run_job(spec_file: str, result_file: str, progress_file: str, models_dirs: list[str]) -> int:
     """Measure the job in `spec_file` and write its result file; every failure becomes a recorded reason.
     The child's work, also called in the worker's own process by `--spawn inline` (debugging under pdb)."""
+    entered = time.time()
     from db.spec import ExperimentSpec, SpecError
+    from db.timeline import Phases
     from runner import zoo
 
     progress = Progress(progress_file)
+    phases = Phases()  # the worker turns these into the job's timeline (db.timeline)
     try:
         spec = ExperimentSpec.from_json(Path(spec_file).read_text())
         entries = zoo.catalog(models_dirs)
@@ -175,8 +204,12 @@ def run_job(spec_file: str, result_file: str, progress_file: str, models_dirs: l
         pin_threads()
         from runner import measure
 
-        result = measure.run(spec, entries[spec.model], progress.report, Path(result_file).parent / "artifacts")
-        write_atomic(result_file, {"status": "succeeded", "result": result.to_dict()})
+        phases.add("child setup", entered, time.time())  # imports (torch itself in a fresh interpreter), spec, zoo
+        result = measure.run(spec, entries[spec.model], progress.report, Path(result_file).parent / "artifacts",
+                             phases)
+        # the write's own end is when the worker sees the child exit: it closes the timeline's "result write"
+        write_atomic(result_file, {"status": "succeeded", "result": result.to_dict(), "phases": phases.intervals,
+                                   "written_at": time.time()})
     except Exception as exc:  # every failure becomes a recorded reason, never a vanished job
         traceback.print_exc()
         write_atomic(result_file, {"status": "failed", "error": failure_message(exc, progress.phase)})

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import os
 import random
 import time
 from dataclasses import dataclass
@@ -28,8 +29,9 @@ from db.answer import break_even_calls
 from db.artifacts import write_dir
 from db.record import ResultRecord
 from db.spec import ExperimentSpec
+from db.timeline import Phases
 from runner import cudagraphs as cudagraphs_health
-from runner import megacache, recompiles, tlparse_report
+from runner import megacache, preload, recompiles, tlparse_report
 from runner.accuracy import compare, reference, skip_reason, tensors
 from runner.environment import environment, environment_detail, gpu_state, host_state
 from runner.introspect import (
@@ -46,7 +48,7 @@ from runner.rounds import Crosscheck, ExperimentFailed, Report, measure_rounds, 
 from runner.stats import clock_fields, paired_spread
 from runner.timing import CompileWatch, make_timer
 from runner.trace import CompileTrace, cache_layers
-from runner.work import achieved_rates, count_work
+from runner.work import achieved_rates, cached_work, count_work
 from runner.zoo import ZooEntry, load_module
 
 __all__ = ["ExperimentFailed", "run", "make_step", "TIMING_PROTOCOL"]
@@ -80,41 +82,81 @@ class Setup:
     watch: CompileWatch
     breaks: GraphBreakLog
     trace: CompileTrace
+    phases: Phases
 
 
-def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Path | None = None) -> ResultRecord:
-    """Measure one job; the compiler's texts (runner.trace) go to `artifacts_dir`, whether it succeeds or not."""
+def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Path | None = None,
+        phases: Phases | None = None) -> ResultRecord:
+    """Measure one job; the compiler's texts (runner.trace) go to `artifacts_dir`, whether it succeeds or not.
+    Each step is a phase in `phases` (db.timeline): the worker builds the job's timeline from them."""
     started = time.perf_counter()
-    from torch._dynamo.utils import set_compilation_metrics_limit
+    phases = phases if phases is not None else Phases()
+    with phases.phase("compiler setup"):
+        from torch._dynamo.utils import set_compilation_metrics_limit
 
-    set_compilation_metrics_limit(1_000_000)  # we slice this list by position: it must never roll over (64)
+        set_compilation_metrics_limit(1_000_000)  # we slice this list by position: it must never roll over (64)
     loaded = megacache.load()  # a portable job: a colleague's artifacts, before anything compiles
     report("building", None)
-    job = build(spec, entry)
+    job = build(spec, entry, phases)
     try:
         first = first_calls(job, report)
         steady = steady_state(job, report)
         report("counting kernels", None)
-        kernels = count_both(job.eager_step, job.compiled_step, job.inputs, job.device, job.trace.kernel_calls)
-        work = count_work(job.eager_model, job.eager_step, job.inputs, job.training)
+        with phases.phase("profiler"):
+            kernels = count_both(job.eager_step, job.compiled_step, job.inputs, job.device, job.trace.kernel_calls)
+        with phases.phase("FLOP count"):
+            work, work_cached = cached_work(_work_key(spec, entry), lambda: count_work(
+                job.eager_model, job.eager_step, job.inputs, job.training))
         schedule = []
         if spec.schedule:
             report("schedule", None)
-            schedule = run_schedule(job.timer, job.watch, job.module, entry, spec, job.device, job.dtype,
-                                    job.eager_step, job.compiled_step)
+            with phases.phase("schedule"):
+                schedule = run_schedule(job.timer, job.watch, job.module, entry, spec, job.device, job.dtype,
+                                        job.eager_step, job.compiled_step)
     except BaseException:  # the compiler's texts of a failed job say why; its error names the phase it failed in
         with contextlib.suppress(Exception):  # and keeping them must not replace that error
             keep_artifacts(job, artifacts_dir, None)
         raise
-    keep_artifacts(job, artifacts_dir, report)
-    result = record(job, first, steady, work, schedule, kernels)
+    with phases.phase("artifacts"):
+        keep_artifacts(job, artifacts_dir, report)
+    with phases.phase("record"):
+        result = record(job, first, steady, work, schedule, kernels)
+    # the trace is captured while compiling; torch times that share, which is lab overhead, not the compile's
+    phases.carve("compiled first call", "trace capture", _trace_overhead(first["metrics"]))
     saved = megacache.save()  # a cold job: what a portable job of the same settings will load
     if loaded is not None:
         loaded["kernel_libraries_built"] = megacache.built_here(loaded)
         loaded.pop("restored", None)
     result.detail["mega_cache"] = {k: v for k, v in (("loaded", loaded), ("saved", saved)) if v is not None}
     result.detail["measure_s"] = time.perf_counter() - started
+    result.detail["work_cached"] = work_cached
     return result
+
+
+def _work_key(spec: ExperimentSpec, entry: ZooEntry) -> dict:
+    """What the work of one eager call depends on (runner.work.cached_work)."""
+    try:
+        mtime = entry.path.stat().st_mtime_ns
+    except OSError:
+        mtime = None
+    return {"model": spec.model, "file": str(entry.path), "mtime": mtime, "model_args": dict(spec.model_args),
+            "batch_size": spec.batch_size, "dtype": spec.dtype, "task": spec.task, "device": spec.device,
+            "torch": torch.__version__}
+
+
+def preloaded_imports_s(spec: ExperimentSpec) -> float:
+    """What the preloaded parent's imports took from this job's compiled first call, as the worker's probe
+    measured it in a fresh interpreter (runner/preload.py): a CUDA job compiled by inductor, forked children only."""
+    if spec.device != "cuda" or spec.backend != "inductor":
+        return 0.0
+    try:
+        return max(0.0, float(os.environ.get(preload.ENV) or 0.0))
+    except ValueError:
+        return 0.0
+
+
+def _trace_overhead(ms) -> float:
+    return sum(getattr(m, "structured_logging_overhead_s", None) or 0 for m in ms)
 
 
 def keep_artifacts(job: Setup, folder: Path | None, report: Report | None) -> None:
@@ -133,9 +175,19 @@ def keep_artifacts(job: Setup, folder: Path | None, report: Report | None) -> No
     write_dir(folder, texts)
 
 
-def build(spec: ExperimentSpec, entry: ZooEntry) -> Setup:
+def build(spec: ExperimentSpec, entry: ZooEntry, phases: Phases) -> Setup:
     """Both sides from one seed (same weights), the compiled one wrapped by torch.compile as the spec says."""
     device, dtype, training = _device(spec.device), DTYPES[spec.dtype], spec.task == "training"
+    if device.type == "cuda":  # its own phase: else the first tensor moved to the device pays it, unnamed
+        with phases.phase("CUDA context"):
+            torch.cuda.init()
+            torch.empty(1, device=device)
+            torch.cuda.synchronize()
+    with phases.phase("model build"):
+        return _build(spec, entry, phases, device, dtype, training)
+
+
+def _build(spec: ExperimentSpec, entry: ZooEntry, phases: Phases, device, dtype, training) -> Setup:
     breaks = GraphBreakLog()
     cudagraphs_health.listen()
     trace = CompileTrace()  # after GraphBreakLog: its set_logs resets torch's handlers (never ours)
@@ -165,43 +217,51 @@ def build(spec: ExperimentSpec, entry: ZooEntry) -> Setup:
                                       autocast=amp, device_type=device.type),
                  compiled_step=make_step(compiled_model, compiled_base.parameters(), training,
                                          mark_cudagraph_step=cudagraphs, autocast=amp, device_type=device.type),
-                 inputs=inputs, timer=make_timer(spec.device), watch=CompileWatch(), breaks=breaks, trace=trace)
+                 inputs=inputs, timer=make_timer(spec.device), watch=CompileWatch(), breaks=breaks, trace=trace,
+                 phases=phases)
 
 
 def first_calls(job: Setup, report: Report) -> dict:
     """The warmup cost. Each side's memory window holds its second call alone: the same call on both sides,
     past one-time work (the eager side's lazy initialisation, the compiled side's compile temporaries).
     References for the accuracy check are copied to the host at once, so they take no device memory."""
-    timer, inputs, training = job.timer, job.inputs, job.training
+    timer, inputs, training, phase = job.timer, job.inputs, job.training, job.phases.phase
     mem = Memory(job.spec.device)
     report("eager first call", None)
-    warm_libraries(job.device, job.dtype)  # handles and pools (cuBLAS, cuDNN, oneDNN, OpenMP): not eager's cost
-    _seed(2)
-    eager_first_s, out = _timed_once(timer, job.eager_step, inputs)
-    eager_ref = reference(out, job.eager_model if training else None)
-    del out
-    mem.start()
-    eager_second_s, out = _timed_once(timer, job.eager_step, inputs)
-    peak_eager = mem.peak_mb()
-    del out  # nothing of the eager side may sit in the compiled side's memory window
-    if training:
-        job.eager_model.zero_grad(set_to_none=True)
+    with phase("library warm-up"):
+        warm_libraries(job.device, job.dtype)  # handles and pools (cuBLAS, cuDNN, oneDNN, OpenMP): not eager's cost
+        _seed(2)
+    with phase("eager first call"):
+        eager_first_s, out = _timed_once(timer, job.eager_step, inputs)
+    with phase("accuracy"):
+        eager_ref = reference(out, job.eager_model if training else None)
+        del out
+    with phase("memory"):
+        mem.start()
+        eager_second_s, out = _timed_once(timer, job.eager_step, inputs)
+        peak_eager = mem.peak_mb()
+        del out  # nothing of the eager side may sit in the compiled side's memory window
+        if training:
+            job.eager_model.zero_grad(set_to_none=True)
 
     report("compiling", None)
     n_metrics = len(metrics())
     _seed(2)
     try:
-        compiled_first_s, out = _timed_once(timer, job.compiled_step, inputs)
+        with phase("compiled first call"):
+            compiled_first_s, out = _timed_once(timer, job.compiled_step, inputs)
     except Exception as exc:
         raise ExperimentFailed(describe_compile_failure(exc, job.spec, metrics()[n_metrics:])) from exc
-    compiled_ref = reference(out, job.compiled_base if training else None)
-    del out
-    first_metrics = metrics()[n_metrics:]
-    graph_count = job.watch.count()
-    accuracy = compare(eager_ref, compiled_ref, job.spec.dtype, skip_reason(job.entry, job.eager_model, training))
-    del eager_ref, compiled_ref
-    mem.start()  # after the compile: its temporaries (autotuning buffers) are not the model's memory
-    compiled_second_s, _ = _timed_once(timer, job.compiled_step, inputs)
+    with phase("accuracy"):
+        compiled_ref = reference(out, job.compiled_base if training else None)
+        del out
+        first_metrics = metrics()[n_metrics:]
+        graph_count = job.watch.count()
+        accuracy = compare(eager_ref, compiled_ref, job.spec.dtype, skip_reason(job.entry, job.eager_model, training))
+        del eager_ref, compiled_ref
+    with phase("memory"):
+        mem.start()  # after the compile: its temporaries (autotuning buffers) are not the model's memory
+        compiled_second_s, _ = _timed_once(timer, job.compiled_step, inputs)
     return {"eager_first_s": eager_first_s, "eager_second_s": eager_second_s, "compiled_first_s": compiled_first_s,
             "compiled_second_s": compiled_second_s, "peak_eager": peak_eager, "peak_compiled": mem.peak_mb(),
             "memory_method": mem.method, "metrics": first_metrics, "graph_count": graph_count,
@@ -212,16 +272,18 @@ def steady_state(job: Setup, report: Report) -> dict:
     """Both sides warmed up, then interleaved rounds, both sides timed the same way, three clocks each."""
     timer, inputs, spec = job.timer, job.inputs, job.spec
     report("warming up", None)
-    est_compiled = warmup(timer, lambda: job.compiled_step(inputs))
-    est_eager = warmup(timer, lambda: job.eager_step(inputs))
+    with job.phases.phase("warm-up"):
+        est_compiled = warmup(timer, lambda: job.compiled_step(inputs))
+        est_eager = warmup(timer, lambda: job.eager_step(inputs))
     timer.plan(call_ms=max(est_eager[0], est_compiled[0]), issue_ms=max(est_eager[1], est_compiled[1]))
     gpu_before, host_before = gpu_state(spec.device), host_state()
     rerecords_before = cudagraphs_health.rerecords() if job.cudagraphs else None
     n_before = len(metrics())
     sides = {"eager": lambda: job.eager_step(inputs), "compiled": lambda: job.compiled_step(inputs)}
     check = Crosscheck(timer, sides, spec.iters) if Crosscheck.wanted() else None
-    samples = measure_rounds(timer, job.watch, sides, spec.iters, report,
-                             between_rounds=check.harness_slice if check else None)
+    with job.phases.phase("rounds"):
+        samples = measure_rounds(timer, job.watch, sides, spec.iters, report,
+                                 between_rounds=check.harness_slice if check else None)
     return {"samples": samples, "metrics": metrics()[n_before:],
             "gpu_state": {"before_rounds": gpu_before, "after_rounds": gpu_state(spec.device)},
             "host_state": {"before_rounds": host_before, "after_rounds": host_state()},
@@ -233,17 +295,22 @@ def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list, ke
     """The result fields: numbers from the samples, what the compiler did, where it ran."""
     spec, timer, samples = job.spec, job.timer, steady["samples"]
     all_metrics = metrics()
+    preloaded = preloaded_imports_s(spec)
+    compiled_first_s = first["compiled_first_s"] + preloaded  # what a fresh process's first call takes
+    breakdown = compile_breakdown(first["metrics"], first["compiled_first_s"])
+    if preloaded:
+        breakdown[preload.COMPILE_PART] = preloaded
     clocks = clock_fields(samples, timer.gpu, job.cudagraphs)
     # the roofline places what the hardware did: kernel time where there is a GPU clock
     achieved = achieved_rates(work, clocks["compiled_gpu_ms"] or clocks["compiled_ms"])
     accuracy = first["accuracy"]
     return ResultRecord(**{
         "eager_first_call_s": first["eager_first_s"],
-        "compiled_first_call_s": first["compiled_first_s"],
+        "compiled_first_call_s": compiled_first_s,
         "compiled_second_call_s": first["compiled_second_s"],
         **clocks,
         # what compile costs against what it saves, in the caller's time: first calls and latency
-        "break_even_calls": break_even_calls(first["eager_first_s"], first["compiled_first_s"],
+        "break_even_calls": break_even_calls(first["eager_first_s"], compiled_first_s,
                                              clocks["eager_ms"], clocks["compiled_ms"]),
         "timing_method": timer.method,
         "timing_protocol": TIMING_PROTOCOL,
@@ -275,12 +342,14 @@ def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list, ke
             "recompile_limit_hits": recompiles.limit_hits(all_metrics),
             "recompiles_while_measuring": [str(m.compile_id) for m in steady["metrics"]],
             "compile_phases_s": compile_phases(first["metrics"]),
-            "compile_breakdown_s": compile_breakdown(first["metrics"], first["compiled_first_s"]),
+            "compile_breakdown_s": breakdown,
+            # the compiled first call timed in this process, and the imports a preloading parent spared it
+            "first_call_parts": {"timed_in_child_s": first["compiled_first_s"], "preloaded_imports_s": preloaded},
             "cache_hits": cache_hits(first["metrics"]),
             "cache_layers": cache_layers(job.trace.cache_events),
             "kernel_counts": kernels["detail"],
             # what capturing the trace added to the compile times (torch measures it)
-            "trace_overhead_s": sum(getattr(m, "structured_logging_overhead_s", None) or 0 for m in all_metrics),
+            "trace_overhead_s": _trace_overhead(all_metrics),
             "accuracy_note": accuracy["note"],
             "memory_method": first["memory_method"],
             "cudagraph_steps_marked": job.cudagraphs,

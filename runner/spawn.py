@@ -27,9 +27,20 @@ class FreshChild:
                                           stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                           start_new_session=True)
         self.pid = self._proc.pid
+        try:  # readable the moment the child exits: the worker learns it at once, not at its next poll
+            self._pidfd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):  # not Linux 5.3+: Popen.wait's own polling
+            self._pidfd = None
 
     def wait(self, timeout: float) -> int | None:
         """The exit code (negative: killed by that signal), or None if still running after timeout."""
+        if self._pidfd is not None and self._proc.returncode is None:
+            select.select([self._pidfd], [], [], timeout)
+            rc = self._proc.poll()
+            if rc is not None:
+                os.close(self._pidfd)
+                self._pidfd = None
+            return rc
         try:
             return self._proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -40,6 +51,9 @@ class FreshSpawner:
     method = "fresh"
 
     def prepare(self) -> None:
+        pass
+
+    def wait_ready(self, timeout: float = 600) -> None:
         pass
 
     def start(self, argv: list[str], env: dict, cwd: Path, log: Path) -> FreshChild:
@@ -72,6 +86,7 @@ class ForkSpawner:
         self._proc: subprocess.Popen | None = None
         self._buffer = b""
         self._exits: dict[int, int] = {}
+        self._ready = False
 
     def _ensure(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:
@@ -81,10 +96,27 @@ class ForkSpawner:
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
                                           start_new_session=True)
             self._buffer = b""
+            self._ready = False
         return self._proc
 
     def prepare(self) -> None:
+        """Start the preloaded parent now (its imports run while the worker does the rest of its start)."""
         self._ensure()
+
+    def wait_ready(self, timeout: float = 600) -> None:
+        """Until the preloaded parent has imported what it preloads: a worker is ready when its first job
+        can start at once."""
+        while not self._ready:
+            msg = self._read(timeout=timeout)
+            if msg is None:
+                raise SpawnError(f"the preloaded parent was not ready within {timeout:g} s")
+            self._take(msg)
+
+    def _take(self, msg: dict) -> None:
+        if msg.get("ready"):
+            self._ready = True
+        elif "returncode" in msg:
+            self._exits[msg["pid"]] = msg["returncode"]
 
     def start(self, argv: list[str], env: dict, cwd: Path, log: Path) -> ForkedChild:
         proc = self._ensure()
@@ -99,8 +131,8 @@ class ForkSpawner:
             msg = self._read(timeout=600)
             if msg is None:
                 raise SpawnError("the preloaded parent did not answer within 600 s")
-            if "returncode" in msg:
-                self._exits[msg["pid"]] = msg["returncode"]
+            if "returncode" in msg or msg.get("ready"):
+                self._take(msg)
             else:
                 self._exits.pop(msg["pid"], None)  # a reused pid: an old exit is not this child's
                 return ForkedChild(self, msg["pid"])
@@ -112,8 +144,8 @@ class ForkSpawner:
             if left <= 0:
                 return None
             msg = self._read(timeout=left)
-            if msg is not None and "returncode" in msg:
-                self._exits[msg["pid"]] = msg["returncode"]
+            if msg is not None:
+                self._take(msg)
         return self._exits.pop(pid)
 
     def _read(self, timeout: float) -> dict | None:
@@ -169,6 +201,9 @@ class InlineSpawner:
     method = "inline"
 
     def prepare(self) -> None:
+        pass
+
+    def wait_ready(self, timeout: float = 600) -> None:
         pass
 
     def start(self, argv: list[str], env: dict, cwd: Path, log: Path) -> InlineChild:

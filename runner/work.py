@@ -1,7 +1,41 @@
 """The roofline's inputs: the work one call does (FLOPs, fewest bytes) and the rates the compiled call reached."""
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Callable
+
 from runner.accuracy import tensors
+
+CACHE_ENV = "COMPILE_LAB_WORK_CACHE"  # a folder the worker keeps: one file per counted (model, sizes, ...)
+
+
+def cached_work(key: dict, count: Callable[[], dict]) -> tuple[dict, bool]:
+    """count_work's answer, kept per `key` (model file and its modification time, sizes, batch, dtype, task,
+    device, torch version): the work of one eager call is the same for every mode, dynamic setting and repeat,
+    so a sweep counts it once. (answer, whether it came from the cache)."""
+    folder = os.environ.get(CACHE_ENV)
+    if not folder:
+        return count(), False
+    name = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:32]
+    path = Path(folder) / f"{name}.json"
+    try:
+        kept = json.loads(path.read_text())
+        if kept.get("key") == json.loads(json.dumps(key, sort_keys=True, default=str)):
+            return kept["work"], True
+    except (OSError, ValueError, KeyError, AttributeError):
+        pass
+    work = count()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": key, "work": work}, sort_keys=True, default=str))
+        os.replace(tmp, path)
+    except OSError:  # a cache that cannot be written only costs the next job a count
+        pass
+    return work, False
 
 
 def count_work(model, step, inputs, training: bool) -> dict:

@@ -22,8 +22,6 @@ import os
 import shutil
 import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -32,13 +30,15 @@ from pathlib import Path
 
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from db import artifacts, queue
+from db import artifacts, queue, timeline
 from db.database import get_engine
 from db.engine import DatabaseGone, MalformedJSON, check_identity, file_identity
 from db.models import JobStatus
 from db.noise import cpus_text
 from db.spec import ExperimentSpec, SpecError
-from runner import ceilings, portable, zoo
+from db.timeline import Phases
+from runner import ceilings, portable, preload, zoo
+from runner import probe as host_probe
 from runner.child import THREADS_ENV, WORKER_PID_ENV
 from runner.lease import LeaseKeeper, read_progress
 from runner.neighbours import Watch, my_cpus, sharing
@@ -74,6 +74,8 @@ class Outcome:
     status: JobStatus | None  # None: the lease is gone (cancelled, taken back, handed back); nothing to write
     error: str | None = None
     result: dict | None = None
+    phases: list = field(default_factory=list)  # the child's phases (db.timeline), as its result file gives them
+    written_at: float | None = None  # when the child began writing its result file
 
 
 HANDED_BACK = Outcome(None, "handed back: the worker's own files failed")
@@ -113,7 +115,9 @@ class Worker:
         signal.signal(signal.SIGINT, handler)
 
     def start(self) -> None:
-        probe = self.probe = self._probe()
+        self.spawner.prepare()  # the preloaded parent imports torch and the compiler now
+        cost = host_probe.start_import_cost(self.spawner, self._env(), self.home)  # beside it, a fresh interpreter
+        probe = self.probe = host_probe.probe(self.spawner, self._env(), self.home)
         devices = (["cuda", "cpu"] if probe.get("cuda") else ["cpu"])
         self.capabilities = {
             "devices": devices, "device_name": probe.get("device_name"), "torch_version": probe.get("torch_version"),
@@ -124,11 +128,18 @@ class Worker:
         self.capabilities["shares_cores_with"] = self._sharing(queue.live_workers(self.engine))
         if "cuda" in devices and self.cfg.calibrate:
             try:  # the roofline needs the device's ceilings; without them results just lack that placement
-                ceilings.ensure(self.engine, "cuda", probe.get("device_name"), self._env(), PROJECT_ROOT)
+                ceilings.ensure(self.engine, "cuda", probe.get("device_name"), self._env(), PROJECT_ROOT,
+                                probe.get("torch_version"))
             except Exception as e:
                 log.warning("worker %s: calibration failed (%s); results will have no roofline placement",
                             self.id, _first_line(e))
-        self.spawner.prepare()  # the preloaded parent imports torch now, not during the first job
+        self.first_call_imports_s = host_probe.import_cost(cost)
+        try:
+            self.spawner.wait_ready()  # ready means the first job starts at once
+        except SpawnError as e:
+            log.error("worker %s: %s; children start as fresh interpreters", self.id, e)
+            self.spawner.close()
+            self.spawner = make_spawner("fresh", self._env(), PROJECT_ROOT)
         queue.register_worker(self.engine, self.id, self.hostname, os.getpid(), self.cfg.gpu, self.capabilities)
         log.info("worker %s ready: devices %s%s, %d models, %s children, CPUs %s, torch threads %d", self.id,
                  ",".join(devices), f" ({probe.get('device_name')})" if probe.get("device_name") else "",
@@ -151,19 +162,16 @@ class Worker:
         env["PYTHONUNBUFFERED"] = "1"
         env[WORKER_PID_ENV] = str(os.getpid())  # the child checks it is still ours after arming PDEATHSIG
         env[THREADS_ENV] = str(self.threads)
+        env["COMPILE_LAB_WORK_CACHE"] = str(Path(self.cfg.home).resolve() / "work-cache")  # runner.work.CACHE_ENV:
+        # a sweep counts the FLOPs of one model, size, dtype, task and device once
+        spawner = getattr(self, "spawner", None)
+        if spawner is not None and spawner.method == "fork" and getattr(self, "first_call_imports_s", None):
+            # what preloading took from a CUDA job's compiled first call: the child adds it back (runner/preload.py)
+            env[preload.ENV] = repr(self.first_call_imports_s)
         if self.cfg.gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = str(self.cfg.gpu)
             env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # so index I is nvidia-smi's GPU I
         return env
-
-    def _probe(self) -> dict:
-        self.home.mkdir(parents=True, exist_ok=True)
-        out = self.home / f"probe-{os.getpid()}.json"
-        subprocess.run([sys.executable, "-m", "runner.child", "--probe", str(out)], env=self._env(),
-                       check=True, timeout=600, stdout=subprocess.DEVNULL)
-        info = json.loads(out.read_text())
-        out.unlink()
-        return info
 
     def run(self) -> int:
         """Claim and run jobs until stopped, max_jobs done, or (drain) nothing is left to claim."""
@@ -178,8 +186,11 @@ class Worker:
                 try:
                     queue.requeue_expired(self.engine)
                     claimed_at = time.monotonic()  # the lease runs from (no later than) here
+                    claim_started = time.time()  # the job's timeline starts here (db.timeline)
                     claim = queue.claim_next(self.engine, self.id, self.capabilities["devices"], models,
                                              self.cfg.lease_s, self.capabilities["torch_version"])
+                    steps = Phases()
+                    steps.add("claim", claim_started, time.time())
                     if claim is None:
                         queue.heartbeat_worker(self.engine, self.id, "idle")
                 except (OperationalError, OSError) as e:  # database down or locked past the busy timeout, or
@@ -192,7 +203,7 @@ class Worker:
                         break
                     self.stop.wait(self.cfg.poll_s)
                     continue
-                if self.run_claim(claim, claimed_at) is HANDED_BACK:
+                if self.run_claim(claim, claimed_at, steps) is HANDED_BACK:
                     self.stop.wait(max(self.cfg.poll_s, 1.0))  # our own files failed: not the job's turn yet
                     continue
                 done += 1
@@ -206,7 +217,13 @@ class Worker:
         return done
 
     # -- one job ----------------------------------------------------------------------------------
-    def run_claim(self, claim: queue.Claim, claimed_at: float | None = None) -> Outcome:
+    def run_claim(self, claim: queue.Claim, claimed_at: float | None = None, steps: Phases | None = None) -> Outcome:
+        """Run one claimed job to its recorded end. `steps`: the worker's own phases so far (the claim); the
+        job's timeline is them, the child's phases and the rest of this method's (db.timeline)."""
+        if steps is None:
+            steps = Phases()
+            steps.add("claim", time.time(), time.time())
+        t0 = steps.intervals[0]["start"]
         if self.stop.is_set():  # stopped between the claim and here: hand it straight back
             self._retry("release the job", lambda: queue.release(
                 self.engine, claim.job_id, claim.token, f"worker {self.id} stopped before starting it; re-queued"))
@@ -220,16 +237,18 @@ class Worker:
             outcome = Outcome(JobStatus.FAILED, f"stored spec is invalid: {e}")
         else:
             try:
-                outcome = self._supervise(claim, spec, jobdir, logfile, claimed_at or time.monotonic())
+                outcome = self._supervise(claim, spec, jobdir, logfile, claimed_at or time.monotonic(), steps)
             except OSError as e:  # the worker's own folder failed (full, unwritable): not the experiment's fault
                 return self._hand_back(claim, f"cannot use its job folder {jobdir} ({_first_line(e)})")
         if outcome.status is JobStatus.SUCCEEDED:
             try:
-                outcome.result = ceilings.place_result(self.engine, spec, outcome.result)
+                with steps.phase("roofline placement"):
+                    outcome.result = ceilings.place_result(self.engine, spec, outcome.result)
             except Exception as e:  # placement is extra; the measurement is stored either way
                 log.warning("job %s: no roofline placement (%s)", claim.job_id, _first_line(e))
         if outcome.status is not None:
             try:
+                store_started = time.time()
                 stored = self._retry("store the outcome", lambda: queue.finish(
                     self.engine, claim.job_id, claim.token, outcome.status, outcome.error, outcome.result,
                     _tail(logfile), artifacts.read_dir(jobdir / "artifacts")))
@@ -243,11 +262,24 @@ class Worker:
                     _tail(logfile)))
             if stored is False:
                 log.warning("job %s: lease lost before the result was stored; nothing written", claim.job_id)
+            elif stored and outcome.status is JobStatus.SUCCEEDED:
+                steps.add("store", store_started, time.time())
+                self._store_timeline(claim.job_id, outcome, steps, t0)
         _log_outcome(claim.job_id, outcome)
         if not self.cfg.keep_job_dirs:
             shutil.rmtree(jobdir, ignore_errors=True)
         self._retry("note the worker idle", lambda: queue.heartbeat_worker(self.engine, self.id, "idle"))
         return outcome
+
+    def _store_timeline(self, job_id: int, outcome: Outcome, steps: Phases, t0: float) -> None:
+        """The job's timeline, claim to stored, into its stored result's detail: a second short write, since the
+        first one's own duration belongs on it. A result without it is still whole, so a failure only warns."""
+        tl = timeline.for_job(steps, outcome.phases, outcome.written_at, t0, steps.intervals[-1]["end"])
+        try:
+            self._retry("store the timeline", lambda: timeline.store(self.engine, job_id, outcome.result.get("detail"),
+                                                                     tl))
+        except DBAPIError as e:
+            log.warning("job %s: timeline not stored (%s)", job_id, _first_line(e))
 
     def rebuild_spec(self, stored) -> ExperimentSpec:
         """The stored spec, validated again: the database is outside our control (old rows, hand edits).
@@ -280,7 +312,7 @@ class Worker:
                 time.sleep(1.0)
 
     def _supervise(self, claim: queue.Claim, spec: ExperimentSpec, jobdir: Path, logfile: Path,
-                   claimed_at: float) -> Outcome:
+                   claimed_at: float, steps: Phases) -> Outcome:
         spec_file, result_file, progress_file = jobdir / "spec.json", jobdir / "result.json", jobdir / "progress.jsonl"
         jobdir.mkdir(parents=True, exist_ok=True)
         spec_file.write_text(spec.to_json())
@@ -309,6 +341,8 @@ class Worker:
         watch = Watch(self.engine, self.id, self.hostname, self.cpus, every_s=self.beat_s)
         watch.sample(force=True)
         proc = None
+        steps.marks["spawned"] = spawned = time.time()
+        steps.add("job setup", steps.intervals[-1]["end"], spawned)
         try:
             try:  # in its own process group either way: one kill reaches all
                 proc = self.spawner.start(argv, env, jobdir, logfile)
@@ -320,21 +354,26 @@ class Worker:
                     watch.sample()
             except SpawnError as e:  # our own machinery failed, not the experiment: hand the job back
                 return self._spawn_failed(claim, e)
+            steps.marks["child exited"] = time.time()  # when the worker learned it: closes "result write"
         finally:
+            cleanup_started = time.time()
             lease.done.set()
             lease.join(timeout=1.0)  # a renewal stuck on a lock is left behind (daemon thread)
             if proc is not None:
                 kill_group(proc)  # grandchildren (inductor compile workers) must not outlive the job
             if cold_dir is not None:
                 shutil.rmtree(cold_dir, ignore_errors=True)
-        phase, _ = read_progress(progress_file)
-        if rc == -signal.SIGKILL and time.monotonic() > lease.child_deadline():  # the child's keeper stopped it
-            return self._lease_stale(claim, lease, phase)
-        outcome = read_outcome(rc, result_file, phase)
+            steps.add("job cleanup", cleanup_started, time.time())
+        with steps.phase("read result"):
+            phase, _ = read_progress(progress_file)
+            if rc == -signal.SIGKILL and time.monotonic() > lease.child_deadline():  # the child's keeper stopped it
+                return self._lease_stale(claim, lease, phase)
+            outcome = read_outcome(rc, result_file, phase)
         if outcome.status is JobStatus.SUCCEEDED:
             watch.sample(force=True)
             self._note_neighbours(outcome.result, watch)
-            portable.finish(self.engine, mega, claim.job_id, outcome.result, jobdir)
+            with steps.phase("cache bundle"):  # a cold job's bundle kept, for portable jobs (runner.portable)
+                portable.finish(self.engine, mega, claim.job_id, outcome.result, jobdir)
         return outcome
 
     def _note_neighbours(self, result: dict, watch: Watch) -> None:
@@ -426,7 +465,8 @@ def read_outcome(rc: int, result_file: Path, phase: str) -> Outcome:
         except ValueError as e:
             return Outcome(JobStatus.CRASHED, f"child wrote an unreadable result file ({e})")
     if payload is not None and payload.get("status") == "succeeded" and rc == 0:
-        return Outcome(JobStatus.SUCCEEDED, None, payload["result"])
+        return Outcome(JobStatus.SUCCEEDED, None, payload["result"], payload.get("phases") or [],
+                       payload.get("written_at"))
     if payload is not None and payload.get("status") == "failed":
         return Outcome(JobStatus.FAILED, payload.get("error") or "failed without a message")
     if rc < 0:

@@ -4,11 +4,13 @@ interpreter and `import torch` (8-10 s on a GPU host) every time.
 
 Each forked child still gets its own process (and process group), its own CUDA context (CUDA is
 first initialised in the child), its own environment (compile cache dirs) and its own log.
-Only torch is preloaded: torch._dynamo and torch._inductor load in the child, as in the user's own
-fresh process (the measurement imports dynamo before the first calls, as torch.compile() would).
+Preloaded: torch, what a `torch.compile(model)` line imports (dynamo, inductor's front) and what a CUDA
+job's first compiled call imports (triton): runner/preload.py says why the first two change no measured
+number and how the third is added back to the compiled first call.
 
-Protocol, one JSON object per line: the worker writes {"argv", "env", "cwd", "log"} on our stdin;
-we answer {"pid"} once forked, then {"pid", "returncode"} when that child exits (negative: signal).
+Protocol, one JSON object per line: we say {"ready": true} once preloaded; the worker writes {"argv", "env",
+"cwd", "log"} on our stdin; we answer {"pid"} once forked, then {"pid", "returncode"} when that child exits
+(negative: signal).
 """
 from __future__ import annotations
 
@@ -25,7 +27,15 @@ def _preload() -> None:
 
     import db.spec  # noqa: F401
     import runner.child  # noqa: F401
+    import runner.measure  # noqa: F401  (what every job imports: the protocol and its steps)
     import runner.zoo  # noqa: F401
+    from runner import preload
+
+    if preload.enabled():
+        preload.compile_line()
+        preload.first_call_modules()
+    if torch.cuda.is_initialized():  # a child forked from here could not use CUDA: let the worker use fresh ones
+        sys.exit("compile-lab: preloading initialised CUDA in the preloaded parent; not forking children")
 
 
 def _run_child(request: dict) -> None:
@@ -77,6 +87,8 @@ def main() -> int:
     def send(msg: dict) -> None:
         out.write(json.dumps(msg) + "\n")
         out.flush()
+
+    send({"ready": True})
 
     while True:
         ready, _, _ = select.select([stdin, wake_r], [], [])

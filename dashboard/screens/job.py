@@ -7,7 +7,7 @@ import zipfile
 import streamlit as st
 import streamlit.components.v1 as components
 
-from dashboard import state, story
+from dashboard import state, story, timeline
 from dashboard.markup import md
 from db import artifacts, caches, views
 from db.results import export_records
@@ -160,6 +160,8 @@ if record["status"] == "succeeded":
     if line:
         st.caption(f"Fusion: {line}.")
     first_calls(record)
+    st.subheader("Timeline")
+    timeline.show(record["timeline"])
     compiler(record)
 artifact_view(int(job_id), record["artifacts"])
 tlparse_view(int(job_id), record["artifacts"])

@@ -6,12 +6,13 @@ from datetime import datetime
 import pandas as pd
 import streamlit as st
 
-from dashboard import state
+from dashboard import state, timeline
 from dashboard.markup import md
 from db import noise, queue, views
 from db.models import JobStatus
 from db.results import export_records
 from db.spec import dynamic_name
+from db.timeline import sweep_measurement
 
 STATUSES = [s.value for s in JobStatus]
 
@@ -176,7 +177,8 @@ def job_detail() -> None:
         st.markdown(":red[**Error**]")
         st.code(detail["error"], language=None, wrap_lines=True)
     if detail["status"] == JobStatus.SUCCEEDED:
-        result_summary(detail)
+        r = result_summary(detail)
+        timeline.show(r["timeline"], sweep_measurement(state.engine(), detail["sweep_id"]))
     st.page_link("screens/job.py", label=f"Job #{detail['job_id']}: caches, kernels, output code",
                  icon=":material/description:", query_params={"job": detail["job_id"]})
     c1, c2 = st.columns(2)
@@ -202,8 +204,8 @@ def _x(value) -> str:
     return f"{value:.3f}×" if value is not None else "–"
 
 
-def result_summary(detail: dict) -> None:
-    """A succeeded job's headline numbers, and a link to its sweep on Results."""
+def result_summary(detail: dict) -> dict:
+    """A succeeded job's headline numbers, and a link to its sweep on Results; returns its export record."""
     (r,) = export_records(state.engine(), job_ids=[detail["job_id"]])
     c = st.columns(7)
     c[0].metric("Speedup", _x(r["speedup"]), help="latency: eager ms / compiled ms, one synchronous call as the "
@@ -222,6 +224,7 @@ def result_summary(detail: dict) -> None:
     label = detail["sweep_label"]  # the Results sweep filter's label (db.spec.sweep_label)
     st.page_link("screens/results.py", label=f"Sweep {md(label)} on Results", icon=":material/monitoring:",
                  query_params={"sweep": [label], "plot": r["model"]})
+    return r
 
 
 st.title("Queue")
@@ -233,6 +236,8 @@ sweep_ids = f1.multiselect("Sweep", list(labels), format_func=lambda i: labels[i
                            bind="query-params", placeholder="all sweeps")
 statuses = f2.pills("Status", STATUSES, selection_mode="multi", key="qstatus", bind="query-params",
                     wrap=True)  # plain names: a bound widget's URL holds the shown text (?qstatus=failed)
+for sid in sweep_ids:  # where the picked sweeps' time went (db.timeline)
+    timeline.sweep_caption(labels.get(sid, f"#{sid}"), sweep_measurement(engine, sid))
 # a link naming a job (?job=12) opens its detail first; the bound widget fills session state only once drawn
 named = st.session_state.get("job") is not None or bool(st.query_params.get("job"))
 top = st.container()

@@ -645,3 +645,41 @@ def test_the_job_page_says_when_cuda_graphs_were_skipped(worker):
     assert [w.value for w in at.warning] == ["CUDA graphs were skipped: this job ran without them."]
     assert any(c.value == graphs["skip_reasons"][0] for c in at.code)
     assert any("Re-recordings during the timed rounds: 0 · graph pool: –" in m.value for m in at.markdown)
+
+
+def test_a_job_detail_draws_its_timeline_as_one_stacked_bar_with_phase_names_escaped(worker):
+    from db import timeline
+
+    ids = submit_some(worker, 1)
+    claim = queue.claim_next(worker, "host:1:any:test", ["cpu"], ["simplenet"], 60)
+    queue.finish(worker, claim.job_id, claim.token, JobStatus.SUCCEEDED,
+                 result={"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "compiled_first_call_s": 3.0,
+                         "eager_first_call_s": 0.5, "detail": {}})
+    iv = [{"phase": "claim", "start": 0, "end": 0.1}, {"phase": "eager first call", "start": 1, "end": 1.5},
+          {"phase": "compiled first call", "start": 1.5, "end": 4.5}, {"phase": "<b>odd</b>", "start": 4.5, "end": 5},
+          {"phase": "rounds", "start": 5, "end": 7}, {"phase": "store", "start": 7.5, "end": 8}]
+    assert timeline.store(worker, claim.job_id, {}, timeline.assemble(iv, 0, 8))
+    at = ok(page("queue", job=str(ids[0])))
+    (chart,) = at.get("plotly_chart")
+    import base64
+
+    import numpy as np
+
+    def values(v):  # plotly packs numeric arrays as {"dtype", "bdata"}
+        return np.frombuffer(base64.b64decode(v["bdata"]), v["dtype"]).tolist() if isinstance(v, dict) else v
+
+    data = json.loads(chart.proto.spec)["data"]
+    bars = sorted(((x0, x, t["name"], txt) for t in data
+                   for x0, x, txt in zip(values(t["base"]), values(t["x"]), t["text"])), key=lambda b: b[0])
+    assert {y for t in data for y in t["y"]} == {"job"} and {t["orientation"] for t in data} == {"h"}  # one bar
+    assert [b[2] for b in bars] == ["claim", "unaccounted", "eager first call", "compiled first call",
+                                    "&lt;b&gt;odd&lt;/b&gt;", "rounds", "unaccounted", "store"]
+    assert [b[2] for b in bars] == [b[3] for b in bars]  # each segment names its phase
+    for a, b in zip(bars, bars[1:]):  # stacked end to end, in time order
+        assert b[0] == pytest.approx(a[0] + a[1])
+    assert sum(b[1] for b in bars) == pytest.approx(8)
+    caption = " ".join(c.value for c in at.caption)
+    assert "measurement (first calls, warm-up, rounds) 5.50 s (69%)" in caption and "measurement**" in caption
+    picked = ok(page("queue", qsweep=["#1 q"]))  # a sweep picked: its share of wall time that was measurement
+    assert any(c.value.startswith("Sweep \\#1 q: 5.5 s of measurement") and "measurement**" in c.value
+               for c in picked.caption), [c.value for c in picked.caption]

@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from tests.conftest import FIXTURE_MODELS, records, run_cli, submit, work
+from tests.conftest import FIXTURE_MODELS, job_row, records, run_cli, submit, work
 
 
 def result_detail(db_url: str, job_id: int) -> dict:
@@ -19,6 +19,25 @@ def result_detail(db_url: str, job_id: int) -> dict:
 
     with reading(get_engine(db_url)) as s:
         return s.scalar(select(Result.detail).where(Result.job_id == job_id))
+
+
+def assert_timeline_covers_the_job(db_url: str, job_id: int, tl: list[dict], *also: str) -> None:
+    """Ordered, contiguous, every protocol step named, and the whole span from the claim to the stored result."""
+    names = [e["phase"] for e in tl]
+    steps = ["claim", "child start", "model build", "eager first call", "accuracy", "memory", "compiled first call",
+             "warm-up", "rounds", "profiler", "FLOP count", *also, "result write", "store"]  # by first appearance
+    assert set(steps) <= set(names), names
+    assert sorted(steps, key=names.index) == steps, names
+    assert names[0] == "claim" and names[-1] == "store"
+    for a, b in zip(tl, tl[1:]):
+        assert b["start"] == pytest.approx(a["start"] + a["seconds"], abs=1e-6)
+        assert a["seconds"] >= 0
+    job = job_row(db_url, job_id)
+    span = (job.finished_at - job.claimed_at).total_seconds()  # the database's own two times
+    total = sum(e["seconds"] for e in tl)
+    assert total == pytest.approx(span, abs=0.25), (total, span)
+    compiled = sum(e["seconds"] for e in tl if e["phase"] == "compiled first call")
+    assert compiled <= records(db_url)[job_id]["compiled_first_call_s"] + 1e-3
 
 
 def flat(rounds):
@@ -56,6 +75,8 @@ def test_static_recompiles_on_the_schedule_and_dynamic_does_not(db_url, tmp_path
         assert r["accuracy_ok"] is True and r["graph_count"] == 1 and r["graph_breaks"] == 0
         assert r["torch_version"] and r["hostname"] and r["device_name"]
         assert r["peak_mem_eager_mb"] is not None
+    for job_id in ids:  # where the job's time went, claim to stored (db.timeline)
+        assert_timeline_covers_the_job(db_url, job_id, recs[job_id]["timeline"], "schedule")
     for job_id in ids:  # the harness-style reference of the same callables, in the same child
         check = result_detail(db_url, job_id)["crosscheck"]
         assert check["harness_speedup"] == pytest.approx(check["harness_eager_ms"] / check["harness_compiled_ms"])

@@ -803,3 +803,20 @@ def test_point_values_never_collide():
     fig = charts.speedup(agg, agg.iloc[0:0].assign(job_id=[], status=[], error=[]))
     shown = sorted(t for tr in fig.data if tr.text is not None for t in tr.text if t)
     assert shown == ["1.10×", "1.51×"]  # 1.50 sits on 1.51: its value is in the hover only
+
+
+def test_the_preloaded_imports_are_their_own_segment_of_the_first_call():
+    """A forked CUDA child's first call plus what its parent preloaded for it (runner.preload): the First call tab
+    draws the added imports as a named segment, and the parts still add up to compiled_first_call_s."""
+    from runner.preload import COMPILE_PART
+
+    parts = {"dynamo tracing": 1.0, "codegen + kernel compile": 2.0, "other (run, guards)": 0.5, COMPILE_PART: 0.7}
+    view = pd.DataFrame([{"status": "succeeded", "job_id": 1, "series": "inductor/default", "config": "inductor/default",
+                          "batch_size": 8, "cache": "cold", "cache_hits": None, "compile_breakdown_s": json.dumps(parts),
+                          "compiled_first_call_s": 4.2, "eager_first_call_s": 0.01, "error": None}])
+    got = stats.breakdown_frame(view)
+    comp = got[got["bar"] == "compiled"]
+    assert comp.set_index("part")["seconds"].to_dict() == parts and comp["seconds"].sum() == pytest.approx(4.2)
+    fig = diagnosis.warmup_breakdown(got, stats.failures(view))
+    (seg,) = [t for t in fig.data if t.name == COMPILE_PART]
+    assert seg.marker.color == diagnosis.PART_COLORS[COMPILE_PART]

@@ -1,7 +1,7 @@
 """Roofline placement arithmetic and the ceilings table."""
 import pytest
 
-from db.roofline import latest_ceilings, place, store_ceilings
+from db.roofline import has_ceilings, latest_ceilings, place, store_ceilings
 from runner.timing import spread
 
 CEILING = {"copy_gbps": 4000.0, "matmul_tflops": 800.0}
@@ -35,6 +35,21 @@ def test_latest_ceilings_prefer_this_host(engine):
     assert latest_ceilings(engine, "NVIDIA H100", "host-b")["bfloat16"]["matmul_tflops"] == 700.0
     assert latest_ceilings(engine, "NVIDIA H100", "host-c")["bfloat16"]["hostname"] in ("host-a", "host-b")
     assert latest_ceilings(engine, "NVIDIA A100") == {}
+
+
+def test_stored_ceilings_are_kept_per_host_device_and_torch(engine, monkeypatch):
+    """A worker on a host whose ceilings are stored (same device, same torch) starts without measuring."""
+    from runner import ceilings
+
+    store_ceilings(engine, "NVIDIA H100", "host-a", "2.11", 3000.0, {"bfloat16": 790.0})
+    assert has_ceilings(engine, "NVIDIA H100", "host-a", "2.11")
+    assert not has_ceilings(engine, "NVIDIA H100", "host-a", "2.13")  # a new torch: measured again
+    assert not has_ceilings(engine, "NVIDIA H100", "host-b", "2.11")
+    measured = []
+    monkeypatch.setattr(ceilings, "measure", lambda *a: measured.append(a))
+    monkeypatch.setattr(ceilings.socket, "gethostname", lambda: "host-a")
+    assert ceilings.ensure(engine, "cuda", "NVIDIA H100", {}, None, "2.11") is False and not measured
+    assert ceilings.ensure(engine, "cuda", "NVIDIA H100", {}, None, "2.13") is True and len(measured) == 1
 
 
 def test_spread_is_iqr_over_median():

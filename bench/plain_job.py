@@ -1,0 +1,78 @@
+"""One experiment as a user's own plain script would run it, in a fresh interpreter: build the model, time the
+eager first call, torch.compile it and time the compiled first call, then the same warm-up and rounds as a
+worker's job (runner.rounds, the same clocks and number of rounds), and nothing else: no analysis passes, no
+trace, no database. bench/sweep_overhead.py runs one of these per configuration against the worker.
+
+    python -m bench.plain_job --model simplenet --batch 32 --mode default --dynamic false --device cpu --iters 10
+
+Prints one JSON line: the first calls, warm-up and rounds (seconds) and the process's own time to that point.
+The compile cache is whatever TORCHINDUCTOR_CACHE_DIR / TRITON_CACHE_DIR say (the bench gives a fresh one).
+"""
+from __future__ import annotations
+
+import time
+
+STARTED = time.perf_counter()
+
+import argparse  # noqa: E402
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import torch  # noqa: E402
+
+ZOO = Path(__file__).resolve().parent.parent / "runner" / "zoo" / "builtin"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", required=True)
+    p.add_argument("--batch", type=int, required=True)
+    p.add_argument("--mode", default="default")
+    p.add_argument("--dynamic", default="false", choices=("none", "true", "false"))
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--iters", type=int, default=10)
+    args = p.parse_args()
+    spec = importlib.util.spec_from_file_location(f"plain_{args.model}", ZOO / f"{args.model}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    from runner.rounds import measure_rounds, warmup
+    from runner.timing import CompileWatch, make_timer
+
+    device = torch.device("cuda", 0) if args.device == "cuda" else torch.device("cpu")
+    torch.manual_seed(0)
+    params = {k: v["default"] for k, v in getattr(module, "PARAMS", {}).items()}  # the zoo's default sizes
+    model = module.build(**params).to(device).eval()
+    inputs = tuple(t.to(device) for t in module.example_inputs(args.batch, **params))
+    timer = make_timer(args.device)
+    cudagraphs = args.device == "cuda" and args.mode in ("reduce-overhead", "max-autotune")
+    compiled_model = torch.compile(model, mode=args.mode, dynamic={"none": None, "true": True, "false": False}[
+        args.dynamic])
+
+    def step(m, mark):
+        def call():
+            if mark:
+                torch.compiler.cudagraph_mark_step_begin()
+            with torch.no_grad():
+                return m(*inputs)
+        return call
+
+    eager, compiled = step(model, False), step(compiled_model, cudagraphs)
+    out = {"eager_first_call_s": timer.once(eager), "compiled_first_call_s": timer.once(compiled)}
+    t = time.perf_counter()
+    est_c, est_e = warmup(timer, compiled), warmup(timer, eager)
+    timer.plan(call_ms=max(est_e[0], est_c[0]), issue_ms=max(est_e[1], est_c[1]))
+    out["warmup_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    samples = measure_rounds(timer, CompileWatch(), {"eager": eager, "compiled": compiled}, args.iters,
+                             lambda *_: None)
+    out["rounds_s"] = time.perf_counter() - t
+    out["samples"] = sum(len(b) for b in samples["compiled"])
+    out["in_process_s"] = time.perf_counter() - STARTED
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
