@@ -134,16 +134,37 @@ class Worker:
                 log.warning("worker %s: calibration failed (%s); results will have no roofline placement",
                             self.id, _first_line(e))
         self.first_call_imports_s = host_probe.import_cost(cost)
-        try:
-            self.spawner.wait_ready()  # ready means the first job starts at once
-        except SpawnError as e:
-            log.error("worker %s: %s; children start as fresh interpreters", self.id, e)
-            self.spawner.close()
-            self.spawner = make_spawner("fresh", self._env(), PROJECT_ROOT)
+        self.spawner = self._ready_spawner()  # ready means the first job starts at once
         queue.register_worker(self.engine, self.id, self.hostname, os.getpid(), self.cfg.gpu, self.capabilities)
         log.info("worker %s ready: devices %s%s, %d models, %s children, CPUs %s, torch threads %d", self.id,
                  ",".join(devices), f" ({probe.get('device_name')})" if probe.get("device_name") else "",
                  len(self.entries), self.cfg.spawn, cpus_text(self.cpus), self.threads)
+
+    def _ready_spawner(self):
+        """The spawner with its preloaded parent ready. A parent whose forked children could not use CUDA (its
+        preloaded compiler imports touched the CUDA runtime: runner.zygote's canary) is started again with torch
+        alone preloaded (the children then import the compiler themselves, so nothing is added back to their first
+        call); if that fails too, children start as fresh interpreters."""
+        try:
+            self.spawner.wait_ready()
+            return self.spawner
+        except SpawnError as e:
+            self.spawner.close()
+            error = e
+        if self.spawner.method == "fork" and preload.enabled():
+            log.warning("worker %s: %s; preloading torch alone", self.id, error)
+            os.environ[preload.SWITCH] = "0"  # read by the parent (runner.zygote) and by _env for every child
+            self.first_call_imports_s = 0.0
+            spawner = make_spawner("fork", self._env(), PROJECT_ROOT)
+            spawner.prepare()
+            try:
+                spawner.wait_ready()
+                return spawner
+            except SpawnError as e:
+                spawner.close()
+                error = e
+        log.error("worker %s: %s; children start as fresh interpreters", self.id, error)
+        return make_spawner("fresh", self._env(), PROJECT_ROOT)
 
     def _sharing(self, workers) -> list[str]:
         """The live workers of this host that share its cores, said in the log when they change."""
@@ -165,7 +186,8 @@ class Worker:
         env["COMPILE_LAB_WORK_CACHE"] = str(Path(self.cfg.home).resolve() / "work-cache")  # runner.work.CACHE_ENV:
         # a sweep counts the FLOPs of one model, size, dtype, task and device once
         spawner = getattr(self, "spawner", None)
-        if spawner is not None and spawner.method == "fork" and getattr(self, "first_call_imports_s", None):
+        if (spawner is not None and spawner.method == "fork" and preload.enabled()
+                and getattr(self, "first_call_imports_s", None)):
             # what preloading took from a CUDA job's compiled first call: the child adds it back (runner/preload.py)
             env[preload.ENV] = repr(self.first_call_imports_s)
         if self.cfg.gpu is not None:

@@ -22,6 +22,10 @@ import sys
 
 
 def _preload() -> None:
+    # while preloading, "is there a GPU?" asks NVML, not the CUDA runtime: torch's runtime device count marks every
+    # later fork as unable to use CUDA, and inductor's and triton's imports ask (on an H100, every forked job then
+    # failed "Cannot re-initialize CUDA in forked subprocess" though torch.cuda.is_initialized() said False)
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     import numpy  # noqa: F401
     import torch  # noqa: F401
 
@@ -34,8 +38,28 @@ def _preload() -> None:
     if preload.enabled():
         preload.compile_line()
         preload.first_call_modules()
-    if torch.cuda.is_initialized():  # a child forked from here could not use CUDA: let the worker use fresh ones
-        sys.exit("compile-lab: preloading initialised CUDA in the preloaded parent; not forking children")
+    os.environ.pop("PYTORCH_NVML_BASED_CUDA_CHECK", None)
+    if torch.cuda.is_initialized() or not _forks_can_use_cuda():  # the worker then preloads less, or uses fresh ones
+        sys.exit("compile-lab: a child forked from the preloaded parent cannot use CUDA (preloading touched it); "
+                 "not forking children")
+
+
+def _forks_can_use_cuda() -> bool:
+    """A canary: fork once and, where there is a GPU, initialise CUDA in the child. Whatever the preloaded imports
+    did to the CUDA runtime, a job forked from here would fail the same way; better found before the first job."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                torch.cuda.init()
+        except Exception:
+            code = 3
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
 
 
 def _run_child(request: dict) -> None:
