@@ -61,8 +61,9 @@ def submit(db: str, cfgs: list[dict], device: str, iters: int) -> None:
     """One submit per model (batch x mode x dynamic), so job ids follow configs()'s order."""
     for model in dict.fromkeys(c["model"] for c in cfgs):
         mine = [c for c in cfgs if c["model"] == model]
+        # no automatic re-runs or process repeats: the sweep is these configurations, one job each, as the scripts
         args = ["submit", "--db", db, "--model", model, "--device", device, "--iters", str(iters), "--cache", "cold",
-                "--name", f"overhead {model}"]
+                "--reruns", "0", "--process-repeats", "1", "--name", f"overhead {model}"]
         for b in dict.fromkeys(c["batch"] for c in mine):
             args += ["--batch", str(b)]
         for m in dict.fromkeys(c["mode"] for c in mine):
