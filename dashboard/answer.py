@@ -28,11 +28,14 @@ SHARED = ("backend", "mode", "dynamic", "fullgraph", "scope", "task", "device", 
 
 def show(header_slots, table_slot, key: tuple, model: str, engine, shown: pd.DataFrame) -> None:
     """The header's speedups and the answer table for `model`'s jobs in view (`shown`)."""
-    answer_rows = rows(key, model, engine, shown.loc[shown["model"] == model, "job_id"].tolist())
+    mine = shown.loc[shown["model"] == model]
+    answer_rows = rows(key, model, engine, mine["job_id"].tolist())
     header(header_slots, answer_rows, model)
     with table_slot:
         table(answer_rows, model, shared(key, model, shown))
-        diff = version_rows(key, model, engine, shown.loc[shown["model"] == model, "job_id"].tolist())
+        # the diff computes the answer twice more (db.versions): only where there are two versions to set apart
+        several = "torch_version" in mine and mine["torch_version"].dropna().nunique() > 1
+        diff = version_rows(key, model, engine, mine["job_id"].tolist()) if several else []
         if diff:
             st.subheader(f"Torch versions: {md(model)}")
             versiondiff.show(diff, key="answer_versions")
