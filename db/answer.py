@@ -191,8 +191,9 @@ def answer_rows(records: list[dict], ratios: dict[int, list[float]]) -> list[dic
             r["eager_first_call_s"] for r in rs if r["job_id"] in answers and r["eager_first_call_s"] is not None)
     rows = [_row(model, bs, labels[model, key], rs, ratios, _median(eager_first[(model, bs, key[:len(BASE_KEYS)])]))
             for (model, bs, key), rs in groups.items()]
-    return sorted(rows, key=lambda r: (r["model"], r["batch_size"], r["speedup"] is None, -(r["speedup"] or 0),
-                                       r["config"]))
+    # a row the worker refused (its stored spec had no usable batch size) sorts last, never breaks the sort
+    return sorted(rows, key=lambda r: (r["model"], r["batch_size"] is None, r["batch_size"] or 0,
+                                       r["speedup"] is None, -(r["speedup"] or 0), r["config"]))
 
 
 def _row(model, bs, config: str, runs: list[dict], ratios: dict, eager_first_s: float | None) -> dict:

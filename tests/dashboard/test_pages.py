@@ -530,10 +530,10 @@ def test_results_show_timing_spread_repeats_host_latency_and_the_roofline(result
     assert not any("No measured ceilings" in t for t in texts(at.caption))
     # the table leads with the job, its result and whether it can be trusted
     at = ok(page("results", plot="complexnet", view="Table"))
-    assert at.dataframe[-1].proto.column_order[:17] == ["job_id", "sweep", "status", "model", "batch_size", "backend",
+    assert at.dataframe[-1].proto.column_order[:18] == ["job_id", "sweep", "status", "model", "batch_size", "backend",
                                                        "mode", "dynamic", "fullgraph", "scope", "speedup", "throughput_speedup",
-                                                       "gpu_speedup", "noisy", "host_bound", "eager_spread",
-                                                       "compiled_spread"]
+                                                       "gpu_speedup", "noisy", "host_bound", "speedup_spread",
+                                                       "eager_spread", "compiled_spread"]
     assert set(at.dataframe[-1].value["noisy"].dropna()) == {"⚠ noisy", "ok"}  # empty: no result
 
 
