@@ -141,9 +141,9 @@ def report(engine: Engine, sweep_ids: Iterable[int] | None = None, job_ids: Iter
     return answer_rows(records, read_round_ratios(engine, ok))
 
 
-def rows_csv(rows: list[dict]) -> str:
+def rows_csv(rows: list[dict], columns: Iterable[str] = COLUMNS) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(COLUMNS))
+    writer = csv.DictWriter(buf, fieldnames=list(columns))
     writer.writeheader()
     writer.writerows(rows)
     return buf.getvalue()

@@ -105,11 +105,4 @@ def rows_markdown(rows: list[dict]) -> str:
 
 
 def rows_csv(rows: list[dict]) -> str:
-    import csv
-    import io
-
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(COLUMNS))
-    writer.writeheader()
-    writer.writerows(rows)
-    return buf.getvalue()
+    return answer.rows_csv(rows, COLUMNS)
