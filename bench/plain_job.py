@@ -5,7 +5,8 @@ trace, no database. bench/sweep_overhead.py runs one of these per configuration 
 
     python -m bench.plain_job --model simplenet --batch 32 --mode default --dynamic false --device cpu --iters 10
 
-Prints one JSON line: the first calls, warm-up and rounds (seconds) and the process's own time to that point.
+Prints one JSON line: the first calls (the compiled one also cut into the parts a worker's job reports), warm-up
+and rounds (seconds) and the process's own time to that point.
 The compile cache is whatever TORCHINDUCTOR_CACHE_DIR / TRITON_CACHE_DIR say (the bench gives a fresh one).
 """
 from __future__ import annotations
@@ -60,6 +61,9 @@ def main() -> int:
 
     eager, compiled = step(model, False), step(compiled_model, cudagraphs)
     out = {"eager_first_call_s": timer.once(eager), "compiled_first_call_s": timer.once(compiled)}
+    from runner.introspect import compile_breakdown, metrics
+
+    out["compile_breakdown_s"] = compile_breakdown(metrics(), out["compiled_first_call_s"])  # the worker's parts
     t = time.perf_counter()
     est_c, est_e = warmup(timer, compiled), warmup(timer, eager)
     timer.plan(call_ms=max(est_e[0], est_c[0]), issue_ms=max(est_e[1], est_c[1]))

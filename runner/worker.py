@@ -37,7 +37,7 @@ from db.models import JobStatus
 from db.noise import cpus_text
 from db.spec import ExperimentSpec, SpecError
 from db.timeline import Phases
-from runner import ceilings, portable, preload, zoo
+from runner import ceilings, hostfacts, portable, preload, zoo
 from runner import probe as host_probe
 from runner.child import THREADS_ENV, WORKER_PID_ENV
 from runner.lease import LeaseKeeper, read_progress
@@ -48,6 +48,7 @@ from runner.spawn import SpawnError, make_spawner
 log = logging.getLogger("compile_lab.worker")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 LOG_TAIL_CHARS = 6000
+STARTING = "worker start"  # a job's wait for its worker's start to finish (the first job after a fast start)
 SUPERVISE_TICK_S = 0.2  # how often the supervisor looks at the child, its lease and the stop signal
 
 
@@ -98,6 +99,9 @@ class Worker:
         self.cpus = my_cpus()  # its affinity: published, so workers on one host can tell they share cores
         self.threads = cfg.threads or len(self.cpus)
         self.spawner = make_spawner(cfg.spawn, self._env(), PROJECT_ROOT)
+        self._started = threading.Event()  # the start's imports, probe and checks are done (Worker._get_ready)
+        self._starting: threading.Thread | None = None
+        self._start_error: BaseException | None = None
 
     # -- lifecycle --------------------------------------------------------------------------------
     def install_signal_handlers(self) -> None:
@@ -115,30 +119,89 @@ class Worker:
         signal.signal(signal.SIGINT, handler)
 
     def start(self) -> None:
+        """Register and become ready. With facts kept from an earlier start on this host (runner/hostfacts.py) that
+        is at once: the preloaded parent's imports, the probe and the rest go on in a thread, and the first job
+        waits for them (its timeline's "worker start" phase). Without facts, all of that comes first."""
+        began = time.monotonic()
         self.spawner.prepare()  # the preloaded parent imports torch and the compiler now
-        cost = host_probe.start_import_cost(self.spawner, self._env(), self.home)  # beside it, a fresh interpreter
-        probe = self.probe = host_probe.probe(self.spawner, self._env(), self.home)
+        known = hostfacts.load(self.home, self._env())
+        if known is None:
+            self._get_ready(None)
+            how = "probed"
+        else:
+            self.probe, self.first_call_imports_s = known["probe"], known.get("first_call_imports_s") or 0.0
+            self.capabilities = self._capabilities(self.probe)
+            self._starting = threading.Thread(target=self._get_ready, args=(known,), daemon=True, name="start")
+            self._starting.start()
+            how = f"host facts kept in {self.home / hostfacts.FILE}; the preloaded parent is still loading"
+        queue.register_worker(self.engine, self.id, self.hostname, os.getpid(), self.cfg.gpu, self.capabilities)
+        devices, probe = self.capabilities["devices"], self.probe
+        log.info("worker %s ready: devices %s%s, %d models, %s children, CPUs %s, torch threads %d; started in %.1f s "
+                 "(%s)", self.id, ",".join(devices), f" ({probe.get('device_name')})" if probe.get("device_name") else "",
+                 len(self.entries), self.cfg.spawn, cpus_text(self.cpus), self.threads, time.monotonic() - began, how)
+
+    def _capabilities(self, probe: dict) -> dict:
         devices = (["cuda", "cpu"] if probe.get("cuda") else ["cpu"])
-        self.capabilities = {
+        caps = {
             "devices": devices, "device_name": probe.get("device_name"), "torch_version": probe.get("torch_version"),
             "triton_version": probe.get("triton_version"),
             "models": [e.info.to_dict() for e in self.entries.values()], "pid": os.getpid(),
             "models_dirs": [str(d) for d in self.cfg.models_dirs], "cpus": self.cpus, "threads": self.threads,
         }
-        self.capabilities["shares_cores_with"] = self._sharing(queue.live_workers(self.engine))
-        if "cuda" in devices and self.cfg.calibrate:
-            try:  # the roofline needs the device's ceilings; without them results just lack that placement
-                ceilings.ensure(self.engine, "cuda", probe.get("device_name"), self._env(), PROJECT_ROOT,
-                                probe.get("torch_version"))
-            except Exception as e:
-                log.warning("worker %s: calibration failed (%s); results will have no roofline placement",
-                            self.id, _first_line(e))
-        self.first_call_imports_s = host_probe.import_cost(cost)
-        self.spawner = self._ready_spawner()  # ready means the first job starts at once
-        queue.register_worker(self.engine, self.id, self.hostname, os.getpid(), self.cfg.gpu, self.capabilities)
-        log.info("worker %s ready: devices %s%s, %d models, %s children, CPUs %s, torch threads %d", self.id,
-                 ",".join(devices), f" ({probe.get('device_name')})" if probe.get("device_name") else "",
-                 len(self.entries), self.cfg.spawn, cpus_text(self.cpus), self.threads)
+        caps["shares_cores_with"] = self._sharing(queue.live_workers(self.engine))
+        return caps
+
+    def _get_ready(self, known: dict | None) -> None:
+        """Everything a job's child needs from the worker's start: the preloaded parent (or its fallbacks), the
+        probe, the device's ceilings, what preloading takes from a first call. Kept as host facts for the next
+        start; where they differ from the facts this start began with, the worker publishes the new ones."""
+        try:
+            cost = host_probe.start_import_cost(self.spawner, self._env(), self.home)  # beside it, a fresh interpreter
+            probe = host_probe.probe(self.spawner, self._env(), self.home)
+            if probe.get("cuda") and self.cfg.calibrate:
+                try:  # the roofline needs the device's ceilings; without them results just lack that placement
+                    ceilings.ensure(self.engine, "cuda", probe.get("device_name"), self._env(), PROJECT_ROOT,
+                                    probe.get("torch_version"))
+                except Exception as e:
+                    log.warning("worker %s: calibration failed (%s); results will have no roofline placement",
+                                self.id, _first_line(e))
+            self.first_call_imports_s = host_probe.import_cost(cost)
+            self.spawner = self._ready_spawner()  # ready means a job's child starts at once
+            facts = {"probe": probe, "first_call_imports_s": self.first_call_imports_s}
+            hostfacts.save(self.home, self._env(), facts)
+            self.probe = probe
+            if known is not None and json.dumps(known, sort_keys=True) != json.dumps(facts, sort_keys=True):
+                log.warning("worker %s: this host's facts changed since they were kept (%s); publishing the new ones",
+                            self.id, self.home / hostfacts.FILE)
+                self.capabilities = caps = self._capabilities(probe)
+                self._retry("publish the host's facts", lambda: queue.publish_capabilities(self.engine, self.id, caps))
+            elif known is None:
+                self.capabilities = self._capabilities(probe)
+        except BaseException as e:  # said to the first job waiting, which hands its job back and stops the worker
+            self._start_error = e
+            if known is None:
+                raise
+        finally:
+            self._started.set()
+
+    def _await_start(self, claim: queue.Claim, steps: Phases) -> Outcome | None:
+        """Before a job's child: the worker's start finished (at once, but for the first job after a start from
+        kept facts). Renews the job's lease meanwhile. An Outcome if the job cannot go on."""
+        if self._started.is_set() and self._start_error is None:
+            return None
+        waited = time.time()
+        while not self._started.wait(self.beat_s):
+            try:
+                if not queue.heartbeat_job(self.engine, claim.job_id, claim.token, self.cfg.lease_s,
+                                           "waiting for the worker's start"):
+                    return Outcome(None)  # cancelled meanwhile
+            except (OperationalError, OSError) as e:
+                log.warning("job %s: heartbeat failed (%s); retrying", claim.job_id, _first_line(e))
+        steps.add(STARTING, waited, time.time())
+        if self._start_error is not None:
+            self.stop.set()
+            return self._hand_back(claim, f"could not finish starting ({_first_line(self._start_error)}); stopping")
+        return None
 
     def _ready_spawner(self):
         """The spawner with its preloaded parent ready. A parent whose forked children could not use CUDA (its
@@ -233,6 +296,8 @@ class Worker:
             log.error("worker %s: %s", self.id, e)
             raise
         finally:
+            if self._starting is not None:  # its parent and probe must not outlive the worker half-started
+                self._starting.join(timeout=self.cfg.lease_s)
             self.spawner.close()
             self._retry("mark the worker stopped", lambda: queue.heartbeat_worker(self.engine, self.id, "stopped"))
         log.info("worker %s stopped after %d job(s)", self.id, done)
@@ -259,7 +324,10 @@ class Worker:
             outcome = Outcome(JobStatus.FAILED, f"stored spec is invalid: {e}")
         else:
             try:
-                outcome = self._supervise(claim, spec, jobdir, logfile, claimed_at or time.monotonic(), steps)
+                outcome = self._await_start(claim, steps) or self._supervise(
+                    claim, spec, jobdir, logfile, claimed_at or time.monotonic(), steps)
+                if outcome is HANDED_BACK:
+                    return outcome
             except OSError as e:  # the worker's own folder failed (full, unwritable): not the experiment's fault
                 return self._hand_back(claim, f"cannot use its job folder {jobdir} ({_first_line(e)})")
         if outcome.status is JobStatus.SUCCEEDED:

@@ -1,0 +1,95 @@
+"""Is a worker's cold first call what a user's fresh script pays? The same configuration, cold cache, run N times
+as a worker's job and N times as a plain script in a fresh interpreter (bench/plain_job.py), alternating.
+
+    python -m bench.cold_first_call [--device cuda] [--repeat 3] [--model simplenet:32 --model complexnet:32]
+                                    [--trace false] [-o FILE]
+
+The worker's figure is its reported compiled first call: what the child timed plus the named part preloading
+took from it (runner/preload.py). The target: the medians within ±15%. Both sides' first calls are cut into
+the same parts (runner.introspect.compile_breakdown) and printed side by side, so a difference shows where it
+lies. One `runner work --drain` per repeat (each its own preloaded parent, as a worker started afresh); the
+scripts and the worker alternate repeat by repeat, so a drifting host load favours neither.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.sweep_overhead import median, run_scripts, run_worker, submit
+from db.database import get_engine
+from db.results import export_records
+
+TARGET = 0.15
+DEFAULT_MODELS = ["simplenet:32", "complexnet:32"]
+
+
+def spread(xs: list[float]) -> str:
+    return f"{median(xs):.3f} [{min(xs):.3f}, {max(xs):.3f}]"
+
+
+def report(models, worker: dict, scripts: dict, device: str, repeat: int, trace: str) -> str:
+    lines = [f"cold_first_call: {device}, {repeat} repeat(s) a side, mode default, dynamic=false, cold cache, "
+             f"the worker's jobs with trace={trace}",
+             f"{'configuration':<18}{'worker median [min, max] s':>30}{'script median [min, max] s':>30}"
+             f"{'diff':>8}  holds (±{TARGET:.0%})"]
+    for m in models:
+        w = [r["compiled_first_call_s"] for r in worker[m]]
+        s = [r["compiled_first_call_s"] for r in scripts[m]]
+        diff = median(w) / median(s) - 1
+        lines.append(f"{m:<18}{spread(w):>30}{spread(s):>30}{diff:>+8.1%}  {'yes' if abs(diff) <= TARGET else 'NO'}")
+    lines.append("")
+    lines.append("the first call's parts, medians (s): worker | script")
+    for m in models:
+        parts = list(dict.fromkeys(k for r in worker[m] + scripts[m] for k in (r.get("compile_breakdown_s") or {})))
+        lines.append(f"  {m}")
+        for part in parts:
+            w = median([(r.get("compile_breakdown_s") or {}).get(part, 0.0) for r in worker[m]])
+            s = median([(r.get("compile_breakdown_s") or {}).get(part, 0.0) for r in scripts[m]])
+            lines.append(f"    {part:<52}{w:>8.3f} | {s:>8.3f}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--iters", type=int, default=5)
+    p.add_argument("--model", action="append", metavar="MODEL:BATCH", help=f"default: {' '.join(DEFAULT_MODELS)}")
+    p.add_argument("--trace", choices=("true", "false"), default="true",
+                   help="the worker's jobs keep their compile trace (the lab's default) or not")
+    p.add_argument("-o", "--output", help="also write the report to this file")
+    p.add_argument("--keep", help="keep the databases, job folders and logs in this folder")
+    args = p.parse_args()
+    models = args.model or DEFAULT_MODELS
+    cfgs = [{"model": m.partition(":")[0], "batch": int(m.partition(":")[2] or 32), "mode": "default",
+             "dynamic": "false"} for m in models]
+    worker: dict = {m: [] for m in models}
+    scripts: dict = {m: [] for m in models}
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = Path(args.keep or scratch)
+        for i in range(args.repeat):
+            for m, row in zip(models, run_scripts(cfgs, args.device, args.iters, tmp / f"scripts-{i}")):
+                scripts[m].append(row)
+            db = f"sqlite:///{tmp / f'worker-{i}.db'}"
+            submit(db, cfgs, args.device, args.iters, ("--trace", args.trace))
+            run_worker(db, tmp / f"home-{i}", args.device, tmp / f"worker-{i}.log")
+            found = export_records(get_engine(db))
+            bad = [r for r in found if r["status"] != "succeeded"]
+            if bad:
+                raise SystemExit(f"{len(bad)} job(s) did not succeed: " + "; ".join(f"#{r['job_id']} {r['error']}" for r in bad))
+            by_model = {f"{r['model']}:{r['batch_size']}": r for r in found}
+            for m in models:
+                worker[m].append(by_model[m])
+            print(f"repeat {i + 1} of {args.repeat} done", file=sys.stderr)
+    text = report(models, worker, scripts, args.device, args.repeat, args.trace)
+    print(text)
+    if args.output:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.output).write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

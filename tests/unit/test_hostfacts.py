@@ -1,0 +1,139 @@
+"""A worker restarted on a host it has started on before is ready at once: it registers from the facts it kept
+(runner/hostfacts.py) while its start (preloaded parent, probe, checks) goes on in a thread, and the first job
+waits for that start, renewing its lease, with the wait on its timeline. Real SQLite, a real worker object; the
+probe is stood in for by one the test releases, so "not started yet" is a state the test holds, not a race."""
+import json
+import threading
+import time
+
+import pytest
+
+from db import queue
+from db.engine import reading
+from db.models import Job, JobStatus, Worker
+from db.spec import ModelInfo, SweepRequest
+from db.timeline import Phases
+from runner import hostfacts, worker
+
+PROBE = {"torch_version": "2.13.0+cpu", "cuda": False, "device_count": 0, "device_name": None, "capability": None,
+         "triton_version": None, "cpu_name": "test cpu", "driver": None}
+CATALOG = {"simplenet": ModelInfo("simplenet", "d")}
+
+
+def test_facts_are_kept_per_key_and_a_changed_key_misses(tmp_path):
+    env = {"CUDA_VISIBLE_DEVICES": "0"}
+    assert hostfacts.load(tmp_path, env) is None
+    hostfacts.save(tmp_path, env, {"probe": PROBE, "first_call_imports_s": 0.4})
+    assert hostfacts.load(tmp_path, env) == {"probe": PROBE, "first_call_imports_s": 0.4}
+    assert hostfacts.load(tmp_path, {"CUDA_VISIBLE_DEVICES": "1"}) is None  # another GPU: probe again
+    assert hostfacts.load(tmp_path, {**env, "COMPILE_LAB_PRELOAD_COMPILER": "0"}) is None
+    (tmp_path / hostfacts.FILE).write_text("{not json")
+    assert hostfacts.load(tmp_path, env) is None
+
+
+def test_the_key_follows_the_installed_torch(tmp_path, monkeypatch):
+    env = {}
+    hostfacts.save(tmp_path, env, {"probe": PROBE})
+    real = hostfacts._package
+    monkeypatch.setattr(hostfacts, "_package", lambda name: {**real(name), "version": "9.9"} if name == "torch"
+                        else real(name))
+    assert hostfacts.load(tmp_path, env) is None
+
+
+class Gate:
+    """The probe, held until the test opens it (or until it sees `until` hold)."""
+
+    def __init__(self, answer=PROBE, until=None, fail=None):
+        self.opened, self.answer, self.until, self.fail = threading.Event(), answer, until, fail
+        self.calls = 0
+
+    def __call__(self, spawner, env, home):
+        self.calls += 1
+        deadline = time.monotonic() + 30
+        while not self.opened.is_set() and not (self.until and self.until()) and time.monotonic() < deadline:
+            self.opened.wait(0.05)
+        if self.fail:
+            raise RuntimeError(self.fail)
+        return dict(self.answer)
+
+
+@pytest.fixture
+def make_worker(tmp_path, db_url, monkeypatch):
+    made = []
+
+    def make(gate):
+        monkeypatch.setattr(worker.host_probe, "probe", gate)
+        w = worker.Worker(worker.WorkerConfig(db_url=db_url, home=tmp_path / "home", spawn="fresh", calibrate=False,
+                                              threads=1, heartbeat_s=0.2, lease_s=30))
+        made.append(w)
+        return w
+
+    yield make
+    for w in made:
+        w._started.wait(30)
+
+
+def claim_one(w):
+    queue.submit(w.engine, SweepRequest(model="simplenet", batch_sizes=[1], device="cpu"), CATALOG)
+    return queue.claim_next(w.engine, w.id, ["cpu"], ["simplenet"], 30)
+
+
+def job(w, job_id):
+    with reading(w.engine) as s:
+        j = s.get(Job, job_id)
+        return j.status, j.phase, j.attempts
+
+
+def test_first_start_probes_before_it_is_ready_then_keeps_the_facts(make_worker):
+    gate = Gate()
+    gate.opened.set()
+    w = make_worker(gate)
+    w.start()
+    assert w._started.is_set() and w._starting is None and gate.calls == 1
+    kept = json.loads((w.home / hostfacts.FILE).read_text())
+    assert kept["facts"]["probe"] == PROBE
+
+
+def test_a_restart_from_kept_facts_is_ready_before_its_start_is_done_and_the_first_job_waits_for_it(make_worker):
+    first = make_worker(Gate(until=lambda: True))
+    first.start()  # keeps the facts
+    holder = {}
+    gate = Gate(until=lambda: holder.get("w") is not None and holder.get("job") is not None
+                and job(holder["w"], holder["job"])[1] == "waiting for the worker's start")
+    w = make_worker(gate)
+    w.start()
+    holder["w"] = w
+    # registered and claiming while its probe is still held
+    assert not w._started.is_set()
+    with reading(w.engine) as s:
+        assert s.get(Worker, w.id).capabilities["torch_version"] == PROBE["torch_version"]
+    claim = claim_one(w)
+    holder["job"] = claim.job_id
+    steps = Phases()
+    assert w._await_start(claim, steps) is None  # returns once the start is done: the probe saw the job waiting
+    assert [iv["phase"] for iv in steps.intervals] == [worker.STARTING]
+    assert steps.intervals[0]["end"] > steps.intervals[0]["start"]
+    assert job(w, claim.job_id)[0] == JobStatus.RUNNING.value  # its lease was kept, not lost
+    assert w._await_start(claim, Phases()) is None  # later jobs do not wait
+
+
+def test_facts_that_changed_are_published(make_worker):
+    make_worker(Gate(until=lambda: True)).start()
+    newer = {**PROBE, "torch_version": "2.14.1+cu130"}
+    w = make_worker(Gate(answer=newer, until=lambda: True))
+    w.start()
+    w._started.wait(30)
+    with reading(w.engine) as s:
+        assert s.get(Worker, w.id).capabilities["torch_version"] == "2.14.1+cu130"
+    assert hostfacts.load(w.home, w._env())["probe"]["torch_version"] == "2.14.1+cu130"
+
+
+def test_a_start_that_fails_after_a_fast_ready_hands_the_first_job_back_and_stops(make_worker):
+    make_worker(Gate(until=lambda: True)).start()
+    w = make_worker(Gate(until=lambda: True, fail="probe exploded"))
+    w.start()
+    claim = claim_one(w)
+    out = w._await_start(claim, Phases())
+    assert out is worker.HANDED_BACK and w.stop.is_set()
+    status, _, attempts = job(w, claim.job_id)
+    assert status == JobStatus.QUEUED.value and attempts == 0  # not counted against the job
