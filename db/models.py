@@ -191,4 +191,5 @@ class DeviceCeiling(Base):
     copy_gbps: Mapped[float] = mapped_column(Float)  # device-to-device copy, bytes read + written
     matmul_tflops: Mapped[float] = mapped_column(Float)
     torch_version: Mapped[str] = mapped_column(String(64))
+    driver: Mapped[str | None] = mapped_column(String(64), default=None)  # NVIDIA's: a new driver is measured again
     measured_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

@@ -33,18 +33,21 @@ def place(flops: float | None, min_bytes: float | None, ms: float | None, ceilin
 
 
 def store_ceilings(engine: Engine, device_name: str, hostname: str, torch_version: str,
-                   copy_gbps: float, matmul_tflops: Mapping[str, float]) -> None:
+                   copy_gbps: float, matmul_tflops: Mapping[str, float], driver: str | None = None) -> None:
     with atomic(engine) as s:
         for dtype, tflops in matmul_tflops.items():
             s.add(DeviceCeiling(device_name=device_name, hostname=hostname, dtype=dtype, copy_gbps=copy_gbps,
-                                matmul_tflops=tflops, torch_version=torch_version))
+                                matmul_tflops=tflops, torch_version=torch_version, driver=driver))
 
 
-def has_ceilings(engine: Engine, device_name: str, hostname: str, torch_version: str | None) -> bool:
-    """Whether this host has measured this device with this torch (a new torch may reach other rates)."""
+def has_ceilings(engine: Engine, device_name: str, hostname: str, torch_version: str | None,
+                 driver: str | None = None) -> bool:
+    """Whether this host has measured this device with this torch and driver (either may reach other rates)."""
     q = select(DeviceCeiling.id).where(DeviceCeiling.device_name == device_name, DeviceCeiling.hostname == hostname)
     if torch_version:
         q = q.where(DeviceCeiling.torch_version == torch_version)
+    if driver:
+        q = q.where(DeviceCeiling.driver == driver)
     with reading(engine) as s:
         return s.execute(q.limit(1)).first() is not None
 

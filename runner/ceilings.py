@@ -26,18 +26,18 @@ def measure(engine: Engine, device: str, env: dict, cwd: Path) -> dict:
                        check=True, timeout=900, stdout=subprocess.DEVNULL)
         found = json.loads(out.read_text())
     store_ceilings(engine, found["device_name"], socket.gethostname(), found["torch_version"],
-                   found["copy_gbps"], found["matmul_tflops"])
+                   found["copy_gbps"], found["matmul_tflops"], found.get("driver"))
     log.info("calibrated %s: copy %.0f GB/s, matmul %s TFLOP/s", found["device_name"], found["copy_gbps"],
              ", ".join(f"{k} {v:.1f}" for k, v in found["matmul_tflops"].items()))
     return found
 
 
 def ensure(engine: Engine, device: str, device_name: str | None, env: dict, cwd: Path,
-           torch_version: str | None = None) -> bool:
+           torch_version: str | None = None, driver: str | None = None) -> bool:
     """Calibrate this host's device unless the database holds its ceilings, measured on this host with this
-    torch: a worker on such a host is ready without measuring (`runner calibrate` measures again on demand).
-    True if it measured."""
-    if device_name and has_ceilings(engine, device_name, socket.gethostname(), torch_version):
+    torch and driver: a worker on such a host is ready without measuring (`runner calibrate` measures again on
+    demand). True if it measured."""
+    if device_name and has_ceilings(engine, device_name, socket.gethostname(), torch_version, driver):
         return False
     measure(engine, device, env, cwd)
     return True

@@ -161,7 +161,7 @@ class Worker:
             if probe.get("cuda") and self.cfg.calibrate:
                 try:  # the roofline needs the device's ceilings; without them results just lack that placement
                     ceilings.ensure(self.engine, "cuda", probe.get("device_name"), self._env(), PROJECT_ROOT,
-                                    probe.get("torch_version"))
+                                    probe.get("torch_version"), probe.get("driver"))
                 except Exception as e:
                     log.warning("worker %s: calibration failed (%s); results will have no roofline placement",
                                 self.id, _first_line(e))

@@ -45,6 +45,9 @@ def test_stored_ceilings_are_kept_per_host_device_and_torch(engine, monkeypatch)
     assert has_ceilings(engine, "NVIDIA H100", "host-a", "2.11")
     assert not has_ceilings(engine, "NVIDIA H100", "host-a", "2.13")  # a new torch: measured again
     assert not has_ceilings(engine, "NVIDIA H100", "host-b", "2.11")
+    store_ceilings(engine, "NVIDIA H100", "host-a", "2.11", 3000.0, {"bfloat16": 790.0}, driver="580.95")
+    assert has_ceilings(engine, "NVIDIA H100", "host-a", "2.11", "580.95")
+    assert not has_ceilings(engine, "NVIDIA H100", "host-a", "2.11", "590.10")  # a new driver: measured again
     measured = []
     monkeypatch.setattr(ceilings, "measure", lambda *a: measured.append(a))
     monkeypatch.setattr(ceilings.socket, "gethostname", lambda: "host-a")
