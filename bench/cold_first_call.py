@@ -29,7 +29,8 @@ def spread(xs: list[float]) -> str:
     return f"{median(xs):.3f} [{min(xs):.3f}, {max(xs):.3f}]"
 
 
-def report(models, worker: dict, scripts: dict, device: str, repeat: int, trace: str) -> str:
+def report(models, worker: dict, scripts: dict, device: str, repeat: int, trace: str,
+           instrumented: dict) -> str:
     lines = [f"cold_first_call: {device}, {repeat} repeat(s) a side, mode default, dynamic=false, cold cache, "
              f"the worker's jobs with trace={trace}",
              f"{'configuration':<18}{'worker median [min, max] s':>30}{'script median [min, max] s':>30}"
@@ -39,15 +40,22 @@ def report(models, worker: dict, scripts: dict, device: str, repeat: int, trace:
         s = [r["compiled_first_call_s"] for r in scripts[m]]
         diff = median(w) / median(s) - 1
         lines.append(f"{m:<18}{spread(w):>30}{spread(s):>30}{diff:>+8.1%}  {'yes' if abs(diff) <= TARGET else 'NO'}")
-    lines.append("")
-    lines.append("the first call's parts, medians (s): worker | script")
     for m in models:
-        parts = list(dict.fromkeys(k for r in worker[m] + scripts[m] for k in (r.get("compile_breakdown_s") or {})))
+        if instrumented[m]:
+            x = [r["compiled_first_call_s"] for r in instrumented[m]]
+            s = [r["compiled_first_call_s"] for r in scripts[m]]
+            lines.append(f"{m:<18}{'script + listeners':>30}{spread(x):>30}{median(x) / median(s) - 1:>+8.1%}  "
+                         "(the plain script with the worker's compile listeners, against the plain script)")
+    sides = [("worker", worker), ("script", scripts)] + ([("script + listeners", instrumented)]
+                                                         if any(instrumented.values()) else [])
+    lines.append("")
+    lines.append("the first call's parts, medians (s): " + " | ".join(name for name, _ in sides))
+    for m in models:
+        parts = list(dict.fromkeys(k for _, side in sides for r in side[m] for k in (r.get("compile_breakdown_s") or {})))
         lines.append(f"  {m}")
         for part in parts:
-            w = median([(r.get("compile_breakdown_s") or {}).get(part, 0.0) for r in worker[m]])
-            s = median([(r.get("compile_breakdown_s") or {}).get(part, 0.0) for r in scripts[m]])
-            lines.append(f"    {part:<52}{w:>8.3f} | {s:>8.3f}")
+            vals = [median([(r.get("compile_breakdown_s") or {}).get(part, 0.0) for r in side[m]]) for _, side in sides]
+            lines.append(f"    {part:<52}" + " | ".join(f"{v:8.3f}" for v in vals))
     return "\n".join(lines)
 
 
@@ -59,6 +67,8 @@ def main() -> int:
     p.add_argument("--model", action="append", metavar="MODEL:BATCH", help=f"default: {' '.join(DEFAULT_MODELS)}")
     p.add_argument("--trace", choices=("true", "false"), default="true",
                    help="the worker's jobs keep their compile trace (the lab's default) or not")
+    p.add_argument("--instrumented", action="store_true",
+                   help="also a third side: the plain script with the worker's compile listeners attached")
     p.add_argument("-o", "--output", help="also write the report to this file")
     p.add_argument("--keep", help="keep the databases, job folders and logs in this folder")
     args = p.parse_args()
@@ -67,11 +77,16 @@ def main() -> int:
              "dynamic": "false"} for m in models]
     worker: dict = {m: [] for m in models}
     scripts: dict = {m: [] for m in models}
+    instrumented: dict = {m: [] for m in models}
     with tempfile.TemporaryDirectory() as scratch:
         tmp = Path(args.keep or scratch)
         for i in range(args.repeat):
             for m, row in zip(models, run_scripts(cfgs, args.device, args.iters, tmp / f"scripts-{i}")):
                 scripts[m].append(row)
+            if args.instrumented:
+                for m, row in zip(models, run_scripts(cfgs, args.device, args.iters, tmp / f"instrumented-{i}",
+                                                      ("--instrument",))):
+                    instrumented[m].append(row)
             db = f"sqlite:///{tmp / f'worker-{i}.db'}"
             submit(db, cfgs, args.device, args.iters, ("--trace", args.trace))
             run_worker(db, tmp / f"home-{i}", args.device, tmp / f"worker-{i}.log")
@@ -83,7 +98,7 @@ def main() -> int:
             for m in models:
                 worker[m].append(by_model[m])
             print(f"repeat {i + 1} of {args.repeat} done", file=sys.stderr)
-    text = report(models, worker, scripts, args.device, args.repeat, args.trace)
+    text = report(models, worker, scripts, args.device, args.repeat, args.trace, instrumented)
     print(text)
     if args.output:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)

@@ -33,6 +33,8 @@ def main() -> int:
     p.add_argument("--dynamic", default="false", choices=("none", "true", "false"))
     p.add_argument("--device", default="cpu")
     p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--instrument", action="store_true",
+                   help="attach what a worker's job listens to the compile with (graph-break log, compile trace)")
     args = p.parse_args()
     spec = importlib.util.spec_from_file_location(f"plain_{args.model}", ZOO / f"{args.model}.py")
     module = importlib.util.module_from_spec(spec)
@@ -48,6 +50,11 @@ def main() -> int:
     inputs = tuple(t.to(device) for t in module.example_inputs(args.batch, **params))
     timer = make_timer(args.device)
     cudagraphs = args.device == "cuda" and args.mode in ("reduce-overhead", "max-autotune")
+    if args.instrument:  # as runner.measure.build does, in its order
+        from runner.introspect import GraphBreakLog
+        from runner.trace import CompileTrace
+
+        listeners = (GraphBreakLog(), CompileTrace())  # noqa: F841  (kept alive while compiling)
     compiled_model = torch.compile(model, mode=args.mode, dynamic={"none": None, "true": True, "false": False}[
         args.dynamic])
 

@@ -97,7 +97,7 @@ def run_worker(db: str, home: Path, device: str, log: Path) -> dict:
     return {"ready_s": ready, "total_s": time.perf_counter() - t0}
 
 
-def run_scripts(cfgs: list[dict], device: str, iters: int, tmp: Path) -> list[dict]:
+def run_scripts(cfgs: list[dict], device: str, iters: int, tmp: Path, extra: tuple[str, ...] = ()) -> list[dict]:
     out = []
     for i, c in enumerate(cfgs):
         cache = tmp / f"plain-cache-{i}"
@@ -106,7 +106,7 @@ def run_scripts(cfgs: list[dict], device: str, iters: int, tmp: Path) -> list[di
             env["CUDA_VISIBLE_DEVICES"] = env.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
         t0 = time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "bench.plain_job", "--model", c["model"], "--batch", str(c["batch"]),
-                               "--mode", c["mode"], "--dynamic", c["dynamic"], "--device", device, "--iters", str(iters)],
+                               "--mode", c["mode"], "--dynamic", c["dynamic"], "--device", device, "--iters", str(iters), *extra],
                               cwd=ROOT, env=env, check=True, capture_output=True, text=True)
         wall = time.perf_counter() - t0
         out.append({**c, **json.loads(done.stdout.strip().splitlines()[-1]), "wall_s": wall})

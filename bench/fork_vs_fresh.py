@@ -1,0 +1,113 @@
+"""Where a forked job's compiled first call differs from a fresh process's: the same plain job (bench/plain_job.py)
+run in a fresh interpreter, and forked from a parent that preloaded what the worker's preloaded parent does
+(runner.zygote._preload), with and without gc.freeze() before the fork. Repeats alternate the three.
+
+    python -m bench.fork_vs_fresh --device cuda --model simplenet:32 --model complexnet:32 --repeat 3 [-o FILE]
+
+Prints, per model and way, the compiled first call's median [min, max] and its parts' medians
+(runner.introspect.compile_breakdown). No worker, no database: only how the child process came to be differs.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.sweep_overhead import median
+
+ROOT = Path(__file__).resolve().parent.parent
+WAYS = ("fresh", "forked", "forked + gc.freeze")
+
+
+def job_argv(model: str, batch: int, device: str) -> list[str]:
+    return ["--model", model, "--batch", str(batch), "--mode", "default", "--dynamic", "false", "--device", device,
+            "--iters", "3"]
+
+
+def caches(folder: Path) -> dict:
+    return {"TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"), "TRITON_CACHE_DIR": str(folder / "triton")}
+
+
+def fresh(argv: list[str], folder: Path) -> dict:
+    done = subprocess.run([sys.executable, "-m", "bench.plain_job", *argv], cwd=ROOT, env={**os.environ, **caches(folder)},
+                          check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def forked(argv: list[str], folder: Path, freeze: bool) -> dict:
+    out = folder / "out.json"
+    folder.mkdir(parents=True, exist_ok=True)
+    if freeze:
+        gc.freeze()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.environ.update(caches(folder))
+            fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(fd, 1)
+            from bench import plain_job
+
+            sys.argv = ["plain_job", *argv]
+            code = plain_job.main()
+            sys.stdout.flush()
+        finally:
+            os._exit(code)
+    if freeze:
+        gc.unfreeze()
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"the forked job failed ({status})")
+    return json.loads(out.read_text().strip().splitlines()[-1])
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    p.add_argument("--model", action="append", metavar="MODEL:BATCH")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("-o", "--output")
+    args = p.parse_args()
+    models = args.model or ["simplenet:32"]
+    from runner.zygote import _preload
+
+    _preload()  # as the worker's preloaded parent: torch, the compile line, the first call's modules; CUDA untouched
+    got: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(args.repeat):
+            for m in models:
+                name, _, batch = m.partition(":")
+                argv = job_argv(name, int(batch or 32), args.device)
+                for w, way in enumerate(WAYS):
+                    folder = Path(tmp) / f"{i}-{name}-{w}"
+                    row = fresh(argv, folder) if way == "fresh" else forked(argv, folder, way.endswith("freeze"))
+                    got.setdefault((m, way), []).append(row)
+            print(f"repeat {i + 1} of {args.repeat} done", file=sys.stderr)
+    lines = [f"fork_vs_fresh: {args.device}, {args.repeat} repeat(s), mode default, dynamic=false, cold cache",
+             f"{'model':<16}{'way':<22}{'compiled first call: median [min, max] s':>42}"]
+    for m in models:
+        for way in WAYS:
+            xs = [r["compiled_first_call_s"] for r in got[(m, way)]]
+            lines.append(f"{m:<16}{way:<22}{median(xs):>20.3f} [{min(xs):.3f}, {max(xs):.3f}]")
+    lines.append("")
+    lines.append("parts, medians (s): " + " | ".join(WAYS))
+    for m in models:
+        lines.append(f"  {m}")
+        parts = list(dict.fromkeys(k for way in WAYS for r in got[(m, way)] for k in r["compile_breakdown_s"]))
+        for part in parts:
+            vals = [median([r["compile_breakdown_s"].get(part, 0.0) for r in got[(m, way)]]) for way in WAYS]
+            lines.append(f"    {part:<28}" + " | ".join(f"{v:8.3f}" for v in vals))
+    text = "\n".join(lines)
+    print(text)
+    if args.output:
+        Path(args.output).write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
