@@ -9,7 +9,17 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from dashboard.charts import FAIL_COLOR, _layout, _log_y, _seconds, _text, colors, mark_failures_on_y, rows_layout
+from dashboard.charts import (
+    FAIL_COLOR,
+    _layout,
+    _log_y,
+    _seconds,
+    _text,
+    colors,
+    grey_rows,
+    mark_failures_on_y,
+    rows_layout,
+)
 
 
 def schedule_frame(df: pd.DataFrame, calls: dict[int, list[dict]]) -> pd.DataFrame:
@@ -123,10 +133,11 @@ def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") ->
     return _layout(fig, "Roofline: the compiled call against the device's measured ceilings", height=460)
 
 
-def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
+def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame, noisy: set = frozenset()) -> go.Figure:
     """Per series, the compiled first call as stacked compile phases (stats.breakdown_frame: one real
     job's compile_breakdown_s) beside the eager first call; hatched: warm compile cache. Linear seconds,
-    so the parts' lengths compare; the totals are written at the bar ends."""
+    so the parts' lengths compare; the totals are written at the bar ends. `noisy`: series whose runs were all
+    noisy (stats.noisy_series), greyed and marked."""
     fig = go.Figure()
     cats = breakdown_rows(frame, fails)
     comp = frame[frame["bar"] == "compiled"].copy()
@@ -168,6 +179,7 @@ def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
     ends = pd.concat([comp.groupby("series")["seconds"].sum(), frame.loc[frame["bar"] == "eager", "seconds"]])
     fig.update_xaxes(title="seconds", range=[0, 1.2 * ends.max()] if len(ends) else None)  # room for the totals
     mark_failures_on_y(fig, fails, "series")
+    grey_rows(fig, noisy)
     return rows_layout(fig, "Warmup: where the compiled first call goes (beside the eager first call)", len(cats))
 
 
@@ -200,6 +212,7 @@ def gpu_in_latency(frame: pd.DataFrame, fails: pd.DataFrame, cats: list[str]) ->
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=cats, autorange="reversed", title=None,
                      tickfont=dict(size=10))
     mark_failures_on_y(fig, fails, "series")
+    grey_rows(fig, set(frame.loc[frame["only_noisy"].eq(True), "series"]) if "only_noisy" in frame else set())
     return rows_layout(fig, "GPU time inside latency (what sticks out: what the host adds per call)", len(cats))
 
 

@@ -58,6 +58,34 @@ def medians(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return agg.reset_index()
 
 
+NOISY = "⚠ noisy"  # how a configuration whose runs were all noisy is marked wherever it is drawn
+
+
+def only_noisy(agg: pd.DataFrame) -> pd.Series:
+    """Per row of `medians`' output: whether every run of it was noisy (no answer: db.noise decides, through
+    `answering`). Every plot greys such a row and marks it NOISY; none draws it as an answer."""
+    return agg["only_noisy"].eq(True) if "only_noisy" in agg else pd.Series(False, index=agg.index)
+
+
+def noisy_series(agg: pd.DataFrame) -> set:
+    """The `series` of the rows with noisy runs only: what a plot with one row per series greys."""
+    return set(agg.loc[only_noisy(agg), "series"]) if "series" in agg else set()
+
+
+def noisy_note(agg: pd.DataFrame) -> str:
+    """One line naming the series with noisy runs only, and why (their noise note): the caption under the plots
+    that grey them. Empty when there are none."""
+    rows = agg[only_noisy(agg)]
+    if rows.empty:
+        return ""
+    why = rows["noise_note"] if "noise_note" in rows else pd.Series(None, index=rows.index)
+    parts = [f"{r.series} (all {int(r.runs)} run{'s' * (int(r.runs) != 1)}: "
+             + (w if isinstance(w, str) and w else "spread past 5%") + ")" for r, w in zip(rows.itertuples(), why)]
+    return (f"{NOISY}, greyed on every plot and left out of the answer: " + "; ".join(parts)
+            + ". Its runs' numbers are drawn so that nothing disappears, never as a result; re-run it on a quiet "
+              "machine.")
+
+
 def summarize(view: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """What the plots draw: medians per (config, batch size) with their `series` label, and the failures."""
     agg = medians(view, ["config", "baseline", "batch_size"])
@@ -114,8 +142,8 @@ def eager_drift(agg: pd.DataFrame, least: float = 0.10) -> dict | None:
     workload, `baseline`), when it exceeds `least` and twice the jobs' own spread. Eager runs no compiled
     code, so such a gap is the machine changing between jobs (load, clocks): the latency lines of those
     configurations are not comparable, their speedups (eager and compiled interleaved in one job) are.
-    None when eager held."""
-    ok = agg.dropna(subset=["eager_ms"])
+    None when eager held. Configurations with noisy runs only are left out: their eager moved within the job."""
+    ok = agg[~only_noisy(agg)].dropna(subset=["eager_ms"])
     if ok.empty:
         return None
     g = ok.groupby(["baseline", "batch_size"])["eager_ms"]
@@ -204,12 +232,13 @@ def gpu_latency_frame(agg: pd.DataFrame) -> pd.DataFrame:
     """Per series (CUDA jobs, which have a GPU clock), long: eager and compiled, each as GPU time (kernels
     only) and latency (one synchronous call as the caller sees it); `overhead_ms` = latency − GPU time: what
     the host adds (Python, dispatch, guards, launches), the part reduce-overhead's CUDA graphs shrink."""
-    cols = ["series", "config", "side", "what", "ms", "gpu_ms", "latency_ms", "overhead_ms", "idle", "runs"]
+    cols = ["series", "config", "side", "what", "ms", "gpu_ms", "latency_ms", "overhead_ms", "idle", "runs",
+            "only_noisy"]
     has = agg.dropna(subset=["eager_gpu_ms", "compiled_gpu_ms"], how="all").dropna(subset=["eager_ms"])
     frames = []
     for side in ("eager", "compiled"):
         part = has[["series", "config", "runs"]].assign(side=side, gpu_ms=has[f"{side}_gpu_ms"],
-                                                        latency_ms=has[f"{side}_ms"])
+                                                        latency_ms=has[f"{side}_ms"], only_noisy=only_noisy(has))
         part["overhead_ms"] = part["latency_ms"] - part["gpu_ms"]
         part["idle"] = has[f"{side}_host_overhead"]
         frames += [part.assign(what=f"{side}: GPU time", ms=part["gpu_ms"]),
