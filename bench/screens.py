@@ -1,5 +1,6 @@
 """Screenshots of Results for a 12-configuration sweep (3 modes x 2 dynamic x 2 batch sizes, synthetic H100-shaped
-numbers with per-round samples), in headless chromium at 1400 px: the answer table and the N-calls chart, the
+numbers with per-round samples; one configuration, default dynamic=false bs 8, has a noisy run only), in headless
+chromium at 1400 px: the answer table and the N-calls chart at bs 8, the
 warmup chart, the break-even chart, the speedup/latency pair and the First call tab. How the docs' "12-configs"
 screenshots are made:
 
@@ -75,12 +76,18 @@ def shoot(port: int, out: Path) -> list[Path]:
             charts.filter(has_text=title).first.screenshot(path=str(path))
             saved.append(path)
 
+        # the N-calls chart at bs 8, where the sweep's configuration with noisy runs only is (drawn dotted grey)
+        page.locator('[data-testid="stSelectbox"]').filter(has_text="Batch size").first.click()
+        page.get_by_role("option", name="8", exact=True).click()
+        charts.filter(has_text="What to use for N calls · bs 8").first.wait_for()
+        page.get_by_text("The answer for", exact=False).first.click()  # the box loses focus: no red outline
+        page.wait_for_timeout(1500)
         # the answer table down to the N-calls chart, in one picture
         top = page.get_by_text("The answer for", exact=False).first.bounding_box()
         ncalls = charts.filter(has_text="What to use for N calls").first.bounding_box()
         path = out / "results-answer-ncalls-12-configs-synthetic.png"
         page.screenshot(path=str(path), clip={
-            "x": 0, "y": top["y"] - 10, "width": 1400, "height": ncalls["y"] + ncalls["height"] - top["y"] + 20})
+            "x": 0, "y": top["y"] - 10, "width": 1400, "height": ncalls["y"] + ncalls["height"] - top["y"] + 60})  # and the caption under it
         saved.append(path)
         element("Warmup cost", "results-warmup-12-configs-synthetic.png")
         element("Break-even", "results-break-even-12-configs-synthetic.png")

@@ -342,10 +342,37 @@ NOISY_HOVER = f"<br>{stats.NOISY} runs only: out of the answer"
 def grey_rows(fig: go.Figure, noisy: set) -> go.Figure:
     """On a plot with one row of bars per series: the rows whose runs were all noisy (stats.noisy_series) greyed
     and hatched, their tick labels marked NOISY (in grey), their hovers saying so. Every bar plot of a model's
-    configurations calls this, so such a row never reads as a result (or as the shortest break-even)."""
+    configurations calls this, so such a row never reads as a result (or as the shortest break-even). Each trace's
+    noisy bars move to a grey copy of it (same slot, no legend entry), so the legend keeps the trace's own colour."""
     cats = list(fig.layout.yaxis.categoryarray or [])
     if not noisy or not cats:
         return fig
+    greyed = []
+    for t in fig.data:
+        if t.type != "bar" or t.y is None or not any(y in noisy for y in t.y):
+            continue
+        flags = [y in noisy for y in t.y]
+        copy = go.Bar(t.to_plotly_json())
+        copy.update(showlegend=False, x=[x if f else None for f, x in zip(flags, t.x)],
+                    marker=dict(color=NOISY_GREY, pattern=dict(shape="/", fgcolor=NOISY_EDGE, solidity=0.3),
+                                line=dict(width=0)),
+                    hovertext=[NOISY_HOVER] * len(flags))
+        if isinstance(t.text, (list, tuple)):
+            copy.text = [v if f else "" for f, v in zip(flags, t.text)]
+            t.text = [v if not f else "" for f, v in zip(flags, t.text)]
+        template = t.hovertemplate or "<b>%{y}</b>: %{x:.4g}<extra></extra>"
+        copy.hovertemplate = template.replace("<extra>", "%{hovertext}<extra>") if "<extra>" in template \
+            else template + "%{hovertext}"
+        t.x = [None if f else x for f, x in zip(flags, t.x)]
+        greyed.append(copy)
+    fig.add_traces(greyed)
+    if greyed and any(t.showlegend is not False for t in fig.data if t.type == "bar" and t.x is not None
+                      and any(x is not None for x in t.x)):
+        fig.add_trace(go.Bar(x=[None], y=[None], orientation="h", name=NOISY_LEGEND, marker=dict(
+            color=NOISY_GREY, pattern=dict(shape="/", fgcolor=NOISY_EDGE, solidity=0.3))))
+    fig.update_yaxes(tickvals=cats, ticktext=[f"<span style='color:{NOISY_EDGE}'>{stats.NOISY} · {plot(c)}</span>"
+                                              if c in noisy else plot(c) for c in cats])
+    return fig
     for t in fig.data:
         if t.type != "bar" or t.y is None:
             continue
