@@ -82,12 +82,12 @@ def shoot(port: int, out: Path) -> list[Path]:
         charts.filter(has_text="What to use for N calls · bs 8").first.wait_for()
         page.get_by_text("The answer for", exact=False).first.click()  # the box loses focus: no red outline
         page.wait_for_timeout(1500)
-        # the answer table down to the N-calls chart, in one picture
+        # the answer table down to the N-calls chart and the caption under it, in one picture
         top = page.get_by_text("The answer for", exact=False).first.bounding_box()
         ncalls = charts.filter(has_text="What to use for N calls").first.bounding_box()
         path = out / "results-answer-ncalls-12-configs-synthetic.png"
         page.screenshot(path=str(path), clip={
-            "x": 0, "y": top["y"] - 10, "width": 1400, "height": ncalls["y"] + ncalls["height"] - top["y"] + 60})  # and the caption under it
+            "x": 0, "y": top["y"] - 10, "width": 1400, "height": ncalls["y"] + ncalls["height"] - top["y"] + 60})
         saved.append(path)
         element("Warmup cost", "results-warmup-12-configs-synthetic.png")
         element("Break-even", "results-break-even-12-configs-synthetic.png")
