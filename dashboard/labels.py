@@ -36,6 +36,16 @@ def folded_notes(df: pd.DataFrame) -> list[str]:
             "they are the same compile, since CUDA graphs need CUDA." for (m, d), n in df.attrs.get("folded", {}).items()]
 
 
+def fold_request(request: dict) -> dict:
+    """A sweep's request as Compare sets it beside another: off CUDA its modes as they compile (folded_mode), so two
+    CPU sweeps asked for default and for reduce-overhead read as the same setting, as their results do."""
+    modes, device = request.get("modes"), request.get("device")
+    if not isinstance(modes, list) or not device:
+        return request
+    folded = list(dict.fromkeys(folded_mode(m, device) for m in modes))
+    return request if folded == modes else {**request, "modes": folded}
+
+
 def label_series(df: pd.DataFrame) -> pd.DataFrame:
     """Add `config` (a compiled series), `baseline` (its eager series) and `series` (config, plus the batch
     size when several are in view). Only what differs in view is named, so labels stay short; what every
