@@ -7,10 +7,10 @@ import numpy as np
 
 from bench.screens import SHAPE
 from bench.synthetic import fill
+from dashboard.markup import md
 from db import queue
 from db.models import JobStatus
 from db.spec import ModelInfo, SweepRequest
-from dashboard.markup import md
 from tests.dashboard.test_pages import lab, ok, page, texts  # noqa: F401  (lab: a fixture)
 
 
