@@ -23,24 +23,25 @@ _BANDS = ("eager_p10_ms", "eager_p90_ms", "compiled_p10_ms", "compiled_p90_ms") 
 
 
 def answering(df: pd.DataFrame, by: list[str]) -> pd.Series:
-    """Per succeeded row, whether the run answers for its group (db.noise.answering, as db.answer decides): quiet
-    runs, and host-sensitive ones (rounds that agree, a GPU idle a quarter of the call) once the group has
-    noise.MIN_PROCESSES such runs from separate processes. Spread-noisy runs never answer."""
+    """Per succeeded row, whether the run answers for its group: db.noise decides, as it does for db.answer (each
+    run's kind, db.noise.run_kind, then db.noise.answering over its group's kinds): quiet runs, and host-sensitive
+    ones once the group has noise.MIN_PROCESSES of them from separate processes; spread-noisy runs never."""
     ok = df.loc[df["status"] == "succeeded"]
+    kinds = pd.Series(noise.QUIET, index=ok.index, dtype=object)
+    flagged = ok["noisy"].eq(True) if "noisy" in ok else pd.Series(False, index=ok.index)
+    if flagged.any():  # a run not flagged noisy is QUIET whatever its fields: only the flagged ones are read
+        rows = ok.loc[flagged]
 
-    def col(name):
-        return ok[name] if name in ok else pd.Series(None, index=ok.index, dtype=object)
-    noisy = col("noisy").eq(True)
-    sides = (pd.to_numeric(col("eager_spread")).fillna(0) > noise.NOISY_SPREAD) | (
-        pd.to_numeric(col("compiled_spread")).fillna(0) > noise.NOISY_SPREAD)
-    paired = pd.to_numeric(col("speedup_spread"))  # db.noise.spread_noisy: the speedup's own spread where stored
-    spread = (paired > noise.NOISY_SPREAD).where(paired.notna(), sides).astype(bool)
-    host_sensitive = (pd.to_numeric(col("eager_host_overhead")).fillna(0) >= noise.HOST_SENSITIVE) | (
-        pd.to_numeric(col("compiled_host_overhead")).fillna(0) >= noise.HOST_SENSITIVE)
-    host = noisy & ~spread & host_sensitive
-    quiet = ~noisy
-    usable = (quiet | host).groupby([ok[b] for b in by], dropna=False).transform("sum")
-    return (quiet | (host & (usable >= noise.MIN_PROCESSES))).astype(bool)
+        def col(name):  # missing (NaN) as None, as db.noise reads a record's fields
+            values = rows[name] if name in rows else pd.Series(None, index=rows.index, dtype=object)
+            return values.astype(object).where(values.notna(), None)
+        kinds[flagged] = [noise.run_kind(True, *fields) for fields in zip(
+            col("eager_spread"), col("compiled_spread"), col("eager_host_overhead"), col("compiled_host_overhead"),
+            col("speedup_spread"))]
+    if kinds.empty:
+        return pd.Series(dtype=bool)
+    groups = kinds.groupby([ok[b] for b in by], dropna=False, sort=False)
+    return groups.transform(lambda k: pd.Series(noise.answering(k), index=k.index)).astype(bool)
 
 
 def medians(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:

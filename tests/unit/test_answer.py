@@ -167,3 +167,30 @@ def test_every_bar_plot_greys_a_configuration_with_noisy_runs_only_and_break_eve
     assert charts.break_even(two, fails) is None
     assert charts.break_even_note(two).startswith("Break-even: one configuration in view (A · bs 8)")
     assert "1 configuration with noisy runs only is not counted" in charts.break_even_note(two)
+
+
+def test_the_plots_and_the_answer_let_the_same_runs_answer():
+    """dashboard.stats.answering (the plots, Compare) and db.answer (the table, `runner report`) both ask db.noise:
+    quiet runs, spread-noisy ones by the speedup's spread or (stored before it) by the sides', a lone
+    host-sensitive run, two host-sensitive runs, a run flagged noisy with nothing else on record."""
+    import pandas as pd
+
+    from dashboard import stats
+    from db.answer import _answering
+
+    host = dict(noisy=True, speedup_spread=0.01, eager_spread=0.2, compiled_host_overhead=0.4)
+    kinds = {"quiet": [dict(noisy=False, eager_spread=0.5)], "paired": [dict(noisy=True, speedup_spread=0.2)],
+             "sides": [dict(noisy=True, speedup_spread=None, eager_spread=0.2)], "lone host": [host],
+             "two hosts": [host, host], "flag only": [dict(noisy=True)],
+             "quiet ratio": [dict(noisy=True, speedup_spread=0.01, eager_spread=0.3)], "mixed": [host, dict(noisy=False)]}
+    records = [job(len(rs) * 100 + i, mode=m, **{"eager_spread": None, "compiled_spread": None, "speedup_spread": None,
+                                                "eager_host_overhead": None, "compiled_host_overhead": None, **r})
+               for m, rs in kinds.items() for i, r in enumerate(rs)]
+    records = [{**r, "job_id": i} for i, r in enumerate(records)]
+    by_db = {r["job_id"] for m in kinds for r in [r for r in records if r["mode"] == m]
+             if r["job_id"] in _answering([x for x in records if x["mode"] == m])}
+    frame = pd.DataFrame(records).assign(baseline="eager")
+    answers = stats.answering(frame, ["mode", "baseline", "batch_size"])
+    by_plots = set(frame.loc[answers[answers].index, "job_id"])
+    assert by_plots == by_db
+    assert {r["mode"] for r in records if r["job_id"] in by_db} == {"quiet", "two hosts", "mixed"}
