@@ -1,8 +1,9 @@
 """Screenshots of Results for a 12-configuration sweep (3 modes x 2 dynamic x 2 batch sizes, synthetic H100-shaped
 numbers with per-round samples; one configuration, default dynamic=false bs 8, has a noisy run only), in headless
 chromium at 1400 px: the answer table and the N-calls chart at bs 8, the
-warmup chart, the break-even chart, the speedup/latency pair and the First call tab. How the docs' "12-configs"
-screenshots are made:
+warmup chart, the break-even chart, the speedup/latency pair and the First call tab; then Compare of two CPU sweeps
+whose jobs were stored as default and reduce-overhead (shown as one configuration). How the docs' "12-configs" and
+"compare-cpu-folded" screenshots are made:
 
     python -m bench.screens --port 8620 --out docs/screenshots --home /tmp/ui-screens
 
@@ -106,20 +107,50 @@ def shoot(port: int, out: Path) -> list[Path]:
     return saved
 
 
+def make_cpu_lab(home: Path) -> str:
+    """Two CPU sweeps of simplenet, each with a job stored as default and one as reduce-overhead (as sweeps submitted
+    before the submit fold stored them): Compare shows them as one configuration."""
+    if home.exists():
+        shutil.rmtree(home)
+    home.mkdir(parents=True)
+    url = f"sqlite:///{home / 'cpu-lab.db'}"  # not lab.db: get_engine keeps one engine per URL, on the removed file
+    fill(get_engine(url), 6, seed=3, device="cpu", models=("simplenet",), batches=(8,), dynamics=(False,),
+         modes=("default", "reduce-overhead"))
+    return url
+
+
+def shoot_compare(port: int, out: Path) -> list[Path]:
+    from playwright.sync_api import sync_playwright
+
+    path = out / "compare-cpu-folded-synthetic.png"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1800})
+        page.set_default_timeout(90_000)
+        page.goto(f"http://localhost:{port}/compare?a=1&b=2&metric=speedup&metric=compiled_ms")
+        page.locator('[data-testid="stPlotlyChart"]').first.wait_for()
+        page.wait_for_timeout(1500)
+        page.screenshot(path=str(path), full_page=True)
+        browser.close()
+    return [path]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=8620)
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
     ap.add_argument("--home", type=Path, default=Path("/tmp/compile-lab-screens"))
     args = ap.parse_args()
-    url = make_lab(args.home)
-    proc = serve(url, args.port, args.home)
-    try:
-        for path in shoot(args.port, args.out):
-            print(path)
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(30)
+    for make, take in ((make_lab, shoot), (make_cpu_lab, shoot_compare)):
+        url = make(args.home)
+        proc = serve(url, args.port, args.home)
+        try:
+            for path in take(args.port, args.out):
+                print(path)
+        finally:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(30)
 
 
 if __name__ == "__main__":
