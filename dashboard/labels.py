@@ -21,13 +21,26 @@ def fold_modes(df: pd.DataFrame) -> pd.DataFrame:
     same compile is never drawn as two results. `attrs["folded"]` counts them per stored mode."""
     if not {"mode", "device"} <= set(df.columns) or df.empty:
         return df
-    fold = df["mode"].isin(list(FOLD_WITHOUT_CUDA)) & ~df["device"].isin(list(GRAPH_DEVICES))
+    fold = _folds(df)
     if not fold.any():
         return df
     counts = df.loc[fold].groupby(["mode", "device"]).size()
     out = df.assign(mode=df["mode"].where(~fold, df["mode"].map(FOLD_WITHOUT_CUDA)))
     out.attrs["folded"] = {(m, d): int(n) for (m, d), n in counts.items()}
     return out
+
+
+def _folds(df: pd.DataFrame) -> pd.Series:
+    """Per row, whether its stored mode is shown as another off CUDA (db.axes.folded_mode)."""
+    return df["mode"].isin(list(FOLD_WITHOUT_CUDA)) & ~df["device"].isin(list(GRAPH_DEVICES))
+
+
+def modes_as_run(df: pd.DataFrame) -> pd.Series:
+    """Each row's mode as it compiled (fold_modes' column alone): what the Results mode filter offers and matches."""
+    if "device" not in df.columns or df.empty:
+        return df["mode"]
+    fold = _folds(df)
+    return df["mode"].where(~fold, df["mode"].map(FOLD_WITHOUT_CUDA)) if fold.any() else df["mode"]
 
 
 def folded_notes(df: pd.DataFrame) -> list[str]:

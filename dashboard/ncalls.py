@@ -130,7 +130,10 @@ def figure(ls: list[dict], batch_size, n_mark: int | None = None) -> go.Figure:
         fig.add_scatter(x=[a], y=[total_s(ln, a)], mode="markers", showlegend=False, hoverinfo="skip",
                         marker=dict(size=10, color=LOWEST_COLOR, line=dict(color="white", width=1.5)))
         fig.add_annotation(x=math.log10(a), y=math.log10(total_s(ln, a)), text=f"from {a:,.0f} calls:<br>{plot(ln['name'])}",
-                           showarrow=True, arrowhead=2, ax=-60, ay=-40 - 28 * (k % 2), font=dict(size=11),
+                           # every other label below and right of its crossover, where no line runs (the lowest
+                           # line is the bottom one): two crossovers close together keep their labels apart
+                           showarrow=True, arrowhead=2, ax=-60 if k % 2 == 0 else 70, ay=-45 if k % 2 == 0 else 50,
+                           font=dict(size=11),
                            bgcolor="rgba(255,255,255,0.85)")
     # the configurations' lines share one grey: one legend entry says what they are (their names: hover, crossovers)
     fig.add_scatter(x=[None], y=[None], mode="lines", name="each configuration (hover for its name)", legendgroup="others",

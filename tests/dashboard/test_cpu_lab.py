@@ -60,3 +60,17 @@ def test_compare_on_the_cpu_shows_reduce_overhead_as_default_with_the_results_no
     assert spec.loc[spec["field"] == "mode", ["A", "B"]].values.tolist() == [["default", "default"]]
     assert any("1 job stored as reduce-overhead is shown under default" in t.replace("\\", "")
                for t in texts(runs.caption))
+
+
+def test_the_results_mode_filter_offers_and_matches_the_mode_a_cpu_job_ran(lab):  # noqa: F811 (the fixture)
+    """On the CPU the mode filter lists default, not reduce-overhead, and default keeps the jobs stored as
+    reduce-overhead that the plots draw under it."""
+    from bench.synthetic import fill
+
+    fill(lab, 6, seed=3, device="cpu", models=("simplenet",), batches=(8,), dynamics=(False,),
+         modes=("default", "reduce-overhead"))
+    at = ok(page("results"))
+    assert at.multiselect(key="mode").options == ["default"]
+    at = ok(page("results", mode="default", plot="simplenet"))
+    assert at.metric[0].value == "6"  # every job, the four simplenet ones stored as either mode
+    assert any("stored as reduce\\-overhead" in t for t in texts(at.caption))
