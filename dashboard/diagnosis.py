@@ -11,6 +11,10 @@ from plotly.subplots import make_subplots
 
 from dashboard.charts import (
     FAIL_COLOR,
+    NOISY_EDGE,
+    NOISY_GREY,
+    NOISY_LEGEND,
+    NOISY_MARKER,
     _layout,
     _log_y,
     _seconds,
@@ -20,6 +24,7 @@ from dashboard.charts import (
     mark_failures_on_y,
     rows_layout,
 )
+from dashboard.stats import NOISY
 
 
 def schedule_frame(df: pd.DataFrame, calls: dict[int, list[dict]]) -> pd.DataFrame:
@@ -98,8 +103,9 @@ def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") ->
                        + placed["roofline_bound"].fillna("?") + "-bound)").where(placed["roofline_pct"].notna(),
                                                                                  "no ceiling measured")
     placed["mfu_text"] = ("<br>MFU " + placed["mfu"].map("{:.1%}".format)).where(placed["mfu"].notna(), "")
+    only = placed["only_noisy"].eq(True) if "only_noisy" in placed else pd.Series(False, index=placed.index)
     placed["noisy_text"] = (" · ⚠ " + placed["noisy_runs"].astype(int).astype(str) + " noisy").where(
-        placed["noisy_runs"] > 0, "")
+        placed["noisy_runs"] > 0, "").where(~only, f"<br>{NOISY} runs only: greyed, out of the answer")
     palette = colors(_text(placed[color_by]))
     names = sorted(placed["device_name"].dropna().unique())
     symbol = {d: DEVICE_SYMBOLS[i % len(DEVICE_SYMBOLS)] if len(names) > 1 else "circle" for i, d in enumerate(names)}
@@ -109,19 +115,24 @@ def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") ->
     for key, sub in placed.groupby(_text(placed[color_by]), sort=True):
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=key, legendgroup=key,  # its legend entry
                                  marker=dict(size=11, color=palette[key])))
-        for (device, noisy), part in sub.groupby([sub["device_name"], sub["noisy_runs"] > 0], sort=True):
+        for (device, noisy, grey), part in sub.groupby([sub["device_name"], sub["noisy_runs"] > 0, only[sub.index]],
+                                                       sort=True):
+            colour = NOISY_GREY if grey else palette[key]  # noisy runs only: greyed, as on every plot
             fig.add_trace(go.Scatter(
                 x=part["ai"], y=part["achieved_tflops"], mode="markers", name=key, legendgroup=key, showlegend=False,
-                marker=dict(size=11, color=palette[key], symbol=symbol[device] + ("-open" if noisy else ""),
-                            line=dict(width=2 if noisy else 0.5, color=palette[key] if noisy else "white")),
+                marker=dict(size=11, color=colour, symbol=symbol[device] + ("-open" if noisy and not grey else ""),
+                            line=dict(width=2 if noisy else 0.5, color=NOISY_EDGE if grey else colour if noisy
+                                      else "white")),
                 customdata=part[["label", "achieved_gbps", "where", "mfu_text", "compiled_ms", "runs", "noisy_text"]],
                 hovertemplate=hover))
     for device in names if len(names) > 1 else []:
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{symbol[device]}: {device}",
                                  marker=dict(size=11, symbol=symbol[device], color="#555")))
-    if (placed["noisy_runs"] > 0).any():
+    if ((placed["noisy_runs"] > 0) & ~only).any():
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="hollow: a noisy run (spread > 5%)",
                                  marker=dict(size=11, symbol="circle-open", color="#555", line=dict(width=2))))
+    if only.any():
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=NOISY_LEGEND, marker=NOISY_MARKER))
     fig.update_xaxes(type="log", dtick=1, title="arithmetic intensity (FLOPs / minimum bytes per call)")
     fig.update_layout(hoverlabel=dict(bgcolor="white", font=dict(color="#222"), align="left"))
     ys = pd.concat([placed["achieved_tflops"], lines["tflops"]])

@@ -11,23 +11,36 @@ from __future__ import annotations
 
 import pandas as pd
 
+from dashboard.labels import fold_modes
+from dashboard.stats import answering
 from db import axes, views
 
 KEYS = ["model", "variant", "task", "device", "device_name", "dtype", *axes.FIELDS, "cache"]
 VALUES = ["flops", "min_bytes", "achieved_tflops", "achieved_gbps", "roofline_pct", "mfu", "compiled_ms"]
-READ = views.ROOFLINE_FIELDS + ("compiled_ms", "noisy")  # what points() needs beyond the Results frame
+# what points() needs beyond the Results frame (the spreads and host overheads: which runs answer, db.noise)
+READ = views.ROOFLINE_FIELDS + ("compiled_ms", "noisy", "speedup_spread", "eager_spread", "compiled_spread",
+                                "eager_host_overhead", "compiled_host_overhead")
 CEILING_COLUMNS = ["device_name", "dtype", "copy_gbps", "matmul_tflops", "hostname", "measured_at"]
 
 
 def points(shown: pd.DataFrame) -> pd.DataFrame:
-    """One point per configuration (medians over its runs) for the succeeded jobs with a FLOP count:
-    `ai`, `label` (the spec in words), `runs`, `noisy_runs`, and `on_plot` (FLOPs and bytes > 0)."""
-    ok = shown.loc[(shown["status"] == "succeeded") & shown["flops"].notna(), KEYS + VALUES + ["roofline_bound"]]
-    ok = ok.assign(noisy_run=shown.loc[ok.index, "noisy"].eq(True))
-    g = ok.groupby(KEYS, dropna=False, sort=True)
+    """One point per configuration for the succeeded jobs with a FLOP count, as the other plots draw it: medians over
+    the runs that answer (dashboard.stats.answering: db.noise), or over its noisy runs, flagged `only_noisy`, when
+    none does; off CUDA under the mode it ran (labels.fold_modes). `ai`, `label` (the spec in words), `runs` (the
+    runs the point is the median of), `noisy_runs` (left out, or all of them), and `on_plot` (FLOPs and bytes > 0)."""
+    shown = fold_modes(shown)
+    ok = shown.loc[(shown["status"] == "succeeded") & shown["flops"].notna()]
+    answers = answering(ok, KEYS) if len(ok) else pd.Series(dtype=bool)
+    keys = [ok[k] for k in KEYS]
+    has = answers.groupby(keys, dropna=False).transform("any").astype(bool) if len(ok) else answers
+    use = ok.loc[answers | ~has, KEYS + VALUES + ["roofline_bound"]]
+    g = use.groupby(KEYS, dropna=False, sort=True)
     out = g[VALUES].median()
     out["runs"] = g.size()
-    out["noisy_runs"] = g["noisy_run"].sum()
+    out["noisy_runs"] = (~answers).groupby(keys, dropna=False).sum().reindex(out.index).fillna(0).astype(int) \
+        if len(ok) else 0
+    out["only_noisy"] = (~has).groupby(keys, dropna=False).all().reindex(out.index).fillna(False).astype(bool) \
+        if len(ok) else False
     out["roofline_bound"] = g["roofline_bound"].first()
     out = out.reset_index()
     out["ai"] = out["flops"] / out["min_bytes"].where(out["min_bytes"] > 0)
