@@ -244,6 +244,7 @@ def repeat_spread(runs: pd.DataFrame, spans: pd.DataFrame, groups: list[str]) ->
                         vertical_spacing=min(0.3, 85 / (height - 150)) if rows > 1 else 0)  # of the plot area
     palette = colors(spans.loc[spans["candidate"] != "eager", "candidate"])
     palette["eager"] = "#7f7f7f"
+    palette.update({c: NOISY_GREY for c in palette if c.startswith(NOISY)})  # no run of it answers: greyed
     for i, group in enumerate(groups, start=1):
         span = spans[spans["group"] == group]
         order = span["candidate"].tolist()  # fastest first

@@ -565,6 +565,21 @@ def test_separability_needs_ranges_that_do_not_overlap():
     assert sum(len(t.x) for t in fig.data if t.mode == "markers") == 16
 
 
+def test_a_repeated_configuration_none_of_whose_runs_answers_is_named_noisy_and_greyed():
+    """Repeats judge runs as everywhere (db.noise): max-autotune's two runs disagree within their rounds (no answer:
+    marked and grey); reduce-overhead's are host-sensitive from two processes, which answer together."""
+    df = jobs(*H100)
+    df.loc[df["mode"] == "max-autotune", ["noisy", "speedup_spread"]] = [True, 0.2]
+    df.loc[df["mode"] == "reduce-overhead", ["noisy", "speedup_spread", "compiled_host_overhead"]] = [True, 0.01, 0.4]
+    rep = repeats.repeated(df)
+    summary = repeats.summary(rep).set_index("config")
+    assert summary.loc["⚠ noisy · max-autotune", "noisy runs"] == 2 and summary.loc["reduce-overhead", "noisy runs"] == 0
+    spans = repeats.ranges(repeats.candidates(rep))
+    fig = diagnosis.repeat_spread(repeats.candidates(rep), spans, sorted(set(rep["group"])))
+    bars = {t.y[0]: t.line.color for t in fig.data if t.mode == "lines"}
+    assert bars["⚠ noisy · max-autotune"] == charts.NOISY_GREY and bars["default"] != charts.NOISY_GREY
+
+
 def test_synthetic_repeat_sweep_is_found(synthetic):
     view = labels.label_series(synthetic[synthetic["model"] == "complexnet"])
     rep = repeats.repeated(view)
