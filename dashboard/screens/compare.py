@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard import diff, frame, state, versiondiff
 from dashboard.labels import fold_modes, fold_request, folded_notes
+from dashboard.stats import NOISY
 from dashboard.markup import md
 from dashboard.markup import plot as plot_text
 from db import axes, versions, views
@@ -200,7 +201,9 @@ def compare_versions(df: pd.DataFrame, summaries: list) -> None:
                 "**Torch versions** on Submit.")
         return
     versiondiff.show(rows, key="versions_table")
-    plot = pd.DataFrame([{"configuration": f"bs {r['batch_size']} · {plot_text(r['config'])}", "torch": plot_text(v),
+    # a configuration with noisy runs only on a side is marked as on every plot (the table says which side)
+    plot = pd.DataFrame([{"configuration": (f"{NOISY} · " if r["noisy"] else "")
+                          + f"bs {r['batch_size']} · {plot_text(r['config'])}", "torch": plot_text(v),
                           "speedup": s} for r in rows for v, s in ((r["torch_a"], r["speedup_a"]),
                                                                      (r["torch_b"], r["speedup_b"]))])
     plot = plot.drop_duplicates().dropna(subset=["speedup"])
