@@ -6,9 +6,9 @@ import streamlit as st
 
 from dashboard import diff, frame, state, versiondiff
 from dashboard.labels import fold_modes, fold_request, folded_notes
-from dashboard.stats import NOISY
 from dashboard.markup import md
 from dashboard.markup import plot as plot_text
+from dashboard.stats import NOISY
 from db import axes, versions, views
 from db.axes import folded_mode
 from db.results import export_records
