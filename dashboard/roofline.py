@@ -17,9 +17,9 @@ from db import axes, views
 
 KEYS = ["model", "variant", "task", "device", "device_name", "dtype", *axes.FIELDS, "cache"]
 VALUES = ["flops", "min_bytes", "achieved_tflops", "achieved_gbps", "roofline_pct", "mfu", "compiled_ms"]
-# what points() needs beyond the Results frame (the spreads and host overheads: which runs answer, db.noise)
-READ = views.ROOFLINE_FIELDS + ("compiled_ms", "noisy", "speedup_spread", "eager_spread", "compiled_spread",
-                                "eager_host_overhead", "compiled_host_overhead")
+READ = views.ROOFLINE_FIELDS + ("compiled_ms", "noisy")  # what points() needs beyond the Results frame
+# and, for the runs flagged noisy only, what db.noise reads to tell whether they answer (stats.answering)
+NOISE_READ = ("speedup_spread", "eager_spread", "compiled_spread", "eager_host_overhead", "compiled_host_overhead")
 CEILING_COLUMNS = ["device_name", "dtype", "copy_gbps", "matmul_tflops", "hostname", "measured_at"]
 
 
@@ -30,19 +30,17 @@ def points(shown: pd.DataFrame) -> pd.DataFrame:
     runs the point is the median of), `noisy_runs` (left out, or all of them), and `on_plot` (FLOPs and bytes > 0)."""
     shown = fold_modes(shown)
     ok = shown.loc[(shown["status"] == "succeeded") & shown["flops"].notna()]
-    answers = answering(ok, KEYS) if len(ok) else pd.Series(dtype=bool)
-    keys = [ok[k] for k in KEYS]
-    has = answers.groupby(keys, dropna=False).transform("any").astype(bool) if len(ok) else answers
-    use = ok.loc[answers | ~has, KEYS + VALUES + ["roofline_bound"]]
-    g = use.groupby(KEYS, dropna=False, sort=True)
-    out = g[VALUES].median()
+    ok = ok.assign(_config=ok.groupby(KEYS, dropna=False, sort=True).ngroup())  # one integer key per configuration
+    answers = answering(ok, ["_config"]) if len(ok) else pd.Series(dtype=bool)
+    has = answers.groupby(ok["_config"]).transform("any").astype(bool) if len(ok) else answers
+    use = ok.loc[answers | ~has, KEYS + VALUES + ["roofline_bound", "_config"]]  # every configuration keeps rows
+    g = use.groupby("_config", sort=True)  # in the keys' sorted order (ngroup above)
+    out = g[KEYS].first().join(g[VALUES].median())  # a group's keys are its rows' (first: a missing one stays missing)
     out["runs"] = g.size()
-    out["noisy_runs"] = (~answers).groupby(keys, dropna=False).sum().reindex(out.index).fillna(0).astype(int) \
-        if len(ok) else 0
-    out["only_noisy"] = (~has).groupby(keys, dropna=False).all().reindex(out.index).fillna(False).astype(bool) \
-        if len(ok) else False
+    out["noisy_runs"] = (~answers).groupby(ok["_config"]).sum() if len(ok) else 0
+    out["only_noisy"] = (~has).groupby(ok["_config"]).all() if len(ok) else False
     out["roofline_bound"] = g["roofline_bound"].first()
-    out = out.reset_index()
+    out = out.reset_index(drop=True)
     out["ai"] = out["flops"] / out["min_bytes"].where(out["min_bytes"] > 0)
     out["on_plot"] = (out["flops"] > 0) & (out["min_bytes"] > 0) & (out["achieved_tflops"] > 0)
     variant = out["variant"].fillna("")

@@ -38,10 +38,12 @@ def answering(df: pd.DataFrame, by: list[str]) -> pd.Series:
         kinds[flagged] = [noise.run_kind(True, *fields) for fields in zip(
             col("eager_spread"), col("compiled_spread"), col("eager_host_overhead"), col("compiled_host_overhead"),
             col("speedup_spread"))]
-    if kinds.empty:
-        return pd.Series(dtype=bool)
-    groups = kinds.groupby([ok[b] for b in by], dropna=False, sort=False)
-    return groups.transform(lambda k: pd.Series(noise.answering(k), index=k.index)).astype(bool)
+    out = pd.Series(True, index=ok.index)  # a group whose runs are all quiet: noise.answering says every one answers
+    if flagged.any():  # the groups with a flagged run, each through noise.answering (a few of many, usually)
+        mine = flagged.groupby([ok[b] for b in by], dropna=False, sort=False).transform("any").astype(bool)
+        groups = kinds[mine].groupby([ok.loc[mine, b] for b in by], dropna=False, sort=False)
+        out[mine] = groups.transform(lambda k: pd.Series(noise.answering(k), index=k.index)).astype(bool)
+    return out
 
 
 def medians(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:

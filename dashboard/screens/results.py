@@ -197,8 +197,14 @@ def repeat_parts(view) -> dict | None:
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def roofline_points(key: tuple, _shown, _store):
-    """One point per configuration in view, with the numbers the roofline needs read for these jobs."""
-    return roofline.points(_store.complete(_shown, roofline.READ))
+    """One point per configuration in view, with the numbers the roofline needs read for these jobs (and what tells
+    whether a noisy run answers, read for the noisy ones alone)."""
+    rows = _store.complete(_shown, roofline.READ)
+    flagged = rows.loc[rows["noisy"].eq(True), ["job_id"]]
+    missing = [f for f in roofline.NOISE_READ if f not in rows.columns]
+    if len(flagged) and missing:
+        rows = rows.merge(_store.complete(flagged, missing), on="job_id", how="left")
+    return roofline.points(rows)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
