@@ -27,22 +27,23 @@ def answering(df: pd.DataFrame, by: list[str]) -> pd.Series:
     run's kind, db.noise.run_kind, then db.noise.answering over its group's kinds): quiet runs, and host-sensitive
     ones once the group has noise.MIN_PROCESSES of them from separate processes; spread-noisy runs never."""
     ok = df.loc[df["status"] == "succeeded"]
-    kinds = pd.Series(noise.QUIET, index=ok.index, dtype=object)
-    flagged = ok["noisy"].eq(True) if "noisy" in ok else pd.Series(False, index=ok.index)
-    if flagged.any():  # a run not flagged noisy is QUIET whatever its fields: only the flagged ones are read
-        rows = ok.loc[flagged]
-
-        def col(name):  # missing (NaN) as None, as db.noise reads a record's fields
-            values = rows[name] if name in rows else pd.Series(None, index=rows.index, dtype=object)
-            return values.astype(object).where(values.notna(), None)
-        kinds[flagged] = [noise.run_kind(True, *fields) for fields in zip(
-            col("eager_spread"), col("compiled_spread"), col("eager_host_overhead"), col("compiled_host_overhead"),
-            col("speedup_spread"))]
     out = pd.Series(True, index=ok.index)  # a group whose runs are all quiet: noise.answering says every one answers
-    if flagged.any():  # the groups with a flagged run, each through noise.answering (a few of many, usually)
-        mine = flagged.groupby([ok[b] for b in by], dropna=False, sort=False).transform("any").astype(bool)
-        groups = kinds[mine].groupby([ok.loc[mine, b] for b in by], dropna=False, sort=False)
-        out[mine] = groups.transform(lambda k: pd.Series(noise.answering(k), index=k.index)).astype(bool)
+    flagged = ok["noisy"].eq(True) if "noisy" in ok else pd.Series(False, index=ok.index)
+    if not flagged.any():
+        return out
+    rows = ok.loc[flagged]  # a run not flagged noisy is QUIET whatever its fields: only the flagged ones are read
+
+    def col(name):  # missing (NaN) as None, as db.noise reads a record's fields
+        values = rows[name] if name in rows else pd.Series(None, index=rows.index, dtype=object)
+        return values.astype(object).where(values.notna(), None)
+    kinds = pd.Series(noise.QUIET, index=ok.index, dtype=object)
+    kinds[flagged] = [noise.run_kind(True, *fields) for fields in zip(
+        col("eager_spread"), col("compiled_spread"), col("eager_host_overhead"), col("compiled_host_overhead"),
+        col("speedup_spread"))]
+    # the groups with a flagged run (a few of many, usually), each through noise.answering
+    mine = flagged.groupby([ok[b] for b in by], dropna=False, sort=False).transform("any").astype(bool)
+    groups = kinds[mine].groupby([ok.loc[mine, b] for b in by], dropna=False, sort=False)
+    out[mine] = groups.transform(lambda k: pd.Series(noise.answering(k), index=k.index)).astype(bool)
     return out
 
 
