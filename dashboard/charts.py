@@ -204,8 +204,8 @@ def latency(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> g
     only = agg[noisy].dropna(subset=["compiled_ms"])
     if "noise_note" not in only:
         only = only.assign(noise_note="")
-    _ring(fig, only.assign(noise_note=only["noise_note"].fillna("").map(_wrap)), "batch_size", "compiled_ms",
-          "only-noisy", NOISY_LEGEND, NOISY_MARKER, ["config", "eager_ms", "runs", "noise_note"],
+    _ring(fig, only.assign(noise_note=only["noise_note"].fillna("").map(_wrap), name=only["config"].map(plot)),
+          "batch_size", "compiled_ms", "only-noisy", NOISY_LEGEND, NOISY_MARKER, ["name", "eager_ms", "runs", "noise_note"],
           f"<b>{stats.NOISY} · %{{customdata[0]}}</b><br>batch %{{x}}: compiled %{{y:.4g}} ms, eager "
           "%{customdata[1]:.4g} ms<br>all %{customdata[2]} run(s) noisy: left out of the answer<br>%{customdata[3]}"
           "<extra></extra>")
@@ -417,8 +417,8 @@ def mark_noisy(fig: go.Figure, agg: pd.DataFrame, x: str = "batch_size", y: str 
           "quiet one(s); largest spread %{customdata[3]:.1%}<br>%{customdata[4]}<extra></extra>")
     if "only_noisy" in agg:  # every run noisy: the point is theirs, greyed, and out of the answer and the header
         only = noisy[noisy["only_noisy"].eq(True)]
-        _ring(fig, only.assign(noise_note=only["noise_note"].fillna("").map(_wrap)), x, y, "only-noisy",
-              NOISY_LEGEND, NOISY_MARKER, ["config", "noise_note", "runs"],
+        _ring(fig, only.assign(noise_note=only["noise_note"].fillna("").map(_wrap), name=only["config"].map(plot)),
+              x, y, "only-noisy", NOISY_LEGEND, NOISY_MARKER, ["name", "noise_note", "runs"],
               f"<b>{stats.NOISY} · %{{customdata[0]}}</b><br>%{{y:.3g}}: all %{{customdata[2]}} run(s) noisy, re-runs "
               "included: left out of the answer and the header<br>%{customdata[1]}<extra></extra>")
     if "recompiled_runs" in agg:

@@ -194,3 +194,26 @@ def test_the_plots_and_the_answer_let_the_same_runs_answer():
     by_plots = set(frame.loc[answers[answers].index, "job_id"])
     assert by_plots == by_db
     assert {r["mode"] for r in records if r["job_id"] in by_db} == {"quiet", "two hosts", "mixed"}
+
+
+def test_a_noisy_configurations_name_stays_text_on_the_plots_that_mark_it():
+    """A configuration's label carries values from model files and the form: the grey marks show it as typed."""
+    import pandas as pd
+
+    from dashboard import charts, stats
+    from dashboard.frame import NUMBERS
+
+    name = "default · n=<b>x</b>"
+    view = pd.DataFrame([{**{n: None for n in NUMBERS}, "job_id": 1, "status": "succeeded", "config": name,
+                          "baseline": "eager", "batch_size": 8, "series": name, "error": None, "speedup": 2.0,
+                          "eager_ms": 1.0, "compiled_ms": 0.5, "eager_first_call_s": 0.01, "compiled_first_call_s": 5.0,
+                          "noisy": True, "speedup_spread": 0.3, "eager_spread": 0.01, "compiled_spread": 0.01,
+                          "noise_note": "spread <i>30%</i>"}])
+    agg, fails = stats.summarize(view)
+    agg = stats.with_noise(agg, view)
+    for fig in (charts.latency(agg, fails), charts.mark_noisy(charts.speedup(agg, fails), agg)):
+        (grey,) = [t for t in fig.data if t.legendgroup == "only-noisy"]
+        assert "<b>" not in str(grey.customdata) and "&lt;b&gt;x&lt;/b&gt;" in str(grey.customdata)
+        assert "<i>" not in str(grey.customdata)
+    ticks = charts.warmup(agg, fails).layout.yaxis.ticktext
+    assert len(ticks) == 1 and "&lt;b&gt;x&lt;/b&gt;" in ticks[0] and "<b>" not in ticks[0]
