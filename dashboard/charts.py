@@ -446,6 +446,7 @@ def _ring(fig: go.Figure, rows: pd.DataFrame, x: str, y: str, group: str, name: 
     for i, (config, sub) in enumerate(groups):
         if sub.empty:
             continue
+        custom = sub[data].assign(config=sub["config"].map(plot)) if "config" in data else sub[data]  # as text
         fig.add_trace(go.Scatter(x=sub[x], y=sub[y], mode="markers", name=name, offsetgroup=config,
-                                 legendgroup=group, showlegend=i == 0, marker=marker, customdata=sub[data],
+                                 legendgroup=group, showlegend=i == 0, marker=marker, customdata=custom,
                                  hovertemplate=hover))
