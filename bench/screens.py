@@ -1,7 +1,9 @@
 """Screenshots of Results for a 12-configuration sweep (3 modes x 2 dynamic x 2 batch sizes, synthetic H100-shaped
-numbers with per-round samples), in headless chromium at 1400 px: the answer table and the N-calls chart, the
-warmup chart, the break-even chart, the speedup/latency pair and the First call tab. How the docs' "12-configs"
-screenshots are made:
+numbers with per-round samples; one configuration, default dynamic=false bs 8, has a noisy run only), in headless
+chromium at 1400 px: the answer table and the N-calls chart at bs 8, the
+warmup chart, the break-even chart, the speedup/latency pair and the First call tab; then Compare of two CPU sweeps
+whose jobs were stored as default and reduce-overhead (shown as one configuration). How the docs' "12-configs" and
+"compare-cpu-folded" screenshots are made:
 
     python -m bench.screens --port 8620 --out docs/screenshots --home /tmp/ui-screens
 
@@ -75,12 +77,18 @@ def shoot(port: int, out: Path) -> list[Path]:
             charts.filter(has_text=title).first.screenshot(path=str(path))
             saved.append(path)
 
-        # the answer table down to the N-calls chart, in one picture
+        # the N-calls chart at bs 8, where the sweep's configuration with noisy runs only is (drawn dotted grey)
+        page.locator('[data-testid="stSelectbox"]').filter(has_text="Batch size").first.click()
+        page.get_by_role("option", name="8", exact=True).click()
+        charts.filter(has_text="What to use for N calls · bs 8").first.wait_for()
+        page.get_by_text("The answer for", exact=False).first.click()  # the box loses focus: no red outline
+        page.wait_for_timeout(1500)
+        # the answer table down to the N-calls chart and the caption under it, in one picture
         top = page.get_by_text("The answer for", exact=False).first.bounding_box()
         ncalls = charts.filter(has_text="What to use for N calls").first.bounding_box()
         path = out / "results-answer-ncalls-12-configs-synthetic.png"
         page.screenshot(path=str(path), clip={
-            "x": 0, "y": top["y"] - 10, "width": 1400, "height": ncalls["y"] + ncalls["height"] - top["y"] + 20})
+            "x": 0, "y": top["y"] - 10, "width": 1400, "height": ncalls["y"] + ncalls["height"] - top["y"] + 60})
         saved.append(path)
         element("Warmup cost", "results-warmup-12-configs-synthetic.png")
         element("Break-even", "results-break-even-12-configs-synthetic.png")
@@ -99,20 +107,50 @@ def shoot(port: int, out: Path) -> list[Path]:
     return saved
 
 
+def make_cpu_lab(home: Path) -> str:
+    """Two CPU sweeps of simplenet, each with a job stored as default and one as reduce-overhead (as sweeps submitted
+    before the submit fold stored them): Compare shows them as one configuration."""
+    if home.exists():
+        shutil.rmtree(home)
+    home.mkdir(parents=True)
+    url = f"sqlite:///{home / 'cpu-lab.db'}"  # not lab.db: get_engine keeps one engine per URL, on the removed file
+    fill(get_engine(url), 6, seed=3, device="cpu", models=("simplenet",), batches=(8,), dynamics=(False,),
+         modes=("default", "reduce-overhead"))
+    return url
+
+
+def shoot_compare(port: int, out: Path) -> list[Path]:
+    from playwright.sync_api import sync_playwright
+
+    path = out / "compare-cpu-folded-synthetic.png"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1800})
+        page.set_default_timeout(90_000)
+        page.goto(f"http://localhost:{port}/compare?a=1&b=2&metric=speedup&metric=compiled_ms")
+        page.locator('[data-testid="stPlotlyChart"]').first.wait_for()
+        page.wait_for_timeout(1500)
+        page.screenshot(path=str(path), full_page=True)
+        browser.close()
+    return [path]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=8620)
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
     ap.add_argument("--home", type=Path, default=Path("/tmp/compile-lab-screens"))
     args = ap.parse_args()
-    url = make_lab(args.home)
-    proc = serve(url, args.port, args.home)
-    try:
-        for path in shoot(args.port, args.out):
-            print(path)
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(30)
+    for make, take in ((make_lab, shoot), (make_cpu_lab, shoot_compare)):
+        url = make(args.home)
+        proc = serve(url, args.port, args.home)
+        try:
+            for path in take(args.port, args.out):
+                print(path)
+        finally:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(30)
 
 
 if __name__ == "__main__":

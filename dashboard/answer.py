@@ -29,7 +29,7 @@ SHARED = ("backend", "mode", "dynamic", "fullgraph", "scope", "task", "device", 
 def show(header_slots, table_slot, key: tuple, model: str, engine, shown: pd.DataFrame) -> None:
     """The header's speedups and the answer table for `model`'s jobs in view (`shown`)."""
     mine = shown.loc[shown["model"] == model]
-    answer_rows = rows(key, model, engine, mine["job_id"].tolist())
+    answer_rows, unanswered = rows(key, model, engine, mine["job_id"].tolist())
     header(header_slots, answer_rows, model)
     with table_slot:
         table(answer_rows, model, shared(key, model, shown))
@@ -39,7 +39,7 @@ def show(header_slots, table_slot, key: tuple, model: str, engine, shown: pd.Dat
         if diff:
             st.subheader(f"Torch versions: {md(model)}")
             versiondiff.show(diff, key="answer_versions")
-        calls(answer_rows)
+        calls(answer_rows, unanswered)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -51,9 +51,10 @@ def shared(key: tuple, model: str, _shown: pd.DataFrame) -> str:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def rows(key: tuple, model: str, _engine, _job_ids: list[int]) -> list[dict]:
-    """The answer rows of one model's jobs in view (`key` names the view)."""
-    return answer.report(_engine, job_ids=_job_ids)
+def rows(key: tuple, model: str, _engine, _job_ids: list[int]) -> tuple[list[dict], dict[str, dict]]:
+    """The answer rows of one model's jobs in view (`key` names the view), and what the rows with noisy runs only
+    measured anyway (db.answer.unanswered: drawn greyed, never as an answer)."""
+    return answer.report_and_unanswered(_engine, job_ids=_job_ids)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -100,7 +101,7 @@ def header(slots, answer_rows: list[dict], model: str) -> None:
                                             "in the answer table")
 
 
-def calls(answer_rows: list[dict]) -> None:
+def calls(answer_rows: list[dict], unanswered: dict[str, dict] | None = None) -> None:
     """What to use for N calls at one batch size: the total-time chart and a one-line recommendation."""
     sizes = sorted({r["batch_size"] for r in answer_rows if r["speedup"] is not None})
     if not sizes:
@@ -109,7 +110,9 @@ def calls(answer_rows: list[dict]) -> None:
     bs = left.selectbox("Batch size", sizes, index=len(sizes) - 1, key="calls_bs")
     n = right.number_input("Calls your program makes (N)", min_value=1, value=1000, step=1000, key="calls_n",
                            help="How many calls one process makes after compiling: compile pays off only over enough calls")
-    ls = ncalls.lines([r for r in answer_rows if r["batch_size"] == bs])
+    ls = ncalls.lines([r for r in answer_rows if r["batch_size"] == bs], unanswered)
     st.markdown(ncalls.recommend(ls, int(n), bs))  # configuration names escaped there
     if ls:
         st.plotly_chart(ncalls.figure(ls, bs, int(n)), key="plot_ncalls")
+        if ncalls.noisy_note(ls):
+            st.caption(md(ncalls.noisy_note(ls)))

@@ -13,6 +13,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
+from dashboard import stats
 from dashboard.markup import plot
 
 FAIL_COLOR = "#d62728"
@@ -124,6 +125,7 @@ def warmup(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
     fig.update_xaxes(type="log", dtick=1, title="seconds (log)", range=span)
     fig.update_layout(bargap=0.25, bargroupgap=0.05)
     mark_failures_on_y(fig, fails, "series")
+    grey_rows(fig, stats.noisy_series(agg))
     return rows_layout(fig, "Warmup cost: first calls (log scale)", len(cats), bars=3)
 
 
@@ -170,16 +172,17 @@ def _band(fig: go.Figure, sub: pd.DataFrame, lo: str, hi: str, color: str, group
 def latency(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> go.Figure:
     """Steady-state ms per call vs batch size in one clock (stats.on_clock; latency by default, with
     p10–p90 bands): eager and compiled (each job measures its own eager baseline; the eager line is the
-    median over the configs)."""
+    median over the configs). A configuration with noisy runs only is no line: its points are grey, marked."""
     fig = go.Figure()
-    comp = agg
-    eager = agg.groupby(["baseline", "batch_size"], as_index=False)[
+    noisy = stats.only_noisy(agg)
+    comp = agg[~noisy]
+    eager = comp.groupby(["baseline", "batch_size"], as_index=False)[
         ["eager_ms", "eager_p10_ms", "eager_p90_ms", "runs"]].agg(
         {"eager_ms": "median", "eager_p10_ms": "median", "eager_p90_ms": "median", "runs": "sum"})
     series = [(f"{b}", sub, "eager_ms", "eager_p10_ms", "eager_p90_ms", "dash") for b, sub in eager.groupby("baseline")]
     series += [(f"{c}", sub, "compiled_ms", "compiled_p10_ms", "compiled_p90_ms", "solid")
                for c, sub in comp.groupby("config")]
-    palette = colors(comp["config"])  # the same colours as the speedup plot; eager in greys
+    palette = colors(agg["config"])  # the same colours as the speedup plot; eager in greys
     greys = ["#555555", "#8c8c8c", "#b0b0b0", "#3a3a3a"]
     palette.update({b: greys[i % len(greys)] for i, b in enumerate(sorted(eager["baseline"].unique()))})
     for name, sub, mid, lo, hi, dash in series:
@@ -198,6 +201,14 @@ def latency(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> g
                           "p90 %{customdata[1]:.4g} ms<br>%{customdata[2]} run(s)<extra></extra>"))
     _values_on_points(fig, "%.3g")
     _x_batches(fig, agg, fails)
+    only = agg[noisy].dropna(subset=["compiled_ms"])
+    if "noise_note" not in only:
+        only = only.assign(noise_note="")
+    _ring(fig, only.assign(noise_note=only["noise_note"].fillna("").map(_wrap), name=only["config"].map(plot)),
+          "batch_size", "compiled_ms", "only-noisy", NOISY_LEGEND, NOISY_MARKER, ["name", "eager_ms", "runs", "noise_note"],
+          f"<b>{stats.NOISY} · %{{customdata[0]}}</b><br>batch %{{x}}: compiled %{{y:.4g}} ms, eager "
+          "%{customdata[1]:.4g} ms<br>all %{customdata[2]} run(s) noisy: left out of the answer<br>%{customdata[3]}"
+          "<extra></extra>")
     # the p10-p90 whiskers count: one noisy run's p90 at 100x its median would press every median flat
     values = pd.concat([agg[c] for c in ("eager_ms", "compiled_ms", "eager_p10_ms", "eager_p90_ms", "compiled_p10_ms",
                                          "compiled_p90_ms") if c in agg]).dropna()
@@ -226,7 +237,9 @@ CLOCK_WORDS = {"latency": "latency", "throughput": "throughput", "gpu": "GPU tim
 def speedup(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> go.Figure:
     """Seed 004: speedup (eager_ms / compiled_ms) vs batch size, in one clock (stats.on_clock; latency, what
     a caller waits for, by default); above the 1.0× line compile wins."""
-    fig = px.line(agg.dropna(subset=["speedup"]), x="batch_size", y="speedup", color="config", markers=True,
+    # a configuration with noisy runs only is no line: mark_noisy draws its points greyed
+    fig = px.line(agg[~stats.only_noisy(agg)].dropna(subset=["speedup"]), x="batch_size", y="speedup", color="config",
+                  markers=True,
                   color_discrete_map=colors(agg["config"]), hover_data={"runs": True, "eager_ms": ":.4g",
                                                                         "compiled_ms": ":.4g"},
                   labels={"speedup": "speedup (eager / compiled)", "config": ""})
@@ -268,10 +281,13 @@ def break_even(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure | None:
     """After how many calls compiling has paid for itself (both first calls counted): one horizontal bar per
     series that pays off, its count written at its end; a series that never does says so in its row. None when
     the chart has nothing to say (break_even_note says it in a line instead): no series pays off, or only one
-    series is in view."""
+    series is in view. A series with noisy runs only is greyed and marked (grey_rows): never a result, never the
+    shortest bar to read."""
     if break_even_note(agg):
         return None
+    noisy = stats.only_noisy(agg)
     view = agg.assign(text=agg["break_even_calls"].map(lambda n: f"{n:,.0f} calls", na_action="ignore"))
+    view["text"] = view["text"].where(~noisy, view["text"] + f" · {stats.NOISY}: no answer")
     paid = view.dropna(subset=["break_even_calls"])
     fig = px.bar(paid, y="series", x="break_even_calls", orientation="h", color="config",
                  color_discrete_map=colors(agg["config"]), text="text",
@@ -284,29 +300,99 @@ def break_even(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure | None:
                      range=[0, np.log10(max(top, 10) * 20)])  # from 1 call, with room for the counts
     never = view[view["break_even_calls"].isna() & view["speedup"].notna()]
     _add_notes(fig, [dict(x=0, y=row.series, xref="x domain", yref="y", xanchor="left", showarrow=False,
-                          text=f"never: compiled is slower ({row.speedup:.2f}×)", font=dict(color="#555", size=11))
-                     for row in never.itertuples()])
+                          text=f"{stats.NOISY}: no answer (noisy runs only)" if is_noisy else
+                          f"never: compiled is slower ({row.speedup:.2f}×)",
+                          font=dict(color=NOISY_EDGE if is_noisy else "#555", size=11))
+                     for row, is_noisy in zip(never.itertuples(), noisy[never.index])])
     mark_failures_on_y(fig, fails, "series")
+    grey_rows(fig, stats.noisy_series(agg))
     return rows_layout(fig, "Break-even: calls until compile pays off", len(cats))
 
 
 def break_even_note(agg: pd.DataFrame) -> str:
-    """Why the break-even chart is not drawn, in one line; "" when it is."""
-    measured = agg.dropna(subset=["speedup"])
+    """Why the break-even chart is not drawn, in one line; "" when it is. Judged on the configurations that answer:
+    one with noisy runs only says nothing either way (the line counts them)."""
+    noisy = stats.only_noisy(agg)
+    measured = agg[~noisy].dropna(subset=["speedup"])
     paid = measured.dropna(subset=["break_even_calls"])
+    left_out = int(noisy.sum())
+    aside = (f" {left_out} configuration{'s' * (left_out != 1)} with noisy runs only "
+             f"{'are' if left_out != 1 else 'is'} not counted.") if left_out else ""
     if measured.empty:
-        return "Break-even: no configuration in view has a steady state to repay its first call (no chart)."
+        return "Break-even: no configuration in view has a steady state to repay its first call (no chart)." + aside
     if paid.empty:
         return ("Break-even: compiled is not faster than eager in any configuration in view, so compiling never "
-                "pays off here (no chart).")
+                "pays off here (no chart)." + aside)
     if measured["series"].nunique() == 1:
         row = measured.iloc[0]
-        return f"Break-even: one configuration in view ({row['series']}), paying off after {row['break_even_calls']:,.0f} calls."
+        return (f"Break-even: one configuration in view ({row['series']}), paying off after "
+                f"{row['break_even_calls']:,.0f} calls." + aside)
     return ""
 
 
-# -- issue 5: noisy numbers, the roofline, where the first call goes, device vs host, repeats ----------
+# -- noisy numbers, the roofline, where the first call goes, device vs host, repeats -------------------
 NOISY_COLOR = "#ff7f0e"
+# a configuration whose runs were all noisy (stats.only_noisy) is drawn in these greys on every plot, marked NOISY
+NOISY_GREY, NOISY_EDGE = "#c8c8c8", "#888888"
+NOISY_LEGEND = f"{stats.NOISY} runs only: greyed, out of the answer"
+NOISY_MARKER = dict(size=13, symbol="circle", color=NOISY_GREY, line=dict(color=NOISY_EDGE, width=1))
+NOISY_HOVER = f"<br>{stats.NOISY} runs only: out of the answer"
+
+
+def grey_rows(fig: go.Figure, noisy: set) -> go.Figure:
+    """On a plot with one row of bars per series: the rows whose runs were all noisy (stats.noisy_series) greyed
+    and hatched, their tick labels marked NOISY (in grey), their hovers saying so. Every bar plot of a model's
+    configurations calls this, so such a row never reads as a result (or as the shortest break-even). Each trace's
+    noisy bars move to a grey copy of it (same slot, no legend entry), so the legend keeps the trace's own colour."""
+    cats = list(fig.layout.yaxis.categoryarray or [])
+    if not noisy or not cats:
+        return fig
+    greyed = []
+    for t in fig.data:
+        if t.type != "bar" or t.y is None or not any(y in noisy for y in t.y):
+            continue
+        flags = [y in noisy for y in t.y]
+        copy = go.Bar(t.to_plotly_json())
+        copy.update(showlegend=False, x=[x if f else None for f, x in zip(flags, t.x)],
+                    marker=dict(color=NOISY_GREY, pattern=dict(shape="/", fgcolor=NOISY_EDGE, solidity=0.3),
+                                line=dict(width=0)),
+                    hovertext=[NOISY_HOVER] * len(flags))
+        if isinstance(t.text, (list, tuple)):
+            copy.text = [v if f else "" for f, v in zip(flags, t.text)]
+            t.text = [v if not f else "" for f, v in zip(flags, t.text)]
+        template = t.hovertemplate or "<b>%{y}</b>: %{x:.4g}<extra></extra>"
+        copy.hovertemplate = template.replace("<extra>", "%{hovertext}<extra>") if "<extra>" in template \
+            else template + "%{hovertext}"
+        t.x = [None if f else x for f, x in zip(flags, t.x)]
+        greyed.append(copy)
+    fig.add_traces(greyed)
+    if greyed and any(t.showlegend is not False for t in fig.data if t.type == "bar" and t.x is not None
+                      and any(x is not None for x in t.x)):
+        fig.add_trace(go.Bar(x=[None], y=[None], orientation="h", name=NOISY_LEGEND, marker=dict(
+            color=NOISY_GREY, pattern=dict(shape="/", fgcolor=NOISY_EDGE, solidity=0.3))))
+    fig.update_yaxes(tickvals=cats, ticktext=[f"<span style='color:{NOISY_EDGE}'>{stats.NOISY} · {plot(c)}</span>"
+                                              if c in noisy else plot(c) for c in cats])
+    return fig
+    for t in fig.data:
+        if t.type != "bar" or t.y is None:
+            continue
+        flags = [y in noisy for y in t.y]
+        if not any(flags):
+            continue
+        colour = t.marker.color
+        colours = list(colour) if isinstance(colour, (list, tuple)) else [colour] * len(flags)
+        shape = t.marker.pattern.shape
+        shapes = list(shape) if isinstance(shape, (list, tuple)) else [shape or ""] * len(flags)
+        t.marker.color = [NOISY_GREY if f else c for f, c in zip(flags, colours)]
+        t.marker.pattern.shape = ["/" if f else p for f, p in zip(flags, shapes)]
+        t.marker.pattern.fgcolor = NOISY_EDGE
+        t.hovertext = [NOISY_HOVER if f else "" for f in flags]
+        template = t.hovertemplate or "<b>%{y}</b>: %{x:.4g}<extra></extra>"
+        t.hovertemplate = template.replace("<extra>", "%{hovertext}<extra>") if "<extra>" in template \
+            else template + "%{hovertext}"
+    fig.update_yaxes(tickvals=cats, ticktext=[f"<span style='color:{NOISY_EDGE}'>{stats.NOISY} · {plot(c)}</span>"
+                                              if c in noisy else plot(c) for c in cats])
+    return fig
 RECOMPILED_COLOR = "#222222"  # near black: not one of the series palette's colours
 HOST_BOUND_COLOR = "#9467bd"
 def _seconds(s: float) -> str:
@@ -331,11 +417,10 @@ def mark_noisy(fig: go.Figure, agg: pd.DataFrame, x: str = "batch_size", y: str 
           "quiet one(s); largest spread %{customdata[3]:.1%}<br>%{customdata[4]}<extra></extra>")
     if "only_noisy" in agg:  # every run noisy: the point is theirs, greyed, and out of the answer and the header
         only = noisy[noisy["only_noisy"].eq(True)]
-        _ring(fig, only.assign(noise_note=only["noise_note"].fillna("").map(_wrap)), x, y, "only-noisy",
-              "▒ noisy runs only: greyed, not in the answer", dict(size=13, symbol="circle", color="#c8c8c8",
-              line=dict(color="#888888", width=1)), ["config", "noise_note", "runs"],
-              "<b>▒ %{customdata[0]}</b><br>all %{customdata[2]} run(s) noisy, re-runs included: left out of the "
-              "answer and the header<br>%{customdata[1]}<extra></extra>")
+        _ring(fig, only.assign(noise_note=only["noise_note"].fillna("").map(_wrap), name=only["config"].map(plot)),
+              x, y, "only-noisy", NOISY_LEGEND, NOISY_MARKER, ["name", "noise_note", "runs"],
+              f"<b>{stats.NOISY} · %{{customdata[0]}}</b><br>%{{y:.3g}}: all %{{customdata[2]}} run(s) noisy, re-runs "
+              "included: left out of the answer and the header<br>%{customdata[1]}<extra></extra>")
     if "recompiled_runs" in agg:
         _ring(fig, agg[agg["recompiled_runs"].fillna(0) > 0].dropna(subset=[y]), x, y, "recompiled",
               "↻ recompiled while timed (those calls dropped)",
@@ -361,6 +446,7 @@ def _ring(fig: go.Figure, rows: pd.DataFrame, x: str, y: str, group: str, name: 
     for i, (config, sub) in enumerate(groups):
         if sub.empty:
             continue
+        custom = sub[data].assign(config=sub["config"].map(plot)) if "config" in data else sub[data]  # as text
         fig.add_trace(go.Scatter(x=sub[x], y=sub[y], mode="markers", name=name, offsetgroup=config,
-                                 legendgroup=group, showlegend=i == 0, marker=marker, customdata=sub[data],
+                                 legendgroup=group, showlegend=i == 0, marker=marker, customdata=custom,
                                  hovertemplate=hover))

@@ -9,7 +9,22 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from dashboard.charts import FAIL_COLOR, _layout, _log_y, _seconds, _text, colors, mark_failures_on_y, rows_layout
+from dashboard.charts import (
+    FAIL_COLOR,
+    NOISY_EDGE,
+    NOISY_GREY,
+    NOISY_LEGEND,
+    NOISY_MARKER,
+    _layout,
+    _log_y,
+    _seconds,
+    _text,
+    colors,
+    grey_rows,
+    mark_failures_on_y,
+    rows_layout,
+)
+from dashboard.stats import NOISY
 
 
 def schedule_frame(df: pd.DataFrame, calls: dict[int, list[dict]]) -> pd.DataFrame:
@@ -88,8 +103,9 @@ def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") ->
                        + placed["roofline_bound"].fillna("?") + "-bound)").where(placed["roofline_pct"].notna(),
                                                                                  "no ceiling measured")
     placed["mfu_text"] = ("<br>MFU " + placed["mfu"].map("{:.1%}".format)).where(placed["mfu"].notna(), "")
+    only = placed["only_noisy"].eq(True) if "only_noisy" in placed else pd.Series(False, index=placed.index)
     placed["noisy_text"] = (" · ⚠ " + placed["noisy_runs"].astype(int).astype(str) + " noisy").where(
-        placed["noisy_runs"] > 0, "")
+        placed["noisy_runs"] > 0, "").where(~only, f"<br>{NOISY} runs only: greyed, out of the answer")
     palette = colors(_text(placed[color_by]))
     names = sorted(placed["device_name"].dropna().unique())
     symbol = {d: DEVICE_SYMBOLS[i % len(DEVICE_SYMBOLS)] if len(names) > 1 else "circle" for i, d in enumerate(names)}
@@ -99,19 +115,24 @@ def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") ->
     for key, sub in placed.groupby(_text(placed[color_by]), sort=True):
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=key, legendgroup=key,  # its legend entry
                                  marker=dict(size=11, color=palette[key])))
-        for (device, noisy), part in sub.groupby([sub["device_name"], sub["noisy_runs"] > 0], sort=True):
+        for (device, noisy, grey), part in sub.groupby([sub["device_name"], sub["noisy_runs"] > 0, only[sub.index]],
+                                                       sort=True):
+            colour = NOISY_GREY if grey else palette[key]  # noisy runs only: greyed, as on every plot
             fig.add_trace(go.Scatter(
                 x=part["ai"], y=part["achieved_tflops"], mode="markers", name=key, legendgroup=key, showlegend=False,
-                marker=dict(size=11, color=palette[key], symbol=symbol[device] + ("-open" if noisy else ""),
-                            line=dict(width=2 if noisy else 0.5, color=palette[key] if noisy else "white")),
+                marker=dict(size=11, color=colour, symbol=symbol[device] + ("-open" if noisy and not grey else ""),
+                            line=dict(width=2 if noisy else 0.5, color=NOISY_EDGE if grey else colour if noisy
+                                      else "white")),
                 customdata=part[["label", "achieved_gbps", "where", "mfu_text", "compiled_ms", "runs", "noisy_text"]],
                 hovertemplate=hover))
     for device in names if len(names) > 1 else []:
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{symbol[device]}: {device}",
                                  marker=dict(size=11, symbol=symbol[device], color="#555")))
-    if (placed["noisy_runs"] > 0).any():
+    if ((placed["noisy_runs"] > 0) & ~only).any():
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="hollow: a noisy run (spread > 5%)",
                                  marker=dict(size=11, symbol="circle-open", color="#555", line=dict(width=2))))
+    if only.any():
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=NOISY_LEGEND, marker=NOISY_MARKER))
     fig.update_xaxes(type="log", dtick=1, title="arithmetic intensity (FLOPs / minimum bytes per call)")
     fig.update_layout(hoverlabel=dict(bgcolor="white", font=dict(color="#222"), align="left"))
     ys = pd.concat([placed["achieved_tflops"], lines["tflops"]])
@@ -123,10 +144,11 @@ def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") ->
     return _layout(fig, "Roofline: the compiled call against the device's measured ceilings", height=460)
 
 
-def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
+def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame, noisy: set = frozenset()) -> go.Figure:
     """Per series, the compiled first call as stacked compile phases (stats.breakdown_frame: one real
     job's compile_breakdown_s) beside the eager first call; hatched: warm compile cache. Linear seconds,
-    so the parts' lengths compare; the totals are written at the bar ends."""
+    so the parts' lengths compare; the totals are written at the bar ends. `noisy`: series whose runs were all
+    noisy (stats.noisy_series), greyed and marked."""
     fig = go.Figure()
     cats = breakdown_rows(frame, fails)
     comp = frame[frame["bar"] == "compiled"].copy()
@@ -168,6 +190,7 @@ def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
     ends = pd.concat([comp.groupby("series")["seconds"].sum(), frame.loc[frame["bar"] == "eager", "seconds"]])
     fig.update_xaxes(title="seconds", range=[0, 1.2 * ends.max()] if len(ends) else None)  # room for the totals
     mark_failures_on_y(fig, fails, "series")
+    grey_rows(fig, noisy)
     return rows_layout(fig, "Warmup: where the compiled first call goes (beside the eager first call)", len(cats))
 
 
@@ -200,6 +223,7 @@ def gpu_in_latency(frame: pd.DataFrame, fails: pd.DataFrame, cats: list[str]) ->
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=cats, autorange="reversed", title=None,
                      tickfont=dict(size=10))
     mark_failures_on_y(fig, fails, "series")
+    grey_rows(fig, set(frame.loc[frame["only_noisy"].eq(True), "series"]) if "only_noisy" in frame else set())
     return rows_layout(fig, "GPU time inside latency (what sticks out: what the host adds per call)", len(cats))
 
 
@@ -220,6 +244,7 @@ def repeat_spread(runs: pd.DataFrame, spans: pd.DataFrame, groups: list[str]) ->
                         vertical_spacing=min(0.3, 85 / (height - 150)) if rows > 1 else 0)  # of the plot area
     palette = colors(spans.loc[spans["candidate"] != "eager", "candidate"])
     palette["eager"] = "#7f7f7f"
+    palette.update({c: NOISY_GREY for c in palette if c.startswith(NOISY)})  # no run of it answers: greyed
     for i, group in enumerate(groups, start=1):
         span = spans[spans["group"] == group]
         order = span["candidate"].tolist()  # fastest first

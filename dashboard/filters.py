@@ -5,6 +5,7 @@ import re
 
 import pandas as pd
 
+from dashboard.labels import modes_as_run
 from db.axes import COMPILE_AXES
 
 FILTERS = {  # column -> label; every one is a URL query parameter on the Results page
@@ -17,7 +18,8 @@ def filter_options(df: pd.DataFrame, col: str) -> list:
     if col == "sweep":
         order = df.drop_duplicates("sweep_id").sort_values("sweep_id", ascending=False)
         return order["sweep_label"].tolist()
-    return sorted({str(v) for v in pd.unique(df[col].to_numpy()) if not pd.isna(v)})  # no str() per row
+    values = modes_as_run(df) if col == "mode" else df[col]  # off CUDA, reduce-overhead is default (as plotted)
+    return sorted({str(v) for v in pd.unique(values.to_numpy()) if not pd.isna(v)})  # no str() per row
 
 
 def apply_filters(df: pd.DataFrame, selected: dict[str, list]) -> pd.DataFrame:
@@ -31,7 +33,8 @@ def apply_filters(df: pd.DataFrame, selected: dict[str, list]) -> pd.DataFrame:
         if not values:
             continue
         key = "sweep_label" if col == "sweep" else col
-        hit = df[key].astype(str).isin([str(v) for v in values])
+        column = modes_as_run(df) if col == "mode" else df[key]
+        hit = column.astype(str).isin([str(v) for v in values])
         if col in ENV_FILTERS:
             hit |= df[key].isna()
         mask &= hit

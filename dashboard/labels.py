@@ -21,7 +21,7 @@ def fold_modes(df: pd.DataFrame) -> pd.DataFrame:
     same compile is never drawn as two results. `attrs["folded"]` counts them per stored mode."""
     if not {"mode", "device"} <= set(df.columns) or df.empty:
         return df
-    fold = df["mode"].isin(list(FOLD_WITHOUT_CUDA)) & ~df["device"].isin(list(GRAPH_DEVICES))
+    fold = _folds(df)
     if not fold.any():
         return df
     counts = df.loc[fold].groupby(["mode", "device"]).size()
@@ -30,10 +30,33 @@ def fold_modes(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _folds(df: pd.DataFrame) -> pd.Series:
+    """Per row, whether its stored mode is shown as another off CUDA (db.axes.folded_mode)."""
+    return df["mode"].isin(list(FOLD_WITHOUT_CUDA)) & ~df["device"].isin(list(GRAPH_DEVICES))
+
+
+def modes_as_run(df: pd.DataFrame) -> pd.Series:
+    """Each row's mode as it compiled (fold_modes' column alone): what the Results mode filter offers and matches."""
+    if "device" not in df.columns or df.empty:
+        return df["mode"]
+    fold = _folds(df)
+    return df["mode"].where(~fold, df["mode"].map(FOLD_WITHOUT_CUDA)) if fold.any() else df["mode"]
+
+
 def folded_notes(df: pd.DataFrame) -> list[str]:
     """One line per stored mode shown as another (fold_modes)."""
     return [f"{n} job{'s' * (n > 1)} stored as {m} {'are' if n > 1 else 'is'} shown under {folded_mode(m, d)}: on {d} "
             "they are the same compile, since CUDA graphs need CUDA." for (m, d), n in df.attrs.get("folded", {}).items()]
+
+
+def fold_request(request: dict) -> dict:
+    """A sweep's request as Compare sets it beside another: off CUDA its modes as they compile (folded_mode), so two
+    CPU sweeps asked for default and for reduce-overhead read as the same setting, as their results do."""
+    modes, device = request.get("modes"), request.get("device")
+    if not isinstance(modes, list) or not device:
+        return request
+    folded = list(dict.fromkeys(folded_mode(m, device) for m in modes))
+    return request if folded == modes else {**request, "modes": folded}
 
 
 def label_series(df: pd.DataFrame) -> pd.DataFrame:

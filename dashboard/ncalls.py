@@ -1,6 +1,8 @@
 """What to use for N calls: for one model and batch size, the total time of N calls (first call + N x latency)
 of eager and of every configuration in the answer table, the lowest line at each N, where it changes hands,
-and the one to use for an N the user types. Lines come from db.answer's rows, so noisy runs are already out."""
+and the one to use for an N the user types. Lines come from db.answer's rows, so noisy runs are already out; a
+configuration whose runs were all noisy (its row's `noisy`: no answer) is drawn dotted grey from what its runs
+measured (db.answer.unanswered), marked, and never the lowest line or the recommendation."""
 from __future__ import annotations
 
 import math
@@ -8,26 +10,53 @@ import math
 import plotly.graph_objects as go
 
 from dashboard.markup import md, plot
+from dashboard.stats import NOISY
 
 EAGER = "eager"
-LOWEST_COLOR, OTHER_COLOR, EAGER_COLOR = "#0b6e4f", "#8aa1b1", "#222222"
+LOWEST_COLOR, OTHER_COLOR, EAGER_COLOR, NOISY_COLOR = "#0b6e4f", "#8aa1b1", "#222222", "#b0b0b0"
 
 
-def lines(rows: list[dict]) -> list[dict]:
+def lines(rows: list[dict], unanswered: dict[str, dict] | None = None) -> list[dict]:
     """One line per configuration with a latency and a first call (`first_s` + `ms` per call), and eager's (its
-    first call and the median latency of the jobs' own eager rounds)."""
+    first call and the median latency of the jobs' own eager rounds). A row with noisy runs only has no number:
+    with its runs' numbers in `unanswered` (db.answer.unanswered, by job ids) it is a line marked `noisy`, which
+    `answering` leaves out of the lowest line, the crossovers and the recommendation."""
     out, eager_ms, eager_first = [], [], None
     for r in rows:
+        if r.get("noisy") and (unanswered or {}).get(r.get("job_ids")):
+            u = unanswered[r["job_ids"]]
+            first = u["first_call_cold_s"] if u["first_call_cold_s"] is not None else u["first_call_warm_s"]
+            if u["compiled_ms"] is not None and first is not None:
+                out.append({"name": r["config"], "first_s": first, "ms": u["compiled_ms"], "noisy": True,
+                            "why": r["noise_note"] or "spread past 5%", "runs": r["noisy_runs"]})
+            continue
         first = r["first_call_cold_s"] if r["first_call_cold_s"] is not None else r["first_call_warm_s"]
         if r["speedup"] is None or r["compiled_ms"] is None or first is None:
             continue
         out.append({"name": r["config"], "first_s": first, "ms": r["compiled_ms"]})
         eager_ms.append(r["eager_ms"])
         eager_first = r["eager_first_call_s"] if eager_first is None else eager_first
-    if out and eager_first is not None:
+    if not answering(out):
+        return []  # nothing answers at this batch size: no chart to draw noisy lines on
+    if eager_first is not None:
         eager_ms.sort()
         out.insert(0, {"name": EAGER, "first_s": eager_first, "ms": eager_ms[len(eager_ms) // 2]})
     return out
+
+
+def answering(ls: list[dict]) -> list[dict]:
+    """The lines that may be the lowest or the recommendation: all but those with noisy runs only."""
+    return [ln for ln in ls if not ln.get("noisy")]
+
+
+def noisy_note(ls: list[dict]) -> str:
+    """One line naming the configurations drawn dotted grey (noisy runs only), and why; "" when none is."""
+    noisy = [ln for ln in ls if ln.get("noisy")]
+    if not noisy:
+        return ""
+    return (f"{NOISY}, dotted grey and never recommended (no answer: every run was noisy): "
+            + "; ".join(f"{ln['name']} (all {ln['runs']} run{'s' * (ln['runs'] != 1)}: {ln['why']})" for ln in noisy)
+            + ". Re-run it on a quiet machine.")
 
 
 def total_s(line: dict, n: float) -> float:
@@ -55,12 +84,13 @@ def lowest(ls: list[dict], n_max: float) -> list[tuple[dict, float, float]]:
 
 def span(ls: list[dict]) -> float:
     """The N axis runs to 10x past the last crossover (at least 10^4 calls)."""
-    last = max((b for _, _, b in lowest(ls, 1e12)[:-1]), default=1.0)
+    last = max((b for _, _, b in lowest(answering(ls), 1e12)[:-1]), default=1.0)
     return 10 ** max(4, math.ceil(math.log10(last * 10)))
 
 
 def recommend(ls: list[dict], n: int, batch_size) -> str:
     """One line: what to use for `n` calls at this batch size, and what it saves against eager."""
+    ls = answering(ls)
     if not ls:
         return "No configuration at this batch size has both a latency and a first call (noisy or failed runs only)."
     pick, eager = best(ls, n), next(ln for ln in ls if ln["name"] == EAGER)
@@ -75,33 +105,44 @@ def recommend(ls: list[dict], n: int, batch_size) -> str:
 
 def figure(ls: list[dict], batch_size, n_mark: int | None = None) -> go.Figure:
     """Total time over N (both axes log): every configuration thin, eager dashed, the lowest line drawn over
-    them thick, each crossover marked and labelled with the N and the configuration that takes over."""
+    them thick, each crossover marked and labelled with the N and the configuration that takes over. A line with
+    noisy runs only is dotted grey and marked, and never taken for the lowest."""
     n_max = span(ls)
     xs = [10 ** (k / 20) for k in range(0, int(math.log10(n_max) * 20) + 1)]
     fig = go.Figure()
     for ln in ls:
-        eager = ln["name"] == EAGER
-        fig.add_scatter(x=xs, y=[total_s(ln, n) for n in xs], mode="lines", name=plot(ln["name"]),
-                        showlegend=eager, legendgroup=None if eager else "others",
-                        line=dict(color=EAGER_COLOR if eager else OTHER_COLOR, width=1.5, dash="dash" if eager else None),
-                        hovertemplate=f"<b>{ln['name']}</b><br>%{{x:,.0f}} calls: %{{y:.3g}} s<extra></extra>")
-    segments = lowest(ls, n_max)
+        eager, noisy = ln["name"] == EAGER, bool(ln.get("noisy"))
+        name = f"{NOISY} · {plot(ln['name'])}" if noisy else plot(ln["name"])
+        why = f"<br>no answer: all {ln['runs']} run(s) noisy ({plot(ln['why'])})" if noisy else ""
+        fig.add_scatter(x=xs, y=[total_s(ln, n) for n in xs], mode="lines", name=name,
+                        showlegend=eager, legendgroup=None if eager else "noisy" if noisy else "others",
+                        line=dict(color=EAGER_COLOR if eager else NOISY_COLOR if noisy else OTHER_COLOR, width=1.5,
+                                  dash="dash" if eager else "dot" if noisy else None),
+                        hovertemplate=f"<b>{name}</b><br>%{{x:,.0f}} calls: %{{y:.3g}} s{why}<extra></extra>")
+    segments = lowest(answering(ls), n_max)
     for ln, a, b in segments:
         seg_x = [a] + [x for x in xs if a < x < b] + [b]
         fig.add_scatter(x=seg_x, y=[total_s(ln, n) for n in seg_x], mode="lines", name="lowest: " + plot(ln["name"]),
                         legendgroup="lowest", showlegend=False, line=dict(color=LOWEST_COLOR, width=5),
-                        hovertemplate=f"<b>lowest: {ln['name']}</b><br>%{{x:,.0f}} calls: %{{y:.3g}} s<extra></extra>")
+                        hovertemplate=f"<b>lowest: {plot(ln['name'])}</b><br>%{{x:,.0f}} calls: %{{y:.3g}} s"
+                                      "<extra></extra>")
     for k, (ln, a, _) in enumerate(segments[1:]):
         fig.add_scatter(x=[a], y=[total_s(ln, a)], mode="markers", showlegend=False, hoverinfo="skip",
                         marker=dict(size=10, color=LOWEST_COLOR, line=dict(color="white", width=1.5)))
         fig.add_annotation(x=math.log10(a), y=math.log10(total_s(ln, a)), text=f"from {a:,.0f} calls:<br>{plot(ln['name'])}",
-                           showarrow=True, arrowhead=2, ax=-60, ay=-40 - 28 * (k % 2), font=dict(size=11),
+                           # every other label below and right of its crossover, where no line runs (the lowest
+                           # line is the bottom one): two crossovers close together keep their labels apart
+                           showarrow=True, arrowhead=2, ax=-60 if k % 2 == 0 else 70, ay=-45 if k % 2 == 0 else 50,
+                           font=dict(size=11),
                            bgcolor="rgba(255,255,255,0.85)")
     # the configurations' lines share one grey: one legend entry says what they are (their names: hover, crossovers)
     fig.add_scatter(x=[None], y=[None], mode="lines", name="each configuration (hover for its name)", legendgroup="others",
                     line=dict(color=OTHER_COLOR, width=1.5))
     fig.add_scatter(x=[None], y=[None], mode="lines", name="lowest total at each N (labels: where it changes hands)",
                     legendgroup="lowest", line=dict(color=LOWEST_COLOR, width=5))
+    if any(ln.get("noisy") for ln in ls):
+        fig.add_scatter(x=[None], y=[None], mode="lines", name=f"{NOISY} runs only: no answer, never the lowest",
+                        legendgroup="noisy", line=dict(color=NOISY_COLOR, width=1.5, dash="dot"))
     if n_mark:
         fig.add_vline(x=n_mark, line=dict(color="#c44", dash="dot", width=1))
     fig.update_xaxes(type="log", dtick=1, title="calls (N)")

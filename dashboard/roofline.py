@@ -11,25 +11,36 @@ from __future__ import annotations
 
 import pandas as pd
 
+from dashboard.labels import fold_modes
+from dashboard.stats import answering
 from db import axes, views
 
 KEYS = ["model", "variant", "task", "device", "device_name", "dtype", *axes.FIELDS, "cache"]
 VALUES = ["flops", "min_bytes", "achieved_tflops", "achieved_gbps", "roofline_pct", "mfu", "compiled_ms"]
 READ = views.ROOFLINE_FIELDS + ("compiled_ms", "noisy")  # what points() needs beyond the Results frame
+# and, for the runs flagged noisy only, what db.noise reads to tell whether they answer (stats.answering)
+NOISE_READ = ("speedup_spread", "eager_spread", "compiled_spread", "eager_host_overhead", "compiled_host_overhead")
 CEILING_COLUMNS = ["device_name", "dtype", "copy_gbps", "matmul_tflops", "hostname", "measured_at"]
 
 
 def points(shown: pd.DataFrame) -> pd.DataFrame:
-    """One point per configuration (medians over its runs) for the succeeded jobs with a FLOP count:
-    `ai`, `label` (the spec in words), `runs`, `noisy_runs`, and `on_plot` (FLOPs and bytes > 0)."""
-    ok = shown.loc[(shown["status"] == "succeeded") & shown["flops"].notna(), KEYS + VALUES + ["roofline_bound"]]
-    ok = ok.assign(noisy_run=shown.loc[ok.index, "noisy"].eq(True))
-    g = ok.groupby(KEYS, dropna=False, sort=True)
-    out = g[VALUES].median()
+    """One point per configuration for the succeeded jobs with a FLOP count, as the other plots draw it: medians over
+    the runs that answer (dashboard.stats.answering: db.noise), or over its noisy runs, flagged `only_noisy`, when
+    none does; off CUDA under the mode it ran (labels.fold_modes). `ai`, `label` (the spec in words), `runs` (the
+    runs the point is the median of), `noisy_runs` (left out, or all of them), and `on_plot` (FLOPs and bytes > 0)."""
+    shown = fold_modes(shown)
+    ok = shown.loc[(shown["status"] == "succeeded") & shown["flops"].notna()]
+    ok = ok.assign(_config=ok.groupby(KEYS, dropna=False, sort=True).ngroup())  # one integer key per configuration
+    answers = answering(ok, ["_config"]) if len(ok) else pd.Series(dtype=bool)
+    has = answers.groupby(ok["_config"]).transform("any").astype(bool) if len(ok) else answers
+    use = ok.loc[answers | ~has, KEYS + VALUES + ["roofline_bound", "_config"]]  # every configuration keeps rows
+    g = use.groupby("_config", sort=True)  # in the keys' sorted order (ngroup above)
+    out = g[KEYS].first().join(g[VALUES].median())  # a group's keys are its rows' (first: a missing one stays missing)
     out["runs"] = g.size()
-    out["noisy_runs"] = g["noisy_run"].sum()
+    out["noisy_runs"] = (~answers).groupby(ok["_config"]).sum() if len(ok) else 0
+    out["only_noisy"] = (~has).groupby(ok["_config"]).all() if len(ok) else False
     out["roofline_bound"] = g["roofline_bound"].first()
-    out = out.reset_index()
+    out = out.reset_index(drop=True)
     out["ai"] = out["flops"] / out["min_bytes"].where(out["min_bytes"] > 0)
     out["on_plot"] = (out["flops"] > 0) & (out["min_bytes"] > 0) & (out["achieved_tflops"] > 0)
     variant = out["variant"].fillna("")

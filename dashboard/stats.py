@@ -23,24 +23,28 @@ _BANDS = ("eager_p10_ms", "eager_p90_ms", "compiled_p10_ms", "compiled_p90_ms") 
 
 
 def answering(df: pd.DataFrame, by: list[str]) -> pd.Series:
-    """Per succeeded row, whether the run answers for its group (db.noise.answering, as db.answer decides): quiet
-    runs, and host-sensitive ones (rounds that agree, a GPU idle a quarter of the call) once the group has
-    noise.MIN_PROCESSES such runs from separate processes. Spread-noisy runs never answer."""
+    """Per succeeded row, whether the run answers for its group: db.noise decides, as it does for db.answer (each
+    run's kind, db.noise.run_kind, then db.noise.answering over its group's kinds): quiet runs, and host-sensitive
+    ones once the group has noise.MIN_PROCESSES of them from separate processes; spread-noisy runs never."""
     ok = df.loc[df["status"] == "succeeded"]
+    out = pd.Series(True, index=ok.index)  # a group whose runs are all quiet: noise.answering says every one answers
+    flagged = ok["noisy"].eq(True) if "noisy" in ok else pd.Series(False, index=ok.index)
+    if not flagged.any():
+        return out
+    rows = ok.loc[flagged]  # a run not flagged noisy is QUIET whatever its fields: only the flagged ones are read
 
-    def col(name):
-        return ok[name] if name in ok else pd.Series(None, index=ok.index, dtype=object)
-    noisy = col("noisy").eq(True)
-    sides = (pd.to_numeric(col("eager_spread")).fillna(0) > noise.NOISY_SPREAD) | (
-        pd.to_numeric(col("compiled_spread")).fillna(0) > noise.NOISY_SPREAD)
-    paired = pd.to_numeric(col("speedup_spread"))  # db.noise.spread_noisy: the speedup's own spread where stored
-    spread = (paired > noise.NOISY_SPREAD).where(paired.notna(), sides).astype(bool)
-    host_sensitive = (pd.to_numeric(col("eager_host_overhead")).fillna(0) >= noise.HOST_SENSITIVE) | (
-        pd.to_numeric(col("compiled_host_overhead")).fillna(0) >= noise.HOST_SENSITIVE)
-    host = noisy & ~spread & host_sensitive
-    quiet = ~noisy
-    usable = (quiet | host).groupby([ok[b] for b in by], dropna=False).transform("sum")
-    return (quiet | (host & (usable >= noise.MIN_PROCESSES))).astype(bool)
+    def col(name):  # missing (NaN) as None, as db.noise reads a record's fields
+        values = rows[name] if name in rows else pd.Series(None, index=rows.index, dtype=object)
+        return values.astype(object).where(values.notna(), None)
+    kinds = pd.Series(noise.QUIET, index=ok.index, dtype=object)
+    kinds[flagged] = [noise.run_kind(True, *fields) for fields in zip(
+        col("eager_spread"), col("compiled_spread"), col("eager_host_overhead"), col("compiled_host_overhead"),
+        col("speedup_spread"))]
+    # the groups with a flagged run (a few of many, usually), each through noise.answering
+    mine = flagged.groupby([ok[b] for b in by], dropna=False, sort=False).transform("any").astype(bool)
+    groups = kinds[mine].groupby([ok.loc[mine, b] for b in by], dropna=False, sort=False)
+    out[mine] = groups.transform(lambda k: pd.Series(noise.answering(k), index=k.index)).astype(bool)
+    return out
 
 
 def medians(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -56,6 +60,34 @@ def medians(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     agg["runs"] = grouped.size()
     agg["only_noisy"] = ~has_quiet[use.index].groupby([use[b] for b in by], dropna=False).any()
     return agg.reset_index()
+
+
+NOISY = "⚠ noisy"  # how a configuration whose runs were all noisy is marked wherever it is drawn
+
+
+def only_noisy(agg: pd.DataFrame) -> pd.Series:
+    """Per row of `medians`' output: whether every run of it was noisy (no answer: db.noise decides, through
+    `answering`). Every plot greys such a row and marks it NOISY; none draws it as an answer."""
+    return agg["only_noisy"].eq(True) if "only_noisy" in agg else pd.Series(False, index=agg.index)
+
+
+def noisy_series(agg: pd.DataFrame) -> set:
+    """The `series` of the rows with noisy runs only: what a plot with one row per series greys."""
+    return set(agg.loc[only_noisy(agg), "series"]) if "series" in agg else set()
+
+
+def noisy_note(agg: pd.DataFrame) -> str:
+    """One line naming the series with noisy runs only, and why (their noise note): the caption under the plots
+    that grey them. Empty when there are none."""
+    rows = agg[only_noisy(agg)]
+    if rows.empty:
+        return ""
+    why = rows["noise_note"] if "noise_note" in rows else pd.Series(None, index=rows.index)
+    parts = [f"{r.series} (all {int(r.runs)} run{'s' * (int(r.runs) != 1)}: "
+             + (w if isinstance(w, str) and w else "spread past 5%") + ")" for r, w in zip(rows.itertuples(), why)]
+    return (f"{NOISY}, greyed on every plot and left out of the answer: " + "; ".join(parts)
+            + ". Its runs' numbers are drawn so that nothing disappears, never as a result; re-run it on a quiet "
+              "machine.")
 
 
 def summarize(view: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -114,8 +146,8 @@ def eager_drift(agg: pd.DataFrame, least: float = 0.10) -> dict | None:
     workload, `baseline`), when it exceeds `least` and twice the jobs' own spread. Eager runs no compiled
     code, so such a gap is the machine changing between jobs (load, clocks): the latency lines of those
     configurations are not comparable, their speedups (eager and compiled interleaved in one job) are.
-    None when eager held."""
-    ok = agg.dropna(subset=["eager_ms"])
+    None when eager held. Configurations with noisy runs only are left out: their eager moved within the job."""
+    ok = agg[~only_noisy(agg)].dropna(subset=["eager_ms"])
     if ok.empty:
         return None
     g = ok.groupby(["baseline", "batch_size"])["eager_ms"]
@@ -204,12 +236,13 @@ def gpu_latency_frame(agg: pd.DataFrame) -> pd.DataFrame:
     """Per series (CUDA jobs, which have a GPU clock), long: eager and compiled, each as GPU time (kernels
     only) and latency (one synchronous call as the caller sees it); `overhead_ms` = latency − GPU time: what
     the host adds (Python, dispatch, guards, launches), the part reduce-overhead's CUDA graphs shrink."""
-    cols = ["series", "config", "side", "what", "ms", "gpu_ms", "latency_ms", "overhead_ms", "idle", "runs"]
+    cols = ["series", "config", "side", "what", "ms", "gpu_ms", "latency_ms", "overhead_ms", "idle", "runs",
+            "only_noisy"]
     has = agg.dropna(subset=["eager_gpu_ms", "compiled_gpu_ms"], how="all").dropna(subset=["eager_ms"])
     frames = []
     for side in ("eager", "compiled"):
         part = has[["series", "config", "runs"]].assign(side=side, gpu_ms=has[f"{side}_gpu_ms"],
-                                                        latency_ms=has[f"{side}_ms"])
+                                                        latency_ms=has[f"{side}_ms"], only_noisy=only_noisy(has))
         part["overhead_ms"] = part["latency_ms"] - part["gpu_ms"]
         part["idle"] = has[f"{side}_host_overhead"]
         frames += [part.assign(what=f"{side}: GPU time", ms=part["gpu_ms"]),

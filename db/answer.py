@@ -136,9 +136,31 @@ def _per_text(texts: list, decode) -> list:
 
 def report(engine: Engine, sweep_ids: Iterable[int] | None = None, job_ids: Iterable[int] | None = None) -> list[dict]:
     """The answer rows of these jobs (all, when neither is given): what `runner report` prints and Results shows."""
+    return _report(engine, sweep_ids, job_ids)[1]
+
+
+def report_and_unanswered(engine: Engine, sweep_ids: Iterable[int] | None = None,
+                          job_ids: Iterable[int] | None = None) -> tuple[list[dict], dict[str, dict]]:
+    """`report`'s rows, and `unanswered` for those of them with noisy runs only (one read of the records)."""
+    records, rows = _report(engine, sweep_ids, job_ids)
+    return rows, unanswered(records, rows)
+
+
+def _report(engine: Engine, sweep_ids, job_ids) -> tuple[list[dict], list[dict]]:
     records = answer_records(engine, job_ids=job_ids, sweep_ids=sweep_ids)
     ok = [r["job_id"] for r in records if r["status"] == "succeeded" and noise.record_kind(r) != noise.SPREAD]
-    return answer_rows(records, read_round_ratios(engine, ok))
+    return records, answer_rows(records, read_round_ratios(engine, ok))
+
+
+def unanswered(records: list[dict], rows: list[dict]) -> dict[str, dict]:
+    """What each configuration with no answer (every run noisy: its row's `noisy`) measured anyway: its row computed
+    as if its runs were quiet, keyed by the row's `job_ids`. For a chart that draws such a configuration greyed and
+    marked beside the answers, so that nothing disappears; never a number of the answer (its row keeps none)."""
+    wanted = {int(j) for r in rows if r["noisy"] for j in r["job_ids"].split()}
+    if not wanted:
+        return {}
+    mine = [{**r, "noisy": False, "_key": None} for r in records if r["job_id"] in wanted]
+    return {r["job_ids"]: r for r in answer_rows(mine, {})}
 
 
 def rows_csv(rows: list[dict], columns: Iterable[str] = COLUMNS) -> str:

@@ -5,9 +5,12 @@ import plotly.express as px
 import streamlit as st
 
 from dashboard import diff, frame, state, versiondiff
+from dashboard.labels import fold_modes, fold_request, folded_notes
 from dashboard.markup import md
 from dashboard.markup import plot as plot_text
+from dashboard.stats import NOISY
 from db import axes, versions, views
+from db.axes import folded_mode
 from db.results import export_records
 from db.spec import dynamic_text
 
@@ -91,12 +94,15 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
     if a is None or b is None:
         st.info("Choose two sweeps.")
         return
-    both = frame.complete(df[df["sweep_id"].isin([a, b])], state.engine())  # every field of these jobs
+    # every field of these jobs; off CUDA under the mode they compiled with, as on Results (labels.fold_modes): on the
+    # CPU a sweep stored as reduce-overhead and one stored as default ran the same compile, so they are matched
+    both = fold_modes(frame.complete(df[df["sweep_id"].isin([a, b])], state.engine()))
+    folded = folded_notes(both)
     rows_a, rows_b = both[both["sweep_id"] == a], both[both["sweep_id"] == b]
     c1, c2 = st.columns([3, 2])
     with c1:
         st.subheader("Spec")
-        spec = diff.side_by_side(by_id[a].request, by_id[b].request)
+        spec = diff.side_by_side(fold_request(by_id[a].request), fold_request(by_id[b].request))
         st.dataframe(highlight_rows(spec), hide_index=True, width="stretch", height=fit(len(spec)),
                      column_config={"field": st.column_config.TextColumn(width="small")})
     with c2:
@@ -106,6 +112,8 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
         st.caption(f"A: {_jobs(by_id[a].total)} ({_counts(by_id[a].counts)}); "
                    f"B: {_jobs(by_id[b].total)} ({_counts(by_id[b].counts)}). Changed rows are highlighted.")
     st.subheader("Numbers")
+    for note in folded:
+        st.caption(":material/info: " + md(note))
     if rows_a.empty and rows_b.empty:
         st.info("Neither sweep has finished jobs yet.")
         return
@@ -193,7 +201,9 @@ def compare_versions(df: pd.DataFrame, summaries: list) -> None:
                 "**Torch versions** on Submit.")
         return
     versiondiff.show(rows, key="versions_table")
-    plot = pd.DataFrame([{"configuration": f"bs {r['batch_size']} · {plot_text(r['config'])}", "torch": plot_text(v),
+    # a configuration with noisy runs only on a side is marked as on every plot (the table says which side)
+    plot = pd.DataFrame([{"configuration": (f"{NOISY} · " if r["noisy"] else "")
+                          + f"bs {r['batch_size']} · {plot_text(r['config'])}", "torch": plot_text(v),
                           "speedup": s} for r in rows for v, s in ((r["torch_a"], r["speedup_a"]),
                                                                      (r["torch_b"], r["speedup_b"]))])
     plot = plot.drop_duplicates().dropna(subset=["speedup"])
@@ -229,6 +239,7 @@ def compare_runs(df: pd.DataFrame) -> None:
     # newest first, succeeded runs ahead of the rest
     recent = df.sort_values("job_id", ascending=False).head(2000)
     recent = pd.concat([recent[recent["status"] == "succeeded"], recent[recent["status"] != "succeeded"]])
+    recent = fold_modes(recent)  # off CUDA under the mode a run compiled with, as on Results
     labels = {int(r.job_id): f"#{r.job_id} {r.model} bs={r.batch_size} {r.backend}/{r.mode} dynamic={r.dynamic}"
                              f"{' fullgraph' if r.fullgraph == 'true' else ''} · {r.status}"
               for r in recent.itertuples()}
@@ -243,9 +254,11 @@ def compare_runs(df: pd.DataFrame) -> None:
     if a is None or b is None:
         st.info("Choose two runs.")
         return
-    recs = {r["job_id"]: {**r, "dynamic": dynamic_text(r["dynamic"])}
+    recs = {r["job_id"]: {**r, "dynamic": dynamic_text(r["dynamic"]), "mode": folded_mode(r["mode"], r["device"])}
             for r in export_records(state.engine(), job_ids=[a, b], include_raw=True)}
     ra, rb = recs[a], recs[b]
+    for note in folded_notes(fold_modes(df[df["job_id"].isin([a, b])])):
+        st.caption(":material/info: " + md(note))
     c1, c2 = st.columns(2)
     with c1:
         st.subheader("Spec and status")

@@ -146,6 +146,7 @@ def speed_figures(key: tuple, _shown, model: str, _store, clock: str = "latency"
            "gpu_only": int((agg["speedup"].isna() & agg["gpu_speedup"].notna()).sum()),
            "warmup": charts.warmup(stats.first_calls(view), fails), "break_even": charts.break_even(agg, fails),
            "break_even_note": charts.break_even_note(agg), "series": int(agg["series"].nunique()),
+           "noisy_note": stats.noisy_note(agg),
            "common": view.attrs.get("common", ""), "folded": labels.folded_notes(view), "timeline": None}
     with_schedule = view[view["has_schedule"].fillna(False).astype(bool) & (view["status"] == "succeeded")]
     out["scheduled"] = len(with_schedule)
@@ -166,7 +167,9 @@ def launch_figures(key: tuple, _shown, model: str, _store) -> dict:
     view = _store.complete(v["view"], views.FIRST_CALL_FIELDS)
     parts = stats.breakdown_frame(labels.split_by_graph_cache(view))
     host = stats.gpu_latency_frame(v["agg"])
-    return {"breakdown": diagnosis.warmup_breakdown(parts, v["fails"]), "empty": parts.empty,
+    noisy = stats.noisy_series(stats.first_calls(view))  # the breakdown's rows: hits and misses apart
+    return {"breakdown": diagnosis.warmup_breakdown(parts, v["fails"], noisy), "empty": parts.empty,
+            "noisy_note": stats.noisy_note(v["agg"]),
             "rows": len(diagnosis.breakdown_rows(parts, v["fails"])),
             "caches": cachecompare.side_by_side(view),
             "no_breakdown": bool((parts["part"] == stats.NO_BREAKDOWN).any()),
@@ -194,8 +197,14 @@ def repeat_parts(view) -> dict | None:
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def roofline_points(key: tuple, _shown, _store):
-    """One point per configuration in view, with the numbers the roofline needs read for these jobs."""
-    return roofline.points(_store.complete(_shown, roofline.READ))
+    """One point per configuration in view, with the numbers the roofline needs read for these jobs (and what tells
+    whether a noisy run answers, read for the noisy ones alone)."""
+    rows = _store.complete(_shown, roofline.READ)
+    flagged = rows.loc[rows["noisy"].eq(True), ["job_id"]]
+    missing = [f for f in roofline.NOISE_READ if f not in rows.columns]
+    if len(flagged) and missing:
+        rows = rows.merge(_store.complete(flagged, missing), on="job_id", how="left")
+    return roofline.points(rows)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -225,6 +234,8 @@ def plots(parts: dict) -> None:
     clock = parts["clock"]
     if parts["common"]:
         st.caption("Every configuration here: " + md(parts["common"]) + ". The labels name only what differs.")
+    if parts["noisy_note"]:
+        st.caption(md(parts["noisy_note"]))
     for note in parts["folded"]:
         st.caption(":material/info: " + md(note))
     if clock != "latency":
@@ -280,6 +291,8 @@ def first_call_and_launch(parts: dict) -> None:
         st.caption("portable: a fresh cache directory plus the bundle a cold job of the same settings kept (torch's "
                    "mega-cache and the compiled kernel libraries): the first call a colleague on another host pays. "
                    "Each job's page says what it loaded and which cache layers hit.")
+    if parts["noisy_note"]:
+        st.caption(md(parts["noisy_note"]))
     wide = parts["host"] is None or parts["rows"] > WIDE_PAST  # many rows: each plot takes the page's width
     left, right = (st.container(), st.container()) if wide else st.columns(2)
     left.plotly_chart(parts["breakdown"], key="plot_breakdown")

@@ -1,9 +1,13 @@
 """Results at a dozen configurations: short labels with the rest in a caption, warmup and break-even as one row per
 configuration, and a break-even chart that steps aside with a line when nothing pays off."""
+import base64
 import json
+
+import numpy as np
 
 from bench.screens import SHAPE
 from bench.synthetic import fill
+from dashboard.markup import md
 from db import queue
 from db.models import JobStatus
 from db.spec import ModelInfo, SweepRequest
@@ -11,7 +15,18 @@ from tests.dashboard.test_pages import lab, ok, page, texts  # noqa: F401  (lab:
 
 
 def spec(at, key: str) -> dict:
-    return json.loads(next(c for c in at.get("plotly_chart") if c.key == key).proto.spec)
+    """A plotly chart's figure as the browser gets it, numeric arrays decoded (plotly sends them as base64)."""
+    return _decoded(json.loads(next(c for c in at.get("plotly_chart") if c.key == key).proto.spec))
+
+
+def _decoded(value):
+    if isinstance(value, dict):
+        if set(value) >= {"dtype", "bdata"}:
+            values = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+            shape = value.get("shape")
+            return values.reshape([int(n) for n in str(shape).split(",")]).tolist() if shape else values.tolist()
+        return {k: _decoded(v) for k, v in value.items()}
+    return [_decoded(v) for v in value] if isinstance(value, list) else value
 
 
 def test_twelve_configurations_read_as_rows_with_short_labels(lab):  # noqa: F811 (the fixture)
@@ -38,3 +53,57 @@ def test_break_even_steps_aside_when_compiling_never_pays_off(lab):  # noqa: F81
     assert "plot_break_even" not in [c.key for c in at.get("plotly_chart")] and "plot_warmup" in [
         c.key for c in at.get("plotly_chart")]
     assert any("compiling never pays off here" in t for t in texts(at.caption))
+
+
+def test_a_configuration_with_noisy_runs_only_is_greyed_and_marked_on_every_plot(lab):  # noqa: F811 (the fixture)
+    """The 12-configuration sweep has one configuration whose only run was noisy (no answer): every plot of Results
+    draws it grey and marked, none as a result; the N-calls chart never takes it for the lowest line or recommends
+    it, and a caption says which and why."""
+    from dashboard.charts import NOISY_GREY
+    from dashboard.ncalls import NOISY_COLOR
+
+    fill(lab, 12, seed=2, device="cuda", rounds=20, **SHAPE)
+    at = ok(page("results"))
+    answer = at.dataframe[0].value
+    (row,) = answer[answer["noisy"]].to_dict(orient="records")  # default · dynamic=false at bs 8
+    config, series = row["config"], f"{row['config']} · bs {row['batch_size']}"
+    bs = row["batch_size"]
+    assert any(t.startswith("⚠ noisy, greyed on every plot") and md(series) in t for t in texts(at.caption))
+
+    for key in ("plot_speedup", "plot_latency"):  # lines: its point is no part of its configuration's line
+        data = spec(at, key)["data"]
+        assert not any(t.get("name") == config and bs in (t.get("x") or []) for t in data), key
+        (grey,) = [t for t in data if t.get("legendgroup") == "only-noisy"]
+        assert grey["x"] == [bs] and grey["marker"]["color"] == NOISY_GREY and grey["name"].startswith("⚠ noisy")
+
+    for key in ("plot_warmup", "plot_break_even"):  # rows of bars: greyed, hatched, its tick label marked
+        fig = spec(at, key)
+        ticks = dict(zip(fig["layout"]["yaxis"]["tickvals"], fig["layout"]["yaxis"]["ticktext"]))
+        assert "⚠ noisy · " + series in ticks[series] and all("⚠" not in t for s, t in ticks.items() if s != series)
+        bars = [(t, x) for t in fig["data"] for y, x in zip(t.get("y") or [], t.get("x") or []) if y == series
+                and x is not None]
+        assert bars and all(t["marker"]["color"] == NOISY_GREY and t["marker"]["pattern"]["shape"] == "/"
+                            and t.get("showlegend") is False for t, _ in bars), key
+        others = [t for t in fig["data"] if t.get("marker", {}).get("color") != NOISY_GREY and t.get("x")]
+        assert others and not any(y == series and x is not None for t in others for y, x in zip(t["y"], t["x"]))
+    break_even = spec(at, "plot_break_even")["data"]
+    assert any("no answer" in text for t in break_even for text in (t.get("text") or []) if "⚠ noisy" in text)
+
+    ok(at.selectbox(key="calls_bs").set_value(bs).run())  # the N-calls chart at its batch size
+    data = spec(at, "plot_ncalls")["data"]
+    (line,) = [t for t in data if t.get("name") == f"⚠ noisy · {config}"]
+    assert line["line"]["color"] == NOISY_COLOR and line["line"]["dash"] == "dot"
+    lowest = [t["name"] for t in data if t.get("legendgroup") == "lowest" and t.get("name", "").startswith("lowest: ")]
+    assert lowest and not any(config in name for name in lowest)
+    assert any(t.startswith("⚠ noisy, dotted grey and never recommended") for t in texts(at.caption))
+    for n in (1, 1_000, 10**6, 10**9):  # whatever N is typed, it is never the recommendation
+        ok(at.number_input(key="calls_n").set_value(n).run())
+        line = next(t for t in texts(at.markdown) if t.startswith(f"For {n:,} call"))
+        assert md(config) not in line.split(";")[0], line
+
+    at = ok(page("results", view="First call"))  # where the first call goes, and GPU time inside latency
+    for key in ("plot_breakdown", "plot_host"):
+        fig = spec(at, key)
+        ticks = dict(zip(fig["layout"]["yaxis"]["tickvals"], fig["layout"]["yaxis"]["ticktext"]))
+        assert "⚠ noisy · " + series in ticks[series], key
+        assert any(t["marker"]["color"] == NOISY_GREY for t in fig["data"] if series in (t.get("y") or [])), key

@@ -33,3 +33,44 @@ def test_a_gpu_lab_gets_the_seed_sizes_and_no_toggle(lab):  # noqa: F811 (the fi
     at = ok(page("submit", preset="modes"))
     assert at.number_input(key="f_arg_complexnet_image_size").value == 224 and at.selectbox(key="f_device").value == "cuda"
     assert not at.toggle and any("3 jobs will be created" in t for t in texts(at.markdown))
+
+
+def test_compare_on_the_cpu_shows_reduce_overhead_as_default_with_the_results_note(lab):  # noqa: F811 (the fixture)
+    """Two CPU sweeps that each stored a default and a reduce-overhead job (stored before the submit fold, or by an
+    older worker): Compare matches them as one configuration, default, with the note Results shows."""
+    from bench.synthetic import fill
+
+    fill(lab, 6, seed=3, device="cpu", models=("simplenet",), batches=(8,), dynamics=(False,),
+         modes=("default", "reduce-overhead"))
+    assert sorted(r["mode"] for r in export_records(lab) if r["sweep_id"] in (1, 2)) == [
+        "default", "default", "reduce-overhead", "reduce-overhead"]
+    at = ok(page("compare", a="1", b="2"))
+    spec = at.dataframe[0].value  # the Styler's frame
+    assert spec.loc[spec["field"] == "modes", ["A", "B"]].values.tolist() == [["default", "default"]]
+    numbers = at.dataframe[2].value
+    assert set(numbers["mode"]) == {"default"} and len(numbers) == len(set(numbers["metric"]))  # one combination
+    notes = [t.replace("\\", "") for t in texts(at.caption) if "stored as reduce\\-overhead" in t]  # md-escaped
+    assert notes and "shown under default" in notes[0] and "same compile, since CUDA graphs need CUDA" in notes[0]
+    (fig,) = [c for c in at.get("plotly_chart") if c.key == "compare_speedup"]
+    assert "reduce-overhead" not in fig.proto.spec  # the bars are labelled by the mode that ran
+
+    runs = ok(page("compare", kind="runs", ja="1", jb="2"))
+    assert "reduce-overhead" not in runs.selectbox(key="jb").format_func(2)
+    spec = runs.dataframe[0].value
+    assert spec.loc[spec["field"] == "mode", ["A", "B"]].values.tolist() == [["default", "default"]]
+    assert any("1 job stored as reduce-overhead is shown under default" in t.replace("\\", "")
+               for t in texts(runs.caption))
+
+
+def test_the_results_mode_filter_offers_and_matches_the_mode_a_cpu_job_ran(lab):  # noqa: F811 (the fixture)
+    """On the CPU the mode filter lists default, not reduce-overhead, and default keeps the jobs stored as
+    reduce-overhead that the plots draw under it."""
+    from bench.synthetic import fill
+
+    fill(lab, 6, seed=3, device="cpu", models=("simplenet",), batches=(8,), dynamics=(False,),
+         modes=("default", "reduce-overhead"))
+    at = ok(page("results"))
+    assert at.multiselect(key="mode").options == ["default"]
+    at = ok(page("results", mode="default", plot="simplenet"))
+    assert at.metric[0].value == "6"  # every job, the four simplenet ones stored as either mode
+    assert any("stored as reduce\\-overhead" in t for t in texts(at.caption))

@@ -565,6 +565,21 @@ def test_separability_needs_ranges_that_do_not_overlap():
     assert sum(len(t.x) for t in fig.data if t.mode == "markers") == 16
 
 
+def test_a_repeated_configuration_none_of_whose_runs_answers_is_named_noisy_and_greyed():
+    """Repeats judge runs as everywhere (db.noise): max-autotune's two runs disagree within their rounds (no answer:
+    marked and grey); reduce-overhead's are host-sensitive from two processes, which answer together."""
+    df = jobs(*H100)
+    df.loc[df["mode"] == "max-autotune", ["noisy", "speedup_spread"]] = [True, 0.2]
+    df.loc[df["mode"] == "reduce-overhead", ["noisy", "speedup_spread", "compiled_host_overhead"]] = [True, 0.01, 0.4]
+    rep = repeats.repeated(df)
+    summary = repeats.summary(rep).set_index("config")
+    assert summary.loc["⚠ noisy · max-autotune", "noisy runs"] == 2 and summary.loc["reduce-overhead", "noisy runs"] == 0
+    spans = repeats.ranges(repeats.candidates(rep))
+    fig = diagnosis.repeat_spread(repeats.candidates(rep), spans, sorted(set(rep["group"])))
+    bars = {t.y[0]: t.line.color for t in fig.data if t.mode == "lines"}
+    assert bars["⚠ noisy · max-autotune"] == charts.NOISY_GREY and bars["default"] != charts.NOISY_GREY
+
+
 def test_synthetic_repeat_sweep_is_found(synthetic):
     view = labels.label_series(synthetic[synthetic["model"] == "complexnet"])
     rep = repeats.repeated(view)
@@ -597,8 +612,10 @@ def test_roofline_points_lines_and_missing_ceilings(engine):
                 "mode": "default", "dynamic": "none", "fullgraph": "false", "scope": "model", "cache": "cold"}
     shown = shown.assign(**{k: shown[k].fillna(v) if k in shown else v for k, v in defaults.items()})
     pts = roofline.points(shown).set_index(["model", "task"])
-    assert len(pts) == 4 and pts.loc[("complexnet", "inference"), "runs"] == 2
+    # the point is the quiet run's alone (as on every plot: db.noise), the noisy one counted beside it
+    assert len(pts) == 4 and pts.loc[("complexnet", "inference"), "runs"] == 1
     assert pts.loc[("complexnet", "inference"), "noisy_runs"] == 1
+    assert pts.loc[("complexnet", "inference"), "achieved_tflops"] == 35.8 and not pts["only_noisy"].any()
     assert pts.loc[("complexnet", "inference"), "ai"] == pytest.approx(1.056e11 / 7.09e7)
     assert not pts.loc[("sincos", "inference"), "on_plot"] and pts["on_plot"].sum() == 3
     pts = pts.reset_index()
@@ -625,6 +642,27 @@ def test_roofline_points_lines_and_missing_ceilings(engine):
     assert {t.name for t in fig.data if t.x[0] is None} == {  # legend entries; two devices: a symbol each
         "complexnet", "simplenet", "circle: AMD EPYC", "diamond: NVIDIA H100 80GB HBM3",
         "hollow: a noisy run (spread > 5%)"}
+
+
+def test_the_roofline_greys_a_configuration_with_noisy_runs_only_and_folds_modes_off_cuda():
+    """A configuration whose only run was noisy is a grey point marked as such (not a hollow one beside quiet runs);
+    on the CPU a job stored as reduce-overhead is the default configuration's point."""
+    row = {"status": "succeeded", "model": "simplenet", "variant": "", "task": "inference", "device": "cpu",
+           "device_name": "AMD EPYC", "dtype": "float32", "batch_size": 8, "backend": "inductor", "mode": "default",
+           "dynamic": "none", "fullgraph": "false", "scope": "model", "cache": "cold", "flops": 3e7, "min_bytes": 1e6,
+           "achieved_tflops": 0.1, "achieved_gbps": 4.0, "roofline_pct": None, "roofline_bound": None, "mfu": None,
+           "compiled_ms": 0.3, "noisy": False, "speedup_spread": 0.01}
+    shown = pd.DataFrame([row, {**row, "mode": "reduce-overhead", "achieved_tflops": 0.2},
+                          {**row, "batch_size": 32, "noisy": True, "speedup_spread": 0.3, "achieved_tflops": 0.4}])
+    pts = roofline.points(shown).set_index("batch_size")
+    assert len(pts) == 2 and pts.loc[8, "mode"] == "default" and pts.loc[8, "runs"] == 2
+    assert pts.loc[32, "only_noisy"] and pts.loc[32, "noisy_runs"] == 1 and not pts.loc[8, "only_noisy"]
+    fig = diagnosis.roofline(pts.reset_index(), pd.DataFrame(columns=["device_name", "dtype", "ai", "tflops"]),
+                             "model")
+    (grey,) = [t for t in fig.data if t.x[0] is not None and t.marker.color == charts.NOISY_GREY]
+    assert list(grey.y) == [0.4] and "runs only" in grey.customdata[0][6]
+    assert charts.NOISY_LEGEND in {t.name for t in fig.data} and not any(
+        (t.marker.symbol or "").endswith("-open") for t in fig.data if t.x[0] is not None)
 
 
 def test_a_warm_job_that_found_no_cached_graph_is_not_labelled_plain_warm(synthetic):

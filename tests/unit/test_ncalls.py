@@ -43,3 +43,28 @@ def test_configuration_names_stay_text_in_the_line_and_the_chart():
     fig = ncalls.figure(ls, 8, 100)
     assert {t.name for t in fig.data} >= {"**x**&lt;b&gt;y&lt;/b&gt;"}
     assert all("<b>" not in a.text for a in fig.layout.annotations)
+
+
+def test_a_configuration_with_noisy_runs_only_is_a_dotted_grey_line_never_the_lowest_or_recommended():
+    """Its row has no number (db.answer); what its runs measured (db.answer.unanswered) draws it, marked. Here it
+    would be the lowest line from 10 calls on, and it is never taken for it."""
+    noisy = {**row("D", 0.001, 0.001, speedup=None), "compiled_ms": None, "noisy": True, "job_ids": "7",
+             "noise_note": "eager's round medians spread 30%", "noisy_runs": 1}
+    unanswered = {"7": {**row("D", 0.001, 0.001), "job_ids": "7"}}
+    ls = ncalls.lines(ROWS + [noisy], unanswered)
+    assert [ln["name"] for ln in ls] == ["eager", "A", "B", "C", "D"] and ls[-1]["noisy"]
+    assert [ln["name"] for ln in ncalls.answering(ls)] == ["eager", "A", "B", "C"]
+    assert [(ln["name"], round(a)) for ln, a, _ in ncalls.lowest(ncalls.answering(ls), 1e6)] == [
+        ("eager", 1), ("A", 4000), ("B", 20000)]
+    for n in (1, 100, 10_000, 10**9):
+        assert "**D**" not in ncalls.recommend(ls, n, 8)
+    assert ncalls.span(ls) == 1e6
+    fig = ncalls.figure(ls, 8, 100)
+    (line,) = [t for t in fig.data if t.name == "⚠ noisy · D"]
+    assert line.line.dash == "dot" and line.line.color == ncalls.NOISY_COLOR and "spread 30%" in line.hovertemplate
+    assert not any("D" in t.name for t in fig.data if t.legendgroup == "lowest" and t.name.startswith("lowest"))
+    assert ncalls.noisy_note(ls).startswith("⚠ noisy, dotted grey and never recommended") and "D (all 1 run" in \
+        ncalls.noisy_note(ls)
+    # without its runs' numbers it is no line; with nothing that answers, there is no chart at all
+    assert [ln["name"] for ln in ncalls.lines(ROWS + [noisy])] == ["eager", "A", "B", "C"]
+    assert ncalls.lines([noisy], unanswered) == []

@@ -49,6 +49,8 @@ def test_cold_warm_and_portable_first_calls_side_by_side():
     assert table.to_dict("records") == [{"configuration": "default", "batch_size": 8, "cold (s)": 18.0,
                                          "portable (s)": 3.0, "runs": 3, "portable vs cold": 6.0}]
     assert cachecompare.side_by_side(view[view["cache"] == "cold"]).empty  # one cache, no portable: nothing to set
+    noisy = view.assign(noisy=True, speedup_spread=0.2)  # every run's rounds disagree: no answer (db.noise)
+    assert cachecompare.side_by_side(noisy)["configuration"].tolist() == ["⚠ noisy · default"]
 
 
 def test_a_portable_jobs_story_names_the_bundle_or_says_there_was_none():
