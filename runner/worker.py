@@ -156,7 +156,10 @@ class Worker:
         probe, the device's ceilings, what preloading takes from a first call. Kept as host facts for the next
         start; where they differ from the facts this start began with, the worker publishes the new ones."""
         try:
-            cost = host_probe.start_import_cost(self.spawner, self._env(), self.home)  # beside it, a fresh interpreter
+            # beside the parent, a fresh interpreter measures the first call's imports, unless they were kept for this
+            # very torch and triton install (runner.hostfacts' key): its own imports would slow the parent's
+            kept_cost = None if known is None else known.get("first_call_imports_s")
+            cost = None if kept_cost is not None else host_probe.start_import_cost(self.spawner, self._env(), self.home)
             probe = host_probe.probe(self.spawner, self._env(), self.home)
             if probe.get("cuda") and self.cfg.calibrate:
                 try:  # the roofline needs the device's ceilings; without them results just lack that placement
@@ -165,7 +168,7 @@ class Worker:
                 except Exception as e:
                     log.warning("worker %s: calibration failed (%s); results will have no roofline placement",
                                 self.id, _first_line(e))
-            self.first_call_imports_s = host_probe.import_cost(cost)
+            self.first_call_imports_s = kept_cost if kept_cost is not None else host_probe.import_cost(cost)
             self.spawner = self._ready_spawner()  # ready means a job's child starts at once
             facts = {"probe": probe, "first_call_imports_s": self.first_call_imports_s}
             hostfacts.save(self.home, self._env(), facts)

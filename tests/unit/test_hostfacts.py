@@ -69,8 +69,9 @@ def make_worker(tmp_path, db_url, monkeypatch):
         return w
 
     yield make
-    for w in made:
-        w._started.wait(30)
+    for w in made:  # no start thread outlives its test
+        if w._starting is not None:
+            w._starting.join(30)
 
 
 def claim_one(w):
@@ -137,3 +138,14 @@ def test_a_start_that_fails_after_a_fast_ready_hands_the_first_job_back_and_stop
     assert out is worker.HANDED_BACK and w.stop.is_set()
     status, _, attempts = job(w, claim.job_id)
     assert status == JobStatus.QUEUED.value and attempts == 0  # not counted against the job
+
+
+def test_a_restart_keeps_the_measured_import_cost_instead_of_measuring_it_beside_the_parent(make_worker, monkeypatch):
+    first = make_worker(Gate(until=lambda: True))
+    hostfacts.save(first.home, first._env(), {"probe": PROBE, "first_call_imports_s": 0.7})
+    started = []
+    monkeypatch.setattr(worker.host_probe, "start_import_cost", lambda *a: started.append(a))
+    w = make_worker(Gate(until=lambda: True))
+    w.start()
+    w._started.wait(30)
+    assert w.first_call_imports_s == 0.7 and started == []
