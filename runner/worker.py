@@ -99,7 +99,8 @@ class Worker:
         self.cpus = my_cpus()  # its affinity: published, so workers on one host can tell they share cores
         self.threads = cfg.threads or len(self.cpus)
         self.spawner = make_spawner(cfg.spawn, self._env(), PROJECT_ROOT)
-        self._started = threading.Event()  # the start's imports, probe and checks are done (Worker._get_ready)
+        self._started = threading.Event()  # no start in progress: its imports, probe and checks are done (_get_ready)
+        self._started.set()
         self._starting: threading.Thread | None = None
         self._start_error: BaseException | None = None
 
@@ -131,6 +132,7 @@ class Worker:
         else:
             self.probe, self.first_call_imports_s = known["probe"], known.get("first_call_imports_s") or 0.0
             self.capabilities = self._capabilities(self.probe)
+            self._started.clear()
             self._starting = threading.Thread(target=self._get_ready, args=(known,), daemon=True, name="start")
             self._starting.start()
             how = f"host facts kept in {self.home / hostfacts.FILE}; the preloaded parent is still loading"
