@@ -53,10 +53,9 @@ def calibrate(device: str) -> dict:
             n *= 2
         ms = _time_ms(lambda: torch.mm(a, b), device, size["reps"])
         matmul[name] = 2 * n ** 3 / (ms / 1e3) / 1e12
-    from runner.child import _driver
-    from runner.environment import environment
+    from runner.environment import environment, nvidia_driver
 
     name = environment(device)["device_name"]  # the same name results carry
     return {"device": device, "device_name": name, "copy_gbps": copy_gbps, "matmul_tflops": matmul,
             "torch_version": torch.__version__, "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
-            "driver": _driver() if device == "cuda" else None}
+            "driver": nvidia_driver() if device == "cuda" else None}

@@ -121,7 +121,7 @@ def probe(out: str) -> None:
     """What this host's child can do: torch version, whether CUDA is visible, and the device name."""
     import torch
 
-    from runner.environment import environment
+    from runner.environment import environment, nvidia_driver
 
     cuda, cpu_env = torch.cuda.is_available(), environment("cpu")
     info = {"torch_version": torch.__version__, "cuda": cuda,
@@ -130,24 +130,8 @@ def probe(out: str) -> None:
             # with the versions, what keys a portable compile cache (db.caches)
             "capability": ".".join(map(str, torch.cuda.get_device_capability(0))) if cuda else None,
             "triton_version": cpu_env["triton_version"], "cpu_name": cpu_env["device_name"],
-            "driver": _driver() if cuda else None}
+            "driver": nvidia_driver() if cuda else None}
     write_atomic(out, info)
-
-
-def _driver() -> str | None:
-    """The NVIDIA driver's version (ceilings are kept per driver too), where NVML answers."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        v = pynvml.nvmlSystemGetDriverVersion()
-        return v.decode() if isinstance(v, bytes) else str(v)
-    except Exception:
-        try:
-            with open("/proc/driver/nvidia/version") as f:
-                return f.readline().split("Kernel Module")[-1].split()[0]
-        except (OSError, IndexError):
-            return None
 
 
 def main(argv: list[str] | None = None) -> int:
