@@ -132,7 +132,7 @@ def _sidebar_status() -> None:
     status = embedded_worker(url()).ensure()
     workers = queue.live_workers(eng)
     st.caption("Database")
-    st.code(describe(url()), language=None, wrap_lines=True)
+    st.text(describe(url()))  # plain text: a code block would load the syntax highlighter on every page
     devices = sorted({d for w in workers for d in w.capabilities.get("devices", [])})
     gpus = sorted({w.capabilities.get("device_name") for w in workers if w.capabilities.get("device_name")})
     st.metric("Workers alive", len(workers))

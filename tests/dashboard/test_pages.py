@@ -54,7 +54,7 @@ def texts(elements) -> list[str]:
 # -- app frame and Submit -------------------------------------------------------------------------------
 def test_sidebar_names_the_database_and_the_workers(worker, db_url):
     at = ok(page("submit"))
-    assert db_url in texts(at.sidebar.code)
+    assert db_url in texts(at.sidebar.text)
     assert [m.value for m in at.sidebar.metric] == ["1"]
     assert any("CPU only" in t for t in texts(at.sidebar.markdown))
     assert any(f"{ENV_SWITCH}=0" in t for t in texts(at.sidebar.caption))
