@@ -18,7 +18,8 @@ NOTE = ("speedup: median over the configuration's quiet runs of eager / compiled
         "processes on); runs: the runs that answer, each its own process; first call cold / warm / portable: the "
         "compiled first call without and with the graph in the cache, and from a fresh cache loaded with a cold "
         "job's artifacts; "
-        "break-even: calls after which compiling has paid for its first call. Same rows: `python -m runner report`.")
+        "break-even: calls after which compiling has paid for its first call. Same rows: `python -m runner report` "
+        "(which also names each row's jobs: job_ids).")
 
 
 # what the configurations' labels leave out when every one of them shares it (db.labels.common)
@@ -26,8 +27,9 @@ SHARED = ("backend", "mode", "dynamic", "fullgraph", "scope", "task", "device", 
           "device_name")
 
 
-def show(header_slots, table_slot, key: tuple, model: str, engine, shown: pd.DataFrame) -> None:
-    """The header's speedups and the answer table for `model`'s jobs in view (`shown`)."""
+def show(header_slots, table_slot, key: tuple, model: str, engine, shown: pd.DataFrame) -> list[dict]:
+    """The header's speedups and the answer table for `model`'s jobs in view (`shown`); returns its rows (the
+    N-calls chart draws them: calls)."""
     mine = shown.loc[shown["model"] == model]
     answer_rows = rows(key, model, engine, mine["job_id"].tolist())
     header(header_slots, answer_rows, model)
@@ -39,7 +41,7 @@ def show(header_slots, table_slot, key: tuple, model: str, engine, shown: pd.Dat
         if diff:
             st.subheader(f"Torch versions: {md(model)}")
             versiondiff.show(diff, key="answer_versions")
-        calls(answer_rows)
+    return answer_rows
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -62,8 +64,14 @@ def version_rows(key: tuple, model: str, _engine, _job_ids: list[int]) -> list[d
     return versions.report(_engine, job_ids=_job_ids)
 
 
+# job_ids stay out of the page's table: past a few runs the cell is a wall of numbers (983 ids a row at 100k jobs:
+# 150 kB the browser decodes and measures before it draws the page); `runner report` and the downloads have them
+SHOWN = [c for c in answer.COLUMNS if c != "job_ids"]
+
+
 def frame(answer_rows: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame(answer_rows, columns=list(answer.COLUMNS))
+    """The table's rows: report's rows, its columns less job_ids."""
+    return pd.DataFrame(answer_rows, columns=SHOWN)
 
 
 def table(answer_rows: list[dict], model: str, common: str = "") -> None:
@@ -73,7 +81,7 @@ def table(answer_rows: list[dict], model: str, common: str = "") -> None:
     df = frame(answer_rows)
     num = st.column_config.NumberColumn
     st.dataframe(df, hide_index=True, width="stretch", height=min(460, 38 + 35 * len(df)),
-                 column_order=[c for c in answer.COLUMNS if c != "model"], column_config={
+                 column_order=[c for c in SHOWN if c != "model"], column_config={
                      "batch_size": num("bs", format="%d"), "config": st.column_config.TextColumn("configuration"),
                      "verdict": st.column_config.TextColumn(width="large"),
                      "speedup": num(format="%.2f×", help="latency: what a caller waits for per call"),
@@ -104,6 +112,7 @@ def calls(answer_rows: list[dict]) -> None:
     """What to use for N calls at one batch size: the total-time chart and a one-line recommendation."""
     sizes = sorted({r["batch_size"] for r in answer_rows if r["speedup"] is not None})
     if not sizes:
+        st.caption("No configuration in view has a speedup (noisy or failed runs only): no N-calls chart to draw.")
         return
     left, right = st.columns([1, 3], vertical_alignment="bottom")
     bs = left.selectbox("Batch size", sizes, index=len(sizes) - 1, key="calls_bs")

@@ -215,49 +215,71 @@ CLOCK_HELP = ("latency: one synchronous call as your program sees it (host clock
 CLOCK_NAMES = {"latency": "latency", "throughput": "throughput", "GPU time": "gpu"}  # shown (and in ?clock=) -> clock
 
 
-def clock_ui() -> str:
-    shown = st.segmented_control("Clock", list(CLOCK_NAMES), key="clock", bind="query-params", default="latency",
-                                 required=True, help=CLOCK_HELP)
-    return CLOCK_NAMES.get(shown, "latency")
+# the Speedup tab's charts, drawn one at a time; the labels are the URL's `chart` values (renaming one breaks
+# links to it). N calls first: the chart that answers "what should I use" for the number of calls a program makes
+CHARTS = ["N calls", "Speedup", "Latency", "Warmup", "Break-even", "Recompiles"]
+CLOCKED = ("Speedup", "Latency")  # the charts the clock changes
+CHART_HELP = ("N calls: the total time of N calls (first call + N × latency) of every configuration, the lowest "
+              "highlighted. Speedup and Latency per batch size in the chosen clock; Warmup: the compiled first call; "
+              "Break-even: the calls after which compiling has paid for itself; Recompiles: the shape schedule's "
+              "recompile timeline.")
 
 
-def plots(parts: dict) -> None:
+def chart_ui(model_ok: bool) -> tuple[str, str]:
+    """The Speedup tab's chart and clock. One chart at a time: a browser draws every plotly chart it is sent
+    before it shows the first, so a tab of six charts kept the first waiting for the other five."""
+    left, right = st.columns([3, 2], vertical_alignment="bottom")
+    chart = left.segmented_control("Chart", CHARTS, key="chart", bind="query-params", default=CHARTS[0],
+                                   required=True, disabled=not model_ok, help=CHART_HELP) or CHARTS[0]
+    with right:  # always drawn (a widget that is not drawn loses its state); idle where it changes nothing
+        shown = st.segmented_control("Clock", list(CLOCK_NAMES), key="clock", bind="query-params",
+                                     default="latency", required=True, help=CLOCK_HELP,
+                                     disabled=chart not in CLOCKED)
+    return chart, CLOCK_NAMES.get(shown, "latency") if chart in CLOCKED else "latency"
+
+
+def plots(chart: str, parts: dict) -> None:
+    """One of the Speedup tab's charts (not N calls: dashboard.answer.calls), with the notes that read it."""
     clock = parts["clock"]
     if parts["common"]:
         st.caption("Every configuration here: " + md(parts["common"]) + ". The labels name only what differs.")
     for note in parts["folded"]:
         st.caption(":material/info: " + md(note))
-    if clock != "latency":
-        st.caption(f"Showing **{stats.CLOCKS[clock]['label']}**. The headline speedup everywhere else is latency.")
-    if clock == "latency" and parts["gpu_only"]:
-        st.caption(f"{parts['gpu_only']} configuration(s) have GPU time only: CUDA results timed before caller latency "
-                   "was measured (timing protocol 1). Choose **GPU time** to see them; they are never drawn as latency.")
-    if clock != "latency" and parts["clock_missing"]:
-        st.caption(f"{parts['clock_missing']} configuration(s) have no {charts.CLOCK_WORDS[clock]}"
-                   + (" (a CPU job has no GPU clock)" if clock == "gpu" else " (timed before it was measured)") + ".")
-    left, right = st.columns(2)
-    left.plotly_chart(parts["speedup"], key="plot_speedup")
-    if parts.get("recompiled"):
-        left.caption(f"↻ {parts['recompiled']} configuration(s) recompiled inside the timed rounds (a graph break or "
-                     "a guard on data, like seed 004's ConvNetMix): those calls were dropped from the samples, but "
-                     "the steady state switches between graphs. The Table has recompiles, measure_recompiles and "
-                     "graph_breaks.")
-    right.plotly_chart(parts["latency"], key="plot_latency")
-    drift = parts.get("eager_drift")
-    if drift:
-        right.caption(f"⚠ Eager moved between jobs: at bs {drift['batch_size']} it took {drift['low_ms']:.3g} ms in "
-                      f"the jobs of *{drift['low']}* and {drift['high_ms']:.3g} ms in those of *{drift['high']}* "
-                      f"(+{drift['gap']:.0%}). Eager runs no compiled code, so the machine changed (load, clocks) "
-                      "between those jobs: read these lines against each other with care; the speedup plot (eager "
-                      "and compiled timed in the same job) is not affected.")
-    # one row per series: past a handful, each takes the page's width, so labels and values stay readable
-    left, right = st.columns(2) if parts["series"] <= WIDE_PAST else (st.container(), st.container())
-    left.plotly_chart(parts["warmup"], key="plot_warmup")
-    if parts["break_even"] is not None:
-        right.plotly_chart(parts["break_even"], key="plot_break_even")
-    if parts["break_even_note"]:
-        right.caption(md(parts["break_even_note"]))
-    if parts["timeline"] is not None:
+    if chart in CLOCKED:
+        if clock != "latency":
+            st.caption(f"Showing **{stats.CLOCKS[clock]['label']}**. The headline speedup everywhere else is latency.")
+        if clock == "latency" and parts["gpu_only"]:
+            st.caption(f"{parts['gpu_only']} configuration(s) have GPU time only: CUDA results timed before caller "
+                       "latency was measured (timing protocol 1). Choose **GPU time** to see them; they are never "
+                       "drawn as latency.")
+        if clock != "latency" and parts["clock_missing"]:
+            st.caption(f"{parts['clock_missing']} configuration(s) have no {charts.CLOCK_WORDS[clock]}"
+                       + (" (a CPU job has no GPU clock)" if clock == "gpu" else " (timed before it was measured)")
+                       + ".")
+    if chart == "Speedup":
+        st.plotly_chart(parts["speedup"], key="plot_speedup")
+        if parts.get("recompiled"):
+            st.caption(f"↻ {parts['recompiled']} configuration(s) recompiled inside the timed rounds (a graph break "
+                       "or a guard on data, like seed 004's ConvNetMix): those calls were dropped from the samples, "
+                       "but the steady state switches between graphs. The Table has recompiles, measure_recompiles "
+                       "and graph_breaks.")
+    elif chart == "Latency":
+        st.plotly_chart(parts["latency"], key="plot_latency")
+        drift = parts.get("eager_drift")
+        if drift:
+            st.caption(f"⚠ Eager moved between jobs: at bs {drift['batch_size']} it took {drift['low_ms']:.3g} ms in "
+                       f"the jobs of *{drift['low']}* and {drift['high_ms']:.3g} ms in those of *{drift['high']}* "
+                       f"(+{drift['gap']:.0%}). Eager runs no compiled code, so the machine changed (load, clocks) "
+                       "between those jobs: read these lines against each other with care; the speedup plot (eager "
+                       "and compiled timed in the same job) is not affected.")
+    elif chart == "Warmup":
+        st.plotly_chart(parts["warmup"], key="plot_warmup")
+    elif chart == "Break-even":
+        if parts["break_even"] is not None:
+            st.plotly_chart(parts["break_even"], key="plot_break_even")
+        if parts["break_even_note"]:
+            st.caption(md(parts["break_even_note"]))
+    elif parts["timeline"] is not None:
         st.plotly_chart(parts["timeline"], key="plot_recompiles")
         if parts["scheduled"] > SCHEDULE_JOBS:
             st.caption(f"The timeline shows the newest {SCHEDULE_JOBS} of {parts['scheduled']} jobs with a schedule.")
@@ -460,15 +482,18 @@ speed_tab, launch_tab, repeat_tab, roofline_tab, fail_tab, table_tab = st.tabs(
     TABS, key="view", bind="query-params", width="stretch")
 with picker:  # always drawn (a widget that is not drawn loses its state); idle on the all-model tabs
     model = model_choice(facts, per_model=bool(speed_tab.open or launch_tab.open or repeat_tab.open))
-answer.show(speed_slots, answer_slot, key, model, engine, shown)
+answer_rows = answer.show(speed_slots, answer_slot, key, model, engine, shown)
 
 if speed_tab.open:
     with speed_tab:
+        chart, clock = chart_ui(model in facts["plottable"])
         if model not in facts["plottable"]:
             st.info(f"Nothing to plot for {model}: its jobs in view were all cancelled (they are listed under "
                     "**Failures**).", icon=":material/info:")
+        elif chart == "N calls":
+            answer.calls(answer_rows)
         else:
-            plots(speed_figures(key, shown, model, state.store(), clock_ui()))
+            plots(chart, speed_figures(key, shown, model, state.store(), clock))
         if facts["failed"]:
             st.caption(f"{facts['failed']:,} jobs in view did not succeed: marked on the plots as red ✕ with their count "
                        "(hover for the reasons) and listed under **Failures**.")
