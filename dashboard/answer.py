@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import ncalls, versiondiff
+from dashboard import ncalls, state, versiondiff
 from dashboard.markup import md
 from db import answer, labels, versions
 
@@ -22,14 +22,15 @@ NOTE = ("speedup: median over the configuration's quiet runs of eager / compiled
         "(which also names each row's jobs: job_ids).")
 
 
+N_DEFAULT = 1000
+
 # what the configurations' labels leave out when every one of them shares it (db.labels.common)
 SHARED = ("backend", "mode", "dynamic", "fullgraph", "scope", "task", "device", "dtype", "variant", "torch_version",
           "device_name")
 
 
-def show(header_slots, table_slot, key: tuple, model: str, engine, shown: pd.DataFrame) -> list[dict]:
-    """The header's speedups and the answer table for `model`'s jobs in view (`shown`); returns its rows (the
-    N-calls chart draws them: calls)."""
+def show(header_slots, table_slot, key: tuple, model: str, engine, shown: pd.DataFrame) -> None:
+    """The header's speedups and the answer table for `model`'s jobs in view (`shown`)."""
     mine = shown.loc[shown["model"] == model]
     answer_rows = rows(key, model, engine, mine["job_id"].tolist())
     header(header_slots, answer_rows, model)
@@ -41,7 +42,6 @@ def show(header_slots, table_slot, key: tuple, model: str, engine, shown: pd.Dat
         if diff:
             st.subheader(f"Torch versions: {md(model)}")
             versiondiff.show(diff, key="answer_versions")
-    return answer_rows
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -109,16 +109,22 @@ def header(slots, answer_rows: list[dict], model: str) -> None:
 
 
 def calls(answer_rows: list[dict]) -> None:
-    """What to use for N calls at one batch size: the total-time chart and a one-line recommendation."""
+    """What to use for N calls at one batch size: the total-time chart and a one-line recommendation. The chart
+    is sent before the widgets and line above it (the page's first chart: see screens/results.py)."""
     sizes = sorted({r["batch_size"] for r in answer_rows if r["speedup"] is not None})
     if not sizes:
         st.caption("No configuration in view has a speedup (noisy or failed runs only): no N-calls chart to draw.")
         return
-    left, right = st.columns([1, 3], vertical_alignment="bottom")
-    bs = left.selectbox("Batch size", sizes, index=len(sizes) - 1, key="calls_bs")
-    n = right.number_input("Calls your program makes (N)", min_value=1, value=1000, step=1000, key="calls_n",
-                           help="How many calls one process makes after compiling: compile pays off only over enough calls")
+    above = st.container()
+    bs = state.peek("calls_bs", sizes, sizes[-1])
+    n = int(st.session_state.get("calls_n") or N_DEFAULT)
     ls = ncalls.lines([r for r in answer_rows if r["batch_size"] == bs])
-    st.markdown(ncalls.recommend(ls, int(n), bs))  # configuration names escaped there
     if ls:
-        st.plotly_chart(ncalls.figure(ls, bs, int(n)), key="plot_ncalls")
+        st.plotly_chart(ncalls.figure(ls, bs, n), key="plot_ncalls")
+    with above:
+        left, right = st.columns([1, 3], vertical_alignment="bottom")
+        left.selectbox("Batch size", sizes, index=len(sizes) - 1, key="calls_bs")
+        right.number_input("Calls your program makes (N)", min_value=1, value=N_DEFAULT, step=1000, key="calls_n",
+                           help="How many calls one process makes after compiling: compile pays off only over enough "
+                                "calls")
+        st.markdown(ncalls.recommend(ls, n, bs))  # configuration names escaped there

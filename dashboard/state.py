@@ -166,6 +166,18 @@ def url_choice(key: str, options: list, fallback):
         st.session_state[key] = fallback
 
 
+def peek(key: str, options: list, default, bound: bool = False):
+    """The value a single-choice widget keyed `key`, drawn later in this run, will have: the session's, else
+    (`bound` to the URL) the URL's, else `default`; a value no longer among `options` falls back to `default`,
+    as the widget does. For pages that send a chart before the widgets drawn above it."""
+    if key in st.session_state:
+        value = st.session_state[key]
+        return value if value in options else default
+    if bound:
+        return {str(o): o for o in options}.get(st.query_params.get(key), default)
+    return default
+
+
 def write_url_choice(key: str, value) -> None:
     if value is None:
         if key in st.query_params:

@@ -63,6 +63,12 @@ def _chosen(col: str, options: list) -> list:
     return [v for v in st.query_params.get_all(key) if v in {str(o) for o in options}]
 
 
+def chosen_filters(df) -> dict:
+    """Every filter's choice, read before the filter row is drawn (filters_ui draws the same values)."""
+    choices = filter_choices(frame_key(df), df)
+    return {col: _chosen(col, choices[col]) for col in filters.FILTERS}
+
+
 def filters_ui(df) -> dict:
     """The four filters a lab uses most in one row; the rest behind "More filters", whose label says how
     many of them are set and whose help names them (a copied link may set any of them)."""
@@ -225,17 +231,22 @@ CHART_HELP = ("N calls: the total time of N calls (first call + N × latency) of
               "recompile timeline.")
 
 
-def chart_ui(model_ok: bool) -> tuple[str, str]:
-    """The Speedup tab's chart and clock. One chart at a time: a browser draws every plotly chart it is sent
-    before it shows the first, so a tab of six charts kept the first waiting for the other five."""
+def chart_in_view() -> tuple[str, str]:
+    """The Speedup tab's chart and clock, read before their pickers are drawn (chart_ui). One chart at a time: a
+    browser draws every plotly chart it is sent before it shows the first, so six charts kept the first
+    waiting for the other five."""
+    chart = state.peek("chart", CHARTS, CHARTS[0], bound=True)
+    clock = state.peek("clock", list(CLOCK_NAMES), "latency", bound=True)
+    return chart, CLOCK_NAMES[clock] if chart in CLOCKED else "latency"
+
+
+def chart_ui(chart: str, model_ok: bool) -> None:
     left, right = st.columns([3, 2], vertical_alignment="bottom")
-    chart = left.segmented_control("Chart", CHARTS, key="chart", bind="query-params", default=CHARTS[0],
-                                   required=True, disabled=not model_ok, help=CHART_HELP) or CHARTS[0]
-    with right:  # always drawn (a widget that is not drawn loses its state); idle where it changes nothing
-        shown = st.segmented_control("Clock", list(CLOCK_NAMES), key="clock", bind="query-params",
-                                     default="latency", required=True, help=CLOCK_HELP,
-                                     disabled=chart not in CLOCKED)
-    return chart, CLOCK_NAMES.get(shown, "latency") if chart in CLOCKED else "latency"
+    left.segmented_control("Chart", CHARTS, key="chart", bind="query-params", default=CHARTS[0], required=True,
+                           disabled=not model_ok, help=CHART_HELP)
+    # always drawn (a widget that is not drawn loses its state); idle on the charts it does not change
+    right.segmented_control("Clock", list(CLOCK_NAMES), key="clock", bind="query-params", default="latency",
+                            required=True, help=CLOCK_HELP, disabled=chart not in CLOCKED)
 
 
 def plots(chart: str, parts: dict) -> None:
@@ -369,19 +380,25 @@ def roofline_plot(shown, key: tuple, engine) -> None:
                    "work is all bytes, so its roofline is the copy bandwidth): " + parts["off"])
 
 
-def model_choice(facts: dict, per_model: bool) -> str:
-    """The model whose plots the Speedup, First call and Repeats tabs draw: the newest job's at first;
-    the URL's `plot` names the one shown, so a copied link keeps showing it. Greyed out on the tabs
-    that show every model in view."""
+def model_in_view(facts: dict) -> str:
+    """The model whose answer and plots the page shows: the newest job's at first; the URL's `plot` names the
+    one shown, so a copied link keeps showing it. Read before its picker is drawn (model_ui)."""
+    models, newest = facts["models"], facts["newest"]
+    if len(models) == 1:
+        return newest
+    state.url_choice("plot", models, newest)
+    return st.session_state.get("plot") or newest
+
+
+def model_ui(facts: dict, per_model: bool) -> None:
+    """The model picker, greyed out on the tabs that show every model in view."""
     models, newest = facts["models"], facts["newest"]
     if len(models) == 1:
         state.write_url_choice("plot", None)  # a link's ?plot= names no choice here: not left in the URL
-        return newest
-    state.url_choice("plot", models, newest)
+        return
     model = st.segmented_control("Plots for model", models, key="plot", disabled=not per_model,
                                  help=None if per_model else "This tab shows every model in view") or newest
     state.write_url_choice("plot", model)
-    return model
 
 
 def failures_section(bad) -> None:
@@ -449,21 +466,60 @@ if df.empty:
     refresh.watch({})
     st.stop()
 
-selected = filters_ui(df)
+# The page's parts are laid out first and filled in the order a visitor waits for them: the open chart is sent
+# before the filters, counts, answer table and pickers above it. A browser fetches each kind of element's code
+# when the first one arrives, in that order, and draws a chart only once plotly's code has come: sent last, the
+# chart waited for every other kind's code, and for their drawing. Widgets drawn after the chart have their
+# values read first (the session's, else the URL's): the same values they then show.
+filters_slot, summary_slot = st.container(), st.container()
+selected = chosen_filters(df)
 shown = filters.apply_filters(df, selected)
 key = view_key(df, selected)
 facts = view_facts(key, shown)
-speed_slots = summary(facts)
-refresh.drawn(df, selected)
-refresh.watch(selected)  # reruns the page when results land in view, and says so
 if shown.empty:
+    with filters_slot:
+        filters_ui(df)
+    with summary_slot:
+        summary(facts)
+        refresh.drawn(df, selected)
+        refresh.watch(selected)
     st.warning("No job matches these filters.")
     st.stop()
 
 head = st.columns([3, 1], vertical_alignment="bottom")
-picker = head[0].container()  # filled once the open tab is known
+picker = head[0].container()
 downloads = head[1].container(horizontal=True, horizontal_alignment="right")
 answer_slot = st.container()  # the answer for the chosen model, above the tabs
+speed_tab, launch_tab, repeat_tab, roofline_tab, fail_tab, table_tab = st.tabs(
+    TABS, key="view", bind="query-params", width="stretch")
+model = model_in_view(facts)
+answer_rows = answer.rows(key, model, engine, shown.loc[shown["model"] == model, "job_id"].tolist())
+
+if speed_tab.open:
+    with speed_tab:
+        controls = st.container()
+        chart, clock = chart_in_view()
+        if model not in facts["plottable"]:
+            st.info(f"Nothing to plot for {model}: its jobs in view were all cancelled (they are listed under "
+                    "**Failures**).", icon=":material/info:")
+        elif chart == "N calls":
+            answer.calls(answer_rows)
+        else:
+            plots(chart, speed_figures(key, shown, model, state.store(), clock))
+        if facts["failed"]:
+            st.caption(f"{facts['failed']:,} jobs in view did not succeed: marked on the plots as red ✕ with their count "
+                       "(hover for the reasons) and listed under **Failures**.")
+        with controls:
+            chart_ui(chart, model in facts["plottable"])
+
+with filters_slot:
+    filters_ui(df)
+with summary_slot:
+    speed_slots = summary(facts)
+    refresh.drawn(df, selected)
+    refresh.watch(selected)  # reruns the page when results land in view, and says so
+with picker:  # always drawn (a widget that is not drawn loses its state); idle on the all-model tabs
+    model_ui(facts, per_model=bool(speed_tab.open or launch_tab.open or repeat_tab.open))
 
 
 def shown_records() -> list[dict]:
@@ -477,26 +533,8 @@ downloads.download_button("CSV", data=lambda: results.records_csv(shown_records(
 downloads.download_button("JSON", data=lambda: results.records_json(shown_records()), file_name=filters.download_name(selected, "json"),
                           mime="application/json", on_click="ignore", icon=":material/download:",
                           help="Every shown row as `python -m runner export --format json` records")
+answer.show(speed_slots, answer_slot, key, model, engine, shown)
 
-speed_tab, launch_tab, repeat_tab, roofline_tab, fail_tab, table_tab = st.tabs(
-    TABS, key="view", bind="query-params", width="stretch")
-with picker:  # always drawn (a widget that is not drawn loses its state); idle on the all-model tabs
-    model = model_choice(facts, per_model=bool(speed_tab.open or launch_tab.open or repeat_tab.open))
-answer_rows = answer.show(speed_slots, answer_slot, key, model, engine, shown)
-
-if speed_tab.open:
-    with speed_tab:
-        chart, clock = chart_ui(model in facts["plottable"])
-        if model not in facts["plottable"]:
-            st.info(f"Nothing to plot for {model}: its jobs in view were all cancelled (they are listed under "
-                    "**Failures**).", icon=":material/info:")
-        elif chart == "N calls":
-            answer.calls(answer_rows)
-        else:
-            plots(chart, speed_figures(key, shown, model, state.store(), clock))
-        if facts["failed"]:
-            st.caption(f"{facts['failed']:,} jobs in view did not succeed: marked on the plots as red ✕ with their count "
-                       "(hover for the reasons) and listed under **Failures**.")
 if launch_tab.open:
     with launch_tab:
         st.subheader(f"Warmup and launch overhead: {model}")
