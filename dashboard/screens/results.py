@@ -45,7 +45,7 @@ NOISY_NOTE = ("Spread: IQR / median over a job's rounds, of the speedup (each ro
 CALIBRATE = ("`python -m runner calibrate --device {device} --db URL` on a host with that device measures them "
              "(a GPU worker calibrates its GPU when it starts)")
 
-MAIN_FILTERS = ("sweep", "model", "mode", "dynamic")  # in the first row; the others in "More filters"
+FILTER_VALUES_SHOWN = 3  # per filter, in the line that names what is set
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
@@ -70,21 +70,30 @@ def chosen_filters(df) -> dict:
 
 
 def filters_ui(df) -> dict:
-    """The four filters a lab uses most in one row; the rest behind "More filters", whose label says how
-    many of them are set and whose help names them (a copied link may set any of them)."""
+    """Every filter in one popover, whose label says how many are set; the line beside it names them (a copied
+    link may set any). Closed, the popover's widgets cost the browser nothing: four open multiselects (the
+    sweeps' one with every sweep of the lab as options) made it draw a second's worth before the first chart."""
     choices = filter_choices(frame_key(df), df)
-    row = st.columns([3, 2, 2, 2, 2], vertical_alignment="bottom")
-    more = [c for c in filters.FILTERS if c not in MAIN_FILTERS]
-    active = [filters.FILTERS[c] for c in more if _chosen(c, choices[c])]
-    popover = row[4].popover("More filters" + (f" ({len(active)} set)" if active else ""), key="more_filters",
-                             icon=":material/filter_list:", width="stretch",
-                             help=("Set: " + ", ".join(active)) if active else None)
-    selected = {}
-    for col, label in filters.FILTERS.items():
-        where = row[MAIN_FILTERS.index(col)] if col in MAIN_FILTERS else popover
-        selected[col] = where.multiselect(label, choices[col], key=URL_KEYS.get(col, col), bind="query-params",
-                                          placeholder="all")
-    return selected
+    active = {col: _chosen(col, choices[col]) for col in filters.FILTERS}
+    active = {col: values for col, values in active.items() if values}
+    row = st.columns([1, 5], vertical_alignment="center")
+    popover = row[0].popover("Filters" + (f" ({len(active)} set)" if active else ""), key="more_filters",
+                             icon=":material/filter_list:", width="stretch")
+    row[1].caption(filters_line(active))
+    return {col: popover.multiselect(label, choices[col], key=URL_KEYS.get(col, col), bind="query-params",
+                                     placeholder="all") for col, label in filters.FILTERS.items()}
+
+
+def filters_line(active: dict) -> str:
+    """What the filters keep, in words: "Every job in the database", or each filter set and its values."""
+    if not active:
+        return "Every job in the database. **Filters** narrow it (sweep, model, mode, …); they are in the link."
+    parts = []
+    for col, values in active.items():
+        shown = ", ".join(md(str(v)) for v in values[:FILTER_VALUES_SHOWN])
+        more = f" and {len(values) - FILTER_VALUES_SHOWN} more" if len(values) > FILTER_VALUES_SHOWN else ""
+        parts.append(f"{filters.FILTERS[col]}: {shown}{more}")
+    return "Jobs with " + " · ".join(parts)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
