@@ -497,7 +497,10 @@ if shown.empty:
 
 head = st.columns([3, 1], vertical_alignment="bottom")
 picker = head[0].container()
-downloads = head[1].container(horizontal=True, horizontal_alignment="right")
+# in a popover: two download buttons, drawn before the chart on every visit, for a click now and then
+downloads = head[1].popover("Download", icon=":material/download:", width="stretch",
+                            help="Every shown row (all pages), every export field, as CSV or as "
+                                 "`python -m runner export --format json` records")
 answer_slot = st.container()  # the answer for the chosen model, above the tabs
 speed_tab, launch_tab, repeat_tab, roofline_tab, fail_tab, table_tab = st.tabs(
     TABS, key="view", bind="query-params", width="stretch")
@@ -537,11 +540,9 @@ def shown_records() -> list[dict]:
 
 
 downloads.download_button("CSV", data=lambda: results.records_csv(shown_records()), file_name=filters.download_name(selected, "csv"),
-                          mime="text/csv", on_click="ignore", icon=":material/download:",
-                          help="Every shown row (all pages), every export field")
+                          mime="text/csv", on_click="ignore", icon=":material/download:", width="stretch")
 downloads.download_button("JSON", data=lambda: results.records_json(shown_records()), file_name=filters.download_name(selected, "json"),
-                          mime="application/json", on_click="ignore", icon=":material/download:",
-                          help="Every shown row as `python -m runner export --format json` records")
+                          mime="application/json", on_click="ignore", icon=":material/download:", width="stretch")
 answer.show(speed_slots, answer_slot, key, model, engine, shown)
 
 if launch_tab.open:
