@@ -111,6 +111,9 @@ def test_submit_watch_and_read_results_in_a_browser(app, browser, tmp_path):
 
     page.locator('[data-testid="stSidebarNav"]').get_by_text("Results").click()
     page.wait_for_url(re.compile(r"/results"))
+    page.locator('[data-testid="stPlotlyChart"]').filter(has_text="What to use for N calls").wait_for()  # the first
+    page.get_by_test_id("stButtonGroup").get_by_role("button", name="Speedup", exact=True).click()  # one at a time
+    page.wait_for_url(re.compile(r"chart=Speedup"))  # the chart is in the link
     speedup = page.locator('[data-testid="stPlotlyChart"]').filter(has_text="Speedup vs batch size")
     speedup.wait_for()
     assert "1.0× (no gain)" in speedup.inner_text()
@@ -122,6 +125,7 @@ def test_submit_watch_and_read_results_in_a_browser(app, browser, tmp_path):
     table = page.get_by_test_id("stTabs").get_by_test_id("stDataFrame")  # the answer table sits above the tabs
     table.wait_for()
     assert table.count() == 1
+    page.get_by_role("button", name="Download").click()  # the downloads' popover
     with page.expect_download() as download:  # what is shown, every export field
         page.get_by_role("button", name="CSV", exact=True).click()
     lines = Path(download.value.path()).read_text().splitlines()
