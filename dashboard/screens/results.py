@@ -27,7 +27,7 @@ from db.results import RECORD_FIELDS
 
 URL_KEYS = {"torch_version": "torch", "device_name": "gpu"}  # shorter query parameter names
 SCHEDULE_JOBS = 40  # the recompile timeline draws the newest jobs that ran a schedule
-WIDE_PAST = 4  # series: past this many, the warmup and break-even (and first call) plots take the page's width
+WIDE_PAST = 4  # rows: past this many, the First call tab's two plots each take the page's width
 PAGE_ROWS = 500  # st.dataframe sends every row it gets to the browser: the table is paged, downloads are not
 FAIL_ROWS = 1000
 REPEAT_GROUPS = 6  # the spread plot draws the newest sweeps' comparison groups
@@ -69,14 +69,13 @@ def chosen_filters(df) -> dict:
     return {col: _chosen(col, choices[col]) for col in filters.FILTERS}
 
 
-def filters_ui(df) -> dict:
+def filters_ui(df, row) -> dict:
     """Every filter in one popover, whose label says how many are set; the line beside it names them (a copied
     link may set any). Closed, the popover's widgets cost the browser nothing: four open multiselects (the
     sweeps' one with every sweep of the lab as options) made it draw a second's worth before the first chart."""
     choices = filter_choices(frame_key(df), df)
     active = {col: _chosen(col, choices[col]) for col in filters.FILTERS}
     active = {col: values for col, values in active.items() if values}
-    row = st.columns([1, 5], vertical_alignment="center")
     popover = row[0].popover("Filters" + (f" ({len(active)} set)" if active else ""), key="more_filters",
                              icon=":material/filter_list:", width="stretch")
     row[1].caption(filters_line(active))
@@ -480,14 +479,14 @@ if df.empty:
 # when the first one arrives, in that order, and draws a chart only once plotly's code has come: sent last, the
 # chart waited for every other kind's code, and for their drawing. Widgets drawn after the chart have their
 # values read first (the session's, else the URL's): the same values they then show.
-filters_slot, summary_slot = st.container(), st.container()
+filters_row = st.columns([1, 4, 1], vertical_alignment="center")  # the filters, what they keep, the downloads
+summary_slot = st.container()
 selected = chosen_filters(df)
 shown = filters.apply_filters(df, selected)
 key = view_key(df, selected)
 facts = view_facts(key, shown)
 if shown.empty:
-    with filters_slot:
-        filters_ui(df)
+    filters_ui(df, filters_row)
     with summary_slot:
         summary(facts)
         refresh.drawn(df, selected)
@@ -495,10 +494,9 @@ if shown.empty:
     st.warning("No job matches these filters.")
     st.stop()
 
-head = st.columns([3, 1], vertical_alignment="bottom")
-picker = head[0].container()
+picker = st.container()
 # in a popover: two download buttons, drawn before the chart on every visit, for a click now and then
-downloads = head[1].popover("Download", icon=":material/download:", width="stretch",
+downloads = filters_row[2].popover("Download", icon=":material/download:", width="stretch",
                             help="Every shown row (all pages), every export field, as CSV or as "
                                  "`python -m runner export --format json` records")
 answer_slot = st.container()  # the answer for the chosen model, above the tabs
@@ -524,8 +522,7 @@ if speed_tab.open:
         with controls:
             chart_ui(chart, model in facts["plottable"])
 
-with filters_slot:
-    filters_ui(df)
+filters_ui(df, filters_row)
 with summary_slot:
     speed_slots = summary(facts)
     refresh.drawn(df, selected)
