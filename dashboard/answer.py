@@ -109,22 +109,21 @@ def header(slots, answer_rows: list[dict], model: str) -> None:
 
 
 def calls(answer_rows: list[dict]) -> None:
-    """What to use for N calls at one batch size: the total-time chart and a one-line recommendation. The chart
-    is sent before the widgets and line above it (the page's first chart: see screens/results.py)."""
+    """What to use for N calls at one batch size: the total-time chart, then its batch size and N, and a one-line
+    recommendation. The chart comes before its widgets: a browser fetches each kind of element's code in page
+    order, and the chart's (plotly) waited behind the select box's and number field's."""
     sizes = sorted({r["batch_size"] for r in answer_rows if r["speedup"] is not None})
     if not sizes:
         st.caption("No configuration in view has a speedup (noisy or failed runs only): no N-calls chart to draw.")
         return
-    above = st.container()
-    bs = state.peek("calls_bs", sizes, sizes[-1])
+    bs = state.peek("calls_bs", sizes, sizes[-1])  # the widgets' values, read before they are drawn
     n = int(st.session_state.get("calls_n") or N_DEFAULT)
     ls = ncalls.lines([r for r in answer_rows if r["batch_size"] == bs])
     if ls:
         st.plotly_chart(ncalls.figure(ls, bs, n), key="plot_ncalls")
-    with above:
-        left, right = st.columns([1, 3], vertical_alignment="bottom")
-        left.selectbox("Batch size", sizes, index=len(sizes) - 1, key="calls_bs")
-        right.number_input("Calls your program makes (N)", min_value=1, value=N_DEFAULT, step=1000, key="calls_n",
-                           help="How many calls one process makes after compiling: compile pays off only over enough "
-                                "calls")
-        st.markdown(ncalls.recommend(ls, n, bs))  # configuration names escaped there
+    left, right = st.columns([1, 3], vertical_alignment="bottom")
+    left.selectbox("Batch size", sizes, index=len(sizes) - 1, key="calls_bs")
+    right.number_input("Calls your program makes (N)", min_value=1, value=N_DEFAULT, step=1000, key="calls_n",
+                       help="How many calls one process makes after compiling: compile pays off only over enough "
+                            "calls")
+    st.markdown(ncalls.recommend(ls, n, bs))  # configuration names escaped there
