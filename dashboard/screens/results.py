@@ -249,12 +249,14 @@ def chart_in_view() -> tuple[str, str]:
 
 
 def chart_ui(chart: str, model_ok: bool) -> None:
+    """The chart picker, and the clock beside it on the charts the clock changes (elsewhere it would be one more
+    control to draw before the chart, greyed out)."""
     left, right = st.columns([3, 2], vertical_alignment="bottom")
     left.segmented_control("Chart", CHARTS, key="chart", bind="query-params", default=CHARTS[0], required=True,
                            disabled=not model_ok, help=CHART_HELP)
-    # always drawn (a widget that is not drawn loses its state); idle on the charts it does not change
-    right.segmented_control("Clock", list(CLOCK_NAMES), key="clock", bind="query-params", default="latency",
-                            required=True, help=CLOCK_HELP, disabled=chart not in CLOCKED)
+    if chart in CLOCKED:
+        right.segmented_control("Clock", list(CLOCK_NAMES), key="clock", bind="query-params", default="latency",
+                                required=True, help=CLOCK_HELP)
 
 
 def plots(chart: str, parts: dict) -> None:
