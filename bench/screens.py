@@ -78,15 +78,16 @@ def shoot(port: int, out: Path) -> list[Path]:
             saved.append(path)
 
         open_chart("N+calls", "What to use for N calls")
-        # the page as it opens, from the top down to the N-calls chart; and the answer table down to that chart
-        ncalls = charts.filter(has_text="What to use for N calls").first.bounding_box()
+        # the page as it opens, from the top down to the N-calls chart's recommendation under it; and the answer
+        # table down to that line
+        line = page.get_by_text("calls at bs", exact=False).first.bounding_box()
+        bottom = line["y"] + line["height"] + 20
         path = out / "results-page-12-configs-synthetic.png"
-        page.screenshot(path=str(path), clip={"x": 0, "y": 0, "width": 1400, "height": ncalls["y"] + ncalls["height"] + 20})
+        page.screenshot(path=str(path), clip={"x": 0, "y": 0, "width": 1400, "height": bottom})
         saved.append(path)
         top = page.get_by_text("The answer for", exact=False).first.bounding_box()
         path = out / "results-answer-ncalls-12-configs-synthetic.png"
-        page.screenshot(path=str(path), clip={
-            "x": 0, "y": top["y"] - 10, "width": 1400, "height": ncalls["y"] + ncalls["height"] - top["y"] + 20})
+        page.screenshot(path=str(path), clip={"x": 0, "y": top["y"] - 10, "width": 1400, "height": bottom - top["y"] + 10})
         saved.append(path)
         for chart, title, name in (("Warmup", "Warmup cost", "warmup"), ("Break-even", "Break-even", "break-even"),
                                    ("Speedup", "Speedup vs batch size", "speedup"), ("Latency", "Steady-state", "latency")):
