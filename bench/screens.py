@@ -1,9 +1,10 @@
 """Screenshots of Results for a 12-configuration sweep (3 modes x 2 dynamic x 2 batch sizes, synthetic H100-shaped
 numbers with per-round samples; one configuration, default dynamic=false bs 8, has a noisy run only), in headless
-chromium at 1400 px: the answer table and the N-calls chart at bs 8, the
-warmup chart, the break-even chart, the speedup/latency pair and the First call tab; then Compare of two CPU sweeps
-whose jobs were stored as default and reduce-overhead (shown as one configuration). How the docs' "12-configs" and
-"compare-cpu-folded" screenshots are made:
+chromium at 1400 px: the page as it opens (down to the N-calls chart, at bs 8 where the noisy configuration is),
+the answer table and the N-calls chart, the warmup, break-even, speedup and latency charts (one at a time, as the
+Speedup tab draws them) and the First call tab; then Compare of two CPU sweeps whose jobs were stored as default
+and reduce-overhead (shown as one configuration). How the docs' "12-configs" and "compare-cpu-folded" screenshots
+are made:
 
     python -m bench.screens --port 8620 --out docs/screenshots --home /tmp/ui-screens
 
@@ -66,39 +67,40 @@ def shoot(port: int, out: Path) -> list[Path]:
             "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
         page = browser.new_page(viewport={"width": 1400, "height": 5200})
         page.set_default_timeout(90_000)
-        page.goto(f"http://localhost:{port}/results")
         charts = page.locator('[data-testid="stPlotlyChart"]')
-        for title in ("What to use for N calls", "Speedup vs batch size", "Warmup cost", "Break-even"):
+
+        def open_chart(chart: str, title: str) -> None:  # the Speedup tab draws one chart at a time (?chart=)
+            page.goto(f"http://localhost:{port}/results?chart={chart}")
             charts.filter(has_text=title).first.wait_for()
-        page.wait_for_timeout(1500)  # plotly's last layout pass
+            page.wait_for_timeout(1500)  # plotly's last layout pass
 
         def element(title: str, name: str) -> None:
             path = out / name
             charts.filter(has_text=title).first.screenshot(path=str(path))
             saved.append(path)
 
+        open_chart("N+calls", "What to use for N calls")
         # the N-calls chart at bs 8, where the sweep's configuration with noisy runs only is (drawn dotted grey)
         page.locator('[data-testid="stSelectbox"]').filter(has_text="Batch size").first.click()
         page.get_by_role("option", name="8", exact=True).click()
         charts.filter(has_text="What to use for N calls · bs 8").first.wait_for()
         page.get_by_text("The answer for", exact=False).first.click()  # the box loses focus: no red outline
         page.wait_for_timeout(1500)
-        # the answer table down to the N-calls chart and the caption under it, in one picture
+        # the page as it opens, from the top down to the N-calls chart's recommendation under it; and the answer
+        # table down to that line
+        line = page.get_by_text("calls at bs", exact=False).first.bounding_box()
+        bottom = line["y"] + line["height"] + 20
+        path = out / "results-page-12-configs-synthetic.png"
+        page.screenshot(path=str(path), clip={"x": 0, "y": 0, "width": 1400, "height": bottom})
+        saved.append(path)
         top = page.get_by_text("The answer for", exact=False).first.bounding_box()
-        ncalls = charts.filter(has_text="What to use for N calls").first.bounding_box()
         path = out / "results-answer-ncalls-12-configs-synthetic.png"
-        page.screenshot(path=str(path), clip={
-            "x": 0, "y": top["y"] - 10, "width": 1400, "height": ncalls["y"] + ncalls["height"] - top["y"] + 60})
+        page.screenshot(path=str(path), clip={"x": 0, "y": top["y"] - 10, "width": 1400, "height": bottom - top["y"] + 10})
         saved.append(path)
-        element("Warmup cost", "results-warmup-12-configs-synthetic.png")
-        element("Break-even", "results-break-even-12-configs-synthetic.png")
-        speed = charts.filter(has_text="Speedup vs batch size").first.bounding_box()
-        lat = charts.filter(has_text="Steady-state").first.bounding_box()
-        path = out / "results-speedup-latency-12-configs-synthetic.png"
-        page.screenshot(path=str(path), clip={
-            "x": 0, "y": speed["y"] - 40, "width": 1400,
-            "height": max(speed["y"] + speed["height"], lat["y"] + lat["height"]) - speed["y"] + 50})
-        saved.append(path)
+        for chart, title, name in (("Warmup", "Warmup cost", "warmup"), ("Break-even", "Break-even", "break-even"),
+                                   ("Speedup", "Speedup vs batch size", "speedup"), ("Latency", "Steady-state", "latency")):
+            open_chart(chart, title)
+            element(title, f"results-{name}-12-configs-synthetic.png")
         page.goto(f"http://localhost:{port}/results?view=First+call")
         charts.filter(has_text="where the compiled first call goes").first.wait_for()
         page.wait_for_timeout(1500)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import ncalls, versiondiff
+from dashboard import ncalls, state, versiondiff
 from dashboard.markup import md
 from db import answer, labels, versions
 
@@ -18,8 +18,11 @@ NOTE = ("speedup: median over the configuration's quiet runs of eager / compiled
         "processes on); runs: the runs that answer, each its own process; first call cold / warm / portable: the "
         "compiled first call without and with the graph in the cache, and from a fresh cache loaded with a cold "
         "job's artifacts; "
-        "break-even: calls after which compiling has paid for its first call. Same rows: `python -m runner report`.")
+        "break-even: calls after which compiling has paid for its first call. Same rows: `python -m runner report` "
+        "(which also names each row's jobs: job_ids).")
 
+
+N_DEFAULT = 1000
 
 # what the configurations' labels leave out when every one of them shares it (db.labels.common)
 SHARED = ("backend", "mode", "dynamic", "fullgraph", "scope", "task", "device", "dtype", "variant", "torch_version",
@@ -39,7 +42,6 @@ def show(header_slots, table_slot, key: tuple, model: str, engine, shown: pd.Dat
         if diff:
             st.subheader(f"Torch versions: {md(model)}")
             versiondiff.show(diff, key="answer_versions")
-        calls(answer_rows, unanswered)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -63,8 +65,14 @@ def version_rows(key: tuple, model: str, _engine, _job_ids: list[int]) -> list[d
     return versions.report(_engine, job_ids=_job_ids)
 
 
+# job_ids stay out of the page's table: past a few runs the cell is a wall of numbers (983 ids a row at 100k jobs:
+# 150 kB the browser decodes and measures before it draws the page); `runner report` and the downloads have them
+SHOWN = [c for c in answer.COLUMNS if c != "job_ids"]
+
+
 def frame(answer_rows: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame(answer_rows, columns=list(answer.COLUMNS))
+    """The table's rows: report's rows, its columns less job_ids."""
+    return pd.DataFrame(answer_rows, columns=SHOWN)
 
 
 def table(answer_rows: list[dict], model: str, common: str = "") -> None:
@@ -74,7 +82,7 @@ def table(answer_rows: list[dict], model: str, common: str = "") -> None:
     df = frame(answer_rows)
     num = st.column_config.NumberColumn
     st.dataframe(df, hide_index=True, width="stretch", height=min(460, 38 + 35 * len(df)),
-                 column_order=[c for c in answer.COLUMNS if c != "model"], column_config={
+                 column_order=[c for c in SHOWN if c != "model"], column_config={
                      "batch_size": num("bs", format="%d"), "config": st.column_config.TextColumn("configuration"),
                      "verdict": st.column_config.TextColumn(width="large"),
                      "speedup": num(format="%.2f×", help="latency: what a caller waits for per call"),
@@ -102,17 +110,23 @@ def header(slots, answer_rows: list[dict], model: str) -> None:
 
 
 def calls(answer_rows: list[dict], unanswered: dict[str, dict] | None = None) -> None:
-    """What to use for N calls at one batch size: the total-time chart and a one-line recommendation."""
+    """What to use for N calls at one batch size: the total-time chart, then its batch size and N, and a one-line
+    recommendation. The chart comes before its widgets: a browser fetches each kind of element's code in page
+    order, and the chart's (plotly) waited behind the select box's and number field's."""
     sizes = sorted({r["batch_size"] for r in answer_rows if r["speedup"] is not None})
     if not sizes:
+        st.caption("No configuration in view has a speedup (noisy or failed runs only): no N-calls chart to draw.")
         return
-    left, right = st.columns([1, 3], vertical_alignment="bottom")
-    bs = left.selectbox("Batch size", sizes, index=len(sizes) - 1, key="calls_bs")
-    n = right.number_input("Calls your program makes (N)", min_value=1, value=1000, step=1000, key="calls_n",
-                           help="How many calls one process makes after compiling: compile pays off only over enough calls")
+    bs = state.peek("calls_bs", sizes, sizes[-1])  # the widgets' values, read before they are drawn
+    n = int(st.session_state.get("calls_n") or N_DEFAULT)
     ls = ncalls.lines([r for r in answer_rows if r["batch_size"] == bs], unanswered)
-    st.markdown(ncalls.recommend(ls, int(n), bs))  # configuration names escaped there
     if ls:
-        st.plotly_chart(ncalls.figure(ls, bs, int(n)), key="plot_ncalls")
+        st.plotly_chart(ncalls.figure(ls, bs, n), key="plot_ncalls")
         if ncalls.noisy_note(ls):
             st.caption(md(ncalls.noisy_note(ls)))
+    left, right = st.columns([1, 3], vertical_alignment="bottom")
+    left.selectbox("Batch size", sizes, index=len(sizes) - 1, key="calls_bs")
+    right.number_input("Calls your program makes (N)", min_value=1, value=N_DEFAULT, step=1000, key="calls_n",
+                       help="How many calls one process makes after compiling: compile pays off only over enough "
+                            "calls")
+    st.markdown(ncalls.recommend(ls, n, bs))  # configuration names escaped there

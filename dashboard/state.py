@@ -132,7 +132,7 @@ def _sidebar_status() -> None:
     status = embedded_worker(url()).ensure()
     workers = queue.live_workers(eng)
     st.caption("Database")
-    st.code(describe(url()), language=None, wrap_lines=True)
+    st.text(describe(url()))  # plain text: a code block would load the syntax highlighter on every page
     devices = sorted({d for w in workers for d in w.capabilities.get("devices", [])})
     gpus = sorted({w.capabilities.get("device_name") for w in workers if w.capabilities.get("device_name")})
     st.metric("Workers alive", len(workers))
@@ -164,6 +164,18 @@ def url_choice(key: str, options: list, fallback):
         st.session_state[key] = by_text.get(st.query_params.get(key), fallback)
     elif st.session_state[key] not in options:  # the options changed under it (new filters)
         st.session_state[key] = fallback
+
+
+def peek(key: str, options: list, default, bound: bool = False):
+    """The value a single-choice widget keyed `key`, drawn later in this run, will have: the session's, else
+    (`bound` to the URL) the URL's, else `default`; a value no longer among `options` falls back to `default`,
+    as the widget does. For pages that send a chart before the widgets drawn above it."""
+    if key in st.session_state:
+        value = st.session_state[key]
+        return value if value in options else default
+    if bound:
+        return {str(o): o for o in options}.get(st.query_params.get(key), default)
+    return default
 
 
 def write_url_choice(key: str, value) -> None:

@@ -1,10 +1,11 @@
-"""Results: filters (all in the URL), then tabs: the plots that answer the seed notes (in the clock chosen:
-latency by default, throughput or GPU time); where the first call goes and GPU time inside latency; the
-spread across repeats; the roofline; failures with their
-reasons; the table of every export field. CSV / JSON of what is shown above the tabs.
+"""Results: filters (all in the URL) and CSV / JSON of what they keep, the counts, the answer for one model, then
+tabs: the plots that answer the seed notes, one chart at a time (what to use for N calls first; speedup and
+latency in the clock chosen: latency by default, throughput or GPU time); where the first call goes and GPU time
+inside latency; the spread across repeats; the roofline; failures with their reasons; the table of every export
+field.
 
-Only the open tab runs (st.tabs bound to the URL's `view`), so a visit pays for the plots it shows, and a
-copied link opens the same tab."""
+Only the open tab runs (st.tabs bound to the URL's `view`), and the Speedup tab draws only its chosen chart (`chart`),
+so a visit pays for the plot it shows, and a copied link opens the same view."""
 import streamlit as st
 
 from dashboard import (
@@ -27,7 +28,7 @@ from db.results import RECORD_FIELDS
 
 URL_KEYS = {"torch_version": "torch", "device_name": "gpu"}  # shorter query parameter names
 SCHEDULE_JOBS = 40  # the recompile timeline draws the newest jobs that ran a schedule
-WIDE_PAST = 4  # series: past this many, the warmup and break-even (and first call) plots take the page's width
+WIDE_PAST = 4  # rows: past this many, the First call tab's two plots each take the page's width
 PAGE_ROWS = 500  # st.dataframe sends every row it gets to the browser: the table is paged, downloads are not
 FAIL_ROWS = 1000
 REPEAT_GROUPS = 6  # the spread plot draws the newest sweeps' comparison groups
@@ -45,7 +46,7 @@ NOISY_NOTE = ("Spread: IQR / median over a job's rounds, of the speedup (each ro
 CALIBRATE = ("`python -m runner calibrate --device {device} --db URL` on a host with that device measures them "
              "(a GPU worker calibrates its GPU when it starts)")
 
-MAIN_FILTERS = ("sweep", "model", "mode", "dynamic")  # in the first row; the others in "More filters"
+FILTER_VALUES_SHOWN = 3  # per filter, in the line that names what is set
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
@@ -63,22 +64,38 @@ def _chosen(col: str, options: list) -> list:
     return [v for v in st.query_params.get_all(key) if v in {str(o) for o in options}]
 
 
-def filters_ui(df) -> dict:
-    """The four filters a lab uses most in one row; the rest behind "More filters", whose label says how
-    many of them are set and whose help names them (a copied link may set any of them)."""
+def chosen_filters(df) -> dict:
+    """Every filter's choice, read before the filter row is drawn (filters_ui draws the same values)."""
+    keys = [URL_KEYS.get(col, col) for col in filters.FILTERS]
+    if not any(k in st.session_state or k in st.query_params for k in keys):
+        return {col: [] for col in filters.FILTERS}  # nothing set: no options to check against (0.25 s at 100k)
     choices = filter_choices(frame_key(df), df)
-    row = st.columns([3, 2, 2, 2, 2], vertical_alignment="bottom")
-    more = [c for c in filters.FILTERS if c not in MAIN_FILTERS]
-    active = [filters.FILTERS[c] for c in more if _chosen(c, choices[c])]
-    popover = row[4].popover("More filters" + (f" ({len(active)} set)" if active else ""), key="more_filters",
-                             icon=":material/filter_list:", width="stretch",
-                             help=("Set: " + ", ".join(active)) if active else None)
-    selected = {}
-    for col, label in filters.FILTERS.items():
-        where = row[MAIN_FILTERS.index(col)] if col in MAIN_FILTERS else popover
-        selected[col] = where.multiselect(label, choices[col], key=URL_KEYS.get(col, col), bind="query-params",
-                                          placeholder="all")
-    return selected
+    return {col: _chosen(col, choices[col]) for col in filters.FILTERS}
+
+
+def filters_ui(df, row, chosen: dict) -> dict:
+    """Every filter in one popover, whose label says how many are set; the line beside it names them (a copied
+    link may set any). Closed, the popover's widgets cost the browser nothing: four open multiselects (the
+    sweeps' one with every sweep of the lab as options) kept it ~0.2 s longer from the first chart."""
+    choices = filter_choices(frame_key(df), df)
+    active = {col: values for col, values in chosen.items() if values}
+    popover = row[0].popover("Filters" + (f" ({len(active)} set)" if active else ""), key="more_filters",
+                             icon=":material/filter_list:", width="stretch")
+    row[1].caption(filters_line(active))
+    return {col: popover.multiselect(label, choices[col], key=URL_KEYS.get(col, col), bind="query-params",
+                                     placeholder="all") for col, label in filters.FILTERS.items()}
+
+
+def filters_line(active: dict) -> str:
+    """What the filters keep, in words: "Every job in the database", or each filter set and its values."""
+    if not active:
+        return "Every job in the database. **Filters** narrow it (sweep, model, mode, …); they are in the link."
+    parts = []
+    for col, values in active.items():
+        shown = ", ".join(md(str(v)) for v in values[:FILTER_VALUES_SHOWN])
+        more = f" and {len(values) - FILTER_VALUES_SHOWN} more" if len(values) > FILTER_VALUES_SHOWN else ""
+        parts.append(f"{filters.FILTERS[col]}: {shown}{more}")
+    return "Jobs with " + " · ".join(parts)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -224,13 +241,38 @@ CLOCK_HELP = ("latency: one synchronous call as your program sees it (host clock
 CLOCK_NAMES = {"latency": "latency", "throughput": "throughput", "GPU time": "gpu"}  # shown (and in ?clock=) -> clock
 
 
-def clock_ui() -> str:
-    shown = st.segmented_control("Clock", list(CLOCK_NAMES), key="clock", bind="query-params", default="latency",
-                                 required=True, help=CLOCK_HELP)
-    return CLOCK_NAMES.get(shown, "latency")
+# the Speedup tab's charts, drawn one at a time; the labels are the URL's `chart` values (renaming one breaks
+# links to it). N calls first: the chart that answers "what should I use" for the number of calls a program makes
+CHARTS = ["N calls", "Speedup", "Latency", "Warmup", "Break-even", "Recompiles"]
+CLOCKED = ("Speedup", "Latency")  # the charts the clock changes
+CHART_HELP = ("N calls: the total time of N calls (first call + N × latency) of every configuration, the lowest "
+              "highlighted. Speedup and Latency per batch size in the chosen clock; Warmup: the compiled first call; "
+              "Break-even: the calls after which compiling has paid for itself; Recompiles: the shape schedule's "
+              "recompile timeline.")
 
 
-def plots(parts: dict) -> None:
+def chart_in_view() -> tuple[str, str]:
+    """The Speedup tab's chart and clock, read before their pickers are drawn (chart_ui). One chart at a time: a
+    browser draws every plotly chart it is sent before it shows the first, so six charts kept the first
+    waiting for the other five."""
+    chart = state.peek("chart", CHARTS, CHARTS[0], bound=True)
+    clock = state.peek("clock", list(CLOCK_NAMES), "latency", bound=True)
+    return chart, CLOCK_NAMES[clock] if chart in CLOCKED else "latency"
+
+
+def chart_ui(chart: str, model_ok: bool) -> None:
+    """The chart picker, and the clock beside it on the charts the clock changes (elsewhere it would be one more
+    control to draw before the chart, greyed out)."""
+    left, right = st.columns([3, 2], vertical_alignment="bottom")
+    left.segmented_control("Chart", CHARTS, key="chart", bind="query-params", default=CHARTS[0], required=True,
+                           disabled=not model_ok, help=CHART_HELP)
+    if chart in CLOCKED:
+        right.segmented_control("Clock", list(CLOCK_NAMES), key="clock", bind="query-params", default="latency",
+                                required=True, help=CLOCK_HELP)
+
+
+def plots(chart: str, parts: dict) -> None:
+    """One of the Speedup tab's charts (not N calls: dashboard.answer.calls), with the notes that read it."""
     clock = parts["clock"]
     if parts["common"]:
         st.caption("Every configuration here: " + md(parts["common"]) + ". The labels name only what differs.")
@@ -238,37 +280,41 @@ def plots(parts: dict) -> None:
         st.caption(md(parts["noisy_note"]))
     for note in parts["folded"]:
         st.caption(":material/info: " + md(note))
-    if clock != "latency":
-        st.caption(f"Showing **{stats.CLOCKS[clock]['label']}**. The headline speedup everywhere else is latency.")
-    if clock == "latency" and parts["gpu_only"]:
-        st.caption(f"{parts['gpu_only']} configuration(s) have GPU time only: CUDA results timed before caller latency "
-                   "was measured (timing protocol 1). Choose **GPU time** to see them; they are never drawn as latency.")
-    if clock != "latency" and parts["clock_missing"]:
-        st.caption(f"{parts['clock_missing']} configuration(s) have no {charts.CLOCK_WORDS[clock]}"
-                   + (" (a CPU job has no GPU clock)" if clock == "gpu" else " (timed before it was measured)") + ".")
-    left, right = st.columns(2)
-    left.plotly_chart(parts["speedup"], key="plot_speedup")
-    if parts.get("recompiled"):
-        left.caption(f"↻ {parts['recompiled']} configuration(s) recompiled inside the timed rounds (a graph break or "
-                     "a guard on data, like seed 004's ConvNetMix): those calls were dropped from the samples, but "
-                     "the steady state switches between graphs. The Table has recompiles, measure_recompiles and "
-                     "graph_breaks.")
-    right.plotly_chart(parts["latency"], key="plot_latency")
-    drift = parts.get("eager_drift")
-    if drift:
-        right.caption(f"⚠ Eager moved between jobs: at bs {drift['batch_size']} it took {drift['low_ms']:.3g} ms in "
-                      f"the jobs of *{drift['low']}* and {drift['high_ms']:.3g} ms in those of *{drift['high']}* "
-                      f"(+{drift['gap']:.0%}). Eager runs no compiled code, so the machine changed (load, clocks) "
-                      "between those jobs: read these lines against each other with care; the speedup plot (eager "
-                      "and compiled timed in the same job) is not affected.")
-    # one row per series: past a handful, each takes the page's width, so labels and values stay readable
-    left, right = st.columns(2) if parts["series"] <= WIDE_PAST else (st.container(), st.container())
-    left.plotly_chart(parts["warmup"], key="plot_warmup")
-    if parts["break_even"] is not None:
-        right.plotly_chart(parts["break_even"], key="plot_break_even")
-    if parts["break_even_note"]:
-        right.caption(md(parts["break_even_note"]))
-    if parts["timeline"] is not None:
+    if chart in CLOCKED:
+        if clock != "latency":
+            st.caption(f"Showing **{stats.CLOCKS[clock]['label']}**. The headline speedup everywhere else is latency.")
+        if clock == "latency" and parts["gpu_only"]:
+            st.caption(f"{parts['gpu_only']} configuration(s) have GPU time only: CUDA results timed before caller "
+                       "latency was measured (timing protocol 1). Choose **GPU time** to see them; they are never "
+                       "drawn as latency.")
+        if clock != "latency" and parts["clock_missing"]:
+            st.caption(f"{parts['clock_missing']} configuration(s) have no {charts.CLOCK_WORDS[clock]}"
+                       + (" (a CPU job has no GPU clock)" if clock == "gpu" else " (timed before it was measured)")
+                       + ".")
+    if chart == "Speedup":
+        st.plotly_chart(parts["speedup"], key="plot_speedup")
+        if parts.get("recompiled"):
+            st.caption(f"↻ {parts['recompiled']} configuration(s) recompiled inside the timed rounds (a graph break "
+                       "or a guard on data, like seed 004's ConvNetMix): those calls were dropped from the samples, "
+                       "but the steady state switches between graphs. The Table has recompiles, measure_recompiles "
+                       "and graph_breaks.")
+    elif chart == "Latency":
+        st.plotly_chart(parts["latency"], key="plot_latency")
+        drift = parts.get("eager_drift")
+        if drift:
+            st.caption(f"⚠ Eager moved between jobs: at bs {drift['batch_size']} it took {drift['low_ms']:.3g} ms in "
+                       f"the jobs of *{drift['low']}* and {drift['high_ms']:.3g} ms in those of *{drift['high']}* "
+                       f"(+{drift['gap']:.0%}). Eager runs no compiled code, so the machine changed (load, clocks) "
+                       "between those jobs: read these lines against each other with care; the speedup plot (eager "
+                       "and compiled timed in the same job) is not affected.")
+    elif chart == "Warmup":
+        st.plotly_chart(parts["warmup"], key="plot_warmup")
+    elif chart == "Break-even":
+        if parts["break_even"] is not None:
+            st.plotly_chart(parts["break_even"], key="plot_break_even")
+        if parts["break_even_note"]:
+            st.caption(md(parts["break_even_note"]))
+    elif parts["timeline"] is not None:
         st.plotly_chart(parts["timeline"], key="plot_recompiles")
         if parts["scheduled"] > SCHEDULE_JOBS:
             st.caption(f"The timeline shows the newest {SCHEDULE_JOBS} of {parts['scheduled']} jobs with a schedule.")
@@ -360,19 +406,25 @@ def roofline_plot(shown, key: tuple, engine) -> None:
                    "work is all bytes, so its roofline is the copy bandwidth): " + parts["off"])
 
 
-def model_choice(facts: dict, per_model: bool) -> str:
-    """The model whose plots the Speedup, First call and Repeats tabs draw: the newest job's at first;
-    the URL's `plot` names the one shown, so a copied link keeps showing it. Greyed out on the tabs
-    that show every model in view."""
+def model_in_view(facts: dict) -> str:
+    """The model whose answer and plots the page shows: the newest job's at first; the URL's `plot` names the
+    one shown, so a copied link keeps showing it. Read before its picker is drawn (model_ui)."""
+    models, newest = facts["models"], facts["newest"]
+    if len(models) == 1:
+        return newest
+    state.url_choice("plot", models, newest)
+    return st.session_state.get("plot") or newest
+
+
+def model_ui(facts: dict, per_model: bool) -> None:
+    """The model picker, greyed out on the tabs that show every model in view."""
     models, newest = facts["models"], facts["newest"]
     if len(models) == 1:
         state.write_url_choice("plot", None)  # a link's ?plot= names no choice here: not left in the URL
-        return newest
-    state.url_choice("plot", models, newest)
+        return
     model = st.segmented_control("Plots for model", models, key="plot", disabled=not per_model,
                                  help=None if per_model else "This tab shows every model in view") or newest
     state.write_url_choice("plot", model)
-    return model
 
 
 def failures_section(bad) -> None:
@@ -440,21 +492,61 @@ if df.empty:
     refresh.watch({})
     st.stop()
 
-selected = filters_ui(df)
+# The page's parts are laid out first and filled in the order a visitor waits for them: the open chart is sent
+# before the filters, counts, answer table and pickers above it. A browser fetches each kind of element's code
+# when the first one arrives, in that order, and draws a chart only once plotly's code has come: sent last, the
+# chart waited for every other kind's code, and for their drawing. Widgets drawn after the chart have their
+# values read first (the session's, else the URL's): the same values they then show.
+filters_row = st.columns([1, 4, 1], vertical_alignment="center")  # the filters, what they keep, the downloads
+summary_slot = st.container()
+selected = chosen_filters(df)
 shown = filters.apply_filters(df, selected)
 key = view_key(df, selected)
 facts = view_facts(key, shown)
-speed_slots = summary(facts)
-refresh.drawn(df, selected)
-refresh.watch(selected)  # reruns the page when results land in view, and says so
 if shown.empty:
+    filters_ui(df, filters_row, selected)
+    with summary_slot:
+        summary(facts)
+        refresh.drawn(df, selected)
+        refresh.watch(selected)
     st.warning("No job matches these filters.")
     st.stop()
 
-head = st.columns([3, 1], vertical_alignment="bottom")
-picker = head[0].container()  # filled once the open tab is known
-downloads = head[1].container(horizontal=True, horizontal_alignment="right")
+picker = st.container()
+# in a popover: two download buttons, drawn before the chart on every visit, for a click now and then
+downloads = filters_row[2].popover("Download", icon=":material/download:", width="stretch",
+                                  help="Every shown row (all pages), every export field, as CSV or as "
+                                       "`python -m runner export --format json` records")
 answer_slot = st.container()  # the answer for the chosen model, above the tabs
+speed_tab, launch_tab, repeat_tab, roofline_tab, fail_tab, table_tab = st.tabs(
+    TABS, key="view", bind="query-params", width="stretch")
+model = model_in_view(facts)
+answer_rows, unanswered = answer.rows(key, model, engine, shown.loc[shown["model"] == model, "job_id"].tolist())
+
+if speed_tab.open:
+    with speed_tab:
+        controls = st.container()
+        chart, clock = chart_in_view()
+        if model not in facts["plottable"]:
+            st.info(f"Nothing to plot for {model}: its jobs in view were all cancelled (they are listed under "
+                    "**Failures**).", icon=":material/info:")
+        elif chart == "N calls":
+            answer.calls(answer_rows, unanswered)
+        else:
+            plots(chart, speed_figures(key, shown, model, state.store(), clock))
+        if facts["failed"]:
+            st.caption(f"{facts['failed']:,} jobs in view did not succeed: marked on the plots as red ✕ with their count "
+                       "(hover for the reasons) and listed under **Failures**.")
+        with controls:
+            chart_ui(chart, model in facts["plottable"])
+
+filters_ui(df, filters_row, selected)
+with summary_slot:
+    speed_slots = summary(facts)
+    refresh.drawn(df, selected)
+    refresh.watch(selected)  # reruns the page when results land in view, and says so
+with picker:  # always drawn (a widget that is not drawn loses its state); idle on the all-model tabs
+    model_ui(facts, per_model=bool(speed_tab.open or launch_tab.open or repeat_tab.open))
 
 
 def shown_records() -> list[dict]:
@@ -463,28 +555,11 @@ def shown_records() -> list[dict]:
 
 
 downloads.download_button("CSV", data=lambda: results.records_csv(shown_records()), file_name=filters.download_name(selected, "csv"),
-                          mime="text/csv", on_click="ignore", icon=":material/download:",
-                          help="Every shown row (all pages), every export field")
+                          mime="text/csv", on_click="ignore", icon=":material/download:", width="stretch")
 downloads.download_button("JSON", data=lambda: results.records_json(shown_records()), file_name=filters.download_name(selected, "json"),
-                          mime="application/json", on_click="ignore", icon=":material/download:",
-                          help="Every shown row as `python -m runner export --format json` records")
-
-speed_tab, launch_tab, repeat_tab, roofline_tab, fail_tab, table_tab = st.tabs(
-    TABS, key="view", bind="query-params", width="stretch")
-with picker:  # always drawn (a widget that is not drawn loses its state); idle on the all-model tabs
-    model = model_choice(facts, per_model=bool(speed_tab.open or launch_tab.open or repeat_tab.open))
+                          mime="application/json", on_click="ignore", icon=":material/download:", width="stretch")
 answer.show(speed_slots, answer_slot, key, model, engine, shown)
 
-if speed_tab.open:
-    with speed_tab:
-        if model not in facts["plottable"]:
-            st.info(f"Nothing to plot for {model}: its jobs in view were all cancelled (they are listed under "
-                    "**Failures**).", icon=":material/info:")
-        else:
-            plots(speed_figures(key, shown, model, state.store(), clock_ui()))
-        if facts["failed"]:
-            st.caption(f"{facts['failed']:,} jobs in view did not succeed: marked on the plots as red ✕ with their count "
-                       "(hover for the reasons) and listed under **Failures**.")
 if launch_tab.open:
     with launch_tab:
         st.subheader(f"Warmup and launch overhead: {model}")

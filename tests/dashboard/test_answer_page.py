@@ -6,7 +6,7 @@ import json
 import pandas as pd
 
 from bench.synthetic import fill
-from dashboard.answer import frame
+from dashboard.answer import SHOWN, frame
 from tests.conftest import run_cli
 from tests.dashboard.test_pages import lab, ok, page  # noqa: F401  (lab: a fixture)
 
@@ -19,9 +19,11 @@ def test_the_answer_table_is_what_runner_report_prints(lab, db_url):  # noqa: F8
     assert len(shown) == 24 and set(shown["model"]) == {"simplenet"} and shown["speedup_ci_low"].notna().any()
     done = run_cli("report", "--db", db_url, "--sweep", "1", "--format", "json")
     assert done.returncode == 0, done.stderr
-    pd.testing.assert_frame_equal(shown, frame(json.loads(done.stdout)))
+    report = json.loads(done.stdout)
+    pd.testing.assert_frame_equal(shown, frame(report))  # report's rows; its job_ids stay off the page
+    assert "job_ids" not in shown and all(r["job_ids"] for r in report)
     done = run_cli("report", "--db", db_url, "--sweep", "1", "--format", "csv")
-    from_csv = pd.read_csv(io.StringIO(done.stdout), keep_default_na=False, na_values=[""])
+    from_csv = pd.read_csv(io.StringIO(done.stdout), keep_default_na=False, na_values=[""])[SHOWN]  # less job_ids
     pd.testing.assert_frame_equal(shown.astype(str), from_csv.astype(shown.dtypes.to_dict()).astype(str))
     # the header's speedups are simplenet's, from its quiet configurations: never a median across models
     metrics = {m.label: m.value for m in at.metric}

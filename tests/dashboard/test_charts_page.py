@@ -31,12 +31,12 @@ def _decoded(value):
 
 def test_twelve_configurations_read_as_rows_with_short_labels(lab):  # noqa: F811 (the fixture)
     fill(lab, 12, seed=2, device="cuda", rounds=20, **SHAPE)
-    at = ok(page("results"))
+    at = ok(page("results", chart="Warmup"))  # the Speedup tab draws one chart at a time, named in the link
     assert any(t.startswith("Every configuration here: inference · cuda · float32") and "inductor" in t
                for t in texts(at.caption))
     rows = spec(at, "plot_warmup")["layout"]["yaxis"]["categoryarray"]
     assert len(rows) == 12 and "max-autotune · dynamic=true · bs 32" in rows and not any("inductor" in r for r in rows)
-    assert spec(at, "plot_break_even")["layout"]["yaxis"]["categoryarray"] == rows
+    assert spec(ok(page("results", chart="Break-even")), "plot_break_even")["layout"]["yaxis"]["categoryarray"] == rows
     answer = at.dataframe[0].value
     assert set(answer["config"]) == {r.rsplit(" · bs ", 1)[0] for r in rows}  # the table and the plots agree
 
@@ -49,10 +49,10 @@ def test_break_even_steps_aside_when_compiling_never_pays_off(lab):  # noqa: F81
         queue.finish(lab, claim.job_id, claim.token, JobStatus.SUCCEEDED, result={
             "eager_ms": 1.0, "compiled_ms": 1.25, "speedup": 0.8, "eager_first_call_s": 0.01,
             "compiled_first_call_s": 4.0, "compiled_second_call_s": 0.002, "device_name": "cpu"})
-    at = ok(page("results"))
-    assert "plot_break_even" not in [c.key for c in at.get("plotly_chart")] and "plot_warmup" in [
-        c.key for c in at.get("plotly_chart")]
+    at = ok(page("results", chart="Break-even"))
+    assert not at.get("plotly_chart")  # no empty chart: a line says why
     assert any("compiling never pays off here" in t for t in texts(at.caption))
+    assert [c.key for c in ok(page("results", chart="Warmup")).get("plotly_chart")] == ["plot_warmup"]
 
 
 def test_a_configuration_with_noisy_runs_only_is_greyed_and_marked_on_every_plot(lab):  # noqa: F811 (the fixture)
@@ -63,21 +63,21 @@ def test_a_configuration_with_noisy_runs_only_is_greyed_and_marked_on_every_plot
     from dashboard.ncalls import NOISY_COLOR
 
     fill(lab, 12, seed=2, device="cuda", rounds=20, **SHAPE)
-    at = ok(page("results"))
+    at = ok(page("results", chart="Speedup"))  # one chart at a time (?chart=), the answer table above each
     answer = at.dataframe[0].value
     (row,) = answer[answer["noisy"]].to_dict(orient="records")  # default · dynamic=false at bs 8
     config, series = row["config"], f"{row['config']} · bs {row['batch_size']}"
     bs = row["batch_size"]
     assert any(t.startswith("⚠ noisy, greyed on every plot") and md(series) in t for t in texts(at.caption))
 
-    for key in ("plot_speedup", "plot_latency"):  # lines: its point is no part of its configuration's line
-        data = spec(at, key)["data"]
+    for key, chart in (("plot_speedup", "Speedup"), ("plot_latency", "Latency")):  # lines: its point is no part of
+        data = spec(ok(page("results", chart=chart)), key)["data"]  # its configuration's line
         assert not any(t.get("name") == config and bs in (t.get("x") or []) for t in data), key
         (grey,) = [t for t in data if t.get("legendgroup") == "only-noisy"]
         assert grey["x"] == [bs] and grey["marker"]["color"] == NOISY_GREY and grey["name"].startswith("⚠ noisy")
 
-    for key in ("plot_warmup", "plot_break_even"):  # rows of bars: greyed, hatched, its tick label marked
-        fig = spec(at, key)
+    for key, chart in (("plot_warmup", "Warmup"), ("plot_break_even", "Break-even")):  # rows of bars: greyed,
+        fig = spec(ok(page("results", chart=chart)), key)  # hatched, its tick label marked
         ticks = dict(zip(fig["layout"]["yaxis"]["tickvals"], fig["layout"]["yaxis"]["ticktext"]))
         assert "⚠ noisy · " + series in ticks[series] and all("⚠" not in t for s, t in ticks.items() if s != series)
         bars = [(t, x) for t in fig["data"] for y, x in zip(t.get("y") or [], t.get("x") or []) if y == series
@@ -86,9 +86,10 @@ def test_a_configuration_with_noisy_runs_only_is_greyed_and_marked_on_every_plot
                             and t.get("showlegend") is False for t, _ in bars), key
         others = [t for t in fig["data"] if t.get("marker", {}).get("color") != NOISY_GREY and t.get("x")]
         assert others and not any(y == series and x is not None for t in others for y, x in zip(t["y"], t["x"]))
-    break_even = spec(at, "plot_break_even")["data"]
+    break_even = spec(ok(page("results", chart="Break-even")), "plot_break_even")["data"]
     assert any("no answer" in text for t in break_even for text in (t.get("text") or []) if "⚠ noisy" in text)
 
+    at = ok(page("results", chart="N calls"))
     ok(at.selectbox(key="calls_bs").set_value(bs).run())  # the N-calls chart at its batch size
     data = spec(at, "plot_ncalls")["data"]
     (line,) = [t for t in data if t.get("name") == f"⚠ noisy · {config}"]

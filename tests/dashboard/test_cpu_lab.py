@@ -71,6 +71,6 @@ def test_the_results_mode_filter_offers_and_matches_the_mode_a_cpu_job_ran(lab):
          modes=("default", "reduce-overhead"))
     at = ok(page("results"))
     assert at.multiselect(key="mode").options == ["default"]
-    at = ok(page("results", mode="default", plot="simplenet"))
+    at = ok(page("results", mode="default", plot="simplenet", chart="Speedup"))
     assert at.metric[0].value == "6"  # every job, the four simplenet ones stored as either mode
     assert any("stored as reduce\\-overhead" in t for t in texts(at.caption))

@@ -54,7 +54,7 @@ def texts(elements) -> list[str]:
 # -- app frame and Submit -------------------------------------------------------------------------------
 def test_sidebar_names_the_database_and_the_workers(worker, db_url):
     at = ok(page("submit"))
-    assert db_url in texts(at.sidebar.code)
+    assert db_url in texts(at.sidebar.text)
     assert [m.value for m in at.sidebar.metric] == ["1"]
     assert any("CPU only" in t for t in texts(at.sidebar.markdown))
     assert any(f"{ENV_SWITCH}=0" in t for t in texts(at.sidebar.caption))
@@ -274,10 +274,10 @@ def results(lab, fill_synthetic):
 
 def test_results_page_plots_tables_and_downloads(results):
     at = ok(page("results"))
-    # the Speedup tab opens first: speedup, latency, warmup, break-even, recompile timeline; no other tab ran
+    # the Speedup tab opens first, on its N-calls chart: one chart at a time; no other tab ran
     assert [t.label for t in at.tabs] == ["Speedup", "First call", "Repeats", "Roofline", "Failures", "Table"]
-    assert [c.key for c in at.get("plotly_chart")] == ["plot_ncalls", "plot_speedup", "plot_latency", "plot_warmup",
-                                                       "plot_break_even", "plot_recompiles"]
+    assert at.segmented_control(key="chart").value == "N calls"
+    assert [c.key for c in at.get("plotly_chart")] == ["plot_ncalls"]
     assert len(at.dataframe) == 1  # the answer table above the tabs (tests/dashboard/test_answer_page.py)
     assert {m.label for m in at.metric} >= {"Jobs shown", "Succeeded", "Did not succeed", "Median speedup"}
     assert [m.value for m in at.metric][:1] == ["240"]
@@ -289,10 +289,15 @@ def test_results_page_plots_tables_and_downloads(results):
     # the plotted model is the newest job's, and the URL names it so a copied link keeps showing it
     newest = export_records(results, job_ids=[240])[0]["model"]
     assert at.segmented_control(key="plot").value == newest and at.query_params["plot"] == newest
+    # each chart of the tab, by the name a link gives it
+    for chart, key in {"Speedup": "plot_speedup", "Latency": "plot_latency", "Warmup": "plot_warmup",
+                       "Break-even": "plot_break_even", "Recompiles": "plot_recompiles"}.items():
+        at = ok(page("results", chart=chart))
+        assert [c.key for c in at.get("plotly_chart")] == [key] and at.segmented_control(key="chart").value == chart
 
     at = ok(page("results", view="Failures"))
     assert "Did not succeed (%d)" % failed_n in [s.value for s in at.subheader]
-    assert [c.key for c in at.get("plotly_chart")] == ["plot_ncalls"]  # above the tabs; the Failures tab draws none
+    assert not at.get("plotly_chart")  # the Failures tab draws none
     failed = at.dataframe[1].value  # [0]: the answer table
     assert len(failed) == failed_n and (failed["status"] != "succeeded").all() and failed["error"].str.len().gt(0).all()
     at = ok(page("results", view="Table"))
@@ -303,12 +308,12 @@ def test_results_page_plots_tables_and_downloads(results):
 @pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_a_cancelled_job_is_listed_but_not_counted_or_drawn_as_a_failure(results):
     """A person stopped it: it says nothing about its configuration, so no red ✕ and no failure count."""
-    before = ok(page("results", model="simplenet", plot="simplenet"))
+    before = ok(page("results", model="simplenet", plot="simplenet", chart="Speedup"))
     from db.spec import SweepRequest
     (job_id,) = queue.submit(results, SweepRequest(model="simplenet", batch_sizes=[8], device="cuda"),
                              {"simplenet": zoo.model_infos(zoo.catalog())["simplenet"]})[1]
     queue.cancel(results, job_id)
-    at = ok(page("results", model="simplenet", plot="simplenet"))
+    at = ok(page("results", model="simplenet", plot="simplenet", chart="Speedup"))
     metrics = {m.label: m.value for m in at.metric}
     assert int(metrics["Jobs shown"].replace(",", "")) == int(before.metric[0].value.replace(",", "")) + 1
     assert [m.proto.delta for m in at.metric if m.label == "Did not succeed"] == ["+ 1 cancelled"]
@@ -349,12 +354,14 @@ def test_results_filters_live_in_the_link(results):
     assert set(table["model"]) == {"mlp"} and set(table["dynamic"]) == {"true", "false"}
     assert at.metric[0].value == str(len(table))
     assert at.query_params["view"] == "Table"
-    assert _popover_label(at) == "More filters"  # nothing set behind it
+    assert _popover_label(at) == "Filters (2 set)"
+    assert "Jobs with Model: mlp · Dynamic: true, false" in texts(at.caption)  # the line beside the filters
 
 
 def _popover_label(at) -> str:
-    (popover,) = [b for b in at.main.children.values() for b in _blocks(b) if b.type == "popover"]
-    return popover.proto.popover.label + (f" [{popover.proto.popover.help}]" if popover.proto.popover.help else "")
+    (popover,) = [b for b in at.main.children.values() for b in _blocks(b) if b.type == "popover"
+                  and b.proto.popover.label.startswith("Filters")]
+    return popover.proto.popover.label
 
 
 def _blocks(node):
@@ -384,11 +391,12 @@ def test_repeats_mostly_noisy_carry_a_caveat(results):
 
 
 @pytest.mark.slow  # several page runs over hundreds of jobs: seconds
-def test_results_filters_behind_more_filters_are_named_on_it(results):
-    """A colleague's link may set a filter that sits behind "More filters": its label says which."""
-    assert _popover_label(ok(page("results", dtype="float64"))) == "More filters"  # not an option: not set
+def test_results_filters_set_by_a_link_are_named_beside_them(results):
+    """A colleague's link may set any filter: the popover's label counts them, the line beside it names them."""
+    at = ok(page("results", dtype="float64"))  # not an option: not set
+    assert _popover_label(at) == "Filters" and any(t.startswith("Every job in the database") for t in texts(at.caption))
     at = ok(page("results", dtype="float32", view="Table"))
-    assert _popover_label(at) == "More filters (1 set) [Set: dtype]"
+    assert _popover_label(at) == "Filters (1 set)" and "Jobs with dtype: float32" in texts(at.caption)
     assert at.multiselect(key="dtype").value == ["float32"]
     assert set(at.dataframe[-1].value["dtype"]) == {"float32"}
 
@@ -521,7 +529,7 @@ def test_results_show_timing_spread_repeats_host_latency_and_the_roofline(result
     assert list(pairs.columns) == ["group", "faster", "slower", "verdict", "ratio", "gap %", "faster ms", "slower ms"]
     assert set(pairs["verdict"]) <= {"✅ separated", "≈ not separable"} and "eager" in set(pairs["slower"])
     assert (summary["runs"] == 4).all() and {"compiled_ms spread %", "speedup min", "eager_ms max"} <= set(summary.columns)
-    assert [c.key for c in at.get("plotly_chart")] == ["plot_ncalls", "plot_repeats"]
+    assert [c.key for c in at.get("plotly_chart")] == ["plot_repeats"]
     at = ok(page("results", plot="complexnet", view="Roofline"))
     assert [s.value for s in at.subheader][1:] == ["Roofline: every model in view"]
     assert {"NVIDIA H100 80GB HBM3 · float32: 51.2 TFLOP/s, 2,952 GB/s", "complexnet", "mlp"} <= \
@@ -551,11 +559,10 @@ def test_results_without_ceilings_repeats_or_cuda_say_so(lab, fill_synthetic):
         return ok(page("results", sweep="#1 simplenet sweep 1", view=view))
 
     at = tab("Speedup")
-    assert [c.key for c in at.get("plotly_chart")] == ["plot_ncalls", "plot_speedup", "plot_latency", "plot_warmup",
-                                                       "plot_break_even", "plot_recompiles"]
+    assert [c.key for c in at.get("plotly_chart")] == ["plot_ncalls"]
     assert any(t.startswith("Timing: cpu: latency = perf_counter per call") for t in texts(at.caption))
     at = tab("First call")
-    assert [c.key for c in at.get("plotly_chart")][1:] == ["plot_breakdown"]
+    assert [c.key for c in at.get("plotly_chart")] == ["plot_breakdown"]
     assert any("CUDA jobs" in t for t in texts(at.info))  # device vs host: nothing to draw on the CPU
     at = tab("Repeats")
     assert any("No configuration of this model was repeated" in t and "--repeat" in t for t in texts(at.caption))
@@ -584,14 +591,18 @@ def test_results_plots_follow_a_new_result(results):
 
 @pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_results_clock_switch_draws_each_clock_by_name(results):
-    at = ok(page("results", plot="mlp"))
+    at = ok(page("results", plot="mlp", chart="Speedup"))
     assert at.segmented_control(key="clock").value == "latency"
-    latency = at.get("plotly_chart")[1].proto.spec  # [0]: the N-calls chart
-    at = ok(page("results", plot="mlp", clock="GPU time"))
+    latency = at.get("plotly_chart")[0].proto.spec
+    at = ok(page("results", plot="mlp", chart="Speedup", clock="GPU time"))
     assert at.segmented_control(key="clock").value == "GPU time"
-    gpu = at.get("plotly_chart")[1].proto.spec
+    gpu = at.get("plotly_chart")[0].proto.spec
     assert "Speedup vs batch size (GPU time)" in gpu and "Speedup vs batch size (GPU time)" not in latency
     assert any("Showing **GPU time" in t for t in texts(at.caption))
+    at = ok(page("results", plot="mlp", chart="Latency", clock="GPU time"))
+    assert "Steady-state GPU time vs batch size" in at.get("plotly_chart")[0].proto.spec
+    at = ok(page("results", plot="mlp", chart="Warmup", clock="GPU time"))  # the clock changes nothing here
+    assert "clock" not in [s.key for s in at.segmented_control]
 
 
 def test_the_job_page_shows_kernels_caches_and_the_output_code(worker, tmp_path):

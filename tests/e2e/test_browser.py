@@ -111,6 +111,9 @@ def test_submit_watch_and_read_results_in_a_browser(app, browser, tmp_path):
 
     page.locator('[data-testid="stSidebarNav"]').get_by_text("Results").click()
     page.wait_for_url(re.compile(r"/results"))
+    # the tab opens on N calls (a chart, or a line when a busy box left every run noisy): one chart at a time
+    page.get_by_role("radiogroup", name="Chart").get_by_role("radio", name="Speedup", exact=True).click()
+    page.wait_for_url(re.compile(r"chart=Speedup"))  # the chart is in the link
     speedup = page.locator('[data-testid="stPlotlyChart"]').filter(has_text="Speedup vs batch size")
     speedup.wait_for()
     assert "1.0× (no gain)" in speedup.inner_text()
@@ -122,6 +125,7 @@ def test_submit_watch_and_read_results_in_a_browser(app, browser, tmp_path):
     table = page.get_by_test_id("stTabs").get_by_test_id("stDataFrame")  # the answer table sits above the tabs
     table.wait_for()
     assert table.count() == 1
+    page.get_by_role("button", name="Download", exact=True).click()  # the downloads' popover
     with page.expect_download() as download:  # what is shown, every export field
         page.get_by_role("button", name="CSV", exact=True).click()
     lines = Path(download.value.path()).read_text().splitlines()
