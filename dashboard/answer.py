@@ -81,7 +81,7 @@ def table(answer_rows: list[dict], model: str, common: str = "") -> None:
         st.caption(f"Every configuration here: {md(common)}. Each row names what sets it apart.")
     df = frame(answer_rows)
     num = st.column_config.NumberColumn
-    st.dataframe(df, hide_index=True, width="stretch", height=min(460, 38 + 35 * len(df)),
+    st.dataframe(df, hide_index=True, width="stretch", height=min(460, 38 + 35 * len(df)), placeholder="–",
                  column_order=[c for c in SHOWN if c != "model"], column_config={
                      "batch_size": num("bs", format="%d"), "config": st.column_config.TextColumn("configuration"),
                      "verdict": st.column_config.TextColumn(width="large"),

@@ -16,6 +16,7 @@ def test_the_answer_table_is_what_runner_report_prints(lab, db_url):  # noqa: F8
     at = ok(page("results", plot="simplenet"))
     shown = at.dataframe[0].value
     assert "The answer for simplenet" in [s.value for s in at.subheader]
+    assert at.dataframe[0].proto.placeholder == "–"  # a row without a number shows a dash, not "None"
     assert len(shown) == 24 and set(shown["model"]) == {"simplenet"} and shown["speedup_ci_low"].notna().any()
     done = run_cli("report", "--db", db_url, "--sweep", "1", "--format", "json")
     assert done.returncode == 0, done.stderr
