@@ -17,9 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.sweep_overhead import median, run_scripts, run_worker, submit
-from db.database import get_engine
-from db.results import export_records
+from bench.sweep_overhead import emit, median, run_scripts, run_worker, submit, succeeded
 
 TARGET = 0.15
 DEFAULT_MODELS = ["simplenet:32", "complexnet:32"]
@@ -90,19 +88,13 @@ def main() -> int:
             db = f"sqlite:///{tmp / f'worker-{i}.db'}"
             submit(db, cfgs, args.device, args.iters, ("--trace", args.trace))
             run_worker(db, tmp / f"home-{i}", args.device, tmp / f"worker-{i}.log")
-            found = export_records(get_engine(db))
-            bad = [r for r in found if r["status"] != "succeeded"]
-            if bad:
-                raise SystemExit(f"{len(bad)} job(s) did not succeed: " + "; ".join(f"#{r['job_id']} {r['error']}" for r in bad))
+            found = succeeded(db)
             by_model = {f"{r['model']}:{r['batch_size']}": r for r in found}
             for m in models:
                 worker[m].append(by_model[m])
             print(f"repeat {i + 1} of {args.repeat} done", file=sys.stderr)
     text = report(models, worker, scripts, args.device, args.repeat, args.trace, instrumented)
-    print(text)
-    if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(text + "\n")
+    emit(text, args.output)
     return 0
 
 

@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.sweep_overhead import median
+from bench.sweep_overhead import emit, median
 
 ROOT = Path(__file__).resolve().parent.parent
 WAYS = ("fresh", "forked", "forked + gc.freeze")
@@ -102,10 +102,7 @@ def main() -> int:
         for part in parts:
             vals = [median([r["compile_breakdown_s"].get(part, 0.0) for r in got[(m, way)]]) for way in WAYS]
             lines.append(f"    {part:<28}" + " | ".join(f"{v:8.3f}" for v in vals))
-    text = "\n".join(lines)
-    print(text)
-    if args.output:
-        Path(args.output).write_text(text + "\n")
+    emit("\n".join(lines), args.output)
     return 0
 
 

@@ -113,6 +113,23 @@ def run_scripts(cfgs: list[dict], device: str, iters: int, tmp: Path, extra: tup
     return out
 
 
+def succeeded(db: str) -> list[dict]:
+    """Every job's export record; a bench whose job failed stops, naming it and why."""
+    found = export_records(get_engine(db))
+    bad = [r for r in found if r["status"] != "succeeded"]
+    if bad:
+        raise SystemExit(f"{len(bad)} job(s) did not succeed: " + "; ".join(f"#{r['job_id']} {r['error']}" for r in bad))
+    return found
+
+
+def emit(text: str, output: str | None) -> None:
+    """The report on stdout, and into `output` when given."""
+    print(text)
+    if output:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        Path(output).write_text(text + "\n")
+
+
 def median(xs: list[float]) -> float | None:
     xs = sorted(x for x in xs if x is not None)
     if not xs:
@@ -203,20 +220,14 @@ def main() -> int:
         # over the run (a shared box) does not favour whichever side ran in its quieter stretch
         before = run_scripts(cfgs[0::2], args.device, args.iters, tmp / "before")
         worker = run_worker(db, tmp / "home", args.device, tmp / "worker.log")
-        found = export_records(get_engine(db))
-        bad = [r for r in found if r["status"] != "succeeded"]
-        if bad:
-            raise SystemExit(f"{len(bad)} job(s) did not succeed: " + "; ".join(f"#{r['job_id']} {r['error']}" for r in bad))
+        found = succeeded(db)
         by_key = {(r["model"], r["batch_size"], r["mode"], json.dumps(r["dynamic"])): r for r in found}
         recs = [by_key[(c["model"], c["batch"], c["mode"], c["dynamic"])] for c in cfgs]
         after = run_scripts(cfgs[1::2], args.device, args.iters, tmp / "after")
         scripts = [None] * len(cfgs)
         scripts[0::2], scripts[1::2] = before, after
         text = report(cfgs, recs, worker, first, scripts, args.device, args.iters)
-    print(text)
-    if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(text + "\n")
+    emit(text, args.output)
     return 0
 
 
