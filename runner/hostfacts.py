@@ -1,6 +1,6 @@
-"""What a worker learned about its host at an earlier start, kept in its home folder, so that a restart is ready
-(registered, claiming) at once instead of after the preloaded parent's imports (torch and the compiler: 12-13 s
-on an H100 host).
+"""What a worker learned about its host at an earlier start, kept in its home folder (one file per key), so that a
+restart is ready (registered, claiming) at once instead of after the preloaded parent's imports (torch and the
+compiler: 12-13 s on an H100 host).
 
 The facts: the probe's answer (torch, triton, CUDA devices: what the claim filters on and a portable cache's key
 holds) and what preloading takes from a CUDA job's first call (runner/preload.py). They are kept under a key of
@@ -13,6 +13,7 @@ replaces the facts and what the worker publishes.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import importlib.util
 import json
@@ -21,7 +22,7 @@ import socket
 import sys
 from pathlib import Path
 
-FILE = "host-facts.json"
+FILE = "host-facts-*.json"  # one file per key: the workers of `work --gpus` share a home, each its own GPU
 
 
 def _package(name: str) -> dict | None:
@@ -53,10 +54,16 @@ def key(env: dict) -> dict:
             "nvml_check": env.get("PYTORCH_NVML_BASED_CUDA_CHECK")}
 
 
+def path(home: Path, env: dict) -> Path:
+    """Where the facts of this key are kept."""
+    digest = hashlib.sha256(json.dumps(key(env), sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return home / FILE.replace("*", digest)
+
+
 def load(home: Path, env: dict) -> dict | None:
     """The facts kept for this key ({"probe", "first_call_imports_s"}), or None."""
     try:
-        kept = json.loads((home / FILE).read_text())
+        kept = json.loads(path(home, env).read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(kept, dict) or kept.get("key") != json.loads(json.dumps(key(env))):
@@ -68,9 +75,10 @@ def load(home: Path, env: dict) -> dict | None:
 def save(home: Path, env: dict, facts: dict) -> None:
     """Keep the facts for this key (atomically: a worker starting beside this one reads a whole file or none)."""
     home.mkdir(parents=True, exist_ok=True)
-    tmp = home / f"{FILE}.{os.getpid()}.tmp"
+    final = path(home, env)
+    tmp = final.with_suffix(f".{os.getpid()}.tmp")
     try:
         tmp.write_text(json.dumps({"key": key(env), "facts": facts}, sort_keys=True, default=str))
-        os.replace(tmp, home / FILE)
+        os.replace(tmp, final)
     except OSError:  # a home that cannot keep them only costs the next start its wait
         tmp.unlink(missing_ok=True)

@@ -135,7 +135,7 @@ class Worker:
             self._started.clear()
             self._starting = threading.Thread(target=self._get_ready, args=(known,), daemon=True, name="start")
             self._starting.start()
-            how = f"host facts kept in {self.home / hostfacts.FILE}; the preloaded parent is still loading"
+            how = f"host facts kept in {hostfacts.path(self.home, self._env())}; the preloaded parent is still loading"
         queue.register_worker(self.engine, self.id, self.hostname, os.getpid(), self.cfg.gpu, self.capabilities)
         devices, probe = self.capabilities["devices"], self.probe
         log.info("worker %s ready: devices %s%s, %d models, %s children, CPUs %s, torch threads %d; started in %.1f s "
@@ -177,7 +177,7 @@ class Worker:
             self.probe = probe
             if known is not None and json.dumps(known, sort_keys=True) != json.dumps(facts, sort_keys=True):
                 log.warning("worker %s: this host's facts changed since they were kept (%s); publishing the new ones",
-                            self.id, self.home / hostfacts.FILE)
+                            self.id, hostfacts.path(self.home, self._env()))
                 self.capabilities = caps = self._capabilities(probe)
                 self._retry("publish the host's facts", lambda: queue.publish_capabilities(self.engine, self.id, caps))
             elif known is None:

@@ -27,7 +27,11 @@ def test_facts_are_kept_per_key_and_a_changed_key_misses(tmp_path):
     assert hostfacts.load(tmp_path, env) == {"probe": PROBE, "first_call_imports_s": 0.4}
     assert hostfacts.load(tmp_path, {"CUDA_VISIBLE_DEVICES": "1"}) is None  # another GPU: probe again
     assert hostfacts.load(tmp_path, {**env, "COMPILE_LAB_PRELOAD_COMPILER": "0"}) is None
-    (tmp_path / hostfacts.FILE).write_text("{not json")
+    # the workers of `work --gpus` share a home: each GPU's facts are kept beside the others'
+    hostfacts.save(tmp_path, {"CUDA_VISIBLE_DEVICES": "1"}, {"probe": {**PROBE, "device_name": "gpu 1"}})
+    assert hostfacts.load(tmp_path, env) == {"probe": PROBE, "first_call_imports_s": 0.4}
+    assert hostfacts.load(tmp_path, {"CUDA_VISIBLE_DEVICES": "1"})["probe"]["device_name"] == "gpu 1"
+    hostfacts.path(tmp_path, env).write_text("{not json")
     assert hostfacts.load(tmp_path, env) is None
 
 
@@ -91,7 +95,7 @@ def test_first_start_probes_before_it_is_ready_then_keeps_the_facts(make_worker)
     w = make_worker(gate)
     w.start()
     assert w._started.is_set() and w._starting is None and gate.calls == 1
-    kept = json.loads((w.home / hostfacts.FILE).read_text())
+    kept = json.loads(hostfacts.path(w.home, w._env()).read_text())
     assert kept["facts"]["probe"] == PROBE
 
 
