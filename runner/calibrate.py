@@ -53,7 +53,8 @@ def calibrate(device: str) -> dict:
             n *= 2
         ms = _time_ms(lambda: torch.mm(a, b), device, size["reps"])
         matmul[name] = 2 * n ** 3 / (ms / 1e3) / 1e12
-    from runner.environment import environment, nvidia_driver
+    from runner.environment import environment
+    from runner.hostfacts import nvidia_driver
 
     name = environment(device)["device_name"]  # the same name results carry
     return {"device": device, "device_name": name, "copy_gbps": copy_gbps, "matmul_tflops": matmul,

@@ -121,7 +121,8 @@ def probe(out: str) -> None:
     """What this host's child can do: torch version, whether CUDA is visible, and the device name."""
     import torch
 
-    from runner.environment import environment, nvidia_driver
+    from runner.environment import environment
+    from runner.hostfacts import nvidia_driver
 
     cuda, cpu_env = torch.cuda.is_available(), environment("cpu")
     info = {"torch_version": torch.__version__, "cuda": cuda,

@@ -70,19 +70,3 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
-
-
-def nvidia_driver() -> str | None:
-    """The NVIDIA driver's version (ceilings are kept per driver too), where NVML answers."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        v = pynvml.nvmlSystemGetDriverVersion()
-        return v.decode() if isinstance(v, bytes) else str(v)
-    except Exception:
-        try:
-            with open("/proc/driver/nvidia/version") as f:
-                return f.readline().split("Kernel Module")[-1].split()[0]
-        except (OSError, IndexError):
-            return None

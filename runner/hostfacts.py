@@ -39,34 +39,52 @@ def _package(name: str) -> dict | None:
     return {"version": version, "origin": origin, "mtime": mtime}
 
 
-def _driver() -> str | None:
+def nvidia_driver() -> str | None:
+    """The NVIDIA driver's version (ceilings and host facts are kept per driver), where NVML or the kernel module
+    answers; read without torch."""
     try:
-        return Path("/proc/driver/nvidia/version").read_text().splitlines()[0].strip()
-    except (OSError, IndexError):
-        return None
+        import pynvml
+
+        pynvml.nvmlInit()
+        v = pynvml.nvmlSystemGetDriverVersion()
+        return v.decode() if isinstance(v, bytes) else str(v)
+    except Exception:
+        try:
+            with open("/proc/driver/nvidia/version") as f:
+                return f.readline().split("Kernel Module")[-1].split()[0]
+        except (OSError, IndexError):
+            return None
 
 
 def key(env: dict) -> dict:
     """What the facts depend on, as the worker's children would see it (their environment)."""
     return {"host": socket.gethostname(), "python": sys.executable, "torch": _package("torch"),
-            "triton": _package("triton"), "driver": _driver(),
+            "triton": _package("triton"), "driver": nvidia_driver(),
             "visible_gpus": env.get("CUDA_VISIBLE_DEVICES"), "preload_compiler": env.get("COMPILE_LAB_PRELOAD_COMPILER", "1"),
             "nvml_check": env.get("PYTORCH_NVML_BASED_CUDA_CHECK")}
 
 
+def _canonical(k: dict) -> str:
+    return json.dumps(k, sort_keys=True, default=str)
+
+
 def path(home: Path, env: dict) -> Path:
     """Where the facts of this key are kept."""
-    digest = hashlib.sha256(json.dumps(key(env), sort_keys=True, default=str).encode()).hexdigest()[:16]
-    return home / FILE.replace("*", digest)
+    return _path(home, _canonical(key(env)))
+
+
+def _path(home: Path, canonical: str) -> Path:
+    return home / FILE.replace("*", hashlib.sha256(canonical.encode()).hexdigest()[:16])
 
 
 def load(home: Path, env: dict) -> dict | None:
     """The facts kept for this key ({"probe", "first_call_imports_s"}), or None."""
+    canonical = _canonical(key(env))
     try:
-        kept = json.loads(path(home, env).read_text())
+        kept = json.loads(_path(home, canonical).read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(kept, dict) or kept.get("key") != json.loads(json.dumps(key(env))):
+    if not isinstance(kept, dict) or _canonical(kept.get("key")) != canonical:
         return None
     facts = kept.get("facts")
     return facts if isinstance(facts, dict) and isinstance(facts.get("probe"), dict) else None
@@ -75,10 +93,11 @@ def load(home: Path, env: dict) -> dict | None:
 def save(home: Path, env: dict, facts: dict) -> None:
     """Keep the facts for this key (atomically: a worker starting beside this one reads a whole file or none)."""
     home.mkdir(parents=True, exist_ok=True)
-    final = path(home, env)
+    canonical = _canonical(key(env))
+    final = _path(home, canonical)
     tmp = final.with_suffix(f".{os.getpid()}.tmp")
     try:
-        tmp.write_text(json.dumps({"key": key(env), "facts": facts}, sort_keys=True, default=str))
+        tmp.write_text(json.dumps({"key": json.loads(canonical), "facts": facts}, sort_keys=True, default=str))
         os.replace(tmp, final)
     except OSError:  # a home that cannot keep them only costs the next start its wait
         tmp.unlink(missing_ok=True)
