@@ -26,6 +26,8 @@ as_postgres() { su postgres -c "psql -p $port -v ON_ERROR_STOP=1 -qtA $*"; }
 if [ -z "$(as_postgres "-c \"SELECT 1 FROM pg_roles WHERE rolname = 'lab'\"")" ]; then
   as_postgres "-c \"CREATE ROLE lab LOGIN PASSWORD 'lab' CREATEDB\""
 fi
+# each test drops its database WITH (FORCE); an autovacuum worker still in it can be ended only with this role
+as_postgres "-c \"GRANT pg_signal_backend TO lab\"" 2>/dev/null || true
 if [ -z "$(as_postgres "-c \"SELECT 1 FROM pg_database WHERE datname = 'lab_test'\"")" ]; then
   as_postgres "-c \"CREATE DATABASE lab_test OWNER lab\""
 fi
