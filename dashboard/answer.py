@@ -32,7 +32,7 @@ SHARED = ("backend", "mode", "dynamic", "fullgraph", "scope", "task", "device", 
 def show(header_slots, table_slot, key: tuple, model: str, engine, shown: pd.DataFrame) -> None:
     """The header's speedups and the answer table for `model`'s jobs in view (`shown`)."""
     mine = shown.loc[shown["model"] == model]
-    answer_rows, unanswered = rows(key, model, engine, mine["job_id"].tolist())
+    answer_rows, unanswered = rows(key, model, engine, mine)
     header(header_slots, answer_rows, model)
     with table_slot:
         table(answer_rows, model, shared(key, model, shown))
@@ -53,10 +53,12 @@ def shared(key: tuple, model: str, _shown: pd.DataFrame) -> str:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def rows(key: tuple, model: str, _engine, _job_ids: list[int]) -> tuple[list[dict], dict[str, dict]]:
-    """The answer rows of one model's jobs in view (`key` names the view), and what the rows with noisy runs only
-    measured anyway (db.answer.unanswered: drawn greyed, never as an answer)."""
-    return answer.report_and_unanswered(_engine, job_ids=_job_ids)
+def rows(key: tuple, model: str, _engine, _mine: pd.DataFrame) -> tuple[list[dict], dict[str, dict]]:
+    """The answer rows of one model's jobs in view (`_mine`; `key` names the view), and what the rows with noisy
+    runs only measured anyway (db.answer.unanswered: drawn greyed, never as an answer). Kept across restarts
+    by the results store (dashboard.store.ResultStore.answer)."""
+    jobs = _mine[["job_id", "finished_at"]]
+    return state.store().answer(jobs, lambda: answer.report_and_unanswered(_engine, job_ids=jobs["job_id"].tolist()))
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

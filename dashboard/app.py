@@ -9,7 +9,8 @@ import streamlit as st
 
 from dashboard import state
 
-st.set_page_config(page_title="Compile Lab", page_icon="🔬", layout="wide")
+st.set_page_config(page_title="Compile Lab", page_icon=":material/science:", layout="wide")  # an emoji icon
+# would load streamlit's emoji catalogue (~0.12 s) before a restarted server's first page
 
 # .streamlit/config.toml binds localhost with XSRF protection, but Streamlit reads it from the current
 # folder only: started from elsewhere, the server would listen on every interface. Serve no page then,

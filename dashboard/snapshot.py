@@ -13,7 +13,8 @@ a file that cannot be read, is ignored and replaced.
 
 Where: beside a SQLite file (`data/compile_lab.db` -> `data/compile_lab.db-results.pkl`); for PostgreSQL
 in `data/cache/` of the working directory, named by a hash of the URL without its password.
-COMPILE_LAB_RESULTS_CACHE=0 turns it off; a folder path puts every snapshot there.
+COMPILE_LAB_RESULTS_CACHE=0 turns it off; a folder path puts every snapshot there. Beside it,
+`<snapshot>.answers.pkl` keeps the models' answers (db.answer's rows) across restarts (answers_path).
 
 The file is a pickle of the dashboard's own frame, written by this user with mode 0600 (like a .pyc
 beside the code it caches); one that another user owns or others can write is not loaded.
@@ -33,7 +34,8 @@ import pandas as pd
 from sqlalchemy import Engine, select
 from sqlalchemy.engine import make_url
 
-from db import migrate, views
+from db import views
+from db.database import schema_revision
 from db.engine import reading
 from db.models import Job
 
@@ -71,7 +73,7 @@ def _code_digest() -> str:
     from db import results
 
     h = hashlib.sha256(f"{FORMAT} pandas {pd.__version__} numpy {numpy.__version__}".encode())
-    for module in (views, frame, results, migrate):
+    for module in (views, frame, results):
         h.update(Path(module.__file__).read_bytes())
     return h.hexdigest()[:16]
 
@@ -80,7 +82,7 @@ def key(engine: Engine) -> dict:
     """What a snapshot must have been written under to be used: this code, this schema revision. Read
     it before the rows (dashboard.store.ResultStore): a migration in between then makes the snapshot
     stale, never wrong."""
-    return {"format": FORMAT, "fields": views.FRAME_FIELDS, "code": _code_digest(), "revision": migrate.current(engine)}
+    return {"format": FORMAT, "fields": views.FRAME_FIELDS, "code": _code_digest(), "revision": schema_revision(engine)}
 
 
 def _anchors(frame: pd.DataFrame) -> list[tuple[int, object]]:
@@ -98,17 +100,7 @@ STALE_TMP_S = 600  # a save takes about a second; a temp file this old was left 
 def save(path: Path, key: dict, frame: pd.DataFrame, version: tuple) -> None:
     """Write atomically (a reader sees the old file or the new one, never half of one). `key`: key(),
     read before the frame's rows were."""
-    payload = {**key, "version": version, "anchors": _anchors(frame), "frame": frame}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temps(path)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)  # mode 0600
-    try:
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    _write(path, {**key, "version": version, "anchors": _anchors(frame), "frame": frame})
 
 
 def _remove_stale_temps(path: Path) -> None:
@@ -121,8 +113,22 @@ def _remove_stale_temps(path: Path) -> None:
             pass
 
 
-def load(path: Path, engine: Engine) -> tuple[pd.DataFrame, tuple] | None:
-    """The snapshot's frame and the data version it was taken at, if it is this database's; else None."""
+def _write(path: Path, payload) -> None:
+    """Pickle `payload` to `path` atomically (a reader sees the old file or the new one), mode 0600."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temps(path)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)  # mode 0600
+    try:
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _read(path: Path):
+    """The unpickled file, if this user wrote it and nobody else can write it; None if absent or unreadable."""
     try:
         f = open(path, "rb")
     except FileNotFoundError:
@@ -133,14 +139,70 @@ def load(path: Path, engine: Engine) -> tuple[pd.DataFrame, tuple] | None:
             log.warning("not loading %s: owned by another user or writable by others", path)
             return None
         try:
-            payload = pickle.load(f)
-            frame, version, anchors = payload["frame"], tuple(payload["version"]), payload["anchors"]
+            return pickle.load(f)
         except Exception as e:  # truncated, another format, another pandas: read the database instead
-            log.warning("ignoring the results snapshot %s: %s", path, e)
+            log.warning("ignoring %s: %s", path, e)
             return None
+
+
+def load(path: Path, engine: Engine) -> tuple[pd.DataFrame, tuple] | None:
+    """The snapshot's frame and the data version it was taken at, if it is this database's; else None."""
+    payload = _read(path)
+    try:
+        frame, version, anchors = payload["frame"], tuple(payload["version"]), payload["anchors"]
+    except (TypeError, KeyError) as e:
+        if payload is not None:
+            log.warning("ignoring the results snapshot %s: %s", path, e)
+        return None
     if any(payload.get(k) != v for k, v in key(engine).items()) or not _anchors_hold(engine, anchors):
         return None
     return frame, version
+
+
+# -- the answers of the models' jobs, beside the snapshot ----------------------------------------------------
+# db.answer's rows for one model's jobs in view take ~0.6 s at 25k jobs (every record, every round's ratio),
+# and a restarted server's first Results page waited for them before its first chart. They depend only on
+# those finished jobs (which never change) and on the code that computes them, so they are kept on disk
+# under a digest of both: the jobs' ids with their finish times (a re-run or a reused id changes the
+# digest), and db/'s source. The newest ANSWERS_KEPT are kept.
+ANSWERS_KEPT = 128
+
+
+def answers_path(path: Path) -> Path:
+    """Where the answers live, beside the results snapshot at `path`."""
+    return path.with_name(path.stem + ".answers.pkl")
+
+
+@functools.cache
+def _answer_code_digest() -> str:
+    """The code an answer comes from: every module of db/ (answer, noise, labels, results, ...)."""
+    h = hashlib.sha256(f"{FORMAT}".encode())
+    for source in sorted(Path(views.__file__).parent.glob("*.py")):
+        h.update(source.name.encode() + source.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def jobs_digest(jobs: pd.DataFrame) -> str:
+    """Names a set of finished jobs (`job_id`, `finished_at`) and the code that answers for them."""
+    jobs = jobs.sort_values("job_id")
+    ends = pd.to_datetime(jobs["finished_at"]).astype("int64").to_numpy()
+    h = hashlib.sha256(_answer_code_digest().encode())
+    h.update(jobs["job_id"].astype("int64").to_numpy().tobytes())
+    h.update(ends.tobytes())
+    return h.hexdigest()
+
+
+def load_answers(path: Path) -> dict:
+    """The answers kept at `path` (answers_path), by jobs_digest; {} if none can be used."""
+    payload = _read(path)
+    if not isinstance(payload, dict) or payload.get("code") != _answer_code_digest():
+        return {}
+    answers = payload.get("answers")
+    return answers if isinstance(answers, dict) else {}
+
+
+def save_answers(path: Path, answers: dict) -> None:
+    _write(path, {"code": _answer_code_digest(), "answers": dict(list(answers.items())[-ANSWERS_KEPT:])})
 
 
 def _anchors_hold(engine: Engine, anchors: list[tuple[int, object]]) -> bool:

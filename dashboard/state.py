@@ -7,7 +7,8 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
-import psycopg
+import sys
+
 import streamlit as st
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -42,9 +43,12 @@ def engine() -> Engine:
         st.stop()
 
 
-# SQLAlchemy wraps what its own queries meet; a raw driver cursor (db.views reads the results table
-# with one) raises the driver's errors unwrapped
-DRIVER_ERRORS = (DBAPIError, sqlite3.Error, psycopg.Error)
+def driver_errors() -> tuple[type[Exception], ...]:
+    """What a failing database raises. SQLAlchemy wraps what its own queries meet; a raw driver cursor (db.views
+    reads the results table with one) raises the driver's errors unwrapped. psycopg's are among them once it is
+    loaded: a SQLite lab never imports it (~0.05 s before a restarted server's first page)."""
+    psycopg = sys.modules.get("psycopg")
+    return (DBAPIError, sqlite3.Error) + ((psycopg.Error,) if psycopg is not None else ())
 
 
 @contextmanager
@@ -54,7 +58,7 @@ def database_errors(stop: bool = True) -> Iterator[None]:
     server's log."""
     try:
         yield
-    except DRIVER_ERRORS as e:
+    except driver_errors() as e:
         logging.getLogger("compile_lab.dashboard").exception("database error under a page")
         st.error(database_message(e), icon=":material/database:")
         if stop:
@@ -97,7 +101,7 @@ def save_results_snapshot() -> None:
     """After a page has run: write the results snapshot if a load asked for it (dashboard.store.ResultStore)."""
     try:
         _store(url()).save_if_due()
-    except (DatabaseError, *DRIVER_ERRORS):
+    except (DatabaseError, *driver_errors()):
         pass
 
 

@@ -44,6 +44,10 @@ class ResultStore:
         self._extra: dict[tuple, pd.DataFrame] = {}  # complete(): fields -> the rows read so far (job_id + fields)
         self._extra_lock = threading.Lock()
         self._generation = 0  # moves when _forget drops rows: a complete() read begun before then is not kept
+        self._answers: dict | None = None  # jobs_digest -> an answer (snapshot.load_answers), read when first asked
+        self._answers_lock = threading.Lock()
+        self._answers_due = False  # an answer was computed since the file was read or written
+        self.answers_computed = 0  # for tests and the benchmark
 
     def frame(self, page: bool = True) -> pd.DataFrame:
         if page:
@@ -115,6 +119,26 @@ class ResultStore:
         out.index = df.index
         return add_cache_state(out) if "cache_hits" in fields else out
 
+    def answer(self, jobs: pd.DataFrame, compute):
+        """`compute()`, the answer for these finished jobs (`job_id`, `finished_at`), kept on disk beside the
+        snapshot (snapshot.answers_path) under a digest of the jobs and of the code: a restarted server reads it
+        instead of computing it again. Without a snapshot path it is computed every time it is asked."""
+        if self.snapshot_path is None:
+            return compute()
+        digest = snapshot.jobs_digest(jobs)
+        with self._answers_lock:
+            if self._answers is None:
+                self._answers = snapshot.load_answers(snapshot.answers_path(self.snapshot_path))
+            if digest in self._answers:
+                self._answers[digest] = self._answers.pop(digest)  # the newest used are the ones kept
+                return self._answers[digest]
+        got = compute()
+        with self._answers_lock:
+            self._answers[digest] = got
+            self._answers_due = True
+            self.answers_computed += 1
+        return got
+
     def _forget(self, job_ids) -> None:
         """Drop what complete() holds for these jobs (all jobs: None): they were read again."""
         if job_ids is not None and len(job_ids) == 0:
@@ -138,19 +162,25 @@ class ResultStore:
         draws (the frame is never modified, so the thread can read it meanwhile)."""
         with self._lock:
             due, self._due = self._due, None
-            if due is None or self.snapshot_path is None:
+            with self._answers_lock:
+                answers = dict(self._answers) if self._answers_due else None
+                self._answers_due = False
+            if (due is None and answers is None) or self.snapshot_path is None:
                 return
-            self.saving = threading.Thread(target=self._save, args=due, name="compile-lab-results-snapshot",
-                                           daemon=True)
+            self.saving = threading.Thread(target=self._save, args=(due, answers), daemon=True,
+                                           name="compile-lab-results-snapshot")
             self.saving.start()
 
-    def _save(self, df: pd.DataFrame, version: tuple, key: dict) -> None:
+    def _save(self, due: tuple | None, answers: dict | None) -> None:
         try:
-            snapshot.save(self.snapshot_path, key, df, version)
+            if answers is not None:
+                snapshot.save_answers(snapshot.answers_path(self.snapshot_path), answers)
+            if due is not None:
+                df, version, key = due
+                snapshot.save(self.snapshot_path, key, df, version)
+                self._saved_rows = len(df)
         except Exception as e:  # a read-only folder, a full disk: the store works without it
             logging.getLogger("compile_lab.dashboard").warning("saving the results snapshot failed: %s", e)
-        else:
-            self._saved_rows = len(df)
 
 
 def _finished_again(old: pd.DataFrame, new: pd.DataFrame) -> pd.Series:

@@ -3,22 +3,37 @@
 the other's caller."""
 from __future__ import annotations
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import DBAPIError
 
 from db.engine import DatabaseError, describe, first_line, make_engine, resolve_url
 
 _engines: dict[str, Engine] = {}
 
+# the newest migration (db/migrations/versions/): a database already there is opened without loading alembic
+# (~0.1 s, before a restarted dashboard's first page). tests/unit/test_migrations.py checks it is alembic's head
+HEAD = "0012_ceilings_driver"
+
+
+def schema_revision(engine: Engine) -> str | None:
+    """The migration a database is at, read without alembic (None: none recorded, or several)."""
+    try:
+        with engine.connect() as conn:
+            found = conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
+    except DBAPIError:  # no alembic_version table: a new database, or one made before migrations
+        return None
+    return found[0] if len(found) == 1 else None
+
 
 def get_engine(url: str | None = None) -> Engine:
     """One engine per URL per process, with its schema at the newest migration."""
-    from db import migrate  # alembic loads only when a database is opened
-
     url = resolve_url(url)
     if url not in _engines:
         engine = make_engine(url)
         try:
-            migrate.upgrade(engine)
+            if schema_revision(engine) != HEAD:
+                from db import migrate  # alembic loads only when a database needs it
+                migrate.upgrade(engine)
         except DatabaseError:
             raise
         except Exception as e:

@@ -521,7 +521,7 @@ answer_slot = st.container()  # the answer for the chosen model, above the tabs
 speed_tab, launch_tab, repeat_tab, roofline_tab, fail_tab, table_tab = st.tabs(
     TABS, key="view", bind="query-params", width="stretch")
 model = model_in_view(facts)
-answer_rows, unanswered = answer.rows(key, model, engine, shown.loc[shown["model"] == model, "job_id"].tolist())
+answer_rows, unanswered = answer.rows(key, model, engine, shown.loc[shown["model"] == model])
 
 if speed_tab.open:
     with speed_tab:

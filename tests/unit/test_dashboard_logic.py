@@ -316,6 +316,62 @@ def test_a_job_finished_again_replaces_the_row_the_snapshot_holds(engine, db_url
     assert restarted.complete(got, ["eager_ms"]).set_index("job_id")["eager_ms"].to_dict() == {1: 2.0, 2: 2.0, 3: 9.0}
 
 
+def test_a_restarted_store_reads_the_answers_it_kept_and_computes_only_new_ones(engine, db_url):
+    """The answer for a model's jobs is kept beside the snapshot: a new server process reads it back instead of
+    computing it; one more job, a job finished again, or other code makes another answer."""
+    import os
+
+    from sqlalchemy import text
+
+    from db import answer
+    from db.engine import atomic
+
+    queue.register_worker(engine, "w", "h", 1, None, {"devices": ["cpu"], "models": []})
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[1, 2, 3], device="cpu"), CATALOG)
+    finish_jobs(engine, 2)
+    path = snapshot.path_for(db_url)
+
+    def ask(rs):
+        jobs = rs.frame()[["job_id", "finished_at"]]
+        return rs.answer(jobs, lambda: answer.report_and_unanswered(engine, job_ids=jobs["job_id"].tolist()))
+
+    first, _ = saved_store(engine, path)
+    want = ask(first)
+    assert first.answers_computed == 1 and ask(first) == want and first.answers_computed == 1  # held in memory
+    persist(first)
+    kept = snapshot.answers_path(path)
+    assert kept.exists() and kept.stat().st_mode & 0o777 == 0o600 and kept != path
+
+    restarted = store.ResultStore(engine, path)
+    assert ask(restarted) == want and restarted.answers_computed == 0  # read back, not computed
+    finish_jobs(engine, 1)  # one more job: another set, another answer
+    grown = ask(restarted)
+    assert restarted.answers_computed == 1 and len(grown[0]) == len(want[0]) + 1
+    with atomic(engine) as s:  # job 2 ran again (a file restored from a backup): same ids, another answer
+        s.execute(text("UPDATE results SET compiled_ms = 0.5 WHERE job_id = 2"))
+        s.execute(text("UPDATE jobs SET finished_at = :t WHERE id = 2"), {"t": pd.Timestamp.now("UTC").tz_localize(None)
+                                                                          .to_pydatetime()})
+    again = ask(restarted)
+    assert restarted.answers_computed == 2 and again != grown
+    assert [r["compiled_ms"] for r in again[0] if r["batch_size"] == 2] == [0.5]
+    persist(restarted)
+
+    os.chmod(kept, 0o666)  # writable by others: not read
+    other = store.ResultStore(engine, path)
+    ask(other)
+    assert other.answers_computed == 1
+    os.chmod(kept, 0o600)
+    snapshot._answer_code_digest.cache_clear()
+    try:
+        with pytest.MonkeyPatch.context() as mp:  # another release of db/: every kept answer is stale
+            mp.setattr(snapshot, "FORMAT", snapshot.FORMAT + 1)
+            newer = store.ResultStore(engine, path)
+            ask(newer)
+            assert newer.answers_computed == 1
+    finally:
+        snapshot._answer_code_digest.cache_clear()
+
+
 def test_stale_temp_files_of_a_killed_save_are_removed(engine, db_url):
     import os
     import time

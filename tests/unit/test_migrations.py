@@ -161,3 +161,21 @@ def test_results_timed_before_caller_latency_are_labelled_not_mixed(any_db_url):
                                                                    3: "default · timing protocol 2"}
     agg, _ = stats.summarize(cpu_rows)
     assert sorted(agg["speedup"]) == [1.2, 1.25]  # two series, not one median of both
+
+
+def test_a_database_at_head_opens_without_alembic(tmp_path):
+    """get_engine reads the revision with one query and loads alembic only for a database that needs upgrading:
+    its HEAD is alembic's head, and a process that opens an up-to-date database never imports alembic."""
+    import subprocess
+    import sys
+
+    from db import database
+
+    assert database.HEAD == migrate.head()  # a new migration must move HEAD too
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    probe = ("import sys; from db.database import get_engine, schema_revision; e = get_engine(sys.argv[1]); "
+             "print(schema_revision(e), 'alembic' in sys.modules)")
+    made = subprocess.run([sys.executable, "-c", probe, url], capture_output=True, text=True, check=True)
+    assert made.stdout.split() == [database.HEAD, "True"]  # a new file: migrated
+    opened = subprocess.run([sys.executable, "-c", probe, url], capture_output=True, text=True, check=True)
+    assert opened.stdout.split() == [database.HEAD, "False"]  # at head: one query, no alembic
