@@ -141,12 +141,12 @@ def _sidebar_status() -> None:
     gpus = sorted({w.capabilities.get("device_name") for w in workers if w.capabilities.get("device_name")})
     st.metric("Workers alive", len(workers))
     if gpus:
-        st.markdown("**GPU:** " + ", ".join(gpus))
+        st.markdown("**GPU:** " + ", ".join(md(g) for g in gpus))  # a worker's own words, as text
     elif workers:
         st.markdown("**CPU only**: no live worker sees a GPU")
     if workers:
         busy = sum(1 for w in workers if w.state == "busy")
-        st.caption(f"{busy} busy, {len(workers) - busy} idle; devices: {', '.join(devices)}")
+        st.caption(f"{busy} busy, {len(workers) - busy} idle; devices: {', '.join(md(d) for d in devices)}")
     if status.state == "starting":
         st.info(f"Embedded worker: {status.detail}", icon=":material/hourglass_top:")
     elif status.state == "failed":
