@@ -175,8 +175,11 @@ def answers_path(path: Path) -> Path:
 
 @functools.cache
 def _answer_code_digest() -> str:
-    """The code an answer comes from: every module of db/ (answer, noise, labels, results, ...)."""
-    h = hashlib.sha256(f"{FORMAT}".encode())
+    """The code an answer comes from: every module of db/ (answer, noise, labels, results, ...), and numpy, whose
+    generator draws the interval's resamples."""
+    import numpy
+
+    h = hashlib.sha256(f"{FORMAT} numpy {numpy.__version__}".encode())
     for source in sorted(Path(views.__file__).parent.glob("*.py")):
         h.update(source.name.encode() + source.read_bytes())
     return h.hexdigest()[:16]
