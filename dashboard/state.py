@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import sys
 import threading
 from contextlib import contextmanager
 from typing import Iterator
-
-import sys
 
 import streamlit as st
 from sqlalchemy import Engine
