@@ -111,10 +111,11 @@ def header(slots, answer_rows: list[dict], model: str) -> None:
                                             "in the answer table")
 
 
-def calls(answer_rows: list[dict], unanswered: dict[str, dict] | None = None) -> None:
+def calls(answer_rows: list[dict], unanswered: dict[str, dict] | None = None, notes: list[str] = ()) -> None:
     """What to use for N calls at one batch size: the total-time chart, then its batch size and N, and a one-line
     recommendation. The chart comes before its widgets: a browser fetches each kind of element's code in page
-    order, and the chart's (plotly) waited behind the select box's and number field's."""
+    order, and the chart's (plotly) waited behind the select box's and number field's. `notes`: the lines that
+    read it (the modes folded off CUDA: dashboard.labels.folded_notes), under it."""
     sizes = sorted({r["batch_size"] for r in answer_rows if r["speedup"] is not None})
     if not sizes:
         st.caption("No configuration in view has a speedup (noisy or failed runs only): no N-calls chart to draw.")
@@ -126,6 +127,8 @@ def calls(answer_rows: list[dict], unanswered: dict[str, dict] | None = None) ->
         st.plotly_chart(ncalls.figure(ls, bs, n), key="plot_ncalls")
         if ncalls.noisy_note(ls):
             st.caption(md(ncalls.noisy_note(ls)))
+        for note in notes:
+            st.caption(":material/info: " + md(note))
     left, right = st.columns([1, 3], vertical_alignment="bottom")
     left.selectbox("Batch size", sizes, index=len(sizes) - 1, key="calls_bs")
     right.number_input("Calls your program makes (N)", min_value=1, value=N_DEFAULT, step=1000, key="calls_n",

@@ -322,6 +322,13 @@ def plots(chart: str, parts: dict) -> None:
         st.caption("No job in view ran a shape schedule; submit one with a schedule (e.g. 32, 64) to see recompiles.")
 
 
+def folded_notes(shown, model: str) -> list[str]:
+    """The model's jobs in view stored under a mode they did not run as (reduce-overhead on the CPU): the N-calls
+    chart's lines, like the answer's rows, count them under the mode that ran (labels.fold_modes). Two columns of
+    the model's rows: no numbers read."""
+    return labels.folded_notes(labels.fold_modes(shown.loc[shown["model"] == model, ["mode", "device"]]))
+
+
 def first_call_and_launch(parts: dict) -> None:
     """Where the compiled first call's seconds go; and, on CUDA, the launch overhead on top of device time.
     Both plots have one row per series, in the same order, so they read across."""
@@ -531,7 +538,7 @@ if speed_tab.open:
             st.info(f"Nothing to plot for {model}: its jobs in view were all cancelled (they are listed under "
                     "**Failures**).", icon=":material/info:")
         elif chart == "N calls":
-            answer.calls(answer_rows, unanswered)
+            answer.calls(answer_rows, unanswered, folded_notes(shown, model))
         else:
             plots(chart, speed_figures(key, shown, model, state.store(), clock))
         if facts["failed"]:

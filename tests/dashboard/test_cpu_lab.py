@@ -71,6 +71,10 @@ def test_the_results_mode_filter_offers_and_matches_the_mode_a_cpu_job_ran(lab):
          modes=("default", "reduce-overhead"))
     at = ok(page("results"))
     assert at.multiselect(key="mode").options == ["default"]
+    at = ok(page("results", plot="simplenet"))  # the N-calls chart (the default) says it too, under its chart
+    assert [c.key for c in at.get("plotly_chart")] == ["plot_ncalls"]
+    assert any("stored as reduce\\-overhead" in t and "shown under default" in t for t in texts(at.caption))
+    assert "reduce-overhead" not in at.get("plotly_chart")[0].proto.spec  # its lines are named by the mode that ran
     at = ok(page("results", mode="default", plot="simplenet", chart="Speedup"))
     assert at.metric[0].value == "6"  # every job, the four simplenet ones stored as either mode
     assert any("stored as reduce\\-overhead" in t for t in texts(at.caption))
