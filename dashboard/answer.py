@@ -31,7 +31,7 @@ SHARED = ("backend", "mode", "dynamic", "fullgraph", "scope", "task", "device", 
 
 def show(header_slots, table_slot, key: tuple, model: str, engine, shown: pd.DataFrame) -> None:
     """The header's speedups and the answer table for `model`'s jobs in view (`shown`)."""
-    mine = shown.loc[shown["model"] == model]
+    mine = model_rows(key, model, shown)
     answer_rows, unanswered = rows(key, model, engine, mine)
     header(header_slots, answer_rows, model)
     with table_slot:
@@ -50,6 +50,12 @@ def shared(key: tuple, model: str, _shown: pd.DataFrame) -> str:
     cols = [c for c in SHARED if c in _shown.columns]
     mine = _shown.loc[_shown["model"] == model, cols]
     return labels.common(mine.astype(str).drop_duplicates().to_dict(orient="records"), cols)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def model_rows(key: tuple, model: str, _shown: pd.DataFrame) -> pd.DataFrame:
+    """The model's jobs in view (`key` names the view): once per view, not per rerun (~25 ms at 100k jobs)."""
+    return _shown.loc[_shown["model"] == model]
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -111,11 +117,20 @@ def header(slots, answer_rows: list[dict], model: str) -> None:
                                             "in the answer table")
 
 
-def calls(answer_rows: list[dict], unanswered: dict[str, dict] | None = None, notes: list[str] = ()) -> None:
+@st.cache_resource(max_entries=32, show_spinner=False)
+def calls_figure(key: tuple, batch_size, n: int, _lines: list[dict]):
+    """The N-calls chart of one view, model (`key`), batch size and N: built once (~30-60 ms of plotly), not on
+    every visit or rerun."""
+    return ncalls.figure(_lines, batch_size, n)
+
+
+def calls(answer_rows: list[dict], unanswered: dict[str, dict] | None = None, notes: list[str] = (),
+          key: tuple | None = None) -> None:
     """What to use for N calls at one batch size: the total-time chart, then its batch size and N, and a one-line
     recommendation. The chart comes before its widgets: a browser fetches each kind of element's code in page
     order, and the chart's (plotly) waited behind the select box's and number field's. `notes`: the lines that
-    read it (the modes folded off CUDA: dashboard.labels.folded_notes), under it."""
+    read it (the modes folded off CUDA: dashboard.labels.folded_notes), under it. `key` names the view and model
+    the rows are of: the figure is then built once for them (calls_figure)."""
     sizes = sorted({r["batch_size"] for r in answer_rows if r["speedup"] is not None})
     if not sizes:
         st.caption("No configuration in view has a speedup (noisy or failed runs only): no N-calls chart to draw.")
@@ -124,7 +139,8 @@ def calls(answer_rows: list[dict], unanswered: dict[str, dict] | None = None, no
     n = int(st.session_state.get("calls_n") or N_DEFAULT)
     ls = ncalls.lines([r for r in answer_rows if r["batch_size"] == bs], unanswered)
     if ls:
-        st.plotly_chart(ncalls.figure(ls, bs, n), key="plot_ncalls")
+        fig = ncalls.figure(ls, bs, n) if key is None else calls_figure(key, bs, n, ls)
+        st.plotly_chart(fig, key="plot_ncalls")
         if ncalls.noisy_note(ls):
             st.caption(md(ncalls.noisy_note(ls)))
         for note in notes:

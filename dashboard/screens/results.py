@@ -322,11 +322,12 @@ def plots(chart: str, parts: dict) -> None:
         st.caption("No job in view ran a shape schedule; submit one with a schedule (e.g. 32, 64) to see recompiles.")
 
 
-def folded_notes(shown, model: str) -> list[str]:
-    """The model's jobs in view stored under a mode they did not run as (reduce-overhead on the CPU): the N-calls
-    chart's lines, like the answer's rows, count them under the mode that ran (labels.fold_modes). Two columns of
-    the model's rows: no numbers read."""
-    return labels.folded_notes(labels.fold_modes(shown.loc[shown["model"] == model, ["mode", "device"]]))
+@st.cache_resource(max_entries=16, show_spinner=False)
+def folded_notes(key: tuple, model: str, _mine) -> list[str]:
+    """The model's jobs in view (`_mine`) stored under a mode they did not run as (reduce-overhead on the CPU): the
+    N-calls chart's lines, like the answer's rows, count them under the mode that ran (labels.fold_modes). Two
+    columns of the model's rows: no numbers read."""
+    return labels.folded_notes(labels.fold_modes(_mine[["mode", "device"]]))
 
 
 def first_call_and_launch(parts: dict) -> None:
@@ -528,7 +529,8 @@ answer_slot = st.container()  # the answer for the chosen model, above the tabs
 speed_tab, launch_tab, repeat_tab, roofline_tab, fail_tab, table_tab = st.tabs(
     TABS, key="view", bind="query-params", width="stretch")
 model = model_in_view(facts)
-answer_rows, unanswered = answer.rows(key, model, engine, shown.loc[shown["model"] == model])
+mine = answer.model_rows(key, model, shown)
+answer_rows, unanswered = answer.rows(key, model, engine, mine)
 
 if speed_tab.open:
     with speed_tab:
@@ -538,7 +540,7 @@ if speed_tab.open:
             st.info(f"Nothing to plot for {model}: its jobs in view were all cancelled (they are listed under "
                     "**Failures**).", icon=":material/info:")
         elif chart == "N calls":
-            answer.calls(answer_rows, unanswered, folded_notes(shown, model))
+            answer.calls(answer_rows, unanswered, folded_notes(key, model, mine), key=key + (model,))
         else:
             plots(chart, speed_figures(key, shown, model, state.store(), clock))
         if facts["failed"]:
