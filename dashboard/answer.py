@@ -128,7 +128,7 @@ def calls(answer_rows: list[dict], unanswered: dict[str, dict] | None = None, no
           key: tuple | None = None) -> None:
     """What to use for N calls at one batch size: the total-time chart, then its batch size and N, and a one-line
     recommendation. The chart comes before its widgets: a browser fetches each kind of element's code in page
-    order, and the chart's (plotly) waited behind the select box's and number field's. `notes`: the lines that
+    order, and the chart's (plotly) waited behind the widgets'. `notes`: the lines that
     read it (the modes folded off CUDA: dashboard.labels.folded_notes), under it. `key` names the view and model
     the rows are of: the figure is then built once for them (calls_figure)."""
     sizes = sorted({r["batch_size"] for r in answer_rows if r["speedup"] is not None})
@@ -145,9 +145,13 @@ def calls(answer_rows: list[dict], unanswered: dict[str, dict] | None = None, no
             st.caption(md(ncalls.noisy_note(ls)))
         for note in notes:
             st.caption(":material/info: " + md(note))
-    left, right = st.columns([1, 3], vertical_alignment="bottom")
-    left.selectbox("Batch size", sizes, index=len(sizes) - 1, key="calls_bs")
-    right.number_input("Calls your program makes (N)", min_value=1, value=N_DEFAULT, step=1000, key="calls_n",
-                       help="How many calls one process makes after compiling: compile pays off only over enough "
-                            "calls")
+    # a segmented control (the page's pickers' kind) and N in a popover (closed, its field is not drawn): a select
+    # box and a number field each made the browser load and run their code before it drew the chart (~0.08 s each)
+    if st.session_state.get("calls_bs") not in sizes:  # another model's sizes, or none chosen yet
+        st.session_state["calls_bs"] = bs
+    left, right = st.columns([3, 2], vertical_alignment="bottom")
+    left.segmented_control("Batch size", sizes, key="calls_bs", required=True)
+    right.popover(f"Calls your program makes: N = {n:,}", icon=":material/edit:", width="stretch").number_input(
+        "Calls your program makes (N)", min_value=1, value=N_DEFAULT, step=1000, key="calls_n",
+        help="How many calls one process makes after compiling: compile pays off only over enough calls")
     st.markdown(ncalls.recommend(ls, n, bs))  # configuration names escaped there

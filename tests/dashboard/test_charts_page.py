@@ -90,7 +90,7 @@ def test_a_configuration_with_noisy_runs_only_is_greyed_and_marked_on_every_plot
     assert any("no answer" in text for t in break_even for text in (t.get("text") or []) if "⚠ noisy" in text)
 
     at = ok(page("results", chart="N calls"))
-    ok(at.selectbox(key="calls_bs").set_value(bs).run())  # the N-calls chart at its batch size
+    ok(at.button_group(key="calls_bs").set_value(bs).run())  # the N-calls chart at its batch size
     data = spec(at, "plot_ncalls")["data"]
     (line,) = [t for t in data if t.get("name") == f"⚠ noisy · {config}"]
     assert line["line"]["color"] == NOISY_COLOR and line["line"]["dash"] == "dot"
