@@ -81,10 +81,10 @@ def shoot(port: int, out: Path) -> list[Path]:
 
         open_chart("N+calls", "What to use for N calls")
         # the N-calls chart at bs 8, where the sweep's configuration with noisy runs only is (drawn dotted grey)
-        page.locator('[data-testid="stSelectbox"]').filter(has_text="Batch size").first.click()
-        page.get_by_role("option", name="8", exact=True).click()
+        page.locator('[data-testid="stButtonGroup"]').filter(has_text="Batch size").first.get_by_role(
+            "radio", name="8", exact=True).click()
         charts.filter(has_text="What to use for N calls · bs 8").first.wait_for()
-        page.get_by_text("The answer for", exact=False).first.click()  # the box loses focus: no red outline
+        page.get_by_text("The answer for", exact=False).first.click()  # the control loses focus: no outline
         page.wait_for_timeout(1500)
         # the page as it opens, from the top down to the N-calls chart's recommendation under it; and the answer
         # table down to that line
