@@ -135,6 +135,8 @@ class ResultStore:
         got = compute()
         with self._answers_lock:
             self._answers[digest] = got
+            while len(self._answers) > snapshot.ANSWERS_KEPT:  # the oldest used go first, here as on disk
+                self._answers.pop(next(iter(self._answers)))
             self._answers_due = True
             self.answers_computed += 1
         return got

@@ -372,6 +372,22 @@ def test_a_restarted_store_reads_the_answers_it_kept_and_computes_only_new_ones(
         snapshot._answer_code_digest.cache_clear()
 
 
+def test_the_answers_kept_are_the_newest_used(engine, db_url, monkeypatch):
+    """A long-running server asks for many views: it keeps the ANSWERS_KEPT used last, in memory and on disk."""
+    monkeypatch.setattr(snapshot, "ANSWERS_KEPT", 2)
+    queue.register_worker(engine, "w", "h", 1, None, {"devices": ["cpu"], "models": []})
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[1, 2, 3], device="cpu"), CATALOG)
+    finish_jobs(engine, 3)
+    rs, df = saved_store(engine, snapshot.path_for(db_url))
+    views_ = [df.iloc[:1], df.iloc[:2], df.iloc[:3]]  # three sets of jobs: three answers
+    for jobs in (views_[0], views_[1], views_[0], views_[2]):  # the first set is used again after the second
+        rs.answer(jobs[["job_id", "finished_at"]], lambda jobs=jobs: len(jobs))
+    assert rs.answers_computed == 3
+    persist(rs)
+    kept = snapshot.load_answers(snapshot.answers_path(snapshot.path_for(db_url)))
+    assert sorted(kept.values()) == [1, 3]  # the second set, used longest ago, is gone
+
+
 def test_stale_temp_files_of_a_killed_save_are_removed(engine, db_url):
     import os
     import time
