@@ -188,7 +188,8 @@ def _answer_code_digest() -> str:
 def jobs_digest(jobs: pd.DataFrame) -> str:
     """Names a set of finished jobs (`job_id`, `finished_at`) and the code that answers for them."""
     jobs = jobs.sort_values("job_id")
-    ends = pd.to_datetime(jobs["finished_at"]).astype("int64").to_numpy()
+    # in one unit whatever the frame holds (a frame read anew and one restored may differ): microseconds, as stored
+    ends = pd.to_datetime(jobs["finished_at"]).astype("datetime64[us]").astype("int64").to_numpy()
     h = hashlib.sha256(_answer_code_digest().encode())
     h.update(jobs["job_id"].astype("int64").to_numpy().tobytes())
     h.update(ends.tobytes())

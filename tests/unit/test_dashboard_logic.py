@@ -353,6 +353,8 @@ def test_a_restarted_store_reads_the_answers_it_kept_and_computes_only_new_ones(
                                                                           .to_pydatetime()})
     again = ask(restarted)
     assert restarted.answers_computed == 2 and again != grown
+    jobs = restarted.frame()[["job_id", "finished_at"]]  # a frame holding its times in another unit: the same jobs
+    assert snapshot.jobs_digest(jobs) == snapshot.jobs_digest(jobs.astype({"finished_at": "datetime64[ns]"}))
     assert [r["compiled_ms"] for r in again[0] if r["batch_size"] == 2] == [0.5]
     persist(restarted)
 
