@@ -3,10 +3,12 @@ prints, from the same export records) as a table, and the header's speedup numbe
 median across unrelated models answers nothing)."""
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import streamlit as st
 
-from dashboard import ncalls, state, versiondiff
+from dashboard import markup, ncalls, state, versiondiff
 from dashboard.markup import md
 from db import answer, labels, versions
 
@@ -83,24 +85,57 @@ def frame(answer_rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(answer_rows, columns=SHOWN)
 
 
+# the page's table: the headline columns (`report --format md`'s), less the model its heading names
+PAGE_COLUMNS = [c for c in answer.HEADLINE if c != "model"]
+KINDS = {"config": "name", "verdict": "wide", "accuracy_ok": ""}  # markup.COLUMN_KINDS; the rest are numbers
+
+
+def table_html(answer_rows: list[dict]) -> str:
+    """The answer as an HTML table of text (the same cells as `runner report --format md`), a configuration with
+    no answer faded; verdicts wrap instead of being cut at a cell's edge."""
+    return markup.table([answer.HEADLINE[c] for c in PAGE_COLUMNS],
+                        [[answer.headline_cell(r[c]) for c in PAGE_COLUMNS] for r in answer_rows],
+                        kinds=[KINDS.get(c, "num") for c in PAGE_COLUMNS],
+                        grey=[bool(r["noisy"]) for r in answer_rows])
+
+
 def table(answer_rows: list[dict], model: str, common: str = "") -> None:
+    """The headline columns as a table the browser draws at once; every column, sortable, one click away (a
+    closed popover: its grid's code is loaded when it is opened, not before the page's chart)."""
     st.subheader(f"The answer for {md(model)}")
     if common:
         st.caption(f"Every configuration here: {md(common)}. Each row names what sets it apart.")
+    st.html(table_html(answer_rows))
+    if st.button(f"Every column ({len(SHOWN) - 1}), sortable", icon=":material/table_view:", key="answer_every"):
+        every_column(answer_rows, model)
+    st.caption(NOTE)
+
+
+@st.dialog("Every column of the answer", width="large")
+def every_column(answer_rows: list[dict], model: str) -> None:
+    """The answer's rows with every column, sortable, and their CSV and JSON: drawn only when asked for, so the
+    grid's code (~1.6 MB) never delays the page's first chart."""
+    st.caption(f"{md(model)}: the rows of `python -m runner report`; its CSV and JSON add the jobs behind each row.")
+    left, right = st.columns(2)
+    name = "answer-" + re.sub(r"[^\w.-]+", "_", model)
+    left.download_button("CSV", data=answer.rows_csv(answer_rows), file_name=f"{name}.csv", mime="text/csv",
+                         on_click="ignore", icon=":material/download:", width="stretch")
+    right.download_button("JSON", data=answer.rows_json(answer_rows), file_name=f"{name}.json",
+                          mime="application/json", on_click="ignore", icon=":material/download:", width="stretch")
     df = frame(answer_rows)
     num = st.column_config.NumberColumn
-    st.dataframe(df, hide_index=True, width="stretch", height=min(460, 38 + 35 * len(df)), placeholder="–",
-                 column_order=[c for c in SHOWN if c != "model"], column_config={
-                     "batch_size": num("bs", format="%d"), "config": st.column_config.TextColumn("configuration"),
-                     "verdict": st.column_config.TextColumn(width="large"),
-                     "speedup": num(format="%.2f×", help="latency: what a caller waits for per call"),
-                     "speedup_ci_low": num("95% low", format="%.2f×"), "speedup_ci_high": num("95% high", format="%.2f×"),
-                     "eager_ms": num(format="%.4g"), "compiled_ms": num(format="%.4g"),
-                     "eager_first_call_s": num(format="%.3g"), "first_call_cold_s": num(format="%.3g"),
-                     "first_call_warm_s": num(format="%.3g"), "first_call_portable_s": num(format="%.3g"),
-                     "break_even_calls": num(format="localized"),
-                     "noisy": st.column_config.CheckboxColumn(help="every run was noisy: no number answers")})
-    st.caption(NOTE)
+    st.dataframe(
+        df, hide_index=True, width="stretch", height=min(560, 38 + 35 * len(df)), placeholder="–",
+        column_order=[c for c in SHOWN if c != "model"], column_config={
+            "batch_size": num("bs", format="%d"), "config": st.column_config.TextColumn("configuration"),
+            "verdict": st.column_config.TextColumn(width="large"),
+            "speedup": num(format="%.2f×", help="latency: what a caller waits for per call"),
+            "speedup_ci_low": num("95% low", format="%.2f×"), "speedup_ci_high": num("95% high", format="%.2f×"),
+            "eager_ms": num(format="%.4g"), "compiled_ms": num(format="%.4g"),
+            "eager_first_call_s": num(format="%.3g"), "first_call_cold_s": num(format="%.3g"),
+            "first_call_warm_s": num(format="%.3g"), "first_call_portable_s": num(format="%.3g"),
+            "break_even_calls": num(format="localized"),
+            "noisy": st.column_config.CheckboxColumn(help="every run was noisy: no number answers")})
 
 
 def header(slots, answer_rows: list[dict], model: str) -> None:

@@ -6,7 +6,7 @@ heartbeat row) and a worker this or another app process started that is still pr
 recorded pid whose command line names this database). The worker is `python -m runner work` in its own
 session (start_new_session), so Streamlit reruns and Ctrl-C in the terminal never reach it directly;
 its output goes to `worker-embedded.log` next to the database. The app process that started it
-sends it SIGTERM when that process exits (atexit): the worker finishes up, handing a running job
+sends it SIGTERM when that process exits (the server's shutdown, else atexit): the worker finishes up, handing a running job
 back to the queue within its grace period. If the app is killed hard, the worker keeps running (its
 pid is in the sidebar and the pid file) and the next app start reuses it.
 
@@ -165,6 +165,7 @@ class EmbeddedWorker:
         self.pid_path.write_text(f"{self.proc.pid}\n")
         if not self._atexit:
             atexit.register(self.stop)
+            _STARTED.append(self)
             self._atexit = True
         return self.proc.pid
 
@@ -182,3 +183,13 @@ class EmbeddedWorker:
                 self.pid_path.unlink()
         except OSError:
             pass
+
+
+_STARTED: list[EmbeddedWorker] = []  # the managers that started a worker in this process
+
+
+def stop_started() -> None:
+    """Stop every worker this process started: the server's shutdown calls it (dashboard/app.py's lifespan), since
+    uvicorn ends a server stopped by SIGTERM or Ctrl-C with that signal again, and atexit never runs then."""
+    for worker in _STARTED:
+        worker.stop()

@@ -23,3 +23,37 @@ def md(text) -> str:
 def plot(text) -> str:
     """`text` for a plotly label, legend, hover or annotation: tags and entities shown as typed."""
     return html.escape(str(text), quote=False)
+
+
+# st.html draws the page's own tables of text (dashboard.answer): the browser lays them out at once, where
+# st.dataframe first loads its grid's code (~1.6 MB) and measures every cell on a canvas. Scoped to TABLE_CLASS;
+# colours inherit the theme's text, lines are a grey that reads on light and dark.
+TABLE_CLASS = "cl-table"
+COLUMN_KINDS = {"": "", "num": "text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap",
+                "name": "min-width:8rem", "wide": "min-width:13rem"}  # a column's kind -> its style
+TABLE_CSS = ("<style>"
+             f".{TABLE_CLASS}{{max-height:44rem;overflow:auto;margin-bottom:.5rem}}"
+             f".{TABLE_CLASS} table{{border-collapse:collapse;width:100%;font-size:.8125rem;line-height:1.3}}"
+             f".{TABLE_CLASS} th,.{TABLE_CLASS} td{{padding:.25rem .35rem;text-align:left;vertical-align:top;"
+             "border-bottom:1px solid rgba(128,128,128,.25)}"
+             f".{TABLE_CLASS} th{{font-weight:600;vertical-align:bottom;border-bottom-color:rgba(128,128,128,.6)}}"
+             + "".join(f".{TABLE_CLASS} .{kind}{{{style}}}" for kind, style in COLUMN_KINDS.items() if kind)
+             + f".{TABLE_CLASS} th.num{{white-space:normal}}.{TABLE_CLASS} tr.grey td{{opacity:.5}}</style>")
+
+
+def table(header: list[str], rows: list[list[str]], kinds: list[str] | None = None,
+          grey: list[bool] | None = None) -> str:
+    """An HTML table of text for st.html: every header and cell escaped, so a value shows as typed (a model named
+    `<img src=x onerror=...>` is those characters, never an element). `kinds`: each column's COLUMN_KINDS key
+    (num: a number, right-aligned; name and wide: text kept from narrowing); rows with `grey` set are drawn faded
+    (a configuration with no answer)."""
+    kinds = kinds or [""] * len(header)
+    attrs = [f" class={kind}" if kind else "" for kind in kinds]
+    if any(kind not in COLUMN_KINDS for kind in kinds):
+        raise ValueError(f"column kinds must be among {sorted(COLUMN_KINDS)}: {kinds}")
+
+    def tr(cells: list[str], tag: str, faded: bool = False) -> str:
+        tds = "".join(f"<{tag}{attr}>{html.escape(str(c))}</{tag}>" for attr, c in zip(attrs, cells))
+        return f'<tr{" class=grey" if faded else ""}>{tds}</tr>'
+    body = "".join(tr(r, "td", bool(grey and grey[k])) for k, r in enumerate(rows))
+    return f"{TABLE_CSS}<div class={TABLE_CLASS}><table><thead>{tr(header, 'th')}</thead><tbody>{body}</tbody></table></div>"

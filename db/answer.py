@@ -175,24 +175,28 @@ def rows_json(rows: list[dict]) -> str:
     return json.dumps(rows, indent=1)
 
 
-MD_COLUMNS = {"model": "model", "batch_size": "bs", "config": "configuration", "verdict": "verdict",
-              "eager_ms": "eager ms", "compiled_ms": "compiled ms", "first_call_cold_s": "first call cold s",
-              "first_call_warm_s": "warm s", "first_call_portable_s": "portable s",
-              "recompiles": "recompiles", "graph_breaks": "breaks",
-              "peak_mem_compiled_mb": "peak MB compiled", "peak_mem_eager_mb": "peak MB eager", "accuracy_ok": "accurate",
-              "runs": "runs"}
+# the columns a person reads: the answer page's table and `report --format md` (the CSV and JSON have every column)
+HEADLINE = {"model": "model", "batch_size": "bs", "config": "configuration", "verdict": "verdict",
+            "eager_ms": "eager ms", "compiled_ms": "compiled ms", "first_call_cold_s": "first call cold s",
+            "first_call_warm_s": "warm s", "first_call_portable_s": "portable s",
+            "recompiles": "recompiles", "graph_breaks": "breaks",
+            "peak_mem_compiled_mb": "peak MB compiled", "peak_mem_eager_mb": "peak MB eager", "accuracy_ok": "accurate",
+            "runs": "runs"}
+
+
+def headline_cell(v) -> str:
+    """One headline cell as text: a dash where there is no number, four significant digits."""
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
 
 
 def rows_markdown(rows: list[dict]) -> str:
     """A Markdown table of the rows' headline columns (the CSV and JSON have every column)."""
-    def cell(v) -> str:
-        if v is None:
-            return "–"
-        if isinstance(v, float):
-            return f"{v:.4g}"
-        return str(v).replace("|", "\\|")
-    lines = ["| " + " | ".join(MD_COLUMNS.values()) + " |", "|" + "---|" * len(MD_COLUMNS)]
-    lines += ["| " + " | ".join(cell(r[c]) for c in MD_COLUMNS) + " |" for r in rows]
+    lines = ["| " + " | ".join(HEADLINE.values()) + " |", "|" + "---|" * len(HEADLINE)]
+    lines += ["| " + " | ".join(headline_cell(r[c]).replace("|", "\\|") for c in HEADLINE) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
 

@@ -6,30 +6,54 @@ import json
 import pandas as pd
 
 from bench.synthetic import fill
-from dashboard.answer import SHOWN, frame
+from dashboard.answer import PAGE_COLUMNS, SHOWN, frame
+from db.answer import HEADLINE, headline_cell
 from tests.conftest import run_cli
-from tests.dashboard.test_pages import lab, ok, page  # noqa: F401  (lab: a fixture)
+from tests.dashboard.test_pages import answer_table, every_column, lab, ok, page  # noqa: F401  (lab: a fixture)
 
 
 def test_the_answer_table_is_what_runner_report_prints(lab, db_url):  # noqa: F811 (the fixture)
     fill(lab, 48, seed=3, rounds=20)  # sweep 1: simplenet, 24 configurations; sweep 2: complexnet repeats
     at = ok(page("results", plot="simplenet"))
-    shown = at.dataframe[0].value
     assert "The answer for simplenet" in [s.value for s in at.subheader]
-    assert at.dataframe[0].proto.placeholder == "–"  # a row without a number shows a dash, not "None"
-    assert len(shown) == 24 and set(shown["model"]) == {"simplenet"} and shown["speedup_ci_low"].notna().any()
     done = run_cli("report", "--db", db_url, "--sweep", "1", "--format", "json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    pd.testing.assert_frame_equal(shown, frame(report))  # report's rows; its job_ids stay off the page
-    assert "job_ids" not in shown and all(r["job_ids"] for r in report)
+    # the page's table: report's headline cells, row for row (the model is in the heading); a row without a number
+    # shows a dash; a configuration with no answer is faded
+    shown = answer_table(at)
+    assert list(shown.columns[:-1]) == [HEADLINE[c] for c in PAGE_COLUMNS] and len(shown) == 24
+    assert shown.drop(columns="faded").values.tolist() == [[headline_cell(r[c]) for c in PAGE_COLUMNS] for r in report]
+    assert shown["faded"].tolist() == [r["noisy"] for r in report]
+    # and `report --format md` prints the same cells
+    done = run_cli("report", "--db", db_url, "--sweep", "1", "--format", "md")
+    md_rows = [[c.strip() for c in line.strip("|").split(" | ")] for line in done.stdout.splitlines()[2:]]
+    assert [row[1:] for row in md_rows] == shown.drop(columns="faded").values.tolist()
+    # every column, behind a button: report's rows, its job_ids off the grid (the dialog's downloads keep them)
+    every = every_column(at)
+    assert at.dataframe[0].proto.placeholder == "–"  # a row without a number shows a dash, not "None"
+    assert set(every["model"]) == {"simplenet"} and every["speedup_ci_low"].notna().any()
+    pd.testing.assert_frame_equal(every, frame(report))
+    assert "job_ids" not in every and all(r["job_ids"] for r in report)
     done = run_cli("report", "--db", db_url, "--sweep", "1", "--format", "csv")
     from_csv = pd.read_csv(io.StringIO(done.stdout), keep_default_na=False, na_values=[""])[SHOWN]  # less job_ids
-    pd.testing.assert_frame_equal(shown.astype(str), from_csv.astype(shown.dtypes.to_dict()).astype(str))
+    pd.testing.assert_frame_equal(every.astype(str), from_csv.astype(every.dtypes.to_dict()).astype(str))
+    assert {b.label for b in at.get("download_button")} >= {"CSV", "JSON"}
     # the header's speedups are simplenet's, from its quiet configurations: never a median across models
     metrics = {m.label: m.value for m in at.metric}
-    quiet = shown.dropna(subset=["speedup"])
+    quiet = every.dropna(subset=["speedup"])
     assert metrics["Median speedup"] == f"{quiet['speedup'].median():.2f}×"
     assert metrics["Best speedup"] == f"{quiet['speedup'].max():.2f}×"
-    other = ok(page("results", plot="complexnet")).dataframe[0].value
-    assert set(other["model"]) == {"complexnet"} and other["runs"].max() >= 3  # repeats pooled: one row each
+    other = answer_table(ok(page("results", plot="complexnet")))
+    assert other["runs"].astype(int).max() >= 3  # repeats pooled: one row each
+
+
+def test_the_answer_table_shows_what_a_lab_typed_as_text(lab):  # noqa: F811 (the fixture)
+    """A lab's own model names come from its workers' model folders: in the page's HTML table they stay text."""
+    from dashboard.answer import table_html
+    hostile = '<img src=x onerror="alert(1)">'
+    rows = [{c: None for c in SHOWN} | {"model": hostile, "batch_size": 8, "config": f"default · {hostile}",
+                                        "verdict": "slower", "noisy": False, "runs": 1}]
+    body = table_html(rows)
+    assert "<img" not in body and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in body
+    assert body.count("<tr") == 2

@@ -11,7 +11,7 @@ from dashboard.markup import md
 from db import queue
 from db.models import JobStatus
 from db.spec import ModelInfo, SweepRequest
-from tests.dashboard.test_pages import lab, ok, page, texts  # noqa: F401  (lab: a fixture)
+from tests.dashboard.test_pages import answer_table, every_column, lab, ok, page, texts  # noqa: F401  (lab: a fixture)
 
 
 def spec(at, key: str) -> dict:
@@ -37,8 +37,8 @@ def test_twelve_configurations_read_as_rows_with_short_labels(lab):  # noqa: F81
     rows = spec(at, "plot_warmup")["layout"]["yaxis"]["categoryarray"]
     assert len(rows) == 12 and "max-autotune · dynamic=true · bs 32" in rows and not any("inductor" in r for r in rows)
     assert spec(ok(page("results", chart="Break-even")), "plot_break_even")["layout"]["yaxis"]["categoryarray"] == rows
-    answer = at.dataframe[0].value
-    assert set(answer["config"]) == {r.rsplit(" · bs ", 1)[0] for r in rows}  # the table and the plots agree
+    answer = answer_table(at)
+    assert set(answer["configuration"]) == {r.rsplit(" · bs ", 1)[0] for r in rows}  # the table and the plots agree
 
 
 def test_break_even_steps_aside_when_compiling_never_pays_off(lab):  # noqa: F811 (the fixture)
@@ -64,8 +64,11 @@ def test_a_configuration_with_noisy_runs_only_is_greyed_and_marked_on_every_plot
 
     fill(lab, 12, seed=2, device="cuda", rounds=20, **SHAPE)
     at = ok(page("results", chart="Speedup"))  # one chart at a time (?chart=), the answer table above each
-    answer = at.dataframe[0].value
+    answer = every_column(at)
     (row,) = answer[answer["noisy"]].to_dict(orient="records")  # default · dynamic=false at bs 8
+    shown = answer_table(at)  # the page's table: that row alone faded, with no number
+    (faded,) = shown[shown["faded"]].to_dict(orient="records")
+    assert (faded["configuration"], faded["bs"], faded["eager ms"]) == (row["config"], str(row["batch_size"]), "–")
     config, series = row["config"], f"{row['config']} · bs {row['batch_size']}"
     bs = row["batch_size"]
     assert any(t.startswith("⚠ noisy, greyed on every plot") and md(series) in t for t in texts(at.caption))

@@ -64,7 +64,7 @@ class Proxy:
 
 
 def run(name: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=60)
+    at = AppTest.from_file(str(ROOT / "dashboard" / "main.py"), default_timeout=60)
     at.switch_page(f"screens/{name}.py")
     return at.run()
 

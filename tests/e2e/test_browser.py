@@ -46,6 +46,8 @@ def app(tmp_path):
     try:
         wait_until(lambda: healthy(url) or proc.poll() is not None, 60, "the app to serve")
         assert proc.poll() is None, (tmp_path / "app.log").read_text()[-3000:]
+        # dashboard/app.py's lifespan warmed the pages' imports and the results table before the server answered
+        assert "Compile Lab: warmed in" in (tmp_path / "app.log").read_text()
         yield {"url": url, "proc": proc, "home": home, "log": tmp_path / "app.log"}
     finally:
         if proc.poll() is None:

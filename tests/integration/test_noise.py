@@ -12,7 +12,7 @@ from db.database import get_engine
 from db.engine import reading
 from db.models import Job
 from tests.conftest import records, submit, work
-from tests.dashboard.test_pages import ok, page
+from tests.dashboard.test_pages import answer_table, every_column, ok, page
 
 COMMON = ("--model", "jittery", "--batch", "4", "--device", "cpu", "--backend", "eager", "--iters", "30")
 
@@ -57,8 +57,10 @@ def test_a_noisy_job_is_rerun_and_only_its_quiet_run_answers(db_url, tmp_path, m
     at = ok(page("results", plot="jittery", chart="Speedup"))  # the Speedup tab draws one chart at a time
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Median speedup"] == metrics["Best speedup"] == f"{answered['speedup']:.2f}×"
-    shown = at.dataframe[0].value
-    assert list(shown.loc[shown["noisy"], "config"]) == ["default · noise=always"]
+    shown = answer_table(at)  # the page's table: the noisy configuration faded
+    assert list(shown.loc[shown["faded"], "configuration"]) == ["default · noise=always"]
+    every = every_column(at)
+    assert list(every.loc[every["noisy"], "config"]) == ["default · noise=always"]
     speedup = json.loads(next(c for c in at.get("plotly_chart") if c.key == "plot_speedup").proto.spec)
     grey = [t for t in speedup["data"] if "greyed" in (t.get("name") or "")]
     assert grey and [d[0] for d in grey[0]["customdata"]] == ["default · noise=always"]  # that configuration's point alone

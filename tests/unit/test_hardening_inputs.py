@@ -22,7 +22,7 @@ def test_an_unparseable_urls_password_is_hidden_on_stderr_and_in_the_sidebar(mon
 
     monkeypatch.setenv("DATABASE_URL", BAD_URL)
     monkeypatch.setenv("COMPILE_LAB_EMBEDDED_WORKER", "0")
-    at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=60).run()
+    at = AppTest.from_file(str(ROOT / "dashboard" / "main.py"), default_timeout=60).run()
     shown = [e.value for kind in ("error", "code", "caption", "markdown", "exception") for e in getattr(at, kind)]
     shown += [e.value for kind in ("error", "code", "caption", "markdown") for e in getattr(at.sidebar, kind)]
     assert any("cannot parse" in t for t in shown) and not any("S3cret" in str(t) for t in shown)
@@ -42,7 +42,7 @@ def test_a_worker_row_with_an_unknown_field_is_harmless_and_logged_once(db_url, 
 
     monkeypatch.setenv("DATABASE_URL", db_url)
     monkeypatch.setenv("COMPILE_LAB_EMBEDDED_WORKER", "0")
-    at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=60).run()
+    at = AppTest.from_file(str(ROOT / "dashboard" / "main.py"), default_timeout=60).run()
     assert not at.exception and "tiny" in at.selectbox[0].options
 
 

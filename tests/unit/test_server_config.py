@@ -29,10 +29,10 @@ def test_app_refuses_to_serve_beyond_localhost_unless_allowed(tmp_path, monkeypa
     monkeypatch.setenv("COMPILE_LAB_EMBEDDED_WORKER", "0")
     real = streamlit.get_option  # config is read once per process: fake what a start elsewhere reads
     monkeypatch.setattr(streamlit, "get_option", lambda key: None if key == "server.address" else real(key))
-    at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=60)
+    at = AppTest.from_file(str(ROOT / "dashboard" / "main.py"), default_timeout=60)
     at.run()
     assert at.error and "listens beyond this machine" in at.error[0].value
     monkeypatch.setenv("COMPILE_LAB_ALLOW_REMOTE", "1")
-    at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=60)
+    at = AppTest.from_file(str(ROOT / "dashboard" / "main.py"), default_timeout=60)
     at.run()
     assert not at.error and not at.exception

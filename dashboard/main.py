@@ -1,0 +1,45 @@
+"""Compile Lab's dashboard: `streamlit run dashboard/app.py` (or `make run`).
+
+The entry page frames every view: the sidebar (database, workers, embedded worker) and the navigation.
+It imports db/ only; experiments run in worker processes, never here.
+"""
+import os
+
+import streamlit as st
+
+from dashboard import state
+
+st.set_page_config(page_title="Compile Lab", page_icon=":material/science:", layout="wide")  # an emoji icon
+# would load streamlit's emoji catalogue (~0.12 s) before a restarted server's first page
+
+# .streamlit/config.toml binds localhost with XSRF protection, but Streamlit reads it from the current
+# folder only: started from elsewhere, the server would listen on every interface. Serve no page then,
+# unless the lab says it runs behind its own authentication.
+LOOPBACK = ("localhost", "127.0.0.1", "::1")
+if os.environ.get("COMPILE_LAB_ALLOW_REMOTE") != "1" and (
+        st.get_option("server.address") not in LOOPBACK or not st.get_option("server.enableXsrfProtection")
+        or not st.get_option("server.allowedHosts")):
+    st.error("This server listens beyond this machine, has XSRF protection off or accepts any Host name "
+             "(started outside the project folder, whose .streamlit/config.toml binds localhost?). Run `make run` "
+             "from the project folder (docs/operations.md), or "
+             "set COMPILE_LAB_ALLOW_REMOTE=1 if it is behind your own authentication.")
+    st.stop()
+
+PAGES = [
+    st.Page("screens/submit.py", title="Submit", icon=":material/send:", url_path="submit"),
+    st.Page("screens/queue.py", title="Queue", icon=":material/list:", url_path="queue"),
+    st.Page("screens/job.py", title="Job", icon=":material/description:", url_path="job"),
+    st.Page("screens/results.py", title="Results", icon=":material/monitoring:", url_path="results"),
+    st.Page("screens/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
+]
+
+page = st.navigation(PAGES)
+with st.sidebar:
+    st.markdown("### :material/science: Compile Lab")
+    state.sidebar_status()
+state.warm_results()  # the first visit to Results finds the table loaded (or loading)
+try:
+    with state.database_errors():
+        page.run()
+finally:  # st.stop() and reruns end a page by raising: the snapshot is still written
+    state.save_results_snapshot()

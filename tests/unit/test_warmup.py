@@ -1,0 +1,58 @@
+"""A starting dashboard server warms what a first visit needs (dashboard/app.py's lifespan, dashboard.warmup):
+the pages' modules and the results table the pages then use, on a real SQLite file; a database that fails or hangs
+never keeps the server from answering."""
+import asyncio
+import sys
+import threading
+import time
+from pathlib import Path
+
+from streamlit.web.server.app_discovery import discover_asgi_app
+
+from dashboard import state, warmup
+from tests.conftest import ROOT
+
+
+def test_streamlit_run_serves_the_app_with_its_lifespan_and_the_pages_of_main():
+    found = discover_asgi_app(ROOT / "dashboard" / "app.py")  # what `streamlit run dashboard/app.py` checks
+    assert found.is_asgi_app and found.import_string == "app:app"
+    assert not discover_asgi_app(ROOT / "dashboard" / "main.py").is_asgi_app  # the pages' script: AppTest runs it
+    from dashboard import app
+    assert app.app._script_path == Path("main.py") and app.app._user_lifespan is app.lifespan
+
+
+def test_warmup_loads_the_results_table_the_pages_then_use(fill_synthetic, db_url, monkeypatch):
+    engine = fill_synthetic(60)
+    with engine.connect() as conn:
+        finished = conn.exec_driver_sql("SELECT count(*) FROM jobs WHERE finished_at IS NOT NULL").scalar()
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    done = warmup.run()
+    assert done["error"] is None and done["jobs"] == finished > 0
+    assert {"dashboard.answer", "dashboard.charts", "dashboard.state"} <= set(warmup.modules()) <= set(sys.modules)
+    assert "dashboard.main" not in warmup.modules()  # a script: importing it would draw the frame
+    store = state.store()  # what every page asks for: the same store, its table in memory, read from the database once
+    assert len(store.frame_) == finished and store.frame(page=False) is store.frame_ and store.full_loads == 1
+
+
+def test_a_database_that_fails_is_left_to_the_pages(tmp_path, monkeypatch):
+    (tmp_path / "lab.db").write_bytes(b"this is not a SQLite file" * 100)
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'lab.db'}")
+    done = warmup.run()  # logged, not raised: the page says what is wrong with the database
+    assert done["jobs"] is None and done["error"]
+
+
+def test_the_server_answers_when_warmup_hangs(monkeypatch):
+    from dashboard import app
+    release = threading.Event()
+    monkeypatch.setattr(warmup, "run", lambda: release.wait(60))  # a database that does not answer
+    monkeypatch.setattr(app, "WAIT_S", 0.5)
+
+    async def serve() -> float:
+        start = time.perf_counter()
+        async with app.lifespan(None):
+            return time.perf_counter() - start
+
+    try:
+        assert 0.5 <= asyncio.run(serve()) < 10  # the lifespan gave up waiting: the server starts answering
+    finally:
+        release.set()
