@@ -10,12 +10,14 @@ browser context (no cache, a new Streamlit session) and times navigation start -
 (a `.js-plotly-plot .main-svg` with a size and not hidden; a MutationObserver records performance.now()).
 
 Each repeat restarts both servers, then visits, alternating which page goes first:
-  after restart   the first visit to a freshly started server (its imports, the results snapshot, the model's
-                  numbers and figures all built for this visit); the reference pays its own imports
+  after restart   the first visit to a freshly started server, once it answers its health check (the app has
+                  warmed its imports and results table by then; the model's numbers and figures are built for this
+                  visit); the reference pays its own imports
   running server  a second visit in a new session: what anyone opening the page of a running lab waits for
 The first repeat starts without the results snapshot (a server that has never seen this database): its
 Results visit is printed apart as "first ever" and is not in the medians.
-Also printed: bytes the page received over its WebSocket until the first chart, and how many elements the
+Also printed: how long each server took from its command to answering its health check (the app warms the pages'
+imports and its results table before it answers: dashboard/app.py), bytes the page received over its WebSocket until the first chart, and how many elements the
 page drew before it (both from the median visit). Load average is printed before and after: compare runs
 only on a quiet machine.
 """
@@ -71,12 +73,14 @@ class Server:
     def __init__(self, script: str, port: int, env: dict, log: Path):
         self.script, self.port, self.env, self.log = script, port, env, log
         self.proc: subprocess.Popen | None = None
+        self.ready_s: list[float] = []  # each start: seconds from the command to its health check answering
 
     @property
     def url(self) -> str:
         return f"http://localhost:{self.port}"
 
     def start(self) -> None:
+        began = time.perf_counter()
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "streamlit", "run", self.script, "--server.port", str(self.port),
@@ -89,6 +93,7 @@ class Server:
             try:
                 with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as r:
                     if r.status == 200:
+                        self.ready_s.append(time.perf_counter() - began)
                         return
             except OSError:
                 time.sleep(0.2)
@@ -211,6 +216,10 @@ def main(argv=None) -> int:
         say(f"ratio Results / reference, {when:<8}: {ratio:.2f}x  (target <= {TARGET}x: "
             f"{'ok' if ratio <= TARGET else 'MISSED'})")
     say(f"Results' first visit ever (no snapshot, repeat 0): {first_ever['s']:.2f} s")
+    # what a restart costs before anyone visits: the app warms the pages' imports and its results table first
+    say("server start to ready (median of the counted restarts): "
+        f"app {statistics.median(app.ready_s[1:]):.2f} s, reference {statistics.median(ref.ready_s[1:]):.2f} s; "
+        f"the app's first start (no snapshot) {app.ready_s[0]:.2f} s")
     say(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

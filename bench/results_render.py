@@ -98,7 +98,7 @@ def bench(n: int, repeat: int, workdir: Path) -> dict:
     load_s = timed(lambda: frame.results_frame(views.result_rows(engine)))
 
     def app(view: str | None = None, chart: str | None = None) -> AppTest:
-        at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=300)
+        at = AppTest.from_file(str(ROOT / "dashboard" / "main.py"), default_timeout=300)
         if view:
             at.query_params["view"] = view
         if chart:
@@ -195,7 +195,7 @@ def _warm_imports(tmp: Path) -> None:
     url = f"sqlite:///{tmp / 'warmup.db'}"
     os.environ["DATABASE_URL"] = url
     fill(get_engine(url), 50)
-    at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "dashboard" / "main.py"), default_timeout=120)
     at.switch_page("screens/results.py")
     at.run()
 

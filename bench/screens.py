@@ -1,7 +1,7 @@
 """Screenshots of Results for a 12-configuration sweep (3 modes x 2 dynamic x 2 batch sizes, synthetic H100-shaped
 numbers with per-round samples; one configuration, default dynamic=false bs 8, has a noisy run only), in headless
 chromium at 1400 px: the page as it opens (down to the N-calls chart, at bs 8 where the noisy configuration is),
-the answer table and the N-calls chart, the warmup, break-even, speedup and latency charts (one at a time, as the
+the answer table and the N-calls chart, the answer's every column (a dialog), the warmup, break-even, speedup and latency charts (one at a time, as the
 Speedup tab draws them) and the First call tab; then Compare of two CPU sweeps whose jobs were stored as default
 and reduce-overhead (shown as one configuration). How the docs' "12-configs" and "compare-cpu-folded" screenshots
 are made:
@@ -97,6 +97,15 @@ def shoot(port: int, out: Path) -> list[Path]:
         path = out / "results-answer-ncalls-12-configs-synthetic.png"
         page.screenshot(path=str(path), clip={"x": 0, "y": top["y"] - 10, "width": 1400, "height": bottom - top["y"] + 10})
         saved.append(path)
+        # every column of the answer: a sortable grid in a dialog, opened by the button under the table
+        page.get_by_role("button", name="Every column", exact=False).click()
+        dialog = page.get_by_role("dialog")
+        dialog.locator('[data-testid="stDataFrame"]').wait_for()
+        page.wait_for_timeout(1000)
+        path = out / "results-answer-every-column-12-configs-synthetic.png"
+        dialog.screenshot(path=str(path))
+        saved.append(path)
+        page.keyboard.press("Escape")
         for chart, title, name in (("Warmup", "Warmup cost", "warmup"), ("Break-even", "Break-even", "break-even"),
                                    ("Speedup", "Speedup vs batch size", "speedup"), ("Latency", "Steady-state", "latency")):
             open_chart(chart, title)
