@@ -2,6 +2,7 @@
 drift between jobs, the first call's parts, and the three clocks under the headline's names."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from dashboard.frame import NUMBERS, json_dict
@@ -88,6 +89,21 @@ def noisy_note(agg: pd.DataFrame) -> str:
     return (f"{NOISY}, greyed on every plot and left out of the answer: " + "; ".join(parts)
             + ". Its runs' numbers are drawn so that nothing disappears, never as a result; re-run it on a quiet "
               "machine.")
+
+
+def answered_break_even(agg: pd.DataFrame, answer_rows: list[dict]) -> pd.DataFrame:
+    """`agg` with each answered configuration's break-even calls and speedup taken from the answer (db.answer's
+    rows: its quiet runs, the eager first call pooled over the batch size's runs), so the break-even chart and the
+    answer table never print two counts for one configuration. A row the answer gives no number (noisy runs only)
+    keeps its own medians, which the chart greys."""
+    answered = {(r["config"], r["batch_size"]): r for r in answer_rows if not r["noisy"]}
+    out = agg.copy()
+    for i, config, bs in zip(out.index, out["config"], out["batch_size"]):
+        row = answered.get((config, bs))
+        if row is not None:
+            out.at[i, "break_even_calls"] = np.nan if row["break_even_calls"] is None else row["break_even_calls"]
+            out.at[i, "speedup"] = np.nan if row["speedup"] is None else row["speedup"]
+    return out
 
 
 def summarize(view: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -161,10 +161,12 @@ def speed_figures(key: tuple, _shown, model: str, _store, clock: str = "latency"
            # GPU time only (CUDA results timed before caller latency was: timing protocol 1)
            "clock_missing": int((agg["speedup"].notna() & timed["speedup"].isna()).sum()),
            "gpu_only": int((agg["speedup"].isna() & agg["gpu_speedup"].notna()).sum()),
-           "warmup": charts.warmup(stats.first_calls(view), fails), "break_even": charts.break_even(agg, fails),
-           "break_even_note": charts.break_even_note(agg), "series": int(agg["series"].nunique()),
+           "warmup": charts.warmup(stats.first_calls(view), fails), "series": int(agg["series"].nunique()),
            "noisy_note": stats.noisy_note(agg),
            "common": view.attrs.get("common", ""), "folded": labels.folded_notes(view), "timeline": None}
+    answer_rows = answer.rows(key, model, _store.engine, answer.model_rows(key, model, _shown))[0]
+    paid = stats.answered_break_even(agg, answer_rows)  # the answer table's counts, not a second estimate
+    out["break_even"], out["break_even_note"] = charts.break_even(paid, fails), charts.break_even_note(paid)
     with_schedule = view[view["has_schedule"].fillna(False).astype(bool) & (view["status"] == "succeeded")]
     out["scheduled"] = len(with_schedule)
     out["recompiled"] = (agg.loc[agg["recompiled_runs"].fillna(0) > 0, "config"].nunique()

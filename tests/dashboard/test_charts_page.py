@@ -39,6 +39,14 @@ def test_twelve_configurations_read_as_rows_with_short_labels(lab):  # noqa: F81
     assert spec(ok(page("results", chart="Break-even")), "plot_break_even")["layout"]["yaxis"]["categoryarray"] == rows
     answer = answer_table(at)
     assert set(answer["configuration"]) == {r.rsplit(" · bs ", 1)[0] for r in rows}  # the table and the plots agree
+    # and the break-even bars are the answer's counts, not a second estimate of them
+    bars = {y: x for t in spec(ok(page("results", chart="Break-even")), "plot_break_even")["data"]
+            if t.get("type") == "bar" for y, x in zip(t["y"], t["x"]) if x is not None}  # the greyed row: a trace
+    # of its own (charts.grey_rows), its count its own runs' (no answer to take it from)
+    every = every_column(at)
+    answered = {f"{r.config} · bs {r.batch_size}": r.break_even_calls
+                for r in every.itertuples() if not r.noisy and r.break_even_calls == r.break_even_calls}
+    assert len(answered) >= 10 and {k: bars[k] for k in answered} == answered
 
 
 def test_break_even_steps_aside_when_compiling_never_pays_off(lab):  # noqa: F811 (the fixture)
