@@ -17,9 +17,9 @@ Each repeat restarts both servers, then visits, alternating which page goes firs
 The first repeat starts without the results snapshot (a server that has never seen this database): its
 Results visit is printed apart as "first ever" and is not in the medians.
 Also printed: how long each server took from its command to answering its health check (the app warms the pages'
-imports and its results table before it answers: dashboard/app.py), bytes the page received over its WebSocket until the first chart, and how many elements the
-page drew before it (both from the median visit). Load average is printed before and after: compare runs
-only on a quiet machine.
+imports and its results table before it answers: dashboard/app.py), bytes the page received over its WebSocket
+until the first chart, and how many elements the page drew before it (both from the median visit). Load average
+is printed before and after: compare runs only on a quiet machine.
 """
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """Screenshots of Results for a 12-configuration sweep (3 modes x 2 dynamic x 2 batch sizes, synthetic H100-shaped
 numbers with per-round samples; one configuration, default dynamic=false bs 8, has a noisy run only), in headless
 chromium at 1400 px: the page as it opens (down to the N-calls chart, at bs 8 where the noisy configuration is),
-the answer table and the N-calls chart, the answer's every column (a dialog), the warmup, break-even, speedup and latency charts (one at a time, as the
-Speedup tab draws them) and the First call tab; then Compare of two CPU sweeps whose jobs were stored as default
-and reduce-overhead (shown as one configuration). How the docs' "12-configs" and "compare-cpu-folded" screenshots
-are made:
+the answer table and the N-calls chart, the answer's every column (a dialog), the warmup, break-even, speedup
+and latency charts (one at a time, as the Speedup tab draws them) and the First call tab; then Compare of two
+CPU sweeps whose jobs were stored as default and reduce-overhead (shown as one configuration). How the docs'
+"12-configs" and "compare-cpu-folded" screenshots are made:
 
     python -m bench.screens --port 8620 --out docs/screenshots --home /tmp/ui-screens
 
