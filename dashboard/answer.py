@@ -100,24 +100,37 @@ def table_html(answer_rows: list[dict]) -> str:
 
 
 def table(answer_rows: list[dict], model: str, common: str = "") -> None:
-    """The headline columns as a table the browser draws at once; every column, sortable, one click away (a
-    closed popover: its grid's code is loaded when it is opened, not before the page's chart)."""
+    """The headline columns as a table the browser draws at once; every column, sortable, one click away (a dialog:
+    its grid's code is loaded when it is opened, not before the page's chart)."""
     st.subheader(f"The answer for {md(model)}")
     if common:
         st.caption(f"Every configuration here: {md(common)}. Each row names what sets it apart.")
     st.html(table_html(answer_rows))
-    if st.button(f"Every column ({len(SHOWN) - 1}), sortable", icon=":material/table_view:", key="answer_every"):
+    st.button(f"Every column ({len(SHOWN) - 1}), sortable", icon=":material/table_view:", key="answer_every",
+              on_click=_open_every)
+    if st.session_state.get(EVERY_OPEN):  # open until dismissed: a rerun as results land keeps it open
         every_column(answer_rows, model)
     st.caption(NOTE)
 
 
-@st.dialog("Every column of the answer", width="large")
+EVERY_OPEN = "answer_every_open"  # session state: the dialog with every column is open
+
+
+def _open_every() -> None:
+    st.session_state[EVERY_OPEN] = True
+
+
+def _close_every() -> None:
+    st.session_state[EVERY_OPEN] = False
+
+
+@st.dialog("Every column of the answer", width="large", on_dismiss=_close_every)
 def every_column(answer_rows: list[dict], model: str) -> None:
     """The answer's rows with every column, sortable, and their CSV and JSON: drawn only when asked for, so the
     grid's code (~1.6 MB) never delays the page's first chart."""
     st.caption(f"{md(model)}: the rows of `python -m runner report`; its CSV and JSON add the jobs behind each row.")
     left, right = st.columns(2)
-    name = "answer-" + re.sub(r"[^\w.-]+", "_", model)
+    name = "answer-" + re.sub(r"[^A-Za-z0-9.-]+", "_", model)[:80]  # a lab's model name, as a safe file name
     left.download_button("CSV", data=answer.rows_csv(answer_rows), file_name=f"{name}.csv", mime="text/csv",
                          on_click="ignore", icon=":material/download:", width="stretch")
     right.download_button("JSON", data=answer.rows_json(answer_rows), file_name=f"{name}.json",
@@ -144,11 +157,11 @@ def header(slots, answer_rows: list[dict], model: str) -> None:
     med = pd.Series([r["speedup"] for r in measured]).median() if measured else None
     best = max(measured, key=lambda r: r["speedup"]) if measured else None
     slots[0].metric("Median speedup", "–" if med is None else f"{med:.2f}×",
-                    help=f"{model}: the median over its configurations in view (noisy runs left out); never a "
+                    help=f"{md(model)}: the median over its configurations in view (noisy runs left out); never a "
                          "median across models")
     slots[1].metric("Best speedup", "–" if best is None else f"{best['speedup']:.2f}×",
-                    delta=None if best is None else f"{best['config']} · bs {best['batch_size']}", delta_color="off",
-                    delta_arrow="off", help=f"{model}'s fastest configuration in view; its interval and verdict are "
+                    delta=None if best is None else md(f"{best['config']} · bs {best['batch_size']}"), delta_color="off",
+                    delta_arrow="off", help=f"{md(model)}'s fastest configuration in view; its interval and verdict are "
                                             "in the answer table")
 
 

@@ -7,11 +7,14 @@ results table. This file imports streamlit only; the work happens in that thread
 import asyncio
 import contextlib
 import threading
+from pathlib import Path
 
 import streamlit as st
 
-WAIT_S = 60  # at most this long before the server answers anyway: a database that hangs must not keep the pages,
-# which say what is wrong with it, from being served
+# At most this long before the server answers anyway: a database that does not answer (PostgreSQL gives up after
+# db.engine.CONNECT_TIMEOUT_S) must not keep the pages, which say what is wrong with it, from being served. Ctrl-C
+# while the server starts waits for this too: uvicorn does not interrupt a lifespan's start.
+WAIT_S = 15
 
 
 def _warm(done: threading.Event) -> None:
@@ -24,7 +27,8 @@ def _warm(done: threading.Event) -> None:
 
 @contextlib.asynccontextmanager
 async def lifespan(_app):
-    done = threading.Event()  # a daemon thread, not asyncio's executor: one stuck on the database never blocks exit
+    done = threading.Event()  # a daemon thread, not asyncio's executor: one left waiting on a database that does
+    # not answer is not joined when the server exits
     threading.Thread(target=_warm, args=(done,), name="compile-lab-warmup", daemon=True).start()
     await asyncio.to_thread(done.wait, WAIT_S)
     yield
@@ -32,4 +36,4 @@ async def lifespan(_app):
     embedded.stop_started()  # the worker belongs to the app: uvicorn ends a stopped server by its signal, no atexit
 
 
-app = st.App("main.py", lifespan=lifespan)
+app = st.App(Path(__file__).with_name("main.py"), lifespan=lifespan)

@@ -4,7 +4,6 @@ from __future__ import annotations
 import logging
 import sqlite3
 import sys
-import threading
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -83,15 +82,14 @@ def embedded_worker(db_url: str) -> EmbeddedWorker:
 
 @st.cache_resource(show_spinner=False)
 def _store(db_url: str) -> ResultStore:
-    store = ResultStore(_engine(db_url), snapshot.path_for(db_url))
-    threading.Thread(target=store.warm, name="compile-lab-results-warmup", daemon=True).start()
-    return store
+    return ResultStore(_engine(db_url), snapshot.path_for(db_url))
 
 
 def warm_results() -> None:
-    """Start loading the results table in the background when the app first runs (any page)."""
+    """Start loading the results table in the background when the app first runs (any page), unless the server's
+    warm-up (dashboard.warmup) did."""
     try:
-        _store(url())
+        _store(url()).start_warming()
     except DatabaseError:  # the page says why, through engine()
         pass
 

@@ -91,15 +91,19 @@ def noisy_note(agg: pd.DataFrame) -> str:
               "machine.")
 
 
-def answered_break_even(agg: pd.DataFrame, answer_rows: list[dict]) -> pd.DataFrame:
-    """`agg` with each answered configuration's break-even calls and speedup taken from the answer (db.answer's
-    rows: its quiet runs, the eager first call pooled over the batch size's runs), so the break-even chart and the
-    answer table never print two counts for one configuration. A row the answer gives no number (noisy runs only)
-    keeps its own medians, which the chart greys."""
-    answered = {(r["config"], r["batch_size"]): r for r in answer_rows if not r["noisy"]}
+def answered_break_even(agg: pd.DataFrame, view: pd.DataFrame, answer_rows: list[dict]) -> pd.DataFrame:
+    """`agg` with a configuration's break-even calls and speedup taken from the answer (db.answer's rows: its quiet
+    runs, the eager first call pooled over the batch size's runs) wherever the answer's row stands for the same jobs
+    (its `job_ids`, the jobs of the row's configuration and batch size in `view`), so the break-even chart and the
+    answer table never print two counts for one set of runs. Matched by jobs, not by label: the plots keep apart
+    what the answer pools (a warm-cache row beside a cold one), and those rows keep their own medians, as does a
+    row the answer gives no number (noisy runs only), which the chart greys."""
+    answered = {frozenset(int(j) for j in r["job_ids"].split()): r for r in answer_rows if not r["noisy"]}
+    counted = view[view["status"] != "cancelled"]  # the answer leaves cancelled jobs out
+    jobs = counted.groupby(["config", "batch_size"])["job_id"].agg(frozenset)
     out = agg.copy()
     for i, config, bs in zip(out.index, out["config"], out["batch_size"]):
-        row = answered.get((config, bs))
+        row = answered.get(jobs.get((config, bs)))
         if row is not None:
             out.at[i, "break_even_calls"] = np.nan if row["break_even_calls"] is None else row["break_even_calls"]
             out.at[i, "speedup"] = np.nan if row["speedup"] is None else row["speedup"]

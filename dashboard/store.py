@@ -48,6 +48,7 @@ class ResultStore:
         self._answers_lock = threading.Lock()
         self._answers_due = False  # an answer was computed since the file was read or written
         self.answers_computed = 0  # for tests and the benchmark
+        self._warming = False  # warm() was claimed (claim_warming)
 
     def frame(self, page: bool = True) -> pd.DataFrame:
         if page:
@@ -79,6 +80,17 @@ class ResultStore:
             if full or len(df) - self._saved_rows >= max(self.SAVE_EVERY, len(df) // 20):
                 self._due = (df, new_version, key)
             return df
+
+    def claim_warming(self) -> bool:
+        """True once per store: for the one caller that runs warm() (the server's warm-up, else the first page)."""
+        with self._answers_lock:
+            claimed, self._warming = not self._warming, True
+        return claimed
+
+    def start_warming(self) -> None:
+        """warm() in a background thread, unless it was claimed already."""
+        if self.claim_warming():
+            threading.Thread(target=self.warm, name="compile-lab-results-warmup", daemon=True).start()
 
     def warm(self) -> None:
         """Load in the background (the app starts this once per server process), so the first visit to

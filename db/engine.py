@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 
 DEFAULT_SQLITE = "data/compile_lab.db"
 BUSY_TIMEOUT_S = 30
+CONNECT_TIMEOUT_S = 10  # PostgreSQL: seconds to connect, the handshake included
 WRITE = {"compile_lab_write": True}  # execution option: this transaction writes (SQLite: BEGIN IMMEDIATE)
 
 
@@ -97,7 +98,10 @@ def make_engine(url: str) -> Engine:
                                    json_deserializer=lenient_json)
             _sqlite_setup(engine)
         elif parsed.get_backend_name() == "postgresql":
-            engine = create_engine(url, pool_pre_ping=True)
+            # a server that accepts the connection and never answers fails after CONNECT_TIMEOUT_S, with the reason,
+            # instead of hanging the page, the worker or the dashboard's start (a URL may set its own)
+            timeout = {} if "connect_timeout" in parsed.query else {"connect_timeout": CONNECT_TIMEOUT_S}
+            engine = create_engine(url, pool_pre_ping=True, connect_args=timeout)
             _postgresql_setup(engine)
     except (ImportError, OSError, RecursionError, ValueError) as e:  # a driver not installed, a folder we cannot make
         raise DatabaseError(f"cannot open database {describe(url)}: {type(e).__name__}: {first_line(e)}") from None

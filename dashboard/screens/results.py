@@ -165,7 +165,7 @@ def speed_figures(key: tuple, _shown, model: str, _store, clock: str = "latency"
            "noisy_note": stats.noisy_note(agg),
            "common": view.attrs.get("common", ""), "folded": labels.folded_notes(view), "timeline": None}
     answer_rows = answer.rows(key, model, _store.engine, answer.model_rows(key, model, _shown))[0]
-    paid = stats.answered_break_even(agg, answer_rows)  # the answer table's counts, not a second estimate
+    paid = stats.answered_break_even(agg, view, answer_rows)  # the answer table's counts, not a second estimate
     out["break_even"], out["break_even_note"] = charts.break_even(paid, fails), charts.break_even_note(paid)
     with_schedule = view[view["has_schedule"].fillna(False).astype(bool) & (view["status"] == "succeeded")]
     out["scheduled"] = len(with_schedule)
@@ -539,7 +539,7 @@ if speed_tab.open:
         controls = st.container()
         chart, clock = chart_in_view()
         if model not in facts["plottable"]:
-            st.info(f"Nothing to plot for {model}: its jobs in view were all cancelled (they are listed under "
+            st.info(f"Nothing to plot for {md(model)}: its jobs in view were all cancelled (they are listed under "
                     "**Failures**).", icon=":material/info:")
         elif chart == "N calls":
             answer.calls(answer_rows, unanswered, folded_notes(key, model, mine), key=key + (model,))
@@ -573,11 +573,11 @@ answer.show(speed_slots, answer_slot, key, model, engine, shown)
 
 if launch_tab.open:
     with launch_tab:
-        st.subheader(f"Warmup and launch overhead: {model}")
+        st.subheader(f"Warmup and launch overhead: {md(model)}")
         first_call_and_launch(launch_figures(key, shown, model, state.store()))
 if repeat_tab.open:
     with repeat_tab:
-        st.subheader(f"Spread across repeats: {model}")
+        st.subheader(f"Spread across repeats: {md(model)}")
         repeat_spread(repeat_figures(key, shown, model, state.store()))
 if roofline_tab.open:
     with roofline_tab:

@@ -84,8 +84,13 @@ def test_full_home_the_job_is_handed_back_and_runs_once_when_space_returns(db_ur
         fill(small_tmpfs)
         (job_id,) = submit(db_url, *TINY)
         wait_until(lambda: log_has(worker, "No space left on device"), 60, "the worker to meet the full disk")
-        job = job_row(db_url, job_id)
-        assert worker.poll() is None and job.attempts == 0 and "re-queued without counting" in (job.error or "")
+        # the worker logs the refusal, then hands the job back: the row shows it once that has committed
+
+        def handed_back() -> bool:
+            job = job_row(db_url, job_id)
+            return job.attempts == 0 and "re-queued without counting" in (job.error or "")
+        wait_until(handed_back, 30, "the job to be handed back without counting the attempt")
+        assert worker.poll() is None
         (small_tmpfs / "filler").unlink()
         wait_until(lambda: job_row(db_url, job_id).status == "succeeded", 120, "the job to run once space is back")
     finally:

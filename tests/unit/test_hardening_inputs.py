@@ -96,3 +96,28 @@ def test_cli_faults_exit_2_without_a_traceback(db_url, argv, message):
     done = run_cli(*argv[:1], "--db", db_url, *argv[1:])
     assert done.returncode == 2 and "Traceback" not in done.stderr and message in done.stderr, done.stderr
     assert done.stderr.strip().splitlines()[-1].startswith(("error:", "python -m runner"))
+
+
+def test_a_postgresql_server_that_never_answers_fails_in_bounded_time(monkeypatch):
+    """It accepts the connection and says nothing: the engine gives up after CONNECT_TIMEOUT_S with the reason,
+    so a page, a worker or the dashboard's start does not hang on it."""
+    import socket
+    import threading
+    import time
+
+    from sqlalchemy.exc import OperationalError
+
+    from db import engine as db_engine
+
+    monkeypatch.setattr(db_engine, "CONNECT_TIMEOUT_S", 1)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        held = []
+        threading.Thread(target=lambda: held.append(silent.accept()), daemon=True).start()
+        engine = db_engine.make_engine(f"postgresql+psycopg://lab:lab@127.0.0.1:{silent.getsockname()[1]}/lab")
+        start = time.monotonic()
+        with pytest.raises(OperationalError, match="timeout"):
+            with engine.connect():
+                pass
+        assert time.monotonic() - start < 8

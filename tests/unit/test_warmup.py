@@ -5,7 +5,6 @@ import asyncio
 import sys
 import threading
 import time
-from pathlib import Path
 
 from streamlit.web.server.app_discovery import discover_asgi_app
 
@@ -13,12 +12,21 @@ from dashboard import state, warmup
 from tests.conftest import ROOT
 
 
-def test_streamlit_run_serves_the_app_with_its_lifespan_and_the_pages_of_main():
+def app_module(monkeypatch):
+    """dashboard/app.py, imported: the first st.App a process makes sets Streamlit's main script for the process."""
+    from streamlit import config
+    monkeypatch.setattr(config, "_main_script_path", config._main_script_path)
+    from dashboard import app
+    return app
+
+
+def test_streamlit_run_serves_the_app_with_its_lifespan_and_the_pages_of_main(monkeypatch):
     found = discover_asgi_app(ROOT / "dashboard" / "app.py")  # what `streamlit run dashboard/app.py` checks
     assert found.is_asgi_app and found.import_string == "app:app"
     assert not discover_asgi_app(ROOT / "dashboard" / "main.py").is_asgi_app  # the pages' script: AppTest runs it
-    from dashboard import app
-    assert app.app._script_path == Path("main.py") and app.app._user_lifespan is app.lifespan
+    app = app_module(monkeypatch)
+    assert app.app._resolve_script_path() == ROOT / "dashboard" / "main.py"  # from any working folder
+    assert app.app._user_lifespan is app.lifespan
 
 
 def test_warmup_loads_the_results_table_the_pages_then_use(fill_synthetic, db_url, monkeypatch):
@@ -32,6 +40,9 @@ def test_warmup_loads_the_results_table_the_pages_then_use(fill_synthetic, db_ur
     assert "dashboard.main" not in warmup.modules()  # a script: importing it would draw the frame
     store = state.store()  # what every page asks for: the same store, its table in memory, read from the database once
     assert len(store.frame_) == finished and store.frame(page=False) is store.frame_ and store.full_loads == 1
+    # the first load's snapshot is written before the server answers, not while a first visitor's page draws
+    assert store.snapshot_path.exists() and not store.saving.is_alive()
+    assert not store.claim_warming()  # the pages' warm_results() starts no second load
 
 
 def test_a_database_that_fails_is_left_to_the_pages(tmp_path, monkeypatch):
@@ -42,7 +53,7 @@ def test_a_database_that_fails_is_left_to_the_pages(tmp_path, monkeypatch):
 
 
 def test_the_server_answers_when_warmup_hangs(monkeypatch):
-    from dashboard import app
+    app = app_module(monkeypatch)
     release = threading.Event()
     monkeypatch.setattr(warmup, "run", lambda: release.wait(60))  # a database that does not answer
     monkeypatch.setattr(app, "WAIT_S", 0.5)
