@@ -3,12 +3,10 @@ prints, from the same export records) as a table, and the header's speedup numbe
 median across unrelated models answers nothing)."""
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 import streamlit as st
 
-from dashboard import markup, ncalls, state, versiondiff
+from dashboard import filters, markup, ncalls, state, versiondiff
 from dashboard.markup import md
 from db import answer, labels, versions
 
@@ -130,10 +128,11 @@ def every_column(answer_rows: list[dict], model: str) -> None:
     grid's code (~1.6 MB) never delays the page's first chart."""
     st.caption(f"{md(model)}: the rows of `python -m runner report`; its CSV and JSON add the jobs behind each row.")
     left, right = st.columns(2)
-    name = "answer-" + re.sub(r"[^A-Za-z0-9.-]+", "_", model)[:80]  # a lab's model name, as a safe file name
-    left.download_button("CSV", data=answer.rows_csv(answer_rows), file_name=f"{name}.csv", mime="text/csv",
+    left.download_button("CSV", data=answer.rows_csv(answer_rows), mime="text/csv",
+                         file_name=filters.download_name({"model": [model]}, "csv", kind="answer"),
                          on_click="ignore", icon=":material/download:", width="stretch")
-    right.download_button("JSON", data=answer.rows_json(answer_rows), file_name=f"{name}.json",
+    right.download_button("JSON", data=answer.rows_json(answer_rows),
+                          file_name=filters.download_name({"model": [model]}, "json", kind="answer"),
                           mime="application/json", on_click="ignore", icon=":material/download:", width="stretch")
     df = frame(answer_rows)
     num = st.column_config.NumberColumn

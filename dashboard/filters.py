@@ -41,11 +41,12 @@ def apply_filters(df: pd.DataFrame, selected: dict[str, list]) -> pd.DataFrame:
     return df[mask]
 
 
-def download_name(selected: dict[str, list], ext: str) -> str:
+def download_name(selected: dict[str, list], ext: str, kind: str = "") -> str:
     """A download's file name that says what it holds: compile_lab_sweep12_complexnet_default.csv from the
     sweep, model and mode filters (compile_lab_results.csv with none set), so two downloads do not overwrite
-    each other under one generic name."""
+    each other under one generic name; `kind` sets apart another table of the same view (answer: the answer's
+    rows, compile_lab_answer_complexnet.csv)."""
     word = {"sweep": lambda v: "sweep" + str(v).split()[0].lstrip("#"), "dynamic": lambda v: f"dynamic-{v}"}
     parts = [word.get(col, str)(v) for col in ("sweep", "model", "mode", "dynamic") for v in selected.get(col) or []]
     stem = "_".join(re.sub(r"[^A-Za-z0-9.-]+", "-", p).strip("-") for p in parts)[:80].strip("_-")
-    return f"compile_lab_{stem or 'results'}.{ext}"
+    return f"compile_lab_{kind + '_' if kind else ''}{stem or 'results'}.{ext}"

@@ -25,20 +25,17 @@ def run() -> dict:
     holds the GIL ~0.7 s: done here, before the server answers, not while a first visitor's page draws). Returns
     what it did, for the log line and tests."""
     start = time.perf_counter()
-    done = {"imports_s": None, "jobs": None, "results_s": None, "error": None}
+    done = {"jobs": None, "error": None}
     try:
         for name in modules():
             importlib.import_module(name)
-        done["imports_s"] = time.perf_counter() - start
         from dashboard import state
         store = state.store()  # the one the pages use (st.cache_resource)
-        loaded = time.perf_counter()
         if store.claim_warming():  # else a page got here first and loads it: frame() below waits for that
             store.warm()
             if store.saving is not None:
                 store.saving.join()
         done["jobs"] = len(store.frame(page=False))
-        done["results_s"] = time.perf_counter() - loaded
     except Exception as e:  # a database that is down or damaged: the pages show it, with what to do
         done["error"] = f"{type(e).__name__}: {e}"
         LOG.warning("dashboard warm-up stopped: %s", done["error"])

@@ -104,6 +104,8 @@ def test_download_names_say_what_the_file_holds():
     assert filters.download_name({"sweep": ["#12 modes on ComplexModel"], "model": ["complexnet"], "mode": [],
                                  "dynamic": ["none"]}, "json") == "compile_lab_sweep12_complexnet_dynamic-none.json"
     assert filters.download_name({"model": ["a/b c"]}, "csv") == "compile_lab_a-b-c.csv"
+    # the answer's rows of the same view: another name, never the jobs' file
+    assert filters.download_name({"model": ["../<x>"]}, "csv", kind="answer") == "compile_lab_answer_..-x.csv"
 
 
 def test_filters_keep_rows_without_an_environment(synthetic):
