@@ -10,16 +10,17 @@ from dashboard import filters, markup, ncalls, state, versiondiff
 from dashboard.markup import md
 from db import answer, labels, versions
 
-NOTE = ("speedup: median over the configuration's quiet runs of eager / compiled latency per round, with a 95% "
-        "interval (a bootstrap over runs, then rounds: with several runs it covers process-to-process variation; "
-        "with one, that process's rounds only). Noisy runs are left out of every number here and counted in "
-        "noisy_runs (a noisy job is re-run by itself, `--reruns`; a host-sensitive one, whose GPU idles a quarter "
-        "of its call, is repeated in separate processes, `--process-repeats`, and those answer together from 2 "
-        "processes on); runs: the runs that answer, each its own process; first call cold / warm / portable: the "
-        "compiled first call without and with the graph in the cache, and from a fresh cache loaded with a cold "
-        "job's artifacts; "
-        "break-even: calls after which compiling has paid for its first call. Same rows: `python -m runner report` "
-        "(which also names each row's jobs: job_ids).")
+NOTE = ("speedup: for each process of a configuration, the median of its per-round eager / compiled latency "
+        "ratios; the configuration's number averages its processes (on a log scale), and its 95% interval holds the "
+        "spread between fresh processes: what its own processes showed, with the spread this device's other "
+        "configurations showed (a configuration measured in one process says so). Scatter widens the interval; "
+        "only a run disturbed by a measured cause (another process on its cores or GPU, throttled clocks, memory "
+        "pressure) is left out, and re-run (noisy_runs counts them). runs: the processes that answer (each "
+        "configuration runs in 3 by default, `--process-repeats`; the later ones compile from the first's cache); "
+        "first call cold / warm / portable: the compiled first call from an empty cache, from a cache that held it "
+        "(a process repeat's), and from a fresh cache loaded with a cold job's artifacts; break-even: calls after "
+        "which compiling has paid for its first call. Same rows: `python -m runner report` (which also names each "
+        "row's jobs: job_ids).")
 
 
 N_DEFAULT = 1000
@@ -32,7 +33,7 @@ SHARED = ("backend", "mode", "dynamic", "fullgraph", "scope", "task", "device", 
 def show(header_slots, table_slot, key: tuple, model: str, engine, shown: pd.DataFrame) -> None:
     """The header's speedups and the answer table for `model`'s jobs in view (`shown`)."""
     mine = model_rows(key, model, shown)
-    answer_rows, unanswered = rows(key, model, engine, mine)
+    answer_rows = rows(key, model, engine, mine)
     header(header_slots, answer_rows, model)
     with table_slot:
         table(answer_rows, model, shared(key, model, shown))
@@ -59,12 +60,11 @@ def model_rows(key: tuple, model: str, _shown: pd.DataFrame) -> pd.DataFrame:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def rows(key: tuple, model: str, _engine, _mine: pd.DataFrame) -> tuple[list[dict], dict[str, dict]]:
-    """The answer rows of one model's jobs in view (`_mine`; `key` names the view), and what the rows with noisy
-    runs only measured anyway (db.answer.unanswered: drawn greyed, never as an answer). Kept across restarts
-    by the results store (dashboard.store.ResultStore.answer)."""
+def rows(key: tuple, model: str, _engine, _mine: pd.DataFrame) -> list[dict]:
+    """The answer rows of one model's jobs in view (`_mine`; `key` names the view). Kept across restarts by the
+    results store (dashboard.store.ResultStore.answer)."""
     jobs = _mine[["job_id", "finished_at"]]
-    return state.store().answer(jobs, lambda: answer.report_and_unanswered(_engine, job_ids=jobs["job_id"].tolist()))
+    return state.store().answer(jobs, lambda: answer.report(_engine, job_ids=jobs["job_id"].tolist()))
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -147,16 +147,17 @@ def every_column(answer_rows: list[dict], model: str) -> None:
             "eager_first_call_s": num(format="%.3g"), "first_call_cold_s": num(format="%.3g"),
             "first_call_warm_s": num(format="%.3g"), "first_call_portable_s": num(format="%.3g"),
             "break_even_calls": num(format="localized"),
-            "noisy": st.column_config.CheckboxColumn(help="every run was noisy: no number answers")})
+            "noisy": st.column_config.CheckboxColumn(help="every run was disturbed by a measured cause: these are "
+                                                            "their numbers")})
 
 
 def header(slots, answer_rows: list[dict], model: str) -> None:
-    """The header's speedup metrics, for `model` only and from its quiet runs."""
-    measured = [r for r in answer_rows if r["speedup"] is not None]
+    """The header's speedup metrics, for `model` only, from configurations not disturbed in every run."""
+    measured = [r for r in answer_rows if r["speedup"] is not None and not r["noisy"]]
     med = pd.Series([r["speedup"] for r in measured]).median() if measured else None
     best = max(measured, key=lambda r: r["speedup"]) if measured else None
     slots[0].metric("Median speedup", "–" if med is None else f"{med:.2f}×",
-                    help=f"{md(model)}: the median over its configurations in view (noisy runs left out); never a "
+                    help=f"{md(model)}: the median over its configurations in view (disturbed runs left out); never a "
                          "median across models")
     slots[1].metric("Best speedup", "–" if best is None else f"{best['speedup']:.2f}×",
                     delta=None if best is None else md(f"{best['config']} · bs {best['batch_size']}"), delta_color="off",
@@ -171,7 +172,7 @@ def calls_figure(key: tuple, batch_size, n: int, _lines: list[dict]):
     return ncalls.figure(_lines, batch_size, n)
 
 
-def calls(answer_rows: list[dict], unanswered: dict[str, dict] | None = None, notes: list[str] = (),
+def calls(answer_rows: list[dict], notes: list[str] = (),
           key: tuple | None = None) -> None:
     """What to use for N calls at one batch size: the total-time chart, then its batch size and N, and a one-line
     recommendation. The chart comes before its widgets: a browser fetches each kind of element's code in page
@@ -180,11 +181,11 @@ def calls(answer_rows: list[dict], unanswered: dict[str, dict] | None = None, no
     the rows are of: the figure is then built once for them (calls_figure)."""
     sizes = sorted({r["batch_size"] for r in answer_rows if r["speedup"] is not None})
     if not sizes:
-        st.caption("No configuration in view has a speedup (noisy or failed runs only): no N-calls chart to draw.")
+        st.caption("No configuration in view has a speedup (failed runs only): no N-calls chart to draw.")
         return
     bs = state.peek("calls_bs", sizes, sizes[-1])  # the widgets' values, read before they are drawn
     n = int(st.session_state.get("calls_n") or N_DEFAULT)
-    ls = ncalls.lines([r for r in answer_rows if r["batch_size"] == bs], unanswered)
+    ls = ncalls.lines([r for r in answer_rows if r["batch_size"] == bs])
     if ls:
         fig = ncalls.figure(ls, bs, n) if key is None else calls_figure(key, bs, n, ls)
         st.plotly_chart(fig, key="plot_ncalls")

@@ -334,7 +334,7 @@ def break_even_note(agg: pd.DataFrame) -> str:
 NOISY_COLOR = "#ff7f0e"
 # a configuration whose runs were all noisy (stats.only_noisy) is drawn in these greys on every plot, marked NOISY
 NOISY_GREY, NOISY_EDGE = "#c8c8c8", "#888888"
-NOISY_LEGEND = f"{stats.NOISY} runs only: greyed, out of the answer"
+NOISY_LEGEND = f"{stats.NOISY}: every run disturbed, greyed"
 NOISY_MARKER = dict(size=13, symbol="circle", color=NOISY_GREY, line=dict(color=NOISY_EDGE, width=1))
 NOISY_HOVER = f"<br>{stats.NOISY} runs only: out of the answer"
 
@@ -400,27 +400,27 @@ def _seconds(s: float) -> str:
 
 
 def mark_noisy(fig: go.Figure, agg: pd.DataFrame, x: str = "batch_size", y: str = "speedup") -> go.Figure:
-    """Ring the points of configurations with a noisy run (its own spread past 5%): read them with care.
+    """Ring the points of configurations with a disturbed run (a measured cause: left out of the point).
     Square the points of configurations that recompiled inside the timed rounds (graph breaks, guards on
     data): those calls were dropped from the samples, but the steady state switches between graphs. A
     diamond marks host-bound configurations (CUDA: the GPU idles half of each call or more)."""
-    noisy = agg[agg["noisy_runs"].fillna(0) > 0].dropna(subset=[y])
+    noisy = agg[(agg["noisy_runs"].fillna(0) > 0) | stats.only_noisy(agg)].dropna(subset=[y])
     if "noise_note" not in noisy:
         noisy = noisy.assign(noise_note="")
     # a configuration with noisy runs only is the grey point below, not a ring "beside quiet ones"
     ringed = noisy[~noisy["only_noisy"].eq(True)] if "only_noisy" in noisy else noisy
     _ring(fig, ringed.assign(noise_note=ringed["noise_note"].fillna("").map(_wrap)), x, y, "noisy",
-          "⚠ noisy run (spread > 5%, or host-sensitive)",
+          "⚠ disturbed run left out (a measured cause)",
           dict(size=20, symbol="circle-open", color=NOISY_COLOR, line=dict(width=2.5)),
           ["config", "noisy_runs", "runs", "max_spread", "noise_note"],
-          "<b>⚠ %{customdata[0]}</b><br>%{customdata[1]} noisy run(s), left out of this point beside %{customdata[2]} "
-          "quiet one(s); largest spread %{customdata[3]:.1%}<br>%{customdata[4]}<extra></extra>")
-    if "only_noisy" in agg:  # every run noisy: the point is theirs, greyed, and out of the answer and the header
+          "<b>⚠ %{customdata[0]}</b><br>%{customdata[1]} disturbed run(s), left out of this point beside "
+          "%{customdata[2]} undisturbed one(s)<br>%{customdata[4]}<extra></extra>")
+    if "only_noisy" in agg:  # every run disturbed: the point is theirs, greyed, and out of the header
         only = noisy[noisy["only_noisy"].eq(True)]
         _ring(fig, only.assign(noise_note=only["noise_note"].fillna("").map(_wrap), name=only["config"].map(plot)),
               x, y, "only-noisy", NOISY_LEGEND, NOISY_MARKER, ["name", "noise_note", "runs"],
-              f"<b>{stats.NOISY} · %{{customdata[0]}}</b><br>%{{y:.3g}}: all %{{customdata[2]}} run(s) noisy, re-runs "
-              "included: left out of the answer and the header<br>%{customdata[1]}<extra></extra>")
+              f"<b>{stats.NOISY} · %{{customdata[0]}}</b><br>%{{y:.3g}}: all %{{customdata[2]}} run(s) disturbed, "
+              "re-runs included: their numbers, out of the header<br>%{customdata[1]}<extra></extra>")
     if "recompiled_runs" in agg:
         _ring(fig, agg[agg["recompiled_runs"].fillna(0) > 0].dropna(subset=[y]), x, y, "recompiled",
               "↻ recompiled while timed (those calls dropped)",

@@ -52,7 +52,7 @@ def load_frame(engine, finished_since=None, fields=FRAME_FIELDS) -> tuple[pd.Dat
     return results_frame(rows), rows.version
 
 
-BOOL_FIELDS = ("fullgraph", "noisy", "accuracy_ok", "host_bound", "has_schedule")  # SQLite hands these back as 0 / 1
+BOOL_FIELDS = ("fullgraph", "noisy", "disturbed", "accuracy_ok", "host_bound", "has_schedule")  # SQLite hands these back as 0 / 1
 
 
 def _bools(series: pd.Series) -> pd.Series:

@@ -1,8 +1,8 @@
 """What to use for N calls: for one model and batch size, the total time of N calls (first call + N x latency)
 of eager and of every configuration in the answer table, the lowest line at each N, where it changes hands,
-and the one to use for an N the user types. Lines come from db.answer's rows, so noisy runs are already out; a
-configuration whose runs were all noisy (its row's `noisy`: no answer) is drawn dotted grey from what its runs
-measured (db.answer.unanswered), marked, and never the lowest line or the recommendation."""
+and the one to use for an N the user types. Lines come from db.answer's rows, so disturbed runs are already out
+where an undisturbed one exists; a configuration whose every run was disturbed (its row's `noisy`) is drawn dotted
+grey from those runs' numbers, marked with the cause, and never the lowest line or the recommendation."""
 from __future__ import annotations
 
 import math
@@ -16,22 +16,18 @@ EAGER = "eager"
 LOWEST_COLOR, OTHER_COLOR, EAGER_COLOR, NOISY_COLOR = "#0b6e4f", "#8aa1b1", "#222222", "#b0b0b0"
 
 
-def lines(rows: list[dict], unanswered: dict[str, dict] | None = None) -> list[dict]:
+def lines(rows: list[dict]) -> list[dict]:
     """One line per configuration with a latency and a first call (`first_s` + `ms` per call), and eager's (its
-    first call and the median latency of the jobs' own eager rounds). A row with noisy runs only has no number:
-    with its runs' numbers in `unanswered` (db.answer.unanswered, by job ids) it is a line marked `noisy`, which
-    `answering` leaves out of the lowest line, the crossovers and the recommendation."""
+    first call and the median latency of the jobs' own eager rounds). A row whose every run was disturbed is a line
+    marked `noisy`, which `answering` leaves out of the lowest line, the crossovers and the recommendation."""
     out, eager_ms, eager_first = [], [], None
     for r in rows:
-        if r.get("noisy") and (unanswered or {}).get(r.get("job_ids")):
-            u = unanswered[r["job_ids"]]
-            first = u["first_call_cold_s"] if u["first_call_cold_s"] is not None else u["first_call_warm_s"]
-            if u["compiled_ms"] is not None and first is not None:
-                out.append({"name": r["config"], "first_s": first, "ms": u["compiled_ms"], "noisy": True,
-                            "why": r["noise_note"] or "spread past 5%", "runs": r["noisy_runs"]})
-            continue
         first = r["first_call_cold_s"] if r["first_call_cold_s"] is not None else r["first_call_warm_s"]
         if r["speedup"] is None or r["compiled_ms"] is None or first is None:
+            continue
+        if r.get("noisy"):
+            out.append({"name": r["config"], "first_s": first, "ms": r["compiled_ms"], "noisy": True,
+                        "why": r["noise_note"] or "disturbed", "runs": r["runs"]})
             continue
         out.append({"name": r["config"], "first_s": first, "ms": r["compiled_ms"]})
         eager_ms.append(r["eager_ms"])
@@ -54,9 +50,9 @@ def noisy_note(ls: list[dict]) -> str:
     noisy = [ln for ln in ls if ln.get("noisy")]
     if not noisy:
         return ""
-    return (f"{NOISY}, dotted grey and never recommended (no answer: every run was noisy): "
+    return (f"{NOISY}, dotted grey and never recommended (every run was disturbed): "
             + "; ".join(f"{ln['name']} (all {ln['runs']} run{'s' * (ln['runs'] != 1)}: {ln['why']})" for ln in noisy)
-            + ". Re-run it on a quiet machine.")
+            + ". Re-run it when nothing else runs on the machine.")
 
 
 def total_s(line: dict, n: float) -> float:

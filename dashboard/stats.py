@@ -7,7 +7,6 @@ import pandas as pd
 
 from dashboard.frame import NUMBERS, json_dict
 from dashboard.labels import split_by_graph_cache, with_cache_state
-from db import noise
 from db.axes import FIELDS
 
 # The three clocks of a result (runner/timing.py): each one's columns, under the headline's names, for the plots.
@@ -24,71 +23,57 @@ _BANDS = ("eager_p10_ms", "eager_p90_ms", "compiled_p10_ms", "compiled_p90_ms") 
 
 
 def answering(df: pd.DataFrame, by: list[str]) -> pd.Series:
-    """Per succeeded row, whether the run answers for its group: db.noise decides, as it does for db.answer (each
-    run's kind, db.noise.run_kind, then db.noise.answering over its group's kinds): quiet runs, and host-sensitive
-    ones once the group has noise.MIN_PROCESSES of them from separate processes; spread-noisy runs never."""
+    """Per succeeded row, whether the run answers for its group, as db.noise decides for db.answer: an undisturbed
+    run does; a run a measured cause disturbed does only where every run of its group was disturbed."""
     ok = df.loc[df["status"] == "succeeded"]
-    out = pd.Series(True, index=ok.index)  # a group whose runs are all quiet: noise.answering says every one answers
-    flagged = ok["noisy"].eq(True) if "noisy" in ok else pd.Series(False, index=ok.index)
-    if not flagged.any():
-        return out
-    rows = ok.loc[flagged]  # a run not flagged noisy is QUIET whatever its fields: only the flagged ones are read
-
-    def col(name):  # missing (NaN) as None, as db.noise reads a record's fields
-        values = rows[name] if name in rows else pd.Series(None, index=rows.index, dtype=object)
-        return values.astype(object).where(values.notna(), None)
-    kinds = pd.Series(noise.QUIET, index=ok.index, dtype=object)
-    kinds[flagged] = [noise.run_kind(True, *fields) for fields in zip(
-        col("eager_spread"), col("compiled_spread"), col("eager_host_overhead"), col("compiled_host_overhead"),
-        col("speedup_spread"))]
-    # the groups with a flagged run (a few of many, usually), each through noise.answering
-    mine = flagged.groupby([ok[b] for b in by], dropna=False, sort=False).transform("any").astype(bool)
-    groups = kinds[mine].groupby([ok.loc[mine, b] for b in by], dropna=False, sort=False)
-    out[mine] = groups.transform(lambda k: pd.Series(noise.answering(k), index=k.index)).astype(bool)
-    return out
+    disturbed = ok["disturbed"].eq(True) if "disturbed" in ok else pd.Series(False, index=ok.index)
+    if not disturbed.any():
+        return pd.Series(True, index=ok.index)
+    every = disturbed.groupby([ok[b] for b in by], dropna=False, sort=False).transform("all").astype(bool)
+    return ~disturbed | every
 
 
 def medians(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Median of every number over the quiet runs of one configuration, and how many runs that is: a noisy run
-    (its own spread past 5%, or host-sensitive) is left out where a quiet one exists. A configuration whose runs
-    were all noisy keeps their medians, flagged `only_noisy`, so a plot can grey it out instead of dropping it."""
+    """Median of every number over the runs that answer for one configuration, and how many runs that is: a run a
+    measured cause disturbed is left out where an undisturbed one exists. A configuration whose every run was
+    disturbed keeps their medians, flagged `only_noisy`, so a plot can grey it out instead of dropping it."""
     ok = df.loc[df["status"] == "succeeded", list(by) + list(NUMBERS)]
-    quiet = answering(df, by)
-    has_quiet = quiet.groupby([ok[b] for b in by], dropna=False).transform("any").astype(bool)
-    use = ok[quiet | ~has_quiet]
+    use = ok[answering(df, by)]
+    disturbed = (df.loc[use.index, "disturbed"].eq(True) if "disturbed" in df
+                 else pd.Series(False, index=use.index))
     grouped = use.groupby(by, dropna=False, sort=True)
     agg = grouped[list(NUMBERS)].median()
     agg["runs"] = grouped.size()
-    agg["only_noisy"] = ~has_quiet[use.index].groupby([use[b] for b in by], dropna=False).any()
+    agg["only_noisy"] = disturbed.groupby([use[b] for b in by], dropna=False).all()
     return agg.reset_index()
 
 
-NOISY = "⚠ noisy"  # how a configuration whose runs were all noisy is marked wherever it is drawn
+NOISY = "⚠ noisy"  # how a configuration whose every run was disturbed is marked wherever it is drawn
 
 
 def only_noisy(agg: pd.DataFrame) -> pd.Series:
-    """Per row of `medians`' output: whether every run of it was noisy (no answer: db.noise decides, through
-    `answering`). Every plot greys such a row and marks it NOISY; none draws it as an answer."""
+    """Per row of `medians`' output: whether every run of it was disturbed by a measured cause (db.noise, through
+    `answering`). Every plot greys such a row and marks it NOISY; none draws it as a clean result."""
     return agg["only_noisy"].eq(True) if "only_noisy" in agg else pd.Series(False, index=agg.index)
 
 
 def noisy_series(agg: pd.DataFrame) -> set:
-    """The `series` of the rows with noisy runs only: what a plot with one row per series greys."""
+    """The `series` of the rows with disturbed runs only: what a plot with one row per series greys."""
     return set(agg.loc[only_noisy(agg), "series"]) if "series" in agg else set()
 
 
 def noisy_note(agg: pd.DataFrame) -> str:
-    """One line naming the series with noisy runs only, and why (their noise note): the caption under the plots
-    that grey them. Empty when there are none."""
+    """One line naming the series whose every run was disturbed, and by what (their noise note): the caption under
+    the plots that grey them. Empty when there are none."""
     rows = agg[only_noisy(agg)]
     if rows.empty:
         return ""
     why = rows["noise_note"] if "noise_note" in rows else pd.Series(None, index=rows.index)
     parts = [f"{r.series} (all {int(r.runs)} run{'s' * (int(r.runs) != 1)}: "
-             + (w if isinstance(w, str) and w else "spread past 5%") + ")" for r, w in zip(rows.itertuples(), why)]
-    return (f"{NOISY}, greyed on every plot and left out of the answer: " + "; ".join(parts)
-            + ". Its runs' numbers are drawn so that nothing disappears, never as a result; re-run it on a quiet "
-              "machine.")
+             + (w if isinstance(w, str) and w else "disturbed") + ")" for r, w in zip(rows.itertuples(), why)]
+    return (f"{NOISY}, greyed on every plot: " + "; ".join(parts)
+            + ". Every run was disturbed from outside, so these are their numbers; re-run it when nothing else runs "
+              "on the machine.")
 
 
 def answered_break_even(agg: pd.DataFrame, view: pd.DataFrame, answer_rows: list[dict]) -> pd.DataFrame:
@@ -97,7 +82,7 @@ def answered_break_even(agg: pd.DataFrame, view: pd.DataFrame, answer_rows: list
     (its `job_ids`, the jobs of the row's configuration and batch size in `view`), so the break-even chart and the
     answer table never print two counts for one set of runs. Matched by jobs, not by label: the plots keep apart
     what the answer pools (a warm-cache row beside a cold one), and those rows keep their own medians, as does a
-    row the answer gives no number (noisy runs only), which the chart greys."""
+    row whose every run was disturbed, which the chart greys."""
     answered = {frozenset(int(j) for j in r["job_ids"].split()): r for r in answer_rows if not r["noisy"]}
     counted = view[view["status"] != "cancelled"]  # the answer leaves cancelled jobs out
     jobs = counted.groupby(["config", "batch_size"])["job_id"].agg(frozenset)
@@ -139,9 +124,9 @@ NO_BREAKDOWN = "first call (no breakdown recorded)"
 
 
 def with_noise(agg: pd.DataFrame, view: pd.DataFrame) -> pd.DataFrame:
-    """`agg` (summarize) plus, per (config, batch size), how many runs were noisy (spread past 5%) and the
-    largest spread of either side, so plots can mark numbers that moved within their own job; and how many
-    were host-bound (the GPU idle half of a call or more: runner.stats.HOST_BOUND), with one's note."""
+    """`agg` (summarize) plus, per (config, batch size), how many runs a measured cause disturbed and left out
+    (db.noise) with the cause, and the largest spread of either side; and how many were host-bound (the GPU idle
+    half of a call or more: runner.stats.HOST_BOUND), with one's note."""
     ok = view.loc[view["status"] == "succeeded", ["config", "batch_size", "eager_spread", "compiled_spread"]]
     dropped = (view.loc[ok.index, "measure_recompiles"] if "measure_recompiles" in view
                else pd.Series(0, index=ok.index)).fillna(0)
@@ -149,11 +134,12 @@ def with_noise(agg: pd.DataFrame, view: pd.DataFrame) -> pd.DataFrame:
     note = view.loc[ok.index, "host_note"] if "host_note" in view else pd.Series(None, index=ok.index)
     why = view.loc[ok.index, "noise_note"] if "noise_note" in view else pd.Series(None, index=ok.index)
     left_out = ~answering(view, ["config", "batch_size"])
+    disturbed = view.loc[ok.index, "disturbed"].eq(True) if "disturbed" in view else pd.Series(False, index=ok.index)
     ok = ok.assign(noisy_runs=left_out,
                    max_spread=ok[["eager_spread", "compiled_spread"]].max(axis=1),
                    recompiled_runs=dropped > 0, dropped_calls=dropped,
                    host_bound_runs=bound.eq(True), host_note=note.where(bound.eq(True)),
-                   noise_note=why.where(left_out))
+                   noise_note=why.where(disturbed))
     noise = ok.groupby(["config", "batch_size"], dropna=False).agg(
         noisy_runs=("noisy_runs", "sum"), max_spread=("max_spread", "max"), recompiled_runs=("recompiled_runs", "sum"),
         dropped_calls=("dropped_calls", "sum"), host_bound_runs=("host_bound_runs", "sum"),

@@ -72,7 +72,9 @@ class Job(Base):
     __tablename__ = "jobs"
     # the dashboard's data version (count and newest finish of the finished jobs) on every rerun: read from
     # this index alone, not from 100k table rows (27 -> 11 ms at 100k jobs)
-    __table_args__ = (Index("ix_jobs_status_finished_at", "status", "finished_at"),)
+    __table_args__ = (Index("ix_jobs_status_finished_at", "status", "finished_at"),
+                      # a finished run finds the other runs of its configuration in its sweep (db.queue follow-ups)
+                      Index("ix_jobs_sweep_config", "sweep_id", "config"))
 
     id: Mapped[int] = mapped_column(primary_key=True)
     sweep_id: Mapped[int] = mapped_column(ForeignKey("sweeps.id"), index=True)
@@ -94,6 +96,7 @@ class Job(Base):
     # key: deleting the first run must not be refused for its follow-ups), and why ({kind, n, total, because})
     follow_up_of: Mapped[int | None] = mapped_column(Integer, default=None)
     follow_up: Mapped[dict | None] = mapped_column(JSON, default=None)
+    config: Mapped[str | None] = mapped_column(String(64), default=None)  # db.spec.spec_key(spec)
 
     sweep: Mapped[Sweep] = relationship(back_populates="jobs")
     result: Mapped["Result | None"] = relationship(back_populates="job", uselist=False)

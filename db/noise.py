@@ -1,68 +1,38 @@
-"""Noise kept out of the answer: which runs may answer, and which follow-up runs a finished run calls for.
+"""Which runs answer, and which follow-up runs a finished run calls for.
 
-A run (one job, one process) is *quiet*, *spread-noisy* (a side's round medians spread past NOISY_SPREAD: the
-rounds themselves disagree, so the process was disturbed) or *host-sensitive* only (the rounds agree, but a side's
-GPU idles HOST_SENSITIVE of its latency or more: that latency moves with the host's speed, which differs from
-process to process, so one process cannot vouch for it). A spread-noisy run is re-run (up to the sweep's
-`reruns` per configuration) and never answers; host-sensitive runs are repeated in separate processes (until the
-sweep's `process_repeats` runs of the configuration exist) and answer together once there are MIN_PROCESSES of
-them, since the answer's interval draws whole runs and so covers the variation between processes.
+A run (one job, one process) answers unless something from outside disturbed its rounds, measured and named
+(runner.disturbance: other processes on its cores or its GPU, throttled or moving clocks, memory pressure). A
+disturbed run is re-run, up to the sweep's `reruns` per configuration, and left out of the answer while an
+undisturbed run of its configuration exists; a configuration whose every run was disturbed still answers from them,
+flagged, with the cause. Scatter alone is not a cause: it widens the answer's interval (db.interval).
 
-The follow-ups are planned here, from plain values, and queued by db.queue.finish in the transaction that stores
-the result: a worker that dies between the two cannot lose them. No torch, no SQLAlchemy.
+Every configuration runs in `process_repeats` separate processes (3 by default): fresh processes differ, and the
+interval must hold across them. The first run's compile cache is kept for its repeats (runner.repeatcache), so a
+repeat pays a warm first call, not a cold compile. The follow-ups are planned here, from plain values, and queued by
+db.queue.finish in the transaction that stores the result: a worker that dies between the two cannot lose them. A
+sweep never grows past db.spec.MAX_JOBS with them. No torch, no SQLAlchemy.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Iterable
 
-NOISY_SPREAD = 0.05  # a side whose round medians spread (IQR / median) past this is flagged noisy
-# a side whose GPU idles this share of its latency moves with the host's speed, which differs from process to
-# process: one process cannot vouch for it (noisy). On an H100, mlp bs 64 compiled (GPU idle 39-47% of its
-# latency) read 0.170 and 0.195 ms in fresh processes, eager 0.135 and 0.201 ms in another run
-HOST_SENSITIVE = 0.25
-MIN_PROCESSES = 2  # host-sensitive runs answer together from this many separate processes on
-
-QUIET, SPREAD, HOST = "quiet", "spread", "host"
 NOISY_RERUN, PROCESS_REPEAT = "noisy", "process"  # the two kinds of follow-up job
-LIVE = ("queued", "running", "succeeded")  # a job that has measured or will: it counts as one of the processes
+PENDING = ("queued", "running")  # a job that will measure: it counts as one of the processes
 
 
-def spread_noisy(speedup_spread=None, eager_spread=None, compiled_spread=None) -> bool:
-    """Whether a run's rounds disagree: its speedup's spread (the per-round eager/compiled ratios) past NOISY_SPREAD.
-    The sides alternate call by call, so a drift of the host that slows both (clocks, another process) moves each
-    side's round medians but not their ratio: on an H100, simplenet's sides spread 10-35% while three fresh
-    processes read 0.63, 0.61 and 0.60x. A run stored before the speedup's spread was kept goes by its sides'."""
-    if speedup_spread is not None:
-        return speedup_spread > NOISY_SPREAD
-    return any((s or 0) > NOISY_SPREAD for s in (eager_spread, compiled_spread))
+def is_disturbed(record: dict) -> bool:
+    """Whether a run's rounds were disturbed by a measured cause (runs stored before causes were measured: no)."""
+    return record.get("disturbed") is True
 
 
-def run_kind(noisy, eager_spread=None, compiled_spread=None, eager_host_overhead=None,
-             compiled_host_overhead=None, speedup_spread=None) -> str:
-    """QUIET, SPREAD or HOST for one run's stored fields (a run flagged noisy with no spread on record, say one
-    stored by an older worker, counts as SPREAD: its flag is all there is to go by)."""
-    if noisy is not True:
-        return QUIET
-    if spread_noisy(speedup_spread, eager_spread, compiled_spread):
-        return SPREAD
-    if any((h or 0) >= HOST_SENSITIVE for h in (eager_host_overhead, compiled_host_overhead)):
-        return HOST
-    return SPREAD
-
-
-def record_kind(r: dict) -> str:
-    """run_kind of an export-style record (missing fields read as None)."""
-    return run_kind(r.get("noisy"), r.get("eager_spread"), r.get("compiled_spread"), r.get("eager_host_overhead"),
-                    r.get("compiled_host_overhead"), r.get("speedup_spread"))
-
-
-def answering(kinds: Iterable[str]) -> list[bool]:
-    """Which of one configuration's succeeded runs answer, given their kinds: the quiet ones, and the
-    host-sensitive ones once quiet and host-sensitive runs together come from MIN_PROCESSES processes or more."""
-    kinds = list(kinds)
-    usable = sum(k in (QUIET, HOST) for k in kinds)
-    return [k == QUIET or (k == HOST and usable >= MIN_PROCESSES) for k in kinds]
+def answering(disturbed: Iterable[bool]) -> list[bool]:
+    """Which of one configuration's succeeded runs answer: the undisturbed ones, or all of them when every one
+    was disturbed (an answer flagged with its causes beats none)."""
+    flags = list(disturbed)
+    if all(flags):
+        return [True] * len(flags)
+    return [not d for d in flags]
 
 
 @dataclass(frozen=True)
@@ -72,30 +42,38 @@ class FollowUp:
     kind: str  # NOISY_RERUN or PROCESS_REPEAT
     n: int  # this is follow-up n of `total` of its kind for the configuration
     total: int
-    because: str  # why, in words (the noise note, or the host-sensitivity)
+    because: str  # why, in words (the measured cause, or the processes the answer draws)
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "n": self.n, "total": self.total, "because": self.because}
 
 
-def plan_follow_ups(kind: str, noise_note: str | None, reruns: int, process_repeats: int,
-                    runs: list[dict]) -> list[FollowUp]:
-    """The follow-ups a succeeded run of `kind` calls for. `runs`: every job of the same configuration in its sweep,
-    this one included, each {"status": ..., "follow_up": its follow_up dict or None}. A spread-noisy run gets one
-    re-run while the configuration has had fewer than `reruns` (cancelled ones count: the budget is spent); a
-    host-sensitive one gets as many process repeats as it takes for `process_repeats` runs of the configuration
-    (queued, running or succeeded) to exist. A run both spread-noisy and host-sensitive is SPREAD: a re-run first,
-    and its re-run, if its rounds agree, brings the process repeats."""
-    why = noise_note or "spread past 5%"
-    if kind == SPREAD:
+def repeats_because(process_repeats: int) -> str:
+    return (f"each configuration runs in {process_repeats} fresh processes: they differ, and the answer's interval "
+            "holds across them")
+
+
+def plan_follow_ups(disturbed: bool, cause: str | None, reruns: int, process_repeats: int, runs: list[dict],
+                    room: int) -> list[FollowUp]:
+    """The follow-ups a succeeded run calls for. `runs`: every job of its configuration in its sweep, this one
+    included, each {"status", "follow_up", "disturbed"}; `room`: how many more jobs the sweep may hold. Until
+    `process_repeats` runs of the configuration are pending or succeeded undisturbed, a disturbed run gets one re-run
+    (while the configuration has had fewer than `reruns`: cancelled ones count, the budget is spent) and the rest are
+    process repeats. A disturbed run whose budget is spent calls for nothing: repeats never stand in for re-runs."""
+    have = sum(r.get("status") in PENDING or (r.get("status") == "succeeded" and not r.get("disturbed"))
+               for r in runs)
+    missing = max(0, process_repeats - have)
+    out = []
+    if disturbed:
         done = sum((r.get("follow_up") or {}).get("kind") == NOISY_RERUN for r in runs)
-        return [FollowUp(NOISY_RERUN, done + 1, reruns, why)] if done < reruns else []
-    if kind == HOST and process_repeats > 1:
-        have = sum(r.get("status") in LIVE for r in runs)
-        made = sum((r.get("follow_up") or {}).get("kind") == PROCESS_REPEAT for r in runs)
-        return [FollowUp(PROCESS_REPEAT, made + i + 1, made + process_repeats - have, why)
-                for i in range(process_repeats - have)]
-    return []
+        if done >= reruns or not missing:
+            return []
+        out.append(FollowUp(NOISY_RERUN, done + 1, reruns, cause or "disturbed"))
+        missing -= 1
+    made = sum((r.get("follow_up") or {}).get("kind") == PROCESS_REPEAT for r in runs)
+    out += [FollowUp(PROCESS_REPEAT, made + i + 1, made + missing, repeats_because(process_repeats))
+            for i in range(missing)]
+    return out[:max(0, room)]
 
 
 def cpus_text(cpus: list[int]) -> str:

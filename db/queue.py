@@ -26,11 +26,13 @@ from db.spec import (
     ALL_LIVE,
     ANY_TORCH,
     DEVICES,
+    MAX_JOBS,
     ExperimentSpec,
     ModelInfo,
     SpecError,
     SweepRequest,
     follow_up_settings,
+    spec_key,
     stored_spec,
     torch_matches,
     torch_prefixes,
@@ -53,6 +55,9 @@ class Claim:
     # the stored JSON as loaded: a dict, or whatever a corrupt row holds (the worker rebuilds and so
     # re-validates it, and fails the job with the reason when it is not a valid spec)
     spec: object
+    # a process repeat or re-run of a configuration measured before ({kind, n, total, because}; None: a first run).
+    # It compiles from its configuration's first run's cache where that is on this worker (runner.repeatcache)
+    follow_up: dict | None = None
 
 
 def submit(engine: Engine, request: SweepRequest, catalog: Mapping[str, ModelInfo] | None,
@@ -78,7 +83,8 @@ def submit_many(engine: Engine, requests: list[SweepRequest], catalog: Mapping[s
             sweep = Sweep(name=request.name, request=request.to_dict(), created_by=created_by or _whoami())
             s.add(sweep)
             s.flush()
-            jobs = [Job(sweep_id=sweep.id, spec=spec.to_dict(), max_attempts=max_attempts) for spec in specs]
+            jobs = [Job(sweep_id=sweep.id, spec=spec.to_dict(), config=spec_key(spec.to_dict()), max_attempts=max_attempts)
+                    for spec in specs]
             s.add_all(jobs)
             s.flush()
             out.append((sweep.id, [j.id for j in jobs], notes))
@@ -138,7 +144,7 @@ def claim_next(engine: Engine, worker_id: str, devices: Iterable[str], models: I
         job.claimed_at = now
         job.worker_id = worker_id
         job.phase, job.progress = "starting", None
-        return Claim(job.id, job.lease_token, job.attempts, job.spec)
+        return Claim(job.id, job.lease_token, job.attempts, job.spec, job.follow_up)
 
 
 def _claimable(engine: Engine, devices: list[str], models: list[str], torch_version: str | None = None):
@@ -204,23 +210,24 @@ def finish(engine: Engine, job_id: int, token: str, status: JobStatus, error: st
 
 def _queue_follow_ups(s, job_id: int, row: Result) -> list[int]:
     """Queue the follow-ups this result calls for (db.noise.plan_follow_ups): the same spec, in the same sweep,
-    linked to this job with why. Returns the new job ids."""
-    kind = noise.run_kind(row.noisy, row.eager_spread, row.compiled_spread, row.eager_host_overhead,
-                          row.compiled_host_overhead, row.speedup_spread)
-    if kind == noise.QUIET:
-        return []
+    linked to this job with why, never past the sweep's job limit. Its configuration's other runs are found through
+    the (sweep, config) index, not by reading the sweep. Returns the new job ids."""
     job = s.get(Job, job_id)
     # the sweep row locked (PostgreSQL; SQLite's writers are serialised already): two runs of one configuration
     # finishing at once must not both see the budget unspent
     reruns, process_repeats = follow_up_settings(s.scalar(
         select(Sweep.request).where(Sweep.id == job.sweep_id).with_for_update()))
-    runs = [{"status": status, "follow_up": follow_up}  # this job's configuration in its sweep, this job included
-            for status, spec, follow_up in s.execute(
-                select(Job.status, Job.spec, Job.follow_up).where(Job.sweep_id == job.sweep_id))
-            if spec == job.spec]
-    jobs = [Job(sweep_id=job.sweep_id, spec=dict(job.spec), max_attempts=job.max_attempts, follow_up_of=job_id,
-                follow_up=f.to_dict())
-            for f in noise.plan_follow_ups(kind, row.noise_note, reruns, process_repeats, runs)]
+    key = job.config or spec_key(job.spec)
+    same = (select(Job.status, Job.follow_up, Result.disturbed).outerjoin(Result, Result.job_id == Job.id)
+            .where(Job.sweep_id == job.sweep_id, Job.config == key))
+    runs = [{"status": status, "follow_up": follow_up, "disturbed": bool(disturbed)}
+            for status, follow_up, disturbed in s.execute(same)]
+    if job.config is None:  # stored before jobs had keys and never migrated: this run alone is known
+        runs = [{"status": job.status, "follow_up": job.follow_up, "disturbed": bool(row.disturbed)}]
+    room = MAX_JOBS - s.scalar(select(func.count()).select_from(Job).where(Job.sweep_id == job.sweep_id))
+    planned = noise.plan_follow_ups(bool(row.disturbed), row.noise_note, reruns, process_repeats, runs, room)
+    jobs = [Job(sweep_id=job.sweep_id, spec=dict(job.spec), config=key, max_attempts=job.max_attempts,
+                follow_up_of=job_id, follow_up=f.to_dict()) for f in planned]
     s.add_all(jobs)
     s.flush()
     return [j.id for j in jobs]
@@ -283,7 +290,8 @@ def resubmit(engine: Engine, job_ids: Iterable[int]) -> list[int]:
             if job.status not in TERMINAL:
                 raise QueueError(f"job {job.id}: still {job.status}; cancel it first")
             ExperimentSpec.from_row(job)  # refuse to re-queue a spec that no longer validates
-            copy = Job(sweep_id=job.sweep_id, spec=dict(job.spec), max_attempts=job.max_attempts)
+            copy = Job(sweep_id=job.sweep_id, spec=dict(job.spec), config=job.config or spec_key(job.spec),
+                       max_attempts=job.max_attempts)
             s.add(copy)
             s.flush()
             new.append(copy.id)

@@ -22,6 +22,9 @@ class ResultRecord:
     # warmup cost
     eager_first_call_s: float | None = None
     compiled_first_call_s: float | None = None
+    # what the compiled first call compiled from: "cold" (an empty cache), "warm" (a cache that held this
+    # configuration: the worker's, or its first run's for a process repeat) or "portable" (a colleague's bundle)
+    first_call_cache: str | None = text(16)
     compiled_second_call_s: float | None = None
     # steady state, in three clocks (runner/timing.py). The headline is latency as the caller sees it (one
     # synchronous call, host clock): medians and p10/p90 over every kept sample, speedup = eager / compiled
@@ -57,6 +60,15 @@ class ResultRecord:
     eager_spread: float | None = None
     compiled_spread: float | None = None
     speedup_spread: float | None = None
+    # this process's answer to the headline, for the answer across processes (db.interval): the median of its
+    # per-round eager/compiled latency ratios, and that median's standard error on a log scale
+    round_speedup: float | None = None
+    round_speedup_se: float | None = None
+    # a cause from outside measured during the rounds (another process on the cores or the GPU, throttled or moving
+    # clocks, memory pressure: runner.disturbance), named in noise_note; such a run is re-run and left out of the
+    # answer. None: stored before causes were measured. `noisy` says the same for newer results (older ones set it
+    # from the rounds' scatter, which is not a cause: the answer no longer reads it)
+    disturbed: bool | None = None
     noisy: bool | None = None
     noise_note: str | None = None  # why noisy, in words
     # roofline: work per call, and what fraction of the device's measured ceiling the compiled call reaches

@@ -6,6 +6,7 @@ bad values with a SpecError that names the field. Defaults live once: on the dat
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import logging
@@ -91,6 +92,13 @@ def follow_up_settings(request) -> tuple[int, int]:
             value = getattr(SweepRequest, key)
         out.append(max(0, min(MAX_REPEAT, value)))
     return out[0], out[1]
+
+
+def spec_key(spec: Mapping) -> str:
+    """One configuration's name for the index of a sweep's jobs (jobs.config) and the kept compile caches: a hash
+    of the stored spec (ExperimentSpec.to_dict()), the same for a first run and every follow-up of it."""
+    text = json.dumps(spec, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def sweep_label(sweep_id: int, name: str | None, model: str | None) -> str:
@@ -434,9 +442,8 @@ class SweepRequest:
     iters: int = ExperimentSpec.iters
     timeout_s: int = ExperimentSpec.timeout_s
     repeat: int = 1
-    # noise kept out of the answer (db.noise): a job whose rounds spread past 5% is re-run, up to this many times
-    # per configuration; a host-sensitive one (its GPU idles a quarter of its latency or more) is repeated in
-    # separate processes until this many runs of the configuration exist (1: off)
+    # db.noise: a job whose rounds a measured cause disturbed is re-run, up to this many times per configuration;
+    # every configuration runs in this many fresh processes (1: one), the later ones from the first's compile cache
     reruns: int = 2
     process_repeats: int = 3
     name: str = ""
@@ -514,7 +521,8 @@ class SweepRequest:
             specs.extend([spec] * self.repeat)
         if not specs:
             raise SpecError("modes", "no combination left to run; " + "; ".join(dict.fromkeys(notes)))
-        if len(specs) > MAX_JOBS:
-            raise SpecError("batch_sizes", f"this sweep makes {len(specs):,} jobs; at most {MAX_JOBS:,} per "
-                                           "submission (fewer sizes, settings or repeats)")
+        if len(specs) * self.process_repeats > MAX_JOBS:
+            runs = f" ({len(specs):,} configurations x {self.process_repeats} processes)" if self.process_repeats > 1 else ""
+            raise SpecError("batch_sizes", f"this sweep makes {len(specs) * self.process_repeats:,} jobs{runs}; at most "
+                                           f"{MAX_JOBS:,} per submission (fewer sizes, settings or repeats)")
         return specs, list(dict.fromkeys(notes))

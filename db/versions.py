@@ -40,19 +40,14 @@ def judge(change_pct: float | None, bigger_is_better: bool) -> str | None:
     return BETTER if (change_pct > 0) == bigger_is_better else WORSE
 
 
-def diff_rows(rows: Iterable[dict], noisy_rows: Iterable[dict] = ()) -> list[dict]:
+def diff_rows(rows: Iterable[dict]) -> list[dict]:
     """From answer rows (where the torch version varies, their labels name it): one row per model, batch size,
-    configuration and pair of consecutive versions that both ran it, older version as A. A side whose runs were all
-    noisy has no number in the answer: `noisy_rows` (the answer over every run, noisy ones counted) fills it in,
-    and the row says noisy."""
-    fallback = {(r["model"], r["batch_size"], r["config"]): r for r in noisy_rows}
+    configuration and pair of consecutive versions that both ran it, older version as A. A side whose every run was
+    disturbed still has its numbers in the answer (db.noise); the row says noisy."""
     by_config: dict[tuple, dict[str, dict]] = {}
     for row in rows:
         base, version = _split(row["config"])
         if version is not None:
-            spare = fallback.get((row["model"], row["batch_size"], row["config"]))
-            if row["noisy"] and spare is not None:
-                row = {**row, **{c: spare[c] for c in METRICS if row[c] is None}}
             by_config.setdefault((row["model"], row["batch_size"], base), {})[version] = row
     out = []
     for (model, bs, config), per in sorted(by_config.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
@@ -78,12 +73,7 @@ COLUMNS = ("model", "batch_size", "config", "torch_a", "torch_b",
 
 def report(engine: Engine, sweep_ids: Iterable[int] | None = None, job_ids: Iterable[int] | None = None) -> list[dict]:
     """The version diff of these jobs (all, when neither is given)."""
-    records = answer.answer_records(engine, job_ids=job_ids, sweep_ids=sweep_ids)
-    ok = [r["job_id"] for r in records if r["status"] == "succeeded"]
-    ratios = answer.read_round_ratios(engine, ok)
-    quiet = answer.answer_rows(records, ratios)
-    every = answer.answer_rows([{**r, "noisy": False, "_key": None} for r in records], ratios)
-    return diff_rows(quiet, every)
+    return diff_rows(answer.report(engine, sweep_ids=sweep_ids, job_ids=job_ids))
 
 
 def rows_markdown(rows: list[dict]) -> str:

@@ -135,18 +135,26 @@ def probe(out: str) -> None:
     write_atomic(out, info)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m runner.child")
     p.add_argument("--spec")
     p.add_argument("--result")
     p.add_argument("--progress")
     p.add_argument("--lease-file", help="the lease's end, kept by the worker (runner/lease.py)")
     p.add_argument("--models-dir", action="append", default=[])
+    p.add_argument("--repeat", action="store_true",
+                   help="a follow-up process of a configuration measured before: the headline clock only")
+    p.add_argument("--cache-from-first-run", action="store_true",
+                   help="the compile cache holds the configuration's first run's compile (a warm first call)")
     p.add_argument("--probe", metavar="OUT")
     p.add_argument("--calibrate", nargs=2, metavar=("DEVICE", "OUT"), help="measure the device's ceilings")
     p.add_argument("--import-cost", metavar="OUT", help="in a fresh interpreter: what preloading takes from a "
                                                          "first call (runner/preload.py)")
-    args = p.parse_args(argv)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     armed = _die_with_parent()
     if args.probe:
         probe(args.probe)
@@ -167,13 +175,14 @@ def main(argv: list[str] | None = None) -> int:
     become_subreaper()  # orphaned descendants stay in this tree, where the job's end finds them
     if armed:
         _start_group_keeper(args.lease_file)
-    return run_job(args.spec, args.result, args.progress, args.models_dir)
+    return run_job(args)
 
 
-def run_job(spec_file: str, result_file: str, progress_file: str, models_dirs: list[str]) -> int:
+def run_job(args: argparse.Namespace) -> int:
     """Measure the job in `spec_file` and write its result file; every failure becomes a recorded reason.
     The child's work, also called in the worker's own process by `--spawn inline` (debugging under pdb)."""
     entered = time.time()
+    spec_file, result_file, progress_file, models_dirs = args.spec, args.result, args.progress, args.models_dir
     from db.spec import ExperimentSpec, SpecError
     from db.timeline import Phases
     from runner import zoo
@@ -190,8 +199,9 @@ def run_job(spec_file: str, result_file: str, progress_file: str, models_dirs: l
         from runner import measure
 
         phases.add("child setup", entered, time.time())  # imports (torch itself in a fresh interpreter), spec, zoo
+        role = measure.Role(repeat=args.repeat, cache_from_first_run=args.cache_from_first_run)
         result = measure.run(spec, entries[spec.model], progress.report, Path(result_file).parent / "artifacts",
-                             phases)
+                             phases, role)
         # the write's own end is when the worker sees the child exit: it closes the timeline's "result write"
         write_atomic(result_file, {"status": "succeeded", "result": result.to_dict(), "phases": phases.intervals,
                                    "written_at": time.time()})

@@ -33,6 +33,7 @@ from db.timeline import Phases
 from runner import cudagraphs as cudagraphs_health
 from runner import megacache, preload, recompiles, tlparse_report
 from runner.accuracy import compare, reference, skip_reason, tensors
+from runner.disturbance import Watch as Disturbances
 from runner.environment import environment, environment_detail, gpu_state, host_state
 from runner.introspect import (
     GraphBreakLog,
@@ -44,14 +45,14 @@ from runner.introspect import (
 )
 from runner.memory import Memory
 from runner.profile_counts import count_both
-from runner.rounds import Crosscheck, ExperimentFailed, Report, measure_rounds, warmup
+from runner.rounds import BLOCK_CLOCKS, Crosscheck, ExperimentFailed, Report, measure_rounds, warmup
 from runner.stats import clock_fields, paired_spread
 from runner.timing import CompileWatch, make_timer
 from runner.trace import CompileTrace, cache_layers
 from runner.work import achieved_rates, cached_work, count_work
 from runner.zoo import ZooEntry, load_module
 
-__all__ = ["ExperimentFailed", "run", "make_step", "TIMING_PROTOCOL"]
+__all__ = ["ExperimentFailed", "Role", "run", "make_step", "TIMING_PROTOCOL"]
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16,
           "amp-bfloat16": torch.float32, "amp-float16": torch.float32}  # the weights' and inputs' dtype
@@ -59,8 +60,20 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 AUTOCAST = {"amp-bfloat16": torch.bfloat16, "amp-float16": torch.float16}
 CUDAGRAPH_MODES = ("reduce-overhead", "max-autotune")
 # 1: one clock (CUDA: kernel time behind a head start; CPU: perf_counter per call). 2: latency as the caller
-# sees it is the headline, throughput and GPU time beside it (runner.timing). Stored with every result.
-TIMING_PROTOCOL = 2
+# sees it is the headline, throughput and GPU time beside it (runner.timing), the three in each round. 3: the
+# headline in rounds of its own (the same in every process of a configuration), the other two in rounds after them.
+# Stored with every result.
+TIMING_PROTOCOL = 3
+
+
+@dataclass(frozen=True)
+class Role:
+    """What this process is to its configuration (db.noise): its first run, which times every clock and runs every
+    analysis, or a follow-up (a process repeat or a re-run), which times the headline the same way and skips the
+    rest: it is there to show how the headline moves between processes, at a fraction of the first run's cost."""
+
+    repeat: bool = False
+    cache_from_first_run: bool = False  # the compile cache holds the first run's compile: a warm first call
 
 
 @dataclass
@@ -86,11 +99,14 @@ class Setup:
 
 
 def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Path | None = None,
-        phases: Phases | None = None) -> ResultRecord:
+        phases: Phases | None = None, role: Role | None = None) -> ResultRecord:
     """Measure one job; the compiler's texts (runner.trace) go to `artifacts_dir`, whether it succeeds or not.
     Each step is a phase in `phases` (db.timeline): the worker builds the job's timeline from them."""
     started = time.perf_counter()
     phases = phases if phases is not None else Phases()
+    role = role or Role()
+    if role.repeat:
+        return run_repeat(spec, entry, report, phases, role, started)
     with phases.phase("compiler setup"):
         from torch._dynamo.utils import set_compilation_metrics_limit
 
@@ -120,7 +136,7 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
     with phases.phase("artifacts"):
         keep_artifacts(job, artifacts_dir, report)
     with phases.phase("record"):
-        result = record(job, first, steady, work, schedule, kernels)
+        result = record(job, first, steady, work, schedule, kernels, first_call_cache(spec, role, loaded))
     # the trace is captured while compiling; torch times that share, which is lab overhead, not the compile's
     phases.carve("compiled first call", "trace capture", _trace_overhead(first["metrics"]))
     saved = megacache.save()  # a cold job: what a portable job of the same settings will load
@@ -131,6 +147,40 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
     result.detail["measure_s"] = time.perf_counter() - started
     result.detail["work_cached"] = work_cached
     return result
+
+
+def run_repeat(spec: ExperimentSpec, entry: ZooEntry, report: Report, phases: Phases, role: Role,
+               started: float) -> ResultRecord:
+    """A follow-up process: the first calls and the headline's rounds as the first run times them; no accuracy
+    check, diagnosis clocks, kernel counts, FLOP count, schedule or artifacts (its first run has them)."""
+    with phases.phase("compiler setup"):
+        from torch._dynamo.utils import set_compilation_metrics_limit
+
+        set_compilation_metrics_limit(1_000_000)
+    report("building", None)
+    job = build(spec, entry, phases)
+    try:
+        first = first_calls(job, report, check=False)
+        steady = steady_state(job, report, diagnose=False)
+    finally:
+        job.trace.close()
+    with phases.phase("record"):
+        empty = {"flops": None, "min_bytes": None}
+        result = record(job, first, steady, empty, [], {"detail": None}, first_call_cache(spec, role, None))
+    phases.carve("compiled first call", "trace capture", _trace_overhead(first["metrics"]))
+    result.detail["measure_s"] = time.perf_counter() - started
+    result.detail["follow_up_protocol"] = ("the headline clock only; accuracy, diagnosis clocks, kernel counts and "
+                                           "artifacts are its configuration's first run's")
+    return result
+
+
+def first_call_cache(spec: ExperimentSpec, role: Role, loaded: dict | None) -> str:
+    """What the compiled first call compiled from (db.record: first_call_cache)."""
+    if spec.cache == "warm" or role.cache_from_first_run:
+        return "warm"
+    if spec.cache == "portable" and loaded is not None and not loaded.get("error"):
+        return "portable"
+    return "cold"
 
 
 def _work_key(spec: ExperimentSpec, entry: ZooEntry) -> dict:
@@ -221,10 +271,11 @@ def _build(spec: ExperimentSpec, entry: ZooEntry, phases: Phases, device, dtype,
                  phases=phases)
 
 
-def first_calls(job: Setup, report: Report) -> dict:
+def first_calls(job: Setup, report: Report, check: bool = True) -> dict:
     """The warmup cost. Each side's memory window holds its second call alone: the same call on both sides,
     past one-time work (the eager side's lazy initialisation, the compiled side's compile temporaries).
-    References for the accuracy check are copied to the host at once, so they take no device memory."""
+    References for the accuracy check are copied to the host at once, so they take no device memory; a follow-up
+    process (`check` False) compares nothing: its configuration's first run did."""
     timer, inputs, training, phase = job.timer, job.inputs, job.training, job.phases.phase
     mem = Memory(job.spec.device)
     report("eager first call", None)
@@ -234,7 +285,7 @@ def first_calls(job: Setup, report: Report) -> dict:
     with phase("eager first call"):
         eager_first_s, out = _timed_once(timer, job.eager_step, inputs)
     with phase("accuracy"):
-        eager_ref = reference(out, job.eager_model if training else None)
+        eager_ref = reference(out, job.eager_model if training else None) if check else None
         del out
     with phase("memory"):
         mem.start()
@@ -253,12 +304,17 @@ def first_calls(job: Setup, report: Report) -> dict:
     except Exception as exc:
         raise ExperimentFailed(describe_compile_failure(exc, job.spec, metrics()[n_metrics:])) from exc
     with phase("accuracy"):
-        compiled_ref = reference(out, job.compiled_base if training else None)
-        del out
         first_metrics = metrics()[n_metrics:]
         graph_count = job.watch.count()
-        accuracy = compare(eager_ref, compiled_ref, job.spec.dtype, skip_reason(job.entry, job.eager_model, training))
-        del eager_ref, compiled_ref
+        if check:
+            compiled_ref = reference(out, job.compiled_base if training else None)
+            accuracy = compare(eager_ref, compiled_ref, job.spec.dtype,
+                               skip_reason(job.entry, job.eager_model, training))
+            del eager_ref, compiled_ref
+        else:
+            accuracy = {"max_abs_error": None, "rel_error": None, "ok": None,
+                        "note": "checked by its configuration's first run"}
+        del out
     with phase("memory"):
         mem.start()  # after the compile: its temporaries (autotuning buffers) are not the model's memory
         compiled_second_s, _ = _timed_once(timer, job.compiled_step, inputs)
@@ -268,8 +324,10 @@ def first_calls(job: Setup, report: Report) -> dict:
             "accuracy": accuracy}
 
 
-def steady_state(job: Setup, report: Report) -> dict:
-    """Both sides warmed up, then interleaved rounds, both sides timed the same way, three clocks each."""
+def steady_state(job: Setup, report: Report, diagnose: bool = True) -> dict:
+    """Both sides warmed up, then the headline's interleaved rounds, the same in every process of a configuration;
+    then, in a first run (`diagnose`), the diagnosis clocks' rounds. What disturbed them from outside is measured
+    around and between the rounds (runner.disturbance), never while a call is timed."""
     timer, inputs, spec = job.timer, job.inputs, job.spec
     report("warming up", None)
     with job.phases.phase("warm-up"):
@@ -281,18 +339,33 @@ def steady_state(job: Setup, report: Report) -> dict:
     n_before = len(metrics())
     sides = {"eager": lambda: job.eager_step(inputs), "compiled": lambda: job.compiled_step(inputs)}
     check = Crosscheck(timer, sides, spec.iters) if Crosscheck.wanted() else None
+    outside = Disturbances(spec.device, sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                           else list(range(os.cpu_count() or 1)))
+
+    def between() -> None:
+        outside.between()
+        if check is not None:
+            check.harness_slice()
+
     with job.phases.phase("rounds"):
-        samples = measure_rounds(timer, job.watch, sides, spec.iters, report,
-                                 between_rounds=check.harness_slice if check else None)
-    return {"samples": samples, "metrics": metrics()[n_before:],
+        outside.start()
+        samples = measure_rounds(timer, job.watch, sides, spec.iters, report, between_rounds=between)
+        if diagnose:
+            samples_diag = measure_rounds(timer, job.watch, sides, spec.iters, report, between_rounds=outside.between,
+                                          clocks=tuple(BLOCK_CLOCKS), phase="diagnosis clocks")
+            dropped = samples.pop("dropped") + samples_diag.pop("dropped")
+            samples = {**samples, **samples_diag, "dropped": dropped}
+        causes, measured = outside.stop()
+    return {"samples": samples, "metrics": metrics()[n_before:], "causes": causes, "disturbance": measured,
             "gpu_state": {"before_rounds": gpu_before, "after_rounds": gpu_state(spec.device)},
             "host_state": {"before_rounds": host_before, "after_rounds": host_state()},
             "crosscheck": check.result(spec.device) if check else None,
             "cudagraphs": cudagraphs_health.health(metrics(), rerecords_before) if job.cudagraphs else None}
 
 
-def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list, kernels: dict) -> ResultRecord:
-    """The result fields: numbers from the samples, what the compiler did, where it ran."""
+def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list, kernels: dict,
+           first_cache: str) -> ResultRecord:
+    """The result fields: numbers from the samples, what the compiler did, where it ran, what disturbed it."""
     spec, timer, samples = job.spec, job.timer, steady["samples"]
     all_metrics = metrics()
     preloaded = preloaded_imports_s(spec)
@@ -304,11 +377,16 @@ def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list, ke
     # the roofline places what the hardware did: kernel time where there is a GPU clock
     achieved = achieved_rates(work, clocks["compiled_gpu_ms"] or clocks["compiled_ms"])
     accuracy = first["accuracy"]
+    causes = steady["causes"]
     return ResultRecord(**{
         "eager_first_call_s": first["eager_first_s"],
         "compiled_first_call_s": compiled_first_s,
+        "first_call_cache": first_cache,
         "compiled_second_call_s": first["compiled_second_s"],
         **clocks,
+        "disturbed": bool(causes),
+        "noisy": bool(causes),
+        "noise_note": "; ".join(causes) or None,
         # what compile costs against what it saves, in the caller's time: first calls and latency
         "break_even_calls": break_even_calls(first["eager_first_s"], compiled_first_s,
                                              clocks["eager_ms"], clocks["compiled_ms"]),
@@ -359,6 +437,7 @@ def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list, ke
                                                       "scope": spec.scope},
             "gpu_state": steady["gpu_state"],
             "host_state": steady["host_state"],
+            "disturbance": steady["disturbance"],
         },
     })
 

@@ -43,13 +43,17 @@ def sample_key(side: str, clock: str) -> str:
 
 
 def measure_rounds(timer, watch, sides: dict[str, Callable], rounds: int, report: Report,
-                   between_rounds: Callable[[], None] | None = None) -> dict:
-    """Interleaved rounds: in each, latency alternates the sides call by call, then each block clock times
-    one side and then the other; which side leads alternates by round (ABBA). Every kept sample by round;
-    calls during which dynamo compiled are dropped and counted."""
+                   between_rounds: Callable[[], None] | None = None, clocks: tuple[str, ...] = ("latency",),
+                   phase: str = "measuring") -> dict:
+    """Interleaved rounds of `clocks`: in each round, latency alternates the sides call by call, and each block
+    clock times one side and then the other; which side leads alternates by round (ABBA). Every kept sample by
+    round; calls during which dynamo compiled are dropped and counted. The headline (latency) is timed in rounds of
+    its own, the same in every process of a configuration; the diagnosis clocks in rounds after them (runner.measure)."""
     names = list(sides)
-    blocks = [c for c in BLOCK_CLOCKS if c != "gpu" or timer.gpu]
-    samples = {sample_key(n, c): [] for n in names for c in ["latency", *blocks]} | {"dropped": []}
+    blocks = [c for c in clocks if c in BLOCK_CLOCKS and (c != "gpu" or timer.gpu)]
+    latency = "latency" in clocks
+    samples = {sample_key(n, c): [] for n in names for c in (["latency"] if latency else []) + blocks}
+    samples["dropped"] = []
 
     def keep(name: str, clock: str, r: int, block: list) -> None:
         samples[sample_key(name, clock)].append([ms for ms, compiled in block if not compiled])
@@ -58,15 +62,16 @@ def measure_rounds(timer, watch, sides: dict[str, Callable], rounds: int, report
 
     for r in range(rounds):
         order = names if r % 2 == 0 else names[::-1]
-        for name, block in zip(order, timer.latency([sides[n] for n in order], watch)):
-            keep(name, "latency", r, block)
+        if latency:
+            for name, block in zip(order, timer.latency([sides[n] for n in order], watch)):
+                keep(name, "latency", r, block)
         for clock in blocks:
             for name in order:
                 keep(name, clock, r, getattr(timer, BLOCK_CLOCKS[clock])(sides[name], watch))
-        if between_rounds is not None:  # a reference timed over the same stretch of time (Crosscheck)
+        if between_rounds is not None:  # a reference timed over the same stretch of time (Crosscheck), causes
             between_rounds()
-        report("measuring", (r + 1) / rounds)
-    for name in names:
+        report(phase, (r + 1) / rounds)
+    for name in names if latency else []:
         if not any(samples[name]):
             raise ExperimentFailed(f"every timed {name} call triggered a compile; no steady state to measure "
                                    f"({len(samples['dropped'])} calls recompiled)")

@@ -207,14 +207,12 @@ class InlineSpawner:
         pass
 
     def start(self, argv: list[str], env: dict, cwd: Path, log: Path) -> InlineChild:
-        from runner.child import run_job
+        from runner.child import parse_args, run_job
 
-        opts = dict(zip(argv[0::2], argv[1::2]))
-        models_dirs = [v for k, v in zip(argv[0::2], argv[1::2]) if k == "--models-dir"]
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
         try:
-            rc = run_job(opts["--spec"], opts["--result"], opts["--progress"], models_dirs)
+            rc = run_job(parse_args(argv))
         finally:
             for k, v in saved.items():
                 if v is None:

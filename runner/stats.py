@@ -1,9 +1,9 @@
-"""From the clocks' samples to the record's numbers: medians, spreads, the three speedups, host overhead,
-`noisy` and why, break-even. Pure arithmetic (no torch): the dashboard's reasoning and the tests use it too."""
+"""From the clocks' samples to the record's numbers: medians, spreads, the three speedups, host overhead, this
+process's paired speedup and its standard error (db.interval). Pure arithmetic (no torch). Whether the run was
+disturbed is measured, not read from these numbers (runner.disturbance)."""
 from __future__ import annotations
 
-from db.answer import round_ratios
-from db.noise import HOST_SENSITIVE, NOISY_SPREAD, spread_noisy
+from db.interval import round_ratios, run_center
 from runner.timing import percentile, spread
 
 HOST_BOUND = 0.5  # a side whose GPU idles this share of its latency is host-bound (launches, Python, guards)
@@ -12,8 +12,8 @@ HOST_BOUND = 0.5  # a side whose GPU idles this share of its latency is host-bou
 def clock_fields(samples: dict, gpu: bool, cudagraphs: bool = False) -> dict:
     """The record's numbers from the three clocks' samples (runner.timing). The headline (eager_ms,
     compiled_ms, speedup, percentiles, spreads) is latency; throughput and GPU time beside it under their
-    own names; the host overhead (1 - GPU time / latency) and, past HOST_BOUND, why in words; `noisy` and
-    why (`noise_note`)."""
+    own names; the host overhead (1 - GPU time / latency) and, past HOST_BOUND, why in words; the per-round
+    ratios' spread and their median with its standard error (db.interval.run_center)."""
     out = {}
     for side in ("eager", "compiled"):
         lat = _flat(samples[side])
@@ -30,21 +30,9 @@ def clock_fields(samples: dict, gpu: bool, cudagraphs: bool = False) -> dict:
     out["gpu_speedup"] = _ratio(out["eager_gpu_ms"], out["compiled_gpu_ms"])
     out["host_note"] = host_note(out["eager_host_overhead"], out["compiled_host_overhead"], cudagraphs)
     out["host_bound"] = None if out["eager_host_overhead"] is None else out["host_note"] is not None
-    out["speedup_spread"] = spread(round_ratios(samples))
-    reasons = []
-    if spread_noisy(out["speedup_spread"], out["eager_spread"], out["compiled_spread"]):
-        sides = ", ".join(f"{side}'s {out[f'{side}_spread']:.0%}" for side in ("eager", "compiled")
-                          if out[f"{side}_spread"] is not None)
-        reasons.append(f"the speedup's rounds spread {out['speedup_spread'] or 0:.0%} (per-round eager / compiled, "
-                       f"IQR / median; past {NOISY_SPREAD:.0%}; round medians spread {sides})")
-    idle = {s: out[f"{s}_host_overhead"] for s in ("eager", "compiled") if (out[f"{s}_host_overhead"] or 0) >= HOST_SENSITIVE}
-    if idle:
-        sides = " and ".join(f"{s}'s {v:.0%}" for s, v in idle.items())
-        reasons.append(f"host-sensitive: the host's Python, guards and launches are {sides} of the latency, and the "
-                       "host's speed moves from process to process; it is repeated in separate processes "
-                       "(--process-repeats) and answers from them together")
-    out["noisy"] = bool(reasons)
-    out["noise_note"] = "; ".join(reasons) or None
+    ratios = round_ratios(samples)
+    out["speedup_spread"] = spread(ratios)
+    out["round_speedup"], out["round_speedup_se"] = run_center(ratios)
     return out
 
 

@@ -59,5 +59,6 @@ def achieved_rates(work: dict, compiled_ms: float) -> dict:
     """Achieved rates of the compiled call. The % of roofline needs the device's measured ceilings,
     which the worker supplies (runner.roofline); without them those fields stay null."""
     seconds = compiled_ms / 1e3
-    return {"achieved_tflops": work["flops"] / seconds / 1e12 if seconds > 0 else None,
-            "achieved_gbps": work["min_bytes"] / seconds / 1e9 if seconds > 0 else None}
+    ok = seconds > 0 and work.get("flops") is not None
+    return {"achieved_tflops": work["flops"] / seconds / 1e12 if ok else None,
+            "achieved_gbps": work["min_bytes"] / seconds / 1e9 if ok and work.get("min_bytes") is not None else None}

@@ -532,7 +532,7 @@ speed_tab, launch_tab, repeat_tab, roofline_tab, fail_tab, table_tab = st.tabs(
     TABS, key="view", bind="query-params", width="stretch")
 model = model_in_view(facts)
 mine = answer.model_rows(key, model, shown)
-answer_rows, unanswered = answer.rows(key, model, engine, mine)
+answer_rows = answer.rows(key, model, engine, mine)
 
 if speed_tab.open:
     with speed_tab:
@@ -542,7 +542,7 @@ if speed_tab.open:
             st.info(f"Nothing to plot for {md(model)}: its jobs in view were all cancelled (they are listed under "
                     "**Failures**).", icon=":material/info:")
         elif chart == "N calls":
-            answer.calls(answer_rows, unanswered, folded_notes(key, model, mine), key=key + (model,))
+            answer.calls(answer_rows, folded_notes(key, model, mine), key=key + (model,))
         else:
             plots(chart, speed_figures(key, shown, model, state.store(), clock))
         if facts["failed"]:

@@ -1,0 +1,77 @@
+"""The answer's interval checked like an instrument: sweeps drawn from known distributions go through the real
+answer (db.answer.answer_rows over records as the child summarises its rounds), and the 95% interval must cover the
+true speedup in at least 90% of configurations, and a second sweep's number in about as many.
+
+The shapes, on a log scale: a process effect per fresh process (tau: 1-8%, GPU-bound configurations at the low end,
+host-bound ones at the high end; the H100 harness moved 5-13% over three processes), rounds scattering 1-12%
+around it with heavy tails (Student's t, 4 degrees of freedom: stalls), 30 rounds per process."""
+import math
+
+import numpy as np
+import pytest
+
+from db.answer import answer_rows
+from db.interval import run_center
+from tests.unit.test_answer import BASE
+
+SWEEPS, CONFIGS = 40, 10
+
+
+def draw_sweep(rng, truth, taus, scatters, processes, device="H100"):
+    records = []
+    for c, (mu, tau, sd) in enumerate(zip(truth, taus, scatters)):
+        for p in range(processes[c]):
+            effect = rng.normal(0, tau)
+            ratios = np.exp(mu + effect + sd * rng.standard_t(4, size=30) / math.sqrt(2))
+            center, se = run_center(ratios)
+            records.append({**BASE, "device": "cuda", "device_name": device, "batch_size": 8 + c,
+                            "job_id": len(records) + 1, "speedup": float(center), "round_speedup": center,
+                            "round_speedup_se": se, "eager_ms": 1.0, "compiled_ms": 1 / float(center)})
+    return {r["batch_size"] - 8: r for r in answer_rows(records)}
+
+
+def shapes(rng, host_bound: bool):
+    truth = rng.uniform(math.log(0.5), math.log(2.0), CONFIGS)
+    low, high = (0.03, 0.08) if host_bound else (0.01, 0.04)
+    taus = np.exp(rng.uniform(math.log(low), math.log(high), CONFIGS))
+    scatters = np.exp(rng.uniform(math.log(0.01), math.log(0.12), CONFIGS))
+    return truth, taus, scatters
+
+
+@pytest.mark.parametrize("host_bound", [False, True], ids=["gpu-bound", "host-bound"])
+@pytest.mark.parametrize("processes", [3, 2], ids=["3 processes", "2 processes"])
+def test_the_interval_covers_the_true_speedup(host_bound, processes):
+    rng = np.random.default_rng(7 + processes + 10 * host_bound)
+    covered = inside = n = 0
+    for _ in range(SWEEPS):
+        truth, taus, scatters = shapes(rng, host_bound)
+        a = draw_sweep(rng, truth, taus, scatters, [processes] * CONFIGS)
+        b = draw_sweep(rng, truth, taus, scatters, [processes] * CONFIGS)
+        for c in range(CONFIGS):
+            covered += a[c]["speedup_ci_low"] <= math.exp(truth[c]) <= a[c]["speedup_ci_high"]
+            inside += b[c]["speedup_ci_low"] <= a[c]["speedup"] <= b[c]["speedup_ci_high"]
+            n += 1
+    assert covered / n >= 0.93, f"covered the truth in {covered / n:.1%}"
+    assert inside / n >= 0.88, f"a second sweep's number inside the first's interval in {inside / n:.1%}"
+
+
+def test_a_configuration_measured_in_one_process_among_repeated_ones_is_covered_too():
+    """One configuration ran in one process (its repeats crashed, say): the device's other configurations' spread
+    widens it; the coverage holds without the process effect it could not see."""
+    rng = np.random.default_rng(3)
+    covered = n = 0
+    for _ in range(SWEEPS * 2):
+        truth, taus, scatters = shapes(rng, host_bound=True)
+        rows = draw_sweep(rng, truth, taus, scatters, [1] + [3] * (CONFIGS - 1))
+        covered += rows[0]["speedup_ci_low"] <= math.exp(truth[0]) <= rows[0]["speedup_ci_high"]
+        n += 1
+    assert covered / n >= 0.90, f"covered the truth in {covered / n:.1%}"
+
+
+def test_the_interval_is_no_wider_than_it_needs_to_be():
+    """Calibrated, not merely wide: three quiet GPU-bound processes pin the speedup to a few percent."""
+    rng = np.random.default_rng(11)
+    truth, _, _ = shapes(rng, host_bound=False)
+    rows = draw_sweep(rng, truth, np.full(CONFIGS, 0.01), np.full(CONFIGS, 0.02), [3] * CONFIGS)
+    widths = [r["speedup_ci_high"] / r["speedup"] - 1 for r in rows.values()]
+    assert float(np.median(widths)) < 0.05
