@@ -10,8 +10,8 @@ Numbers are shaped like the H100 runs in bench/results/h100_repeats.txt: each mo
 (FLOPs, minimum bytes) sets a floor against the device's measured ceilings (also stored, unless
 `ceilings=False`), the compiled call reaches 70-100% of it plus a fixed kernel latency, eager is slower by
 a per-model gain; CUDA jobs carry host latency (wall) above device time, smaller under CUDA graphs; a few
-jobs are noisy (spread over 5%). The compiled first call is split into compile_breakdown_s parts that add
-up to it. Inserted with bulk Core inserts, one transaction per table.
+jobs (4%) were disturbed from outside (another process on the cores, named). The compiled first call is split
+into compile_breakdown_s parts that add up to it. Inserted with bulk Core inserts, one transaction per table.
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from datetime import timedelta
 from sqlalchemy import Engine, insert
 
 from db.engine import atomic
+from db.interval import round_ratios, run_center
 from db.models import DeviceCeiling, Job, Result, Sweep, Worker, utcnow
 from db.record import ResultRecord
 from db.roofline import place
@@ -101,6 +102,9 @@ def fill(engine: Engine, n_jobs: int, seed: int = 0, device: str = "cuda", ceili
                 jitter = (0.003 if bs >= 32 else 0.015) if repeat else 0.15
                 results.append(_result(rng, extra, job_id, model, bs, dyn, mode, cache, schedule, env, device, jitter))
                 results[-1]["samples"] = _samples(raw, results[-1], rounds)
+                if rounds:  # the process's paired speedup, as the child summarises its rounds
+                    results[-1]["round_speedup"], results[-1]["round_speedup_se"] = run_center(
+                        round_ratios(results[-1]["samples"]))
     with atomic(engine) as session:
         session.execute(insert(Worker), [{"id": worker, "hostname": "bench-host", "pid": 1, "gpu": "0",
                                           "state": "stopped", "capabilities": {**env, "devices": [device]},
@@ -163,8 +167,12 @@ def _result(rng, extra, job_id, model, bs, dyn, mode, cache, schedule, env, devi
             "compiled_p10_ms": compiled * (1 - 2 * spreads[1]), "compiled_p90_ms": compiled * (1 + 3 * spreads[1]),
             "speedup": eager / compiled,
             "break_even_calls": math.ceil((compiled_first - eager_first) / saved) if saved > 0 else None,
-            "timing_method": dev["timing_method"], "timing_protocol": 2, "samples_per_side": 300, **clocks,
-            "eager_spread": spreads[0], "compiled_spread": spreads[1], "noisy": max(spreads) > 0.05,
+            "timing_method": dev["timing_method"], "timing_protocol": 3, "samples_per_side": 300, **clocks,
+            "eager_spread": spreads[0], "compiled_spread": spreads[1], "speedup_spread": ratio_spread,
+            "round_speedup": eager / compiled, "round_speedup_se": 1.25 * ratio_spread / 1.35 / math.sqrt(30),
+            "disturbed": noisy_run, "noisy": noisy_run,
+            "noise_note": "other processes used 0.9 of the job's 16 cores during the rounds (python (pid 4242) 0.9)"
+            if noisy_run else None, "first_call_cache": "warm" if warm else "cold",
             "flops": flops, "min_bytes": min_bytes, "achieved_tflops": flops / seconds / 1e12,
             "achieved_gbps": min_bytes / seconds / 1e9,
             **place(flops, min_bytes, gpu_compiled, {"copy_gbps": dev["copy_gbps"],

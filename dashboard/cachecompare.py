@@ -7,7 +7,7 @@ import pandas as pd
 
 from dashboard.frame import WARM_MISS
 from dashboard.labels import label_series, with_cache_state
-from dashboard.stats import NOISY, answering
+from dashboard.stats import NOISY
 
 COLUMNS = {"cold": "cold (s)", "warm": "warm: graph cached (s)", WARM_MISS: "warm: not cached yet (s)",
            "portable": "portable (s)"}
@@ -23,9 +23,9 @@ def side_by_side(view: pd.DataFrame) -> pd.DataFrame:
     plain = label_series(ok.drop(columns=[c for c in ("config", "baseline", "series") if c in ok.columns])
                          .assign(cache="any", cache_state="any"))
     ok = ok.assign(configuration=plain["config"].to_numpy())
-    # a configuration none of whose runs answers (db.noise) is named so, as on every plot
-    only = ~answering(ok, ["configuration", "batch_size"]).groupby([ok["configuration"], ok["batch_size"]]).transform(
-        "any").astype(bool)
+    # a configuration whose every run was disturbed (db.noise) is named so, as on every plot
+    disturbed = ok["disturbed"].eq(True) if "disturbed" in ok else pd.Series(False, index=ok.index)
+    only = disturbed.groupby([ok["configuration"], ok["batch_size"]]).transform("all").astype(bool)
     ok = ok.assign(configuration=ok["configuration"].where(~only, NOISY + " · " + ok["configuration"]))
     table = (ok.pivot_table(index=["configuration", "batch_size"], columns="cache_state",
                             values="compiled_first_call_s", aggfunc="median")

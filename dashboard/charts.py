@@ -172,7 +172,7 @@ def _band(fig: go.Figure, sub: pd.DataFrame, lo: str, hi: str, color: str, group
 def latency(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> go.Figure:
     """Steady-state ms per call vs batch size in one clock (stats.on_clock; latency by default, with
     p10–p90 bands): eager and compiled (each job measures its own eager baseline; the eager line is the
-    median over the configs). A configuration with noisy runs only is no line: its points are grey, marked."""
+    median over the configs). A configuration disturbed in every run is no line: its points are grey, marked."""
     fig = go.Figure()
     noisy = stats.only_noisy(agg)
     comp = agg[~noisy]
@@ -237,7 +237,7 @@ CLOCK_WORDS = {"latency": "latency", "throughput": "throughput", "gpu": "GPU tim
 def speedup(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> go.Figure:
     """Seed 004: speedup (eager_ms / compiled_ms) vs batch size, in one clock (stats.on_clock; latency, what
     a caller waits for, by default); above the 1.0× line compile wins."""
-    # a configuration with noisy runs only is no line: mark_noisy draws its points greyed
+    # a configuration disturbed in every run is no line: mark_noisy draws its points greyed
     fig = px.line(agg[~stats.only_noisy(agg)].dropna(subset=["speedup"]), x="batch_size", y="speedup", color="config",
                   markers=True,
                   color_discrete_map=colors(agg["config"]), hover_data={"runs": True, "eager_ms": ":.4g",
@@ -281,13 +281,13 @@ def break_even(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure | None:
     """After how many calls compiling has paid for itself (both first calls counted): one horizontal bar per
     series that pays off, its count written at its end; a series that never does says so in its row. None when
     the chart has nothing to say (break_even_note says it in a line instead): no series pays off, or only one
-    series is in view. A series with noisy runs only is greyed and marked (grey_rows): never a result, never the
+    series is in view. A series disturbed in every run is greyed and marked (grey_rows): never a result, never the
     shortest bar to read."""
     if break_even_note(agg):
         return None
     noisy = stats.only_noisy(agg)
     view = agg.assign(text=agg["break_even_calls"].map(lambda n: f"{n:,.0f} calls", na_action="ignore"))
-    view["text"] = view["text"].where(~noisy, view["text"] + f" · {stats.NOISY}: no answer")
+    view["text"] = view["text"].where(~noisy, view["text"] + f" · {stats.NOISY}: every run disturbed")
     paid = view.dropna(subset=["break_even_calls"])
     fig = px.bar(paid, y="series", x="break_even_calls", orientation="h", color="config",
                  color_discrete_map=colors(agg["config"]), text="text",
@@ -300,7 +300,7 @@ def break_even(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure | None:
                      range=[0, np.log10(max(top, 10) * 20)])  # from 1 call, with room for the counts
     never = view[view["break_even_calls"].isna() & view["speedup"].notna()]
     _add_notes(fig, [dict(x=0, y=row.series, xref="x domain", yref="y", xanchor="left", showarrow=False,
-                          text=f"{stats.NOISY}: no answer (noisy runs only)" if is_noisy else
+                          text=f"{stats.NOISY}: every run disturbed" if is_noisy else
                           f"never: compiled is slower ({row.speedup:.2f}×)",
                           font=dict(color=NOISY_EDGE if is_noisy else "#555", size=11))
                      for row, is_noisy in zip(never.itertuples(), noisy[never.index])])
@@ -311,12 +311,12 @@ def break_even(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure | None:
 
 def break_even_note(agg: pd.DataFrame) -> str:
     """Why the break-even chart is not drawn, in one line; "" when it is. Judged on the configurations that answer:
-    one with noisy runs only says nothing either way (the line counts them)."""
+    one disturbed in every run says nothing either way (the line counts them)."""
     noisy = stats.only_noisy(agg)
     measured = agg[~noisy].dropna(subset=["speedup"])
     paid = measured.dropna(subset=["break_even_calls"])
     left_out = int(noisy.sum())
-    aside = (f" {left_out} configuration{'s' * (left_out != 1)} with noisy runs only "
+    aside = (f" {left_out} configuration{'s' * (left_out != 1)} disturbed in every run "
              f"{'are' if left_out != 1 else 'is'} not counted.") if left_out else ""
     if measured.empty:
         return "Break-even: no configuration in view has a steady state to repay its first call (no chart)." + aside
@@ -407,7 +407,7 @@ def mark_noisy(fig: go.Figure, agg: pd.DataFrame, x: str = "batch_size", y: str 
     noisy = agg[(agg["noisy_runs"].fillna(0) > 0) | stats.only_noisy(agg)].dropna(subset=[y])
     if "noise_note" not in noisy:
         noisy = noisy.assign(noise_note="")
-    # a configuration with noisy runs only is the grey point below, not a ring "beside quiet ones"
+    # a configuration disturbed in every run is the grey point below, not a ring "beside undisturbed ones"
     ringed = noisy[~noisy["only_noisy"].eq(True)] if "only_noisy" in noisy else noisy
     _ring(fig, ringed.assign(noise_note=ringed["noise_note"].fillna("").map(_wrap)), x, y, "noisy",
           "⚠ disturbed run left out (a measured cause)",

@@ -86,7 +86,7 @@ DEVICE_SYMBOLS = ("circle", "diamond", "square", "triangle-up")
 
 def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") -> go.Figure:
     """Achieved TFLOP/s of each configuration's compiled call vs its arithmetic intensity, under its
-    device's measured roofline per dtype (hollow: a noisy run)."""
+    device's measured roofline per dtype (hollow: a disturbed run left out)."""
     fig = go.Figure()
     devices = sorted(lines["device_name"].unique())
     for (device, dtype), sub in lines.groupby(["device_name", "dtype"], sort=True):
@@ -104,8 +104,8 @@ def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") ->
                                                                                  "no ceiling measured")
     placed["mfu_text"] = ("<br>MFU " + placed["mfu"].map("{:.1%}".format)).where(placed["mfu"].notna(), "")
     only = placed["only_noisy"].eq(True) if "only_noisy" in placed else pd.Series(False, index=placed.index)
-    placed["noisy_text"] = (" · ⚠ " + placed["noisy_runs"].astype(int).astype(str) + " noisy").where(
-        placed["noisy_runs"] > 0, "").where(~only, f"<br>{NOISY} runs only: greyed, out of the answer")
+    placed["noisy_text"] = (" · ⚠ " + placed["noisy_runs"].astype(int).astype(str) + " disturbed, left out").where(
+        placed["noisy_runs"] > 0, "").where(~only, f"<br>{NOISY}: every run disturbed, greyed")
     palette = colors(_text(placed[color_by]))
     names = sorted(placed["device_name"].dropna().unique())
     symbol = {d: DEVICE_SYMBOLS[i % len(DEVICE_SYMBOLS)] if len(names) > 1 else "circle" for i, d in enumerate(names)}
@@ -129,7 +129,7 @@ def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") ->
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{symbol[device]}: {device}",
                                  marker=dict(size=11, symbol=symbol[device], color="#555")))
     if ((placed["noisy_runs"] > 0) & ~only).any():
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="hollow: a noisy run (spread > 5%)",
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="hollow: a disturbed run left out",
                                  marker=dict(size=11, symbol="circle-open", color="#555", line=dict(width=2))))
     if only.any():
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=NOISY_LEGEND, marker=NOISY_MARKER))
@@ -259,7 +259,7 @@ def repeat_spread(runs: pd.DataFrame, spans: pd.DataFrame, groups: list[str]) ->
                 marker=dict(size=9, color=[palette.get(c, "#555") for c in part["candidate"]],
                             symbol="circle-open" if noisy else "circle", line=dict(width=2 if noisy else 0)),
                 customdata=part[["job_id"]],
-                hovertemplate="<b>%{y}</b> job #%{customdata[0]}: %{x:.4g} ms" + (" ⚠ noisy" if noisy else "")
+                hovertemplate="<b>%{y}</b> job #%{customdata[0]}: %{x:.4g} ms" + (" ⚠ disturbed" if noisy else "")
                               + "<extra></extra>"), row=i, col=1)
         fig.update_yaxes(type="category", categoryorder="array", categoryarray=order, autorange="reversed",
                          row=i, col=1, tickfont=dict(size=10))

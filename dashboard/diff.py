@@ -77,14 +77,15 @@ def numbers(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     def side(df: pd.DataFrame) -> pd.DataFrame:
         df = df.assign(_all="")
         ok = df[df["status"] == "succeeded"]
-        # as the answer does (db.noise): noisy runs are left out where a run that answers exists; a combination
-        # with noisy runs only keeps their medians, flagged `noisy`, and is never coloured better or worse
+        # as the answer does (db.noise): disturbed runs are left out where an undisturbed one exists; a combination
+        # whose every run was disturbed keeps their medians, flagged `noisy`, and is never coloured better or worse
         answers = answering(ok, keys)
-        has = answers.groupby([ok[c] for c in keys], dropna=False).transform("any").astype(bool)
-        ok = ok[answers | ~has]
+        disturbed = ok["disturbed"].eq(True) if "disturbed" in ok else pd.Series(False, index=ok.index)
+        every = disturbed.groupby([ok[c] for c in keys], dropna=False).transform("all").astype(bool)
+        ok = ok[answers]
         grouped = ok.groupby(keys, dropna=False)
         med = grouped[list(METRICS)].median()
-        med["noisy"] = ~has[ok.index].groupby([ok[c] for c in keys], dropna=False).any()
+        med["noisy"] = every[ok.index].groupby([ok[c] for c in keys], dropna=False).all()
         spread = ok[[c for c in ("eager_spread", "compiled_spread") if c in ok]].max(axis=1)
         med["spread"] = spread.groupby([ok[c] for c in keys], dropna=False).median() if len(spread) else float("nan")
         status = df.groupby(keys, dropna=False)["status"].agg(lambda s: ", ".join(sorted(set(s))))
@@ -130,7 +131,7 @@ def long_form(nums: pd.DataFrame, metrics: list[str], same_workload: bool = Fals
             noisy = [side for side in ("A", "B") if r.get(f"noisy {side}")]
             rows.append({**combo, "status A": r["status A"], "status B": r["status B"], "metric": metric,
                          "A": r[f"{metric} A"], "B": r[f"{metric} B"], "Δ%": r[f"{metric} Δ%"],
-                         "note": (f"⚠ {' and '.join(noisy)}: noisy runs only (out of the answer): no finding"
+                         "note": (f"⚠ {' and '.join(noisy)}: every run disturbed: no finding"
                                   if noisy and metric in NOISE_METRICS else
                                   _note(metric, r[f"{metric} Δ%"], r["noise %"],
                                         r["eager_ms Δ%"] if same_workload else float("nan")))})

@@ -27,8 +27,8 @@ SEPARATED, NOT_SEPARABLE = "separated", "not separable"
 def repeated(view: pd.DataFrame) -> pd.DataFrame:
     """The succeeded jobs that have at least one identical twin in their sweep, each with its `spec_id`
     (the same for identical specs), `group` (the configurations it can be compared with, as text),
-    `noisy_run` (it does not answer: db.noise), and a `config` label that names only what differs among the
-    repeated jobs (labels.label_series), marked stats.NOISY when none of its runs answers."""
+    `noisy_run` (a measured cause disturbed it), `answers` (db.noise), and a `config` label that names only what
+    differs among the repeated jobs (labels.label_series), marked stats.NOISY when every one of its runs was disturbed."""
     ok = view.loc[view["status"] == "succeeded", list(SPEC)]
     spec_id = ok.groupby(list(SPEC), dropna=False, sort=False).ngroup()
     keep = (spec_id.map(spec_id.value_counts()) >= 2).to_numpy()
@@ -38,12 +38,13 @@ def repeated(view: pd.DataFrame) -> pd.DataFrame:
     rep = labels.label_series(view.loc[ok.index[keep]]).assign(spec_id=spec_id[keep].to_numpy())
     variant = rep["variant"].fillna("")
     group = rep["sweep_label"] + " · bs " + rep["batch_size"].astype(str) + variant.where(variant == "", " · " + variant)
-    # which runs answer, as everywhere (db.noise: repeats are separate processes, so host-sensitive ones answer
-    # together); a configuration none of whose runs answers is named NOISY, and its range is drawn greyed
+    # which runs answer, as everywhere (db.noise); a configuration whose every run was disturbed is named NOISY,
+    # and its range is drawn greyed
     answers = stats.answering(rep, ["spec_id"])
-    only = ~answers.groupby(rep["spec_id"]).transform("any").astype(bool)
+    disturbed = rep["disturbed"].eq(True) if "disturbed" in rep else pd.Series(False, index=rep.index)
+    only = disturbed.groupby(rep["spec_id"]).transform("all").astype(bool)
     config = rep["config"].where(~only, stats.NOISY + " · " + rep["config"])
-    return rep.assign(group=group, noisy_run=~answers, config=config)
+    return rep.assign(group=group, noisy_run=disturbed, answers=answers, config=config)
 
 
 def summary(rep: pd.DataFrame) -> pd.DataFrame:

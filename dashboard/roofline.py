@@ -17,28 +17,26 @@ from db import axes, views
 
 KEYS = ["model", "variant", "task", "device", "device_name", "dtype", *axes.FIELDS, "cache"]
 VALUES = ["flops", "min_bytes", "achieved_tflops", "achieved_gbps", "roofline_pct", "mfu", "compiled_ms"]
-READ = views.ROOFLINE_FIELDS + ("compiled_ms", "noisy")  # what points() needs beyond the Results frame
-# and, for the runs flagged noisy only, what db.noise reads to tell whether they answer (stats.answering)
-NOISE_READ = ("speedup_spread", "eager_spread", "compiled_spread", "eager_host_overhead", "compiled_host_overhead")
+READ = views.ROOFLINE_FIELDS + ("compiled_ms", "disturbed")  # what points() needs beyond the Results frame
 CEILING_COLUMNS = ["device_name", "dtype", "copy_gbps", "matmul_tflops", "hostname", "measured_at"]
 
 
 def points(shown: pd.DataFrame) -> pd.DataFrame:
     """One point per configuration for the succeeded jobs with a FLOP count, as the other plots draw it: medians over
-    the runs that answer (dashboard.stats.answering: db.noise), or over its noisy runs, flagged `only_noisy`, when
-    none does; off CUDA under the mode it ran (labels.fold_modes). `ai`, `label` (the spec in words), `runs` (the
-    runs the point is the median of), `noisy_runs` (left out, or all of them), and `on_plot` (FLOPs and bytes > 0)."""
+    the runs that answer (dashboard.stats.answering: db.noise), flagged `only_noisy` where every run was disturbed;
+    off CUDA under the mode it ran (labels.fold_modes). `ai`, `label` (the spec in words), `runs` (the runs the point
+    is the median of), `noisy_runs` (disturbed and left out), and `on_plot` (FLOPs and bytes > 0)."""
     shown = fold_modes(shown)
     ok = shown.loc[(shown["status"] == "succeeded") & shown["flops"].notna()]
     ok = ok.assign(_config=ok.groupby(KEYS, dropna=False, sort=True).ngroup())  # one integer key per configuration
     answers = answering(ok, ["_config"]) if len(ok) else pd.Series(dtype=bool)
-    has = answers.groupby(ok["_config"]).transform("any").astype(bool) if len(ok) else answers
-    use = ok.loc[answers | ~has, KEYS + VALUES + ["roofline_bound", "_config"]]  # every configuration keeps rows
+    disturbed = ok["disturbed"].eq(True) if "disturbed" in ok else pd.Series(False, index=ok.index)
+    use = ok.loc[answers, KEYS + VALUES + ["roofline_bound", "_config"]]  # every configuration keeps rows
     g = use.groupby("_config", sort=True)  # in the keys' sorted order (ngroup above)
     out = g[KEYS].first().join(g[VALUES].median())  # a group's keys are its rows' (first: a missing one stays missing)
     out["runs"] = g.size()
     out["noisy_runs"] = (~answers).groupby(ok["_config"]).sum() if len(ok) else 0
-    out["only_noisy"] = (~has).groupby(ok["_config"]).all() if len(ok) else False
+    out["only_noisy"] = disturbed.groupby(ok["_config"]).all() if len(ok) else False
     out["roofline_bound"] = g["roofline_bound"].first()
     out = out.reset_index(drop=True)
     out["ai"] = out["flops"] / out["min_bytes"].where(out["min_bytes"] > 0)

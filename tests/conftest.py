@@ -169,10 +169,11 @@ def run_cli(*args: str, timeout: float = 600, env: dict | None = None) -> subpro
 
 
 def submit(db_url: str, *args: str) -> list[int]:
-    """`runner submit`, without automatic re-runs of noisy jobs unless the test asks for them (--reruns): a test
-    about something else must not grow jobs because this shared box made one noisy."""
+    """`runner submit`, without follow-ups unless the test asks for them (--reruns, --process-repeats): a test about
+    something else runs one process per configuration, and must not grow jobs because this shared box disturbed one."""
     reruns = () if "--reruns" in args else ("--reruns", "0")
-    done = run_cli("submit", "--db", db_url, "--models-dir", str(FIXTURE_MODELS), *reruns, *args)
+    repeats = () if "--process-repeats" in args else ("--process-repeats", "1")
+    done = run_cli("submit", "--db", db_url, "--models-dir", str(FIXTURE_MODELS), *reruns, *repeats, *args)
     assert done.returncode == 0, done.stderr
     return [int(x) for x in done.stdout.split()]
 

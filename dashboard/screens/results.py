@@ -164,7 +164,7 @@ def speed_figures(key: tuple, _shown, model: str, _store, clock: str = "latency"
            "warmup": charts.warmup(stats.first_calls(view), fails), "series": int(agg["series"].nunique()),
            "noisy_note": stats.noisy_note(agg),
            "common": view.attrs.get("common", ""), "folded": labels.folded_notes(view), "timeline": None}
-    answer_rows = answer.rows(key, model, _store.engine, answer.model_rows(key, model, _shown))[0]
+    answer_rows = answer.rows(key, model, _store.engine, answer.model_rows(key, model, _shown))
     paid = stats.answered_break_even(agg, view, answer_rows)  # the answer table's counts, not a second estimate
     out["break_even"], out["break_even_note"] = charts.break_even(paid, fails), charts.break_even_note(paid)
     with_schedule = view[view["has_schedule"].fillna(False).astype(bool) & (view["status"] == "succeeded")]
@@ -216,14 +216,8 @@ def repeat_parts(view) -> dict | None:
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def roofline_points(key: tuple, _shown, _store):
-    """One point per configuration in view, with the numbers the roofline needs read for these jobs (and what tells
-    whether a noisy run answers, read for the noisy ones alone)."""
-    rows = _store.complete(_shown, roofline.READ)
-    flagged = rows.loc[rows["noisy"].eq(True), ["job_id"]]
-    missing = [f for f in roofline.NOISE_READ if f not in rows.columns]
-    if len(flagged) and missing:
-        rows = rows.merge(_store.complete(flagged, missing), on="job_id", how="left")
-    return roofline.points(rows)
+    """One point per configuration in view, with the numbers the roofline needs read for these jobs."""
+    return roofline.points(_store.complete(_shown, roofline.READ))
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -374,9 +368,9 @@ def repeat_spread(rep: dict | None) -> None:
         return
     runs, noisy = int(rep["summary"]["runs"].sum()), int(rep["summary"]["noisy runs"].sum())
     if noisy * 2 > runs:
-        st.warning(f"{noisy} of {runs} repeated runs were noisy (a spread over 5% inside the job): their ranges are "
-                   "wide, so *not separable* may only mean the machine was busy, and a *separated* verdict rests on "
-                   "noisy numbers. Repeat on a quiet machine before reading much into these.", icon=":material/warning:")
+        st.warning(f"{noisy} of {runs} repeated runs were disturbed from outside (named on each job): a *separated* or "
+                   "*not separable* verdict may rest on the machine's business more than on the compile. Repeat "
+                   "when nothing else runs on it before reading much into these.", icon=":material/warning:")
     left, right = st.columns([3, 2])
     left.plotly_chart(rep["figure"], key="plot_repeats")
     if len(rep["groups"]) > REPEAT_GROUPS:

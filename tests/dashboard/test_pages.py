@@ -425,13 +425,13 @@ def test_repeats_mostly_noisy_carry_a_caveat(results):
     from sqlalchemy import text
 
     at = ok(page("results", plot="complexnet", view="Repeats"))
-    assert not any("repeated runs were noisy" in w.value for w in at.warning)
-    with results.begin() as conn:  # as if the runs had been noisy (a finished job never changes: start afresh)
-        conn.execute(text("UPDATE results SET noisy = 1, speedup_spread = 0.2"))  # rounds that disagree (db.noise)
+    assert not any("repeated runs were disturbed" in w.value for w in at.warning)
+    with results.begin() as conn:  # as if the runs had been disturbed (a finished job never changes: start afresh)
+        conn.execute(text("UPDATE results SET noisy = 1, disturbed = 1"))
     st.cache_resource.clear()
     at = ok(page("results", plot="complexnet", view="Repeats"))
-    [warning] = [w.value for w in at.warning if "repeated runs were noisy" in w.value]
-    assert warning.startswith("24 of 24 repeated runs were noisy")
+    [warning] = [w.value for w in at.warning if "repeated runs were disturbed" in w.value]
+    assert warning.startswith("24 of 24 repeated runs were disturbed from outside")
 
 
 @pytest.mark.slow  # several page runs over hundreds of jobs: seconds

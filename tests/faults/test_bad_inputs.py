@@ -102,7 +102,7 @@ def test_a_cuda_result_fits_and_a_result_the_database_refuses_ends_the_job_faile
 
     engine = get_engine(any_db_url)
     catalog = {"tiny": ModelInfo("tiny", "fixture")}
-    queue.submit(engine, SweepRequest(model="tiny", batch_sizes=[1, 2], device="cpu"), catalog)
+    queue.submit(engine, SweepRequest(process_repeats=1, model="tiny", batch_sizes=[1, 2], device="cpu"), catalog)
     cuda_method = timing.CudaTimer.method  # the text the CUDA timer records (the longest method)
     assert len(cuda_method) > len(timing.CpuTimer.method)
     w = worker.Worker(worker.WorkerConfig(db_url=any_db_url, home=tmp_path, spawn="fresh", calibrate=False))

@@ -21,7 +21,7 @@ CATALOG = {"tiny": ModelInfo("tiny", "fixture")}
 
 
 def queue_jobs(engine, n: int) -> list[int]:
-    request = SweepRequest(model="tiny", batch_sizes=list(range(1, n + 1)), device="cpu")  # one job per size
+    request = SweepRequest(process_repeats=1, model="tiny", batch_sizes=list(range(1, n + 1)), device="cpu")  # one job per size
     return queue.submit(engine, request, CATALOG)[1]
 
 

@@ -197,7 +197,7 @@ def test_schedule_timeline_rings_recompiles(engine, synthetic):
 
 def test_result_store_appends_what_finished_since(engine):
     queue.register_worker(engine, "w", "h", 1, None, {"devices": ["cpu"], "models": []})
-    req = SweepRequest(model="simplenet", batch_sizes=[1, 2, 3], device="cpu")
+    req = SweepRequest(process_repeats=1, model="simplenet", batch_sizes=[1, 2, 3], device="cpu")
     queue.submit(engine, req, CATALOG)
     rs = store.ResultStore(engine)
     assert rs.frame().empty and rs.full_loads == 1
@@ -235,7 +235,7 @@ def test_the_store_reads_a_models_numbers_once_and_then_only_new_jobs(engine, fi
     assert rs.complete(mlp, views.VIEW_FIELDS) is not None and len(reads) == 1  # held
 
     queue.register_worker(engine, "w", "h", 1, None, {"devices": ["cuda"], "models": []})
-    queue.submit(engine, SweepRequest(model="mlp", batch_sizes=[4], device="cuda"), CATALOG)
+    queue.submit(engine, SweepRequest(process_repeats=1, model="mlp", batch_sizes=[4], device="cuda"), CATALOG)
     claim = queue.claim_next(engine, "w", ["cuda"], ["mlp"], 60)
     queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED,
                  result={"eager_ms": 3.0, "compiled_ms": 1.0, "speedup": 3.0})
@@ -271,7 +271,7 @@ def saved_store(engine, path):
 
 def test_a_restarted_store_starts_from_its_snapshot_and_appends(engine, db_url, tmp_path):
     queue.register_worker(engine, "w", "h", 1, None, {"devices": ["cpu"], "models": []})
-    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[1, 2, 3, 4], device="cpu"), CATALOG)
+    queue.submit(engine, SweepRequest(process_repeats=1, model="simplenet", batch_sizes=[1, 2, 3, 4], device="cpu"), CATALOG)
     finish_jobs(engine, 2)
     path = snapshot.path_for(db_url)
     assert path == tmp_path / "lab.db-results.pkl"
@@ -297,7 +297,7 @@ def test_a_job_finished_again_replaces_the_row_the_snapshot_holds(engine, db_url
     from db.engine import atomic
 
     queue.register_worker(engine, "w", "h", 1, None, {"devices": ["cpu"], "models": []})
-    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[1, 2, 3], device="cpu"), CATALOG)
+    queue.submit(engine, SweepRequest(process_repeats=1, model="simplenet", batch_sizes=[1, 2, 3], device="cpu"), CATALOG)
     finish_jobs(engine, 3)
     saved_store(engine, snapshot.path_for(db_url))
     with atomic(engine) as s:  # job 2 ran again and finished later with another result
@@ -329,13 +329,13 @@ def test_a_restarted_store_reads_the_answers_it_kept_and_computes_only_new_ones(
     from db.engine import atomic
 
     queue.register_worker(engine, "w", "h", 1, None, {"devices": ["cpu"], "models": []})
-    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[1, 2, 3], device="cpu"), CATALOG)
+    queue.submit(engine, SweepRequest(process_repeats=1, model="simplenet", batch_sizes=[1, 2, 3], device="cpu"), CATALOG)
     finish_jobs(engine, 2)
     path = snapshot.path_for(db_url)
 
     def ask(rs):
         jobs = rs.frame()[["job_id", "finished_at"]]
-        return rs.answer(jobs, lambda: answer.report_and_unanswered(engine, job_ids=jobs["job_id"].tolist()))
+        return rs.answer(jobs, lambda: answer.report(engine, job_ids=jobs["job_id"].tolist()))
 
     first, _ = saved_store(engine, path)
     want = ask(first)
@@ -348,7 +348,7 @@ def test_a_restarted_store_reads_the_answers_it_kept_and_computes_only_new_ones(
     assert ask(restarted) == want and restarted.answers_computed == 0  # read back, not computed
     finish_jobs(engine, 1)  # one more job: another set, another answer
     grown = ask(restarted)
-    assert restarted.answers_computed == 1 and len(grown[0]) == len(want[0]) + 1
+    assert restarted.answers_computed == 1 and len(grown) == len(want) + 1
     with atomic(engine) as s:  # job 2 ran again (a file restored from a backup): same ids, another answer
         s.execute(text("UPDATE results SET compiled_ms = 0.5 WHERE job_id = 2"))
         s.execute(text("UPDATE jobs SET finished_at = :t WHERE id = 2"), {"t": pd.Timestamp.now("UTC").tz_localize(None)
@@ -357,7 +357,7 @@ def test_a_restarted_store_reads_the_answers_it_kept_and_computes_only_new_ones(
     assert restarted.answers_computed == 2 and again != grown
     jobs = restarted.frame()[["job_id", "finished_at"]]  # a frame holding its times in another unit: the same jobs
     assert snapshot.jobs_digest(jobs) == snapshot.jobs_digest(jobs.astype({"finished_at": "datetime64[ns]"}))
-    assert [r["compiled_ms"] for r in again[0] if r["batch_size"] == 2] == [0.5]
+    assert [r["compiled_ms"] for r in again if r["batch_size"] == 2] == [0.5]
     persist(restarted)
 
     os.chmod(kept, 0o666)  # writable by others: not read
@@ -380,7 +380,7 @@ def test_the_answers_kept_are_the_newest_used(engine, db_url, monkeypatch):
     """A long-running server asks for many views: it keeps the ANSWERS_KEPT used last, in memory and on disk."""
     monkeypatch.setattr(snapshot, "ANSWERS_KEPT", 2)
     queue.register_worker(engine, "w", "h", 1, None, {"devices": ["cpu"], "models": []})
-    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[1, 2, 3], device="cpu"), CATALOG)
+    queue.submit(engine, SweepRequest(process_repeats=1, model="simplenet", batch_sizes=[1, 2, 3], device="cpu"), CATALOG)
     finish_jobs(engine, 3)
     rs, df = saved_store(engine, snapshot.path_for(db_url))
     views_ = [df.iloc[:1], df.iloc[:2], df.iloc[:3]]  # three sets of jobs: three answers
@@ -419,7 +419,7 @@ def test_a_snapshot_of_another_database_or_layout_is_not_used(tmp_path, monkeypa
                 f.unlink()
         eng = get_engine(url)
         queue.register_worker(eng, "w", "h", 1, None, {"devices": ["cpu"], "models": []})
-        queue.submit(eng, SweepRequest(model="simplenet", batch_sizes=batches, device="cpu"), CATALOG)
+        queue.submit(eng, SweepRequest(process_repeats=1, model="simplenet", batch_sizes=batches, device="cpu"), CATALOG)
         finish_jobs(eng, len(batches))
         return eng
 
@@ -573,7 +573,7 @@ def test_sweeps_judge_a_change_against_their_median_runs_spread(engine, syntheti
     loud = diff.long_form(diff.numbers(a, b), ["speedup"])
     compared = loud["Δ%"].notna()  # both sides ran the combination
     # within the noise, or (a combination whose runs on a side were all noisy, as the answer says) no finding at all
-    assert compared.any() and loud.loc[compared, "note"].str.startswith(("≈ within noise", "⚠ B: noisy runs only")).all()
+    assert compared.any() and loud.loc[compared, "note"].str.startswith(("≈ within noise", "⚠ B: every run disturbed")).all()
     assert (quiet.loc[compared, "note"] == "").any()
 
 
@@ -642,11 +642,11 @@ def test_separability_needs_ranges_that_do_not_overlap():
 
 
 def test_a_repeated_configuration_none_of_whose_runs_answers_is_named_noisy_and_greyed():
-    """Repeats judge runs as everywhere (db.noise): max-autotune's two runs disagree within their rounds (no answer:
-    marked and grey); reduce-overhead's are host-sensitive from two processes, which answer together."""
+    """Repeats judge runs as everywhere (db.noise): max-autotune's two runs were both disturbed (their numbers,
+    marked and grey); reduce-overhead's scatter within their rounds, which is no cause: they answer."""
     df = jobs(*H100)
-    df.loc[df["mode"] == "max-autotune", ["noisy", "speedup_spread"]] = [True, 0.2]
-    df.loc[df["mode"] == "reduce-overhead", ["noisy", "speedup_spread", "compiled_host_overhead"]] = [True, 0.01, 0.4]
+    df.loc[df["mode"] == "max-autotune", "disturbed"] = True
+    df.loc[df["mode"] == "reduce-overhead", ["noisy", "speedup_spread"]] = [True, 0.3]
     rep = repeats.repeated(df)
     summary = repeats.summary(rep).set_index("config")
     assert summary.loc["⚠ noisy · max-autotune", "noisy runs"] == 2 and summary.loc["reduce-overhead", "noisy runs"] == 0
@@ -671,7 +671,7 @@ def test_roofline_points_lines_and_missing_ceilings(engine):
         {"model": "complexnet", "flops": 1.056e11, "min_bytes": 7.09e7, "achieved_tflops": 35.8, "achieved_gbps": 24.0,
          "roofline_pct": 70.0, "roofline_bound": "compute", "mfu": None, "compiled_ms": 2.95, "noisy": False},
         {"model": "complexnet", "flops": 1.056e11, "min_bytes": 7.09e7, "achieved_tflops": 35.0, "achieved_gbps": 23.0,
-         "roofline_pct": 68.0, "roofline_bound": "compute", "mfu": None, "compiled_ms": 3.0, "noisy": True},
+         "roofline_pct": 68.0, "roofline_bound": "compute", "mfu": None, "compiled_ms": 3.0, "disturbed": True},
         # sincos: elementwise only, 0 counted FLOPs, at the copy ceiling
         {"model": "sincos", "flops": 0.0, "min_bytes": 1.2e9, "achieved_tflops": 0.0, "achieved_gbps": 3056.0,
          "roofline_pct": 104.0, "roofline_bound": "memory", "mfu": None, "compiled_ms": 0.393, "noisy": False},
@@ -717,7 +717,7 @@ def test_roofline_points_lines_and_missing_ceilings(engine):
     assert sum("MFU 1.0%" in str(row[3]) for row in simplenet) == 1  # the training job's
     assert {t.name for t in fig.data if t.x[0] is None} == {  # legend entries; two devices: a symbol each
         "complexnet", "simplenet", "circle: AMD EPYC", "diamond: NVIDIA H100 80GB HBM3",
-        "hollow: a noisy run (spread > 5%)"}
+        "hollow: a disturbed run left out"}
 
 
 def test_the_roofline_greys_a_configuration_with_noisy_runs_only_and_folds_modes_off_cuda():
@@ -727,16 +727,16 @@ def test_the_roofline_greys_a_configuration_with_noisy_runs_only_and_folds_modes
            "device_name": "AMD EPYC", "dtype": "float32", "batch_size": 8, "backend": "inductor", "mode": "default",
            "dynamic": "none", "fullgraph": "false", "scope": "model", "cache": "cold", "flops": 3e7, "min_bytes": 1e6,
            "achieved_tflops": 0.1, "achieved_gbps": 4.0, "roofline_pct": None, "roofline_bound": None, "mfu": None,
-           "compiled_ms": 0.3, "noisy": False, "speedup_spread": 0.01}
+           "compiled_ms": 0.3, "disturbed": False}
     shown = pd.DataFrame([row, {**row, "mode": "reduce-overhead", "achieved_tflops": 0.2},
-                          {**row, "batch_size": 32, "noisy": True, "speedup_spread": 0.3, "achieved_tflops": 0.4}])
+                          {**row, "batch_size": 32, "disturbed": True, "achieved_tflops": 0.4}])
     pts = roofline.points(shown).set_index("batch_size")
     assert len(pts) == 2 and pts.loc[8, "mode"] == "default" and pts.loc[8, "runs"] == 2
-    assert pts.loc[32, "only_noisy"] and pts.loc[32, "noisy_runs"] == 1 and not pts.loc[8, "only_noisy"]
+    assert pts.loc[32, "only_noisy"] and pts.loc[32, "noisy_runs"] == 0 and not pts.loc[8, "only_noisy"]
     fig = diagnosis.roofline(pts.reset_index(), pd.DataFrame(columns=["device_name", "dtype", "ai", "tflops"]),
                              "model")
     (grey,) = [t for t in fig.data if t.x[0] is not None and t.marker.color == charts.NOISY_GREY]
-    assert list(grey.y) == [0.4] and "runs only" in grey.customdata[0][6]
+    assert list(grey.y) == [0.4] and "every run disturbed" in grey.customdata[0][6]
     assert charts.NOISY_LEGEND in {t.name for t in fig.data} and not any(
         (t.marker.symbol or "").endswith("-open") for t in fig.data if t.x[0] is not None)
 
@@ -838,9 +838,9 @@ def test_gpu_time_inside_latency_host_bound_and_noisy_rings(synthetic):
     cpu = agg.assign(eager_gpu_ms=float("nan"), compiled_gpu_ms=float("nan"))
     assert stats.gpu_latency_frame(cpu).empty  # CPU jobs have no GPU clock: nothing to draw
     noisy = agg[agg["noisy_runs"] > 0]
-    assert len(noisy), "the synthetic data holds noisy runs"
+    assert len(noisy), "the synthetic data holds disturbed runs beside undisturbed ones"
     fig = charts.mark_noisy(charts.speedup(agg, fails), agg)
-    rings = [t for t in fig.data if t.name and t.name.startswith("⚠ noisy")]
+    rings = [t for t in fig.data if t.name and t.name.startswith("⚠ disturbed")]
     assert len(rings) == 1 and len(rings[0].x) == len(noisy.dropna(subset=["speedup"]))
     bound = agg[agg["host_bound_runs"] > 0]
     assert len(bound), "synthetic simplenet is host-bound on CUDA"

@@ -79,7 +79,7 @@ def make_worker(tmp_path, db_url, monkeypatch):
 
 
 def claim_one(w):
-    queue.submit(w.engine, SweepRequest(model="simplenet", batch_sizes=[1], device="cpu"), CATALOG)
+    queue.submit(w.engine, SweepRequest(process_repeats=1, model="simplenet", batch_sizes=[1], device="cpu"), CATALOG)
     return queue.claim_next(w.engine, w.id, ["cpu"], ["simplenet"], 30)
 
 

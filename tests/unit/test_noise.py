@@ -1,23 +1,24 @@
-"""Noise kept out of the answer (db.noise): a noisy result queues its re-run in the transaction that stores it,
-up to the sweep's budget; a host-sensitive one queues repeats in separate processes, which then answer together;
-the follow-up is linked and says why. Real SQLite (and PostgreSQL where it is set up), real queue operations."""
+"""Follow-ups (db.noise): every configuration runs in several processes, queued with its first run's result in the
+transaction that stores it; a run a measured cause disturbed is re-run up to the sweep's budget and left out of the
+answer; a sweep never grows past its job limit; the follow-up is linked and says why. Real SQLite (and PostgreSQL
+where it is set up), real queue operations."""
 import pytest
 from sqlalchemy import select
 
 from db import noise, queue, views
-from db.answer import answer_rows, report
+from db.answer import report
 from db.database import get_engine
 from db.engine import reading
 from db.models import Job, JobStatus
 from db.spec import ModelInfo, SpecError, SweepRequest, follow_up_settings
 
 CATALOG = {"simplenet": ModelInfo("simplenet", "d")}
-QUIET = {"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "eager_spread": 0.01, "compiled_spread": 0.01,
-         "noisy": False, "samples": {"eager": [[2.0]] * 10, "compiled": [[1.0]] * 10}, "detail": {},
-         "eager_first_call_s": 0.01, "compiled_first_call_s": 1.0}
-NOISY = {**QUIET, "eager_spread": 0.6, "noisy": True, "noise_note": "eager's round medians spread 60%"}
-HOST = {**QUIET, "eager_host_overhead": 0.4, "compiled_host_overhead": 0.3, "noisy": True,
-        "noise_note": "host-sensitive: the host's Python, guards and launches are eager's 40% of the latency"}
+QUIET = {"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "round_speedup": 2.0, "round_speedup_se": 0.01,
+         "disturbed": False, "noisy": False, "samples": {"eager": [[2.0]] * 10, "compiled": [[1.0]] * 10},
+         "detail": {}, "eager_first_call_s": 0.01, "compiled_first_call_s": 1.0}
+CAUSE = "other processes used 1.6 of the job's 2 cores during the rounds (python (pid 7) 1.0)"
+DISTURBED = {**QUIET, "disturbed": True, "noisy": True, "noise_note": CAUSE}
+SCATTERED = {**QUIET, "speedup_spread": 0.3, "round_speedup_se": 0.08}  # scatter alone: not a cause
 
 
 @pytest.fixture
@@ -37,89 +38,91 @@ def jobs(engine) -> dict[int, Job]:
         return {j.id: j for j in s.scalars(select(Job).order_by(Job.id)).all()}
 
 
-def test_a_noisy_result_queues_its_rerun_with_it_up_to_the_budget(engine):
-    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", reruns=2), CATALOG)
-    first = run_next(engine, NOISY)
+def test_a_configuration_runs_in_three_processes_by_default_and_they_answer_together(engine):
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu"), CATALOG)
+    first = run_next(engine, QUIET)
+    repeats = [j for j in jobs(engine).values() if j.status == "queued"]
+    assert [(j.follow_up_of, j.follow_up["kind"], j.follow_up["n"], j.follow_up["total"]) for j in repeats] == [
+        (first, "process", 1, 2), (first, "process", 2, 2)]
+    assert repeats[0].config == jobs(engine)[first].config and repeats[0].spec == jobs(engine)[first].spec
+    assert "fresh processes" in views.job_rows(engine)[0]["follow_up"]
+    (row,) = report(engine)
+    assert row["runs"] == 1 and ("one process" in row["verdict"] or "anywhere from" in row["verdict"])
+    run_next(engine, SCATTERED)  # its rounds scatter: it answers, nothing more is queued
+    run_next(engine, {**QUIET, "round_speedup": 2.4})
+    assert len(jobs(engine)) == 3
+    (row,) = report(engine)
+    assert (row["runs"], row["noisy_runs"]) == (3, 0) and "3 processes" in row["verdict"]
+    assert row["speedup_ci_low"] <= 2.0 and row["speedup_ci_high"] >= 2.4  # the interval spans the processes
+
+
+def test_a_disturbed_result_queues_its_rerun_with_it_up_to_the_budget(engine):
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", reruns=2, process_repeats=1),
+                 CATALOG)
+    first = run_next(engine, DISTURBED)
     (rerun,) = [j for j in jobs(engine).values() if j.status == "queued"]
     assert rerun.follow_up_of == first and rerun.spec == jobs(engine)[first].spec
-    assert rerun.follow_up == {"kind": "noisy", "n": 1, "total": 2, "because": NOISY["noise_note"]}
-    assert views.job_rows(engine)[0]["follow_up"] == (f"re-run 1 of 2 of job {first}, because: "
-                                                      "eager's round medians spread 60%")
-    second = run_next(engine, NOISY)
+    assert rerun.follow_up == {"kind": "noisy", "n": 1, "total": 2, "because": CAUSE}
+    assert views.job_rows(engine)[0]["follow_up"] == f"re-run 1 of 2 of job {first}, because: {CAUSE}"
+    second = run_next(engine, DISTURBED)
     assert jobs(engine)[second + 1].follow_up["n"] == 2  # the last of the budget
-    run_next(engine, NOISY)
+    run_next(engine, DISTURBED)
     assert len(jobs(engine)) == 3 and all(j.status == "succeeded" for j in jobs(engine).values())  # budget spent
-    (row,) = report(engine)
-    assert row["noisy"] is True and row["speedup"] is None and "all 3 run(s) were noisy" in row["verdict"]
+    (row,) = report(engine)  # every run disturbed: their numbers, flagged, with the cause
+    assert row["noisy"] is True and row["speedup"] is not None and CAUSE in row["verdict"]
     detail = views.job_detail(engine, first)
     assert [(i, status) for i, status, _ in detail["follow_ups"]] == [(first + 1, "succeeded")]
 
 
-def test_a_quiet_rerun_answers_and_the_row_says_how_many_were_left_out(engine):
+def test_a_disturbed_first_run_gets_a_rerun_and_the_repeats_and_is_left_out(engine):
     queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu"), CATALOG)
-    run_next(engine, NOISY)
-    run_next(engine, QUIET)
-    assert len(jobs(engine)) == 2  # a quiet result calls for nothing
+    run_next(engine, DISTURBED)
+    kinds = sorted(j.follow_up["kind"] for j in jobs(engine).values() if j.follow_up)
+    assert kinds == ["noisy", "process", "process"]  # three undisturbed processes will exist
+    for _ in range(3):
+        run_next(engine, QUIET)
+    assert len(jobs(engine)) == 4
     (row,) = report(engine)
-    assert (row["runs"], row["noisy_runs"], row["noisy"]) == (1, 1, False)
-    assert row["speedup"] == 2.0 and "1 noisy run(s) left out" in row["verdict"]
+    assert (row["runs"], row["noisy_runs"], row["noisy"]) == (3, 1, False)
+    assert "1 disturbed run(s) left out" in row["verdict"]
+
+
+def test_scatter_alone_calls_for_nothing_but_the_processes(engine):
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", process_repeats=1), CATALOG)
+    run_next(engine, SCATTERED)
+    assert len(jobs(engine)) == 1
 
 
 def test_no_result_no_follow_up_a_stale_finish_writes_neither(engine):
     queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu"), CATALOG)
     claim = queue.claim_next(engine, "w", ["cpu"], ["simplenet"], 60)
     queue.cancel(engine, claim.job_id)
-    assert not queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, result=NOISY)
+    assert not queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, result=DISTURBED)
     assert len(jobs(engine)) == 1
 
 
-def test_reruns_zero_turns_it_off(engine):
-    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", reruns=0), CATALOG)
-    run_next(engine, NOISY)
+def test_reruns_zero_and_process_repeats_one_turn_them_off(engine):
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", reruns=0, process_repeats=1),
+                 CATALOG)
+    run_next(engine, DISTURBED)
     assert len(jobs(engine)) == 1
 
 
-def test_host_sensitive_results_are_repeated_in_separate_processes_and_answer_together(engine):
-    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu"), CATALOG)
-    first = run_next(engine, HOST)
-    repeats = [j for j in jobs(engine).values() if j.status == "queued"]
-    assert [(j.follow_up_of, j.follow_up["kind"], j.follow_up["n"], j.follow_up["total"]) for j in repeats] == [
-        (first, "process", 1, 2), (first, "process", 2, 2)]
-    (row,) = report(engine)
-    assert row["speedup"] is None and "--process-repeats" in row["verdict"]  # one process cannot vouch for it
-    run_next(engine, HOST)
-    run_next(engine, {**HOST, "samples": {"eager": [[2.4]] * 10, "compiled": [[1.0]] * 10}})
-    assert len(jobs(engine)) == 3  # three processes exist: no more
-    (row,) = report(engine)
-    assert (row["runs"], row["noisy_runs"]) == (3, 0) and "3 processes" in row["verdict"]
-    assert row["speedup_ci_low"] <= 2.0 < row["speedup_ci_high"]  # the interval spans the processes
+def test_follow_ups_count_against_the_sweeps_job_limit(engine, monkeypatch):
+    """A sweep never grows past db.spec.MAX_JOBS with its follow-ups; at submit the processes count too."""
+    from db import spec
 
-
-def test_process_repeats_one_turns_it_off(engine):
-    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", process_repeats=1), CATALOG)
-    run_next(engine, HOST)
-    assert len(jobs(engine)) == 1
-
-
-def test_run_kinds_and_which_runs_answer():
-    assert noise.record_kind(QUIET) == noise.QUIET
-    assert noise.record_kind(NOISY) == noise.SPREAD
-    assert noise.record_kind(HOST) == noise.HOST
-    assert noise.record_kind({**HOST, "compiled_spread": 0.2}) == noise.SPREAD  # rounds that disagree: a re-run
-    assert noise.record_kind({"noisy": True}) == noise.SPREAD  # flagged, nothing else on record
-    assert noise.answering([noise.HOST]) == [False]
-    assert noise.answering([noise.HOST, noise.HOST, noise.SPREAD]) == [True, True, False]
-    assert noise.answering([noise.QUIET, noise.HOST]) == [True, True]
-
-
-def test_answer_rows_leave_a_lone_host_sensitive_run_out():
-    base = {"status": "succeeded", "model": "m", "task": "inference", "device": "cuda", "dtype": "float32",
-            "model_args": {}, "torch_version": "2.11", "device_name": "H100", "batch_size": 8, "backend": "inductor",
-            "mode": "default", "dynamic": None, "fullgraph": False, "scope": "model", "cache": "cold", "error": None,
-            "recompiles": 0, "graph_breaks": 0, "peak_mem_eager_mb": 1.0, "peak_mem_compiled_mb": 1.0,
-            "accuracy_ok": True, "max_abs_error": 0.0, "cache_hits": None}
-    (row,) = answer_rows([{**base, **HOST, "job_id": 1}], {1: [2.0] * 10})
-    assert row["noisy"] is True and row["runs"] == 0
+    monkeypatch.setattr(spec, "MAX_JOBS", 12)
+    with pytest.raises(SpecError, match="15 jobs \\(5 configurations x 3 processes\\)"):
+        SweepRequest(model="simplenet", batch_sizes=[1, 2, 3, 4, 5], device="cpu").expand(CATALOG)
+    monkeypatch.setattr(queue, "MAX_JOBS", 4)
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[1, 2], device="cpu", reruns=5,
+                                      process_repeats=1), CATALOG)
+    for _ in range(6):
+        if not any(j.status == "queued" for j in jobs(engine).values()):
+            break
+        run_next(engine, DISTURBED)
+    assert len(jobs(engine)) == 4  # two first runs and two re-runs, then the limit
 
 
 def test_sweep_settings_are_checked_and_old_sweeps_read_the_defaults():
@@ -162,7 +165,7 @@ def test_the_host_s_other_workers_sharing_cores_and_busy_are_named(engine):
     assert cpus_text([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
 
 
-def test_a_noisy_result_names_the_busy_workers_and_the_threads(db_url, tmp_path):
+def test_a_disturbed_result_names_the_busy_workers_and_the_threads(db_url, tmp_path):
     from runner.neighbours import Watch
     from runner.worker import Worker, WorkerConfig
 
@@ -171,11 +174,11 @@ def test_a_noisy_result_names_the_busy_workers_and_the_threads(db_url, tmp_path)
     watch = Watch(w.engine, w.id, w.hostname, w.cpus)
     watch.busy = {"other": {"job": 7, "shares_cores": True}}
     watch.shares = {"other"}
-    noisy = {**NOISY, "detail": {"host_state": {"before_rounds": {"loadavg": [3.0, 2.0, 1.0]}}}}
+    noisy = {**DISTURBED, "detail": {"host_state": {"before_rounds": {"loadavg": [3.0, 2.0, 1.0]}}}}
     quiet = {**QUIET, "detail": {}}
     for result in (noisy, quiet):
         w._note_neighbours(result, watch)
-    assert noisy["noise_note"] == (f"{NOISY['noise_note']}; 1 other worker(s) on this host were busy while it ran, "
+    assert noisy["noise_note"] == (f"{CAUSE}; 1 other worker(s) on this host were busy while it ran, "
                                    "1 of them on the same cores (other)")
     assert quiet.get("noise_note") is None  # quiet: nothing to explain
     state = noisy["detail"]["host_state"]

@@ -27,7 +27,7 @@ def counts(engine):
 
 
 def submit(engine, n=1, **kw):
-    req = SweepRequest(model="simplenet", batch_sizes=list(range(1, n + 1)), device="cpu", **kw)
+    req = SweepRequest(model="simplenet", batch_sizes=list(range(1, n + 1)), device="cpu", **{"process_repeats": 1, **kw})
     return queue.submit(engine, req, CATALOG)
 
 
@@ -121,7 +121,7 @@ def test_cancel_running_job_revokes_its_lease(engine):
 
 
 def test_expired_lease_requeues_then_fails_as_lost(engine):
-    _, (job_id,), _ = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[1], device="cpu"),
+    _, (job_id,), _ = queue.submit(engine, SweepRequest(process_repeats=1, model="simplenet", batch_sizes=[1], device="cpu"),
                                    CATALOG, max_attempts=2)
     later = utcnow() + timedelta(seconds=120)
     first = queue.claim_next(engine, "w1", ["cpu"], ["simplenet"], 60)

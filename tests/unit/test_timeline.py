@@ -103,7 +103,7 @@ def test_a_timeline_is_stored_with_its_result_and_read_back_for_the_sweep(any_db
     from runner import zoo
 
     engine = get_engine(any_db_url)
-    sweep_id, _, _ = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu"),
+    sweep_id, _, _ = queue.submit(engine, SweepRequest(process_repeats=1, model="simplenet", batch_sizes=[8], device="cpu"),
                                   zoo.model_infos(zoo.catalog()))
     claim = queue.claim_next(engine, "w", ["cpu"], ["simplenet"], 60)
     detail = {"measure_s": 3.0, "trace_overhead_s": 0.1}

@@ -14,7 +14,7 @@ CATALOG = {"tiny": ModelInfo("tiny", "fixture")}
 
 
 def pinned(engine, *versions: str) -> list[int]:
-    return queue.submit(engine, SweepRequest(model="tiny", batch_sizes=[8], device="cpu",
+    return queue.submit(engine, SweepRequest(process_repeats=1, model="tiny", batch_sizes=[8], device="cpu",
                                              torch_versions=list(versions)), CATALOG)[1]
 
 
@@ -61,7 +61,7 @@ def test_all_live_becomes_one_job_per_live_version(engine):
         pinned(engine, "all-live")
     register(engine, "w1", "2.13.0+cpu")
     register(engine, "w2", "2.14.1+cu128")
-    sweep_id, ids, _ = queue.submit(engine, SweepRequest(model="tiny", batch_sizes=[8, 16], device="cpu",
+    sweep_id, ids, _ = queue.submit(engine, SweepRequest(process_repeats=1, model="tiny", batch_sizes=[8, 16], device="cpu",
                                                          torch_versions=["all-live"]), CATALOG)
     from db.engine import reading
     from db.models import Sweep
@@ -72,4 +72,4 @@ def test_all_live_becomes_one_job_per_live_version(engine):
     assert [(x["batch_size"], x["torch"]) for x in specs] == [(8, "2.13.0+cpu"), (8, "2.14.1+cu128"),
                                                               (16, "2.13.0+cpu"), (16, "2.14.1+cu128")]
     with pytest.raises(SpecError, match="torch_versions: '2_1' is not a torch version"):
-        SweepRequest(model="tiny", batch_sizes=[8], torch_versions=["2_1"])
+        SweepRequest(process_repeats=1, model="tiny", batch_sizes=[8], torch_versions=["2_1"])

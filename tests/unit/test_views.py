@@ -39,7 +39,7 @@ def engine(any_db_url):
 @pytest.fixture
 def lab(engine):
     queue.register_worker(engine, "w1", "host", 1, None, CAPS)
-    sweep, ids, _ = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8, 16], dynamics=["none", "false"],
+    sweep, ids, _ = queue.submit(engine, SweepRequest(process_repeats=1, model="simplenet", batch_sizes=[8, 16], dynamics=["none", "false"],
                                                       device="cpu", schedule=[8, 16], name="dyn"), CATALOG)
     run(engine, JobStatus.SUCCEEDED, result=result())
     run(engine, JobStatus.FAILED, error="compile failed: graph break at m.py:3")
@@ -192,7 +192,7 @@ def test_a_sweep_is_named_one_way_everywhere(engine, lab):
     from dashboard import filters
     from dashboard import frame as results_frame
 
-    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[4], device="cpu"), CATALOG)  # no name
+    queue.submit(engine, SweepRequest(process_repeats=1, model="simplenet", batch_sizes=[4], device="cpu"), CATALOG)  # no name
     named = run(engine, JobStatus.SUCCEEDED, result=result())  # the lab's last queued job (sweep 1, "dyn")
     unnamed = run(engine, JobStatus.SUCCEEDED, result=result())
     df, _ = results_frame.load_frame(engine)
