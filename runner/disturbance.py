@@ -134,15 +134,15 @@ def host_causes(before: Reading, after: Reading, cpus: set[int]) -> tuple[list[s
     steal_s = max(0.0, (after.steal - before.steal) / TICK)
     top = []
     for pid, (name, ticks, _) in after.procs.items():
-        if pid in ours or pid not in before.procs:
+        if pid in ours:
             continue
-        used = (ticks - before.procs[pid][1]) / TICK
+        used = (ticks - before.procs.get(pid, (name, 0, 0))[1]) / TICK  # one started meanwhile: all of its time
         if used >= 0.05 * wall:
-            top.append((used, pid, name))
+            top.append((used, pid, "this job's worker" if pid == os.getppid() else name))
     top.sort(reverse=True)
     measured = {"rounds_s": round(wall, 3), "cores": len(cpus), "others_cpu_s": round(others_s, 3),
                 "others_share": round(others_s / capacity, 4), "steal_s": round(steal_s, 3),
-                "busiest_others": [{"pid": pid, "name": name, "cpu_s": round(used, 3)} for used, pid, name in top[:5]]}
+                "busiest_others": [{"pid": pid, "name": name, "cpu_s": round(used, 3)} for used, pid, name in top[:8]]}
     causes = []
     if before.procs and others_s >= CPU_MIN_S and others_s / capacity > CPU_SHARE:
         who = ", ".join(f"{name} (pid {pid}) {used / wall:.1f}" for used, pid, name in top[:3])

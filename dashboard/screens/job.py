@@ -150,10 +150,13 @@ for later, later_status, what in detail["follow_ups"]:
     st.caption(f"↻ Followed by job #{later} ({later_status}): {md(what)}")
 if detail["error"]:
     st.code(detail["error"], language=None, wrap_lines=True)
-if record["status"] == "succeeded" and record.get("noisy") is True:
-    st.warning(f"Noisy: {md(record.get('noise_note') or 'spread past 5%')}. Read these numbers with care: the answer "
-               "on Results leaves this run out (a host-sensitive one answers beside its repeats in other processes).",
-               icon=":material/warning:")
+if record["status"] == "succeeded" and record.get("disturbed") is True:
+    st.warning(f"Disturbed: {md(record.get('noise_note') or 'a cause from outside')}. The answer on Results leaves "
+               "this run out while an undisturbed run of its configuration exists, and it was re-run (within the "
+               "sweep's re-runs).", icon=":material/warning:")
+elif record["status"] == "succeeded" and record.get("noisy") is True:  # flagged by an older worker, for its scatter
+    st.caption(f"Stored as noisy by an older worker ({md(record.get('noise_note') or 'spread past 5%')}): scatter "
+               "alone is no cause, so this run answers, and its scatter widens the interval.")
 if record["status"] == "succeeded":
     headline(record)
     line = story.kernels_line(record)

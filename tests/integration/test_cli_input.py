@@ -77,7 +77,8 @@ def test_cli_refuses_bad_gpu_lists_with_exit_2(db_url):
 def test_cli_writes_one_artifact_out(db_url, tmp_path):
     engine = get_engine(db_url)
     artifacts.write_dir(tmp_path / "a", {"output_code": "# generated\ndef call(args): pass\n"})
-    queue.submit(engine, SweepRequest(process_repeats=1, model="tiny", batch_sizes=[2], device="cpu"), {"tiny": ModelInfo("tiny", "d")})
+    queue.submit(engine, SweepRequest(process_repeats=1, model="tiny", batch_sizes=[2], device="cpu"),
+                 {"tiny": ModelInfo("tiny", "d")})
     claim = queue.claim_next(engine, "w", ["cpu"], ["tiny"], 60)
     queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, result={"speedup": 2.0},
                  artifacts=artifacts.read_dir(tmp_path / "a"))

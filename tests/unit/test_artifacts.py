@@ -23,7 +23,8 @@ def engine(any_db_url):
 
 
 def claimed(engine):
-    queue.submit(engine, SweepRequest(process_repeats=1, model="tiny", batch_sizes=[2], device="cpu"), {"tiny": ModelInfo("tiny", "d")})
+    queue.submit(engine, SweepRequest(process_repeats=1, model="tiny", batch_sizes=[2], device="cpu"),
+                 {"tiny": ModelInfo("tiny", "d")})
     return queue.claim_next(engine, "w", ["cpu"], ["tiny"], 60)
 
 

@@ -20,7 +20,7 @@ SWEEPS, CONFIGS = 40, 10
 def draw_sweep(rng, truth, taus, scatters, processes, device="H100"):
     records = []
     for c, (mu, tau, sd) in enumerate(zip(truth, taus, scatters)):
-        for p in range(processes[c]):
+        for _ in range(processes[c]):
             effect = rng.normal(0, tau)
             ratios = np.exp(mu + effect + sd * rng.standard_t(4, size=30) / math.sqrt(2))
             center, se = run_center(ratios)

@@ -5,7 +5,7 @@ where it is set up), real queue operations."""
 import pytest
 from sqlalchemy import select
 
-from db import noise, queue, views
+from db import queue, views
 from db.answer import report
 from db.database import get_engine
 from db.engine import reading

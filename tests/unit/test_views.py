@@ -39,8 +39,9 @@ def engine(any_db_url):
 @pytest.fixture
 def lab(engine):
     queue.register_worker(engine, "w1", "host", 1, None, CAPS)
-    sweep, ids, _ = queue.submit(engine, SweepRequest(process_repeats=1, model="simplenet", batch_sizes=[8, 16], dynamics=["none", "false"],
-                                                      device="cpu", schedule=[8, 16], name="dyn"), CATALOG)
+    sweep, ids, _ = queue.submit(engine, SweepRequest(process_repeats=1, model="simplenet", batch_sizes=[8, 16],
+                                                      dynamics=["none", "false"], device="cpu", schedule=[8, 16],
+                                                      name="dyn"), CATALOG)
     run(engine, JobStatus.SUCCEEDED, result=result())
     run(engine, JobStatus.FAILED, error="compile failed: graph break at m.py:3")
     queue.cancel(engine, ids[2])  # queued -> cancelled
