@@ -7,7 +7,11 @@ app's page, calls the server and cancels another job through the Queue page's fo
 import io
 import os
 import re
+import subprocess
+import sys
 import zipfile
+from contextlib import contextmanager
+from typing import Callable
 
 import pytest
 
@@ -16,7 +20,7 @@ from db.database import get_engine
 from db.models import JobStatus
 from db.results import export_records
 from db.spec import SweepRequest
-from runner import zoo
+from runner import tlparse_report, zoo
 from tests.e2e.test_browser import CHROMIUM, browser  # noqa: F401 (browser is a fixture)
 from tests.e2e.test_server_handshake import running_app
 
@@ -66,8 +70,10 @@ def tampered_report(target: int) -> bytes:
     return buf.getvalue()
 
 
-@pytest.fixture
-def lab(tmp_path):
+@contextmanager
+def lab_with(tmp_path, report: Callable[[int], bytes]):
+    """A running app over a lab of two jobs: one finished with `report(the other's id)` as its tlparse artifact,
+    the other queued (what a script in the report would cancel)."""
     url = f"sqlite:///{tmp_path / 'lab.db'}"
     engine = get_engine(url)
     queue.register_worker(engine, "host:1:any:test", "host", 1, None, {"devices": ["cpu"], "torch_version": "2.13.0"})
@@ -75,12 +81,17 @@ def lab(tmp_path):
                                                           name="report"), zoo.model_infos(zoo.catalog()))
     claim = queue.claim_next(engine, "host:1:any:test", ["cpu"], ["simplenet"], 60)
     assert claim.job_id == done
-    artifacts.write_dir(tmp_path / "art", {"output_code": "def call(args):\n    pass\n",
-                                          "tlparse": tampered_report(target)})
+    artifacts.write_dir(tmp_path / "art", {"output_code": "def call(args):\n    pass\n", "tlparse": report(target)})
     queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, artifacts=artifacts.read_dir(tmp_path / "art"),
                  result={"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "detail": {}})
     with running_app(tmp_path, url) as port:
         yield {"url": f"http://localhost:{port}", "engine": engine, "job": done, "target": target}
+
+
+@pytest.fixture
+def lab(tmp_path):
+    with lab_with(tmp_path, tampered_report) as it:
+        yield it
 
 
 def status(engine, job_id: int) -> str:
@@ -126,3 +137,38 @@ def test_a_tampered_tlparse_report_runs_no_script_and_reaches_nothing(lab, brows
     assert "<img src=x onerror=alert(1)>" in tab.locator("body").inner_text()  # text, as written
     assert not [u for u in requested if "report-script-ran" in u or "tracker.invalid" in u], requested
     assert status(lab["engine"], lab["target"]) == "queued"
+
+
+# a graph break whose message is HTML, as a model could hold one: tlparse writes it into its pages unescaped
+GRAPH_BREAK = """
+import torch
+def f(x):
+    x = x.sin()
+    torch._dynamo.graph_break(msg="<img src=x onerror=\\"window.parent.document.body.setAttribute('data-report-img','ran')\\">")
+    return x.cos()
+torch.compile(f)(torch.randn(4))
+"""
+
+
+@pytest.mark.skipif(not tlparse_report.executable(), reason=f"no tlparse (pip install tlparse, or {tlparse_report.ENV})")
+def test_tlparses_own_report_of_a_graph_break_holding_html_is_read_without_running_it(tmp_path, browser):  # noqa: F811
+    env = {**os.environ, "TORCH_TRACE": str(tmp_path / "trace")}
+    subprocess.run([sys.executable, "-c", GRAPH_BREAK], env=env, check=True, timeout=300, capture_output=True)
+    (log,) = (tmp_path / "trace").glob("*.log")
+    data = tlparse_report.report(log.read_text())
+    with zipfile.ZipFile(io.BytesIO(data)) as z:  # what makes this a test: tlparse wrote the element as it came
+        assert "<img src=x onerror=" in z.read("failures_and_restarts.html").decode()
+    with lab_with(tmp_path, lambda _: data) as lab:
+        page = browser.new_page(viewport={"width": 1400, "height": 1300})
+        page.set_default_timeout(60_000)
+        page.goto(f"{lab['url']}/job?job={lab['job']}")
+        report = page.frame_locator('[data-testid="stIFrame"]')
+        report.get_by_role("heading", name="Stack trie").wait_for()
+        page.get_by_role("combobox", name=re.compile("Page")).click()  # the page picker, then its failures page
+        page.get_by_role("option", name="failures_and_restarts.html").click()
+        report.get_by_role("heading", name=re.compile("Failures")).wait_for()
+        frame = page.locator('[data-testid="stIFrame"]').element_handle().content_frame()
+        frame.wait_for_load_state("load")
+        assert page.locator("body").get_attribute("data-report-img") is None
+        page.get_by_role("heading", name="tlparse report").scroll_into_view_if_needed()
+        page.screenshot(path=os.environ.get("COMPILE_LAB_SHOT_TLPARSE", str(tmp_path / "job-tlparse-real.png")))
