@@ -13,11 +13,16 @@ import re
 # every ASCII punctuation mark CommonMark lets a backslash escape, which covers Streamlit's own
 # directives too (`:red[...]`, `:material/icon:`, `$...$` for LaTeX)
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:$&'\"=^%@/])")
+# GitHub-flavoured Markdown turns a URL or e-mail address in the parsed text into a link, escaped or not (its
+# autolink pass runs on text, after escapes are gone): an invisible word joiner where each would match (between
+# `:` and `//`, `www` and `.`, after `@`) keeps it text. It travels with a copied name; nothing else shows it.
+_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)", re.IGNORECASE)
+WORD_JOINER = "\u2060"
 
 
 def md(text) -> str:
     """`text` for a Markdown context: every character literal, nothing becomes a link, image or style."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text))
+    return _MD_SPECIAL.sub(r"\\\1", _AUTOLINK.sub(WORD_JOINER, str(text)))
 
 
 def plot(text) -> str:

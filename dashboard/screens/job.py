@@ -1,13 +1,9 @@
 """The job's page: one result read whole. The numbers beside what the compiler did to get them: kernels per call
 eager and compiled, the caches per layer (and why a warm job still paid), graph breaks and recompiles with
 their source lines, and the compiler's own artifacts (output code, FX graphs, trace), shown and downloadable."""
-import io
-import zipfile
-
 import streamlit as st
-import streamlit.components.v1 as components
 
-from dashboard import state, story, timeline
+from dashboard import report, state, story, timeline
 from dashboard.markup import md
 from db import artifacts, caches, views
 from db.results import export_records
@@ -115,21 +111,21 @@ def artifact_view(job_id: int, listed: list[dict]) -> None:
 
 
 def tlparse_view(job_id: int, listed: list[dict]) -> None:
-    """tlparse's report, from the job's own artifact (nothing else is read): its pages picked here, since the
-    links between them cannot work inside the page; the zip opens whole in a browser."""
+    """tlparse's report, from the job's own artifact, served by the app's report route (dashboard.report): tlparse
+    writes failure text into its pages as HTML, so each page is sandboxed there, never drawn into this page's
+    origin. Its links work inside the frame; a page picked here opens there too, or in a tab of its own."""
     if not any(a["name"] == "tlparse" for a in listed):
         return
     st.subheader("tlparse report")
     data = artifacts.data(state.engine(), job_id, "tlparse")
-    with zipfile.ZipFile(io.BytesIO(data)) as z:
-        pages = sorted((n for n in z.namelist() if n.endswith(".html")), key=lambda n: (n != "index.html", n))
-        c1, c2 = st.columns([4, 1])
-        chosen = c1.selectbox("Page", pages, key="tlparse_page")
-        c2.download_button("Download report (zip)", data, file_name=f"job{job_id}-tlparse.zip",
-                           icon=":material/download:")
-        if chosen:
-            components.html(z.read(chosen).decode("utf-8", "replace"), height=700, scrolling=True)
-
+    c1, c2, c3 = st.columns([3, 1, 1.3], vertical_alignment="bottom")
+    chosen = c1.selectbox("Page", report.pages(data), key="tlparse_page")
+    c2.link_button("Open in a tab", report.url(job_id, chosen or "index.html"), icon=":material/open_in_new:",
+                   width="stretch")
+    c3.download_button("Download report (zip)", data, file_name=f"job{job_id}-tlparse.zip", icon=":material/download:",
+                       width="stretch")
+    if chosen:
+        st.iframe(report.url(job_id, chosen), height=700, alt="tlparse report")
 
 st.title("Job")
 job_id = st.number_input("Job id", min_value=1, step=1, value=None, key="job", bind="query-params",

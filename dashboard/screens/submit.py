@@ -106,19 +106,21 @@ def sweep_form(catalog: dict, devices: set) -> None:
         st.subheader("What to run")
         model = st.selectbox("Model", sorted(catalog), key=KEYS["model"], persist_state="session")
         info = catalog[model]
-        st.caption(info.description + ("" if info.source == "builtin" else f" · from {info.source}"))
+        # a worker's own words (description, folder, parameter names and help, torch version): text, never markup
+        st.caption(md(info.description) + ("" if info.source == "builtin" else f" · from {md(info.source)}"))
         slots["model"] = st.empty()
         params = {}
         for p in info.params:
             key = arg_key(model, p.name)
             if p.choices:
                 st.session_state.setdefault(key, [p.default])
-                params[p.name] = st.pills(p.name, list(p.choices), selection_mode="multi", key=key, help=(
-                    p.help + " Several values: one sweep each.").strip(), persist_state="session", wrap=True)
+                params[p.name] = st.pills(md(p.name), list(p.choices), selection_mode="multi", key=key, help=(
+                    md(p.help) + " Several values: one sweep each.").strip(), persist_state="session", wrap=True,
+                    format_func=md)
             else:
                 st.session_state.setdefault(key, p.default)
-                params[p.name] = st.number_input(p.name, min_value=p.minimum, max_value=p.maximum, step=1, key=key,
-                                                 help=p.help or None, persist_state="session")
+                params[p.name] = st.number_input(md(p.name), min_value=p.minimum, max_value=p.maximum, step=1,
+                                                 key=key, help=md(p.help) if p.help else None, persist_state="session")
             slots[f"model_args.{p.name}"] = st.empty()
         if st.session_state[KEYS["task"]] not in info.tasks:
             st.session_state[KEYS["task"]] = info.tasks[0]
@@ -132,7 +134,7 @@ def sweep_form(catalog: dict, devices: set) -> None:
         slots["dtype"] = st.empty()
     with middle:
         st.subheader("Compile matrix")
-        dim = "batch sizes" if info.size_dim == "batch" else f"batch sizes (the schedule varies {info.size_dim})"
+        dim = "batch sizes" if info.size_dim == "batch" else f"batch sizes (the schedule varies {md(info.size_dim)})"
         batch = st.text_input("Batch sizes", key=KEYS["batch_sizes"], persist_state="session",
                               placeholder="8, 16, 32", help=f"Comma-separated {dim}; each is one job per combination")
         slots["batch_sizes"] = st.empty()
@@ -144,7 +146,7 @@ def sweep_form(catalog: dict, devices: set) -> None:
         live_torch = queue.live_torch_versions(state.engine())
         options = list(dict.fromkeys([ANY_TORCH, *live_torch, ALL_LIVE, *st.session_state[KEYS["torch_versions"]]]))
         torch_versions = st.pills("Torch versions", options, selection_mode="multi", key=KEYS["torch_versions"],
-                                  persist_state="session", wrap=True, format_func=lambda v: TORCH_CHOICES.get(v, v),
+                                  persist_state="session", wrap=True, format_func=lambda v: TORCH_CHOICES.get(v, md(v)),
                                   help="One job per combination and version; only a worker whose torch matches runs "
                                        "it. any: whichever worker is free. A version from the CLI (--torch 2.14) "
                                        "matches at a component: 2.14 runs on 2.14.1+cu128.")

@@ -683,7 +683,9 @@ def test_the_job_page_shows_kernels_caches_and_the_output_code(worker, tmp_path)
     assert [b.proto.label for b in at.get("download_button")] == ["Download output_code", "Download report (zip)"]
     pages = at.selectbox(key="tlparse_page")
     assert pages.options == ["index.html", "-_0_0_0/inductor_output_code_1.html"]  # the index first
-    assert "Stack trie" in at.get("iframe")[0].proto.srcdoc
+    (frame,) = at.get("iframe")  # the report's route serves the page, sandboxed (tests/unit/test_report.py)
+    assert frame.proto.src == f"/tlparse/{ids[0]}/index.html" and not frame.proto.srcdoc
+    assert [b.proto.url for b in at.get("link_button")] == [f"/tlparse/{ids[0]}/index.html"]
     shown_as_code = [o.content for o in at.get("button_group")[0].proto.options]
     assert shown_as_code == ["output_code", "trace"]  # the report's zip is no code to show
 
