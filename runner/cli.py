@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sqlalchemy import exc as sa_exc
 
-from db import answer, artifacts, queue, versions
+from db import answer, artifacts, queue, unpack, versions
 from db.axes import AXES, BY_FIELD, COMPILE_AXES
 from db.database import get_engine
 from db.engine import DatabaseError, describe, resolve_url
@@ -151,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
             flag = f"--arg {e.field.split('.', 1)[1]}"
         print(f"error: {flag}: {message}", file=sys.stderr)
         return 2
-    except (queue.QueueError, artifacts.ArtifactError, DatabaseError, zoo.ModelFileError, UsageError, GpuError) as e:
+    except (queue.QueueError, artifacts.ArtifactError, unpack.UnpackError, DatabaseError, zoo.ModelFileError, UsageError,
+            GpuError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except OSError as e:  # a folder or file of ours: --home unwritable, export -o into a missing folder

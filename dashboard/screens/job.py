@@ -1,15 +1,12 @@
 """The job's page: one result read whole. The numbers beside what the compiler did to get them: kernels per call
 eager and compiled, the caches per layer (and why a warm job still paid), graph breaks and recompiles with
 their source lines, and the compiler's own artifacts (output code, FX graphs, trace), shown and downloadable."""
-import io
-import zipfile
-
 import streamlit as st
 import streamlit.components.v1 as components
 
 from dashboard import state, story, timeline
 from dashboard.markup import md
-from db import artifacts, caches, views
+from db import artifacts, caches, unpack, views
 from db.results import export_records
 
 SHOWN_CHARS = 400_000  # more than this is offered as a download only: the browser chokes on larger code blocks
@@ -103,7 +100,11 @@ def artifact_view(job_id: int, listed: list[dict]) -> None:
     if name is None:
         return
     a = by_name[name]
-    text = artifacts.text(state.engine(), job_id, name)
+    try:
+        text = artifacts.text(state.engine(), job_id, name)
+    except unpack.UnpackError as e:  # a row written past what a worker writes: said, and the page goes on
+        st.error(md(e), icon=":material/block:")
+        return
     st.caption(f"{a['bytes']:,} bytes as written, {a['stored_bytes']:,} stored (gzip)"
                + (" · cut at the size cap" if a["truncated"] else "")
                + f" · also `python -m runner artifact {job_id} {name}`")
@@ -120,15 +121,23 @@ def tlparse_view(job_id: int, listed: list[dict]) -> None:
     if not any(a["name"] == "tlparse" for a in listed):
         return
     st.subheader("tlparse report")
-    data = artifacts.data(state.engine(), job_id, "tlparse")
-    with zipfile.ZipFile(io.BytesIO(data)) as z:
-        pages = sorted((n for n in z.namelist() if n.endswith(".html")), key=lambda n: (n != "index.html", n))
-        c1, c2 = st.columns([4, 1])
-        chosen = c1.selectbox("Page", pages, key="tlparse_page")
-        c2.download_button("Download report (zip)", data, file_name=f"job{job_id}-tlparse.zip",
-                           icon=":material/download:")
-        if chosen:
-            components.html(z.read(chosen).decode("utf-8", "replace"), height=700, scrolling=True)
+    what = f"job {job_id}'s tlparse report"
+    try:
+        data = artifacts.data(state.engine(), job_id, "tlparse")
+        pages = artifacts.report_pages(data, what)
+    except unpack.UnpackError as e:
+        st.error(md(e), icon=":material/block:")
+        return
+    c1, c2 = st.columns([4, 1])
+    chosen = c1.selectbox("Page", pages, key="tlparse_page")
+    c2.download_button("Download report (zip)", data, file_name=f"job{job_id}-tlparse.zip", icon=":material/download:")
+    if chosen:
+        try:
+            page = artifacts.report_page(data, chosen, what)
+        except unpack.UnpackError as e:
+            st.error(md(e), icon=":material/block:")
+        else:
+            components.html(page, height=700, scrolling=True)
 
 
 st.title("Job")
