@@ -1,11 +1,13 @@
-"""The job's page over rows no worker wrote: an artifact and a tlparse report that unpack past their limits. Each
-is refused with a message naming it and the limit; the rest of the page is shown."""
+"""The pages over what no worker vouches for. The job's page over rows no worker wrote: an artifact and a tlparse
+report that unpack past their limits, each refused with a message naming it and the limit, the rest of the page
+shown. The Submit form when no live worker holds the key that portable bundles need."""
 import gzip
 
 from bench.bombs import gzip_bomb, zip_bomb
 from dashboard.markup import md
 from db import artifacts, queue
 from db.models import JobStatus
+from runner import zoo
 from tests.dashboard.test_pages import lab, ok, page, submit_some, worker  # noqa: F401 (fixtures)
 
 
@@ -29,3 +31,18 @@ def test_the_job_page_refuses_bombs_and_shows_the_rest(worker):  # noqa: F811
     at.selectbox(key="tlparse_page").set_value("-_0_0_0/a.html").run()
     assert "fine" in at.get("iframe")[0].proto.srcdoc and len(at.error) == 1
     assert [e.label for e in at.expander] == ["Log tail"]
+
+
+def test_submit_says_a_portable_job_runs_cold_where_no_worker_holds_the_key(worker):  # noqa: F811
+    at = ok(page("submit"))
+    at.radio(key="f_cache").set_value("portable").run()
+    assert [w.value for w in at.warning] == [
+        "No live worker holds the cache signing key (`work --cache-key-file`): a portable job runs as a cold run, "
+        "loading no bundle and keeping none."]
+    models = [info.to_dict() for info in zoo.model_infos(zoo.catalog()).values()]
+    queue.register_worker(worker, "host:2:any:test", "host", 2, None, {"devices": ["cpu"], "torch_version": "2.13.0",
+                                                                       "models": models, "signs_bundles": True})
+    at = ok(page("submit"))
+    at.radio(key="f_cache").set_value("portable").run()
+    assert not at.warning and any(c.value == "1 of 2 live workers hold the cache signing key; a portable job that "
+                                              "another one claims runs as a cold run." for c in at.caption)
