@@ -24,7 +24,9 @@ def test_an_altered_bundle_is_never_loaded_and_the_job_says_why(any_db_url, tmp_
     url = any_db_url
     cold, port = submit(url, *TINY, "--cache", "cold") + submit(url, *TINY, "--cache", "portable")
     (keyless,) = submit(url, *TINY, "--cache", "portable", "--backend", "eager")
-    work(url, tmp_path / "host-a", "--max-jobs", "1", "--cache-key-file", str(cache_key_file))
+    said = work(url, tmp_path / "host-a", "--max-jobs", "1", "--cache-key-file", str(cache_key_file))
+    secret = cache_key_file.read_text().strip()
+    assert f"checked and signed with the key in {cache_key_file}" in said.stderr and secret not in said.stderr
     key = records(url)[cold]["mega_cache"]["key"]
     genuine = newest(url, key)
     # what the attacker stores: the genuine bundle plus a library, under the same key, the genuine signature kept
@@ -33,7 +35,8 @@ def test_an_altered_bundle_is_never_loaded_and_the_job_says_why(any_db_url, tmp_
         s.add(CompileCache(key=key, parts=genuine.parts, job_id=None, bytes=len(evil), info=genuine.info, data=evil,
                            signature=genuine.signature))
     # the key through the environment this time (the flag above): the worker reads it at start
-    work(url, tmp_path / "host-b", "--max-jobs", "1", env={signing.KEY_FILE_ENV: str(cache_key_file)})
+    said = work(url, tmp_path / "host-b", "--max-jobs", "1", env={signing.KEY_FILE_ENV: str(cache_key_file)})
+    assert f"compile cache key {key}: refused the newest bundle" in said.stderr and secret not in said.stderr
 
     rec = records(url)[port]
     mega = rec["mega_cache"]
@@ -50,7 +53,8 @@ def test_an_altered_bundle_is_never_loaded_and_the_job_says_why(any_db_url, tmp_
     assert mega["saved"]["stored"] is True and kept.job_id == port and kept.data != evil
     assert signing.load(cache_key_file).verify(key, kept.data, kept.signature)
 
-    work(url, tmp_path / "host-c", "--drain")  # no key: loads nothing, keeps nothing
+    said = work(url, tmp_path / "host-c", "--drain")  # no key: loads nothing, keeps nothing
+    assert "no cache signing key (--cache-key-file, COMPILE_LAB_CACHE_KEY_FILE)" in said.stderr
     rec = records(url)[keyless]
     assert rec["status"] == "succeeded", rec["error"]
     assert rec["mega_cache"]["note"] == f"{portable.NO_KEY}: it neither loads nor keeps bundles; ran as a cold run"
