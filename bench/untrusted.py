@@ -41,15 +41,34 @@ def _claimed_job(url: str, rows: list[dict]) -> int:
     return claim.job_id
 
 
-def _child(argv: list[str], env: dict | None = None) -> tuple[int, str, int]:
-    """(exit code, stderr, peak resident MiB) of a child process."""
-    with tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err,
-                                env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        err.seek(0)
-        return proc.returncode, err.read(), usage.ru_maxrss >> 10
+# the child reports its own peak (VmHWM, per address space): ru_maxrss from wait4 would carry over the peak of the
+# process it was forked from, which is the whole test run when pytest has imported torch
+_PEAK = """import atexit, runpy, sys
+out = sys.argv[1]
+def peak():
+    with open("/proc/self/status") as f:
+        kib = next(line.split()[1] for line in f if line.startswith("VmHWM"))
+    with open(out, "w") as f:
+        f.write(kib)
+atexit.register(peak)
+if sys.argv[2] == "-c":
+    code, sys.argv = sys.argv[3], ["-c"]
+    exec(compile(code, "<string>", "exec"), {"__name__": "__main__"})
+else:
+    sys.argv = sys.argv[3:]
+    runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+"""
+
+
+def measured(argv: list[str], env: dict | None = None) -> tuple[int, str, int]:
+    """(exit code, stderr, peak resident MiB) of `python -m MODULE ARGS` or `python -c CODE` (argv without the
+    interpreter), run in a child process that reports its own peak."""
+    with tempfile.TemporaryDirectory() as tmp:
+        peak_file = Path(tmp) / "peak"
+        done = subprocess.run([sys.executable, "-c", _PEAK, str(peak_file), *argv], cwd=ROOT, capture_output=True,
+                              text=True, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+        kib = int(peak_file.read_text()) if peak_file.exists() else -1
+    return done.returncode, done.stderr, kib >> 10
 
 
 def _traced(fn) -> tuple[str | None, int]:
@@ -103,8 +122,8 @@ def bundles(url: str, tmp: Path) -> tuple:
 
 def artifact_bomb(url: str, tmp: Path) -> tuple:
     job = _claimed_job(url, [{"name": "output_code", "bytes": 10, "truncated": False, "data": gzip_bomb(GIB)}])
-    code, err, peak = _child([sys.executable, "-m", "runner", "artifact", str(job), "output_code", "-o",
-                              str(tmp / "out.py"), "--db", url])
+    code, err, peak = measured(["-m", "runner", "artifact", str(job), "output_code", "-o", str(tmp / "out.py"),
+                                "--db", url])
     ok = code == 2 and "unpacks to more than 4,198,400 bytes, the limit: refused" in err and peak < 300
     return "bomb in an artifact row (runner artifact)", 1, int(ok), f"{peak} MiB", [] if ok else [(code, err[-300:])]
 
@@ -117,9 +136,9 @@ def bundle_bomb(tmp: Path) -> tuple:
     path, inductor = tmp / "megacache-in.bin", tmp / "inductor"
     path.write_bytes(bomb)
     inductor.mkdir()
-    code, err, peak = _child([sys.executable, "-c", "import json; from runner import megacache; "
-                              "print(json.dumps(megacache.load()), file=__import__('sys').stderr)"],
-                             {"COMPILE_LAB_LOAD_CACHE": str(path), "COMPILE_LAB_LOAD_CACHE_SHA256": signing.digest(bomb),
+    code, err, peak = measured(["-c", "import json, sys; from runner import megacache; "
+                                "print(json.dumps(megacache.load()), file=sys.stderr)"],
+                               {"COMPILE_LAB_LOAD_CACHE": str(path), "COMPILE_LAB_LOAD_CACHE_SHA256": signing.digest(bomb),
                               "TORCHINDUCTOR_CACHE_DIR": str(inductor)})
     written = list(inductor.rglob("*"))
     ok = code == 0 and "unpacks to more than 536,870,912 bytes" in err and not written
