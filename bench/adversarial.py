@@ -5,9 +5,10 @@ CLI entry point (in this process, so a traceback is an exception that escapes `m
 *refused cleanly* when it exits 2 with an `error:` line, no traceback and no password on stderr, and as
 *nothing stored* when no sweep or job row appeared. Faults: the fault tests (real workers, children,
 signals, a tmpfs, a PostgreSQL proxy) run once through pytest; each asserts that its job ended exactly
-once (nothing lost, nothing doubled), so a passed test is a survived fault.
+once (nothing lost, nothing doubled), so a passed test is a survived fault. Rows no worker wrote (altered
+compile cache bundles, decompression bombs): bench/untrusted.py.
 
-    python bench/adversarial.py [--pg URL] [--no-faults]   (COMPILE_LAB_TEST_PG also names the server)
+    python bench/adversarial.py [--pg URL] [--no-faults] [--no-untrusted]   (COMPILE_LAB_TEST_PG also names the server)
 """
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench import untrusted  # noqa: E402 (the path above first)
 
 SECRET = "S3cret"
 FIXTURES = str(ROOT / "tests" / "fixture_models")
@@ -155,6 +158,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--pg", default=os.environ.get("COMPILE_LAB_TEST_PG"), help="a PostgreSQL URL to try the inputs on too")
     p.add_argument("--no-faults", action="store_true")
+    p.add_argument("--no-untrusted", action="store_true", help="skip the altered bundles and decompression bombs")
     args = p.parse_args()
     table = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -175,6 +179,16 @@ def main() -> int:
     for what, *_, bad in table:
         for item in bad:
             print(f"  NOT CLEAN in {what}: {item}")
+    if not args.no_untrusted:
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = untrusted.table(f"sqlite:///{Path(tmp) / 'rows.db'}", args.pg, Path(tmp))
+        print(f"\n{'rows no worker wrote (bench/untrusted.py)':<56} {'tried':>6} {'handled':>8}  peak memory")
+        for what, tried, handled, peak, _ in rows:
+            print(f"{what:<56} {tried:>6} {handled:>8}  {peak}")
+        print("(handled: refused with a message naming it and the limit; nothing of it written or loaded)")
+        for what, *_, bad in rows:
+            for item in bad:
+                print(f"  NOT HANDLED in {what}: {item}")
     if not args.no_faults:
         injected, survived, notes = faults()
         print(f"\nfaults injected (fault tests: real processes and signals; each asserts one end per job, "

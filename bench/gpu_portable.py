@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import sys
 import tempfile
 from pathlib import Path
@@ -44,6 +45,9 @@ def main() -> int:
     if args.small:  # reduce-overhead is CUDA graphs: on the CPU it compiles like default
         chosen = {k: v for k, v in chosen.items() if "reduce-overhead" not in v} or chosen
     models = ["--models-dir", str(ROOT / "tests" / "fixture_models")]
+    key = out / "cache.key"  # the bench's own signing key: workers load and keep only bundles signed with one
+    key.write_text(secrets.token_hex(32) + "\n")
+    key.chmod(0o600)
     ids: dict[str, list[tuple[str, int]]] = {name: [] for name in chosen}
     walls = []
     for cache, home in STEPS:  # one step at a time: the portable job must find the cold job's bundle stored
@@ -51,7 +55,7 @@ def main() -> int:
                           "--iters", args.iters, "--timeout", "1800", "--cache", cache, "--trace", "false", *models)
         for name in chosen:
             ids[name] += [(cache, j) for j in step.get(f"{name} {cache}", [])]
-        walls.append(drain(db, out, args.device, *models, home=str(out / home)))
+        walls.append(drain(db, out, args.device, *models, "--cache-key-file", str(key), home=str(out / home)))
     recs = {r["job_id"]: r for r in export_records(get_engine(db))}
     print(f"{'config':<28} {'cache':<9} {'job':>4} {'first s':>8} {'vs cold':>8} {'fxgraph h/m':>11} "
           f"{'aot h/m':>8} {'triton h/m':>10} {'bundle':>10} {'kernel libs':>11} {'load s':>7}  note")

@@ -9,8 +9,6 @@ frame, whose sandbox Streamlit opens wider, and in a tab of its own. tlparse's o
 trie, carrying query parameters over to links) do not run; the report reads the same without them."""
 from __future__ import annotations
 
-import io
-import zipfile
 from urllib.parse import quote
 
 from starlette.requests import Request
@@ -35,19 +33,13 @@ def url(job_id: int, name: str = "index.html") -> str:
     return f"{PREFIX}/{job_id}/{quote(name)}"
 
 
-def pages(data: bytes) -> list[str]:
-    """The report's HTML pages, the index first."""
-    with zipfile.ZipFile(io.BytesIO(data)) as z:
-        return sorted((n for n in z.namelist() if n.endswith(HTML)), key=lambda n: (n != "index.html", n))
-
-
 def _text(status: int, message: str) -> Response:
     return Response(message + "\n", status, headers=HEADERS, media_type="text/plain; charset=utf-8")
 
 
 def serve(request: Request) -> Response:
     """One file of the report, looked up by its exact name in the job's zip (nothing on disk is read)."""
-    from db import artifacts  # here, not above: dashboard/app.py imports this module before its warm-up
+    from db import artifacts, unpack  # here, not above: dashboard/app.py imports this module before its warm-up
     from db.database import get_engine
     from db.engine import DatabaseError
 
@@ -56,12 +48,13 @@ def serve(request: Request) -> Response:
     job_id, name = request.path_params["job_id"], request.path_params["name"] or "index.html"
     try:
         data = artifacts.data(get_engine(), job_id, ARTIFACT)
-        with zipfile.ZipFile(io.BytesIO(data)) as z:
-            body = z.read(name)
+        body = artifacts.report_file(data, name, f"job {job_id}'s tlparse report")
     except artifacts.ArtifactError:
         return _text(404, f"Job {job_id} has no tlparse report.")
-    except (KeyError, zipfile.BadZipFile):
+    except KeyError:
         return _text(404, f"Job {job_id}'s tlparse report has no file {name!r}.")
+    except unpack.UnpackError as e:  # a damaged or oversized report: refused, with the limit it passed
+        return _text(422, str(e))
     except DatabaseError as e:
         return _text(503, f"Cannot open the database: {e}")
     kind = "text/html" if name.lower().endswith(HTML) else "text/plain"

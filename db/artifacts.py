@@ -4,18 +4,24 @@ kept in the database so that a dashboard on another host than the worker can sho
 The child packs each text (runner.artifacts): cut at MAX_TEXT_BYTES, gzip-compressed, into a folder beside its
 result file, with an index. The worker stores the folder with the job's outcome, in the same transaction, and at
 most MAX_JOB_BYTES of it (compressed): a trace of a large model must not grow the database without bound. What
-was cut or left out says so (`truncated`, and the marker at the cut). No torch, no SQLAlchemy session kept open.
+was cut or left out says so (`truncated`, and the marker at the cut). Reading one back unpacks at most what the
+child could have written (db.unpack): a row written by hand that unpacks further is refused with a message, never
+held in memory whole. No torch, no SQLAlchemy session kept open.
 """
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import re
+import zipfile
+import zlib
 from pathlib import Path
 
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
+from db import unpack
 from db.engine import reading
 from db.models import Artifact
 
@@ -24,6 +30,9 @@ MAX_JOB_BYTES = 8 << 20  # per job, compressed: what one job may add to the data
 INDEX = "index.json"
 NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 CUT = "\n\n# ... cut by Compile Lab at {kept} of {total} bytes\n"
+MAX_UNPACKED_BYTES = MAX_TEXT_BYTES + 4096  # one artifact out of its gzip: the text's cap plus the cut's marker
+MAX_REPORT_BYTES = 64 << 20  # tlparse's report, every page of its zip together (its zip is at most MAX_TEXT_BYTES)
+MAX_PAGE_BYTES = 16 << 20  # one page of it, shown in the browser
 
 
 class ArtifactError(LookupError):
@@ -112,11 +121,48 @@ def text(engine: Engine, job_id: int, name: str) -> str:
 
 
 def data(engine: Engine, job_id: int, name: str) -> bytes:
-    """One artifact as written (text as UTF-8, a report as its zip); ArtifactError names what there is instead."""
+    """One artifact as written (text as UTF-8, a report as its zip); ArtifactError names what there is instead,
+    unpack.UnpackError refuses one that unpacks past MAX_UNPACKED_BYTES or does not unpack."""
     with reading(engine) as s:
         data = s.scalar(select(Artifact.data).where(Artifact.job_id == job_id, Artifact.name == name))
     if data is None:
         have = [a["name"] for a in listing(engine, [job_id]).get(job_id, [])]
         raise ArtifactError(f"job {job_id} has no artifact {name!r}" +
                             (f" (it has: {', '.join(have)})" if have else " (it has none)"))
-    return gzip.decompress(data)
+    return unpack.gunzip(data, MAX_UNPACKED_BYTES, f"job {job_id}'s artifact {name!r}")
+
+
+def report_pages(report: bytes, what: str) -> list[str]:
+    """The HTML pages of tlparse's zipped report, the index first; unpack.UnpackError for a zip that does not open,
+    holds too many entries or unpacks past MAX_REPORT_BYTES."""
+    with _report(report, what) as z:
+        names = [i.filename for i in unpack.check_zip(z, MAX_REPORT_BYTES, what) if i.filename.endswith(".html")]
+    return sorted(names, key=lambda n: (n != "index.html", n))
+
+
+def report_file(report: bytes, name: str, what: str) -> bytes:
+    """One file of tlparse's zipped report, at most MAX_PAGE_BYTES of it (else unpack.UnpackError); KeyError when
+    the report has no file of that name."""
+    with _report(report, what) as z:
+        unpack.check_zip(z, MAX_REPORT_BYTES, what)
+        if name not in z.namelist():
+            raise KeyError(name)
+        try:
+            return unpack.read_member(z, name, MAX_PAGE_BYTES, what)
+        except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, zlib.error) as e:
+            raise unpack.Damaged(f"{what}: page {name!r} does not unpack ({type(e).__name__})") from e
+
+
+def report_page(report: bytes, page: str, what: str) -> str:
+    """One page of tlparse's zipped report as text, at most MAX_PAGE_BYTES of it (else unpack.UnpackError)."""
+    try:
+        return report_file(report, page, what).decode("utf-8", "replace")
+    except KeyError as e:
+        raise unpack.Damaged(f"{what}: page {page!r} does not unpack (KeyError)") from e
+
+
+def _report(report: bytes, what: str) -> zipfile.ZipFile:
+    try:
+        return zipfile.ZipFile(io.BytesIO(report))
+    except (zipfile.BadZipFile, OSError, EOFError) as e:
+        raise unpack.Damaged(f"{what} is not a zip that opens ({e})") from e

@@ -6,6 +6,9 @@ Keyed by what changes the compiled code: torch and triton versions, the device (
 and the spec's compile settings (model and sizes, task, dtype, backend, mode, dynamic, fullgraph, scope). The
 key is a hash; `parts` keeps what it hashes, readable. A key keeps its newest bundle only. No torch here: the
 worker computes the key from its probe.
+
+A bundle is code the worker that loads it runs: each row carries the storing worker's signature (runner.signing)
+and a worker loads only what its own key verifies. This module stores and fetches; it checks nothing.
 """
 from __future__ import annotations
 
@@ -36,6 +39,7 @@ class Found:
     job_id: int | None
     bytes: int
     data: bytes
+    signature: str | None  # None: stored before bundles were signed, or by hand; never loaded
 
 
 def key_parts(spec: ExperimentSpec, env: Mapping) -> dict:
@@ -59,14 +63,16 @@ def device_env(probe: Mapping, device: str) -> dict:
     return {"torch_version": probe.get("torch_version"), "triton_version": probe.get("triton_version"), **where}
 
 
-def store(engine: Engine, key: str, parts: Mapping, job_id: int | None, data: bytes, info: Mapping) -> bool:
-    """Keep one job's artifacts under `key`, in place of older ones of that key (only the newest is ever loaded:
-    every cold job stores one, and a sweep's repeats must not pile up copies); False (nothing stored) past
+def store(engine: Engine, key: str, parts: Mapping, job_id: int | None, data: bytes, info: Mapping,
+          signature: str | None) -> bool:
+    """Keep one job's artifacts under `key`, signed, in place of older ones of that key (only the newest is ever
+    loaded: every cold job stores one, and a sweep's repeats must not pile up copies); False (nothing stored) past
     MAX_CACHE_BYTES or when empty."""
     if not data or len(data) > MAX_CACHE_BYTES:
         return False
     with atomic(engine) as s:
-        row = CompileCache(key=key, parts=dict(parts), job_id=job_id, bytes=len(data), info=dict(info), data=data)
+        row = CompileCache(key=key, parts=dict(parts), job_id=job_id, bytes=len(data), info=dict(info), data=data,
+                           signature=signature)
         s.add(row)
         s.flush()
         s.execute(delete(CompileCache).where(CompileCache.key == key, CompileCache.id < row.id))
@@ -75,11 +81,11 @@ def store(engine: Engine, key: str, parts: Mapping, job_id: int | None, data: by
 
 def find(engine: Engine, key: str) -> Found | None:
     """The newest artifacts under `key`, or None."""
-    q = (select(CompileCache.job_id, CompileCache.bytes, CompileCache.data).where(CompileCache.key == key)
-         .order_by(CompileCache.id.desc()).limit(1))
+    q = (select(CompileCache.job_id, CompileCache.bytes, CompileCache.data, CompileCache.signature)
+         .where(CompileCache.key == key).order_by(CompileCache.id.desc()).limit(1))
     with reading(engine) as s:
         row = s.execute(q).first()
-    return None if row is None else Found(key, row.job_id, row.bytes, row.data)
+    return None if row is None else Found(key, row.job_id, row.bytes, row.data, row.signature)
 
 
 def listing(engine: Engine) -> list[dict]:

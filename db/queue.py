@@ -333,6 +333,13 @@ def live_torch_versions(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> list
     return sorted({v for w in live_workers(engine, fresh_s) if (v := w.capabilities.get("torch_version"))})
 
 
+def bundle_signers(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> tuple[int, int]:
+    """(live workers that hold the compile cache signing key, live workers): only the former load a portable job's
+    bundle (runner.signing); the rest run it as a cold run."""
+    live = live_workers(engine, fresh_s)
+    return sum(bool(w.capabilities.get("signs_bundles")) for w in live), len(live)
+
+
 def published_catalog(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> dict[str, ModelInfo]:
     """The models that live workers offer (what the dashboard's Submit page lists)."""
     catalog: dict[str, ModelInfo] = {}

@@ -14,14 +14,14 @@ from pathlib import Path
 
 from sqlalchemy import exc as sa_exc
 
-from db import answer, artifacts, queue, versions
+from db import answer, artifacts, queue, unpack, versions
 from db.axes import AXES, BY_FIELD, COMPILE_AXES
 from db.database import get_engine
 from db.engine import DatabaseError, describe, resolve_url
 from db.models import JobStatus, utcnow
 from db.results import export_records, records_csv, records_json
 from db.spec import SpecError, SweepRequest, split_sizes
-from runner import zoo
+from runner import signing, zoo
 from runner.gpus import GpuError
 
 
@@ -92,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "under pdb (no isolation, no timeout)")
     w.add_argument("--threads", type=int, help="torch's intra-op threads in every job (default: the CPUs this "
                                                "worker may run on, its affinity; pin a worker with taskset -c)")
+    w.add_argument("--cache-key-file", metavar="PATH",
+                   help="the lab's key for compile cache bundles (else the file COMPILE_LAB_CACHE_KEY_FILE names): "
+                        "this worker loads only bundles it verifies and signs those it keeps; without one, portable "
+                        "jobs run as cold runs (docs/operations.md, \"The portable cache's trust boundary\")")
     w.add_argument("--no-calibrate", action="store_true",
                    help="do not measure this GPU's ceilings at start (the roofline then has none)")
 
@@ -151,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
             flag = f"--arg {e.field.split('.', 1)[1]}"
         print(f"error: {flag}: {message}", file=sys.stderr)
         return 2
-    except (queue.QueueError, artifacts.ArtifactError, DatabaseError, zoo.ModelFileError, UsageError, GpuError) as e:
+    except (queue.QueueError, artifacts.ArtifactError, unpack.UnpackError, DatabaseError, zoo.ModelFileError, UsageError,
+            GpuError, signing.CacheKeyError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except OSError as e:  # a folder or file of ours: --home unwritable, export -o into a missing folder
@@ -235,6 +240,7 @@ def cmd_work(args) -> int:
         raise UsageError(f"--threads must be between 1 and 4096, got {args.threads}")
     if not 0 <= args.grace <= 24 * 3600:
         raise UsageError(f"--grace must be between 0 and 86400 seconds, got {args.grace:g}")
+    signer = signing.load(args.cache_key_file)  # read once, at start; a file that cannot be used stops here
     if args.gpus is not None:
         listed = gpus.parse_gpus(args.gpus)
         get_engine(args.db)  # a bad URL fails here, once, not in every worker; the schema is upgraded once
@@ -242,9 +248,16 @@ def cmd_work(args) -> int:
     if args.gpu is not None:
         args.gpu = gpus.parse_gpu(args.gpu)
     gpus.arm_supervised_worker()
+    if signer is None:
+        logging.getLogger("compile_lab.worker").warning(
+            "no cache signing key (--cache-key-file, %s): portable jobs run as cold runs, cold jobs keep no bundle",
+            signing.KEY_FILE_ENV)
+    else:
+        logging.getLogger("compile_lab.worker").info("compile cache bundles: checked and signed with the key in %s",
+                                                     signer.source)
     cfg = WorkerConfig(db_url=args.db, home=Path(args.home), gpu=args.gpu, lease_s=args.lease,
                        grace_s=args.grace, models_dirs=args.models_dir, spawn=args.spawn,
-                       calibrate=not args.no_calibrate, threads=args.threads,
+                       calibrate=not args.no_calibrate, threads=args.threads, signer=signer,
                        max_jobs=1 if args.once else args.max_jobs, drain=args.drain or args.once)
     worker = Worker(cfg)
     worker.install_signal_handlers()

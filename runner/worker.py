@@ -43,6 +43,7 @@ from runner.child import THREADS_ENV, WORKER_PID_ENV
 from runner.lease import LeaseKeeper, read_progress
 from runner.neighbours import Watch, my_cpus, sharing
 from runner.reaper import kill_tree
+from runner.signing import KEY_FILE_ENV, Signer
 from runner.spawn import SpawnError, make_spawner
 
 log = logging.getLogger("compile_lab.worker")
@@ -68,6 +69,7 @@ class WorkerConfig:
     spawn: str = "fork"  # fork: from the preloaded parent (runner/zygote.py); fresh: a new interpreter per job
     calibrate: bool = True  # measure a GPU's ceilings once (runner/ceilings.py) if the database has none
     threads: int | None = None  # torch's intra-op threads in every child; None: the CPUs this worker may use
+    signer: Signer | None = field(default=None, repr=False)  # signs and checks cache bundles; None: no portable cache
 
 
 @dataclass
@@ -149,6 +151,7 @@ class Worker:
             "triton_version": probe.get("triton_version"),
             "models": [e.info.to_dict() for e in self.entries.values()], "pid": os.getpid(),
             "models_dirs": [str(d) for d in self.cfg.models_dirs], "cpus": self.cpus, "threads": self.threads,
+            "signs_bundles": self.cfg.signer is not None,  # whether its portable jobs can load (the Submit page)
         }
         caps["shares_cores_with"] = self._sharing(queue.live_workers(self.engine))
         return caps
@@ -245,6 +248,7 @@ class Worker:
 
     def _env(self) -> dict:
         env = dict(os.environ)
+        env.pop(KEY_FILE_ENV, None)  # the worker checks and signs bundles; a job's child has no use for the key
         # the child starts in its job folder: this makes it import the very code its worker runs, from a checkout
         # run without `pip install -e .` (`python -m runner` in the project folder) as well as from an install
         env["PYTHONPATH"] = os.pathsep.join([str(PROJECT_ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
@@ -429,8 +433,9 @@ class Worker:
             cache = self.home / "cache"
         env["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
         env["TRITON_CACHE_DIR"] = str(cache / "triton")
-        # load or save the mega-cache; a follow-up in its first run's cache has what that run loaded
-        mega = None if kept is not None else portable.prepare(self.engine, spec, self.probe, jobdir, env)
+        # load or save a bundle; a follow-up in its first run's cache has what that run loaded
+        mega = None if kept is not None else portable.prepare(self.engine, spec, self.probe, jobdir, env,
+                                                               self.cfg.signer)
         argv = ["--spec", str(spec_file), "--result", str(result_file), "--progress", str(progress_file),
                 "--lease-file", str(jobdir / "lease")]
         argv += ["--repeat"] if claim.follow_up else []  # the headline clock only (runner.measure)
@@ -488,7 +493,7 @@ class Worker:
             watch.sample(force=True)
             self._note_neighbours(outcome.result, watch)
             with steps.phase("cache bundle"):  # a cold job's bundle kept, for portable jobs (runner.portable)
-                portable.finish(self.engine, mega, claim.job_id, outcome.result, jobdir)
+                portable.finish(self.engine, mega, claim.job_id, outcome.result, jobdir, self.cfg.signer)
         return outcome
 
     def _note_neighbours(self, result: dict, watch: Watch) -> None:

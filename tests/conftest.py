@@ -162,6 +162,17 @@ def fill_synthetic(engine):
     return fill_synthetic
 
 
+@pytest.fixture
+def cache_key_file(tmp_path) -> Path:
+    """A compile cache signing key as docs/operations.md makes one: 64 hex characters, mode 600."""
+    import secrets
+
+    path = tmp_path / "cache.key"
+    path.write_text(secrets.token_hex(32) + "\n")
+    path.chmod(0o600)
+    return path
+
+
 def run_cli(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
     """`python -m runner ARGS` in a fresh interpreter, from the project root."""
     return subprocess.run([sys.executable, "-m", "runner", *args], cwd=ROOT, capture_output=True, text=True,

@@ -5,7 +5,7 @@ import streamlit as st
 
 from dashboard import report, state, story, timeline
 from dashboard.markup import md
-from db import artifacts, caches, views
+from db import artifacts, caches, unpack, views
 from db.results import export_records
 
 SHOWN_CHARS = 400_000  # more than this is offered as a download only: the browser chokes on larger code blocks
@@ -99,7 +99,11 @@ def artifact_view(job_id: int, listed: list[dict]) -> None:
     if name is None:
         return
     a = by_name[name]
-    text = artifacts.text(state.engine(), job_id, name)
+    try:
+        text = artifacts.text(state.engine(), job_id, name)
+    except unpack.UnpackError as e:  # a row written past what a worker writes: said, and the page goes on
+        st.error(md(e), icon=":material/block:")
+        return
     st.caption(f"{a['bytes']:,} bytes as written, {a['stored_bytes']:,} stored (gzip)"
                + (" · cut at the size cap" if a["truncated"] else "")
                + f" · also `python -m runner artifact {job_id} {name}`")
@@ -117,9 +121,15 @@ def tlparse_view(job_id: int, listed: list[dict]) -> None:
     if not any(a["name"] == "tlparse" for a in listed):
         return
     st.subheader("tlparse report")
-    data = artifacts.data(state.engine(), job_id, "tlparse")
+    what = f"job {job_id}'s tlparse report"
+    try:
+        data = artifacts.data(state.engine(), job_id, "tlparse")
+        pages = artifacts.report_pages(data, what)
+    except unpack.UnpackError as e:
+        st.error(md(e), icon=":material/block:")
+        return
     c1, c2, c3 = st.columns([3, 1, 1.3], vertical_alignment="bottom")
-    chosen = c1.selectbox("Page", report.pages(data), key="tlparse_page")
+    chosen = c1.selectbox("Page", pages, key="tlparse_page")
     c2.link_button("Open in a tab", report.url(job_id, chosen or "index.html"), icon=":material/open_in_new:",
                    width="stretch")
     c3.download_button("Download report (zip)", data, file_name=f"job{job_id}-tlparse.zip", icon=":material/download:",

@@ -156,7 +156,9 @@ def sweep_form(catalog: dict, devices: set) -> None:
         cache = st.radio("Compile cache", list(CACHES), key=KEYS["cache"], horizontal=True, persist_state="session",
                          help="cold: a fresh, empty inductor/triton cache for the job (its artifacts are kept in the "
                               "database); warm: the worker's cache; portable: a fresh cache plus the artifacts a "
-                              "cold job of the same settings kept, the first call a colleague on another host pays")
+                              "cold job of the same settings kept, the first call a colleague on another host pays. "
+                              "Those artifacts are code: only a worker holding the lab's cache signing key loads "
+                              "or keeps them; on one without, a portable job runs as a cold run")
         slots["cache"] = st.empty()
         trace = st.checkbox("Keep the compile trace", key=KEYS["trace"], persist_state="session",
                             help="TORCH_TRACE's lines (capped at 4 MB of text) and tlparse's report, on the job's page; "
@@ -208,6 +210,15 @@ def sweep_form(catalog: dict, devices: set) -> None:
         slots.get(slot_for(error.field), st).error(md(message(error)), icon=":material/error:")
     if device not in devices:
         slots["device"].warning(f"No live worker offers {device}: the jobs wait until one does.")
+    if cache == "portable":
+        signers, live = queue.bundle_signers(state.engine())
+        if signers == 0:
+            slots["cache"].warning("No live worker holds the cache signing key (`work --cache-key-file`): a portable "
+                                   "job runs as a cold run, loading no bundle and keeping none.",
+                                   icon=":material/key_off:")
+        elif signers < live:
+            slots["cache"].caption(f"{signers} of {live} live workers hold the cache signing key; a portable job "
+                                   "that another one claims runs as a cold run.")
 
     st.divider()
     count, action = st.columns([3, 1], vertical_alignment="center")

@@ -90,6 +90,26 @@ def test_cli_writes_one_artifact_out(db_url, tmp_path):
     assert missing.returncode == 2 and "has no artifact 'trace' (it has: output_code)" in missing.stderr
 
 
+def test_runner_artifact_refuses_a_bomb_without_holding_it(any_db_url, tmp_path):
+    """1 MB stored, 1 GiB of text unpacked: `runner artifact` exits 2 naming the artifact and the limit, and its
+    process never grows near the gibibyte (its own peak resident size, bench.untrusted.measured)."""
+    from bench.bombs import gzip_bomb
+    from bench.untrusted import measured
+
+    engine = get_engine(any_db_url)
+    queue.submit(engine, SweepRequest(model="tiny", batch_sizes=[2], device="cpu"), {"tiny": ModelInfo("tiny", "d")})
+    claim = queue.claim_next(engine, "w", ["cpu"], ["tiny"], 60)
+    bomb = {"name": "output_code", "bytes": 10, "truncated": False, "data": gzip_bomb(1 << 30)}
+    queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, result={"speedup": 2.0}, artifacts=[bomb])
+    code, stderr, peak_mib = measured(["-m", "runner", "artifact", str(claim.job_id), "output_code",
+                                       "-o", str(tmp_path / "code.py"), "--db", any_db_url])
+    assert code == 2, stderr[-2000:]
+    assert stderr.strip() == (f"error: job {claim.job_id}'s artifact 'output_code' unpacks to more than "
+                              f"{artifacts.MAX_UNPACKED_BYTES:,} bytes, the limit: refused")
+    assert 0 < peak_mib < 300, peak_mib  # the interpreter and SQLAlchemy are ~100 MiB
+    assert not (tmp_path / "code.py").exists()
+
+
 def test_a_worker_claims_jobs_pinned_to_its_torch_and_never_another(db_url, tmp_path):
     """A real worker (this venv's torch) runs the job pinned to its version; the one pinned to 2.99 stays queued,
     and `status` (text and --json) says which torch it waits for while the worker is live."""

@@ -192,16 +192,16 @@ def test_amp_training_and_compiling_each_block(db_url, tmp_path):
     assert refused.returncode == 2 and "scope: model 'tiny' names no repeated blocks" in refused.stderr
 
 
-def test_a_portable_job_loads_what_a_cold_job_of_the_same_settings_kept(db_url, tmp_path):
+def test_a_portable_job_loads_what_a_cold_job_of_the_same_settings_kept(db_url, tmp_path, cache_key_file):
     """A team's warm cache: a cold job on one worker stores its compile cache bundle (torch's mega-cache and the
-    kernel libraries) under its key; a portable job of the same spec on another worker (another home, a fresh
-    cache directory) loads it before compiling, and every cache layer hits."""
+    kernel libraries) under its key, signed with the lab's key; a portable job of the same spec on another worker
+    (another home, a fresh cache directory, the same key) loads it before compiling, and every cache layer hits."""
     ids = submit(db_url, "--model", "tiny", "--batch", "8", "--cache", "cold", "--device", "cpu", "--iters", "3",
                  "--trace", "false")
     ids += submit(db_url, "--model", "tiny", "--batch", "8", "--cache", "portable", "--device", "cpu", "--iters", "3",
                   "--trace", "false")
-    work(db_url, tmp_path / "host-a", "--max-jobs", "1")
-    work(db_url, tmp_path / "host-b", "--drain")
+    work(db_url, tmp_path / "host-a", "--max-jobs", "1", "--cache-key-file", str(cache_key_file))
+    work(db_url, tmp_path / "host-b", "--drain", "--cache-key-file", str(cache_key_file))
     recs = records(db_url)
     cold, port = recs[ids[0]], recs[ids[1]]
     assert cold["status"] == port["status"] == "succeeded", (cold["error"], port["error"])

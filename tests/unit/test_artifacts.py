@@ -71,3 +71,22 @@ def test_a_stale_finisher_stores_no_artifacts_and_a_deleted_job_leaves_none(engi
         s.delete(s.get(Job, claim.job_id))
     with reading(engine) as s:
         assert s.scalar(select(func.count(Artifact.id))) == 0
+
+
+def test_a_row_that_unpacks_past_the_limit_is_refused_naming_it(engine):
+    """A row written by hand, not by a worker: 64 MiB of zeros in 64 KB of gzip. Read back, it is refused at the
+    limit instead of unpacked whole; what a worker writes, cut at the cap, still reads back."""
+    from bench.bombs import gzip_bomb
+
+    claim = claimed(engine)
+    cut, total, _ = artifacts.pack("x" * (artifacts.MAX_TEXT_BYTES + 10))
+    rows = [{"name": "output_code", "bytes": 10, "truncated": False, "data": gzip_bomb(64 << 20)},
+            {"name": "fx_graphs", "bytes": total, "truncated": True, "data": cut},
+            {"name": "trace", "bytes": 3, "truncated": False, "data": b"not gzip"}]
+    assert queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, result=RESULT, artifacts=rows)
+    with pytest.raises(ValueError, match=rf"job {claim.job_id}'s artifact 'output_code' unpacks to more than "
+                                         r"4,198,400 bytes, the limit: refused"):
+        artifacts.text(engine, claim.job_id, "output_code")
+    assert artifacts.text(engine, claim.job_id, "fx_graphs").endswith(f"of {total} bytes\n")
+    with pytest.raises(ValueError, match=rf"job {claim.job_id}'s artifact 'trace' is not valid gzip data"):
+        artifacts.data(engine, claim.job_id, "trace")

@@ -1,12 +1,27 @@
-"""A team's warm cache, the database side (db.caches) and the worker's (runner.portable), without a compile: the
-key changes with what changes the compiled code and only then; the newest bundle of a key is loaded; a portable
-job with none is told so and saves its own; the size cap."""
+"""A team's warm cache, the database side (db.caches) and the worker's (runner.portable), without a compile, on a
+real SQLite file and a real PostgreSQL database: the key changes with what changes the compiled code and only then;
+the newest bundle of a key is loaded, and only if its signature checks with the worker's key for that very cache
+key; a worker without a key neither loads nor keeps bundles; a portable job with none is told so and saves its own;
+the size cap."""
+import pytest
+
 from db import caches
+from db.database import get_engine
 from db.spec import ExperimentSpec
-from runner import portable
+from runner import portable, signing
 
 PROBE = {"torch_version": "2.13.0+cpu", "triton_version": None, "cpu_name": "AMD EPYC", "device_name": None,
          "capability": None}
+
+
+@pytest.fixture
+def engine(any_db_url):
+    return get_engine(any_db_url)
+
+
+@pytest.fixture
+def signer(cache_key_file):
+    return signing.load(cache_key_file)
 
 
 def spec(**kw) -> ExperimentSpec:
@@ -34,32 +49,117 @@ def test_the_key_follows_the_compile_settings_and_the_environment_only():
 
 def test_the_newest_bundle_of_a_key_is_found_and_the_cap_holds(engine):
     assert caches.find(engine, "k1") is None
-    assert caches.store(engine, "k1", {"model": "tiny"}, None, b"old", {})
-    assert caches.store(engine, "k1", {"model": "tiny"}, None, b"newer", {})
-    assert caches.find(engine, "k1").data == b"newer" and caches.find(engine, "k1").bytes == 5
-    assert not caches.store(engine, "k2", {}, None, b"", {})
-    assert not caches.store(engine, "k2", {}, None, b"x" * (caches.MAX_CACHE_BYTES + 1), {})
+    assert caches.store(engine, "k1", {"model": "tiny"}, None, b"old", {}, "s1")
+    assert caches.store(engine, "k1", {"model": "tiny"}, None, b"newer", {}, "s2")
+    found = caches.find(engine, "k1")
+    assert (found.data, found.bytes, found.signature) == (b"newer", 5, "s2")
+    assert not caches.store(engine, "k2", {}, None, b"", {}, "s")
+    assert not caches.store(engine, "k2", {}, None, b"x" * (caches.MAX_CACHE_BYTES + 1), {}, "s")
     assert caches.find(engine, "k2") is None and [e["key"] for e in caches.listing(engine)] == ["k1"]  # newest only
 
 
-def test_a_portable_job_without_artifacts_says_so_and_saves_its_own(engine, tmp_path):
+def test_a_portable_job_without_artifacts_says_so_and_saves_its_own_signed(engine, signer, tmp_path):
     env = {}
-    note = portable.prepare(engine, spec(), PROBE, tmp_path, env)
+    note = portable.prepare(engine, spec(), PROBE, tmp_path, env, signer)
     assert note["note"].startswith(caches.NO_ARTIFACTS) and "source" not in note
     assert portable.LOAD_ENV not in env and env[portable.SAVE_ENV] == str(tmp_path / portable.SAVE_FILE)
-    # the child saved a bundle: the worker stores it, so the next portable job of this key finds it
+    # the child saved a bundle: the worker stores it, signed, so the next portable job of this key finds it
     (tmp_path / portable.SAVE_FILE).write_bytes(b"bundle")
     result = {"detail": {"mega_cache": {"saved": {"bytes": 6, "keys": {"inductor": ["a"]}}}}}
-    portable.finish(engine, note, None, result, tmp_path)
+    portable.finish(engine, note, None, result, tmp_path, signer)
     mega = result["detail"]["mega_cache"]
     assert mega["saved"] == {"bytes": 6, "stored": True} and mega["note"].startswith(caches.NO_ARTIFACTS)
+    assert signer.verify(note["key"], b"bundle", caches.find(engine, note["key"]).signature)
     env = {}
     (tmp_path / "next").mkdir()
-    again = portable.prepare(engine, spec(), PROBE, tmp_path / "next", env)
+    again = portable.prepare(engine, spec(), PROBE, tmp_path / "next", env, signer)
     assert again["source"] == {"job_id": None, "bytes": 6} and "note" not in again
     assert (tmp_path / "next" / portable.LOAD_FILE).read_bytes() == b"bundle" and portable.SAVE_ENV not in env
+    assert env[portable.LOAD_SHA_ENV] == signing.digest(b"bundle")  # what the child compares before unpacking
 
 
-def test_a_warm_job_neither_loads_nor_saves(engine, tmp_path):
+def test_a_bundle_loads_only_with_this_keys_signature_for_this_cache_key(engine, signer, tmp_path):
+    """Each newer row is one an attacker who can write the database could store; none reaches the job's folder."""
+    k, other = key(spec()), key(spec(batch_size=16))
+    assert caches.store(engine, k, {}, None, b"genuine", {}, signer.sign(k, b"genuine"))
+    stranger = signing.Signer((b"s" * 64,))
+    tries = {"unsigned": (b"evil", None, "it is unsigned"),
+             "altered, the genuine signature kept": (b"evil", signer.sign(k, b"genuine"), "does not check"),
+             "a genuine bundle of another key, replayed": (b"other", signer.sign(other, b"other"), "does not check"),
+             "signed with another key": (b"evil", stranger.sign(k, b"evil"), "does not check"),
+             "a signature that is no hex": (b"evil", "x" * 64, "does not check")}
+    for n, (what, (data, signature, why)) in enumerate(tries.items()):
+        assert caches.store(engine, k, {}, None, data, {}, signature)
+        env, folder = {}, tmp_path / str(n)
+        folder.mkdir()
+        note = portable.prepare(engine, spec(), PROBE, folder, env, signer)
+        assert note["note"].startswith(f"refused the newest bundle for this key (from no job, {len(data)} bytes): "), what
+        assert why in note["note"] and note["note"].endswith("nothing from it was written or loaded, ran as a cold run")
+        assert "source" not in note and not (folder / portable.LOAD_FILE).exists(), what
+        assert portable.LOAD_ENV not in env and env[portable.SAVE_ENV], what  # a cold run that keeps its own
+
+
+def test_a_worker_without_a_key_neither_loads_nor_keeps_bundles(engine, signer, tmp_path):
+    k = key(spec())
+    assert caches.store(engine, k, {}, None, b"genuine", {}, signer.sign(k, b"genuine"))
+    for cache, says in (("portable", "it neither loads nor keeps bundles; ran as a cold run"),
+                        ("cold", "it keeps no bundle")):
+        env = {}
+        note = portable.prepare(engine, spec(cache=cache), PROBE, tmp_path, env, None)
+        assert note["note"] == f"{portable.NO_KEY}: {says}" and env == {} and "source" not in note
+        assert not (tmp_path / portable.LOAD_FILE).exists()
+
+
+def test_a_warm_job_neither_loads_nor_saves(engine, signer, tmp_path):
     env = {}
-    assert portable.prepare(engine, spec(cache="warm"), PROBE, tmp_path, env) is None and env == {}
+    assert portable.prepare(engine, spec(cache="warm"), PROBE, tmp_path, env, signer) is None and env == {}
+
+
+def test_the_key_file_is_refused_unless_private_and_long(tmp_path, monkeypatch):
+    path = tmp_path / "k"
+    monkeypatch.delenv(signing.KEY_FILE_ENV, raising=False)
+    assert signing.load(None) is None
+    with pytest.raises(signing.CacheKeyError, match="k: No such file"):
+        signing.load(path)
+    path.write_text("a" * 64)
+    path.chmod(0o644)
+    with pytest.raises(signing.CacheKeyError, match=r"readable or writable by others \(mode 0644\); chmod 600"):
+        signing.load(path)
+    path.chmod(0o600)
+    path.write_text("short\n")
+    with pytest.raises(signing.CacheKeyError, match="key 1 is shorter than 32 characters"):
+        signing.load(path)
+    path.write_text("# the new key signs; the old one still verifies while workers change over\n" + "n" * 64 + "\n"
+                    + "o" * 64 + "\n")
+    monkeypatch.setenv(signing.KEY_FILE_ENV, str(path))
+    signer = signing.load(None)
+    old = signing.Signer((b"o" * 64,))
+    assert signer.verify("k", b"d", old.sign("k", b"d")) and signer.verify("k", b"d", signer.sign("k", b"d"))
+    assert not old.verify("k", b"d", signer.sign("k", b"d"))
+    assert "nnnn" not in repr(signer) and "oooo" not in repr(signer)
+
+
+def test_the_child_unpacks_only_the_bytes_the_worker_checked_and_within_the_limit(tmp_path, monkeypatch):
+    """runner.megacache.load, the child's side: a file that is not the one checked, one without a digest, and a
+    signed bundle that unpacks past the limit are refused before anything is written; a good one is unpacked."""
+    from bench.bombs import zip_bomb
+    from runner import megacache
+
+    inductor, bundle = tmp_path / "inductor", tmp_path / portable.LOAD_FILE
+    inductor.mkdir()
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(inductor))
+    monkeypatch.setenv(megacache.LOAD_ENV, str(bundle))
+    fine = zip_bomb({"kernels/ab/k.so": b"\x7fELF fine"})
+    bomb = zip_bomb({"kernels/ab/k.so": b"\x7fELF fine", "kernels/cd/big.so": 1 << 30})
+    for data, checked, says in ((zip_bomb({"kernels/ab/evil.so": b"\x7fELF evil"}), fine, "is not the one whose "
+                                 "signature the worker checked"), (fine, None, "is not the one whose signature"),
+                                (bomb, bomb, "the compile cache bundle unpacks to more than 536,870,912 bytes, the "
+                                             "limit: refused; nothing from it was written or loaded")):
+        bundle.write_bytes(data)
+        monkeypatch.setenv(megacache.LOAD_SHA_ENV, signing.digest(checked) if checked else "")
+        out = megacache.load()
+        assert says in out["error"] and out["kernel_libraries"] == 0 and not list(inductor.rglob("*"))
+    bundle.write_bytes(fine)
+    monkeypatch.setenv(megacache.LOAD_SHA_ENV, signing.digest(fine))
+    out = megacache.load()
+    assert "error" not in out and out["kernel_libraries"] == 1 and (inductor / "ab" / "k.so").read_bytes() == b"\x7fELF fine"

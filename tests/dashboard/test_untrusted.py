@@ -1,0 +1,48 @@
+"""The pages over what no worker vouches for. The job's page over rows no worker wrote: an artifact and a tlparse
+report that unpack past their limits, each refused with a message naming it and the limit, the rest of the page
+shown. The Submit form when no live worker holds the key that portable bundles need."""
+import gzip
+
+from bench.bombs import gzip_bomb, zip_bomb
+from dashboard.markup import md
+from db import artifacts, queue
+from db.models import JobStatus
+from runner import zoo
+from tests.dashboard.test_pages import lab, ok, page, submit_some, worker  # noqa: F401 (fixtures)
+
+
+def test_the_job_page_refuses_bombs_and_shows_the_rest(worker):  # noqa: F811
+    ids = submit_some(worker, 1)
+    claim = queue.claim_next(worker, "host:1:any:test", ["cpu"], ["simplenet"], 60)
+    report = zip_bomb({"index.html": 40 << 20, "-_0_0_0/a.html": b"<pre>fine</pre>"})  # 40 MiB of index page
+    rows = [{"name": "output_code", "bytes": 10, "truncated": False, "data": gzip_bomb(64 << 20)},
+            {"name": "trace", "bytes": 4, "truncated": False, "data": artifacts.pack("tiny")[0]},
+            {"name": "tlparse", "bytes": len(report), "truncated": False, "data": gzip.compress(report)}]
+    queue.finish(worker, claim.job_id, claim.token, JobStatus.SUCCEEDED, artifacts=rows,
+                 result={"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "compiled_first_call_s": 9.5})
+    at = ok(page("job", job=str(ids[0])))
+    assert {m.label: m.value for m in at.metric}["Speedup"] == "2.000×"  # the rest of the page is there
+    errors = [e.value for e in at.error]
+    assert errors == [md(f"job {ids[0]}'s artifact 'output_code' unpacks to more than 4,198,400 bytes, the limit: refused"),
+                      md(f"job {ids[0]}'s tlparse report: index.html unpacks to more than 16,777,216 bytes, the limit: "
+                         "refused")], errors  # as text: the names come from the row
+    assert at.selectbox(key="tlparse_page").options == ["index.html", "-_0_0_0/a.html"]
+    assert not at.get("iframe")
+    at.selectbox(key="tlparse_page").set_value("-_0_0_0/a.html").run()
+    assert "fine" in at.get("iframe")[0].proto.srcdoc and len(at.error) == 1
+    assert [e.label for e in at.expander] == ["Log tail"]
+
+
+def test_submit_says_a_portable_job_runs_cold_where_no_worker_holds_the_key(worker):  # noqa: F811
+    at = ok(page("submit"))
+    at.radio(key="f_cache").set_value("portable").run()
+    assert [w.value for w in at.warning] == [
+        "No live worker holds the cache signing key (`work --cache-key-file`): a portable job runs as a cold run, "
+        "loading no bundle and keeping none."]
+    models = [info.to_dict() for info in zoo.model_infos(zoo.catalog()).values()]
+    queue.register_worker(worker, "host:2:any:test", "host", 2, None, {"devices": ["cpu"], "torch_version": "2.13.0",
+                                                                       "models": models, "signs_bundles": True})
+    at = ok(page("submit"))
+    at.radio(key="f_cache").set_value("portable").run()
+    assert not at.warning and any(c.value == "1 of 2 live workers hold the cache signing key; a portable job that "
+                                              "another one claims runs as a cold run." for c in at.caption)
