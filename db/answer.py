@@ -17,11 +17,13 @@ import math
 from typing import Iterable
 
 import numpy as np
-from sqlalchemy import Engine
+from sqlalchemy import Engine, func, select
 
 from db import labels, noise, views
 from db.axes import COMPILE_FIELDS, TRI, fold_note, folded_mode
+from db.engine import reading
 from db.interval import Interval, Prior, combine, device_prior
+from db.models import Job, Result
 
 # what makes two jobs the same workload, and the same compiled configuration of it (the cache is left out:
 # it changes the first call, not the code that runs; the first call is reported cold and warm apart)
@@ -83,8 +85,30 @@ def _per_text(texts: list, decode) -> list:
 
 
 def report(engine: Engine, sweep_ids: Iterable[int] | None = None, job_ids: Iterable[int] | None = None) -> list[dict]:
-    """The answer rows of these jobs (all, when neither is given): what `runner report` prints and Results shows."""
-    return answer_rows(answer_records(engine, job_ids=job_ids, sweep_ids=sweep_ids))
+    """The answer rows of these jobs (all, when neither is given): what `runner report` prints and Results shows.
+    The spread between processes that widens a configuration's interval is what its device showed across the whole
+    database, not only among the jobs asked for (device_priors)."""
+    records = answer_records(engine, job_ids=job_ids, sweep_ids=sweep_ids)
+    return answer_rows(records, device_priors(engine, {r["device_name"] for r in records}))
+
+
+def device_priors(engine: Engine, devices: Iterable[str | None]) -> dict:
+    """Per device, the spread between processes shown by every configuration that ran in two or more undisturbed
+    processes of one sweep (db.interval.device_prior), read from the stored per-process numbers alone."""
+    devices = [d for d in set(devices) if d is not None]
+    if not devices:
+        return {}
+    q = (select(Result.device_name, Job.sweep_id, Job.config, Result.round_speedup, Result.round_speedup_se)
+         .join(Job, Job.id == Result.job_id)
+         .where(Job.status == "succeeded", Result.device_name.in_(devices), Job.config.is_not(None),
+                Result.round_speedup > 0, func.coalesce(Result.disturbed, False).is_(False)))
+    groups: dict = {}
+    with reading(engine) as s:
+        for device, sweep, config, center, se in s.execute(q):
+            centers, errors = groups.setdefault(device, {}).setdefault((sweep, config), ([], []))
+            centers.append(center)
+            errors.append(se)
+    return {device: device_prior(per.values()) for device, per in groups.items()}
 
 
 def rows_csv(rows: list[dict], columns: Iterable[str] = COLUMNS) -> str:
@@ -124,17 +148,19 @@ def rows_markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def answer_rows(records: list[dict]) -> list[dict]:
+def answer_rows(records: list[dict], priors: dict | None = None) -> list[dict]:
     """One row (COLUMNS) per model, batch size and configuration of these records, best speedup first within a
     model and batch size. A disturbed run is left out of every number while an undisturbed one of its configuration
-    exists (db.noise); a configuration whose runs all failed says so in its verdict instead of a number."""
+    exists (db.noise); a configuration whose runs all failed says so in its verdict instead of a number. `priors`:
+    per device, the spread between processes it showed beyond these records (device_priors), where it knows more."""
     records = [_folded(r) for r in records if r.get("model") and r.get("status") != "cancelled"]
     labels = _labels(records)  # (model, configuration key) -> label
     groups: dict[tuple, list[dict]] = {}
     for r in records:
         groups.setdefault((r["model"], r["batch_size"], _key(r)), []).append(r)
     answering = {g: _answering(rs) for g, rs in groups.items()}
-    priors = _priors(groups, answering)
+    priors = {device: prior if (priors or {}).get(device) is None or prior.measured_df >= priors[device].measured_df
+              else priors[device] for device, prior in _priors(groups, answering).items()}
     eager_first = {}  # the eager first call belongs to the workload, not the configuration: pooled over all runs
     for (model, bs, key), rs in groups.items():
         eager_first.setdefault((model, bs, key[:len(BASE_KEYS)]), []).extend(

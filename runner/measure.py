@@ -32,7 +32,7 @@ from db.spec import ExperimentSpec
 from db.timeline import Phases
 from runner import cudagraphs as cudagraphs_health
 from runner import megacache, preload, recompiles, tlparse_report
-from runner.accuracy import compare, reference, skip_reason, tensors
+from runner.accuracy import compare, on_device, reference, skip_reason, tensors
 from runner.disturbance import Watch as Disturbances
 from runner.environment import environment, environment_detail, gpu_state, host_state
 from runner.introspect import (
@@ -307,7 +307,7 @@ def first_calls(job: Setup, report: Report, check: bool = True) -> dict:
         first_metrics = metrics()[n_metrics:]
         graph_count = job.watch.count()
         if check:
-            compiled_ref = reference(out, job.compiled_base if training else None)
+            compiled_ref = on_device(out, job.compiled_base if training else None)  # compared where it lies
             accuracy = compare(eager_ref, compiled_ref, job.spec.dtype,
                                skip_reason(job.entry, job.eager_model, training))
             del eager_ref, compiled_ref
@@ -469,7 +469,8 @@ def _inputs(module, entry: ZooEntry, spec: ExperimentSpec, size: int, device, dt
     if entry.info.size_dim != "batch":
         params[entry.info.size_dim], batch = size, spec.batch_size
     _seed(1)
-    raw = module.example_inputs(batch, **params)
+    with torch.device(device):  # drawn where they are used: 2 x 10000 x 10000 randn on the host took 2 s
+        raw = module.example_inputs(batch, **params)
     if isinstance(raw, torch.Tensor):
         raw = (raw,)
     return tuple(t.to(device=device, dtype=dtype) if t.is_floating_point() else t.to(device) for t in raw)

@@ -178,14 +178,15 @@ def sweep_form(catalog: dict, devices: set) -> None:
                                  help=f"Run each combination this many times (1 to {MAX_REPEAT})")
         slots["iters"], slots["timeout_s"], slots["repeat"] = st.empty(), st.empty(), st.empty()
         c4, c5 = st.columns(2)
-        reruns = c4.number_input("Noisy re-runs", step=1, key=KEYS["reruns"], persist_state="session",
-                                 help="A job whose rounds spread past 5% is re-run automatically, up to this many times "
-                                      f"per combination (0 to {MAX_REPEAT}; 0: never); its quiet runs answer")
+        reruns = c4.number_input("Re-runs", step=1, key=KEYS["reruns"], persist_state="session",
+                                 help="A job disturbed from outside (another process on its cores or GPU, throttled "
+                                      "clocks, memory pressure: measured and named) is re-run automatically, up to this "
+                                      f"many times per combination (0 to {MAX_REPEAT}; 0: never)")
         process_repeats = c5.number_input(
-            "Process repeats", step=1, key=KEYS["process_repeats"], persist_state="session",
-            help="A host-sensitive job (its GPU idles a quarter of its latency or more: the host's speed, which moves "
-                 "from process to process, sets it) is repeated in separate processes until this many runs of its "
-                 f"combination exist (1 to {MAX_REPEAT}; 1: off)")
+            "Processes", step=1, key=KEYS["process_repeats"], persist_state="session",
+            help="Each combination runs in this many fresh processes: they differ, and the answer's interval holds "
+                 "across them. The later ones compile from the first's cache and time the headline alone "
+                 f"(1 to {MAX_REPEAT}; 1: one process, its interval widened by the device's spread)")
         slots["reruns"], slots["process_repeats"] = st.empty(), st.empty()
         clear_stale_preset_name()
         name = st.text_input("Sweep name", key=KEYS["name"], max_chars=200, persist_state="session")

@@ -184,3 +184,17 @@ def test_a_disturbed_result_names_the_busy_workers_and_the_threads(db_url, tmp_p
     state = noisy["detail"]["host_state"]
     assert state["before_rounds"]["loadavg"] == [3.0, 2.0, 1.0] and state["threads_pinned"] == 1
     assert state["shares_cores_with"] == ["other"] and state["busy_workers"][0]["job"] == 7
+
+
+def test_a_configuration_in_one_process_takes_the_spread_its_device_showed_elsewhere_in_the_database(engine):
+    """The answer for one sweep's lone process is widened by what the device's other sweeps' repeated
+    configurations showed (db.answer.device_priors), not only by the jobs asked for."""
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu"), CATALOG)
+    for center in (2.0, 2.3, 1.75):  # three processes that disagree by some 14%
+        run_next(engine, {**QUIET, "round_speedup": center, "device_name": "box"})
+    sweep, (lone,), _ = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[16], device="cpu",
+                                                          process_repeats=1), CATALOG)
+    run_next(engine, {**QUIET, "round_speedup": 1.5, "round_speedup_se": 0.001, "device_name": "box"})
+    (alone,) = report(engine, job_ids=[lone])
+    assert alone["speedup_ci_high"] / alone["speedup"] - 1 > 0.15  # the device's spread, not its rounds' 0.1%
+    assert "this device's spread between fresh processes" in alone["verdict"]

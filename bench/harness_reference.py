@@ -1,0 +1,85 @@
+"""One fresh process of the reference for the answer: PyTorch's compiler benchmark loop on one configuration, as a
+user's own script would run it (benchmarks/dynamo common.py `timed()`: per repeat, eager then compiled, each one
+call between a device sync and a perf_counter read; medians over the repeats; speedup = eager / compiled). No
+worker, no database, no analysis passes: the zoo's model and the same step the runner times (runner.measure
+.make_step: no_grad forward, or forward + backward + SGD step), torch.compile as the spec says.
+
+    python -m bench.harness_reference --model simplenet --batch 32 --mode default --dynamic false [--task training]
+
+Prints one JSON line: the medians, the speedup, the repeats and the seconds they took. bench/honest_answers.py runs
+three of these per configuration, each a fresh interpreter.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import time
+
+import torch
+
+from runner import zoo
+from runner.measure import make_step
+
+MIN_REPEATS, MIN_SECONDS, WARMUP_S = 50, 2.0, 0.5
+DYNAMIC = {"none": None, "true": True, "false": False}
+
+
+def sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def timed(step, inputs, device: str) -> float:
+    sync(device)
+    t0 = time.perf_counter()
+    step(inputs)
+    sync(device)
+    return time.perf_counter() - t0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", required=True)
+    p.add_argument("--batch", type=int, required=True)
+    p.add_argument("--mode", default="default")
+    p.add_argument("--dynamic", default="none", choices=tuple(DYNAMIC))
+    p.add_argument("--task", default="inference", choices=("inference", "training"))
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--arg", action="append", default=[], help="NAME=VALUE: a model size parameter")
+    args = p.parse_args()
+    entry = zoo.catalog()[args.model]
+    module = zoo.load_module(entry)
+    params = {pi.name: pi.default for pi in entry.info.params}
+    params |= {k: type(params[k])(v) for k, v in (a.split("=", 1) for a in args.arg)}
+    device, training = args.device, args.task == "training"
+    torch.manual_seed(0)
+    eager = module.build(**params).to(device)
+    base = copy.deepcopy(eager)
+    for m in (eager, base):
+        m.train(training)
+    torch.manual_seed(1)
+    inputs = tuple(t.to(device) for t in module.example_inputs(args.batch, **params))
+    compile_fn = lambda m: torch.compile(m, mode=args.mode, dynamic=DYNAMIC[args.dynamic])  # noqa: E731
+    compiled = module.compile(base, compile_fn, **params) if hasattr(module, "compile") else compile_fn(base)
+    graphs = device == "cuda" and args.mode in ("reduce-overhead", "max-autotune")
+    steps = {"eager": make_step(eager, eager.parameters(), training, False, device_type=device),
+             "compiled": make_step(compiled, base.parameters(), training, graphs, device_type=device)}
+    started = time.perf_counter()
+    while time.perf_counter() - started < WARMUP_S:  # compile, then warm both up
+        for step in steps.values():
+            timed(step, inputs, device)
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    started = time.perf_counter()
+    while len(times["eager"]) < MIN_REPEATS or time.perf_counter() - started < MIN_SECONDS:
+        for name, step in steps.items():
+            times[name].append(timed(step, inputs, device) * 1e3)
+    eager_ms, compiled_ms = (float(torch.tensor(times[n]).median()) for n in ("eager", "compiled"))
+    print(json.dumps({"eager_ms": eager_ms, "compiled_ms": compiled_ms, "speedup": eager_ms / compiled_ms,
+                      "repeats": len(times["eager"]), "seconds": time.perf_counter() - started,
+                      "torch": torch.__version__}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,269 @@
+"""Is the answer honest? The seed configurations submitted with the lab's defaults (each configuration in 3 fresh
+processes, re-runs on for disturbed runs), twice, through the real worker; beside them a reference: the compiler
+harness's timed() loop in 3 fresh processes per configuration (bench/harness_reference.py). Printed side by side
+with the checks the answer must pass:
+
+  - every configuration answered;
+  - each answer within 10% of the reference's median;
+  - the 95% interval covers the reference's median in >= 90% of configurations;
+  - each sweep's answer inside the other sweep's interval in >= 90%;
+  - <= 10% of jobs disturbed (each with its cause);
+  - the follow-up jobs' GPU time (claim to stored) <= 0.5x the first runs';
+  - the per-job overhead (claim to stored, less the measurement) p90 <= 1.5 s.
+
+    python -m bench.honest_answers sweep --out DIR --label A     # one sweep of every configuration, drained
+    python -m bench.honest_answers reference --out DIR           # 3 harness processes per configuration
+    python -m bench.honest_answers table --out DIR [--out DIR2 ...]  # the table, from what the steps left
+
+Each step writes into DIR as it goes (sweep-A.db, reference.jsonl), so a step cut short leaves what it finished.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = {  # name: submit flags (the seed notes' configurations: 001-004)
+    "simplenet bs32 dynamic=false": ["--model", "simplenet", "--batch", "32", "--dynamic", "false"],
+    "simplenet bs32 dynamic=true": ["--model", "simplenet", "--batch", "32", "--dynamic", "true"],
+    "simplenet bs32 reduce-overhead": ["--model", "simplenet", "--batch", "32", "--mode", "reduce-overhead"],
+    "mlp bs64 default": ["--model", "mlp", "--batch", "64"],
+    "mlp bs64 reduce-overhead": ["--model", "mlp", "--batch", "64", "--mode", "reduce-overhead"],
+    "sincos bs10000": ["--model", "sincos", "--batch", "10000"],
+    "complexnet bs32 default": ["--model", "complexnet", "--batch", "32"],
+    "complexnet bs32 reduce-overhead": ["--model", "complexnet", "--batch", "32", "--mode", "reduce-overhead"],
+    "convnetmix bs32": ["--model", "convnetmix", "--batch", "32"],
+    "resnet18 bs16 training": ["--model", "resnet18", "--batch", "16", "--task", "training"],
+}
+SMALL = {"complexnet": ["--arg", "image_size=96"], "sincos": ["--arg", "width=1000"]}  # --small: a CPU smoke run
+REF_PROCESSES = 3
+
+
+def _flag(flags: list[str], name: str, default: str) -> str:
+    return flags[flags.index(name) + 1] if name in flags else default
+
+
+def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *cmd], cwd=ROOT, capture_output=True, text=True, **kw)
+
+
+def chosen(args) -> dict[str, list[str]]:
+    out = {n: f for n, f in CONFIGS.items() if not args.only or any(o in n for o in args.only)}
+    if args.small:
+        out = {n: f + SMALL.get(f[1], []) for n, f in out.items()}
+    return out
+
+
+def sweep(args) -> None:
+    """Submit every configuration with the defaults, as its own sweep named after it, and drain them."""
+    out = Path(args.out)
+    work = Path(tempfile.mkdtemp(prefix="honest-"))  # the database and the worker's home: never under OUT
+    db = f"sqlite:///{work / 'lab.db'}"
+    for name, flags in chosen(args).items():
+        done = _run(["-m", "runner", "submit", "--db", db, "--device", args.device, "--name", f"{args.label}: {name}",
+                     *flags])
+        print(f"{args.label}: {name}: {done.stdout.strip() or done.stderr.strip()}", flush=True)
+    started = time.time()
+    with open(out / f"worker-{args.label}.log", "w") as log:
+        subprocess.run([sys.executable, "-m", "runner", "work", "--drain", "--db", db, "--home", str(work / "home"),
+                        *(["--gpu", "0"] if args.device == "cuda" else [])], cwd=ROOT, stdout=log,
+                       stderr=subprocess.STDOUT)
+    print(f"{args.label}: drained in {time.time() - started:.0f} s", flush=True)
+    src = sqlite3.connect(work / "lab.db")
+    with sqlite3.connect(out / f"sweep-{args.label}.db") as dst:  # one file, whole: the WAL folded in
+        src.backup(dst)
+    src.close()
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def reference(args) -> None:
+    """Per configuration, REF_PROCESSES fresh harness processes (one compile cache per configuration: the first
+    compiles, the others find it), one JSON line each appended to reference.jsonl."""
+    out = Path(args.out)
+    for name, flags in chosen(args).items():
+        cache = Path(tempfile.mkdtemp(prefix="ref-cache-"))
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"),
+               "TRITON_CACHE_DIR": str(cache / "triton")}
+        cmd = ["-m", "bench.harness_reference", "--model", flags[1], "--batch", _flag(flags, "--batch", "1"),
+               "--mode", _flag(flags, "--mode", "default"), "--dynamic", _flag(flags, "--dynamic", "none"),
+               "--task", _flag(flags, "--task", "inference"), "--device", args.device]
+        cmd += [x for i, x in enumerate(flags) if flags[i - 1] == "--arg" or x == "--arg"]
+        for i in range(REF_PROCESSES):
+            done = _run(cmd, env=env, timeout=900)
+            line = {"config": name, "process": i}
+            try:
+                line |= json.loads(done.stdout.strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                line["error"] = (done.stderr.strip().splitlines() or ["no output"])[-1][:300]
+            with open(out / "reference.jsonl", "a") as f:
+                f.write(json.dumps(line) + "\n")
+            print(json.dumps(line), flush=True)
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def _sweep_rows(db_file: Path) -> dict:
+    """{config name: (answer row, [job records])} of one sweep database, and its jobs' timelines."""
+    from sqlalchemy import select
+
+    from db import timeline
+    from db.answer import report
+    from db.database import get_engine
+    from db.engine import reading
+    from db.models import Job, Result, Sweep
+
+    engine = get_engine(f"sqlite:///{db_file}")
+    rows = report(engine)
+    with reading(engine) as s:
+        jobs = s.execute(select(Job.id, Sweep.name, Job.status, Job.follow_up, Job.claimed_at, Result.disturbed,
+                                Result.noise_note, Result.detail["timeline"])
+                         .join(Sweep, Sweep.id == Job.sweep_id).outerjoin(Result, Result.job_id == Job.id)).all()
+    by_name: dict = {}
+    for job_id, sweep_name, status, follow_up, _claimed, disturbed, note, tl in jobs:
+        name = sweep_name.split(": ", 1)[1]
+        tl = json.loads(tl) if isinstance(tl, str) else tl
+        by_name.setdefault(name, {"jobs": [], "row": None})["jobs"].append(
+            {"job_id": job_id, "status": status, "follow_up": follow_up, "disturbed": disturbed, "note": note,
+             "total_s": timeline.total_s(tl) if tl else None, "overhead_s": timeline.overhead_s(tl) if tl else None})
+    for row in rows:
+        ids = {int(j) for j in row["job_ids"].split()}
+        for entry in by_name.values():
+            if ids & {j["job_id"] for j in entry["jobs"]}:
+                entry["row"] = row
+    return by_name
+
+
+def _pct(q: float, values: list[float]) -> float | None:
+    values = sorted(v for v in values if v is not None)
+    if not values:
+        return None
+    pos = (len(values) - 1) * q
+    lo = int(pos)
+    return values[lo] + (values[min(lo + 1, len(values) - 1)] - values[lo]) * (pos - lo)
+
+
+def table(args) -> None:
+    outs = [Path(o) for o in args.out_all]
+    sweeps = {}
+    for out in outs:
+        for db in sorted(out.glob("sweep-*.db")):
+            sweeps[db.stem.removeprefix("sweep-")] = _sweep_rows(db)
+    refs: dict[str, list[float]] = {}
+    ref_errors: dict[str, list[str]] = {}
+    for out in outs:
+        for line in (out / "reference.jsonl").read_text().splitlines() if (out / "reference.jsonl").exists() else []:
+            r = json.loads(line)
+            if "speedup" in r:
+                refs.setdefault(r["config"], []).append(r["speedup"])
+            else:
+                ref_errors.setdefault(r["config"], []).append(r.get("error", "?"))
+    labels = sorted(sweeps)
+    lines = [f"{'configuration':<34}{'reference (3 processes)':<26}"
+             + "".join(f"{'sweep ' + lb + ': answer [95%]':<34}{'jobs':>5}" for lb in labels)]
+    checks = {"answered": [], "within 10%": [], "covers reference": [], "inside other sweep": []}
+    jobs, first_s, follow_s, overheads = [], [], [], []
+    for name in CONFIGS:
+        ref = refs.get(name, [])
+        ref_med = statistics.median(ref) if ref else None
+        cells = f"{name:<34}" + (f"{ref_med:.3f}x ({min(ref):.3f}-{max(ref):.3f})" if ref else
+                                 "-" if name not in ref_errors else "failed").ljust(26)
+        answers = {}
+        for lb in labels:
+            entry = sweeps[lb].get(name)
+            if entry is None:
+                cells += f"{'-':<34}{'':>5}"
+                continue
+            row = entry["row"]
+            jobs += entry["jobs"]
+            for j in entry["jobs"]:
+                (follow_s if j["follow_up"] else first_s).append(j["total_s"])
+                overheads.append(j["overhead_s"])
+            answered = row is not None and row["speedup"] is not None
+            checks["answered"].append(answered)
+            if answered:
+                answers[lb] = row
+                cells += f"{row['speedup']:.3f}x [{row['speedup_ci_low']:.3f}, {row['speedup_ci_high']:.3f}]".ljust(34)
+                if ref_med is not None:
+                    checks["within 10%"].append(abs(row["speedup"] / ref_med - 1) <= 0.10)
+                    checks["covers reference"].append(row["speedup_ci_low"] <= ref_med <= row["speedup_ci_high"])
+            else:
+                cells += f"{'no answer':<34}"
+            cells += f"{len(entry['jobs']):>5}"
+        for a in answers:
+            for b in answers:
+                if a != b:
+                    checks["inside other sweep"].append(
+                        answers[b]["speedup_ci_low"] <= answers[a]["speedup"] <= answers[b]["speedup_ci_high"])
+        lines.append(cells)
+    lines.append("")
+    for lb in labels:
+        for name, entry in sweeps[lb].items():
+            if entry["row"] is not None:
+                lines.append(f"sweep {lb}: {name}: {entry['row']['verdict']}")
+    lines.append("")
+    disturbed = [j for j in jobs if j["disturbed"]]
+    ok = [j for j in jobs if j["status"] == "succeeded"]
+    ratio = sum(v for v in follow_s if v) / sum(v for v in first_s if v) if any(first_s) else math.nan
+    p90 = _pct(0.9, overheads)
+    summary = [
+        ("configurations answered", f"{sum(checks['answered'])} of {len(checks['answered'])}", "all",
+         all(checks["answered"])),
+        ("answer within 10% of the reference median", _share(checks["within 10%"]), "all",
+         all(checks["within 10%"])),
+        ("95% interval covers the reference median", _share(checks["covers reference"]), ">= 90%",
+         _frac(checks["covers reference"]) >= 0.9),
+        ("a sweep's answer inside the other's interval", _share(checks["inside other sweep"]), ">= 90%",
+         _frac(checks["inside other sweep"]) >= 0.9),
+        ("jobs disturbed (a measured cause)", f"{len(disturbed)} of {len(ok)}", "<= 10%",
+         len(disturbed) <= 0.1 * max(1, len(ok))),
+        ("follow-ups' GPU time / first runs'", f"{ratio:.2f} ({sum(filter(None, follow_s)):.0f} s / "
+         f"{sum(filter(None, first_s)):.0f} s)", "<= 0.5", ratio <= 0.5),
+        ("per-job overhead p90, s", f"{p90:.2f} (median {_pct(0.5, overheads):.2f}, max {max(filter(None, overheads)):.2f})"
+         if p90 is not None else "-", "<= 1.5", p90 is not None and p90 <= 1.5),
+    ]
+    lines += [f"{'check':<46}{'measured':<34}{'target':<9}holds"]
+    lines += [f"{what:<46}{value:<34}{target:<9}{'yes' if held else 'NO'}" for what, value, target, held in summary]
+    lines += [f"disturbed: job {j['job_id']}: {j['note']}" for j in disturbed]
+    lines += [f"reference failed: {n}: {e[0]}" for n, e in ref_errors.items()]
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        Path(args.write).write_text(text + "\n")
+
+
+def _frac(flags: list[bool]) -> float:
+    return sum(flags) / len(flags) if flags else math.nan
+
+
+def _share(flags: list[bool]) -> str:
+    return f"{sum(flags)} of {len(flags)}" + (f" ({_frac(flags):.0%})" if flags else "")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("step", choices=("sweep", "reference", "table"))
+    p.add_argument("--out", action="append", dest="out_all", default=None)
+    p.add_argument("--label", default="A")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--only", action="append", help="configurations whose name contains this")
+    p.add_argument("--small", action="store_true", help="CPU-sized models (a smoke run of this script)")
+    p.add_argument("--write", help="table: also write it to this file")
+    args = p.parse_args()
+    args.out_all = args.out_all or [os.environ.get("OUT") or tempfile.mkdtemp()]
+    args.out = args.out_all[0]
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    {"sweep": sweep, "reference": reference, "table": table}[args.step](args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
