@@ -67,7 +67,8 @@ def chosen(args) -> dict[str, list[str]]:
 def sweep(args) -> None:
     """Submit every configuration with the defaults, as its own sweep named after it, and drain them."""
     out = Path(args.out)
-    work = Path(tempfile.mkdtemp(prefix="honest-"))  # the database and the worker's home: never under OUT
+    work = Path(tempfile.mkdtemp(prefix="honest-"))  # the database: never under OUT until it is whole
+    home = Path(args.home or work / "home")  # the worker's: its host facts and kept caches serve a second sweep
     db = f"sqlite:///{work / 'lab.db'}"
     for name, flags in chosen(args).items():
         done = _run(["-m", "runner", "submit", "--db", db, "--device", args.device, "--name", f"{args.label}: {name}",
@@ -75,8 +76,8 @@ def sweep(args) -> None:
         print(f"{args.label}: {name}: {done.stdout.strip() or done.stderr.strip()}", flush=True)
     started = time.time()
     with open(out / f"worker-{args.label}.log", "w") as log:
-        subprocess.run([sys.executable, "-m", "runner", "work", "--drain", "--db", db, "--home", str(work / "home"),
-                        *(["--gpu", "0"] if args.device == "cuda" else [])], cwd=ROOT, stdout=log,
+        subprocess.run([sys.executable, "-m", "runner", "work", "--drain", "--no-calibrate", "--db", db, "--home",
+                        str(home), *(["--gpu", "0"] if args.device == "cuda" else [])], cwd=ROOT, stdout=log,
                        stderr=subprocess.STDOUT)
     print(f"{args.label}: drained in {time.time() - started:.0f} s", flush=True)
     src = sqlite3.connect(work / "lab.db")
@@ -257,6 +258,7 @@ def main() -> int:
     p.add_argument("--only", action="append", help="configurations whose name contains this")
     p.add_argument("--small", action="store_true", help="CPU-sized models (a smoke run of this script)")
     p.add_argument("--write", help="table: also write it to this file")
+    p.add_argument("--home", help="sweep: the worker's home (default: a fresh one)")
     args = p.parse_args()
     args.out_all = args.out_all or [os.environ.get("OUT") or tempfile.mkdtemp()]
     args.out = args.out_all[0]
