@@ -47,7 +47,15 @@ def main() -> int:
     p.add_argument("--task", default="inference", choices=("inference", "training"))
     p.add_argument("--device", default="cuda")
     p.add_argument("--arg", action="append", default=[], help="NAME=VALUE: a model size parameter")
+    p.add_argument("--instrument", action="store_true",
+                   help="attach what a worker's child listens to the compile with (to tell its cost apart)")
     args = p.parse_args()
+    if args.instrument:  # as runner.measure._build does, in its order
+        from runner import cudagraphs as cudagraphs_health
+        from runner.introspect import GraphBreakLog
+        from runner.trace import CompileTrace
+
+        listeners = (GraphBreakLog(), cudagraphs_health.listen(), CompileTrace())  # noqa: F841 (kept alive)
     entry = zoo.catalog()[args.model]
     module = zoo.load_module(entry)
     params = {pi.name: pi.default for pi in entry.info.params}

@@ -203,6 +203,7 @@ def finish(engine: Engine, job_id: int, token: str, status: JobStatus, error: st
             return False
         if row is not None:
             s.add(row)
+            s.flush()  # a value the database refuses fails here, as itself, before any follow-up is planned
             _queue_follow_ups(s, job_id, row)  # with the result, in its transaction: both go in, or neither
         job_artifacts.add(s, job_id, artifacts or [])
         return True

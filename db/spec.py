@@ -445,7 +445,10 @@ class SweepRequest:
     # db.noise: a job whose rounds a measured cause disturbed is re-run, up to this many times per configuration;
     # every configuration runs in this many fresh processes (1: one), the later ones from the first's compile cache
     reruns: int = 2
-    process_repeats: int = 3
+    # 2, from an H100 sweep of the seed configurations: a repeat's warm first call and rounds cost 0.32x of a first
+    # run (whose cold compile dominates), so a second repeat would take follow-ups past half of the first runs' GPU
+    # time; the device's spread between processes (db.interval) keeps 2 processes' interval calibrated
+    process_repeats: int = 2
     name: str = ""
 
     def __post_init__(self):

@@ -38,14 +38,17 @@ class Reading:
     at: float
     busy: int = 0
     steal: int = 0
+    parts: dict = field(default_factory=dict)  # /proc/stat's columns over the job's CPUs, ticks
     own: float = 0.0  # this process and its children, seconds
     procs: dict = field(default_factory=dict)  # pid -> (name, ticks)
     stall_us: int | None = None
     swapped_in: int | None = None
 
 
-def _cpu_ticks(cpus: set[int]) -> tuple[int, int]:
-    busy = steal = 0
+def _cpu_ticks(cpus: set[int]) -> tuple[int, int, dict]:
+    """Busy ticks of the job's CPUs (user, nice, system: what processes ran; interrupts are the machine serving
+    devices, the job's own GPU among them, and are kept apart), their steal ticks, and each part."""
+    parts = dict.fromkeys(("user", "nice", "system", "irq", "softirq", "steal"), 0)
     with open("/proc/stat") as f:
         for line in f:
             if not line.startswith("cpu") or line.startswith("cpu "):
@@ -54,10 +57,10 @@ def _cpu_ticks(cpus: set[int]) -> tuple[int, int]:
             if int(name[3:]) not in cpus:
                 continue
             v = [int(x) for x in values] + [0] * 10
-            user, nice, system, _idle, _iowait, irq, softirq, st = v[:8]
-            busy += user + nice + system + irq + softirq
-            steal += st
-    return busy, steal
+            for key, value in zip(("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"), v):
+                if key in parts:
+                    parts[key] += value
+    return parts["user"] + parts["nice"] + parts["system"], parts["steal"], parts
 
 
 def _processes() -> dict[int, tuple[str, int]]:
@@ -103,7 +106,7 @@ def _pressure() -> tuple[int | None, int | None]:
 def read_host(cpus: set[int], with_processes: bool = True) -> Reading:
     r = Reading(at=time.monotonic(), own=_own_seconds())
     try:
-        r.busy, r.steal = _cpu_ticks(cpus)
+        r.busy, r.steal, r.parts = _cpu_ticks(cpus)
         r.procs = _processes() if with_processes else {}
     except (OSError, ValueError):  # not Linux, or /proc unreadable: nothing measured
         pass
@@ -142,7 +145,10 @@ def host_causes(before: Reading, after: Reading, cpus: set[int]) -> tuple[list[s
     top.sort(reverse=True)
     measured = {"rounds_s": round(wall, 3), "cores": len(cpus), "others_cpu_s": round(others_s, 3),
                 "others_share": round(others_s / capacity, 4), "steal_s": round(steal_s, 3),
-                "busiest_others": [{"pid": pid, "name": name, "cpu_s": round(used, 3)} for used, pid, name in top[:8]]}
+                "busiest_others": [{"pid": pid, "name": name, "cpu_s": round(used, 3)} for used, pid, name in top[:8]],
+                "cpu_s_by_kind": {k: round((after.parts.get(k, 0) - before.parts.get(k, 0)) / TICK, 3)
+                                  for k in after.parts},
+                "own_cpu_s": round(after.own - before.own, 3)}
     causes = []
     if before.procs and others_s >= CPU_MIN_S and others_s / capacity > CPU_SHARE:
         who = ", ".join(f"{name} (pid {pid}) {used / wall:.1f}" for used, pid, name in top[:3])

@@ -60,7 +60,7 @@ def test_static_recompiles_on_the_schedule_and_dynamic_does_not(db_url, tmp_path
         assert r["compiled_second_call_s"] < r["compiled_first_call_s"] / 10
         # the headline is latency (perf_counter around each call on the CPU); throughput beside it; no GPU clock
         assert r["speedup"] == pytest.approx(r["eager_ms"] / r["compiled_ms"], rel=1e-12)
-        assert r["timing_protocol"] == 2 and r["timing_method"].startswith("cpu: latency = perf_counter per call")
+        assert r["timing_protocol"] == 3 and r["timing_method"].startswith("cpu: latency = perf_counter per call")
         assert r["throughput_speedup"] == pytest.approx(r["eager_throughput_ms"] / r["compiled_throughput_ms"])
         assert statistics.median(flat(r["samples"]["compiled_throughput"])) == pytest.approx(r["compiled_throughput_ms"])
         assert (r["eager_gpu_ms"], r["compiled_gpu_ms"], r["gpu_speedup"], r["eager_host_overhead"],

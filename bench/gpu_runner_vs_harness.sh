@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Where a host-bound configuration's answer and the compiler harness part (simplenet bs 32 dynamic=true by default):
+# the harness loop in fresh processes plain and with the child's compile listeners attached (interleaved), then the
+# worker's children forked from its preloaded parent and started fresh, 3 processes each; per job its latencies and
+# what disturbed its rounds. Writes into $OUT (default: a temp folder).
+#   bench/gpu_runner_vs_harness.sh [MODEL=simplenet BATCH=32 FLAGS="--dynamic true"]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
+OUT=${OUT:-$(mktemp -d)}
+MODEL=${MODEL:-simplenet}; BATCH=${BATCH:-32}; FLAGS=${FLAGS:---dynamic true}
+GPU=$( [ "$($PY -c 'import torch; print(torch.cuda.is_available())')" = True ] && echo "--gpu 0" || echo "" )
+DEVICE=$( [ -n "$GPU" ] && echo cuda || echo cpu )
+work=$(mktemp -d)
+for i in 0 1 2; do
+  for v in plain instrumented; do
+    extra=$( [ $v = instrumented ] && echo --instrument )
+    TORCHINDUCTOR_CACHE_DIR=$work/$v/inductor TRITON_CACHE_DIR=$work/$v/triton \
+      $PY -m bench.harness_reference --model "$MODEL" --batch "$BATCH" $FLAGS --device "$DEVICE" $extra \
+      | sed "s/^/harness $v process $i: /" | tee -a "$OUT/runner_vs_harness.txt"
+  done
+done
+for spawn in fork fresh; do
+  db="sqlite:///$work/$spawn.db"
+  $PY -m runner submit --db "$db" --model "$MODEL" --batch "$BATCH" $FLAGS --device "$DEVICE" --process-repeats 3 \
+    --reruns 0 >/dev/null
+  $PY -m runner work --db "$db" --drain --no-calibrate --spawn $spawn --home "$work/home-$spawn" $GPU \
+    >"$OUT/worker-$spawn.log" 2>&1
+  $PY - "$db" "$spawn" <<'PYEOF' | tee -a "$OUT/runner_vs_harness.txt"
+import json, sys
+from db.answer import report
+from db.database import get_engine
+from db.results import export_records
+engine = get_engine(sys.argv[1])
+for r in export_records(engine, include_raw=True):
+    d = (r.get("detail") or {}).get("disturbance") if isinstance(r.get("detail"), dict) else None
+    print(f"worker {sys.argv[2]} job {r['job_id']}: eager {r['eager_ms']:.4f} ms compiled {r['compiled_ms']:.4f} ms "
+          f"round speedup {r['round_speedup']:.3f} first call {r['first_call_cache']} {r['compiled_first_call_s']:.2f} s")
+for row in report(engine):
+    print(f"worker {sys.argv[2]} answer: {row['verdict']}")
+PYEOF
+  $PY - "$work/$spawn.db" <<'PYEOF' | tee -a "$OUT/runner_vs_harness.txt"
+import sqlite3, sys
+for jid, d in sqlite3.connect(sys.argv[1]).execute("select job_id, json_extract(detail, '$.disturbance') from results"):
+    print(f"  job {jid} disturbance: {d}")
+PYEOF
+done
+rm -rf "$work"
