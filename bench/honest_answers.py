@@ -169,7 +169,7 @@ def table(args) -> None:
                 ref_errors.setdefault(r["config"], []).append(r.get("error", "?"))
     labels = sorted(sweeps)
     lines = [f"{'configuration':<34}{'reference (3 processes)':<26}"
-             + "".join(f"{'sweep ' + lb + ': answer [95%]':<34}{'jobs':>5}" for lb in labels)]
+             + "".join(f"{'sweep ' + lb + ': answer [95%]':<34}{'jobs':>5}   " for lb in labels)]
     checks = {"answered": [], "within 10%": [], "covers reference": [], "inside other sweep": []}
     jobs, first_s, follow_s, overheads = [], [], [], []
     for name in CONFIGS:
@@ -181,7 +181,7 @@ def table(args) -> None:
         for lb in labels:
             entry = sweeps[lb].get(name)
             if entry is None:
-                cells += f"{'-':<34}{'':>5}"
+                cells += f"{'-':<34}{'':>5}   "
                 continue
             row = entry["row"]
             jobs += entry["jobs"]
@@ -198,7 +198,7 @@ def table(args) -> None:
                     checks["covers reference"].append(row["speedup_ci_low"] <= ref_med <= row["speedup_ci_high"])
             else:
                 cells += f"{'no answer':<34}"
-            cells += f"{len(entry['jobs']):>5}"
+            cells += f"{len(entry['jobs']):>5}   "
         for a in answers:
             for b in answers:
                 if a != b:

@@ -16,7 +16,7 @@ NOTE = ("speedup: for each process of a configuration, the median of its per-rou
         "configurations showed (a configuration measured in one process says so). Scatter widens the interval; "
         "only a run disturbed by a measured cause (another process on its cores or GPU, throttled clocks, memory "
         "pressure) is left out, and re-run (noisy_runs counts them). runs: the processes that answer (each "
-        "configuration runs in 3 by default, `--process-repeats`; the later ones compile from the first's cache); "
+        "configuration runs in 2 by default, `--process-repeats`; the later ones compile from the first's cache); "
         "first call cold / warm / portable: the compiled first call from an empty cache, from a cache that held it "
         "(a process repeat's), and from a fresh cache loaded with a cold job's artifacts; break-even: calls after "
         "which compiling has paid for its first call. Same rows: `python -m runner report` (which also names each "

@@ -6,7 +6,7 @@ disturbed run is re-run, up to the sweep's `reruns` per configuration, and left 
 undisturbed run of its configuration exists; a configuration whose every run was disturbed still answers from them,
 flagged, with the cause. Scatter alone is not a cause: it widens the answer's interval (db.interval).
 
-Every configuration runs in `process_repeats` separate processes (3 by default): fresh processes differ, and the
+Every configuration runs in `process_repeats` separate processes (2 by default): fresh processes differ, and the
 interval must hold across them. The first run's compile cache is kept for its repeats (runner.repeatcache), so a
 repeat pays a warm first call, not a cold compile. The follow-ups are planned here, from plain values, and queued by
 db.queue.finish in the transaction that stores the result: a worker that dies between the two cannot lose them. A

@@ -60,12 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "torch.__version__ at a component (2.14 matches 2.14.1+cu128), any (default), or all-live: "
                         "every version a live worker offers now; only a worker whose torch matches claims the job")
     s.add_argument("--repeat", help="run each combination this many times")
-    s.add_argument("--reruns", help="re-run a job whose rounds spread past 5%% (noisy) automatically, up to this many "
-                                    "times per combination (default 2; 0: never); the quiet runs answer")
-    s.add_argument("--process-repeats", help="a host-sensitive job (its GPU idles a quarter of its latency or more) "
-                                             "is repeated in separate processes until this many runs of its "
-                                             "combination exist, so the answer's interval covers process-to-process "
-                                             "variation (default 3; 1: off)")
+    s.add_argument("--reruns", help="re-run a job disturbed from outside (another process on its cores or GPU, "
+                                    "throttled clocks, memory pressure: measured and named) automatically, up to this "
+                                    "many times per combination (default 2; 0: never); it is left out of the answer")
+    s.add_argument("--process-repeats", help="run each combination in this many fresh processes, the later ones from "
+                                             "the first's compile cache, so the answer's interval holds across "
+                                             "processes (default 2; 1: one)")
     s.add_argument("--name", help="sweep name")
     s.add_argument("--models-dir", action="append", default=[],
                    help="also accept the models in this folder (live workers' models are always accepted)")

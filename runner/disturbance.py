@@ -132,23 +132,28 @@ def host_causes(before: Reading, after: Reading, cpus: set[int]) -> tuple[list[s
     wall = max(after.at - before.at, 1e-9)
     capacity = wall * len(cpus)
     me = os.getpid()
-    ours = {me} | _descendants(after.procs, me)
-    others_s = max(0.0, (after.busy - before.busy) / TICK - (after.own - before.own))
-    steal_s = max(0.0, (after.steal - before.steal) / TICK)
-    top = []
+    helpers = _descendants(after.procs, me)  # the job's own: compile workers, its keeper
+    top, mine = [], []
     for pid, (name, ticks, _) in after.procs.items():
-        if pid in ours:
+        if pid == me:
             continue
         used = (ticks - before.procs.get(pid, (name, 0, 0))[1]) / TICK  # one started meanwhile: all of its time
-        if used >= 0.05 * wall:
+        if pid in helpers:
+            mine.append((used, pid, name))
+        elif used >= 0.05 * wall:
             top.append((used, pid, "this job's worker" if pid == os.getppid() else name))
+    helpers_s = sum(used for used, _, _ in mine)
+    others_s = max(0.0, (after.busy - before.busy) / TICK - (after.own - before.own) - helpers_s)
+    steal_s = max(0.0, (after.steal - before.steal) / TICK)
     top.sort(reverse=True)
     measured = {"rounds_s": round(wall, 3), "cores": len(cpus), "others_cpu_s": round(others_s, 3),
                 "others_share": round(others_s / capacity, 4), "steal_s": round(steal_s, 3),
                 "busiest_others": [{"pid": pid, "name": name, "cpu_s": round(used, 3)} for used, pid, name in top[:8]],
                 "cpu_s_by_kind": {k: round((after.parts.get(k, 0) - before.parts.get(k, 0)) / TICK, 3)
                                   for k in after.parts},
-                "own_cpu_s": round(after.own - before.own, 3)}
+                "own_cpu_s": round(after.own - before.own, 3),
+                "own_helpers": [{"pid": pid, "name": name, "cpu_s": round(used, 3)}
+                                for used, pid, name in sorted(mine, reverse=True)[:5] if used > 0]}
     causes = []
     if before.procs and others_s >= CPU_MIN_S and others_s / capacity > CPU_SHARE:
         who = ", ".join(f"{name} (pid {pid}) {used / wall:.1f}" for used, pid, name in top[:3])

@@ -244,7 +244,7 @@ def _build(spec: ExperimentSpec, entry: ZooEntry, phases: Phases, device, dtype,
     module = load_module(entry)
     params = dict(spec.model_args)
     _seed(0)
-    eager_model = module.build(**params)
+    eager_model = build_on(device, module, params)
     compiled_base = copy.deepcopy(eager_model)  # same weights on both sides
     for m in (eager_model, compiled_base):
         m.to(device=device, dtype=dtype)
@@ -508,6 +508,19 @@ def make_step(model, parameters, training: bool, mark_cudagraph_step: bool, auto
         return loss.detach()
 
     return step
+
+
+def build_on(device: torch.device, module, params: dict) -> torch.nn.Module:
+    """The model, its weights initialised on the device it runs on (on the host, ResNet-18's took 0.4 s); a model
+    whose construction needs the host (numpy on a parameter, say) is built there instead."""
+    if device.type == "cpu":
+        return module.build(**params)
+    try:
+        with torch.device(device):
+            return module.build(**params)
+    except Exception:  # built on the host, as a script would: the same model, its first numbers drawn there
+        _seed(0)
+        return module.build(**params)
 
 
 def compile_blocks(model: torch.nn.Module, containers: tuple[str, ...], compile_fn) -> torch.nn.Module:

@@ -425,10 +425,8 @@ class Worker:
             kept = repeatcache.find(self.home, kept_name)
         if kept is not None:
             cache = kept
-        elif spec.cache in ("cold", "portable"):  # a fresh, empty compile cache for this job only
-            cold_dir = jobdir / "cache"
-            shutil.rmtree(cold_dir, ignore_errors=True)
-            cache = cold_dir
+        elif spec.cache in ("cold", "portable"):  # a fresh, empty compile cache, kept for its follow-ups
+            cache = cold_dir = repeatcache.fresh(self.home, kept_name, claim.job_id)
         else:  # the worker's persistent cache, shared by its warm jobs
             cache = self.home / "cache"
         env["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
@@ -445,11 +443,9 @@ class Worker:
             outcome = self._run_child(claim, spec, jobdir, logfile, claimed_at, steps, env, argv, mega)
             return outcome
         finally:
-            if cold_dir is not None and cold_dir.exists():  # a first run's cache is kept for its follow-ups
-                if not claim.follow_up and outcome is not None and outcome.status is JobStatus.SUCCEEDED:
-                    repeatcache.keep(self.home, kept_name, cold_dir)
-                else:
-                    shutil.rmtree(cold_dir, ignore_errors=True)
+            if cold_dir is not None:  # a first run's cache stays for its follow-ups; any other cold one goes
+                repeatcache.settle(cold_dir, keep=not claim.follow_up and outcome is not None
+                                   and outcome.status is JobStatus.SUCCEEDED)
 
     def _run_child(self, claim: queue.Claim, spec: ExperimentSpec, jobdir: Path, logfile: Path, claimed_at: float,
                    steps: Phases, env: dict, argv: list[str], mega: dict | None) -> Outcome:

@@ -38,8 +38,8 @@ def jobs(engine) -> dict[int, Job]:
         return {j.id: j for j in s.scalars(select(Job).order_by(Job.id)).all()}
 
 
-def test_a_configuration_runs_in_three_processes_by_default_and_they_answer_together(engine):
-    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu"), CATALOG)
+def test_a_configuration_runs_in_several_processes_and_they_answer_together(engine):
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", process_repeats=3), CATALOG)
     first = run_next(engine, QUIET)
     repeats = [j for j in jobs(engine).values() if j.status == "queued"]
     assert [(j.follow_up_of, j.follow_up["kind"], j.follow_up["n"], j.follow_up["total"]) for j in repeats] == [
@@ -75,7 +75,7 @@ def test_a_disturbed_result_queues_its_rerun_with_it_up_to_the_budget(engine):
 
 
 def test_a_disturbed_first_run_gets_a_rerun_and_the_repeats_and_is_left_out(engine):
-    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu"), CATALOG)
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", process_repeats=3), CATALOG)
     run_next(engine, DISTURBED)
     kinds = sorted(j.follow_up["kind"] for j in jobs(engine).values() if j.follow_up)
     assert kinds == ["noisy", "process", "process"]  # three undisturbed processes will exist
@@ -114,7 +114,7 @@ def test_follow_ups_count_against_the_sweeps_job_limit(engine, monkeypatch):
 
     monkeypatch.setattr(spec, "MAX_JOBS", 12)
     with pytest.raises(SpecError, match="15 jobs \\(5 configurations x 3 processes\\)"):
-        SweepRequest(model="simplenet", batch_sizes=[1, 2, 3, 4, 5], device="cpu").expand(CATALOG)
+        SweepRequest(model="simplenet", batch_sizes=[1, 2, 3, 4, 5], device="cpu", process_repeats=3).expand(CATALOG)
     monkeypatch.setattr(queue, "MAX_JOBS", 4)
     queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[1, 2], device="cpu", reruns=5,
                                       process_repeats=1), CATALOG)
@@ -132,7 +132,9 @@ def test_sweep_settings_are_checked_and_old_sweeps_read_the_defaults():
         SweepRequest(model="m", batch_sizes=[1], process_repeats=0)
     assert follow_up_settings({"model": "m"}) == (SweepRequest.reruns, SweepRequest.process_repeats)
     assert follow_up_settings({"reruns": 0, "process_repeats": 1}) == (0, 1)
-    assert follow_up_settings("corrupt") == (2, 3)
+    assert follow_up_settings("corrupt") == (2, 2)
+    (default,) = [j for j in SweepRequest(model="simplenet", batch_sizes=[8]).expand(CATALOG)[0]]
+    assert SweepRequest.process_repeats == 2  # from the H100 data: a repeat costs 0.32x of a first run
 
 
 def test_the_host_s_other_workers_sharing_cores_and_busy_are_named(engine):
@@ -189,7 +191,7 @@ def test_a_disturbed_result_names_the_busy_workers_and_the_threads(db_url, tmp_p
 def test_a_configuration_in_one_process_takes_the_spread_its_device_showed_elsewhere_in_the_database(engine):
     """The answer for one sweep's lone process is widened by what the device's other sweeps' repeated
     configurations showed (db.answer.device_priors), not only by the jobs asked for."""
-    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu"), CATALOG)
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", process_repeats=3), CATALOG)
     for center in (2.0, 2.3, 1.75):  # three processes that disagree by some 14%
         run_next(engine, {**QUIET, "round_speedup": center, "device_name": "box"})
     sweep, (lone,), _ = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[16], device="cpu",
