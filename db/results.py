@@ -1,15 +1,12 @@
 """Result queries: the export record (one flat dict per job) shared by `export`, the dashboard and tests."""
 from __future__ import annotations
 
-import csv
-import io
-import json
 from dataclasses import fields
 from typing import Iterable
 
 from sqlalchemy import Engine, select
 
-from db import artifacts
+from db import artifacts, tabular
 from db.engine import reading
 from db.models import RESULT_SCALARS, Job, Result, Sweep, Worker
 from db.spec import ExperimentSpec, stored_spec
@@ -31,19 +28,16 @@ EXPORT_FIELDS = RECORD_FIELDS + ("artifacts",)
 
 
 def records_csv(records: Iterable[dict]) -> str:
-    """Export records as CSV, one column per EXPORT_FIELDS name; JSON fields as JSON text. The CLI's
-    `export --format csv` and the dashboard's CSV download are both this, so the two files agree."""
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(EXPORT_FIELDS), extrasaction="ignore")
-    writer.writeheader()
-    for r in records:
-        writer.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()})
-    return buf.getvalue()
+    """Export records as CSV, one column per EXPORT_FIELDS name; JSON fields as JSON text; no cell a spreadsheet
+    would run as a formula (db.tabular). The CLI's `export --format csv` and the dashboard's CSV download are both
+    this, so the two files agree."""
+    return tabular.write_csv(records, EXPORT_FIELDS)
 
 
 def records_json(records: list[dict]) -> str:
-    """Export records as JSON (the CLI's `export --format json` and the dashboard's JSON download)."""
-    return json.dumps(records, indent=1, default=str)
+    """Export records as strict JSON, a number that is not finite as null (the CLI's `export --format json` and
+    the dashboard's JSON download)."""
+    return tabular.json_text(records)
 
 
 ID_CHUNK = 5000  # job ids per query: SQLite allows 32766 bound parameters, and a download may hold 100k jobs
