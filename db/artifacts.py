@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import zlib
 from pathlib import Path
 
 from sqlalchemy import Engine, select
@@ -28,6 +29,10 @@ CUT = "\n\n# ... cut by Compile Lab at {kept} of {total} bytes\n"
 
 class ArtifactError(LookupError):
     """No such artifact for that job (or the job has none)."""
+
+
+class DamagedArtifact(ArtifactError):
+    """An artifact's stored data does not unpack (a damaged row); the rest of its job reads as ever."""
 
 
 def pack(text: str, limit: int = MAX_TEXT_BYTES) -> tuple[bytes, int, bool]:
@@ -112,11 +117,18 @@ def text(engine: Engine, job_id: int, name: str) -> str:
 
 
 def data(engine: Engine, job_id: int, name: str) -> bytes:
-    """One artifact as written (text as UTF-8, a report as its zip); ArtifactError names what there is instead."""
+    """One artifact as written (text as UTF-8, a report as its zip); ArtifactError names what there is instead,
+    DamagedArtifact what is wrong with a stored one that does not unpack."""
+    if not isinstance(name, str) or not NAME.fullmatch(name):  # never sent to the database (a NUL, 10 kB)
+        raise ArtifactError(f"{name[:40]!r} is not an artifact name (output_code, fx_graphs, trace, tlparse)")
     with reading(engine) as s:
         data = s.scalar(select(Artifact.data).where(Artifact.job_id == job_id, Artifact.name == name))
     if data is None:
         have = [a["name"] for a in listing(engine, [job_id]).get(job_id, [])]
         raise ArtifactError(f"job {job_id} has no artifact {name!r}" +
                             (f" (it has: {', '.join(have)})" if have else " (it has none)"))
-    return gzip.decompress(data)
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, TypeError, zlib.error) as e:  # BadGzipFile is an OSError; text where bytes belong
+        raise DamagedArtifact(f"job {job_id}'s artifact {name!r} is damaged: its stored data does not unpack "
+                              f"({type(e).__name__}: {str(e).strip() or 'no detail'})") from None

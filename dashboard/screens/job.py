@@ -3,6 +3,7 @@ eager and compiled, the caches per layer (and why a warm job still paid), graph 
 their source lines, and the compiler's own artifacts (output code, FX graphs, trace), shown and downloadable."""
 import io
 import zipfile
+import zlib
 
 import streamlit as st
 import streamlit.components.v1 as components
@@ -103,8 +104,12 @@ def artifact_view(job_id: int, listed: list[dict]) -> None:
     if name is None:
         return
     a = by_name[name]
-    text = artifacts.text(state.engine(), job_id, name)
-    st.caption(f"{a['bytes']:,} bytes as written, {a['stored_bytes']:,} stored (gzip)"
+    try:
+        text = artifacts.text(state.engine(), job_id, name)
+    except artifacts.ArtifactError as e:  # a damaged row: said here, and the rest of the page is drawn
+        st.error(md(e), icon=":material/broken_image:")
+        return
+    st.caption(f"{_n(a['bytes'], '{:,}')} bytes as written, {_n(a['stored_bytes'], '{:,}')} stored (gzip)"
                + (" · cut at the size cap" if a["truncated"] else "")
                + f" · also `python -m runner artifact {job_id} {name}`")
     st.download_button(f"Download {name}", text, file_name=f"job{job_id}-{name}.{'log' if name == 'trace' else 'py'}",
@@ -120,20 +125,22 @@ def tlparse_view(job_id: int, listed: list[dict]) -> None:
     if not any(a["name"] == "tlparse" for a in listed):
         return
     st.subheader("tlparse report")
-    data = artifacts.data(state.engine(), job_id, "tlparse")
-    with zipfile.ZipFile(io.BytesIO(data)) as z:
-        pages = sorted((n for n in z.namelist() if n.endswith(".html")), key=lambda n: (n != "index.html", n))
-        c1, c2 = st.columns([4, 1])
-        chosen = c1.selectbox("Page", pages, key="tlparse_page")
-        c2.download_button("Download report (zip)", data, file_name=f"job{job_id}-tlparse.zip",
-                           icon=":material/download:")
-        if chosen:
-            components.html(z.read(chosen).decode("utf-8", "replace"), height=700, scrolling=True)
+    try:
+        data = artifacts.data(state.engine(), job_id, "tlparse")
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            pages = sorted((n for n in z.namelist() if n.endswith(".html")), key=lambda n: (n != "index.html", n))
+            c1, c2 = st.columns([4, 1])
+            chosen = c1.selectbox("Page", pages, key="tlparse_page")
+            c2.download_button("Download report (zip)", data, file_name=f"job{job_id}-tlparse.zip",
+                               icon=":material/download:")
+            if chosen:
+                components.html(z.read(chosen).decode("utf-8", "replace"), height=700, scrolling=True)
+    except (artifacts.ArtifactError, zipfile.BadZipFile, zlib.error, EOFError) as e:  # a damaged row or zip
+        st.error(md(f"The tlparse report cannot be shown: {e}"), icon=":material/broken_image:")
 
 
 st.title("Job")
-job_id = st.number_input("Job id", min_value=1, step=1, value=None, key="job", bind="query-params",
-                         placeholder="a job id")
+job_id = state.job_id_input("Job id", placeholder="a job id")
 if job_id is None:
     st.info("Type a job id, or open a job from the Queue page.")
     st.stop()
