@@ -14,6 +14,8 @@ from db.spec import sweep_name as sweep_display
 
 SPEC_FIELDS = tuple(f.name for f in fields(ExperimentSpec))
 ENV_FROM_WORKER = ("torch_version", "device_name")  # known for failed jobs too, from the worker that ran them
+# where a worker's published capabilities name a CPU job's device: its probe's device_name is its GPU's, or none
+CPU_NAME = "cpu_name"
 IDENTITY_FIELDS = ("job_id", "sweep_id", "sweep", "status", "error", "attempts", "worker", "created_at",
                    "finished_at")
 # from the result's `detail`: what torch says about the compile, the warm-up and speedup spread, and the host around
@@ -66,6 +68,12 @@ def export_records(engine: Engine, job_ids: Iterable[int] | None = None, sweep_i
     return records
 
 
+def worker_key(name: str, device: str | None) -> str:
+    """The worker capability that says `name` (an ENV_FROM_WORKER field) for a job on `device`: a CPU job's
+    device_name is the CPU's, as its result would say (runner.environment), not the host's GPU."""
+    return CPU_NAME if name == "device_name" and device == "cpu" else name
+
+
 def _record(job: Job, sweep_name: str, result: Result | None, worker_caps: dict | None, include_raw: bool) -> dict:
     rec = {"job_id": job.id, "sweep_id": job.sweep_id, "sweep": sweep_display(job.sweep_id, sweep_name),
            "status": job.status, "error": job.error, "attempts": job.attempts, "worker": job.worker_id,
@@ -79,7 +87,7 @@ def _record(job: Job, sweep_name: str, result: Result | None, worker_caps: dict 
         rec[name] = getattr(result, name) if result is not None else None
     for name in ENV_FROM_WORKER:  # a job that failed still ran somewhere: say where (filters need it)
         if rec[name] is None and isinstance(worker_caps, dict):
-            rec[name] = worker_caps.get(name)
+            rec[name] = worker_caps.get(worker_key(name, rec.get("device")))
     for name in DETAIL_FIELDS:
         rec[name] = (detail or {}).get(name)
     if include_raw:

@@ -146,7 +146,8 @@ class Worker:
     def _capabilities(self, probe: dict) -> dict:
         devices = (["cuda", "cpu"] if probe.get("cuda") else ["cpu"])
         caps = {
-            "devices": devices, "device_name": probe.get("device_name"), "torch_version": probe.get("torch_version"),
+            "devices": devices, "device_name": probe.get("device_name"), "cpu_name": probe.get("cpu_name"),
+            "torch_version": probe.get("torch_version"),
             "triton_version": probe.get("triton_version"),
             "models": [e.info.to_dict() for e in self.entries.values()], "pid": os.getpid(),
             "models_dirs": [str(d) for d in self.cfg.models_dirs], "cpus": self.cpus, "threads": self.threads,
