@@ -40,7 +40,7 @@ from db.timeline import Phases
 from runner import ceilings, hostfacts, kept, portable, preload, zoo
 from runner import probe as host_probe
 from runner.child import THREADS_ENV, WORKER_PID_ENV
-from runner.lease import LeaseKeeper, read_progress
+from runner.lease import LeaseKeeper, Renewed, read_progress
 from runner.neighbours import Watch, my_cpus, sharing
 from runner.reaper import kill_tree
 from runner.spawn import SpawnError, make_spawner
@@ -191,17 +191,20 @@ class Worker:
         finally:
             self._started.set()
 
-    def _await_start(self, claim: queue.Claim, steps: Phases) -> Outcome | None:
+    def _await_start(self, claim: queue.Claim, steps: Phases, renewed: Renewed | None = None) -> Outcome | None:
         """Before a job's child: the worker's start finished (at once, but for the first job after a start from
-        kept facts). Renews the job's lease meanwhile. An Outcome if the job cannot go on."""
+        kept facts). Renews the job's lease meanwhile (noted in `renewed`). An Outcome if the job cannot go on."""
         if self._started.is_set() and self._start_error is None:
             return None
         waited = time.time()
         while not self._started.wait(self.beat_s):
             try:
+                sent = time.monotonic()
                 if not queue.heartbeat_job(self.engine, claim.job_id, claim.token, self.cfg.lease_s,
                                            "waiting for the worker's start"):
                     return Outcome(None)  # cancelled meanwhile
+                if renewed is not None:
+                    renewed.at = sent
             except (OperationalError, OSError) as e:
                 log.warning("job %s: heartbeat failed (%s); retrying", claim.job_id, _first_line(e))
         steps.add(STARTING, waited, time.time())
@@ -333,8 +336,9 @@ class Worker:
             outcome = Outcome(JobStatus.FAILED, f"stored spec is invalid: {e}")
         else:
             try:
-                outcome = self._await_start(claim, steps) or self._supervise(
-                    claim, spec, jobdir, logfile, claimed_at or time.monotonic(), steps)
+                renewed = Renewed(claimed_at or time.monotonic())  # the keeper counts from the last renewal
+                outcome = self._await_start(claim, steps, renewed) or self._supervise(
+                    claim, spec, jobdir, logfile, renewed.at, steps)
                 if outcome is HANDED_BACK:
                     return outcome
             except OSError as e:  # the worker's own folder failed (full, unwritable): not the experiment's fault
