@@ -39,9 +39,26 @@ def _preload() -> None:
         preload.compile_line()
         preload.first_call_modules()
     os.environ.pop("PYTORCH_NVML_BASED_CUDA_CHECK", None)
+    _release_nvml()
     if torch.cuda.is_initialized() or not _forks_can_use_cuda():  # the worker then preloads less, or uses fresh ones
         sys.exit("compile-lab: a child forked from the preloaded parent cannot use CUDA (preloading touched it); "
                  "not forking children")
+
+
+def _release_nvml() -> None:
+    """torch's NVML-based device count (above) initialises NVML and never shuts it down, and NVML keeps a thread of
+    its own: every later fork would be a fork of a multi-threaded process (a lock that thread holds at the fork
+    stays held in the child; Python 3.12 warns on each fork). Shut NVML down, once per initialisation, so that
+    this process forks with its main thread alone. (OpenBLAS's idle threads stop themselves at a fork.)"""
+    import ctypes
+
+    try:
+        nvml = ctypes.CDLL("libnvidia-ml.so.1", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)  # only if torch loaded it
+    except OSError:
+        return
+    for _ in range(64):
+        if nvml.nvmlShutdown() != 0:  # NVML_ERROR_UNINITIALIZED: every initialisation is matched
+            return
 
 
 def _forks_can_use_cuda() -> bool:
@@ -112,7 +129,11 @@ def main() -> int:
         out.write(json.dumps(msg) + "\n")
         out.flush()
 
-    send({"ready": True})
+    try:
+        send({"ready": True})
+    except BrokenPipeError:  # the worker gave up on us while we preloaded (its start failed): nothing to serve
+        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())  # and no second error flushing at exit
+        return 0
 
     while True:
         ready, _, _ = select.select([stdin, wake_r], [], [])
