@@ -250,7 +250,8 @@ def scratch_pg(base: str):
 
 
 FAULT_TESTS = ["tests/faults/test_worker_os_faults.py", "tests/faults/test_worker_faults.py",
-               "tests/dashboard/test_database_down.py", "tests/faults/test_races.py"]
+               "tests/dashboard/test_database_down.py", "tests/faults/test_races.py",
+               "tests/faults/test_kept_outcome.py", "tests/faults/test_lease_timing.py"]
 
 
 def faults() -> tuple[int, int, list[str]]:
