@@ -70,7 +70,8 @@ def export_records(engine: Engine, job_ids: Iterable[int] | None = None, sweep_i
 
 def worker_key(name: str, device: str | None) -> str:
     """The worker capability that says `name` (an ENV_FROM_WORKER field) for a job on `device`: a CPU job's
-    device_name is the CPU's, as its result would say (runner.environment), not the host's GPU."""
+    device_name is the CPU's, as its result would say (runner.environment), not the host's GPU. (A worker that
+    published no CPU name, from before workers did, is read by `name` itself.)"""
     return CPU_NAME if name == "device_name" and device == "cpu" else name
 
 
@@ -87,7 +88,7 @@ def _record(job: Job, sweep_name: str, result: Result | None, worker_caps: dict 
         rec[name] = getattr(result, name) if result is not None else None
     for name in ENV_FROM_WORKER:  # a job that failed still ran somewhere: say where (filters need it)
         if rec[name] is None and isinstance(worker_caps, dict):
-            rec[name] = worker_caps.get(worker_key(name, rec.get("device")))
+            rec[name] = worker_caps.get(worker_key(name, rec.get("device"))) or worker_caps.get(name)
     for name in DETAIL_FIELDS:
         rec[name] = (detail or {}).get(name)
     if include_raw:

@@ -97,8 +97,8 @@ def _column(name: str):
     elif name in ENV_FROM_WORKER:
         published = Worker.capabilities[name].as_string()
         if worker_key(name, "cpu") != name:  # a CPU job's device, by its worker's CPU (db.results.worker_key)
-            published = case((spec["device"].as_string() == "cpu", Worker.capabilities[CPU_NAME].as_string()),
-                             else_=published)
+            published = case((spec["device"].as_string() == "cpu",
+                              func.coalesce(Worker.capabilities[CPU_NAME].as_string(), published)), else_=published)
         col = func.coalesce(getattr(Result, name), published)
     elif name in RESULT_SCALARS:
         col = getattr(Result, name)
