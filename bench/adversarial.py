@@ -29,6 +29,10 @@ from bench import untrusted  # noqa: E402 (the path above first)
 SECRET = "S3cret"
 FIXTURES = str(ROOT / "tests" / "fixture_models")
 BASE = ["--model", "tiny", "--batch", "2", "--device", "cpu", "--models-dir", FIXTURES]
+HUGE = "9" * 5000
+INJECTIONS = ["=HYPERLINK(\"http://evil.example\",\"x\")", "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)",
+              "=1+2"]  # sweep names a spreadsheet would run as formulas
+BAD_LINKS = ["inf", "1e309", "1e400", "-1", "0", "1.5", "nan", "9223372036854775808", HUGE, "１２", "12abc"]
 BAD_INTS = ["0", "-1", "１２", "1_0", "²", "1e3", "abc", "", " ", "nan", "0x10", "1.5", "8;id", "99999999999999999999"]
 
 
@@ -50,6 +54,9 @@ def submit_inputs() -> list[list[str]]:
                       ("--arg", "depth=3"), ("--arg", "width=-1"), ("--arg", "width=99999999999")]:
         tries.append(BASE + [flag, bad])
     tries.append(BASE + ["--batch", ",".join(str(i) for i in range(1, 400)), "--repeat", "20"])  # too many jobs
+    for flag in ("--batch", "--iters", "--timeout", "--repeat", "--reruns", "--process-repeats", "--schedule"):
+        tries.append(BASE + [flag, HUGE])  # past Python's 4300-digit limit for int()
+    tries += [BASE + ["--arg", f"width={HUGE}"], BASE + ["--arg", f"width=-{HUGE}"], BASE + ["--batch", f"8,{HUGE}"]]
     return [["submit", *t] for t in tries]
 
 
@@ -61,6 +68,11 @@ def other_inputs() -> list[list[str]]:
     tries += [["cancel", v] for v in ("99999999999999999999999", "-1", "0", "１", "abc", "12345")]
     tries += [["export", "--format", "json", "-o", "/nonexistent/x"], ["export", "--sweep", "１", "--format", "json"],
               ["export", "--format", "xml"]]
+    tries += [["work", flag, HUGE, "--once"] for flag in ("--max-jobs", "--threads", "--lease", "--grace", "--gpu")]
+    tries += [["work", "--threads", "4096", "--once"], ["work", "--gpus", f"0,{HUGE}"], ["cancel", HUGE],
+              ["export", "--sweep", HUGE, "--format", "csv"], ["report", "--sweep", HUGE],
+              ["artifact", "9223372036854775808", "output_code"], ["artifact", HUGE, "trace"],
+              ["artifact", "1", "a\0b"], ["artifact", "1", "n" * 10_000]]
     return tries
 
 
@@ -140,8 +152,109 @@ def urls_table(tmp: Path) -> tuple:
     return ("garbage database URLs (status)", len(tries), refused, one_line, "-", bad)
 
 
+def run_out(argv: list[str]) -> tuple[int | None, str]:
+    """(exit code, stdout) of runner.cli.main, for the commands that print a file."""
+    from runner import cli
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            code = cli.main(argv)
+        except SystemExit as e:
+            code = e.code
+    return code, out.getvalue()
+
+
+def exports_table(url: str) -> tuple:
+    """Sweeps named as formulas, a result holding an infinity: every CSV the CLI writes (export, report) must have
+    no cell a spreadsheet would run, every JSON must parse strictly. Tried: the files; refused cleanly: the safe ones."""
+    import csv
+    import json
+
+    from db import queue
+    from db.database import get_engine
+    from db.models import JobStatus
+    from db.spec import ModelInfo, SweepRequest
+    from db.tabular import FORMULA_START, PLAIN_NUMBER
+
+    engine = get_engine(url)
+    for name in INJECTIONS:
+        queue.submit(engine, SweepRequest(model="tiny", batch_sizes=[2], device="cpu", name=name),
+                     {"tiny": ModelInfo("tiny", "d")})
+        claim = queue.claim_next(engine, "bench", ["cpu"], ["tiny"], 60)
+        queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED,
+                     result={"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "max_abs_error": float("inf"),
+                             "rel_error": -0.5, "samples": {}, "detail": {}})
+    safe, bad = 0, []
+    for argv in (["export", "--format", "csv"], ["report", "--format", "csv"], ["report", "--versions", "--format",
+                                                                                "csv"]):
+        code, text = run_out([argv[0], "--db", url, *argv[1:]])
+        unsafe = [c for row in csv.reader(io.StringIO(text)) for c in row
+                  if c.startswith(FORMULA_START) and not PLAIN_NUMBER.fullmatch(c)]
+        ok = code == 0 and not unsafe
+        safe += ok
+        if not ok:
+            bad.append((argv, code, unsafe[:3]))
+    for argv in (["export", "--format", "json"], ["report", "--format", "json"]):
+        code, text = run_out([argv[0], "--db", url, *argv[1:]])
+        try:
+            json.loads(text, parse_constant=lambda token: (_ for _ in ()).throw(ValueError(token)))
+            ok = code == 0
+        except ValueError as e:
+            ok, text = False, str(e)
+        safe += ok
+        if not ok:
+            bad.append((argv, code, text[:80]))
+    return ("CSV/JSON files: formula names, an infinity", 5, safe, "-", "-", bad)
+
+
+def links_table() -> tuple:
+    """?job= links the pages must answer with an error under the field, never the generic app error."""
+    from streamlit.testing.v1 import AppTest
+
+    refused, bad = 0, []
+    for page in ("job", "queue"):
+        for value in BAD_LINKS:
+            at = AppTest.from_file(str(ROOT / "dashboard" / "main.py"), default_timeout=60)
+            at.query_params["job"] = value
+            at.switch_page(f"screens/{page}.py")
+            at.run()
+            ok = not at.exception and any("is not a job id" in e.value for e in at.error)
+            refused += ok
+            if not ok:
+                bad.append((f"/{page}?job={value[:20]}", [str(e.value)[:80] for e in at.exception]))
+    return ("dashboard ?job= links (job, queue pages)", 2 * len(BAD_LINKS), refused, "-", "-", bad)
+
+
+@contextlib.contextmanager
+def scratch_pg(base: str):
+    """A fresh database on the server `base` names, dropped afterwards: the bench stores sweeps."""
+    import uuid
+
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    from db.database import dispose_engine
+    from db.engine import resolve_url
+
+    base = resolve_url(base)
+    name = f"lab_adv_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(base).set(database=name).render_as_string(hide_password=False)
+    try:
+        yield url
+    finally:
+        dispose_engine(url)
+        with admin.connect() as c:
+            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
 FAULT_TESTS = ["tests/faults/test_worker_os_faults.py", "tests/faults/test_worker_faults.py",
-               "tests/dashboard/test_database_down.py", "tests/faults/test_races.py"]
+               "tests/dashboard/test_database_down.py", "tests/faults/test_races.py",
+               "tests/faults/test_kept_outcome.py", "tests/faults/test_lease_timing.py"]
 
 
 def faults() -> tuple[int, int, list[str]]:
@@ -161,21 +274,28 @@ def main() -> int:
     p.add_argument("--no-untrusted", action="store_true", help="skip the altered bundles and decompression bombs")
     args = p.parse_args()
     table = []
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         tmp = Path(tmp)
         engines = [("SQLite", f"sqlite:///{tmp / 'lab.db'}")]
         if args.pg:
-            engines.append(("PostgreSQL", args.pg))
+            engines.append(("PostgreSQL", stack.enter_context(scratch_pg(args.pg))))
         for engine_name, url in engines:
             for what, tried, refused, one_line, nothing, bad in inputs_table(url):
                 table.append((f"{what} [{engine_name}]", tried, refused, one_line, nothing, bad))
+            what, tried, safe, one_line, nothing, bad = exports_table(url)
+            table.append((f"{what} [{engine_name}]", tried, safe, one_line, nothing, bad))
         table.append(urls_table(tmp))
+        os.environ["DATABASE_URL"] = engines[0][1]
+        os.environ["COMPILE_LAB_EMBEDDED_WORKER"] = "0"
+        table.append(links_table())
     print(f"{'inputs':<46} {'tried':>6} {'refused cleanly':>16} {'one line':>9} {'nothing stored':>15}")
     for what, tried, refused, one_line, nothing, _ in table:
         print(f"{what:<46} {tried:>6} {refused:>16} {one_line:>9} {nothing!s:>15}")
     total = sum(t[1] for t in table), sum(t[2] for t in table)
     print(f"{'total':<46} {total[0]:>6} {total[1]:>16}")
-    print("(one line: stderr is a single `error:` line; the rest are argparse's usage line + `error:` line)")
+    print("(one line: stderr is a single `error:` line; the rest are argparse's usage line + `error:` line;\n"
+          " CSV/JSON files: refused cleanly = no cell a spreadsheet would run, JSON a strict parser reads;\n"
+          " links: an error under the job-id field, no app error)")
     for what, *_, bad in table:
         for item in bad:
             print(f"  NOT CLEAN in {what}: {item}")

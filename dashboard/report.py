@@ -49,6 +49,8 @@ def serve(request: Request) -> Response:
     try:
         data = artifacts.data(get_engine(), job_id, ARTIFACT)
         body = artifacts.report_file(data, name, f"job {job_id}'s tlparse report")
+    except artifacts.DamagedArtifact as e:
+        return _text(422, str(e))
     except artifacts.ArtifactError:
         return _text(404, f"Job {job_id} has no tlparse report.")
     except KeyError:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import sqlite3
 import sys
 from contextlib import contextmanager
@@ -177,6 +178,23 @@ def peek(key: str, options: list, default, bound: bool = False):
     if bound:
         return {str(o): o for o in options}.get(st.query_params.get(key), default)
     return default
+
+
+MAX_JOB_ID = 2 ** 53 - 1  # past this, a browser's numbers are not whole numbers exactly
+
+
+def job_id_input(label: str, placeholder: str) -> int | None:
+    """The job-id field bound to ?job=: text, parsed here, so that a link naming inf, 1e309, 1.5 or a 5,000-digit
+    number shows an error under the field (a number input would fail the whole page parsing it); None if empty."""
+    text = (st.text_input(label, key="job", bind="query-params", placeholder=placeholder) or "").strip()
+    if not text:
+        return None
+    digits = text.removeprefix("#")
+    if re.fullmatch(r"[0-9]{1,16}", digits) and 1 <= int(digits) <= MAX_JOB_ID:
+        return int(digits)
+    shown = text[:24] + ("..." if len(text) > 24 else "")
+    st.error(f"Job id: {md(repr(shown))} is not a job id (a whole number from 1)", icon=":material/error:")
+    return None
 
 
 def write_url_choice(key: str, value) -> None:

@@ -10,8 +10,6 @@ No pandas (db/ stays light for the CLI), no torch, no streamlit.
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 from typing import Iterable
@@ -19,7 +17,7 @@ from typing import Iterable
 import numpy as np
 from sqlalchemy import Engine, func, select
 
-from db import labels, noise, views
+from db import labels, noise, tabular, views
 from db.axes import COMPILE_FIELDS, TRI, fold_note, folded_mode
 from db.engine import reading
 from db.interval import Interval, Prior, combine, device_prior
@@ -112,15 +110,11 @@ def device_priors(engine: Engine, devices: Iterable[str | None]) -> dict:
 
 
 def rows_csv(rows: list[dict], columns: Iterable[str] = COLUMNS) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(columns))
-    writer.writeheader()
-    writer.writerows(rows)
-    return buf.getvalue()
+    return tabular.write_csv(rows, columns)  # no cell a spreadsheet would run as a formula
 
 
 def rows_json(rows: list[dict]) -> str:
-    return json.dumps(rows, indent=1)
+    return tabular.json_text(rows)  # strict: a number that is not finite as null
 
 
 # the columns a person reads: the answer page's table and `report --format md` (the CSV and JSON have every column)

@@ -39,6 +39,10 @@ class ArtifactError(LookupError):
     """No such artifact for that job (or the job has none)."""
 
 
+class DamagedArtifact(ArtifactError):
+    """An artifact's stored data does not unpack (a damaged row); the rest of its job reads as ever."""
+
+
 def pack(text: str, limit: int = MAX_TEXT_BYTES) -> tuple[bytes, int, bool]:
     """(gzip data, the text's full size in bytes, whether it was cut): at most `limit` bytes of text are kept."""
     raw = text.encode("utf-8", "replace")
@@ -122,14 +126,20 @@ def text(engine: Engine, job_id: int, name: str) -> str:
 
 def data(engine: Engine, job_id: int, name: str) -> bytes:
     """One artifact as written (text as UTF-8, a report as its zip); ArtifactError names what there is instead,
-    unpack.UnpackError refuses one that unpacks past MAX_UNPACKED_BYTES or does not unpack."""
+    unpack.UnpackError refuses one that unpacks past MAX_UNPACKED_BYTES; DamagedArtifact says what is wrong with a
+    stored one that does not unpack."""
+    if not isinstance(name, str) or not NAME.fullmatch(name):  # never sent to the database (a NUL, 10 kB)
+        raise ArtifactError(f"{name[:40]!r} is not an artifact name (output_code, fx_graphs, trace, tlparse)")
     with reading(engine) as s:
         data = s.scalar(select(Artifact.data).where(Artifact.job_id == job_id, Artifact.name == name))
     if data is None:
         have = [a["name"] for a in listing(engine, [job_id]).get(job_id, [])]
         raise ArtifactError(f"job {job_id} has no artifact {name!r}" +
                             (f" (it has: {', '.join(have)})" if have else " (it has none)"))
-    return unpack.gunzip(data, MAX_UNPACKED_BYTES, f"job {job_id}'s artifact {name!r}")
+    try:
+        return unpack.gunzip(data, MAX_UNPACKED_BYTES, f"job {job_id}'s artifact {name!r}")
+    except unpack.Damaged as e:  # a row no worker wrote so: damaged, said as such
+        raise DamagedArtifact(f"job {job_id}'s artifact {name!r} is damaged: {e}") from None
 
 
 def report_pages(report: bytes, what: str) -> list[str]:

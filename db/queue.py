@@ -39,6 +39,7 @@ from db.spec import (
 )
 
 WORKER_FRESH_S = 30  # a worker whose heartbeat is older than this is not counted as alive
+LOST = "lost: "  # how a job failed for its attempts' leases running out begins its error (finish_kept reads it)
 
 
 class QueueError(RuntimeError):
@@ -115,7 +116,7 @@ def requeue_expired(engine: Engine, now: datetime | None = None) -> list[int]:
                           "error": f"attempt {attempts} lost: {who} stopped heartbeating; re-queued"}
             else:
                 values = {"status": JobStatus.FAILED.value, "finished_at": now,
-                          "error": f"lost: {who} stopped heartbeating on attempt {attempts} of {max_attempts}"}
+                          "error": f"{LOST}{who} stopped heartbeating on attempt {attempts} of {max_attempts}"}
             s.execute(update(Job).where(Job.id == job_id, Job.lease_token == token)
                       .values(**values, lease_token=None, lease_expires_at=None, phase=None, progress=None))
         return [r.id for r in rows]
@@ -205,6 +206,33 @@ def finish(engine: Engine, job_id: int, token: str, status: JobStatus, error: st
             s.add(row)
             s.flush()  # a value the database refuses fails here, as itself, before any follow-up is planned
             _queue_follow_ups(s, job_id, row)  # with the result, in its transaction: both go in, or neither
+        job_artifacts.add(s, job_id, artifacts or [])
+        return True
+
+
+def finish_kept(engine: Engine, job_id: int, token: str, worker_id: str, attempt: int, status: JobStatus,
+                error: str | None = None, result: Mapping | None = None, log_tail: str | None = None,
+                artifacts: list[dict] | None = None) -> bool:
+    """finish() for an outcome its worker kept on disk while the database was out (runner.kept). Fenced by the lease
+    token as finish() is; or, once that lease ran out and the job was taken back (queued again, or failed as lost)
+    but not claimed since, by the worker and attempt that ran it, as hand_back is: an outage never throws a
+    finished attempt away, nor counts one. False: someone else's now (claimed again, cancelled), nothing written."""
+    if finish(engine, job_id, token, status, error, result, log_tail, artifacts):
+        return True
+    row = _result_row(job_id, result) if result is not None else None
+    taken_back = (Job.status == JobStatus.QUEUED.value) | (
+        (Job.status == JobStatus.FAILED.value) & Job.error.startswith(LOST, autoescape=True))
+    with atomic(engine) as s:
+        done = s.execute(update(Job)
+                         .where(Job.id == job_id, Job.lease_token.is_(None), Job.worker_id == worker_id,
+                                Job.attempts == attempt, taken_back)
+                         .values(status=status.value, error=error, finished_at=utcnow(), lease_expires_at=None,
+                                 log_tail=log_tail, phase=None, progress=None))
+        if done.rowcount != 1:
+            return False
+        if row is not None:
+            s.add(row)
+            _queue_follow_ups(s, job_id, row)
         job_artifacts.add(s, job_id, artifacts or [])
         return True
 

@@ -1,15 +1,12 @@
 """Result queries: the export record (one flat dict per job) shared by `export`, the dashboard and tests."""
 from __future__ import annotations
 
-import csv
-import io
-import json
 from dataclasses import fields
 from typing import Iterable
 
 from sqlalchemy import Engine, select
 
-from db import artifacts
+from db import artifacts, tabular
 from db.engine import reading
 from db.models import RESULT_SCALARS, Job, Result, Sweep, Worker
 from db.spec import ExperimentSpec, stored_spec
@@ -17,6 +14,8 @@ from db.spec import sweep_name as sweep_display
 
 SPEC_FIELDS = tuple(f.name for f in fields(ExperimentSpec))
 ENV_FROM_WORKER = ("torch_version", "device_name")  # known for failed jobs too, from the worker that ran them
+# where a worker's published capabilities name a CPU job's device: its probe's device_name is its GPU's, or none
+CPU_NAME = "cpu_name"
 IDENTITY_FIELDS = ("job_id", "sweep_id", "sweep", "status", "error", "attempts", "worker", "created_at",
                    "finished_at")
 # from the result's `detail`: what torch says about the compile, the warm-up and speedup spread, and the host around
@@ -31,19 +30,16 @@ EXPORT_FIELDS = RECORD_FIELDS + ("artifacts",)
 
 
 def records_csv(records: Iterable[dict]) -> str:
-    """Export records as CSV, one column per EXPORT_FIELDS name; JSON fields as JSON text. The CLI's
-    `export --format csv` and the dashboard's CSV download are both this, so the two files agree."""
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(EXPORT_FIELDS), extrasaction="ignore")
-    writer.writeheader()
-    for r in records:
-        writer.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()})
-    return buf.getvalue()
+    """Export records as CSV, one column per EXPORT_FIELDS name; JSON fields as JSON text; no cell a spreadsheet
+    would run as a formula (db.tabular). The CLI's `export --format csv` and the dashboard's CSV download are both
+    this, so the two files agree."""
+    return tabular.write_csv(records, EXPORT_FIELDS)
 
 
 def records_json(records: list[dict]) -> str:
-    """Export records as JSON (the CLI's `export --format json` and the dashboard's JSON download)."""
-    return json.dumps(records, indent=1, default=str)
+    """Export records as strict JSON, a number that is not finite as null (the CLI's `export --format json` and
+    the dashboard's JSON download)."""
+    return tabular.json_text(records)
 
 
 ID_CHUNK = 5000  # job ids per query: SQLite allows 32766 bound parameters, and a download may hold 100k jobs
@@ -72,6 +68,13 @@ def export_records(engine: Engine, job_ids: Iterable[int] | None = None, sweep_i
     return records
 
 
+def worker_key(name: str, device: str | None) -> str:
+    """The worker capability that says `name` (an ENV_FROM_WORKER field) for a job on `device`: a CPU job's
+    device_name is the CPU's, as its result would say (runner.environment), not the host's GPU. (A worker that
+    published no CPU name, from before workers did, is read by `name` itself.)"""
+    return CPU_NAME if name == "device_name" and device == "cpu" else name
+
+
 def _record(job: Job, sweep_name: str, result: Result | None, worker_caps: dict | None, include_raw: bool) -> dict:
     rec = {"job_id": job.id, "sweep_id": job.sweep_id, "sweep": sweep_display(job.sweep_id, sweep_name),
            "status": job.status, "error": job.error, "attempts": job.attempts, "worker": job.worker_id,
@@ -85,7 +88,7 @@ def _record(job: Job, sweep_name: str, result: Result | None, worker_caps: dict 
         rec[name] = getattr(result, name) if result is not None else None
     for name in ENV_FROM_WORKER:  # a job that failed still ran somewhere: say where (filters need it)
         if rec[name] is None and isinstance(worker_caps, dict):
-            rec[name] = worker_caps.get(name)
+            rec[name] = worker_caps.get(worker_key(name, rec.get("device"))) or worker_caps.get(name)
     for name in DETAIL_FIELDS:
         rec[name] = (detail or {}).get(name)
     if include_raw:

@@ -201,16 +201,22 @@ def _known(cls, d: Mapping) -> dict:
 def _int(value: Any, where: str) -> int:
     if isinstance(value, bool):
         raise SpecError(where, f"expected an integer, got {value!r}")
-    if isinstance(value, int):
-        return value
     if isinstance(value, float) and value.is_integer():
-        return int(value)
+        value = int(value)
     if isinstance(value, str) and _ASCII_INT.fullmatch(value.strip()):  # int() alone also takes '１２' and '1_0'
-        return int(value.strip())
+        digits = len(value.strip().lstrip("+-").lstrip("0"))
+        if digits > MAX_DIGITS:  # before int(): Python refuses past 4300 digits, with its own ValueError
+            raise SpecError(where, f"a {digits}-digit number is too large")
+        value = int(value.strip())
+    if isinstance(value, int):
+        if abs(value) >= 10 ** MAX_DIGITS:  # not printed: past 4300 digits even str() refuses it
+            raise SpecError(where, f"a number of more than {MAX_DIGITS} digits is too large")
+        return value
     raise SpecError(where, f"expected an integer, got {value!r}")
 
 
 _ASCII_INT = re.compile(r"[+-]?[0-9]+")
+MAX_DIGITS = 18  # every count and size here fits in 18 digits, and so in a 64-bit database column
 MAX_NAME = 200
 
 

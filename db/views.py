@@ -23,13 +23,13 @@ from datetime import datetime
 from typing import Iterable, Iterator
 
 import numpy as np
-from sqlalchemy import Engine, Float, Integer, Text, cast, false, func, select
+from sqlalchemy import Engine, Float, Integer, Text, case, cast, false, func, select
 from sqlalchemy import text as sql_text
 
 from db import noise
 from db.engine import reading
 from db.models import RESULT_SCALARS, TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
-from db.results import DETAIL_FIELDS, ENV_FROM_WORKER, RECORD_FIELDS, SPEC_FIELDS
+from db.results import CPU_NAME, DETAIL_FIELDS, ENV_FROM_WORKER, RECORD_FIELDS, SPEC_FIELDS, worker_key
 from db.spec import SpecError, _int, dynamic_text, parse_bool, stored_spec, sweep_label
 
 # spec fields stored as JSON objects/lists come back as JSON text (parsed only where shown)
@@ -95,7 +95,11 @@ def _column(name: str):
     elif name == "spec_text":  # the spec fields, decoded by result_rows (_spec_columns)
         col = cast(spec, Text)
     elif name in ENV_FROM_WORKER:
-        col = func.coalesce(getattr(Result, name), Worker.capabilities[name].as_string())
+        published = Worker.capabilities[name].as_string()
+        if worker_key(name, "cpu") != name:  # a CPU job's device, by its worker's CPU (db.results.worker_key)
+            published = case((spec["device"].as_string() == "cpu",
+                              func.coalesce(Worker.capabilities[CPU_NAME].as_string(), published)), else_=published)
+        col = func.coalesce(getattr(Result, name), published)
     elif name in RESULT_SCALARS:
         col = getattr(Result, name)
     elif name in DETAIL_NUMBERS:

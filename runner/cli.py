@@ -20,7 +20,7 @@ from db.database import get_engine
 from db.engine import DatabaseError, describe, resolve_url
 from db.models import JobStatus, utcnow
 from db.results import export_records, records_csv, records_json
-from db.spec import SpecError, SweepRequest, split_sizes
+from db.spec import SpecError, SweepRequest, _int, split_sizes
 from runner import signing, zoo
 from runner.gpus import GpuError
 
@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_db(w)
     stop = w.add_mutually_exclusive_group()
     stop.add_argument("--once", action="store_true", help="run one job if one is queued, then exit")
-    stop.add_argument("--max-jobs", type=int, help="exit after this many jobs")
+    stop.add_argument("--max-jobs", type=_count, help="exit after this many jobs")
     stop.add_argument("--drain", action="store_true", help="exit when no queued job remains")
     gpu = w.add_mutually_exclusive_group()
     gpu.add_argument("--gpu", help="GPU index to pin (CUDA_VISIBLE_DEVICES)")
@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fork: each child forked from a parent that preloaded torch (fast start); "
                         "fresh: a new interpreter per job; inline: in this process, for debugging a job "
                         "under pdb (no isolation, no timeout)")
-    w.add_argument("--threads", type=int, help="torch's intra-op threads in every job (default: the CPUs this "
+    w.add_argument("--threads", type=_count, help="torch's intra-op threads in every job (default: the CPUs this "
                                                "worker may run on, its affinity; pin a worker with taskset -c)")
     w.add_argument("--cache-key-file", metavar="PATH",
                    help="the lab's key for compile cache bundles (else the file COMPILE_LAB_CACHE_KEY_FILE names): "
@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-o", "--output", help="file to write (default: stdout)")
 
     a = sub.add_parser("artifact", help="write out one of a job's artifacts (output_code, fx_graphs, trace, tlparse)")
-    a.add_argument("job_id", type=int)
+    a.add_argument("job_id", type=_row_id)
     a.add_argument("name")
     a.add_argument("-o", "--output", help="file to write (default: stdout)")
     _add_db(a)
@@ -175,8 +175,17 @@ def _first_line(e: Exception) -> str:
 
 def _row_id(text: str) -> int:
     """A job or sweep id: a positive integer a database column can hold (not '１', not 10**30)."""
-    if not re.fullmatch(r"[0-9]+", text.strip()) or not 1 <= int(text) < 2**63:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a job or sweep id (a positive integer)")
+    if not re.fullmatch(r"[0-9]{1,19}", text.strip()) or not 1 <= int(text) < 2**63:
+        shown = repr(text[:24]) + ("..." if len(text) > 24 else "")
+        raise argparse.ArgumentTypeError(f"{shown} is not a job or sweep id (a positive integer below 2**63)")
+    return int(text)
+
+
+def _count(text: str) -> int:
+    """A whole number a person types for a count (--max-jobs, --threads): ASCII digits, a few of them."""
+    if not re.fullmatch(r"[0-9]{1,9}", text.strip()):
+        shown = repr(text[:20]) + ("..." if len(text) > 20 else "")
+        raise argparse.ArgumentTypeError(f"{shown} is not a whole number (at most 9 digits)")
     return int(text)
 
 
@@ -215,7 +224,8 @@ def _model_args(pairs: list[str]) -> dict:
         if "=" not in pair:
             raise UsageError(f"--arg {pair!r}: expected NAME=VALUE")
         name, value = pair.split("=", 1)
-        out[name.strip()] = int(value) if re.fullmatch(r"-?[0-9]+", value.strip()) else value.strip()
+        digits = re.fullmatch(r"-?[0-9]+", value.strip())
+        out[name.strip()] = _int(value, f"model_args.{name.strip()}") if digits else value.strip()
     return out
 
 
@@ -236,8 +246,13 @@ def cmd_work(args) -> int:
         raise UsageError("--max-jobs must be at least 1")
     if not 1 <= args.lease <= 24 * 3600:
         raise UsageError(f"--lease must be between 1 and 86400 seconds, got {args.lease:g}")
-    if args.threads is not None and not 1 <= args.threads <= 4096:
-        raise UsageError(f"--threads must be between 1 and 4096, got {args.threads}")
+    if args.threads is not None:
+        from runner.neighbours import my_cpus
+
+        cpus = len(my_cpus())  # more threads than cores only makes them queue for the cores, and times that queue
+        if not 1 <= args.threads <= cpus:
+            raise UsageError(f"--threads must be between 1 and {cpus} (the CPUs this worker may run on), "
+                             f"got {args.threads}")
     if not 0 <= args.grace <= 24 * 3600:
         raise UsageError(f"--grace must be between 0 and 86400 seconds, got {args.grace:g}")
     signer = signing.load(args.cache_key_file)  # read once, at start; a file that cannot be used stops here

@@ -26,7 +26,7 @@ RESTART_DELAY_S = 5.0
 FAST_FAILURE_S = 60.0  # a worker that dies sooner than this after starting counts as failing fast...
 MAX_FAST_FAILURES = 3  # ...and after this many in a row its GPU is given up
 CONFIG_ERROR = 2  # the worker's own exit code for bad input: restarting would fail the same way
-_GPU_ID = re.compile(r"^([0-9]+|GPU-[0-9a-fA-F-]+|MIG-[0-9a-zA-Z/-]+)$")
+_GPU_ID = re.compile(r"^([0-9]{1,4}|GPU-[0-9a-fA-F-]{1,64}|MIG-[0-9a-zA-Z/-]{1,96})$")  # bounded: an id, not a payload
 
 
 class GpuError(ValueError):
@@ -40,7 +40,7 @@ def parse_gpus(text: str) -> list[str]:
     gpus = [p.strip() for p in text.split(",")]
     bad = [g for g in gpus if not _GPU_ID.fullmatch(g)]
     if bad:
-        raise GpuError(f"--gpus: {bad[0]!r} is not a GPU index or UUID; use all or a list like 0,1")
+        raise GpuError(f"--gpus: {_shown(bad[0])} is not a GPU index or UUID; use all or a list like 0,1")
     if len(set(gpus)) != len(gpus):
         raise GpuError("--gpus: a GPU is listed twice; one worker per GPU")
     return gpus
@@ -49,8 +49,12 @@ def parse_gpus(text: str) -> list[str]:
 def parse_gpu(text: str) -> str:
     """--gpu: one index or UUID, checked like each entry of --gpus (it becomes CUDA_VISIBLE_DEVICES)."""
     if not _GPU_ID.fullmatch(text):
-        raise GpuError(f"--gpu: {text!r} is not a GPU index or UUID; use e.g. 0 or GPU-<uuid>")
+        raise GpuError(f"--gpu: {_shown(text)} is not a GPU index or UUID; use e.g. 0 or GPU-<uuid>")
     return text
+
+
+def _shown(text: str) -> str:
+    return repr(text[:40]) + ("..." if len(text) > 40 else "")
 
 
 def visible_gpus() -> list[str]:

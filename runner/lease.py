@@ -24,6 +24,16 @@ from runner.leasefile import LeaseFile
 log = logging.getLogger("compile_lab.worker")
 
 
+class Renewed:
+    """When a job's lease was last renewed (time.monotonic() when the renewal was sent), handed from what renews it
+    before the child starts (the wait for the worker's start) to the LeaseKeeper, whose deadlines count from it:
+    counted from the claim instead, a job that waited out a slow start would look stale the moment its child
+    started, and be stopped and handed back."""
+
+    def __init__(self, at: float):
+        self.at = at
+
+
 class LeaseKeeper(threading.Thread):
     """Renews one job's lease every beat, in its own thread, so that a slow, locked or unreachable
     database never stalls the supervision of the child (timeouts, cancels, signals). The supervisor
@@ -53,15 +63,17 @@ class LeaseKeeper(threading.Thread):
 
     def run(self) -> None:
         w, c = self.worker, self.claim
+        wait = 0.0  # the first renewal at once: on a busy host the last one may be most of a beat old already
         try:
-            while not self.done.wait(w.beat_s):
+            while not self.done.wait(wait):
                 phase, progress = read_progress(self.progress_file)
-                sent = time.monotonic()
+                sent = time.monotonic()  # the next renewal a beat from this one's sending, however long it takes
                 try:
                     alive = queue.heartbeat_job(w.engine, c.job_id, c.token, w.cfg.lease_s, phase, progress)
                     queue.heartbeat_worker(w.engine, w.id, "busy", c.job_id)
                 except (OperationalError, OSError) as e:  # briefly unreachable: keep the child, try next beat
                     log.warning("job %s: heartbeat failed (%s); retrying", c.job_id, first_line(e))
+                    wait = max(0.0, sent + w.beat_s - time.monotonic())
                     continue
                 if not alive:
                     self.lost.set()
@@ -71,6 +83,7 @@ class LeaseKeeper(threading.Thread):
                     self.file.write(self.child_deadline())
                 except OSError as e:  # the child will stop itself at the old deadline; the worker sees why
                     log.warning("job %s: cannot extend the child's lease file (%s)", c.job_id, first_line(e))
+                wait = max(0.0, sent + w.beat_s - time.monotonic())
         finally:
             self.file.close()
 

@@ -30,17 +30,17 @@ from pathlib import Path
 
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from db import artifacts, queue, timeline
+from db import queue, timeline
 from db.database import get_engine
 from db.engine import DatabaseGone, MalformedJSON, check_identity, file_identity
 from db.models import JobStatus
 from db.noise import cpus_text
 from db.spec import ExperimentSpec, SpecError
 from db.timeline import Phases
-from runner import ceilings, hostfacts, portable, preload, repeatcache, zoo
+from runner import ceilings, hostfacts, kept, portable, preload, repeatcache, zoo
 from runner import probe as host_probe
 from runner.child import THREADS_ENV, WORKER_PID_ENV
-from runner.lease import LeaseKeeper, read_progress
+from runner.lease import LeaseKeeper, Renewed, read_progress
 from runner.neighbours import Watch, my_cpus, sharing
 from runner.reaper import kill_tree
 from runner.signing import KEY_FILE_ENV, Signer
@@ -105,6 +105,7 @@ class Worker:
         self._started.set()
         self._starting: threading.Thread | None = None
         self._start_error: BaseException | None = None
+        self._kept: list[kept.Kept] = []  # outcomes earlier workers of this home could not store (runner.kept)
 
     # -- lifecycle --------------------------------------------------------------------------------
     def install_signal_handlers(self) -> None:
@@ -147,7 +148,8 @@ class Worker:
     def _capabilities(self, probe: dict) -> dict:
         devices = (["cuda", "cpu"] if probe.get("cuda") else ["cpu"])
         caps = {
-            "devices": devices, "device_name": probe.get("device_name"), "torch_version": probe.get("torch_version"),
+            "devices": devices, "device_name": probe.get("device_name"), "cpu_name": probe.get("cpu_name"),
+            "torch_version": probe.get("torch_version"),
             "triton_version": probe.get("triton_version"),
             "models": [e.info.to_dict() for e in self.entries.values()], "pid": os.getpid(),
             "models_dirs": [str(d) for d in self.cfg.models_dirs], "cpus": self.cpus, "threads": self.threads,
@@ -192,17 +194,20 @@ class Worker:
         finally:
             self._started.set()
 
-    def _await_start(self, claim: queue.Claim, steps: Phases) -> Outcome | None:
+    def _await_start(self, claim: queue.Claim, steps: Phases, renewed: Renewed | None = None) -> Outcome | None:
         """Before a job's child: the worker's start finished (at once, but for the first job after a start from
-        kept facts). Renews the job's lease meanwhile. An Outcome if the job cannot go on."""
+        kept facts). Renews the job's lease meanwhile (noted in `renewed`). An Outcome if the job cannot go on."""
         if self._started.is_set() and self._start_error is None:
             return None
         waited = time.time()
         while not self._started.wait(self.beat_s):
             try:
+                sent = time.monotonic()
                 if not queue.heartbeat_job(self.engine, claim.job_id, claim.token, self.cfg.lease_s,
                                            "waiting for the worker's start"):
                     return Outcome(None)  # cancelled meanwhile
+                if renewed is not None:
+                    renewed.at = sent
             except (OperationalError, OSError) as e:
                 log.warning("job %s: heartbeat failed (%s); retrying", claim.job_id, _first_line(e))
         steps.add(STARTING, waited, time.time())
@@ -270,6 +275,7 @@ class Worker:
     def run(self) -> int:
         """Claim and run jobs until stopped, max_jobs done, or (drain) nothing is left to claim."""
         self.start()
+        self._kept = kept.found(self.home)  # earlier workers' finished outcomes, stored before any claim
         done = 0
         models = list(self.entries)
         try:
@@ -278,6 +284,7 @@ class Worker:
                     break
                 check_identity(self.engine, self.db_file)
                 try:
+                    kept.store_found(self)
                     queue.requeue_expired(self.engine)
                     claimed_at = time.monotonic()  # the lease runs from (no later than) here
                     claim_started = time.time()  # the job's timeline starts here (db.timeline)
@@ -333,8 +340,9 @@ class Worker:
             outcome = Outcome(JobStatus.FAILED, f"stored spec is invalid: {e}")
         else:
             try:
-                outcome = self._await_start(claim, steps) or self._supervise(
-                    claim, spec, jobdir, logfile, claimed_at or time.monotonic(), steps)
+                renewed = Renewed(claimed_at or time.monotonic())  # the keeper counts from the last renewal
+                outcome = self._await_start(claim, steps, renewed) or self._supervise(
+                    claim, spec, jobdir, logfile, renewed.at, steps)
                 if outcome is HANDED_BACK:
                     return outcome
             except OSError as e:  # the worker's own folder failed (full, unwritable): not the experiment's fault
@@ -345,26 +353,25 @@ class Worker:
                     outcome.result = ceilings.place_result(self.engine, spec, outcome.result)
             except Exception as e:  # placement is extra; the measurement is stored either way
                 log.warning("job %s: no roofline placement (%s)", claim.job_id, _first_line(e))
+        stored = None
         if outcome.status is not None:
-            try:
-                store_started = time.time()
-                stored = self._retry("store the outcome", lambda: queue.finish(
-                    self.engine, claim.job_id, claim.token, outcome.status, outcome.error, outcome.result,
-                    _tail(logfile), artifacts.read_dir(jobdir / "artifacts")))
-            except DBAPIError as e:  # the database refused the record itself (a value it cannot hold): the
-                # job still ends, failed with why, instead of the worker dying and the job running again
-                why = _first_line(e)  # bound here: the lambda below must not depend on the except variable
-                log.error("job %s: the database refused its outcome: %s", claim.job_id, why)
-                stored = self._retry("record the refused outcome", lambda: queue.finish(
-                    self.engine, claim.job_id, claim.token, JobStatus.FAILED,
-                    f"the database refused this job's {outcome.status.value} outcome: {why}", None,
-                    _tail(logfile)))
+            store_started = time.time()
+            finished = kept.keep_or_hold(jobdir, claim, self.id, outcome.status, outcome.error, outcome.result,
+                                         _tail(logfile))
+            outcome.result = finished.result
+            stored = kept.store(self, finished)
             if stored is False:
-                log.warning("job %s: lease lost before the result was stored; nothing written", claim.job_id)
+                log.warning("job %s: lease lost (cancelled, or claimed again) before the result was stored; nothing "
+                            "written", claim.job_id)
             elif stored and outcome.status is JobStatus.SUCCEEDED:
                 steps.add("store", store_started, time.time())
                 self._store_timeline(claim.job_id, outcome, steps, t0)
-        _log_outcome(claim.job_id, outcome)
+        if outcome.status is not None and stored is None:  # its folder holds it until a worker stores it
+            log.error("job %s: its %s outcome is kept in %s; a worker started with this home stores it",
+                      claim.job_id, outcome.status.value, jobdir / kept.FILE)
+            return outcome
+        if outcome.status is None or stored:  # stored False: said above, and what ran is not what was stored
+            _log_outcome(claim.job_id, outcome)
         if not self.cfg.keep_job_dirs:
             shutil.rmtree(jobdir, ignore_errors=True)
         self._retry("note the worker idle", lambda: queue.heartbeat_worker(self.engine, self.id, "idle"))

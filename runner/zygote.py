@@ -14,6 +14,7 @@ Protocol, one JSON object per line: we say {"ready": true} once preloaded; the w
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -24,24 +25,89 @@ import sys
 def _preload() -> None:
     # while preloading, "is there a GPU?" asks NVML, not the CUDA runtime: torch's runtime device count marks every
     # later fork as unable to use CUDA, and inductor's and triton's imports ask (on an H100, every forked job then
-    # failed "Cannot re-initialize CUDA in forked subprocess" though torch.cuda.is_initialized() said False)
+    # failed "Cannot re-initialize CUDA in forked subprocess" though torch.cuda.is_initialized() said False). NVML
+    # itself is asked once, by a forked helper, before anything here starts a thread (_nvml_facts says why).
+    nvml = _nvml_facts()
     os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     import numpy  # noqa: F401
     import torch  # noqa: F401
 
-    import db.spec  # noqa: F401
-    import runner.child  # noqa: F401
-    import runner.measure  # noqa: F401  (what every job imports: the protocol and its steps)
-    import runner.zoo  # noqa: F401
-    from runner import preload
+    with _nvml_answered(torch, nvml):
+        import db.spec  # noqa: F401
+        import runner.child  # noqa: F401
+        import runner.measure  # noqa: F401  (what every job imports: the protocol and its steps)
+        import runner.zoo  # noqa: F401
+        from runner import preload
 
-    if preload.enabled():
-        preload.compile_line()
-        preload.first_call_modules()
+        if preload.enabled():
+            preload.compile_line()
+            preload.first_call_modules()
     os.environ.pop("PYTORCH_NVML_BASED_CUDA_CHECK", None)
     if torch.cuda.is_initialized() or not _forks_can_use_cuda():  # the worker then preloads less, or uses fresh ones
         sys.exit("compile-lab: a child forked from the preloaded parent cannot use CUDA (preloading touched it); "
                  "not forking children")
+
+
+def _nvml_facts() -> dict | None:
+    """NVML's device count and GPU UUIDs (what torch's NVML-based check reads), asked by a forked helper while this
+    process has its main thread alone: nvmlInit starts a thread that outlives nvmlShutdown, and with it every job's
+    fork would be a fork of a multi-threaded process (a lock that thread holds at the fork stays held in the child;
+    Python 3.12 warns at each fork). None where there is no NVML (no NVIDIA driver): torch then finds none either."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the helper: NVML through ctypes, nothing imported
+        try:
+            os.close(r)
+            os.write(w, json.dumps(_ask_nvml()).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as answer:
+        text = answer.read()
+    os.waitpid(pid, 0)
+    try:
+        facts = json.loads(text)
+    except ValueError:  # the helper died: torch asks NVML itself, as it would without us
+        return None
+    return facts if isinstance(facts, dict) else None
+
+
+def _ask_nvml() -> dict | None:
+    import ctypes
+
+    try:
+        nvml = ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        return None
+    count = ctypes.c_int(-1)
+    if nvml.nvmlInit() != 0 or nvml.nvmlDeviceGetCount_v2(ctypes.byref(count)) != 0:
+        return None
+    uuids = []
+    for i in range(count.value):
+        handle, buf = ctypes.c_void_p(), ctypes.create_string_buffer(96)
+        if nvml.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(handle)) or nvml.nvmlDeviceGetUUID(handle, buf, 96):
+            return {"count": count.value, "uuids": None}
+        uuids.append(buf.raw.decode("ascii").strip("\0"))
+    return {"count": count.value, "uuids": uuids}
+
+
+@contextlib.contextmanager
+def _nvml_answered(torch, facts: dict | None):
+    """While preloading, torch's NVML questions answered from `facts` instead of NVML itself (torch.cuda's two raw
+    NVML readers, which its NVML-based device count calls); left alone where there are no facts or no readers."""
+    cuda = torch.cuda
+    readers = ("_raw_device_count_nvml", "_raw_device_uuid_nvml")
+    if facts is None or not all(hasattr(cuda, name) for name in readers):
+        yield
+        return
+    saved = {name: getattr(cuda, name) for name in readers}
+    cuda._raw_device_count_nvml = lambda: facts["count"]
+    cuda._raw_device_uuid_nvml = lambda: list(facts["uuids"]) if facts["uuids"] is not None else None
+    try:
+        yield
+    finally:
+        for name, reader in saved.items():
+            setattr(cuda, name, reader)
 
 
 def _forks_can_use_cuda() -> bool:
@@ -112,7 +178,11 @@ def main() -> int:
         out.write(json.dumps(msg) + "\n")
         out.flush()
 
-    send({"ready": True})
+    try:
+        send({"ready": True})
+    except BrokenPipeError:  # the worker gave up on us while we preloaded (its start failed): nothing to serve
+        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())  # and no second error flushing at exit
+        return 0
 
     while True:
         ready, _, _ = select.select([stdin, wake_r], [], [])

@@ -101,10 +101,10 @@ def artifact_view(job_id: int, listed: list[dict]) -> None:
     a = by_name[name]
     try:
         text = artifacts.text(state.engine(), job_id, name)
-    except unpack.UnpackError as e:  # a row written past what a worker writes: said, and the page goes on
-        st.error(md(e), icon=":material/block:")
+    except (unpack.UnpackError, artifacts.ArtifactError) as e:  # a damaged or oversized row: said, the page goes on
+        st.error(md(e), icon=":material/broken_image:")
         return
-    st.caption(f"{a['bytes']:,} bytes as written, {a['stored_bytes']:,} stored (gzip)"
+    st.caption(f"{_n(a['bytes'], '{:,}')} bytes as written, {_n(a['stored_bytes'], '{:,}')} stored (gzip)"
                + (" · cut at the size cap" if a["truncated"] else "")
                + f" · also `python -m runner artifact {job_id} {name}`")
     st.download_button(f"Download {name}", text, file_name=f"job{job_id}-{name}.{'log' if name == 'trace' else 'py'}",
@@ -125,8 +125,8 @@ def tlparse_view(job_id: int, listed: list[dict]) -> None:
     try:
         data = artifacts.data(state.engine(), job_id, "tlparse")
         pages = artifacts.report_pages(data, what)
-    except unpack.UnpackError as e:
-        st.error(md(e), icon=":material/block:")
+    except (unpack.UnpackError, artifacts.ArtifactError) as e:  # a damaged row or zip: said, the page goes on
+        st.error(md(e), icon=":material/broken_image:")
         return
     c1, c2, c3 = st.columns([3, 1, 1.3], vertical_alignment="bottom")
     chosen = c1.selectbox("Page", pages, key="tlparse_page")
@@ -138,8 +138,7 @@ def tlparse_view(job_id: int, listed: list[dict]) -> None:
         st.iframe(report.url(job_id, chosen), height=700, alt="tlparse report")
 
 st.title("Job")
-job_id = st.number_input("Job id", min_value=1, step=1, value=None, key="job", bind="query-params",
-                         placeholder="a job id")
+job_id = state.job_id_input("Job id", placeholder="a job id")
 if job_id is None:
     st.info("Type a job id, or open a job from the Queue page.")
     st.stop()

@@ -162,8 +162,7 @@ def actions_form() -> None:
 
 
 def job_detail() -> None:
-    job_id = st.number_input("Job detail: job id", min_value=1, step=1, value=None, key="job", bind="query-params",
-                             placeholder="a job id, to see its spec, error and log tail")
+    job_id = state.job_id_input("Job detail: job id", placeholder="a job id, to see its spec, error and log tail")
     if job_id is None:
         return
     detail = views.job_detail(state.engine(), int(job_id))
@@ -239,7 +238,7 @@ statuses = f2.pills("Status", STATUSES, selection_mode="multi", key="qstatus", b
 for sid in sweep_ids:  # where the picked sweeps' time went (db.timeline)
     timeline.sweep_caption(labels.get(sid, f"#{sid}"), sweep_measurement(engine, sid))
 # a link naming a job (?job=12) opens its detail first; the bound widget fills session state only once drawn
-named = st.session_state.get("job") is not None or bool(st.query_params.get("job"))
+named = bool(st.session_state.get("job")) or bool(st.query_params.get("job"))
 top = st.container()
 live_queue(sweep_ids, statuses)
 actions_form()

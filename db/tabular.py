@@ -1,0 +1,54 @@
+"""Text files others open as data: every CSV and JSON the lab writes (the CLI's `export` and `report`, the
+pages' downloads) goes through here, so that a spreadsheet never runs a cell as a formula and a strict JSON
+parser never meets NaN or Infinity. No SQLAlchemy, no torch."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from typing import Any, Iterable
+
+# a spreadsheet reads a text cell beginning with one of these as a formula (OWASP "CSV injection"); a tab or a
+# carriage return first is refused as well, since some spreadsheets strip it and read what follows
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# text that is a plain number is left as it is: a spreadsheet reads it as that number, never as a formula
+PLAIN_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def csv_cell(value: Any) -> Any:
+    """One CSV cell: text a spreadsheet would run as a formula gets a leading single quote (shown as text, the
+    spreadsheets' own convention); numbers, negative ones included, and all other text are left as they are."""
+    if isinstance(value, str) and value.startswith(FORMULA_START) and not PLAIN_NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+def write_csv(rows: Iterable[dict], columns: Iterable[str]) -> str:
+    """CSV with a header of `columns`, a row per dict (keys outside `columns` left out); dicts and lists as JSON
+    text; every text cell through csv_cell."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({k: csv_cell(json_text(v, indent=None) if isinstance(v, (dict, list)) else v)
+                         for k, v in r.items()})
+    return buf.getvalue()
+
+
+def finite(value: Any) -> Any:
+    """`value` with every NaN and infinity, however deeply nested, replaced by None (JSON's null)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def json_text(value: Any, indent: int | None = 1) -> str:
+    """Strict JSON (RFC 8259): a number that is not finite is written as null; anything else JSON lacks
+    (a datetime) as its text."""
+    return json.dumps(finite(value), indent=indent, default=str, allow_nan=False)

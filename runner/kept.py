@@ -1,0 +1,127 @@
+"""A finished attempt's outcome, kept in its job folder until the database has it.
+
+A child's measurement can take an hour; a database outage while it is being stored must not throw it away
+(and re-run the job, counting an attempt). So before storing, the worker writes the outcome beside the job's
+artifacts, and removes it once it is stored, or once the job is provably someone else's (claimed again,
+cancelled). A worker that stops meanwhile leaves it there: the next worker started with the same home stores
+it (db.queue.finish_kept: fenced by the lease token, or by the worker and attempt that ran it once its lease
+ran out, so it is never stored twice). Stdlib and db/ only: no torch.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from db import artifacts, queue, tabular
+from db.models import JobStatus
+from runner.lease import first_line
+
+log = logging.getLogger("compile_lab.worker")
+FILE = "outcome.json"
+
+
+@dataclass(frozen=True)
+class Kept:
+    """An outcome waiting for the database: what finish_kept needs, and where it lies."""
+
+    path: Path
+    job_id: int
+    token: str
+    attempt: int
+    worker_id: str
+    status: JobStatus
+    error: str | None
+    result: dict | None
+    log_tail: str | None
+
+    def store(self, engine, with_artifacts: bool = True) -> bool:
+        """Store it (its job folder's artifacts with it); True if it went in, False if the job is someone else's
+        now. Either way the file is done with and removed; a database error leaves it for the next try."""
+        items = artifacts.read_dir(self.path.parent / "artifacts") if with_artifacts else []
+        stored = queue.finish_kept(engine, self.job_id, self.token, self.worker_id, self.attempt, self.status,
+                                   self.error, self.result, self.log_tail, items)
+        self.drop()
+        return stored
+
+    def refused(self, why: str) -> "Kept":
+        """What is stored instead when the database refuses the outcome itself (a value it cannot hold): the job
+        still ends, failed with why, rather than running again."""
+        return replace(self, status=JobStatus.FAILED, result=None,
+                       error=f"the database refused this job's {self.status.value} outcome: {why}")
+
+    def drop(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def keep_or_hold(jobdir: Path, claim: queue.Claim, worker_id: str, status: JobStatus, error: str | None,
+                 result: dict | None, log_tail: str | None) -> Kept:
+    """keep(); where the job folder takes no file (a full disk), the outcome held in memory only, as before."""
+    who = (claim.job_id, claim.token, claim.attempt, worker_id)
+    try:
+        return keep(jobdir, *who, status, error, result, log_tail)
+    except OSError as e:
+        log.warning("job %s: cannot keep its outcome on disk (%s)", claim.job_id, first_line(e))
+        return Kept(jobdir / FILE, *who, status, error, tabular.finite(result), log_tail)
+
+
+def store(worker, outcome: Kept) -> bool | None:
+    """Store a finished outcome, retrying through an outage for as long as it lasts, past the lease: finish_kept
+    still takes it once the lease ran out, unless the job was claimed again meanwhile. None: a second signal
+    stopped the worker before it went in (the outcome stays on disk for the next start)."""
+    try:
+        return worker._retry("store the outcome", lambda: outcome.store(worker.engine), patient=True)
+    except DBAPIError as e:  # the database refused the record itself (a value it cannot hold): the job still
+        # ends, failed with why, instead of the worker dying and the job running again
+        refused = outcome.refused(first_line(e))
+        log.error("job %s: %s", outcome.job_id, refused.error)
+        return worker._retry("record the refused outcome",
+                             lambda: refused.store(worker.engine, with_artifacts=False), patient=True)
+
+
+def store_found(worker) -> None:
+    """The outcomes workers of this home kept and could not store (worker._kept, from found()), before the worker
+    claims anything. A database error is left to the caller (its poll retries); each of the rest is stored, or
+    found to be someone else's now, and forgotten."""
+    while worker._kept:
+        k = worker._kept[0]
+        try:
+            stored = k.store(worker.engine)
+        except OperationalError:
+            raise
+        except DBAPIError as e:
+            stored = k.refused(first_line(e)).store(worker.engine, with_artifacts=False)
+        worker._kept.pop(0)
+        log.info("job %s: its %s outcome kept in %s %s", k.job_id, k.status.value, k.path,
+                 "is stored" if stored else "is not stored: the job is someone else's now")
+
+
+def keep(jobdir: Path, job_id: int, token: str, attempt: int, worker_id: str, status: JobStatus,
+         error: str | None, result: dict | None, log_tail: str | None) -> Kept:
+    """Write the outcome into the job folder (atomically: a crash mid-write leaves the old file or none) and
+    return it. The result as strict JSON: a number that is not finite becomes null, as the child writes it."""
+    kept = Kept(jobdir / FILE, job_id, token, attempt, worker_id, status, error, tabular.finite(result), log_tail)
+    tmp = kept.path.with_suffix(".tmp")
+    tmp.write_text(tabular.json_text({"job_id": job_id, "token": token, "attempt": attempt, "worker_id": worker_id,
+                                      "status": status.value, "error": error, "result": kept.result,
+                                      "log_tail": log_tail}))
+    os.replace(tmp, kept.path)
+    return kept
+
+
+def found(home: Path) -> list[Kept]:
+    """The outcomes earlier workers of this home kept and could not store, oldest job first. A file that does not
+    read as one (cut by a full disk, edited) is logged and left where it is."""
+    out = []
+    for path in sorted((home / "jobs").glob(f"*/{FILE}")):
+        try:
+            d = json.loads(path.read_text())
+            out.append(Kept(path, int(d["job_id"]), str(d["token"]), int(d["attempt"]), str(d["worker_id"]),
+                            JobStatus(d["status"]), d.get("error"), d.get("result"), d.get("log_tail")))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            log.error("kept outcome %s cannot be read (%s); left as it is", path, e)
+    return sorted(out, key=lambda k: k.job_id)

@@ -1,0 +1,86 @@
+"""The files others open as data (db.tabular): CSV cells a spreadsheet would run as formulas are quoted, numbers
+stay numbers, and JSON is strict (null for a number that is not finite). Through the real CLI in fresh
+interpreters, on a real SQLite file and a real PostgreSQL database."""
+import csv
+import io
+import json
+import math
+
+from db import answer, queue, tabular
+from db.database import get_engine
+from db.models import JobStatus
+from db.spec import ModelInfo, SweepRequest
+from tests.conftest import run_cli
+
+CATALOG = {"tiny": ModelInfo("tiny", "d")}
+NAMES = ["=HYPERLINK(\"http://evil\",\"x\")", "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)", "plain"]
+RESULT = {"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "samples": {}, "detail": {},
+          "max_abs_error": float("inf"), "eager_first_call_s": 0.5, "compiled_first_call_s": 1.5}
+
+
+def finished(engine, name: str, result: dict | None = RESULT) -> int:
+    """A sweep of one tiny job named `name`, finished with `result` (failed when None)."""
+    queue.submit(engine, SweepRequest(model="tiny", batch_sizes=[2], device="cpu", name=name), CATALOG)
+    claim = queue.claim_next(engine, "w", ["cpu"], ["tiny"], 60)
+    status = JobStatus.SUCCEEDED if result is not None else JobStatus.FAILED
+    assert queue.finish(engine, claim.job_id, claim.token, status, None if result else "-1 is not a size", result)
+    return claim.job_id
+
+
+def cells(text: str) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_csv_cell_quotes_formulas_and_leaves_numbers():
+    assert [tabular.csv_cell(v) for v in NAMES] == [
+        "'=HYPERLINK(\"http://evil\",\"x\")", "'+1+cmd|' /C calc'!A0", "'-2+3", "'@SUM(A1:A9)", "plain"]
+    for number in (-1.5, -3, 0, 2.5e-07, "-3", "-1.5e-07", "+4", ".5"):  # numbers, and text that is one
+        assert tabular.csv_cell(number) == number
+    assert tabular.csv_cell("\tx") == "'\tx" and tabular.csv_cell("\rx") == "'\rx" and tabular.csv_cell(None) is None
+
+
+def test_export_csv_quotes_formula_sweep_names_and_keeps_negative_numbers(any_db_url, tmp_path):
+    engine = get_engine(any_db_url)
+    for name in NAMES:
+        finished(engine, name, {**RESULT, "rel_error": -0.25})
+    out = tmp_path / "out.csv"
+    done = run_cli("export", "--db", any_db_url, "--format", "csv", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    rows = cells(out.read_text())
+    assert [r["sweep"] for r in rows] == ["'" + n if n != "plain" else n for n in NAMES]
+    assert {r["rel_error"] for r in rows} == {"-0.25"}  # a real number is left a number
+
+
+def test_report_csv_and_every_answer_row_go_through_the_same_cells(any_db_url):
+    engine = get_engine(any_db_url)
+    finished(engine, "s", None)  # a failed run: its verdict quotes the job's error
+    rows = answer.report(engine)
+    rows[0]["config"] = "=cmd()"  # what a lab's own model's argument could read as
+    (row,) = cells(answer.rows_csv(rows))
+    assert row["config"] == "'=cmd()" and row["verdict"].startswith("did not succeed")
+    done = run_cli("report", "--db", any_db_url, "--format", "csv")
+    assert done.returncode == 0 and not any(c.startswith(tabular.FORMULA_START)
+                                            for r in cells(done.stdout) for c in r.values() if c), done.stdout
+
+
+def test_json_exports_are_strict_with_null_for_infinity_and_nan(any_db_url):
+    engine = get_engine(any_db_url)
+    job_id = finished(engine, "inf", {**RESULT, "rel_error": float("nan")})
+    for command in ("export", "report"):
+        done = run_cli(command, "--db", any_db_url, "--format", "json")
+        assert done.returncode == 0, done.stderr
+        assert "Infinity" not in done.stdout and "NaN" not in done.stdout
+
+        def refuse(token):
+            raise ValueError(f"{token} is not JSON")
+        parsed = json.loads(done.stdout, parse_constant=refuse)  # as a strict parser reads it
+        (first,) = parsed
+        assert first["max_abs_error"] is None
+    (rec,) = [r for r in json.loads(run_cli("export", "--db", any_db_url, "--format", "json").stdout)
+              if r["job_id"] == job_id]
+    assert rec["rel_error"] is None and rec["speedup"] == 2.0
+
+
+def test_finite_reaches_nested_values():
+    assert tabular.finite({"a": [1.0, math.inf, {"b": -math.inf, "c": math.nan}], "d": "NaN"}) == {
+        "a": [1.0, None, {"b": None, "c": None}], "d": "NaN"}

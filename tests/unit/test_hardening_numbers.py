@@ -1,0 +1,82 @@
+"""Numbers too big for Python or the database, and ids that are not ids: a 5,000-digit integer in every numeric
+flag, a job id past 2**63, more torch threads than the worker has CPUs. Each is refused at the edge with exit
+code 2 and one line naming the flag, nothing stored, no traceback. Through runner.cli.main in this process (the
+adversarial bench's way), on a real SQLite file and a real PostgreSQL database."""
+import pytest
+
+from db import artifacts, queue
+from db.database import get_engine
+from db.engine import atomic
+from db.models import Artifact, JobStatus
+from db.spec import ModelInfo, SpecError, SweepRequest, _int
+from runner import cli
+from runner.neighbours import my_cpus
+from tests.conftest import FIXTURE_MODELS
+
+BIG = "9" * 5000
+BASE = ["--model", "tiny", "--batch", "2", "--device", "cpu", "--models-dir", str(FIXTURE_MODELS)]
+SUBMIT_FLAGS = [("--batch", BIG, "--batch"), ("--batch", f"8,{BIG}", "--batch"), ("--iters", BIG, "--iters"),
+                ("--timeout", BIG, "--timeout"), ("--repeat", BIG, "--repeat"), ("--reruns", BIG, "--reruns"),
+                ("--process-repeats", BIG, "--process-repeats"), ("--schedule", f"4,{BIG}", "--schedule"),
+                ("--arg", f"width={BIG}", "--arg width"), ("--arg", f"width=-{BIG}", "--arg width")]
+
+
+def main(argv: list[str], capsys) -> tuple[int, str]:
+    try:
+        code = cli.main(argv)
+    except SystemExit as e:  # argparse's own refusals
+        code = e.code
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag,value,named", SUBMIT_FLAGS, ids=[f"{f}{i}" for i, (f, _, _) in enumerate(SUBMIT_FLAGS)])
+def test_a_5000_digit_number_in_any_submit_flag_is_refused_naming_it(db_url, capsys, flag, value, named):
+    code, err = main(["submit", "--db", db_url, *BASE, flag, value], capsys)
+    assert code == 2 and err.startswith(f"error: {named}: ") and "too large" in err, err[:300]
+    assert err.count("\n") == 1 and len(err) < 200 and "Traceback" not in err
+    assert queue.status_counts(get_engine(db_url)) == {}
+
+
+def test_huge_integers_from_any_way_in_are_spec_errors():
+    for value in (BIG, "-" + BIG, 10 ** 5000, 10 ** 18, 1e300):
+        with pytest.raises(SpecError, match="too large"):
+            _int(value, "iters")
+    assert _int("000000000000000000000000012", "iters") == 12  # leading zeros are no size
+
+
+@pytest.mark.parametrize("argv,named", [
+    (["work", "--max-jobs", BIG], "--max-jobs"), (["work", "--threads", BIG], "--threads"),
+    (["work", "--lease", BIG], "--lease"), (["work", "--grace", BIG], "--grace"), (["work", "--gpu", BIG], "--gpu"),
+    (["work", "--gpus", f"0,{BIG}"], "--gpus"), (["cancel", BIG], "job_id"), (["export", "--format", "csv", "--sweep",
+                                                                             BIG], "--sweep"),
+    (["artifact", BIG, "trace"], "job_id"), (["artifact", "9223372036854775808", "trace"], "job_id"),
+], ids=["max-jobs", "threads", "lease", "grace", "gpu", "gpus", "cancel", "export-sweep", "artifact", "artifact-2**63"])
+def test_other_numeric_flags_refuse_a_5000_digit_number(db_url, capsys, argv, named):
+    code, err = main([argv[0], "--db", db_url, *argv[1:]], capsys)
+    last = err.strip().splitlines()[-1]
+    assert code == 2 and named in last and len(last) < 250 and "Traceback" not in err, err[-300:]
+
+
+def test_more_threads_than_the_workers_cpus_are_refused_naming_the_flag(db_url, capsys):
+    cpus = len(my_cpus())
+    code, err = main(["work", "--db", db_url, "--once", "--threads", str(cpus + 1)], capsys)
+    assert code == 2 and err == (f"error: --threads must be between 1 and {cpus} (the CPUs this worker may run "
+                                 f"on), got {cpus + 1}\n")
+
+
+def test_an_artifact_id_past_the_columns_range_and_a_damaged_artifact_end_in_one_line(any_db_url, capsys, tmp_path):
+    engine = get_engine(any_db_url)
+    code, err = main(["artifact", "--db", any_db_url, "9223372036854775808", "output_code"], capsys)
+    assert code == 2 and "is not a job or sweep id" in err and "OverflowError" not in err
+    queue.submit(engine, SweepRequest(model="tiny", batch_sizes=[2], device="cpu"), {"tiny": ModelInfo("tiny", "d")})
+    claim = queue.claim_next(engine, "w", ["cpu"], ["tiny"], 60)
+    artifacts.write_dir(tmp_path, {"output_code": "def call(args): pass\n", "trace": "V1 {}\n"})
+    assert queue.finish(engine, claim.job_id, claim.token, JobStatus.FAILED, "x", artifacts=artifacts.read_dir(tmp_path))
+    with atomic(engine) as s:  # a row damaged by hand or by a disk: not gzip any more
+        s.query(Artifact).filter(Artifact.name == "output_code").update({"data": b"\x1f\x8bnot gzip at all"})
+    code, err = main(["artifact", "--db", any_db_url, str(claim.job_id), "output_code"], capsys)
+    assert code == 2 and err.startswith(f"error: job {claim.job_id}'s artifact 'output_code' is damaged")
+    assert err.count("\n") == 1
+    assert artifacts.text(engine, claim.job_id, "trace") == "V1 {}\n"  # the job's other artifacts read as ever
+    code, err = main(["artifact", "--db", any_db_url, str(claim.job_id), "a\0b"], capsys)
+    assert code == 2 and "is not an artifact name" in err
