@@ -39,7 +39,7 @@ class ArtifactError(LookupError):
     """No such artifact for that job (or the job has none)."""
 
 
-class DamagedArtifact(ArtifactError):
+class DamagedArtifact(ArtifactError, unpack.Damaged):
     """An artifact's stored data does not unpack (a damaged row); the rest of its job reads as ever."""
 
 
@@ -136,10 +136,11 @@ def data(engine: Engine, job_id: int, name: str) -> bytes:
         have = [a["name"] for a in listing(engine, [job_id]).get(job_id, [])]
         raise ArtifactError(f"job {job_id} has no artifact {name!r}" +
                             (f" (it has: {', '.join(have)})" if have else " (it has none)"))
+    what = f"job {job_id}'s artifact {name!r}"
     try:
-        return unpack.gunzip(data, MAX_UNPACKED_BYTES, f"job {job_id}'s artifact {name!r}")
+        return unpack.gunzip(data, MAX_UNPACKED_BYTES, what)
     except unpack.Damaged as e:  # a row no worker wrote so: damaged, said as such
-        raise DamagedArtifact(f"job {job_id}'s artifact {name!r} is damaged: {e}") from None
+        raise DamagedArtifact(str(e).replace(f"{what} is ", f"{what} is damaged: ", 1)) from None
 
 
 def report_pages(report: bytes, what: str) -> list[str]:

@@ -126,7 +126,7 @@ def tlparse_view(job_id: int, listed: list[dict]) -> None:
         data = artifacts.data(state.engine(), job_id, "tlparse")
         pages = artifacts.report_pages(data, what)
     except (unpack.UnpackError, artifacts.ArtifactError) as e:  # a damaged row or zip: said, the page goes on
-        st.error(md(e), icon=":material/broken_image:")
+        st.error(md(f"The tlparse report cannot be shown: {e}"), icon=":material/broken_image:")
         return
     c1, c2, c3 = st.columns([3, 1, 1.3], vertical_alignment="bottom")
     chosen = c1.selectbox("Page", pages, key="tlparse_page")
@@ -135,6 +135,11 @@ def tlparse_view(job_id: int, listed: list[dict]) -> None:
     c3.download_button("Download report (zip)", data, file_name=f"job{job_id}-tlparse.zip", icon=":material/download:",
                        width="stretch")
     if chosen:
+        try:  # the route refuses what passes the bounds too; said here instead of an empty frame
+            artifacts.report_file(data, chosen, what)
+        except (unpack.UnpackError, KeyError) as e:
+            st.error(md(f"The tlparse report cannot be shown: {e}"), icon=":material/broken_image:")
+            return
         st.iframe(report.url(job_id, chosen), height=700, alt="tlparse report")
 
 st.title("Job")

@@ -111,7 +111,7 @@ def test_submit_form_has_every_field_and_a_live_count(worker):
     at = ok(page("submit"))
     assert {s.label for s in at.selectbox} == {"Model", "Task", "Device", "dtype"}
     assert {t.label for t in at.text_input} == {"Batch sizes", "Schedule", "Sweep name"}
-    assert {n.label for n in at.number_input} == {"Rounds", "Timeout (s)", "Repeat", "Noisy re-runs", "Process repeats"}
+    assert {n.label for n in at.number_input} == {"Rounds", "Timeout (s)", "Repeat", "Re-runs", "Processes"}
     assert {p.label for p in at.button_group} >= {"Backends", "Modes", "Dynamic", "Fullgraph"}
     assert at.selectbox(key="f_model").value == "simplenet" and at.selectbox(key="f_device").value == "cpu"
     assert any(t.startswith("#### 1 job will be created") for t in texts(at.markdown))

@@ -94,9 +94,11 @@ def test_submit_watch_and_read_results_in_a_browser(app, browser, tmp_path):
     dynamic.get_by_role("button", name="true").click()
     page.get_by_role("spinbutton", name="Rounds").fill("3")
     page.get_by_role("spinbutton", name="Rounds").press("Enter")
-    # 3 rounds on a shared box are noisy: no automatic re-runs, so the two jobs stay two
-    page.get_by_role("spinbutton", name="Noisy re-runs").fill("0")
-    page.get_by_role("spinbutton", name="Noisy re-runs").press("Enter")
+    # one process each and no automatic re-runs (a shared box may disturb a job), so the two jobs stay two
+    page.get_by_role("spinbutton", name="Re-runs").fill("0")
+    page.get_by_role("spinbutton", name="Re-runs").press("Enter")
+    page.get_by_role("spinbutton", name="Processes").fill("1")
+    page.get_by_role("spinbutton", name="Processes").press("Enter")
     page.get_by_role("textbox", name="Sweep name").fill("browser sweep")
     page.get_by_role("textbox", name="Sweep name").press("Enter")
     page.get_by_text("2 jobs will be created").wait_for()  # the live count followed every click

@@ -47,7 +47,7 @@ def test_a_job_that_waited_out_a_slow_start_keeps_its_lease_and_runs(make_worker
     engine = get_engine(any_db_url)
     catalog = zoo.model_infos(zoo.catalog([FIXTURE_MODELS]))
     queue.submit(engine, SweepRequest(model="tiny", batch_sizes=[2], device="cpu", backends=["eager"], iters=2,
-                                      reruns=0), catalog)
+                                      reruns=0, process_repeats=1), catalog)
     held = {}
 
     def renewed_a_lease_after_the_claim() -> bool:

@@ -88,5 +88,5 @@ def test_a_row_that_unpacks_past_the_limit_is_refused_naming_it(engine):
                                          r"4,198,400 bytes, the limit: refused"):
         artifacts.text(engine, claim.job_id, "output_code")
     assert artifacts.text(engine, claim.job_id, "fx_graphs").endswith(f"of {total} bytes\n")
-    with pytest.raises(ValueError, match=rf"job {claim.job_id}'s artifact 'trace' is not valid gzip data"):
+    with pytest.raises(ValueError, match=rf"job {claim.job_id}'s artifact 'trace' is damaged: not valid gzip data"):
         artifacts.data(engine, claim.job_id, "trace")

@@ -20,7 +20,7 @@ RESULT = {"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "samples": {}, "d
 
 def finished(engine, name: str, result: dict | None = RESULT) -> int:
     """A sweep of one tiny job named `name`, finished with `result` (failed when None)."""
-    queue.submit(engine, SweepRequest(model="tiny", batch_sizes=[2], device="cpu", name=name), CATALOG)
+    queue.submit(engine, SweepRequest(model="tiny", batch_sizes=[2], device="cpu", name=name, process_repeats=1), CATALOG)
     claim = queue.claim_next(engine, "w", ["cpu"], ["tiny"], 60)
     status = JobStatus.SUCCEEDED if result is not None else JobStatus.FAILED
     assert queue.finish(engine, claim.job_id, claim.token, status, None if result else "-1 is not a size", result)

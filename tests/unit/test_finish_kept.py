@@ -22,7 +22,8 @@ def engine(any_db_url):
 
 
 def claimed(engine, max_attempts: int = 3):
-    queue.submit(engine, SweepRequest(model="tiny", batch_sizes=[2], device="cpu"), {"tiny": ModelInfo("tiny", "d")},
+    queue.submit(engine, SweepRequest(model="tiny", batch_sizes=[2], device="cpu", process_repeats=1),
+                 {"tiny": ModelInfo("tiny", "d")},
                  max_attempts=max_attempts)
     return queue.claim_next(engine, "w1", ["cpu"], ["tiny"], 60)
 

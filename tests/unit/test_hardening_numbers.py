@@ -68,7 +68,8 @@ def test_an_artifact_id_past_the_columns_range_and_a_damaged_artifact_end_in_one
     engine = get_engine(any_db_url)
     code, err = main(["artifact", "--db", any_db_url, "9223372036854775808", "output_code"], capsys)
     assert code == 2 and "is not a job or sweep id" in err and "OverflowError" not in err
-    queue.submit(engine, SweepRequest(model="tiny", batch_sizes=[2], device="cpu"), {"tiny": ModelInfo("tiny", "d")})
+    queue.submit(engine, SweepRequest(model="tiny", batch_sizes=[2], device="cpu", process_repeats=1),
+                 {"tiny": ModelInfo("tiny", "d")})
     claim = queue.claim_next(engine, "w", ["cpu"], ["tiny"], 60)
     artifacts.write_dir(tmp_path, {"output_code": "def call(args): pass\n", "trace": "V1 {}\n"})
     assert queue.finish(engine, claim.job_id, claim.token, JobStatus.FAILED, "x", artifacts=artifacts.read_dir(tmp_path))
