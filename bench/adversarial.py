@@ -226,30 +226,11 @@ def links_table() -> tuple:
     return ("dashboard ?job= links (job, queue pages)", 2 * len(BAD_LINKS), refused, "-", "-", bad)
 
 
-@contextlib.contextmanager
 def scratch_pg(base: str):
     """A fresh database on the server `base` names, dropped afterwards: the bench stores sweeps."""
-    import uuid
+    from bench.scratch import scratch_database
 
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-
-    from db.database import dispose_engine
-    from db.engine import resolve_url
-
-    base = resolve_url(base)
-    name = f"lab_adv_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(base).set(database=name).render_as_string(hide_password=False)
-    try:
-        yield url
-    finally:
-        dispose_engine(url)
-        with admin.connect() as c:
-            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    return scratch_database(base, "lab_adv")
 
 
 FAULT_TESTS = ["tests/faults/test_worker_os_faults.py", "tests/faults/test_worker_faults.py",

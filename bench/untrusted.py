@@ -194,22 +194,7 @@ def _own_pg_database(base: str | None):
     if not base:
         yield None
         return
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
+    from bench.scratch import scratch_database
 
-    from db.database import dispose_engine
-    from db.engine import resolve_url
-
-    base = resolve_url(base)
-    name = f"lab_bench_{os.urandom(6).hex()}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(base).set(database=name).render_as_string(hide_password=False)
-    try:
+    with scratch_database(base, "lab_bench") as url:
         yield url
-    finally:
-        dispose_engine(url)
-        with admin.connect() as c:
-            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()

@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -112,25 +111,10 @@ def pg_url():
     if not base:
         pytest.skip(f"{PG_ENV} is not set: no PostgreSQL server for this run (`make test` starts one where it runs "
                     "as root; see docs/operations.md)")
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
+    from bench.scratch import scratch_database
 
-    from db.database import dispose_engine
-    from db.engine import resolve_url
-
-    base = resolve_url(base)
-    name = f"lab_t_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(base).set(database=name).render_as_string(hide_password=False)
-    try:
+    with scratch_database(base) as url:
         yield url
-    finally:
-        dispose_engine(url)
-        with admin.connect() as c:  # FORCE: a worker the test killed may still hold a connection
-            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -2,8 +2,6 @@
 that stops answering (a TCP proxy in front of the real server, closed mid-session) and a SQLite file
 with damaged pages. Every page shows one readable message instead of a traceback."""
 import os
-import socket
-import threading
 
 from sqlalchemy.engine import make_url
 from streamlit.testing.v1 import AppTest
@@ -11,56 +9,9 @@ from streamlit.testing.v1 import AppTest
 from bench.synthetic import fill
 from db.database import dispose_engine, get_engine
 from tests.conftest import ROOT
+from tests.faults.outage import Proxy
 
 PAGES = ["submit", "queue", "results", "compare"]
-
-
-class Proxy:
-    """127.0.0.1:<port> forwarded to the PostgreSQL server; close() cuts every connection and the port."""
-
-    def __init__(self, target: tuple[str, int]):
-        self.target, self.conns = target, []
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(self.target)
-            self.conns += [client, server]
-            for a, b in ((client, server), (server, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pipe(a, b):
-        try:
-            while data := a.recv(65536):
-                b.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (a, b):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def close(self):
-        try:
-            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() blocked in the other thread
-        except OSError:
-            pass
-        self.listener.close()
-        for s in self.conns:
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-                s.close()
-            except OSError:
-                pass
 
 
 def run(name: str) -> AppTest:

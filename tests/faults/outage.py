@@ -21,7 +21,7 @@ class Outage:
         if self.sqlite:
             self.url, self.lock = db_url, Path(f"{url.database}.writelock")
         else:
-            self.proxy = _Proxy((url.host or "localhost", url.port or 5432))
+            self.proxy = Proxy((url.host or "localhost", url.port or 5432))
             self.url = url.set(host="127.0.0.1", port=self.proxy.port).render_as_string(hide_password=False)
 
     def down(self) -> None:
@@ -39,7 +39,7 @@ class Outage:
             self.proxy.open()
 
 
-class _Proxy:
+class Proxy:
     """127.0.0.1:<port> forwarded to the server; close() cuts every connection and the port, open() listens again
     on the same port."""
 

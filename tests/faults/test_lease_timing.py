@@ -14,27 +14,15 @@ from db.models import Job, JobStatus
 from db.spec import SweepRequest
 from runner import worker, zoo
 from tests.conftest import FIXTURE_MODELS
-from tests.unit.test_hostfacts import Gate
+from tests.unit.test_hostfacts import Gate, gated_workers
 
 LEASE_S = 3.0
 
 
 @pytest.fixture
 def make_worker(tmp_path, any_db_url, monkeypatch):
-    made = []
-
-    def make(gate):
-        monkeypatch.setattr(worker.host_probe, "probe", gate)
-        w = worker.Worker(worker.WorkerConfig(db_url=any_db_url, home=tmp_path / "home", spawn="fresh",
-                                              calibrate=False, threads=1, lease_s=LEASE_S,
-                                              models_dirs=[str(FIXTURE_MODELS)]))
-        made.append(w)
-        return w
-
-    yield make
-    for w in made:  # no start thread outlives its test
-        if w._starting is not None:
-            w._starting.join(30)
+    yield from gated_workers(monkeypatch, tmp_path / "home", db_url=any_db_url, lease_s=LEASE_S,
+                             models_dirs=[str(FIXTURE_MODELS)])
 
 
 def job(engine, job_id: int) -> Job:

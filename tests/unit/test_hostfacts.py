@@ -61,14 +61,14 @@ class Gate:
         return dict(self.answer)
 
 
-@pytest.fixture
-def make_worker(tmp_path, db_url, monkeypatch):
+def gated_workers(monkeypatch, home, **config):
+    """A factory of workers whose host probe is a test's gate (the test decides when a start finishes); after the
+    test, no start thread outlives it. Shared with tests/faults/test_lease_timing.py."""
     made = []
 
     def make(gate):
         monkeypatch.setattr(worker.host_probe, "probe", gate)
-        w = worker.Worker(worker.WorkerConfig(db_url=db_url, home=tmp_path / "home", spawn="fresh", calibrate=False,
-                                              threads=1, heartbeat_s=0.2, lease_s=30))
+        w = worker.Worker(worker.WorkerConfig(home=home, spawn="fresh", calibrate=False, threads=1, **config))
         made.append(w)
         return w
 
@@ -76,6 +76,11 @@ def make_worker(tmp_path, db_url, monkeypatch):
     for w in made:  # no start thread outlives its test
         if w._starting is not None:
             w._starting.join(30)
+
+
+@pytest.fixture
+def make_worker(tmp_path, db_url, monkeypatch):
+    yield from gated_workers(monkeypatch, tmp_path / "home", db_url=db_url, heartbeat_s=0.2, lease_s=30)
 
 
 def claim_one(w):
