@@ -200,3 +200,17 @@ def test_a_configuration_in_one_process_takes_the_spread_its_device_showed_elsew
     (alone,) = report(engine, job_ids=[lone])
     assert alone["speedup_ci_high"] / alone["speedup"] - 1 > 0.15  # the device's spread, not its rounds' 0.1%
     assert "this device's spread between fresh processes" in alone["verdict"]
+
+
+def test_a_finished_run_finds_its_configurations_runs_through_the_sweep_config_index(tmp_path):
+    """The follow-up planning reads the other runs of one configuration by (sweep, config), never the whole sweep:
+    SQLite's plan for that query searches the index."""
+    from sqlalchemy import text
+
+    from db.engine import reading
+
+    engine = get_engine(f"sqlite:///{tmp_path / 'lab.db'}")
+    sql = str(queue.same_configuration(1, "k").compile(engine, compile_kwargs={"literal_binds": True}))
+    with reading(engine) as s:
+        plan = " ".join(str(row[-1]) for row in s.execute(text("EXPLAIN QUERY PLAN " + sql)))
+    assert "USING INDEX ix_jobs_sweep_config" in plan, plan
