@@ -73,5 +73,5 @@ def test_no_report_no_job_and_a_foreign_host_get_a_plain_answer(lab):
 
 def test_the_pages_list_puts_the_index_first(lab, engine):
     data = artifacts.data(engine, lab["job"], "tlparse")
-    assert report.pages(data) == ["index.html"]
+    assert artifacts.report_pages(data, "the report") == ["index.html"]
     assert report.url(3, "-_0_0_0/a b.html") == "/tlparse/3/-_0_0_0/a%20b.html"
