@@ -3,8 +3,9 @@
 tlparse (PyPI `tlparse`, a Rust binary) is what PyTorch asks users to attach to torch.compile bug reports: one
 page per compile with its graphs, guards, cache decisions, output code and failures. It runs in the child after
 the measurement, with a time limit, if the worker's environment has it (COMPILE_LAB_TLPARSE names the binary,
-else `tlparse` on the PATH); without it the job simply has no report. The zip leaves out what duplicates the
-trace itself (raw.log, raw.jsonl, payloads/, chromium_events.json): the `trace` artifact holds that.
+else `tlparse` on the PATH or beside the interpreter); without it the job simply has no report. The zip leaves
+out what duplicates the trace itself (raw.log, raw.jsonl, payloads/, chromium_events.json): the `trace` artifact
+holds that.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import io
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -22,7 +24,10 @@ SKIP = {"raw.log", "raw.jsonl", "chromium_events.json"}
 
 
 def executable() -> str | None:
-    return os.environ.get(ENV) or shutil.which("tlparse")
+    """COMPILE_LAB_TLPARSE, else `tlparse` on the PATH, else beside this interpreter: `pip install` puts it in the
+    virtualenv's bin/, which `make run` and its worker do not put on the PATH."""
+    beside = Path(sys.executable).parent / "tlparse"
+    return os.environ.get(ENV) or shutil.which("tlparse") or (str(beside) if os.access(beside, os.X_OK) else None)
 
 
 def report(trace: str, timeout_s: float = TIMEOUT_S) -> bytes | None:

@@ -75,3 +75,20 @@ def test_the_pages_list_puts_the_index_first(lab, engine):
     data = artifacts.data(engine, lab["job"], "tlparse")
     assert artifacts.report_pages(data, "the report") == ["index.html"]
     assert report.url(3, "-_0_0_0/a b.html") == "/tlparse/3/-_0_0_0/a%20b.html"
+
+
+def test_tlparse_is_found_beside_the_interpreter_when_the_path_lacks_it(monkeypatch, tmp_path):
+    """`make run` starts the app and its worker as .venv/bin/python without .venv/bin on the PATH."""
+    from runner import tlparse_report
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "python").touch()
+    (fake / "tlparse").write_text("#!/bin/sh\n")
+    (fake / "tlparse").chmod(0o755)
+    monkeypatch.delenv(tlparse_report.ENV, raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
+    monkeypatch.setattr("sys.executable", str(fake / "python"))
+    assert tlparse_report.executable() == str(fake / "tlparse")
+    (fake / "tlparse").unlink()
+    assert tlparse_report.executable() is None
