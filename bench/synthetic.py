@@ -16,11 +16,11 @@ into compile_breakdown_s parts that add up to it. Inserted with bulk Core insert
 from __future__ import annotations
 
 import hashlib
+import inspect
 import math
 import os
 import random
 import shutil
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -240,6 +240,17 @@ def _phases(parts: dict) -> dict:
             "inductor_codegen": codegen, "autotune": parts["autotuning"]}
 
 
+def data_version() -> str:
+    """A digest of the code and constants that shape the data, and of the schema it is stored in (not of the helpers
+    that keep it)."""
+    from db.database import HEAD
+
+    made = (fill, _result, _raw_material, _breakdown, _phases)
+    text = "".join(inspect.getsource(f) for f in made) + inspect.getsource(synthetic_raw) + repr(
+        (MODELS, BATCHES, DYNAMICS, MODES, MODE_GAIN, REPEAT, FAILURES, DEVICES, ROUNDS, HEAD))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
 def filled(path: Path, n_jobs: int, seed: int = 0, device: str = "cuda", cache: Path | None = None) -> Path:
     """A SQLite file at `path` holding fill(n_jobs, seed, device): at 100k realistic jobs the fill takes minutes
     (a real job's samples are ~60 kB of float text), so with `cache` (or COMPILE_LAB_BENCH_CACHE) the first fill is
@@ -247,8 +258,7 @@ def filled(path: Path, n_jobs: int, seed: int = 0, device: str = "cuda", cache: 
     from db.database import dispose_engine, get_engine
 
     cache = cache or (Path(os.environ["COMPILE_LAB_BENCH_CACHE"]) if os.environ.get("COMPILE_LAB_BENCH_CACHE") else None)
-    code = hashlib.sha256(b"".join(Path(m.__file__).read_bytes() for m in (sys.modules[__name__], synthetic_raw)))
-    kept = cache / f"synthetic-{n_jobs}-{seed}-{device}-{code.hexdigest()[:12]}.db" if cache else None
+    kept = cache / f"synthetic-{n_jobs}-{seed}-{device}-{data_version()}.db" if cache else None
     if kept is not None and kept.exists():
         shutil.copyfile(kept, path)
         return path
@@ -261,3 +271,36 @@ def filled(path: Path, n_jobs: int, seed: int = 0, device: str = "cuda", cache: 
         target.rename(kept)
         shutil.copyfile(kept, path)
     return path
+
+
+def filled_pg(base_url: str, n_jobs: int, seed: int = 0, device: str = "cuda") -> str:
+    """A PostgreSQL database holding fill(n_jobs, seed, device), made once beside `base_url`'s (a role that may
+    CREATE DATABASE) and named by the arguments and this code, kept for later runs: its URL. A fill that did not
+    finish is dropped and made again."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    from db.database import dispose_engine, get_engine
+    from db.engine import resolve_url
+
+    name = f"compile_lab_synthetic_{n_jobs}_{seed}_{device}_{data_version()}"
+    base = resolve_url(base_url)
+    url = make_url(base).set(database=name).render_as_string(hide_password=False)
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as c:
+            exists = c.scalar(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name})
+        if exists:
+            with get_engine(url).connect() as c:
+                done = c.scalar(text("SELECT count(*) FROM jobs")) == n_jobs
+            dispose_engine(url)
+            if done:
+                return url
+        with admin.connect() as c:
+            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            c.execute(text(f'CREATE DATABASE "{name}"'))
+        fill(get_engine(url), n_jobs, seed=seed, device=device)
+        dispose_engine(url)
+    finally:
+        admin.dispose()
+    return url

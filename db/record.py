@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
-RAW = ("samples", "schedule", "detail")  # JSON columns: the raw material behind the numbers
+RAW = ("schedule", "detail", "samples")  # JSON columns: the raw material behind the numbers
 
 
 def text(length: int):
@@ -103,10 +103,11 @@ class ResultRecord:
     device_name: str | None = text(200)
     cuda_version: str | None = text(32)
     hostname: str | None = text(200)
-    # raw material: every timing sample by round, the schedule calls, compiler reasons, phase times
-    samples: dict = field(default_factory=dict)
+    # raw material: the schedule calls, compiler reasons and phase times, every timing sample by round (tens of kB:
+    # last, as the results table's columns are on SQLite, migration 0015)
     schedule: list = field(default_factory=list)
     detail: dict = field(default_factory=dict)
+    samples: dict = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "ResultRecord":

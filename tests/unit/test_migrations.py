@@ -163,6 +163,34 @@ def test_results_timed_before_caller_latency_are_labelled_not_mixed(any_db_url):
     assert sorted(agg["speedup"]) == [1.2, 1.25]  # two series, not one median of both
 
 
+def test_sqlite_keeps_the_results_raw_columns_last_with_their_rows(tmp_path):
+    """On SQLite a column stored after a job's samples is read by walking their overflow pages (0015): a database
+    from before, whose later columns were added after the samples, is rebuilt in order with every row kept, and every
+    database at head has the raw columns last (a migration that adds a results column must rebuild it so)."""
+    from alembic import command
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    raw = make_engine(url)
+    with raw.begin() as conn:
+        command.upgrade(migrate.alembic_config(connection=conn), "0014_cache_signature")
+    job_id = add_rows(raw)
+    with raw.begin() as conn:
+        conn.execute(text("UPDATE results SET round_speedup = 1.9, samples = :s WHERE job_id = :i"),
+                     {"s": json.dumps({"eager": [[2.0]], "compiled": [[1.0]]}), "i": job_id})
+    names = [c["name"] for c in inspect(raw).get_columns("results")]
+    assert names.index("round_speedup") > names.index("samples")  # where ALTER TABLE ADD COLUMN put it
+    raw.dispose()
+
+    engine = get_engine(url)
+    names = [c["name"] for c in inspect(engine).get_columns("results")]
+    assert names[-3:] == ["schedule", "detail", "samples"] and sorted(names) == sorted(c.name for c in Result.__table__.c)
+    assert_rows_kept(engine, job_id)
+    with reading(engine) as s:
+        kept = s.scalars(select(Result).where(Result.job_id == job_id)).one()
+    assert (kept.round_speedup, kept.samples) == (1.9, {"eager": [[2.0]], "compiled": [[1.0]]})
+    assert {i["column_names"][0] for i in inspect(engine).get_unique_constraints("results")} == {"job_id"}
+
+
 def test_a_database_at_head_opens_without_alembic(tmp_path):
     """get_engine reads the revision with one query and loads alembic only for a database that needs upgrading:
     its HEAD is alembic's head, and a process that opens an up-to-date database never imports alembic."""
