@@ -173,18 +173,16 @@ def test_the_plots_and_the_answer_let_the_same_runs_answer():
     import pandas as pd
 
     from dashboard import stats
-    from db.answer import _answering
 
     kinds = {"quiet": [{}], "mixed": [{}, {"disturbed": True}], "all disturbed": [{"disturbed": True}] * 2,
              "old flag": [{"noisy": True, "disturbed": None}]}
     records = [job(0, mode=m, **r) for m, rs in kinds.items() for r in rs]
     records = [{**r, "job_id": i} for i, r in enumerate(records)]
-    by_db = {r["job_id"] for m in kinds for r in records if r["mode"] == m
-             and r["job_id"] in _answering([x for x in records if x["mode"] == m])}
+    by_db = {r["config"]: r["runs"] for r in answer_rows(records)}
     frame = pd.DataFrame(records).assign(baseline="eager")
     answers = stats.answering(frame, ["mode", "baseline", "batch_size"])
-    assert set(frame.loc[answers[answers].index, "job_id"]) == by_db
-    assert len(by_db) == len(records) - 1  # the mixed configuration's disturbed run alone is left out
+    assert frame.loc[answers[answers].index].groupby("mode").size().to_dict() == by_db
+    assert sum(by_db.values()) == len(records) - 1  # the mixed configuration's disturbed run alone is left out
 
 
 def test_a_noisy_configurations_name_stays_text_on_the_plots_that_mark_it():
