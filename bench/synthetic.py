@@ -200,7 +200,7 @@ def _result(rng, extra, job_id, model, bs, dyn, mode, cache, schedule, env, devi
             "round_speedup": eager / compiled, "round_speedup_se": 1.25 * ratio_spread / 1.35 / math.sqrt(30),
             "disturbed": noisy_run, "noisy": noisy_run,
             "noise_note": "other processes used 0.9 of the job's 16 cores during the rounds (python (pid 4242) 0.9)"
-            if noisy_run else None, "first_call_cache": "warm" if warm else "cold",
+            if noisy_run else None, "first_call_cache": "warm" if warm else "cold", "graph_cache_hit": warm,
             "flops": flops, "min_bytes": min_bytes, "achieved_tflops": flops / seconds / 1e12,
             "achieved_gbps": min_bytes / seconds / 1e9,
             **place(flops, min_bytes, gpu_compiled, {"copy_gbps": dev["copy_gbps"],

@@ -49,7 +49,7 @@ def break_even_calls(eager_first_s: float, compiled_first_s: float, eager_ms: fl
     return 1 + math.ceil(round(extra_s / saved_per_call_s, 9))  # round: 9.9 / 0.001 is 9900.000000000002
 
 
-READ = ("status", "error", "model", "batch_size", "cache", "cache_hits", "noisy", "noise_note", "accuracy_ok",
+READ = ("status", "error", "model", "batch_size", "cache", "graph_cache_hit", "noisy", "noise_note", "accuracy_ok",
         "disturbed", "round_speedup", "round_speedup_se", "first_call_cache", "speedup_spread",
         "eager_first_call_s", "compiled_first_call_s", "eager_ms", "compiled_ms", "speedup", "graph_breaks",
         "recompiles", "max_abs_error", "peak_mem_eager_mb", "peak_mem_compiled_mb") + CONFIG_KEYS
@@ -58,15 +58,14 @@ READ = ("status", "error", "model", "batch_size", "cache", "cache_hits", "noisy"
 def answer_columns(engine: Engine, job_ids: Iterable[int] | None = None,
                    sweep_ids: Iterable[int] | None = None) -> dict[str, list]:
     """The finished jobs' fields the answer reads (READ), column by column, as export records hold them (db.results:
-    model_args and cache_hits parsed, dynamic None/True/False, booleans as bools), through db.views' columnar reader.
+    model_args parsed, dynamic None/True/False, booleans as bools), through db.views' columnar reader.
     Each JSON text is decoded once, not once per job (a model's jobs share a handful)."""
     cols = dict(views.result_rows(engine, job_ids=job_ids, sweep_ids=sweep_ids, fields=READ).columns)
     cols["_args"] = _per_text(cols["model_args"], lambda text: json.dumps(json.loads(text) if text else {},
                                                                           sort_keys=True))
     cols["model_args"] = _per_text(cols["model_args"], lambda text: json.loads(text) if text else {})
-    cols["cache_hits"] = _per_text(cols["cache_hits"], lambda text: json.loads(text) if text else None)
     cols["dynamic"] = [TRI.get(v, v) for v in cols["dynamic"]]
-    for name in ("noisy", "accuracy_ok", "disturbed"):
+    for name in ("noisy", "accuracy_ok", "disturbed", "graph_cache_hit"):
         cols[name] = [None if v is None else bool(v) for v in cols[name]]
     return cols
 
@@ -163,7 +162,7 @@ class _Runs:
         self.ok = np.array([s == "succeeded" for s in cols["status"]], dtype=bool)
         self.disturbed = np.array([noise.is_disturbed({"disturbed": d}) for d in cols["disturbed"]], dtype=bool)
         self.kind = np.array([KINDS.index(_first_call_kind(f, c, h)) for f, c, h in
-                              zip(cols["first_call_cache"], cols["cache"], cols["cache_hits"])], dtype=np.int8)
+                              zip(cols["first_call_cache"], cols["cache"], cols["graph_cache_hit"])], dtype=np.int8)
         accuracy = cols["accuracy_ok"]
         self.accuracy_none = np.array([a is None for a in accuracy], dtype=bool)
         self.accuracy_false = np.array([a is False for a in accuracy], dtype=bool)
@@ -310,12 +309,10 @@ def _labels(groups: Iterable[tuple]) -> dict[tuple, str]:
     return out
 
 
-def _first_call_kind(recorded: str | None, cache: str | None, hits: dict | None) -> str:
+def _first_call_kind(recorded: str | None, cache: str | None, graph_hit: bool | None) -> str:
     """What a run's compiled first call compiled from: as recorded (db.record.first_call_cache), or, for a run
     stored before that was, from its cache setting; a warm run whose compiled graph missed the cache was cold."""
     kind = recorded or cache or "cold"
     if kind != "warm":
         return "portable" if kind == "portable" else "cold"
-    hits = hits or {}
-    missed = hits.get("inductor_fx_local_cache_miss_count") and not hits.get("inductor_fx_local_cache_hit_count")
-    return "cold" if missed else "warm"
+    return "cold" if graph_hit is False else "warm"

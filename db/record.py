@@ -25,6 +25,9 @@ class ResultRecord:
     # what the compiled first call compiled from: "cold" (an empty cache), "warm" (a cache that held this
     # configuration: the worker's, or its first run's for a process repeat) or "portable" (a colleague's bundle)
     first_call_cache: str | None = text(16)
+    # did inductor's FX graph cache serve the compiled graph: True, False (it was asked and missed: a warm run that
+    # compiled from nothing), None (never asked: another backend). From the detail's cache_hits (graph_cache_hit)
+    graph_cache_hit: bool | None = None
     compiled_second_call_s: float | None = None
     # steady state, in three clocks (runner/timing.py). The headline is latency as the caller sees it (one
     # synchronous call, host clock): medians and p10/p90 over every kept sample, speedup = eager / compiled
@@ -119,6 +122,14 @@ class ResultRecord:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def graph_cache_hit(hits: Mapping | None) -> bool | None:
+    """ResultRecord.graph_cache_hit from the compile's cache counters (runner.introspect.cache_hits)."""
+    if not isinstance(hits, Mapping):
+        return None
+    hit, miss = hits.get("inductor_fx_local_cache_hit_count") or 0, hits.get("inductor_fx_local_cache_miss_count") or 0
+    return True if hit > 0 else False if miss > 0 else None
 
 
 FIELDS = tuple(f.name for f in fields(ResultRecord))
