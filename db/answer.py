@@ -21,7 +21,7 @@ from sqlalchemy import Engine, func, select
 from db import labels, noise, tabular, views
 from db.axes import COMPILE_FIELDS, TRI, fold_note, folded_mode
 from db.engine import reading
-from db.interval import Interval, Prior, combine, device_prior
+from db.interval import Interval, Prior, combine, device_prior, pooled_prior
 from db.models import Job, Result
 
 # what makes two jobs the same workload, and the same compiled configuration of it (the cache is left out:
@@ -49,8 +49,8 @@ def break_even_calls(eager_first_s: float, compiled_first_s: float, eager_ms: fl
     return 1 + math.ceil(round(extra_s / saved_per_call_s, 9))  # round: 9.9 / 0.001 is 9900.000000000002
 
 
-READ = ("status", "error", "model", "batch_size", "cache", "graph_cache_hit", "noisy", "noise_note", "accuracy_ok",
-        "disturbed", "round_speedup", "round_speedup_se", "first_call_cache", "speedup_spread",
+READ = ("status", "error", "sweep_id", "config_key", "model", "batch_size", "cache", "graph_cache_hit", "noise_note",
+        "accuracy_ok", "disturbed", "round_speedup", "round_speedup_se", "first_call_cache", "speedup_spread",
         "eager_first_call_s", "compiled_first_call_s", "eager_ms", "compiled_ms", "speedup", "graph_breaks",
         "recompiles", "max_abs_error", "peak_mem_eager_mb", "peak_mem_compiled_mb") + CONFIG_KEYS
 
@@ -60,12 +60,14 @@ def answer_columns(engine: Engine, job_ids: Iterable[int] | None = None,
     """The finished jobs' fields the answer reads (READ), column by column, as export records hold them (db.results:
     model_args parsed, dynamic None/True/False, booleans as bools), through db.views' columnar reader.
     Each JSON text is decoded once, not once per job (a model's jobs share a handful)."""
-    cols = dict(views.result_rows(engine, job_ids=job_ids, sweep_ids=sweep_ids, fields=READ).columns)
+    # as lists: the spec's columns come as numpy object arrays, which Python walks element by element ~10x slower
+    cols = {n: v.tolist() if isinstance(v, np.ndarray) else v for n, v in
+            views.result_rows(engine, job_ids=job_ids, sweep_ids=sweep_ids, fields=READ, versioned=False).columns.items()}
     cols["_args"] = _per_text(cols["model_args"], lambda text: json.dumps(json.loads(text) if text else {},
                                                                           sort_keys=True))
     cols["model_args"] = _per_text(cols["model_args"], lambda text: json.loads(text) if text else {})
     cols["dynamic"] = [TRI.get(v, v) for v in cols["dynamic"]]
-    for name in ("noisy", "accuracy_ok", "disturbed", "graph_cache_hit"):
+    for name in ("accuracy_ok", "disturbed", "graph_cache_hit"):
         cols[name] = [None if v is None else bool(v) for v in cols[name]]
     return cols
 
@@ -76,12 +78,40 @@ def _per_text(texts: list, decode) -> list:
     return [done[t] if t in done else done.setdefault(t, decode(t)) for t in texts]
 
 
+def _each(fn, *columns) -> list:
+    """fn(*values) for each row of these columns, computed once per distinct combination (a database holds few)."""
+    done: dict = {}
+    if len(columns) == 1:
+        return [done[v] if v in done else done.setdefault(v, fn(v)) for v in columns[0]]
+    return [done[k] if k in done else done.setdefault(k, fn(*k)) for k in zip(*columns)]
+
+
+def _codes(*columns) -> np.ndarray:
+    """A code per row, equal for rows equal in every one of these columns: 0, 1, ... in order of appearance."""
+    combined = np.zeros(len(columns[0]), dtype=np.int64)
+    for values in columns:
+        index: dict = {}
+        code = np.fromiter((index.setdefault(v, len(index)) for v in values), np.int64, len(values))
+        combined = np.unique(combined * max(len(index), 1) + code, return_inverse=True)[1].reshape(-1)
+    return combined
+
+
 def report(engine: Engine, sweep_ids: Iterable[int] | None = None, job_ids: Iterable[int] | None = None) -> list[dict]:
     """The answer rows of these jobs (all, when neither is given): what `runner report` prints and Results shows.
     The spread between processes that widens a configuration's interval is what its device showed across the whole
     database, not only among the jobs asked for (device_priors)."""
+    with views.gc_paused():  # the columns' million objects would make every collection meanwhile walk them all
+        return _report(engine, sweep_ids, job_ids)
+
+
+def _report(engine: Engine, sweep_ids: Iterable[int] | None, job_ids: Iterable[int] | None) -> list[dict]:
     cols = answer_columns(engine, job_ids=job_ids, sweep_ids=sweep_ids)
-    return _rows(cols, device_priors(engine, set(cols["device_name"])))
+    runs = _Runs(cols)
+    if job_ids is None and sweep_ids is None:  # the whole database is in hand: its priors too
+        priors = runs.device_priors()
+    else:
+        priors = device_priors(engine, set(cols["device_name"]))
+    return _rows(runs, priors)
 
 
 def device_priors(engine: Engine, devices: Iterable[str | None]) -> dict:
@@ -94,13 +124,22 @@ def device_priors(engine: Engine, devices: Iterable[str | None]) -> dict:
          .join(Job, Job.id == Result.job_id)
          .where(Job.status == "succeeded", Result.device_name.in_(devices), Job.config.is_not(None),
                 Result.round_speedup > 0, func.coalesce(Result.disturbed, False).is_(False)))
-    groups: dict = {}
     with reading(engine) as s:
-        for device, sweep, config, center, se in s.execute(q):
-            centers, errors = groups.setdefault(device, {}).setdefault((sweep, config), ([], []))
-            centers.append(center)
-            errors.append(se)
-    return {device: device_prior(per.values()) for device, per in groups.items()}
+        rows = s.connection().execute(q).all()
+    if not rows:
+        return {}
+    device, sweep, config, center, se = zip(*rows)
+    return _pooled(list(device), _codes(device, sweep, config), np.array(center, dtype=float),
+                   np.nan_to_num(np.array(se, dtype=float)))
+
+
+def _pooled(device: list, codes: np.ndarray, center: np.ndarray, se: np.ndarray) -> dict:
+    """Per device, db.interval.pooled_prior over these processes: each one's device, configuration (a code: one
+    sweep's runs of one spec, jobs.config), paired speedup and its standard error (0 for none)."""
+    device_code = _codes(device)
+    first = {code: d for code, d in zip(device_code.tolist(), device)}
+    return {d: pooled_prior(codes[mine], center[mine], se[mine]) for code, d in first.items()
+            for mine in [device_code == code]}
 
 
 def rows_csv(rows: list[dict], columns: Iterable[str] = COLUMNS) -> str:
@@ -142,7 +181,7 @@ def answer_rows(records: list[dict], priors: dict | None = None) -> list[dict]:
     exists (db.noise); a configuration whose runs all failed says so in its verdict instead of a number. `priors`:
     per device, the spread between processes it showed beyond these records (device_priors), where it knows more."""
     names = set(READ) | {"job_id", "model_args", "_args"}
-    return _rows({n: [r.get(n) for r in records] for n in names}, priors)
+    return _rows(_Runs({n: [r.get(n) for r in records] for n in names}), priors)
 
 
 NUMBERS = ("speedup", "round_speedup", "round_speedup_se", "eager_ms", "compiled_ms", "eager_first_call_s",
@@ -159,14 +198,26 @@ class _Runs:
         self.cols = cols
         n = len(cols["job_id"])
         self.num = {c: np.array(cols[c], dtype=float) for c in NUMBERS}
-        self.ok = np.array([s == "succeeded" for s in cols["status"]], dtype=bool)
-        self.disturbed = np.array([noise.is_disturbed({"disturbed": d}) for d in cols["disturbed"]], dtype=bool)
-        self.kind = np.array([KINDS.index(_first_call_kind(f, c, h)) for f, c, h in
-                              zip(cols["first_call_cache"], cols["cache"], cols["graph_cache_hit"])], dtype=np.int8)
-        accuracy = cols["accuracy_ok"]
-        self.accuracy_none = np.array([a is None for a in accuracy], dtype=bool)
-        self.accuracy_false = np.array([a is False for a in accuracy], dtype=bool)
+        self.ok = np.array(_each(lambda s: s == "succeeded", cols["status"]), dtype=bool)
+        self.disturbed = np.array(_each(lambda d: noise.is_disturbed({"disturbed": d}), cols["disturbed"]), dtype=bool)
+        self.kind = np.array(_each(lambda *k: KINDS.index(_first_call_kind(*k)), cols["first_call_cache"],
+                                   cols["cache"], cols["graph_cache_hit"]), dtype=np.int8)
+        self.accuracy_none = np.array(_each(lambda a: a is None, cols["accuracy_ok"]), dtype=bool)
+        self.accuracy_false = np.array(_each(lambda a: a is False, cols["accuracy_ok"]), dtype=bool)
         self.job_id = np.array(cols["job_id"], dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
+
+    def device_priors(self) -> dict:
+        """device_priors over these runs (when they are the whole database)."""
+        cols = self.cols
+        counted = (self.ok & ~self.disturbed & (np.nan_to_num(self.num["round_speedup"]) > 0)
+                   & np.array(_each(lambda d, c: d is not None and c is not None, cols["device_name"],
+                                    cols["config_key"]), dtype=bool))
+        idx = np.flatnonzero(counted)
+        if not len(idx):
+            return {}
+        codes = _codes(cols["device_name"], cols["sweep_id"], cols["config_key"])[idx]
+        return _pooled([cols["device_name"][i] for i in idx.tolist()], codes, self.num["round_speedup"][idx],
+                       np.nan_to_num(self.num["round_speedup_se"][idx]))
 
     def median(self, name: str, idx: np.ndarray) -> float | None:
         v = self.num[name][idx]
@@ -190,11 +241,11 @@ class _Runs:
         return np.where(paired, center, speedup)[timed].tolist(), errors[timed].tolist()
 
 
-def _rows(cols: dict, priors: dict | None) -> list[dict]:
-    runs = _Runs(cols)
+def _rows(runs: _Runs, priors: dict | None) -> list[dict]:
+    cols = runs.cols
     models, statuses = cols["model"], cols["status"]
     # off CUDA a run stored as reduce-overhead is counted under default (db.axes.folded_mode: the same compile)
-    modes = [folded_mode(m, d) for m, d in zip(cols["mode"], cols["device"])]
+    modes = _each(folded_mode, cols["mode"], cols["device"])
     folded = [m if m != f else None for m, f in zip(cols["mode"], modes)]
     any_folded = any(folded)
     args = cols.get("_args") or [None] * len(modes)

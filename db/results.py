@@ -106,6 +106,13 @@ def worker_key(name: str, device: str | None) -> str:
     return CPU_NAME if name == "device_name" and device == "cpu" else name
 
 
+def worker_env(name: str, device: str | None, caps) -> str | None:
+    """What a job's worker published for `name` (an ENV_FROM_WORKER field): where a job without a result ran."""
+    if not isinstance(caps, dict):
+        return None
+    return caps.get(worker_key(name, device)) or caps.get(name)
+
+
 def _record(row, worker_caps: dict | None, include_raw: bool) -> dict:
     rec = {"job_id": row["id"], "sweep_id": row["sweep_id"], "sweep": sweep_display(row["sweep_id"], row["name"]),
            "status": row["status"], "error": row["error"], "attempts": row["attempts"], "worker": row["worker_id"],
@@ -118,8 +125,8 @@ def _record(row, worker_caps: dict | None, include_raw: bool) -> dict:
     for name in RESULT_SCALARS:
         rec[name] = row[name] if has_result else None
     for name in ENV_FROM_WORKER:  # a job that failed still ran somewhere: say where (filters need it)
-        if rec[name] is None and isinstance(worker_caps, dict):
-            rec[name] = worker_caps.get(worker_key(name, rec.get("device"))) or worker_caps.get(name)
+        if rec[name] is None:
+            rec[name] = worker_env(name, rec.get("device"), worker_caps)
     detail = row["detail"] if has_result and isinstance(row["detail"], dict) else {}
     for name in DETAIL_FIELDS:
         rec[name] = detail.get(name)
