@@ -71,4 +71,7 @@ def finite(value: Any) -> Any:
 def json_text(value: Any, indent: int | None = 1) -> str:
     """Strict JSON (RFC 8259): a number that is not finite is written as null; anything else JSON lacks
     (a datetime) as its text."""
-    return json.dumps(finite(value), indent=indent, default=str, allow_nan=False)
+    try:  # a value holds no NaN or infinity nearly always: the json module checks that in C, finite() in Python
+        return json.dumps(value, indent=indent, default=str, allow_nan=False)
+    except ValueError:
+        return json.dumps(finite(value), indent=indent, default=str, allow_nan=False)
