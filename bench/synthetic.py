@@ -251,15 +251,18 @@ def data_version() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def filled(path: Path, n_jobs: int, seed: int = 0, device: str = "cuda", cache: Path | None = None) -> Path:
+def filled(path: Path | None, n_jobs: int, seed: int = 0, device: str = "cuda", cache: Path | None = None) -> Path:
     """A SQLite file at `path` holding fill(n_jobs, seed, device): at 100k realistic jobs the fill takes minutes
     (a real job's samples are ~60 kB of float text), so with `cache` (or COMPILE_LAB_BENCH_CACHE) the first fill is
-    kept there, named by its arguments and this code, and copied for each later run."""
+    kept there, named by its arguments and this code, and copied for each later run. Without `path`, the kept file
+    itself (for a run that only reads it)."""
     from db.database import dispose_engine, get_engine
 
     cache = cache or (Path(os.environ["COMPILE_LAB_BENCH_CACHE"]) if os.environ.get("COMPILE_LAB_BENCH_CACHE") else None)
     kept = cache / f"synthetic-{n_jobs}-{seed}-{device}-{data_version()}.db" if cache else None
     if kept is not None and kept.exists():
+        if path is None:
+            return kept
         shutil.copyfile(kept, path)
         return path
     target = kept.with_suffix(".partial") if kept is not None else path
@@ -269,6 +272,8 @@ def filled(path: Path, n_jobs: int, seed: int = 0, device: str = "cuda", cache: 
     dispose_engine(url)  # checkpoints the fill's WAL into the file, as a lab's small commits would have
     if kept is not None:
         target.rename(kept)
+        if path is None:
+            return kept
         shutil.copyfile(kept, path)
     return path
 

@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Iterable, Iterator
 
 import numpy as np
-from sqlalchemy import Engine, Float, Integer, Text, cast, false, func, select
+from sqlalchemy import Engine, Float, Integer, Text, case, cast, false, func, or_, select
 from sqlalchemy import text as sql_text
 
 from db import noise
@@ -94,6 +94,8 @@ def _column(name: str):
         col = identity[name]
     elif name == "config_key":  # the configuration's key (db.spec.spec_key), which its follow-ups share
         col = Job.config
+    elif name == "env_worker":  # the worker of a job whose result does not say where it ran (result_rows fills it)
+        col = case((or_(*(getattr(Result, n).is_(None) for n in ENV_FROM_WORKER)), Job.worker_id))
     elif name == "spec_text":  # the spec fields, decoded by result_rows (_spec_columns)
         col = cast(spec, Text)
     elif name in RESULT_SCALARS:  # ENV_FROM_WORKER among them: result_rows fills a job without a result from its worker
@@ -194,7 +196,7 @@ def result_rows(engine: Engine, statuses: Iterable[str] = TERMINAL, sweep_ids: I
     # a job without a result takes its environment from its worker's published capabilities, read once here: a
     # join of the workers to every row cost 0.45 s at 100k jobs (SQLite looks each up by its text key)
     env = [n for n in names if n in ENV_FROM_WORKER]
-    fetched = names + [n for n in (["worker", "device"] if env else []) if n not in names]
+    fetched = names + [n for n in (["env_worker", "device"] if env else []) if n not in names]
     spec_names = [n for n in fetched if n in SPEC_FIELDS]
     query_names = [n for n in fetched if n not in SPEC_FIELDS] + (["spec_text"] if spec_names else [])
     sql = rows_sql(engine, query_names, statuses, sweep_ids, finished_since, job_ids, job_id_range)
@@ -221,7 +223,7 @@ def result_rows(engine: Engine, statuses: Iterable[str] = TERMINAL, sweep_ids: I
     if spec_names:
         columns.update(_spec_columns(columns.pop("spec_text"), spec_names))
     for n in env:
-        values, worker, device = columns[n], columns["worker"], columns["device"]
+        values, worker, device = columns[n], columns["env_worker"], columns["device"]
         for i in [i for i, v in enumerate(values) if v is None]:  # a few: the jobs without a result
             values[i] = worker_env(n, device[i], workers.get(worker[i]))
     columns = {n: columns[n] for n in names}
