@@ -52,7 +52,7 @@ def break_even_calls(eager_first_s: float, compiled_first_s: float, eager_ms: fl
 READ = ("status", "error", "sweep_id", "config_key", "model", "batch_size", "cache", "graph_cache_hit", "noise_note",
         "accuracy_ok", "disturbed", "round_speedup", "round_speedup_se", "first_call_cache", "speedup_spread",
         "eager_first_call_s", "compiled_first_call_s", "eager_ms", "compiled_ms", "speedup", "graph_breaks",
-        "recompiles", "max_abs_error", "peak_mem_eager_mb", "peak_mem_compiled_mb") + CONFIG_KEYS
+        "recompiles", "max_abs_error", "peak_mem_eager_mb", "peak_mem_compiled_mb", "spec_code") + CONFIG_KEYS
 
 
 def answer_columns(engine: Engine, job_ids: Iterable[int] | None = None,
@@ -243,19 +243,7 @@ class _Runs:
 
 def _rows(runs: _Runs, priors: dict | None) -> list[dict]:
     cols = runs.cols
-    models, statuses = cols["model"], cols["status"]
-    # off CUDA a run stored as reduce-overhead is counted under default (db.axes.folded_mode: the same compile)
-    modes = _each(folded_mode, cols["mode"], cols["device"])
-    folded = [m if m != f else None for m, f in zip(cols["mode"], modes)]
-    any_folded = any(folded)
-    args = cols.get("_args") or [None] * len(modes)
-    args = [a if a is not None else json.dumps(m, sort_keys=True) for a, m in zip(args, cols["model_args"])]
-    keys = list(zip(*(args if k == "model_args" else modes if k == "mode" else cols[k] for k in CONFIG_KEYS)))
-    members: dict[tuple, list[int]] = {}
-    for i, (model, status, bs, key) in enumerate(zip(models, statuses, cols["batch_size"], keys)):
-        if model and status != "cancelled":
-            members.setdefault((model, bs, key), []).append(i)
-    groups = {g: np.array(idx, dtype=np.intp) for g, idx in members.items()}
+    groups, folded = _configurations(cols)
     answering = {}  # per configuration, its succeeded runs that answer (db.noise.answering)
     for g, idx in groups.items():
         ok = idx[runs.ok[idx]]
@@ -271,11 +259,43 @@ def _rows(runs: _Runs, priors: dict | None) -> list[dict]:
     eager_first = {w: runs.median("eager_first_call_s", np.concatenate(parts)) for w, parts in eager_first.items()}
     labels = _labels(groups)
     rows = [_row(runs, model, bs, labels[model, key], idx, answering[model, bs, key], priors[key[DEVICE_AT]],
-                 eager_first[model, bs, key[:len(BASE_KEYS)]], {folded[i] for i in idx if folded[i]} if any_folded else set())
+                 eager_first[model, bs, key[:len(BASE_KEYS)]], folded.get((model, bs, key), set()))
             for (model, bs, key), idx in groups.items()]
     # a row the worker refused (its stored spec had no usable batch size) sorts last, never breaks the sort
     return sorted(rows, key=lambda r: (r["model"], r["batch_size"] is None, r["batch_size"] or 0,
                                        r["speedup"] is None, -(r["speedup"] or 0), r["config"]))
+
+
+def _configurations(cols: dict) -> tuple[dict, dict]:
+    """Each (model, batch size, configuration key)'s runs (index arrays, in record order; groups in order of their
+    first run), and the modes its runs were stored as and are counted under this one's (db.axes.folded_mode: off
+    CUDA a run stored as reduce-overhead is counted under default, the same compile). A configuration is its spec's
+    fields, torch version and device: rows of one spec, torch and device (spec_code, where the reader gives it) are
+    keyed once, not one by one."""
+    n = len(cols["job_id"])
+    spec = cols.get("spec_code")
+    known = spec is not None and n and spec[0] is not None
+    combo = _codes(spec, cols["torch_version"], cols["device_name"]) if known else np.arange(n)
+    counted = np.array(_each(lambda m, s: bool(m) and s != "cancelled", cols["model"], cols["status"]), dtype=bool)
+    order = np.argsort(combo, kind="stable")
+    canonical = cols.get("_args") or [None] * n  # model_args as sorted JSON text, where the reader made it
+    members: dict[tuple, list] = {}
+    folded: dict[tuple, set] = {}
+    for part in np.split(order, np.flatnonzero(np.diff(combo[order])) + 1) if n else []:
+        part = part[counted[part]]
+        if not len(part):
+            continue
+        i = int(part[0])
+        mode, device = cols["mode"][i], cols["device"][i]
+        args = canonical[i]
+        values = {"mode": folded_mode(mode, device),
+                  "model_args": args if args is not None else json.dumps(cols["model_args"][i], sort_keys=True)}
+        g = (cols["model"][i], cols["batch_size"][i], tuple(values[k] if k in values else cols[k][i] for k in CONFIG_KEYS))
+        members.setdefault(g, []).append(part)
+        if values["mode"] != mode:
+            folded.setdefault(g, set()).add(mode)
+    groups = {g: np.sort(np.concatenate(parts)) for g, parts in members.items()}
+    return dict(sorted(groups.items(), key=lambda item: item[1][0])), folded
 
 
 def _row(runs: _Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray, prior: Prior,

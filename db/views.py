@@ -134,7 +134,7 @@ def _spec_value(spec: dict, name: str):
 def _spec_columns(texts: list, names: list[str]) -> dict[str, np.ndarray]:
     """The spec fields `names`, column by column (object arrays), from each job's spec JSON text: each
     distinct text is decoded once (a sweep's jobs share a handful of specs), and the columns are built
-    by their codes, not row by row."""
+    by their codes, not row by row; `spec_code` among `names`: those codes (equal for equal specs)."""
     index: dict = {}
     codes = np.fromiter((index.setdefault(t, len(index)) for t in texts), dtype=np.intp, count=len(texts))
     decoded = []
@@ -144,8 +144,10 @@ def _spec_columns(texts: list, names: list[str]) -> dict[str, np.ndarray]:
         except (TypeError, ValueError):
             spec = {}
         decoded.append(stored_spec(spec))
-    out = {}
+    out = {"spec_code": codes} if "spec_code" in names else {}
     for name in names:
+        if name == "spec_code":
+            continue
         values = np.empty(len(decoded), dtype=object)
         values[:] = [_spec_value(spec, name) for spec in decoded]
         out[name] = values[codes]
@@ -197,8 +199,8 @@ def result_rows(engine: Engine, statuses: Iterable[str] = TERMINAL, sweep_ids: I
     # join of the workers to every row cost 0.45 s at 100k jobs (SQLite looks each up by its text key)
     env = [n for n in names if n in ENV_FROM_WORKER]
     fetched = names + [n for n in (["env_worker", "device"] if env else []) if n not in names]
-    spec_names = [n for n in fetched if n in SPEC_FIELDS]
-    query_names = [n for n in fetched if n not in SPEC_FIELDS] + (["spec_text"] if spec_names else [])
+    spec_names = [n for n in fetched if n in SPEC_FIELDS or n == "spec_code"]
+    query_names = [n for n in fetched if n not in spec_names] + (["spec_text"] if spec_names else [])
     sql = rows_sql(engine, query_names, statuses, sweep_ids, finished_since, job_ids, job_id_range)
     # One snapshot for the rows and their version: SQLite's read transaction is one already; PostgreSQL
     # needs REPEATABLE READ for it. The statement runs on the DB-API cursor of the same connection and
