@@ -5,8 +5,9 @@
                                  [--only sqlite|postgresql] [--out FILE]
 
 The database: bench.synthetic's realistic fill (per-round samples, ~55 kB a job, and a ~6 kB detail, as real jobs
-store), in a SQLite file and, with --pg or COMPILE_LAB_TEST_PG (a role that may CREATE DATABASE), in a PostgreSQL
-database beside it; both are kept for later runs (bench.synthetic.filled, filled_pg: a 100k fill takes many minutes).
+store), in a SQLite file and, with --pg or COMPILE_LAB_TEST_PG (a role that may CREATE DATABASE), copied into a
+PostgreSQL database beside it; both are kept for later runs (bench.synthetic.filled, filled_pg: a 100k fill takes
+many minutes).
 Each command runs as a user runs it, `python -m runner ...` in a fresh process, its output to a file; its wall time
 and the process's peak resident memory (ru_maxrss, from wait4) are printed; one that needs more than --limit-gb of
 address space stops with a MemoryError and prints NaN as its output size. --before DIR runs the same commands with
@@ -93,7 +94,7 @@ def main(argv=None) -> int:
             say(f"SQLite: {args.jobs:,} jobs, {path.stat().st_size / 1e9:.2f} GB, ready in {time.perf_counter() - start:.0f} s")
         if args.pg and args.only != "sqlite":
             start = time.perf_counter()
-            dbs["postgresql"] = filled_pg(args.pg, args.jobs, seed=args.jobs)
+            dbs["postgresql"] = filled_pg(args.pg, args.jobs, seed=args.jobs, cache=args.cache)
             say(f"PostgreSQL: {args.jobs:,} jobs, ready in {time.perf_counter() - start:.0f} s")
         runs = [("this", ROOT, engine, db) for engine, db in dbs.items()]
         if args.before and "sqlite" in dbs:

@@ -278,10 +278,14 @@ def filled(path: Path | None, n_jobs: int, seed: int = 0, device: str = "cuda", 
     return path
 
 
-def filled_pg(base_url: str, n_jobs: int, seed: int = 0, device: str = "cuda") -> str:
+def filled_pg(base_url: str, n_jobs: int, seed: int = 0, device: str = "cuda", cache: Path | None = None) -> str:
     """A PostgreSQL database holding fill(n_jobs, seed, device), made once beside `base_url`'s (a role that may
-    CREATE DATABASE) and named by the arguments and this code, kept for later runs: its URL. A fill that did not
-    finish is dropped and made again."""
+    CREATE DATABASE) and named by the arguments and this code, kept for later runs: its URL. Its rows are copied
+    from the SQLite fill (filled(); kept in `cache`) with COPY: inserting 100k realistic jobs row by row took an hour
+    here. A fill that did not finish is dropped and made again."""
+    import sqlite3
+    import tempfile
+
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 
@@ -297,14 +301,27 @@ def filled_pg(base_url: str, n_jobs: int, seed: int = 0, device: str = "cuda") -
             exists = c.scalar(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name})
         if exists:
             with get_engine(url).connect() as c:
-                done = c.scalar(text("SELECT count(*) FROM jobs")) == n_jobs
+                done = c.scalar(text("SELECT count(*) FROM results")) > 0
             dispose_engine(url)
             if done:
                 return url
         with admin.connect() as c:
             c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
             c.execute(text(f'CREATE DATABASE "{name}"'))
-        fill(get_engine(url), n_jobs, seed=seed, device=device)
+        engine = get_engine(url)  # the schema, at head
+        with tempfile.TemporaryDirectory() as tmp:
+            source = filled(None if cache else Path(tmp) / "fill.db", n_jobs, seed=seed, device=device, cache=cache)
+            with sqlite3.connect(source) as lite, engine.begin() as conn:
+                cur = conn.connection.driver_connection.cursor()
+                for table in ("workers", "device_ceilings", "sweeps", "jobs", "results"):  # results last
+                    names = [r[1] for r in lite.execute(f"PRAGMA table_info({table})")]
+                    columns = ", ".join(f'"{n}"' for n in names)
+                    with cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                        for row in lite.execute(f"SELECT {columns} FROM {table} ORDER BY rowid"):
+                            copy.write_row(row)
+                    if "id" in names and table != "workers":
+                        cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                                    f"(SELECT coalesce(max(id), 1) FROM {table}))")
         dispose_engine(url)
     finally:
         admin.dispose()
