@@ -301,7 +301,7 @@ def filled_pg(base_url: str, n_jobs: int, seed: int = 0, device: str = "cuda", c
             exists = c.scalar(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name})
         if exists:
             with get_engine(url).connect() as c:
-                done = c.scalar(text("SELECT count(*) FROM results")) > 0
+                done = c.scalar(text("SELECT count(*) FROM jobs")) == n_jobs  # the copy is one transaction
             dispose_engine(url)
             if done:
                 return url
