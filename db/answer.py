@@ -96,34 +96,38 @@ def _codes(*columns) -> np.ndarray:
     return combined
 
 
-def report(engine: Engine, sweep_ids: Iterable[int] | None = None, job_ids: Iterable[int] | None = None) -> list[dict]:
+def report(engine: Engine, sweep_ids: Iterable[int] | None = None, job_ids: Iterable[int] | None = None,
+           priors: dict | None = None) -> list[dict]:
     """The answer rows of these jobs (all, when neither is given): what `runner report` prints and Results shows.
     The spread between processes that widens a configuration's interval is what its device showed across the whole
-    database, not only among the jobs asked for (device_priors)."""
+    database, not only among the jobs asked for (device_priors; `priors`: those, read already)."""
     with views.gc_paused():  # the columns' million objects would make every collection meanwhile walk them all
-        return _report(engine, sweep_ids, job_ids)
+        return _report(engine, sweep_ids, job_ids, priors)
 
 
-def _report(engine: Engine, sweep_ids: Iterable[int] | None, job_ids: Iterable[int] | None) -> list[dict]:
+def _report(engine: Engine, sweep_ids, job_ids, priors: dict | None) -> list[dict]:
     cols = answer_columns(engine, job_ids=job_ids, sweep_ids=sweep_ids)
     runs = _Runs(cols)
-    if job_ids is None and sweep_ids is None:  # the whole database is in hand: its priors too
-        priors = runs.device_priors()
-    else:
-        priors = device_priors(engine, set(cols["device_name"]))
+    if priors is None:
+        # the whole database in hand holds its priors too
+        whole = job_ids is None and sweep_ids is None
+        priors = runs.device_priors() if whole else device_priors(engine, set(cols["device_name"]))
     return _rows(runs, priors)
 
 
-def device_priors(engine: Engine, devices: Iterable[str | None]) -> dict:
-    """Per device, the spread between processes shown by every configuration that ran in two or more undisturbed
-    processes of one sweep (db.interval.device_prior), read from the stored per-process numbers alone."""
-    devices = [d for d in set(devices) if d is not None]
-    if not devices:
-        return {}
+def device_priors(engine: Engine, devices: Iterable[str | None] | None = None) -> dict:
+    """Per device (these, or every one), the spread between processes shown by every configuration that ran in two
+    or more undisturbed processes of one sweep (db.interval.device_prior), read from the stored per-process numbers
+    alone."""
     q = (select(Result.device_name, Job.sweep_id, Job.config, Result.round_speedup, Result.round_speedup_se)
          .join(Job, Job.id == Result.job_id)
-         .where(Job.status == "succeeded", Result.device_name.in_(devices), Job.config.is_not(None),
+         .where(Job.status == "succeeded", Result.device_name.is_not(None), Job.config.is_not(None),
                 Result.round_speedup > 0, func.coalesce(Result.disturbed, False).is_(False)))
+    if devices is not None:
+        devices = [d for d in set(devices) if d is not None]
+        if not devices:
+            return {}
+        q = q.where(Result.device_name.in_(devices))
     with reading(engine) as s:
         rows = s.connection().execute(q).all()
     if not rows:
