@@ -79,52 +79,79 @@ async def serve(request: Request) -> Response:
         if _running >= MAX_RUNNING:
             return _text(429, f"{MAX_RUNNING} downloads are running on this server: try again when one has finished.")
         _running += 1
+    export = _Export()
     try:
-        proc, errors = await _start(got, fmt)
-        first = await proc.stdout.read(CHUNK)
-        if not first and await proc.wait():  # it said why on stderr (the database down, say): one line
-            errors.seek(0)
-            lines = errors.read().decode(errors="replace").strip().splitlines()
-            errors.close()
-            _release()
-            return _text(503, lines[-1] if lines else "The export failed.")
-    except BaseException:
+        await export.start(got, fmt)
+        first = await export.proc.stdout.read(CHUNK)
+        if not first and await export.proc.wait():  # it said why on stderr (the database down, say): one line
+            return _text(503, export.error())
+        response = _Streamed(export, first, media_type=FORMATS[fmt], headers={
+            "Content-Disposition": f'attachment; filename="{got.names[fmt]}"', "Cache-Control": "no-store",
+            "X-Content-Type-Options": "nosniff"})
+        export = None  # the response ends it
+        return response
+    finally:
+        if export is not None:
+            export.end()
+
+
+class _Export:
+    """One `runner export` process: started, read, and ended exactly once however its request ends."""
+
+    def __init__(self):
+        self.proc = None
+        self.errors = tempfile.TemporaryFile()  # a pipe left unread could fill and stall the export
+
+    async def start(self, got: Offer, fmt: str) -> None:
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "runner", "export", "--format", fmt, "--jobs", "-", cwd=PROJECT,
+            env={**os.environ, "DATABASE_URL": got.db_url}, stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=self.errors)
+        try:
+            os.setpriority(os.PRIO_PROCESS, self.proc.pid, NICE)
+        except OSError:  # gone already, or not allowed here: it runs at the server's priority
+            pass
+        self.proc.stdin.write(" ".join(map(str, got.job_ids)).encode())
+        await self.proc.stdin.drain()
+        self.proc.stdin.close()
+
+    def error(self) -> str:
+        self.errors.seek(0)
+        lines = self.errors.read().decode(errors="replace").strip().splitlines()
+        return lines[-1] if lines else "The export failed."
+
+    def end(self) -> None:
+        """Stop the export if it still runs (the browser went away), and give its place back."""
+        if self.proc is not None and self.proc.returncode is None:
+            try:
+                self.proc.kill()  # asyncio reaps it
+            except ProcessLookupError:
+                pass
+        self.errors.close()
         _release()
-        raise
-    return StreamingResponse(_body(proc, first, errors), media_type=FORMATS[fmt], headers={
-        "Content-Disposition": f'attachment; filename="{got.names[fmt]}"', "Cache-Control": "no-store",
-        "X-Content-Type-Options": "nosniff"})
 
 
-async def _start(got: Offer, fmt: str):
-    errors = tempfile.TemporaryFile()  # a pipe left unread could fill and stall the export
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "runner", "export", "--format", fmt, "--jobs", "-", cwd=PROJECT,
-        env={**os.environ, "DATABASE_URL": got.db_url}, stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE, stderr=errors)
-    try:
-        os.setpriority(os.PRIO_PROCESS, proc.pid, NICE)
-    except OSError:  # gone already, or not allowed here: it runs at the server's priority
-        pass
-    proc.stdin.write(" ".join(map(str, got.job_ids)).encode())
-    await proc.stdin.drain()
-    proc.stdin.close()
-    return proc, errors
+class _Streamed(StreamingResponse):
+    """The export's output as it comes; the export is ended when the response is, sent or cancelled (a response
+    cancelled before its first byte never starts its body's generator, whose own cleanup would then never run)."""
 
+    def __init__(self, export: _Export, first: bytes, **kw):
+        super().__init__(self._body(export.proc, first), **kw)
+        self.export = export
 
-async def _body(proc, first: bytes, errors):
-    try:
+    @staticmethod
+    async def _body(proc, first: bytes):
         chunk = first
         while chunk:
             yield chunk
             chunk = await proc.stdout.read(CHUNK)
         await proc.wait()
-    finally:  # the browser went away (the response is cancelled), or the export ended
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        errors.close()
-        _release()
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.export.end()
 
 
 def _release() -> None:

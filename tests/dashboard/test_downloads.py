@@ -22,20 +22,26 @@ def links(at) -> dict[str, str]:
     return {b.proto.label: b.proto.url for b in at.get("link_button")}
 
 
-def get(path: str, host: str = "localhost:8501") -> tuple[int, dict, bytes]:
-    """One GET through the route as the server runs it: (status, headers, body)."""
+def get(path: str, host: str = "localhost:8501", leave_after: int | None = None) -> tuple[int, dict, bytes]:
+    """One GET through the route as the server runs it: (status, headers, body); `leave_after`: the browser goes
+    away once that many pieces of the body have come."""
     (route,) = downloads.ROUTES
     scope = {"type": "http", "method": "GET", "path": path, "headers": [(b"host", host.encode())],
              "query_string": b"", "asgi": {"version": "3.0", "spec_version": "2.4"}}
     _, child = route.matches(scope)
     scope.update(child)
     sent = []
+    gone = asyncio.Event()
 
     async def receive():
-        await asyncio.Event().wait()  # the browser stays until the body is sent
+        await gone.wait()  # the browser stays until the body is sent, or it leaves
+        return {"type": "http.disconnect"}
 
     async def send(message):
         sent.append(message)
+        if leave_after is not None and sum(m["type"] == "http.response.body" for m in sent) >= leave_after:
+            gone.set()
+            await asyncio.Event().wait()  # nothing more reaches it
 
     asyncio.run(route.handle(scope, receive, send))
     start = next(m for m in sent if m["type"] == "http.response.start")
@@ -79,4 +85,29 @@ def test_an_export_that_fails_says_why_in_one_line(results, monkeypatch):
                                                                   broken.names))
     status, _, body = get(got["CSV"])
     assert status == 503 and body.decode().startswith("error:") and body.count(b"\n") == 1
+    assert downloads._running == 0
+
+
+def test_a_browser_that_goes_away_stops_its_export(results, monkeypatch):
+    import os
+    import time
+
+    started = []
+    start = downloads._Export.start
+
+    async def recorded(self, got, fmt):
+        await start(self, got, fmt)
+        started.append(self.proc.pid)
+
+    monkeypatch.setattr(downloads._Export, "start", recorded)
+    monkeypatch.setattr(downloads, "CHUNK", 1024)  # many pieces, so the browser leaves in the middle
+    got = links(ok(page("results")))
+    status, _, body = get(got["JSON"], leave_after=2)
+    assert status == 200 and 0 < len(body) < len(records_json(export_records(results)))
+    (pid,) = started
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and os.path.exists(f"/proc/{pid}") and \
+            open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
     assert downloads._running == 0

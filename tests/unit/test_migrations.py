@@ -166,7 +166,8 @@ def test_results_timed_before_caller_latency_are_labelled_not_mixed(any_db_url):
 def test_results_read_without_their_raw_json_after_0015(any_db_url):
     """Whether the graph cache served a run is a column (0015), filled from the stored detail; on SQLite, where a
     column stored after a job's samples is read by walking their overflow pages, the raw JSON columns come last,
-    rebuilt with every row kept (a migration that adds a results column must rebuild it so)."""
+    rebuilt with every row kept (a migration that adds a results column must rebuild it so); break-even calls past
+    2**31 are stored."""
     from alembic import command
 
     raw = make_engine(any_db_url)
@@ -199,6 +200,10 @@ def test_results_read_without_their_raw_json_after_0015(any_db_url):
     assert {i: r.graph_cache_hit for i, r in kept.items()} == {1: True, 2: False, 3: None, 4: None}
     assert {(r.speedup, r.round_speedup) for r in kept.values()} == {(2.0, 1.9)}
     assert kept[1].samples == {"eager": [[2.0]], "compiled": [[1.0]]} and kept[4].detail == {}
+    with atomic(engine) as s:  # pays off after billions of calls: past PostgreSQL's 32-bit integer
+        s.execute(text("UPDATE results SET break_even_calls = 3768561111 WHERE job_id = 1"))
+    with reading(engine) as s:
+        assert s.scalar(select(Result.break_even_calls).where(Result.job_id == 1)) == 3768561111
 
 
 def test_a_database_at_head_opens_without_alembic(tmp_path):

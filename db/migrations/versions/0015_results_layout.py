@@ -1,6 +1,7 @@
 """The results table read without its raw JSON: whether inductor's FX graph cache served a run's compiled graph is a
 column of its own (graph_cache_hit, filled from the detail's cache counters), and on SQLite the raw JSON columns go
-last, the samples very last.
+last, the samples very last. And break_even_calls is 64-bit: on PostgreSQL a configuration that pays off after more
+than 2**31 calls could not be stored.
 
 The answer needs that one fact of every warm run, and parsing each run's ~6 kB detail for it cost 1.5 s at 100k jobs.
 SQLite keeps a row's columns in order, and a value longer than a page continues on overflow pages chained one to the
@@ -24,6 +25,7 @@ depends_on = None
 
 RAW_LAST = ("schedule", "detail", "samples")  # the detail is read for a few fields, the samples only by raw exports
 NEW = "graph_cache_hit"
+BIG = "break_even_calls"  # billions of calls for a configuration that saves a few ns: PostgreSQL's integer refused it
 
 
 def upgrade() -> None:
@@ -36,8 +38,12 @@ def upgrade() -> None:
         with op.batch_alter_table("results", recreate="always", partial_reordering=[tuple(order)]) as batch:
             if NEW not in names:
                 batch.add_column(sa.Column(NEW, sa.Boolean(), nullable=True))
-    elif NEW not in names:
-        op.add_column("results", sa.Column(NEW, sa.Boolean(), nullable=True))
+            batch.alter_column(BIG, type_=sa.BigInteger(), existing_type=sa.Integer())
+    else:
+        if NEW not in names:
+            op.add_column("results", sa.Column(NEW, sa.Boolean(), nullable=True))
+        if bind.dialect.name != "sqlite":
+            op.alter_column("results", BIG, type_=sa.BigInteger(), existing_type=sa.Integer())
     if NEW in names:
         return
     # db.record.graph_cache_hit, in SQL: a hit if the graph cache served it, a miss if it was asked and did not
@@ -50,3 +56,4 @@ def upgrade() -> None:
 def downgrade() -> None:
     with op.batch_alter_table("results") as batch:
         batch.drop_column(NEW)
+        batch.alter_column(BIG, type_=sa.Integer(), existing_type=sa.BigInteger())
