@@ -1,8 +1,9 @@
 """Results' first plot in a real browser, against a one-chart Streamlit page timed in the same run (target: ≤ 1.3×).
 
-    python -m bench.browser_first_plot [--jobs 100000] [--repeat 5] [--ports 8650 8651] [--out FILE]
+    python -m bench.browser_first_plot [--jobs 100000] [--repeat 5] [--ports 8650 8651] [--cache DIR] [--out FILE]
 
-A temp SQLite file is filled with synthetic finished jobs (bench/synthetic.py), then two servers are started the
+A temp SQLite file is filled with synthetic finished jobs as real ones store them (bench/synthetic.py: per-round
+samples, a detail of a real one's size; --cache keeps the fill for later runs), then two servers are started the
 way a lab starts one (`streamlit run`, from the project folder, no embedded worker): the app
 (dashboard/app.py) and the reference page (bench/one_chart.py: one plotly chart of about the same size, nothing
 else). Headless chromium (Playwright, /usr/bin/chromium or COMPILE_LAB_CHROMIUM) opens each page in a fresh
@@ -70,8 +71,8 @@ ELEMENTS_BEFORE_JS = """
 class Server:
     """`streamlit run SCRIPT` from the project folder (its .streamlit/config.toml), stopped with its process group."""
 
-    def __init__(self, script: str, port: int, env: dict, log: Path):
-        self.script, self.port, self.env, self.log = script, port, env, log
+    def __init__(self, script: str, port: int, env: dict, log: Path, cwd: Path = ROOT):
+        self.script, self.port, self.env, self.log, self.cwd = script, port, env, log, cwd
         self.proc: subprocess.Popen | None = None
         self.ready_s: list[float] = []  # each start: seconds from the command to its health check answering
 
@@ -84,7 +85,7 @@ class Server:
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "streamlit", "run", self.script, "--server.port", str(self.port),
-                 "--server.headless", "true"], cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                 "--server.headless", "true"], cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -127,14 +128,12 @@ def visit(browser, url: str, timeout_s: float = 180) -> dict:
         context.close()
 
 
-def fill_database(path: Path, jobs: int) -> float:
-    from bench.synthetic import fill
-    from db.database import get_engine
+def fill_database(path: Path, jobs: int, cache: Path | None = None) -> float:
+    """bench.synthetic's realistic jobs in a SQLite file at `path` (kept in `cache` for later runs)."""
+    from bench.synthetic import filled
 
-    engine = get_engine(f"sqlite:///{path}")
     start = time.perf_counter()
-    fill(engine, jobs, seed=jobs)
-    engine.dispose()  # checkpoints the bulk fill's WAL, as a lab's small commits would have
+    filled(path, jobs, seed=jobs, cache=cache)
     return time.perf_counter() - start
 
 
@@ -150,6 +149,7 @@ def main(argv=None) -> int:
     p.add_argument("--ports", type=int, nargs=2, default=[8650, 8651], help="the app's and the reference's")
     p.add_argument("--model", default=None, help="the model Results plots (default: the newest job's)")
     p.add_argument("--out", type=Path, default=None, help="also write the table to this file")
+    p.add_argument("--cache", type=Path, default=None, help="keep the 100k fill here for later runs (bench.synthetic)")
     args = p.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
@@ -163,7 +163,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="browser-first-plot-") as tmp:
         tmp = Path(tmp)
         db = tmp / "results.db"
-        fill_s = fill_database(db, args.jobs)
+        fill_s = fill_database(db, args.jobs, args.cache)
         say(f"filled {args.jobs:,} synthetic jobs in {fill_s:.1f} s")
         env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}", "COMPILE_LAB_EMBEDDED_WORKER": "0"}
         app = Server("dashboard/app.py", args.ports[0], env, tmp / "app.log")

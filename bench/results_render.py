@@ -1,9 +1,10 @@
 """Results page render time with 1k, 10k and 100k finished jobs in the database (target: < 2 s at 100k).
 
-    python -m bench.results_render [--sizes 1000 10000 100000] [--repeat 3]
+    python -m bench.results_render [--sizes 1000 10000 100000] [--repeat 3] [--cache DIR]
 
-For each size: a temp SQLite file filled with synthetic jobs (bench/synthetic.py: about 2% failed, a
-third with a shape schedule), then the Results page is run through Streamlit's AppTest, which executes
+For each size: a temp SQLite file filled with synthetic jobs as real ones store them (bench/synthetic.py: per-round
+samples and a detail of a real job's size, about 2% failed, a third with a shape schedule; --cache keeps each fill
+for later runs), then the Results page is run through Streamlit's AppTest, which executes
 the whole page script server-side (data load, filters, the open tab's plotly figures and tables, the
 downloads' buttons) without a browser. The page opens on its Speedup tab, which draws one chart at a time: the
 N-calls chart first; its other charts (speedup, latency, warmup, break-even, recompile timeline) and the other
@@ -81,19 +82,19 @@ CHARTS = ("Speedup", "Latency", "Warmup", "Break-even", "Recompiles")  # the Spe
 DEFAULT_PLOTS = 1  # the Speedup tab opens on its N-calls chart
 
 
-def bench(n: int, repeat: int, workdir: Path) -> dict:
+def bench(n: int, repeat: int, workdir: Path, cache: Path | None = None) -> dict:
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
-    from bench.synthetic import fill
+    from bench.synthetic import filled
     from dashboard import frame, snapshot
     from db import views
     from db.database import get_engine
 
     url = f"sqlite:///{workdir / f'results-{n}.db'}"
     os.environ["DATABASE_URL"] = url
+    fill_s = timed(lambda: filled(workdir / f"results-{n}.db", n, seed=n, cache=cache))
     engine = get_engine(url)
-    fill_s = timed(lambda: fill(engine, n, seed=n))
     settle(engine)
     load_s = timed(lambda: frame.results_frame(views.result_rows(engine)))
 
@@ -162,6 +163,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--cache", type=Path, default=None, help="keep each fill here for later runs (bench.synthetic)")
     args = p.parse_args(argv)
     os.environ["COMPILE_LAB_EMBEDDED_WORKER"] = "0"  # no worker process: this measures the page only
     import logging
@@ -169,7 +171,7 @@ def main(argv=None) -> int:
     logging.getLogger("streamlit").setLevel(logging.ERROR)
     with tempfile.TemporaryDirectory() as tmp:
         _warm_imports(Path(tmp))
-        results = [bench(n, args.repeat, Path(tmp)) for n in args.sizes]
+        results = [bench(n, args.repeat, Path(tmp), args.cache) for n in args.sizes]
     print(f"{'rows':>8} {'fill s':>7} {'load s':>7} {'cold s':>7} {'restart s':>9} {'cached s':>9} "
           f"{'+1 result s':>11} {'tabs s':>7}  snapshot   target < 2 s")
     for r in results:

@@ -15,17 +15,25 @@ into compile_breakdown_s parts that add up to it. Inserted with bulk Core insert
 """
 from __future__ import annotations
 
+import hashlib
+import inspect
 import math
+import os
 import random
+import shutil
 from datetime import timedelta
+from pathlib import Path
 
+import numpy as np
 from sqlalchemy import Engine, insert
 
+from bench import synthetic_raw
 from db.engine import atomic
 from db.interval import round_ratios, run_center
 from db.models import DeviceCeiling, Job, Result, Sweep, Worker, utcnow
 from db.record import ResultRecord
 from db.roofline import place
+from db.spec import spec_key
 
 # per model: FLOPs and input+output bytes per sample, parameter bytes, fixed device latency of the
 # compiled call (ms), eager's slowdown against compiled default, eager's host overhead per call (ms)
@@ -37,6 +45,8 @@ BATCHES = (1, 8, 32, 128)
 DYNAMICS = (None, True, False)
 MODES = ("default", "max-autotune")
 MODE_GAIN = {"default": 1.0, "reduce-overhead": 1.025, "max-autotune": 1.04, "max-autotune-no-cudagraphs": 1.04}
+ROUNDS = 30  # a job's default iters: rounds of samples per side
+BATCH = 2000  # jobs per insert transaction
 REPEAT = {"model": "complexnet", "batches": (8, 32), "modes": ("default", "reduce-overhead", "max-autotune"), "n": 4}
 FAILURES = (("failed", "compile failed: fullgraph=True: graph break: call to numpy.random.choice at model.py:41"),
             ("timed_out", "timed out after 1800 s (while compiling); the child's process group was killed"),
@@ -52,19 +62,31 @@ DEVICES = {  # name, timing method and measured ceilings (the H100's from bench/
 
 
 def fill(engine: Engine, n_jobs: int, seed: int = 0, device: str = "cuda", ceilings: bool = True,
-         rounds: int = 0, models=tuple(MODELS), batches=BATCHES, dynamics=DYNAMICS, modes=MODES) -> None:
-    """`rounds`: per-round latency samples per job (3 calls per round and side), as the answer table's interval
-    needs; 0 (the default) stores none, as the 100k render benchmark does (they would be ~100 MB there).
+         rounds: int = ROUNDS, models=tuple(MODELS), batches=BATCHES, dynamics=DYNAMICS, modes=MODES) -> None:
+    """`rounds`: the rounds of per-round samples each job stores, as a real job does (bench.synthetic_raw: latency,
+    throughput and, on CUDA, GPU time per round and side), with the paired speedup the child computes from them
+    (round_speedup, round_speedup_se); 0 stores none, and the paired speedup is then the job's own.
     `models`, `batches`, `dynamics`, `modes`: the sweeps' shape (a sweep per model in turn)."""
     rng = random.Random(seed)
     extra = random.Random(seed + 1)  # the fields added later draw from their own stream: the rest stay as they were
-    raw = random.Random(seed + 2)
+    raw = np.random.default_rng(seed + 2)
+    rich = random.Random(seed + 3)
     now = utcnow()
     dev = DEVICES[device]
     worker = f"bench-host:1:gpu0:{seed:06x}"
     env = {"torch_version": "2.13.0", "triton_version": "3.5.0", "device_name": dev["device_name"],
            "cuda_version": "12.8" if device == "cuda" else None, "hostname": "bench-host"}
+    with atomic(engine) as session:
+        session.execute(insert(Worker), [{"id": worker, "hostname": "bench-host", "pid": 1, "gpu": "0",
+                                          "state": "stopped", "capabilities": {**env, "devices": [device]},
+                                          "started_at": now, "heartbeat_at": now - timedelta(days=1)}])
+        if ceilings:
+            session.execute(insert(DeviceCeiling), [
+                {"device_name": dev["device_name"], "hostname": "bench-host", "dtype": dtype,
+                 "copy_gbps": dev["copy_gbps"], "matmul_tflops": tflops, "torch_version": "2.13.0",
+                 "measured_at": now - timedelta(days=1)} for dtype, tflops in dev["matmul_tflops"].items()])
     sweeps, jobs, results = [], [], []
+    n_done = 0
     per_sweep = len(batches) * len(dynamics) * len(modes)
     n_sweeps = math.ceil(n_jobs / per_sweep)
     for s in range(n_sweeps):
@@ -85,39 +107,45 @@ def fill(engine: Engine, n_jobs: int, seed: int = 0, device: str = "cuda", ceili
         sweeps.append({"id": sweep_id, "name": f"{model} {'repeats' if repeat else 'sweep'} {sweep_id}",
                        "created_at": created, "created_by": "bench", "request": request})
         for bs, dyn, mode in combos:
-            if len(jobs) >= n_jobs:
+            if n_done >= n_jobs:
                 break
-            job_id = len(jobs) + 1
+            n_done += 1
+            job_id = n_done
             schedule = [bs, bs * 2, bs * 4] if dyn is False else []
             spec = {"model": model, "batch_size": bs, "model_args": {}, "task": "inference", "device": device,
                     "dtype": "float32", "backend": "inductor", "mode": mode, "dynamic": dyn, "fullgraph": False,
-                    "cache": cache, "schedule": schedule, "iters": 30, "timeout_s": 1800}
+                    "cache": cache, "schedule": schedule, "iters": rounds or 30, "timeout_s": 1800}
             failed = not repeat and rng.random() < 0.02
             status, error = rng.choice(FAILURES) if failed else ("succeeded", None)
             jobs.append({"id": job_id, "sweep_id": sweep_id, "spec": spec, "status": status, "error": error,
                          "attempts": 1, "created_at": created, "claimed_at": created,
-                         "finished_at": created + timedelta(seconds=30), "worker_id": worker})
+                         "finished_at": created + timedelta(seconds=30), "worker_id": worker,
+                         "config": spec_key(spec)})
             if not failed:
                 # repeats differ by run-to-run noise only: 0.3% at batch 32, 1.5% at batch 8
                 jitter = (0.003 if bs >= 32 else 0.015) if repeat else 0.15
-                results.append(_result(rng, extra, job_id, model, bs, dyn, mode, cache, schedule, env, device, jitter))
-                results[-1]["samples"] = _samples(raw, results[-1], rounds)
-                if rounds:  # the process's paired speedup, as the child summarises its rounds
-                    results[-1]["round_speedup"], results[-1]["round_speedup_se"] = run_center(
-                        round_ratios(results[-1]["samples"]))
-    with atomic(engine) as session:
-        session.execute(insert(Worker), [{"id": worker, "hostname": "bench-host", "pid": 1, "gpu": "0",
-                                          "state": "stopped", "capabilities": {**env, "devices": [device]},
-                                          "started_at": now, "heartbeat_at": now - timedelta(days=1)}])
-        if ceilings:
-            session.execute(insert(DeviceCeiling), [
-                {"device_name": dev["device_name"], "hostname": "bench-host", "dtype": dtype,
-                 "copy_gbps": dev["copy_gbps"], "matmul_tflops": tflops, "torch_version": "2.13.0",
-                 "measured_at": now - timedelta(days=1)} for dtype, tflops in dev["matmul_tflops"].items()])
-        session.execute(insert(Sweep), sweeps)
-        session.execute(insert(Job), jobs)
-        if results:
-            session.execute(insert(Result), results)
+                r = _result(rng, extra, job_id, model, bs, dyn, mode, cache, schedule, env, device, jitter)
+                _raw_material(raw, rich, r, spec, rounds, device == "cuda")
+                results.append(r)
+        if len(jobs) >= BATCH or s == n_sweeps - 1:  # a transaction per batch: memory stays bounded at 100k jobs
+            with atomic(engine) as session:
+                session.execute(insert(Sweep), sweeps)
+                session.execute(insert(Job), jobs)
+                if results:
+                    session.execute(insert(Result), results)
+            sweeps, jobs, results = [], [], []
+
+
+def _raw_material(gen, rng, result: dict, spec: dict, rounds: int, gpu: bool) -> None:
+    """The samples and the rest of `detail` a real job stores (bench.synthetic_raw), and what the child derives
+    from them: the paired speedup of its rounds and the count of calls dropped for compiling."""
+    plan = None
+    if rounds:
+        result["samples"], plan = synthetic_raw.samples(gen, result, rounds, gpu)
+        result["round_speedup"], result["round_speedup_se"] = run_center(round_ratios(result["samples"]))
+        result["measure_recompiles"] = len(result["samples"]["dropped"])
+        result["samples_per_side"] = sum(len(b) for b in result["samples"]["compiled"])
+    result["detail"] = synthetic_raw.detail(rng, result, spec, plan, gpu) | result["detail"]
 
 
 def _result(rng, extra, job_id, model, bs, dyn, mode, cache, schedule, env, device, jitter) -> dict:
@@ -172,7 +200,7 @@ def _result(rng, extra, job_id, model, bs, dyn, mode, cache, schedule, env, devi
             "round_speedup": eager / compiled, "round_speedup_se": 1.25 * ratio_spread / 1.35 / math.sqrt(30),
             "disturbed": noisy_run, "noisy": noisy_run,
             "noise_note": "other processes used 0.9 of the job's 16 cores during the rounds (python (pid 4242) 0.9)"
-            if noisy_run else None, "first_call_cache": "warm" if warm else "cold",
+            if noisy_run else None, "first_call_cache": "warm" if warm else "cold", "graph_cache_hit": warm,
             "flops": flops, "min_bytes": min_bytes, "achieved_tflops": flops / seconds / 1e12,
             "achieved_gbps": min_bytes / seconds / 1e9,
             **place(flops, min_bytes, gpu_compiled, {"copy_gbps": dev["copy_gbps"],
@@ -188,20 +216,6 @@ def _result(rng, extra, job_id, model, bs, dyn, mode, cache, schedule, env, devi
                        "speedup_p10": eager / compiled * (1 - ratio_spread),
                        "speedup_p90": eager / compiled * (1 + ratio_spread)}})
     return {"job_id": job_id, **record.to_dict()}
-
-
-def _samples(rng, result: dict, rounds: int) -> dict:
-    """Rounds of 3 calls per side around the job's medians: a drift per round that both sides share (the paired
-    ratio cancels it), and each side's own noise sized to its recorded spread (IQR / median of round medians)."""
-    if not rounds:
-        return {}
-    out = {"eager": [], "compiled": [], "dropped": []}
-    for _ in range(rounds):
-        drift = rng.gauss(0, 0.01)
-        for side in ("eager", "compiled"):
-            mid = result[f"{side}_ms"] * (1 + drift + rng.gauss(0, result[f"{side}_spread"] / 1.35))
-            out[side].append([mid * (1 + rng.gauss(0, 0.002)) for _ in range(3)])
-    return out
 
 
 def _breakdown(rng, first_s: float, mode: str, warm: bool) -> dict:
@@ -224,3 +238,91 @@ def _phases(parts: dict) -> dict:
     aot = parts["aot autograd"] + inductor
     return {"dynamo": parts["dynamo tracing"] + aot, "aot_autograd": aot, "inductor": inductor,
             "inductor_codegen": codegen, "autotune": parts["autotuning"]}
+
+
+def data_version() -> str:
+    """A digest of the code and constants that shape the data, and of the schema it is stored in (not of the helpers
+    that keep it)."""
+    from db.database import HEAD
+
+    made = (fill, _result, _raw_material, _breakdown, _phases)
+    text = "".join(inspect.getsource(f) for f in made) + inspect.getsource(synthetic_raw) + repr(
+        (MODELS, BATCHES, DYNAMICS, MODES, MODE_GAIN, REPEAT, FAILURES, DEVICES, ROUNDS, HEAD))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def filled(path: Path | None, n_jobs: int, seed: int = 0, device: str = "cuda", cache: Path | None = None) -> Path:
+    """A SQLite file at `path` holding fill(n_jobs, seed, device): at 100k realistic jobs the fill takes minutes
+    (a real job's samples are ~60 kB of float text), so with `cache` (or COMPILE_LAB_BENCH_CACHE) the first fill is
+    kept there, named by its arguments and this code, and copied for each later run. Without `path`, the kept file
+    itself (for a run that only reads it)."""
+    from db.database import dispose_engine, get_engine
+
+    cache = cache or (Path(os.environ["COMPILE_LAB_BENCH_CACHE"]) if os.environ.get("COMPILE_LAB_BENCH_CACHE") else None)
+    kept = cache / f"synthetic-{n_jobs}-{seed}-{device}-{data_version()}.db" if cache else None
+    if kept is not None and kept.exists():
+        if path is None:
+            return kept
+        shutil.copyfile(kept, path)
+        return path
+    target = kept.with_suffix(".partial") if kept is not None else path
+    target.unlink(missing_ok=True)
+    url = f"sqlite:///{target}"
+    fill(get_engine(url), n_jobs, seed=seed, device=device)
+    dispose_engine(url)  # checkpoints the fill's WAL into the file, as a lab's small commits would have
+    if kept is not None:
+        target.rename(kept)
+        if path is None:
+            return kept
+        shutil.copyfile(kept, path)
+    return path
+
+
+def filled_pg(base_url: str, n_jobs: int, seed: int = 0, device: str = "cuda", cache: Path | None = None) -> str:
+    """A PostgreSQL database holding fill(n_jobs, seed, device), made once beside `base_url`'s (a role that may
+    CREATE DATABASE) and named by the arguments and this code, kept for later runs: its URL. Its rows are copied
+    from the SQLite fill (filled(); kept in `cache`) with COPY: inserting 100k realistic jobs row by row took an hour
+    here. A fill that did not finish is dropped and made again."""
+    import sqlite3
+    import tempfile
+
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    from db.database import dispose_engine, get_engine
+    from db.engine import resolve_url
+
+    name = f"compile_lab_synthetic_{n_jobs}_{seed}_{device}_{data_version()}"
+    base = resolve_url(base_url)
+    url = make_url(base).set(database=name).render_as_string(hide_password=False)
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as c:
+            exists = c.scalar(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name})
+        if exists:
+            with get_engine(url).connect() as c:
+                done = c.scalar(text("SELECT count(*) FROM jobs")) == n_jobs  # the copy is one transaction
+            dispose_engine(url)
+            if done:
+                return url
+        with admin.connect() as c:
+            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            c.execute(text(f'CREATE DATABASE "{name}"'))
+        engine = get_engine(url)  # the schema, at head
+        with tempfile.TemporaryDirectory() as tmp:
+            source = filled(None if cache else Path(tmp) / "fill.db", n_jobs, seed=seed, device=device, cache=cache)
+            with sqlite3.connect(source) as lite, engine.begin() as conn:
+                cur = conn.connection.driver_connection.cursor()
+                for table in ("workers", "device_ceilings", "sweeps", "jobs", "results"):  # results last
+                    names = [r[1] for r in lite.execute(f"PRAGMA table_info({table})")]
+                    columns = ", ".join(f'"{n}"' for n in names)
+                    with cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                        for row in lite.execute(f"SELECT {columns} FROM {table} ORDER BY rowid"):
+                            copy.write_row(row)
+                    if "id" in names and table != "workers":
+                        cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                                    f"(SELECT coalesce(max(id), 1) FROM {table}))")
+        dispose_engine(url)
+    finally:
+        admin.dispose()
+    return url

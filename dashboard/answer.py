@@ -64,7 +64,17 @@ def rows(key: tuple, model: str, _engine, _mine: pd.DataFrame) -> list[dict]:
     """The answer rows of one model's jobs in view (`_mine`; `key` names the view). Kept across restarts by the
     results store (dashboard.store.ResultStore.answer)."""
     jobs = _mine[["job_id", "finished_at"]]
-    return state.store().answer(jobs, lambda: answer.report(_engine, job_ids=jobs["job_id"].tolist()))
+    store = state.store()
+    return store.answer(jobs, lambda: answer.report(_engine, job_ids=jobs["job_id"].tolist(),
+                                                    priors=priors(store.version, _engine)))
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def priors(version: tuple | None, _engine) -> dict:
+    """Every device's spread between processes (db.answer.device_priors), once per version of the results: each
+    model's answer is widened by it, and reading it again for every model took half of a model switch at 100k
+    jobs."""
+    return answer.device_priors(_engine)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

@@ -1,11 +1,12 @@
 """Compile Lab's dashboard server: `streamlit run dashboard/app.py` (or `make run`).
 
 Streamlit serves the pages of dashboard/main.py (the frame: sidebar and navigation) as an ASGI app, the same
-server `streamlit run` starts for any script, with two additions: before it answers, it warms what a first visit
+server `streamlit run` starts for any script, with three additions: before it answers, it warms what a first visit
 needs (dashboard.warmup), so the first person to open a restarted lab server does not wait for imports and the
-results table; and beside the pages it serves jobs' tlparse reports, each page sandboxed (dashboard.report). This
-file imports streamlit only (and the report's route, which imports the database on its first request); the work
-happens in the warm-up's thread."""
+results table; beside the pages it serves jobs' tlparse reports, each page sandboxed (dashboard.report); and the
+Results page's downloads, streamed from an export process of their own (dashboard.downloads). This file imports
+streamlit only (and the routes, which import the database on their first request, if at all); the work happens in
+the warm-up's thread."""
 import asyncio
 import contextlib
 import threading
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import report
+from dashboard import downloads, report
 
 # At most this long before the server answers anyway: a database that does not answer (PostgreSQL gives up after
 # db.engine.CONNECT_TIMEOUT_S) must not keep the pages, which say what is wrong with it, from being served. Ctrl-C
@@ -40,4 +41,4 @@ async def lifespan(_app):
     embedded.stop_started()  # the worker belongs to the app: uvicorn ends a stopped server by its signal, no atexit
 
 
-app = st.App(Path(__file__).with_name("main.py"), lifespan=lifespan, routes=report.ROUTES)
+app = st.App(Path(__file__).with_name("main.py"), lifespan=lifespan, routes=report.ROUTES + downloads.ROUTES)

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from db import views
+from db.record import graph_cache_hit
 from db.results import DETAIL_FIELDS
 from db.spec import sweep_label, sweep_name
 from db.views import (
@@ -116,11 +117,7 @@ def json_dict(text) -> dict | None:
 def _graph_hit(text) -> bool | None:
     """Did inductor's FX graph cache serve the compiled graph (runner.measure's cache counters)? None when
     the job never asked it (another backend: every counter 0) or the counters are unknown."""
-    hits = json_dict(text)
-    if hits is None:
-        return None
-    hit, miss = hits.get("inductor_fx_local_cache_hit_count") or 0, hits.get("inductor_fx_local_cache_miss_count") or 0
-    return True if hit > 0 else False if miss > 0 else None
+    return graph_cache_hit(json_dict(text))
 
 
 def _objects(values: list) -> pd.Series:

@@ -1,6 +1,7 @@
 """The answer: one row per model, batch size and configuration, saying whether compiling pays and how sure that
-is. The Results page's first table and `python -m runner report` are both `answer_rows` over the same records
-(`answer_records`: the finished jobs' fields, read column by column), so they print the same rows.
+is. The Results page's first table and `python -m runner report` are both `report`: the same rows from the same
+columns (`answer_columns`: the finished jobs' fields, read column by column). The rows are computed on those columns
+too (numpy per configuration, not a loop per run): 100k jobs in ~0.2 s, where dicts per run took 1.4 s.
 
 A configuration's number comes from all of its processes (db.interval): each process's paired speedup with its
 standard error, combined with the spread between processes its device has shown. Only a run that a measured cause
@@ -20,7 +21,7 @@ from sqlalchemy import Engine, func, select
 from db import labels, noise, tabular, views
 from db.axes import COMPILE_FIELDS, TRI, fold_note, folded_mode
 from db.engine import reading
-from db.interval import Interval, Prior, combine, device_prior
+from db.interval import Interval, Prior, combine, device_prior, pooled_prior
 from db.models import Job, Result
 
 # what makes two jobs the same workload, and the same compiled configuration of it (the cache is left out:
@@ -48,32 +49,27 @@ def break_even_calls(eager_first_s: float, compiled_first_s: float, eager_ms: fl
     return 1 + math.ceil(round(extra_s / saved_per_call_s, 9))  # round: 9.9 / 0.001 is 9900.000000000002
 
 
-READ = ("status", "error", "model", "batch_size", "cache", "cache_hits", "noisy", "noise_note", "accuracy_ok",
-        "disturbed", "round_speedup", "round_speedup_se", "first_call_cache", "speedup_spread",
+READ = ("status", "error", "sweep_id", "config_key", "model", "batch_size", "cache", "graph_cache_hit", "noise_note",
+        "accuracy_ok", "disturbed", "round_speedup", "round_speedup_se", "first_call_cache", "speedup_spread",
         "eager_first_call_s", "compiled_first_call_s", "eager_ms", "compiled_ms", "speedup", "graph_breaks",
-        "recompiles", "max_abs_error", "peak_mem_eager_mb", "peak_mem_compiled_mb") + CONFIG_KEYS
+        "recompiles", "max_abs_error", "peak_mem_eager_mb", "peak_mem_compiled_mb", "spec_code") + CONFIG_KEYS
 
 
-def answer_records(engine: Engine, job_ids: Iterable[int] | None = None,
-                   sweep_ids: Iterable[int] | None = None) -> list[dict]:
-    """The finished jobs' fields the answer reads (READ), as export records hold them (db.results: model_args
-    and cache_hits parsed, dynamic None/True/False, booleans as bools), through db.views' columnar reader: a
-    model's 25k jobs of a 100k-job database in a fraction of a second, where building full export records
-    took about 5 s and kept Results' first render far past its 2 s target."""
-    rows = views.result_rows(engine, job_ids=job_ids, sweep_ids=sweep_ids, fields=READ)
-    # column by column (a value per distinct JSON text, not per job: a model's jobs share a handful), then one dict
-    # per job at the end; each job's configuration key (_key) is built here by zipping columns, not field by field
-    cols = dict(rows.columns)
+def answer_columns(engine: Engine, job_ids: Iterable[int] | None = None,
+                   sweep_ids: Iterable[int] | None = None) -> dict[str, list]:
+    """The finished jobs' fields the answer reads (READ), column by column, as export records hold them (db.results:
+    model_args parsed, dynamic None/True/False, booleans as bools), through db.views' columnar reader.
+    Each JSON text is decoded once, not once per job (a model's jobs share a handful)."""
+    # as lists: the spec's columns come as numpy object arrays, which Python walks element by element ~10x slower
+    cols = {n: v.tolist() if isinstance(v, np.ndarray) else v for n, v in
+            views.result_rows(engine, job_ids=job_ids, sweep_ids=sweep_ids, fields=READ, versioned=False).columns.items()}
     cols["_args"] = _per_text(cols["model_args"], lambda text: json.dumps(json.loads(text) if text else {},
                                                                           sort_keys=True))
     cols["model_args"] = _per_text(cols["model_args"], lambda text: json.loads(text) if text else {})
-    cols["cache_hits"] = _per_text(cols["cache_hits"], lambda text: json.loads(text) if text else None)
     cols["dynamic"] = [TRI.get(v, v) for v in cols["dynamic"]]
-    for name in ("noisy", "accuracy_ok", "disturbed"):
+    for name in ("accuracy_ok", "disturbed", "graph_cache_hit"):
         cols[name] = [None if v is None else bool(v) for v in cols[name]]
-    cols["_key"] = list(zip(*(cols["_args" if k == "model_args" else k] for k in CONFIG_KEYS)))
-    names = list(cols)
-    return [dict(zip(names, values)) for values in zip(*cols.values())]
+    return cols
 
 
 def _per_text(texts: list, decode) -> list:
@@ -82,31 +78,72 @@ def _per_text(texts: list, decode) -> list:
     return [done[t] if t in done else done.setdefault(t, decode(t)) for t in texts]
 
 
-def report(engine: Engine, sweep_ids: Iterable[int] | None = None, job_ids: Iterable[int] | None = None) -> list[dict]:
+def _each(fn, *columns) -> list:
+    """fn(*values) for each row of these columns, computed once per distinct combination (a database holds few)."""
+    done: dict = {}
+    if len(columns) == 1:
+        return [done[v] if v in done else done.setdefault(v, fn(v)) for v in columns[0]]
+    return [done[k] if k in done else done.setdefault(k, fn(*k)) for k in zip(*columns)]
+
+
+def _codes(*columns) -> np.ndarray:
+    """A code per row, equal for rows equal in every one of these columns: 0, 1, ... in order of appearance."""
+    combined = np.zeros(len(columns[0]), dtype=np.int64)
+    for values in columns:
+        index: dict = {}
+        code = np.fromiter((index.setdefault(v, len(index)) for v in values), np.int64, len(values))
+        combined = np.unique(combined * max(len(index), 1) + code, return_inverse=True)[1].reshape(-1)
+    return combined
+
+
+def report(engine: Engine, sweep_ids: Iterable[int] | None = None, job_ids: Iterable[int] | None = None,
+           priors: dict | None = None) -> list[dict]:
     """The answer rows of these jobs (all, when neither is given): what `runner report` prints and Results shows.
     The spread between processes that widens a configuration's interval is what its device showed across the whole
-    database, not only among the jobs asked for (device_priors)."""
-    records = answer_records(engine, job_ids=job_ids, sweep_ids=sweep_ids)
-    return answer_rows(records, device_priors(engine, {r["device_name"] for r in records}))
+    database, not only among the jobs asked for (device_priors; `priors`: those, read already)."""
+    with views.gc_paused():  # the columns' million objects would make every collection meanwhile walk them all
+        return _report(engine, sweep_ids, job_ids, priors)
 
 
-def device_priors(engine: Engine, devices: Iterable[str | None]) -> dict:
-    """Per device, the spread between processes shown by every configuration that ran in two or more undisturbed
-    processes of one sweep (db.interval.device_prior), read from the stored per-process numbers alone."""
-    devices = [d for d in set(devices) if d is not None]
-    if not devices:
-        return {}
+def _report(engine: Engine, sweep_ids, job_ids, priors: dict | None) -> list[dict]:
+    cols = answer_columns(engine, job_ids=job_ids, sweep_ids=sweep_ids)
+    runs = _Runs(cols)
+    if priors is None:
+        # the whole database in hand holds its priors too
+        whole = job_ids is None and sweep_ids is None
+        priors = runs.device_priors() if whole else device_priors(engine, set(cols["device_name"]))
+    return _rows(runs, priors)
+
+
+def device_priors(engine: Engine, devices: Iterable[str | None] | None = None) -> dict:
+    """Per device (these, or every one), the spread between processes shown by every configuration that ran in two
+    or more undisturbed processes of one sweep (db.interval.device_prior), read from the stored per-process numbers
+    alone."""
     q = (select(Result.device_name, Job.sweep_id, Job.config, Result.round_speedup, Result.round_speedup_se)
          .join(Job, Job.id == Result.job_id)
-         .where(Job.status == "succeeded", Result.device_name.in_(devices), Job.config.is_not(None),
+         .where(Job.status == "succeeded", Result.device_name.is_not(None), Job.config.is_not(None),
                 Result.round_speedup > 0, func.coalesce(Result.disturbed, False).is_(False)))
-    groups: dict = {}
+    if devices is not None:
+        devices = [d for d in set(devices) if d is not None]
+        if not devices:
+            return {}
+        q = q.where(Result.device_name.in_(devices))
     with reading(engine) as s:
-        for device, sweep, config, center, se in s.execute(q):
-            centers, errors = groups.setdefault(device, {}).setdefault((sweep, config), ([], []))
-            centers.append(center)
-            errors.append(se)
-    return {device: device_prior(per.values()) for device, per in groups.items()}
+        rows = s.connection().execute(q).all()
+    if not rows:
+        return {}
+    device, sweep, config, center, se = zip(*rows)
+    return _pooled(list(device), _codes(device, sweep, config), np.array(center, dtype=float),
+                   np.nan_to_num(np.array(se, dtype=float)))
+
+
+def _pooled(device: list, codes: np.ndarray, center: np.ndarray, se: np.ndarray) -> dict:
+    """Per device, db.interval.pooled_prior over these processes: each one's device, configuration (a code: one
+    sweep's runs of one spec, jobs.config), paired speedup and its standard error (0 for none)."""
+    device_code = _codes(device)
+    first = {code: d for code, d in zip(device_code.tolist(), device)}
+    return {d: pooled_prior(codes[mine], center[mine], se[mine]) for code, d in first.items()
+            for mine in [device_code == code]}
 
 
 def rows_csv(rows: list[dict], columns: Iterable[str] = COLUMNS) -> str:
@@ -147,87 +184,166 @@ def answer_rows(records: list[dict], priors: dict | None = None) -> list[dict]:
     model and batch size. A disturbed run is left out of every number while an undisturbed one of its configuration
     exists (db.noise); a configuration whose runs all failed says so in its verdict instead of a number. `priors`:
     per device, the spread between processes it showed beyond these records (device_priors), where it knows more."""
-    records = [_folded(r) for r in records if r.get("model") and r.get("status") != "cancelled"]
-    labels = _labels(records)  # (model, configuration key) -> label
-    groups: dict[tuple, list[dict]] = {}
-    for r in records:
-        groups.setdefault((r["model"], r["batch_size"], _key(r)), []).append(r)
-    answering = {g: _answering(rs) for g, rs in groups.items()}
+    names = set(READ) | {"job_id", "model_args", "_args"}
+    return _rows(_Runs({n: [r.get(n) for r in records] for n in names}), priors)
+
+
+NUMBERS = ("speedup", "round_speedup", "round_speedup_se", "eager_ms", "compiled_ms", "eager_first_call_s",
+           "compiled_first_call_s", "peak_mem_eager_mb", "peak_mem_compiled_mb", "recompiles", "graph_breaks",
+           "max_abs_error", "speedup_spread")
+KINDS = ("cold", "warm", "portable")  # what a compiled first call compiled from (_first_call_kind)
+
+
+class _Runs:
+    """The records as columns: numbers as float arrays (NaN for none), flags as bool arrays; a configuration's runs
+    are index arrays into them, so its medians and counts cost numpy calls, not a loop over its thousand runs."""
+
+    def __init__(self, cols: dict):
+        self.cols = cols
+        n = len(cols["job_id"])
+        self.num = {c: np.array(cols[c], dtype=float) for c in NUMBERS}
+        self.ok = np.array(_each(lambda s: s == "succeeded", cols["status"]), dtype=bool)
+        self.disturbed = np.array(_each(lambda d: noise.is_disturbed({"disturbed": d}), cols["disturbed"]), dtype=bool)
+        self.kind = np.array(_each(lambda *k: KINDS.index(_first_call_kind(*k)), cols["first_call_cache"],
+                                   cols["cache"], cols["graph_cache_hit"]), dtype=np.int8)
+        self.accuracy_none = np.array(_each(lambda a: a is None, cols["accuracy_ok"]), dtype=bool)
+        self.accuracy_false = np.array(_each(lambda a: a is False, cols["accuracy_ok"]), dtype=bool)
+        self.job_id = np.array(cols["job_id"], dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
+
+    def device_priors(self) -> dict:
+        """device_priors over these runs (when they are the whole database)."""
+        cols = self.cols
+        counted = (self.ok & ~self.disturbed & (np.nan_to_num(self.num["round_speedup"]) > 0)
+                   & np.array(_each(lambda d, c: d is not None and c is not None, cols["device_name"],
+                                    cols["config_key"]), dtype=bool))
+        idx = np.flatnonzero(counted)
+        if not len(idx):
+            return {}
+        codes = _codes(cols["device_name"], cols["sweep_id"], cols["config_key"])[idx]
+        return _pooled([cols["device_name"][i] for i in idx.tolist()], codes, self.num["round_speedup"][idx],
+                       np.nan_to_num(self.num["round_speedup_se"][idx]))
+
+    def median(self, name: str, idx: np.ndarray) -> float | None:
+        v = self.num[name][idx]
+        v = v[~np.isnan(v)]
+        return float(np.median(v)) if len(v) else None
+
+    def most(self, name: str, idx: np.ndarray):
+        """The largest value, as stored (an int stays an int); None without one."""
+        v = self.num[name][idx]
+        if not len(v) or np.isnan(v).all():
+            return None
+        return self.cols[name][idx[np.nanargmax(v)]]
+
+    def centers(self, idx: np.ndarray) -> tuple[list[float], list[float]]:
+        """Each run's paired speedup (db.interval) and its standard error; a run stored without per-round samples
+        counts with its own speedup and no error; one timed before caller latency was (protocol 1) not at all."""
+        speedup, center, se = (self.num[c][idx] for c in ("speedup", "round_speedup", "round_speedup_se"))
+        paired = ~np.isnan(center) & (center != 0)
+        timed = ~np.isnan(speedup)
+        errors = np.where(paired & ~np.isnan(se), se, 0.0)  # no error counts as none (db.interval: `e or 0`)
+        return np.where(paired, center, speedup)[timed].tolist(), errors[timed].tolist()
+
+
+def _rows(runs: _Runs, priors: dict | None) -> list[dict]:
+    cols = runs.cols
+    groups, folded = _configurations(cols)
+    answering = {}  # per configuration, its succeeded runs that answer (db.noise.answering)
+    for g, idx in groups.items():
+        ok = idx[runs.ok[idx]]
+        answering[g] = ok[np.array(noise.answering(runs.disturbed[ok].tolist()), dtype=bool)] if len(ok) else ok
+    by_device: dict = {}
+    for g, quiet in answering.items():
+        by_device.setdefault(g[2][DEVICE_AT], []).append(runs.centers(quiet))
     priors = {device: prior if (priors or {}).get(device) is None or prior.measured_df >= priors[device].measured_df
-              else priors[device] for device, prior in _priors(groups, answering).items()}
-    eager_first = {}  # the eager first call belongs to the workload, not the configuration: pooled over all runs
-    for (model, bs, key), rs in groups.items():
-        eager_first.setdefault((model, bs, key[:len(BASE_KEYS)]), []).extend(
-            r["eager_first_call_s"] for r in rs
-            if r["job_id"] in answering[model, bs, key] and r["eager_first_call_s"] is not None)
-    rows = [_row(model, bs, labels[model, key], rs, answering[model, bs, key], priors[key[DEVICE_AT]],
-                 _median(eager_first[(model, bs, key[:len(BASE_KEYS)])]))
-            for (model, bs, key), rs in groups.items()]
+              else priors[device] for device, prior in ((d, device_prior(cs)) for d, cs in by_device.items())}
+    eager_first: dict = {}  # the eager first call belongs to the workload, not the configuration: pooled over all runs
+    for (model, bs, key), quiet in answering.items():
+        eager_first.setdefault((model, bs, key[:len(BASE_KEYS)]), []).append(quiet)
+    eager_first = {w: runs.median("eager_first_call_s", np.concatenate(parts)) for w, parts in eager_first.items()}
+    labels = _labels(groups)
+    rows = [_row(runs, model, bs, labels[model, key], idx, answering[model, bs, key], priors[key[DEVICE_AT]],
+                 eager_first[model, bs, key[:len(BASE_KEYS)]], folded.get((model, bs, key), set()))
+            for (model, bs, key), idx in groups.items()]
     # a row the worker refused (its stored spec had no usable batch size) sorts last, never breaks the sort
     return sorted(rows, key=lambda r: (r["model"], r["batch_size"] is None, r["batch_size"] or 0,
                                        r["speedup"] is None, -(r["speedup"] or 0), r["config"]))
 
 
-def _centers(runs: list[dict]) -> tuple[list[float], list[float | None]]:
-    """Each answering run's paired speedup (db.interval) and its standard error; a run stored without per-round
-    samples counts with its own speedup and no error; one timed before caller latency was (protocol 1) not at all."""
-    centers, errors = [], []
-    for r in runs:
-        if r["speedup"] is None:
+def _configurations(cols: dict) -> tuple[dict, dict]:
+    """Each (model, batch size, configuration key)'s runs (index arrays, in record order; groups in order of their
+    first run), and the modes its runs were stored as and are counted under this one's (db.axes.folded_mode: off
+    CUDA a run stored as reduce-overhead is counted under default, the same compile). A configuration is its spec's
+    fields, torch version and device: rows of one spec, torch and device (spec_code, where the reader gives it) are
+    keyed once, not one by one."""
+    n = len(cols["job_id"])
+    spec = cols.get("spec_code")
+    known = spec is not None and n and spec[0] is not None
+    combo = _codes(spec, cols["torch_version"], cols["device_name"]) if known else np.arange(n)
+    counted = np.array(_each(lambda m, s: bool(m) and s != "cancelled", cols["model"], cols["status"]), dtype=bool)
+    order = np.argsort(combo, kind="stable")
+    canonical = cols.get("_args") or [None] * n  # model_args as sorted JSON text, where the reader made it
+    members: dict[tuple, list] = {}
+    folded: dict[tuple, set] = {}
+    for part in np.split(order, np.flatnonzero(np.diff(combo[order])) + 1) if n else []:
+        part = part[counted[part]]
+        if not len(part):
             continue
-        centers.append(r.get("round_speedup") or r["speedup"])
-        errors.append(r.get("round_speedup_se") if r.get("round_speedup") else None)
-    return centers, errors
+        i = int(part[0])
+        mode, device = cols["mode"][i], cols["device"][i]
+        args = canonical[i]
+        values = {"mode": folded_mode(mode, device),
+                  "model_args": args if args is not None else json.dumps(cols["model_args"][i], sort_keys=True)}
+        g = (cols["model"][i], cols["batch_size"][i], tuple(values[k] if k in values else cols[k][i] for k in CONFIG_KEYS))
+        members.setdefault(g, []).append(part)
+        if values["mode"] != mode:
+            folded.setdefault(g, set()).add(mode)
+    groups = {g: np.sort(np.concatenate(parts)) for g, parts in members.items()}
+    return dict(sorted(groups.items(), key=lambda item: item[1][0])), folded
 
 
-def _priors(groups: dict, answering: dict) -> dict:
-    """Per device, the spread between processes its configurations showed (db.interval.device_prior)."""
-    by_device: dict = {}
-    for g, rs in groups.items():
-        by_device.setdefault(g[2][DEVICE_AT], []).append(
-            _centers([r for r in rs if r["status"] == "succeeded" and r["job_id"] in answering[g]]))
-    return {device: device_prior(cs) for device, cs in by_device.items()}
-
-
-def _row(model, bs, config: str, runs: list[dict], answers: set, prior: Prior, eager_first_s: float | None) -> dict:
-    ok = [r for r in runs if r["status"] == "succeeded"]
-    quiet = [r for r in ok if r["job_id"] in answers]  # the runs that answer
-    left_out = [r for r in ok if r["job_id"] not in answers]
-    kinds = {kind: [r["compiled_first_call_s"] for r in ok if _first_call_kind(r) == kind]
-             for kind in ("cold", "warm", "portable")}
-    every_disturbed = bool(ok) and all(noise.is_disturbed(r) for r in ok)
+def _row(runs: _Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray, prior: Prior,
+         eager_first_s: float | None, folded: set) -> dict:
+    cols = runs.cols
+    ok = idx[runs.ok[idx]]
+    kinds = {kind: runs.median("compiled_first_call_s", ok[runs.kind[ok] == k]) for k, kind in enumerate(KINDS)}
+    disturbed = ok[runs.disturbed[ok]]
+    accuracy_known = ok[~runs.accuracy_none[ok]]
     row = {"model": model, "batch_size": bs, "config": config, "speedup": None, "speedup_ci_low": None,
-           "speedup_ci_high": None, "eager_ms": _median(r["eager_ms"] for r in quiet),
-           "compiled_ms": _median(r["compiled_ms"] for r in quiet), "eager_first_call_s": eager_first_s,
-           "first_call_cold_s": _median(kinds["cold"]), "first_call_warm_s": _median(kinds["warm"]),
-           "first_call_portable_s": _median(kinds["portable"]), "break_even_calls": None,
-           "recompiles": _most(r["recompiles"] for r in ok), "graph_breaks": _most(r["graph_breaks"] for r in ok),
-           "peak_mem_eager_mb": _median(r["peak_mem_eager_mb"] for r in ok),
-           "peak_mem_compiled_mb": _median(r["peak_mem_compiled_mb"] for r in ok),
-           "accuracy_ok": None if all(r["accuracy_ok"] is None for r in ok) else all(r["accuracy_ok"] is not False
-                                                                                     for r in ok),
-           "max_abs_error": _most(r["max_abs_error"] for r in ok), "noisy": every_disturbed,
-           "runs": len(quiet), "noisy_runs": len(left_out), "failed_runs": len(runs) - len(ok),
-           "noise_note": next((r["noise_note"] for r in ok if noise.is_disturbed(r) and r["noise_note"]), None),
-           "job_ids": " ".join(str(r["job_id"]) for r in sorted(runs, key=lambda r: r["job_id"]))}
+           "speedup_ci_high": None, "eager_ms": runs.median("eager_ms", quiet),
+           "compiled_ms": runs.median("compiled_ms", quiet), "eager_first_call_s": eager_first_s,
+           "first_call_cold_s": kinds["cold"], "first_call_warm_s": kinds["warm"],
+           "first_call_portable_s": kinds["portable"], "break_even_calls": None,
+           "recompiles": runs.most("recompiles", ok), "graph_breaks": runs.most("graph_breaks", ok),
+           "peak_mem_eager_mb": runs.median("peak_mem_eager_mb", ok),
+           "peak_mem_compiled_mb": runs.median("peak_mem_compiled_mb", ok),
+           "accuracy_ok": None if not len(accuracy_known) else not runs.accuracy_false[ok].any(),
+           "max_abs_error": runs.most("max_abs_error", ok), "noisy": bool(len(ok)) and len(disturbed) == len(ok),
+           "runs": len(quiet), "noisy_runs": len(ok) - len(quiet), "failed_runs": len(idx) - len(ok),
+           "noise_note": next((cols["noise_note"][i] for i in disturbed if cols["noise_note"][i]), None),
+           "job_ids": " ".join(map(str, np.sort(runs.job_id[idx]).tolist()))}
     interval = None
-    centers, errors = _centers(quiet)
+    centers, errors = runs.centers(quiet)
     if centers:
         interval = combine(centers, errors, prior)
         row["speedup"], row["speedup_ci_low"], row["speedup_ci_high"] = interval.speedup, interval.low, interval.high
     first = row["first_call_cold_s"] if row["first_call_cold_s"] is not None else row["first_call_warm_s"]
     if None not in (first, eager_first_s, row["eager_ms"], row["compiled_ms"]):
         row["break_even_calls"] = break_even_calls(eager_first_s, first, row["eager_ms"], row["compiled_ms"])
-    row["verdict"] = verdict(row, runs, interval, _median(r.get("speedup_spread") for r in quiet))
+    error = None
+    if row["failed_runs"] and not (row["runs"] or row["noisy_runs"]):
+        error = next((cols["error"][i] for i in idx if cols["error"][i]), None) or cols["status"][idx[0]]
+    row["verdict"] = verdict(row, interval, runs.median("speedup_spread", quiet), error, cols["device"][idx[0]], folded)
     return {c: row[c] for c in COLUMNS}
 
 
-def verdict(row: dict, runs: list[dict], interval: Interval | None = None, round_spread: float | None = None) -> str:
+def verdict(row: dict, interval: Interval | None = None, round_spread: float | None = None, error: str | None = None,
+            device: str | None = None, folded: Iterable[str] = ()) -> str:
     """The row in words: "1.42x [1.38, 1.46], pays off after 1,900 calls", "not separable from eager: ...",
     "slower: ..."; a wide interval says how wide and why ("1.30x, but anywhere from 1.10x to 1.50x: the rounds
-    scatter 12%")."""
+    scatter 12%"). `error`: its runs' first error (or status), `device`, `folded`: the modes its runs were stored
+    as and are counted under this one's (db.axes.fold_note)."""
     if row["failed_runs"] and not (row["runs"] or row["noisy_runs"]):
-        error = next((r["error"] for r in runs if r.get("error")), None) or runs[0]["status"]
         return f"did not succeed ({row['failed_runs']} run{'s' * (row['failed_runs'] > 1)}): {error}"
     s, lo, hi = row["speedup"], row["speedup_ci_low"], row["speedup_ci_high"]
     if s is None:
@@ -251,25 +367,15 @@ def verdict(row: dict, runs: list[dict], interval: Interval | None = None, round
     elif row["noisy_runs"]:
         extra += [f"{row['noisy_runs']} disturbed run(s) left out"]
     extra += [f"{row['failed_runs']} failed"] if row["failed_runs"] else []
-    folded = sorted({r["_folded"] for r in runs if r.get("_folded")})
-    extra += [f"{fold_note(m, runs[0]['device'])}: its runs are counted here" for m in folded]
+    extra += [f"{fold_note(m, device)}: its runs are counted here" for m in sorted(folded)]
     return text + (f" ({'; '.join(extra)})" if extra else "")
 
 
-def _key(r: dict) -> tuple:
-    """The configuration a record belongs to (CONFIG_KEYS), computed once per record."""
-    key = r.get("_key")
-    if key is None:
-        args = r.get("_args") or json.dumps(r.get("model_args"), sort_keys=True)
-        key = r["_key"] = tuple(args if k == "model_args" else r.get(k) for k in CONFIG_KEYS)
-    return key
-
-
-def _labels(records: list[dict]) -> dict[tuple, str]:
+def _labels(groups: Iterable[tuple]) -> dict[tuple, str]:
     """Per configuration, a label naming only what differs between the configurations of its model (db.labels)."""
     by_model: dict[str, set] = {}
-    for r in records:
-        by_model.setdefault(r["model"], set()).add(_key(r))
+    for model, _bs, key in groups:
+        by_model.setdefault(model, set()).add(key)
     out = {}
     for model, keys in by_model.items():
         configs = [dict(zip(CONFIG_KEYS, key)) for key in keys]
@@ -278,34 +384,10 @@ def _labels(records: list[dict]) -> dict[tuple, str]:
     return out
 
 
-def _folded(r: dict) -> dict:
-    """Off CUDA, a run stored as reduce-overhead is counted under default (db.axes.folded_mode: the same compile)."""
-    mode = folded_mode(r.get("mode"), r.get("device"))
-    return r if mode == r.get("mode") else {**r, "mode": mode, "_folded": r["mode"], "_key": None}
-
-
-def _answering(runs: list[dict]) -> set:
-    """The job ids of one configuration's succeeded runs that answer (db.noise.answering)."""
-    ok = [r for r in runs if r["status"] == "succeeded"]
-    return {r["job_id"] for r, yes in zip(ok, noise.answering(noise.is_disturbed(r) for r in ok)) if yes}
-
-
-def _first_call_kind(r: dict) -> str:
+def _first_call_kind(recorded: str | None, cache: str | None, graph_hit: bool | None) -> str:
     """What a run's compiled first call compiled from: as recorded (db.record.first_call_cache), or, for a run
     stored before that was, from its cache setting; a warm run whose compiled graph missed the cache was cold."""
-    kind = r.get("first_call_cache") or r.get("cache") or "cold"
+    kind = recorded or cache or "cold"
     if kind != "warm":
         return "portable" if kind == "portable" else "cold"
-    hits = r.get("cache_hits") or {}
-    missed = hits.get("inductor_fx_local_cache_miss_count") and not hits.get("inductor_fx_local_cache_hit_count")
-    return "cold" if missed else "warm"
-
-
-def _median(values: Iterable) -> float | None:
-    vs = np.array([v for v in values if v is not None], dtype=float)  # numpy converts, not float() per value
-    return float(np.median(vs)) if len(vs) else None
-
-
-def _most(values: Iterable):
-    vs = [v for v in values if v is not None]
-    return max(vs) if vs else None
+    return "cold" if graph_hit is False else "warm"

@@ -95,14 +95,28 @@ class Prior:
 def device_prior(groups: Iterable[tuple[Sequence[float], Sequence[float | None]]]) -> Prior:
     """The process spread shown by a device's configurations that ran in 2 or more processes: each gives
     var(m_p) - mean(s_p^2) with k-1 degrees of freedom, pooled, then blended with the default prior."""
+    codes, centers, errors = [], [], []
+    for i, (cs, es) in enumerate(groups):
+        codes += [i] * len(cs)
+        centers += cs
+        errors += es
+    return pooled_prior(np.asarray(codes, dtype=np.intp), np.asarray(centers, dtype=float),
+                        np.asarray([e or 0.0 for e in errors], dtype=float))
+
+
+def pooled_prior(codes: np.ndarray, centers: np.ndarray, errors: np.ndarray) -> Prior:
+    """device_prior over processes given as arrays: each process's configuration (a code), paired speedup and
+    standard error (0 for none). A database holds tens of thousands of configurations: summed per code by numpy."""
     num, dof = 0.0, 0
-    for centers, errors in groups:
-        m = np.log(np.asarray(centers, dtype=float))
-        if len(m) < 2:
-            continue
-        w = float(np.mean([(e or 0.0) ** 2 for e in errors]))
-        num += (len(m) - 1) * (float(np.var(m, ddof=1)) - w)
-        dof += len(m) - 1
+    if len(codes):
+        m = np.log(centers)
+        k = np.bincount(codes)
+        mean = np.bincount(codes, weights=m) / np.maximum(k, 1)
+        squares = np.bincount(codes, weights=(m - mean[codes]) ** 2)  # (k-1) var(m, ddof=1)
+        w = np.bincount(codes, weights=errors ** 2) / np.maximum(k, 1)  # mean s_p^2
+        many = k >= 2
+        num = float(np.sum(squares[many] - (k[many] - 1) * w[many]))
+        dof = int(np.sum(k[many] - 1))
     measured = max(0.0, num / dof) if dof else 0.0
     tau2 = (dof * measured + DEFAULT_PRIOR_DF * DEFAULT_PROCESS_SD ** 2) / (dof + DEFAULT_PRIOR_DF)
     return Prior(tau2=tau2, df=min(MAX_PRIOR_DF, dof + DEFAULT_PRIOR_DF), measured_df=dof)

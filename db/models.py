@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     Float,
@@ -126,6 +127,8 @@ def _record_column(f):
         return mapped_column(f.name, String(f.metadata["length"]))
     if kind in ("dict", "list"):
         return mapped_column(f.name, JSON, nullable=False, default=dict if kind == "dict" else list)
+    if f.metadata.get("big"):
+        return mapped_column(f.name, BigInteger)
     return mapped_column(f.name, _SQL_TYPES[kind])
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
-RAW = ("samples", "schedule", "detail")  # JSON columns: the raw material behind the numbers
+RAW = ("schedule", "detail", "samples")  # JSON columns: the raw material behind the numbers
 
 
 def text(length: int):
@@ -25,6 +25,9 @@ class ResultRecord:
     # what the compiled first call compiled from: "cold" (an empty cache), "warm" (a cache that held this
     # configuration: the worker's, or its first run's for a process repeat) or "portable" (a colleague's bundle)
     first_call_cache: str | None = text(16)
+    # did inductor's FX graph cache serve the compiled graph: True, False (it was asked and missed: a warm run that
+    # compiled from nothing), None (never asked: another backend). From the detail's cache_hits (graph_cache_hit)
+    graph_cache_hit: bool | None = None
     compiled_second_call_s: float | None = None
     # steady state, in three clocks (runner/timing.py). The headline is latency as the caller sees it (one
     # synchronous call, host clock): medians and p10/p90 over every kept sample, speedup = eager / compiled
@@ -35,7 +38,8 @@ class ResultRecord:
     compiled_p10_ms: float | None = None
     compiled_p90_ms: float | None = None
     speedup: float | None = None
-    break_even_calls: int | None = None
+    # a configuration that saves a few ns a call pays off after billions of calls: 64-bit (PostgreSQL's integer is not)
+    break_even_calls: int | None = field(default=None, metadata={"big": True})
     # throughput: back-to-back calls, one sync per block, per call
     eager_throughput_ms: float | None = None
     compiled_throughput_ms: float | None = None
@@ -103,10 +107,11 @@ class ResultRecord:
     device_name: str | None = text(200)
     cuda_version: str | None = text(32)
     hostname: str | None = text(200)
-    # raw material: every timing sample by round, the schedule calls, compiler reasons, phase times
-    samples: dict = field(default_factory=dict)
+    # raw material: the schedule calls, compiler reasons and phase times, every timing sample by round (tens of kB:
+    # last, as the results table's columns are on SQLite, migration 0015)
     schedule: list = field(default_factory=list)
     detail: dict = field(default_factory=dict)
+    samples: dict = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "ResultRecord":
@@ -118,6 +123,14 @@ class ResultRecord:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def graph_cache_hit(hits: Mapping | None) -> bool | None:
+    """ResultRecord.graph_cache_hit from the compile's cache counters (runner.introspect.cache_hits)."""
+    if not isinstance(hits, Mapping):
+        return None
+    hit, miss = hits.get("inductor_fx_local_cache_hit_count") or 0, hits.get("inductor_fx_local_cache_miss_count") or 0
+    return True if hit > 0 else False if miss > 0 else None
 
 
 FIELDS = tuple(f.name for f in fields(ResultRecord))

@@ -1,8 +1,9 @@
 """Result queries: the export record (one flat dict per job) shared by `export`, the dashboard and tests."""
 from __future__ import annotations
 
+import io
 from dataclasses import fields
-from typing import Iterable
+from typing import Iterable, Iterator, TextIO
 
 from sqlalchemy import Engine, select
 
@@ -29,43 +30,73 @@ RECORD_FIELDS = IDENTITY_FIELDS + SPEC_FIELDS + RESULT_SCALARS + DETAIL_FIELDS  
 EXPORT_FIELDS = RECORD_FIELDS + ("artifacts",)
 
 
+def write_csv(records: Iterable[dict], out: TextIO) -> int:
+    """Export records as CSV into `out`, one column per EXPORT_FIELDS name, a row as each record comes; JSON fields
+    as JSON text; no cell a spreadsheet would run as a formula (db.tabular). The CLI's `export --format csv` and the
+    dashboard's CSV download are both this, so the two files agree. Returns the number of records."""
+    return tabular.csv_into(out, records, EXPORT_FIELDS)
+
+
+def write_json(records: Iterable[dict], out: TextIO) -> int:
+    """Export records as one strict JSON list into `out`, a record as each comes, a number that is not finite as
+    null (the CLI's `export --format json` and the dashboard's JSON download). Returns the number of records."""
+    return tabular.json_list_into(out, records)
+
+
 def records_csv(records: Iterable[dict]) -> str:
-    """Export records as CSV, one column per EXPORT_FIELDS name; JSON fields as JSON text; no cell a spreadsheet
-    would run as a formula (db.tabular). The CLI's `export --format csv` and the dashboard's CSV download are both
-    this, so the two files agree."""
-    return tabular.write_csv(records, EXPORT_FIELDS)
+    return _text(write_csv, records)
 
 
-def records_json(records: list[dict]) -> str:
-    """Export records as strict JSON, a number that is not finite as null (the CLI's `export --format json` and
-    the dashboard's JSON download)."""
-    return tabular.json_text(records)
+def records_json(records: Iterable[dict]) -> str:
+    return _text(write_json, records)
+
+
+def _text(write, records: Iterable[dict]) -> str:
+    buf = io.StringIO()
+    write(records, buf)
+    return buf.getvalue()
 
 
 ID_CHUNK = 5000  # job ids per query: SQLite allows 32766 bound parameters, and a download may hold 100k jobs
+BATCH = 500  # records built at a time: what an export holds in memory, whatever the number of jobs
 
 
 def export_records(engine: Engine, job_ids: Iterable[int] | None = None, sweep_ids: Iterable[int] | None = None,
                    include_raw: bool = False) -> list[dict]:
+    """Every job (succeeded or not) as one export record, oldest first (iter_records, as a list)."""
+    return list(iter_records(engine, job_ids, sweep_ids, include_raw))
+
+
+def iter_records(engine: Engine, job_ids: Iterable[int] | None = None, sweep_ids: Iterable[int] | None = None,
+                 include_raw: bool = False) -> Iterator[dict]:
     """Every job (succeeded or not) as one export record, oldest first: the only place a record is built
     (the CLI's export and the dashboard's downloads). A job without a result has null numbers and its error:
-    a failure is never a 0.0 speedup."""
-    q = (select(Job, Sweep.name, Result, Worker.capabilities).join(Sweep, Job.sweep_id == Sweep.id)
-         .outerjoin(Result, Result.job_id == Job.id).outerjoin(Worker, Worker.id == Job.worker_id)
+    a failure is never a 0.0 speedup.
+
+    The rows stream from one snapshot of the database (SQLAlchemy's yield_per: a server-side cursor on
+    PostgreSQL, SQLite's stepping cursor), BATCH at a time, with only the columns a record holds: the raw
+    samples (tens of kB a job) are read only for `include_raw`. So an export of 100k jobs holds a batch in
+    memory, not the database."""
+    cols = [Job.id, Job.sweep_id, Job.status, Job.error, Job.attempts, Job.worker_id, Job.created_at, Job.finished_at,
+            Job.spec, Sweep.name, Result.id.label("result_id"), *(getattr(Result, n) for n in RESULT_SCALARS),
+            Result.detail] + ([Result.schedule, Result.samples] if include_raw else [])
+    q = (select(*cols).join(Sweep, Job.sweep_id == Sweep.id).outerjoin(Result, Result.job_id == Job.id)
          .order_by(Job.id))
     if sweep_ids is not None:
         q = q.where(Job.sweep_id.in_(list(sweep_ids)))
     ids = sorted(set(job_ids)) if job_ids is not None else None
     chunks = [q] if ids is None else [q.where(Job.id.in_(ids[i:i + ID_CHUNK])) for i in range(0, len(ids), ID_CHUNK)]
     with reading(engine) as s:
-        records = [_record(job, sweep_name, result, caps, include_raw)
-                   for chunk in chunks for job, sweep_name, result, caps in s.execute(chunk).all()]
-    ids = [r["job_id"] for r in records]
-    for i in range(0, len(ids), ID_CHUNK):
-        listed = artifacts.listing(engine, ids[i:i + ID_CHUNK])
-        for r in records[i:i + ID_CHUNK]:
-            r["artifacts"] = listed.get(r["job_id"], [])
-    return records
+        # a job without a result takes its environment from its worker's published capabilities: the workers are
+        # few, their capabilities (every model they offer) long, so each is read once, not once per job
+        workers = dict(s.execute(select(Worker.id, Worker.capabilities)).all())
+        for chunk in chunks:
+            for rows in s.execute(chunk.execution_options(yield_per=BATCH)).partitions():
+                listed = artifacts.listing(engine, [r.id for r in rows])
+                for r in rows:
+                    rec = _record(r._mapping, workers.get(r.worker_id), include_raw)
+                    rec["artifacts"] = listed.get(r.id, [])
+                    yield rec
 
 
 def worker_key(name: str, device: str | None) -> str:
@@ -75,23 +106,31 @@ def worker_key(name: str, device: str | None) -> str:
     return CPU_NAME if name == "device_name" and device == "cpu" else name
 
 
-def _record(job: Job, sweep_name: str, result: Result | None, worker_caps: dict | None, include_raw: bool) -> dict:
-    rec = {"job_id": job.id, "sweep_id": job.sweep_id, "sweep": sweep_display(job.sweep_id, sweep_name),
-           "status": job.status, "error": job.error, "attempts": job.attempts, "worker": job.worker_id,
-           "created_at": job.created_at.isoformat() if job.created_at else None,
-           "finished_at": job.finished_at.isoformat() if job.finished_at else None}
-    spec = stored_spec(job.spec)
+def worker_env(name: str, device: str | None, caps) -> str | None:
+    """What a job's worker published for `name` (an ENV_FROM_WORKER field): where a job without a result ran."""
+    if not isinstance(caps, dict):
+        return None
+    return caps.get(worker_key(name, device)) or caps.get(name)
+
+
+def _record(row, worker_caps: dict | None, include_raw: bool) -> dict:
+    rec = {"job_id": row["id"], "sweep_id": row["sweep_id"], "sweep": sweep_display(row["sweep_id"], row["name"]),
+           "status": row["status"], "error": row["error"], "attempts": row["attempts"], "worker": row["worker_id"],
+           "created_at": row["created_at"].isoformat() if row["created_at"] else None,
+           "finished_at": row["finished_at"].isoformat() if row["finished_at"] else None}
+    spec = stored_spec(row["spec"])
     for name in SPEC_FIELDS:
         rec[name] = spec.get(name)
-    detail = result.detail if result is not None else {}
+    has_result = row["result_id"] is not None
     for name in RESULT_SCALARS:
-        rec[name] = getattr(result, name) if result is not None else None
+        rec[name] = row[name] if has_result else None
     for name in ENV_FROM_WORKER:  # a job that failed still ran somewhere: say where (filters need it)
-        if rec[name] is None and isinstance(worker_caps, dict):
-            rec[name] = worker_caps.get(worker_key(name, rec.get("device"))) or worker_caps.get(name)
+        if rec[name] is None:
+            rec[name] = worker_env(name, rec.get("device"), worker_caps)
+    detail = row["detail"] if has_result and isinstance(row["detail"], dict) else {}
     for name in DETAIL_FIELDS:
-        rec[name] = (detail or {}).get(name)
+        rec[name] = detail.get(name)
     if include_raw:
-        rec["schedule_calls"] = result.schedule if result is not None else None
-        rec["samples"] = result.samples if result is not None else None
+        rec["schedule_calls"] = row["schedule"] if has_result else None
+        rec["samples"] = row["samples"] if has_result else None
     return rec

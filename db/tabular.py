@@ -8,7 +8,7 @@ import io
 import json
 import math
 import re
-from typing import Any, Iterable
+from typing import Any, Iterable, TextIO
 
 # a spreadsheet reads a text cell beginning with one of these as a formula (OWASP "CSV injection"); a tab or a
 # carriage return first is refused as well, since some spreadsheets strip it and read what follows
@@ -26,15 +26,35 @@ def csv_cell(value: Any) -> Any:
 
 
 def write_csv(rows: Iterable[dict], columns: Iterable[str]) -> str:
-    """CSV with a header of `columns`, a row per dict (keys outside `columns` left out); dicts and lists as JSON
-    text; every text cell through csv_cell."""
+    """CSV with a header of `columns`, a row per dict (csv_into), as text."""
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore")
+    csv_into(buf, rows, columns)
+    return buf.getvalue()
+
+
+def csv_into(out: TextIO, rows: Iterable[dict], columns: Iterable[str]) -> int:
+    """CSV into `out`, a row written as each dict comes: a header of `columns`, a row per dict (keys outside
+    `columns` left out); dicts and lists as JSON text; every text cell through csv_cell. Returns the rows written."""
+    writer = csv.DictWriter(out, fieldnames=list(columns), extrasaction="ignore")
     writer.writeheader()
+    n = 0
     for r in rows:
         writer.writerow({k: csv_cell(json_text(v, indent=None) if isinstance(v, (dict, list)) else v)
                          for k, v in r.items()})
-    return buf.getvalue()
+        n += 1
+    return n
+
+
+def json_list_into(out: TextIO, items: Iterable[Any]) -> int:
+    """A strict JSON list into `out`, an item written as each comes: the same text as json_text(list(items)), without
+    holding the list. Returns the items written."""
+    n = 0
+    for item in items:
+        # json_text(list) indents each item's lines one step more than json_text(item) does
+        out.write(("[\n " if n == 0 else ",\n ") + json_text(item).replace("\n", "\n "))
+        n += 1
+    out.write("\n]" if n else "[]")
+    return n
 
 
 def finite(value: Any) -> Any:
@@ -51,4 +71,7 @@ def finite(value: Any) -> Any:
 def json_text(value: Any, indent: int | None = 1) -> str:
     """Strict JSON (RFC 8259): a number that is not finite is written as null; anything else JSON lacks
     (a datetime) as its text."""
-    return json.dumps(finite(value), indent=indent, default=str, allow_nan=False)
+    try:  # a value holds no NaN or infinity nearly always: the json module checks that in C, finite() in Python
+        return json.dumps(value, indent=indent, default=str, allow_nan=False)
+    except ValueError:
+        return json.dumps(finite(value), indent=indent, default=str, allow_nan=False)

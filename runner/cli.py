@@ -19,7 +19,7 @@ from db.axes import AXES, BY_FIELD, COMPILE_AXES
 from db.database import get_engine
 from db.engine import DatabaseError, describe, resolve_url
 from db.models import JobStatus, utcnow
-from db.results import export_records, records_csv, records_json
+from db.results import iter_records, write_csv, write_json
 from db.spec import SpecError, SweepRequest, _int, split_sizes
 from runner import signing, zoo
 from runner.gpus import GpuError
@@ -113,6 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("-o", "--output", help="file to write (default: stdout)")
     e.add_argument("--sweep", type=_row_id, action="append", help="only these sweeps")
     e.add_argument("--raw", action="store_true", help="json only: include raw samples and schedule calls")
+    e.add_argument("--jobs", metavar="FILE", help="only the jobs whose ids FILE lists (whitespace between them; "
+                                                  "'-' reads stdin): the dashboard's downloads of the jobs in view")
 
     r = sub.add_parser("report", help="the answer: per model, batch size and configuration, speedup with a 95% "
                                       "interval, first calls, break-even and a verdict (as Results shows first)")
@@ -339,17 +341,33 @@ def cmd_cancel(args) -> int:
 
 
 def cmd_export(args) -> int:
-    records = export_records(get_engine(args.db), sweep_ids=args.sweep, include_raw=args.raw)
-    if args.format == "json":
-        text = records_json(records)
-    else:
-        text = records_csv(records)
-    if args.output:
-        Path(args.output).write_text(text)
-        print(f"{len(records)} record(s) written to {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    """Written as the records stream from the database (db.results.iter_records): memory stays bounded at any
+    number of jobs. A file is written beside its name and renamed when complete, so it is never half an export."""
+    job_ids = _job_ids(args.jobs) if args.jobs else None
+    records = iter_records(get_engine(args.db), job_ids=job_ids, sweep_ids=args.sweep, include_raw=args.raw)
+    write = write_json if args.format == "json" else write_csv
+    if not args.output:
+        write(records, sys.stdout)
+        sys.stdout.write("\n" if args.format == "json" else "")  # a CSV's rows end with their own line ends
+        return 0
+    out = Path(args.output)
+    partial = out.with_name(out.name + ".partial")
+    try:
+        with partial.open("w", newline="" if args.format == "csv" else None) as f:
+            n = write(records, f)
+        partial.replace(out)
+    finally:
+        partial.unlink(missing_ok=True)
+    print(f"{n} record(s) written to {args.output}", file=sys.stderr)
     return 0
+
+
+def _job_ids(source: str) -> list[int]:
+    text = sys.stdin.read() if source == "-" else Path(source).read_text()
+    try:
+        return [_row_id(word) for word in text.split()]
+    except argparse.ArgumentTypeError as e:
+        raise UsageError(f"--jobs {source}: {e}") from None
 
 
 def cmd_report(args) -> int:

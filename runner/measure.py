@@ -27,7 +27,7 @@ import torch
 
 from db.answer import break_even_calls
 from db.artifacts import write_dir
-from db.record import ResultRecord
+from db.record import ResultRecord, graph_cache_hit
 from db.spec import ExperimentSpec
 from db.timeline import Phases
 from runner import cudagraphs as cudagraphs_health
@@ -378,10 +378,12 @@ def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list, ke
     achieved = achieved_rates(work, clocks["compiled_gpu_ms"] or clocks["compiled_ms"])
     accuracy = first["accuracy"]
     causes = steady["causes"]
+    hits = cache_hits(first["metrics"])
     return ResultRecord(**{
         "eager_first_call_s": first["eager_first_s"],
         "compiled_first_call_s": compiled_first_s,
         "first_call_cache": first_cache,
+        "graph_cache_hit": graph_cache_hit(hits),
         "compiled_second_call_s": first["compiled_second_s"],
         **clocks,
         "disturbed": bool(causes),
@@ -423,7 +425,7 @@ def record(job: Setup, first: dict, steady: dict, work: dict, schedule: list, ke
             "compile_breakdown_s": breakdown,
             # the compiled first call timed in this process, and the imports a preloading parent spared it
             "first_call_parts": {"timed_in_child_s": first["compiled_first_s"], "preloaded_imports_s": preloaded},
-            "cache_hits": cache_hits(first["metrics"]),
+            "cache_hits": hits,
             "cache_layers": cache_layers(job.trace.cache_events),
             "kernel_counts": kernels["detail"],
             # what capturing the trace added to the compile times (torch measures it)

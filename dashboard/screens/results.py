@@ -22,8 +22,9 @@ from dashboard import (
     state,
     stats,
 )
+from dashboard import downloads as exports
 from dashboard.markup import md
-from db import axes, ceilings_view, results, views
+from db import axes, ceilings_view, views
 from db.results import RECORD_FIELDS
 
 URL_KEYS = {"torch_version": "torch", "device_name": "gpu"}  # shorter query parameter names
@@ -517,7 +518,7 @@ if shown.empty:
     st.stop()
 
 picker = st.container()
-# in a popover: two download buttons, drawn before the chart on every visit, for a click now and then
+# in a popover: two download links, drawn before the chart on every visit, for a click now and then
 downloads = filters_row[2].popover("Download", icon=":material/download:", width="stretch",
                                   help="Every shown row (all pages), every export field, as CSV or as "
                                        "`python -m runner export --format json` records")
@@ -554,15 +555,11 @@ with picker:  # always drawn (a widget that is not drawn loses its state); idle 
     model_ui(facts, per_model=bool(speed_tab.open or launch_tab.open or repeat_tab.open))
 
 
-def shown_records() -> list[dict]:
-    """The shown jobs as export records: the same function as `python -m runner export` (db.results)."""
-    return results.export_records(engine, job_ids=shown["job_id"].tolist())
-
-
-downloads.download_button("CSV", data=lambda: results.records_csv(shown_records()), file_name=filters.download_name(selected, "csv"),
-                          mime="text/csv", on_click="ignore", icon=":material/download:", width="stretch")
-downloads.download_button("JSON", data=lambda: results.records_json(shown_records()), file_name=filters.download_name(selected, "json"),
-                          mime="application/json", on_click="ignore", icon=":material/download:", width="stretch")
+# links, not download buttons: the file streams from `runner export` in a process of its own (dashboard.downloads)
+links = exports.offer(st.session_state.setdefault("export_token", exports.new_token()), state.url(),
+                      shown["job_id"].to_numpy(), {ext: filters.download_name(selected, ext) for ext in ("csv", "json")})
+downloads.link_button("CSV", links["csv"], icon=":material/download:", width="stretch")
+downloads.link_button("JSON", links["json"], icon=":material/download:", width="stretch")
 answer.show(speed_slots, answer_slot, key, model, engine, shown)
 
 if launch_tab.open:

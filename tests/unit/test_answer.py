@@ -11,7 +11,7 @@ BASE = {"status": "succeeded", "model": "simplenet", "task": "inference", "devic
         "mode": "default", "dynamic": None, "fullgraph": False, "cache": "cold", "error": None, "eager_ms": 2.0,
         "compiled_ms": 1.0, "speedup": 2.0, "eager_first_call_s": 0.01, "compiled_first_call_s": 5.01,
         "recompiles": 0, "graph_breaks": 0, "peak_mem_eager_mb": 10.0, "peak_mem_compiled_mb": 8.0,
-        "accuracy_ok": True, "max_abs_error": 1e-6, "noisy": False, "noise_note": None, "cache_hits": None,
+        "accuracy_ok": True, "max_abs_error": 1e-6, "noisy": False, "noise_note": None, "graph_cache_hit": None,
         "disturbed": False, "round_speedup": None, "round_speedup_se": None, "first_call_cache": None,
         "speedup_spread": None}
 
@@ -110,11 +110,9 @@ def test_verdicts_in_words():
 
 
 def test_first_calls_cold_warm_and_a_repeats_warm_first_call():
-    hit = {"inductor_fx_local_cache_hit_count": 1, "inductor_fx_local_cache_miss_count": 0}
-    miss = {"inductor_fx_local_cache_hit_count": 0, "inductor_fx_local_cache_miss_count": 1}
-    records = [job(1, compiled_first_call_s=8.0), job(2, cache="warm", cache_hits=hit, compiled_first_call_s=1.0),
-               job(3, cache="warm", cache_hits=miss, compiled_first_call_s=7.0),  # a warm miss compiled from cold
-               job(4, first_call_cache="warm", cache_hits=hit, compiled_first_call_s=1.2)]  # a process repeat
+    records = [job(1, compiled_first_call_s=8.0), job(2, cache="warm", graph_cache_hit=True, compiled_first_call_s=1.0),
+               job(3, cache="warm", graph_cache_hit=False, compiled_first_call_s=7.0),  # a warm miss compiled from cold
+               job(4, first_call_cache="warm", graph_cache_hit=True, compiled_first_call_s=1.2)]  # a process repeat
     (row,) = answer_rows(records)
     assert (row["first_call_cold_s"], row["first_call_warm_s"]) == (7.5, 1.1)
     (row,) = answer_rows([job(1, None, speedup=2.0)])  # stored without per-round samples: its speedup, widened
@@ -173,18 +171,16 @@ def test_the_plots_and_the_answer_let_the_same_runs_answer():
     import pandas as pd
 
     from dashboard import stats
-    from db.answer import _answering
 
     kinds = {"quiet": [{}], "mixed": [{}, {"disturbed": True}], "all disturbed": [{"disturbed": True}] * 2,
              "old flag": [{"noisy": True, "disturbed": None}]}
     records = [job(0, mode=m, **r) for m, rs in kinds.items() for r in rs]
     records = [{**r, "job_id": i} for i, r in enumerate(records)]
-    by_db = {r["job_id"] for m in kinds for r in records if r["mode"] == m
-             and r["job_id"] in _answering([x for x in records if x["mode"] == m])}
+    by_db = {r["config"]: r["runs"] for r in answer_rows(records)}
     frame = pd.DataFrame(records).assign(baseline="eager")
     answers = stats.answering(frame, ["mode", "baseline", "batch_size"])
-    assert set(frame.loc[answers[answers].index, "job_id"]) == by_db
-    assert len(by_db) == len(records) - 1  # the mixed configuration's disturbed run alone is left out
+    assert frame.loc[answers[answers].index].groupby("mode").size().to_dict() == by_db
+    assert sum(by_db.values()) == len(records) - 1  # the mixed configuration's disturbed run alone is left out
 
 
 def test_a_noisy_configurations_name_stays_text_on_the_plots_that_mark_it():

@@ -163,6 +163,49 @@ def test_results_timed_before_caller_latency_are_labelled_not_mixed(any_db_url):
     assert sorted(agg["speedup"]) == [1.2, 1.25]  # two series, not one median of both
 
 
+def test_results_read_without_their_raw_json_after_0015(any_db_url):
+    """Whether the graph cache served a run is a column (0015), filled from the stored detail; on SQLite, where a
+    column stored after a job's samples is read by walking their overflow pages, the raw JSON columns come last,
+    rebuilt with every row kept (a migration that adds a results column must rebuild it so); break-even calls past
+    2**31 are stored."""
+    from alembic import command
+
+    raw = make_engine(any_db_url)
+    with raw.begin() as conn:
+        command.upgrade(migrate.alembic_config(connection=conn), "0014_cache_signature")
+        conn.execute(text("INSERT INTO sweeps (id, name, request, created_at, created_by) "
+                          "VALUES (1, 'kept', '{}', '2026-01-01', 'x')"))
+        hits = {1: {"inductor_fx_local_cache_hit_count": 2, "inductor_fx_local_cache_miss_count": 0},
+                2: {"inductor_fx_local_cache_hit_count": 0, "inductor_fx_local_cache_miss_count": 1},
+                3: {"inductor_fx_local_cache_hit_count": 0, "inductor_fx_local_cache_miss_count": 0}, 4: None}
+        for job_id, counts in hits.items():
+            conn.execute(text("INSERT INTO jobs (id, sweep_id, spec, status, attempts, max_attempts, created_at) "
+                              "VALUES (:i, 1, '{}', 'succeeded', 1, 3, '2026-01-01')"), {"i": job_id})
+            conn.execute(text("INSERT INTO results (job_id, speedup, round_speedup, samples, schedule, detail) "
+                              "VALUES (:i, 2.0, 1.9, :s, '[]', :d)"),
+                         {"i": job_id, "s": json.dumps({"eager": [[2.0]], "compiled": [[1.0]]}),
+                          "d": json.dumps({"cache_hits": counts} if counts else {})})
+    names = [c["name"] for c in inspect(raw).get_columns("results")]
+    raw.dispose()
+
+    engine = get_engine(any_db_url)
+    after = [c["name"] for c in inspect(engine).get_columns("results")]
+    assert sorted(after) == sorted(c.name for c in Result.__table__.c)
+    if engine.dialect.name == "sqlite":
+        assert names.index("round_speedup") > names.index("samples")  # where ALTER TABLE ADD COLUMN put it
+        assert after[-3:] == ["schedule", "detail", "samples"]
+        assert {i["column_names"][0] for i in inspect(engine).get_unique_constraints("results")} == {"job_id"}
+    with reading(engine) as s:
+        kept = {r.job_id: r for r in s.scalars(select(Result))}
+    assert {i: r.graph_cache_hit for i, r in kept.items()} == {1: True, 2: False, 3: None, 4: None}
+    assert {(r.speedup, r.round_speedup) for r in kept.values()} == {(2.0, 1.9)}
+    assert kept[1].samples == {"eager": [[2.0]], "compiled": [[1.0]]} and kept[4].detail == {}
+    with atomic(engine) as s:  # pays off after billions of calls: past PostgreSQL's 32-bit integer
+        s.execute(text("UPDATE results SET break_even_calls = 3768561111 WHERE job_id = 1"))
+    with reading(engine) as s:
+        assert s.scalar(select(Result.break_even_calls).where(Result.job_id == 1)) == 3768561111
+
+
 def test_a_database_at_head_opens_without_alembic(tmp_path):
     """get_engine reads the revision with one query and loads alembic only for a database that needs upgrading:
     its HEAD is alembic's head, and a process that opens an up-to-date database never imports alembic."""

@@ -164,7 +164,7 @@ def test_overlapping_reads_leave_the_garbage_collector_as_they_found_it():
     inside, release = threading.Event(), threading.Event()
 
     def long_read():
-        with views._gc_paused():
+        with views.gc_paused():
             inside.set()
             release.wait(10)
 
@@ -172,7 +172,7 @@ def test_overlapping_reads_leave_the_garbage_collector_as_they_found_it():
     t = threading.Thread(target=long_read)
     t.start()
     inside.wait(10)
-    with views._gc_paused():  # a second read starts while the first runs, and ends first
+    with views.gc_paused():  # a second read starts while the first runs, and ends first
         assert not gc.isenabled()
     assert not gc.isenabled()  # the first is still reading
     release.set()
@@ -180,7 +180,7 @@ def test_overlapping_reads_leave_the_garbage_collector_as_they_found_it():
     assert gc.isenabled()
     gc.disable()  # a process that runs with the GC off keeps it off
     try:
-        with views._gc_paused():
+        with views.gc_paused():
             pass
         assert not gc.isenabled()
     finally:

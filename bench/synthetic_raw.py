@@ -1,0 +1,118 @@
+"""The raw material of a synthetic result, shaped as the child stores it: the per-round samples (runner.rounds,
+runner.timing) and the rest of `detail` (runner.measure.record), so that reading, exporting and plotting a synthetic
+database costs what a real one of the same size does.
+
+Samples, per side, in `rounds` rounds: latency, one synchronous call per sample, as many per round as fit in
+runner.timing.ROUND_MS (at most MAX_CALLS); throughput, one block per round; on CUDA the GPU clock, as many calls
+per round as fit beside their head start; a few calls during which dynamo compiled are `dropped`. Each value is a
+full float, as a host clock's difference is (0.4273169997759396): a realistic job on an H100 stores ~60 kB of them.
+Sizes from real jobs (a CPU job's detail is 4.7-6.1 kB, its timeline ~2.2 kB of it).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+ROUND_MS, MAX_CALLS = 20.0, 25  # runner.timing's: the time one clock of one side of a round takes, calls at most
+MIN_BLOCK, MAX_BLOCK = 2, 100
+HEAD_START_MS = 0.03  # the GPU clock's spin ahead of each call (runner.timing.CudaTimer.plan), for a host-bound model
+
+
+def calls_per_round(call_ms: float, gpu: bool) -> dict:
+    """runner.timing's plan: how many samples one round of each clock takes (the slower side sets it)."""
+    fit = lambda x, lo, hi: max(lo, min(hi, int(x)))  # noqa: E731
+    return {"latency": fit(ROUND_MS / call_ms, 1, MAX_CALLS), "throughput": fit(ROUND_MS / call_ms, MIN_BLOCK, MAX_BLOCK),
+            "gpu": fit(ROUND_MS / (HEAD_START_MS + call_ms), 1, MAX_CALLS) if gpu else None}
+
+
+def samples(gen: np.random.Generator, result: dict, rounds: int, gpu: bool) -> tuple[dict, dict]:
+    """(samples, calls per round) around the result's medians: a drift per round that both sides share (the paired
+    ratio cancels it), each side's own noise per round sized to its recorded spread (IQR / median of round medians),
+    per-call jitter with a slow call now and then."""
+    plan = calls_per_round(max(result["eager_ms"], result["compiled_ms"]), gpu)
+    out: dict = {}
+    drift = gen.normal(0, 0.01, rounds)
+    clocks = [("latency", "", plan["latency"]), ("throughput", "_throughput", 1)]
+    clocks += [("gpu", "_gpu", plan["gpu"])] if gpu else []
+    for clock, suffix, n in clocks:
+        for side in ("eager", "compiled"):
+            center = result.get(f"{side}{suffix}_ms") or result[f"{side}_ms"]
+            mid = center * (1 + drift + gen.normal(0, (result[f"{side}_spread"] or 0.01) / 1.35, rounds))
+            calls = mid[:, None] * (1 + np.abs(gen.normal(0, 0.01, (rounds, n))))
+            slow = gen.random((rounds, n)) < 0.01  # a call the host interrupted
+            calls[slow] *= gen.uniform(1.5, 4.0, int(slow.sum()))
+            out[f"{side}{suffix}" if clock != "latency" else side] = calls.tolist()
+    out["dropped"] = []
+    if gen.random() < 0.03:  # a guard failed mid-rounds and dynamo compiled during a call or two
+        out["dropped"] = [{"side": "compiled", "clock": "latency", "round": int(r), "ms": float(ms)}
+                          for r, ms in zip(gen.integers(0, rounds, 2), gen.uniform(200, 900, 2))]
+    return out, plan
+
+
+def detail(rng, result: dict, spec: dict, plan: dict | None, gpu: bool) -> dict:
+    """What the child writes beside its numbers (runner.measure.record), sized as a real job's: the host and GPU
+    around the rounds, what disturbed them, the compile cache's layers, the job's timeline."""
+    first = result["compiled_first_call_s"]
+    measure_s = first + rng.uniform(8, 25)
+    busy = [{"pid": rng.randrange(2000, 90000), "name": rng.choice(("python", "pt_main_thread", "sshd", "node")),
+             "cpu_s": round(rng.uniform(0.1, 5), 2)} for _ in range(rng.randrange(1, 5))]
+    host = lambda: {"loadavg": [rng.uniform(0.2, 3) for _ in range(3)], "torch_threads": 16,  # noqa: E731
+                    "cpus_allowed": 16, "affinity": "0-15", "cpu_count": 96}
+    out = {
+        "eager_second_call_s": result["eager_ms"] / 1e3 * rng.uniform(1.05, 1.5),
+        "calls_per_round": plan or {"latency": None, "throughput": None, "gpu": None},
+        "work": {"flops": result["flops"], "min_bytes": result["min_bytes"], "state_bytes": result["min_bytes"] * 0.9,
+                 "io_bytes": result["min_bytes"] * 0.1},
+        "recompiles_while_measuring": [],
+        "first_call_parts": {"timed_in_child_s": first, "preloaded_imports_s": 0.0},
+        "cache_layers": {layer: {"hit": 0, "miss": 1, "bypass": 0} for layer in ("fxgraph", "aotautograd", "triton")},
+        "kernel_counts": {"unit": "kernels launched per call (torch.profiler, one steady-state call of each side)",
+                          "compiled_graph_calls": 1, "estimated": False},
+        "trace_overhead_s": rng.uniform(0.02, 0.09),
+        "accuracy_note": "largest per-tensor relative error vs tolerance 0.0001 for float32",
+        "memory_method": "torch.cuda.max_memory_allocated above the allocation before the calls" if gpu
+        else "cpu peak RSS above RSS before the calls (VmHWM)",
+        "cudagraph_steps_marked": spec["mode"] == "reduce-overhead",
+        "cudagraphs": {"skipped": False, "skip_reasons": [], "skips": 0, "rerecords_in_rounds": 0,
+                       "pool_mb": rng.uniform(20, 400)} if gpu and spec["mode"] != "default" else None,
+        "crosscheck": None,
+        "env": {"python": "3.11.7", "platform": "Linux-6.8.0-49-generic-x86_64-with-glibc2.35",
+                "cpu": "AMD EPYC 9454 48-Core Processor", "cpu_count": 96, "torch_threads": 16,
+                "cuda_visible_devices": "0" if gpu else None, "tf32_matmul": False, "cudnn_benchmark": False,
+                "autocast": None, "scope": "model"},
+        "gpu_state": {phase: {"sm_clock_mhz": rng.choice((1755, 1980)), "temperature_c": rng.randrange(35, 70),
+                              "power_w": rng.uniform(90, 650)} for phase in ("before_rounds", "after_rounds")}
+        if gpu else {"before_rounds": None, "after_rounds": None},
+        "host_state": {"before_rounds": host(), "after_rounds": host(), "worker_cpus": "0-15", "shares_cores_with": [],
+                       "busy_workers": [], "threads_pinned": 16},
+        "disturbance": {"rounds_s": measure_s * 0.6, "cores": 16, "others_cpu_s": rng.uniform(0, 3),
+                        "others_share": rng.uniform(0, 0.2), "steal_s": 0.0, "busiest_others": busy,
+                        "cpu_s_by_kind": {k: round(rng.uniform(0, 20), 2) for k in
+                                          ("user", "nice", "system", "irq", "softirq", "steal")},
+                        "own_cpu_s": rng.uniform(5, 20), "own_helpers": busy[:1], "memory_stall_s": 0.0,
+                        "pages_swapped_in": 0},
+        "mega_cache": {"key": f"{rng.getrandbits(128):032x}", "parts": {**spec, "torch_version": "2.13.0",
+                                                                        "triton_version": "3.5.0"},
+                       "note": "this worker holds no cache signing key (work --cache-key-file; docs/operations.md): "
+                               "it keeps no bundle"},
+        "measure_s": measure_s,
+        "work_cached": False,
+        "timeline": timeline(rng, first, measure_s),
+    }
+    return out
+
+
+PHASES = ("claim", "job setup", "child start", "child setup", "compiler setup", "model build", "library warm-up",
+          "eager first call", "accuracy", "memory", "unaccounted", "compiled first call", "trace capture", "accuracy",
+          "memory", "warm-up", "rounds", "profiler", "FLOP count", "artifacts", "unaccounted", "record", "unaccounted",
+          "result write", "job cleanup", "read result", "unaccounted", "cache bundle", "roofline placement", "store")
+
+
+def timeline(rng, first_s: float, measure_s: float) -> list[dict]:
+    """db.timeline's [{phase, start, seconds}] from the claim to the stored result."""
+    out, t = [], 0.0
+    for phase in PHASES:
+        seconds = (first_s if phase == "compiled first call" else measure_s * 0.6 if phase == "rounds"
+                   else rng.uniform(0.0001, 0.05))
+        out.append({"phase": phase, "start": t, "seconds": seconds})
+        t += seconds
+    return out

@@ -1,0 +1,163 @@
+"""The Results page's CSV and JSON of every job in view, streamed at /export/<offer>/<csv|json> by `python -m runner
+export` in a process of its own.
+
+Streamlit's download button cannot stream: its data (or what its callable returns, on click) is built whole in the
+server's memory and kept there as one file, and building 100k records in the server's process held the GIL from
+every other session's page for a minute. So the page offers a link instead. Each run of the page registers the
+job ids in view under its session's offer (the link stays the same across reruns); a request for the link starts
+`runner export --jobs -` with those ids (the export's own streaming: bounded memory, db.results.iter_records), at a
+lower CPU priority than the server, and hands its output on as it comes. The server's process only passes bytes.
+A browser that goes away stops the export. At most MAX_RUNNING exports run at once; another is refused until one
+ends. The database URL goes to the export through its environment, never its command line (`ps` shows that).
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import sys
+import tempfile
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+from streamlit.web.server.starlette.starlette_websocket import is_host_allowed
+
+PREFIX = "/export"
+FORMATS = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
+PROJECT = Path(__file__).resolve().parent.parent  # where `-m runner` finds the code
+MAX_OFFERS = 64  # sessions whose link still works (the oldest used go first)
+MAX_RUNNING = 2
+CHUNK = 1 << 16
+NICE = 10  # the export yields the CPU to the server's pages
+
+
+@dataclass(frozen=True)
+class Offer:
+    db_url: str
+    job_ids: object  # ints: the page's numpy column of the jobs in view, not copied
+    names: dict  # format -> file name
+
+
+_offers: OrderedDict[str, Offer] = OrderedDict()
+_lock = threading.Lock()
+_running = 0
+
+
+def offer(token: str, db_url: str, job_ids, names: dict) -> dict:
+    """Register these jobs under a session's `token` (new_token()); returns each format's link."""
+    with _lock:
+        _offers[token] = Offer(db_url, job_ids, dict(names))
+        _offers.move_to_end(token)
+        while len(_offers) > MAX_OFFERS:
+            _offers.popitem(last=False)
+    return {fmt: f"{PREFIX}/{token}/{fmt}" for fmt in names}
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(18)
+
+
+def _text(status: int, message: str) -> Response:
+    return Response(message + "\n", status, media_type="text/plain; charset=utf-8", headers={"Cache-Control": "no-store"})
+
+
+async def serve(request: Request) -> Response:
+    global _running
+    if not is_host_allowed(request.headers.get("host")):  # the WebSocket's rule: no DNS rebinding onto this route
+        return _text(403, "This host name is not among the server's allowed hosts.")
+    fmt = request.path_params["fmt"]
+    with _lock:
+        got = _offers.get(request.path_params["token"])
+    if got is None or fmt not in FORMATS or fmt not in got.names:
+        return _text(404, "This download link has expired: open the Results page again and download from there.")
+    with _lock:
+        if _running >= MAX_RUNNING:
+            return _text(429, f"{MAX_RUNNING} downloads are running on this server: try again when one has finished.")
+        _running += 1
+    export = _Export()
+    try:
+        await export.start(got, fmt)
+        first = await export.proc.stdout.read(CHUNK)
+        if not first and await export.proc.wait():  # it said why on stderr (the database down, say): one line
+            return _text(503, export.error())
+        response = _Streamed(export, first, media_type=FORMATS[fmt], headers={
+            "Content-Disposition": f'attachment; filename="{got.names[fmt]}"', "Cache-Control": "no-store",
+            "X-Content-Type-Options": "nosniff"})
+        export = None  # the response ends it
+        return response
+    finally:
+        if export is not None:
+            export.end()
+
+
+class _Export:
+    """One `runner export` process: started, read, and ended exactly once however its request ends."""
+
+    def __init__(self):
+        self.proc = None
+        self.errors = tempfile.TemporaryFile()  # a pipe left unread could fill and stall the export
+
+    async def start(self, got: Offer, fmt: str) -> None:
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "runner", "export", "--format", fmt, "--jobs", "-", cwd=PROJECT,
+            env={**os.environ, "DATABASE_URL": got.db_url}, stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=self.errors)
+        try:
+            os.setpriority(os.PRIO_PROCESS, self.proc.pid, NICE)
+        except OSError:  # gone already, or not allowed here: it runs at the server's priority
+            pass
+        self.proc.stdin.write(" ".join(map(str, got.job_ids)).encode())
+        await self.proc.stdin.drain()
+        self.proc.stdin.close()
+
+    def error(self) -> str:
+        self.errors.seek(0)
+        lines = self.errors.read().decode(errors="replace").strip().splitlines()
+        return lines[-1] if lines else "The export failed."
+
+    def end(self) -> None:
+        """Stop the export if it still runs (the browser went away), and give its place back."""
+        if self.proc is not None and self.proc.returncode is None:
+            try:
+                self.proc.kill()  # asyncio reaps it
+            except ProcessLookupError:
+                pass
+        self.errors.close()
+        _release()
+
+
+class _Streamed(StreamingResponse):
+    """The export's output as it comes; the export is ended when the response is, sent or cancelled (a response
+    cancelled before its first byte never starts its body's generator, whose own cleanup would then never run)."""
+
+    def __init__(self, export: _Export, first: bytes, **kw):
+        super().__init__(self._body(export.proc, first), **kw)
+        self.export = export
+
+    @staticmethod
+    async def _body(proc, first: bytes):
+        chunk = first
+        while chunk:
+            yield chunk
+            chunk = await proc.stdout.read(CHUNK)
+        await proc.wait()
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.export.end()
+
+
+def _release() -> None:
+    global _running
+    with _lock:
+        _running -= 1
+
+
+ROUTES = [Route(PREFIX + "/{token}/{fmt}", serve, methods=["GET"])]

@@ -1,0 +1,113 @@
+"""The Results page's CSV and JSON: links to the server's export route, which streams `runner export` for the jobs
+in view from a process of its own (dashboard.downloads). The route is driven here as the server drives it (ASGI),
+with a real export process on a real SQLite file; the file is what `runner export` writes for those jobs."""
+import asyncio
+import csv
+import io
+import json
+
+import pytest
+
+from dashboard import downloads
+from db.results import export_records, records_csv, records_json
+from tests.dashboard.test_pages import lab, ok, page  # noqa: F401  (lab: a fixture)
+
+
+@pytest.fixture
+def results(lab, fill_synthetic):  # noqa: F811 (the fixture)
+    return fill_synthetic(120, seed=2)
+
+
+def links(at) -> dict[str, str]:
+    return {b.proto.label: b.proto.url for b in at.get("link_button")}
+
+
+def get(path: str, host: str = "localhost:8501", leave_after: int | None = None) -> tuple[int, dict, bytes]:
+    """One GET through the route as the server runs it: (status, headers, body); `leave_after`: the browser goes
+    away once that many pieces of the body have come."""
+    (route,) = downloads.ROUTES
+    scope = {"type": "http", "method": "GET", "path": path, "headers": [(b"host", host.encode())],
+             "query_string": b"", "asgi": {"version": "3.0", "spec_version": "2.4"}}
+    _, child = route.matches(scope)
+    scope.update(child)
+    sent = []
+    gone = asyncio.Event()
+
+    async def receive():
+        await gone.wait()  # the browser stays until the body is sent, or it leaves
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+        if leave_after is not None and sum(m["type"] == "http.response.body" for m in sent) >= leave_after:
+            gone.set()
+            await asyncio.Event().wait()  # nothing more reaches it
+
+    asyncio.run(route.handle(scope, receive, send))
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return start["status"], {k.decode(): v.decode() for k, v in start["headers"]}, body
+
+
+def test_the_downloads_stream_runner_exports_records_of_the_jobs_in_view(results):
+    at = ok(page("results", mode="max-autotune"))
+    got = links(at)
+    assert set(got) == {"CSV", "JSON"} and not at.get("download_button")  # nothing built while the page runs
+    assert got["CSV"].startswith(downloads.PREFIX + "/") and got["CSV"].endswith("/csv")
+    assert links(ok(at.run())) == got  # the same links on every rerun: the jobs in view move under them
+    shown = [r["job_id"] for r in export_records(results) if r["mode"] == "max-autotune"]
+
+    status, headers, body = get(got["CSV"])
+    assert status == 200 and headers["content-type"].startswith("text/csv")
+    assert headers["content-disposition"] == 'attachment; filename="compile_lab_max-autotune.csv"'
+    assert body.decode() == records_csv(export_records(results, job_ids=shown))
+    assert [int(r["job_id"]) for r in csv.DictReader(io.StringIO(body.decode()))] == shown
+    status, headers, body = get(got["JSON"])
+    assert status == 200 and body.decode() == records_json(export_records(results, job_ids=shown)) + "\n"
+    assert [r["job_id"] for r in json.loads(body)] == shown
+
+
+def test_a_link_that_is_gone_or_busy_says_so_and_starts_nothing(results, monkeypatch):
+    got = links(ok(page("results")))
+    assert get("/export/nobody/csv")[0] == 404
+    assert get(got["CSV"].replace("/csv", "/xml"))[0] == 404
+    assert get(got["CSV"], host="evil.example:8501")[0] == 403  # no DNS rebinding onto the route
+    monkeypatch.setattr(downloads, "_running", downloads.MAX_RUNNING)
+    status, _, body = get(got["CSV"])
+    assert status == 429 and b"downloads are running" in body
+
+
+def test_an_export_that_fails_says_why_in_one_line(results, monkeypatch):
+    got = links(ok(page("results")))
+    token = got["CSV"].split("/")[2]
+    broken = downloads._offers[token]
+    monkeypatch.setitem(downloads._offers, token, downloads.Offer("sqlite:////dev/null/x.db", broken.job_ids,
+                                                                  broken.names))
+    status, _, body = get(got["CSV"])
+    assert status == 503 and body.decode().startswith("error:") and body.count(b"\n") == 1
+    assert downloads._running == 0
+
+
+def test_a_browser_that_goes_away_stops_its_export(results, monkeypatch):
+    import os
+    import time
+
+    started = []
+    start = downloads._Export.start
+
+    async def recorded(self, got, fmt):
+        await start(self, got, fmt)
+        started.append(self.proc.pid)
+
+    monkeypatch.setattr(downloads._Export, "start", recorded)
+    monkeypatch.setattr(downloads, "CHUNK", 1024)  # many pieces, so the browser leaves in the middle
+    got = links(ok(page("results")))
+    status, _, body = get(got["JSON"], leave_after=2)
+    assert status == 200 and 0 < len(body) < len(records_json(export_records(results)))
+    (pid,) = started
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and os.path.exists(f"/proc/{pid}") and \
+            open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
+    assert downloads._running == 0
