@@ -66,7 +66,7 @@ def other_inputs() -> list[list[str]]:
               ["work", "--home", "/proc/compile-lab", "--once"], ["work", "--spawn", "thread", "--once"],
               ["calibrate", "--gpu", "0;x"]]
     tries += [["cancel", v] for v in ("99999999999999999999999", "-1", "0", "１", "abc", "12345")]
-    tries += [["export", "--format", "json", "-o", "/nonexistent/x"], ["export", "--sweep", "１", "--format", "json"],
+    tries += [["export", "--format", "json", "-o", "/proc/compile-lab/x"], ["export", "--sweep", "１", "--format", "json"],
               ["export", "--format", "xml"]]
     tries += [["work", flag, HUGE, "--once"] for flag in ("--max-jobs", "--threads", "--lease", "--grace", "--gpu")]
     tries += [["work", "--threads", "4096", "--once"], ["work", "--gpus", f"0,{HUGE}"], ["cancel", HUGE],

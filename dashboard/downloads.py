@@ -92,7 +92,7 @@ async def serve(request: Request) -> Response:
         return response
     finally:
         if export is not None:
-            export.end()
+            await export.end()
 
 
 class _Export:
@@ -120,15 +120,18 @@ class _Export:
         lines = self.errors.read().decode(errors="replace").strip().splitlines()
         return lines[-1] if lines else "The export failed."
 
-    def end(self) -> None:
-        """Stop the export if it still runs (the browser went away), and give its place back."""
-        if self.proc is not None and self.proc.returncode is None:
-            try:
-                self.proc.kill()  # asyncio reaps it
-            except ProcessLookupError:
-                pass
-        self.errors.close()
-        _release()
+    async def end(self) -> None:
+        """Stop the export if it still runs (the browser went away), reap it, and give its place back."""
+        try:
+            if self.proc is not None and self.proc.returncode is None:
+                try:
+                    self.proc.kill()
+                except ProcessLookupError:
+                    pass
+                await self.proc.wait()  # killed: at once; its pipes are closed with it
+        finally:
+            self.errors.close()
+            _release()
 
 
 class _Streamed(StreamingResponse):
@@ -151,7 +154,7 @@ class _Streamed(StreamingResponse):
         try:
             await super().__call__(scope, receive, send)
         finally:
-            self.export.end()
+            await self.export.end()
 
 
 def _release() -> None:

@@ -57,7 +57,7 @@ def test_unwritable_lock_file_the_worker_hands_the_job_back_and_lives_on(db_url,
 def small_tmpfs(tmp_path):
     where = tmp_path / "small"
     where.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(where)],
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(where)],
                       capture_output=True).returncode != 0:
         pytest.skip("cannot mount a tmpfs here (not root, or no CAP_SYS_ADMIN)")
     try:

@@ -85,7 +85,7 @@ def test_integers_are_ascii_digits_only():
 
 @pytest.mark.parametrize("argv,message", [
     (["cancel", "99999999999999999999999"], "is not a job or sweep id"),
-    (["export", "--format", "json", "-o", "/nonexistent/x"], "error: No such file or directory: /nonexistent/x"),
+    (["export", "--format", "json", "-o", "/proc/compile-lab/x"], "error: No such file or directory: /proc/compile-lab/x"),
     (["work", "--home", "/proc/compile-lab", "--once"], "error: No such file or directory: /proc/compile-lab"),
     (["work", "--gpu", "1;id", "--once"], "error: --gpu: '1;id' is not a GPU index"),
     (["work", "--gpu", "１", "--once"], "error: --gpu: '１' is not a GPU index"),
