@@ -128,6 +128,7 @@ def main(argv=None) -> int:
                 page.wait_for_function("window.__firstPlot !== undefined", timeout=180_000, polling=100)
                 page.get_by_role("button", name="Download", exact=True).click()
                 link = page.get_by_role("link", name="CSV", exact=True)
+                link.or_(page.get_by_role("button", name="CSV", exact=True)).first.wait_for()  # the popover opened
                 got: dict = {}
                 if link.count():  # a link the server streams: a second client reads it
                     href = link.get_attribute("href")

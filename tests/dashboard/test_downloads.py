@@ -97,12 +97,13 @@ def test_a_browser_that_goes_away_stops_its_export(results, monkeypatch):
     import os
     import time
 
-    started = []
+    started, policies = [], []
     start = downloads._Export.start
 
     async def recorded(self, got, fmt):
         await start(self, got, fmt)
         started.append(self.proc.pid)
+        policies.append(os.sched_getscheduler(self.proc.pid))  # it runs on CPU time no page wants
 
     monkeypatch.setattr(downloads._Export, "start", recorded)
     monkeypatch.setattr(downloads, "CHUNK", 1024)  # many pieces, so the browser leaves in the middle
@@ -110,6 +111,7 @@ def test_a_browser_that_goes_away_stops_its_export(results, monkeypatch):
     status, _, body = get(got["JSON"], leave_after=2)
     assert status == 200 and 0 < len(body) < len(records_json(export_records(results)))
     (pid,) = started
+    assert policies == [os.SCHED_IDLE]
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and os.path.exists(f"/proc/{pid}") and \
             open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
