@@ -48,7 +48,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def one_more_result(engine) -> None:
     from db import queue
     from db.models import JobStatus
-    from db.spec import ModelInfo, SweepRequest
+    from lab.spec import ModelInfo
+    from lab.sweep import SweepRequest
 
     queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[64], device="cuda", name="one more"),
                  {"simplenet": ModelInfo("simplenet", "bench")})

@@ -108,7 +108,7 @@ PHASES = ("claim", "job setup", "child start", "child setup", "compiler setup", 
 
 
 def timeline(rng, first_s: float, measure_s: float) -> list[dict]:
-    """db.timeline's [{phase, start, seconds}] from the claim to the stored result."""
+    """lab.timeline's [{phase, start, seconds}] from the claim to the stored result."""
     out, t = [], 0.0
     for phase in PHASES:
         seconds = (first_s if phase == "compiled first call" else measure_s * 0.6 if phase == "rounds"

@@ -1,4 +1,4 @@
-"""The answer on Results, first thing for a model: db.answer's rows (the same rows `python -m runner report`
+"""The answer on Results, first thing for a model: lab.answer's rows (the same rows `python -m runner report`
 prints, from the same export records) as a table, and the header's speedup numbers for that model alone (a
 median across unrelated models answers nothing)."""
 from __future__ import annotations
@@ -8,7 +8,8 @@ import streamlit as st
 
 from dashboard import filters, markup, ncalls, state, versiondiff
 from dashboard.markup import md
-from db import answer, labels, versions
+from db import reports
+from lab import answer, labels
 
 NOTE = ("speedup: for each process of a configuration, the median of its per-round eager / compiled latency "
         "ratios; the configuration's number averages its processes (on a log scale), and its 95% interval holds the "
@@ -25,7 +26,7 @@ NOTE = ("speedup: for each process of a configuration, the median of its per-rou
 
 N_DEFAULT = 1000
 
-# what the configurations' labels leave out when every one of them shares it (db.labels.common)
+# what the configurations' labels leave out when every one of them shares it (lab.labels.common)
 SHARED = ("backend", "mode", "dynamic", "fullgraph", "scope", "task", "device", "dtype", "variant", "torch_version",
           "device_name")
 
@@ -37,7 +38,7 @@ def show(header_slots, table_slot, key: tuple, model: str, engine, shown: pd.Dat
     header(header_slots, answer_rows, model)
     with table_slot:
         table(answer_rows, model, shared(key, model, shown))
-        # the diff computes the answer twice more (db.versions): only where there are two versions to set apart
+        # the diff computes the answer twice more (lab.versions): only where there are two versions to set apart
         several = "torch_version" in mine and mine["torch_version"].dropna().nunique() > 1
         diff = version_rows(key, model, engine, mine["job_id"].tolist()) if several else []
         if diff:
@@ -65,22 +66,22 @@ def rows(key: tuple, model: str, _engine, _mine: pd.DataFrame) -> list[dict]:
     results store (dashboard.store.ResultStore.answer)."""
     jobs = _mine[["job_id", "finished_at"]]
     store = state.store()
-    return store.answer(jobs, lambda: answer.report(_engine, job_ids=jobs["job_id"].tolist(),
+    return store.answer(jobs, lambda: reports.report(_engine, job_ids=jobs["job_id"].tolist(),
                                                     priors=priors(store.version, _engine)))
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
 def priors(version: tuple | None, _engine) -> dict:
-    """Every device's spread between processes (db.answer.device_priors), once per version of the results: each
+    """Every device's spread between processes (db.reports.device_priors), once per version of the results: each
     model's answer is widened by it, and reading it again for every model took half of a model switch at 100k
     jobs."""
-    return answer.device_priors(_engine)
+    return reports.device_priors(_engine)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def version_rows(key: tuple, model: str, _engine, _job_ids: list[int]) -> list[dict]:
     """The version diff of one model's jobs in view: [] unless they ran under two torch versions or more."""
-    return versions.report(_engine, job_ids=_job_ids)
+    return reports.version_report(_engine, job_ids=_job_ids)
 
 
 # job_ids stay out of the page's table: past a few runs the cell is a wall of numbers (983 ids a row at 100k jobs:

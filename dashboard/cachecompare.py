@@ -23,7 +23,7 @@ def side_by_side(view: pd.DataFrame) -> pd.DataFrame:
     plain = label_series(ok.drop(columns=[c for c in ("config", "baseline", "series") if c in ok.columns])
                          .assign(cache="any", cache_state="any"))
     ok = ok.assign(configuration=plain["config"].to_numpy())
-    # a configuration whose every run was disturbed (db.noise) is named so, as on every plot
+    # a configuration whose every run was disturbed (lab.noise) is named so, as on every plot
     disturbed = ok["disturbed"].eq(True) if "disturbed" in ok else pd.Series(False, index=ok.index)
     only = disturbed.groupby([ok["configuration"], ok["batch_size"]]).transform("all").astype(bool)
     ok = ok.assign(configuration=ok["configuration"].where(~only, NOISY + " · " + ok["configuration"]))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from dashboard.stats import answering
-from db import axes
+from lab import axes
 
 ENV = ("torch_version", "triton_version", "device_name", "cuda_version", "hostname", "worker")
 # sweep jobs are matched on what varies inside a sweep
@@ -77,7 +77,7 @@ def numbers(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     def side(df: pd.DataFrame) -> pd.DataFrame:
         df = df.assign(_all="")
         ok = df[df["status"] == "succeeded"]
-        # as the answer does (db.noise): disturbed runs are left out where an undisturbed one exists; a combination
+        # as the answer does (lab.noise): disturbed runs are left out where an undisturbed one exists; a combination
         # whose every run was disturbed keeps their medians, flagged `noisy`, and is never coloured better or worse
         answers = answering(ok, keys)
         disturbed = ok["disturbed"].eq(True) if "disturbed" in ok else pd.Series(False, index=ok.index)

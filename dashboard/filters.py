@@ -6,7 +6,7 @@ import re
 import pandas as pd
 
 from dashboard.labels import modes_as_run
-from db.axes import COMPILE_AXES
+from lab.axes import COMPILE_AXES
 
 FILTERS = {  # column -> label; every one is a URL query parameter on the Results page
     "sweep": "Sweep", "model": "Model", **{a.field: a.title for a in COMPILE_AXES}, "cache": "Compile cache",

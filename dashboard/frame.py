@@ -12,9 +12,7 @@ import numpy as np
 import pandas as pd
 
 from db import views
-from db.record import graph_cache_hit
 from db.results import DETAIL_FIELDS
-from db.spec import sweep_label, sweep_name
 from db.views import (
     FIRST_CALL_FIELDS,
     FRAME_FIELDS,
@@ -24,6 +22,8 @@ from db.views import (
     VIEW_FIELDS,
     ResultRows,
 )
+from lab.record import graph_cache_hit
+from lab.sweep import sweep_label, sweep_name
 
 JSON_COLUMNS = ("model_args", "schedule") + tuple(f for f in DETAIL_FIELDS if f not in views.DETAIL_NUMBERS)
 # a warm-cache job whose compiled graph was not in the cache yet (the first of its kind) compiled the graph

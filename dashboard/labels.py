@@ -1,4 +1,4 @@
-"""Series labels: what tells one plotted configuration from another, naming only what differs in view (db.labels,
+"""Series labels: what tells one plotted configuration from another, naming only what differs in view (lab.labels,
 the labeller the answer table shares), the rest for a caption; a warm-cache configuration says what the cache gave
 its runs; off CUDA, a mode that differs from another by CUDA graphs alone is shown as that other (fold_modes)."""
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 
 from dashboard.frame import WARM_MISS
-from db import labels as db_labels
-from db.axes import COMPILE_FIELDS, FOLD_WITHOUT_CUDA, GRAPH_DEVICES, folded_mode
+from lab import labels as db_labels
+from lab.axes import COMPILE_FIELDS, FOLD_WITHOUT_CUDA, GRAPH_DEVICES, folded_mode
 
 # what tells one plotted series from another, in label order
 # (timing_protocol: results timed before caller latency are their own series, never mixed with later ones)
@@ -17,7 +17,7 @@ COMPILE_COLS = (*COMPILE_FIELDS, "cache")
 
 def fold_modes(df: pd.DataFrame) -> pd.DataFrame:
     """Off CUDA, a job stored as reduce-overhead compiled as default (CUDA graphs need CUDA), and one stored as
-    max-autotune-no-cudagraphs as max-autotune (db.axes.folded_mode): shown under the mode it really ran, so the
+    max-autotune-no-cudagraphs as max-autotune (lab.axes.folded_mode): shown under the mode it really ran, so the
     same compile is never drawn as two results. `attrs["folded"]` counts them per stored mode."""
     if not {"mode", "device"} <= set(df.columns) or df.empty:
         return df
@@ -31,7 +31,7 @@ def fold_modes(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _folds(df: pd.DataFrame) -> pd.Series:
-    """Per row, whether its stored mode is shown as another off CUDA (db.axes.folded_mode)."""
+    """Per row, whether its stored mode is shown as another off CUDA (lab.axes.folded_mode)."""
     return df["mode"].isin(list(FOLD_WITHOUT_CUDA)) & ~df["device"].isin(list(GRAPH_DEVICES))
 
 
@@ -62,7 +62,7 @@ def fold_request(request: dict) -> dict:
 def label_series(df: pd.DataFrame) -> pd.DataFrame:
     """Add `config` (a compiled series), `baseline` (its eager series) and `series` (config, plus the batch
     size when several are in view). Only what differs in view is named, so labels stay short; what every
-    configuration shares is `attrs["common"]`, for a caption (db.labels)."""
+    configuration shares is `attrs["common"]`, for a caption (lab.labels)."""
     df = fold_modes(with_cache_state(df))
     folded = df.attrs.get("folded", {})
     keys = [c for c in BASE_COLS + COMPILE_COLS if c in df.columns]

@@ -27,7 +27,7 @@ SEPARATED, NOT_SEPARABLE = "separated", "not separable"
 def repeated(view: pd.DataFrame) -> pd.DataFrame:
     """The succeeded jobs that have at least one identical twin in their sweep, each with its `spec_id`
     (the same for identical specs), `group` (the configurations it can be compared with, as text),
-    `noisy_run` (a measured cause disturbed it), `answers` (db.noise), and a `config` label that names only what
+    `noisy_run` (a measured cause disturbed it), `answers` (lab.noise), and a `config` label that names only what
     differs among the repeated jobs (labels.label_series), marked stats.NOISY when every one of its runs was disturbed."""
     ok = view.loc[view["status"] == "succeeded", list(SPEC)]
     spec_id = ok.groupby(list(SPEC), dropna=False, sort=False).ngroup()
@@ -38,7 +38,7 @@ def repeated(view: pd.DataFrame) -> pd.DataFrame:
     rep = labels.label_series(view.loc[ok.index[keep]]).assign(spec_id=spec_id[keep].to_numpy())
     variant = rep["variant"].fillna("")
     group = rep["sweep_label"] + " · bs " + rep["batch_size"].astype(str) + variant.where(variant == "", " · " + variant)
-    # which runs answer, as everywhere (db.noise); a configuration whose every run was disturbed is named NOISY,
+    # which runs answer, as everywhere (lab.noise); a configuration whose every run was disturbed is named NOISY,
     # and its range is drawn greyed
     answers = stats.answering(rep, ["spec_id"])
     disturbed = rep["disturbed"].eq(True) if "disturbed" in rep else pd.Series(False, index=rep.index)

@@ -1,5 +1,5 @@
 """Roofline frames for the Results page: where each configuration's compiled call sits against its
-device's measured ceilings (db.roofline places every result; this only gathers what the plot draws).
+device's measured ceilings (lab.roofline places every result; this only gathers what the plot draws).
 
 x is arithmetic intensity (FLOPs per call / minimum bytes per call), y achieved TFLOP/s. A device's
 roofline for one dtype is min(matmul TFLOP/s, copy GB/s x intensity / 1000): bandwidth-bound left of
@@ -13,7 +13,8 @@ import pandas as pd
 
 from dashboard.labels import fold_modes
 from dashboard.stats import answering
-from db import axes, views
+from db import views
+from lab import axes
 
 KEYS = ["model", "variant", "task", "device", "device_name", "dtype", *axes.FIELDS, "cache"]
 VALUES = ["flops", "min_bytes", "achieved_tflops", "achieved_gbps", "roofline_pct", "mfu", "compiled_ms"]
@@ -23,7 +24,7 @@ CEILING_COLUMNS = ["device_name", "dtype", "copy_gbps", "matmul_tflops", "hostna
 
 def points(shown: pd.DataFrame) -> pd.DataFrame:
     """One point per configuration for the succeeded jobs with a FLOP count, as the other plots draw it: medians over
-    the runs that answer (dashboard.stats.answering: db.noise), flagged `only_noisy` where every run was disturbed;
+    the runs that answer (dashboard.stats.answering: lab.noise), flagged `only_noisy` where every run was disturbed;
     off CUDA under the mode it ran (labels.fold_modes). `ai`, `label` (the spec in words), `runs` (the runs the point
     is the median of), `noisy_runs` (disturbed and left out), and `on_plot` (FLOPs and bytes > 0)."""
     shown = fold_modes(shown)
@@ -50,7 +51,7 @@ def points(shown: pd.DataFrame) -> pd.DataFrame:
 
 
 def ceilings_in_view(ceilings: list[dict], pts: pd.DataFrame) -> pd.DataFrame:
-    """The ceilings (db.ceilings_view.newest_ceilings) of the (device_name, dtype) pairs that have points."""
+    """The ceilings (db.device_ceilings.newest_ceilings) of the (device_name, dtype) pairs that have points."""
     table = pd.DataFrame(ceilings, columns=CEILING_COLUMNS)
     return table.merge(pts[["device_name", "dtype"]].drop_duplicates(), on=["device_name", "dtype"])
 

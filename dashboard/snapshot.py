@@ -14,7 +14,7 @@ a file that cannot be read, is ignored and replaced.
 Where: beside a SQLite file (`data/compile_lab.db` -> `data/compile_lab.db-results.pkl`); for PostgreSQL
 in `data/cache/` of the working directory, named by a hash of the URL without its password.
 COMPILE_LAB_RESULTS_CACHE=0 turns it off; a folder path puts every snapshot there. Beside it,
-`<snapshot>.answers.pkl` keeps the models' answers (db.answer's rows) across restarts (answers_path).
+`<snapshot>.answers.pkl` keeps the models' answers (lab.answer's rows) across restarts (answers_path).
 
 The file is a pickle of the dashboard's own frame, written by this user with mode 0600 (like a .pyc
 beside the code it caches); one that another user owns or others can write is not loaded.
@@ -160,7 +160,7 @@ def load(path: Path, engine: Engine) -> tuple[pd.DataFrame, tuple] | None:
 
 
 # -- the answers of the models' jobs, beside the snapshot ----------------------------------------------------
-# db.answer's rows for one model's jobs in view take ~0.6 s at 25k jobs (every record, every round's ratio),
+# lab.answer's rows for one model's jobs in view take ~0.6 s at 25k jobs (every record, every round's ratio),
 # and a restarted server's first Results page waited for them before its first chart. They depend only on
 # those finished jobs (which never change) and on the code that computes them, so they are kept on disk
 # under a digest of both: the jobs' ids with their finish times (a re-run or a reused id changes the
@@ -175,13 +175,16 @@ def answers_path(path: Path) -> Path:
 
 @functools.cache
 def _answer_code_digest() -> str:
-    """The code an answer comes from: every module of db/ (answer, noise, labels, results, ...), and numpy, whose
-    generator draws the interval's resamples."""
+    """The code an answer comes from: every module of lab/ (answer, interval, noise, labels, ...) and of db/ (the
+    columns it reads), and numpy, which computes it."""
     import numpy
 
+    import lab
+
     h = hashlib.sha256(f"{FORMAT} numpy {numpy.__version__}".encode())
-    for source in sorted(Path(views.__file__).parent.glob("*.py")):
-        h.update(source.name.encode() + source.read_bytes())
+    for folder in (Path(lab.__file__).parent, Path(views.__file__).parent):
+        for source in sorted(folder.glob("*.py")):
+            h.update(source.name.encode() + source.read_bytes())
     return h.hexdigest()[:16]
 
 

@@ -7,7 +7,7 @@ import pandas as pd
 
 from dashboard.frame import NUMBERS, json_dict
 from dashboard.labels import split_by_graph_cache, with_cache_state
-from db.axes import FIELDS
+from lab.axes import FIELDS
 
 # The three clocks of a result (runner/timing.py): each one's columns, under the headline's names, for the plots.
 # Latency is the headline (what a caller waits for per call); the others answer their own questions.
@@ -23,7 +23,7 @@ _BANDS = ("eager_p10_ms", "eager_p90_ms", "compiled_p10_ms", "compiled_p90_ms") 
 
 
 def answering(df: pd.DataFrame, by: list[str]) -> pd.Series:
-    """Per succeeded row, whether the run answers for its group, as db.noise decides for db.answer: an undisturbed
+    """Per succeeded row, whether the run answers for its group, as lab.noise decides for lab.answer: an undisturbed
     run does; a run a measured cause disturbed does only where every run of its group was disturbed."""
     ok = df.loc[df["status"] == "succeeded"]
     disturbed = ok["disturbed"].eq(True) if "disturbed" in ok else pd.Series(False, index=ok.index)
@@ -52,7 +52,7 @@ NOISY = "⚠ noisy"  # how a configuration whose every run was disturbed is mark
 
 
 def only_noisy(agg: pd.DataFrame) -> pd.Series:
-    """Per row of `medians`' output: whether every run of it was disturbed by a measured cause (db.noise, through
+    """Per row of `medians`' output: whether every run of it was disturbed by a measured cause (lab.noise, through
     `answering`). Every plot greys such a row and marks it NOISY; none draws it as a clean result."""
     return agg["only_noisy"].eq(True) if "only_noisy" in agg else pd.Series(False, index=agg.index)
 
@@ -77,7 +77,7 @@ def noisy_note(agg: pd.DataFrame) -> str:
 
 
 def answered_break_even(agg: pd.DataFrame, view: pd.DataFrame, answer_rows: list[dict]) -> pd.DataFrame:
-    """`agg` with a configuration's break-even calls and speedup taken from the answer (db.answer's rows: its quiet
+    """`agg` with a configuration's break-even calls and speedup taken from the answer (lab.answer's rows: its quiet
     runs, the eager first call pooled over the batch size's runs) wherever the answer's row stands for the same jobs
     (its `job_ids`, the jobs of the row's configuration and batch size in `view`), so the break-even chart and the
     answer table never print two counts for one set of runs. Matched by jobs, not by label: the plots keep apart
@@ -125,7 +125,7 @@ NO_BREAKDOWN = "first call (no breakdown recorded)"
 
 def with_noise(agg: pd.DataFrame, view: pd.DataFrame) -> pd.DataFrame:
     """`agg` (summarize) plus, per (config, batch size), how many runs a measured cause disturbed and left out
-    (db.noise) with the cause, and the largest spread of either side; and how many were host-bound (the GPU idle
+    (lab.noise) with the cause, and the largest spread of either side; and how many were host-bound (the GPU idle
     half of a call or more: runner.stats.HOST_BOUND), with one's note."""
     ok = view.loc[view["status"] == "succeeded", ["config", "batch_size", "eager_spread", "compiled_spread"]]
     dropped = (view.loc[ok.index, "measure_recompiles"] if "measure_recompiles" in view

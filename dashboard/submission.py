@@ -1,6 +1,6 @@
 """From the Submit form's plain values to validated sweeps (no streamlit here; the page only draws).
 
-Everything is checked by db.spec (SweepRequest.from_dict + expand against the live catalog), the
+Everything is checked by lab.spec (SweepRequest.from_dict + expand against the live catalog), the
 same code the CLI uses; this module only turns text boxes into lists and names fields for people.
 A model parameter with choices (localopt's `scope`) may take several values: each value is its own
 sweep (a sweep has one set of model arguments), so "whole model vs function-level" is one click.
@@ -14,13 +14,15 @@ from typing import Mapping
 from sqlalchemy import Engine
 
 from db import queue
-from db.axes import AXES, BY_FIELD, COMPILE_AXES
-from db.spec import ALL_LIVE, ExperimentSpec, ModelInfo, SpecError, SweepRequest, dynamic_name, split_sizes
+from lab.axes import AXES, BY_FIELD, COMPILE_AXES
+from lab.checks import SpecError, dynamic_name
+from lab.spec import ALL_LIVE, ExperimentSpec, ModelInfo
+from lab.sweep import SweepRequest, split_sizes
 
 # SpecError.field -> the form label shown next to the widget (model_args.X is handled below)
 LABELS = {
     "model": "Model", "task": "Task", "device": "Device", "dtype": "dtype",
-    **{name: axis.label for name, axis in BY_FIELD.items()},  # the swept axes (db.axes)
+    **{name: axis.label for name, axis in BY_FIELD.items()},  # the swept axes (lab.axes)
     "cache": "Compile cache", "trace": "Keep the compile trace", "schedule": "Schedule", "iters": "Rounds",
     "timeout_s": "Timeout (s)",
     "repeat": "Repeat", "reruns": "Noisy re-runs", "process_repeats": "Process repeats", "name": "Sweep name",
@@ -149,7 +151,7 @@ NUMBER_FIELDS = ("iters", "timeout_s", "repeat", "reruns", "process_repeats")
 
 
 def number_errors(values: FormValues) -> list[SpecError]:
-    """Each number field checked alone, by db.spec's own rules (a one-job sweep with only that field set)."""
+    """Each number field checked alone, by lab.spec's own rules (a one-job sweep with only that field set)."""
     errors = []
     for name in NUMBER_FIELDS:
         try:

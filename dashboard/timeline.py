@@ -1,5 +1,5 @@
 """A job's timeline as one horizontal bar: each phase from the claim to the stored result where it happened,
-measurement in blues, the lab's own steps in warm colours, time no phase explains in grey (db.timeline)."""
+measurement in blues, the lab's own steps in warm colours, time no phase explains in grey (lab.timeline)."""
 from __future__ import annotations
 
 import pandas as pd
@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard.markup import md, plot
-from db import timeline as tl_math
+from lab import timeline as tl_math
 
 MEASURED_COLORS = ["#1f77b4", "#4c9bd6", "#2a5d8f", "#7fb8e6"]  # the four MEASURED phases, in their order
 

@@ -1,12 +1,12 @@
 """The version diff on a page: the same configuration under two torch versions, each metric's A, B and change,
-the change cell green where B is better past db.versions.THRESHOLD_PCT, red where worse, uncoloured within (as
-PyTorch's HUD colours its benchmarks). Rows from db.versions (the same as `runner report --versions`)."""
+the change cell green where B is better past lab.versions.THRESHOLD_PCT, red where worse, uncoloured within (as
+PyTorch's HUD colours its benchmarks). Rows from lab.versions (the same as `runner report --versions`)."""
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from db import versions
+from lab import versions
 
 GREEN = "background-color: rgba(44, 160, 44, 0.30)"
 RED = "background-color: rgba(214, 39, 40, 0.30)"

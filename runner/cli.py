@@ -14,13 +14,15 @@ from pathlib import Path
 
 from sqlalchemy import exc as sa_exc
 
-from db import answer, artifacts, queue, unpack, versions
-from db.axes import AXES, BY_FIELD, COMPILE_AXES
+from db import artifacts, queue, reports
 from db.database import get_engine
 from db.engine import DatabaseError, describe, resolve_url
 from db.models import JobStatus, utcnow
 from db.results import iter_records, write_csv, write_json
-from db.spec import SpecError, SweepRequest, _int, split_sizes
+from lab import answer, unpack, versions
+from lab.axes import AXES, BY_FIELD, COMPILE_AXES
+from lab.checks import SpecError, integer
+from lab.sweep import SweepRequest, split_sizes
 from runner import signing, zoo
 from runner.gpus import GpuError
 
@@ -39,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("submit", help="queue a sweep: one job per combination")
     s.add_argument("--model", required=True)
-    for axis in AXES:  # the swept axes (db.axes): --batch, --backend, --mode, --dynamic, --fullgraph
+    for axis in AXES:  # the swept axes (lab.axes): --batch, --backend, --mode, --dynamic, --fullgraph
         s.add_argument(axis.flag, dest=axis.plural, action="append", required=axis.field == "batch_size",
                        help=axis.help)
     s.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
@@ -227,7 +229,7 @@ def _model_args(pairs: list[str]) -> dict:
             raise UsageError(f"--arg {pair!r}: expected NAME=VALUE")
         name, value = pair.split("=", 1)
         digits = re.fullmatch(r"-?[0-9]+", value.strip())
-        out[name.strip()] = _int(value, f"model_args.{name.strip()}") if digits else value.strip()
+        out[name.strip()] = integer(value, f"model_args.{name.strip()}") if digits else value.strip()
     return out
 
 
@@ -249,7 +251,7 @@ def cmd_work(args) -> int:
     if not 1 <= args.lease <= 24 * 3600:
         raise UsageError(f"--lease must be between 1 and 86400 seconds, got {args.lease:g}")
     if args.threads is not None:
-        from runner.neighbours import my_cpus
+        from runner.disturbance import my_cpus
 
         cpus = len(my_cpus())  # more threads than cores only makes them queue for the cores, and times that queue
         if not 1 <= args.threads <= cpus:
@@ -372,10 +374,10 @@ def _job_ids(source: str) -> list[int]:
 
 def cmd_report(args) -> int:
     if args.versions:
-        rows = versions.report(get_engine(args.db), sweep_ids=args.sweep)
+        rows = reports.version_report(get_engine(args.db), sweep_ids=args.sweep)
         text = {"md": versions.rows_markdown, "json": answer.rows_json, "csv": versions.rows_csv}[args.format](rows)
     else:
-        rows = answer.report(get_engine(args.db), sweep_ids=args.sweep)
+        rows = reports.report(get_engine(args.db), sweep_ids=args.sweep)
         text = {"md": answer.rows_markdown, "json": answer.rows_json, "csv": answer.rows_csv}[args.format](rows)
     if args.output:
         Path(args.output).write_text(text)

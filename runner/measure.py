@@ -25,15 +25,16 @@ from typing import Callable
 
 import torch
 
-from db.answer import break_even_calls
-from db.artifacts import write_dir
-from db.record import ResultRecord, graph_cache_hit
-from db.spec import ExperimentSpec
-from db.timeline import Phases
+from lab.artifact_files import write_dir
+from lab.break_even import break_even_calls
+from lab.record import ResultRecord, graph_cache_hit
+from lab.spec import ExperimentSpec
+from lab.timeline import Phases
 from runner import cudagraphs as cudagraphs_health
 from runner import megacache, preload, recompiles, tlparse_report
 from runner.accuracy import compare, on_device, reference, skip_reason, tensors
 from runner.disturbance import Watch as Disturbances
+from runner.disturbance import my_cpus
 from runner.environment import environment, environment_detail, gpu_state, host_state
 from runner.introspect import (
     GraphBreakLog,
@@ -68,7 +69,7 @@ TIMING_PROTOCOL = 3
 
 @dataclass(frozen=True)
 class Role:
-    """What this process is to its configuration (db.noise): its first run, which times every clock and runs every
+    """What this process is to its configuration (lab.noise): its first run, which times every clock and runs every
     analysis, or a follow-up (a process repeat or a re-run), which times the headline the same way and skips the
     rest: it is there to show how the headline moves between processes, at a fraction of the first run's cost."""
 
@@ -101,7 +102,7 @@ class Setup:
 def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Path | None = None,
         phases: Phases | None = None, role: Role | None = None) -> ResultRecord:
     """Measure one job; the compiler's texts (runner.trace) go to `artifacts_dir`, whether it succeeds or not.
-    Each step is a phase in `phases` (db.timeline): the worker builds the job's timeline from them."""
+    Each step is a phase in `phases` (lab.timeline): the worker builds the job's timeline from them."""
     started = time.perf_counter()
     phases = phases if phases is not None else Phases()
     role = role or Role()
@@ -175,7 +176,7 @@ def run_repeat(spec: ExperimentSpec, entry: ZooEntry, report: Report, phases: Ph
 
 
 def first_call_cache(spec: ExperimentSpec, role: Role, loaded: dict | None) -> str:
-    """What the compiled first call compiled from (db.record: first_call_cache)."""
+    """What the compiled first call compiled from (lab.record: first_call_cache)."""
     if spec.cache == "warm" or role.cache_from_first_run:
         return "warm"
     if spec.cache == "portable" and loaded is not None and not loaded.get("error"):
@@ -339,8 +340,7 @@ def steady_state(job: Setup, report: Report, diagnose: bool = True) -> dict:
     n_before = len(metrics())
     sides = {"eager": lambda: job.eager_step(inputs), "compiled": lambda: job.compiled_step(inputs)}
     check = Crosscheck(timer, sides, spec.iters) if Crosscheck.wanted() else None
-    outside = Disturbances(spec.device, sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                           else list(range(os.cpu_count() or 1)))
+    outside = Disturbances(spec.device, my_cpus())
 
     def between() -> None:
         outside.between()

@@ -1,9 +1,9 @@
 """From the clocks' samples to the record's numbers: medians, spreads, the three speedups, host overhead, this
-process's paired speedup and its standard error (db.interval). Pure arithmetic (no torch). Whether the run was
+process's paired speedup and its standard error (lab.interval). Pure arithmetic (no torch). Whether the run was
 disturbed is measured, not read from these numbers (runner.disturbance)."""
 from __future__ import annotations
 
-from db.interval import round_ratios, run_center
+from lab.interval import round_ratios, run_center
 from runner.timing import percentile, spread
 
 HOST_BOUND = 0.5  # a side whose GPU idles this share of its latency is host-bound (launches, Python, guards)
@@ -13,7 +13,7 @@ def clock_fields(samples: dict, gpu: bool, cudagraphs: bool = False) -> dict:
     """The record's numbers from the three clocks' samples (runner.timing). The headline (eager_ms,
     compiled_ms, speedup, percentiles, spreads) is latency; throughput and GPU time beside it under their
     own names; the host overhead (1 - GPU time / latency) and, past HOST_BOUND, why in words; the per-round
-    ratios' spread and their median with its standard error (db.interval.run_center)."""
+    ratios' spread and their median with its standard error (lab.interval.run_center)."""
     out = {}
     for side in ("eager", "compiled"):
         lat = _flat(samples[side])
@@ -53,7 +53,7 @@ def host_note(eager_idle: float | None, compiled_idle: float | None, cudagraphs:
 def paired_spread(samples: dict) -> dict:
     """speedup_p10 / speedup_p90 over per-round ratios of latency medians: the same round's two sides, so
     drift between rounds cancels."""
-    ratios = round_ratios(samples)  # the answer table's interval pools these same ratios (db.answer)
+    ratios = round_ratios(samples)  # the answer table's interval pools these same ratios (lab.answer)
     return {"speedup_p10": percentile(ratios, 10) if ratios else None,
             "speedup_p90": percentile(ratios, 90) if ratios else None}
 

@@ -30,18 +30,22 @@ from pathlib import Path
 
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from db import queue, timeline
+from db import queue
 from db.database import get_engine
 from db.engine import DatabaseGone, MalformedJSON, check_identity, file_identity
 from db.models import JobStatus
-from db.noise import cpus_text
-from db.spec import ExperimentSpec, SpecError
-from db.timeline import Phases
+from db.results import store_timeline
+from lab import timeline
+from lab.checks import SpecError
+from lab.noise import cpus_text
+from lab.spec import ExperimentSpec
+from lab.timeline import Phases
 from runner import ceilings, hostfacts, kept, portable, preload, repeatcache, zoo
 from runner import probe as host_probe
 from runner.child import THREADS_ENV, WORKER_PID_ENV
+from runner.disturbance import my_cpus
 from runner.lease import LeaseKeeper, Renewed, read_progress
-from runner.neighbours import Watch, my_cpus, sharing
+from runner.neighbours import Watch, sharing
 from runner.reaper import kill_tree
 from runner.signing import KEY_FILE_ENV, Signer
 from runner.spawn import SpawnError, make_spawner
@@ -77,7 +81,7 @@ class Outcome:
     status: JobStatus | None  # None: the lease is gone (cancelled, taken back, handed back); nothing to write
     error: str | None = None
     result: dict | None = None
-    phases: list = field(default_factory=list)  # the child's phases (db.timeline), as its result file gives them
+    phases: list = field(default_factory=list)  # the child's phases (lab.timeline), as its result file gives them
     written_at: float | None = None  # when the child began writing its result file
 
 
@@ -287,7 +291,7 @@ class Worker:
                     kept.store_found(self)
                     queue.requeue_expired(self.engine)
                     claimed_at = time.monotonic()  # the lease runs from (no later than) here
-                    claim_started = time.time()  # the job's timeline starts here (db.timeline)
+                    claim_started = time.time()  # the job's timeline starts here (lab.timeline)
                     claim = queue.claim_next(self.engine, self.id, self.capabilities["devices"], models,
                                              self.cfg.lease_s, self.capabilities["torch_version"])
                     steps = Phases()
@@ -322,7 +326,7 @@ class Worker:
     # -- one job ----------------------------------------------------------------------------------
     def run_claim(self, claim: queue.Claim, claimed_at: float | None = None, steps: Phases | None = None) -> Outcome:
         """Run one claimed job to its recorded end. `steps`: the worker's own phases so far (the claim); the
-        job's timeline is them, the child's phases and the rest of this method's (db.timeline)."""
+        job's timeline is them, the child's phases and the rest of this method's (lab.timeline)."""
         if steps is None:
             steps = Phases()
             steps.add("claim", time.time(), time.time())
@@ -382,7 +386,7 @@ class Worker:
         first one's own duration belongs on it. A result without it is still whole, so a failure only warns."""
         tl = timeline.for_job(steps, outcome.phases, outcome.written_at, t0, steps.intervals[-1]["end"])
         try:
-            self._retry("store the timeline", lambda: timeline.store(self.engine, job_id, outcome.result.get("detail"),
+            self._retry("store the timeline", lambda: store_timeline(self.engine, job_id, outcome.result.get("detail"),
                                                                      tl))
         except DBAPIError as e:
             log.warning("job %s: timeline not stored (%s)", job_id, _first_line(e))

@@ -9,10 +9,11 @@ from dashboard.labels import fold_modes, fold_request, folded_notes
 from dashboard.markup import md
 from dashboard.markup import plot as plot_text
 from dashboard.stats import NOISY
-from db import axes, versions, views
-from db.axes import folded_mode
+from db import reports, views
 from db.results import export_records
-from db.spec import dynamic_text
+from lab import axes
+from lab.axes import folded_mode
+from lab.checks import dynamic_text
 
 CHANGED = "background-color: rgba(255, 196, 0, 0.28)"
 BETTER = "background-color: rgba(44, 160, 44, 0.25)"
@@ -117,7 +118,7 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
     if rows_a.empty and rows_b.empty:
         st.info("Neither sweep has finished jobs yet.")
         return
-    by_version = versions.report(state.engine(), sweep_ids=sorted({a, b}))
+    by_version = reports.version_report(state.engine(), sweep_ids=sorted({a, b}))
     if by_version:  # the two sweeps (or one, pinned to several) ran the same configurations under two torch versions
         st.markdown("**Torch versions**: the same configuration under each version these sweeps ran")
         versiondiff.show(by_version, key="compare_versions")
@@ -165,7 +166,7 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
 
 
 def grey_noisy(fig, plot: pd.DataFrame) -> None:
-    """Grey and hatch the bars of combinations whose runs on that side were all noisy (db.noise): drawn, so
+    """Grey and hatch the bars of combinations whose runs on that side were all noisy (lab.noise): drawn, so
     nothing disappears, but not as a number to read."""
     for trace in fig.data:
         noisy = plot.loc[plot["sweep"] == trace.name, "noisy"].tolist()
@@ -192,7 +193,7 @@ def compare_versions(df: pd.DataFrame, summaries: list) -> None:
     if not chosen:
         st.info("Choose one sweep or more.")
         return
-    rows = versions.report(state.engine(), sweep_ids=chosen)
+    rows = reports.version_report(state.engine(), sweep_ids=chosen)
     if not rows:
         seen = sorted(df.loc[df["sweep_id"].isin(chosen) & (df["status"] == "succeeded"), "torch_version"].dropna()
                       .unique())

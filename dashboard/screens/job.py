@@ -5,8 +5,9 @@ import streamlit as st
 
 from dashboard import report, state, story, timeline
 from dashboard.markup import md
-from db import artifacts, caches, unpack, views
+from db import artifacts, caches, views
 from db.results import export_records
+from lab import unpack
 
 SHOWN_CHARS = 400_000  # more than this is offered as a download only: the browser chokes on larger code blocks
 LANGUAGES = {"output_code": "python", "fx_graphs": "python", "trace": None}

@@ -8,11 +8,11 @@ import streamlit as st
 
 from dashboard import state, timeline
 from dashboard.markup import md
-from db import noise, queue, views
+from db import queue, views
 from db.models import JobStatus
-from db.results import export_records
-from db.spec import dynamic_name
-from db.timeline import sweep_measurement
+from db.results import export_records, sweep_measurement
+from lab import noise
+from lab.checks import dynamic_name
 
 STATUSES = [s.value for s in JobStatus]
 
@@ -50,7 +50,7 @@ def jobs_table(rows: list[dict], workers: list) -> pd.DataFrame:
         if r["status"] == "queued":
             note = queue.waiting_reason(r["spec"], workers) or ("waiting for a free worker" + (
                 f" ({r['error']})" if r["error"] else ""))
-        if r.get("follow_up"):  # queued because an earlier run was noisy or host-sensitive (db.noise)
+        if r.get("follow_up"):  # queued because an earlier run was noisy or host-sensitive (lab.noise)
             note = f"↻ {r['follow_up']}" + (f"; {note}" if note else "")
         out.append({"job": r["job_id"], "sweep": r["sweep_id"],
                     "status": f"{state.STATUS_ICONS.get(r['status'], '')} {r['status']}",
@@ -192,7 +192,7 @@ def _cpus(cpus) -> str:
 
 
 def follow_ups(detail: dict) -> None:
-    """Which run this job re-runs and why, and the runs this job's result called for (db.noise)."""
+    """Which run this job re-runs and why, and the runs this job's result called for (lab.noise)."""
     if detail.get("follow_up"):
         st.caption(f"↻ {md(detail['follow_up'])}")
     for job_id, status, what in detail.get("follow_ups") or []:
@@ -220,7 +220,7 @@ def result_summary(detail: dict) -> dict:
                 and r["compiled_kernels"] is not None else "–", help="eager → compiled, over one profiled call")
     if r["host_note"]:
         st.caption(f"Host-bound: {md(r['host_note'])}.")
-    label = detail["sweep_label"]  # the Results sweep filter's label (db.spec.sweep_label)
+    label = detail["sweep_label"]  # the Results sweep filter's label (lab.sweep.sweep_label)
     st.page_link("screens/results.py", label=f"Sweep {md(label)} on Results", icon=":material/monitoring:",
                  query_params={"sweep": [label], "plot": r["model"]})
     return r
@@ -235,7 +235,7 @@ sweep_ids = f1.multiselect("Sweep", list(labels), format_func=lambda i: labels[i
                            bind="query-params", placeholder="all sweeps")
 statuses = f2.pills("Status", STATUSES, selection_mode="multi", key="qstatus", bind="query-params",
                     wrap=True)  # plain names: a bound widget's URL holds the shown text (?qstatus=failed)
-for sid in sweep_ids:  # where the picked sweeps' time went (db.timeline)
+for sid in sweep_ids:  # where the picked sweeps' time went (lab.timeline)
     timeline.sweep_caption(labels.get(sid, f"#{sid}"), sweep_measurement(engine, sid))
 # a link naming a job (?job=12) opens its detail first; the bound widget fills session state only once drawn
 named = bool(st.session_state.get("job")) or bool(st.query_params.get("job"))

@@ -24,8 +24,9 @@ from dashboard import (
 )
 from dashboard import downloads as exports
 from dashboard.markup import md
-from db import axes, ceilings_view, views
+from db import device_ceilings, views
 from db.results import RECORD_FIELDS
+from lab import axes
 
 URL_KEYS = {"torch_version": "torch", "device_name": "gpu"}  # shorter query parameter names
 SCHEDULE_JOBS = 40  # the recompile timeline draws the newest jobs that ran a schedule
@@ -397,7 +398,7 @@ def roofline_plot(shown, key: tuple, engine) -> None:
     if pts.empty:
         st.caption("No succeeded job in view has a FLOP count (results stored before the roofline was recorded).")
         return
-    ceilings = ceilings_view.newest_ceilings(engine, shown["device_name"].dropna().unique())
+    ceilings = device_ceilings.newest_ceilings(engine, shown["device_name"].dropna().unique())
     color_by = st.segmented_control("Colour by", ["model", "mode", "batch_size", "dtype"], key="rcolor",
                                     default="model", bind="query-params") or "model"
     calibrations = tuple((c["device_name"], c["dtype"], str(c["measured_at"])) for c in ceilings)

@@ -2,7 +2,7 @@
 
 The sweep form is a fragment, not an st.form: a form hands its values over only when submitted, and the
 job count must follow every click. Each change reruns just the fragment, which validates the whole
-sweep the way submit will (db.spec), shows the first problem under its widget and keeps the Submit
+sweep the way submit will (lab.spec), shows the first problem under its widget and keeps the Submit
 button disabled until the sweep is valid.
 """
 import streamlit as st
@@ -13,12 +13,14 @@ from dashboard.markup import md
 from dashboard.presets import PRESETS
 from dashboard.submission import FormValues, message, plan, slot_for, submit_all
 from db import queue, views
-from db.axes import COMPILE_AXES
-from db.spec import ALL_LIVE, ANY_TORCH, CACHES, DEVICES, DTYPES, MAX_ITERS, MAX_REPEAT, MAX_TIMEOUT_S, SpecError
+from lab.axes import COMPILE_AXES
+from lab.checks import SpecError
+from lab.spec import ALL_LIVE, ANY_TORCH, CACHES, DEVICES, DTYPES, MAX_ITERS, MAX_TIMEOUT_S
+from lab.sweep import MAX_REPEAT
 
 KEYS = {  # form field -> widget key (every widget keeps its value across pages for this session)
     "model": "f_model", "task": "f_task", "device": "f_device", "dtype": "f_dtype", "batch_sizes": "f_batch",
-    **{axis.plural: f"f_{axis.plural}" for axis in COMPILE_AXES},  # the swept axes (db.axes)
+    **{axis.plural: f"f_{axis.plural}" for axis in COMPILE_AXES},  # the swept axes (lab.axes)
     "cache": "f_cache", "trace": "f_trace", "schedule": "f_schedule", "iters": "f_iters", "timeout_s": "f_timeout",
     "repeat": "f_repeat", "reruns": "f_reruns", "process_repeats": "f_process_repeats", "name": "f_name",
     "torch_versions": "f_torch"}
@@ -139,7 +141,7 @@ def sweep_form(catalog: dict, devices: set) -> None:
                               placeholder="8, 16, 32", help=f"Comma-separated {dim}; each is one job per combination")
         slots["batch_sizes"] = st.empty()
         picked = {}
-        for axis in COMPILE_AXES:  # backends, modes, dynamic, fullgraph (db.axes)
+        for axis in COMPILE_AXES:  # backends, modes, dynamic, fullgraph (lab.axes)
             picked[axis.plural] = st.pills(axis.label, list(axis.values), selection_mode="multi", key=KEYS[axis.plural],
                                            persist_state="session", wrap=True, help=axis.form_help or None)
             slots[axis.plural] = st.empty()

@@ -7,7 +7,7 @@ import pandas as pd
 
 from bench.synthetic import fill
 from dashboard.answer import PAGE_COLUMNS, SHOWN, frame
-from db.answer import HEADLINE, headline_cell
+from lab.answer import HEADLINE, headline_cell
 from tests.conftest import run_cli
 from tests.dashboard.test_pages import answer_table, every_column, lab, ok, page  # noqa: F401  (lab: a fixture)
 

@@ -10,7 +10,8 @@ from bench.synthetic import fill
 from dashboard.markup import md
 from db import queue
 from db.models import JobStatus
-from db.spec import ModelInfo, SweepRequest
+from lab.spec import ModelInfo
+from lab.sweep import SweepRequest
 from tests.dashboard.test_pages import answer_table, every_column, lab, ok, page, texts  # noqa: F401  (lab: a fixture)
 
 

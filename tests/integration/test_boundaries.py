@@ -1,4 +1,6 @@
-"""Imports go one way: dashboard -> db, runner -> db. Checked in fresh interpreters."""
+"""Imports go one way: dashboard -> db -> lab, runner -> db -> lab; lab (the lab's meaning) imports no storage, no
+Streamlit and no torch; the measuring child imports lab, never db. Checked in fresh interpreters, and by walking
+every module's imports."""
 import subprocess
 import sys
 
@@ -7,6 +9,7 @@ import pytest
 from tests.conftest import ROOT
 
 CASES = [
+    ("lab", ["torch", "streamlit", "sqlalchemy"]),
     ("db", ["torch", "streamlit"]),
     ("db.queue", ["torch", "streamlit"]),
     ("db.results", ["torch", "streamlit"]),
@@ -58,10 +61,10 @@ def _imports(path, package_names) -> set[str]:
 
 
 def test_no_import_cycles():
-    """db, runner and dashboard modules import each other without a cycle (a cycle makes import order
+    """lab, db, runner and dashboard modules import each other without a cycle (a cycle makes import order
     matter, and a module half-initialised when the other reads it)."""
     modules = {}
-    for pkg in ("db", "runner", "dashboard"):
+    for pkg in ("lab", "db", "runner", "dashboard"):
         for path in (ROOT / pkg).rglob("*.py"):
             rel = path.relative_to(ROOT).with_suffix("")
             name = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
@@ -92,3 +95,43 @@ def test_the_dashboard_servers_warmup_imports_no_torch_or_runner():
             "bad = [m for m in ('torch', 'runner') if m in sys.modules]; print(','.join(bad)); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, f"imported {done.stdout.strip()} {done.stderr[-500:]}"
+
+
+def _modules(pkg: str) -> list[str]:
+    return sorted(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+                  for p in (ROOT / pkg).rglob("*.py"))
+
+
+def test_the_core_imports_no_storage_streamlit_or_torch():
+    """Every module of lab/, imported in one fresh interpreter, brings no SQLAlchemy, Streamlit, pandas or torch,
+    nor any module of the floors above it; and no lab/ file names one of them in an import, even inside a function
+    (a lazy import is still a dependency)."""
+    floors = ("sqlalchemy", "streamlit", "pandas", "torch", "db", "runner", "dashboard")
+    code = (f"import importlib, sys; [importlib.import_module(m) for m in {_modules('lab')!r}]; "
+            f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {floors!r}); print(','.join(bad)); "
+            "sys.exit(1 if bad else 0)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"lab/ imported {done.stdout.strip()} {done.stderr[-500:]}"
+    import ast
+
+    for path in (ROOT / "lab").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else [])
+            bad = [n for n in names if n.split(".")[0] in floors]
+            assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+
+
+# what a job's child process imports: its entry, the protocol, and what run_job and the child's other modes import
+CHILD = ["runner.child", "runner.measure", "runner.zoo", "runner.calibrate", "runner.preload", "runner.leasefile",
+         "runner.reaper", "lab.spec", "lab.timeline"]
+
+
+def test_the_measuring_child_imports_no_sqlalchemy():
+    """The child measures with torch and writes its result as a file; storing it is the worker's. It imports lab/,
+    never db/ (and so no SQLAlchemy in a process that times calls)."""
+    code = (f"import importlib, sys; [importlib.import_module(m) for m in {CHILD!r}]; "
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('sqlalchemy', 'db', 'streamlit')); "
+            "print(','.join(bad)); sys.exit(1 if bad else 0)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"the child imported {done.stdout.strip()} {done.stderr[-500:]}"

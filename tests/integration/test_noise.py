@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 from dashboard.embedded import ENV_SWITCH
-from db.answer import report
 from db.database import get_engine
 from db.models import JobStatus
+from db.reports import report
 from runner.lease import read_progress
 from tests.conftest import job_row, records, start_worker, submit, wait_until
 from tests.dashboard.test_pages import ok, page

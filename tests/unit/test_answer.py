@@ -1,10 +1,10 @@
-"""The answer rows (db.answer): every configuration answered from its processes, disturbed runs left out, verdicts
+"""The answer rows (lab.answer): every configuration answered from its processes, disturbed runs left out, verdicts
 and wide intervals in words, one row per configuration; the plots let the same runs answer."""
 import math
 import random
 
-from db.answer import answer_rows
-from db.interval import round_ratios, run_center
+from lab.answer import answer_rows
+from lab.interval import round_ratios, run_center
 
 BASE = {"status": "succeeded", "model": "simplenet", "task": "inference", "device": "cpu", "dtype": "float32",
         "model_args": {}, "torch_version": "2.13.0", "device_name": "cpu", "batch_size": 8, "backend": "inductor",
@@ -22,7 +22,7 @@ def rounds(center: float, sd: float, n: int = 30, seed: int = 0) -> list[float]:
 
 
 def job(job_id: int, center: float | None = 2.0, sd: float = 0.01, seed: int | None = None, **kw) -> dict:
-    """A run whose rounds scatter `sd` (log) around `center`, summarised as the child does (db.interval)."""
+    """A run whose rounds scatter `sd` (log) around `center`, summarised as the child does (lab.interval)."""
     rs = rounds(center, sd, seed=job_id if seed is None else seed) if center else []
     c, se = run_center(rs)
     return {**BASE, "job_id": job_id, "round_speedup": c, "round_speedup_se": se, **kw}
@@ -165,7 +165,7 @@ def test_plots_leave_disturbed_runs_out_and_grey_a_configuration_with_nothing_el
 
 
 def test_the_plots_and_the_answer_let_the_same_runs_answer():
-    """dashboard.stats.answering (the plots, Compare) and db.answer (the table, `runner report`) both ask db.noise:
+    """dashboard.stats.answering (the plots, Compare) and lab.answer (the table, `runner report`) both ask lab.noise:
     undisturbed runs answer; disturbed ones only where every run of their configuration was; an old scatter flag is
     not a cause."""
     import pandas as pd

@@ -7,7 +7,7 @@ import pytest
 
 from db import caches
 from db.database import get_engine
-from db.spec import ExperimentSpec
+from lab.spec import ExperimentSpec
 from runner import portable, signing
 
 PROBE = {"torch_version": "2.13.0+cpu", "triton_version": None, "cpu_name": "AMD EPYC", "device_name": None,

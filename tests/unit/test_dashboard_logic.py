@@ -9,11 +9,10 @@ import pytest
 from dashboard import charts, diagnosis, diff, filters, frame, labels, repeats, roofline, snapshot, stats, store
 from dashboard.submission import FormValues, label_for, message, plan, slot_for, submit_all
 from db import queue, views
-from db.ceilings_view import newest_ceilings
+from db.device_ceilings import newest_ceilings, store_ceilings
 from db.models import JobStatus
 from db.results import RECORD_FIELDS, export_records
-from db.roofline import store_ceilings
-from db.spec import SweepRequest
+from lab.sweep import SweepRequest
 from runner import zoo
 
 CATALOG = zoo.model_infos(zoo.catalog())  # the real zoo's metadata (read with ast: no torch)
@@ -325,7 +324,7 @@ def test_a_restarted_store_reads_the_answers_it_kept_and_computes_only_new_ones(
 
     from sqlalchemy import text
 
-    from db import answer
+    from db import reports
     from db.engine import atomic
 
     queue.register_worker(engine, "w", "h", 1, None, {"devices": ["cpu"], "models": []})
@@ -335,7 +334,7 @@ def test_a_restarted_store_reads_the_answers_it_kept_and_computes_only_new_ones(
 
     def ask(rs):
         jobs = rs.frame()[["job_id", "finished_at"]]
-        return rs.answer(jobs, lambda: answer.report(engine, job_ids=jobs["job_id"].tolist()))
+        return rs.answer(jobs, lambda: reports.report(engine, job_ids=jobs["job_id"].tolist()))
 
     first, _ = saved_store(engine, path)
     want = ask(first)
@@ -642,7 +641,7 @@ def test_separability_needs_ranges_that_do_not_overlap():
 
 
 def test_a_repeated_configuration_none_of_whose_runs_answers_is_named_noisy_and_greyed():
-    """Repeats judge runs as everywhere (db.noise): max-autotune's two runs were both disturbed (their numbers,
+    """Repeats judge runs as everywhere (lab.noise): max-autotune's two runs were both disturbed (their numbers,
     marked and grey); reduce-overhead's scatter within their rounds, which is no cause: they answer."""
     df = jobs(*H100)
     df.loc[df["mode"] == "max-autotune", "disturbed"] = True
@@ -688,7 +687,7 @@ def test_roofline_points_lines_and_missing_ceilings(engine):
                 "mode": "default", "dynamic": "none", "fullgraph": "false", "scope": "model", "cache": "cold"}
     shown = shown.assign(**{k: shown[k].fillna(v) if k in shown else v for k, v in defaults.items()})
     pts = roofline.points(shown).set_index(["model", "task"])
-    # the point is the quiet run's alone (as on every plot: db.noise), the noisy one counted beside it
+    # the point is the quiet run's alone (as on every plot: lab.noise), the noisy one counted beside it
     assert len(pts) == 4 and pts.loc[("complexnet", "inference"), "runs"] == 1
     assert pts.loc[("complexnet", "inference"), "noisy_runs"] == 1
     assert pts.loc[("complexnet", "inference"), "achieved_tflops"] == 35.8 and not pts["only_noisy"].any()

@@ -1,15 +1,18 @@
-"""The files others open as data (db.tabular): CSV cells a spreadsheet would run as formulas are quoted, numbers
+"""The files others open as data (lab.tabular): CSV cells a spreadsheet would run as formulas are quoted, numbers
 stay numbers, and JSON is strict (null for a number that is not finite). Through the real CLI in fresh
 interpreters, on a real SQLite file and a real PostgreSQL database."""
 import csv
+import dataclasses
 import io
 import json
 import math
 
-from db import answer, queue, tabular
+from db import queue, reports
 from db.database import get_engine
 from db.models import JobStatus
-from db.spec import ModelInfo, SweepRequest
+from lab import answer, tabular
+from lab.spec import ModelInfo
+from lab.sweep import SweepRequest
 from tests.conftest import run_cli
 
 CATALOG = {"tiny": ModelInfo("tiny", "d")}
@@ -54,8 +57,8 @@ def test_export_csv_quotes_formula_sweep_names_and_keeps_negative_numbers(any_db
 def test_report_csv_and_every_answer_row_go_through_the_same_cells(any_db_url):
     engine = get_engine(any_db_url)
     finished(engine, "s", None)  # a failed run: its verdict quotes the job's error
-    rows = answer.report(engine)
-    rows[0]["config"] = "=cmd()"  # what a lab's own model's argument could read as
+    rows = reports.report(engine)
+    rows[0] = dataclasses.replace(rows[0], config="=cmd()")  # what a lab's own model's argument could read as
     (row,) = cells(answer.rows_csv(rows))
     assert row["config"] == "'=cmd()" and row["verdict"].startswith("did not succeed")
     done = run_cli("report", "--db", any_db_url, "--format", "csv")

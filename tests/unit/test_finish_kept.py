@@ -10,7 +10,8 @@ from db import queue
 from db.database import get_engine
 from db.engine import atomic, reading
 from db.models import Job, JobStatus, utcnow
-from db.spec import ModelInfo, SweepRequest
+from lab.spec import ModelInfo
+from lab.sweep import SweepRequest
 from runner import kept
 
 RESULT = {"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "samples": {}, "detail": {}}

@@ -1,5 +1,5 @@
 """What a typo, a careless admin or a newer worker can feed the lab, through the real CLI in fresh
-interpreters, db.spec and the dashboard's AppTest: refused with one line naming the field, exit code
+interpreters, lab.spec and the dashboard's AppTest: refused with one line naming the field, exit code
 2, no traceback, nothing stored, and no password on any screen."""
 import logging
 
@@ -8,7 +8,8 @@ from streamlit.testing.v1 import AppTest
 
 from db import queue
 from db.database import get_engine
-from db.spec import SpecError, SweepRequest, _int
+from lab.checks import SpecError, integer
+from lab.sweep import SweepRequest
 from runner import zoo
 from tests.conftest import FIXTURE_MODELS, ROOT, run_cli
 
@@ -77,10 +78,10 @@ def test_a_nul_in_a_sweep_name_is_refused_before_any_database(any_db_url):
 
 
 def test_integers_are_ascii_digits_only():
-    assert _int(" 12 ", "x") == 12 and _int("-3", "x") == -3
+    assert integer(" 12 ", "x") == 12 and integer("-3", "x") == -3
     for text in ("１２", "٣", "1_000", "²", "12\n3"):
         with pytest.raises(SpecError):
-            _int(text, "x")
+            integer(text, "x")
 
 
 @pytest.mark.parametrize("argv,message", [

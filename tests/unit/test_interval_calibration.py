@@ -1,5 +1,5 @@
 """The answer's interval checked like an instrument: sweeps drawn from known distributions go through the real
-answer (db.answer.answer_rows over records as the child summarises its rounds), and the 95% interval must cover the
+answer (lab.answer.answer_rows over records as the child summarises its rounds), and the 95% interval must cover the
 true speedup in at least 90% of configurations, and a second sweep's number in about as many.
 
 The shapes, on a log scale: a process effect per fresh process (tau: 1-8%, GPU-bound configurations at the low end,
@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from db.answer import answer_rows
-from db.interval import run_center
+from lab.answer import answer_rows
+from lab.interval import run_center
 from tests.unit.test_answer import BASE
 
 SWEEPS, CONFIGS = 40, 10

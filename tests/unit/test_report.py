@@ -11,7 +11,8 @@ from streamlit import config
 from dashboard import report
 from db import artifacts, queue
 from db.models import JobStatus
-from db.spec import SweepRequest
+from lab import artifact_files
+from lab.sweep import SweepRequest
 from runner import zoo
 
 EVIL = "<img src=x onerror=alert(1)><script>parent.document.body.remove()</script>"
@@ -30,8 +31,8 @@ def lab(engine, db_url, tmp_path, monkeypatch):
     with zipfile.ZipFile(buf, "w") as z:
         z.writestr("index.html", f"<h2>Stack trie</h2>{EVIL}")
         z.writestr("-_0_0_0/dynamo_graph_break_reason_1.txt", f"Message: {EVIL}")
-    artifacts.write_dir(tmp_path / "art", {"tlparse": buf.getvalue()})
-    queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, artifacts=artifacts.read_dir(tmp_path / "art"),
+    artifact_files.write_dir(tmp_path / "art", {"tlparse": buf.getvalue()})
+    queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, artifacts=artifact_files.read_dir(tmp_path / "art"),
                  result={"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "detail": {}})
     yield {"job": job, "other": other}
     config.set_option("server.allowedHosts", before)

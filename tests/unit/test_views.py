@@ -7,7 +7,8 @@ import pytest
 from db import queue, views
 from db.models import JobStatus
 from db.results import RECORD_FIELDS, export_records
-from db.spec import ModelInfo, SweepRequest
+from lab.spec import ModelInfo
+from lab.sweep import SweepRequest
 
 CATALOG = {"simplenet": ModelInfo("simplenet", "d"),
            "localopt": ModelInfo.from_dict({"name": "localopt", "description": "d", "params": [
@@ -189,7 +190,7 @@ def test_overlapping_reads_leave_the_garbage_collector_as_they_found_it():
 
 def test_a_sweep_is_named_one_way_everywhere(engine, lab):
     """The Queue's "Sweep ... on Results" link, the sweep pickers and the Results sweep filter use one label
-    (db.spec.sweep_label). The Queue once built "#2 sweep 2" for an unnamed sweep, which no filter offered."""
+    (lab.sweep.sweep_label). The Queue once built "#2 sweep 2" for an unnamed sweep, which no filter offered."""
     from dashboard import filters
     from dashboard import frame as results_frame
 

@@ -59,12 +59,12 @@ class ResultRecord:
     samples_per_side: int | None = None
     # how far the numbers can be trusted: IQR / median of each side's per-round medians (how far the latency moves
     # with the host), and of the per-round eager/compiled ratios (how far the speedup does: the two sides alternate
-    # call by call, so drift that slows both cancels). The flag (db.noise) goes by the speedup's spread past a
+    # call by call, so drift that slows both cancels). The flag (lab.noise) goes by the speedup's spread past a
     # threshold, or a GPU idle a quarter of a call or more (such a latency moves from process to process), with why
     eager_spread: float | None = None
     compiled_spread: float | None = None
     speedup_spread: float | None = None
-    # this process's answer to the headline, for the answer across processes (db.interval): the median of its
+    # this process's answer to the headline, for the answer across processes (lab.interval): the median of its
     # per-round eager/compiled latency ratios, and that median's standard error on a log scale
     round_speedup: float | None = None
     round_speedup_se: float | None = None

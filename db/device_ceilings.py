@@ -1,35 +1,18 @@
-"""Roofline arithmetic (no torch): where a result sits against its device's measured ceilings.
+"""The devices' measured ceilings (the device_ceilings table): stored by a worker's calibration (runner.ceilings),
+read to place a result on its roofline (lab.roofline.place) and to draw the roofline on Results.
 
-The floor of a call is max(FLOPs / matmul rate, bytes / copy bandwidth): no version of the call can
-run much faster. `roofline_pct` is that floor over the measured time (100% = at the ceiling); the
-larger term names the bound. MFU (training) is achieved FLOP/s over the dtype's matmul rate.
+`latest_ceilings` answers for one device and host, which is what placing one result needs. A roofline plot needs one
+line per device and dtype in view, whatever host calibrated it: `newest_ceilings`, the newest calibration of each,
+for all the devices in view at once.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from sqlalchemy import Engine, select
 
 from db.engine import atomic, reading
 from db.models import DeviceCeiling
-
-
-def place(flops: float | None, min_bytes: float | None, ms: float | None, ceiling: Mapping | None,
-          training: bool) -> dict:
-    """roofline_bound, roofline_pct and mfu for one measured call (all None without a ceiling)."""
-    out = {"roofline_bound": None, "roofline_pct": None, "mfu": None}
-    if not ceiling or not ms or ms <= 0 or flops is None or min_bytes is None:
-        return out
-    compute_s = flops / (ceiling["matmul_tflops"] * 1e12) if ceiling.get("matmul_tflops") else 0.0
-    memory_s = min_bytes / (ceiling["copy_gbps"] * 1e9) if ceiling.get("copy_gbps") else 0.0
-    floor_s = max(compute_s, memory_s)
-    if floor_s <= 0:
-        return out
-    out["roofline_bound"] = "compute" if compute_s >= memory_s else "memory"
-    out["roofline_pct"] = 100.0 * floor_s / (ms / 1e3)
-    if training and ceiling.get("matmul_tflops"):
-        out["mfu"] = flops / (ms / 1e3) / (ceiling["matmul_tflops"] * 1e12)
-    return out
 
 
 def store_ceilings(engine: Engine, device_name: str, hostname: str, torch_version: str,
@@ -64,3 +47,19 @@ def latest_ceilings(engine: Engine, device_name: str, hostname: str | None = Non
         out[row.dtype] = {"copy_gbps": row.copy_gbps, "matmul_tflops": row.matmul_tflops,
                           "hostname": row.hostname, "measured_at": row.measured_at}
     return out
+
+
+def newest_ceilings(engine: Engine, device_names: Iterable[str]) -> list[dict]:
+    """One row per (device_name, dtype) among these devices: the newest calibration's copy_gbps and
+    matmul_tflops, with the host that measured it and when. Devices never calibrated are absent."""
+    names = sorted({n for n in device_names if n})
+    if not names:
+        return []
+    c = DeviceCeiling
+    with reading(engine) as s:
+        rows = s.execute(select(c.device_name, c.dtype, c.copy_gbps, c.matmul_tflops, c.hostname, c.measured_at)
+                         .where(c.device_name.in_(names)).order_by(c.measured_at, c.id)).all()
+    newest: dict[tuple, dict] = {}
+    for row in rows:  # oldest first: a later calibration replaces an earlier one
+        newest[(row.device_name, row.dtype)] = dict(row._mapping)
+    return list(newest.values())

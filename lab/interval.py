@@ -1,6 +1,6 @@
 """How far a configuration's speedup can be trusted: one number from all of its processes, and a 95% interval that
 holds across fresh processes. Pure arithmetic (numpy only): the child summarises its own rounds with `run_center`,
-the answer (db.answer) combines the runs with `combine`.
+the answer (lab.answer) combines the runs with `combine`.
 
 The model, on a log scale. Each process p of a configuration pairs its eager and compiled calls round by round; the
 median of its per-round ratios, m_p, sits around the configuration's true value mu with

@@ -1,28 +1,26 @@
 """The answer: one row per model, batch size and configuration, saying whether compiling pays and how sure that
-is. The Results page's first table and `python -m runner report` are both `report`: the same rows from the same
-columns (`answer_columns`: the finished jobs' fields, read column by column). The rows are computed on those columns
-too (numpy per configuration, not a loop per run): 100k jobs in ~0.2 s, where dicts per run took 1.4 s.
+is. The Results page's first table and `python -m runner report` are both db.reports.report: the same rows from the
+same columns (the finished jobs' fields, read column by column). The rows are computed on those columns too (numpy
+per configuration, not a loop per run): 100k jobs in ~0.2 s, where dicts per run took 1.4 s.
 
-A configuration's number comes from all of its processes (db.interval): each process's paired speedup with its
+A configuration's number comes from all of its processes (lab.interval): each process's paired speedup with its
 standard error, combined with the spread between processes its device has shown. Only a run that a measured cause
-disturbed is left out (db.noise), and only while an undisturbed run of its configuration exists.
+disturbed is left out (lab.noise), and only while an undisturbed run of its configuration exists.
 
-No pandas (db/ stays light for the CLI), no torch, no streamlit.
+No pandas (the CLI stays light), no torch, no streamlit, no SQLAlchemy.
 """
 from __future__ import annotations
 
 import json
-import math
-from typing import Iterable
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Iterable, Mapping
 
 import numpy as np
-from sqlalchemy import Engine, func, select
 
-from db import labels, noise, tabular, views
-from db.axes import COMPILE_FIELDS, TRI, fold_note, folded_mode
-from db.engine import reading
-from db.interval import Interval, Prior, combine, device_prior, pooled_prior
-from db.models import Job, Result
+from lab import labels, noise, tabular
+from lab.axes import COMPILE_FIELDS, fold_note, folded_mode
+from lab.break_even import break_even_calls
+from lab.interval import Interval, Prior, combine, device_prior, pooled_prior
 
 # what makes two jobs the same workload, and the same compiled configuration of it (the cache is left out:
 # it changes the first call, not the code that runs; the first call is reported cold and warm apart)
@@ -31,51 +29,63 @@ from db.models import Job, Result
 BASE_KEYS = ("task", "device", "dtype", "model_args", "torch_version", "device_name")
 CONFIG_KEYS = BASE_KEYS + COMPILE_FIELDS
 DEVICE_AT = CONFIG_KEYS.index("device_name")
-COLUMNS = ("model", "batch_size", "config", "verdict", "speedup", "speedup_ci_low", "speedup_ci_high", "eager_ms",
-           "compiled_ms", "eager_first_call_s", "first_call_cold_s", "first_call_warm_s", "first_call_portable_s",
-           "break_even_calls",
-           "recompiles", "graph_breaks", "peak_mem_eager_mb", "peak_mem_compiled_mb", "accuracy_ok", "max_abs_error",
-           "noisy", "runs", "noisy_runs", "failed_runs", "noise_note", "job_ids")
 
 
-def break_even_calls(eager_first_s: float, compiled_first_s: float, eager_ms: float, compiled_ms: float) -> int | None:
-    """Calls after which compiling has paid for itself, counting both first calls; None if never."""
-    saved_per_call_s = (eager_ms - compiled_ms) / 1e3
-    if saved_per_call_s <= 0:
-        return None
-    extra_s = compiled_first_s - eager_first_s
-    if extra_s <= 0:
-        return 1
-    return 1 + math.ceil(round(extra_s / saved_per_call_s, 9))  # round: 9.9 / 0.001 is 9900.000000000002
+@dataclass(frozen=True)
+class AnswerRow(Mapping):
+    """One configuration's answer: its number, interval and verdict, and what the table shows beside them. It reads
+    as the dict it replaced (row["speedup"], dict(row), a CSV row), in COLUMNS order."""
+
+    model: str | None
+    batch_size: int | None
+    config: str
+    verdict: str
+    speedup: float | None
+    speedup_ci_low: float | None
+    speedup_ci_high: float | None
+    eager_ms: float | None
+    compiled_ms: float | None
+    eager_first_call_s: float | None
+    first_call_cold_s: float | None
+    first_call_warm_s: float | None
+    first_call_portable_s: float | None
+    break_even_calls: int | None
+    recompiles: int | None
+    graph_breaks: int | None
+    peak_mem_eager_mb: float | None
+    peak_mem_compiled_mb: float | None
+    accuracy_ok: bool | None
+    max_abs_error: float | None
+    noisy: bool
+    runs: int
+    noisy_runs: int
+    failed_runs: int
+    noise_note: str | None
+    job_ids: str
+
+    def __getitem__(self, name: str):
+        if name not in _COLUMN_SET:
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def __iter__(self):
+        return iter(COLUMNS)
+
+    def __len__(self) -> int:
+        return len(COLUMNS)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+COLUMNS = tuple(f.name for f in fields(AnswerRow))
+_COLUMN_SET = frozenset(COLUMNS)
 
 
 READ = ("status", "error", "sweep_id", "config_key", "model", "batch_size", "cache", "graph_cache_hit", "noise_note",
         "accuracy_ok", "disturbed", "round_speedup", "round_speedup_se", "first_call_cache", "speedup_spread",
         "eager_first_call_s", "compiled_first_call_s", "eager_ms", "compiled_ms", "speedup", "graph_breaks",
         "recompiles", "max_abs_error", "peak_mem_eager_mb", "peak_mem_compiled_mb", "spec_code") + CONFIG_KEYS
-
-
-def answer_columns(engine: Engine, job_ids: Iterable[int] | None = None,
-                   sweep_ids: Iterable[int] | None = None) -> dict[str, list]:
-    """The finished jobs' fields the answer reads (READ), column by column, as export records hold them (db.results:
-    model_args parsed, dynamic None/True/False, booleans as bools), through db.views' columnar reader.
-    Each JSON text is decoded once, not once per job (a model's jobs share a handful)."""
-    # as lists: the spec's columns come as numpy object arrays, which Python walks element by element ~10x slower
-    cols = {n: v.tolist() if isinstance(v, np.ndarray) else v for n, v in
-            views.result_rows(engine, job_ids=job_ids, sweep_ids=sweep_ids, fields=READ, versioned=False).columns.items()}
-    cols["_args"] = _per_text(cols["model_args"], lambda text: json.dumps(json.loads(text) if text else {},
-                                                                          sort_keys=True))
-    cols["model_args"] = _per_text(cols["model_args"], lambda text: json.loads(text) if text else {})
-    cols["dynamic"] = [TRI.get(v, v) for v in cols["dynamic"]]
-    for name in ("accuracy_ok", "disturbed", "graph_cache_hit"):
-        cols[name] = [None if v is None else bool(v) for v in cols[name]]
-    return cols
-
-
-def _per_text(texts: list, decode) -> list:
-    """decode(text) for each text, computed once per distinct text (the values are shared: never modified)."""
-    done: dict = {}
-    return [done[t] if t in done else done.setdefault(t, decode(t)) for t in texts]
 
 
 def _each(fn, *columns) -> list:
@@ -86,7 +96,7 @@ def _each(fn, *columns) -> list:
     return [done[k] if k in done else done.setdefault(k, fn(*k)) for k in zip(*columns)]
 
 
-def _codes(*columns) -> np.ndarray:
+def codes(*columns) -> np.ndarray:
     """A code per row, equal for rows equal in every one of these columns: 0, 1, ... in order of appearance."""
     combined = np.zeros(len(columns[0]), dtype=np.int64)
     for values in columns:
@@ -96,62 +106,21 @@ def _codes(*columns) -> np.ndarray:
     return combined
 
 
-def report(engine: Engine, sweep_ids: Iterable[int] | None = None, job_ids: Iterable[int] | None = None,
-           priors: dict | None = None) -> list[dict]:
-    """The answer rows of these jobs (all, when neither is given): what `runner report` prints and Results shows.
-    The spread between processes that widens a configuration's interval is what its device showed across the whole
-    database, not only among the jobs asked for (device_priors; `priors`: those, read already)."""
-    with views.gc_paused():  # the columns' million objects would make every collection meanwhile walk them all
-        return _report(engine, sweep_ids, job_ids, priors)
-
-
-def _report(engine: Engine, sweep_ids, job_ids, priors: dict | None) -> list[dict]:
-    cols = answer_columns(engine, job_ids=job_ids, sweep_ids=sweep_ids)
-    runs = _Runs(cols)
-    if priors is None:
-        # the whole database in hand holds its priors too
-        whole = job_ids is None and sweep_ids is None
-        priors = runs.device_priors() if whole else device_priors(engine, set(cols["device_name"]))
-    return _rows(runs, priors)
-
-
-def device_priors(engine: Engine, devices: Iterable[str | None] | None = None) -> dict:
-    """Per device (these, or every one), the spread between processes shown by every configuration that ran in two
-    or more undisturbed processes of one sweep (db.interval.device_prior), read from the stored per-process numbers
-    alone."""
-    q = (select(Result.device_name, Job.sweep_id, Job.config, Result.round_speedup, Result.round_speedup_se)
-         .join(Job, Job.id == Result.job_id)
-         .where(Job.status == "succeeded", Result.device_name.is_not(None), Job.config.is_not(None),
-                Result.round_speedup > 0, func.coalesce(Result.disturbed, False).is_(False)))
-    if devices is not None:
-        devices = [d for d in set(devices) if d is not None]
-        if not devices:
-            return {}
-        q = q.where(Result.device_name.in_(devices))
-    with reading(engine) as s:
-        rows = s.connection().execute(q).all()
-    if not rows:
-        return {}
-    device, sweep, config, center, se = zip(*rows)
-    return _pooled(list(device), _codes(device, sweep, config), np.array(center, dtype=float),
-                   np.nan_to_num(np.array(se, dtype=float)))
-
-
-def _pooled(device: list, codes: np.ndarray, center: np.ndarray, se: np.ndarray) -> dict:
-    """Per device, db.interval.pooled_prior over these processes: each one's device, configuration (a code: one
+def pooled_priors(device: list, keys: np.ndarray, center: np.ndarray, se: np.ndarray) -> dict:
+    """Per device, lab.interval.pooled_prior over these processes: each one's device, configuration (a code: one
     sweep's runs of one spec, jobs.config), paired speedup and its standard error (0 for none)."""
-    device_code = _codes(device)
+    device_code = codes(device)
     first = {code: d for code, d in zip(device_code.tolist(), device)}
-    return {d: pooled_prior(codes[mine], center[mine], se[mine]) for code, d in first.items()
+    return {d: pooled_prior(keys[mine], center[mine], se[mine]) for code, d in first.items()
             for mine in [device_code == code]}
 
 
-def rows_csv(rows: list[dict], columns: Iterable[str] = COLUMNS) -> str:
-    return tabular.write_csv(rows, columns)  # no cell a spreadsheet would run as a formula
+def rows_csv(rows: Iterable[Mapping], columns: Iterable[str] = COLUMNS) -> str:
+    return tabular.write_csv((dict(r) for r in rows), columns)  # no cell a spreadsheet would run as a formula
 
 
-def rows_json(rows: list[dict]) -> str:
-    return tabular.json_text(rows)  # strict: a number that is not finite as null
+def rows_json(rows: Iterable[Mapping]) -> str:
+    return tabular.json_text([dict(r) for r in rows])  # strict: a number that is not finite as null
 
 
 # the columns a person reads: the answer page's table and `report --format md` (the CSV and JSON have every column)
@@ -172,20 +141,21 @@ def headline_cell(v) -> str:
     return str(v)
 
 
-def rows_markdown(rows: list[dict]) -> str:
+def rows_markdown(rows: Iterable[Mapping]) -> str:
     """A Markdown table of the rows' headline columns (the CSV and JSON have every column)."""
     lines = ["| " + " | ".join(HEADLINE.values()) + " |", "|" + "---|" * len(HEADLINE)]
     lines += ["| " + " | ".join(headline_cell(r[c]).replace("|", "\\|") for c in HEADLINE) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
 
-def answer_rows(records: list[dict], priors: dict | None = None) -> list[dict]:
+def answer_rows(records: list[dict], priors: dict | None = None) -> list[AnswerRow]:
     """One row (COLUMNS) per model, batch size and configuration of these records, best speedup first within a
     model and batch size. A disturbed run is left out of every number while an undisturbed one of its configuration
-    exists (db.noise); a configuration whose runs all failed says so in its verdict instead of a number. `priors`:
-    per device, the spread between processes it showed beyond these records (device_priors), where it knows more."""
-    names = set(READ) | {"job_id", "model_args", "_args"}
-    return _rows(_Runs({n: [r.get(n) for r in records] for n in names}), priors)
+    exists (lab.noise); a configuration whose runs all failed says so in its verdict instead of a number. `priors`:
+    per device, the spread between processes it showed beyond these records (db.reports.device_priors), where it
+    knows more."""
+    names = set(READ) | {"job_id", "model_args"}
+    return rows(Runs({n: [r.get(n) for r in records] for n in names}), priors)
 
 
 NUMBERS = ("speedup", "round_speedup", "round_speedup_se", "eager_ms", "compiled_ms", "eager_first_call_s",
@@ -194,12 +164,14 @@ NUMBERS = ("speedup", "round_speedup", "round_speedup_se", "eager_ms", "compiled
 KINDS = ("cold", "warm", "portable")  # what a compiled first call compiled from (_first_call_kind)
 
 
-class _Runs:
+class Runs:
     """The records as columns: numbers as float arrays (NaN for none), flags as bool arrays; a configuration's runs
     are index arrays into them, so its medians and counts cost numpy calls, not a loop over its thousand runs."""
 
-    def __init__(self, cols: dict):
+    def __init__(self, cols: dict, args_keys: list | None = None):
         self.cols = cols
+        # model_args as sorted JSON text, where the reader made it already (one per distinct text, not per run)
+        self.args_keys = args_keys
         n = len(cols["job_id"])
         self.num = {c: np.array(cols[c], dtype=float) for c in NUMBERS}
         self.ok = np.array(_each(lambda s: s == "succeeded", cols["status"]), dtype=bool)
@@ -219,9 +191,9 @@ class _Runs:
         idx = np.flatnonzero(counted)
         if not len(idx):
             return {}
-        codes = _codes(cols["device_name"], cols["sweep_id"], cols["config_key"])[idx]
-        return _pooled([cols["device_name"][i] for i in idx.tolist()], codes, self.num["round_speedup"][idx],
-                       np.nan_to_num(self.num["round_speedup_se"][idx]))
+        keys = codes(cols["device_name"], cols["sweep_id"], cols["config_key"])[idx]
+        return pooled_priors([cols["device_name"][i] for i in idx.tolist()], keys, self.num["round_speedup"][idx],
+                             np.nan_to_num(self.num["round_speedup_se"][idx]))
 
     def median(self, name: str, idx: np.ndarray) -> float | None:
         v = self.num[name][idx]
@@ -236,19 +208,19 @@ class _Runs:
         return self.cols[name][idx[np.nanargmax(v)]]
 
     def centers(self, idx: np.ndarray) -> tuple[list[float], list[float]]:
-        """Each run's paired speedup (db.interval) and its standard error; a run stored without per-round samples
+        """Each run's paired speedup (lab.interval) and its standard error; a run stored without per-round samples
         counts with its own speedup and no error; one timed before caller latency was (protocol 1) not at all."""
         speedup, center, se = (self.num[c][idx] for c in ("speedup", "round_speedup", "round_speedup_se"))
         paired = ~np.isnan(center) & (center != 0)
         timed = ~np.isnan(speedup)
-        errors = np.where(paired & ~np.isnan(se), se, 0.0)  # no error counts as none (db.interval: `e or 0`)
+        errors = np.where(paired & ~np.isnan(se), se, 0.0)  # no error counts as none (lab.interval: `e or 0`)
         return np.where(paired, center, speedup)[timed].tolist(), errors[timed].tolist()
 
 
-def _rows(runs: _Runs, priors: dict | None) -> list[dict]:
-    cols = runs.cols
-    groups, folded = _configurations(cols)
-    answering = {}  # per configuration, its succeeded runs that answer (db.noise.answering)
+def rows(runs: Runs, priors: dict | None) -> list[AnswerRow]:
+    """The answer rows of these runs, best speedup first within a model and batch size."""
+    groups, folded = _configurations(runs)
+    answering = {}  # per configuration, its succeeded runs that answer (lab.noise.answering)
     for g, idx in groups.items():
         ok = idx[runs.ok[idx]]
         answering[g] = ok[np.array(noise.answering(runs.disturbed[ok].tolist()), dtype=bool)] if len(ok) else ok
@@ -261,28 +233,29 @@ def _rows(runs: _Runs, priors: dict | None) -> list[dict]:
     for (model, bs, key), quiet in answering.items():
         eager_first.setdefault((model, bs, key[:len(BASE_KEYS)]), []).append(quiet)
     eager_first = {w: runs.median("eager_first_call_s", np.concatenate(parts)) for w, parts in eager_first.items()}
-    labels = _labels(groups)
-    rows = [_row(runs, model, bs, labels[model, key], idx, answering[model, bs, key], priors[key[DEVICE_AT]],
+    names = _labels(groups)
+    out = [_row(runs, model, bs, names[model, key], idx, answering[model, bs, key], priors[key[DEVICE_AT]],
                  eager_first[model, bs, key[:len(BASE_KEYS)]], folded.get((model, bs, key), set()))
             for (model, bs, key), idx in groups.items()]
     # a row the worker refused (its stored spec had no usable batch size) sorts last, never breaks the sort
-    return sorted(rows, key=lambda r: (r["model"], r["batch_size"] is None, r["batch_size"] or 0,
-                                       r["speedup"] is None, -(r["speedup"] or 0), r["config"]))
+    return sorted(out, key=lambda r: (r.model, r.batch_size is None, r.batch_size or 0, r.speedup is None,
+                                      -(r.speedup or 0), r.config))
 
 
-def _configurations(cols: dict) -> tuple[dict, dict]:
+def _configurations(runs: Runs) -> tuple[dict, dict]:
     """Each (model, batch size, configuration key)'s runs (index arrays, in record order; groups in order of their
-    first run), and the modes its runs were stored as and are counted under this one's (db.axes.folded_mode: off
+    first run), and the modes its runs were stored as and are counted under this one's (lab.axes.folded_mode: off
     CUDA a run stored as reduce-overhead is counted under default, the same compile). A configuration is its spec's
     fields, torch version and device: rows of one spec, torch and device (spec_code, where the reader gives it) are
     keyed once, not one by one."""
+    cols = runs.cols
     n = len(cols["job_id"])
     spec = cols.get("spec_code")
     known = spec is not None and n and spec[0] is not None
-    combo = _codes(spec, cols["torch_version"], cols["device_name"]) if known else np.arange(n)
+    combo = codes(spec, cols["torch_version"], cols["device_name"]) if known else np.arange(n)
     counted = np.array(_each(lambda m, s: bool(m) and s != "cancelled", cols["model"], cols["status"]), dtype=bool)
     order = np.argsort(combo, kind="stable")
-    canonical = cols.get("_args") or [None] * n  # model_args as sorted JSON text, where the reader made it
+    canonical = runs.args_keys or [None] * n
     members: dict[tuple, list] = {}
     folded: dict[tuple, set] = {}
     for part in np.split(order, np.flatnonzero(np.diff(combo[order])) + 1) if n else []:
@@ -302,50 +275,50 @@ def _configurations(cols: dict) -> tuple[dict, dict]:
     return dict(sorted(groups.items(), key=lambda item: item[1][0])), folded
 
 
-def _row(runs: _Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray, prior: Prior,
-         eager_first_s: float | None, folded: set) -> dict:
+def _row(runs: Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray, prior: Prior,
+         eager_first_s: float | None, folded: set) -> AnswerRow:
     cols = runs.cols
     ok = idx[runs.ok[idx]]
     kinds = {kind: runs.median("compiled_first_call_s", ok[runs.kind[ok] == k]) for k, kind in enumerate(KINDS)}
     disturbed = ok[runs.disturbed[ok]]
     accuracy_known = ok[~runs.accuracy_none[ok]]
-    row = {"model": model, "batch_size": bs, "config": config, "speedup": None, "speedup_ci_low": None,
-           "speedup_ci_high": None, "eager_ms": runs.median("eager_ms", quiet),
-           "compiled_ms": runs.median("compiled_ms", quiet), "eager_first_call_s": eager_first_s,
-           "first_call_cold_s": kinds["cold"], "first_call_warm_s": kinds["warm"],
-           "first_call_portable_s": kinds["portable"], "break_even_calls": None,
-           "recompiles": runs.most("recompiles", ok), "graph_breaks": runs.most("graph_breaks", ok),
-           "peak_mem_eager_mb": runs.median("peak_mem_eager_mb", ok),
-           "peak_mem_compiled_mb": runs.median("peak_mem_compiled_mb", ok),
-           "accuracy_ok": None if not len(accuracy_known) else not runs.accuracy_false[ok].any(),
-           "max_abs_error": runs.most("max_abs_error", ok), "noisy": bool(len(ok)) and len(disturbed) == len(ok),
-           "runs": len(quiet), "noisy_runs": len(ok) - len(quiet), "failed_runs": len(idx) - len(ok),
-           "noise_note": next((cols["noise_note"][i] for i in disturbed if cols["noise_note"][i]), None),
-           "job_ids": " ".join(map(str, np.sort(runs.job_id[idx]).tolist()))}
+    eager_ms, compiled_ms = runs.median("eager_ms", quiet), runs.median("compiled_ms", quiet)
     interval = None
     centers, errors = runs.centers(quiet)
     if centers:
         interval = combine(centers, errors, prior)
-        row["speedup"], row["speedup_ci_low"], row["speedup_ci_high"] = interval.speedup, interval.low, interval.high
-    first = row["first_call_cold_s"] if row["first_call_cold_s"] is not None else row["first_call_warm_s"]
-    if None not in (first, eager_first_s, row["eager_ms"], row["compiled_ms"]):
-        row["break_even_calls"] = break_even_calls(eager_first_s, first, row["eager_ms"], row["compiled_ms"])
+    first = kinds["cold"] if kinds["cold"] is not None else kinds["warm"]
+    paid = (break_even_calls(eager_first_s, first, eager_ms, compiled_ms)
+            if None not in (first, eager_first_s, eager_ms, compiled_ms) else None)
+    row = AnswerRow(
+        model=model, batch_size=bs, config=config, verdict="",
+        speedup=interval and interval.speedup, speedup_ci_low=interval and interval.low,
+        speedup_ci_high=interval and interval.high, eager_ms=eager_ms, compiled_ms=compiled_ms,
+        eager_first_call_s=eager_first_s, first_call_cold_s=kinds["cold"], first_call_warm_s=kinds["warm"],
+        first_call_portable_s=kinds["portable"], break_even_calls=paid,
+        recompiles=runs.most("recompiles", ok), graph_breaks=runs.most("graph_breaks", ok),
+        peak_mem_eager_mb=runs.median("peak_mem_eager_mb", ok), peak_mem_compiled_mb=runs.median("peak_mem_compiled_mb", ok),
+        accuracy_ok=None if not len(accuracy_known) else not runs.accuracy_false[ok].any(),
+        max_abs_error=runs.most("max_abs_error", ok), noisy=bool(len(ok)) and len(disturbed) == len(ok),
+        runs=len(quiet), noisy_runs=len(ok) - len(quiet), failed_runs=len(idx) - len(ok),
+        noise_note=next((cols["noise_note"][i] for i in disturbed if cols["noise_note"][i]), None),
+        job_ids=" ".join(map(str, np.sort(runs.job_id[idx]).tolist())))
     error = None
-    if row["failed_runs"] and not (row["runs"] or row["noisy_runs"]):
+    if row.failed_runs and not (row.runs or row.noisy_runs):
         error = next((cols["error"][i] for i in idx if cols["error"][i]), None) or cols["status"][idx[0]]
-    row["verdict"] = verdict(row, interval, runs.median("speedup_spread", quiet), error, cols["device"][idx[0]], folded)
-    return {c: row[c] for c in COLUMNS}
+    return replace(row, verdict=verdict(row, interval, runs.median("speedup_spread", quiet), error,
+                                        cols["device"][idx[0]], folded))
 
 
-def verdict(row: dict, interval: Interval | None = None, round_spread: float | None = None, error: str | None = None,
+def verdict(row: AnswerRow, interval: Interval | None = None, round_spread: float | None = None, error: str | None = None,
             device: str | None = None, folded: Iterable[str] = ()) -> str:
     """The row in words: "1.42x [1.38, 1.46], pays off after 1,900 calls", "not separable from eager: ...",
     "slower: ..."; a wide interval says how wide and why ("1.30x, but anywhere from 1.10x to 1.50x: the rounds
     scatter 12%"). `error`: its runs' first error (or status), `device`, `folded`: the modes its runs were stored
-    as and are counted under this one's (db.axes.fold_note)."""
-    if row["failed_runs"] and not (row["runs"] or row["noisy_runs"]):
-        return f"did not succeed ({row['failed_runs']} run{'s' * (row['failed_runs'] > 1)}): {error}"
-    s, lo, hi = row["speedup"], row["speedup_ci_low"], row["speedup_ci_high"]
+    as and are counted under this one's (lab.axes.fold_note)."""
+    if row.failed_runs and not (row.runs or row.noisy_runs):
+        return f"did not succeed ({row.failed_runs} run{'s' * (row.failed_runs > 1)}): {error}"
+    s, lo, hi = row.speedup, row.speedup_ci_low, row.speedup_ci_high
     if s is None:
         return "no latency measured (timed before caller latency was: timing protocol 1)"
     if interval is not None and interval.wide:
@@ -355,24 +328,24 @@ def verdict(row: dict, interval: Interval | None = None, round_spread: float | N
     if lo <= 1 <= hi:
         text = f"not separable from eager: {shown}"
     elif lo > 1:
-        be = row["break_even_calls"]
+        be = row.break_even_calls
         text = shown + (f"; pays off after {be:,} calls" if be is not None else "; faster per call")
     else:
         text = f"slower: {shown}"
-    extra = [f"{row['runs']} processes"] if row["runs"] > 1 else []
+    extra = [f"{row.runs} processes"] if row.runs > 1 else []
     if interval is not None and interval.processes == 1 and not interval.wide:
         extra += ["one process: its interval holds this device's spread between processes"]
-    if row["noisy"]:
-        extra += [f"every run was disturbed, so these are their numbers: {row['noise_note']}"]
-    elif row["noisy_runs"]:
-        extra += [f"{row['noisy_runs']} disturbed run(s) left out"]
-    extra += [f"{row['failed_runs']} failed"] if row["failed_runs"] else []
+    if row.noisy:
+        extra += [f"every run was disturbed, so these are their numbers: {row.noise_note}"]
+    elif row.noisy_runs:
+        extra += [f"{row.noisy_runs} disturbed run(s) left out"]
+    extra += [f"{row.failed_runs} failed"] if row.failed_runs else []
     extra += [f"{fold_note(m, device)}: its runs are counted here" for m in sorted(folded)]
     return text + (f" ({'; '.join(extra)})" if extra else "")
 
 
 def _labels(groups: Iterable[tuple]) -> dict[tuple, str]:
-    """Per configuration, a label naming only what differs between the configurations of its model (db.labels)."""
+    """Per configuration, a label naming only what differs between the configurations of its model (lab.labels)."""
     by_model: dict[str, set] = {}
     for model, _bs, key in groups:
         by_model.setdefault(model, set()).add(key)
@@ -385,7 +358,7 @@ def _labels(groups: Iterable[tuple]) -> dict[tuple, str]:
 
 
 def _first_call_kind(recorded: str | None, cache: str | None, graph_hit: bool | None) -> str:
-    """What a run's compiled first call compiled from: as recorded (db.record.first_call_cache), or, for a run
+    """What a run's compiled first call compiled from: as recorded (lab.record.first_call_cache), or, for a run
     stored before that was, from its cache setting; a warm run whose compiled graph missed the cache was cold."""
     kind = recorded or cache or "cold"
     if kind != "warm":

@@ -2,43 +2,13 @@
 settings). The Submit form, the CLI's flags, a spec's validation, Compare's matching, the Results frame's
 columns and the series labels all derive from AXES. No torch, no streamlit, no SQLAlchemy.
 
-One pair of converters for the three-valued dynamic and the two-valued fullgraph: `to_value` from the
-names a person types ("none", "true", "false") and `to_text` back.
+The values of dynamic and fullgraph are lab.checks' TRI and BOOL names.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-TRI = {"none": None, "true": True, "false": False}  # torch.compile's dynamic=None/True/False by name
-BOOL = {"false": False, "true": True}
-
-
-class SpecError(ValueError):
-    """A submitted experiment or sweep is invalid; the message names the offending field."""
-
-    def __init__(self, field_name: str, message: str):
-        self.field = field_name
-        super().__init__(f"{field_name}: {message}")
-
-
-def to_value(value: Any, names: dict, where: str):
-    """A named value ("none" / "true" / "false", any case) or the value itself, as the Python value."""
-    if value is None or isinstance(value, bool):
-        if value in names.values():
-            return value
-    elif isinstance(value, str) and value.strip().lower() in names:
-        return names[value.strip().lower()]
-    if names is BOOL:
-        raise SpecError(where, f"expected true or false, got {value!r}")
-    raise SpecError(where, f"unknown value {value!r}; choose one of {', '.join(names)}")
-
-
-def to_text(value: Any) -> str:
-    """None / True / False as "none" / "true" / "false"; anything else as written."""
-    if value is None or isinstance(value, bool):
-        return {None: "none", True: "true", False: "false"}[value]
-    return str(value)
+from lab.checks import BOOL, TRI
 
 
 @dataclass(frozen=True)

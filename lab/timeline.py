@@ -124,37 +124,3 @@ def sweep_share(timelines: Iterable[list[dict] | None], wall_s: float | None) ->
     if not measured or not wall_s or wall_s <= 0:
         return None
     return min(sum(measured) / wall_s, 1.0)
-
-
-def store(engine, job_id: int, detail: dict | None, timeline: list[dict]) -> bool:
-    """Put `timeline` into job_id's stored result detail (`detail`: the detail that was stored with it)."""
-    from sqlalchemy import update
-
-    from db.engine import atomic
-    from db.models import Result
-
-    with atomic(engine) as s:
-        done = s.execute(update(Result).where(Result.job_id == job_id)
-                         .values(detail={**(detail or {}), "timeline": timeline}))
-        return done.rowcount == 1
-
-
-def sweep_measurement(engine, sweep_id: int) -> dict | None:
-    """{"wall_s", "measured_s", "share", "jobs"} for one sweep: wall time from its first claim to its last
-    stored result, against the measurement in its jobs' timelines. None while nothing of it has finished."""
-    from sqlalchemy import func, select
-
-    from db.engine import reading
-    from db.models import Job, Result
-
-    with reading(engine) as s:
-        first, last = s.execute(select(func.min(Job.claimed_at), func.max(Job.finished_at))
-                                .where(Job.sweep_id == sweep_id)).one()
-        details = s.scalars(select(Result.detail).join(Job, Job.id == Result.job_id)
-                            .where(Job.sweep_id == sweep_id)).all()
-    if first is None or last is None:
-        return None
-    timelines = [d.get("timeline") for d in details if isinstance(d, dict) and d.get("timeline")]
-    wall = (last - first).total_seconds()
-    return {"wall_s": wall, "measured_s": sum(measured_s(t) for t in timelines), "jobs": len(timelines),
-            "share": sweep_share(timelines, wall)}

@@ -1,6 +1,6 @@
 """Configuration labels: what tells one configuration from the others in view, and what they all share.
 
-One labeller for the answer table (db.answer), `runner report` and the Results plots (dashboard.labels): a
+One labeller for the answer table (lab.answer), `runner report` and the Results plots (dashboard.data.series): a
 label names only the fields whose values differ between the configurations in view, so that twelve
 configurations read "max-autotune · dynamic=true" rather than a dozen identical settings each; what is
 the same for all of them goes to one caption (`common`). No pandas, no torch, no streamlit.
@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import Iterable, Mapping, Sequence
 
-from db.axes import BY_FIELD, to_text
+from lab.axes import BY_FIELD
+from lab.checks import to_text
 
 LEAD = ("backend", "mode")  # first in a label: the mode always, the backend when it differs
 

@@ -1,5 +1,5 @@
 """The version diff: the same configuration under two torch versions side by side, from the answer's rows
-(db.answer), with the change in latency speedup, compiled latency and the cold first call. A change past
+(lab.answer), with the change in latency speedup, compiled latency and the cold first call. A change past
 THRESHOLD is called better or worse by the metric's direction, as PyTorch's HUD colours its benchmarks; within it,
 neutral. No pandas, no torch, no streamlit: `python -m runner report --versions` prints the same rows."""
 from __future__ import annotations
@@ -7,16 +7,14 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from sqlalchemy import Engine
-
-from db import answer
+from lab import answer
 
 THRESHOLD_PCT = 5.0
 # answer column -> (name in the diff, True when bigger is better)
 METRICS = {"speedup": ("speedup", True), "compiled_ms": ("compiled_ms", False),
            "first_call_cold_s": ("first_call_s", False)}
 BETTER, WORSE, NEUTRAL = "better", "worse", f"within {THRESHOLD_PCT:g}%"
-PREFIX = "torch "  # how the answer's label names a torch version (db.answer._part)
+PREFIX = "torch "  # how the answer's label names a torch version (lab.labels.part)
 
 
 def version_key(version: str) -> tuple:
@@ -43,7 +41,7 @@ def judge(change_pct: float | None, bigger_is_better: bool) -> str | None:
 def diff_rows(rows: Iterable[dict]) -> list[dict]:
     """From answer rows (where the torch version varies, their labels name it): one row per model, batch size,
     configuration and pair of consecutive versions that both ran it, older version as A. A side whose every run was
-    disturbed still has its numbers in the answer (db.noise); the row says noisy."""
+    disturbed still has its numbers in the answer (lab.noise); the row says noisy."""
     by_config: dict[tuple, dict[str, dict]] = {}
     for row in rows:
         base, version = _split(row["config"])
@@ -69,11 +67,6 @@ def diff_rows(rows: Iterable[dict]) -> list[dict]:
 COLUMNS = ("model", "batch_size", "config", "torch_a", "torch_b",
            *(f"{name}_{part}" for name, _ in METRICS.values() for part in ("a", "b", "change_pct", "verdict")),
            "noisy", "job_ids")
-
-
-def report(engine: Engine, sweep_ids: Iterable[int] | None = None, job_ids: Iterable[int] | None = None) -> list[dict]:
-    """The version diff of these jobs (all, when neither is given)."""
-    return diff_rows(answer.report(engine, sweep_ids=sweep_ids, job_ids=job_ids))
 
 
 def rows_markdown(rows: list[dict]) -> str:
