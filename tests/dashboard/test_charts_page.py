@@ -68,8 +68,8 @@ def test_a_configuration_with_noisy_runs_only_is_greyed_and_marked_on_every_plot
     """The 12-configuration sweep has one configuration whose only run was disturbed from outside: the answer keeps
     its numbers, faded and flagged; every plot of Results draws it grey and marked, none as a clean result; the
     N-calls chart never takes it for the lowest line or recommends it, and a caption says which and why."""
-    from dashboard.charts import NOISY_GREY
-    from dashboard.ncalls import NOISY_COLOR
+    from dashboard.charts.ncalls import NOISY_COLOR
+    from dashboard.charts.styling import NOISY_GREY
 
     fill(lab, 12, seed=2, device="cuda", rounds=20, **SHAPE)
     at = ok(page("results", chart="Speedup"))  # one chart at a time (?chart=), the answer table above each

@@ -1,5 +1,5 @@
 """The Results page's CSV and JSON: links to the server's export route, which streams `runner export` for the jobs
-in view from a process of its own (dashboard.downloads). The route is driven here as the server drives it (ASGI),
+in view from a process of its own (dashboard.server.downloads). The route is driven here as the server drives it (ASGI),
 with a real export process on a real SQLite file; the file is what `runner export` writes for those jobs."""
 import asyncio
 import csv
@@ -9,7 +9,7 @@ import json
 import pytest
 from starlette.requests import ClientDisconnect
 
-from dashboard import downloads
+from dashboard.server import downloads
 from db.results import export_records, records_csv, records_json
 from tests.dashboard.test_pages import lab, ok, page  # noqa: F401  (lab: a fixture)
 

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.diagnosis import HOST_COLORS
-from dashboard.embedded import ENV_SWITCH
+from dashboard.charts.diagnosis import HOST_COLORS
 from dashboard.markup import md
+from dashboard.state.embedded import ENV_SWITCH
 from db import queue
 from db.models import JobStatus
 from db.results import export_records
@@ -78,7 +78,7 @@ class _Table(HTMLParser):
 
 
 def answer_table(at: AppTest) -> pd.DataFrame:
-    """The answer table as the page draws it (dashboard.answer.table_html): its header, its cells as text, and a
+    """The answer table as the page draws it (dashboard.panels.answer_table.table_html): its header, its cells as text, and a
     `faded` column (a configuration with no answer)."""
     (body,) = [h.value for h in at.html if "<table>" in h.value]
     parsed = _Table()

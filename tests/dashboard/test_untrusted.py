@@ -30,7 +30,7 @@ def test_the_job_page_refuses_bombs_and_shows_the_rest(worker):  # noqa: F811
     assert at.selectbox(key="tlparse_page").options == ["index.html", "-_0_0_0/a.html"]
     assert not at.get("iframe")
     at.selectbox(key="tlparse_page").set_value("-_0_0_0/a.html").run()
-    (frame,) = at.get("iframe")  # the page that fits, served by the report's route (dashboard.report)
+    (frame,) = at.get("iframe")  # the page that fits, served by the report's route (dashboard.server.tlparse_pages)
     assert frame.proto.src == "/tlparse/1/-_0_0_0/a.html" and len(at.error) == 1
     assert [e.label for e in at.expander] == ["Log tail"]
 

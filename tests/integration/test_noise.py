@@ -5,7 +5,7 @@ Backend eager: no inductor compile to wait for."""
 import subprocess
 import sys
 
-from dashboard.embedded import ENV_SWITCH
+from dashboard.state.embedded import ENV_SWITCH
 from db.database import get_engine
 from db.models import JobStatus
 from db.reports import report

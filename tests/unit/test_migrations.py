@@ -146,7 +146,7 @@ def test_results_timed_before_caller_latency_are_labelled_not_mixed(any_db_url):
     assert cuda.timing_protocol == cpu.timing_protocol == 1
 
     # beside a result of today's protocol, an old one is its own series, labelled, never one median with it
-    from dashboard import frame, labels, stats
+    from dashboard.data import frame, plot_data, series_labels
     from db import views
 
     with atomic(engine) as s:
@@ -156,10 +156,10 @@ def test_results_timed_before_caller_latency_are_labelled_not_mixed(any_db_url):
         s.flush()
         s.add(Result(job_id=3, eager_ms=0.06, compiled_ms=0.05, speedup=1.2, timing_protocol=2))
     frame = frame.load_frame(engine, fields=views.FRAME_FIELDS + views.VIEW_FIELDS)[0]
-    cpu_rows = labels.label_series(frame[frame["device"] == "cpu"])
+    cpu_rows = series_labels.label_series(frame[frame["device"] == "cpu"])
     assert cpu_rows.set_index("job_id")["config"].to_dict() == {2: "default · old timing (protocol 1)",
                                                                    3: "default · timing protocol 2"}
-    agg, _ = stats.summarize(cpu_rows)
+    agg, _ = plot_data.summarize(cpu_rows)
     assert sorted(agg["speedup"]) == [1.2, 1.25]  # two series, not one median of both
 
 

@@ -1,5 +1,5 @@
-"""What to use for N calls (dashboard.ncalls): exact crossovers, the lowest line, the recommendation."""
-from dashboard import ncalls
+"""What to use for N calls (dashboard.charts.ncalls): exact crossovers, the lowest line, the recommendation."""
+from dashboard.charts import ncalls
 
 
 def row(config, first, ms, eager_ms=1.0, speedup=1.5):

@@ -1,8 +1,8 @@
 """The version diff (lab.versions) from answer rows, and the cold/warm/portable table and a portable job's story
-(dashboard.cachecompare, dashboard.story): pure functions over hand-made rows."""
+(dashboard.data.cachecompare, dashboard.data.story): pure functions over hand-made rows."""
 import pandas as pd
 
-from dashboard import cachecompare, story
+from dashboard.data import cachecompare, story
 from lab import versions
 
 

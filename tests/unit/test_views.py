@@ -191,8 +191,8 @@ def test_overlapping_reads_leave_the_garbage_collector_as_they_found_it():
 def test_a_sweep_is_named_one_way_everywhere(engine, lab):
     """The Queue's "Sweep ... on Results" link, the sweep pickers and the Results sweep filter use one label
     (lab.sweep.sweep_label). The Queue once built "#2 sweep 2" for an unnamed sweep, which no filter offered."""
-    from dashboard import filters
-    from dashboard import frame as results_frame
+    from dashboard.data import filters
+    from dashboard.data import frame as results_frame
 
     queue.submit(engine, SweepRequest(process_repeats=1, model="simplenet", batch_sizes=[4], device="cpu"), CATALOG)  # no name
     named = run(engine, JobStatus.SUCCEEDED, result=result())  # the lab's last queued job (sweep 1, "dyn")

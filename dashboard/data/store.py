@@ -1,5 +1,5 @@
 """Every finished job of one database as a DataFrame, kept current by appending what finished since, and kept
-on disk (dashboard.snapshot) so a restarted server starts from it."""
+on disk (dashboard.data.snapshot) so a restarted server starts from it."""
 from __future__ import annotations
 
 import logging
@@ -7,8 +7,8 @@ import threading
 
 import pandas as pd
 
-from dashboard import snapshot
-from dashboard.frame import add_cache_state, complete, load_frame
+from dashboard.data import snapshot
+from dashboard.data.frame import add_cache_state, complete, load_frame
 from db import views
 
 
@@ -21,7 +21,7 @@ class ResultStore:
     snapshot's count, everything is reloaded. One store per database and server process; callers must
     not modify the frame they get (filters make new frames).
 
-    `snapshot_path` (dashboard.snapshot): the frame is also kept on disk, so a restarted server starts
+    `snapshot_path` (dashboard.data.snapshot): the frame is also kept on disk, so a restarted server starts
     from it and appends, instead of reading every row again. It is rewritten in the background after a
     full load and whenever SAVE_EVERY rows (or a twentieth of the frame) were appended since, once the
     page that asked has been drawn (save_if_due)."""

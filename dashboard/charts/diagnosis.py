@@ -1,6 +1,6 @@
 """The diagnosis plots (plotly): why a result is what it is. The recompile timeline, the roofline, where the
 compiled first call goes, GPU time inside latency, and the spread of repeated runs. No streamlit here;
-the shared look (layout, colours, failure marks) is dashboard.charts'.
+the shared look (layout, colours, failure marks) is dashboard.charts.speed_charts'.
 """
 from __future__ import annotations
 
@@ -9,22 +9,22 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from dashboard.charts import (
+from dashboard.charts.styling import (
     FAIL_COLOR,
     NOISY_EDGE,
     NOISY_GREY,
     NOISY_LEGEND,
     NOISY_MARKER,
-    _layout,
-    _log_y,
-    _seconds,
-    _text,
+    as_text,
     colors,
     grey_rows,
+    layout,
+    log_y,
     mark_failures_on_y,
     rows_layout,
+    seconds_text,
 )
-from dashboard.stats import NOISY
+from dashboard.data.plot_data import NOISY
 
 
 def schedule_frame(df: pd.DataFrame, calls: dict[int, list[dict]]) -> pd.DataFrame:
@@ -67,8 +67,8 @@ def recompile_timeline(sched: pd.DataFrame) -> go.Figure:
                          ticktext=[f"{c}: {s}" for c, s in zip(first["call"], first["size"])])
     fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="recompiled (ringed)",
                              marker=dict(size=14, symbol="circle-open", color=FAIL_COLOR, line=dict(width=2.5))))
-    _log_y(fig, "seconds per call (log; dotted: eager)")
-    return _layout(fig, "Recompile timeline over the shape schedule")
+    log_y(fig, "seconds per call (log; dotted: eager)")
+    return layout(fig, "Recompile timeline over the shape schedule")
 
 
 PART_COLORS = {"dynamo tracing": "#4c78a8", "aot autograd": "#72b7b2", "inductor lowering": "#54a24b",
@@ -106,13 +106,13 @@ def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") ->
     only = placed["only_noisy"].eq(True) if "only_noisy" in placed else pd.Series(False, index=placed.index)
     placed["noisy_text"] = (" · ⚠ " + placed["noisy_runs"].astype(int).astype(str) + " disturbed, left out").where(
         placed["noisy_runs"] > 0, "").where(~only, f"<br>{NOISY}: every run disturbed, greyed")
-    palette = colors(_text(placed[color_by]))
+    palette = colors(as_text(placed[color_by]))
     names = sorted(placed["device_name"].dropna().unique())
     symbol = {d: DEVICE_SYMBOLS[i % len(DEVICE_SYMBOLS)] if len(names) > 1 else "circle" for i, d in enumerate(names)}
     hover = ("<b>%{customdata[0]}</b><br>%{x:,.3~r} FLOP/byte · %{y:,.3~r} TFLOP/s · %{customdata[1]:,.0f} GB/s"
              "<br>%{customdata[2]}%{customdata[3]}<br>compiled %{customdata[4]:.4g} ms · %{customdata[5]} run(s)"
              "%{customdata[6]}<extra></extra>")
-    for key, sub in placed.groupby(_text(placed[color_by]), sort=True):
+    for key, sub in placed.groupby(as_text(placed[color_by]), sort=True):
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=key, legendgroup=key,  # its legend entry
                                  marker=dict(size=11, color=palette[key])))
         for (device, noisy, grey), part in sub.groupby([sub["device_name"], sub["noisy_runs"] > 0, only[sub.index]],
@@ -138,10 +138,10 @@ def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") ->
     ys = pd.concat([placed["achieved_tflops"], lines["tflops"]])
     ys = ys[ys > 0]
     if len(ys) and ys.max() / ys.min() >= 100:
-        _log_y(fig, "achieved TFLOP/s (compiled call)")
+        log_y(fig, "achieved TFLOP/s (compiled call)")
     else:  # within two decades, decade ticks alone leave the axis nearly bare
         fig.update_yaxes(type="log", title="achieved TFLOP/s (compiled call)")
-    return _layout(fig, "Roofline: the compiled call against the device's measured ceilings", height=460)
+    return layout(fig, "Roofline: the compiled call against the device's measured ceilings", height=460)
 
 
 def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame, noisy: set = frozenset()) -> go.Figure:
@@ -156,7 +156,7 @@ def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame, noisy: set = froz
     comp["total"] = comp.groupby("series")["seconds"].transform("sum")
     comp["share"] = comp["seconds"] / comp["total"]
     last = comp.groupby("series").cumcount(ascending=False) == 0
-    comp["end_text"] = comp["total"].map(_seconds).where(last, "")
+    comp["end_text"] = comp["total"].map(seconds_text).where(last, "")
     hover = ("<b>%{y}</b><br>%{fullData.name}: %{x:.3g} s (%{customdata[0]:.0%} of the first call, "
              "%{customdata[1]:.3g} s)<br>job #%{customdata[2]} (median of %{customdata[3]} run(s)); "
              "%{customdata[4]} cache %{customdata[5]}<extra></extra>")
@@ -176,7 +176,7 @@ def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame, noisy: set = froz
     if not eager.empty:
         fig.add_trace(go.Bar(
             y=eager["series"], x=eager["seconds"], orientation="h", name="eager first call", offsetgroup="eager",
-            marker_color=PART_COLORS["eager first call"], text="eager " + eager["seconds"].map(_seconds),
+            marker_color=PART_COLORS["eager first call"], text="eager " + eager["seconds"].map(seconds_text),
             textposition="outside", cliponaxis=False, customdata=eager[["runs"]],
             hovertemplate="<b>%{y}</b><br>eager first call %{x:.3g} s (median of %{customdata[0]} run(s))"
                           "<extra></extra>"))
@@ -265,6 +265,6 @@ def repeat_spread(runs: pd.DataFrame, spans: pd.DataFrame, groups: list[str]) ->
                          row=i, col=1, tickfont=dict(size=10))
         fig.update_xaxes(title="ms per call" if i == rows else None, row=i, col=1)
     fig.update_annotations(font=dict(size=12))
-    fig = _layout(fig, "Each dot one run (compiled ms; eager: every job's eager ms); bars span min–max", height=height)
+    fig = layout(fig, "Each dot one run (compiled ms; eager: every job's eager ms); bars span min–max", height=height)
     fig.update_layout(margin=dict(t=80))  # the first group's title sits under the figure's
     return fig

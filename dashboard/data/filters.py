@@ -5,7 +5,7 @@ import re
 
 import pandas as pd
 
-from dashboard.labels import modes_as_run
+from dashboard.data.series_labels import modes_as_run
 from lab.axes import COMPILE_AXES
 
 FILTERS = {  # column -> label; every one is a URL query parameter on the Results page

@@ -3,7 +3,7 @@
 Each preset runs on cuda where a live worker offers it (the seeds ran on a GPU), else on the CPU, and at
 sizes that device finishes in minutes: the seeds' GPU sizes (224 px images, 10000² tensors, max-autotune at
 batch 32) take a CPU an hour or more, so a lab with no live GPU worker gets the preset's `cpu` sizes, with the
-GPU sizes one click away. Values are the form's own (dashboard.submission.FormValues fields), so a preset is
+GPU sizes one click away. Values are the form's own (dashboard.data.submission.FormValues fields), so a preset is
 just a filled form that a person can still edit before submitting.
 """
 from __future__ import annotations

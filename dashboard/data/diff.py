@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dashboard.stats import answering
+from dashboard.data.plot_data import answering
 from lab import axes
 
 ENV = ("torch_version", "triton_version", "device_name", "cuda_version", "hostname", "worker")

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dashboard import labels, stats
+from dashboard.data import series_labels
+from dashboard.data import plot_data
 
 # what compared configurations have in common: one model, one size, one sweep (one machine, one day)
 # (not every swept axis: repeats are compared across backend, mode and dynamic)
@@ -28,22 +29,22 @@ def repeated(view: pd.DataFrame) -> pd.DataFrame:
     """The succeeded jobs that have at least one identical twin in their sweep, each with its `spec_id`
     (the same for identical specs), `group` (the configurations it can be compared with, as text),
     `noisy_run` (a measured cause disturbed it), `answers` (lab.noise), and a `config` label that names only what
-    differs among the repeated jobs (labels.label_series), marked stats.NOISY when every one of its runs was disturbed."""
+    differs among the repeated jobs (series_labels.label_series), marked plot_data.NOISY when every one of its runs was disturbed."""
     ok = view.loc[view["status"] == "succeeded", list(SPEC)]
     spec_id = ok.groupby(list(SPEC), dropna=False, sort=False).ngroup()
     keep = (spec_id.map(spec_id.value_counts()) >= 2).to_numpy()
     if not keep.any():
         return view.iloc[0:0].assign(group=pd.Series(dtype=object), noisy_run=pd.Series(dtype=bool),
                                      spec_id=pd.Series(dtype=int))
-    rep = labels.label_series(view.loc[ok.index[keep]]).assign(spec_id=spec_id[keep].to_numpy())
+    rep = series_labels.label_series(view.loc[ok.index[keep]]).assign(spec_id=spec_id[keep].to_numpy())
     variant = rep["variant"].fillna("")
     group = rep["sweep_label"] + " · bs " + rep["batch_size"].astype(str) + variant.where(variant == "", " · " + variant)
     # which runs answer, as everywhere (lab.noise); a configuration whose every run was disturbed is named NOISY,
     # and its range is drawn greyed
-    answers = stats.answering(rep, ["spec_id"])
+    answers = plot_data.answering(rep, ["spec_id"])
     disturbed = rep["disturbed"].eq(True) if "disturbed" in rep else pd.Series(False, index=rep.index)
     only = disturbed.groupby(rep["spec_id"]).transform("all").astype(bool)
-    config = rep["config"].where(~only, stats.NOISY + " · " + rep["config"])
+    config = rep["config"].where(~only, plot_data.NOISY + " · " + rep["config"])
     return rep.assign(group=group, noisy_run=disturbed, answers=answers, config=config)
 
 

@@ -1,11 +1,11 @@
-"""A job's timeline as one horizontal bar: each phase from the claim to the stored result where it happened,
-measurement in blues, the lab's own steps in warm colours, time no phase explains in grey (lab.timeline)."""
+"""A job's timeline as one horizontal bar (plotly, no Streamlit): each phase from the claim to the stored result where
+it happened, measurement in blues, the lab's own steps in warm colours, time no phase explains in grey (lab.timeline);
+and the sentence that goes under it."""
 from __future__ import annotations
 
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
-import streamlit as st
 
 from dashboard.markup import md, plot
 from lab import timeline as tl_math
@@ -72,22 +72,3 @@ def summary(timeline: list[dict]) -> str:
     largest = ", ".join(f"{md(p)} {s:.2f} s" for s, p in parts if s > 0)
     return (f"Claim to stored **{total:.2f} s**: measurement (first calls, warm-up, rounds) {measured:.2f} s "
             f"({measured / total:.0%}), overhead {total - measured:.2f} s" + (f"; largest: {largest}" if largest else ""))
-
-
-def show(timeline: list[dict] | None, sweep: dict | None = None) -> None:
-    """The job detail's timeline: the bar, a sentence, and the sweep's share of wall time that was measurement."""
-    if not timeline:
-        st.caption("No timeline: this result was stored before timelines were recorded.")
-        return
-    st.plotly_chart(bar(timeline), width="stretch", config={"displayModeBar": False})
-    st.caption(summary(timeline))
-    sweep_caption(None, sweep)
-
-
-def sweep_caption(label: str | None, sweep: dict | None) -> None:
-    """The share of a sweep's wall time (first claim to last stored result) that was measurement."""
-    if not sweep or sweep.get("share") is None:
-        return
-    st.caption(f"{'Its sweep' if label is None else 'Sweep ' + md(label)}: {sweep['measured_s']:.1f} s of measurement "
-               f"in {sweep['wall_s']:.1f} s of wall time (first claim to last stored result, {sweep['jobs']} job(s) "
-               f"with a timeline): **{sweep['share']:.0%} measurement**.")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dashboard.frame import NUMBERS, json_dict
-from dashboard.labels import split_by_graph_cache, with_cache_state
+from dashboard.data.frame import NUMBERS, json_dict
+from dashboard.data.series_labels import split_by_graph_cache, with_cache_state
 from lab.axes import FIELDS
 
 # The three clocks of a result (runner/timing.py): each one's columns, under the headline's names, for the plots.

@@ -9,7 +9,8 @@ from datetime import datetime
 import pandas as pd
 import streamlit as st
 
-from dashboard import filters, state
+from dashboard.data import filters
+from dashboard.state import resources
 from db import views
 
 EVERY_S = 10
@@ -20,7 +21,7 @@ JUST_DRAWN = "results_just_drawn"
 def drawn(df: pd.DataFrame, selected: dict) -> None:
     """The page draws `df` with these filters: count what landed in view since it last drew (the news), and
     remember its data version and newest finish, what the next tick compares with."""
-    seen, version = st.session_state.get(SEEN), state.store().version
+    seen, version = st.session_state.get(SEEN), resources.store().version
     if seen is not None and seen[0] != version:
         n = fresh_in_view(df, seen[1], selected)
         if n:
@@ -41,9 +42,9 @@ def fresh_in_view(df: pd.DataFrame, since, selected: dict) -> int:
 def watch(selected: dict) -> None:
     """Check for new results; rerun the page when some land in view. Draws one caption line."""
     seen, tick = st.session_state.get(SEEN), not st.session_state.pop(JUST_DRAWN, False)
-    with state.database_errors(stop=False):
-        if tick and seen is not None and views.data_version(state.engine()) != seen[0]:
-            df = state.results()  # appends only the rows finished since (dashboard.store)
+    with resources.database_errors(stop=False):
+        if tick and seen is not None and views.data_version(resources.engine()) != seen[0]:
+            df = resources.results()  # appends only the rows finished since (dashboard.data.store)
             if fresh_in_view(df, seen[1], selected):
                 st.rerun(scope="app")  # the page's run counts them (drawn) and says so
             drawn(df, selected)  # landed out of view: taken in quietly

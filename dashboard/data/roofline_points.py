@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dashboard.labels import fold_modes
-from dashboard.stats import answering
+from dashboard.data.series_labels import fold_modes
+from dashboard.data.plot_data import answering
 from db import views
 from lab import axes
 
@@ -24,7 +24,7 @@ CEILING_COLUMNS = ["device_name", "dtype", "copy_gbps", "matmul_tflops", "hostna
 
 def points(shown: pd.DataFrame) -> pd.DataFrame:
     """One point per configuration for the succeeded jobs with a FLOP count, as the other plots draw it: medians over
-    the runs that answer (dashboard.stats.answering: lab.noise), flagged `only_noisy` where every run was disturbed;
+    the runs that answer (dashboard.data.plot_data.answering: lab.noise), flagged `only_noisy` where every run was disturbed;
     off CUDA under the mode it ran (labels.fold_modes). `ai`, `label` (the spec in words), `runs` (the runs the point
     is the median of), `noisy_runs` (disturbed and left out), and `on_plot` (FLOPs and bytes > 0)."""
     shown = fold_modes(shown)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dashboard.frame import WARM_MISS
-from dashboard.labels import label_series, with_cache_state
-from dashboard.stats import NOISY
+from dashboard.data.frame import WARM_MISS
+from dashboard.data.series_labels import label_series, with_cache_state
+from dashboard.data.plot_data import NOISY
 
 COLUMNS = {"cold": "cold (s)", "warm": "warm: graph cached (s)", WARM_MISS: "warm: not cached yet (s)",
            "portable": "portable (s)"}

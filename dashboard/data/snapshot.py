@@ -3,7 +3,7 @@
 Reading 100k finished jobs from SQLite costs ~2.5 s on a 2-core box (one Python object per cell); a
 pickled frame loads in ~0.3 s. A finished job never changes again (db.queue touches only queued and
 running jobs; re-submit makes a new job), so a snapshot taken at data version V stays true for every job
-it holds: dashboard.store.ResultStore restores it, then appends what finished since, exactly as it does
+it holds: dashboard.data.store.ResultStore restores it, then appends what finished since, exactly as it does
 in memory, and reloads everything when the counts disagree.
 
 A snapshot is used only if it was written for the same frame layout (FORMAT, db.views.FRAME_FIELDS), the
@@ -69,7 +69,7 @@ def _code_digest() -> str:
     becomes a frame row (labels, types) must not append new-shaped rows to old-shaped ones."""
     import numpy
 
-    from dashboard import frame
+    from dashboard.data import frame
     from db import results
 
     h = hashlib.sha256(f"{FORMAT} pandas {pd.__version__} numpy {numpy.__version__}".encode())
@@ -80,7 +80,7 @@ def _code_digest() -> str:
 
 def key(engine: Engine) -> dict:
     """What a snapshot must have been written under to be used: this code, this schema revision. Read
-    it before the rows (dashboard.store.ResultStore): a migration in between then makes the snapshot
+    it before the rows (dashboard.data.store.ResultStore): a migration in between then makes the snapshot
     stale, never wrong."""
     return {"format": FORMAT, "fields": views.FRAME_FIELDS, "code": _code_digest(), "revision": schema_revision(engine)}
 

@@ -6,8 +6,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import filters, markup, ncalls, state, versiondiff
+from dashboard import markup
+from dashboard.charts import ncalls
+from dashboard.data import filters
 from dashboard.markup import md
+from dashboard.panels import versiondiff
+from dashboard.state import resources, url_params
 from db import reports
 from lab import answer, labels
 
@@ -63,9 +67,9 @@ def model_rows(key: tuple, model: str, _shown: pd.DataFrame) -> pd.DataFrame:
 @st.cache_resource(max_entries=16, show_spinner=False)
 def rows(key: tuple, model: str, _engine, _mine: pd.DataFrame) -> list[dict]:
     """The answer rows of one model's jobs in view (`_mine`; `key` names the view). Kept across restarts by the
-    results store (dashboard.store.ResultStore.answer)."""
+    results store (dashboard.data.store.ResultStore.answer)."""
     jobs = _mine[["job_id", "finished_at"]]
-    store = state.store()
+    store = resources.store()
     return store.answer(jobs, lambda: reports.report(_engine, job_ids=jobs["job_id"].tolist(),
                                                     priors=priors(store.version, _engine)))
 
@@ -188,13 +192,13 @@ def calls(answer_rows: list[dict], notes: list[str] = (),
     """What to use for N calls at one batch size: the total-time chart, then its batch size and N, and a one-line
     recommendation. The chart comes before its widgets: a browser fetches each kind of element's code in page
     order, and the chart's (plotly) waited behind the widgets'. `notes`: the lines that
-    read it (the modes folded off CUDA: dashboard.labels.folded_notes), under it. `key` names the view and model
+    read it (the modes folded off CUDA: dashboard.data.series_labels.folded_notes), under it. `key` names the view and model
     the rows are of: the figure is then built once for them (calls_figure)."""
     sizes = sorted({r["batch_size"] for r in answer_rows if r["speedup"] is not None})
     if not sizes:
         st.caption("No configuration in view has a speedup (failed runs only): no N-calls chart to draw.")
         return
-    bs = state.peek("calls_bs", sizes, sizes[-1])  # the widgets' values, read before they are drawn
+    bs = url_params.peek("calls_bs", sizes, sizes[-1])  # the widgets' values, read before they are drawn
     n = int(st.session_state.get("calls_n") or N_DEFAULT)
     ls = ncalls.lines([r for r in answer_rows if r["batch_size"] == bs])
     if ls:

@@ -9,8 +9,8 @@ import math
 
 import plotly.graph_objects as go
 
+from dashboard.data.plot_data import NOISY
 from dashboard.markup import md, plot
-from dashboard.stats import NOISY
 
 EAGER = "eager"
 LOWEST_COLOR, OTHER_COLOR, EAGER_COLOR, NOISY_COLOR = "#0b6e4f", "#8aa1b1", "#222222", "#b0b0b0"

@@ -10,13 +10,15 @@ import pkgutil
 import time
 
 LOG = logging.getLogger("compile_lab.dashboard")
-SCRIPTS = {"app", "main", "warmup"}  # run by streamlit, not imported (main.py draws the frame when imported)
+# run by streamlit, not imported: app.py is the server, main.py draws the frame when imported, screens/ are the pages
+SCRIPTS = {"dashboard.app", "dashboard.main", "dashboard.server.warmup"}
 
 
 def modules() -> list[str]:
-    """dashboard/'s modules: the pages' logic (the pages themselves, screens/, are scripts)."""
+    """dashboard/'s modules, room by room: what the pages import (the pages themselves, screens/, are scripts, in a
+    folder that is no package)."""
     import dashboard
-    return [f"dashboard.{m.name}" for m in pkgutil.iter_modules(dashboard.__path__)
+    return [m.name for m in pkgutil.walk_packages(dashboard.__path__, "dashboard.")
             if not m.ispkg and m.name not in SCRIPTS]
 
 
@@ -29,8 +31,8 @@ def run() -> dict:
     try:
         for name in modules():
             importlib.import_module(name)
-        from dashboard import state
-        store = state.store()  # the one the pages use (st.cache_resource)
+        from dashboard.state import resources
+        store = resources.store()  # the one the pages use (st.cache_resource)
         if store.claim_warming():  # else a page got here first and loads it: frame() below waits for that
             store.warm()
             if store.saving is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dashboard.frame import WARM_MISS
+from dashboard.data.frame import WARM_MISS
 from lab import labels as db_labels
 from lab.axes import COMPILE_FIELDS, FOLD_WITHOUT_CUDA, GRAPH_DEVICES, folded_mode
 
