@@ -19,6 +19,7 @@ import time
 import traceback
 from pathlib import Path
 
+from lab.errors import first_line
 from runner.reaper import become_subreaper
 
 WORKER_PID_ENV = "COMPILE_LAB_WORKER_PID"  # set by the worker: the parent this child must outlive never
@@ -227,8 +228,7 @@ def failure_message(exc: BaseException, phase: str) -> str:
 
     if isinstance(exc, ExperimentFailed):
         return str(exc)
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
+    first = first_line(exc, blank="")
     where = ""
     tb = traceback.extract_tb(exc.__traceback__)
     if tb:

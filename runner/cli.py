@@ -1,4 +1,4 @@
-"""`python -m runner`: submit, work, status, cancel, export, report, artifact, models (DESIGN.md, "CLI contract").
+"""`python -m runner`: submit, work, status, cancel, export, report, artifact, models (README.md, "The runner CLI").
 
 Errors raised deep (SpecError, QueueError, DatabaseError, ModelFileError) are translated here, at the
 edge: one line on stderr and exit code 2, with nothing stored.
@@ -22,6 +22,8 @@ from db.results import iter_records, write_csv, write_json
 from lab import answer, unpack, versions
 from lab.axes import AXES, BY_FIELD, COMPILE_AXES
 from lab.checks import SpecError, integer
+from lab.errors import first_line
+from lab.spec import job_label
 from lab.sweep import SweepRequest, split_sizes
 from runner import signing, zoo
 from runner.gpus import GpuError
@@ -167,14 +169,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e.strerror or type(e).__name__}: {e.filename or ''}".rstrip(": "), file=sys.stderr)
         return 2
     except sa_exc.SQLAlchemyError as e:  # the server down, a damaged SQLite file: one line, no traceback
-        print(f"error: database {describe(resolve_url(getattr(args, 'db', None)))}: {_first_line(e)}",
-              file=sys.stderr)
+        why = first_line(getattr(e, "orig", None) or e)  # the driver's words, not the SQL around them
+        print(f"error: database {describe(resolve_url(getattr(args, 'db', None)))}: {why}", file=sys.stderr)
         return 2
-
-
-def _first_line(e: Exception) -> str:
-    text = str(getattr(e, "orig", None) or e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
 
 
 def _row_id(text: str) -> int:
@@ -320,10 +317,7 @@ def cmd_status(args) -> int:
         + f"  torch {w.capabilities.get('torch_version')}" + (f" job {w.current_job_id}" if w.current_job_id else "")
         + f"  heartbeat {(now - w.heartbeat_at).total_seconds():.0f} s ago" for w in workers))
     for j in jobs:
-        spec = j["spec"]
-        line = (f"{j['job_id']:>6}  {j['status']:<10} {spec.get('model')} bs={spec.get('batch_size')} "
-                f"{spec.get('backend')}/{spec.get('mode')} dyn={spec.get('dynamic')} {spec.get('device')}"
-                + (f" torch {spec['torch']}" if spec.get("torch", "any") != "any" else ""))
+        line = f"{j['job_id']:>6}  {j['status']:<10} {job_label(j['spec'])}"
         if j["status"] == "running":
             line += f"  [{j['phase']}" + (f" {j['progress']:.0%}" if j["progress"] is not None else "") + "]"
         elif j["status"] == "queued":

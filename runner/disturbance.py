@@ -16,6 +16,8 @@ import os
 import time
 from dataclasses import dataclass, field
 
+from runner.reaper import proc_stats
+
 log = logging.getLogger("compile_lab.child")
 
 CPU_SHARE = 0.10  # others' CPU time past this share of the job's cores during the rounds is a cause
@@ -70,20 +72,9 @@ def _cpu_ticks(cpus: set[int]) -> tuple[int, int, dict]:
     return parts["user"] + parts["nice"] + parts["system"], parts["steal"], parts
 
 
-def _processes() -> dict[int, tuple[str, int]]:
-    out = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                text = f.read()
-        except OSError:  # gone meanwhile, or not ours to read
-            continue
-        name = text[text.find("(") + 1:text.rfind(")")]
-        rest = text[text.rfind(")") + 2:].split()
-        out[int(entry)] = (name, int(rest[11]) + int(rest[12]), int(rest[1]))  # utime + stime, parent
-    return out
+def _processes() -> dict[int, tuple[str, int, int]]:
+    """pid -> (name, CPU ticks: utime + stime, parent pid) for every process in /proc."""
+    return {pid: (name, int(rest[11]) + int(rest[12]), int(rest[1])) for pid, (name, rest) in proc_stats().items()}
 
 
 def _own_seconds() -> float:

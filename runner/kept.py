@@ -20,7 +20,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from db import queue
 from db.models import JobStatus
 from lab import artifact_files, tabular
-from runner.lease import first_line
+from lab.errors import first_line
 
 log = logging.getLogger("compile_lab.worker")
 FILE = "outcome.json"

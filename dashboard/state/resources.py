@@ -20,6 +20,7 @@ from dashboard.state.embedded import EmbeddedWorker
 from db import queue
 from db.database import get_engine
 from db.engine import DatabaseError, describe, resolve_url
+from lab.errors import first_line
 
 
 def url() -> str:
@@ -64,7 +65,7 @@ def database_errors(stop: bool = True) -> Iterator[None]:
 
 def database_message(e: Exception) -> str:
     orig = getattr(e, "orig", None) or e
-    why = md(str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__)
+    why = md(first_line(orig))
     where = md(describe(url()))
     if (isinstance(e, OperationalError) or type(orig).__name__ == "OperationalError") and "malformed" not in why:
         return (f"The database {where} is not answering ({why}). Jobs and results are safe in it; this page comes "

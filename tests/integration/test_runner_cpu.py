@@ -1,5 +1,5 @@
 """The runner end to end on the CPU: real CLI, real worker, real child processes, real torch.compile,
-real SQLite file. These reproduce the seed notes' experiments (DESIGN.md, issue 2's "Must show")."""
+real SQLite file. These reproduce the seed notes' experiments."""
 import csv
 import io
 import json
