@@ -4,6 +4,7 @@ import io
 import json
 
 import pandas as pd
+import pytest
 
 from bench.synthetic import fill
 from dashboard.panels.answer_table import PAGE_COLUMNS, SHOWN, frame
@@ -12,6 +13,7 @@ from tests.conftest import run_cli
 from tests.dashboard.test_pages import answer_table, every_column, lab, ok, page  # noqa: F401  (lab: a fixture)
 
 
+@pytest.mark.subprocess  # starts interpreters (`python -m runner ...`): the subprocess tier
 def test_the_answer_table_is_what_runner_report_prints(lab, db_url):  # noqa: F811 (the fixture)
     fill(lab, 48, seed=3, rounds=20)  # sweep 1: simplenet, 24 configurations; sweep 2: complexnet repeats
     at = ok(page("results", plot="simplenet"))

@@ -206,6 +206,7 @@ def test_results_read_without_their_raw_json_after_0015(any_db_url):
         assert s.scalar(select(Result.break_even_calls).where(Result.job_id == 1)) == 3768561111
 
 
+@pytest.mark.subprocess  # starts interpreters (`python -m runner ...`): the subprocess tier
 def test_a_database_at_head_opens_without_alembic(tmp_path):
     """get_engine reads the revision with one query and loads alembic only for a database that needs upgrading:
     its HEAD is alembic's head, and a process that opens an up-to-date database never imports alembic."""
