@@ -41,7 +41,7 @@ test: setup-dev
 	COMPILE_LAB_TEST_PG="$$(.ci/services.sh)" $(PY) -m pytest -q --durations=15 tests
 
 test-fast: setup-dev
-	$(PY) -m pytest -q -m "$(FAST)" tests
+	$(PY) -m pytest -q -m "$(FAST)" tests/unit tests/dashboard  # the other folders hold no in-process test
 
 test-unit: setup-dev
 	$(PY) -m pytest -q tests/unit

@@ -4,6 +4,7 @@ import base64
 import json
 
 import numpy as np
+import pytest
 
 from bench.screens import SHAPE
 from bench.synthetic import fill
@@ -64,6 +65,7 @@ def test_break_even_steps_aside_when_compiling_never_pays_off(lab):  # noqa: F81
     assert [c.key for c in ok(page("results", chart="Warmup")).get("plotly_chart")] == ["plot_warmup"]
 
 
+@pytest.mark.slow  # draws every chart of Results, a page run each
 def test_a_configuration_with_noisy_runs_only_is_greyed_and_marked_on_every_plot(lab):  # noqa: F811 (the fixture)
     """The 12-configuration sweep has one configuration whose only run was disturbed from outside: the answer keeps
     its numbers, faded and flagged; every plot of Results draws it grey and marked, none as a clean result; the

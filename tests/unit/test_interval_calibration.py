@@ -38,6 +38,7 @@ def shapes(rng, host_bound: bool):
     return truth, taus, scatters
 
 
+@pytest.mark.slow  # simulates 80 sweeps through the answer
 @pytest.mark.parametrize("host_bound", [False, True], ids=["gpu-bound", "host-bound"])
 @pytest.mark.parametrize("processes", [3, 2], ids=["3 processes", "2 processes"])
 def test_the_interval_covers_the_true_speedup(host_bound, processes):
@@ -55,6 +56,7 @@ def test_the_interval_covers_the_true_speedup(host_bound, processes):
     assert inside / n >= 0.88, f"a second sweep's number inside the first's interval in {inside / n:.1%}"
 
 
+@pytest.mark.slow  # simulates 80 sweeps through the answer
 def test_a_configuration_measured_in_one_process_among_repeated_ones_is_covered_too():
     """One configuration ran in one process (its repeats crashed, say): the device's other configurations' spread
     widens it; the coverage holds without the process effect it could not see."""
