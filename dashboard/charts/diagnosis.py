@@ -145,10 +145,10 @@ def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") ->
 
 
 def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame, noisy: set = frozenset()) -> go.Figure:
-    """Per series, the compiled first call as stacked compile phases (stats.breakdown_frame: one real
+    """Per series, the compiled first call as stacked compile phases (plot_data.breakdown_frame: one real
     job's compile_breakdown_s) beside the eager first call; hatched: warm compile cache. Linear seconds,
     so the parts' lengths compare; the totals are written at the bar ends. `noisy`: series whose runs were all
-    noisy (stats.noisy_series), greyed and marked."""
+    noisy (plot_data.noisy_series), greyed and marked."""
     fig = go.Figure()
     cats = breakdown_rows(frame, fails)
     comp = frame[frame["bar"] == "compiled"].copy()

@@ -25,7 +25,7 @@ CEILING_COLUMNS = ["device_name", "dtype", "copy_gbps", "matmul_tflops", "hostna
 def points(shown: pd.DataFrame) -> pd.DataFrame:
     """One point per configuration for the succeeded jobs with a FLOP count, as the other plots draw it: medians over
     the runs that answer (dashboard.data.plot_data.answering: lab.noise), flagged `only_noisy` where every run was disturbed;
-    off CUDA under the mode it ran (labels.fold_modes). `ai`, `label` (the spec in words), `runs` (the runs the point
+    off CUDA under the mode it ran (series_labels.fold_modes). `ai`, `label` (the spec in words), `runs` (the runs the point
     is the median of), `noisy_runs` (disturbed and left out), and `on_plot` (FLOPs and bytes > 0)."""
     shown = fold_modes(shown)
     ok = shown.loc[(shown["status"] == "succeeded") & shown["flops"].notna()]

@@ -29,7 +29,7 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
     a, b = tables.pick_pair("Sweep", ids, labels, ("a", "b"), (a0, b0))
     if a is None or b is None:
         return
-    # every field of these jobs; off CUDA under the mode they compiled with, as on Results (labels.fold_modes): on the
+    # every field of these jobs; off CUDA under the mode they compiled with, as on Results (series_labels.fold_modes): on the
     # CPU a sweep stored as reduce-overhead and one stored as default ran the same compile, so they are matched
     both = fold_modes(frame.complete(df[df["sweep_id"].isin([a, b])], resources.engine()))
     folded = folded_notes(both)

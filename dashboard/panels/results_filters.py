@@ -9,11 +9,7 @@ from dashboard.markup import md
 from dashboard.state import resources, url_params
 
 URL_KEYS = {"torch_version": "torch", "device_name": "gpu"}  # shorter query parameter names
-
-
 FILTER_VALUES_SHOWN = 3  # per filter, in the line that names what is set
-
-
 NOISY_NOTE = ("Spread: IQR / median over a job's rounds, of the speedup (each round's eager / compiled) and of each "
               "side's median; ⚠ noisy when the speedup's spread is past 5%, or when "
               "host-sensitive (the GPU idles a quarter of a call or more: its latency moves from process to process); "

@@ -24,42 +24,24 @@ from lab import axes
 from lab.spec import job_label
 
 WIDE_PAST = 4  # rows: past this many, the First call tab's two plots each take the page's width
-
-
 PAGE_ROWS = 500  # st.dataframe sends every row it gets to the browser: the table is paged, downloads are not
-
-
 FAIL_ROWS = 1000
-
-
 # the table's first columns: what a job is, its result, and how far that result can be trusted
 FRONT = ["job_id", "sweep", "status", "model", *axes.FIELDS, "speedup",
          "throughput_speedup", "gpu_speedup", "noisy", "host_bound", "speedup_spread", "eager_spread", "compiled_spread",
          "noise_note",
          "eager_ms", "compiled_ms", "timing_protocol", "roofline_pct", "roofline_bound"]
-
-
 CALIBRATE = ("`python -m runner calibrate --device {device} --db URL` on a host with that device measures them "
              "(a GPU worker calibrates its GPU when it starts)")
-
-
 CLOCK_HELP = ("latency: one synchronous call as your program sees it (host clock, Python, guards and launches "
               "included), the headline. throughput: back-to-back calls, one sync per block, per call, as a training "
               "loop sees it. GPU time: the kernels alone from a cold L2 (CUDA only): how good the generated code "
               "is, not what a caller waits for.")
-
-
 CLOCK_NAMES = {"latency": "latency", "throughput": "throughput", "GPU time": "gpu"}  # shown (and in ?clock=) -> clock
-
-
 # the Speedup tab's charts, drawn one at a time; the labels are the URL's `chart` values (renaming one breaks
 # links to it). N calls first: the chart that answers "what should I use" for the number of calls a program makes
 CHARTS = ["N calls", "Speedup", "Latency", "Warmup", "Break-even", "Recompiles"]
-
-
 CLOCKED = ("Speedup", "Latency")  # the charts the clock changes
-
-
 CHART_HELP = ("N calls: the total time of N calls (first call + N × latency) of every configuration, the lowest "
               "highlighted. Speedup and Latency per batch size in the chosen clock; Warmup: the compiled first call; "
               "Break-even: the calls after which compiling has paid for itself; Recompiles: the shape schedule's "

@@ -102,6 +102,29 @@ def _modules(pkg: str) -> list[str]:
                   for p in (ROOT / pkg).rglob("*.py"))
 
 
+def _imported(path) -> set[str]:
+    """Every module a file names in an import, at the top or inside a function."""
+    import ast
+
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+    return out
+
+
+def test_the_dashboards_charts_and_data_draw_nothing():
+    """dashboard/charts/ and dashboard/data/ take values and return figures and frames: Streamlit is the pages' and
+    panels' alone (and state's), so these rooms can be tested and benchmarked without a page."""
+    for room in ("charts", "data"):
+        for path in (ROOT / "dashboard" / room).rglob("*.py"):
+            bad = sorted(m for m in _imported(path) if m.split(".")[0] == "streamlit"
+                         or m.startswith(("dashboard.panels", "dashboard.screens", "dashboard.state")))
+            assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+
+
 def test_the_core_imports_no_storage_streamlit_or_torch():
     """Every module of lab/, imported in one fresh interpreter, brings no SQLAlchemy, Streamlit, pandas or torch,
     nor any module of the floors above it; and no lab/ file names one of them in an import, even inside a function
@@ -112,14 +135,9 @@ def test_the_core_imports_no_storage_streamlit_or_torch():
             "sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, f"lab/ imported {done.stdout.strip()} {done.stderr[-500:]}"
-    import ast
-
     for path in (ROOT / "lab").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else [])
-            bad = [n for n in names if n.split(".")[0] in floors]
-            assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+        bad = sorted(n for n in _imported(path) if n.split(".")[0] in floors)
+        assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
 
 
 # what a job's child process imports: its entry, the protocol, and what run_job and the child's other modes import
