@@ -7,7 +7,7 @@ Order (docs/measurement.md says what each step measures and why):
     each side's second call in its own memory window; outputs compared (runner.accuracy);
   steady state: both sides warmed up, then interleaved rounds of three clocks (runner.rounds, runner.timing),
     every raw sample kept, calls that triggered a compile dropped and counted;
-  kernels per call, eager and compiled (runner.profile_counts), the work of one call (runner.work), the shape
+  kernels per call, eager and compiled (runner.profile_counts), the work of one call (runner.roofline_work), the shape
     schedule, then the record (runner.recording): numbers from the samples, what the compiler did, where it ran.
     The compiler's texts go to the artifacts folder, failed or not.
 """
@@ -36,8 +36,8 @@ from runner.introspect import describe_compile_failure, metrics
 from runner.memory import Memory
 from runner.profile_counts import count_both
 from runner.recording import FirstCalls, SteadyState, record, trace_overhead
+from runner.roofline_work import cached_work, count_work
 from runner.rounds import BLOCK_CLOCKS, Crosscheck, ExperimentFailed, Report, measure_rounds, warmup
-from runner.work import cached_work, count_work
 from runner.zoo import ZooEntry
 
 __all__ = ["ExperimentFailed", "Role", "run"]
@@ -139,7 +139,7 @@ def first_call_cache(spec: ExperimentSpec, role: Role, loaded: dict | None) -> s
 
 
 def _work_key(spec: ExperimentSpec, entry: ZooEntry) -> dict:
-    """What the work of one eager call depends on (runner.work.cached_work)."""
+    """What the work of one eager call depends on (runner.roofline_work.cached_work)."""
     try:
         mtime = entry.path.stat().st_mtime_ns
     except OSError:

@@ -14,9 +14,9 @@ from runner import preload, recompiles
 from runner.build import AUTOCAST, Setup
 from runner.environment import environment, environment_detail
 from runner.introspect import cache_hits, compile_breakdown, compile_phases, metrics
+from runner.roofline_work import achieved_rates
 from runner.stats import clock_fields, paired_spread
 from runner.trace import cache_layers
-from runner.work import achieved_rates
 
 # 1: one clock (CUDA: kernel time behind a head start; CPU: perf_counter per call). 2: latency as the caller
 # sees it is the headline, throughput and GPU time beside it (runner.timing), the three in each round. 3: the

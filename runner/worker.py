@@ -254,7 +254,7 @@ class Worker(Supervision):
         env["PYTHONUNBUFFERED"] = "1"
         env[WORKER_PID_ENV] = str(os.getpid())  # the child checks it is still ours after arming PDEATHSIG
         env[THREADS_ENV] = str(self.threads)
-        env["COMPILE_LAB_WORK_CACHE"] = str(Path(self.cfg.home).resolve() / "work-cache")  # runner.work.CACHE_ENV:
+        env["COMPILE_LAB_WORK_CACHE"] = str(Path(self.cfg.home).resolve() / "work-cache")  # runner.roofline_work.CACHE_ENV:
         # a sweep counts the FLOPs of one model, size, dtype, task and device once
         spawner = getattr(self, "spawner", None)
         if (spawner is not None and spawner.method == "fork" and preload.enabled()
