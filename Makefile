@@ -36,9 +36,13 @@ worker: setup
 lint: setup-dev
 	$(PY) -m ruff check .
 
-# every tier; .ci/services.sh installs chromium and starts PostgreSQL where it may (root, apt-get)
+# every tier; .ci/services.sh installs chromium and starts PostgreSQL where it may (root, apt-get). Two test
+# processes share the cores (pytest-xdist): most tests wait on workers, servers and browsers. Tests marked `alone`
+# need the cores to themselves (another process on them is a disturbance the lab names): they run after, serially.
 test: setup-dev
-	COMPILE_LAB_TEST_PG="$$(.ci/services.sh)" $(PY) -m pytest -q --durations=15 tests
+	@pg="$$(.ci/services.sh)"; \
+	COMPILE_LAB_TEST_PG="$$pg" $(PY) -m pytest -q -n 2 --dist worksteal -m "not alone" --durations=15 tests && \
+	COMPILE_LAB_TEST_PG="$$pg" $(PY) -m pytest -q -m alone tests
 
 test-fast: setup-dev
 	$(PY) -m pytest -q -m "$(FAST)" tests/unit tests/dashboard  # the other folders hold no in-process test

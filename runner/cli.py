@@ -120,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--jobs", metavar="FILE", help="only the jobs whose ids FILE lists (whitespace between them; "
                                                   "'-' reads stdin): the dashboard's downloads of the jobs in view")
 
-    r = sub.add_parser("report", help="the answer: per model, batch size and configuration, speedup with a 95% "
+    r = sub.add_parser("report", help="the answer: per model, batch size and configuration, speedup with a 95%% "
                                       "interval, first calls, break-even and a verdict (as Results shows first)")
     _add_db(r)
     r.add_argument("--format", choices=("md", "json", "csv"), default="md")
@@ -340,6 +340,7 @@ def cmd_export(args) -> int:
     """Written as the records stream from the database (db.results.iter_records): memory stays bounded at any
     number of jobs. A file is written beside its name and renamed when complete, so it is never half an export."""
     job_ids = _job_ids(args.jobs) if args.jobs else None
+    _known_sweeps(get_engine(args.db), args.sweep)
     records = iter_records(get_engine(args.db), job_ids=job_ids, sweep_ids=args.sweep, include_raw=args.raw)
     write = write_json if args.format == "json" else write_csv
     if not args.output:
@@ -366,7 +367,22 @@ def _job_ids(source: str) -> list[int]:
         raise UsageError(f"--jobs {source}: {e}") from None
 
 
+def _known_sweeps(engine, sweep_ids) -> None:
+    """A --sweep that names no sweep is a mistake to say, not an empty table."""
+    if not sweep_ids:
+        return
+    from sqlalchemy import select
+
+    from db.models import Sweep
+    with engine.connect() as conn:
+        there = set(conn.scalars(select(Sweep.id).where(Sweep.id.in_(list(sweep_ids)))))
+    missing = [str(i) for i in sweep_ids if i not in there]
+    if missing:
+        raise UsageError(f"--sweep: no such sweep: {', '.join(missing)}")
+
+
 def cmd_report(args) -> int:
+    _known_sweeps(get_engine(args.db), args.sweep)
     if args.versions:
         rows = reports.version_report(get_engine(args.db), sweep_ids=args.sweep)
         text = {"md": versions.rows_markdown, "json": answer.rows_json, "csv": versions.rows_csv}[args.format](rows)

@@ -5,6 +5,8 @@ Backend eager: no inductor compile to wait for."""
 import subprocess
 import sys
 
+import pytest
+
 from dashboard.state.embedded import ENV_SWITCH
 from db.database import get_engine
 from db.models import JobStatus
@@ -12,6 +14,8 @@ from db.reports import report
 from runner.lease import read_progress
 from tests.conftest import job_row, records, start_worker, submit, wait_until
 from tests.dashboard.test_pages import ok, page
+
+pytestmark = pytest.mark.alone  # another process on the cores is a disturbance these tests must not meet
 
 
 def stored_detail(db_url: str, job_id: int) -> dict:
