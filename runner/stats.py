@@ -1,10 +1,9 @@
 """From the clocks' samples to the record's numbers: medians, spreads, the three speedups, host overhead, this
-process's paired speedup and its standard error (lab.interval). Pure arithmetic (no torch). Whether the run was
-disturbed is measured, not read from these numbers (runner.disturbance)."""
+process's paired speedup and its standard error (lab.interval), and the percentiles they rest on. Pure arithmetic
+(no torch). Whether the run was disturbed is measured, not read from these numbers (runner.disturbance)."""
 from __future__ import annotations
 
 from lab.interval import round_ratios, run_center
-from runner.timing import percentile, spread
 
 HOST_BOUND = 0.5  # a side whose GPU idles this share of its latency is host-bound (launches, Python, guards)
 
@@ -72,3 +71,20 @@ def _median_or_none(values: list[float]) -> float | None:
 
 def _round_medians(rounds: list[list[float]]) -> list[float]:
     return [percentile(block, 50) for block in rounds if block]
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Linear-interpolated percentile (q in 0..100) of a non-empty list, as numpy's default."""
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def spread(values: list[float]) -> float | None:
+    """Interquartile range over median: how far one number of this set can be trusted."""
+    if len(values) < 2:
+        return None
+    mid = percentile(values, 50)
+    return (percentile(values, 75) - percentile(values, 25)) / mid if mid > 0 else None

@@ -127,6 +127,14 @@ def any_db_url(request, tmp_path) -> str:
     return request.getfixturevalue("pg_url")
 
 
+def at_head(url: str, migrated: Path) -> str:
+    """`url`; a SQLite one made a copy of the migrated template (`migrated_sqlite`) first, as db_url is: for tests on
+    any_db_url that are not about migrating (its PostgreSQL database is migrated when first opened)."""
+    if url.startswith("sqlite:///"):
+        shutil.copyfile(migrated, url.removeprefix("sqlite:///"))
+    return url
+
+
 @pytest.fixture
 def engine(db_url):
     from db.database import get_engine

@@ -15,13 +15,14 @@ from db.results import export_records
 from lab import artifact_files
 from lab.spec import ModelInfo
 from lab.sweep import SweepRequest
+from tests.conftest import at_head
 
 RESULT = {"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "samples": {}, "detail": {}}
 
 
 @pytest.fixture
-def engine(any_db_url):
-    return get_engine(any_db_url)
+def engine(any_db_url, migrated_sqlite):
+    return get_engine(at_head(any_db_url, migrated_sqlite))
 
 
 def claimed(engine):

@@ -7,7 +7,7 @@ import torch
 
 from lab.break_even import break_even_calls
 from runner.accuracy import compare
-from runner.timing import percentile
+from runner.stats import percentile
 
 
 def test_percentile_matches_linear_interpolation():
@@ -52,6 +52,7 @@ def test_compare_requires_nonfinite_values_to_match_and_checks_each_tensor():
     assert not wrong["ok"] and wrong["rel_error"] == pytest.approx(1.0)
 
 
+@pytest.mark.slow  # imports torch's compiler in this process (seconds)
 def test_graph_break_capture_keeps_the_users_torch_logs(monkeypatch):
     from torch._logging import _internal as logs
 

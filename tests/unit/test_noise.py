@@ -13,6 +13,7 @@ from db.reports import report
 from lab.checks import SpecError
 from lab.spec import ModelInfo
 from lab.sweep import SweepRequest, follow_up_settings
+from tests.conftest import at_head
 
 CATALOG = {"simplenet": ModelInfo("simplenet", "d")}
 QUIET = {"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "round_speedup": 2.0, "round_speedup_se": 0.01,
@@ -24,8 +25,8 @@ SCATTERED = {**QUIET, "speedup_spread": 0.3, "round_speedup_se": 0.08}  # scatte
 
 
 @pytest.fixture
-def engine(any_db_url):
-    return get_engine(any_db_url)
+def engine(any_db_url, migrated_sqlite):
+    return get_engine(at_head(any_db_url, migrated_sqlite))
 
 
 def run_next(engine, result: dict) -> int:

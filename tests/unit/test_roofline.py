@@ -3,7 +3,7 @@ import pytest
 
 from db.device_ceilings import has_ceilings, latest_ceilings, store_ceilings
 from lab.roofline import place
-from runner.timing import spread
+from runner.stats import spread
 
 CEILING = {"copy_gbps": 4000.0, "matmul_tflops": 800.0}
 

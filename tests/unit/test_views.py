@@ -9,6 +9,7 @@ from db.models import JobStatus
 from db.results import RECORD_FIELDS, export_records
 from lab.spec import ModelInfo
 from lab.sweep import SweepRequest
+from tests.conftest import at_head
 
 CATALOG = {"simplenet": ModelInfo("simplenet", "d"),
            "localopt": ModelInfo.from_dict({"name": "localopt", "description": "d", "params": [
@@ -31,10 +32,10 @@ def run(engine, status, **finish):
 
 
 @pytest.fixture
-def engine(any_db_url):
+def engine(any_db_url, migrated_sqlite):
     from db.database import get_engine
 
-    return get_engine(any_db_url)
+    return get_engine(at_head(any_db_url, migrated_sqlite))
 
 
 @pytest.fixture
