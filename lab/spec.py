@@ -275,15 +275,16 @@ class ExperimentSpec:
 
 def job_label(values: Mapping) -> str:
     """One job's settings in a line, the one way every list of jobs names a job: "simplenet bs=8 inductor/default
-    dynamic=none fullgraph blocks torch 2.14 cpu float32 inference" (fullgraph, blocks and a torch pin only where
-    set). From a spec's dict, a jobs row's stored spec or a Results row (dynamic and fullgraph as values or their
-    names); a field it lacks (a spec stored by hand) is left out, or reads None where the line needs it."""
+    dynamic=none fullgraph blocks cpu float32 inference torch 2.14" (fullgraph, blocks and a torch pin only where set;
+    the pin last, where `runner status` follows it with why a pinned job waits). From a spec's dict, a jobs row's
+    stored spec or a Results row (dynamic and fullgraph as values or their names); a field it lacks (a spec stored by
+    hand) is left out, or reads None where the line needs it."""
     v = values.get
     text = f"{v('model')} bs={v('batch_size')} {v('backend')}/{v('mode')} dynamic={to_text(v('dynamic'))}"
     text += " fullgraph" if v("fullgraph") in (True, "true") else ""
     text += " blocks" if v("scope") == "blocks" else ""
-    text += f" torch {v('torch')}" if v("torch") not in (None, ANY_TORCH) else ""
-    return text + "".join(f" {v(k)}" for k in ("device", "dtype", "task") if v(k) is not None)
+    text += "".join(f" {v(k)}" for k in ("device", "dtype", "task") if v(k) is not None)
+    return text + (f" torch {v('torch')}" if v("torch") not in (None, ANY_TORCH) else "")
 
 
 def _replace(spec: ExperimentSpec, **changes) -> ExperimentSpec:

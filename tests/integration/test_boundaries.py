@@ -46,8 +46,9 @@ def test_dashboard_does_not_import_torch_or_runner():
             assert bad not in text, f"{path} contains {bad!r}"
 
 
-def _imports(path, package_names) -> set[str]:
-    """Every project module a file imports, at the top or inside a function (a lazy import is still a cycle)."""
+def _imported(path, names: bool = False) -> set[str]:
+    """Every module a file names in an import, at the top or inside a function (a lazy import is still a
+    dependency); with `names`, also each `from M import x` as M.x (x may be a module)."""
     import ast
 
     out = set()
@@ -56,8 +57,13 @@ def _imports(path, package_names) -> set[str]:
             out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             out.add(node.module)
-            out |= {f"{node.module}.{a.name}" for a in node.names}
-    return {m for m in out if m in package_names}
+            out |= {f"{node.module}.{a.name}" for a in node.names} if names else set()
+    return out
+
+
+def _imports(path, package_names) -> set[str]:
+    """Every project module a file imports (a lazy import is still a cycle)."""
+    return {m for m in _imported(path, names=True) if m in package_names}
 
 
 def test_no_import_cycles():
@@ -100,19 +106,6 @@ def test_the_dashboard_servers_warmup_imports_no_torch_or_runner():
 def _modules(pkg: str) -> list[str]:
     return sorted(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
                   for p in (ROOT / pkg).rglob("*.py"))
-
-
-def _imported(path) -> set[str]:
-    """Every module a file names in an import, at the top or inside a function."""
-    import ast
-
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.add(node.module)
-    return out
 
 
 def test_the_dashboards_charts_and_data_draw_nothing():
