@@ -44,8 +44,9 @@ test: setup-dev
 	COMPILE_LAB_TEST_PG="$$pg" $(PY) -m pytest -q -n 2 --dist worksteal -m "not alone" --durations=15 tests && \
 	COMPILE_LAB_TEST_PG="$$pg" $(PY) -m pytest -q -m alone tests
 
+# the in-process tier, in two test processes as `make test` runs (the other folders hold no in-process test)
 test-fast: setup-dev
-	$(PY) -m pytest -q -m "$(FAST)" tests
+	$(PY) -m pytest -q -n 2 --dist worksteal -m "$(FAST)" tests/unit tests/dashboard
 
 test-unit: setup-dev
 	$(PY) -m pytest -q tests/unit

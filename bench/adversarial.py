@@ -174,8 +174,9 @@ def exports_table(url: str) -> tuple:
     from db import queue
     from db.database import get_engine
     from db.models import JobStatus
-    from db.spec import ModelInfo, SweepRequest
-    from db.tabular import FORMULA_START, PLAIN_NUMBER
+    from lab.spec import ModelInfo
+    from lab.sweep import SweepRequest
+    from lab.tabular import FORMULA_START, PLAIN_NUMBER
 
     engine = get_engine(url)
     for name in INJECTIONS:

@@ -26,7 +26,8 @@ from db import queue
 from db.database import dispose_engine, get_engine
 from db.engine import resolve_url
 from db.models import JobStatus
-from db.spec import ModelInfo, SweepRequest
+from lab.spec import ModelInfo
+from lab.sweep import SweepRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -18,7 +18,8 @@ from bench.scratch import scratch_database
 from db import queue
 from db.database import dispose_engine, get_engine
 from db.models import JobStatus
-from db.spec import ModelInfo, SweepRequest
+from lab.spec import ModelInfo
+from lab.sweep import SweepRequest
 
 DISTURBED = {"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "round_speedup": 2.0, "round_speedup_se": 0.01,
              "disturbed": True, "noisy": True, "noise_note": "other processes used 1.5 of the job's 2 cores"}

@@ -1,7 +1,7 @@
 """One fresh process of the reference for the answer: PyTorch's compiler benchmark loop on one configuration, as a
 user's own script would run it (benchmarks/dynamo common.py `timed()`: per repeat, eager then compiled, each one
 call between a device sync and a perf_counter read; medians over the repeats; speedup = eager / compiled). No
-worker, no database, no analysis passes: the zoo's model and the same step the runner times (runner.measure
+worker, no database, no analysis passes: the zoo's model and the same step the runner times (runner.build
 .make_step: no_grad forward, or forward + backward + SGD step), torch.compile as the spec says.
 
     python -m bench.harness_reference --model simplenet --batch 32 --mode default --dynamic false [--task training]
@@ -19,7 +19,7 @@ import time
 import torch
 
 from runner import zoo
-from runner.measure import make_step
+from runner.build import make_step
 
 MIN_REPEATS, MIN_SECONDS, WARMUP_S = 50, 2.0, 0.5
 DYNAMIC = {"none": None, "true": True, "false": False}
@@ -50,7 +50,7 @@ def main() -> int:
     p.add_argument("--instrument", action="store_true",
                    help="attach what a worker's child listens to the compile with (to tell its cost apart)")
     args = p.parse_args()
-    if args.instrument:  # as runner.measure._build does, in its order
+    if args.instrument:  # as runner.build._build does, in its order
         from runner import cudagraphs as cudagraphs_health
         from runner.introspect import GraphBreakLog
         from runner.trace import CompileTrace

@@ -116,11 +116,11 @@ def _sweep_rows(db_file: Path) -> dict:
     """{config name: (answer row, [job records])} of one sweep database, and its jobs' timelines."""
     from sqlalchemy import select
 
-    from db import timeline
-    from db.answer import report
     from db.database import get_engine
     from db.engine import reading
     from db.models import Job, Result, Sweep
+    from db.reports import report
+    from lab import timeline
 
     engine = get_engine(f"sqlite:///{db_file}")
     rows = report(engine)

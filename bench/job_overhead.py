@@ -1,7 +1,7 @@
 """Per-job overhead beyond the measurement: a fresh interpreter per job vs a fork of the preloaded
 parent. Runs N tiny jobs with each spawn method through the real worker on one database and prints, per
 method, the time from claim to stored result minus the eager and compiled first calls, warm-up and rounds
-(the job's timeline, db.timeline: every other phase, the child's start and analysis passes included).
+(the job's timeline, lab.timeline: every other phase, the child's start and analysis passes included).
 
     python -m bench.job_overhead [--jobs 20] [--device cpu|cuda]
 """
@@ -20,8 +20,8 @@ from sqlalchemy import select
 from db.database import get_engine
 from db.engine import reading
 from db.models import Job, Result
-from db.timeline import overhead_s
-from runner.timing import percentile
+from lab.timeline import overhead_s
+from runner.stats import percentile
 
 ROOT = Path(__file__).resolve().parent.parent
 

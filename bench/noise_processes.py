@@ -20,12 +20,13 @@ from pathlib import Path
 from sqlalchemy import select
 
 from bench.drive import drain, submit_all
-from db import noise
-from db.answer import read_round_ratios, report, speedup_interval
 from db.database import get_engine
 from db.engine import reading
 from db.models import Job
+from db.reports import report
 from db.results import export_records
+from lab import noise
+from lab.answer import read_round_ratios, speedup_interval
 
 CONFIGS = {  # name: submit flags
     "simplenet-bs8": ["--model", "simplenet", "--batch", "8"],

@@ -50,7 +50,7 @@ def main() -> int:
     inputs = tuple(t.to(device) for t in module.example_inputs(args.batch, **params))
     timer = make_timer(args.device)
     cudagraphs = args.device == "cuda" and args.mode in ("reduce-overhead", "max-autotune")
-    if args.instrument:  # as runner.measure.build does, in its order
+    if args.instrument:  # as runner.build.build does, in its order
         from runner.introspect import GraphBreakLog
         from runner.trace import CompileTrace
 

@@ -48,7 +48,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def one_more_result(engine) -> None:
     from db import queue
     from db.models import JobStatus
-    from db.spec import ModelInfo, SweepRequest
+    from lab.spec import ModelInfo
+    from lab.sweep import SweepRequest
 
     queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[64], device="cuda", name="one more"),
                  {"simplenet": ModelInfo("simplenet", "bench")})
@@ -87,7 +88,7 @@ def bench(n: int, repeat: int, workdir: Path, cache: Path | None = None) -> dict
     from streamlit.testing.v1 import AppTest
 
     from bench.synthetic import filled
-    from dashboard import frame, snapshot
+    from dashboard.data import frame, snapshot
     from db import views
     from db.database import get_engine
 
@@ -115,8 +116,8 @@ def bench(n: int, repeat: int, workdir: Path, cache: Path | None = None) -> dict
         return at
 
     def store():
-        from dashboard import state
-        return state._store(url)
+        from dashboard.state import resources
+        return resources._store(url)
 
     colds = []
     for _ in range(repeat):  # each time a server that has never seen this database

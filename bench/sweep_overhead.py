@@ -41,7 +41,7 @@ from pathlib import Path
 
 from db.database import get_engine
 from db.results import export_records
-from db.timeline import MEASURED, by_phase, measured_s, total_s
+from lab.timeline import MEASURED, by_phase, measured_s, total_s
 from runner.worker import STARTING
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -29,11 +29,11 @@ from sqlalchemy import Engine, insert
 
 from bench import synthetic_raw
 from db.engine import atomic
-from db.interval import round_ratios, run_center
 from db.models import DeviceCeiling, Job, Result, Sweep, Worker, utcnow
-from db.record import ResultRecord
-from db.roofline import place
-from db.spec import spec_key
+from lab.interval import round_ratios, run_center
+from lab.record import ResultRecord
+from lab.roofline import place
+from lab.spec import spec_key
 
 # per model: FLOPs and input+output bytes per sample, parameter bytes, fixed device latency of the
 # compiled call (ms), eager's slowdown against compiled default, eager's host overhead per call (ms)

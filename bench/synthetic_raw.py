@@ -1,5 +1,5 @@
 """The raw material of a synthetic result, shaped as the child stores it: the per-round samples (runner.rounds,
-runner.timing) and the rest of `detail` (runner.measure.record), so that reading, exporting and plotting a synthetic
+runner.timing) and the rest of `detail` (runner.recording.record), so that reading, exporting and plotting a synthetic
 database costs what a real one of the same size does.
 
 Samples, per side, in `rounds` rounds: latency, one synchronous call per sample, as many per round as fit in
@@ -49,7 +49,7 @@ def samples(gen: np.random.Generator, result: dict, rounds: int, gpu: bool) -> t
 
 
 def detail(rng, result: dict, spec: dict, plan: dict | None, gpu: bool) -> dict:
-    """What the child writes beside its numbers (runner.measure.record), sized as a real job's: the host and GPU
+    """What the child writes beside its numbers (runner.recording.record), sized as a real job's: the host and GPU
     around the rounds, what disturbed them, the compile cache's layers, the job's timeline."""
     first = result["compiled_first_call_s"]
     measure_s = first + rng.uniform(8, 25)
@@ -108,7 +108,7 @@ PHASES = ("claim", "job setup", "child start", "child setup", "compiler setup", 
 
 
 def timeline(rng, first_s: float, measure_s: float) -> list[dict]:
-    """db.timeline's [{phase, start, seconds}] from the claim to the stored result."""
+    """lab.timeline's [{phase, start, seconds}] from the claim to the stored result."""
     out, t = [], 0.0
     for phase in PHASES:
         seconds = (first_s if phase == "compiled first call" else measure_s * 0.6 if phase == "rounds"

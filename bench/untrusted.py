@@ -32,7 +32,8 @@ def _claimed_job(url: str, rows: list[dict]) -> int:
     from db import queue
     from db.database import get_engine
     from db.models import JobStatus
-    from db.spec import ModelInfo, SweepRequest
+    from lab.spec import ModelInfo
+    from lab.sweep import SweepRequest
 
     engine = get_engine(url)
     queue.submit(engine, SweepRequest(model="tiny", batch_sizes=[2], device="cpu"), {"tiny": ModelInfo("tiny", "d")})
@@ -73,7 +74,7 @@ def measured(argv: list[str], env: dict | None = None) -> tuple[int, str, int]:
 
 def _traced(fn) -> tuple[str | None, int]:
     """(the refusal's message, or None when nothing was refused; peak traced MiB) of fn() in this process."""
-    from db.unpack import UnpackError
+    from lab.unpack import UnpackError
 
     tracemalloc.start()
     try:
@@ -90,7 +91,7 @@ def bundles(url: str, tmp: Path) -> tuple:
     """The worker's check, on the database at `url`: each altered newest row is refused before a byte is written."""
     from db import caches
     from db.database import get_engine
-    from db.spec import ExperimentSpec
+    from lab.spec import ExperimentSpec
     from runner import portable, signing
 
     key_file = tmp / "cache.key"

@@ -2,9 +2,9 @@
 
 Streamlit serves the pages of dashboard/main.py (the frame: sidebar and navigation) as an ASGI app, the same
 server `streamlit run` starts for any script, with three additions: before it answers, it warms what a first visit
-needs (dashboard.warmup), so the first person to open a restarted lab server does not wait for imports and the
-results table; beside the pages it serves jobs' tlparse reports, each page sandboxed (dashboard.report); and the
-Results page's downloads, streamed from an export process of their own (dashboard.downloads). This file imports
+needs (dashboard.server.warmup), so the first person to open a restarted lab server does not wait for imports and the
+results table; beside the pages it serves jobs' tlparse reports, each page sandboxed (dashboard.server.tlparse_pages); and the
+Results page's downloads, streamed from an export process of their own (dashboard.server.downloads). This file imports
 streamlit only (and the routes, which import the database on their first request, if at all); the work happens in
 the warm-up's thread."""
 import asyncio
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import downloads, report
+from dashboard.server import downloads, tlparse_pages
 
 # At most this long before the server answers anyway: a database that does not answer (PostgreSQL gives up after
 # db.engine.CONNECT_TIMEOUT_S) must not keep the pages, which say what is wrong with it, from being served. Ctrl-C
@@ -24,7 +24,7 @@ WAIT_S = 15
 
 def _warm(done: threading.Event) -> None:
     try:
-        from dashboard import warmup
+        from dashboard.server import warmup
         warmup.run()
     finally:
         done.set()
@@ -37,8 +37,8 @@ async def lifespan(_app):
     threading.Thread(target=_warm, args=(done,), name="compile-lab-warmup", daemon=True).start()
     await asyncio.to_thread(done.wait, WAIT_S)
     yield
-    from dashboard import embedded
+    from dashboard.state import embedded
     embedded.stop_started()  # the worker belongs to the app: uvicorn ends a stopped server by its signal, no atexit
 
 
-app = st.App(Path(__file__).with_name("main.py"), lifespan=lifespan, routes=report.ROUTES + downloads.ROUTES)
+app = st.App(Path(__file__).with_name("main.py"), lifespan=lifespan, routes=tlparse_pages.ROUTES + downloads.ROUTES)

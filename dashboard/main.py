@@ -7,7 +7,8 @@ import os
 
 import streamlit as st
 
-from dashboard import state
+from dashboard.panels import sidebar_status
+from dashboard.state import resources
 
 st.set_page_config(page_title="Compile Lab", page_icon=":material/science:", layout="wide")  # an emoji icon
 # would load streamlit's emoji catalogue (~0.12 s) before a restarted server's first page
@@ -36,10 +37,10 @@ PAGES = [
 page = st.navigation(PAGES)
 with st.sidebar:
     st.markdown("### :material/science: Compile Lab")
-    state.sidebar_status()
-state.warm_results()  # the first visit to Results finds the table loaded (or loading)
+    sidebar_status.show()
+resources.warm_results()  # the first visit to Results finds the table loaded (or loading)
 try:
-    with state.database_errors():
+    with resources.database_errors():
         page.run()
 finally:  # st.stop() and reruns end a page by raising: the snapshot is still written
-    state.save_results_snapshot()
+    resources.save_results_snapshot()

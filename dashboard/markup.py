@@ -30,7 +30,7 @@ def plot(text) -> str:
     return html.escape(str(text), quote=False)
 
 
-# st.html draws the page's own tables of text (dashboard.answer): the browser lays them out at once, where
+# st.html draws the page's own tables of text (dashboard.panels.answer_table): the browser lays them out at once, where
 # st.dataframe first loads its grid's code (~1.6 MB) and measures every cell on a canvas. Scoped to TABLE_CLASS;
 # colours inherit the theme's text, lines are a grey that reads on light and dark.
 TABLE_CLASS = "cl-table"

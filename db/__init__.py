@@ -1,1 +1,2 @@
-"""Compile Lab database layer: spec, models, engine, queue and result queries. No torch, no streamlit."""
+"""Compile Lab's storage: SQLAlchemy models, the engine, migrations, queue operations and the queries the CLI and the
+pages read (views, results, reports). The lab's meaning is lab/'s; no torch, no streamlit here."""

@@ -21,7 +21,7 @@ from sqlalchemy import Engine, delete, select
 
 from db.engine import atomic, reading
 from db.models import CompileCache
-from db.spec import ExperimentSpec
+from lab.spec import ExperimentSpec
 
 MAX_CACHE_BYTES = 64 << 20  # one job's artifacts: a large model's kernels on a GPU are a few MB to tens of MB
 # the spec fields that change what torch.compile builds (not iters, timeout, schedule, trace, cache)
@@ -102,7 +102,7 @@ def first_calls_alike(engine: Engine, job_id: int) -> list[dict]:
     from statistics import median
 
     from db.models import Job, JobStatus, Result
-    from db.spec import stored_spec
+    from lab.spec import stored_spec
 
     with reading(engine) as s:
         me = s.execute(select(Job.spec, Result.torch_version, Result.device_name)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
-from db.engine import DatabaseError, describe, first_line, make_engine, resolve_url
+from db.engine import DatabaseError, describe, make_engine, resolve_url
+from lab.errors import first_line
 
 _engines: dict[str, Engine] = {}
 

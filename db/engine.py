@@ -21,6 +21,8 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
+from lab.errors import first_line
+
 DEFAULT_SQLITE = "data/compile_lab.db"
 BUSY_TIMEOUT_S = 30
 CONNECT_TIMEOUT_S = 10  # PostgreSQL: seconds to connect, the handshake included
@@ -76,11 +78,6 @@ def describe(url: str) -> str:
 # scheme://user[:password]@ : everything between the first ':' after the user and the last '@' before
 # the path is the password (a password may itself hold '@' or ':')
 _USERINFO = re.compile(r"^((?:[^:/?#]*://)?)([^:/?#@]*)(:[^/?#]*)?@", re.S)
-
-
-def first_line(e: Exception) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
 
 
 def make_engine(url: str) -> Engine:

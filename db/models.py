@@ -26,7 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from db.record import SCALARS, ResultRecord
+from lab.record import SCALARS, ResultRecord
 
 
 def utcnow() -> datetime:
@@ -93,11 +93,11 @@ class Job(Base):
     phase: Mapped[str | None] = mapped_column(String(64), default=None)  # what the child is doing now
     progress: Mapped[float | None] = mapped_column(Float, default=None)  # 0..1 within the phase
     log_tail: Mapped[str | None] = mapped_column(Text, default=None)  # end of the child's stdout/stderr
-    # a job queued because another's result was noisy or host-sensitive (db.noise): that job's id (no foreign
+    # a job queued because another's result was noisy or host-sensitive (lab.noise): that job's id (no foreign
     # key: deleting the first run must not be refused for its follow-ups), and why ({kind, n, total, because})
     follow_up_of: Mapped[int | None] = mapped_column(Integer, default=None)
     follow_up: Mapped[dict | None] = mapped_column(JSON, default=None)
-    config: Mapped[str | None] = mapped_column(String(64), default=None)  # db.spec.spec_key(spec)
+    config: Mapped[str | None] = mapped_column(String(64), default=None)  # lab.spec.spec_key(spec)
 
     sweep: Mapped[Sweep] = relationship(back_populates="jobs")
     result: Mapped["Result | None"] = relationship(back_populates="job", uselist=False)
@@ -112,7 +112,7 @@ class Result(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"), unique=True)  # a result is stored once
-    # every other column comes from db.record.ResultRecord (below the class): the record is declared once
+    # every other column comes from lab.record.ResultRecord (below the class): the record is declared once
     job: Mapped[Job] = relationship(back_populates="result")
 
 
@@ -149,7 +149,7 @@ class Artifact(Base):
     name: Mapped[str] = mapped_column(String(64))
     bytes: Mapped[int] = mapped_column(Integer)  # the text's size as the compiler wrote it, before any cut
     stored_bytes: Mapped[int] = mapped_column(Integer)  # compressed, as kept
-    truncated: Mapped[bool] = mapped_column(Boolean, default=False)  # cut at db.artifacts.MAX_TEXT_BYTES
+    truncated: Mapped[bool] = mapped_column(Boolean, default=False)  # cut at lab.artifact_files.MAX_TEXT_BYTES
     data: Mapped[bytes] = mapped_column(LargeBinary)  # gzip of the (possibly cut) UTF-8 text
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 

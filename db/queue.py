@@ -18,25 +18,23 @@ from typing import Iterable, Mapping
 from sqlalchemy import Engine, and_, case, func, select, true, update
 
 from db import artifacts as job_artifacts
-from db import noise
 from db.engine import atomic, is_sqlite, reading
 from db.models import TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
-from db.record import ResultRecord
-from db.spec import (
+from lab import noise
+from lab.checks import SpecError
+from lab.record import ResultRecord
+from lab.spec import (
     ALL_LIVE,
     ANY_TORCH,
     DEVICES,
-    MAX_JOBS,
     ExperimentSpec,
     ModelInfo,
-    SpecError,
-    SweepRequest,
-    follow_up_settings,
     spec_key,
     stored_spec,
     torch_matches,
     torch_prefixes,
 )
+from lab.sweep import MAX_JOBS, SweepRequest, follow_up_settings
 
 WORKER_FRESH_S = 30  # a worker whose heartbeat is older than this is not counted as alive
 LOST = "lost: "  # how a job failed for its attempts' leases running out begins its error (finish_kept reads it)
@@ -125,7 +123,7 @@ def requeue_expired(engine: Engine, now: datetime | None = None) -> list[int]:
 def claim_next(engine: Engine, worker_id: str, devices: Iterable[str], models: Iterable[str],
                lease_s: float, torch_version: str | None = None) -> Claim | None:
     """Atomically take the oldest queued job this worker can run, or None. A job pinned to a torch version goes
-    only to a worker whose torch matches it (db.spec.torch_matches); without `torch_version`, only unpinned jobs."""
+    only to a worker whose torch matches it (lab.spec.torch_matches); without `torch_version`, only unpinned jobs."""
     devices, models = list(devices), list(models)
     if not devices or not models:
         return None
@@ -187,7 +185,7 @@ def heartbeat_job(engine: Engine, job_id: int, token: str, lease_s: float,
 def finish(engine: Engine, job_id: int, token: str, status: JobStatus, error: str | None = None,
            result: Mapping | None = None, log_tail: str | None = None, artifacts: list[dict] | None = None) -> bool:
     """Record the end of an attempt, fenced by its lease token. False: stale, nothing was written. The attempt's
-    artifacts (db.artifacts.read_dir) go in with it, whatever the outcome: a failed compile's trace says why."""
+    artifacts (lab.artifact_files.read_dir) go in with it, whatever the outcome: a failed compile's trace says why."""
     if not status.terminal:
         raise ValueError(f"finish needs a terminal status, got {status.value}")
     if (status is JobStatus.SUCCEEDED) != (result is not None):
@@ -238,7 +236,7 @@ def finish_kept(engine: Engine, job_id: int, token: str, worker_id: str, attempt
 
 
 def _queue_follow_ups(s, job_id: int, row: Result) -> list[int]:
-    """Queue the follow-ups this result calls for (db.noise.plan_follow_ups): the same spec, in the same sweep,
+    """Queue the follow-ups this result calls for (lab.noise.plan_follow_ups): the same spec, in the same sweep,
     linked to this job with why, never past the sweep's job limit. Its configuration's other runs are found through
     the (sweep, config) index, not by reading the sweep. Returns the new job ids."""
     job = s.get(Job, job_id)

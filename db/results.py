@@ -1,17 +1,19 @@
-"""Result queries: the export record (one flat dict per job) shared by `export`, the dashboard and tests."""
+"""Result queries: the export record (one flat dict per job) shared by `export`, the dashboard and tests; a job's
+timeline put into its stored result (lab.timeline assembles it), and how much of a sweep's wall time was measurement."""
 from __future__ import annotations
 
 import io
 from dataclasses import fields
 from typing import Iterable, Iterator, TextIO
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, func, select, update
 
-from db import artifacts, tabular
-from db.engine import reading
+from db import artifacts
+from db.engine import atomic, reading
 from db.models import RESULT_SCALARS, Job, Result, Sweep, Worker
-from db.spec import ExperimentSpec, stored_spec
-from db.spec import sweep_name as sweep_display
+from lab import tabular, timeline
+from lab.spec import ExperimentSpec, stored_spec
+from lab.sweep import sweep_name as sweep_display
 
 SPEC_FIELDS = tuple(f.name for f in fields(ExperimentSpec))
 ENV_FROM_WORKER = ("torch_version", "device_name")  # known for failed jobs too, from the worker that ran them
@@ -32,7 +34,7 @@ EXPORT_FIELDS = RECORD_FIELDS + ("artifacts",)
 
 def write_csv(records: Iterable[dict], out: TextIO) -> int:
     """Export records as CSV into `out`, one column per EXPORT_FIELDS name, a row as each record comes; JSON fields
-    as JSON text; no cell a spreadsheet would run as a formula (db.tabular). The CLI's `export --format csv` and the
+    as JSON text; no cell a spreadsheet would run as a formula (lab.tabular). The CLI's `export --format csv` and the
     dashboard's CSV download are both this, so the two files agree. Returns the number of records."""
     return tabular.csv_into(out, records, EXPORT_FIELDS)
 
@@ -134,3 +136,28 @@ def _record(row, worker_caps: dict | None, include_raw: bool) -> dict:
         rec["schedule_calls"] = row["schedule"] if has_result else None
         rec["samples"] = row["samples"] if has_result else None
     return rec
+
+
+def store_timeline(engine: Engine, job_id: int, detail: dict | None, entries: list[dict]) -> bool:
+    """Put a timeline (lab.timeline.for_job's `entries`) into job_id's stored result detail (`detail`: the detail
+    that was stored with it)."""
+    with atomic(engine) as s:
+        done = s.execute(update(Result).where(Result.job_id == job_id)
+                         .values(detail={**(detail or {}), "timeline": entries}))
+        return done.rowcount == 1
+
+
+def sweep_measurement(engine: Engine, sweep_id: int) -> dict | None:
+    """{"wall_s", "measured_s", "share", "jobs"} for one sweep: wall time from its first claim to its last
+    stored result, against the measurement in its jobs' timelines. None while nothing of it has finished."""
+    with reading(engine) as s:
+        first, last = s.execute(select(func.min(Job.claimed_at), func.max(Job.finished_at))
+                                .where(Job.sweep_id == sweep_id)).one()
+        details = s.scalars(select(Result.detail).join(Job, Job.id == Result.job_id)
+                            .where(Job.sweep_id == sweep_id)).all()
+    if first is None or last is None:
+        return None
+    timelines = [d.get("timeline") for d in details if isinstance(d, dict) and d.get("timeline")]
+    wall = (last - first).total_seconds()
+    return {"wall_s": wall, "measured_s": sum(timeline.measured_s(t) for t in timelines), "jobs": len(timelines),
+            "share": timeline.sweep_share(timelines, wall)}

@@ -26,11 +26,13 @@ import numpy as np
 from sqlalchemy import Engine, Float, Integer, Text, case, cast, false, func, or_, select
 from sqlalchemy import text as sql_text
 
-from db import noise
 from db.engine import reading
 from db.models import RESULT_SCALARS, TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
 from db.results import DETAIL_FIELDS, ENV_FROM_WORKER, RECORD_FIELDS, SPEC_FIELDS, worker_env
-from db.spec import SpecError, _int, dynamic_text, parse_bool, stored_spec, sweep_label
+from lab import noise
+from lab.checks import SpecError, dynamic_text, integer, parse_bool
+from lab.spec import stored_spec
+from lab.sweep import sweep_label
 
 # spec fields stored as JSON objects/lists come back as JSON text (parsed only where shown)
 _SPEC_INT = ("batch_size", "iters", "timeout_s")
@@ -92,7 +94,7 @@ def _column(name: str):
                 "created_at": Job.created_at, "finished_at": Job.finished_at}
     if name in identity:
         col = identity[name]
-    elif name == "config_key":  # the configuration's key (db.spec.spec_key), which its follow-ups share
+    elif name == "config_key":  # the configuration's key (lab.spec.spec_key), which its follow-ups share
         col = Job.config
     elif name == "env_worker":  # the worker of a job whose result does not say where it ran (result_rows fills it)
         col = case((or_(*(getattr(Result, n).is_(None) for n in ENV_FROM_WORKER)), Job.worker_id))
@@ -114,7 +116,7 @@ def _column(name: str):
 def _spec_value(spec: dict, name: str):
     """One spec field as result_rows hands it out: text, an int, JSON text for model_args and schedule,
     "none" / "true" / "false" for dynamic, a bool for fullgraph; None when the spec lacks it. Read as the
-    worker reads it (db.spec's parsers: "false" is false); a value the worker would refuse (the job failed
+    worker reads it (lab.spec's parsers: "false" is false); a value the worker would refuse (the job failed
     on it) is shown as written for dynamic, and as None where a number or a bool belongs."""
     value = spec.get(name)
     if name == "dynamic":
@@ -126,7 +128,7 @@ def _spec_value(spec: dict, name: str):
     if name not in _SPEC_INT + ("fullgraph",):
         return str(value)
     try:
-        return _int(value, name) if name in _SPEC_INT else parse_bool(value, name)
+        return integer(value, name) if name in _SPEC_INT else parse_bool(value, name)
     except SpecError:
         return None
 

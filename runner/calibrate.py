@@ -6,7 +6,7 @@ import time
 
 import torch
 
-from runner.timing import percentile
+from runner.stats import percentile
 
 SIZES = {"cuda": {"copy_bytes": 1 << 30, "matmul_n": 8192, "reps": 20},
          "cpu": {"copy_bytes": 1 << 28, "matmul_n": 2048, "reps": 5}}

@@ -12,8 +12,9 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from db.roofline import has_ceilings, latest_ceilings, place, store_ceilings
-from db.spec import ExperimentSpec
+from db.device_ceilings import has_ceilings, latest_ceilings, store_ceilings
+from lab.roofline import place
+from lab.spec import ExperimentSpec
 
 log = logging.getLogger("compile_lab.ceilings")
 

@@ -19,6 +19,7 @@ import time
 import traceback
 from pathlib import Path
 
+from lab.errors import first_line
 from runner.reaper import become_subreaper
 
 WORKER_PID_ENV = "COMPILE_LAB_WORKER_PID"  # set by the worker: the parent this child must outlive never
@@ -183,12 +184,13 @@ def run_job(args: argparse.Namespace) -> int:
     The child's work, also called in the worker's own process by `--spawn inline` (debugging under pdb)."""
     entered = time.time()
     spec_file, result_file, progress_file, models_dirs = args.spec, args.result, args.progress, args.models_dir
-    from db.spec import ExperimentSpec, SpecError
-    from db.timeline import Phases
+    from lab.checks import SpecError
+    from lab.spec import ExperimentSpec
+    from lab.timeline import Phases
     from runner import zoo
 
     progress = Progress(progress_file)
-    phases = Phases()  # the worker turns these into the job's timeline (db.timeline)
+    phases = Phases()  # the worker turns these into the job's timeline (lab.timeline)
     try:
         spec = ExperimentSpec.from_json(Path(spec_file).read_text())
         entries = zoo.catalog(models_dirs)
@@ -226,8 +228,7 @@ def failure_message(exc: BaseException, phase: str) -> str:
 
     if isinstance(exc, ExperimentFailed):
         return str(exc)
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
+    first = first_line(exc, blank="")
     where = ""
     tb = traceback.extract_tb(exc.__traceback__)
     if tb:

@@ -1,4 +1,4 @@
-"""`python -m runner`: submit, work, status, cancel, export, report, artifact, models (DESIGN.md, "CLI contract").
+"""`python -m runner`: submit, work, status, cancel, export, report, artifact, models (README.md, "The runner CLI").
 
 Errors raised deep (SpecError, QueueError, DatabaseError, ModelFileError) are translated here, at the
 edge: one line on stderr and exit code 2, with nothing stored.
@@ -14,13 +14,17 @@ from pathlib import Path
 
 from sqlalchemy import exc as sa_exc
 
-from db import answer, artifacts, queue, unpack, versions
-from db.axes import AXES, BY_FIELD, COMPILE_AXES
+from db import artifacts, queue, reports
 from db.database import get_engine
 from db.engine import DatabaseError, describe, resolve_url
 from db.models import JobStatus, utcnow
 from db.results import iter_records, write_csv, write_json
-from db.spec import SpecError, SweepRequest, _int, split_sizes
+from lab import answer, unpack, versions
+from lab.axes import AXES, BY_FIELD, COMPILE_AXES
+from lab.checks import SpecError, integer
+from lab.errors import first_line
+from lab.spec import job_label
+from lab.sweep import SweepRequest, split_sizes
 from runner import signing, zoo
 from runner.gpus import GpuError
 
@@ -39,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("submit", help="queue a sweep: one job per combination")
     s.add_argument("--model", required=True)
-    for axis in AXES:  # the swept axes (db.axes): --batch, --backend, --mode, --dynamic, --fullgraph
+    for axis in AXES:  # the swept axes (lab.axes): --batch, --backend, --mode, --dynamic, --fullgraph
         s.add_argument(axis.flag, dest=axis.plural, action="append", required=axis.field == "batch_size",
                        help=axis.help)
     s.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
@@ -165,14 +169,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e.strerror or type(e).__name__}: {e.filename or ''}".rstrip(": "), file=sys.stderr)
         return 2
     except sa_exc.SQLAlchemyError as e:  # the server down, a damaged SQLite file: one line, no traceback
-        print(f"error: database {describe(resolve_url(getattr(args, 'db', None)))}: {_first_line(e)}",
-              file=sys.stderr)
+        why = first_line(getattr(e, "orig", None) or e)  # the driver's words, not the SQL around them
+        print(f"error: database {describe(resolve_url(getattr(args, 'db', None)))}: {why}", file=sys.stderr)
         return 2
-
-
-def _first_line(e: Exception) -> str:
-    text = str(getattr(e, "orig", None) or e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
 
 
 def _row_id(text: str) -> int:
@@ -227,7 +226,7 @@ def _model_args(pairs: list[str]) -> dict:
             raise UsageError(f"--arg {pair!r}: expected NAME=VALUE")
         name, value = pair.split("=", 1)
         digits = re.fullmatch(r"-?[0-9]+", value.strip())
-        out[name.strip()] = _int(value, f"model_args.{name.strip()}") if digits else value.strip()
+        out[name.strip()] = integer(value, f"model_args.{name.strip()}") if digits else value.strip()
     return out
 
 
@@ -249,7 +248,7 @@ def cmd_work(args) -> int:
     if not 1 <= args.lease <= 24 * 3600:
         raise UsageError(f"--lease must be between 1 and 86400 seconds, got {args.lease:g}")
     if args.threads is not None:
-        from runner.neighbours import my_cpus
+        from runner.disturbance import my_cpus
 
         cpus = len(my_cpus())  # more threads than cores only makes them queue for the cores, and times that queue
         if not 1 <= args.threads <= cpus:
@@ -318,10 +317,7 @@ def cmd_status(args) -> int:
         + f"  torch {w.capabilities.get('torch_version')}" + (f" job {w.current_job_id}" if w.current_job_id else "")
         + f"  heartbeat {(now - w.heartbeat_at).total_seconds():.0f} s ago" for w in workers))
     for j in jobs:
-        spec = j["spec"]
-        line = (f"{j['job_id']:>6}  {j['status']:<10} {spec.get('model')} bs={spec.get('batch_size')} "
-                f"{spec.get('backend')}/{spec.get('mode')} dyn={spec.get('dynamic')} {spec.get('device')}"
-                + (f" torch {spec['torch']}" if spec.get("torch", "any") != "any" else ""))
+        line = f"{j['job_id']:>6}  {j['status']:<10} {job_label(j['spec'])}"
         if j["status"] == "running":
             line += f"  [{j['phase']}" + (f" {j['progress']:.0%}" if j["progress"] is not None else "") + "]"
         elif j["status"] == "queued":
@@ -388,10 +384,10 @@ def _known_sweeps(engine, sweep_ids) -> None:
 def cmd_report(args) -> int:
     _known_sweeps(get_engine(args.db), args.sweep)
     if args.versions:
-        rows = versions.report(get_engine(args.db), sweep_ids=args.sweep)
+        rows = reports.version_report(get_engine(args.db), sweep_ids=args.sweep)
         text = {"md": versions.rows_markdown, "json": answer.rows_json, "csv": versions.rows_csv}[args.format](rows)
     else:
-        rows = answer.report(get_engine(args.db), sweep_ids=args.sweep)
+        rows = reports.report(get_engine(args.db), sweep_ids=args.sweep)
         text = {"md": answer.rows_markdown, "json": answer.rows_json, "csv": answer.rows_csv}[args.format](rows)
     if args.output:
         Path(args.output).write_text(text)

@@ -6,7 +6,7 @@ A run is left out of the answer (and re-run) only for a cause measured here, nam
   - tasks stalled for memory (/proc/pressure/memory) or pages swapped in;
   - on CUDA, through NVML: another process computing on the GPU, the GPU slowed by heat or a hardware brake
     (clock event reasons), or its SM clock dropping while the GPU was busy.
-Scatter alone is not a cause: it widens the answer's interval (db.interval). Reads happen before the rounds, between
+Scatter alone is not a cause: it widens the answer's interval (lab.interval). Reads happen before the rounds, between
 rounds (NVML only: tens of microseconds) and after them, never while a call is timed. No torch here.
 """
 from __future__ import annotations
@@ -15,6 +15,8 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
+
+from runner.reaper import proc_stats
 
 log = logging.getLogger("compile_lab.child")
 
@@ -29,6 +31,13 @@ EXTERNAL_REASONS = {0x8: "a hardware slowdown", 0x20: "software thermal slowdown
                     0x80: "a hardware power brake"}
 GPU_IDLE = 0x1
 TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def my_cpus() -> list[int]:
+    """The CPUs this process may run on (its affinity), sorted: a job's cores, whose other users disturb it."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
 
 
 @dataclass
@@ -63,20 +72,9 @@ def _cpu_ticks(cpus: set[int]) -> tuple[int, int, dict]:
     return parts["user"] + parts["nice"] + parts["system"], parts["steal"], parts
 
 
-def _processes() -> dict[int, tuple[str, int]]:
-    out = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                text = f.read()
-        except OSError:  # gone meanwhile, or not ours to read
-            continue
-        name = text[text.find("(") + 1:text.rfind(")")]
-        rest = text[text.rfind(")") + 2:].split()
-        out[int(entry)] = (name, int(rest[11]) + int(rest[12]), int(rest[1]))  # utime + stime, parent
-    return out
+def _processes() -> dict[int, tuple[str, int, int]]:
+    """pid -> (name, CPU ticks: utime + stime, parent pid) for every process in /proc."""
+    return {pid: (name, int(rest[11]) + int(rest[12]), int(rest[1])) for pid, (name, rest) in proc_stats().items()}
 
 
 def _own_seconds() -> float:

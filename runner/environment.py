@@ -7,8 +7,8 @@ import socket
 
 import torch
 
-from db.noise import cpus_text
-from runner.neighbours import my_cpus
+from lab.noise import cpus_text
+from runner.disturbance import my_cpus
 
 
 def environment(device: str) -> dict:

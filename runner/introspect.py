@@ -9,7 +9,7 @@ import re
 
 import torch
 
-from db.spec import ExperimentSpec
+from lab.spec import ExperimentSpec
 
 
 def metrics() -> list:

@@ -17,9 +17,10 @@ from pathlib import Path
 
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from db import artifacts, queue, tabular
+from db import queue
 from db.models import JobStatus
-from runner.lease import first_line
+from lab import artifact_files, tabular
+from lab.errors import first_line
 
 log = logging.getLogger("compile_lab.worker")
 FILE = "outcome.json"
@@ -42,7 +43,7 @@ class Kept:
     def store(self, engine, with_artifacts: bool = True) -> bool:
         """Store it (its job folder's artifacts with it); True if it went in, False if the job is someone else's
         now. Either way the file is done with and removed; a database error leaves it for the next try."""
-        items = artifacts.read_dir(self.path.parent / "artifacts") if with_artifacts else []
+        items = artifact_files.read_dir(self.path.parent / "artifacts") if with_artifacts else []
         stored = queue.finish_kept(engine, self.job_id, self.token, self.worker_id, self.attempt, self.status,
                                    self.error, self.result, self.log_tail, items)
         self.drop()

@@ -19,6 +19,7 @@ from pathlib import Path
 from sqlalchemy.exc import OperationalError
 
 from db import queue
+from lab.errors import first_line
 from runner.leasefile import LeaseFile
 
 log = logging.getLogger("compile_lab.worker")
@@ -98,7 +99,3 @@ def read_progress(path: Path) -> tuple[str, float | None]:
     except (OSError, ValueError, IndexError):
         return "starting", None
 
-
-def first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__

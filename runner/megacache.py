@@ -7,7 +7,7 @@ loaded into the fresh cache directory before a `portable` job compiles anything,
 The worker names the files through the environment, as it names the cache directories; each torch API is
 looked up, since an older or newer torch may lack it. The worker checked the bundle's signature before writing its
 file (runner.portable); the child unpacks it only if the file still has the digest of the bytes the worker checked,
-and only what fits in MAX_UNPACKED_BYTES (db.unpack), both before anything is written or loaded."""
+and only what fits in MAX_UNPACKED_BYTES (lab.unpack), both before anything is written or loaded."""
 from __future__ import annotations
 
 import hashlib
@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 
 import torch
 
-from db import unpack
+from lab import unpack
 
 LOAD_ENV = "COMPILE_LAB_LOAD_CACHE"  # a bundle to load before compiling
 LOAD_SHA_ENV = "COMPILE_LAB_LOAD_CACHE_SHA256"  # the digest of the bytes whose signature the worker checked

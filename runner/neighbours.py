@@ -9,23 +9,15 @@ cores it was given. No torch here: the worker stays small.
 from __future__ import annotations
 
 import logging
-import os
 import time
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from db import queue
-from db.noise import cpus_text
+from lab.noise import cpus_text
 
 log = logging.getLogger("compile_lab.worker")
-
-
-def my_cpus() -> list[int]:
-    """The CPUs this process may run on (its affinity), sorted."""
-    if hasattr(os, "sched_getaffinity"):
-        return sorted(os.sched_getaffinity(0))
-    return list(range(os.cpu_count() or 1))
 
 
 def sharing(me: str, cpus: list[int], workers) -> list[str]:

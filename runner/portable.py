@@ -18,7 +18,7 @@ from typing import Mapping
 from sqlalchemy import Engine
 
 from db import caches
-from db.spec import ExperimentSpec
+from lab.spec import ExperimentSpec
 from runner.signing import Signer, digest
 
 log = logging.getLogger("compile_lab.worker")

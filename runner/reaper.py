@@ -25,19 +25,26 @@ def become_subreaper() -> bool:
         return False
 
 
-def _parents() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, state letter) for every process in /proc."""
+def proc_stats() -> dict[int, tuple[str, list[str]]]:
+    """Every process in /proc: pid -> (its name, the fields of its stat line after the name: state, parent pid, ...,
+    utime and stime at 11 and 12)."""
     out = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat", "rb") as f:
-                after = f.read().rsplit(b")", 1)[1].split()  # the name in () may hold spaces
-        except (OSError, IndexError):
-            continue  # exited while we looked
-        out[int(entry)] = (int(after[1]), after[0].decode())
+                head, sep, rest = f.read().decode(errors="replace").rpartition(")")  # the name may hold ) and spaces
+        except OSError:  # exited while we looked, or not ours to read
+            continue
+        if sep:
+            out[int(entry)] = (head[head.find("(") + 1:], rest.split())
     return out
+
+
+def _parents() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, state letter) for every process in /proc."""
+    return {pid: (int(after[1]), after[0]) for pid, (_, after) in proc_stats().items()}
 
 
 def descendants(root: int) -> list[int]:

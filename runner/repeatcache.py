@@ -1,4 +1,4 @@
-"""A configuration's compile cache, kept for its follow-up processes (db.noise): the cold first call is measured
+"""A configuration's compile cache, kept for its follow-up processes (lab.noise): the cold first call is measured
 once, by the configuration's first run, and its process repeats and re-runs compile from what that run left, so
 their first call is a warm one (recorded so) and they cost a sweep little beyond their rounds.
 
@@ -13,14 +13,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from db.spec import spec_key
+from lab.spec import spec_key
 
 KEEP = 32
 FOLDER = "repeat-cache"
 
 
 def key(spec: dict, torch_version: str | None) -> str:
-    """The configuration (db.spec.spec_key) on this worker's torch: another torch compiles otherwise."""
+    """The configuration (lab.spec.spec_key) on this worker's torch: another torch compiles otherwise."""
     return spec_key({"spec": spec, "torch": torch_version})
 
 

@@ -8,7 +8,7 @@ from typing import Callable
 
 import torch
 
-from runner.timing import percentile
+from runner.stats import percentile
 
 WARMUP_MIN_CALLS, WARMUP_MIN_S = 3, 0.1
 Report = Callable[[str, "float | None"], None]

@@ -47,20 +47,30 @@ class FreshChild:
             return None
 
 
-class FreshSpawner:
-    method = "fresh"
+class Spawner:
+    """A way to start a job's child (as rq's worker classes share a base): `start` one; `prepare`, `wait_ready` and
+    `close` do nothing unless the way keeps something running between jobs (the preloaded parent does)."""
+
+    method = ""
 
     def prepare(self) -> None:
-        pass
+        """Start what children are started from, if anything (its imports run while the worker does the rest)."""
 
     def wait_ready(self, timeout: float = 600) -> None:
-        pass
+        """Until a first child can start at once."""
+
+    def start(self, argv: list[str], env: dict, cwd: Path, log: Path):
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Stop what `prepare` started."""
+
+
+class FreshSpawner(Spawner):
+    method = "fresh"
 
     def start(self, argv: list[str], env: dict, cwd: Path, log: Path) -> FreshChild:
         return FreshChild(argv, env, cwd, log)
-
-    def close(self) -> None:
-        pass
 
 
 class ForkedChild:
@@ -76,7 +86,7 @@ class ForkedChild:
         return self.returncode
 
 
-class ForkSpawner:
+class ForkSpawner(Spawner):
     """Talks to one preloaded parent, started on first use and restarted if it dies."""
 
     method = "fork"
@@ -191,7 +201,7 @@ class InlineChild:
         return self.returncode
 
 
-class InlineSpawner:
+class InlineSpawner(Spawner):
     """`--spawn inline`, for debugging a job (as rq's SimpleWorker): the child's work runs in the worker's own
     process, in the foreground, so `breakpoint()` in a model or `python -m pdb -m runner work --spawn inline
     --once` stops in it. The job's environment (compile cache folders) is set for the run and restored. No
@@ -199,12 +209,6 @@ class InlineSpawner:
     others rely on."""
 
     method = "inline"
-
-    def prepare(self) -> None:
-        pass
-
-    def wait_ready(self, timeout: float = 600) -> None:
-        pass
 
     def start(self, argv: list[str], env: dict, cwd: Path, log: Path) -> InlineChild:
         from runner.child import parse_args, run_job
@@ -220,9 +224,6 @@ class InlineSpawner:
                 else:
                     os.environ[k] = v
         return InlineChild(rc)
-
-    def close(self) -> None:
-        pass
 
 
 def make_spawner(method: str, env: dict, cwd: Path):

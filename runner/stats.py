@@ -1,10 +1,9 @@
 """From the clocks' samples to the record's numbers: medians, spreads, the three speedups, host overhead, this
-process's paired speedup and its standard error (db.interval). Pure arithmetic (no torch). Whether the run was
-disturbed is measured, not read from these numbers (runner.disturbance)."""
+process's paired speedup and its standard error (lab.interval), and the percentiles they rest on. Pure arithmetic
+(no torch). Whether the run was disturbed is measured, not read from these numbers (runner.disturbance)."""
 from __future__ import annotations
 
-from db.interval import round_ratios, run_center
-from runner.timing import percentile, spread
+from lab.interval import round_ratios, run_center
 
 HOST_BOUND = 0.5  # a side whose GPU idles this share of its latency is host-bound (launches, Python, guards)
 
@@ -13,7 +12,7 @@ def clock_fields(samples: dict, gpu: bool, cudagraphs: bool = False) -> dict:
     """The record's numbers from the three clocks' samples (runner.timing). The headline (eager_ms,
     compiled_ms, speedup, percentiles, spreads) is latency; throughput and GPU time beside it under their
     own names; the host overhead (1 - GPU time / latency) and, past HOST_BOUND, why in words; the per-round
-    ratios' spread and their median with its standard error (db.interval.run_center)."""
+    ratios' spread and their median with its standard error (lab.interval.run_center)."""
     out = {}
     for side in ("eager", "compiled"):
         lat = _flat(samples[side])
@@ -53,7 +52,7 @@ def host_note(eager_idle: float | None, compiled_idle: float | None, cudagraphs:
 def paired_spread(samples: dict) -> dict:
     """speedup_p10 / speedup_p90 over per-round ratios of latency medians: the same round's two sides, so
     drift between rounds cancels."""
-    ratios = round_ratios(samples)  # the answer table's interval pools these same ratios (db.answer)
+    ratios = round_ratios(samples)  # the answer table's interval pools these same ratios (lab.answer)
     return {"speedup_p10": percentile(ratios, 10) if ratios else None,
             "speedup_p90": percentile(ratios, 90) if ratios else None}
 
@@ -72,3 +71,20 @@ def _median_or_none(values: list[float]) -> float | None:
 
 def _round_medians(rounds: list[list[float]]) -> list[float]:
     return [percentile(block, 50) for block in rounds if block]
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Linear-interpolated percentile (q in 0..100) of a non-empty list, as numpy's default."""
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def spread(values: list[float]) -> float | None:
+    """Interquartile range over median: how far one number of this set can be trusted."""
+    if len(values) < 2:
+        return None
+    mid = percentile(values, 50)
+    return (percentile(values, 75) - percentile(values, 25)) / mid if mid > 0 else None

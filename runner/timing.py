@@ -177,20 +177,3 @@ def _fit(x: float, lo: int, hi: int) -> int:
 
 def make_timer(device: str) -> CpuTimer:
     return CudaTimer() if device == "cuda" else CpuTimer()
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Linear-interpolated percentile (q in 0..100) of a non-empty list, as numpy's default."""
-    xs = sorted(values)
-    pos = (len(xs) - 1) * q / 100.0
-    lo = int(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
-def spread(values: list[float]) -> float | None:
-    """Interquartile range over median: how far one number of this set can be trusted."""
-    if len(values) < 2:
-        return None
-    mid = percentile(values, 50)
-    return (percentile(values, 75) - percentile(values, 25)) / mid if mid > 0 else None

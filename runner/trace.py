@@ -13,7 +13,7 @@ import json
 import logging
 import re
 
-from db.artifacts import MAX_TEXT_BYTES
+from lab.artifact_files import MAX_TEXT_BYTES
 
 GRAPHS = ("dynamo_output_graph", "aot_inference_graph", "aot_forward_graph", "aot_backward_graph",
           "inductor_post_grad_graph")
@@ -75,7 +75,7 @@ class CompileTrace(logging.Handler):
                                           "reason": info.get("cache_bypass_reason")})
 
     def artifacts(self) -> dict[str, str]:
-        """{name: text} for db.artifacts.write_dir; a text that hit the limit ends saying how much was left out."""
+        """{name: text} for lab.artifact_files.write_dir; a text that hit the limit ends saying how much was left out."""
         out = {}
         for name, parts in self.texts.items():
             text = "".join(parts)

@@ -30,27 +30,30 @@ from pathlib import Path
 
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from db import queue, timeline
+from db import queue
 from db.database import get_engine
 from db.engine import DatabaseGone, MalformedJSON, check_identity, file_identity
 from db.models import JobStatus
-from db.noise import cpus_text
-from db.spec import ExperimentSpec, SpecError
-from db.timeline import Phases
-from runner import ceilings, hostfacts, kept, portable, preload, repeatcache, zoo
+from db.results import store_timeline
+from lab import timeline
+from lab.checks import SpecError
+from lab.errors import first_line
+from lab.noise import cpus_text
+from lab.spec import ExperimentSpec
+from lab.timeline import Phases
+from runner import ceilings, hostfacts, kept, preload, zoo
 from runner import probe as host_probe
 from runner.child import THREADS_ENV, WORKER_PID_ENV
-from runner.lease import LeaseKeeper, Renewed, read_progress
-from runner.neighbours import Watch, my_cpus, sharing
-from runner.reaper import kill_tree
+from runner.disturbance import my_cpus
+from runner.lease import LeaseKeeper, Renewed
+from runner.neighbours import sharing
 from runner.signing import KEY_FILE_ENV, Signer
 from runner.spawn import SpawnError, make_spawner
+from runner.supervise import HANDED_BACK, Outcome, Supervision, log_outcome, log_tail
 
 log = logging.getLogger("compile_lab.worker")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-LOG_TAIL_CHARS = 6000
 STARTING = "worker start"  # a job's wait for its worker's start to finish (the first job after a fast start)
-SUPERVISE_TICK_S = 0.2  # how often the supervisor looks at the child, its lease and the stop signal
 
 
 @dataclass
@@ -72,19 +75,10 @@ class WorkerConfig:
     signer: Signer | None = field(default=None, repr=False)  # signs and checks cache bundles; None: no portable cache
 
 
-@dataclass
-class Outcome:
-    status: JobStatus | None  # None: the lease is gone (cancelled, taken back, handed back); nothing to write
-    error: str | None = None
-    result: dict | None = None
-    phases: list = field(default_factory=list)  # the child's phases (db.timeline), as its result file gives them
-    written_at: float | None = None  # when the child began writing its result file
+class Worker(Supervision):
+    """Claims jobs and runs each in a child process (runner.supervise), from a start that learns what its host can
+    run."""
 
-
-HANDED_BACK = Outcome(None, "handed back: the worker's own files failed")
-
-
-class Worker:
     def __init__(self, cfg: WorkerConfig):
         self.cfg = cfg
         self.engine = get_engine(cfg.db_url)
@@ -174,7 +168,7 @@ class Worker:
                                     probe.get("torch_version"), probe.get("driver"))
                 except Exception as e:
                     log.warning("worker %s: calibration failed (%s); results will have no roofline placement",
-                                self.id, _first_line(e))
+                                self.id, first_line(e))
             self.first_call_imports_s = kept_cost if kept_cost is not None else host_probe.import_cost(cost)
             self.spawner = self._ready_spawner()  # ready means a job's child starts at once
             facts = {"probe": probe, "first_call_imports_s": self.first_call_imports_s}
@@ -209,11 +203,11 @@ class Worker:
                 if renewed is not None:
                     renewed.at = sent
             except (OperationalError, OSError) as e:
-                log.warning("job %s: heartbeat failed (%s); retrying", claim.job_id, _first_line(e))
+                log.warning("job %s: heartbeat failed (%s); retrying", claim.job_id, first_line(e))
         steps.add(STARTING, waited, time.time())
         if self._start_error is not None:
             self.stop.set()
-            return self._hand_back(claim, f"could not finish starting ({_first_line(self._start_error)}); stopping")
+            return self._hand_back(claim, f"could not finish starting ({first_line(self._start_error)}); stopping")
         return None
 
     def _ready_spawner(self):
@@ -260,7 +254,7 @@ class Worker:
         env["PYTHONUNBUFFERED"] = "1"
         env[WORKER_PID_ENV] = str(os.getpid())  # the child checks it is still ours after arming PDEATHSIG
         env[THREADS_ENV] = str(self.threads)
-        env["COMPILE_LAB_WORK_CACHE"] = str(Path(self.cfg.home).resolve() / "work-cache")  # runner.work.CACHE_ENV:
+        env["COMPILE_LAB_WORK_CACHE"] = str(Path(self.cfg.home).resolve() / "work-cache")  # runner.roofline_work.CACHE_ENV:
         # a sweep counts the FLOPs of one model, size, dtype, task and device once
         spawner = getattr(self, "spawner", None)
         if (spawner is not None and spawner.method == "fork" and preload.enabled()
@@ -287,7 +281,7 @@ class Worker:
                     kept.store_found(self)
                     queue.requeue_expired(self.engine)
                     claimed_at = time.monotonic()  # the lease runs from (no later than) here
-                    claim_started = time.time()  # the job's timeline starts here (db.timeline)
+                    claim_started = time.time()  # the job's timeline starts here (lab.timeline)
                     claim = queue.claim_next(self.engine, self.id, self.capabilities["devices"], models,
                                              self.cfg.lease_s, self.capabilities["torch_version"])
                     steps = Phases()
@@ -296,7 +290,7 @@ class Worker:
                         queue.heartbeat_worker(self.engine, self.id, "idle")
                 except (OperationalError, OSError) as e:  # database down or locked past the busy timeout, or
                     # its lock file or folder unwritable: wait, retry
-                    log.warning("worker %s: database unavailable (%s); retrying", self.id, _first_line(e))
+                    log.warning("worker %s: database unavailable (%s); retrying", self.id, first_line(e))
                     self.stop.wait(max(self.cfg.poll_s, 1.0))
                     continue
                 if claim is None:
@@ -322,7 +316,7 @@ class Worker:
     # -- one job ----------------------------------------------------------------------------------
     def run_claim(self, claim: queue.Claim, claimed_at: float | None = None, steps: Phases | None = None) -> Outcome:
         """Run one claimed job to its recorded end. `steps`: the worker's own phases so far (the claim); the
-        job's timeline is them, the child's phases and the rest of this method's (db.timeline)."""
+        job's timeline is them, the child's phases and the rest of this method's (lab.timeline)."""
         if steps is None:
             steps = Phases()
             steps.add("claim", time.time(), time.time())
@@ -346,18 +340,18 @@ class Worker:
                 if outcome is HANDED_BACK:
                     return outcome
             except OSError as e:  # the worker's own folder failed (full, unwritable): not the experiment's fault
-                return self._hand_back(claim, f"cannot use its job folder {jobdir} ({_first_line(e)})")
+                return self._hand_back(claim, f"cannot use its job folder {jobdir} ({first_line(e)})")
         if outcome.status is JobStatus.SUCCEEDED:
             try:
                 with steps.phase("roofline placement"):
                     outcome.result = ceilings.place_result(self.engine, spec, outcome.result)
             except Exception as e:  # placement is extra; the measurement is stored either way
-                log.warning("job %s: no roofline placement (%s)", claim.job_id, _first_line(e))
+                log.warning("job %s: no roofline placement (%s)", claim.job_id, first_line(e))
         stored = None
         if outcome.status is not None:
             store_started = time.time()
             finished = kept.keep_or_hold(jobdir, claim, self.id, outcome.status, outcome.error, outcome.result,
-                                         _tail(logfile))
+                                         log_tail(logfile))
             outcome.result = finished.result
             stored = kept.store(self, finished)
             if stored is False:
@@ -371,7 +365,7 @@ class Worker:
                       claim.job_id, outcome.status.value, jobdir / kept.FILE)
             return outcome
         if outcome.status is None or stored:  # stored False: said above, and what ran is not what was stored
-            _log_outcome(claim.job_id, outcome)
+            log_outcome(claim.job_id, outcome)
         if not self.cfg.keep_job_dirs:
             shutil.rmtree(jobdir, ignore_errors=True)
         self._retry("note the worker idle", lambda: queue.heartbeat_worker(self.engine, self.id, "idle"))
@@ -382,10 +376,10 @@ class Worker:
         first one's own duration belongs on it. A result without it is still whole, so a failure only warns."""
         tl = timeline.for_job(steps, outcome.phases, outcome.written_at, t0, steps.intervals[-1]["end"])
         try:
-            self._retry("store the timeline", lambda: timeline.store(self.engine, job_id, outcome.result.get("detail"),
+            self._retry("store the timeline", lambda: store_timeline(self.engine, job_id, outcome.result.get("detail"),
                                                                      tl))
         except DBAPIError as e:
-            log.warning("job %s: timeline not stored (%s)", job_id, _first_line(e))
+            log.warning("job %s: timeline not stored (%s)", job_id, first_line(e))
 
     def rebuild_spec(self, stored) -> ExperimentSpec:
         """The stored spec, validated again: the database is outside our control (old rows, hand edits).
@@ -412,141 +406,10 @@ class Worker:
                 return write()
             except (OperationalError, OSError) as e:
                 if self.hurry.is_set() if deadline is None else time.monotonic() > deadline:
-                    log.error("worker %s: could not %s: %s; giving up", self.id, what, _first_line(e))
+                    log.error("worker %s: could not %s: %s; giving up", self.id, what, first_line(e))
                     return None
-                log.warning("worker %s: could not %s (%s); retrying", self.id, what, _first_line(e))
+                log.warning("worker %s: could not %s (%s); retrying", self.id, what, first_line(e))
                 time.sleep(1.0)
-
-    def _supervise(self, claim: queue.Claim, spec: ExperimentSpec, jobdir: Path, logfile: Path,
-                   claimed_at: float, steps: Phases) -> Outcome:
-        spec_file, result_file, progress_file = jobdir / "spec.json", jobdir / "result.json", jobdir / "progress.jsonl"
-        jobdir.mkdir(parents=True, exist_ok=True)
-        spec_file.write_text(spec.to_json())
-        for stale in (result_file, progress_file):  # a released attempt re-runs in the same folder
-            stale.unlink(missing_ok=True)
-        shutil.rmtree(jobdir / "artifacts", ignore_errors=True)
-        env = self._env()
-        cold_dir = kept = None
-        kept_name = repeatcache.key(spec.to_dict(), self.probe.get("torch_version"))
-        if spec.cache in ("cold", "portable") and claim.follow_up:  # its configuration's first run's cache, if here
-            kept = repeatcache.find(self.home, kept_name)
-        if kept is not None:
-            cache = kept
-        elif spec.cache in ("cold", "portable"):  # a fresh, empty compile cache, kept for its follow-ups
-            cache = cold_dir = repeatcache.fresh(self.home, kept_name, claim.job_id)
-        else:  # the worker's persistent cache, shared by its warm jobs
-            cache = self.home / "cache"
-        env["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
-        env["TRITON_CACHE_DIR"] = str(cache / "triton")
-        # load or save a bundle; a follow-up in its first run's cache has what that run loaded
-        mega = None if kept is not None else portable.prepare(self.engine, spec, self.probe, jobdir, env,
-                                                               self.cfg.signer)
-        argv = ["--spec", str(spec_file), "--result", str(result_file), "--progress", str(progress_file),
-                "--lease-file", str(jobdir / "lease")]
-        argv += ["--repeat"] if claim.follow_up else []  # the headline clock only (runner.measure)
-        argv += ["--cache-from-first-run"] if kept is not None else []
-        outcome = None
-        try:
-            outcome = self._run_child(claim, spec, jobdir, logfile, claimed_at, steps, env, argv, mega)
-            return outcome
-        finally:
-            if cold_dir is not None:  # a first run's cache stays for its follow-ups; any other cold one goes
-                repeatcache.settle(cold_dir, keep=not claim.follow_up and outcome is not None
-                                   and outcome.status is JobStatus.SUCCEEDED)
-
-    def _run_child(self, claim: queue.Claim, spec: ExperimentSpec, jobdir: Path, logfile: Path, claimed_at: float,
-                   steps: Phases, env: dict, argv: list[str], mega: dict | None) -> Outcome:
-        result_file, progress_file = jobdir / "result.json", jobdir / "progress.jsonl"
-        for d in self.cfg.models_dirs:
-            argv += ["--models-dir", str(Path(d).resolve())]
-        deadline = time.monotonic() + spec.timeout_s
-        stop_deadline = None
-        lease = LeaseKeeper(self, claim, jobdir, claimed_at)
-        lease.start()  # before the spawn: starting a fresh preloaded parent can take a while
-        watch = Watch(self.engine, self.id, self.hostname, self.cpus, every_s=self.beat_s)
-        watch.sample(force=True)
-        proc = None
-        steps.marks["spawned"] = spawned = time.time()
-        steps.add("job setup", steps.intervals[-1]["end"], spawned)
-        try:
-            try:  # in its own process group either way: one kill reaches all
-                proc = self.spawner.start(argv, env, jobdir, logfile)
-                while (rc := proc.wait(SUPERVISE_TICK_S)) is None:
-                    outcome = self._check(proc, claim, lease, progress_file, deadline, spec, stop_deadline)
-                    if isinstance(outcome, Outcome):
-                        return outcome
-                    stop_deadline = outcome
-                    watch.sample()
-            except SpawnError as e:  # our own machinery failed, not the experiment: hand the job back
-                return self._spawn_failed(claim, e)
-            steps.marks["child exited"] = time.time()  # when the worker learned it: closes "result write"
-        finally:
-            cleanup_started = time.time()
-            lease.done.set()
-            lease.join(timeout=1.0)  # a renewal stuck on a lock is left behind (daemon thread)
-            if proc is not None:
-                kill_group(proc)  # grandchildren (inductor compile workers) must not outlive the job
-            steps.add("job cleanup", cleanup_started, time.time())
-        with steps.phase("read result"):
-            phase, _ = read_progress(progress_file)
-            if rc == -signal.SIGKILL and time.monotonic() > lease.child_deadline():  # the child's keeper stopped it
-                return self._lease_stale(claim, lease, phase)
-            outcome = read_outcome(rc, result_file, phase)
-        if outcome.status is JobStatus.SUCCEEDED:
-            watch.sample(force=True)
-            self._note_neighbours(outcome.result, watch)
-            with steps.phase("cache bundle"):  # a cold job's bundle kept, for portable jobs (runner.portable)
-                portable.finish(self.engine, mega, claim.job_id, outcome.result, jobdir, self.cfg.signer)
-        return outcome
-
-    def _note_neighbours(self, result: dict, watch: Watch) -> None:
-        """The host's other workers into the result: who shared this worker's cores and who was busy while the job
-        ran (detail.host_state), and, on a noisy result, in its noise_note: the likely reason."""
-        host_state = result.setdefault("detail", {}).setdefault("host_state", {}) or {}
-        result["detail"]["host_state"] = {**host_state, **watch.state(), "threads_pinned": self.threads}
-        note = watch.note()
-        if note and result.get("noisy"):
-            result["noise_note"] = f"{result.get('noise_note') or 'noisy'}; {note}"
-        shares = sorted(watch.shares)
-        if shares != self.capabilities.get("shares_cores_with"):
-            self.capabilities["shares_cores_with"] = self._sharing_changed(shares)
-
-    def _sharing_changed(self, shares: list[str]) -> list[str]:
-        if shares:
-            log.warning("worker %s shares CPUs %s with %s: their timings disturb each other's", self.id,
-                        cpus_text(self.cpus), ", ".join(shares))
-        caps = {**self.capabilities, "shares_cores_with": shares}
-        self._retry("publish what the worker shares", lambda: queue.publish_capabilities(self.engine, self.id, caps))
-        return shares
-
-    def _check(self, proc, claim, lease, progress_file: Path, deadline: float, spec: ExperimentSpec,
-               stop_deadline: float | None):
-        """One look at a running child: an Outcome if it must end now, else the (new) stop deadline."""
-        phase, _ = read_progress(progress_file)
-        if time.monotonic() > deadline:
-            kill_group(proc)
-            return Outcome(JobStatus.TIMED_OUT, f"timed out after {spec.timeout_s} s (while {phase}); "
-                                                "the child's process group was killed")
-        if lease.lost.is_set():  # cancelled, or taken back by another worker
-            kill_group(proc)
-            return Outcome(None)
-        if lease.stale():  # the database has not taken a renewal for almost a whole lease
-            kill_group(proc)  # first: once the lease ends, another worker may start this job
-            return self._lease_stale(claim, lease, phase)
-        try:
-            check_identity(self.engine, self.db_file)
-        except DatabaseGone:
-            kill_group(proc)
-            raise
-        if self.stop.is_set():
-            stop_deadline = stop_deadline or time.monotonic() + self.cfg.grace_s
-            if self.hurry.is_set() or time.monotonic() > stop_deadline:
-                kill_group(proc)
-                self._retry("release the job", lambda: queue.release(
-                    self.engine, claim.job_id, claim.token, f"worker {self.id} stopped while {phase}; "
-                                                            "re-queued without counting the attempt"))
-                return Outcome(None)
-        return stop_deadline
 
     def _lease_stale(self, claim: queue.Claim, lease: LeaseKeeper, phase: str) -> Outcome:
         lease.done.set()  # renewing is over: what is left is handing the job back
@@ -577,77 +440,3 @@ class Worker:
             self.engine, claim.job_id, claim.token,
             f"worker {self.id}: {error}; re-queued without counting the attempt"))
         return Outcome(None)
-
-
-def read_outcome(rc: int, result_file: Path, phase: str) -> Outcome:
-    """Turn how the child ended into one recorded state."""
-    payload = None
-    if result_file.exists():
-        try:
-            payload = json.loads(result_file.read_text())
-        except ValueError as e:
-            return Outcome(JobStatus.CRASHED, f"child wrote an unreadable result file ({e})")
-    if payload is not None and payload.get("status") == "succeeded" and rc == 0:
-        return Outcome(JobStatus.SUCCEEDED, None, payload["result"], payload.get("phases") or [],
-                       payload.get("written_at"))
-    if payload is not None and payload.get("status") == "failed":
-        return Outcome(JobStatus.FAILED, payload.get("error") or "failed without a message")
-    if rc < 0:
-        try:
-            name = signal.Signals(-rc).name
-        except ValueError:
-            name = f"signal {-rc}"
-        return Outcome(JobStatus.CRASHED, f"child killed by {name} while {phase}")
-    return Outcome(JobStatus.CRASHED, f"child exited with code {rc} without a result while {phase}")
-
-
-def kill_group(proc) -> None:
-    """SIGKILL the child's whole tree (runner/reaper.py: descendants in other sessions too), its process
-    group, and reap the child."""
-    if getattr(proc, "inline", False):  # --spawn inline: the job ran in this process, which must live on
-        return
-    try:
-        running = proc.wait(0) is None
-    except SpawnError:
-        running = True
-    if running:  # an exited child's pid may already belong to someone else: never stop that one
-        kill_tree(proc.pid)
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:  # a child forked a moment ago may not lead its own group yet
-        try:
-            os.kill(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    except PermissionError:
-        pass
-    try:
-        if proc.wait(30) is None:
-            log.error("child %s did not die after SIGKILL", proc.pid)
-    except SpawnError:
-        pass
-
-
-def _first_line(e: Exception) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
-
-
-def _tail(path: Path) -> str | None:
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(0, os.path.getsize(path) - LOG_TAIL_CHARS))
-            return f.read().decode(errors="replace")
-    except OSError:
-        return None
-
-
-def _log_outcome(job_id: int, o: Outcome) -> None:
-    if o.status is None:
-        log.info("job %s: stopped without a result (cancelled or handed back)", job_id)
-    elif o.status is JobStatus.SUCCEEDED:
-        r = o.result
-        log.info("job %s: succeeded, eager %.4g ms, compiled %.4g ms, speedup %.3gx, first call %.3g s",
-                 job_id, r["eager_ms"], r["compiled_ms"], r["speedup"], r["compiled_first_call_s"])
-    else:
-        log.info("job %s: %s: %s", job_id, o.status.value, o.error)

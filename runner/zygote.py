@@ -33,7 +33,7 @@ def _preload() -> None:
     import torch  # noqa: F401
 
     with _nvml_answered(torch, nvml):
-        import db.spec  # noqa: F401
+        import lab.spec  # noqa: F401
         import runner.child  # noqa: F401
         import runner.measure  # noqa: F401  (what every job imports: the protocol and its steps)
         import runner.zoo  # noqa: F401

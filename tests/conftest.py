@@ -127,6 +127,14 @@ def any_db_url(request, tmp_path) -> str:
     return request.getfixturevalue("pg_url")
 
 
+def at_head(url: str, migrated: Path) -> str:
+    """`url`; a SQLite one made a copy of the migrated template (`migrated_sqlite`) first, as db_url is: for tests on
+    any_db_url that are not about migrating (its PostgreSQL database is migrated when first opened)."""
+    if url.startswith("sqlite:///"):
+        shutil.copyfile(migrated, url.removeprefix("sqlite:///"))
+    return url
+
+
 @pytest.fixture
 def engine(db_url):
     from db.database import get_engine
@@ -134,15 +142,42 @@ def engine(db_url):
     return get_engine(db_url)
 
 
+@pytest.fixture(scope="session")
+def synthetic_fills(tmp_path_factory) -> dict:
+    """bench.synthetic's fills made once per run, as SQLite files: (n_jobs, seed, device, ceilings) -> path."""
+    return {"folder": tmp_path_factory.mktemp("synthetic")}
+
+
 @pytest.fixture
-def fill_synthetic(engine):
+def fill_synthetic(engine, migrated_sqlite, synthetic_fills):
     """Fill this test's database with bench.synthetic's finished jobs, the data the render benchmark times:
     sweeps over a few zoo models, about 2% failures with their reasons, shape schedules, a repeat sweep and
-    the device's ceilings. Call it with a job count (and seed, device, ceilings); it returns the engine."""
+    the device's ceilings. Call it with a job count (and seed, device, ceilings); it returns the engine. An empty
+    SQLite database gets a copy of the same fill made once per run (the fill is seeded: the same jobs)."""
+    import sqlite3
+
     from bench.synthetic import fill
+    from db.database import dispose_engine, get_engine
 
     def fill_synthetic(n_jobs: int, seed: int = 0, device: str = "cuda", ceilings: bool = True):
-        fill(engine, n_jobs, seed=seed, device=device, ceilings=ceilings)
+        with engine.connect() as conn:
+            empty = engine.dialect.name == "sqlite" and not conn.exec_driver_sql("SELECT 1 FROM jobs").first()
+        if not empty:
+            fill(engine, n_jobs, seed=seed, device=device, ceilings=ceilings)
+            return engine
+        key = (n_jobs, seed, device, ceilings)
+        if key not in synthetic_fills:
+            path = synthetic_fills["folder"] / f"{len(synthetic_fills)}.db"
+            shutil.copyfile(migrated_sqlite, path)
+            fill(get_engine(f"sqlite:///{path}"), n_jobs, seed=seed, device=device, ceilings=ceilings)
+            dispose_engine(f"sqlite:///{path}")
+            synthetic_fills[key] = path
+        made, mine = sqlite3.connect(synthetic_fills[key]), sqlite3.connect(engine.url.database)
+        try:
+            made.backup(mine)  # page by page into the test's own file, under its open engine
+        finally:
+            made.close()
+            mine.close()
         return engine
 
     return fill_synthetic

@@ -1,163 +1,29 @@
 """The job's page: one result read whole. The numbers beside what the compiler did to get them: kernels per call
 eager and compiled, the caches per layer (and why a warm job still paid), graph breaks and recompiles with
-their source lines, and the compiler's own artifacts (output code, FX graphs, trace), shown and downloadable."""
+their source lines, and the compiler's own artifacts (output code, FX graphs, trace), shown and downloadable
+(dashboard.panels.job_parts)."""
 import streamlit as st
 
-from dashboard import report, state, story, timeline
+from dashboard.data import story
 from dashboard.markup import md
-from db import artifacts, caches, unpack, views
+from dashboard.panels import job_parts, queue_tables, timeline_panel
+from dashboard.state import resources, url_params
+from db import views
 from db.results import export_records
 
-SHOWN_CHARS = 400_000  # more than this is offered as a download only: the browser chokes on larger code blocks
-LANGUAGES = {"output_code": "python", "fx_graphs": "python", "trace": None}
-
-
-def _n(value, fmt="{:.4g}", unit="") -> str:
-    return fmt.format(value) + unit if value is not None else "–"
-
-
-def _ms(value) -> str:
-    return "–" if value is None else f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
-
-
-def headline(r: dict) -> None:
-    c = st.columns([1, 1.5, 1, 1, 1])
-    c[0].metric("Speedup", _n(r["speedup"], "{:.3f}", "×"), help="latency: eager ms / compiled ms (medians)")
-    c[1].metric("Eager / compiled (ms)", f"{_ms(r['eager_ms'])} / {_ms(r['compiled_ms'])}")
-    delta = (r["compiled_kernels"] - r["eager_kernels"]) if r["eager_kernels"] is not None and \
-        r["compiled_kernels"] is not None else None
-    c[2].metric("Kernels per call", f"{_n(r['eager_kernels'], '{}')} → {_n(r['compiled_kernels'], '{}')}",
-                delta=delta, delta_color="inverse",
-                help="eager → compiled, counted by torch.profiler over one call: device kernels on CUDA; on the CPU "
-                     "outermost aten ops plus the kernels inductor generated")
-    c[3].metric("Host ops per call", f"{_n(r['eager_host_ops'], '{}')} → {_n(r['compiled_host_ops'], '{}')}",
-                help="every aten op the host dispatched, nested ones included")
-    c[4].metric("Compiled first call", _n(r["compiled_first_call_s"], "{:.3g}", " s"))
-
-
-def first_calls(r: dict) -> None:
-    """This job's first call beside the same settings' under the other compile caches (same torch, same device)."""
-    alike = caches.first_calls_alike(state.engine(), r["job_id"])
-    lines = story.portable_lines(r)
-    if not lines and len(alike) < 2:
-        return
-    st.subheader("First call: cold, warm, portable")
-    if alike:
-        st.dataframe([{"compile cache": a["cache"], "first call (s)": round(a["first_call_s"], 3), "runs": a["runs"],
-                       "jobs": ", ".join(f"#{j}" for j in a["job_ids"][-6:])} for a in alike],
-                     hide_index=True, width="stretch")
-    for line in lines:
-        st.caption(md(line))  # torch's error text may hold markup characters
-
-
-def compiler(r: dict) -> None:
-    st.subheader("Caches")
-    rows = story.cache_rows(r["cache_layers"])
-    if rows:
-        st.dataframe(rows, hide_index=True, width="stretch")
-    why = story.why_it_paid(r)
-    st.caption(why or "This result has no per-layer cache counts (measured before they were recorded).")
-    graphs = r["cudagraphs"]
-    if graphs:  # reduce-overhead, max-autotune or the cudagraphs backend, on CUDA (runner/cudagraphs.py)
-        st.subheader("CUDA graphs")
-        if graphs.get("skipped"):
-            st.warning("CUDA graphs were skipped: this job ran without them.", icon=":material/warning:")
-            for reason in graphs.get("skip_reasons") or []:
-                st.code(reason, language=None, wrap_lines=True)
-        st.markdown(f"Re-recordings during the timed rounds: {_n(graphs.get('rerecords_in_rounds'), '{}')} · "
-                    f"graph pool: {_n(graphs.get('pool_mb'), '{:.1f}', ' MB')}")
-    st.subheader("Graph breaks and recompiles")
-    st.markdown(f"{_n(r['graph_count'], '{}')} graph(s), {_n(r['graph_breaks'], '{}')} graph break(s), "
-                f"{_n(r['recompiles'], '{}')} recompile(s)")
-    for b in r["graph_break_reasons"] or []:
-        where = f"{b['file']}:{b['line']}: {b.get('source', '')}" if b.get("file") else ""
-        st.code(f"{b.get('reason', '')}\n{where}".strip(), language=None, wrap_lines=True)
-    for hit in r["recompile_limit_hits"] or []:
-        st.warning(f"Frame {hit.get('compile_id')} hit dynamo's recompile limit and runs eagerly for new inputs "
-                   "from then on: part of this speedup is eager's.", icon=":material/warning:")
-        st.code(_where(hit) + f"\nlast guard failure: {hit.get('last_reason')}", language=None, wrap_lines=True)
-    for rc in r["recompile_reasons"] or []:
-        st.code(f"recompile {rc.get('compile_id')}: {rc.get('reason')}\n{_where(rc)}".strip(), language=None,
-                wrap_lines=True)
-
-
-def _where(entry: dict) -> str:
-    """'in forward at model.py:12: def forward(self, x):' where torch gave the code's location."""
-    if not entry.get("file"):
-        return ""
-    return f"in {entry.get('function')} at {entry['file']}:{entry.get('line')}: {entry.get('source', '')}"
-
-
-def artifact_view(job_id: int, listed: list[dict]) -> None:
-    st.subheader("What the compiler wrote")
-    if not listed:
-        st.info("No artifacts for this job (the backend generates no code, or it ran before artifacts were kept).")
-        return
-    by_name = {a["name"]: a for a in listed if a["name"] != "tlparse"}
-    name = st.segmented_control("Artifact", list(by_name), default="output_code" if "output_code" in by_name
-                                else next(iter(by_name), None), key="artifact")
-    if name is None:
-        return
-    a = by_name[name]
-    try:
-        text = artifacts.text(state.engine(), job_id, name)
-    except (unpack.UnpackError, artifacts.ArtifactError) as e:  # a damaged or oversized row: said, the page goes on
-        st.error(md(e), icon=":material/broken_image:")
-        return
-    st.caption(f"{_n(a['bytes'], '{:,}')} bytes as written, {_n(a['stored_bytes'], '{:,}')} stored (gzip)"
-               + (" · cut at the size cap" if a["truncated"] else "")
-               + f" · also `python -m runner artifact {job_id} {name}`")
-    st.download_button(f"Download {name}", text, file_name=f"job{job_id}-{name}.{'log' if name == 'trace' else 'py'}",
-                       icon=":material/download:")
-    if len(text) > SHOWN_CHARS:
-        st.caption(f"The first {SHOWN_CHARS:,} characters; download for the rest.")
-    st.code(text[:SHOWN_CHARS], language=LANGUAGES.get(name), line_numbers=True, height=600)
-
-
-def tlparse_view(job_id: int, listed: list[dict]) -> None:
-    """tlparse's report, from the job's own artifact, served by the app's report route (dashboard.report): tlparse
-    writes failure text into its pages as HTML, so each page is sandboxed there, never drawn into this page's
-    origin. Its links work inside the frame; a page picked here opens there too, or in a tab of its own."""
-    if not any(a["name"] == "tlparse" for a in listed):
-        return
-    st.subheader("tlparse report")
-    what = f"job {job_id}'s tlparse report"
-    try:
-        data = artifacts.data(state.engine(), job_id, "tlparse")
-        pages = artifacts.report_pages(data, what)
-    except (unpack.UnpackError, artifacts.ArtifactError) as e:  # a damaged row or zip: said, the page goes on
-        st.error(md(f"The tlparse report cannot be shown: {e}"), icon=":material/broken_image:")
-        return
-    c1, c2, c3 = st.columns([3, 1, 1.3], vertical_alignment="bottom")
-    chosen = c1.selectbox("Page", pages, key="tlparse_page")
-    c2.link_button("Open in a tab", report.url(job_id, chosen or "index.html"), icon=":material/open_in_new:",
-                   width="stretch")
-    c3.download_button("Download report (zip)", data, file_name=f"job{job_id}-tlparse.zip", icon=":material/download:",
-                       width="stretch")
-    if chosen:
-        try:  # the route refuses what passes the bounds too; said here instead of an empty frame
-            artifacts.report_file(data, chosen, what)
-        except (unpack.UnpackError, KeyError) as e:
-            st.error(md(f"The tlparse report cannot be shown: {e}"), icon=":material/broken_image:")
-            return
-        st.iframe(report.url(job_id, chosen), height=700, alt="tlparse report")
-
 st.title("Job")
-job_id = state.job_id_input("Job id", placeholder="a job id")
+job_id = url_params.job_id_input("Job id", placeholder="a job id")
 if job_id is None:
     st.info("Type a job id, or open a job from the Queue page.")
     st.stop()
-detail = views.job_detail(state.engine(), int(job_id))
+detail = views.job_detail(resources.engine(), int(job_id))
 if detail is None:
     st.warning(f"No job #{job_id}.")
     st.stop()
-(record,) = export_records(state.engine(), job_ids=[int(job_id)])
-st.markdown(f"**#{detail['job_id']}** {state.STATUS_ICONS.get(detail['status'], '')} {detail['status']}")
+(record,) = export_records(resources.engine(), job_ids=[int(job_id)])
+st.markdown(f"**#{detail['job_id']}** {queue_tables.STATUS_ICONS.get(detail['status'], '')} {detail['status']}")
 st.code(", ".join(f"{k}={v}" for k, v in detail["spec"].items()), language=None, wrap_lines=True)
-if detail["follow_up"]:
-    st.caption(f"↻ {md(detail['follow_up'])}")
-for later, later_status, what in detail["follow_ups"]:
-    st.caption(f"↻ Followed by job #{later} ({later_status}): {md(what)}")
+queue_tables.follow_ups(detail)
 if detail["error"]:
     st.code(detail["error"], language=None, wrap_lines=True)
 if record["status"] == "succeeded" and record.get("disturbed") is True:
@@ -168,15 +34,15 @@ elif record["status"] == "succeeded" and record.get("noisy") is True:  # flagged
     st.caption(f"Stored as noisy by an older worker ({md(record.get('noise_note') or 'spread past 5%')}): scatter "
                "alone is no cause, so this run answers, and its scatter widens the interval.")
 if record["status"] == "succeeded":
-    headline(record)
+    job_parts.headline(record)
     line = story.kernels_line(record)
     if line:
         st.caption(f"Fusion: {line}.")
-    first_calls(record)
+    job_parts.first_calls(record)
     st.subheader("Timeline")
-    timeline.show(record["timeline"])
-    compiler(record)
-artifact_view(int(job_id), record["artifacts"])
-tlparse_view(int(job_id), record["artifacts"])
+    timeline_panel.show(record["timeline"])
+    job_parts.compiler(record)
+job_parts.artifact_view(int(job_id), record["artifacts"])
+job_parts.tlparse_view(int(job_id), record["artifacts"])
 with st.expander("Log tail"):
     st.code(detail["log_tail"] or "(no log)", language=None)

@@ -30,7 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Iterable
 
-from db.spec import TASKS, ModelInfo, ParamInfo
+from lab.spec import TASKS, ModelInfo, ParamInfo
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
 _LITERALS = ("DESCRIPTION", "PARAMS", "TASKS", "SIZE_DIM", "REQUIRES", "STOCHASTIC", "BLOCKS")

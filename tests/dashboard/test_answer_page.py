@@ -4,14 +4,16 @@ import io
 import json
 
 import pandas as pd
+import pytest
 
 from bench.synthetic import fill
-from dashboard.answer import PAGE_COLUMNS, SHOWN, frame
-from db.answer import HEADLINE, headline_cell
+from dashboard.panels.answer_table import PAGE_COLUMNS, SHOWN, frame
+from lab.answer import HEADLINE, headline_cell
 from tests.conftest import run_cli
 from tests.dashboard.test_pages import answer_table, every_column, lab, ok, page  # noqa: F401  (lab: a fixture)
 
 
+@pytest.mark.subprocess  # starts interpreters (`python -m runner ...`): the subprocess tier
 def test_the_answer_table_is_what_runner_report_prints(lab, db_url):  # noqa: F811 (the fixture)
     fill(lab, 48, seed=3, rounds=20)  # sweep 1: simplenet, 24 configurations; sweep 2: complexnet repeats
     at = ok(page("results", plot="simplenet"))
@@ -51,7 +53,7 @@ def test_the_answer_table_is_what_runner_report_prints(lab, db_url):  # noqa: F8
 
 def test_the_answer_table_shows_what_a_lab_typed_as_text(lab):  # noqa: F811 (the fixture)
     """A lab's own model names come from its workers' model folders: in the page's HTML table they stay text."""
-    from dashboard.answer import table_html
+    from dashboard.panels.answer_table import table_html
     hostile = '<img src=x onerror="alert(1)">'
     rows = [{c: None for c in SHOWN} | {"model": hostile, "batch_size": 8, "config": f"default · {hostile}",
                                         "verdict": f"slower ({hostile})", "noisy": False, "runs": 1}]

@@ -3,9 +3,10 @@ a job id that is no id (inf, 1e309, 5,000 digits) is said under its field, a 5,0
 field, and a damaged artifact in its own place, while the rest of the page is drawn as ever."""
 import pytest
 
-from db import artifacts, queue
+from db import queue
 from db.engine import atomic
 from db.models import Artifact, JobStatus
+from lab import artifact_files
 from tests.dashboard.test_pages import lab, ok, page, submit_some, texts, worker  # noqa: F401  (fixtures)
 
 
@@ -38,8 +39,8 @@ def test_a_5000_digit_batch_size_on_submit_is_an_error_under_the_field(worker): 
 def test_a_damaged_artifact_is_said_in_its_place_and_the_rest_of_the_job_page_is_drawn(worker, tmp_path):  # noqa: F811
     (job_id,) = submit_some(worker, 1)
     claim = queue.claim_next(worker, "host:1:any:test", ["cpu"], ["simplenet"], 60)
-    artifacts.write_dir(tmp_path, {"output_code": "def call(args): pass\n", "tlparse": b"PK not a zip"})
-    queue.finish(worker, claim.job_id, claim.token, JobStatus.SUCCEEDED, artifacts=artifacts.read_dir(tmp_path),
+    artifact_files.write_dir(tmp_path, {"output_code": "def call(args): pass\n", "tlparse": b"PK not a zip"})
+    queue.finish(worker, claim.job_id, claim.token, JobStatus.SUCCEEDED, artifacts=artifact_files.read_dir(tmp_path),
                  log_tail="the child's last words",
                  result={"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "compiled_first_call_s": 9.5,
                          "detail": {}})

@@ -4,13 +4,15 @@ import base64
 import json
 
 import numpy as np
+import pytest
 
 from bench.screens import SHAPE
 from bench.synthetic import fill
 from dashboard.markup import md
 from db import queue
 from db.models import JobStatus
-from db.spec import ModelInfo, SweepRequest
+from lab.spec import ModelInfo
+from lab.sweep import SweepRequest
 from tests.dashboard.test_pages import answer_table, every_column, lab, ok, page, texts  # noqa: F401  (lab: a fixture)
 
 
@@ -63,12 +65,13 @@ def test_break_even_steps_aside_when_compiling_never_pays_off(lab):  # noqa: F81
     assert [c.key for c in ok(page("results", chart="Warmup")).get("plotly_chart")] == ["plot_warmup"]
 
 
+@pytest.mark.slow  # draws every chart of Results, a page run each
 def test_a_configuration_with_noisy_runs_only_is_greyed_and_marked_on_every_plot(lab):  # noqa: F811 (the fixture)
     """The 12-configuration sweep has one configuration whose only run was disturbed from outside: the answer keeps
     its numbers, faded and flagged; every plot of Results draws it grey and marked, none as a clean result; the
     N-calls chart never takes it for the lowest line or recommends it, and a caption says which and why."""
-    from dashboard.charts import NOISY_GREY
-    from dashboard.ncalls import NOISY_COLOR
+    from dashboard.charts.ncalls import NOISY_COLOR
+    from dashboard.charts.styling import NOISY_GREY
 
     fill(lab, 12, seed=2, device="cuda", rounds=20, **SHAPE)
     at = ok(page("results", chart="Speedup"))  # one chart at a time (?chart=), the answer table above each

@@ -1,5 +1,5 @@
 """The Results page's CSV and JSON: links to the server's export route, which streams `runner export` for the jobs
-in view from a process of its own (dashboard.downloads). The route is driven here as the server drives it (ASGI),
+in view from a process of its own (dashboard.server.downloads). The route is driven here as the server drives it (ASGI),
 with a real export process on a real SQLite file; the file is what `runner export` writes for those jobs."""
 import asyncio
 import csv
@@ -9,7 +9,7 @@ import json
 import pytest
 from starlette.requests import ClientDisconnect
 
-from dashboard import downloads
+from dashboard.server import downloads
 from db.results import export_records, records_csv, records_json
 from tests.dashboard.test_pages import lab, ok, page  # noqa: F401  (lab: a fixture)
 
@@ -54,6 +54,7 @@ def get(path: str, host: str = "localhost:8501", leave_after: int | None = None)
     return start["status"], {k.decode(): v.decode() for k, v in start["headers"]}, body
 
 
+@pytest.mark.subprocess  # starts interpreters (`python -m runner ...`): the subprocess tier
 def test_the_downloads_stream_runner_exports_records_of_the_jobs_in_view(results):
     at = ok(page("results", mode="max-autotune"))
     got = links(at)
@@ -82,6 +83,7 @@ def test_a_link_that_is_gone_or_busy_says_so_and_starts_nothing(results, monkeyp
     assert status == 429 and b"downloads are running" in body
 
 
+@pytest.mark.subprocess  # starts interpreters (`python -m runner ...`): the subprocess tier
 def test_an_export_that_fails_says_why_in_one_line(results, monkeypatch):
     got = links(ok(page("results")))
     token = got["CSV"].split("/")[2]
@@ -93,6 +95,7 @@ def test_an_export_that_fails_says_why_in_one_line(results, monkeypatch):
     assert downloads._running == 0
 
 
+@pytest.mark.subprocess  # starts interpreters (`python -m runner ...`): the subprocess tier
 def test_a_browser_that_goes_away_stops_its_export(results, monkeypatch):
     import os
     import time

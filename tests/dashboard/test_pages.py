@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.diagnosis import HOST_COLORS
-from dashboard.embedded import ENV_SWITCH
+from dashboard.charts.diagnosis import HOST_COLORS
 from dashboard.markup import md
+from dashboard.state.embedded import ENV_SWITCH
 from db import queue
 from db.models import JobStatus
 from db.results import export_records
@@ -78,7 +78,7 @@ class _Table(HTMLParser):
 
 
 def answer_table(at: AppTest) -> pd.DataFrame:
-    """The answer table as the page draws it (dashboard.answer.table_html): its header, its cells as text, and a
+    """The answer table as the page draws it (dashboard.panels.answer_table.table_html): its header, its cells as text, and a
     `faded` column (a configuration with no answer)."""
     (body,) = [h.value for h in at.html if "<table>" in h.value]
     parsed = _Table()
@@ -217,7 +217,7 @@ def test_every_other_preset_makes_a_valid_sweep(worker, preset, model):
 
 # -- Queue ------------------------------------------------------------------------------------------------
 def submit_some(engine, n=3):
-    from db.spec import SweepRequest
+    from lab.sweep import SweepRequest
     return queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=list(range(1, n + 1)), device="cpu",
                                              name="q"), zoo.model_infos(zoo.catalog()))[1]
 
@@ -237,7 +237,7 @@ def test_queue_shows_phase_progress_and_why_jobs_wait(worker):
 
 
 def test_queue_says_a_job_waits_for_a_torch_no_live_worker_has(worker):
-    from db.spec import SweepRequest
+    from lab.sweep import SweepRequest
 
     ids = queue.submit(worker, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu",
                                             torch_versions=["2.99", "2.13"]), zoo.model_infos(zoo.catalog()))[1]
@@ -354,7 +354,7 @@ def test_results_page_plots_tables_and_downloads(results):
 def test_a_cancelled_job_is_listed_but_not_counted_or_drawn_as_a_failure(results):
     """A person stopped it: it says nothing about its configuration, so no red ✕ and no failure count."""
     before = ok(page("results", model="simplenet", plot="simplenet", chart="Speedup"))
-    from db.spec import SweepRequest
+    from lab.sweep import SweepRequest
     (job_id,) = queue.submit(results, SweepRequest(model="simplenet", batch_sizes=[8], device="cuda"),
                              {"simplenet": zoo.model_infos(zoo.catalog())["simplenet"]})[1]
     queue.cancel(results, job_id)
@@ -448,7 +448,7 @@ def test_results_filters_set_by_a_link_are_named_beside_them(results):
 
 @pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_jobs_whose_stored_spec_the_worker_refused_do_not_break_a_page(results):
-    """A spec edited by hand (db.spec refuses it, so the job failed on it) is still a row: every tab and
+    """A spec edited by hand (lab.spec refuses it, so the job failed on it) is still a row: every tab and
     Compare draw, and its settings read as the worker reads them."""
     from sqlalchemy import text
 
@@ -474,7 +474,7 @@ def test_jobs_whose_stored_spec_the_worker_refused_do_not_break_a_page(results):
 def test_compare_sets_one_sweep_under_two_torch_versions_side_by_side(worker):
     """One sweep pinned to two versions, each job run by a worker of that version: Compare's torch versions view
     and the block under the answer on Results show the change, coloured past 5%."""
-    from db.spec import SweepRequest
+    from lab.sweep import SweepRequest
 
     ids = queue.submit(worker, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", name="upgrade",
                                             torch_versions=["2.13", "2.14"]), zoo.model_infos(zoo.catalog()))[1]
@@ -523,7 +523,7 @@ def test_compare_sweeps_and_runs(results):
 
 @pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_compare_starts_from_sweeps_with_results_and_says_when_nothing_matches(results):
-    from db.spec import SweepRequest
+    from lab.sweep import SweepRequest
 
     catalog = zoo.model_infos(zoo.catalog())
     _, ids, _ = queue.submit(results, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu",
@@ -620,7 +620,8 @@ def test_results_without_ceilings_repeats_or_cuda_say_so(lab, fill_synthetic):
 @pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_results_plots_follow_a_new_result(results):
     """The plots are built once per (data, filters, choices) and shared; a new result is a new build."""
-    from db.spec import ModelInfo, SweepRequest
+    from lab.spec import ModelInfo
+    from lab.sweep import SweepRequest
 
     at = ok(page("results", plot="complexnet", rcolor="mode", view="Roofline"))
     assert "max-autotune-no-cudagraphs" not in trace_names(at, "plot_roofline")
@@ -651,7 +652,7 @@ def test_results_clock_switch_draws_each_clock_by_name(results):
 
 
 def test_the_job_page_shows_kernels_caches_and_the_output_code(worker, tmp_path):
-    from db import artifacts
+    from lab import artifact_files
 
     ids = submit_some(worker, 1)
     claim = queue.claim_next(worker, "host:1:any:test", ["cpu"], ["simplenet"], 60)
@@ -660,11 +661,11 @@ def test_the_job_page_shows_kernels_caches_and_the_output_code(worker, tmp_path)
     with zipfile.ZipFile(report, "w") as z:  # the shape of tlparse's report: an index and a page per compile
         z.writestr("index.html", "<h2>Stack trie</h2>")
         z.writestr("-_0_0_0/inductor_output_code_1.html", "<pre>cpp_fused_sin_0</pre>")
-    artifacts.write_dir(tmp_path, {"output_code": code, "trace": "V1124 {\"dynamo_start\": {}}\n",
+    artifact_files.write_dir(tmp_path, {"output_code": code, "trace": "V1124 {\"dynamo_start\": {}}\n",
                                    "tlparse": report.getvalue()})
     layers = {"fxgraph": {"hit": 0, "miss": 1, "bypass": 0}, "aotautograd": {"hit": 0, "miss": 0, "bypass": 1,
                                                                              "bypass_reasons": ["Unsupported: hooks"]}}
-    queue.finish(worker, claim.job_id, claim.token, JobStatus.SUCCEEDED, artifacts=artifacts.read_dir(tmp_path),
+    queue.finish(worker, claim.job_id, claim.token, JobStatus.SUCCEEDED, artifacts=artifact_files.read_dir(tmp_path),
                  result={"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "compiled_first_call_s": 9.5,
                          "eager_kernels": 3, "compiled_kernels": 1, "eager_host_ops": 3, "compiled_host_ops": 0,
                          "detail": {"cache_layers": layers}})
@@ -706,7 +707,8 @@ def test_the_job_page_says_when_cuda_graphs_were_skipped(worker):
 
 
 def test_a_job_detail_draws_its_timeline_as_one_stacked_bar_with_phase_names_escaped(worker):
-    from db import timeline
+    from db.results import store_timeline
+    from lab import timeline
 
     ids = submit_some(worker, 1)
     claim = queue.claim_next(worker, "host:1:any:test", ["cpu"], ["simplenet"], 60)
@@ -716,7 +718,7 @@ def test_a_job_detail_draws_its_timeline_as_one_stacked_bar_with_phase_names_esc
     iv = [{"phase": "claim", "start": 0, "end": 0.1}, {"phase": "eager first call", "start": 1, "end": 1.5},
           {"phase": "compiled first call", "start": 1.5, "end": 4.5}, {"phase": "<b>odd</b>", "start": 4.5, "end": 5},
           {"phase": "rounds", "start": 5, "end": 7}, {"phase": "store", "start": 7.5, "end": 8}]
-    assert timeline.store(worker, claim.job_id, {}, timeline.assemble(iv, 0, 8))
+    assert store_timeline(worker, claim.job_id, {}, timeline.assemble(iv, 0, 8))
     at = ok(page("queue", job=str(ids[0])))
     (chart,) = at.get("plotly_chart")
     import base64

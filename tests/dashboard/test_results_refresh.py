@@ -3,7 +3,8 @@ model under a model filter) do not count."""
 from bench.synthetic import fill
 from db import queue
 from db.models import JobStatus
-from db.spec import ModelInfo, SweepRequest
+from lab.spec import ModelInfo
+from lab.sweep import SweepRequest
 from tests.dashboard.test_pages import lab, ok, page, texts  # noqa: F401  (lab: a fixture)
 
 CATALOG = {m: ModelInfo(m, "d") for m in ("simplenet", "mlp")}

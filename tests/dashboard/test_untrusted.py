@@ -5,8 +5,9 @@ import gzip
 
 from bench.bombs import gzip_bomb, zip_bomb
 from dashboard.markup import md
-from db import artifacts, queue
+from db import queue
 from db.models import JobStatus
+from lab import artifact_files
 from runner import zoo
 from tests.dashboard.test_pages import lab, ok, page, submit_some, worker  # noqa: F401 (fixtures)
 
@@ -16,7 +17,7 @@ def test_the_job_page_refuses_bombs_and_shows_the_rest(worker):  # noqa: F811
     claim = queue.claim_next(worker, "host:1:any:test", ["cpu"], ["simplenet"], 60)
     report = zip_bomb({"index.html": 40 << 20, "-_0_0_0/a.html": b"<pre>fine</pre>"})  # 40 MiB of index page
     rows = [{"name": "output_code", "bytes": 10, "truncated": False, "data": gzip_bomb(64 << 20)},
-            {"name": "trace", "bytes": 4, "truncated": False, "data": artifacts.pack("tiny")[0]},
+            {"name": "trace", "bytes": 4, "truncated": False, "data": artifact_files.pack("tiny")[0]},
             {"name": "tlparse", "bytes": len(report), "truncated": False, "data": gzip.compress(report)}]
     queue.finish(worker, claim.job_id, claim.token, JobStatus.SUCCEEDED, artifacts=rows,
                  result={"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "compiled_first_call_s": 9.5})
@@ -29,7 +30,7 @@ def test_the_job_page_refuses_bombs_and_shows_the_rest(worker):  # noqa: F811
     assert at.selectbox(key="tlparse_page").options == ["index.html", "-_0_0_0/a.html"]
     assert not at.get("iframe")
     at.selectbox(key="tlparse_page").set_value("-_0_0_0/a.html").run()
-    (frame,) = at.get("iframe")  # the page that fits, served by the report's route (dashboard.report)
+    (frame,) = at.get("iframe")  # the page that fits, served by the report's route (dashboard.server.tlparse_pages)
     assert frame.proto.src == "/tlparse/1/-_0_0_0/a.html" and len(at.error) == 1
     assert [e.label for e in at.expander] == ["Log tail"]
 

@@ -131,7 +131,7 @@ def test_submit_watch_and_read_results_in_a_browser(app, browser, tmp_path):
     table.wait_for()
     assert table.count() == 1
     page.get_by_role("button", name="Download", exact=True).click()  # the downloads' popover
-    # what is shown, every export field: a link the server streams from `runner export` (dashboard.downloads)
+    # what is shown, every export field: a link the server streams from `runner export` (dashboard.server.downloads)
     got = page.request.get(app["url"] + page.get_by_role("link", name="CSV", exact=True).get_attribute("href"))
     assert got.ok and got.headers["content-disposition"].startswith("attachment")
     lines = got.text().splitlines()

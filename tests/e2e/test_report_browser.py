@@ -15,11 +15,12 @@ from typing import Callable
 
 import pytest
 
-from db import artifacts, queue
+from db import queue
 from db.database import get_engine
 from db.models import JobStatus
 from db.results import export_records
-from db.spec import SweepRequest
+from lab import artifact_files
+from lab.sweep import SweepRequest
 from runner import tlparse_report, zoo
 from tests.e2e.test_browser import CHROMIUM, browser  # noqa: F401 (browser is a fixture)
 from tests.e2e.test_server_handshake import running_app
@@ -81,8 +82,8 @@ def lab_with(tmp_path, report: Callable[[int], bytes]):
                                                           name="report"), zoo.model_infos(zoo.catalog()))
     claim = queue.claim_next(engine, "host:1:any:test", ["cpu"], ["simplenet"], 60)
     assert claim.job_id == done
-    artifacts.write_dir(tmp_path / "art", {"output_code": "def call(args):\n    pass\n", "tlparse": report(target)})
-    queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, artifacts=artifacts.read_dir(tmp_path / "art"),
+    artifact_files.write_dir(tmp_path / "art", {"output_code": "def call(args):\n    pass\n", "tlparse": report(target)})
+    queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, artifacts=artifact_files.read_dir(tmp_path / "art"),
                  result={"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "detail": {}})
     with running_app(tmp_path, url) as port:
         yield {"url": f"http://localhost:{port}", "engine": engine, "job": done, "target": target}

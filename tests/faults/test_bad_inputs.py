@@ -9,7 +9,7 @@ from sqlalchemy import text
 from db.database import get_engine
 from db.engine import atomic
 from db.models import Sweep, utcnow
-from db.spec import ExperimentSpec
+from lab.spec import ExperimentSpec
 from tests.conftest import records, result_count, run_cli, submit, work
 
 GOOD = ExperimentSpec(model="tiny", batch_size=2, model_args={"width": 16}, device="cpu", backend="eager",
@@ -97,7 +97,8 @@ def test_a_cuda_result_fits_and_a_result_the_database_refuses_ends_the_job_faile
     no GPU here)."""
     from db import queue
     from db.models import JobStatus
-    from db.spec import ModelInfo, SweepRequest
+    from lab.spec import ModelInfo
+    from lab.sweep import SweepRequest
     from runner import timing, worker
 
     engine = get_engine(any_db_url)

@@ -11,7 +11,7 @@ from db import queue
 from db.database import get_engine
 from db.engine import reading
 from db.models import Job, JobStatus
-from db.spec import SweepRequest
+from lab.sweep import SweepRequest
 from runner import worker, zoo
 from tests.conftest import FIXTURE_MODELS
 from tests.unit.test_hostfacts import Gate, gated_workers

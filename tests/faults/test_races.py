@@ -14,7 +14,8 @@ from db import queue
 from db.database import get_engine
 from db.engine import reading
 from db.models import Job, Result
-from db.spec import ModelInfo, SweepRequest
+from lab.spec import ModelInfo
+from lab.sweep import SweepRequest
 from tests.conftest import FIXTURE_MODELS, ROOT, submit
 
 CATALOG = {"tiny": ModelInfo("tiny", "fixture")}

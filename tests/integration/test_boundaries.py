@@ -1,4 +1,6 @@
-"""Imports go one way: dashboard -> db, runner -> db. Checked in fresh interpreters."""
+"""Imports go one way: dashboard -> db -> lab, runner -> db -> lab; lab (the lab's meaning) imports no storage, no
+Streamlit and no torch; the measuring child imports lab, never db. Checked in fresh interpreters, and by walking
+every module's imports."""
 import subprocess
 import sys
 
@@ -7,19 +9,20 @@ import pytest
 from tests.conftest import ROOT
 
 CASES = [
+    ("lab", ["torch", "streamlit", "sqlalchemy"]),
     ("db", ["torch", "streamlit"]),
     ("db.queue", ["torch", "streamlit"]),
     ("db.results", ["torch", "streamlit"]),
     ("db.views", ["torch", "streamlit", "pandas"]),
-    ("dashboard.frame", ["torch", "streamlit", "runner"]),
-    ("dashboard.store", ["torch", "streamlit", "runner"]),
-    ("dashboard.labels", ["torch", "streamlit", "runner"]),
-    ("dashboard.filters", ["torch", "streamlit", "runner"]),
-    ("dashboard.stats", ["torch", "streamlit", "runner"]),
-    ("dashboard.charts", ["torch", "streamlit", "runner"]),
-    ("dashboard.embedded", ["torch", "streamlit", "runner"]),
-    ("dashboard.submission", ["torch", "streamlit", "runner"]),
-    ("dashboard.state", ["torch", "runner"]),
+    ("dashboard.data.frame", ["torch", "streamlit", "runner"]),
+    ("dashboard.data.store", ["torch", "streamlit", "runner"]),
+    ("dashboard.data.series_labels", ["torch", "streamlit", "runner"]),
+    ("dashboard.data.filters", ["torch", "streamlit", "runner"]),
+    ("dashboard.data.plot_data", ["torch", "streamlit", "runner"]),
+    ("dashboard.charts.speed_charts", ["torch", "streamlit", "runner"]),
+    ("dashboard.state.embedded", ["torch", "streamlit", "runner"]),
+    ("dashboard.data.submission", ["torch", "streamlit", "runner"]),
+    ("dashboard.state.resources", ["torch", "runner"]),
     ("runner", ["streamlit", "torch"]),
     ("runner.cli", ["streamlit", "torch"]),  # submit/status/export stay light
     ("runner.worker", ["streamlit", "torch"]),  # the worker never holds torch (or a CUDA context)
@@ -43,8 +46,9 @@ def test_dashboard_does_not_import_torch_or_runner():
             assert bad not in text, f"{path} contains {bad!r}"
 
 
-def _imports(path, package_names) -> set[str]:
-    """Every project module a file imports, at the top or inside a function (a lazy import is still a cycle)."""
+def _imported(path, names: bool = False) -> set[str]:
+    """Every module a file names in an import, at the top or inside a function (a lazy import is still a
+    dependency); with `names`, also each `from M import x` as M.x (x may be a module)."""
     import ast
 
     out = set()
@@ -53,15 +57,20 @@ def _imports(path, package_names) -> set[str]:
             out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             out.add(node.module)
-            out |= {f"{node.module}.{a.name}" for a in node.names}
-    return {m for m in out if m in package_names}
+            out |= {f"{node.module}.{a.name}" for a in node.names} if names else set()
+    return out
+
+
+def _imports(path, package_names) -> set[str]:
+    """Every project module a file imports (a lazy import is still a cycle)."""
+    return {m for m in _imported(path, names=True) if m in package_names}
 
 
 def test_no_import_cycles():
-    """db, runner and dashboard modules import each other without a cycle (a cycle makes import order
+    """lab, db, runner and dashboard modules import each other without a cycle (a cycle makes import order
     matter, and a module half-initialised when the other reads it)."""
     modules = {}
-    for pkg in ("db", "runner", "dashboard"):
+    for pkg in ("lab", "db", "runner", "dashboard"):
         for path in (ROOT / pkg).rglob("*.py"):
             rel = path.relative_to(ROOT).with_suffix("")
             name = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
@@ -92,3 +101,48 @@ def test_the_dashboard_servers_warmup_imports_no_torch_or_runner():
             "bad = [m for m in ('torch', 'runner') if m in sys.modules]; print(','.join(bad)); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, f"imported {done.stdout.strip()} {done.stderr[-500:]}"
+
+
+def _modules(pkg: str) -> list[str]:
+    return sorted(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+                  for p in (ROOT / pkg).rglob("*.py"))
+
+
+def test_the_dashboards_charts_and_data_draw_nothing():
+    """dashboard/charts/ and dashboard/data/ take values and return figures and frames: Streamlit is the pages' and
+    panels' alone (and state's), so these rooms can be tested and benchmarked without a page."""
+    for room in ("charts", "data"):
+        for path in (ROOT / "dashboard" / room).rglob("*.py"):
+            bad = sorted(m for m in _imported(path) if m.split(".")[0] == "streamlit"
+                         or m.startswith(("dashboard.panels", "dashboard.screens", "dashboard.state")))
+            assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+
+
+def test_the_core_imports_no_storage_streamlit_or_torch():
+    """Every module of lab/, imported in one fresh interpreter, brings no SQLAlchemy, Streamlit, pandas or torch,
+    nor any module of the floors above it; and no lab/ file names one of them in an import, even inside a function
+    (a lazy import is still a dependency)."""
+    floors = ("sqlalchemy", "streamlit", "pandas", "torch", "db", "runner", "dashboard")
+    code = (f"import importlib, sys; [importlib.import_module(m) for m in {_modules('lab')!r}]; "
+            f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {floors!r}); print(','.join(bad)); "
+            "sys.exit(1 if bad else 0)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"lab/ imported {done.stdout.strip()} {done.stderr[-500:]}"
+    for path in (ROOT / "lab").rglob("*.py"):
+        bad = sorted(n for n in _imported(path) if n.split(".")[0] in floors)
+        assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+
+
+# what a job's child process imports: its entry, the protocol, and what run_job and the child's other modes import
+CHILD = ["runner.child", "runner.measure", "runner.zoo", "runner.calibrate", "runner.preload", "runner.leasefile",
+         "runner.reaper", "lab.spec", "lab.timeline"]
+
+
+def test_the_measuring_child_imports_no_sqlalchemy():
+    """The child measures with torch and writes its result as a file; storing it is the worker's. It imports lab/,
+    never db/ (and so no SQLAlchemy in a process that times calls)."""
+    code = (f"import importlib, sys; [importlib.import_module(m) for m in {CHILD!r}]; "
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('sqlalchemy', 'db', 'streamlit')); "
+            "print(','.join(bad)); sys.exit(1 if bad else 0)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"the child imported {done.stdout.strip()} {done.stderr[-500:]}"

@@ -6,7 +6,9 @@ from db import artifacts, queue
 from db.database import get_engine
 from db.engine import reading
 from db.models import Job, JobStatus, Sweep
-from db.spec import ModelInfo, SweepRequest
+from lab import artifact_files
+from lab.spec import ModelInfo
+from lab.sweep import SweepRequest
 from tests.conftest import run_cli
 
 
@@ -76,12 +78,12 @@ def test_cli_refuses_bad_gpu_lists_with_exit_2(db_url):
 
 def test_cli_writes_one_artifact_out(db_url, tmp_path):
     engine = get_engine(db_url)
-    artifacts.write_dir(tmp_path / "a", {"output_code": "# generated\ndef call(args): pass\n"})
+    artifact_files.write_dir(tmp_path / "a", {"output_code": "# generated\ndef call(args): pass\n"})
     queue.submit(engine, SweepRequest(process_repeats=1, model="tiny", batch_sizes=[2], device="cpu"),
                  {"tiny": ModelInfo("tiny", "d")})
     claim = queue.claim_next(engine, "w", ["cpu"], ["tiny"], 60)
     queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, result={"speedup": 2.0},
-                 artifacts=artifacts.read_dir(tmp_path / "a"))
+                 artifacts=artifact_files.read_dir(tmp_path / "a"))
     out = tmp_path / "code.py"
     done = run_cli("artifact", str(claim.job_id), "output_code", "-o", str(out), "--db", db_url)
     assert done.returncode == 0, done.stderr

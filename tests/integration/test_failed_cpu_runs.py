@@ -1,7 +1,7 @@
 """A CPU job that fails still says which CPU it ran on, as a succeeded one's result does, so the answer counts it
 under its configuration (the answer groups by device_name among its keys) instead of a row of its own. Real
 workers and children on a real SQLite file and a real PostgreSQL database."""
-from db import answer
+from db import reports
 from db.database import get_engine
 from tests.conftest import records, submit, work
 
@@ -18,6 +18,6 @@ def test_a_failed_cpu_run_is_counted_under_its_configuration(any_db_url, tmp_pat
     recs = records(any_db_url)
     assert recs[failed]["status"] == "timed_out" and recs[succeeded]["status"] == "succeeded"
     assert recs[failed]["device_name"] == recs[succeeded]["device_name"] not in (None, "")  # the CPU's model name
-    (row,) = answer.report(get_engine(any_db_url))
+    (row,) = reports.report(get_engine(any_db_url))
     assert (row["runs"], row["failed_runs"], row["job_ids"]) == (1, 1, f"{failed} {succeeded}")
     assert "1 failed" in row["verdict"]

@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from dashboard.embedded import ENV_SWITCH
-from db.answer import report
+from dashboard.state.embedded import ENV_SWITCH
 from db.database import get_engine
 from db.models import JobStatus
+from db.reports import report
 from runner.lease import read_progress
 from tests.conftest import job_row, records, start_worker, submit, wait_until
 from tests.dashboard.test_pages import ok, page

@@ -5,7 +5,7 @@ bundle in its place. A worker without the key runs a portable job cold and says 
 from sqlalchemy import select
 
 from bench.bombs import with_entry
-from dashboard.story import portable_lines
+from dashboard.data.story import portable_lines
 from db.database import get_engine
 from db.engine import atomic, reading
 from db.models import CompileCache

@@ -1,5 +1,5 @@
 """The runner end to end on the CPU: real CLI, real worker, real child processes, real torch.compile,
-real SQLite file. These reproduce the seed notes' experiments (DESIGN.md, issue 2's "Must show")."""
+real SQLite file. These reproduce the seed notes' experiments."""
 import csv
 import io
 import json
@@ -75,7 +75,7 @@ def test_static_recompiles_on_the_schedule_and_dynamic_does_not(db_url, tmp_path
         assert r["accuracy_ok"] is True and r["graph_count"] == 1 and r["graph_breaks"] == 0
         assert r["torch_version"] and r["hostname"] and r["device_name"]
         assert r["peak_mem_eager_mb"] is not None
-    for job_id in ids:  # where the job's time went, claim to stored (db.timeline)
+    for job_id in ids:  # where the job's time went, claim to stored (lab.timeline)
         assert_timeline_covers_the_job(db_url, job_id, recs[job_id]["timeline"], "schedule")
     for job_id in ids:  # the harness-style reference of the same callables, in the same child
         check = result_detail(db_url, job_id)["crosscheck"]

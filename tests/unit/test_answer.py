@@ -1,10 +1,10 @@
-"""The answer rows (db.answer): every configuration answered from its processes, disturbed runs left out, verdicts
+"""The answer rows (lab.answer): every configuration answered from its processes, disturbed runs left out, verdicts
 and wide intervals in words, one row per configuration; the plots let the same runs answer."""
 import math
 import random
 
-from db.answer import answer_rows
-from db.interval import round_ratios, run_center
+from lab.answer import answer_rows
+from lab.interval import round_ratios, run_center
 
 BASE = {"status": "succeeded", "model": "simplenet", "task": "inference", "device": "cpu", "dtype": "float32",
         "model_args": {}, "torch_version": "2.13.0", "device_name": "cpu", "batch_size": 8, "backend": "inductor",
@@ -22,7 +22,7 @@ def rounds(center: float, sd: float, n: int = 30, seed: int = 0) -> list[float]:
 
 
 def job(job_id: int, center: float | None = 2.0, sd: float = 0.01, seed: int | None = None, **kw) -> dict:
-    """A run whose rounds scatter `sd` (log) around `center`, summarised as the child does (db.interval)."""
+    """A run whose rounds scatter `sd` (log) around `center`, summarised as the child does (lab.interval)."""
     rs = rounds(center, sd, seed=job_id if seed is None else seed) if center else []
     c, se = run_center(rs)
     return {**BASE, "job_id": job_id, "round_speedup": c, "round_speedup_se": se, **kw}
@@ -135,7 +135,7 @@ def test_on_the_cpu_reduce_overhead_runs_are_counted_under_default():
 def _view(*runs):
     import pandas as pd
 
-    from dashboard.frame import NUMBERS
+    from dashboard.data.frame import NUMBERS
 
     return pd.DataFrame([{**{n: None for n in NUMBERS}, "status": "succeeded", "baseline": "eager", "batch_size": 8,
                           "error": None, "eager_ms": 1.0, "eager_first_call_s": 0.01, "compiled_first_call_s": 5.0,
@@ -144,20 +144,21 @@ def _view(*runs):
 
 
 def test_plots_leave_disturbed_runs_out_and_grey_a_configuration_with_nothing_else():
-    """dashboard.stats: an undisturbed run answers for its configuration; one whose every run was disturbed is
+    """dashboard.data.plot_data: an undisturbed run answers for its configuration; one whose every run was disturbed is
     kept, flagged and drawn greyed on the speedup plot, with the cause."""
-    from dashboard import charts, stats
+    from dashboard.charts import speed_charts
+    from dashboard.data import plot_data
 
     cause = "other processes used 1.2 of the job's 2 cores during the rounds"
     view = _view({"job_id": 1, "config": "A", "speedup": 1.5, "compiled_ms": 1 / 1.5},
                  {"job_id": 2, "config": "A", "speedup": 0.1, "compiled_ms": 10.0, "disturbed": True, "noise_note": cause},
                  {"job_id": 3, "config": "B", "speedup": 0.7, "compiled_ms": 1 / 0.7, "disturbed": True,
                   "noise_note": cause})
-    agg = stats.with_noise(stats.medians(view, ["config", "baseline", "batch_size"]), view).set_index("config")
+    agg = plot_data.with_noise(plot_data.medians(view, ["config", "baseline", "batch_size"]), view).set_index("config")
     assert agg.loc["A", "speedup"] == 1.5 and agg.loc["A", "runs"] == 1 and not agg.loc["A", "only_noisy"]
     assert agg.loc["B", "speedup"] == 0.7 and agg.loc["B", "only_noisy"]
     agg = agg.reset_index().assign(series=lambda d: d["config"])
-    fig = charts.mark_noisy(charts.speedup(agg, stats.failures(view)), agg)
+    fig = speed_charts.mark_noisy(speed_charts.speedup(agg, plot_data.failures(view)), agg)
     (grey,) = [t for t in fig.data if t.legendgroup == "only-noisy"]
     assert list(grey.y) == [0.7] and "1.2 of the job" in grey.customdata[0][1]
     (ring,) = [t for t in fig.data if t.legendgroup == "noisy"]
@@ -165,12 +166,12 @@ def test_plots_leave_disturbed_runs_out_and_grey_a_configuration_with_nothing_el
 
 
 def test_the_plots_and_the_answer_let_the_same_runs_answer():
-    """dashboard.stats.answering (the plots, Compare) and db.answer (the table, `runner report`) both ask db.noise:
+    """dashboard.data.plot_data.answering (the plots, Compare) and lab.answer (the table, `runner report`) both ask lab.noise:
     undisturbed runs answer; disturbed ones only where every run of their configuration was; an old scatter flag is
     not a cause."""
     import pandas as pd
 
-    from dashboard import stats
+    from dashboard.data import plot_data
 
     kinds = {"quiet": [{}], "mixed": [{}, {"disturbed": True}], "all disturbed": [{"disturbed": True}] * 2,
              "old flag": [{"noisy": True, "disturbed": None}]}
@@ -178,23 +179,24 @@ def test_the_plots_and_the_answer_let_the_same_runs_answer():
     records = [{**r, "job_id": i} for i, r in enumerate(records)]
     by_db = {r["config"]: r["runs"] for r in answer_rows(records)}
     frame = pd.DataFrame(records).assign(baseline="eager")
-    answers = stats.answering(frame, ["mode", "baseline", "batch_size"])
+    answers = plot_data.answering(frame, ["mode", "baseline", "batch_size"])
     assert frame.loc[answers[answers].index].groupby("mode").size().to_dict() == by_db
     assert sum(by_db.values()) == len(records) - 1  # the mixed configuration's disturbed run alone is left out
 
 
 def test_a_noisy_configurations_name_stays_text_on_the_plots_that_mark_it():
     """A configuration's label carries values from model files and the form: the grey marks show it as typed."""
-    from dashboard import charts, stats
+    from dashboard.charts import speed_charts
+    from dashboard.data import plot_data
 
     name = "default · n=<b>x</b>"
     view = _view({"job_id": 1, "config": name, "series": name, "speedup": 2.0, "compiled_ms": 0.5, "disturbed": True,
                   "noise_note": "spread <i>30%</i>"})
-    agg, fails = stats.summarize(view)
-    agg = stats.with_noise(agg, view)
-    for fig in (charts.latency(agg, fails), charts.mark_noisy(charts.speedup(agg, fails), agg)):
+    agg, fails = plot_data.summarize(view)
+    agg = plot_data.with_noise(agg, view)
+    for fig in (speed_charts.latency(agg, fails), speed_charts.mark_noisy(speed_charts.speedup(agg, fails), agg)):
         (grey,) = [t for t in fig.data if t.legendgroup == "only-noisy"]
         assert "<b>" not in str(grey.customdata) and "&lt;b&gt;x&lt;/b&gt;" in str(grey.customdata)
         assert "<i>" not in str(grey.customdata)
-    ticks = charts.warmup(agg, fails).layout.yaxis.ticktext
+    ticks = speed_charts.warmup(agg, fails).layout.yaxis.ticktext
     assert len(ticks) == 1 and "&lt;b&gt;x&lt;/b&gt;" in ticks[0] and "<b>" not in ticks[0]

@@ -4,7 +4,7 @@ import math
 
 import pandas as pd
 
-from dashboard.stats import answered_break_even
+from dashboard.data.plot_data import answered_break_even
 
 
 def test_a_row_of_the_same_jobs_takes_the_answers_numbers_whatever_its_label():

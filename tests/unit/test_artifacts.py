@@ -12,14 +12,17 @@ from db.database import get_engine
 from db.engine import atomic, reading
 from db.models import Artifact, Job, JobStatus
 from db.results import export_records
-from db.spec import ModelInfo, SweepRequest
+from lab import artifact_files
+from lab.spec import ModelInfo
+from lab.sweep import SweepRequest
+from tests.conftest import at_head
 
 RESULT = {"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "samples": {}, "detail": {}}
 
 
 @pytest.fixture
-def engine(any_db_url):
-    return get_engine(any_db_url)
+def engine(any_db_url, migrated_sqlite):
+    return get_engine(at_head(any_db_url, migrated_sqlite))
 
 
 def claimed(engine):
@@ -35,18 +38,18 @@ def noise(n: int) -> str:
 
 
 def test_text_past_the_cap_is_cut_and_says_so(tmp_path):
-    index = artifacts.write_dir(tmp_path, {"output_code": "x = 1\n" * 1000, "fx_graphs": "", "../evil": "no"},
+    index = artifact_files.write_dir(tmp_path, {"output_code": "x = 1\n" * 1000, "fx_graphs": "", "../evil": "no"},
                                 limit=600)
     assert index == [{"name": "output_code", "bytes": 6000, "truncated": True}]  # empty and odd names: not kept
-    (kept,) = artifacts.read_dir(tmp_path)
+    (kept,) = artifact_files.read_dir(tmp_path)
     text = gzip.decompress(kept["data"]).decode()
     assert text.startswith("x = 1\n") and len(text) < 700 and "cut by Compile Lab at 600 of 6000 bytes" in text
 
 
 def test_a_job_stores_at_most_its_budget_and_the_export_lists_what_it_kept(engine, tmp_path):
-    artifacts.write_dir(tmp_path, {"output_code": noise(3000), "fx_graphs": noise(3000), "trace": "tiny"})
+    artifact_files.write_dir(tmp_path, {"output_code": noise(3000), "fx_graphs": noise(3000), "trace": "tiny"})
     sizes = {p.stem: p.stat().st_size for p in tmp_path.glob("*.gz")}
-    items = artifacts.read_dir(tmp_path, budget=sizes["output_code"] + sizes["trace"])  # fx_graphs does not fit
+    items = artifact_files.read_dir(tmp_path, budget=sizes["output_code"] + sizes["trace"])  # fx_graphs does not fit
     assert [i["name"] for i in items] == ["output_code", "trace"]
     claim = claimed(engine)
     assert queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, result=RESULT, artifacts=items)
@@ -60,8 +63,8 @@ def test_a_job_stores_at_most_its_budget_and_the_export_lists_what_it_kept(engin
 
 
 def test_a_stale_finisher_stores_no_artifacts_and_a_deleted_job_leaves_none(engine, tmp_path):
-    artifacts.write_dir(tmp_path, {"output_code": "def call(args): pass\n"})
-    items = artifacts.read_dir(tmp_path)
+    artifact_files.write_dir(tmp_path, {"output_code": "def call(args): pass\n"})
+    items = artifact_files.read_dir(tmp_path)
     claim = claimed(engine)
     assert not queue.finish(engine, claim.job_id, "not-the-lease", JobStatus.FAILED, "x", artifacts=items)
     assert queue.finish(engine, claim.job_id, claim.token, JobStatus.FAILED, "compile failed", artifacts=items)
@@ -79,7 +82,7 @@ def test_a_row_that_unpacks_past_the_limit_is_refused_naming_it(engine):
     from bench.bombs import gzip_bomb
 
     claim = claimed(engine)
-    cut, total, _ = artifacts.pack("x" * (artifacts.MAX_TEXT_BYTES + 10))
+    cut, total, _ = artifact_files.pack("x" * (artifact_files.MAX_TEXT_BYTES + 10))
     rows = [{"name": "output_code", "bytes": 10, "truncated": False, "data": gzip_bomb(64 << 20)},
             {"name": "fx_graphs", "bytes": total, "truncated": True, "data": cut},
             {"name": "trace", "bytes": 3, "truncated": False, "data": b"not gzip"}]

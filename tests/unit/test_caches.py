@@ -7,16 +7,17 @@ import pytest
 
 from db import caches
 from db.database import get_engine
-from db.spec import ExperimentSpec
+from lab.spec import ExperimentSpec
 from runner import portable, signing
+from tests.conftest import at_head
 
 PROBE = {"torch_version": "2.13.0+cpu", "triton_version": None, "cpu_name": "AMD EPYC", "device_name": None,
          "capability": None}
 
 
 @pytest.fixture
-def engine(any_db_url):
-    return get_engine(any_db_url)
+def engine(any_db_url, migrated_sqlite):
+    return get_engine(at_head(any_db_url, migrated_sqlite))
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import pytest
 
 from db import queue
 from db.database import get_engine
-from db.spec import SweepRequest
+from lab.sweep import SweepRequest
 from runner import cli
 
 

@@ -6,14 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard import charts, diagnosis, diff, filters, frame, labels, repeats, roofline, snapshot, stats, store
-from dashboard.submission import FormValues, label_for, message, plan, slot_for, submit_all
+from dashboard.charts import diagnosis, speed_charts, styling
+from dashboard.data import diff, filters, frame, plot_data, repeats, roofline_points, series_labels, snapshot, store
+from dashboard.data.submission import FormValues, label_for, message, plan, slot_for, submit_all
 from db import queue, views
-from db.ceilings_view import newest_ceilings
+from db.device_ceilings import newest_ceilings, store_ceilings
 from db.models import JobStatus
 from db.results import RECORD_FIELDS, export_records
-from db.roofline import store_ceilings
-from db.spec import SweepRequest
+from lab.sweep import SweepRequest
 from runner import zoo
 
 CATALOG = zoo.model_infos(zoo.catalog())  # the real zoo's metadata (read with ast: no torch)
@@ -94,7 +94,7 @@ def test_results_frame_has_every_export_field_and_keeps_failures(engine, synthet
     df = synthetic
     assert len(df) == 300 and set(RECORD_FIELDS) <= set(frame.complete(df, engine).columns)
     assert df["speedup"].dtype == float and str(df["batch_size"].dtype) == "Int64"
-    bad = stats.failures(df)
+    bad = plot_data.failures(df)
     assert len(bad) == (df["status"] != "succeeded").sum() > 0 and bad["error"].notna().all()
     assert df.loc[df["status"] != "succeeded", "speedup"].isna().all()  # never a 0.0 speedup
 
@@ -121,32 +121,32 @@ def test_filters_keep_rows_without_an_environment(synthetic):
 
 
 def test_series_labels_name_only_what_differs(synthetic):
-    view = labels.label_series(synthetic[synthetic["model"] == "simplenet"])
+    view = series_labels.label_series(synthetic[synthetic["model"] == "simplenet"])
     assert set(view["config"]) == {f"{m} · dynamic={d}" for m in ("default", "max-autotune")
                                    for d in ("none", "true", "false")}
     assert set(view["baseline"]) == {"eager"}
-    one = labels.label_series(synthetic[(synthetic["model"] == "simplenet") & (synthetic["mode"] == "default")
+    one = series_labels.label_series(synthetic[(synthetic["model"] == "simplenet") & (synthetic["mode"] == "default")
                                         & (synthetic["dynamic"] == "none")])
     assert set(one["config"]) == {"default"} and one["series"].str.contains(" · bs ").all()
 
 
 def test_plots_draw_failures_bands_and_the_one_line(synthetic):
-    worst = stats.failures(synthetic)["model"].value_counts().index[0]
-    view = labels.label_series(synthetic[synthetic["model"] == worst])
-    agg, fails = stats.summarize(view)
+    worst = plot_data.failures(synthetic)["model"].value_counts().index[0]
+    view = series_labels.label_series(synthetic[synthetic["model"] == worst])
+    agg, fails = plot_data.summarize(view)
     assert len(fails) > 0, "the synthetic data holds failures"
-    speed = charts.speedup(agg, fails)
+    speed = speed_charts.speedup(agg, fails)
     notes = [a for a in speed.layout.annotations if a.text.startswith("✕")]
     hover = " ".join(a.hovertext for a in notes)
     assert all(f"#{job_id} " in hover for job_id in fails["job_id"])  # every failed job, with its reason
     assert all(str(e)[:40] in hover for e in fails["error"])
     assert any(s.y0 == 1.0 and s.y1 == 1.0 for s in speed.layout.shapes)  # the 1.0x line
-    lat = charts.latency(agg, fails)
+    lat = speed_charts.latency(agg, fails)
     assert any(t.fill == "toself" for t in lat.data)  # p10-p90 bands
     assert {t.name for t in lat.data if t.name} >= {"eager"} | set(agg["config"])
-    warm = charts.warmup(agg, fails)
-    assert {t.name for t in warm.data} == set(charts.CALLS.values())
-    assert charts.break_even(agg, fails).layout.yaxis.categoryarray
+    warm = speed_charts.warmup(agg, fails)
+    assert {t.name for t in warm.data} == set(speed_charts.CALLS.values())
+    assert speed_charts.break_even(agg, fails).layout.yaxis.categoryarray
 
 
 def test_a_configuration_that_only_failed_still_has_its_category():
@@ -156,7 +156,7 @@ def test_a_configuration_that_only_failed_still_has_its_category():
     fails = pd.DataFrame([{"job_id": 7, "status": "failed", "error": "graph break", "batch_size": 8,
                            "config": "inductor/default · fullgraph=true",
                            "series": "inductor/default · fullgraph=true"}])
-    fig = charts.warmup(agg, fails)
+    fig = speed_charts.warmup(agg, fails)
     assert "inductor/default · fullgraph=true" in fig.layout.yaxis.categoryarray
     assert any("graph break" in (a.hovertext or "") for a in fig.layout.annotations)
 
@@ -169,24 +169,24 @@ def test_one_batch_size_sets_configurations_side_by_side():
                         "compiled_p10_ms": [1.6, 1.5], "compiled_p90_ms": [1.8, 1.7]})
     fails = pd.DataFrame({"job_id": [9], "config": ["inductor/max-autotune"], "batch_size": [32],
                           "status": ["timed_out"], "error": ["timed out after 400 s"], "series": ["x"]})
-    for fig in (charts.speedup(agg, fails), charts.latency(agg, fails)):
+    for fig in (speed_charts.speedup(agg, fails), speed_charts.latency(agg, fails)):
         assert fig.layout.scattermode == "group" and fig.layout.xaxis.type == "category"
         assert [a.x for a in fig.layout.annotations if a.text.startswith("✕")] == [0]  # the category's number
     # one noisy run's p90 far above every median: a log axis, or the medians would lie flat on zero
-    assert charts.latency(agg, fails).layout.yaxis.type != "log"
-    assert charts.latency(agg.assign(compiled_p90_ms=[1.8, 60.0]), fails).layout.yaxis.type == "log"
+    assert speed_charts.latency(agg, fails).layout.yaxis.type != "log"
+    assert speed_charts.latency(agg.assign(compiled_p90_ms=[1.8, 60.0]), fails).layout.yaxis.type == "log"
     several = agg.assign(batch_size=[8, 32])
-    assert charts.speedup(several, fails.iloc[0:0]).layout.scattermode is None
+    assert speed_charts.speedup(several, fails.iloc[0:0]).layout.scattermode is None
     # a noisy configuration's ring sits in its configuration's slot, not in a slot of its own
     noisy = agg.assign(noisy_runs=[0, 1], max_spread=[0.01, 0.09])
-    fig = charts.mark_noisy(charts.speedup(noisy, fails), noisy)
+    fig = speed_charts.mark_noisy(speed_charts.speedup(noisy, fails), noisy)
     rings = [t for t in fig.data if t.legendgroup == "noisy"]
     assert [(t.offsetgroup, list(t.y)) for t in rings] == [("inductor/reduce-overhead", [1.35])]
     assert next(t for t in fig.data if t.name == "inductor/reduce-overhead").offsetgroup == "inductor/reduce-overhead"
 
 
 def test_schedule_timeline_rings_recompiles(engine, synthetic):
-    view = labels.label_series(synthetic[synthetic["model"] == "simplenet"])
+    view = series_labels.label_series(synthetic[synthetic["model"] == "simplenet"])
     ids = view.loc[view["has_schedule"] & (view["status"] == "succeeded"), "job_id"].tolist()[:3]
     sched = diagnosis.schedule_frame(view, views.schedule_calls(engine, ids))
     assert len(sched) == 9 and sched["recompiled"].sum() == 6
@@ -325,7 +325,7 @@ def test_a_restarted_store_reads_the_answers_it_kept_and_computes_only_new_ones(
 
     from sqlalchemy import text
 
-    from db import answer
+    from db import reports
     from db.engine import atomic
 
     queue.register_worker(engine, "w", "h", 1, None, {"devices": ["cpu"], "models": []})
@@ -335,7 +335,7 @@ def test_a_restarted_store_reads_the_answers_it_kept_and_computes_only_new_ones(
 
     def ask(rs):
         jobs = rs.frame()[["job_id", "finished_at"]]
-        return rs.answer(jobs, lambda: answer.report(engine, job_ids=jobs["job_id"].tolist()))
+        return rs.answer(jobs, lambda: reports.report(engine, job_ids=jobs["job_id"].tolist()))
 
     first, _ = saved_store(engine, path)
     want = ask(first)
@@ -536,16 +536,16 @@ def test_the_latency_plot_says_when_eager_moved_between_configurations():
         df = jobs(("default", compiled, eager), batch_size=64, dynamic=dynamic, eager_spread=0.03,
                   compiled_spread=0.01, measure_recompiles=0, cache_hits=None, error=None).assign(job_id=start)
         return df.assign(**{c: np.nan for c in frame.NUMBERS if c not in df})
-    view = labels.label_series(pd.concat([rows("false", 14.51, 14.95, 1), rows("true", 8.427, 8.706, 2)],
+    view = series_labels.label_series(pd.concat([rows("false", 14.51, 14.95, 1), rows("true", 8.427, 8.706, 2)],
                                          ignore_index=True))
-    agg, _ = stats.summarize(view)
-    drift = stats.eager_drift(stats.with_noise(agg, view))
+    agg, _ = plot_data.summarize(view)
+    drift = plot_data.eager_drift(plot_data.with_noise(agg, view))
     assert drift["batch_size"] == 64 and drift["gap"] == pytest.approx(14.51 / 8.427 - 1)
     assert (drift["low"], drift["high"]) == ("default · dynamic=true", "default · dynamic=false")
-    steady = labels.label_series(pd.concat([rows("false", 14.51, 14.95, 1), rows("true", 14.2, 9.1, 2)],
+    steady = series_labels.label_series(pd.concat([rows("false", 14.51, 14.95, 1), rows("true", 14.2, 9.1, 2)],
                                            ignore_index=True))
-    agg, _ = stats.summarize(steady)
-    assert stats.eager_drift(stats.with_noise(agg, steady)) is None  # 2% apart: eager held
+    agg, _ = plot_data.summarize(steady)
+    assert plot_data.eager_drift(plot_data.with_noise(agg, steady)) is None  # 2% apart: eager held
 
 
 def test_a_change_inside_the_runs_noise_is_not_coloured_as_a_finding():
@@ -642,7 +642,7 @@ def test_separability_needs_ranges_that_do_not_overlap():
 
 
 def test_a_repeated_configuration_none_of_whose_runs_answers_is_named_noisy_and_greyed():
-    """Repeats judge runs as everywhere (db.noise): max-autotune's two runs were both disturbed (their numbers,
+    """Repeats judge runs as everywhere (lab.noise): max-autotune's two runs were both disturbed (their numbers,
     marked and grey); reduce-overhead's scatter within their rounds, which is no cause: they answer."""
     df = jobs(*H100)
     df.loc[df["mode"] == "max-autotune", "disturbed"] = True
@@ -653,14 +653,14 @@ def test_a_repeated_configuration_none_of_whose_runs_answers_is_named_noisy_and_
     spans = repeats.ranges(repeats.candidates(rep))
     fig = diagnosis.repeat_spread(repeats.candidates(rep), spans, sorted(set(rep["group"])))
     bars = {t.y[0]: t.line.color for t in fig.data if t.mode == "lines"}
-    assert bars["⚠ noisy · max-autotune"] == charts.NOISY_GREY and bars["default"] != charts.NOISY_GREY
+    assert bars["⚠ noisy · max-autotune"] == styling.NOISY_GREY and bars["default"] != styling.NOISY_GREY
 
 
 def test_synthetic_repeat_sweep_is_found(synthetic):
-    view = labels.label_series(synthetic[synthetic["model"] == "complexnet"])
+    view = series_labels.label_series(synthetic[synthetic["model"] == "complexnet"])
     rep = repeats.repeated(view)
     assert set(rep["sweep"]) == {"complexnet repeats 13"} and (repeats.summary(rep)["runs"] == 4).all()
-    assert repeats.repeated(labels.label_series(synthetic[synthetic["model"] == "mlp"])).empty
+    assert repeats.repeated(series_labels.label_series(synthetic[synthetic["model"] == "mlp"])).empty
 
 
 def test_roofline_points_lines_and_missing_ceilings(engine):
@@ -687,8 +687,8 @@ def test_roofline_points_lines_and_missing_ceilings(engine):
                 "device_name": "NVIDIA H100 80GB HBM3", "dtype": "float32", "batch_size": 32, "backend": "inductor",
                 "mode": "default", "dynamic": "none", "fullgraph": "false", "scope": "model", "cache": "cold"}
     shown = shown.assign(**{k: shown[k].fillna(v) if k in shown else v for k, v in defaults.items()})
-    pts = roofline.points(shown).set_index(["model", "task"])
-    # the point is the quiet run's alone (as on every plot: db.noise), the noisy one counted beside it
+    pts = roofline_points.points(shown).set_index(["model", "task"])
+    # the point is the quiet run's alone (as on every plot: lab.noise), the noisy one counted beside it
     assert len(pts) == 4 and pts.loc[("complexnet", "inference"), "runs"] == 1
     assert pts.loc[("complexnet", "inference"), "noisy_runs"] == 1
     assert pts.loc[("complexnet", "inference"), "achieved_tflops"] == 35.8 and not pts["only_noisy"].any()
@@ -697,17 +697,17 @@ def test_roofline_points_lines_and_missing_ceilings(engine):
     pts = pts.reset_index()
     ceilings = newest_ceilings(engine, pts["device_name"].unique())
     assert {(c["dtype"], c["hostname"]) for c in ceilings} == {("float32", "vm"), ("bfloat16", "vm")}  # newest
-    in_view = roofline.ceilings_in_view(ceilings, pts)
+    in_view = roofline_points.ceilings_in_view(ceilings, pts)
     assert in_view[["device_name", "dtype"]].values.tolist() == [["NVIDIA H100 80GB HBM3", "float32"]]
-    line = roofline.lines(in_view, pts)
+    line = roofline_points.lines(in_view, pts)
     ridge = 51.24 * 1e3 / 2952.2  # FLOP/byte where bandwidth meets compute
     assert line["ai"].tolist()[1] == pytest.approx(ridge) and line["tflops"].max() == pytest.approx(51.24)
     left = line.iloc[0]
     assert left["tflops"] == pytest.approx(2952.2 * left["ai"] / 1e3) and left["ai"] <= pts["ai"][pts["on_plot"]].min()
     assert line["ai"].max() >= pts["ai"].max()
-    missing = roofline.missing_ceilings(ceilings, pts)
+    missing = roofline_points.missing_ceilings(ceilings, pts)
     assert missing.values.tolist() == [["cpu", "AMD EPYC", "float32"]]
-    assert roofline.off_plot(pts) == ("sincos on NVIDIA H100 80GB HBM3 (1 configuration): 3,056 GB/s, "
+    assert roofline_points.off_plot(pts) == ("sincos on NVIDIA H100 80GB HBM3 (1 configuration): 3,056 GB/s, "
                                       "at best 104% of the roofline.")
     fig = diagnosis.roofline(pts, line, "model")
     assert [t.name for t in fig.data if t.mode == "lines"] == ["NVIDIA H100 80GB HBM3 · float32: 51.2 TFLOP/s, 2,952 GB/s"]
@@ -730,14 +730,14 @@ def test_the_roofline_greys_a_configuration_with_noisy_runs_only_and_folds_modes
            "compiled_ms": 0.3, "disturbed": False}
     shown = pd.DataFrame([row, {**row, "mode": "reduce-overhead", "achieved_tflops": 0.2},
                           {**row, "batch_size": 32, "disturbed": True, "achieved_tflops": 0.4}])
-    pts = roofline.points(shown).set_index("batch_size")
+    pts = roofline_points.points(shown).set_index("batch_size")
     assert len(pts) == 2 and pts.loc[8, "mode"] == "default" and pts.loc[8, "runs"] == 2
     assert pts.loc[32, "only_noisy"] and pts.loc[32, "noisy_runs"] == 0 and not pts.loc[8, "only_noisy"]
     fig = diagnosis.roofline(pts.reset_index(), pd.DataFrame(columns=["device_name", "dtype", "ai", "tflops"]),
                              "model")
-    (grey,) = [t for t in fig.data if t.x[0] is not None and t.marker.color == charts.NOISY_GREY]
+    (grey,) = [t for t in fig.data if t.x[0] is not None and t.marker.color == styling.NOISY_GREY]
     assert list(grey.y) == [0.4] and "every run disturbed" in grey.customdata[0][6]
-    assert charts.NOISY_LEGEND in {t.name for t in fig.data} and not any(
+    assert styling.NOISY_LEGEND in {t.name for t in fig.data} and not any(
         (t.marker.symbol or "").endswith("-open") for t in fig.data if t.x[0] is not None)
 
 
@@ -748,7 +748,7 @@ def test_a_warm_job_that_found_no_cached_graph_is_not_labelled_plain_warm(synthe
     sincos = synthetic[synthetic["model"] == "sincos"].copy()
     warm = sincos[(sincos["cache"] == "warm") & (sincos["status"] == "succeeded")]
     assert len(warm) and set(warm["cache_state"]) == {"warm"}  # synthetic warm jobs all hit
-    before = labels.label_series(sincos)
+    before = series_labels.label_series(sincos)
     configs = before.loc[warm.index, "config"]
     all_missed, some_missed = configs.unique()[:2]
     miss = json.dumps({"inductor_fx_local_cache_hit_count": 0, "inductor_fx_local_cache_miss_count": 1})
@@ -756,7 +756,7 @@ def test_a_warm_job_that_found_no_cached_graph_is_not_labelled_plain_warm(synthe
     partly = configs.index[configs == some_missed]
     sincos.loc[partly[:1], "cache_hits"] = miss
     sincos = frame._finish(sincos.drop(columns=["cache_state"]))
-    view = labels.label_series(sincos)
+    view = series_labels.label_series(sincos)
     assert view["config"].nunique() == before["config"].nunique()  # labels change, series do not split
     assert view.loc[configs.index[configs == all_missed], "config"].str.endswith(
         "warm cache: graph not cached yet").all()
@@ -769,17 +769,17 @@ def test_a_warm_job_that_found_no_cached_graph_is_not_labelled_plain_warm(synthe
     again = hit.copy()  # the same configuration and batch size once more, a miss this time
     again[["job_id", "cache_hits", "compiled_first_call_s"]] = [sincos["job_id"].max() + 1, miss,
                                                                 hit["compiled_first_call_s"] * 5]
-    both = labels.label_series(frame._finish(pd.concat([sincos, again.to_frame().T], ignore_index=True)
+    both = series_labels.label_series(frame._finish(pd.concat([sincos, again.to_frame().T], ignore_index=True)
                                               .drop(columns=["cache_state"]).infer_objects()))
-    calls = stats.first_calls(both)
+    calls = plot_data.first_calls(both)
     split = calls[calls["batch_size"] == hit["batch_size"]]
     split = split[split["series"].str.contains(" · hit · | · miss · ", regex=True)]
     assert sorted(s.split(" · ")[-2] for s in split["series"]) == ["hit", "miss"]  # "... · miss · bs 8"
     assert split.set_index(split["series"].str.split(" · ").str[-2]).loc[
         ["hit", "miss"], "compiled_first_call_s"].tolist() == [hit["compiled_first_call_s"],
                                                                hit["compiled_first_call_s"] * 5]
-    got = stats.breakdown_frame(labels.split_by_graph_cache(view))
-    hatched = diagnosis.warmup_breakdown(got, stats.failures(view))
+    got = plot_data.breakdown_frame(series_labels.split_by_graph_cache(view))
+    hatched = diagnosis.warmup_breakdown(got, plot_data.failures(view))
     shapes = [shape for t in hatched.data if t.marker and t.marker.pattern and t.marker.pattern.shape is not None
               for shape, series in zip(t.marker.pattern.shape, t.y) if "not cached" in str(series)]
     assert shapes and set(shapes) == {""}
@@ -794,14 +794,14 @@ def test_a_backend_that_never_asks_the_graph_cache_is_not_called_a_miss():
 
 
 def test_breakdown_frame_takes_one_real_job_per_series(synthetic):
-    view = labels.label_series(synthetic[synthetic["model"] == "sincos"])
-    got = stats.breakdown_frame(view)
+    view = series_labels.label_series(synthetic[synthetic["model"] == "sincos"])
+    got = plot_data.breakdown_frame(view)
     comp = got[got["bar"] == "compiled"]
     ok = view[view["status"] == "succeeded"]
     assert set(comp["series"]) == set(ok["series"])
     for series, parts in comp.groupby("series"):
         job = ok[ok["job_id"] == parts["job_id"].iloc[0]].iloc[0]
-        assert job["series"] == series and set(parts["part"]) <= set(stats.BREAKDOWN_PARTS)
+        assert job["series"] == series and set(parts["part"]) <= set(plot_data.BREAKDOWN_PARTS)
         assert parts["seconds"].sum() == pytest.approx(job["compiled_first_call_s"])  # the parts add up
         firsts = ok.loc[ok["series"] == series, "compiled_first_call_s"].sort_values().tolist()
         assert job["compiled_first_call_s"] == firsts[(len(firsts) - 1) // 2]  # the median run
@@ -809,7 +809,7 @@ def test_breakdown_frame_takes_one_real_job_per_series(synthetic):
     assert eager.to_dict() == pytest.approx(ok.groupby("series")["eager_first_call_s"].median().to_dict())
     warm = comp[comp["cache"] == "warm"]
     assert len(warm) and (warm["cache_hits"] == "(1 cache hit, 0 misses)").all()
-    fig = diagnosis.warmup_breakdown(got, stats.failures(view))
+    fig = diagnosis.warmup_breakdown(got, plot_data.failures(view))
     assert {t.name for t in fig.data} >= {"dynamo tracing", "codegen + kernel compile", "eager first call",
                                           "hatched: warm compile cache"}
 
@@ -818,8 +818,8 @@ def test_breakdown_without_a_recorded_breakdown_and_a_failed_only_series():
     view = pd.DataFrame([{"status": "succeeded", "job_id": 1, "series": "inductor/default", "config": "inductor/default",
                           "batch_size": 8, "cache": "cold", "cache_hits": None, "compile_breakdown_s": None,
                           "compiled_first_call_s": 4.0, "eager_first_call_s": 0.01}])
-    got = stats.breakdown_frame(view)
-    assert got[["part", "seconds"]].values.tolist() == [[stats.NO_BREAKDOWN, 4.0], ["eager first call", 0.01]]
+    got = plot_data.breakdown_frame(view)
+    assert got[["part", "seconds"]].values.tolist() == [[plot_data.NO_BREAKDOWN, 4.0], ["eager first call", 0.01]]
     fails = pd.DataFrame([{"job_id": 2, "status": "failed", "error": "compile failed: graph break", "batch_size": 8,
                            "config": "inductor/default · fullgraph=true", "series": "inductor/default · fullgraph=true"}])
     fig = diagnosis.warmup_breakdown(got, fails)
@@ -828,18 +828,18 @@ def test_breakdown_without_a_recorded_breakdown_and_a_failed_only_series():
 
 
 def test_gpu_time_inside_latency_host_bound_and_noisy_rings(synthetic):
-    view = labels.label_series(synthetic[synthetic["model"] == "simplenet"])
-    agg, fails = stats.summarize(view)
-    agg = stats.with_noise(agg, view)
-    host = stats.gpu_latency_frame(agg)
+    view = series_labels.label_series(synthetic[synthetic["model"] == "simplenet"])
+    agg, fails = plot_data.summarize(view)
+    agg = plot_data.with_noise(agg, view)
+    host = plot_data.gpu_latency_frame(agg)
     assert set(host["what"]) == set(diagnosis.HOST_COLORS) and len(host) == 4 * len(agg)
     assert (host["overhead_ms"] == host["latency_ms"] - host["gpu_ms"]).all() and (host["overhead_ms"] > 0).all()
     assert diagnosis.gpu_in_latency(host, fails, sorted(agg["series"])).data
     cpu = agg.assign(eager_gpu_ms=float("nan"), compiled_gpu_ms=float("nan"))
-    assert stats.gpu_latency_frame(cpu).empty  # CPU jobs have no GPU clock: nothing to draw
+    assert plot_data.gpu_latency_frame(cpu).empty  # CPU jobs have no GPU clock: nothing to draw
     noisy = agg[agg["noisy_runs"] > 0]
     assert len(noisy), "the synthetic data holds disturbed runs beside undisturbed ones"
-    fig = charts.mark_noisy(charts.speedup(agg, fails), agg)
+    fig = speed_charts.mark_noisy(speed_charts.speedup(agg, fails), agg)
     rings = [t for t in fig.data if t.name and t.name.startswith("⚠ disturbed")]
     assert len(rings) == 1 and len(rings[0].x) == len(noisy.dropna(subset=["speedup"]))
     bound = agg[agg["host_bound_runs"] > 0]
@@ -850,23 +850,23 @@ def test_gpu_time_inside_latency_host_bound_and_noisy_rings(synthetic):
 
 
 def test_each_clock_draws_its_own_numbers(synthetic):
-    view = labels.label_series(synthetic[synthetic["model"] == "mlp"])
-    agg, fails = stats.summarize(view)
-    for clock, cols in stats.CLOCKS.items():
-        timed = stats.on_clock(agg, clock)
+    view = series_labels.label_series(synthetic[synthetic["model"] == "mlp"])
+    agg, fails = plot_data.summarize(view)
+    for clock, cols in plot_data.CLOCKS.items():
+        timed = plot_data.on_clock(agg, clock)
         assert (timed["speedup"] == agg[cols["speedup"]]).all() and (timed["compiled_ms"] == agg[cols["compiled_ms"]]).all()
-        fig = charts.speedup(timed, fails, clock)
+        fig = speed_charts.speedup(timed, fails, clock)
         ys = sorted(y for t in fig.data if t.mode.startswith("lines+markers") for y in t.y)
         assert ys == pytest.approx(sorted(agg[cols["speedup"]].dropna()))
     # latency is the headline: GPU time leaves the host out, so on this host-bound model it reads higher
     assert (agg["gpu_speedup"] != agg["speedup"]).all()
-    assert "GPU time" in charts.speedup(stats.on_clock(agg, "gpu"), fails, "gpu").layout.title.text
+    assert "GPU time" in speed_charts.speedup(plot_data.on_clock(agg, "gpu"), fails, "gpu").layout.title.text
 
 
 def test_failure_notes_on_a_log_batch_axis_sit_at_their_batch(synthetic):
-    view = labels.label_series(synthetic[synthetic["model"] == stats.failures(synthetic)["model"].iloc[0]])
-    agg, fails = stats.summarize(view)
-    fig = charts.speedup(agg, fails)
+    view = series_labels.label_series(synthetic[synthetic["model"] == plot_data.failures(synthetic)["model"].iloc[0]])
+    agg, fails = plot_data.summarize(view)
+    fig = speed_charts.speedup(agg, fails)
     assert fig.layout.xaxis.type == "log"  # batch 1..128
     notes = [a for a in fig.layout.annotations if a.text.startswith("✕")]
     # plotly reads x on a log axis as log10(x): a raw 128 would stretch the range to 1e128
@@ -879,9 +879,9 @@ def test_cpu_results_stored_as_reduce_overhead_are_drawn_under_default(engine):
     fill(engine, 6, seed=2, device="cpu", models=("complexnet",), batches=(8, 32), dynamics=(None,),
          modes=("default", "reduce-overhead", "max-autotune-no-cudagraphs"))
     df = frame.load_frame(engine, fields=views.FRAME_FIELDS + views.VIEW_FIELDS)[0]
-    view = labels.label_series(df)
+    view = series_labels.label_series(df)
     assert set(view["config"]) == {"default", "max-autotune"}  # two compiles, not four configurations
-    assert labels.folded_notes(view) == [
+    assert series_labels.folded_notes(view) == [
         "2 jobs stored as max-autotune-no-cudagraphs are shown under max-autotune: on cpu they are the same compile, "
         "since CUDA graphs need CUDA.",
         "2 jobs stored as reduce-overhead are shown under default: on cpu they are the same compile, since CUDA graphs "
@@ -890,22 +890,22 @@ def test_cpu_results_stored_as_reduce_overhead_are_drawn_under_default(engine):
 
 
 def test_break_even_hides_when_it_has_nothing_to_say_and_bars_carry_their_values(synthetic):
-    view = labels.label_series(synthetic[synthetic["model"] == "complexnet"])
-    agg, fails = stats.summarize(view)
-    fig = charts.break_even(agg, fails)
+    view = series_labels.label_series(synthetic[synthetic["model"] == "complexnet"])
+    agg, fails = plot_data.summarize(view)
+    fig = speed_charts.break_even(agg, fails)
     paid = agg.dropna(subset=["break_even_calls"])
     bars = [t for t in fig.data if t.type == "bar"]
     assert all(t.orientation == "h" for t in bars) and fig.layout.yaxis.type == "category"
     assert sorted(x for t in bars for x in t.x) == sorted(paid["break_even_calls"])
     assert {f"{n:,.0f} calls" for n in paid["break_even_calls"]} == {s for t in bars for s in t.text}
-    assert charts.break_even_note(agg) == ""
+    assert speed_charts.break_even_note(agg) == ""
     never = agg.assign(break_even_calls=float("nan"), speedup=0.8)
-    assert charts.break_even(never, fails) is None and "never pays off" in charts.break_even_note(never)
+    assert speed_charts.break_even(never, fails) is None and "never pays off" in speed_charts.break_even_note(never)
     one = paid.iloc[:1]
-    assert charts.break_even(one, fails) is None
-    assert charts.break_even_note(one) == (f"Break-even: one configuration in view ({one['series'].iloc[0]}), paying off "
+    assert speed_charts.break_even(one, fails) is None
+    assert speed_charts.break_even_note(one) == (f"Break-even: one configuration in view ({one['series'].iloc[0]}), paying off "
                                            f"after {one['break_even_calls'].iloc[0]:,.0f} calls.")
-    warm = charts.warmup(stats.first_calls(view), fails)
+    warm = speed_charts.warmup(plot_data.first_calls(view), fails)
     assert all(t.orientation == "h" and all(t.text) for t in warm.data if t.type == "bar")
     assert warm.layout.height >= 170 + 58 * agg["series"].nunique()  # a row per series, three bars a row
 
@@ -914,7 +914,7 @@ def test_point_values_never_collide():
     agg = pd.DataFrame({"config": ["a", "b", "c"], "baseline": ["eager"] * 3, "batch_size": [8, 8, 8],
                         "speedup": [1.50, 1.51, 1.10], "runs": [1, 1, 1], "eager_ms": [1.0] * 3,
                         "compiled_ms": [0.7] * 3})
-    fig = charts.speedup(agg, agg.iloc[0:0].assign(job_id=[], status=[], error=[]))
+    fig = speed_charts.speedup(agg, agg.iloc[0:0].assign(job_id=[], status=[], error=[]))
     shown = sorted(t for tr in fig.data if tr.text is not None for t in tr.text if t)
     assert shown == ["1.10×", "1.51×"]  # 1.50 sits on 1.51: its value is in the hover only
 
@@ -928,9 +928,9 @@ def test_the_preloaded_imports_are_their_own_segment_of_the_first_call():
     view = pd.DataFrame([{"status": "succeeded", "job_id": 1, "series": "inductor/default", "config": "inductor/default",
                           "batch_size": 8, "cache": "cold", "cache_hits": None, "compile_breakdown_s": json.dumps(parts),
                           "compiled_first_call_s": 4.2, "eager_first_call_s": 0.01, "error": None}])
-    got = stats.breakdown_frame(view)
+    got = plot_data.breakdown_frame(view)
     comp = got[got["bar"] == "compiled"]
     assert comp.set_index("part")["seconds"].to_dict() == parts and comp["seconds"].sum() == pytest.approx(4.2)
-    fig = diagnosis.warmup_breakdown(got, stats.failures(view))
+    fig = diagnosis.warmup_breakdown(got, plot_data.failures(view))
     (seg,) = [t for t in fig.data if t.name == COMPILE_PART]
     assert seg.marker.color == diagnosis.PART_COLORS[COMPILE_PART]

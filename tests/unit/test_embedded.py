@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from dashboard.embedded import ENV_SWITCH, EmbeddedWorker, home_for
+from dashboard.state.embedded import ENV_SWITCH, EmbeddedWorker, home_for
 from db import queue
 from tests.conftest import pid_alive, wait_until
 

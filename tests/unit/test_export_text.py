@@ -1,15 +1,20 @@
-"""The files others open as data (db.tabular): CSV cells a spreadsheet would run as formulas are quoted, numbers
+"""The files others open as data (lab.tabular): CSV cells a spreadsheet would run as formulas are quoted, numbers
 stay numbers, and JSON is strict (null for a number that is not finite). Through the real CLI in fresh
 interpreters, on a real SQLite file and a real PostgreSQL database."""
 import csv
+import dataclasses
 import io
 import json
 import math
 
-from db import answer, queue, tabular
+import pytest
+
+from db import queue, reports
 from db.database import get_engine
 from db.models import JobStatus
-from db.spec import ModelInfo, SweepRequest
+from lab import answer, tabular
+from lab.spec import ModelInfo
+from lab.sweep import SweepRequest
 from tests.conftest import run_cli
 
 CATALOG = {"tiny": ModelInfo("tiny", "d")}
@@ -39,6 +44,7 @@ def test_csv_cell_quotes_formulas_and_leaves_numbers():
     assert tabular.csv_cell("\tx") == "'\tx" and tabular.csv_cell("\rx") == "'\rx" and tabular.csv_cell(None) is None
 
 
+@pytest.mark.subprocess  # starts interpreters (`python -m runner ...`): the subprocess tier
 def test_export_csv_quotes_formula_sweep_names_and_keeps_negative_numbers(any_db_url, tmp_path):
     engine = get_engine(any_db_url)
     for name in NAMES:
@@ -51,11 +57,12 @@ def test_export_csv_quotes_formula_sweep_names_and_keeps_negative_numbers(any_db
     assert {r["rel_error"] for r in rows} == {"-0.25"}  # a real number is left a number
 
 
+@pytest.mark.subprocess  # starts interpreters (`python -m runner ...`): the subprocess tier
 def test_report_csv_and_every_answer_row_go_through_the_same_cells(any_db_url):
     engine = get_engine(any_db_url)
     finished(engine, "s", None)  # a failed run: its verdict quotes the job's error
-    rows = answer.report(engine)
-    rows[0]["config"] = "=cmd()"  # what a lab's own model's argument could read as
+    rows = reports.report(engine)
+    rows[0] = dataclasses.replace(rows[0], config="=cmd()")  # what a lab's own model's argument could read as
     (row,) = cells(answer.rows_csv(rows))
     assert row["config"] == "'=cmd()" and row["verdict"].startswith("did not succeed")
     done = run_cli("report", "--db", any_db_url, "--format", "csv")
@@ -63,6 +70,7 @@ def test_report_csv_and_every_answer_row_go_through_the_same_cells(any_db_url):
                                             for r in cells(done.stdout) for c in r.values() if c), done.stdout
 
 
+@pytest.mark.subprocess  # starts interpreters (`python -m runner ...`): the subprocess tier
 def test_json_exports_are_strict_with_null_for_infinity_and_nan(any_db_url):
     engine = get_engine(any_db_url)
     job_id = finished(engine, "inf", {**RESULT, "rel_error": float("nan")})
@@ -86,6 +94,7 @@ def test_finite_reaches_nested_values():
         "a": [1.0, None, {"b": None, "c": None}], "d": "NaN"}
 
 
+@pytest.mark.subprocess  # starts interpreters (`python -m runner ...`): the subprocess tier
 def test_export_streams_every_record_in_batches_and_writes_them_as_a_list_would(any_db_url, tmp_path):
     """`export` builds records as the rows stream (db.results.iter_records, BATCH at a time) and writes each as it
     comes: across batch boundaries the files hold exactly what the records as one list give, in job order, with the

@@ -10,15 +10,17 @@ from db import queue
 from db.database import get_engine
 from db.engine import atomic, reading
 from db.models import Job, JobStatus, utcnow
-from db.spec import ModelInfo, SweepRequest
+from lab.spec import ModelInfo
+from lab.sweep import SweepRequest
 from runner import kept
+from tests.conftest import at_head
 
 RESULT = {"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "samples": {}, "detail": {}}
 
 
 @pytest.fixture
-def engine(any_db_url):
-    return get_engine(any_db_url)
+def engine(any_db_url, migrated_sqlite):
+    return get_engine(at_head(any_db_url, migrated_sqlite))
 
 
 def claimed(engine, max_attempts: int = 3):

@@ -1,5 +1,5 @@
 """What a typo, a careless admin or a newer worker can feed the lab, through the real CLI in fresh
-interpreters, db.spec and the dashboard's AppTest: refused with one line naming the field, exit code
+interpreters, lab.spec and the dashboard's AppTest: refused with one line naming the field, exit code
 2, no traceback, nothing stored, and no password on any screen."""
 import logging
 
@@ -8,13 +8,15 @@ from streamlit.testing.v1 import AppTest
 
 from db import queue
 from db.database import get_engine
-from db.spec import SpecError, SweepRequest, _int
+from lab.checks import SpecError, integer
+from lab.sweep import SweepRequest
 from runner import zoo
 from tests.conftest import FIXTURE_MODELS, ROOT, run_cli
 
 BAD_URL = "postgresql://lab:S3cret@db.example:notaport/lab"
 
 
+@pytest.mark.subprocess  # starts interpreters (`python -m runner ...`): the subprocess tier
 def test_an_unparseable_urls_password_is_hidden_on_stderr_and_in_the_sidebar(monkeypatch):
     done = run_cli("status", "--db", BAD_URL)
     assert done.returncode == 2 and "S3cret" not in done.stderr and "Traceback" not in done.stderr
@@ -28,6 +30,7 @@ def test_an_unparseable_urls_password_is_hidden_on_stderr_and_in_the_sidebar(mon
     assert any("cannot parse" in t for t in shown) and not any("S3cret" in str(t) for t in shown)
 
 
+@pytest.mark.subprocess  # starts interpreters (`python -m runner ...`): the subprocess tier
 def test_a_worker_row_with_an_unknown_field_is_harmless_and_logged_once(db_url, engine, caplog, monkeypatch):
     models = [{**info.to_dict(), "licence": "MIT", "params": [{**p.__dict__, "unit": "px"} for p in info.params]}
               for info in zoo.model_infos(zoo.catalog([FIXTURE_MODELS])).values()]
@@ -60,6 +63,7 @@ BAD_SUBMITS = [
 
 @pytest.mark.parametrize("extra,message", BAD_SUBMITS, ids=[m.split(":")[0] + str(i) for i, (_, m) in
                                                              enumerate(BAD_SUBMITS)])
+@pytest.mark.subprocess  # starts interpreters (`python -m runner ...`): the subprocess tier
 def test_bad_submissions_are_refused_with_one_line_and_nothing_stored(db_url, extra, message):
     args = ["--model", "tiny", "--batch", "2", "--device", "cpu", *extra]
     done = run_cli("submit", "--db", db_url, "--models-dir", str(FIXTURE_MODELS), *args)
@@ -68,6 +72,7 @@ def test_bad_submissions_are_refused_with_one_line_and_nothing_stored(db_url, ex
     assert queue.status_counts(get_engine(db_url)) == {}
 
 
+@pytest.mark.subprocess  # starts interpreters (`python -m runner ...`): the subprocess tier
 def test_a_nul_in_a_sweep_name_is_refused_before_any_database(any_db_url):
     with pytest.raises(SpecError, match="name: contains the control character U\\+0000"):
         SweepRequest.from_dict({"model": "tiny", "batch_sizes": [2], "name": "a\0b"})
@@ -77,10 +82,10 @@ def test_a_nul_in_a_sweep_name_is_refused_before_any_database(any_db_url):
 
 
 def test_integers_are_ascii_digits_only():
-    assert _int(" 12 ", "x") == 12 and _int("-3", "x") == -3
+    assert integer(" 12 ", "x") == 12 and integer("-3", "x") == -3
     for text in ("１２", "٣", "1_000", "²", "12\n3"):
         with pytest.raises(SpecError):
-            _int(text, "x")
+            integer(text, "x")
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -92,12 +97,14 @@ def test_integers_are_ascii_digits_only():
     (["calibrate", "--gpu", "0,1;x"], "error: --gpu: '0,1;x' is not a GPU index"),
 ], ids=["cancel-huge-id", "export-missing-folder", "work-unwritable-home", "gpu-shell", "gpu-fullwidth",
         "calibrate-gpu"])
+@pytest.mark.subprocess  # starts interpreters (`python -m runner ...`): the subprocess tier
 def test_cli_faults_exit_2_without_a_traceback(db_url, argv, message):
     done = run_cli(*argv[:1], "--db", db_url, *argv[1:])
     assert done.returncode == 2 and "Traceback" not in done.stderr and message in done.stderr, done.stderr
     assert done.stderr.strip().splitlines()[-1].startswith(("error:", "python -m runner"))
 
 
+@pytest.mark.slow  # waits out a connect timeout
 def test_a_postgresql_server_that_never_answers_fails_in_bounded_time(monkeypatch):
     """It accepts the connection and says nothing: the engine gives up after CONNECT_TIMEOUT_S with the reason,
     so a page, a worker or the dashboard's start does not hang on it."""

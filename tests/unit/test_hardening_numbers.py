@@ -8,9 +8,12 @@ from db import artifacts, queue
 from db.database import get_engine
 from db.engine import atomic
 from db.models import Artifact, JobStatus
-from db.spec import ModelInfo, SpecError, SweepRequest, _int
+from lab import artifact_files
+from lab.checks import SpecError, integer
+from lab.spec import ModelInfo
+from lab.sweep import SweepRequest
 from runner import cli
-from runner.neighbours import my_cpus
+from runner.disturbance import my_cpus
 from tests.conftest import FIXTURE_MODELS
 
 BIG = "9" * 5000
@@ -40,8 +43,8 @@ def test_a_5000_digit_number_in_any_submit_flag_is_refused_naming_it(db_url, cap
 def test_huge_integers_from_any_way_in_are_spec_errors():
     for value in (BIG, "-" + BIG, 10 ** 5000, 10 ** 18, 1e300):
         with pytest.raises(SpecError, match="too large"):
-            _int(value, "iters")
-    assert _int("000000000000000000000000012", "iters") == 12  # leading zeros are no size
+            integer(value, "iters")
+    assert integer("000000000000000000000000012", "iters") == 12  # leading zeros are no size
 
 
 @pytest.mark.parametrize("argv,named", [
@@ -71,8 +74,8 @@ def test_an_artifact_id_past_the_columns_range_and_a_damaged_artifact_end_in_one
     queue.submit(engine, SweepRequest(model="tiny", batch_sizes=[2], device="cpu", process_repeats=1),
                  {"tiny": ModelInfo("tiny", "d")})
     claim = queue.claim_next(engine, "w", ["cpu"], ["tiny"], 60)
-    artifacts.write_dir(tmp_path, {"output_code": "def call(args): pass\n", "trace": "V1 {}\n"})
-    assert queue.finish(engine, claim.job_id, claim.token, JobStatus.FAILED, "x", artifacts=artifacts.read_dir(tmp_path))
+    artifact_files.write_dir(tmp_path, {"output_code": "def call(args): pass\n", "trace": "V1 {}\n"})
+    assert queue.finish(engine, claim.job_id, claim.token, JobStatus.FAILED, "x", artifacts=artifact_files.read_dir(tmp_path))
     with atomic(engine) as s:  # a row damaged by hand or by a disk: not gzip any more
         s.query(Artifact).filter(Artifact.name == "output_code").update({"data": b"\x1f\x8bnot gzip at all"})
     code, err = main(["artifact", "--db", any_db_url, str(claim.job_id), "output_code"], capsys)

@@ -11,8 +11,9 @@ import pytest
 from db import queue
 from db.engine import reading
 from db.models import Job, JobStatus, Worker
-from db.spec import ModelInfo, SweepRequest
-from db.timeline import Phases
+from lab.spec import ModelInfo
+from lab.sweep import SweepRequest
+from lab.timeline import Phases
 from runner import hostfacts, worker
 
 PROBE = {"torch_version": "2.13.0+cpu", "cuda": False, "device_count": 0, "device_name": None, "capability": None,

@@ -1,5 +1,5 @@
 """The answer's interval checked like an instrument: sweeps drawn from known distributions go through the real
-answer (db.answer.answer_rows over records as the child summarises its rounds), and the 95% interval must cover the
+answer (lab.answer.answer_rows over records as the child summarises its rounds), and the 95% interval must cover the
 true speedup in at least 90% of configurations, and a second sweep's number in about as many.
 
 The shapes, on a log scale: a process effect per fresh process (tau: 1-8%, GPU-bound configurations at the low end,
@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from db.answer import answer_rows
-from db.interval import run_center
+from lab.answer import answer_rows
+from lab.interval import run_center
 from tests.unit.test_answer import BASE
 
 SWEEPS, CONFIGS = 40, 10
@@ -38,6 +38,7 @@ def shapes(rng, host_bound: bool):
     return truth, taus, scatters
 
 
+@pytest.mark.slow  # simulates 80 sweeps through the answer
 @pytest.mark.parametrize("host_bound", [False, True], ids=["gpu-bound", "host-bound"])
 @pytest.mark.parametrize("processes", [3, 2], ids=["3 processes", "2 processes"])
 def test_the_interval_covers_the_true_speedup(host_bound, processes):
@@ -55,6 +56,7 @@ def test_the_interval_covers_the_true_speedup(host_bound, processes):
     assert inside / n >= 0.88, f"a second sweep's number inside the first's interval in {inside / n:.1%}"
 
 
+@pytest.mark.slow  # simulates 80 sweeps through the answer
 def test_a_configuration_measured_in_one_process_among_repeated_ones_is_covered_too():
     """One configuration ran in one process (its repeats crashed, say): the device's other configurations' spread
     widens it; the coverage holds without the process effect it could not see."""

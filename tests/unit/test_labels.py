@@ -1,5 +1,5 @@
-"""db.labels: one labeller for the answer table, `runner report` and the Results plots."""
-from db import labels
+"""lab.labels: one labeller for the answer table, `runner report` and the Results plots."""
+from lab import labels
 
 FIELDS = ("task", "device", "backend", "mode", "dynamic", "fullgraph", "model_args")
 

@@ -5,9 +5,9 @@ import math
 import pytest
 import torch
 
-from db.answer import break_even_calls
+from lab.break_even import break_even_calls
 from runner.accuracy import compare
-from runner.timing import percentile
+from runner.stats import percentile
 
 
 def test_percentile_matches_linear_interpolation():
@@ -52,6 +52,7 @@ def test_compare_requires_nonfinite_values_to_match_and_checks_each_tensor():
     assert not wrong["ok"] and wrong["rel_error"] == pytest.approx(1.0)
 
 
+@pytest.mark.slow  # imports torch's compiler in this process (seconds)
 def test_graph_break_capture_keeps_the_users_torch_logs(monkeypatch):
     from torch._logging import _internal as logs
 
@@ -105,7 +106,7 @@ def test_the_headline_is_latency_and_the_other_clocks_stand_beside_it():
 def test_a_drift_that_slows_both_sides_alike_moves_the_latency_not_the_speedup():
     """Eager and compiled alternate call by call, so a host that slows down for a few rounds slows both: each side's
     round medians spread 40%, their ratio does not, and the process's paired speedup is tight. Noise that hits one
-    side's rounds and not the other's moves the ratio: a wider standard error, never a flag (db.interval)."""
+    side's rounds and not the other's moves the ratio: a wider standard error, never a flag (lab.interval)."""
     from runner.stats import clock_fields
 
     slow = [1.0, 1.0, 1.4, 1.4, 1.0, 1.4, 1.0, 1.4]  # the host's speed, round by round

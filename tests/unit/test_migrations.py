@@ -146,7 +146,7 @@ def test_results_timed_before_caller_latency_are_labelled_not_mixed(any_db_url):
     assert cuda.timing_protocol == cpu.timing_protocol == 1
 
     # beside a result of today's protocol, an old one is its own series, labelled, never one median with it
-    from dashboard import frame, labels, stats
+    from dashboard.data import frame, plot_data, series_labels
     from db import views
 
     with atomic(engine) as s:
@@ -156,10 +156,10 @@ def test_results_timed_before_caller_latency_are_labelled_not_mixed(any_db_url):
         s.flush()
         s.add(Result(job_id=3, eager_ms=0.06, compiled_ms=0.05, speedup=1.2, timing_protocol=2))
     frame = frame.load_frame(engine, fields=views.FRAME_FIELDS + views.VIEW_FIELDS)[0]
-    cpu_rows = labels.label_series(frame[frame["device"] == "cpu"])
+    cpu_rows = series_labels.label_series(frame[frame["device"] == "cpu"])
     assert cpu_rows.set_index("job_id")["config"].to_dict() == {2: "default · old timing (protocol 1)",
                                                                    3: "default · timing protocol 2"}
-    agg, _ = stats.summarize(cpu_rows)
+    agg, _ = plot_data.summarize(cpu_rows)
     assert sorted(agg["speedup"]) == [1.2, 1.25]  # two series, not one median of both
 
 
@@ -206,6 +206,7 @@ def test_results_read_without_their_raw_json_after_0015(any_db_url):
         assert s.scalar(select(Result.break_even_calls).where(Result.job_id == 1)) == 3768561111
 
 
+@pytest.mark.subprocess  # starts interpreters (`python -m runner ...`): the subprocess tier
 def test_a_database_at_head_opens_without_alembic(tmp_path):
     """get_engine reads the revision with one query and loads alembic only for a database that needs upgrading:
     its HEAD is alembic's head, and a process that opens an up-to-date database never imports alembic."""

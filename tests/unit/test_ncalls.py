@@ -1,5 +1,5 @@
-"""What to use for N calls (dashboard.ncalls): exact crossovers, the lowest line, the recommendation."""
-from dashboard import ncalls
+"""What to use for N calls (dashboard.charts.ncalls): exact crossovers, the lowest line, the recommendation."""
+from dashboard.charts import ncalls
 
 
 def row(config, first, ms, eager_ms=1.0, speedup=1.5):
@@ -46,7 +46,7 @@ def test_configuration_names_stay_text_in_the_line_and_the_chart():
 
 
 def test_a_configuration_disturbed_in_every_run_is_a_dotted_grey_line_never_the_lowest_or_recommended():
-    """Its row keeps its runs' numbers (db.answer), flagged: it draws them, marked. Here it would be the lowest line
+    """Its row keeps its runs' numbers (lab.answer), flagged: it draws them, marked. Here it would be the lowest line
     from 10 calls on, and it is never taken for it."""
     noisy = {**row("D", 0.001, 0.001), "noisy": True, "job_ids": "7", "runs": 1,
              "noise_note": "other processes used 1.2 of the job's 2 cores during the rounds"}

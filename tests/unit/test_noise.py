@@ -1,4 +1,4 @@
-"""Follow-ups (db.noise): every configuration runs in several processes, queued with its first run's result in the
+"""Follow-ups (lab.noise): every configuration runs in several processes, queued with its first run's result in the
 transaction that stores it; a run a measured cause disturbed is re-run up to the sweep's budget and left out of the
 answer; a sweep never grows past its job limit; the follow-up is linked and says why. Real SQLite (and PostgreSQL
 where it is set up), real queue operations."""
@@ -6,11 +6,14 @@ import pytest
 from sqlalchemy import select
 
 from db import queue, views
-from db.answer import report
 from db.database import get_engine
 from db.engine import reading
 from db.models import Job, JobStatus
-from db.spec import ModelInfo, SpecError, SweepRequest, follow_up_settings
+from db.reports import report
+from lab.checks import SpecError
+from lab.spec import ModelInfo
+from lab.sweep import SweepRequest, follow_up_settings
+from tests.conftest import at_head
 
 CATALOG = {"simplenet": ModelInfo("simplenet", "d")}
 QUIET = {"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "round_speedup": 2.0, "round_speedup_se": 0.01,
@@ -22,8 +25,8 @@ SCATTERED = {**QUIET, "speedup_spread": 0.3, "round_speedup_se": 0.08}  # scatte
 
 
 @pytest.fixture
-def engine(any_db_url):
-    return get_engine(any_db_url)
+def engine(any_db_url, migrated_sqlite):
+    return get_engine(at_head(any_db_url, migrated_sqlite))
 
 
 def run_next(engine, result: dict) -> int:
@@ -109,10 +112,10 @@ def test_reruns_zero_and_process_repeats_one_turn_them_off(engine):
 
 
 def test_follow_ups_count_against_the_sweeps_job_limit(engine, monkeypatch):
-    """A sweep never grows past db.spec.MAX_JOBS with its follow-ups; at submit the processes count too."""
-    from db import spec
+    """A sweep never grows past lab.sweep.MAX_JOBS with its follow-ups; at submit the processes count too."""
+    from lab import sweep
 
-    monkeypatch.setattr(spec, "MAX_JOBS", 12)
+    monkeypatch.setattr(sweep, "MAX_JOBS", 12)
     with pytest.raises(SpecError, match="15 jobs \\(5 configurations x 3 processes\\)"):
         SweepRequest(model="simplenet", batch_sizes=[1, 2, 3, 4, 5], device="cpu", process_repeats=3).expand(CATALOG)
     monkeypatch.setattr(queue, "MAX_JOBS", 4)
@@ -138,7 +141,7 @@ def test_sweep_settings_are_checked_and_old_sweeps_read_the_defaults():
 
 
 def test_the_host_s_other_workers_sharing_cores_and_busy_are_named(engine):
-    from db.noise import cpus_text
+    from lab.noise import cpus_text
     from runner.neighbours import Watch, sharing
 
     caps = {"devices": ["cpu"], "models": []}
@@ -190,7 +193,7 @@ def test_a_disturbed_result_names_the_busy_workers_and_the_threads(db_url, tmp_p
 
 def test_a_configuration_in_one_process_takes_the_spread_its_device_showed_elsewhere_in_the_database(engine):
     """The answer for one sweep's lone process is widened by what the device's other sweeps' repeated
-    configurations showed (db.answer.device_priors), not only by the jobs asked for."""
+    configurations showed (db.reports.device_priors), not only by the jobs asked for."""
     queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", process_repeats=3), CATALOG)
     for center in (2.0, 2.3, 1.75):  # three processes that disagree by some 14%
         run_next(engine, {**QUIET, "round_speedup": center, "device_name": "box"})

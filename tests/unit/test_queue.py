@@ -10,15 +10,18 @@ from db import queue
 from db.database import get_engine
 from db.engine import atomic, reading
 from db.models import Job, JobStatus, Result, Sweep, utcnow
-from db.spec import ModelInfo, SpecError, SweepRequest
+from lab.checks import SpecError
+from lab.spec import ModelInfo
+from lab.sweep import SweepRequest
+from tests.conftest import at_head
 
 CATALOG = {"simplenet": ModelInfo("simplenet", "d"), "mlp": ModelInfo("mlp", "d")}
 RESULT = {"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "samples": {"eager": [[2.0]]}, "detail": {}}
 
 
 @pytest.fixture
-def engine(any_db_url):
-    return get_engine(any_db_url)
+def engine(any_db_url, migrated_sqlite):
+    return get_engine(at_head(any_db_url, migrated_sqlite))
 
 
 def counts(engine):

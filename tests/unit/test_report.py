@@ -1,4 +1,4 @@
-"""The tlparse report's route (dashboard.report): each file of a job's zip, looked up by its exact name, goes out
+"""The tlparse report's route (dashboard.server.tlparse_pages): each file of a job's zip, looked up by its exact name, goes out
 sandboxed with no allowances (no script, an opaque origin, nothing loaded); text stays text; a host name outside
 the server's allowed ones, a missing job, report or file get a plain answer, never a page."""
 import io
@@ -8,10 +8,11 @@ import pytest
 from starlette.requests import Request
 from streamlit import config
 
-from dashboard import report
+from dashboard.server import tlparse_pages
 from db import artifacts, queue
 from db.models import JobStatus
-from db.spec import SweepRequest
+from lab import artifact_files
+from lab.sweep import SweepRequest
 from runner import zoo
 
 EVIL = "<img src=x onerror=alert(1)><script>parent.document.body.remove()</script>"
@@ -30,23 +31,23 @@ def lab(engine, db_url, tmp_path, monkeypatch):
     with zipfile.ZipFile(buf, "w") as z:
         z.writestr("index.html", f"<h2>Stack trie</h2>{EVIL}")
         z.writestr("-_0_0_0/dynamo_graph_break_reason_1.txt", f"Message: {EVIL}")
-    artifacts.write_dir(tmp_path / "art", {"tlparse": buf.getvalue()})
-    queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, artifacts=artifacts.read_dir(tmp_path / "art"),
+    artifact_files.write_dir(tmp_path / "art", {"tlparse": buf.getvalue()})
+    queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, artifacts=artifact_files.read_dir(tmp_path / "art"),
                  result={"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "detail": {}})
     yield {"job": job, "other": other}
     config.set_option("server.allowedHosts", before)
 
 
 def get(path: str, host: str = "localhost:8501"):
-    (route,) = report.ROUTES
+    (route,) = tlparse_pages.ROUTES
     _, scope = route.matches({"type": "http", "method": "GET", "path": path})
     request = Request({"type": "http", "method": "GET", "path": path, "headers": [(b"host", host.encode())],
                        "query_string": b"", **scope})
-    return report.serve(request)
+    return tlparse_pages.serve(request)
 
 
 def test_a_page_is_served_as_written_under_a_sandbox_with_no_allowances(lab):
-    for path in (report.url(lab["job"]), f"/tlparse/{lab['job']}/"):
+    for path in (tlparse_pages.url(lab["job"]), f"/tlparse/{lab['job']}/"):
         r = get(path)
         assert r.status_code == 200 and r.body.decode() == f"<h2>Stack trie</h2>{EVIL}"
         assert r.headers["content-type"] == "text/html; charset=utf-8"
@@ -56,7 +57,7 @@ def test_a_page_is_served_as_written_under_a_sandbox_with_no_allowances(lab):
 
 
 def test_a_text_file_is_text_and_a_name_is_looked_up_not_walked(lab):
-    r = get(report.url(lab["job"], "-_0_0_0/dynamo_graph_break_reason_1.txt"))
+    r = get(tlparse_pages.url(lab["job"], "-_0_0_0/dynamo_graph_break_reason_1.txt"))
     assert r.status_code == 200 and r.headers["content-type"] == "text/plain; charset=utf-8"
     assert "sandbox" in r.headers["content-security-policy"]
     for name in ("../../etc/passwd", "nosuch.html", "%2e%2e/index.html"):
@@ -65,16 +66,16 @@ def test_a_text_file_is_text_and_a_name_is_looked_up_not_walked(lab):
 
 
 def test_no_report_no_job_and_a_foreign_host_get_a_plain_answer(lab):
-    assert get(report.url(lab["other"])).status_code == 404  # queued: no artifacts
-    assert get(report.url(99_999)).status_code == 404
-    r = get(report.url(lab["job"]), host="evil.example:8501")  # DNS rebinding onto the route
+    assert get(tlparse_pages.url(lab["other"])).status_code == 404  # queued: no artifacts
+    assert get(tlparse_pages.url(99_999)).status_code == 404
+    r = get(tlparse_pages.url(lab["job"]), host="evil.example:8501")  # DNS rebinding onto the route
     assert r.status_code == 403 and b"Stack trie" not in r.body
 
 
 def test_the_pages_list_puts_the_index_first(lab, engine):
     data = artifacts.data(engine, lab["job"], "tlparse")
     assert artifacts.report_pages(data, "the report") == ["index.html"]
-    assert report.url(3, "-_0_0_0/a b.html") == "/tlparse/3/-_0_0_0/a%20b.html"
+    assert tlparse_pages.url(3, "-_0_0_0/a b.html") == "/tlparse/3/-_0_0_0/a%20b.html"
 
 
 def test_tlparse_is_found_beside_the_interpreter_when_the_path_lacks_it(monkeypatch, tmp_path):

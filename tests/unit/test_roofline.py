@@ -1,8 +1,9 @@
 """Roofline placement arithmetic and the ceilings table."""
 import pytest
 
-from db.roofline import has_ceilings, latest_ceilings, place, store_ceilings
-from runner.timing import spread
+from db.device_ceilings import has_ceilings, latest_ceilings, store_ceilings
+from lab.roofline import place
+from runner.stats import spread
 
 CEILING = {"copy_gbps": 4000.0, "matmul_tflops": 800.0}
 

@@ -1,7 +1,9 @@
 """ExperimentSpec / SweepRequest validation: every bad field named, unknown keys rejected."""
 import pytest
 
-from db.spec import ExperimentSpec, ModelInfo, ParamInfo, SpecError, SweepRequest, split_sizes
+from lab.checks import SpecError
+from lab.spec import ExperimentSpec, ModelInfo, ParamInfo
+from lab.sweep import SweepRequest, split_sizes
 
 CATALOG = {
     "simplenet": ModelInfo("simplenet", "d"),
@@ -104,7 +106,7 @@ def test_size_lists_split_on_commas_and_spaces(text, sizes):
 
 
 def test_off_cuda_the_modes_that_differ_by_cuda_graphs_alone_fold_into_one_job():
-    from db.axes import fold_note, folded_mode
+    from lab.axes import fold_note, folded_mode
 
     assert folded_mode("reduce-overhead", "cpu") == "default" and folded_mode("reduce-overhead", "cuda") == "reduce-overhead"
     assert folded_mode("max-autotune-no-cudagraphs", "cpu") == "max-autotune" and folded_mode("default", "cpu") == "default"

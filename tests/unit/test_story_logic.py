@@ -1,6 +1,6 @@
 """The compiler's story as plain values: kernel calls counted in a generated wrapper, and the sentence that says
 why a job's compiled first call cost what it did."""
-from dashboard import story
+from dashboard.data import story
 from runner.trace import generated_kernel_calls
 
 WRAPPER = '''

@@ -1,8 +1,9 @@
-"""A job's timeline (db.timeline): ordered, gaps named, adds up to claim -> stored."""
+"""A job's timeline (lab.timeline): ordered, gaps named, adds up to claim -> stored."""
 import pytest
 
-from db import timeline
-from db.timeline import UNACCOUNTED, Phases, assemble
+from db import results
+from lab import timeline
+from lab.timeline import UNACCOUNTED, Phases, assemble
 
 
 def iv(phase, start, end):
@@ -74,7 +75,7 @@ def test_a_jobs_timeline_joins_the_workers_steps_and_the_childs_phases():
 
 
 def test_the_work_of_one_call_is_counted_once_per_model_and_sizes(tmp_path, monkeypatch):
-    from runner import work
+    from runner import roofline_work as work
 
     counts = []
 
@@ -99,7 +100,7 @@ def test_a_timeline_is_stored_with_its_result_and_read_back_for_the_sweep(any_db
     from db.database import get_engine
     from db.models import JobStatus
     from db.results import export_records
-    from db.spec import SweepRequest
+    from lab.sweep import SweepRequest
     from runner import zoo
 
     engine = get_engine(any_db_url)
@@ -110,8 +111,8 @@ def test_a_timeline_is_stored_with_its_result_and_read_back_for_the_sweep(any_db
     assert queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED,
                         result={"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "detail": detail})
     tl = assemble([iv("claim", 0, 0.1), iv("compiled first call", 0.5, 2.5), iv("rounds", 2.5, 3.0)], 0, 3.2)
-    assert timeline.store(engine, claim.job_id, detail, tl)
+    assert results.store_timeline(engine, claim.job_id, detail, tl)
     (rec,) = export_records(engine, job_ids=[claim.job_id])
     assert rec["timeline"] == tl
-    share = timeline.sweep_measurement(engine, sweep_id)
+    share = results.sweep_measurement(engine, sweep_id)
     assert share["jobs"] == 1 and share["measured_s"] == pytest.approx(2.5) and share["wall_s"] >= 0

@@ -8,7 +8,9 @@ from sqlalchemy import update
 from db import queue
 from db.engine import atomic
 from db.models import Job
-from db.spec import ModelInfo, SpecError, SweepRequest, torch_matches
+from lab.checks import SpecError
+from lab.spec import ModelInfo, torch_matches
+from lab.sweep import SweepRequest
 
 CATALOG = {"tiny": ModelInfo("tiny", "fixture")}
 

@@ -1,9 +1,9 @@
-"""The version diff (db.versions) from answer rows, and the cold/warm/portable table and a portable job's story
-(dashboard.cachecompare, dashboard.story): pure functions over hand-made rows."""
+"""The version diff (lab.versions) from answer rows, and the cold/warm/portable table and a portable job's story
+(dashboard.data.cachecompare, dashboard.data.story): pure functions over hand-made rows."""
 import pandas as pd
 
-from dashboard import cachecompare, story
-from db import versions
+from dashboard.data import cachecompare, story
+from lab import versions
 
 
 def row(config: str, speedup, compiled_ms, first, bs=8, noisy=False) -> dict:
@@ -48,7 +48,7 @@ def test_cold_warm_and_portable_first_calls_side_by_side():
     assert table.to_dict("records") == [{"configuration": "default", "batch_size": 8, "cold (s)": 18.0,
                                          "portable (s)": 3.0, "runs": 3, "portable vs cold": 6.0}]
     assert cachecompare.side_by_side(view[view["cache"] == "cold"]).empty  # one cache, no portable: nothing to set
-    noisy = view.assign(disturbed=True)  # every run disturbed by a measured cause (db.noise)
+    noisy = view.assign(disturbed=True)  # every run disturbed by a measured cause (lab.noise)
     assert cachecompare.side_by_side(noisy)["configuration"].tolist() == ["⚠ noisy · default"]
 
 

@@ -7,7 +7,9 @@ import pytest
 from db import queue, views
 from db.models import JobStatus
 from db.results import RECORD_FIELDS, export_records
-from db.spec import ModelInfo, SweepRequest
+from lab.spec import ModelInfo
+from lab.sweep import SweepRequest
+from tests.conftest import at_head
 
 CATALOG = {"simplenet": ModelInfo("simplenet", "d"),
            "localopt": ModelInfo.from_dict({"name": "localopt", "description": "d", "params": [
@@ -30,10 +32,10 @@ def run(engine, status, **finish):
 
 
 @pytest.fixture
-def engine(any_db_url):
+def engine(any_db_url, migrated_sqlite):
     from db.database import get_engine
 
-    return get_engine(any_db_url)
+    return get_engine(at_head(any_db_url, migrated_sqlite))
 
 
 @pytest.fixture
@@ -189,9 +191,9 @@ def test_overlapping_reads_leave_the_garbage_collector_as_they_found_it():
 
 def test_a_sweep_is_named_one_way_everywhere(engine, lab):
     """The Queue's "Sweep ... on Results" link, the sweep pickers and the Results sweep filter use one label
-    (db.spec.sweep_label). The Queue once built "#2 sweep 2" for an unnamed sweep, which no filter offered."""
-    from dashboard import filters
-    from dashboard import frame as results_frame
+    (lab.sweep.sweep_label). The Queue once built "#2 sweep 2" for an unnamed sweep, which no filter offered."""
+    from dashboard.data import filters
+    from dashboard.data import frame as results_frame
 
     queue.submit(engine, SweepRequest(process_repeats=1, model="simplenet", batch_sizes=[4], device="cpu"), CATALOG)  # no name
     named = run(engine, JobStatus.SUCCEEDED, result=result())  # the lab's last queued job (sweep 1, "dyn")

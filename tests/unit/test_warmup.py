@@ -1,4 +1,4 @@
-"""A starting dashboard server warms what a first visit needs (dashboard/app.py's lifespan, dashboard.warmup):
+"""A starting dashboard server warms what a first visit needs (dashboard/app.py's lifespan, dashboard.server.warmup):
 the pages' modules and the results table the pages then use, on a real SQLite file; a database that fails or hangs
 never keeps the server from answering."""
 import asyncio
@@ -8,7 +8,8 @@ import time
 
 from streamlit.web.server.app_discovery import discover_asgi_app
 
-from dashboard import state, warmup
+from dashboard.server import warmup
+from dashboard.state import resources
 from tests.conftest import ROOT
 
 
@@ -36,9 +37,10 @@ def test_warmup_loads_the_results_table_the_pages_then_use(fill_synthetic, db_ur
     monkeypatch.setenv("DATABASE_URL", db_url)
     done = warmup.run()
     assert done["error"] is None and done["jobs"] == finished > 0
-    assert {"dashboard.answer", "dashboard.charts", "dashboard.state"} <= set(warmup.modules()) <= set(sys.modules)
+    assert ({"dashboard.panels.answer_table", "dashboard.charts.speed_charts", "dashboard.state.resources"}
+            <= set(warmup.modules()) <= set(sys.modules))
     assert "dashboard.main" not in warmup.modules()  # a script: importing it would draw the frame
-    store = state.store()  # what every page asks for: the same store, its table in memory, read from the database once
+    store = resources.store()  # what every page asks for: the same store, its table in memory, read from the database once
     assert len(store.frame_) == finished and store.frame(page=False) is store.frame_ and store.full_loads == 1
     # the first load's snapshot is written before the server answers, not while a first visitor's page draws
     assert store.snapshot_path.exists() and not store.saving.is_alive()

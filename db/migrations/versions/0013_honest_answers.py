@@ -1,4 +1,4 @@
-"""Answers across processes: each result's paired speedup and its standard error (db.interval), whether a measured
+"""Answers across processes: each result's paired speedup and its standard error (lab.interval), whether a measured
 cause disturbed its rounds, and what its compiled first call compiled from; each job's configuration key, indexed
 with its sweep, so a finished run finds its configuration's other runs without reading the whole sweep.
 
@@ -12,8 +12,8 @@ import json
 import sqlalchemy as sa
 from alembic import op
 
-from db.interval import round_ratios, run_center
-from db.spec import spec_key
+from lab.interval import round_ratios, run_center
+from lab.spec import spec_key
 
 revision = "0013_honest_answers"
 down_revision = "0012_ceilings_driver"

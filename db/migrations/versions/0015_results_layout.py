@@ -46,7 +46,7 @@ def upgrade() -> None:
             op.alter_column("results", BIG, type_=sa.BigInteger(), existing_type=sa.Integer())
     if NEW in names:
         return
-    # db.record.graph_cache_hit, in SQL: a hit if the graph cache served it, a miss if it was asked and did not
+    # lab.record.graph_cache_hit, in SQL: a hit if the graph cache served it, a miss if it was asked and did not
     results = sa.table("results", sa.column("detail", sa.JSON), sa.column(NEW, sa.Boolean))
     count = lambda key: results.c.detail[("cache_hits", f"inductor_fx_local_cache_{key}_count")].as_float()  # noqa: E731
     bind.execute(sa.update(results).values({NEW: sa.case((count("hit") > 0, sa.true()), (count("miss") > 0, sa.false()),

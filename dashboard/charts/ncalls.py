@@ -1,0 +1,152 @@
+"""What to use for N calls: for one model and batch size, the total time of N calls (first call + N x latency)
+of eager and of every configuration in the answer table, the lowest line at each N, where it changes hands,
+and the one to use for an N the user types. Lines come from lab.answer's rows, so disturbed runs are already out
+where an undisturbed one exists; a configuration whose every run was disturbed (its row's `noisy`) is drawn dotted
+grey from those runs' numbers, marked with the cause, and never the lowest line or the recommendation."""
+from __future__ import annotations
+
+import math
+
+import plotly.graph_objects as go
+
+from dashboard.data.plot_data import NOISY
+from dashboard.markup import md, plot
+
+EAGER = "eager"
+LOWEST_COLOR, OTHER_COLOR, EAGER_COLOR, NOISY_COLOR = "#0b6e4f", "#8aa1b1", "#222222", "#b0b0b0"
+
+
+def lines(rows: list[dict]) -> list[dict]:
+    """One line per configuration with a latency and a first call (`first_s` + `ms` per call), and eager's (its
+    first call and the median latency of the jobs' own eager rounds). A row whose every run was disturbed is a line
+    marked `noisy`, which `answering` leaves out of the lowest line, the crossovers and the recommendation."""
+    out, eager_ms, eager_first = [], [], None
+    for r in rows:
+        first = r["first_call_cold_s"] if r["first_call_cold_s"] is not None else r["first_call_warm_s"]
+        if r["speedup"] is None or r["compiled_ms"] is None or first is None:
+            continue
+        if r.get("noisy"):
+            out.append({"name": r["config"], "first_s": first, "ms": r["compiled_ms"], "noisy": True,
+                        "why": r["noise_note"] or "disturbed", "runs": r["runs"]})
+            continue
+        out.append({"name": r["config"], "first_s": first, "ms": r["compiled_ms"]})
+        eager_ms.append(r["eager_ms"])
+        eager_first = r["eager_first_call_s"] if eager_first is None else eager_first
+    if not answering(out):
+        return []  # nothing answers at this batch size: no chart to draw noisy lines on
+    if eager_first is not None:
+        eager_ms.sort()
+        out.insert(0, {"name": EAGER, "first_s": eager_first, "ms": eager_ms[len(eager_ms) // 2]})
+    return out
+
+
+def answering(ls: list[dict]) -> list[dict]:
+    """The lines that may be the lowest or the recommendation: all but those with noisy runs only."""
+    return [ln for ln in ls if not ln.get("noisy")]
+
+
+def noisy_note(ls: list[dict]) -> str:
+    """One line naming the configurations drawn dotted grey (noisy runs only), and why; "" when none is."""
+    noisy = [ln for ln in ls if ln.get("noisy")]
+    if not noisy:
+        return ""
+    return (f"{NOISY}, dotted grey and never recommended (every run was disturbed): "
+            + "; ".join(f"{ln['name']} (all {ln['runs']} run{'s' * (ln['runs'] != 1)}: {ln['why']})" for ln in noisy)
+            + ". Re-run it when nothing else runs on the machine.")
+
+
+def total_s(line: dict, n: float) -> float:
+    return line["first_s"] + n * line["ms"] / 1e3
+
+
+def best(ls: list[dict], n: float) -> dict:
+    return min(ls, key=lambda ln: (total_s(ln, n), ln["ms"]))
+
+
+def lowest(ls: list[dict], n_max: float) -> list[tuple[dict, float, float]]:
+    """The lowest line from 1 call to n_max, as (line, from N, to N) segments: where one hands over to another
+    is a crossover (exact: two straight lines cross once)."""
+    segments, n, cur = [], 1.0, best(ls, 1.0)
+    while True:
+        ahead = [((ln["first_s"] - cur["first_s"]) / ((cur["ms"] - ln["ms"]) / 1e3), ln["ms"], i)
+                 for i, ln in enumerate(ls) if ln["ms"] < cur["ms"]]
+        ahead = [a for a in ahead if a[0] > n]
+        if not ahead or min(ahead)[0] >= n_max:
+            return segments + [(cur, n, n_max)]
+        cross, _, i = min(ahead)
+        segments.append((cur, n, cross))
+        n, cur = cross, ls[i]
+
+
+def span(ls: list[dict]) -> float:
+    """The N axis runs to 10x past the last crossover (at least 10^4 calls)."""
+    last = max((b for _, _, b in lowest(answering(ls), 1e12)[:-1]), default=1.0)
+    return 10 ** max(4, math.ceil(math.log10(last * 10)))
+
+
+def recommend(ls: list[dict], n: int, batch_size) -> str:
+    """One line: what to use for `n` calls at this batch size, and what it saves against eager."""
+    ls = answering(ls)
+    if not ls:
+        return "No configuration at this batch size has both a latency and a first call (noisy or failed runs only)."
+    pick, eager = best(ls, n), next(ln for ln in ls if ln["name"] == EAGER)
+    calls = f"For {n:,} call{'s' * (n != 1)} at bs {batch_size}"
+    if pick is eager:
+        runner_up = best([ln for ln in ls if ln is not eager], n)
+        return (f"{calls}, stay eager: {_s(total_s(eager, n))} in all; the best compiled configuration, "
+                f"{md(runner_up['name'])}, takes {_s(total_s(runner_up, n))} (its first call is not repaid yet).")
+    return (f"{calls}, use **{md(pick['name'])}**: {_s(total_s(pick, n))} in all, against {_s(total_s(eager, n))} "
+            f"eager ({total_s(eager, n) / total_s(pick, n):.2f}× less time).")
+
+
+def figure(ls: list[dict], batch_size, n_mark: int | None = None) -> go.Figure:
+    """Total time over N (both axes log): every configuration thin, eager dashed, the lowest line drawn over
+    them thick, each crossover marked and labelled with the N and the configuration that takes over. A line with
+    noisy runs only is dotted grey and marked, and never taken for the lowest."""
+    n_max = span(ls)
+    xs = [10 ** (k / 20) for k in range(0, int(math.log10(n_max) * 20) + 1)]
+    fig = go.Figure()
+    for ln in ls:
+        eager, noisy = ln["name"] == EAGER, bool(ln.get("noisy"))
+        name = f"{NOISY} · {plot(ln['name'])}" if noisy else plot(ln["name"])
+        why = f"<br>no answer: all {ln['runs']} run(s) noisy ({plot(ln['why'])})" if noisy else ""
+        fig.add_scatter(x=xs, y=[total_s(ln, n) for n in xs], mode="lines", name=name,
+                        showlegend=eager, legendgroup=None if eager else "noisy" if noisy else "others",
+                        line=dict(color=EAGER_COLOR if eager else NOISY_COLOR if noisy else OTHER_COLOR, width=1.5,
+                                  dash="dash" if eager else "dot" if noisy else None),
+                        hovertemplate=f"<b>{name}</b><br>%{{x:,.0f}} calls: %{{y:.3g}} s{why}<extra></extra>")
+    segments = lowest(answering(ls), n_max)
+    for ln, a, b in segments:
+        seg_x = [a] + [x for x in xs if a < x < b] + [b]
+        fig.add_scatter(x=seg_x, y=[total_s(ln, n) for n in seg_x], mode="lines", name="lowest: " + plot(ln["name"]),
+                        legendgroup="lowest", showlegend=False, line=dict(color=LOWEST_COLOR, width=5),
+                        hovertemplate=f"<b>lowest: {plot(ln['name'])}</b><br>%{{x:,.0f}} calls: %{{y:.3g}} s"
+                                      "<extra></extra>")
+    for k, (ln, a, _) in enumerate(segments[1:]):
+        fig.add_scatter(x=[a], y=[total_s(ln, a)], mode="markers", showlegend=False, hoverinfo="skip",
+                        marker=dict(size=10, color=LOWEST_COLOR, line=dict(color="white", width=1.5)))
+        fig.add_annotation(x=math.log10(a), y=math.log10(total_s(ln, a)), text=f"from {a:,.0f} calls:<br>{plot(ln['name'])}",
+                           # every other label below and right of its crossover, where no line runs (the lowest
+                           # line is the bottom one): two crossovers close together keep their labels apart
+                           showarrow=True, arrowhead=2, ax=-60 if k % 2 == 0 else 70, ay=-45 if k % 2 == 0 else 50,
+                           font=dict(size=11),
+                           bgcolor="rgba(255,255,255,0.85)")
+    # the configurations' lines share one grey: one legend entry says what they are (their names: hover, crossovers)
+    fig.add_scatter(x=[None], y=[None], mode="lines", name="each configuration (hover for its name)", legendgroup="others",
+                    line=dict(color=OTHER_COLOR, width=1.5))
+    fig.add_scatter(x=[None], y=[None], mode="lines", name="lowest total at each N (labels: where it changes hands)",
+                    legendgroup="lowest", line=dict(color=LOWEST_COLOR, width=5))
+    if any(ln.get("noisy") for ln in ls):
+        fig.add_scatter(x=[None], y=[None], mode="lines", name=f"{NOISY} runs only: no answer, never the lowest",
+                        legendgroup="noisy", line=dict(color=NOISY_COLOR, width=1.5, dash="dot"))
+    if n_mark:
+        fig.add_vline(x=n_mark, line=dict(color="#c44", dash="dot", width=1))
+    fig.update_xaxes(type="log", dtick=1, title="calls (N)")
+    fig.update_yaxes(type="log", dtick=1, title="total time of N calls, s (first call + N × latency)")
+    fig.update_layout(title=f"What to use for N calls · bs {batch_size}", height=460, margin=dict(t=50, b=10),
+                      legend=dict(orientation="h", yanchor="top", y=-0.18, xanchor="left", x=0))
+    return fig
+
+
+def _s(seconds: float) -> str:
+    return f"{seconds:.3g} s" if seconds < 600 else f"{seconds / 60:.3g} min" if seconds < 7200 else f"{seconds / 3600:.3g} h"

@@ -1,0 +1,245 @@
+"""The Results page's speed plots (plotly, no Streamlit), each answering one of the seed notes' questions: speedup and
+ms per call against batch size in one clock, the first calls' cost, and the calls after which compiling pays off.
+
+Every figure takes what dashboard.data.plot_data.summarize makes of one model's labelled rows: `agg`, medians over
+repeated runs per (config, batch size), and `fails`, the jobs that did not succeed; the shared look is
+dashboard.charts.styling's.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+
+from dashboard.charts.styling import (
+    HOST_BOUND_COLOR,
+    NOISY_COLOR,
+    NOISY_EDGE,
+    NOISY_LEGEND,
+    NOISY_MARKER,
+    RECOMPILED_COLOR,
+    add_notes,
+    colors,
+    grey_rows,
+    layout,
+    log_y,
+    mark_failures_on_x,
+    mark_failures_on_y,
+    ring,
+    rows_layout,
+    seconds_text,
+    series_rows,
+    values_on_points,
+    wrap,
+    x_batches,
+)
+from dashboard.data import plot_data
+from dashboard.markup import plot
+
+CALLS = {"eager_first_call_s": "eager first call", "compiled_first_call_s": "compiled first call (compile + run)",
+         "compiled_second_call_s": "compiled second call"}
+
+
+CALL_COLORS = {"eager first call": "#7f7f7f", "compiled first call (compile + run)": "#ff7f0e",
+               "compiled second call": "#1f77b4"}
+
+
+def warmup(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
+    """Seed 001/004: what the first calls cost: eager first call vs compiled first call (compile + run)
+    vs compiled second call, per series (cold vs warm cache when both are in view). Horizontal bars, one row
+    per series with its label on the y axis (readable at a dozen series), each bar's value at its end."""
+    long = agg.melt(id_vars=["series", "runs"], value_vars=list(CALLS), var_name="call", value_name="seconds")
+    long["call"] = long["call"].map(CALLS)
+    long = long.dropna(subset=["seconds"])
+    long["text"] = long["seconds"].map(seconds_text)
+    fig = px.bar(long, y="series", x="seconds", color="call", barmode="group", orientation="h", text="text",
+                 color_discrete_map=CALL_COLORS, category_orders={"call": list(CALLS.values())},
+                 hover_data={"runs": True, "text": False}, labels={"series": "", "call": ""})
+    fig.update_traces(textposition="outside", cliponaxis=False, textfont=dict(size=10))
+    cats = series_rows(fig, agg, fails)
+    values = long["seconds"][long["seconds"] > 0]
+    # decades, with room on the right for the values written past the longest bar
+    span = [np.log10(values.min() / 2), np.log10(values.max() * 8)] if len(values) else None
+    fig.update_xaxes(type="log", dtick=1, title="seconds (log)", range=span)
+    fig.update_layout(bargap=0.25, bargroupgap=0.05)
+    mark_failures_on_y(fig, fails, "series")
+    grey_rows(fig, plot_data.noisy_series(agg))
+    return rows_layout(fig, "Warmup cost: first calls (log scale)", len(cats), bars=3)
+
+
+def _band(fig: go.Figure, sub: pd.DataFrame, lo: str, hi: str, color: str, group: str) -> None:
+    if len(sub) < 2:
+        return
+    xs = list(sub["batch_size"]) + list(sub["batch_size"])[::-1]
+    ys = list(sub[hi]) + list(sub[lo])[::-1]
+    fig.add_trace(go.Scatter(x=xs, y=ys, fill="toself", fillcolor=color, opacity=0.18, line=dict(width=0),
+                             hoverinfo="skip", showlegend=False, legendgroup=group))
+
+
+def latency(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> go.Figure:
+    """Steady-state ms per call vs batch size in one clock (plot_data.on_clock; latency by default, with
+    p10–p90 bands): eager and compiled (each job measures its own eager baseline; the eager line is the
+    median over the configs). A configuration disturbed in every run is no line: its points are grey, marked."""
+    fig = go.Figure()
+    noisy = plot_data.only_noisy(agg)
+    comp = agg[~noisy]
+    eager = comp.groupby(["baseline", "batch_size"], as_index=False)[
+        ["eager_ms", "eager_p10_ms", "eager_p90_ms", "runs"]].agg(
+        {"eager_ms": "median", "eager_p10_ms": "median", "eager_p90_ms": "median", "runs": "sum"})
+    series = [(f"{b}", sub, "eager_ms", "eager_p10_ms", "eager_p90_ms", "dash") for b, sub in eager.groupby("baseline")]
+    series += [(f"{c}", sub, "compiled_ms", "compiled_p10_ms", "compiled_p90_ms", "solid")
+               for c, sub in comp.groupby("config")]
+    palette = colors(agg["config"])  # the same colours as the speedup plot; eager in greys
+    greys = ["#555555", "#8c8c8c", "#b0b0b0", "#3a3a3a"]
+    palette.update({b: greys[i % len(greys)] for i, b in enumerate(sorted(eager["baseline"].unique()))})
+    for name, sub, mid, lo, hi, dash in series:
+        sub = sub.dropna(subset=[mid]).sort_values("batch_size")
+        if sub.empty:
+            continue
+        color = palette[name]
+        _band(fig, sub, lo, hi, color, name)
+        fig.add_trace(go.Scatter(
+            x=sub["batch_size"], y=sub[mid], name=name, mode="lines+markers", legendgroup=name,
+            line=dict(color=color, dash=dash), marker=dict(size=8),
+            error_y=dict(type="data", symmetric=False, array=sub[hi] - sub[mid], arrayminus=sub[mid] - sub[lo],
+                         thickness=1, width=4),
+            customdata=sub[[lo, hi, "runs"]],
+            hovertemplate=f"<b>{name}</b><br>batch %{{x}}: %{{y:.4g}} ms<br>p10 %{{customdata[0]:.4g}} – "
+                          "p90 %{customdata[1]:.4g} ms<br>%{customdata[2]} run(s)<extra></extra>"))
+    values_on_points(fig, "%.3g")
+    x_batches(fig, agg, fails)
+    only = agg[noisy].dropna(subset=["compiled_ms"])
+    if "noise_note" not in only:
+        only = only.assign(noise_note="")
+    ring(fig, only.assign(noise_note=only["noise_note"].fillna("").map(wrap), name=only["config"].map(plot)),
+          "batch_size", "compiled_ms", "only-noisy", NOISY_LEGEND, NOISY_MARKER, ["name", "eager_ms", "runs", "noise_note"],
+          f"<b>{plot_data.NOISY} · %{{customdata[0]}}</b><br>batch %{{x}}: compiled %{{y:.4g}} ms, eager "
+          "%{customdata[1]:.4g} ms<br>all %{customdata[2]} run(s) noisy: left out of the answer<br>%{customdata[3]}"
+          "<extra></extra>")
+    # the p10-p90 whiskers count: one noisy run's p90 at 100x its median would press every median flat
+    values = pd.concat([agg[c] for c in ("eager_ms", "compiled_ms", "eager_p10_ms", "eager_p90_ms", "compiled_p10_ms",
+                                         "compiled_p90_ms") if c in agg]).dropna()
+    if len(values) and values.min() > 0 and values.max() / values.min() > 20:
+        log_y(fig, "ms per call (log; median" + (", p10–p90)" if clock == "latency" else ")"))
+    else:
+        fig.update_yaxes(title="ms per call (median" + (", p10–p90)" if clock == "latency" else ")"), rangemode="tozero")
+    mark_failures_on_x(fig, fails, "batch_size", "config")
+    return layout(fig, f"Steady-state {CLOCK_WORDS[clock]} vs batch size (dashed: eager)")
+
+
+CLOCK_WORDS = {"latency": "latency", "throughput": "throughput", "gpu": "GPU time"}
+
+
+def speedup(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> go.Figure:
+    """Seed 004: speedup (eager_ms / compiled_ms) vs batch size, in one clock (plot_data.on_clock; latency, what
+    a caller waits for, by default); above the 1.0× line compile wins."""
+    # a configuration disturbed in every run is no line: mark_noisy draws its points greyed
+    fig = px.line(agg[~plot_data.only_noisy(agg)].dropna(subset=["speedup"]), x="batch_size", y="speedup", color="config",
+                  markers=True,
+                  color_discrete_map=colors(agg["config"]), hover_data={"runs": True, "eager_ms": ":.4g",
+                                                                        "compiled_ms": ":.4g"},
+                  labels={"speedup": "speedup (eager / compiled)", "config": ""})
+    # each point's value beside it, while they are few enough to be read (the answer table has them all)
+    fig.update_traces(marker=dict(size=9), textposition="middle right", textfont=dict(size=10))
+    values_on_points(fig, "%.2f×")
+    fig.add_hline(y=1.0, line=dict(color="#444", dash="dot"), annotation_text="1.0× (no gain)",
+                  annotation_position="bottom right")
+    x_batches(fig, agg, fails)
+    top = max(1.2, float(agg["speedup"].max()) * 1.1) if agg["speedup"].notna().any() else 2.0
+    fig.update_yaxes(range=[0, top])
+    mark_failures_on_x(fig, fails, "batch_size", "config")
+    return layout(fig, "Speedup vs batch size" + ("" if clock == "latency" else f" ({CLOCK_WORDS[clock]})"))
+
+
+def break_even(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure | None:
+    """After how many calls compiling has paid for itself (both first calls counted): one horizontal bar per
+    series that pays off, its count written at its end; a series that never does says so in its row. None when
+    the chart has nothing to say (break_even_note says it in a line instead): no series pays off, or only one
+    series is in view. A series disturbed in every run is greyed and marked (grey_rows): never a result, never the
+    shortest bar to read."""
+    if break_even_note(agg):
+        return None
+    noisy = plot_data.only_noisy(agg)
+    view = agg.assign(text=agg["break_even_calls"].map(lambda n: f"{n:,.0f} calls", na_action="ignore"))
+    view["text"] = view["text"].where(~noisy, view["text"] + f" · {plot_data.NOISY}: every run disturbed")
+    paid = view.dropna(subset=["break_even_calls"])
+    fig = px.bar(paid, y="series", x="break_even_calls", orientation="h", color="config",
+                 color_discrete_map=colors(agg["config"]), text="text",
+                 hover_data={"speedup": ":.3g", "runs": True, "text": False, "config": False},
+                 labels={"series": "", "break_even_calls": "calls"})
+    fig.update_traces(textposition="outside", cliponaxis=False, showlegend=False, textfont=dict(size=11))
+    cats = series_rows(fig, agg, fails)
+    top = float(paid["break_even_calls"].max())
+    fig.update_xaxes(type="log", dtick=1, title="calls until compile pays off (log)",
+                     range=[0, np.log10(max(top, 10) * 20)])  # from 1 call, with room for the counts
+    never = view[view["break_even_calls"].isna() & view["speedup"].notna()]
+    add_notes(fig, [dict(x=0, y=row.series, xref="x domain", yref="y", xanchor="left", showarrow=False,
+                          text=f"{plot_data.NOISY}: every run disturbed" if is_noisy else
+                          f"never: compiled is slower ({row.speedup:.2f}×)",
+                          font=dict(color=NOISY_EDGE if is_noisy else "#555", size=11))
+                     for row, is_noisy in zip(never.itertuples(), noisy[never.index])])
+    mark_failures_on_y(fig, fails, "series")
+    grey_rows(fig, plot_data.noisy_series(agg))
+    return rows_layout(fig, "Break-even: calls until compile pays off", len(cats))
+
+
+def break_even_note(agg: pd.DataFrame) -> str:
+    """Why the break-even chart is not drawn, in one line; "" when it is. Judged on the configurations that answer:
+    one disturbed in every run says nothing either way (the line counts them)."""
+    noisy = plot_data.only_noisy(agg)
+    measured = agg[~noisy].dropna(subset=["speedup"])
+    paid = measured.dropna(subset=["break_even_calls"])
+    left_out = int(noisy.sum())
+    aside = (f" {left_out} configuration{'s' * (left_out != 1)} disturbed in every run "
+             f"{'are' if left_out != 1 else 'is'} not counted.") if left_out else ""
+    if measured.empty:
+        return "Break-even: no configuration in view has a steady state to repay its first call (no chart)." + aside
+    if paid.empty:
+        return ("Break-even: compiled is not faster than eager in any configuration in view, so compiling never "
+                "pays off here (no chart)." + aside)
+    if measured["series"].nunique() == 1:
+        row = measured.iloc[0]
+        return (f"Break-even: one configuration in view ({row['series']}), paying off after "
+                f"{row['break_even_calls']:,.0f} calls." + aside)
+    return ""
+
+
+def mark_noisy(fig: go.Figure, agg: pd.DataFrame, x: str = "batch_size", y: str = "speedup") -> go.Figure:
+    """Ring the points of configurations with a disturbed run (a measured cause: left out of the point).
+    Square the points of configurations that recompiled inside the timed rounds (graph breaks, guards on
+    data): those calls were dropped from the samples, but the steady state switches between graphs. A
+    diamond marks host-bound configurations (CUDA: the GPU idles half of each call or more)."""
+    noisy = agg[(agg["noisy_runs"].fillna(0) > 0) | plot_data.only_noisy(agg)].dropna(subset=[y])
+    if "noise_note" not in noisy:
+        noisy = noisy.assign(noise_note="")
+    # a configuration disturbed in every run is the grey point below, not a ring "beside undisturbed ones"
+    ringed = noisy[~noisy["only_noisy"].eq(True)] if "only_noisy" in noisy else noisy
+    ring(fig, ringed.assign(noise_note=ringed["noise_note"].fillna("").map(wrap)), x, y, "noisy",
+          "⚠ disturbed run left out (a measured cause)",
+          dict(size=20, symbol="circle-open", color=NOISY_COLOR, line=dict(width=2.5)),
+          ["config", "noisy_runs", "runs", "max_spread", "noise_note"],
+          "<b>⚠ %{customdata[0]}</b><br>%{customdata[1]} disturbed run(s), left out of this point beside "
+          "%{customdata[2]} undisturbed one(s)<br>%{customdata[4]}<extra></extra>")
+    if "only_noisy" in agg:  # every run disturbed: the point is theirs, greyed, and out of the header
+        only = noisy[noisy["only_noisy"].eq(True)]
+        ring(fig, only.assign(noise_note=only["noise_note"].fillna("").map(wrap), name=only["config"].map(plot)),
+              x, y, "only-noisy", NOISY_LEGEND, NOISY_MARKER, ["name", "noise_note", "runs"],
+              f"<b>{plot_data.NOISY} · %{{customdata[0]}}</b><br>%{{y:.3g}}: all %{{customdata[2]}} run(s) disturbed, "
+              "re-runs included: their numbers, out of the header<br>%{customdata[1]}<extra></extra>")
+    if "recompiled_runs" in agg:
+        ring(fig, agg[agg["recompiled_runs"].fillna(0) > 0].dropna(subset=[y]), x, y, "recompiled",
+              "↻ recompiled while timed (those calls dropped)",
+              dict(size=26, symbol="square-open", color=RECOMPILED_COLOR, line=dict(width=2)),
+              ["config", "recompiled_runs", "runs", "dropped_calls"],
+              "<b>↻ %{customdata[0]}</b><br>%{customdata[1]} of %{customdata[2]} run(s) recompiled inside the timed "
+              "rounds; %{customdata[3]:.0f} timed call(s) dropped from the samples<extra></extra>")
+    if "host_bound_runs" in agg:
+        bound = agg[agg["host_bound_runs"].fillna(0) > 0].dropna(subset=[y])
+        ring(fig, bound.assign(host_note=bound["host_note"].fillna("").map(wrap)), x, y, "host-bound",
+              "◇ host-bound (the GPU idles half of a call or more)",
+              dict(size=23, symbol="diamond-open", color=HOST_BOUND_COLOR, line=dict(width=2)),
+              ["config", "host_bound_runs", "runs", "host_note"],
+              "<b>◇ %{customdata[0]}</b><br>%{customdata[1]} of %{customdata[2]} run(s) host-bound: "
+              "%{customdata[3]}<extra></extra>")
+    return fig

@@ -1,0 +1,215 @@
+"""The plots' shared look (plotly, no Streamlit): colours, the layout and legend, rows of bars, failures drawn as red
+✕ notes with their reasons on hover (a failed configuration is never silently missing from a plot), configurations
+disturbed in every run greyed, and rings around points that need a second look."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+
+from dashboard.data import plot_data
+from dashboard.markup import plot
+
+FAIL_COLOR = "#d62728"
+
+
+def as_text(series: pd.Series) -> pd.Series:
+    """Values as text, a missing one as "(none)" (astype(str) keeps it missing: no colour, no group)."""
+    return series.astype(object).where(series.notna(), "(none)").astype(str)
+
+
+def colors(labels) -> dict:
+    palette = px.colors.qualitative.D3 + px.colors.qualitative.Set2 + px.colors.qualitative.Pastel
+    return {label: palette[i % len(palette)] for i, label in enumerate(sorted(set(labels)))}
+
+
+def layout(fig: go.Figure, title: str, height: int = 380) -> go.Figure:
+    """The shared look: the legend under the plot, never on the data, and the figure taller by the legend's
+    rows (estimated for a half-width column) so that many long entries do not squeeze the plot."""
+    rows = legend_rows([t.name for t in fig.data if t.name and t.showlegend is not False])
+    fig.update_layout(title=dict(text=title, font=dict(size=15)), height=height + 22 * max(0, rows - 1),
+                      margin=dict(l=10, r=10, t=50, b=10),
+                      legend=dict(orientation="h", yanchor="top", y=-0.24, x=0, title=None, font=dict(size=11)),
+                      hoverlabel=dict(namelength=-1))
+    return fig
+
+
+def legend_rows(names: list[str], width_px: int = 430) -> int:
+    """How many rows a horizontal legend of these entries takes in a plot about `width_px` wide (11 px text:
+    ~6 px a character, plus the symbol and the gap)."""
+    rows, used = (1 if names else 0), 0
+    for name in dict.fromkeys(names):
+        w = 45 + 6 * len(name)
+        if used and used + w > width_px:
+            rows, used = rows + 1, 0
+        used += w
+    return rows
+
+
+def _reasons(bad: pd.DataFrame, label_col: str) -> str:
+    lines = [f"#{r.job_id} {plot(getattr(r, label_col))}: {r.status}: {wrap(str(r.error)[:400])}"
+             for r in bad.head(8).itertuples()]
+    more = f"<br>… and {len(bad) - 8} more" if len(bad) > 8 else ""
+    return "<br>".join(lines) + more
+
+
+def wrap(text: str, width: int = 90) -> str:
+    """Hover text on several lines: one long line is cut off at the plot's edge."""
+    return "<br>".join(plot(text[i:i + width]) for i in range(0, len(text), width))
+
+
+def mark_failures_on_x(fig: go.Figure, fails: pd.DataFrame, x_col: str, label_col: str) -> None:
+    """A red ✕ note at the bottom of the plot at each x that has failed jobs; hover shows the reasons."""
+    notes = []
+    log = fig.layout.xaxis.type == "log"  # annotations on a log axis take log10(x), or they stretch the range
+    for x, group in fails.groupby(x_col, sort=True):
+        # short: notes at neighbouring x sit side by side; the hover names the configurations and the reasons
+        what = str(group["status"].iloc[0]) if len(group) == 1 else f"{len(group)} did not succeed"
+        if fig.layout.xaxis.type == "category":  # annotations on a category axis take its serial number
+            at = list(fig.layout.xaxis.tickvals).index(x)
+        else:
+            at = float(np.log10(x)) if log else x
+        notes.append(dict(x=at, y=0, xref="x", yref="y domain", yanchor="bottom", showarrow=False,
+                          text=f"✕ {what}", font=dict(color=FAIL_COLOR, size=12),
+                          hovertext=_reasons(group, label_col), bgcolor="rgba(255,255,255,0.8)"))
+    add_notes(fig, notes)
+
+
+def add_notes(fig: go.Figure, notes: list[dict]) -> None:
+    """Add annotations in one assignment: add_annotation re-validates every earlier one (quadratic)."""
+    if notes:
+        fig.update_layout(annotations=list(fig.layout.annotations) + notes)
+
+
+def log_y(fig: go.Figure, title: str) -> None:
+    fig.update_yaxes(type="log", dtick=1, title=title)  # decades only: minor ticks clutter a small plot
+
+
+def series_rows(fig: go.Figure, agg: pd.DataFrame, fails: pd.DataFrame) -> list:
+    """Every series in view as a row, failed-only ones included, ordered by config then batch size, top down."""
+    both = pd.concat([agg[["config", "batch_size", "series"]], fails[["config", "batch_size", "series"]]])
+    cats = both.sort_values(["config", "batch_size"])["series"].astype(str).drop_duplicates().tolist()
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=cats, autorange="reversed", title=None,
+                     tickfont=dict(size=11), automargin=True)
+    return cats
+
+
+def rows_layout(fig: go.Figure, title: str, rows: int, bars: int = 1) -> go.Figure:
+    """A plot with one bar row per series (`bars` bars in a row): its height grows with the rows, and the legend
+    sits a fixed distance under the x axis (a fraction of the plot's height would sit on the axis title of a short
+    plot, or far below a tall one)."""
+    height = max(300, 170 + (22 + 12 * bars) * rows)
+    layout(fig, title, height=height)
+    fig.update_layout(legend=dict(y=-80 / (height - 120), yanchor="top"))
+    return fig
+
+
+def mark_failures_on_y(fig: go.Figure, fails: pd.DataFrame, y_col: str) -> None:
+    """A red ✕ note at the right end of each row that has jobs that did not succeed (hover: the reasons)."""
+    notes = []
+    for y, group in fails.groupby(y_col, sort=True):
+        first = group.iloc[0]
+        what = f"{first['status']}: {str(first['error'])[:40]}…" if len(group) == 1 else f"{len(group)} did not succeed"
+        notes.append(dict(x=1, y=y, xref="x domain", yref="y", xanchor="right", showarrow=False,
+                          text=f"✕ {plot(what)}", font=dict(color=FAIL_COLOR, size=11), hovertext=_reasons(group, y_col),
+                          bgcolor="rgba(255,255,255,0.85)"))
+    add_notes(fig, notes)
+
+
+def x_batches(fig: go.Figure, agg: pd.DataFrame, fails: pd.DataFrame) -> None:
+    sizes = sorted(set(agg["batch_size"].dropna().astype(int)) | set(fails["batch_size"].dropna().astype(int)))
+    log = len(sizes) > 1 and sizes[-1] / max(sizes[0], 1) >= 16
+    # no axis title: the plot's title says "vs batch size", and a title here collides with the legend below
+    fig.update_xaxes(title=None, type="log" if log else "linear", tickvals=sizes)
+    if len(sizes) == 1:  # every configuration at one x: set them side by side, or close values hide each other
+        fig.update_xaxes(type="category")
+        fig.update_layout(scattermode="group", scattergap=0.3)
+        fig.for_each_trace(lambda t: t.update(offsetgroup=t.name))  # what is drawn later for a series joins it
+
+
+def values_on_points(fig: go.Figure, fmt: str, room: float = 0.08) -> None:
+    """Each point's value beside it, where it can be read: a point within `room` (a share of the y range) of one
+    already labelled at the same x keeps its value in the hover only, so no two values are drawn over each other."""
+    lines = [i for i, t in enumerate(fig.data) if t.fill is None and "markers" in (t.mode or "lines+markers")]
+    points = [(x, y, i, k) for i in lines for k, (x, y) in enumerate(zip(fig.data[i].x, fig.data[i].y)) if y is not None]
+    if not points:
+        return
+    ys = [p[1] for p in points]
+    gap = room * ((max(ys) - min(ys)) or 1.0)
+    shown = {i: [""] * len(fig.data[i].x) for i in lines}
+    first = min(p[0] for p in points)  # values at the first x go left of their point, clear of the lines leaving it
+    placed: dict = {}
+    for x, y, i, k in sorted(points, key=lambda p: -p[1]):
+        if all(abs(y - other) >= gap for other in placed.get(x, [])):
+            placed.setdefault(x, []).append(y)
+            shown[i][k] = fmt % y
+    for i in lines:
+        t = fig.data[i]
+        t.update(text=shown[i], mode="lines+markers+text", texttemplate=None, cliponaxis=False, textfont=dict(size=10),
+                 textposition=["middle left" if x == first else "middle right" for x in t.x])
+
+
+NOISY_COLOR = "#ff7f0e"
+# a configuration whose runs were all noisy (plot_data.only_noisy) is drawn in these greys on every plot, marked NOISY
+NOISY_GREY, NOISY_EDGE = "#c8c8c8", "#888888"
+NOISY_LEGEND = f"{plot_data.NOISY}: every run disturbed, greyed"
+NOISY_MARKER = dict(size=13, symbol="circle", color=NOISY_GREY, line=dict(color=NOISY_EDGE, width=1))
+NOISY_HOVER = f"<br>{plot_data.NOISY} runs only: out of the answer"
+
+
+def grey_rows(fig: go.Figure, noisy: set) -> go.Figure:
+    """On a plot with one row of bars per series: the rows whose runs were all noisy (plot_data.noisy_series) greyed
+    and hatched, their tick labels marked NOISY (in grey), their hovers saying so. Every bar plot of a model's
+    configurations calls this, so such a row never reads as a result (or as the shortest break-even). Each trace's
+    noisy bars move to a grey copy of it (same slot, no legend entry), so the legend keeps the trace's own colour."""
+    cats = list(fig.layout.yaxis.categoryarray or [])
+    if not noisy or not cats:
+        return fig
+    greyed = []
+    for t in fig.data:
+        if t.type != "bar" or t.y is None or not any(y in noisy for y in t.y):
+            continue
+        flags = [y in noisy for y in t.y]
+        copy = go.Bar(t.to_plotly_json())
+        copy.update(showlegend=False, x=[x if f else None for f, x in zip(flags, t.x)],
+                    marker=dict(color=NOISY_GREY, pattern=dict(shape="/", fgcolor=NOISY_EDGE, solidity=0.3),
+                                line=dict(width=0)),
+                    hovertext=[NOISY_HOVER] * len(flags))
+        if isinstance(t.text, (list, tuple)):
+            copy.text = [v if f else "" for f, v in zip(flags, t.text)]
+            t.text = [v if not f else "" for f, v in zip(flags, t.text)]
+        template = t.hovertemplate or "<b>%{y}</b>: %{x:.4g}<extra></extra>"
+        copy.hovertemplate = template.replace("<extra>", "%{hovertext}<extra>") if "<extra>" in template \
+            else template + "%{hovertext}"
+        t.x = [None if f else x for f, x in zip(flags, t.x)]
+        greyed.append(copy)
+    fig.add_traces(greyed)
+    if greyed and any(t.showlegend is not False for t in fig.data if t.type == "bar" and t.x is not None
+                      and any(x is not None for x in t.x)):
+        fig.add_trace(go.Bar(x=[None], y=[None], orientation="h", name=NOISY_LEGEND, marker=dict(
+            color=NOISY_GREY, pattern=dict(shape="/", fgcolor=NOISY_EDGE, solidity=0.3))))
+    fig.update_yaxes(tickvals=cats, ticktext=[f"<span style='color:{NOISY_EDGE}'>{plot_data.NOISY} · {plot(c)}</span>"
+                                              if c in noisy else plot(c) for c in cats])
+    return fig
+
+
+RECOMPILED_COLOR = "#222222"  # near black: not one of the series palette's colours
+HOST_BOUND_COLOR = "#9467bd"
+
+
+def seconds_text(s: float) -> str:
+    return f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
+
+
+def ring(fig: go.Figure, rows: pd.DataFrame, x: str, y: str, group: str, name: str, marker: dict, data: list,
+          hover: str) -> None:
+    # side by side at one batch size (x_batches), a ring must take its configuration's slot, not its own
+    groups = rows.groupby("config", sort=False) if fig.layout.scattermode == "group" else [(None, rows)]
+    for i, (config, sub) in enumerate(groups):
+        if sub.empty:
+            continue
+        custom = sub[data].assign(config=sub["config"].map(plot)) if "config" in data else sub[data]  # as text
+        fig.add_trace(go.Scatter(x=sub[x], y=sub[y], mode="markers", name=name, offsetgroup=config,
+                                 legendgroup=group, showlegend=i == 0, marker=marker, customdata=custom,
+                                 hovertemplate=hover))

@@ -1,0 +1,191 @@
+"""Two sweeps or two runs side by side: what differs in the spec, the environment and the numbers.
+
+Plain pandas (no streamlit); the Compare page styles what these return.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from dashboard.data.plot_data import answering
+from lab import axes
+
+ENV = ("torch_version", "triton_version", "device_name", "cuda_version", "hostname", "worker")
+# sweep jobs are matched on what varies inside a sweep
+MATCH = axes.FIELDS
+# metric -> True when bigger is better
+# (speedup is latency's, the headline; throughput_speedup and gpu_speedup are the other clocks', by name)
+METRICS = {"speedup": True, "throughput_speedup": True, "gpu_speedup": True, "eager_ms": False, "compiled_ms": False,
+           "compiled_gpu_ms": False, "compiled_first_call_s": False, "compiled_second_call_s": False,
+           "break_even_calls": False, "peak_mem_compiled_mb": False}
+NOTABLE = 0.10  # a relative change this large is highlighted
+# steady-state numbers move with the runs' own noise: a change smaller than NOISE_FACTOR x the larger side's
+# spread (IQR / median of a job's per-round medians, the `noisy` measure) is no finding, whatever its size
+NOISE_METRICS = ("speedup", "eager_ms", "compiled_ms", "break_even_calls")
+NOISE_FACTOR = 2.0
+
+
+def _text(value) -> str:
+    """Compact text: {"scope": "model"} -> scope=model, [8, 16] -> 8, 16, None in a list -> none."""
+    if isinstance(value, dict):
+        return " ".join(f"{k}={_text(v)}" for k, v in sorted(value.items())) or "–"
+    if isinstance(value, (list, tuple)):
+        return ", ".join("none" if v is None else _text(v) for v in value) or "–"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+
+
+def side_by_side(a: dict, b: dict) -> pd.DataFrame:
+    """One row per key of either dict: the two values as text, and whether they differ."""
+    keys = list(dict.fromkeys(list(a) + list(b)))
+    rows = [{"field": k, "A": _text(a.get(k)), "B": _text(b.get(k))} for k in keys]
+    out = pd.DataFrame(rows, columns=["field", "A", "B"])
+    out["differs"] = out["A"] != out["B"]
+    return out
+
+
+def environment(rows: pd.DataFrame) -> dict:
+    """The environment fields of a set of jobs: each as its distinct values ("a, b" when mixed)."""
+    return {col: ", ".join(sorted(rows[col].dropna().astype(str).unique())) for col in ENV if col in rows}
+
+
+# compile settings a comparison may be about; the batch size is the workload (bs 8 against bs 16 is not
+# "B is faster"), so it is always matched on
+SETTINGS = axes.COMPILE_FIELDS
+
+
+def compared(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """The compile settings that set the two sweeps apart: each sweep ran one value of it (a job without
+    the value counts as another), and the values differ (A ran default, B reduce-overhead). That is what
+    the comparison is about, so jobs are not matched on it: {field: (A's value, B's value)}."""
+    out = {}
+    for col in SETTINGS:
+        va, vb = a[col].astype(object).fillna("(none)").astype(str).unique(), \
+            b[col].astype(object).fillna("(none)").astype(str).unique()
+        if len(va) == 1 and len(vb) == 1 and va[0] != vb[0]:
+            out[col] = (va[0], vb[0])
+    return out
+
+
+def numbers(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    """Sweep jobs matched on batch size and compile settings, except those that set the sweeps apart
+    (`compared`: their column reads "A's → B's"): medians of A and B, and B's change in %. A combination
+    only one side ran, or that failed on one side, keeps its row with that side's status."""
+    apart = compared(a, b)
+    keys = [c for c in MATCH if c not in apart] or ["_all"]
+
+    def side(df: pd.DataFrame) -> pd.DataFrame:
+        df = df.assign(_all="")
+        ok = df[df["status"] == "succeeded"]
+        # as the answer does (lab.noise): disturbed runs are left out where an undisturbed one exists; a combination
+        # whose every run was disturbed keeps their medians, flagged `noisy`, and is never coloured better or worse
+        answers = answering(ok, keys)
+        disturbed = ok["disturbed"].eq(True) if "disturbed" in ok else pd.Series(False, index=ok.index)
+        every = disturbed.groupby([ok[c] for c in keys], dropna=False).transform("all").astype(bool)
+        ok = ok[answers]
+        grouped = ok.groupby(keys, dropna=False)
+        med = grouped[list(METRICS)].median()
+        med["noisy"] = every[ok.index].groupby([ok[c] for c in keys], dropna=False).all()
+        spread = ok[[c for c in ("eager_spread", "compiled_spread") if c in ok]].max(axis=1)
+        med["spread"] = spread.groupby([ok[c] for c in keys], dropna=False).median() if len(spread) else float("nan")
+        status = df.groupby(keys, dropna=False)["status"].agg(lambda s: ", ".join(sorted(set(s))))
+        return med.join(status, how="outer")
+
+    both = side(a).join(side(b), how="outer", suffixes=(" A", " B")).reset_index()
+    for col, (va, vb) in apart.items():
+        both[col] = f"{va} → {vb}"
+    for col in ("status A", "status B"):
+        both[col] = both[col].fillna("not run")
+    for col in ("noisy A", "noisy B"):
+        both[col] = both[col].eq(True)
+    both["noise %"] = 100.0 * both[["spread A", "spread B"]].max(axis=1)  # each side: the median run's spread
+    for metric in METRICS:
+        both[f"{metric} Δ%"] = (both[f"{metric} B"] / both[f"{metric} A"] - 1.0) * 100.0
+    cols = list(MATCH) + ["status A", "status B", "noisy A", "noisy B", "noise %"]
+    for metric in METRICS:
+        cols += [f"{metric} A", f"{metric} B", f"{metric} Δ%"]
+    return both[cols].sort_values(list(MATCH)).reset_index(drop=True)
+
+
+WORKLOAD = ("model", "model_args", "task", "device", "dtype")  # what eager runs; no compile setting changes it
+
+
+def same_workload(a, b) -> bool:
+    """Whether both sides ran one and the same eager workload (frames of jobs, or two records): then eager
+    is the control, and a change of eager between them is the machine (load, clocks, another host)."""
+    def values(side) -> set:
+        if isinstance(side, dict):
+            return {tuple(str(side.get(k)) for k in WORKLOAD)}
+        cols = [k for k in WORKLOAD if k in side]
+        return set(side[cols].astype(str).itertuples(index=False, name=None)) if len(cols) == len(WORKLOAD) else set()
+    va, vb = values(a), values(b)
+    return len(va) == 1 and va == vb
+
+
+def long_form(nums: pd.DataFrame, metrics: list[str], same_workload: bool = False) -> pd.DataFrame:
+    """`numbers` as one row per (combination, metric): readable however many metrics are chosen."""
+    rows = []
+    for r in nums.to_dict(orient="records"):
+        combo = {k: r[k] for k in MATCH}
+        for metric in metrics:
+            noisy = [side for side in ("A", "B") if r.get(f"noisy {side}")]
+            rows.append({**combo, "status A": r["status A"], "status B": r["status B"], "metric": metric,
+                         "A": r[f"{metric} A"], "B": r[f"{metric} B"], "Δ%": r[f"{metric} Δ%"],
+                         "note": (f"⚠ {' and '.join(noisy)}: every run disturbed: no finding"
+                                  if noisy and metric in NOISE_METRICS else
+                                  _note(metric, r[f"{metric} Δ%"], r["noise %"],
+                                        r["eager_ms Δ%"] if same_workload else float("nan")))})
+    return pd.DataFrame(rows, columns=[*MATCH, "status A", "status B", "metric", "A", "B", "Δ%", "note"])
+
+
+def _note(metric: str, change_pct: float, noise_pct: float, eager_pct: float = float("nan")) -> str:
+    """Why a change is no finding. It lies within the runs' own noise (steady-state numbers only). Or, with
+    one eager workload on both sides (`eager_pct`: eager's change), eager moved as well: eager runs no
+    compiled code, so its change is the machine (load, clocks, another host), and a compiled change of the
+    same size is that too (against eager, which is the speedup, it is no change)."""
+    if metric not in NOISE_METRICS or pd.isna(change_pct):
+        return ""
+    if not pd.isna(noise_pct) and abs(change_pct) < NOISE_FACTOR * noise_pct:
+        return f"≈ within noise (spread {noise_pct:.0f}%)"
+    if pd.isna(eager_pct) or abs(change_pct) < NOTABLE * 100:
+        return ""
+    if metric == "eager_ms":
+        return "eager runs no compiled code: this is the machine (load, clocks, host), not the setting"
+    if metric == "compiled_ms":
+        against_eager = ((1 + change_pct / 100) / (1 + eager_pct / 100) - 1) * 100
+        floor = max(NOTABLE * 100, NOISE_FACTOR * noise_pct) if not pd.isna(noise_pct) else NOTABLE * 100
+        if abs(against_eager) < floor:
+            return (f"≈ eager moved {eager_pct:+.0f}% too: the machine, not the setting "
+                    f"(against eager {against_eager:+.1f}%)")
+    return ""
+
+
+def verdict(metric: str, change_pct: float, note: str = "") -> str:
+    """'better', 'worse' or '' for a change of B against A ('' too when the note says it is noise)."""
+    if note or pd.isna(change_pct) or abs(change_pct) < NOTABLE * 100:
+        return ""
+    return "better" if (change_pct > 0) == METRICS[metric] else "worse"
+
+
+def run_numbers(a: dict, b: dict) -> pd.DataFrame:
+    """Two single runs: every metric of A and B and B's change in %."""
+    rows = []
+    spreads = [_number(r.get(k)) for r in (a, b) for k in ("eager_spread", "compiled_spread")]
+    noise = 100.0 * max((x for x in spreads if not pd.isna(x)), default=float("nan"))
+    changes = {m: _change(_number(a.get(m)), _number(b.get(m))) for m in METRICS}
+    eager = changes["eager_ms"] if same_workload(a, b) else float("nan")
+    for metric in METRICS:
+        va, vb = (_number(r.get(metric)) for r in (a, b))
+        rows.append({"metric": metric, "A": va, "B": vb, "Δ%": changes[metric],
+                     "note": _note(metric, changes[metric], noise, eager)})
+    # float columns: a missing number is NaN, which the table shows as "–" (None in an object column
+    # was shown as "None")
+    return pd.DataFrame(rows, columns=["metric", "A", "B", "Δ%", "note"])
+
+
+def _change(va: float, vb: float) -> float:
+    return (vb / va - 1.0) * 100.0 if va else float("nan")  # NaN in, NaN out
+
+
+def _number(value) -> float:
+    return float("nan") if value is None or pd.isna(value) else float(value)

@@ -1,0 +1,80 @@
+"""Presets: the seed notes' experiments as Submit-form values, one click each.
+
+Each preset runs on cuda where a live worker offers it (the seeds ran on a GPU), else on the CPU, and at
+sizes that device finishes in minutes: the seeds' GPU sizes (224 px images, 10000² tensors, max-autotune at
+batch 32) take a CPU an hour or more, so a lab with no live GPU worker gets the preset's `cpu` sizes, with the
+GPU sizes one click away. Values are the form's own (dashboard.data.submission.FormValues fields), so a preset is
+just a filled form that a person can still edit before submitting.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Preset:
+    title: str
+    question: str  # what the seed asks, and where the dashboard answers it
+    values: dict = field(default_factory=dict)
+    cpu: dict = field(default_factory=dict)  # the values a CPU runs instead (params merge into the GPU's)
+
+    def form_values(self, gpu_sizes: bool) -> dict:
+        """The form's values: the seed's (GPU) sizes, or the CPU's in their place."""
+        if gpu_sizes or not self.cpu:
+            return dict(self.values)
+        params = {**self.values.get("params", {}), **self.cpu.get("params", {})}
+        return {**self.values, **self.cpu, **({"params": params} if params else {})}
+
+    def scaled(self) -> list[str]:
+        """What the CPU sizes change, as "image_size 224 → 64", for the form's note."""
+        out = []
+        for name, value in self.cpu.items():
+            if name == "params":
+                out += [f"{k} {self.values.get('params', {}).get(k, '?')} → {v}" for k, v in value.items()]
+            else:
+                out.append(f"{WORDS.get(name, name)} {self.values.get(name, '?')} → {value}")
+        return out
+
+
+WORDS = {"batch_sizes": "batch", "timeout_s": "timeout (s)"}
+
+
+PRESETS: dict[str, Preset] = {
+    "static-vs-dynamic": Preset(
+        "static vs dynamic with batch 32→64",
+        "Seed 004: compiled for batch 32, then called with 64. Does dynamic=false recompile where "
+        "dynamic=true does not, and what does each cost? See Results → recompile timeline.",
+        {"model": "simplenet", "batch_sizes": "32", "dynamics": ["false", "true"], "schedule": "32, 64",
+         "modes": ["default"], "backends": ["inductor"], "fullgraphs": ["false"], "name": "static vs dynamic 32→64"}),
+    "modes": Preset(
+        "modes on ComplexModel",
+        "Seed 004: default vs reduce-overhead vs max-autotune on ComplexModel (batch 32, 224×224). "
+        "Compare warmup cost with steady-state speedup and the break-even call count.",
+        {"model": "complexnet", "batch_sizes": "32", "params": {"image_size": 224},
+         "modes": ["default", "reduce-overhead", "max-autotune"], "backends": ["inductor"], "dynamics": ["none"],
+         # max-autotune's cold first call took 1,058 s on an H100 even at 96 px (bench/results/): an hour
+         "fullgraphs": ["false"], "timeout_s": 3600, "name": "modes on ComplexModel"},
+        cpu={"batch_sizes": "8", "params": {"image_size": 96}}),  # 96: complexnet's smallest
+    "whole-vs-functions": Preset(
+        "whole model vs function-level",
+        "Seed 004: torch.compile the whole LocalOptimizedNetwork, or only its two heavy functions "
+        "(max-autotune, batch 16). Two sweeps, one per scope: put them side by side on Compare.",
+        {"model": "localopt", "batch_sizes": "16", "params": {"scope": ["model", "functions"], "image_size": 224},
+         "modes": ["max-autotune"], "backends": ["inductor"], "dynamics": ["none"], "fullgraphs": ["false"],
+         "name": "whole model vs function-level"},
+        cpu={"batch_sizes": "4", "params": {"image_size": 64}}),
+    "fullgraph-break": Preset(
+        "fullgraph on a graph break",
+        "Seed 004: ConvNetMix picks its classifier head with numpy's RNG, a graph break. fullgraph=true "
+        "fails and names the line; fullgraph=false runs as several graphs.",
+        {"model": "convnetmix", "batch_sizes": "32", "fullgraphs": ["false", "true"], "modes": ["default"],
+         "backends": ["inductor"], "dynamics": ["none"], "name": "fullgraph on a graph break"}),
+    "sincos-first-call": Preset(
+        "sin+cos first call vs second call vs eager",
+        "Seed 001: sin(x)+cos(y) on 10000×10000 tensors. The first compiled call pays for compiling, the "
+        "second is fast: Results → warmup cost shows eager first, compiled first and compiled second call.",
+        {"model": "sincos", "batch_sizes": "10000", "params": {"width": 10000}, "modes": ["default"],
+         "backends": ["inductor"], "dynamics": ["none"], "fullgraphs": ["false"],
+         "name": "sin+cos first vs second call"},
+        cpu={"batch_sizes": "1000", "params": {"width": 1000}}),
+}

@@ -1,0 +1,169 @@
+"""From the Submit form's plain values to validated sweeps (no streamlit here; the page only draws).
+
+Everything is checked by lab.spec (SweepRequest.from_dict + expand against the live catalog), the
+same code the CLI uses; this module only turns text boxes into lists and names fields for people.
+A model parameter with choices (localopt's `scope`) may take several values: each value is its own
+sweep (a sweep has one set of model arguments), so "whole model vs function-level" is one click.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from sqlalchemy import Engine
+
+from db import queue
+from lab.axes import AXES, BY_FIELD, COMPILE_AXES
+from lab.checks import SpecError, dynamic_name
+from lab.spec import ALL_LIVE, ExperimentSpec, ModelInfo
+from lab.sweep import SweepRequest, split_sizes
+
+# SpecError.field -> the form label shown next to the widget (model_args.X is handled below)
+LABELS = {
+    "model": "Model", "task": "Task", "device": "Device", "dtype": "dtype",
+    **{name: axis.label for name, axis in BY_FIELD.items()},  # the swept axes (lab.axes)
+    "cache": "Compile cache", "trace": "Keep the compile trace", "schedule": "Schedule", "iters": "Rounds",
+    "timeout_s": "Timeout (s)",
+    "repeat": "Repeat", "reruns": "Noisy re-runs", "process_repeats": "Process repeats", "name": "Sweep name",
+    "model_args": "Model parameters", "torch_versions": "Torch versions",
+}
+# which widget a field's error is drawn under (the sweep-level field for a per-job one)
+SLOT = {axis.field: axis.plural for axis in AXES}
+
+
+@dataclass
+class FormValues:
+    """What the Submit form holds: plain values, no widgets."""
+
+    model: str
+    params: dict = field(default_factory=dict)  # name -> value, or a list of values for a choice parameter
+    # defaults live once, on ExperimentSpec; the form only spells them as it shows them
+    task: str = ExperimentSpec.task
+    device: str = ExperimentSpec.device
+    dtype: str = ExperimentSpec.dtype
+    batch_sizes: str = "8"
+    backends: list = field(default_factory=lambda: [ExperimentSpec.backend])
+    modes: list = field(default_factory=lambda: [ExperimentSpec.mode])
+    dynamics: list = field(default_factory=lambda: [dynamic_name(ExperimentSpec.dynamic)])
+    fullgraphs: list = field(default_factory=lambda: [str(ExperimentSpec.fullgraph).lower()])
+    scopes: list = field(default_factory=lambda: [ExperimentSpec.scope])
+    torch_versions: list = field(default_factory=lambda: [ExperimentSpec.torch])
+    cache: str = ExperimentSpec.cache
+    trace: bool = ExperimentSpec.trace
+    schedule: str = ""
+    iters: int = ExperimentSpec.iters
+    timeout_s: int = ExperimentSpec.timeout_s
+    repeat: int = 1
+    reruns: int = SweepRequest.reruns
+    process_repeats: int = SweepRequest.process_repeats
+    name: str = ""
+
+
+@dataclass
+class Plan:
+    """What a submit would store: the sweeps, how many jobs, notes; or the first error, by field."""
+
+    requests: list[SweepRequest] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)  # one per job, in submit order
+    jobs: int = 0
+    notes: list[str] = field(default_factory=list)
+    error: SpecError | None = None
+    errors: list[SpecError] = field(default_factory=list)  # every field found wrong (error: the first)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.jobs > 0
+
+
+def slot_for(field_name: str) -> str:
+    return SLOT.get(field_name, field_name)
+
+
+def label_for(field_name: str) -> str:
+    if field_name.startswith("model_args."):
+        return f"Parameter {field_name.split('.', 1)[1]}"
+    return LABELS.get(field_name, field_name)
+
+
+def message(error: SpecError) -> str:
+    """The error as a person reads it next to the widget: the label, then what is wrong."""
+    text = str(error).split(": ", 1)[1] if ": " in str(error) else str(error)
+    return f"{label_for(error.field)}: {text}"
+
+
+def _arg_combinations(params: Mapping) -> list[dict]:
+    """One dict of model arguments per combination of multi-valued (choice) parameters."""
+    names = list(params)
+    choices = [v if isinstance(v, (list, tuple)) else [v] for v in params.values()]
+    for name, values in zip(names, choices):
+        if not values:
+            raise SpecError(f"model_args.{name}", "choose at least one value")
+    return [dict(zip(names, combo)) for combo in itertools.product(*choices)]
+
+
+def plan(values: FormValues, catalog: Mapping[str, ModelInfo], live_torch: list[str] | None = None) -> Plan:
+    """Validate the form exactly as submit will, and count the jobs it would create. "Every version a live worker
+    offers" (all-live) becomes `live_torch`, the versions live workers run now."""
+    out = Plan()
+    try:
+        versions = [x for v in values.torch_versions for x in ((live_torch or []) if v == ALL_LIVE else [v])]
+        if ALL_LIVE in values.torch_versions and not live_torch:
+            raise SpecError("torch_versions", "no live worker has published its torch version yet")
+        combos = _arg_combinations(values.params)
+        for args in combos:
+            varying = {k: v for k, v in args.items() if isinstance(values.params[k], (list, tuple))
+                       and len(values.params[k]) > 1}
+            name = values.name.strip()
+            if varying:
+                name = f"{name or values.model} ({', '.join(f'{k}={v}' for k, v in varying.items())})"
+            request = SweepRequest.from_dict({
+                "model": values.model, "model_args": args,
+                "batch_sizes": split_sizes(values.batch_sizes, "batch_sizes"),
+                "task": values.task, "device": values.device, "dtype": values.dtype,
+                **{a.plural: list(getattr(values, a.plural)) for a in COMPILE_AXES}, "cache": values.cache,
+                "torch_versions": versions,
+                "trace": values.trace,
+                "schedule": split_sizes(values.schedule, "schedule"),
+                "iters": values.iters, "timeout_s": values.timeout_s, "repeat": values.repeat,
+                "reruns": values.reruns, "process_repeats": values.process_repeats, "name": name})
+            specs, notes = request.expand(catalog)
+            out.requests.append(request)
+            out.jobs += len(specs)
+            out.labels += [spec.label for spec in specs]
+            out.notes += [n for n in notes if n not in out.notes]
+    except SpecError as e:
+        out.error = e
+    if out.error is not None:  # the number fields are judged one by one too: each wrong one gets its own error
+        out.errors = [out.error] + [e for e in number_errors(values) if e.field != out.error.field]
+    if out.error is None and values.device == "cpu":  # what a seed-note preset means on a CPU-only lab
+        if any(m.startswith("max-autotune") for m in values.modes):
+            out.notes.append(f"max-autotune on the CPU benchmarks kernel choices while it compiles: on conv models "
+                             f"that can take many minutes per job (timeout: {values.timeout_s:,} s).")
+    elif out.error is None and any(m.startswith("max-autotune") for m in values.modes):
+        out.notes.append(f"max-autotune benchmarks kernel choices while it compiles, which on conv models can take "
+                         f"many minutes: with a cold cache on an H100, complexnet at 96 px took 1,058 s of first call, "
+                         f"localopt 67 s (bench/results/). Timeout: {values.timeout_s:,} s.")
+    return out
+
+
+NUMBER_FIELDS = ("iters", "timeout_s", "repeat", "reruns", "process_repeats")
+
+
+def number_errors(values: FormValues) -> list[SpecError]:
+    """Each number field checked alone, by lab.spec's own rules (a one-job sweep with only that field set)."""
+    errors = []
+    for name in NUMBER_FIELDS:
+        try:
+            SweepRequest.from_dict({"model": "any", "batch_sizes": [1], name: getattr(values, name)}).expand()
+        except SpecError as e:
+            errors.append(e)
+    return errors
+
+
+def submit_all(engine: Engine, planned: Plan, catalog: Mapping[str, ModelInfo]) -> list[tuple[int, list[int]]]:
+    """Store the planned sweeps in one transaction (db.queue.submit_many: all or nothing), validated
+    again right before storing: the catalog may have changed since `plan`."""
+    if not planned.ok:
+        raise planned.error or SpecError("batch_sizes", "nothing to submit")
+    return [(sweep_id, job_ids) for sweep_id, job_ids, _ in queue.submit_many(engine, planned.requests, catalog)]

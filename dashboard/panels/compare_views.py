@@ -1,0 +1,173 @@
+"""Compare's three views: two sweeps (spec, environment, numbers matched configuration by configuration), the torch
+versions the chosen sweeps ran (version against version), and two runs (spec, numbers and every latency sample)."""
+import pandas as pd
+import streamlit as st
+
+from dashboard.charts import compare_bars
+from dashboard.data import diff, frame
+from dashboard.data.plot_data import NOISY
+from dashboard.data.series_labels import fold_modes, fold_request, folded_notes
+from dashboard.markup import md
+from dashboard.markup import plot as plot_text
+from dashboard.panels import compare_tables as tables
+from dashboard.panels import versiondiff
+from dashboard.state import resources
+from db import reports
+from db.results import export_records
+from lab import axes
+from lab.axes import folded_mode
+from lab.checks import dynamic_text
+from lab.spec import job_label
+
+
+def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
+    labels = {s.id: s.label for s in summaries}
+    ids = [s.id for s in summaries]
+    by_id = {s.id: s for s in summaries}
+    a0, b0 = tables.starting_pair(ids, {i: s.request.get("model") for i, s in by_id.items()},
+                           set(df.loc[df["status"] == "succeeded", "sweep_id"]) if not df.empty else set())
+    a, b = tables.pick_pair("Sweep", ids, labels, ("a", "b"), (a0, b0))
+    if a is None or b is None:
+        return
+    # every field of these jobs; off CUDA under the mode they compiled with, as on Results (series_labels.fold_modes): on the
+    # CPU a sweep stored as reduce-overhead and one stored as default ran the same compile, so they are matched
+    both = fold_modes(frame.complete(df[df["sweep_id"].isin([a, b])], resources.engine()))
+    folded = folded_notes(both)
+    rows_a, rows_b = both[both["sweep_id"] == a], both[both["sweep_id"] == b]
+    c1, c2 = st.columns([3, 2])
+    with c1:
+        st.subheader("Spec")
+        spec = diff.side_by_side(fold_request(by_id[a].request), fold_request(by_id[b].request))
+        st.dataframe(tables.highlight_rows(spec), hide_index=True, width="stretch", height=tables.fit(len(spec)),
+                     column_config={"field": st.column_config.TextColumn(width="small")})
+    with c2:
+        st.subheader("Environment")
+        env = diff.side_by_side(diff.environment(rows_a), diff.environment(rows_b))
+        st.dataframe(tables.highlight_rows(env), hide_index=True, width="stretch", height=tables.fit(len(env)))
+        st.caption(f"A: {tables.jobs(by_id[a].total)} ({tables.counts(by_id[a].counts)}); "
+                   f"B: {tables.jobs(by_id[b].total)} ({tables.counts(by_id[b].counts)}). Changed rows are highlighted.")
+    st.subheader("Numbers")
+    for note in folded:
+        st.caption(":material/info: " + md(note))
+    if rows_a.empty and rows_b.empty:
+        st.info("Neither sweep has finished jobs yet.")
+        return
+    by_version = reports.version_report(resources.engine(), sweep_ids=sorted({a, b}))
+    if by_version:  # the two sweeps (or one, pinned to several) ran the same configurations under two torch versions
+        st.markdown("**Torch versions**: the same configuration under each version these sweeps ran")
+        versiondiff.show(by_version, key="compare_versions")
+    tables.old_timing(rows_a, rows_b)
+    nums = diff.numbers(rows_a, rows_b)
+    apart = diff.compared(rows_a, rows_b)
+    matched = [c for c in diff.MATCH if c not in apart]
+    both_ran = nums.dropna(subset=["speedup A", "speedup B"])
+    if both_ran.empty:
+        st.warning(f"No configuration has results in both sweeps: jobs are matched on {', '.join(matched)}, "
+                   "and these sweeps share no such combination with a succeeded job on each side (compare two runs "
+                   "instead to set any two jobs side by side).")
+    metrics = st.pills("Metrics", list(diff.METRICS), selection_mode="multi", key="metric", bind="query-params",
+                       default=["speedup", "throughput_speedup", "gpu_speedup", "compiled_ms",
+                                "compiled_first_call_s"]) or ["speedup"]
+    table = diff.long_form(nums, metrics, same_workload=diff.same_workload(rows_a, rows_b))
+    judge = tables.judged(by_id[a].request.get("model"), by_id[b].request.get("model"))
+    st.dataframe(tables.highlight_changes(table, judge=judge), hide_index=True, width="stretch",
+                 height=min(tables.fit(len(table)), 600))
+    st.caption(("; ".join(f"**{c}** sets the sweeps apart ({va} → {vb}): jobs are not matched on it" for c, (va, vb)
+                          in apart.items()) + ". " if apart else "")
+               + f"Jobs are matched on {', '.join(matched) or 'nothing else'}; medians over repeats. Δ% is B against A: green "
+               f"where B is at least {diff.NOTABLE:.0%} better, red where worse; never for a steady-state change "
+               f"smaller than {diff.NOISE_FACTOR:g}× the runs' spread (IQR / median of a job's round medians): inside "
+               "the noise it is no finding. With one eager workload on both sides, eager is the control: it runs no "
+               "compiled code, so when it moved, a compiled change of the same size is the machine, not the setting.")
+    if both_ran.empty:
+        return  # one side's bars alone compare nothing; an empty plot with made-up axes says nothing
+    plot = pd.concat([nums.assign(sweep=f"A: {plot_text(labels[a])}", speedup=nums["speedup A"], noisy=nums["noisy A"]),
+                      nums.assign(sweep=f"B: {plot_text(labels[b])}", speedup=nums["speedup B"], noisy=nums["noisy B"])]
+                     ).dropna(subset=["speedup"])
+    plot["combination"] = ("bs " + plot["batch_size"].astype(str) + " · " + plot["backend"] + "/" + plot["mode"]
+                           + " · dynamic=" + plot["dynamic"].astype(str) + " · fullgraph=" + plot["fullgraph"].astype(str))
+    st.plotly_chart(compare_bars.sweeps_speedup(plot), key="compare_speedup")
+    if plot["noisy"].any():
+        st.caption("Greyed, hatched bars: every run of that combination on that side was noisy (its rounds spread past "
+                   "5%, or one host-sensitive process): out of the answer, and no finding either way.")
+
+
+def compare_versions(df: pd.DataFrame, summaries: list) -> None:
+    """Every configuration the chosen sweeps ran under two torch versions or more, version against version."""
+    labels = {s.id: s.label for s in summaries}
+    versioned = df[df["status"] == "succeeded"].groupby("sweep_id")["torch_version"].nunique() if not df.empty else None
+    several = [s.id for s in summaries if versioned is not None and versioned.get(s.id, 0) > 1]
+    ids = [s.id for s in summaries]
+    if "vs" not in st.session_state:  # from the link (?vs=3&vs=4), else the newest sweep that ran several versions
+        linked = [i for i in ids if str(i) in st.query_params.get_all("vs")]
+        st.session_state["vs"] = linked or several[:1] or ids[:2]
+    chosen = st.multiselect("Sweeps", [s.id for s in summaries], format_func=lambda i: labels.get(i, str(i)), key="vs",
+                            help="The sweeps whose jobs are set version against version (a sweep pinned to several "
+                                 "versions with --torch, or one sweep per version)")
+    st.query_params["vs"] = [str(i) for i in chosen]
+    if not chosen:
+        st.info("Choose one sweep or more.")
+        return
+    rows = reports.version_report(resources.engine(), sweep_ids=chosen)
+    if not rows:
+        seen = sorted(df.loc[df["sweep_id"].isin(chosen) & (df["status"] == "succeeded"), "torch_version"].dropna()
+                      .unique())
+        st.info(f"No configuration in these sweeps ran under two torch versions (versions seen: "
+                f"{md(', '.join(seen)) or 'none'}). Pin a sweep to several: `--torch 2.13 --torch 2.14`, or "
+                "**Torch versions** on Submit.")
+        return
+    versiondiff.show(rows, key="versions_table")
+    # a configuration with noisy runs only on a side is marked as on every plot (the table says which side)
+    plot = pd.DataFrame([{"configuration": (f"{NOISY} · " if r["noisy"] else "")
+                          + f"bs {r['batch_size']} · {plot_text(r['config'])}", "torch": plot_text(v),
+                          "speedup": s} for r in rows for v, s in ((r["torch_a"], r["speedup_a"]),
+                                                                     (r["torch_b"], r["speedup_b"]))])
+    plot = plot.drop_duplicates().dropna(subset=["speedup"])
+    if not plot.empty:
+        st.plotly_chart(compare_bars.versions_speedup(plot), key="versions_speedup")
+
+
+def compare_runs(df: pd.DataFrame) -> None:
+    # newest first, succeeded runs ahead of the rest
+    recent = df.sort_values("job_id", ascending=False).head(2000)
+    recent = pd.concat([recent[recent["status"] == "succeeded"], recent[recent["status"] != "succeeded"]])
+    recent = fold_modes(recent)  # off CUDA under the mode a run compiled with, as on Results
+    labels = {int(r.job_id): f"#{r.job_id} {job_label(r._asdict())} · {r.status}" for r in recent.itertuples()}
+    ids = list(labels)
+    ok = recent.loc[recent["status"] == "succeeded", "job_id"].astype(int)
+    a0, b0 = tables.starting_pair(ids, dict(zip(recent["job_id"].astype(int), recent["model"])), set(ok))
+    a, b = tables.pick_pair("Run", ids, labels, ("ja", "jb"), (a0, b0))
+    if a is None or b is None:
+        return
+    recs = {r["job_id"]: {**r, "dynamic": dynamic_text(r["dynamic"]), "mode": folded_mode(r["mode"], r["device"])}
+            for r in export_records(resources.engine(), job_ids=[a, b], include_raw=True)}
+    ra, rb = recs[a], recs[b]
+    for note in folded_notes(fold_modes(df[df["job_id"].isin([a, b])])):
+        st.caption(":material/info: " + md(note))
+    c1, c2 = st.columns(2)
+    with c1:
+        st.subheader("Spec and status")
+        keys = ["sweep", "status", "error", "model", "model_args", "task", "device", "dtype", *axes.FIELDS, "cache",
+                "schedule", "iters", "timeout_s"]
+        st.dataframe(tables.highlight_rows(diff.side_by_side({k: ra[k] for k in keys}, {k: rb[k] for k in keys})),
+                     hide_index=True, width="stretch", height=tables.fit(len(keys)))
+    with c2:
+        st.subheader("Environment")
+        # from the results table: a failed run's environment is its worker's
+        env = diff.side_by_side(diff.environment(df[df["job_id"] == a]), diff.environment(df[df["job_id"] == b]))
+        st.dataframe(tables.highlight_rows(env), hide_index=True, width="stretch")
+        st.subheader("Numbers")
+        noisy = [(name, rec) for name, rec in (("A", ra), ("B", rb)) if rec.get("noisy") is True]
+        for name, rec in noisy:
+            st.warning(f"Run {name} (#{rec['job_id']}) is noisy: {md(rec.get('noise_note') or 'spread past 5%')}. Its "
+                       "numbers are out of the answer; no change against it is coloured.", icon=":material/warning:")
+        judge = tables.judged(ra["model"], rb["model"]) and not noisy
+        st.dataframe(tables.highlight_changes(diff.run_numbers(ra, rb), judge=judge), hide_index=True, width="stretch")
+    samples = []
+    for name, rec in (("A", ra), ("B", rb)):
+        for side in ("eager", "compiled"):
+            for block in (rec.get("samples") or {}).get(side, []) or []:
+                samples += [{"run": f"{name} #{rec['job_id']}" + (" ⚠ noisy" if rec.get("noisy") is True else ""),
+                             "side": side, "ms": v} for v in block]
+    if samples:
+        st.plotly_chart(compare_bars.samples_box(samples), key="compare_samples")

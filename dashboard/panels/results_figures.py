@@ -1,0 +1,172 @@
+"""The Results page's figures, built once per view and shared by every session (st.cache_resource): building plotly
+figures is most of what a rerun costs. Each tab gets its own small record of what it draws."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from dashboard.charts import diagnosis, speed_charts
+from dashboard.data import cachecompare, plot_data, repeats, roofline_points, series_labels
+from dashboard.panels import answer_table
+from db import views
+
+SCHEDULE_JOBS = 40  # the recompile timeline draws the newest jobs that ran a schedule
+REPEAT_GROUPS = 6  # the spread plot draws the newest sweeps' comparison groups
+
+
+@dataclass(frozen=True)
+class ModelView:
+    """One model's rows in view with series labels (`view`), their medians per configuration and batch size
+    (`agg`) and the jobs that did not succeed (`fails`): what every per-model tab draws from."""
+
+    view: pd.DataFrame
+    agg: pd.DataFrame
+    fails: pd.DataFrame
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def model_view(key: tuple, _shown, model: str, _store) -> ModelView:
+    """One model's rows with every number its plots draw (read for its jobs only: frame.complete), series
+    labels, their medians and failures. Built once per `key` and shared by all sessions; nothing here is modified
+    after it is built."""
+    rows = _store.complete(_shown[_shown["model"] == model], views.VIEW_FIELDS)
+    view = series_labels.label_series(rows)
+    agg, fails = plot_data.summarize(view)
+    return ModelView(view=view, agg=plot_data.with_noise(agg, view), fails=fails)
+
+
+@dataclass(frozen=True)
+class SpeedFigures:
+    """The Speedup tab's charts in one clock, and the numbers their captions read."""
+
+    clock: str
+    speedup: go.Figure
+    latency: go.Figure
+    warmup: go.Figure
+    break_even: go.Figure | None  # None: break_even_note says why in a line
+    break_even_note: str
+    timeline: go.Figure | None  # the shape schedule's recompile timeline; None: no job in view ran a schedule
+    scheduled: int  # jobs in view that ran a schedule (the timeline draws the newest SCHEDULE_JOBS)
+    series: int
+    # configurations measured in latency but not in this clock (GPU time on the CPU, say), and those with GPU time
+    # only (CUDA results timed before caller latency was: timing protocol 1)
+    clock_missing: int
+    gpu_only: int
+    recompiled: int  # configurations that recompiled inside the timed rounds
+    eager_drift: dict | None  # plot_data.eager_drift: eager moved between jobs
+    noisy_note: str
+    common: str  # what every configuration in view shares (the labels name only what differs)
+    folded: list[str]  # the modes shown under another off CUDA (series_labels.folded_notes)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def speed_figures(key: tuple, _shown, model: str, _store, clock: str = "latency") -> SpeedFigures:
+    """Speedup and ms per call in the chosen clock, warmup, break-even and the recompile timeline, per view and
+    clock."""
+    v = model_view(key, _shown, model, _store)
+    view, agg, fails = v.view, v.agg, v.fails
+    timed = plot_data.on_clock(agg, clock)
+    answer_rows = answer_table.rows(key, model, _store.engine, answer_table.model_rows(key, model, _shown))
+    paid = plot_data.answered_break_even(agg, view, answer_rows)  # the answer table's counts, not a second estimate
+    with_schedule = view[view["has_schedule"].fillna(False).astype(bool) & (view["status"] == "succeeded")]
+    timeline = None
+    if len(with_schedule):
+        newest = with_schedule.sort_values("job_id").tail(SCHEDULE_JOBS)
+        sched = diagnosis.schedule_frame(view, views.schedule_calls(_store.engine, newest["job_id"].tolist()))
+        timeline = diagnosis.recompile_timeline(sched)
+    return SpeedFigures(
+        clock=clock, speedup=speed_charts.mark_noisy(speed_charts.speedup(timed, fails, clock), timed),
+        latency=speed_charts.latency(timed, fails, clock), warmup=speed_charts.warmup(plot_data.first_calls(view), fails),
+        break_even=speed_charts.break_even(paid, fails), break_even_note=speed_charts.break_even_note(paid),
+        timeline=timeline, scheduled=len(with_schedule), series=int(agg["series"].nunique()),
+        clock_missing=int((agg["speedup"].notna() & timed["speedup"].isna()).sum()),
+        gpu_only=int((agg["speedup"].isna() & agg["gpu_speedup"].notna()).sum()),
+        recompiled=(agg.loc[agg["recompiled_runs"].fillna(0) > 0, "config"].nunique()
+                    if "recompiled_runs" in agg else 0),
+        eager_drift=plot_data.eager_drift(agg), noisy_note=plot_data.noisy_note(agg),
+        common=view.attrs.get("common", ""), folded=series_labels.folded_notes(view))
+
+
+@dataclass(frozen=True)
+class LaunchFigures:
+    """The First call tab: where the compiled first call goes, beside GPU time inside latency."""
+
+    breakdown: go.Figure
+    host: go.Figure | None  # None: no CUDA job in view has GPU time
+    rows: int  # the breakdown's rows (past a few, each plot takes the page's width)
+    empty: bool  # no job of the model in view succeeded
+    no_breakdown: bool  # some jobs were stored before the compile breakdown was recorded
+    caches: pd.DataFrame  # cold, warm and portable first calls side by side (cachecompare)
+    noisy_note: str
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def launch_figures(key: tuple, _shown, model: str, _store) -> LaunchFigures:
+    v = model_view(key, _shown, model, _store)
+    view = _store.complete(v.view, views.FIRST_CALL_FIELDS)
+    parts = plot_data.breakdown_frame(series_labels.split_by_graph_cache(view))
+    host = plot_data.gpu_latency_frame(v.agg)
+    noisy = plot_data.noisy_series(plot_data.first_calls(view))  # the breakdown's rows: hits and misses apart
+    rows = diagnosis.breakdown_rows(parts, v.fails)
+    return LaunchFigures(breakdown=diagnosis.warmup_breakdown(parts, v.fails, noisy),
+                         host=None if host.empty else diagnosis.gpu_in_latency(host, v.fails, rows),
+                         rows=len(rows), empty=parts.empty,
+                         no_breakdown=bool((parts["part"] == plot_data.NO_BREAKDOWN).any()),
+                         caches=cachecompare.side_by_side(view), noisy_note=plot_data.noisy_note(v.agg))
+
+
+@dataclass(frozen=True)
+class RepeatFigures:
+    """The Repeats tab: the spread plot of the newest groups, each group's order of configurations, the pairs their
+    ranges keep apart, and every repeated configuration's numbers."""
+
+    figure: go.Figure
+    groups: list[str]
+    chains: dict[str, str]
+    pairs: pd.DataFrame
+    summary: pd.DataFrame
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def repeat_figures(key: tuple, _shown, model: str, _store) -> RepeatFigures | None:
+    return repeat_parts(model_view(key, _shown, model, _store).view)
+
+
+def repeat_parts(view) -> RepeatFigures | None:
+    """The spread-across-repeats plot, order chains and tables of a view (None: nothing was repeated)."""
+    rep = repeats.repeated(view)
+    if rep.empty:
+        return None
+    runs = repeats.candidates(rep)
+    spans = repeats.ranges(runs)
+    groups = rep.sort_values(["sweep_id", "batch_size"], ascending=[False, True])["group"].drop_duplicates().tolist()
+    pairs = repeats.separability(spans)
+    pairs["verdict"] = pairs["verdict"].map({repeats.SEPARATED: "✅ separated", repeats.NOT_SEPARABLE: "≈ not separable"})
+    return RepeatFigures(figure=diagnosis.repeat_spread(runs, spans, groups[:REPEAT_GROUPS]), groups=groups,
+                         chains=repeats.chains(spans), pairs=pairs, summary=repeats.summary(rep))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def roofline_view(key: tuple, _shown, _store) -> pd.DataFrame:
+    """One point per configuration in view, with the numbers the roofline needs read for these jobs."""
+    return roofline_points.points(_store.complete(_shown, roofline_points.READ))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def roofline_figure(key: tuple, _pts, _ceilings: list, color_by: str) -> dict:
+    """The roofline of every model in view (`key` names the data, filters, ceilings and colour): the figure, the
+    devices without measured ceilings, and the points it cannot draw (0 FLOPs) in words."""
+    lines = roofline_points.lines(roofline_points.ceilings_in_view(_ceilings, _pts), _pts)
+    return {"figure": diagnosis.roofline(_pts, lines, color_by),
+            "missing": roofline_points.missing_ceilings(_ceilings, _pts), "off": roofline_points.off_plot(_pts)}
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def folded_notes(key: tuple, model: str, _mine) -> list[str]:
+    """The model's jobs in view (`_mine`) stored under a mode they did not run as (reduce-overhead on the CPU): the
+    N-calls chart's lines, like the answer's rows, count them under the mode that ran (series_labels.fold_modes). Two
+    columns of the model's rows: no numbers read."""
+    return series_labels.folded_notes(series_labels.fold_modes(_mine[["mode", "device"]]))

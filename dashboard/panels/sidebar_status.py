@@ -1,0 +1,43 @@
+"""The sidebar every page shows: the database, the live workers (GPU or CPU) and the embedded worker, which it
+(re)starts when none is alive."""
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard.markup import md
+from dashboard.state import resources
+from db import queue
+from db.engine import describe
+
+
+@st.fragment(run_every="5s")
+def show() -> None:
+    """Database, workers alive, GPU or CPU; also (re)starts the embedded worker when none is alive."""
+    with resources.database_errors(stop=False):  # the page says it too; the sidebar must not hide the page
+        _sidebar_status()
+
+
+def _sidebar_status() -> None:
+    eng = resources.engine()
+    status = resources.embedded_worker(resources.url()).ensure()
+    workers = queue.live_workers(eng)
+    st.caption("Database")
+    st.text(describe(resources.url()))  # plain text: a code block would load the syntax highlighter on every page
+    devices = sorted({d for w in workers for d in w.capabilities.get("devices", [])})
+    gpus = sorted({w.capabilities.get("device_name") for w in workers if w.capabilities.get("device_name")})
+    st.metric("Workers alive", len(workers))
+    if gpus:
+        st.markdown("**GPU:** " + ", ".join(md(g) for g in gpus))  # a worker's own words, as text
+    elif workers:
+        st.markdown("**CPU only**: no live worker sees a GPU")
+    if workers:
+        busy = sum(1 for w in workers if w.state == "busy")
+        st.caption(f"{busy} busy, {len(workers) - busy} idle; devices: {', '.join(md(d) for d in devices)}")
+    if status.state == "starting":
+        st.info(f"Embedded worker: {status.detail}", icon=":material/hourglass_top:")
+    elif status.state == "failed":
+        st.error(f"Embedded worker: {status.detail}. Log: `{status.log}`")
+    elif status.state == "ours":
+        st.caption(f"Embedded worker pid {status.pid}; log `{status.log}`")
+    elif status.state == "disabled":
+        st.caption(status.detail)

@@ -1,0 +1,272 @@
+"""The Submit page's parts: the sweep form (a fragment that validates the whole sweep on every change, the way submit
+will, and shows the first problem under its widget), its presets and their sizes, and the wait for a first worker."""
+import streamlit as st
+
+from dashboard.data.presets import PRESETS
+from dashboard.data.submission import FormValues, message, plan, slot_for, submit_all
+from dashboard.markup import md
+from dashboard.state import resources
+from dashboard.state.embedded import ENV_SWITCH, enabled
+from db import queue, views
+from lab.axes import COMPILE_AXES
+from lab.checks import SpecError
+from lab.spec import ALL_LIVE, ANY_TORCH, CACHES, DEVICES, DTYPES, MAX_ITERS, MAX_TIMEOUT_S
+from lab.sweep import MAX_REPEAT
+
+KEYS = {  # form field -> widget key (every widget keeps its value across pages for this session)
+    "model": "f_model", "task": "f_task", "device": "f_device", "dtype": "f_dtype", "batch_sizes": "f_batch",
+    **{axis.plural: f"f_{axis.plural}" for axis in COMPILE_AXES},  # the swept axes (lab.axes)
+    "cache": "f_cache", "trace": "f_trace", "schedule": "f_schedule", "iters": "f_iters", "timeout_s": "f_timeout",
+    "repeat": "f_repeat", "reruns": "f_reruns", "process_repeats": "f_process_repeats", "name": "f_name",
+    "torch_versions": "f_torch"}
+TORCH_CHOICES = {ALL_LIVE: "every version a live worker offers", ANY_TORCH: "any"}
+
+
+def arg_key(model: str, name: str) -> str:
+    return f"f_arg_{model}_{name}"
+
+
+def init_form(catalog: dict, devices: set) -> None:
+    """Fill missing widget values once from the defaults (so widgets never get a default *and* a state)."""
+    first = "simplenet" if "simplenet" in catalog else sorted(catalog)[0]  # the smallest built-in model
+    defaults = FormValues(model=first, device="cuda" if "cuda" in devices else "cpu").__dict__
+    for name, key in KEYS.items():
+        st.session_state.setdefault(key, defaults[name])
+    if st.session_state[KEYS["model"]] not in catalog:
+        st.session_state[KEYS["model"]] = defaults["model"]
+
+
+def apply_preset(key: str, catalog: dict, devices: set, gpu_sizes: bool) -> None:
+    preset = PRESETS[key]
+    values = preset.form_values(gpu_sizes)
+    model = values["model"]
+    if model not in catalog:
+        st.session_state["preset_problem"] = f"No live worker offers {model!r}, which this preset needs."
+        return
+    base = FormValues(model=model, device="cuda" if "cuda" in devices else "cpu").__dict__
+    for name, widget in KEYS.items():
+        st.session_state[widget] = values.get(name, base[name])
+    info = catalog[model]
+    for p in info.params:
+        value = values.get("params", {}).get(p.name, p.default)
+        st.session_state[arg_key(model, p.name)] = (list(value) if isinstance(value, (list, tuple)) else [value]) \
+            if p.choices else value
+    # what the preset filled in, to tell when the form no longer is the preset (clear_stale_preset_name)
+    st.session_state["preset_values"] = {k: st.session_state[k] for k in
+                                         [w for n, w in KEYS.items() if n != "name"]
+                                         + [arg_key(model, p.name) for p in info.params]}
+    st.session_state["preset_applied"] = key
+    st.session_state["preset_sizes"] = gpu_sizes
+    st.session_state.pop("preset_problem", None)
+    st.session_state.pop("preset_name_cleared", None)
+
+
+def clear_stale_preset_name() -> None:
+    """A sweep named after a preset must be that preset: once any field the preset filled in is changed,
+    its name is cleared (before the name's widget is drawn) rather than stored on another experiment."""
+    applied, filled = st.session_state.get("preset_applied"), st.session_state.get("preset_values", {})
+    preset_name = PRESETS[applied].values.get("name") if applied in PRESETS else None
+    if (preset_name and st.session_state.get(KEYS["name"]) == preset_name
+            and any(st.session_state.get(k) != v for k, v in filled.items())):
+        st.session_state[KEYS["name"]] = ""
+        st.session_state["preset_name_cleared"] = True
+
+
+def preset_sizes_ui(chosen: str | None, devices: set) -> bool:
+    """The seed's GPU sizes where a live worker offers cuda; else the preset's CPU sizes, with a toggle back to
+    the GPU's (and a note of what it scales). True: the GPU sizes."""
+    if "cuda" in devices or not chosen or not PRESETS[chosen].cpu:
+        return True
+    gpu = st.toggle("GPU sizes", key="preset_gpu_sizes", help="The seed's sizes, for a GPU: on a CPU they take an "
+                    "hour or more per job")
+    changes = ", ".join(PRESETS[chosen].scaled())
+    st.caption(f"The seed's GPU sizes, on a lab whose live workers offer only the CPU: a job may take an hour or more "
+               f"(the CPU sizes: {changes})." if gpu else
+               f"No live worker offers a GPU, so this preset is scaled to finish on a CPU in minutes: {changes}. "
+               "**GPU sizes** restores the seed's.")
+    return gpu
+
+
+@st.fragment(run_every="2s")
+def wait_for_workers() -> None:
+    if resources.catalog(resources.engine()):
+        st.rerun(scope="app")
+    how = ("The embedded worker is starting: it imports torch to probe the device, which takes a few seconds."
+           if enabled() else f"The embedded worker is off ({ENV_SWITCH}=0): start one with `python -m runner work`.")
+    st.info(f"No worker is alive yet, so no models are on offer. {how} This page refreshes itself.",
+            icon=":material/hourglass_top:")
+
+
+@st.fragment
+def sweep_form(catalog: dict, devices: set) -> None:
+    slots = {}
+    left, middle, right = st.columns(3, gap="large")
+    with left:
+        st.subheader("What to run")
+        model = st.selectbox("Model", sorted(catalog), key=KEYS["model"], persist_state="session")
+        info = catalog[model]
+        # a worker's own words (description, folder, parameter names and help, torch version): text, never markup
+        st.caption(md(info.description) + ("" if info.source == "builtin" else f" · from {md(info.source)}"))
+        slots["model"] = st.empty()
+        params = {}
+        for p in info.params:
+            key = arg_key(model, p.name)
+            if p.choices:
+                st.session_state.setdefault(key, [p.default])
+                params[p.name] = st.pills(md(p.name), list(p.choices), selection_mode="multi", key=key, help=(
+                    md(p.help) + " Several values: one sweep each.").strip(), persist_state="session", wrap=True,
+                    format_func=md)
+            else:
+                st.session_state.setdefault(key, p.default)
+                params[p.name] = st.number_input(md(p.name), min_value=p.minimum, max_value=p.maximum, step=1,
+                                                 key=key, help=md(p.help) if p.help else None, persist_state="session")
+            slots[f"model_args.{p.name}"] = st.empty()
+        if st.session_state[KEYS["task"]] not in info.tasks:
+            st.session_state[KEYS["task"]] = info.tasks[0]
+        task = st.selectbox("Task", list(info.tasks), key=KEYS["task"], persist_state="session",
+                            help="inference: eval + no_grad; training: forward, backward and an optimizer step")
+        slots["task"] = st.empty()
+        device = st.selectbox("Device", list(DEVICES), key=KEYS["device"], persist_state="session",
+                              format_func=lambda d: d if d in devices else f"{d} (no live worker offers it)")
+        slots["device"] = st.empty()
+        dtype = st.selectbox("dtype", list(DTYPES), key=KEYS["dtype"], persist_state="session")
+        slots["dtype"] = st.empty()
+    with middle:
+        st.subheader("Compile matrix")
+        dim = "batch sizes" if info.size_dim == "batch" else f"batch sizes (the schedule varies {md(info.size_dim)})"
+        batch = st.text_input("Batch sizes", key=KEYS["batch_sizes"], persist_state="session",
+                              placeholder="8, 16, 32", help=f"Comma-separated {dim}; each is one job per combination")
+        slots["batch_sizes"] = st.empty()
+        picked = {}
+        for axis in COMPILE_AXES:  # backends, modes, dynamic, fullgraph (lab.axes)
+            picked[axis.plural] = st.pills(axis.label, list(axis.values), selection_mode="multi", key=KEYS[axis.plural],
+                                           persist_state="session", wrap=True, help=axis.form_help or None)
+            slots[axis.plural] = st.empty()
+        live_torch = queue.live_torch_versions(resources.engine())
+        options = list(dict.fromkeys([ANY_TORCH, *live_torch, ALL_LIVE, *st.session_state[KEYS["torch_versions"]]]))
+        torch_versions = st.pills("Torch versions", options, selection_mode="multi", key=KEYS["torch_versions"],
+                                  persist_state="session", wrap=True, format_func=lambda v: TORCH_CHOICES.get(v, md(v)),
+                                  help="One job per combination and version; only a worker whose torch matches runs "
+                                       "it. any: whichever worker is free. A version from the CLI (--torch 2.14) "
+                                       "matches at a component: 2.14 runs on 2.14.1+cu128.")
+        slots["torch_versions"] = st.empty()
+    with right:
+        st.subheader("How to measure")
+        cache = st.radio("Compile cache", list(CACHES), key=KEYS["cache"], horizontal=True, persist_state="session",
+                         help="cold: a fresh, empty inductor/triton cache for the job (its artifacts are kept in the "
+                              "database); warm: the worker's cache; portable: a fresh cache plus the artifacts a "
+                              "cold job of the same settings kept, the first call a colleague on another host pays. "
+                              "Those artifacts are code: only a worker holding the lab's cache signing key loads "
+                              "or keeps them; on one without, a portable job runs as a cold run")
+        slots["cache"] = st.empty()
+        trace = st.checkbox("Keep the compile trace", key=KEYS["trace"], persist_state="session",
+                            help="TORCH_TRACE's lines (capped at 4 MB of text) and tlparse's report, on the job's page; "
+                                 "the output code and FX graphs are kept either way")
+        slots["trace"] = st.empty()
+        schedule = st.text_input("Schedule", key=KEYS["schedule"], persist_state="session", placeholder="32, 64",
+                                 help="Optional sizes called in order after the steady state, to show recompiles")
+        slots["schedule"] = st.empty()
+        c1, c2, c3 = st.columns(3)
+        # no min/max on the widgets: a widget clamps or flags a value out of range with a bare "!" and hands back
+        # its last good one, so the form would store what it no longer shows; plan() judges them like the rest
+        iters = c1.number_input("Rounds", step=1, key=KEYS["iters"], persist_state="session",
+                                help=f"Interleaved eager/compiled rounds (1 to {MAX_ITERS:,})")
+        timeout_s = c2.number_input("Timeout (s)", step=60, key=KEYS["timeout_s"], persist_state="session",
+                                    help=f"1 to {MAX_TIMEOUT_S:,} s")
+        repeat = c3.number_input("Repeat", step=1, key=KEYS["repeat"], persist_state="session",
+                                 help=f"Run each combination this many times (1 to {MAX_REPEAT})")
+        slots["iters"], slots["timeout_s"], slots["repeat"] = st.empty(), st.empty(), st.empty()
+        c4, c5 = st.columns(2)
+        reruns = c4.number_input("Re-runs", step=1, key=KEYS["reruns"], persist_state="session",
+                                 help="A job disturbed from outside (another process on its cores or GPU, throttled "
+                                      "clocks, memory pressure: measured and named) is re-run automatically, up to this "
+                                      f"many times per combination (0 to {MAX_REPEAT}; 0: never)")
+        process_repeats = c5.number_input(
+            "Processes", step=1, key=KEYS["process_repeats"], persist_state="session",
+            help="Each combination runs in this many fresh processes: they differ, and the answer's interval holds "
+                 "across them. The later ones compile from the first's cache and time the headline alone "
+                 f"(1 to {MAX_REPEAT}; 1: one process, its interval widened by the device's spread)")
+        slots["reruns"], slots["process_repeats"] = st.empty(), st.empty()
+        clear_stale_preset_name()
+        name = st.text_input("Sweep name", key=KEYS["name"], max_chars=200, persist_state="session")
+        if name:
+            st.session_state.pop("preset_name_cleared", None)
+            mine = {sweep_id for sweep_id, _ in st.session_state.get("submitted") or []}  # just sent from here
+            same = [(i, t) for i, t in views.sweeps_named(resources.engine(), name.strip()) if i not in mine]
+            if same:  # allowed (the same experiment run again), but the pickers then tell them apart by number
+                st.caption(f"{len(same)} sweep{'s are' if len(same) > 1 else ' is'} already named “{md(name.strip())}” "
+                           f"(newest #{same[0][0]}, {same[0][1]:%Y-%m-%d %H:%M} UTC): this one gets its own number, "
+                           "which the Results and Compare pickers show beside the name.")
+        elif st.session_state.get("preset_name_cleared"):
+            st.caption("The preset's sweep name was cleared: the form no longer is that preset.")
+        slots["name"] = st.empty()
+
+    values = FormValues(model=model, params=params, task=task, device=device, dtype=dtype, batch_sizes=batch,
+                        **picked, torch_versions=torch_versions, cache=cache, trace=trace,
+                        schedule=schedule, iters=iters, timeout_s=timeout_s, repeat=repeat, reruns=reruns,
+                        process_repeats=process_repeats, name=name)
+    planned = plan(values, catalog, live_torch)
+    for error in planned.errors:  # under its field, each one (two fields may hold the same slot: one message)
+        slots.get(slot_for(error.field), st).error(md(message(error)), icon=":material/error:")
+    if device not in devices:
+        slots["device"].warning(f"No live worker offers {device}: the jobs wait until one does.")
+    if cache == "portable":
+        signers, live = queue.bundle_signers(resources.engine())
+        if signers == 0:
+            slots["cache"].warning("No live worker holds the cache signing key (`work --cache-key-file`): a portable "
+                                   "job runs as a cold run, loading no bundle and keeping none.",
+                                   icon=":material/key_off:")
+        elif signers < live:
+            slots["cache"].caption(f"{signers} of {live} live workers hold the cache signing key; a portable job "
+                                   "that another one claims runs as a cold run.")
+
+    st.divider()
+    count, action = st.columns([3, 1], vertical_alignment="center")
+    just_sent = planned.ok and st.session_state.get("submitted_values") == values
+    with count:
+        sweeps = f" in {len(planned.requests)} sweeps" if len(planned.requests) > 1 else ""
+        jobs = f"{planned.jobs} job{'s' if planned.jobs != 1 else ''}{sweeps}"
+        st.markdown(f"#### {jobs} just queued" if just_sent else f"#### {jobs} will be created" if planned.ok
+                    else "#### Fix the highlighted field to see the jobs")
+        for note in planned.notes:
+            st.caption(note)
+        if planned.ok and device == "cpu" and enabled():
+            st.caption("CPU timings by the embedded worker share this machine's cores with the dashboard and your "
+                       "browser: keep the machine quiet while they run (noisy runs are ringed on Results), or run "
+                       "`python -m runner work` on a quiet machine.")
+    # the form still holds what was just submitted: a second click (a double click, a reload) must not
+    # queue the same sweep twice by accident, so it takes a tick to do it on purpose
+    duplicate = just_sent
+    if duplicate:
+        with count:
+            duplicate = not st.checkbox("Queue this same sweep again (it was just submitted; change any field for a "
+                                        "new one)", key=f"f_again_{st.session_state.get('submit_count', 0)}")
+    clicked = action.button(f"Submit {planned.jobs} job{'s' if planned.jobs != 1 else ''}" if planned.ok else "Submit",
+                            type="primary",
+                            disabled=not planned.ok or duplicate, key="f_submit", width="stretch")
+    if planned.ok:
+        with st.expander(f"The {planned.jobs} job{'s' if planned.jobs != 1 else ''}"):
+            st.dataframe({"job": planned.labels}, hide_index=True, width="stretch")
+    if clicked:
+        try:
+            stored = submit_all(resources.engine(), planned, resources.catalog(resources.engine()))
+        except SpecError as e:  # the catalog changed between the count and the click
+            slots.get(slot_for(e.field), st).error(md(message(e)), icon=":material/error:")
+        else:
+            st.session_state["submitted"] = stored
+            st.session_state["submitted_values"] = values
+            st.session_state["submit_count"] = st.session_state.get("submit_count", 0) + 1  # a fresh, unticked box
+            st.rerun()  # draw the button disabled now: this sweep is in
+    submitted = st.session_state.get("submitted")
+    if submitted:
+        summaries = {s.id: s for s in views.sweeps(resources.engine(), limit=50)}
+        for sweep_id, job_ids in submitted:
+            label = summaries[sweep_id].label if sweep_id in summaries else f"#{sweep_id}"
+            st.success(f"Sweep {md(label)}: {len(job_ids)} job(s) queued (ids {job_ids[0]}–{job_ids[-1]}).",
+                       icon=":material/check_circle:")
+        ids = [s for s, _ in submitted if s in summaries]
+        links = st.columns(4)
+        links[0].page_link("screens/queue.py", label="Watch them on Queue", icon=":material/list:",
+                           query_params={"qsweep": [summaries[i].label for i in ids]})
+        links[1].page_link("screens/results.py", label="Their results", icon=":material/monitoring:",
+                           query_params={"sweep": [summaries[i].label for i in ids]})

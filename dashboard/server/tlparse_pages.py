@@ -1,0 +1,67 @@
+"""tlparse's report of a job, served file by file at /tlparse/<job id>/<file>, so it reads whole, links and all.
+
+tlparse writes failure text into its pages as it comes (a graph break whose message holds `<img src=x
+onerror=...>` is that element), and a tampered artifact can hold anything. So every file goes out sandboxed by
+its own response header, with no allowances: the page gets an opaque origin (it cannot read or drive the app's
+page, nor call the app's server as the viewer), runs no script, and loads nothing from anywhere (a failure
+message cannot make the viewer's browser call out). The header holds wherever the page opens: in the job page's
+frame, whose sandbox Streamlit opens wider, and in a tab of its own. tlparse's own few scripts (folding the stack
+trie, carrying query parameters over to links) do not run; the report reads the same without them."""
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from streamlit.web.server.starlette.starlette_websocket import is_host_allowed
+
+PREFIX = "/tlparse"
+ARTIFACT = "tlparse"
+HEADERS = {
+    # `sandbox` alone: every restriction a frame's sandbox attribute can set, an opaque origin and no script first
+    "Content-Security-Policy": "sandbox; default-src 'none'; style-src 'unsafe-inline'",
+    "X-Content-Type-Options": "nosniff",  # a .txt page stays text, whatever it holds
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+HTML = (".html", ".htm")
+
+
+def url(job_id: int, name: str = "index.html") -> str:
+    """Where the browser finds one file of a job's report (relative: the app's own host and port)."""
+    return f"{PREFIX}/{job_id}/{quote(name)}"
+
+
+def _text(status: int, message: str) -> Response:
+    return Response(message + "\n", status, headers=HEADERS, media_type="text/plain; charset=utf-8")
+
+
+def serve(request: Request) -> Response:
+    """One file of the report, looked up by its exact name in the job's zip (nothing on disk is read)."""
+    from db import artifacts  # here, not above: dashboard/app.py imports this module before its warm-up
+    from db.database import get_engine
+    from db.engine import DatabaseError
+    from lab import unpack
+
+    if not is_host_allowed(request.headers.get("host")):  # the WebSocket's rule: no DNS rebinding onto this route
+        return _text(403, "This host name is not among the server's allowed hosts.")
+    job_id, name = request.path_params["job_id"], request.path_params["name"] or "index.html"
+    try:
+        data = artifacts.data(get_engine(), job_id, ARTIFACT)
+        body = artifacts.report_file(data, name, f"job {job_id}'s tlparse report")
+    except artifacts.DamagedArtifact as e:
+        return _text(422, str(e))
+    except artifacts.ArtifactError:
+        return _text(404, f"Job {job_id} has no tlparse report.")
+    except KeyError:
+        return _text(404, f"Job {job_id}'s tlparse report has no file {name!r}.")
+    except unpack.UnpackError as e:  # a damaged or oversized report: refused, with the limit it passed
+        return _text(422, str(e))
+    except DatabaseError as e:
+        return _text(503, f"Cannot open the database: {e}")
+    kind = "text/html" if name.lower().endswith(HTML) else "text/plain"
+    return Response(body, headers=HEADERS, media_type=f"{kind}; charset=utf-8")
+
+
+ROUTES = [Route(PREFIX + "/{job_id:int}/{name:path}", serve, methods=["GET"])]

@@ -1,0 +1,59 @@
+"""A page's choices kept in its link (?key=value), so that a copied link opens the same view: single choices
+seeded from the URL before their widget is drawn, read ahead of it, and written back; the job-id field."""
+from __future__ import annotations
+
+import re
+
+import streamlit as st
+
+from dashboard.markup import md
+
+
+def url_choice(key: str, options: list, fallback):
+    """Seed a single-choice widget's state from ?key= (else `fallback`), before the widget is drawn.
+
+    For choices whose default depends on the data (the newest sweep, the newest model): a bound widget
+    leaves its default out of the URL, so a copied link would later open another view. Call
+    `write_url_choice` after the widget to put the value in the URL every run."""
+    by_text = {str(o): o for o in options}
+    if key not in st.session_state:
+        st.session_state[key] = by_text.get(st.query_params.get(key), fallback)
+    elif st.session_state[key] not in options:  # the options changed under it (new filters)
+        st.session_state[key] = fallback
+
+
+def peek(key: str, options: list, default, bound: bool = False):
+    """The value a single-choice widget keyed `key`, drawn later in this run, will have: the session's, else
+    (`bound` to the URL) the URL's, else `default`; a value no longer among `options` falls back to `default`,
+    as the widget does. For pages that send a chart before the widgets drawn above it."""
+    if key in st.session_state:
+        value = st.session_state[key]
+        return value if value in options else default
+    if bound:
+        return {str(o): o for o in options}.get(st.query_params.get(key), default)
+    return default
+
+
+MAX_JOB_ID = 2 ** 53 - 1  # past this, a browser's numbers are not whole numbers exactly
+
+
+def job_id_input(label: str, placeholder: str) -> int | None:
+    """The job-id field bound to ?job=: text, parsed here, so that a link naming inf, 1e309, 1.5 or a 5,000-digit
+    number shows an error under the field (a number input would fail the whole page parsing it); None if empty."""
+    text = (st.text_input(label, key="job", bind="query-params", placeholder=placeholder) or "").strip()
+    if not text:
+        return None
+    digits = text.removeprefix("#")
+    if re.fullmatch(r"[0-9]{1,16}", digits) and 1 <= int(digits) <= MAX_JOB_ID:
+        return int(digits)
+    shown = text[:24] + ("..." if len(text) > 24 else "")
+    st.error(f"Job id: {md(repr(shown))} is not a job id (a whole number from 1)", icon=":material/error:")
+    return None
+
+
+def write_url_choice(key: str, value) -> None:
+    if value is None:
+        if key in st.query_params:
+            del st.query_params[key]
+    elif st.query_params.get(key) != str(value):
+        st.query_params[key] = str(value)

@@ -1,0 +1,83 @@
+"""The answer and the version diff of stored jobs: what `python -m runner report` prints and Results shows, read from
+the database column by column (db.views' columnar reader) and computed by lab.answer and lab.versions."""
+from __future__ import annotations
+
+import json
+from typing import Iterable
+
+import numpy as np
+from sqlalchemy import Engine, func, select
+
+from db import views
+from db.engine import reading
+from db.models import Job, Result
+from lab import answer, versions
+from lab.answer import READ, AnswerRow, Runs
+from lab.checks import TRI
+
+
+def answer_columns(engine: Engine, job_ids: Iterable[int] | None = None,
+                   sweep_ids: Iterable[int] | None = None) -> tuple[dict[str, list], list]:
+    """The finished jobs' fields the answer reads (lab.answer.READ), column by column, as export records hold them
+    (db.results: model_args parsed, dynamic None/True/False, booleans as bools), through db.views' columnar reader;
+    and each job's model_args as sorted JSON text, the key the answer groups by. Each JSON text is decoded once, not
+    once per job (a model's jobs share a handful)."""
+    # as lists: the spec's columns come as numpy object arrays, which Python walks element by element ~10x slower
+    cols = {n: v.tolist() if isinstance(v, np.ndarray) else v for n, v in
+            views.result_rows(engine, job_ids=job_ids, sweep_ids=sweep_ids, fields=READ, versioned=False).columns.items()}
+    args_keys = _per_text(cols["model_args"], lambda text: json.dumps(json.loads(text) if text else {},
+                                                                      sort_keys=True))
+    cols["model_args"] = _per_text(cols["model_args"], lambda text: json.loads(text) if text else {})
+    cols["dynamic"] = [TRI.get(v, v) for v in cols["dynamic"]]
+    for name in ("accuracy_ok", "disturbed", "graph_cache_hit"):
+        cols[name] = [None if v is None else bool(v) for v in cols[name]]
+    return cols, args_keys
+
+
+def _per_text(texts: list, decode) -> list:
+    """decode(text) for each text, computed once per distinct text (the values are shared: never modified)."""
+    done: dict = {}
+    return [done[t] if t in done else done.setdefault(t, decode(t)) for t in texts]
+
+
+def report(engine: Engine, sweep_ids: Iterable[int] | None = None, job_ids: Iterable[int] | None = None,
+           priors: dict | None = None) -> list[AnswerRow]:
+    """The answer rows of these jobs (all, when neither is given): what `runner report` prints and Results shows.
+    The spread between processes that widens a configuration's interval is what its device showed across the whole
+    database, not only among the jobs asked for (device_priors; `priors`: those, read already)."""
+    with views.gc_paused():  # the columns' million objects would make every collection meanwhile walk them all
+        cols, args_keys = answer_columns(engine, job_ids=job_ids, sweep_ids=sweep_ids)
+        runs = Runs(cols, args_keys)
+        if priors is None:
+            # the whole database in hand holds its priors too
+            whole = job_ids is None and sweep_ids is None
+            priors = runs.device_priors() if whole else device_priors(engine, set(cols["device_name"]))
+        return answer.rows(runs, priors)
+
+
+def device_priors(engine: Engine, devices: Iterable[str | None] | None = None) -> dict:
+    """Per device (these, or every one), the spread between processes shown by every configuration that ran in two
+    or more undisturbed processes of one sweep (lab.interval.device_prior), read from the stored per-process numbers
+    alone."""
+    q = (select(Result.device_name, Job.sweep_id, Job.config, Result.round_speedup, Result.round_speedup_se)
+         .join(Job, Job.id == Result.job_id)
+         .where(Job.status == "succeeded", Result.device_name.is_not(None), Job.config.is_not(None),
+                Result.round_speedup > 0, func.coalesce(Result.disturbed, False).is_(False)))
+    if devices is not None:
+        devices = [d for d in set(devices) if d is not None]
+        if not devices:
+            return {}
+        q = q.where(Result.device_name.in_(devices))
+    with reading(engine) as s:
+        rows = s.connection().execute(q).all()
+    if not rows:
+        return {}
+    device, sweep, config, center, se = zip(*rows)
+    return answer.pooled_priors(list(device), answer.codes(device, sweep, config), np.array(center, dtype=float),
+                                np.nan_to_num(np.array(se, dtype=float)))
+
+
+def version_report(engine: Engine, sweep_ids: Iterable[int] | None = None,
+                   job_ids: Iterable[int] | None = None) -> list[dict]:
+    """The version diff of these jobs (all, when neither is given)."""
+    return versions.diff_rows(report(engine, sweep_ids=sweep_ids, job_ids=job_ids))

@@ -1,0 +1,366 @@
+"""The answer: one row per model, batch size and configuration, saying whether compiling pays and how sure that
+is. The Results page's first table and `python -m runner report` are both db.reports.report: the same rows from the
+same columns (the finished jobs' fields, read column by column). The rows are computed on those columns too (numpy
+per configuration, not a loop per run): 100k jobs in ~0.2 s, where dicts per run took 1.4 s.
+
+A configuration's number comes from all of its processes (lab.interval): each process's paired speedup with its
+standard error, combined with the spread between processes its device has shown. Only a run that a measured cause
+disturbed is left out (lab.noise), and only while an undisturbed run of its configuration exists.
+
+No pandas (the CLI stays light), no torch, no streamlit, no SQLAlchemy.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from lab import labels, noise, tabular
+from lab.axes import COMPILE_FIELDS, fold_note, folded_mode
+from lab.break_even import break_even_calls
+from lab.interval import Interval, Prior, combine, device_prior, pooled_prior
+
+# what makes two jobs the same workload, and the same compiled configuration of it (the cache is left out:
+# it changes the first call, not the code that runs; the first call is reported cold and warm apart)
+# (not the timing protocol: a failed job has none; a result with no latency, timed before it was, is left out of
+# the steady-state numbers instead)
+BASE_KEYS = ("task", "device", "dtype", "model_args", "torch_version", "device_name")
+CONFIG_KEYS = BASE_KEYS + COMPILE_FIELDS
+DEVICE_AT = CONFIG_KEYS.index("device_name")
+
+
+@dataclass(frozen=True)
+class AnswerRow(Mapping):
+    """One configuration's answer: its number, interval and verdict, and what the table shows beside them. It reads
+    as the dict it replaced (row["speedup"], dict(row), a CSV row), in COLUMNS order."""
+
+    model: str | None
+    batch_size: int | None
+    config: str
+    verdict: str
+    speedup: float | None
+    speedup_ci_low: float | None
+    speedup_ci_high: float | None
+    eager_ms: float | None
+    compiled_ms: float | None
+    eager_first_call_s: float | None
+    first_call_cold_s: float | None
+    first_call_warm_s: float | None
+    first_call_portable_s: float | None
+    break_even_calls: int | None
+    recompiles: int | None
+    graph_breaks: int | None
+    peak_mem_eager_mb: float | None
+    peak_mem_compiled_mb: float | None
+    accuracy_ok: bool | None
+    max_abs_error: float | None
+    noisy: bool
+    runs: int
+    noisy_runs: int
+    failed_runs: int
+    noise_note: str | None
+    job_ids: str
+
+    def __getitem__(self, name: str):
+        if name not in _COLUMN_SET:
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def __iter__(self):
+        return iter(COLUMNS)
+
+    def __len__(self) -> int:
+        return len(COLUMNS)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+COLUMNS = tuple(f.name for f in fields(AnswerRow))
+_COLUMN_SET = frozenset(COLUMNS)
+
+
+READ = ("status", "error", "sweep_id", "config_key", "model", "batch_size", "cache", "graph_cache_hit", "noise_note",
+        "accuracy_ok", "disturbed", "round_speedup", "round_speedup_se", "first_call_cache", "speedup_spread",
+        "eager_first_call_s", "compiled_first_call_s", "eager_ms", "compiled_ms", "speedup", "graph_breaks",
+        "recompiles", "max_abs_error", "peak_mem_eager_mb", "peak_mem_compiled_mb", "spec_code") + CONFIG_KEYS
+
+
+def _each(fn, *columns) -> list:
+    """fn(*values) for each row of these columns, computed once per distinct combination (a database holds few)."""
+    done: dict = {}
+    if len(columns) == 1:
+        return [done[v] if v in done else done.setdefault(v, fn(v)) for v in columns[0]]
+    return [done[k] if k in done else done.setdefault(k, fn(*k)) for k in zip(*columns)]
+
+
+def codes(*columns) -> np.ndarray:
+    """A code per row, equal for rows equal in every one of these columns: 0, 1, ... in order of appearance."""
+    combined = np.zeros(len(columns[0]), dtype=np.int64)
+    for values in columns:
+        index: dict = {}
+        code = np.fromiter((index.setdefault(v, len(index)) for v in values), np.int64, len(values))
+        combined = np.unique(combined * max(len(index), 1) + code, return_inverse=True)[1].reshape(-1)
+    return combined
+
+
+def pooled_priors(device: list, keys: np.ndarray, center: np.ndarray, se: np.ndarray) -> dict:
+    """Per device, lab.interval.pooled_prior over these processes: each one's device, configuration (a code: one
+    sweep's runs of one spec, jobs.config), paired speedup and its standard error (0 for none)."""
+    device_code = codes(device)
+    first = {code: d for code, d in zip(device_code.tolist(), device)}
+    return {d: pooled_prior(keys[mine], center[mine], se[mine]) for code, d in first.items()
+            for mine in [device_code == code]}
+
+
+def rows_csv(rows: Iterable[Mapping], columns: Iterable[str] = COLUMNS) -> str:
+    return tabular.write_csv((dict(r) for r in rows), columns)  # no cell a spreadsheet would run as a formula
+
+
+def rows_json(rows: Iterable[Mapping]) -> str:
+    return tabular.json_text([dict(r) for r in rows])  # strict: a number that is not finite as null
+
+
+# the columns a person reads: the answer page's table and `report --format md` (the CSV and JSON have every column)
+HEADLINE = {"model": "model", "batch_size": "bs", "config": "configuration", "verdict": "verdict",
+            "eager_ms": "eager ms", "compiled_ms": "compiled ms", "first_call_cold_s": "first call cold s",
+            "first_call_warm_s": "warm s", "first_call_portable_s": "portable s",
+            "recompiles": "recompiles", "graph_breaks": "breaks",
+            "peak_mem_compiled_mb": "peak MB compiled", "peak_mem_eager_mb": "peak MB eager", "accuracy_ok": "accurate",
+            "runs": "runs"}
+
+
+def headline_cell(v) -> str:
+    """One headline cell as text: a dash where there is no number, four significant digits."""
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def rows_markdown(rows: Iterable[Mapping]) -> str:
+    """A Markdown table of the rows' headline columns (the CSV and JSON have every column)."""
+    lines = ["| " + " | ".join(HEADLINE.values()) + " |", "|" + "---|" * len(HEADLINE)]
+    lines += ["| " + " | ".join(headline_cell(r[c]).replace("|", "\\|") for c in HEADLINE) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def answer_rows(records: list[dict], priors: dict | None = None) -> list[AnswerRow]:
+    """One row (COLUMNS) per model, batch size and configuration of these records, best speedup first within a
+    model and batch size. A disturbed run is left out of every number while an undisturbed one of its configuration
+    exists (lab.noise); a configuration whose runs all failed says so in its verdict instead of a number. `priors`:
+    per device, the spread between processes it showed beyond these records (db.reports.device_priors), where it
+    knows more."""
+    names = set(READ) | {"job_id", "model_args"}
+    return rows(Runs({n: [r.get(n) for r in records] for n in names}), priors)
+
+
+NUMBERS = ("speedup", "round_speedup", "round_speedup_se", "eager_ms", "compiled_ms", "eager_first_call_s",
+           "compiled_first_call_s", "peak_mem_eager_mb", "peak_mem_compiled_mb", "recompiles", "graph_breaks",
+           "max_abs_error", "speedup_spread")
+KINDS = ("cold", "warm", "portable")  # what a compiled first call compiled from (_first_call_kind)
+
+
+class Runs:
+    """The records as columns: numbers as float arrays (NaN for none), flags as bool arrays; a configuration's runs
+    are index arrays into them, so its medians and counts cost numpy calls, not a loop over its thousand runs."""
+
+    def __init__(self, cols: dict, args_keys: list | None = None):
+        self.cols = cols
+        # model_args as sorted JSON text, where the reader made it already (one per distinct text, not per run)
+        self.args_keys = args_keys
+        n = len(cols["job_id"])
+        self.num = {c: np.array(cols[c], dtype=float) for c in NUMBERS}
+        self.ok = np.array(_each(lambda s: s == "succeeded", cols["status"]), dtype=bool)
+        self.disturbed = np.array(_each(lambda d: noise.is_disturbed({"disturbed": d}), cols["disturbed"]), dtype=bool)
+        self.kind = np.array(_each(lambda *k: KINDS.index(_first_call_kind(*k)), cols["first_call_cache"],
+                                   cols["cache"], cols["graph_cache_hit"]), dtype=np.int8)
+        self.accuracy_none = np.array(_each(lambda a: a is None, cols["accuracy_ok"]), dtype=bool)
+        self.accuracy_false = np.array(_each(lambda a: a is False, cols["accuracy_ok"]), dtype=bool)
+        self.job_id = np.array(cols["job_id"], dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
+
+    def device_priors(self) -> dict:
+        """device_priors over these runs (when they are the whole database)."""
+        cols = self.cols
+        counted = (self.ok & ~self.disturbed & (np.nan_to_num(self.num["round_speedup"]) > 0)
+                   & np.array(_each(lambda d, c: d is not None and c is not None, cols["device_name"],
+                                    cols["config_key"]), dtype=bool))
+        idx = np.flatnonzero(counted)
+        if not len(idx):
+            return {}
+        keys = codes(cols["device_name"], cols["sweep_id"], cols["config_key"])[idx]
+        return pooled_priors([cols["device_name"][i] for i in idx.tolist()], keys, self.num["round_speedup"][idx],
+                             np.nan_to_num(self.num["round_speedup_se"][idx]))
+
+    def median(self, name: str, idx: np.ndarray) -> float | None:
+        v = self.num[name][idx]
+        v = v[~np.isnan(v)]
+        return float(np.median(v)) if len(v) else None
+
+    def most(self, name: str, idx: np.ndarray):
+        """The largest value, as stored (an int stays an int); None without one."""
+        v = self.num[name][idx]
+        if not len(v) or np.isnan(v).all():
+            return None
+        return self.cols[name][idx[np.nanargmax(v)]]
+
+    def centers(self, idx: np.ndarray) -> tuple[list[float], list[float]]:
+        """Each run's paired speedup (lab.interval) and its standard error; a run stored without per-round samples
+        counts with its own speedup and no error; one timed before caller latency was (protocol 1) not at all."""
+        speedup, center, se = (self.num[c][idx] for c in ("speedup", "round_speedup", "round_speedup_se"))
+        paired = ~np.isnan(center) & (center != 0)
+        timed = ~np.isnan(speedup)
+        errors = np.where(paired & ~np.isnan(se), se, 0.0)  # no error counts as none (lab.interval: `e or 0`)
+        return np.where(paired, center, speedup)[timed].tolist(), errors[timed].tolist()
+
+
+def rows(runs: Runs, priors: dict | None) -> list[AnswerRow]:
+    """The answer rows of these runs, best speedup first within a model and batch size."""
+    groups, folded = _configurations(runs)
+    answering = {}  # per configuration, its succeeded runs that answer (lab.noise.answering)
+    for g, idx in groups.items():
+        ok = idx[runs.ok[idx]]
+        answering[g] = ok[np.array(noise.answering(runs.disturbed[ok].tolist()), dtype=bool)] if len(ok) else ok
+    by_device: dict = {}
+    for g, quiet in answering.items():
+        by_device.setdefault(g[2][DEVICE_AT], []).append(runs.centers(quiet))
+    priors = {device: prior if (priors or {}).get(device) is None or prior.measured_df >= priors[device].measured_df
+              else priors[device] for device, prior in ((d, device_prior(cs)) for d, cs in by_device.items())}
+    eager_first: dict = {}  # the eager first call belongs to the workload, not the configuration: pooled over all runs
+    for (model, bs, key), quiet in answering.items():
+        eager_first.setdefault((model, bs, key[:len(BASE_KEYS)]), []).append(quiet)
+    eager_first = {w: runs.median("eager_first_call_s", np.concatenate(parts)) for w, parts in eager_first.items()}
+    names = _labels(groups)
+    out = [_row(runs, model, bs, names[model, key], idx, answering[model, bs, key], priors[key[DEVICE_AT]],
+                 eager_first[model, bs, key[:len(BASE_KEYS)]], folded.get((model, bs, key), set()))
+            for (model, bs, key), idx in groups.items()]
+    # a row the worker refused (its stored spec had no usable batch size) sorts last, never breaks the sort
+    return sorted(out, key=lambda r: (r.model, r.batch_size is None, r.batch_size or 0, r.speedup is None,
+                                      -(r.speedup or 0), r.config))
+
+
+def _configurations(runs: Runs) -> tuple[dict, dict]:
+    """Each (model, batch size, configuration key)'s runs (index arrays, in record order; groups in order of their
+    first run), and the modes its runs were stored as and are counted under this one's (lab.axes.folded_mode: off
+    CUDA a run stored as reduce-overhead is counted under default, the same compile). A configuration is its spec's
+    fields, torch version and device: rows of one spec, torch and device (spec_code, where the reader gives it) are
+    keyed once, not one by one."""
+    cols = runs.cols
+    n = len(cols["job_id"])
+    spec = cols.get("spec_code")
+    known = spec is not None and n and spec[0] is not None
+    combo = codes(spec, cols["torch_version"], cols["device_name"]) if known else np.arange(n)
+    counted = np.array(_each(lambda m, s: bool(m) and s != "cancelled", cols["model"], cols["status"]), dtype=bool)
+    order = np.argsort(combo, kind="stable")
+    canonical = runs.args_keys or [None] * n
+    members: dict[tuple, list] = {}
+    folded: dict[tuple, set] = {}
+    for part in np.split(order, np.flatnonzero(np.diff(combo[order])) + 1) if n else []:
+        part = part[counted[part]]
+        if not len(part):
+            continue
+        i = int(part[0])
+        mode, device = cols["mode"][i], cols["device"][i]
+        args = canonical[i]
+        values = {"mode": folded_mode(mode, device),
+                  "model_args": args if args is not None else json.dumps(cols["model_args"][i], sort_keys=True)}
+        g = (cols["model"][i], cols["batch_size"][i], tuple(values[k] if k in values else cols[k][i] for k in CONFIG_KEYS))
+        members.setdefault(g, []).append(part)
+        if values["mode"] != mode:
+            folded.setdefault(g, set()).add(mode)
+    groups = {g: np.sort(np.concatenate(parts)) for g, parts in members.items()}
+    return dict(sorted(groups.items(), key=lambda item: item[1][0])), folded
+
+
+def _row(runs: Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray, prior: Prior,
+         eager_first_s: float | None, folded: set) -> AnswerRow:
+    cols = runs.cols
+    ok = idx[runs.ok[idx]]
+    kinds = {kind: runs.median("compiled_first_call_s", ok[runs.kind[ok] == k]) for k, kind in enumerate(KINDS)}
+    disturbed = ok[runs.disturbed[ok]]
+    accuracy_known = ok[~runs.accuracy_none[ok]]
+    eager_ms, compiled_ms = runs.median("eager_ms", quiet), runs.median("compiled_ms", quiet)
+    interval = None
+    centers, errors = runs.centers(quiet)
+    if centers:
+        interval = combine(centers, errors, prior)
+    first = kinds["cold"] if kinds["cold"] is not None else kinds["warm"]
+    paid = (break_even_calls(eager_first_s, first, eager_ms, compiled_ms)
+            if None not in (first, eager_first_s, eager_ms, compiled_ms) else None)
+    row = AnswerRow(
+        model=model, batch_size=bs, config=config, verdict="",
+        speedup=interval and interval.speedup, speedup_ci_low=interval and interval.low,
+        speedup_ci_high=interval and interval.high, eager_ms=eager_ms, compiled_ms=compiled_ms,
+        eager_first_call_s=eager_first_s, first_call_cold_s=kinds["cold"], first_call_warm_s=kinds["warm"],
+        first_call_portable_s=kinds["portable"], break_even_calls=paid,
+        recompiles=runs.most("recompiles", ok), graph_breaks=runs.most("graph_breaks", ok),
+        peak_mem_eager_mb=runs.median("peak_mem_eager_mb", ok), peak_mem_compiled_mb=runs.median("peak_mem_compiled_mb", ok),
+        accuracy_ok=None if not len(accuracy_known) else not runs.accuracy_false[ok].any(),
+        max_abs_error=runs.most("max_abs_error", ok), noisy=bool(len(ok)) and len(disturbed) == len(ok),
+        runs=len(quiet), noisy_runs=len(ok) - len(quiet), failed_runs=len(idx) - len(ok),
+        noise_note=next((cols["noise_note"][i] for i in disturbed if cols["noise_note"][i]), None),
+        job_ids=" ".join(map(str, np.sort(runs.job_id[idx]).tolist())))
+    error = None
+    if row.failed_runs and not (row.runs or row.noisy_runs):
+        error = next((cols["error"][i] for i in idx if cols["error"][i]), None) or cols["status"][idx[0]]
+    return replace(row, verdict=verdict(row, interval, runs.median("speedup_spread", quiet), error,
+                                        cols["device"][idx[0]], folded))
+
+
+def verdict(row: AnswerRow, interval: Interval | None = None, round_spread: float | None = None, error: str | None = None,
+            device: str | None = None, folded: Iterable[str] = ()) -> str:
+    """The row in words: "1.42x [1.38, 1.46], pays off after 1,900 calls", "not separable from eager: ...",
+    "slower: ..."; a wide interval says how wide and why ("1.30x, but anywhere from 1.10x to 1.50x: the rounds
+    scatter 12%"). `error`: its runs' first error (or status), `device`, `folded`: the modes its runs were stored
+    as and are counted under this one's (lab.axes.fold_note)."""
+    if row.failed_runs and not (row.runs or row.noisy_runs):
+        return f"did not succeed ({row.failed_runs} run{'s' * (row.failed_runs > 1)}): {error}"
+    s, lo, hi = row.speedup, row.speedup_ci_low, row.speedup_ci_high
+    if s is None:
+        return "no latency measured (timed before caller latency was: timing protocol 1)"
+    if interval is not None and interval.wide:
+        shown = f"{s:.2f}x, but anywhere from {lo:.2f}x to {hi:.2f}x: {interval.why_wide(round_spread)}"
+    else:
+        shown = f"{s:.2f}x [{lo:.2f}, {hi:.2f}]"
+    if lo <= 1 <= hi:
+        text = f"not separable from eager: {shown}"
+    elif lo > 1:
+        be = row.break_even_calls
+        text = shown + (f"; pays off after {be:,} calls" if be is not None else "; faster per call")
+    else:
+        text = f"slower: {shown}"
+    extra = [f"{row.runs} processes"] if row.runs > 1 else []
+    if interval is not None and interval.processes == 1 and not interval.wide:
+        extra += ["one process: its interval holds this device's spread between processes"]
+    if row.noisy:
+        extra += [f"every run was disturbed, so these are their numbers: {row.noise_note}"]
+    elif row.noisy_runs:
+        extra += [f"{row.noisy_runs} disturbed run(s) left out"]
+    extra += [f"{row.failed_runs} failed"] if row.failed_runs else []
+    extra += [f"{fold_note(m, device)}: its runs are counted here" for m in sorted(folded)]
+    return text + (f" ({'; '.join(extra)})" if extra else "")
+
+
+def _labels(groups: Iterable[tuple]) -> dict[tuple, str]:
+    """Per configuration, a label naming only what differs between the configurations of its model (lab.labels)."""
+    by_model: dict[str, set] = {}
+    for model, _bs, key in groups:
+        by_model.setdefault(model, set()).add(key)
+    out = {}
+    for model, keys in by_model.items():
+        configs = [dict(zip(CONFIG_KEYS, key)) for key in keys]
+        for key, text in zip(keys, labels.labels(configs, CONFIG_KEYS)):
+            out[model, key] = text
+    return out
+
+
+def _first_call_kind(recorded: str | None, cache: str | None, graph_hit: bool | None) -> str:
+    """What a run's compiled first call compiled from: as recorded (lab.record.first_call_cache), or, for a run
+    stored before that was, from its cache setting; a warm run whose compiled graph missed the cache was cold."""
+    kind = recorded or cache or "cold"
+    if kind != "warm":
+        return "portable" if kind == "portable" else "cold"
+    return "cold" if graph_hit is False else "warm"

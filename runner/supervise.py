@@ -1,0 +1,250 @@
+"""The worker's side of one job's child: its job folder and compile cache set up, the child started in its own process
+group and watched (its timeout, its lease, a cancel, the worker's stop, the host's other workers), its whole tree
+killed when it must end, and how it ended turned into exactly one recorded state (Outcome). Part of runner.worker's
+Worker, whose config, database, spawner and stop signals it uses."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from db import queue
+from db.engine import DatabaseGone, check_identity
+from db.models import JobStatus
+from lab.noise import cpus_text
+from lab.spec import ExperimentSpec
+from lab.timeline import Phases
+from runner import portable, repeatcache
+from runner.lease import LeaseKeeper, read_progress
+from runner.neighbours import Watch
+from runner.reaper import kill_tree
+from runner.spawn import SpawnError
+
+log = logging.getLogger("compile_lab.worker")
+LOG_TAIL_CHARS = 6000
+SUPERVISE_TICK_S = 0.2  # how often the supervisor looks at the child, its lease and the stop signal
+
+
+@dataclass
+class Outcome:
+    status: JobStatus | None  # None: the lease is gone (cancelled, taken back, handed back); nothing to write
+    error: str | None = None
+    result: dict | None = None
+    phases: list = field(default_factory=list)  # the child's phases (lab.timeline), as its result file gives them
+    written_at: float | None = None  # when the child began writing its result file
+
+
+HANDED_BACK = Outcome(None, "handed back: the worker's own files failed")
+
+
+HANDED_BACK = Outcome(None, "handed back: the worker's own files failed")
+
+
+class Supervision:
+    """Worker's methods that run one job's child (runner.worker.Worker is one)."""
+
+    def _supervise(self, claim: queue.Claim, spec: ExperimentSpec, jobdir: Path, logfile: Path,
+                   claimed_at: float, steps: Phases) -> Outcome:
+        spec_file, result_file, progress_file = jobdir / "spec.json", jobdir / "result.json", jobdir / "progress.jsonl"
+        jobdir.mkdir(parents=True, exist_ok=True)
+        spec_file.write_text(spec.to_json())
+        for stale in (result_file, progress_file):  # a released attempt re-runs in the same folder
+            stale.unlink(missing_ok=True)
+        shutil.rmtree(jobdir / "artifacts", ignore_errors=True)
+        env = self._env()
+        cold_dir = kept = None
+        kept_name = repeatcache.key(spec.to_dict(), self.probe.get("torch_version"))
+        if spec.cache in ("cold", "portable") and claim.follow_up:  # its configuration's first run's cache, if here
+            kept = repeatcache.find(self.home, kept_name)
+        if kept is not None:
+            cache = kept
+        elif spec.cache in ("cold", "portable"):  # a fresh, empty compile cache, kept for its follow-ups
+            cache = cold_dir = repeatcache.fresh(self.home, kept_name, claim.job_id)
+        else:  # the worker's persistent cache, shared by its warm jobs
+            cache = self.home / "cache"
+        env["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
+        env["TRITON_CACHE_DIR"] = str(cache / "triton")
+        # load or save a bundle; a follow-up in its first run's cache has what that run loaded
+        mega = None if kept is not None else portable.prepare(self.engine, spec, self.probe, jobdir, env,
+                                                               self.cfg.signer)
+        argv = ["--spec", str(spec_file), "--result", str(result_file), "--progress", str(progress_file),
+                "--lease-file", str(jobdir / "lease")]
+        argv += ["--repeat"] if claim.follow_up else []  # the headline clock only (runner.measure)
+        argv += ["--cache-from-first-run"] if kept is not None else []
+        outcome = None
+        try:
+            outcome = self._run_child(claim, spec, jobdir, logfile, claimed_at, steps, env, argv, mega)
+            return outcome
+        finally:
+            if cold_dir is not None:  # a first run's cache stays for its follow-ups; any other cold one goes
+                repeatcache.settle(cold_dir, keep=not claim.follow_up and outcome is not None
+                                   and outcome.status is JobStatus.SUCCEEDED)
+
+    def _run_child(self, claim: queue.Claim, spec: ExperimentSpec, jobdir: Path, logfile: Path, claimed_at: float,
+                   steps: Phases, env: dict, argv: list[str], mega: dict | None) -> Outcome:
+        result_file, progress_file = jobdir / "result.json", jobdir / "progress.jsonl"
+        for d in self.cfg.models_dirs:
+            argv += ["--models-dir", str(Path(d).resolve())]
+        deadline = time.monotonic() + spec.timeout_s
+        stop_deadline = None
+        lease = LeaseKeeper(self, claim, jobdir, claimed_at)
+        lease.start()  # before the spawn: starting a fresh preloaded parent can take a while
+        watch = Watch(self.engine, self.id, self.hostname, self.cpus, every_s=self.beat_s)
+        watch.sample(force=True)
+        proc = None
+        steps.marks["spawned"] = spawned = time.time()
+        steps.add("job setup", steps.intervals[-1]["end"], spawned)
+        try:
+            try:  # in its own process group either way: one kill reaches all
+                proc = self.spawner.start(argv, env, jobdir, logfile)
+                while (rc := proc.wait(SUPERVISE_TICK_S)) is None:
+                    outcome = self._check(proc, claim, lease, progress_file, deadline, spec, stop_deadline)
+                    if isinstance(outcome, Outcome):
+                        return outcome
+                    stop_deadline = outcome
+                    watch.sample()
+            except SpawnError as e:  # our own machinery failed, not the experiment: hand the job back
+                return self._spawn_failed(claim, e)
+            steps.marks["child exited"] = time.time()  # when the worker learned it: closes "result write"
+        finally:
+            cleanup_started = time.time()
+            lease.done.set()
+            lease.join(timeout=1.0)  # a renewal stuck on a lock is left behind (daemon thread)
+            if proc is not None:
+                kill_group(proc)  # grandchildren (inductor compile workers) must not outlive the job
+            steps.add("job cleanup", cleanup_started, time.time())
+        with steps.phase("read result"):
+            phase, _ = read_progress(progress_file)
+            if rc == -signal.SIGKILL and time.monotonic() > lease.child_deadline():  # the child's keeper stopped it
+                return self._lease_stale(claim, lease, phase)
+            outcome = read_outcome(rc, result_file, phase)
+        if outcome.status is JobStatus.SUCCEEDED:
+            watch.sample(force=True)
+            self._note_neighbours(outcome.result, watch)
+            with steps.phase("cache bundle"):  # a cold job's bundle kept, for portable jobs (runner.portable)
+                portable.finish(self.engine, mega, claim.job_id, outcome.result, jobdir, self.cfg.signer)
+        return outcome
+
+    def _note_neighbours(self, result: dict, watch: Watch) -> None:
+        """The host's other workers into the result: who shared this worker's cores and who was busy while the job
+        ran (detail.host_state), and, on a noisy result, in its noise_note: the likely reason."""
+        host_state = result.setdefault("detail", {}).setdefault("host_state", {}) or {}
+        result["detail"]["host_state"] = {**host_state, **watch.state(), "threads_pinned": self.threads}
+        note = watch.note()
+        if note and result.get("noisy"):
+            result["noise_note"] = f"{result.get('noise_note') or 'noisy'}; {note}"
+        shares = sorted(watch.shares)
+        if shares != self.capabilities.get("shares_cores_with"):
+            self.capabilities["shares_cores_with"] = self._sharing_changed(shares)
+
+    def _sharing_changed(self, shares: list[str]) -> list[str]:
+        if shares:
+            log.warning("worker %s shares CPUs %s with %s: their timings disturb each other's", self.id,
+                        cpus_text(self.cpus), ", ".join(shares))
+        caps = {**self.capabilities, "shares_cores_with": shares}
+        self._retry("publish what the worker shares", lambda: queue.publish_capabilities(self.engine, self.id, caps))
+        return shares
+
+    def _check(self, proc, claim, lease, progress_file: Path, deadline: float, spec: ExperimentSpec,
+               stop_deadline: float | None):
+        """One look at a running child: an Outcome if it must end now, else the (new) stop deadline."""
+        phase, _ = read_progress(progress_file)
+        if time.monotonic() > deadline:
+            kill_group(proc)
+            return Outcome(JobStatus.TIMED_OUT, f"timed out after {spec.timeout_s} s (while {phase}); "
+                                                "the child's process group was killed")
+        if lease.lost.is_set():  # cancelled, or taken back by another worker
+            kill_group(proc)
+            return Outcome(None)
+        if lease.stale():  # the database has not taken a renewal for almost a whole lease
+            kill_group(proc)  # first: once the lease ends, another worker may start this job
+            return self._lease_stale(claim, lease, phase)
+        try:
+            check_identity(self.engine, self.db_file)
+        except DatabaseGone:
+            kill_group(proc)
+            raise
+        if self.stop.is_set():
+            stop_deadline = stop_deadline or time.monotonic() + self.cfg.grace_s
+            if self.hurry.is_set() or time.monotonic() > stop_deadline:
+                kill_group(proc)
+                self._retry("release the job", lambda: queue.release(
+                    self.engine, claim.job_id, claim.token, f"worker {self.id} stopped while {phase}; "
+                                                            "re-queued without counting the attempt"))
+                return Outcome(None)
+        return stop_deadline
+
+
+def read_outcome(rc: int, result_file: Path, phase: str) -> Outcome:
+    """Turn how the child ended into one recorded state."""
+    payload = None
+    if result_file.exists():
+        try:
+            payload = json.loads(result_file.read_text())
+        except ValueError as e:
+            return Outcome(JobStatus.CRASHED, f"child wrote an unreadable result file ({e})")
+    if payload is not None and payload.get("status") == "succeeded" and rc == 0:
+        return Outcome(JobStatus.SUCCEEDED, None, payload["result"], payload.get("phases") or [],
+                       payload.get("written_at"))
+    if payload is not None and payload.get("status") == "failed":
+        return Outcome(JobStatus.FAILED, payload.get("error") or "failed without a message")
+    if rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        return Outcome(JobStatus.CRASHED, f"child killed by {name} while {phase}")
+    return Outcome(JobStatus.CRASHED, f"child exited with code {rc} without a result while {phase}")
+
+
+def kill_group(proc) -> None:
+    """SIGKILL the child's whole tree (runner/reaper.py: descendants in other sessions too), its process
+    group, and reap the child."""
+    if getattr(proc, "inline", False):  # --spawn inline: the job ran in this process, which must live on
+        return
+    try:
+        running = proc.wait(0) is None
+    except SpawnError:
+        running = True
+    if running:  # an exited child's pid may already belong to someone else: never stop that one
+        kill_tree(proc.pid)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:  # a child forked a moment ago may not lead its own group yet
+        try:
+            os.kill(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    except PermissionError:
+        pass
+    try:
+        if proc.wait(30) is None:
+            log.error("child %s did not die after SIGKILL", proc.pid)
+    except SpawnError:
+        pass
+
+
+def log_tail(path: Path) -> str | None:
+    """The end of a job's log (LOG_TAIL_CHARS of it), stored with its outcome."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - LOG_TAIL_CHARS))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return None
+
+
+def log_outcome(job_id: int, o: Outcome) -> None:
+    if o.status is None:
+        log.info("job %s: stopped without a result (cancelled or handed back)", job_id)
+    elif o.status is JobStatus.SUCCEEDED:
+        r = o.result
+        log.info("job %s: succeeded, eager %.4g ms, compiled %.4g ms, speedup %.3gx, first call %.3g s",
+                 job_id, r["eager_ms"], r["compiled_ms"], r["speedup"], r["compiled_first_call_s"])
+    else:
+        log.info("job %s: %s: %s", job_id, o.status.value, o.error)
