@@ -97,7 +97,7 @@ def test_no_import_cycles():
 
 def test_the_dashboard_servers_warmup_imports_no_torch_or_runner():
     """dashboard/app.py's warm-up imports every module of dashboard/ into the server before it answers."""
-    code = ("import importlib, sys; from dashboard import warmup; [importlib.import_module(m) for m in warmup.modules()]; "
+    code = ("import importlib, sys; from dashboard.server import warmup; [importlib.import_module(m) for m in warmup.modules()]; "
             "bad = [m for m in ('torch', 'runner') if m in sys.modules]; print(','.join(bad)); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, f"imported {done.stdout.strip()} {done.stderr[-500:]}"
