@@ -184,6 +184,17 @@ def fill_synthetic(engine, migrated_sqlite, synthetic_fills):
 
 
 @pytest.fixture
+def synthetic(fill_synthetic):
+    """Results' frame of 300 synthetic CUDA jobs, with every field the pages read."""
+    from dashboard.data import frame
+    from db import views
+
+    engine = fill_synthetic(300, seed=3, device="cuda")
+    return frame.load_frame(engine, fields=views.FRAME_FIELDS + views.VIEW_FIELDS + views.FIRST_CALL_FIELDS
+                             + views.ROOFLINE_FIELDS)[0]
+
+
+@pytest.fixture
 def cache_key_file(tmp_path) -> Path:
     """A compile cache signing key as docs/operations.md makes one: 64 hex characters, mode 600."""
     import secrets

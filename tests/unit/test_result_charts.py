@@ -1,0 +1,289 @@
+"""The Results figures' data (no streamlit): roofline points, cache layers, breakdowns, clocks, notes."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dashboard.charts import diagnosis, speed_charts, styling
+from dashboard.data import frame, plot_data, roofline_points, series_labels
+from db import views
+from db.device_ceilings import newest_ceilings, store_ceilings
+from runner import zoo
+
+CATALOG = zoo.model_infos(zoo.catalog())  # the real zoo's metadata (read with ast: no torch)
+
+
+
+
+def test_roofline_points_lines_and_missing_ceilings(engine):
+    store_ceilings(engine, "NVIDIA H100 80GB HBM3", "old-host", "2.12", 2000.0, {"float32": 40.0})
+    store_ceilings(engine, "NVIDIA H100 80GB HBM3", "vm", "2.13", 2952.2, {"float32": 51.24, "bfloat16": 782.97})
+    shown = pd.DataFrame([
+        # complexnet bs32 on an H100: 35.8 TFLOP/s, 70% of the fp32 matmul ceiling
+        {"model": "complexnet", "flops": 1.056e11, "min_bytes": 7.09e7, "achieved_tflops": 35.8, "achieved_gbps": 24.0,
+         "roofline_pct": 70.0, "roofline_bound": "compute", "mfu": None, "compiled_ms": 2.95, "noisy": False},
+        {"model": "complexnet", "flops": 1.056e11, "min_bytes": 7.09e7, "achieved_tflops": 35.0, "achieved_gbps": 23.0,
+         "roofline_pct": 68.0, "roofline_bound": "compute", "mfu": None, "compiled_ms": 3.0, "disturbed": True},
+        # sincos: elementwise only, 0 counted FLOPs, at the copy ceiling
+        {"model": "sincos", "flops": 0.0, "min_bytes": 1.2e9, "achieved_tflops": 0.0, "achieved_gbps": 3056.0,
+         "roofline_pct": 104.0, "roofline_bound": "memory", "mfu": None, "compiled_ms": 0.393, "noisy": False},
+        {"model": "simplenet", "task": "training", "flops": 3e7, "min_bytes": 3.3e6, "achieved_tflops": 0.5,
+         "achieved_gbps": 50.0, "roofline_pct": 2.0, "roofline_bound": "memory", "mfu": 0.01, "compiled_ms": 0.06,
+         "noisy": False},
+        {"model": "simplenet", "device": "cpu", "device_name": "AMD EPYC", "flops": 3e7, "min_bytes": 1.1e6,
+         "achieved_tflops": 0.1, "achieved_gbps": 4.0, "roofline_pct": None, "roofline_bound": None, "mfu": None,
+         "compiled_ms": 0.3, "noisy": False},
+        {"model": "mlp", "status": "failed", "flops": None, "min_bytes": None},
+    ])
+    defaults = {"status": "succeeded", "variant": "", "task": "inference", "device": "cuda",
+                "device_name": "NVIDIA H100 80GB HBM3", "dtype": "float32", "batch_size": 32, "backend": "inductor",
+                "mode": "default", "dynamic": "none", "fullgraph": "false", "scope": "model", "cache": "cold"}
+    shown = shown.assign(**{k: shown[k].fillna(v) if k in shown else v for k, v in defaults.items()})
+    pts = roofline_points.points(shown).set_index(["model", "task"])
+    # the point is the quiet run's alone (as on every plot: lab.noise), the noisy one counted beside it
+    assert len(pts) == 4 and pts.loc[("complexnet", "inference"), "runs"] == 1
+    assert pts.loc[("complexnet", "inference"), "noisy_runs"] == 1
+    assert pts.loc[("complexnet", "inference"), "achieved_tflops"] == 35.8 and not pts["only_noisy"].any()
+    assert pts.loc[("complexnet", "inference"), "ai"] == pytest.approx(1.056e11 / 7.09e7)
+    assert not pts.loc[("sincos", "inference"), "on_plot"] and pts["on_plot"].sum() == 3
+    pts = pts.reset_index()
+    ceilings = newest_ceilings(engine, pts["device_name"].unique())
+    assert {(c["dtype"], c["hostname"]) for c in ceilings} == {("float32", "vm"), ("bfloat16", "vm")}  # newest
+    in_view = roofline_points.ceilings_in_view(ceilings, pts)
+    assert in_view[["device_name", "dtype"]].values.tolist() == [["NVIDIA H100 80GB HBM3", "float32"]]
+    line = roofline_points.lines(in_view, pts)
+    ridge = 51.24 * 1e3 / 2952.2  # FLOP/byte where bandwidth meets compute
+    assert line["ai"].tolist()[1] == pytest.approx(ridge) and line["tflops"].max() == pytest.approx(51.24)
+    left = line.iloc[0]
+    assert left["tflops"] == pytest.approx(2952.2 * left["ai"] / 1e3) and left["ai"] <= pts["ai"][pts["on_plot"]].min()
+    assert line["ai"].max() >= pts["ai"].max()
+    missing = roofline_points.missing_ceilings(ceilings, pts)
+    assert missing.values.tolist() == [["cpu", "AMD EPYC", "float32"]]
+    assert roofline_points.off_plot(pts) == ("sincos on NVIDIA H100 80GB HBM3 (1 configuration): 3,056 GB/s, "
+                                      "at best 104% of the roofline.")
+    fig = diagnosis.roofline(pts, line, "model")
+    assert [t.name for t in fig.data if t.mode == "lines"] == ["NVIDIA H100 80GB HBM3 · float32: 51.2 TFLOP/s, 2,952 GB/s"]
+    hollow = [t for t in fig.data if t.mode == "markers" and (t.marker.symbol or "").endswith("-open") and t.x[0] is not None]
+    assert len(hollow) == 1 and hollow[0].name == "complexnet"
+    simplenet = [row for t in fig.data if t.name == "simplenet" and t.x[0] is not None for row in t.customdata]
+    assert sum("MFU 1.0%" in str(row[3]) for row in simplenet) == 1  # the training job's
+    assert {t.name for t in fig.data if t.x[0] is None} == {  # legend entries; two devices: a symbol each
+        "complexnet", "simplenet", "circle: AMD EPYC", "diamond: NVIDIA H100 80GB HBM3",
+        "hollow: a disturbed run left out"}
+
+
+def test_the_roofline_greys_a_configuration_with_noisy_runs_only_and_folds_modes_off_cuda():
+    """A configuration whose only run was noisy is a grey point marked as such (not a hollow one beside quiet runs);
+    on the CPU a job stored as reduce-overhead is the default configuration's point."""
+    row = {"status": "succeeded", "model": "simplenet", "variant": "", "task": "inference", "device": "cpu",
+           "device_name": "AMD EPYC", "dtype": "float32", "batch_size": 8, "backend": "inductor", "mode": "default",
+           "dynamic": "none", "fullgraph": "false", "scope": "model", "cache": "cold", "flops": 3e7, "min_bytes": 1e6,
+           "achieved_tflops": 0.1, "achieved_gbps": 4.0, "roofline_pct": None, "roofline_bound": None, "mfu": None,
+           "compiled_ms": 0.3, "disturbed": False}
+    shown = pd.DataFrame([row, {**row, "mode": "reduce-overhead", "achieved_tflops": 0.2},
+                          {**row, "batch_size": 32, "disturbed": True, "achieved_tflops": 0.4}])
+    pts = roofline_points.points(shown).set_index("batch_size")
+    assert len(pts) == 2 and pts.loc[8, "mode"] == "default" and pts.loc[8, "runs"] == 2
+    assert pts.loc[32, "only_noisy"] and pts.loc[32, "noisy_runs"] == 0 and not pts.loc[8, "only_noisy"]
+    fig = diagnosis.roofline(pts.reset_index(), pd.DataFrame(columns=["device_name", "dtype", "ai", "tflops"]),
+                             "model")
+    (grey,) = [t for t in fig.data if t.x[0] is not None and t.marker.color == styling.NOISY_GREY]
+    assert list(grey.y) == [0.4] and "every run disturbed" in grey.customdata[0][6]
+    assert styling.NOISY_LEGEND in {t.name for t in fig.data} and not any(
+        (t.marker.symbol or "").endswith("-open") for t in fig.data if t.x[0] is not None)
+
+
+def test_a_warm_job_that_found_no_cached_graph_is_not_labelled_plain_warm(synthetic):
+    """cache=warm asks for the worker's cache; the first job of its kind finds its graph missing and
+    compiles it anyway. Its configuration's label says how many runs found the graph cached (the series stays
+    one configuration, so repeats are not split), and the breakdown does not hatch a miss as a warm hit."""
+    sincos = synthetic[synthetic["model"] == "sincos"].copy()
+    warm = sincos[(sincos["cache"] == "warm") & (sincos["status"] == "succeeded")]
+    assert len(warm) and set(warm["cache_state"]) == {"warm"}  # synthetic warm jobs all hit
+    before = series_labels.label_series(sincos)
+    configs = before.loc[warm.index, "config"]
+    all_missed, some_missed = configs.unique()[:2]
+    miss = json.dumps({"inductor_fx_local_cache_hit_count": 0, "inductor_fx_local_cache_miss_count": 1})
+    sincos.loc[configs.index[configs == all_missed], "cache_hits"] = miss
+    partly = configs.index[configs == some_missed]
+    sincos.loc[partly[:1], "cache_hits"] = miss
+    sincos = frame._finish(sincos.drop(columns=["cache_state"]))
+    view = series_labels.label_series(sincos)
+    assert view["config"].nunique() == before["config"].nunique()  # labels change, series do not split
+    assert view.loc[configs.index[configs == all_missed], "config"].str.endswith(
+        "warm cache: graph not cached yet").all()
+    assert view.loc[partly, "config"].str.endswith(f"warm cache: graph cached in {len(partly) - 1} of {len(partly)} "
+                                                   "runs").all()
+    assert view.loc[warm.index.difference(configs.index[configs.isin([all_missed, some_missed])]),
+                    "config"].str.contains("warm cache: graph cached", regex=False).all()  # all hits say so too
+    # the warmup plot keeps a miss and a hit apart: a median over both is a first call no run had
+    hit = sincos.loc[warm.index.difference(partly).difference(configs.index[configs == all_missed])[0]]
+    again = hit.copy()  # the same configuration and batch size once more, a miss this time
+    again[["job_id", "cache_hits", "compiled_first_call_s"]] = [sincos["job_id"].max() + 1, miss,
+                                                                hit["compiled_first_call_s"] * 5]
+    both = series_labels.label_series(frame._finish(pd.concat([sincos, again.to_frame().T], ignore_index=True)
+                                              .drop(columns=["cache_state"]).infer_objects()))
+    calls = plot_data.first_calls(both)
+    split = calls[calls["batch_size"] == hit["batch_size"]]
+    split = split[split["series"].str.contains(" · hit · | · miss · ", regex=True)]
+    assert sorted(s.split(" · ")[-2] for s in split["series"]) == ["hit", "miss"]  # "... · miss · bs 8"
+    assert split.set_index(split["series"].str.split(" · ").str[-2]).loc[
+        ["hit", "miss"], "compiled_first_call_s"].tolist() == [hit["compiled_first_call_s"],
+                                                               hit["compiled_first_call_s"] * 5]
+    got = plot_data.breakdown_frame(series_labels.split_by_graph_cache(view))
+    hatched = diagnosis.warmup_breakdown(got, plot_data.failures(view))
+    shapes = [shape for t in hatched.data if t.marker and t.marker.pattern and t.marker.pattern.shape is not None
+              for shape, series in zip(t.marker.pattern.shape, t.y) if "not cached" in str(series)]
+    assert shapes and set(shapes) == {""}
+
+
+def test_a_backend_that_never_asks_the_graph_cache_is_not_called_a_miss():
+    """aot_eager, eager, cudagraphs: every inductor counter is 0, which says nothing about the cache."""
+    zeros = json.dumps({"inductor_fx_local_cache_hit_count": 0, "inductor_fx_local_cache_miss_count": 0})
+    assert frame._graph_hit(zeros) is None
+    assert frame._graph_hit(json.dumps({"inductor_fx_local_cache_hit_count": 0,
+                                         "inductor_fx_local_cache_miss_count": 2})) is False
+
+
+def test_breakdown_frame_takes_one_real_job_per_series(synthetic):
+    view = series_labels.label_series(synthetic[synthetic["model"] == "sincos"])
+    got = plot_data.breakdown_frame(view)
+    comp = got[got["bar"] == "compiled"]
+    ok = view[view["status"] == "succeeded"]
+    assert set(comp["series"]) == set(ok["series"])
+    for series, parts in comp.groupby("series"):
+        job = ok[ok["job_id"] == parts["job_id"].iloc[0]].iloc[0]
+        assert job["series"] == series and set(parts["part"]) <= set(plot_data.BREAKDOWN_PARTS)
+        assert parts["seconds"].sum() == pytest.approx(job["compiled_first_call_s"])  # the parts add up
+        firsts = ok.loc[ok["series"] == series, "compiled_first_call_s"].sort_values().tolist()
+        assert job["compiled_first_call_s"] == firsts[(len(firsts) - 1) // 2]  # the median run
+    eager = got[got["bar"] == "eager"].set_index("series")["seconds"]
+    assert eager.to_dict() == pytest.approx(ok.groupby("series")["eager_first_call_s"].median().to_dict())
+    warm = comp[comp["cache"] == "warm"]
+    assert len(warm) and (warm["cache_hits"] == "(1 cache hit, 0 misses)").all()
+    fig = diagnosis.warmup_breakdown(got, plot_data.failures(view))
+    assert {t.name for t in fig.data} >= {"dynamo tracing", "codegen + kernel compile", "eager first call",
+                                          "hatched: warm compile cache"}
+
+
+def test_breakdown_without_a_recorded_breakdown_and_a_failed_only_series():
+    view = pd.DataFrame([{"status": "succeeded", "job_id": 1, "series": "inductor/default", "config": "inductor/default",
+                          "batch_size": 8, "cache": "cold", "cache_hits": None, "compile_breakdown_s": None,
+                          "compiled_first_call_s": 4.0, "eager_first_call_s": 0.01}])
+    got = plot_data.breakdown_frame(view)
+    assert got[["part", "seconds"]].values.tolist() == [[plot_data.NO_BREAKDOWN, 4.0], ["eager first call", 0.01]]
+    fails = pd.DataFrame([{"job_id": 2, "status": "failed", "error": "compile failed: graph break", "batch_size": 8,
+                           "config": "inductor/default · fullgraph=true", "series": "inductor/default · fullgraph=true"}])
+    fig = diagnosis.warmup_breakdown(got, fails)
+    assert "inductor/default · fullgraph=true" in fig.layout.yaxis.categoryarray
+    assert any(a.text.startswith("✕ failed: compile failed") for a in fig.layout.annotations)
+
+
+def test_gpu_time_inside_latency_host_bound_and_noisy_rings(synthetic):
+    view = series_labels.label_series(synthetic[synthetic["model"] == "simplenet"])
+    agg, fails = plot_data.summarize(view)
+    agg = plot_data.with_noise(agg, view)
+    host = plot_data.gpu_latency_frame(agg)
+    assert set(host["what"]) == set(diagnosis.HOST_COLORS) and len(host) == 4 * len(agg)
+    assert (host["overhead_ms"] == host["latency_ms"] - host["gpu_ms"]).all() and (host["overhead_ms"] > 0).all()
+    assert diagnosis.gpu_in_latency(host, fails, sorted(agg["series"])).data
+    cpu = agg.assign(eager_gpu_ms=float("nan"), compiled_gpu_ms=float("nan"))
+    assert plot_data.gpu_latency_frame(cpu).empty  # CPU jobs have no GPU clock: nothing to draw
+    noisy = agg[agg["noisy_runs"] > 0]
+    assert len(noisy), "the synthetic data holds disturbed runs beside undisturbed ones"
+    fig = speed_charts.mark_noisy(speed_charts.speedup(agg, fails), agg)
+    rings = [t for t in fig.data if t.name and t.name.startswith("⚠ disturbed")]
+    assert len(rings) == 1 and len(rings[0].x) == len(noisy.dropna(subset=["speedup"]))
+    bound = agg[agg["host_bound_runs"] > 0]
+    assert len(bound), "synthetic simplenet is host-bound on CUDA"
+    diamonds = [t for t in fig.data if t.name and t.name.startswith("◇ host-bound")]
+    assert sum(len(t.x) for t in diamonds) == len(bound.dropna(subset=["speedup"]))
+    assert "launch-bound" in diamonds[0].customdata[0][3]
+
+
+def test_each_clock_draws_its_own_numbers(synthetic):
+    view = series_labels.label_series(synthetic[synthetic["model"] == "mlp"])
+    agg, fails = plot_data.summarize(view)
+    for clock, cols in plot_data.CLOCKS.items():
+        timed = plot_data.on_clock(agg, clock)
+        assert (timed["speedup"] == agg[cols["speedup"]]).all() and (timed["compiled_ms"] == agg[cols["compiled_ms"]]).all()
+        fig = speed_charts.speedup(timed, fails, clock)
+        ys = sorted(y for t in fig.data if t.mode.startswith("lines+markers") for y in t.y)
+        assert ys == pytest.approx(sorted(agg[cols["speedup"]].dropna()))
+    # latency is the headline: GPU time leaves the host out, so on this host-bound model it reads higher
+    assert (agg["gpu_speedup"] != agg["speedup"]).all()
+    assert "GPU time" in speed_charts.speedup(plot_data.on_clock(agg, "gpu"), fails, "gpu").layout.title.text
+
+
+def test_failure_notes_on_a_log_batch_axis_sit_at_their_batch(synthetic):
+    view = series_labels.label_series(synthetic[synthetic["model"] == plot_data.failures(synthetic)["model"].iloc[0]])
+    agg, fails = plot_data.summarize(view)
+    fig = speed_charts.speedup(agg, fails)
+    assert fig.layout.xaxis.type == "log"  # batch 1..128
+    notes = [a for a in fig.layout.annotations if a.text.startswith("✕")]
+    # plotly reads x on a log axis as log10(x): a raw 128 would stretch the range to 1e128
+    assert sorted(a.x for a in notes) == pytest.approx(sorted(np.log10(fails["batch_size"].unique().astype(float))))
+
+
+def test_cpu_results_stored_as_reduce_overhead_are_drawn_under_default(engine):
+    from bench.synthetic import fill
+
+    fill(engine, 6, seed=2, device="cpu", models=("complexnet",), batches=(8, 32), dynamics=(None,),
+         modes=("default", "reduce-overhead", "max-autotune-no-cudagraphs"))
+    df = frame.load_frame(engine, fields=views.FRAME_FIELDS + views.VIEW_FIELDS)[0]
+    view = series_labels.label_series(df)
+    assert set(view["config"]) == {"default", "max-autotune"}  # two compiles, not four configurations
+    assert series_labels.folded_notes(view) == [
+        "2 jobs stored as max-autotune-no-cudagraphs are shown under max-autotune: on cpu they are the same compile, "
+        "since CUDA graphs need CUDA.",
+        "2 jobs stored as reduce-overhead are shown under default: on cpu they are the same compile, since CUDA graphs "
+        "need CUDA."]
+    assert "cpu" in view.attrs["common"] and "inductor" in view.attrs["common"]
+
+
+def test_break_even_hides_when_it_has_nothing_to_say_and_bars_carry_their_values(synthetic):
+    view = series_labels.label_series(synthetic[synthetic["model"] == "complexnet"])
+    agg, fails = plot_data.summarize(view)
+    fig = speed_charts.break_even(agg, fails)
+    paid = agg.dropna(subset=["break_even_calls"])
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert all(t.orientation == "h" for t in bars) and fig.layout.yaxis.type == "category"
+    assert sorted(x for t in bars for x in t.x) == sorted(paid["break_even_calls"])
+    assert {f"{n:,.0f} calls" for n in paid["break_even_calls"]} == {s for t in bars for s in t.text}
+    assert speed_charts.break_even_note(agg) == ""
+    never = agg.assign(break_even_calls=float("nan"), speedup=0.8)
+    assert speed_charts.break_even(never, fails) is None and "never pays off" in speed_charts.break_even_note(never)
+    one = paid.iloc[:1]
+    assert speed_charts.break_even(one, fails) is None
+    assert speed_charts.break_even_note(one) == (f"Break-even: one configuration in view ({one['series'].iloc[0]}), paying off "
+                                           f"after {one['break_even_calls'].iloc[0]:,.0f} calls.")
+    warm = speed_charts.warmup(plot_data.first_calls(view), fails)
+    assert all(t.orientation == "h" and all(t.text) for t in warm.data if t.type == "bar")
+    assert warm.layout.height >= 170 + 58 * agg["series"].nunique()  # a row per series, three bars a row
+
+
+def test_point_values_never_collide():
+    agg = pd.DataFrame({"config": ["a", "b", "c"], "baseline": ["eager"] * 3, "batch_size": [8, 8, 8],
+                        "speedup": [1.50, 1.51, 1.10], "runs": [1, 1, 1], "eager_ms": [1.0] * 3,
+                        "compiled_ms": [0.7] * 3})
+    fig = speed_charts.speedup(agg, agg.iloc[0:0].assign(job_id=[], status=[], error=[]))
+    shown = sorted(t for tr in fig.data if tr.text is not None for t in tr.text if t)
+    assert shown == ["1.10×", "1.51×"]  # 1.50 sits on 1.51: its value is in the hover only
+
+
+def test_the_preloaded_imports_are_their_own_segment_of_the_first_call():
+    """A forked CUDA child's first call plus what its parent preloaded for it (runner.preload): the First call tab
+    draws the added imports as a named segment, and the parts still add up to compiled_first_call_s."""
+    from runner.preload import COMPILE_PART
+
+    parts = {"dynamo tracing": 1.0, "codegen + kernel compile": 2.0, "other (run, guards)": 0.5, COMPILE_PART: 0.7}
+    view = pd.DataFrame([{"status": "succeeded", "job_id": 1, "series": "inductor/default", "config": "inductor/default",
+                          "batch_size": 8, "cache": "cold", "cache_hits": None, "compile_breakdown_s": json.dumps(parts),
+                          "compiled_first_call_s": 4.2, "eager_first_call_s": 0.01, "error": None}])
+    got = plot_data.breakdown_frame(view)
+    comp = got[got["bar"] == "compiled"]
+    assert comp.set_index("part")["seconds"].to_dict() == parts and comp["seconds"].sum() == pytest.approx(4.2)
+    fig = diagnosis.warmup_breakdown(got, plot_data.failures(view))
+    (seg,) = [t for t in fig.data if t.name == COMPILE_PART]
+    assert seg.marker.color == diagnosis.PART_COLORS[COMPILE_PART]
