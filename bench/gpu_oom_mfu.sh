@@ -22,9 +22,9 @@ start=$(date +%s)
 echo "worker done in $(( $(date +%s) - start )) s"
 "$PY" - "$DB" <<'PY'
 import sys
-from db.engine import get_engine
+from db.database import get_engine
 from db.results import export_records
-from db.ceilings_view import newest_ceilings
+from db.device_ceilings import newest_ceilings
 
 eng = get_engine(sys.argv[1])
 recs = export_records(eng)

@@ -4,6 +4,7 @@
 # worker's children forked from its preloaded parent and started fresh, 3 processes each; per job its latencies and
 # what disturbed its rounds. Writes into $OUT (default: a temp folder).
 #   bench/gpu_runner_vs_harness.sh [MODEL=simplenet BATCH=32 FLAGS="--dynamic true"]
+# With COMPILE_LAB_CROSSCHECK=1 each worker job also times the harness loop in its own process, between its rounds.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
@@ -28,7 +29,7 @@ for spawn in fork fresh; do
     >"$OUT/worker-$spawn.log" 2>&1
   $PY - "$db" "$spawn" <<'PYEOF' | tee -a "$OUT/runner_vs_harness.txt"
 import json, sys
-from db.answer import report
+from db.reports import report
 from db.database import get_engine
 from db.results import export_records
 engine = get_engine(sys.argv[1])
@@ -41,8 +42,9 @@ for row in report(engine):
 PYEOF
   $PY - "$work/$spawn.db" <<'PYEOF' | tee -a "$OUT/runner_vs_harness.txt"
 import sqlite3, sys
-for jid, d in sqlite3.connect(sys.argv[1]).execute("select job_id, json_extract(detail, '$.disturbance') from results"):
-    print(f"  job {jid} disturbance: {d}")
+for jid, d, x in sqlite3.connect(sys.argv[1]).execute(
+        "select job_id, json_extract(detail, '$.disturbance'), json_extract(detail, '$.crosscheck') from results"):
+    print(f"  job {jid} disturbance: {d}" + (f"\n  job {jid} in-process harness (COMPILE_LAB_CROSSCHECK=1): {x}" if x else ""))
 PYEOF
 done
 rm -rf "$work"

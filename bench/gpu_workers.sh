@@ -33,7 +33,8 @@ kill $sampler 2>/dev/null || true
 "$PY" - "$DB" "$tmp/apps.csv" <<'PYEOF'
 import sys
 from sqlalchemy import select
-from db.engine import get_engine, reading
+from db.database import get_engine
+from db.engine import reading
 from db.models import Job, Result, Worker
 
 engine = get_engine(sys.argv[1])

@@ -26,7 +26,6 @@ from db.models import Job
 from db.reports import report
 from db.results import export_records
 from lab import noise
-from lab.answer import read_round_ratios, speedup_interval
 
 CONFIGS = {  # name: submit flags
     "simplenet-bs8": ["--model", "simplenet", "--batch", "8"],
@@ -61,7 +60,6 @@ def main() -> int:
     recs = {r["job_id"]: r for r in export_records(engine)}
     with reading(engine) as s:
         links = {j.id: (j.sweep_id, noise.short(j.follow_up, j.follow_up_of)) for j in s.scalars(select(Job)).all()}
-    ratios = read_round_ratios(engine, list(recs))
     lines = [f"{'config':<30} {'job':>4} {'follow-up':<18} {'eager ms':>9} {'comp ms':>9} {'speedup':>7} "
              f"{'idle e/c':>9} {'spread e/c':>11} {'kind':<6}"]
     sweep_of = {}
@@ -80,7 +78,8 @@ def main() -> int:
     for sweep, name in sweep_of.items():
         for row in report(engine, sweep_ids=[sweep]):
             first = min(int(j) for j in row["job_ids"].split())
-            alone = speedup_interval([ratios[first]]) if ratios.get(first) else None
+            alone = next(((a["speedup"], a["speedup_ci_low"], a["speedup_ci_high"])
+                          for a in report(engine, job_ids=[first]) if a["speedup"] is not None), None)
             answer = _interval(row["speedup"], row["speedup_ci_low"], row["speedup_ci_high"])
             lines.append(f"{name:<30} {row['runs']:>4} {answer:<24} {_interval(*alone) if alone else '-':<24} "
                          f"{row['verdict'][:110]}")

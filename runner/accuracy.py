@@ -7,7 +7,8 @@ from runner.zoo import ZooEntry
 
 # relative error ||compiled - eager|| / ||eager|| that still counts as the same result
 TOLERANCE = {"float32": 1e-4, "bfloat16": 3e-2, "float16": 5e-3, "amp-bfloat16": 3e-2, "amp-float16": 5e-3}
-COMPARE_CHUNK = 1 << 22
+COMPARE_CHUNK = 1 << 22  # elements compared at once, in float64
+DEVICE_SHARE = 0.1  # of the GPU's free memory, that an accuracy reference may hold there
 
 
 def tensors(out) -> list[torch.Tensor]:
@@ -20,12 +21,18 @@ def tensors(out) -> list[torch.Tensor]:
     return []
 
 
-def reference(out, trained_model) -> list[torch.Tensor]:
-    """Host copies of what a call produced: the outputs, plus every gradient for a training step."""
-    host = [t.detach().to("cpu", copy=True) for t in tensors(out)]
-    if trained_model is not None:
-        host += [p.grad.detach().to("cpu", copy=True) for p in trained_model.parameters() if p.grad is not None]
-    return host
+def reference(out, trained_model) -> tuple[list[torch.Tensor], int]:
+    """Copies of what a call produced: the outputs, plus every gradient for a training step; and the bytes they
+    hold on the device (0 where they went to the host). A GPU keeps its copies where they fit in DEVICE_SHARE of
+    its free memory: a round trip through the host cost sincos bs 10000 (400 MB of output) 0.5-0.6 s per job on
+    an H100, lab overhead on every first run. Larger ones go to the host, so they take no device memory."""
+    found = on_device(out, trained_model)
+    size = sum(t.numel() * t.element_size() for t in found)
+    if found and found[0].device.type == "cuda" and size <= DEVICE_SHARE * torch.cuda.mem_get_info()[0]:
+        before = torch.cuda.memory_allocated()
+        kept = [t.clone() for t in found]
+        return kept, torch.cuda.memory_allocated() - before  # as the allocator counts them (its blocks round up)
+    return [t.to("cpu", copy=True) for t in found], 0
 
 
 def on_device(out, trained_model) -> list[torch.Tensor]:
@@ -56,21 +63,23 @@ def compare(ref: list, out: list, dtype: str, skip: str | None) -> dict:
                 "note": "compiled outputs differ in number or shape from eager"}
     max_abs, worst_rel, nonfinite_mismatch = 0.0, 0.0, False
     for a, b in zip(ref, out):
-        diff_sq, ref_sq = 0.0, 0.0
-        # float64, in chunks: a 100M-element output must not need several GB at once
+        # float64, in chunks: a 100M-element output must not need several GB at once. Sums stay on the device
+        # until the tensor is done: one synchronisation per tensor, not several per chunk
+        zero = torch.zeros((), dtype=torch.float64, device=b.device)
+        diff_sq, ref_sq, top, odd_differ = zero, zero, zero, torch.zeros((), dtype=torch.bool, device=b.device)
         for a64, b64 in zip(a.reshape(-1).split(COMPARE_CHUNK), b.reshape(-1).split(COMPARE_CHUNK)):
             a64, b64 = a64.to(b64.device).double(), b64.double()
-            finite_a, finite_b = a64.isfinite(), b64.isfinite()
-            odd = ~finite_a | ~finite_b
-            if bool(odd.any()):
-                same = (a64[odd] == b64[odd]) | (a64[odd].isnan() & b64[odd].isnan())
-                nonfinite_mismatch |= not bool(same.all())
-            finite = finite_a & finite_b
-            d = (a64 - b64)[finite]
+            finite = a64.isfinite() & b64.isfinite()
+            same = (a64 == b64) | (a64.isnan() & b64.isnan())
+            odd_differ = odd_differ | (~finite & ~same).any()
+            d = torch.where(finite, a64 - b64, zero)
             if d.numel():
-                max_abs = max(max_abs, float(d.abs().max()))
-                diff_sq += float((d * d).sum())
-                ref_sq += float((a64[finite] ** 2).sum())
+                top = torch.maximum(top, d.abs().max())
+            diff_sq = diff_sq + (d * d).sum()
+            ref_sq = ref_sq + torch.where(finite, a64, zero).square().sum()
+        diff_sq, ref_sq, top, odd = (float(diff_sq), float(ref_sq), float(top), bool(odd_differ))
+        max_abs = max(max_abs, top)
+        nonfinite_mismatch |= odd
         rel = (diff_sq ** 0.5) / (ref_sq ** 0.5) if ref_sq > 0 else (0.0 if diff_sq == 0 else float("inf"))
         worst_rel = max(worst_rel, rel)
     ok = (not nonfinite_mismatch) and worst_rel <= TOLERANCE[dtype]

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from lab.break_even import break_even_calls
-from runner.accuracy import compare
+from runner import accuracy
+from runner.accuracy import compare, reference
 from runner.stats import percentile
 
 
@@ -50,6 +51,27 @@ def test_compare_requires_nonfinite_values_to_match_and_checks_each_tensor():
     big, small = torch.ones(10_000) * 100, torch.ones(4)
     wrong = compare([big, small], [big.clone(), small * 2], "float32", None)
     assert not wrong["ok"] and wrong["rel_error"] == pytest.approx(1.0)
+
+
+def test_compare_sums_every_chunk_and_the_reference_is_a_copy(monkeypatch):
+    monkeypatch.setattr(accuracy, "COMPARE_CHUNK", 7)  # many chunks, the last one short
+    ref = torch.arange(1.0, 51.0)
+    out = ref.clone()
+    out[45] += 1.0  # one wrong value in the last chunk
+    got = compare([ref], [out], "float32", None)
+    assert got["max_abs_error"] == pytest.approx(1.0)
+    assert got["rel_error"] == pytest.approx(1.0 / float(ref.double().square().sum()) ** 0.5)
+    odd = ref.clone()
+    odd[48] = math.nan
+    assert not compare([ref], [odd], "float32", None)["ok"]  # NaN where eager had a number, in a later chunk
+    assert compare([odd], [odd.clone()], "float32", None)["ok"]  # NaN at the same place on both sides
+    # the reference: a copy (a model that reuses its output buffer must not change it), on the host here
+    model = torch.nn.Linear(3, 2)
+    model(torch.ones(1, 3)).sum().backward()
+    kept, held_on_device = reference(out, model)
+    out.zero_()
+    model.weight.grad.zero_()
+    assert held_on_device == 0 and kept[0][45] == 47.0 and len(kept) == 3 and float(kept[1].abs().sum()) > 0
 
 
 @pytest.mark.slow  # imports torch's compiler in this process (seconds)
