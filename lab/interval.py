@@ -148,9 +148,10 @@ class Interval:
     def why_wide(self, round_spread: float | None) -> str:
         """What widens it, in words: the rounds' scatter, the processes' disagreement, or one process only."""
         if self.processes == 1:
-            where = "this device's" if self.prior_measured else "a GPU's typical"
-            return (f"one process only: widened by {where} spread between fresh processes "
-                    f"({self.prior_sd:.0%})")
+            if self.prior_measured:
+                return f"one process only: widened by this device's spread between fresh processes ({self.prior_sd:.0%})"
+            return (f"one process only: widened by the usual spread between fresh processes ({self.prior_sd:.0%}; "
+                    "this device has run no configuration in several processes yet)")
         if self.rounds_part >= self.process_part and round_spread is not None:
             return f"the rounds scatter {round_spread:.0%}"
         return f"its {self.processes} processes disagree by {self.process_part * math.sqrt(self.processes):.0%}"
