@@ -100,8 +100,10 @@ def codes(*columns) -> np.ndarray:
     """A code per row, equal for rows equal in every one of these columns: 0, 1, ... in order of appearance."""
     combined = np.zeros(len(columns[0]), dtype=np.int64)
     for values in columns:
-        index: dict = {}
-        code = np.fromiter((index.setdefault(v, len(index)) for v in values), np.int64, len(values))
+        # every distinct value, in order of appearance, then a lookup per row: both loops in C (a generator with
+        # setdefault per row cost 0.55 s over the report's 700k values at 100k jobs)
+        index = {v: i for i, v in enumerate(dict.fromkeys(values))}
+        code = np.fromiter(map(index.__getitem__, values), np.int64, len(values))
         combined = np.unique(combined * max(len(index), 1) + code, return_inverse=True)[1].reshape(-1)
     return combined
 
