@@ -89,7 +89,7 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
             keep_artifacts(job, artifacts_dir, None)
         raise
     with phases.phase("artifacts"):
-        keep_artifacts(job, artifacts_dir, report)
+        no_tlparse = keep_artifacts(job, artifacts_dir, report)
     with phases.phase("record"):
         result = record(job, first, steady, work, schedule, kernels, first_call_cache(spec, role, loaded))
     # the trace is captured while compiling; torch times that share, which is lab overhead, not the compile's
@@ -101,6 +101,8 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
     result.detail["mega_cache"] = {k: v for k, v in (("loaded", loaded), ("saved", saved)) if v is not None}
     result.detail["measure_s"] = time.perf_counter() - started
     result.detail["work_cached"] = work_cached
+    if no_tlparse:
+        result.detail["tlparse_note"] = no_tlparse
     return result
 
 
@@ -149,20 +151,24 @@ def _work_key(spec: ExperimentSpec, entry: ZooEntry) -> dict:
             "torch": torch.__version__}
 
 
-def keep_artifacts(job: Setup, folder: Path | None, report: Report | None) -> None:
+def keep_artifacts(job: Setup, folder: Path | None, report: Report | None) -> str | None:
     """The trace's texts (runner.trace) into the artifacts folder, and tlparse's report when the sweep keeps the
-    trace. `report` is None for a failed job: its error names the phase it failed in, not this one."""
+    trace; returns why there is no tlparse report, if there is none. `report` is None for a failed job: its error
+    names the phase it failed in, not this one."""
     job.trace.close()  # `--spawn inline` runs the next job in this same process
     if folder is None:
-        return
+        return None
     texts = job.trace.artifacts()
+    why = None
     if job.spec.trace:
         if report is not None:
             report("tlparse", None)
-        texts["tlparse"] = tlparse_report.report(texts["trace"])
+        texts["tlparse"], why = tlparse_report.report(texts["trace"])
     else:  # the sweep keeps the output code and FX graphs only
         texts.pop("trace")
+        why = "its sweep kept no compile trace (trace false)"
     write_dir(folder, texts)
+    return why
 
 
 def first_calls(job: Setup, report: Report, check: bool = True) -> FirstCalls:

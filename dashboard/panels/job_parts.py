@@ -116,11 +116,17 @@ def artifact_view(job_id: int, listed: list[dict]) -> None:
     st.code(text[:SHOWN_CHARS], language=LANGUAGES.get(name), line_numbers=True, height=600)
 
 
-def tlparse_view(job_id: int, listed: list[dict]) -> None:
+def tlparse_view(job_id: int, listed: list[dict], why_none: str | None = None, first_run: int | None = None) -> None:
     """tlparse's report, from the job's own artifact, served by the app's report route (dashboard.server.tlparse_pages): tlparse
     writes failure text into its pages as HTML, so each page is sandboxed there, never drawn into this page's
-    origin. Its links work inside the frame; a page picked here opens there too, or in a tab of its own."""
+    origin. Its links work inside the frame; a page picked here opens there too, or in a tab of its own. Without
+    one, why (the worker's words, `why_none`), or that a follow-up's report is its first run's."""
     if not any(a["name"] == "tlparse" for a in listed):
+        if why_none:
+            st.info(md(f"No tlparse report for this job: {why_none}."), icon=":material/info:")
+        elif first_run is not None:
+            st.caption(f"A follow-up keeps no compiler artifacts: its first run, job #{first_run}, has the tlparse "
+                       "report.")
         return
     st.subheader("tlparse report")
     what = f"job {job_id}'s tlparse report"

@@ -43,6 +43,6 @@ if record["status"] == "succeeded":
     timeline_panel.show(record["timeline"])
     job_parts.compiler(record)
 job_parts.artifact_view(int(job_id), record["artifacts"])
-job_parts.tlparse_view(int(job_id), record["artifacts"])
+job_parts.tlparse_view(int(job_id), record["artifacts"], record.get("tlparse_note"), detail.get("follow_up_of"))
 with st.expander("Log tail"):
     st.code(detail["log_tail"] or "(no log)", language=None)

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.markup import md
 from dashboard.state.embedded import ENV_SWITCH
-from db import queue
+from db import queue, views
 from db.models import JobStatus
 from db.results import export_records
 from runner import zoo
@@ -399,3 +399,26 @@ def test_a_job_detail_draws_its_timeline_as_one_stacked_bar_with_phase_names_esc
     picked = ok(page("queue", qsweep=["#1 q"]))  # a sweep picked: its share of wall time that was measurement
     assert any(c.value.startswith("Sweep \\#1 q: 5.5 s of measurement") and "measurement**" in c.value
                for c in picked.caption), [c.value for c in picked.caption]
+
+
+def test_a_job_without_a_tlparse_report_says_why_and_a_follow_up_names_its_first_run(worker):
+    from lab.sweep import SweepRequest
+
+    ids = queue.submit(worker, SweepRequest(model="simplenet", batch_sizes=[1], device="cpu", process_repeats=2),
+                       zoo.model_infos(zoo.catalog()))[1]
+    claim = queue.claim_next(worker, "host:1:any:test", ["cpu"], ["simplenet"], 60)
+    why = "tlparse was not found on the worker (not on its PATH, nor beside its Python): install it [here](x)"
+    queue.finish(worker, claim.job_id, claim.token, JobStatus.SUCCEEDED,
+                 result={"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "detail": {"tlparse_note": why}})
+    at = ok(page("job", job=str(ids[0])))
+    (said,) = [i.value for i in at.info if "No tlparse report" in i.value]
+    assert said == md(f"No tlparse report for this job: {why}.")  # the worker's words as text: no link made of them
+    assert not at.get("iframe")
+    (repeat,) = [j for j, _, _ in views.job_detail(worker, ids[0])["follow_ups"]]
+    claim = queue.claim_next(worker, "host:1:any:test", ["cpu"], ["simplenet"], 60)
+    assert claim.job_id == repeat
+    queue.finish(worker, repeat, claim.token, JobStatus.SUCCEEDED, result={"eager_ms": 2.0, "compiled_ms": 1.0,
+                                                                         "speedup": 2.0, "detail": {}})
+    at = ok(page("job", job=str(repeat)))
+    assert any(f"its first run, job #{ids[0]}, has the tlparse report" in c.value for c in at.caption)
+    assert not [i for i in at.info if "No tlparse report" in i.value]

@@ -156,7 +156,8 @@ def test_tlparses_own_report_of_a_graph_break_holding_html_is_read_without_runni
     env = {**os.environ, "TORCH_TRACE": str(tmp_path / "trace")}
     subprocess.run([sys.executable, "-c", GRAPH_BREAK], env=env, check=True, timeout=300, capture_output=True)
     (log,) = (tmp_path / "trace").glob("*.log")
-    data = tlparse_report.report(log.read_text())
+    data, why = tlparse_report.report(log.read_text())
+    assert why is None
     with zipfile.ZipFile(io.BytesIO(data)) as z:  # what makes this a test: tlparse wrote the element as it came
         assert "<img src=x onerror=" in z.read("failures_and_restarts.html").decode()
     with lab_with(tmp_path, lambda _: data) as lab:
