@@ -92,9 +92,18 @@ def recommend(ls: list[dict], n: int, batch_size) -> str:
     pick, eager = best(ls, n), next(ln for ln in ls if ln["name"] == EAGER)
     calls = f"For {n:,} call{'s' * (n != 1)} at bs {batch_size}"
     if pick is eager:
-        runner_up = best([ln for ln in ls if ln is not eager], n)
+        compiled = [ln for ln in ls if ln is not eager]
+        faster = [ln for ln in compiled if ln["ms"] < eager["ms"]]
+        if not faster:  # slower (or no faster) per call: no N repays a compile
+            runner_up = min(compiled, key=lambda ln: ln["ms"])
+            return (f"{calls}, stay eager: {_s(total_s(eager, n))} in all. No compiled configuration is faster per "
+                    f"call here (the fastest, {md(runner_up['name'])}, takes {runner_up['ms']:.3g} ms against eager's "
+                    f"{eager['ms']:.3g} ms), so no number of calls repays its first call.")
+        runner_up = best(faster, n)
+        repaid = (runner_up["first_s"] - eager["first_s"]) / ((eager["ms"] - runner_up["ms"]) / 1e3)
         return (f"{calls}, stay eager: {_s(total_s(eager, n))} in all; the best compiled configuration, "
-                f"{md(runner_up['name'])}, takes {_s(total_s(runner_up, n))} (its first call is not repaid yet).")
+                f"{md(runner_up['name'])}, takes {_s(total_s(runner_up, n))}: its first call is repaid only from "
+                f"{math.ceil(repaid):,} calls on.")
     return (f"{calls}, use **{md(pick['name'])}**: {_s(total_s(pick, n))} in all, against {_s(total_s(eager, n))} "
             f"eager ({total_s(eager, n) / total_s(pick, n):.2f}× less time).")
 
@@ -104,6 +113,8 @@ def figure(ls: list[dict], batch_size, n_mark: int | None = None) -> go.Figure:
     them thick, each crossover marked and labelled with the N and the configuration that takes over. A line with
     noisy runs only is dotted grey and marked, and never taken for the lowest."""
     n_max = span(ls)
+    if n_mark:  # the N typed is on the chart, with a decade beyond it
+        n_max = max(n_max, 10 ** (math.floor(math.log10(n_mark)) + 1))
     xs = [10 ** (k / 20) for k in range(0, int(math.log10(n_max) * 20) + 1)]
     fig = go.Figure()
     for ln in ls:

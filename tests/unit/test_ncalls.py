@@ -22,6 +22,7 @@ def test_the_lowest_line_changes_hands_at_the_exact_crossovers():
 def test_recommendation_for_the_n_typed():
     ls = ncalls.lines(ROWS)
     assert "stay eager" in ncalls.recommend(ls, 100, 8) and "A, takes 2.05 s" in ncalls.recommend(ls, 100, 8)
+    assert "its first call is repaid only from 4,000 calls on" in ncalls.recommend(ls, 100, 8)
     assert ncalls.recommend(ls, 10_000, 8).startswith("For 10,000 calls at bs 8, use **A**: 7 s in all, against 10 s")
     assert "use **B**" in ncalls.recommend(ls, 1_000_000, 8)
     assert "No configuration" in ncalls.recommend([], 10, 8)
@@ -66,3 +67,15 @@ def test_a_configuration_disturbed_in_every_run_is_a_dotted_grey_line_never_the_
         ncalls.noisy_note(ls)
     # with nothing that answers cleanly, there is no chart at all
     assert ncalls.lines([noisy]) == []
+
+
+def test_a_configuration_slower_per_call_never_repays_and_the_chart_reaches_the_n_typed():
+    """Compiled slower per call (0.76x): no N repays its compile, and the sentence says so, not "not repaid yet"."""
+    ls = ncalls.lines([row("default", 40.0, 1.3, speedup=0.76), row("reduce-overhead", 60.0, 1.1, speedup=0.9)])
+    said = ncalls.recommend(ls, 100_000, 32)
+    assert said.startswith("For 100,000 calls at bs 32, stay eager: 100 s in all.")
+    assert "fastest, reduce\\-overhead, takes 1.1 ms against eager's 1 ms" in said and "no number of calls repays" in said
+    assert "not repaid yet" not in said
+    fig = ncalls.figure(ls, 32, 100_000)
+    assert max(max(t.x) for t in fig.data if t.x and t.x[0] is not None) >= 100_000  # the curves reach the N marker
+    assert fig.layout.shapes[0].x0 == 100_000
