@@ -29,6 +29,7 @@ NOTE = ("speedup: for each process of a configuration, the median of its per-rou
 
 
 N_DEFAULT = 1000
+N_MAX = 10 ** 12  # calls: past this the chart's N axis (and any program) has no use
 
 # what the configurations' labels leave out when every one of them shares it (lab.labels.common)
 SHARED = ("backend", "mode", "dynamic", "fullgraph", "scope", "task", "device", "dtype", "variant", "torch_version",
@@ -199,7 +200,7 @@ def calls(answer_rows: list[dict], notes: list[str] = (),
         st.caption("No configuration in view has a speedup (failed runs only): no N-calls chart to draw.")
         return
     bs = url_params.peek("calls_bs", sizes, sizes[-1])  # the widgets' values, read before they are drawn
-    n = int(st.session_state.get("calls_n") or N_DEFAULT)
+    n = url_params.peek_int("calls_n", N_DEFAULT, 1, N_MAX)  # in the link: a copied link opens the same N
     ls = ncalls.lines([r for r in answer_rows if r["batch_size"] == bs])
     if ls:
         fig = ncalls.figure(ls, bs, n) if key is None else calls_figure(key, bs, n, ls)
@@ -214,7 +215,9 @@ def calls(answer_rows: list[dict], notes: list[str] = (),
         st.session_state["calls_bs"] = bs
     left, right = st.columns([3, 2], vertical_alignment="bottom")
     left.segmented_control("Batch size", sizes, key="calls_bs", required=True)
+    st.session_state.setdefault("calls_n", n)  # a link's N: the field starts at it
+    url_params.write_url_choice("calls_n", n if n != N_DEFAULT else None)  # and the N typed goes into the link
     right.popover(f"Calls your program makes: N = {n:,}", icon=":material/edit:", width="stretch").number_input(
-        "Calls your program makes (N)", min_value=1, value=N_DEFAULT, step=1000, key="calls_n",
+        "Calls your program makes (N)", min_value=1, max_value=N_MAX, step=1000, key="calls_n",
         help="How many calls one process makes after compiling: compile pays off only over enough calls")
     st.markdown(ncalls.recommend(ls, n, bs))  # configuration names escaped there

@@ -5,7 +5,7 @@ import streamlit as st
 from dashboard.data.presets import PRESETS
 from dashboard.data.submission import FormValues, message, plan, slot_for, submit_all
 from dashboard.markup import md
-from dashboard.state import resources
+from dashboard.state import resources, url_params
 from dashboard.state.embedded import ENV_SWITCH, enabled
 from db import queue, views
 from lab.axes import COMPILE_AXES
@@ -30,6 +30,8 @@ def init_form(catalog: dict, devices: set) -> None:
     """Fill missing widget values once from the defaults (so widgets never get a default *and* a state)."""
     first = "simplenet" if "simplenet" in catalog else sorted(catalog)[0]  # the smallest built-in model
     defaults = FormValues(model=first, device="cuda" if "cuda" in devices else "cpu").__dict__
+    if KEYS["model"] not in st.session_state and st.query_params.get("model") in catalog:
+        st.session_state[KEYS["model"]] = st.query_params["model"]  # a copied link's model (sweep_form writes it)
     for name, key in KEYS.items():
         st.session_state.setdefault(key, defaults[name])
     if st.session_state[KEYS["model"]] not in catalog:
@@ -104,6 +106,7 @@ def sweep_form(catalog: dict, devices: set) -> None:
     with left:
         st.subheader("What to run")
         model = st.selectbox("Model", sorted(catalog), key=KEYS["model"], persist_state="session")
+        url_params.write_url_choice("model", model)  # in the link: a copied link opens the form on this model
         info = catalog[model]
         # a worker's own words (description, folder, parameter names and help, torch version): text, never markup
         st.caption(md(info.description) + ("" if info.source == "builtin" else f" · from {md(info.source)}"))

@@ -34,6 +34,17 @@ def peek(key: str, options: list, default, bound: bool = False):
     return default
 
 
+def peek_int(key: str, default: int, minimum: int, maximum: int) -> int:
+    """peek for a number field bound to the URL (bind="query-params"): the session's value, else the link's ?key=
+    when it is a whole number in range, else `default` (a link naming 1e309 or "abc" opens the default view)."""
+    if st.session_state.get(key) is not None:
+        return int(st.session_state[key])
+    text = st.query_params.get(key, "")
+    if re.fullmatch(r"[0-9]{1,16}", text) and minimum <= int(text) <= maximum:
+        return int(text)
+    return default
+
+
 MAX_JOB_ID = 2 ** 53 - 1  # past this, a browser's numbers are not whole numbers exactly
 
 

@@ -65,6 +65,26 @@ def test_break_even_steps_aside_when_compiling_never_pays_off(lab):  # noqa: F81
     assert [c.key for c in ok(page("results", chart="Warmup")).get("plotly_chart")] == ["plot_warmup"]
 
 
+def test_n_calls_for_a_slower_configuration_and_the_n_in_the_link(lab):  # noqa: F811 (the fixture)
+    catalog = {"simplenet": ModelInfo("simplenet", "d")}
+    queue.submit(lab, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", dynamics=[True, False]), catalog)
+    for _ in range(2):
+        claim = queue.claim_next(lab, "w", ["cpu"], ["simplenet"], 60)
+        queue.finish(lab, claim.job_id, claim.token, JobStatus.SUCCEEDED, result={
+            "eager_ms": 1.0, "compiled_ms": 1.25, "speedup": 0.8, "eager_first_call_s": 0.01,
+            "compiled_first_call_s": 4.0, "compiled_second_call_s": 0.002, "device_name": "cpu"})
+    at = ok(page("results", chart="N calls", calls_n="100000"))  # a copied link's N
+    assert at.number_input(key="calls_n").value == 100_000
+    (said,) = [t for t in texts(at.markdown) if t.startswith("For 100,000 calls at bs 8")]
+    assert "stay eager" in said and "no number of calls repays its first call" in said and "not repaid yet" not in said
+    data = spec(at, "plot_ncalls")["data"]
+    assert max(x for t in data for x in (t.get("x") or []) if x is not None) >= 100_000
+    ok(at.number_input(key="calls_n").set_value(5000).run())
+    assert at.query_params["calls_n"] == "5000"  # typed N goes into the link
+    for bad in ("1e309", "abc", "0"):  # a link's N that is no N opens the default
+        assert ok(page("results", chart="N calls", calls_n=bad)).number_input(key="calls_n").value == 1000
+
+
 @pytest.mark.slow  # draws every chart of Results, a page run each
 def test_a_configuration_with_noisy_runs_only_is_greyed_and_marked_on_every_plot(lab):  # noqa: F811 (the fixture)
     """The 12-configuration sweep has one configuration whose only run was disturbed from outside: the answer keeps

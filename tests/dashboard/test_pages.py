@@ -120,6 +120,14 @@ def test_submit_form_has_every_field_and_a_live_count(worker):
     assert at.button(key="f_submit").label == "Submit 6 jobs"
 
 
+def test_the_model_picked_on_submit_is_in_the_link(worker):
+    at = ok(page("submit", model="mlp"))  # a copied link's model
+    assert at.selectbox(key="f_model").value == "mlp"
+    ok(at.selectbox(key="f_model").set_value("sincos").run())
+    assert at.query_params["model"] == "sincos"
+    assert ok(page("submit", model="no-such-model")).selectbox(key="f_model").value == "simplenet"
+
+
 def test_submit_creates_exactly_the_jobs_shown(worker):
     at = ok(page("submit"))
     at.text_input(key="f_batch").input("8, 32").run()
