@@ -79,7 +79,11 @@ def submit_many(engine: Engine, requests: list[SweepRequest], catalog: Mapping[s
     out = []
     with atomic(engine) as s:
         for request, specs, notes in expanded:
-            sweep = Sweep(name=request.name, request=request.to_dict(), created_by=created_by or _whoami())
+            stored = request.to_dict()
+            if specs:  # the model's parameters as its jobs ran them, defaults filled in (ExperimentSpec.check_model):
+                # a sweep the form submitted (every value explicit) and one the CLI did ({}) read the same on Compare
+                stored["model_args"] = dict(specs[0].model_args)
+            sweep = Sweep(name=request.name, request=stored, created_by=created_by or _whoami())
             s.add(sweep)
             s.flush()
             jobs = [Job(sweep_id=sweep.id, spec=spec.to_dict(), config=spec_key(spec.to_dict()), max_attempts=max_attempts)

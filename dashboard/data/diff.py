@@ -17,6 +17,7 @@ MATCH = axes.FIELDS
 METRICS = {"speedup": True, "throughput_speedup": True, "gpu_speedup": True, "eager_ms": False, "compiled_ms": False,
            "compiled_gpu_ms": False, "compiled_first_call_s": False, "compiled_second_call_s": False,
            "break_even_calls": False, "peak_mem_compiled_mb": False}
+GPU_METRICS = ("gpu_speedup", "compiled_gpu_ms")  # the GPU clock's: none on CPU-only data
 NOTABLE = 0.10  # a relative change this large is highlighted
 # steady-state numbers move with the runs' own noise: a change smaller than NOISE_FACTOR x the larger side's
 # spread (IQR / median of a job's per-round medians, the `noisy` measure) is no finding, whatever its size

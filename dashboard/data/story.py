@@ -7,11 +7,13 @@ LAYERS = {"fxgraph": "FX graph cache (inductor's compiled graphs)",
           "triton": "Triton kernels compiled in this process (GPU)"}
 
 
-def cache_rows(layers: dict | None) -> list[dict]:
-    """One row per cache layer: hit, miss, bypass and the bypass reasons torch gave."""
+def cache_rows(layers: dict | None, device: str | None = None) -> list[dict]:
+    """One row per cache layer: hit, miss, bypass and the bypass reasons torch gave. A CPU job compiles no Triton
+    kernels: its (empty) Triton row is left out."""
     return [{"cache": LAYERS.get(name, name), "hit": c.get("hit", 0), "miss": c.get("miss", 0),
              "bypass": c.get("bypass", 0), "bypass reason": "; ".join(c.get("bypass_reasons") or [])}
-            for name, c in (layers or {}).items() if isinstance(c, dict)]
+            for name, c in (layers or {}).items() if isinstance(c, dict)
+            and not (name == "triton" and device == "cpu" and not any(c.get(k) for k in ("hit", "miss", "bypass")))]
 
 
 def why_it_paid(record: dict) -> str | None:

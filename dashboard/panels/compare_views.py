@@ -65,9 +65,13 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
         st.warning(f"No configuration has results in both sweeps: jobs are matched on {', '.join(matched)}, "
                    "and these sweeps share no such combination with a succeeded job on each side (compare two runs "
                    "instead to set any two jobs side by side).")
-    metrics = st.pills("Metrics", list(diff.METRICS), selection_mode="multi", key="metric", bind="query-params",
-                       default=["speedup", "throughput_speedup", "gpu_speedup", "compiled_ms",
-                                "compiled_first_call_s"]) or ["speedup"]
+    on_gpu = bool(pd.concat([rows_a["device"], rows_b["device"]]).eq("cuda").any())
+    offered = [m for m in diff.METRICS if on_gpu or m not in diff.GPU_METRICS]  # no GPU clock on CPU-only data
+    if any(m not in offered for m in st.session_state.get("metric") or []):
+        st.session_state["metric"] = [m for m in st.session_state["metric"] if m in offered]
+    metrics = st.pills("Metrics", offered, selection_mode="multi", key="metric", bind="query-params",
+                       default=[m for m in ("speedup", "throughput_speedup", "gpu_speedup", "compiled_ms",
+                                            "compiled_first_call_s") if m in offered]) or ["speedup"]
     table = diff.long_form(nums, metrics, same_workload=diff.same_workload(rows_a, rows_b))
     judge = tables.judged(by_id[a].request.get("model"), by_id[b].request.get("model"))
     st.dataframe(tables.highlight_changes(table, judge=judge), hide_index=True, width="stretch",

@@ -54,7 +54,7 @@ def first_calls(r: dict) -> None:
 
 def compiler(r: dict) -> None:
     st.subheader("Caches")
-    rows = story.cache_rows(r["cache_layers"])
+    rows = story.cache_rows(r["cache_layers"], r.get("device"))
     if rows:
         st.dataframe(rows, hide_index=True, width="stretch")
     why = story.why_it_paid(r)

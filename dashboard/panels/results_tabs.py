@@ -48,23 +48,31 @@ CHART_HELP = ("N calls: the total time of N calls (first call + N × latency) of
               "recompile timeline.")
 
 
-def chart_in_view() -> tuple[str, str]:
+def clocks(gpu: bool) -> list[str]:
+    """The clocks to offer: GPU time only where a job in view ran on a GPU (on the CPU it has no samples: an empty
+    chart)."""
+    return [c for c in CLOCK_NAMES if gpu or CLOCK_NAMES[c] != "gpu"]
+
+
+def chart_in_view(gpu: bool = True) -> tuple[str, str]:
     """The Speedup tab's chart and clock, read before their pickers are drawn (chart_ui). One chart at a time: a
     browser draws every plotly chart it is sent before it shows the first, so six charts kept the first
     waiting for the other five."""
     chart = url_params.peek("chart", CHARTS, CHARTS[0], bound=True)
-    clock = url_params.peek("clock", list(CLOCK_NAMES), "latency", bound=True)
+    clock = url_params.peek("clock", clocks(gpu), "latency", bound=True)
     return chart, CLOCK_NAMES[clock] if chart in CLOCKED else "latency"
 
 
-def chart_ui(chart: str, model_ok: bool) -> None:
+def chart_ui(chart: str, model_ok: bool, gpu: bool = True) -> None:
     """The chart picker, and the clock beside it on the charts the clock changes (elsewhere it would be one more
     control to draw before the chart, greyed out)."""
     left, right = st.columns([3, 2], vertical_alignment="bottom")
     left.segmented_control("Chart", CHARTS, key="chart", bind="query-params", default=CHARTS[0], required=True,
                            disabled=not model_ok, help=CHART_HELP)
     if chart in CLOCKED:
-        right.segmented_control("Clock", list(CLOCK_NAMES), key="clock", bind="query-params", default="latency",
+        if st.session_state.get("clock") not in clocks(gpu):  # GPU time picked, then a filter left CPU jobs only
+            st.session_state["clock"] = "latency"
+        right.segmented_control("Clock", clocks(gpu), key="clock", bind="query-params", default="latency",
                                 required=True, help=CLOCK_HELP)
 
 

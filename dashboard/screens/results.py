@@ -66,7 +66,8 @@ answer_rows = answer_table.rows(key, model, engine, mine)
 if speed_tab.open:
     with speed_tab:
         controls = st.container()
-        chart, clock = tabs.chart_in_view()
+        on_gpu = bool(shown["device"].eq("cuda").any())  # the GPU clock only where a job in view has one
+        chart, clock = tabs.chart_in_view(on_gpu)
         if model not in facts["plottable"]:
             st.info(f"Nothing to plot for {md(model)}: its jobs in view were all cancelled (they are listed under "
                     "**Failures**).", icon=":material/info:")
@@ -78,7 +79,7 @@ if speed_tab.open:
             st.caption(f"{facts['failed']:,} jobs in view did not succeed: marked on the plots as red ✕ with their count "
                        "(hover for the reasons) and listed under **Failures**.")
         with controls:
-            tabs.chart_ui(chart, model in facts["plottable"])
+            tabs.chart_ui(chart, model in facts["plottable"], on_gpu)
 
 view.filters_ui(df, filters_row, selected)
 with summary_slot:

@@ -85,6 +85,25 @@ def test_n_calls_for_a_slower_configuration_and_the_n_in_the_link(lab):  # noqa:
         assert ok(page("results", chart="N calls", calls_n=bad)).number_input(key="calls_n").value == 1000
 
 
+def test_cpu_only_data_offers_no_gpu_clock_on_results_or_compare(lab):  # noqa: F811 (the fixture)
+    catalog = {"simplenet": ModelInfo("simplenet", "d")}
+    for mode in ("default", "max-autotune"):
+        queue.submit(lab, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", modes=[mode],
+                                       process_repeats=1), catalog)
+        claim = queue.claim_next(lab, "w", ["cpu"], ["simplenet"], 60)
+        queue.finish(lab, claim.job_id, claim.token, JobStatus.SUCCEEDED, result={
+            "eager_ms": 1.0, "compiled_ms": 0.8, "speedup": 1.25, "throughput_speedup": 1.2, "eager_first_call_s": 0.01,
+            "compiled_first_call_s": 4.0, "device_name": "cpu"})
+    at = ok(page("results", chart="Speedup", clock="GPU time"))  # a link made on a GPU lab's data
+    clock = at.segmented_control(key="clock")
+    assert clock.options == ["latency", "throughput"] and clock.value == "latency"
+    assert "(GPU time)" not in at.get("plotly_chart")[0].proto.spec
+    at = ok(page("compare", a="1", b="2"))
+    metrics = at.button_group(key="metric")
+    assert "speedup" in metrics.options and "gpu_speedup" not in metrics.options and "compiled_gpu_ms" not in metrics.options
+    assert "gpu_speedup" not in set(at.dataframe[2].value["metric"])
+
+
 @pytest.mark.slow  # draws every chart of Results, a page run each
 def test_a_configuration_with_noisy_runs_only_is_greyed_and_marked_on_every_plot(lab):  # noqa: F811 (the fixture)
     """The 12-configuration sweep has one configuration whose only run was disturbed from outside: the answer keeps

@@ -384,3 +384,11 @@ def test_synthetic_repeat_sweep_is_found(synthetic):
     rep = repeats.repeated(view)
     assert set(rep["sweep"]) == {"complexnet repeats 13"} and (repeats.summary(rep)["runs"] == 4).all()
     assert repeats.repeated(series_labels.label_series(synthetic[synthetic["model"] == "mlp"])).empty
+
+
+def test_a_cpu_jobs_cache_table_has_no_triton_row():
+    from dashboard.data import story
+
+    layers = {"fxgraph": {"hit": 1, "miss": 0, "bypass": 0}, "triton": {"hit": 0, "miss": 0, "bypass": 0}}
+    assert [r["cache"] for r in story.cache_rows(layers, "cpu")] == [story.LAYERS["fxgraph"]]
+    assert len(story.cache_rows(layers, "cuda")) == 2

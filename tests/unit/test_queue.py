@@ -42,6 +42,19 @@ def test_submit_stores_one_job_per_combination(engine):
         assert job.status == "queued" and job.sweep_id == sweep_id and job.spec["device"] == "cpu"
 
 
+def test_a_sweep_stores_its_models_parameters_as_they_ran_defaults_filled(engine):
+    """The form sends every parameter, the CLI none: both sweeps store what their jobs ran, so Compare reads them
+    the same (issue 27)."""
+    from lab.spec import ParamInfo
+
+    catalog = {"mlp": ModelInfo("mlp", "d", params=(ParamInfo("hidden", 64), ParamInfo("depth", 2)))}
+    ids = [queue.submit(engine, SweepRequest(model="mlp", batch_sizes=[8], device="cpu", model_args=args), catalog)[0]
+           for args in ({}, {"hidden": 64, "depth": 2}, {"hidden": 128})]
+    with reading(engine) as s:
+        stored = [s.get(Sweep, i).request["model_args"] for i in ids]
+    assert stored == [{"hidden": 64, "depth": 2}, {"hidden": 64, "depth": 2}, {"hidden": 128, "depth": 2}]
+
+
 def test_bad_submission_stores_nothing(engine):
     with pytest.raises(SpecError):
         queue.submit(engine, SweepRequest(model="nope", batch_sizes=[1]), CATALOG)
