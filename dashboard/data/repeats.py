@@ -23,6 +23,7 @@ SHARED = ("sweep_id", "model", "model_args", "task", "device", "dtype", "batch_s
 SPEC = SHARED + ("backend", "mode", "dynamic", "schedule", "iters", "timeout_s")
 METRICS = ("compiled_ms", "eager_ms", "speedup")
 SEPARATED, NOT_SEPARABLE = "separated", "not separable"
+EAGER = "eager"  # every job's eager side, one candidate per group
 
 
 def repeated(view: pd.DataFrame) -> pd.DataFrame:
@@ -57,6 +58,9 @@ def summary(rep: pd.DataFrame) -> pd.DataFrame:
     for m in METRICS:
         named |= {m: (m, "median"), f"{m} min": (m, "min"), f"{m} max": (m, "max")}
     out = rep.groupby("spec_id", sort=False).agg(**named)  # one pass over the repeated jobs
+    if "answers" in rep:  # the medians over the runs that answer, as the answer takes them (lab.noise): one number
+        answering = rep[rep["answers"].astype(bool)]
+        out[list(METRICS)] = answering.groupby("spec_id", sort=False)[list(METRICS)].median().reindex(out.index)
     for m in METRICS:
         out[f"{m} spread %"] = 100 * (out[f"{m} max"] - out[f"{m} min"]) / out[m]
     order = ["group", "config", "runs", "noisy runs"] + [f"{m}{end}" for m in METRICS
@@ -70,7 +74,7 @@ def candidates(rep: pd.DataFrame) -> pd.DataFrame:
     label, and every job's eager_ms under `eager` (eager is the same model whichever config ran it)."""
     cols = ["group", "job_id", "noisy_run"]
     compiled = rep[cols].assign(candidate=rep["config"], ms=rep["compiled_ms"])
-    eager = rep[cols].assign(candidate="eager", ms=rep["eager_ms"])
+    eager = rep[cols].assign(candidate=EAGER, ms=rep["eager_ms"])
     return pd.concat([compiled, eager], ignore_index=True).dropna(subset=["ms"])
 
 
@@ -103,15 +107,42 @@ def separability(spans: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["group", "ratio"], kind="stable").reset_index(drop=True)[cols]
 
 
-def chains(spans: pd.DataFrame) -> dict[str, str]:
+def against_eager(pairs: pd.DataFrame, answers: dict[tuple[str, str], dict]) -> pd.DataFrame:
+    """The pairs with eager judged as the answer judges them: by the configuration's paired interval (each run's
+    rounds interleave eager and compiled calls), not by whether runs' ranges of ms overlap, which another process's
+    slower host moves. `answers`: (group, candidate) -> that configuration's answer row (lab.answer). The ratio is
+    the answer's speedup (slower over faster), the verdict its interval's, and `gap %` is left empty for them."""
+    out = pairs.copy()
+    for i, r in out.iterrows():
+        if EAGER not in (r["faster"], r["slower"]):
+            continue
+        config = r["slower"] if r["faster"] == EAGER else r["faster"]
+        row = answers.get((r["group"], config))
+        if row is None or row.get("speedup") is None or row.get("speedup_ci_low") is None:
+            continue
+        speedup, low, high = row["speedup"], row["speedup_ci_low"], row["speedup_ci_high"]
+        faster, slower = (config, EAGER) if speedup >= 1 else (EAGER, config)
+        out.loc[i, ["faster", "slower", "ratio", "gap %"]] = [faster, slower, max(speedup, 1 / speedup), float("nan")]
+        out.loc[i, "verdict"] = SEPARATED if low > 1 or high < 1 else NOT_SEPARABLE
+    return out
+
+
+def chains(spans: pd.DataFrame, pairs: pd.DataFrame | None = None) -> dict[str, str]:
     """Per group, its candidates fastest first, joined by `<` where neighbours are separated and `≈` where
-    they are not: "reduce-overhead < default ≈ max-autotune < eager" (the pairs table has every pair)."""
+    they are not: "reduce-overhead < default ≈ max-autotune < eager" (the pairs table has every pair). With
+    `pairs`, neighbours are judged by its verdicts (against_eager's for eager: `>` where the answer found the
+    later one faster), else by their ranges."""
+    judged = {} if pairs is None else {(r.group, frozenset((r.faster, r.slower))): (r.verdict, r.faster)
+                                       for r in pairs.itertuples(index=False)}
     out = {}
     for group, span in spans.groupby("group", sort=False):  # one per group: a handful
         names, lo, hi = span["candidate"].tolist(), span["min"].tolist(), span["max"].tolist()
         text = names[0]
         for i in range(1, len(names)):
-            text += (" < " if hi[i - 1] < lo[i] else " ≈ ") + names[i]
+            verdict, faster = judged.get((group, frozenset((names[i - 1], names[i]))), (None, None))
+            apart = verdict == SEPARATED if verdict is not None else hi[i - 1] < lo[i]
+            # `>`: separated the other way round (the answer's paired rounds against the runs' medians of ms)
+            text += (" ≈ " if not apart else " > " if faster == names[i] else " < ") + names[i]
         out[group] = text
     return out
 

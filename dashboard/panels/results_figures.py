@@ -131,22 +131,27 @@ class RepeatFigures:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def repeat_figures(key: tuple, _shown, model: str, _store) -> RepeatFigures | None:
-    return repeat_parts(model_view(key, _shown, model, _store).view)
+def repeat_figures(key: tuple, _shown, model: str, _store, _answer_rows: list[dict] = ()) -> RepeatFigures | None:
+    return repeat_parts(model_view(key, _shown, model, _store).view, _answer_rows)
 
 
-def repeat_parts(view) -> RepeatFigures | None:
-    """The spread-across-repeats plot, order chains and tables of a view (None: nothing was repeated)."""
+def repeat_parts(view, answer_rows: list[dict] = ()) -> RepeatFigures | None:
+    """The spread-across-repeats plot, order chains and tables of a view (None: nothing was repeated). Against eager,
+    each configuration is judged by its answer row (`answer_rows`: lab.answer's for this model), as the answer
+    table and Compare judge it."""
     rep = repeats.repeated(view)
     if rep.empty:
         return None
     runs = repeats.candidates(rep)
     spans = repeats.ranges(runs)
     groups = rep.sort_values(["sweep_id", "batch_size"], ascending=[False, True])["group"].drop_duplicates().tolist()
-    pairs = repeats.separability(spans)
+    by_job = {int(j): r for r in answer_rows for j in str(r.get("job_ids") or "").split()}
+    answers = {(g, c): by_job[j] for g, c, j in zip(rep["group"], rep["config"], rep["job_id"]) if j in by_job}
+    pairs = repeats.against_eager(repeats.separability(spans), answers)
+    chains = repeats.chains(spans, pairs)
     pairs["verdict"] = pairs["verdict"].map({repeats.SEPARATED: "✅ separated", repeats.NOT_SEPARABLE: "≈ not separable"})
     return RepeatFigures(figure=diagnosis.repeat_spread(runs, spans, groups[:REPEAT_GROUPS]), groups=groups,
-                         chains=repeats.chains(spans), pairs=pairs, summary=repeats.summary(rep))
+                         chains=chains, pairs=pairs, summary=repeats.summary(rep))
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

@@ -70,7 +70,7 @@ def chart_ui(chart: str, model_ok: bool, gpu: bool = True) -> None:
     left.segmented_control("Chart", CHARTS, key="chart", bind="query-params", default=CHARTS[0], required=True,
                            disabled=not model_ok, help=CHART_HELP)
     if chart in CLOCKED:
-        if st.session_state.get("clock") not in clocks(gpu):  # GPU time picked, then a filter left CPU jobs only
+        if st.session_state.get("clock", "latency") not in clocks(gpu):  # GPU time picked, then CPU jobs only left
             st.session_state["clock"] = "latency"
         right.segmented_control("Clock", clocks(gpu), key="clock", bind="query-params", default="latency",
                                 required=True, help=CLOCK_HELP)
@@ -176,14 +176,17 @@ def repeat_spread(rep: RepeatFigures | None) -> None:
     left.plotly_chart(rep.figure, key="plot_repeats")
     if len(rep.groups) > REPEAT_GROUPS:
         left.caption(f"The plot shows the newest {REPEAT_GROUPS} of {len(rep.groups)} groups; the tables hold all.")
-    right.markdown("**Can they be told apart?** Two configurations are *separated* when the faster one's slowest "
-                   "run beats the slower one's fastest; inside each other's range they are *not separable*: that "
-                   "difference is run-to-run noise, not a finding. Fastest first (`<` separated, `≈` not):")
+    right.markdown("**Can they be told apart?** Against eager, as the answer says: by the configuration's 95% "
+                   "interval over its runs' paired rounds (*separated* when it leaves out 1×). Two compiled "
+                   "configurations are *separated* when the faster one's slowest run beats the slower one's "
+                   "fastest; inside each other's range they are *not separable*: that difference is run-to-run "
+                   "noise, not a finding. Fastest first (`<` separated, `≈` not):")
     right.markdown("\n".join(f"- **{g}**: {rep.chains[g]}" for g in rep.groups))
     st.dataframe(rep.pairs, hide_index=True, width="stretch", column_config={
         "ratio": st.column_config.NumberColumn("slower / faster", format="%.3f×"),
         "gap %": st.column_config.NumberColumn(format="%+.1f%%", help="(slower's min − faster's max) / faster's "
-                                               "median; negative: the ranges overlap by that much")})
+                                               "median; negative: the ranges overlap by that much. Empty against "
+                                               "eager: judged by the answer's interval, its ratio the answer's")})
     numbers = {f"{m}{end}": st.column_config.NumberColumn(format="%.4g") for m in repeats.METRICS
                for end in ("", " min", " max")}
     st.dataframe(rep.summary, hide_index=True, width="stretch", column_config={

@@ -105,7 +105,7 @@ if launch_tab.open:
 if repeat_tab.open:
     with repeat_tab:
         st.subheader(f"Spread across repeats: {md(model)}")
-        tabs.repeat_spread(figures.repeat_figures(key, shown, model, resources.store()))
+        tabs.repeat_spread(figures.repeat_figures(key, shown, model, resources.store(), answer_rows))
 if roofline_tab.open:
     with roofline_tab:
         st.subheader("Roofline: every model in view")

@@ -353,3 +353,35 @@ def test_results_clock_switch_draws_each_clock_by_name(results):
     assert "Steady-state GPU time vs batch size" in at.get("plotly_chart")[0].proto.spec
     at = ok(page("results", plot="mlp", chart="Warmup", clock="GPU time"))  # the clock changes nothing here
     assert "clock" not in [s.key for s in at.segmented_control]
+
+
+def test_repeats_judge_eager_as_the_answer_does(lab):  # noqa: F811 (the fixture)
+    """Three processes whose whole host speed differs (eager 1.0-1.4 ms, compiled 1.32-1.84 ms: the ranges overlap)
+    while every process's paired rounds read 0.76x: the answer says slower, and so do the Repeats tab's order and
+    pairs, with the answer's ratio and medians (issue 27: one number per configuration on every tab)."""
+    from lab.spec import ModelInfo
+    from lab.sweep import SweepRequest
+
+    queue.submit(lab, SweepRequest(model="simplenet", batch_sizes=[32], device="cpu", repeat=3, process_repeats=1),
+                 {"simplenet": ModelInfo("simplenet", "d")})
+    for eager, center in ((1.0, 0.758), (1.4, 0.761), (1.2, 0.759)):
+        claim = queue.claim_next(lab, "w", ["cpu"], ["simplenet"], 60)
+        queue.finish(lab, claim.job_id, claim.token, JobStatus.SUCCEEDED, result={
+            "eager_ms": eager, "compiled_ms": round(eager / center, 4), "speedup": center, "round_speedup": center,
+            "round_speedup_se": 0.002, "eager_first_call_s": 0.01, "compiled_first_call_s": 3.0,
+            "device_name": "cpu"})
+    from db.reports import report
+
+    (row,) = report(lab)
+    assert row.speedup < 0.77 and row.verdict.startswith("slower")
+    (shown,) = answer_table(ok(page("results"))).to_dict(orient="records")
+    assert shown["verdict"] == row.verdict
+    at = ok(page("results", view="Repeats"))
+    chain = next(t for t in texts(at.markdown) if t.startswith("- **"))
+    assert "eager < " in chain, chain  # eager first: faster, separated by the answer's interval
+    pairs = at.dataframe[0].value
+    (eager_pair,) = pairs[(pairs["faster"] == "eager") | (pairs["slower"] == "eager")].to_dict(orient="records")
+    assert eager_pair["faster"] == "eager" and eager_pair["verdict"] == "✅ separated"
+    assert abs(eager_pair["ratio"] - 1 / row.speedup) < 1e-9 and eager_pair["gap %"] != eager_pair["gap %"]
+    summary = at.dataframe[1].value
+    assert abs(summary["compiled_ms"].iloc[0] - row.compiled_ms) < 1e-9 and shown["compiled ms"] == f"{row.compiled_ms:.4g}"
