@@ -236,7 +236,8 @@ def table(args) -> None:
          len(disturbed) <= 0.1 * max(1, len(ok))),
         ("follow-ups' GPU time / first runs'", f"{ratio:.2f} ({sum(filter(None, follow_s)):.0f} s / "
          f"{sum(filter(None, first_s)):.0f} s)", "<= 0.5", ratio <= 0.5),
-        ("per-job overhead p90, s (worker start apart)", f"{p90:.2f} (median {_pct(0.5, overheads):.2f}, max {max(filter(None, overheads)):.2f})"
+        ("per-job overhead p90, s (worker start apart)",
+         f"{p90:.2f} (median {_pct(0.5, overheads):.2f}, max {max(filter(None, overheads)):.2f})"
          if p90 is not None else "-", "<= 1.5", p90 is not None and p90 <= 1.5),
     ]
     lines += [f"{'check':<46}{'measured':<34}{'target':<9}holds"]

@@ -175,7 +175,8 @@ def first_calls(job: Setup, report: Report, check: bool = True) -> FirstCalls:
     """The warmup cost. Each side's memory window holds its second call alone: the same call on both sides,
     past one-time work (the eager side's lazy initialisation, the compiled side's compile temporaries).
     References for the accuracy check are copied at once: on a GPU kept there where they fit (their bytes are taken
-    off the eager window's peak), else to the host, so they take no device memory; a follow-up process (`check` False) compares nothing: its configuration's first run did."""
+    off the eager window's peak), else to the host, so they take no device memory; a follow-up process (`check`
+    False) compares nothing: its configuration's first run did."""
     timer, inputs, training, phase = job.timer, job.inputs, job.training, job.phases.phase
     mem = Memory(job.spec.device)
     report("eager first call", None)
