@@ -10,6 +10,7 @@ import json
 import logging
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 from sqlalchemy import exc as sa_exc
@@ -323,11 +324,17 @@ def cmd_status(args) -> int:
         elif j["status"] == "queued":
             line += f"  ({j['waiting_reason']})" if j["waiting_reason"] else ""
         elif j["error"]:
-            line += f"  {j['error'][:100]}"
+            line += f"  {_cut(first_line(j['error']), 140)}"
         if j["follow_up"]:
-            line += f"  ({j['follow_up'][:160]})"
+            line += f"  ({_cut(j['follow_up'], 160)})"
         print(line)
     return 0
+
+
+def _cut(text: str, width: int) -> str:
+    """`text` in at most `width` characters, cut at a word boundary with an ellipsis (never mid-word);
+    the job's page and `runner export` hold it whole."""
+    return text if len(text) <= width else textwrap.shorten(text, width, placeholder=" …")
 
 
 def cmd_cancel(args) -> int:

@@ -24,7 +24,7 @@ submit_form.init_form(catalog, devices)
 # the preset is in the URL by its short name (?preset=modes), so a link opens the filled form
 if "preset" not in st.session_state and st.query_params.get("preset") in PRESETS:
     st.session_state["preset"] = st.query_params["preset"]
-st.pills("Presets: the seed notes' experiments", list(PRESETS), format_func=lambda k: PRESETS[k].title,
+st.pills("Presets: a ready experiment, one click fills the form", list(PRESETS), format_func=lambda k: PRESETS[k].title,
          key="preset")
 if st.session_state.get("preset"):
     st.query_params["preset"] = st.session_state["preset"]

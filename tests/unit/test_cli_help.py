@@ -29,3 +29,13 @@ def test_a_sweep_that_is_not_there_is_said(db_url, command, capsys):
     assert cli.main([command[0], "--db", db_url, *command[1:], "--sweep", str(sweep_id), "--sweep", "99"]) == 2
     assert capsys.readouterr().err.strip() == "error: --sweep: no such sweep: 99"
     assert cli.main([command[0], "--db", db_url, *command[1:], "--sweep", str(sweep_id)]) == 0
+
+
+def test_runner_status_cuts_a_reason_at_a_word_never_inside_one():
+    from runner.cli import _cut
+
+    reason = "compile failed: " + "torch._dynamo.exc.Unsupported graph break in user code " * 5
+    cut = _cut(reason, 140)
+    assert len(cut) <= 140 and cut.endswith(" …") and reason.startswith(cut[:-2])
+    assert reason[len(cut) - 2] == " "  # the next character of the reason is a space: no word was split
+    assert _cut("short", 140) == "short"
