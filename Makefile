@@ -27,8 +27,9 @@ setup: $(VENV)/.setup
 
 setup-dev: $(VENV)/.setup-dev
 
+# make run MODELS=path/to/your/models: the embedded worker offers that folder's model files too
 run: setup
-	$(PY) -m streamlit run dashboard/app.py
+	$(if $(MODELS),COMPILE_LAB_MODELS_DIR=$(abspath $(MODELS)) ,)$(PY) -m streamlit run dashboard/app.py
 
 worker: setup
 	$(PY) -m runner work

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import re
 import sys
 import textwrap
@@ -36,6 +37,9 @@ class UsageError(Exception):
 
 def _add_db(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", help="database URL (else DATABASE_URL, else sqlite:///data/compile_lab.db)")
+
+
+MODELS_ENV = "COMPILE_LAB_MODELS_DIR"  # the model folders of a worker started without --models-dir
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,7 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="lease seconds: a job whose worker stops heartbeating this long is re-queued")
     w.add_argument("--grace", type=float, default=30.0,
                    help="on SIGTERM/SIGINT, seconds the running job may still take before it is re-queued")
-    w.add_argument("--models-dir", action="append", default=[], help="a lab's own model files")
+    w.add_argument("--models-dir", action="append", default=[],
+                   help=f"a lab's own model files (default: ${MODELS_ENV}, folders separated by {os.pathsep}); a file "
+                        "added or edited there is offered within seconds, no restart")
     w.add_argument("--home", default="data", help="job folders, logs and the warm compile cache")
     w.add_argument("--spawn", choices=("fork", "fresh", "inline"), default="fork",
                    help="fork: each child forked from a parent that preloaded torch (fast start); "
@@ -149,10 +155,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     args.argv = argv
+    if hasattr(args, "models_dir") and not args.models_dir:  # `make run MODELS=dir`: the embedded worker's too
+        args.models_dir = [d for d in os.environ.get(MODELS_ENV, "").split(os.pathsep) if d.strip()]
     try:
         return COMMANDS[args.command](args)
     except SpecError as e:  # name the flag the person typed, not the dataclass field

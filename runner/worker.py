@@ -90,6 +90,8 @@ class Worker(Supervision):
         self.beat_s = min(cfg.heartbeat_s, cfg.lease_s / 3)
         self.home = Path(cfg.home).resolve()
         self.entries = zoo.catalog(cfg.models_dirs)
+        self._models_seen = zoo.folders_state(cfg.models_dirs)  # what the catalog was read from (rescan_models)
+        self._models_checked = time.monotonic()
         self.capabilities: dict = {}
         self.probe: dict = {}  # torch, triton, devices: what keys a portable compile cache (runner.portable)
         self.cpus = my_cpus()  # its affinity: published, so workers on one host can tell they share cores
@@ -138,6 +140,34 @@ class Worker(Supervision):
         log.info("worker %s ready: devices %s%s, %d models, %s children, CPUs %s, torch threads %d; started in %.1f s "
                  "(%s)", self.id, ",".join(devices), f" ({probe.get('device_name')})" if probe.get("device_name") else "",
                  len(self.entries), self.cfg.spawn, cpus_text(self.cpus), self.threads, time.monotonic() - began, how)
+
+    def rescan_models(self, every_s: float = 2.0) -> bool:
+        """While idle, at most every `every_s`: when a file in the models folders was added, removed or changed,
+        read the catalog again and publish it (the Submit page offers what live workers publish). A folder whose
+        files no longer read (a syntax error half-way through an edit) keeps the last catalog, and says why in the
+        log. True when the catalog changed."""
+        if not self.cfg.models_dirs or time.monotonic() - self._models_checked < every_s:
+            return False
+        self._models_checked = time.monotonic()
+        seen = zoo.folders_state(self.cfg.models_dirs)
+        if seen == self._models_seen:
+            return False
+        self._models_seen = seen
+        try:
+            entries = zoo.catalog(self.cfg.models_dirs)
+        except zoo.ModelFileError as e:
+            log.warning("worker %s: the models folders changed but do not read (%s); offering the models as before",
+                        self.id, e)
+            return False
+        if {n: e.info for n, e in entries.items()} == {n: e.info for n, e in self.entries.items()}:
+            self.entries = entries  # the code changed, not what is offered: each job's child reads the file anew
+            return False
+        self.entries = entries
+        if self.capabilities:
+            self.capabilities = {**self.capabilities, "models": [e.info.to_dict() for e in entries.values()]}
+            self._retry("publish the models", lambda: queue.publish_capabilities(self.engine, self.id, self.capabilities))
+        log.info("worker %s: models folders changed; now offering %s", self.id, ", ".join(sorted(entries)))
+        return True
 
     def _capabilities(self, probe: dict) -> dict:
         devices = (["cuda", "cpu"] if probe.get("cuda") else ["cpu"])
@@ -296,6 +326,9 @@ class Worker(Supervision):
                 if claim is None:
                     if self.cfg.drain:
                         break
+                    if self.rescan_models():  # a model file added or edited: offered now, no restart
+                        models = list(self.entries)
+                        continue
                     self.stop.wait(self.cfg.poll_s)
                     continue
                 if self.run_claim(claim, claimed_at, steps) is HANDED_BACK:

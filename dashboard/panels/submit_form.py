@@ -109,7 +109,10 @@ def sweep_form(catalog: dict, devices: set) -> None:
         url_params.write_url_choice("model", model)  # in the link: a copied link opens the form on this model
         info = catalog[model]
         # a worker's own words (description, folder, parameter names and help, torch version): text, never markup
-        st.caption(md(info.description) + ("" if info.source == "builtin" else f" · from {md(info.source)}"))
+        st.caption(md(info.description) + ("" if info.source == "builtin" else f" · from {md(info.source)}"),
+                   help="Your own model: a model file in a folder given to `make run MODELS=folder` (or a worker's "
+                        "`--models-dir`). A file added or edited there is offered here within seconds, no restart "
+                        "(docs/operations.md).")
         slots["model"] = st.empty()
         params = {}
         for p in info.params:
