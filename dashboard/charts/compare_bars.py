@@ -21,13 +21,27 @@ def sweeps_speedup(plot: pd.DataFrame) -> go.Figure:
 def grey_noisy(fig, plot: pd.DataFrame) -> None:
     """Grey and hatch the bars of combinations whose runs on that side were all noisy (lab.noise): drawn, so
     nothing disappears, but not as a number to read."""
-    for trace in fig.data:
+    greyed = False
+    for trace in list(fig.data):
         noisy = plot.loc[plot["sweep"] == trace.name, "noisy"].tolist()
         if any(noisy) and len(noisy) == len(trace.y):
-            trace.marker.color = ["#c8c8c8" if n else trace.marker.color for n in noisy]
+            own = trace.marker.color
+            trace.marker.color = [NOISY_GREY if n else own for n in noisy]
             trace.marker.pattern.shape = ["/" if n else "" for n in noisy]
             trace.hovertemplate = (trace.hovertemplate or "") + "<br>%{customdata[0]}"
             trace.customdata = [["⚠ noisy runs only: out of the answer" if n else ""] for n in noisy]
+            # a legend swatch takes the first bar's look: A and B both read grey-hatched when both began greyed.
+            # Each side's entry keeps its own colour, and the greyed bars get one entry of their own
+            trace.showlegend = False
+            fig.add_scatter(x=[None], y=[None], mode="markers", name=trace.name, legendgroup=trace.name,
+                            marker=dict(color=own, symbol="square", size=12))  # a marker: no bar slot of its own
+            greyed = True
+    if greyed:
+        fig.add_scatter(x=[None], y=[None], mode="markers", name="⚠ noisy runs only: grey, hatched (out of the answer)",
+                        marker=dict(color=NOISY_GREY, symbol="square", size=12))
+
+
+NOISY_GREY = "#c8c8c8"
 
 
 def versions_speedup(plot: pd.DataFrame) -> go.Figure:

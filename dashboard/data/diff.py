@@ -132,8 +132,10 @@ def long_form(nums: pd.DataFrame, metrics: list[str], same_workload: bool = Fals
             noisy = [side for side in ("A", "B") if r.get(f"noisy {side}")]
             rows.append({**combo, "status A": r["status A"], "status B": r["status B"], "metric": metric,
                          "A": r[f"{metric} A"], "B": r[f"{metric} B"], "Δ%": r[f"{metric} Δ%"],
+                         # every number of such a side came from disturbed runs (throughput, GPU time and the
+                         # first call as much as latency): none is a finding, none is coloured
                          "note": (f"⚠ {' and '.join(noisy)}: every run disturbed: no finding"
-                                  if noisy and metric in NOISE_METRICS else
+                                  if noisy else
                                   _note(metric, r[f"{metric} Δ%"], r["noise %"],
                                         r["eager_ms Δ%"] if same_workload else float("nan")))})
     return pd.DataFrame(rows, columns=[*MATCH, "status A", "status B", "metric", "A", "B", "Δ%", "note"])

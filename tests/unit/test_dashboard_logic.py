@@ -392,3 +392,31 @@ def test_a_cpu_jobs_cache_table_has_no_triton_row():
     layers = {"fxgraph": {"hit": 1, "miss": 0, "bypass": 0}, "triton": {"hit": 0, "miss": 0, "bypass": 0}}
     assert [r["cache"] for r in story.cache_rows(layers, "cpu")] == [story.LAYERS["fxgraph"]]
     assert len(story.cache_rows(layers, "cuda")) == 2
+
+
+def test_compare_legend_keeps_each_sides_colour_when_its_first_bars_are_greyed():
+    import pandas as pd
+
+    from dashboard.charts import compare_bars
+
+    plot = pd.DataFrame({"combination": ["x", "y", "x", "y"], "speedup": [1.2, 1.3, 1.1, 1.4],
+                         "sweep": ["A: one", "A: one", "B: two", "B: two"], "noisy": [True, False, True, False]})
+    fig = compare_bars.sweeps_speedup(plot)
+    legend = {t.name: t for t in fig.data if t.showlegend is not False}
+    assert legend["A: one"].marker.color == "#1f77b4" and legend["B: two"].marker.color == "#ff7f0e"
+    assert any(name.startswith("⚠ noisy runs only") for name in legend)
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert len(bars) == 2 and all(list(t.marker.color)[0] == compare_bars.NOISY_GREY for t in bars)
+
+
+def test_a_side_with_disturbed_runs_only_colours_no_metric(engine, synthetic):
+    """Compare: where every run of a side was disturbed, throughput and first call are no finding either (a
+    throughput delta was coloured green for a configuration whose answer was "no answer")."""
+    both = frame.complete(synthetic[synthetic["sweep_id"].isin([1, 5])], engine)
+    a, b = both[both["sweep_id"] == 1].copy(), both[both["sweep_id"] == 5].copy()
+    b["disturbed"] = True
+    b["noisy"] = True
+    table = diff.long_form(diff.numbers(a, b), ["throughput_speedup", "compiled_first_call_s", "speedup"])
+    compared = table["Δ%"].notna()
+    assert compared.any() and table.loc[compared, "note"].str.startswith("⚠ B: every run disturbed").all()
+    assert not any(diff.verdict(r["metric"], r["Δ%"], r["note"]) for r in table.loc[compared].to_dict(orient="records"))
