@@ -172,10 +172,10 @@ def header(slots, answer_rows: list[dict], model: str) -> None:
     measured = [r for r in answer_rows if r["speedup"] is not None and not r["noisy"]]
     med = pd.Series([r["speedup"] for r in measured]).median() if measured else None
     best = max(measured, key=lambda r: r["speedup"]) if measured else None
-    slots[0].metric("Median speedup", "–" if med is None else f"{med:.2f}×",
+    slots[0].metric(f"Median speedup · {md(model)}", "–" if med is None else f"{med:.2f}×",
                     help=f"{md(model)}: the median over its configurations in view (disturbed runs left out); never a "
                          "median across models")
-    slots[1].metric("Best speedup", "–" if best is None else f"{best['speedup']:.2f}×",
+    slots[1].metric(f"Best speedup · {md(model)}", "–" if best is None else f"{best['speedup']:.2f}×",
                     delta=None if best is None else md(f"{best['config']} · bs {best['batch_size']}"), delta_color="off",
                     delta_arrow="off", help=f"{md(model)}'s fastest configuration in view; its interval and verdict are "
                                             "in the answer table")

@@ -27,7 +27,8 @@ def test_results_page_plots_tables_and_downloads(results):
     # the answer table above the tabs, as text the browser lays out at once; its grid with every column waits behind
     # a button (tests/dashboard/test_answer_page.py): no dataframe's code before the chart
     assert len(answer_table(at)) > 0 and len(at.dataframe) == 0
-    assert {m.label for m in at.metric} >= {"Jobs shown", "Succeeded", "Did not succeed", "Median speedup"}
+    assert {m.label for m in at.metric} >= {"Jobs shown", "Succeeded", "Did not succeed"}
+    assert any(m.label == f"Median speedup · {at.segmented_control(key='plot').value}" for m in at.metric)  # whose
     assert [m.value for m in at.metric][:1] == ["240"]
     failed_n = 240 - int(at.metric[1].value)
     assert any(f"{failed_n:,} jobs in view did not succeed" in t for t in texts(at.caption))
