@@ -46,15 +46,31 @@ def colors(df: pd.DataFrame) -> dict[str, str]:
     return out
 
 
+LEGEND_OVERHEAD = 6  # the lab's steps named in the legend, the longest first; the rest share one entry
+OTHER_STEPS = "other lab steps (hover for each)"
+OTHER_COLOR = "#e8d9c0"
+
+
+def legend_groups(df: pd.DataFrame) -> pd.Series:
+    """Each entry's legend entry: its phase, except the lab's shorter steps, which share OTHER_STEPS (a job's
+    timeline has 25-30 phases: a legend of each read as noise)."""
+    overhead = df[df["kind"] == "overhead"].groupby("phase")["seconds"].sum().sort_values(ascending=False)
+    named = set(overhead.index[:LEGEND_OVERHEAD])
+    return df["phase"].where((df["kind"] != "overhead") | df["phase"].isin(named), OTHER_STEPS)
+
+
 def bar(timeline: list[dict], title: str = "Where this job's time went, claim to stored") -> go.Figure:
     """One stacked horizontal bar: each entry at its own start (so a phase that comes back, like accuracy after
-    each first call, sits where it happened), its name written on it where it fits, seconds on hover."""
+    each first call, sits where it happened), its name written on it where it fits, seconds on hover. The legend
+    names the measurement, the longest lab steps and unaccounted time; the shorter steps share one entry."""
     df = frame(timeline)
     df["label"] = df["phase"]
-    fig = px.bar(df, x="seconds", y="row", base="start", color="phase", orientation="h", text="label",
-                 color_discrete_map=colors(df), custom_data=["start", "share", "kind"])
+    df["group"] = legend_groups(df)
+    fig = px.bar(df, x="seconds", y="row", base="start", color="group", orientation="h", text="label",
+                 color_discrete_map={**colors(df), OTHER_STEPS: OTHER_COLOR},
+                 custom_data=["start", "share", "kind", "phase"])
     fig.update_traces(textposition="inside", insidetextanchor="middle", textangle=0,
-                      hovertemplate="<b>%{fullData.name}</b> (%{customdata[2]})<br>%{x:.3g} s, "
+                      hovertemplate="<b>%{customdata[3]}</b> (%{customdata[2]})<br>%{x:.3g} s, "
                                     "%{customdata[1]:.1%} of the job<br>from %{customdata[0]:.3f} s<extra></extra>")
     fig.update_layout(barmode="overlay", uniformtext=dict(minsize=9, mode="hide"), height=300, title=title,
                       margin=dict(l=10, r=10, t=50, b=10), bargap=0.15,

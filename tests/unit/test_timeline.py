@@ -116,3 +116,20 @@ def test_a_timeline_is_stored_with_its_result_and_read_back_for_the_sweep(any_db
     assert rec["timeline"] == tl
     share = results.sweep_measurement(engine, sweep_id)
     assert share["jobs"] == 1 and share["measured_s"] == pytest.approx(2.5) and share["wall_s"] >= 0
+
+
+def test_the_timeline_bars_legend_names_the_long_steps_and_groups_the_short_ones():
+    """A real job's timeline has 25-30 phases; its legend named every one (27 entries). Now: the measurement, the
+    longest lab steps and unaccounted time, the rest under one entry; every phase still named on hover."""
+    from dashboard.charts import timeline_bar
+
+    phases = [{"phase": f"step {i}", "start": float(i), "seconds": 0.01 * (i + 1)} for i in range(20)]
+    phases += [{"phase": m, "start": 30.0 + k, "seconds": 1.0} for k, m in enumerate(timeline.MEASURED)]
+    phases.append({"phase": UNACCOUNTED, "start": 40.0, "seconds": 0.1})
+    fig = timeline_bar.bar(phases)
+    legend = {t.name for t in fig.data}
+    assert len(legend) == len(timeline.MEASURED) + timeline_bar.LEGEND_OVERHEAD + 2  # + unaccounted + the rest
+    assert {f"step {i}" for i in range(14, 20)} <= legend and "step 0" not in legend
+    assert timeline_bar.OTHER_STEPS in legend
+    hovered = {name for t in fig.data for name in (row[3] for row in t.customdata)}
+    assert {f"step {i}" for i in range(20)} <= hovered
