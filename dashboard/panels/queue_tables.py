@@ -96,8 +96,9 @@ def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
     if not rows:
         st.info("No jobs match. Submit a sweep on the Submit page.")
     else:
-        st.dataframe(jobs_table(rows, workers), hide_index=True, width="stretch", height=min(38 + 35 * len(rows), 560),
-                     column_config={
+        table = jobs_table(rows, workers)
+        picked = st.dataframe(table, hide_index=True, width="stretch", height=min(38 + 35 * len(rows), 560),
+                     key="queue_rows", on_select="rerun", selection_mode="single-row", column_config={
                          "job": st.column_config.NumberColumn("job", format="%d", width="small"),
                          "sweep": st.column_config.NumberColumn("sweep", format="%d", width="small"),
                          "↻": st.column_config.TextColumn(
@@ -108,6 +109,15 @@ def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
                          "progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0,
                                                                      format="percent", width="small"),
                          "note": st.column_config.TextColumn("error / why it waits", width="large")})
+        chosen = [int(table["job"].iloc[i]) for i in picked.selection.rows if i < len(table)]
+        if chosen:  # a row picked in the table opens its job (no id to type)
+            # the job-id field (key "job", the Job page's and this page's detail) follows the pick: a page's bound
+            # field keeps the session's value over a link's, so the link alone opened the id typed before
+            st.session_state["job"] = str(chosen[0])
+            st.page_link("screens/job.py", label=f"Open job #{chosen[0]}: its numbers, caches, kernels, output code",
+                         icon=":material/description:", query_params={"job": chosen[0]})
+        else:
+            st.caption("Pick a row (its left edge) to open that job.")
     with st.expander(f"Live workers ({len(workers)})"):
         st.dataframe(pd.DataFrame([{
             "worker": w.id, "state": w.state, "job": w.current_job_id, "devices": ", ".join(w.capabilities.get(

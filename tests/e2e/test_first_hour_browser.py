@@ -3,6 +3,7 @@ on its page; the N-calls sentence for a configuration slower per call, at the N 
 link names on Submit; no GPU clock on CPU-only data. The lab's data is stored through the queue as a worker
 stores it (the measuring itself is tests/integration's)."""
 import os
+import re
 import urllib.parse
 
 import pytest
@@ -70,3 +71,17 @@ def test_a_new_users_first_hour_reads_right_in_a_browser(lab, browser, tmp_path)
     page.screenshot(path=str(tmp_path / "submit-model-from-link.png"))
     query = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)
     assert query.get("model") == ["mlp"]
+
+    page.goto(f"{lab['url']}/queue")  # a row picked in the jobs table opens its job
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    grid.wait_for()
+    page.get_by_text("Pick a row (its left edge) to open that job.").wait_for()
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + 14, box["y"] + 35 + 17)  # the first row's marker, under the header
+    link = page.get_by_role("link", name=re.compile(r"Open job #\d+"))
+    link.wait_for()
+    shown = int(re.search(r"#(\d+)", link.inner_text()).group(1))
+    assert shown in lab["jobs"]
+    link.click()
+    page.get_by_text("No tlparse report for this job").wait_for()  # on that job's page
+    assert f"job={shown}" in page.url
