@@ -68,12 +68,31 @@ def compared(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, tuple[str, str]]:
     return out
 
 
-def numbers(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+ANSWERED = ("speedup", "eager_ms", "compiled_ms", "break_even_calls")  # the numbers the answer itself gives
+
+
+def numbers(a: pd.DataFrame, b: pd.DataFrame, answers: dict | None = None) -> pd.DataFrame:
     """Sweep jobs matched on batch size and compile settings, except those that set the sweeps apart
     (`compared`: their column reads "A's → B's"): medians of A and B, and B's change in %. A combination
-    only one side ran, or that failed on one side, keeps its row with that side's status."""
+    only one side ran, or that failed on one side, keeps its row with that side's status. `answers` (job id -> its
+    configuration's answer row, lab.answer): where a side's combination is one configuration of the answer, its
+    speedup, latencies and break-even are the answer's, the same numbers Results and `runner report` give."""
     apart = compared(a, b)
     keys = [c for c in MATCH if c not in apart] or ["_all"]
+
+    def answered(df: pd.DataFrame, med: pd.DataFrame) -> pd.DataFrame:
+        if not answers or df.empty:
+            return med
+        rows = df.assign(_row=df["job_id"].map(lambda j: id(answers[j]) if j in answers else None))
+        for combo, part in rows.groupby(keys, dropna=False):
+            combo = combo[0] if isinstance(combo, tuple) and len(keys) == 1 else combo
+            ids = set(part["_row"].dropna())
+            if len(ids) == 1:  # one configuration of the answer: its numbers
+                row = answers[part["job_id"][part["_row"].notna()].iloc[0]]
+                for metric in ANSWERED:
+                    if row[metric] is not None and combo in med.index:
+                        med.loc[combo, metric] = float(row[metric])
+        return med
 
     def side(df: pd.DataFrame) -> pd.DataFrame:
         df = df.assign(_all="")
@@ -85,7 +104,7 @@ def numbers(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
         every = disturbed.groupby([ok[c] for c in keys], dropna=False).transform("all").astype(bool)
         ok = ok[answers]
         grouped = ok.groupby(keys, dropna=False)
-        med = grouped[list(METRICS)].median()
+        med = answered(df[df["status"] == "succeeded"], grouped[list(METRICS)].median())
         med["noisy"] = every[ok.index].groupby([ok[c] for c in keys], dropna=False).all()
         spread = ok[[c for c in ("eager_spread", "compiled_spread") if c in ok]].max(axis=1)
         med["spread"] = spread.groupby([ok[c] for c in keys], dropna=False).median() if len(spread) else float("nan")

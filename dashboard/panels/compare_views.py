@@ -9,8 +9,8 @@ from dashboard.data.plot_data import NOISY
 from dashboard.data.series_labels import fold_modes, fold_request, folded_notes
 from dashboard.markup import md
 from dashboard.markup import plot as plot_text
+from dashboard.panels import answer_table, versiondiff
 from dashboard.panels import compare_tables as tables
-from dashboard.panels import versiondiff
 from dashboard.state import resources
 from db import reports
 from db.results import export_records
@@ -57,7 +57,7 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
         st.markdown("**Torch versions**: the same configuration under each version these sweeps ran")
         versiondiff.show(by_version, key="compare_versions")
     tables.old_timing(rows_a, rows_b)
-    nums = diff.numbers(rows_a, rows_b)
+    nums = diff.numbers(rows_a, rows_b, sweep_answers(sorted({a, b})))
     apart = diff.compared(rows_a, rows_b)
     matched = [c for c in diff.MATCH if c not in apart]
     both_ran = nums.dropna(subset=["speedup A", "speedup B"])
@@ -175,3 +175,12 @@ def compare_runs(df: pd.DataFrame) -> None:
                              "side": side, "ms": v} for v in block]
     if samples:
         st.plotly_chart(compare_bars.samples_box(samples), key="compare_samples")
+
+
+def sweep_answers(sweep_ids: list[int]) -> dict:
+    """Job id -> its configuration's answer row, each sweep answered on its own (two sweeps of one configuration are
+    two answers here, not one pooled): Compare's speedups and latencies are the answer's (diff.numbers)."""
+    engine = resources.engine()
+    priors = answer_table.priors(resources.store().version, engine)
+    return {int(j): row for sid in sweep_ids for row in reports.report(engine, sweep_ids=[sid], priors=priors)
+            for j in row.job_ids.split()}

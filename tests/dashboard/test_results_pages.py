@@ -386,3 +386,29 @@ def test_repeats_judge_eager_as_the_answer_does(lab):  # noqa: F811 (the fixture
     assert abs(eager_pair["ratio"] - 1 / row.speedup) < 1e-9 and eager_pair["gap %"] != eager_pair["gap %"]
     summary = at.dataframe[1].value
     assert abs(summary["compiled_ms"].iloc[0] - row.compiled_ms) < 1e-9 and shown["compiled ms"] == f"{row.compiled_ms:.4g}"
+
+
+def test_compare_reads_each_sweeps_answer(lab):  # noqa: F811 (the fixture)
+    """Compare's speedup and latencies of a configuration are the ones its answer gives (the mean over its
+    processes' paired rounds), not a second statistic of the same runs (the median of the jobs' own speedups)."""
+    from db.reports import report
+    from lab.spec import ModelInfo
+    from lab.sweep import SweepRequest
+
+    sweeps = []
+    for name, speedups in (("one", (0.70, 0.80, 0.75)), ("two", (0.90, 0.84, 0.88))):
+        sid, _, _ = queue.submit(lab, SweepRequest(model="simplenet", batch_sizes=[32], device="cpu", repeat=3,
+                                                   process_repeats=1, name=name),
+                                 {"simplenet": ModelInfo("simplenet", "d")})
+        sweeps.append(sid)
+        for s, center in zip(speedups, (0.758, 0.761, 0.759) if name == "one" else (0.86, 0.87, 0.865)):
+            claim = queue.claim_next(lab, "w", ["cpu"], ["simplenet"], 60)
+            queue.finish(lab, claim.job_id, claim.token, JobStatus.SUCCEEDED, result={
+                "eager_ms": 1.0, "compiled_ms": 1.0 / s, "speedup": s, "round_speedup": center,
+                "round_speedup_se": 0.002, "eager_first_call_s": 0.01, "compiled_first_call_s": 3.0,
+                "device_name": "cpu"})
+    at = ok(page("compare", a=str(sweeps[0]), b=str(sweeps[1])))
+    table = at.dataframe[2].value
+    (speedup,) = table[table["metric"] == "speedup"].to_dict(orient="records")
+    (a,), (b,) = (report(lab, sweep_ids=[s]) for s in sweeps)
+    assert (speedup["A"], speedup["B"]) == (f"{a.speedup:.4g}", f"{b.speedup:.4g}")  # not 0.75 and 0.88 (medians)
