@@ -150,8 +150,8 @@ class Interval:
         if self.processes == 1:
             if self.prior_measured:
                 return f"one process only: widened by this device's spread between fresh processes ({self.prior_sd:.0%})"
-            return (f"one process only: widened by the usual spread between fresh processes ({self.prior_sd:.0%}; "
-                    "this device has run no configuration in several processes yet)")
+            return (f"one process only: widened by the usual spread between fresh processes ({self.prior_sd:.0%}, "
+                    "none measured on this device yet)")
         if self.rounds_part >= self.process_part and round_spread is not None:
             return f"the rounds scatter {round_spread:.0%}"
         return f"its {self.processes} processes disagree by {self.process_part * math.sqrt(self.processes):.0%}"

@@ -78,7 +78,8 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
                  height=min(tables.fit(len(table)), 600))
     st.caption(("; ".join(f"**{c}** sets the sweeps apart ({va} → {vb}): jobs are not matched on it" for c, (va, vb)
                           in apart.items()) + ". " if apart else "")
-               + f"Jobs are matched on {', '.join(matched) or 'nothing else'}; medians over repeats. Δ% is B against A: green "
+               + f"Jobs are matched on {', '.join(matched) or 'nothing else'}; speedup, latencies and break-even are "
+               "each sweep's answer (as on Results), the other numbers medians over repeats. Δ% is B against A: green "
                f"where B is at least {diff.NOTABLE:.0%} better, red where worse; never for a steady-state change "
                f"smaller than {diff.NOISE_FACTOR:g}× the runs' spread (IQR / median of a job's round medians): inside "
                "the noise it is no finding. With one eager workload on both sides, eager is the control: it runs no "

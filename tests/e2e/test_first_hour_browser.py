@@ -5,6 +5,7 @@ stores it (the measuring itself is tests/integration's)."""
 import os
 import re
 import urllib.parse
+from pathlib import Path
 
 import pytest
 
@@ -44,6 +45,7 @@ def lab(tmp_path):
 def test_a_new_users_first_hour_reads_right_in_a_browser(lab, browser, tmp_path):  # noqa: F811
     page = browser.new_page(viewport={"width": 1400, "height": 1100})
     page.set_default_timeout(60_000)
+    shots = Path(os.environ.get("COMPILE_LAB_SHOTS") or tmp_path)  # the docs' screenshots: COMPILE_LAB_SHOTS=docs/...
 
     page.goto(f"{lab['url']}/job?job={lab['jobs'][0]}")
     page.get_by_text("No tlparse report for this job: tlparse was not found on the worker").wait_for()
@@ -56,6 +58,7 @@ def test_a_new_users_first_hour_reads_right_in_a_browser(lab, browser, tmp_path)
     assert "no number of calls repays its first call" in said.inner_text()
     assert "not repaid yet" not in page.locator("body").inner_text()
     page.get_by_role("button", name="Calls your program makes: N = 100,000").wait_for()  # the link's N
+    page.screenshot(path=str(shots / "results-ncalls-slower-cpu.png"), full_page=True)
 
     page.goto(f"{lab['url']}/results?chart=Speedup&clock=GPU+time")  # a link made on a GPU lab's data
     page.get_by_text("Clock").first.wait_for()
@@ -68,7 +71,7 @@ def test_a_new_users_first_hour_reads_right_in_a_browser(lab, browser, tmp_path)
     picker = page.get_by_role("combobox", name="Model")
     picker.wait_for()
     assert picker.input_value() == "mlp"
-    page.screenshot(path=str(tmp_path / "submit-model-from-link.png"))
+    page.screenshot(path=str(shots / "submit-model-from-link-cpu.png"))
     query = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)
     assert query.get("model") == ["mlp"]
 
@@ -80,6 +83,7 @@ def test_a_new_users_first_hour_reads_right_in_a_browser(lab, browser, tmp_path)
     page.mouse.click(box["x"] + 14, box["y"] + 35 + 17)  # the first row's marker, under the header
     link = page.get_by_role("link", name=re.compile(r"Open job #\d+"))
     link.wait_for()
+    page.screenshot(path=str(shots / "queue-row-opens-job-cpu.png"), full_page=True)
     shown = int(re.search(r"#(\d+)", link.inner_text()).group(1))
     assert shown in lab["jobs"]
     link.click()

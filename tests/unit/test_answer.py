@@ -57,7 +57,7 @@ def test_one_process_is_widened_by_the_spread_between_processes_the_device_has_s
     assert "one process" in one["verdict"]
     (tight,) = answer_rows([alone])  # no device history: the default prior (5%, worth little), said in words
     assert tight["speedup_ci_high"] / tight["speedup"] - 1 > 0.10 and "anywhere from" in tight["verdict"]
-    assert "this device has run no configuration in several processes yet" in tight["verdict"]
+    assert "the usual spread between fresh processes (5%, none measured on this device yet)" in tight["verdict"]
     assert "this device's spread" in one["verdict"] and "GPU" not in tight["verdict"]
 
 
