@@ -162,10 +162,11 @@ def compare_runs(df: pd.DataFrame) -> None:
         env = diff.side_by_side(diff.environment(df[df["job_id"] == a]), diff.environment(df[df["job_id"] == b]))
         st.dataframe(tables.highlight_rows(env), hide_index=True, width="stretch")
         st.subheader("Numbers")
-        noisy = [(name, rec) for name, rec in (("A", ra), ("B", rb)) if rec.get("noisy") is True]
+        # disturbed by a measured cause: out of the answer (a run an older worker flagged for its scatter is not)
+        noisy = [(name, rec) for name, rec in (("A", ra), ("B", rb)) if rec.get("disturbed") is True]
         for name, rec in noisy:
-            st.warning(f"Run {name} (#{rec['job_id']}) is noisy: {md(rec.get('noise_note') or 'spread past 5%')}. Its "
-                       "numbers are out of the answer; no change against it is coloured.", icon=":material/warning:")
+            st.warning(f"Run {name} (#{rec['job_id']}) was disturbed: {md(rec.get('noise_note') or 'a cause from outside')}. "
+                       "Its numbers are out of the answer; no change against it is coloured.", icon=":material/warning:")
         judge = tables.judged(ra["model"], rb["model"]) and not noisy
         st.dataframe(tables.highlight_changes(diff.run_numbers(ra, rb), judge=judge), hide_index=True, width="stretch")
     samples = []

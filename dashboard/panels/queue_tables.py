@@ -220,7 +220,8 @@ def result_summary(detail: dict) -> dict:
     (r,) = export_records(resources.engine(), job_ids=[detail["job_id"]])
     c = st.columns(7)
     c[0].metric("Speedup", _x(r["speedup"]), help="latency: eager ms / compiled ms, one synchronous call as the "
-                "caller sees it (medians)" + (" · ⚠ noisy: spread past 5%" if r["noisy"] else ""))
+                "caller sees it (medians)" + (f" · ⚠ disturbed: {md(r.get('noise_note') or 'a cause from outside')}"
+                                              if r.get("disturbed") is True else ""))
     c[1].metric("Throughput speedup", _x(r["throughput_speedup"]), help="back-to-back calls, one sync per block")
     c[2].metric("GPU speedup", _x(r["gpu_speedup"]), help="kernel time only (CUDA): a diagnosis, not the headline")
     c[3].metric("Eager / compiled, ms", f"{r['eager_ms']:.3g} / {r['compiled_ms']:.3g}"  # fits its seventh of a row

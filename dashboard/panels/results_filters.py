@@ -11,9 +11,11 @@ from dashboard.state import resources, url_params
 URL_KEYS = {"torch_version": "torch", "device_name": "gpu"}  # shorter query parameter names
 FILTER_VALUES_SHOWN = 3  # per filter, in the line that names what is set
 NOISY_NOTE = ("Spread: IQR / median over a job's rounds, of the speedup (each round's eager / compiled) and of each "
-              "side's median; ⚠ noisy when the speedup's spread is past 5%, or when "
-              "host-sensitive (the GPU idles a quarter of a call or more: its latency moves from process to process); "
-              "noise_note says why. Ringed or hollow points below are configurations with a noisy run.")
+              "side's median: scatter, which widens the answer's interval. ⚠ noisy: a run disturbed by a cause measured "
+              "during its rounds (another process on the GPU or the worker's cores, throttled clocks, memory "
+              "pressure), named in noise_note, and left out of the answer where an undisturbed run exists (rows "
+              "stored by older workers were flagged for scatter past 5%). Ringed or hollow points below are "
+              "configurations with such a run.")
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)

@@ -254,10 +254,10 @@ def export_table(shown, engine) -> None:
                        "throughput_speedup": st.column_config.NumberColumn(format="%.3f×", help="back-to-back calls"),
                        "gpu_speedup": st.column_config.NumberColumn(format="%.3f×", help="kernels only (CUDA): a "
                                                                     "diagnosis of the generated code"),
-                       "noisy": st.column_config.TextColumn(help="The speedup's spread past 5%, or host-sensitive (its "
-                                                                 "latency moves from process to process): read this "
-                                                                 "job's numbers with care, or repeat it; noise_note "
-                                                                 "says why"),
+                       "noisy": st.column_config.TextColumn(help="Disturbed by a cause measured during its rounds "
+                                                                 "(noise_note names it: another process on the GPU "
+                                                                 "or the cores, throttled clocks); older workers "
+                                                                 "flagged a speedup's spread past 5%"),
                        "speedup_spread": st.column_config.NumberColumn(
                            format="percent", help="IQR / median of the per-round eager / compiled ratios: drift that "
                                                   "slows both sides of a round alike cancels"),

@@ -412,3 +412,25 @@ def test_compare_reads_each_sweeps_answer(lab):  # noqa: F811 (the fixture)
     (speedup,) = table[table["metric"] == "speedup"].to_dict(orient="records")
     (a,), (b,) = (report(lab, sweep_ids=[s]) for s in sweeps)
     assert (speedup["A"], speedup["B"]) == (f"{a.speedup:.4g}", f"{b.speedup:.4g}")  # not 0.75 and 0.88 (medians)
+
+
+def test_compare_runs_warns_of_a_disturbed_run_not_of_old_scatter(lab):  # noqa: F811 (the fixture)
+    """A run an older worker flagged noisy for its scatter answers (scatter is no cause); a run disturbed by a measured
+    cause is out of the answer, and Compare says so with the cause."""
+    from dashboard.markup import md
+    from lab.spec import ModelInfo
+    from lab.sweep import SweepRequest
+
+    _, ids, _ = queue.submit(lab, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", repeat=2,
+                                               process_repeats=1), {"simplenet": ModelInfo("simplenet", "d")})
+    flags = ({"noisy": True, "noise_note": "speedup spread 7% (past 5%)"},
+             {"noisy": True, "disturbed": True, "noise_note": "another process used 0.9 of the cores"})
+    for extra in flags:
+        claim = queue.claim_next(lab, "w", ["cpu"], ["simplenet"], 60)
+        queue.finish(lab, claim.job_id, claim.token, JobStatus.SUCCEEDED, result={
+            "eager_ms": 1.0, "compiled_ms": 0.8, "speedup": 1.25, "device_name": "cpu", **extra})
+    at = ok(page("compare", kind="runs", ja=str(ids[0]), jb=str(ids[1])))
+    warned = [w.value for w in at.warning]
+    cause = md("another process used 0.9 of the cores")  # a worker's words, shown as text
+    assert warned == [f"Run B (#{ids[1]}) was disturbed: {cause}. Its numbers are out of the answer; no change "
+                      "against it is coloured."], warned
