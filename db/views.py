@@ -350,6 +350,27 @@ def job_rows(engine: Engine, sweep_ids: Iterable[int] | None = None, statuses: I
     return out
 
 
+def last_cold_compiles(engine: Engine, job_ids: Iterable[int]) -> dict[int, float]:
+    """For each of these (running) jobs, how long its configuration's newest stored cold first call took (the
+    same spec on the same key, jobs.config): what the Queue says a compile in progress may take. {} for none."""
+    ids = list(job_ids)
+    if not ids:
+        return {}
+    with reading(engine) as s:
+        keys = dict(s.execute(select(Job.id, Job.config).where(Job.id.in_(ids))).all())
+        wanted = {k for k in keys.values() if k}
+        if not wanted:
+            return {}
+        newest = (select(Job.config, Result.compiled_first_call_s).join(Result, Result.job_id == Job.id)
+                  .where(Job.config.in_(sorted(wanted)), Result.first_call_cache == "cold",
+                         Result.compiled_first_call_s.is_not(None))
+                  .order_by(Job.id.desc()))
+        took: dict[str, float] = {}
+        for config, seconds in s.execute(newest):
+            took.setdefault(config, float(seconds))
+    return {j: took[k] for j, k in keys.items() if k in took}
+
+
 def job_detail(engine: Engine, job_id: int) -> dict | None:
     """One job's spec, status, error and log tail (the Queue page's detail view)."""
     with reading(engine) as s:

@@ -77,8 +77,11 @@ def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
     running = [r for r in rows if r["status"] == "running"]
     if running:
         st.subheader("Running now")
+        took = views.last_cold_compiles(engine, [r["job_id"] for r in running if r["phase"] == "compiling"])
         for r in running:
             pct = f" {r['progress']:.0%}" if r["progress"] is not None else ""
+            if r["job_id"] in took:  # a compile reports no fraction: what this configuration's last cold one took
+                pct = f" (its configuration's last cold compile took {took[r['job_id']]:.3g} s)"
             elapsed = f" · {r['elapsed_s']:.0f} s" if r["elapsed_s"] is not None else ""
             st.progress(min(max(r["progress"] or 0.0, 0.0), 1.0),
                         text=f"**#{r['job_id']}** {describe(r['spec'])} — **{r['phase'] or 'starting'}**{pct}{elapsed}"

@@ -430,3 +430,19 @@ def test_a_job_without_a_tlparse_report_says_why_and_a_follow_up_names_its_first
     at = ok(page("job", job=str(repeat)))
     assert any(f"its first run, job #{ids[0]}, has the tlparse report" in c.value for c in at.caption)
     assert not [i for i in at.info if "No tlparse report" in i.value]
+
+
+def test_a_running_compile_says_what_its_configurations_last_cold_compile_took(worker):
+    from lab.sweep import SweepRequest
+
+    ids = queue.submit(worker, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", repeat=2,
+                                            process_repeats=1), zoo.model_infos(zoo.catalog()))[1]
+    first = queue.claim_next(worker, "host:1:any:test", ["cpu"], ["simplenet"], 60)
+    queue.finish(worker, first.job_id, first.token, JobStatus.SUCCEEDED, result={
+        "eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "compiled_first_call_s": 17.2, "first_call_cache": "cold"})
+    second = queue.claim_next(worker, "host:1:any:test", ["cpu"], ["simplenet"], 60)
+    assert second.job_id == ids[1]
+    queue.heartbeat_job(worker, second.job_id, second.token, 60, "compiling", None)
+    at = ok(page("queue"))
+    (bar,) = [p.proto.text for p in at.get("progress") if f"#{ids[1]}" in p.proto.text]
+    assert "compiling" in bar and "its configuration's last cold compile took 17.2 s" in bar
