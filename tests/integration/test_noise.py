@@ -87,7 +87,9 @@ def test_scatter_alone_is_no_cause_the_run_answers_with_a_wider_interval(db_url,
     recs = records(db_url)
     rows = {r["config"]: r for r in report(get_engine(db_url))}
     loud, calm = rows["default · noise=always"], rows["default · noise=never"]
-    assert recs[scattered[0]]["speedup_spread"] > 0.05 > recs[quiet[0]]["speedup_spread"]
+    # the jittery rounds scatter far more than the quiet fixture's (which on this 2-core box once read 7%, in CI,
+    # right after the browser walk: an absolute bound on the quiet one tested the box, not the lab)
+    assert recs[scattered[0]]["speedup_spread"] > max(0.05, 2 * recs[quiet[0]]["speedup_spread"])
     assert loud["speedup"] is not None
     width = lambda r: r["speedup_ci_high"] / r["speedup_ci_low"]  # noqa: E731
     assert width(loud) > width(calm)
