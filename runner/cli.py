@@ -11,7 +11,6 @@ import logging
 import os
 import re
 import sys
-import textwrap
 from pathlib import Path
 
 from sqlalchemy import exc as sa_exc
@@ -24,7 +23,7 @@ from db.results import iter_records, write_csv, write_json
 from lab import answer, unpack, versions
 from lab.axes import AXES, BY_FIELD, COMPILE_AXES
 from lab.checks import SpecError, integer
-from lab.errors import first_line
+from lab.errors import cut, first_line
 from lab.spec import job_label
 from lab.sweep import SweepRequest, split_sizes
 from runner import signing, zoo
@@ -333,17 +332,11 @@ def cmd_status(args) -> int:
         elif j["status"] == "queued":
             line += f"  ({j['waiting_reason']})" if j["waiting_reason"] else ""
         elif j["error"]:
-            line += f"  {_cut(first_line(j['error']), 140)}"
+            line += f"  {cut(first_line(j['error']), 140)}"
         if j["follow_up"]:
-            line += f"  ({_cut(j['follow_up'], 160)})"
+            line += f"  ({cut(j['follow_up'], 160)})"
         print(line)
     return 0
-
-
-def _cut(text: str, width: int) -> str:
-    """`text` in at most `width` characters, cut at a word boundary with an ellipsis (never mid-word);
-    the job's page and `runner export` hold it whole."""
-    return text if len(text) <= width else textwrap.shorten(text, width, placeholder=" …")
 
 
 def cmd_cancel(args) -> int:

@@ -28,14 +28,12 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import OperationalError
 
 from db import queue
 from db.database import get_engine
 from db.engine import DatabaseGone, MalformedJSON, check_identity, file_identity
 from db.models import JobStatus
-from db.results import store_timeline
-from lab import timeline
 from lab.checks import SpecError
 from lab.errors import first_line
 from lab.noise import cpus_text
@@ -46,6 +44,7 @@ from runner import probe as host_probe
 from runner.child import THREADS_ENV, WORKER_PID_ENV
 from runner.disturbance import my_cpus
 from runner.lease import LeaseKeeper, Renewed
+from runner.model_folders import ModelFolders
 from runner.neighbours import sharing
 from runner.signing import KEY_FILE_ENV, Signer
 from runner.spawn import SpawnError, make_spawner
@@ -90,8 +89,7 @@ class Worker(Supervision):
         self.beat_s = min(cfg.heartbeat_s, cfg.lease_s / 3)
         self.home = Path(cfg.home).resolve()
         self.entries = zoo.catalog(cfg.models_dirs)
-        self._models_seen = zoo.folders_state(cfg.models_dirs)  # what the catalog was read from (rescan_models)
-        self._models_checked = time.monotonic()
+        self.model_folders = ModelFolders(cfg.models_dirs)  # watched while idle (rescan_models)
         self.capabilities: dict = {}
         self.probe: dict = {}  # torch, triton, devices: what keys a portable compile cache (runner.portable)
         self.cpus = my_cpus()  # its affinity: published, so workers on one host can tell they share cores
@@ -141,33 +139,20 @@ class Worker(Supervision):
                  "(%s)", self.id, ",".join(devices), f" ({probe.get('device_name')})" if probe.get("device_name") else "",
                  len(self.entries), self.cfg.spawn, cpus_text(self.cpus), self.threads, time.monotonic() - began, how)
 
-    def rescan_models(self, every_s: float = 2.0) -> bool:
-        """While idle, at most every `every_s`: when a file in the models folders was added, removed or changed,
-        read the catalog again and publish it (the Submit page offers what live workers publish). A folder whose
-        files no longer read (a syntax error half-way through an edit) keeps the last catalog, and says why in the
-        log. True when the catalog changed."""
-        if not self.cfg.models_dirs or time.monotonic() - self._models_checked < every_s:
+    def rescan_models(self) -> bool:
+        """While idle: a changed models folder read again (runner.model_folders) and, when what it offers changed,
+        published (the Submit page offers what live workers publish). True when the offer changed."""
+        entries = self.model_folders.changed(self.entries)
+        if entries is None:
             return False
-        self._models_checked = time.monotonic()
-        seen = zoo.folders_state(self.cfg.models_dirs)
-        if seen == self._models_seen:
-            return False
-        self._models_seen = seen
-        try:
-            entries = zoo.catalog(self.cfg.models_dirs)
-        except zoo.ModelFileError as e:
-            log.warning("worker %s: the models folders changed but do not read (%s); offering the models as before",
-                        self.id, e)
-            return False
-        if {n: e.info for n, e in entries.items()} == {n: e.info for n, e in self.entries.items()}:
-            self.entries = entries  # the code changed, not what is offered: each job's child reads the file anew
-            return False
-        self.entries = entries
-        if self.capabilities:
+        offered = {n: e.info for n, e in entries.items()} != {n: e.info for n, e in self.entries.items()}
+        self.entries = entries  # the code may have changed alone: each job's child reads its file anew
+        if offered and self.capabilities:
             self.capabilities = {**self.capabilities, "models": [e.info.to_dict() for e in entries.values()]}
             self._retry("publish the models", lambda: queue.publish_capabilities(self.engine, self.id, self.capabilities))
-        log.info("worker %s: models folders changed; now offering %s", self.id, ", ".join(sorted(entries)))
-        return True
+        if offered:
+            log.info("worker %s: models folders changed; now offering %s", self.id, ", ".join(sorted(entries)))
+        return offered
 
     def _capabilities(self, probe: dict) -> dict:
         devices = (["cuda", "cpu"] if probe.get("cuda") else ["cpu"])
@@ -403,16 +388,6 @@ class Worker(Supervision):
             shutil.rmtree(jobdir, ignore_errors=True)
         self._retry("note the worker idle", lambda: queue.heartbeat_worker(self.engine, self.id, "idle"))
         return outcome
-
-    def _store_timeline(self, job_id: int, outcome: Outcome, steps: Phases, t0: float) -> None:
-        """The job's timeline, claim to stored, into its stored result's detail: a second short write, since the
-        first one's own duration belongs on it. A result without it is still whole, so a failure only warns."""
-        tl = timeline.for_job(steps, outcome.phases, outcome.written_at, t0, steps.intervals[-1]["end"])
-        try:
-            self._retry("store the timeline", lambda: store_timeline(self.engine, job_id, outcome.result.get("detail"),
-                                                                     tl))
-        except DBAPIError as e:
-            log.warning("job %s: timeline not stored (%s)", job_id, first_line(e))
 
     def rebuild_spec(self, stored) -> ExperimentSpec:
         """The stored spec, validated again: the database is outside our control (old rows, hand edits).

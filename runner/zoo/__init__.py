@@ -91,20 +91,6 @@ def read_entry(path: Path, source: str) -> ZooEntry | None:
     return ZooEntry(info=info, path=path.resolve(), stochastic=bool(lit.get("STOCHASTIC", False)))
 
 
-def folders_state(models_dirs: Iterable[str | Path]) -> tuple:
-    """What the lab's model folders hold, cheaply: each model file's path, size and modification time (a worker
-    compares it while idle and reads the catalog again when it changes)."""
-    out = []
-    for d in models_dirs:
-        for path in sorted(Path(d).glob("*.py")) if Path(d).is_dir() else ():
-            try:
-                st = path.stat()
-            except OSError:  # removed between the listing and the look
-                continue
-            out.append((str(path), st.st_size, st.st_mtime_ns))
-    return tuple(out)
-
-
 def catalog(models_dirs: Iterable[str | Path] = ()) -> dict[str, ZooEntry]:
     """Built-in models, then each lab directory's (a lab model may not shadow a built-in one)."""
     entries: dict[str, ZooEntry] = {}

@@ -31,6 +31,17 @@ def _decoded(value):
     return [_decoded(v) for v in value] if isinstance(value, list) else value
 
 
+def slower_on_the_cpu(engine) -> None:
+    """Two CPU configurations of simplenet bs 8, each one run, compiled slower per call than eager (0.8x)."""
+    catalog = {"simplenet": ModelInfo("simplenet", "d")}
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", dynamics=[True, False]), catalog)
+    for _ in range(2):
+        claim = queue.claim_next(engine, "w", ["cpu"], ["simplenet"], 60)
+        queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, result={
+            "eager_ms": 1.0, "compiled_ms": 1.25, "speedup": 0.8, "eager_first_call_s": 0.01,
+            "compiled_first_call_s": 4.0, "compiled_second_call_s": 0.002, "device_name": "cpu"})
+
+
 def test_twelve_configurations_read_as_rows_with_short_labels(lab):  # noqa: F811 (the fixture)
     fill(lab, 12, seed=2, device="cuda", rounds=20, **SHAPE)
     at = ok(page("results", chart="Warmup"))  # the Speedup tab draws one chart at a time, named in the link
@@ -52,13 +63,7 @@ def test_twelve_configurations_read_as_rows_with_short_labels(lab):  # noqa: F81
 
 
 def test_break_even_steps_aside_when_compiling_never_pays_off(lab):  # noqa: F811 (the fixture)
-    catalog = {"simplenet": ModelInfo("simplenet", "d")}
-    queue.submit(lab, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", dynamics=[True, False]), catalog)
-    for _ in range(2):
-        claim = queue.claim_next(lab, "w", ["cpu"], ["simplenet"], 60)
-        queue.finish(lab, claim.job_id, claim.token, JobStatus.SUCCEEDED, result={
-            "eager_ms": 1.0, "compiled_ms": 1.25, "speedup": 0.8, "eager_first_call_s": 0.01,
-            "compiled_first_call_s": 4.0, "compiled_second_call_s": 0.002, "device_name": "cpu"})
+    slower_on_the_cpu(lab)
     at = ok(page("results", chart="Break-even"))
     assert not at.get("plotly_chart")  # no empty chart: a line says why
     assert any("compiling never pays off here" in t for t in texts(at.caption))
@@ -66,13 +71,7 @@ def test_break_even_steps_aside_when_compiling_never_pays_off(lab):  # noqa: F81
 
 
 def test_n_calls_for_a_slower_configuration_and_the_n_in_the_link(lab):  # noqa: F811 (the fixture)
-    catalog = {"simplenet": ModelInfo("simplenet", "d")}
-    queue.submit(lab, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", dynamics=[True, False]), catalog)
-    for _ in range(2):
-        claim = queue.claim_next(lab, "w", ["cpu"], ["simplenet"], 60)
-        queue.finish(lab, claim.job_id, claim.token, JobStatus.SUCCEEDED, result={
-            "eager_ms": 1.0, "compiled_ms": 1.25, "speedup": 0.8, "eager_first_call_s": 0.01,
-            "compiled_first_call_s": 4.0, "compiled_second_call_s": 0.002, "device_name": "cpu"})
+    slower_on_the_cpu(lab)
     at = ok(page("results", chart="N calls", calls_n="100000"))  # a copied link's N
     assert at.number_input(key="calls_n").value == 100_000
     (said,) = [t for t in texts(at.markdown) if t.startswith("For 100,000 calls at bs 8")]

@@ -32,7 +32,7 @@ def test_a_sweep_that_is_not_there_is_said(db_url, command, capsys):
 
 
 def test_runner_status_cuts_a_reason_at_a_word_never_inside_one():
-    from runner.cli import _cut
+    from lab.errors import cut as _cut
 
     reason = "compile failed: " + "torch._dynamo.exc.Unsupported graph break in user code " * 5
     cut = _cut(reason, 140)
