@@ -181,7 +181,7 @@ def repeat_spread(rep: RepeatFigures | None) -> None:
                    "configurations are *separated* when the faster one's slowest run beats the slower one's "
                    "fastest; inside each other's range they are *not separable*: that difference is run-to-run "
                    "noise, not a finding. Fastest first (`<` separated, `≈` not):")
-    right.markdown("\n".join(f"- **{g}**: {rep.chains[g]}" for g in rep.groups))
+    right.markdown("\n".join(f"- **{md(g)}**: {md(rep.chains[g])}" for g in rep.groups))  # sweep names: text
     st.dataframe(rep.pairs, hide_index=True, width="stretch", column_config={
         "ratio": st.column_config.NumberColumn("slower / faster", format="%.3f×"),
         "gap %": st.column_config.NumberColumn(format="%+.1f%%", help="(slower's min − faster's max) / faster's "

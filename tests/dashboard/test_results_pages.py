@@ -5,6 +5,7 @@ import json
 import pytest
 
 from dashboard.charts.diagnosis import HOST_COLORS
+from dashboard.markup import md
 from db import queue
 from db.models import JobStatus
 from db.results import export_records
@@ -379,7 +380,7 @@ def test_repeats_judge_eager_as_the_answer_does(lab):  # noqa: F811 (the fixture
     assert shown["verdict"] == row.verdict
     at = ok(page("results", view="Repeats"))
     chain = next(t for t in texts(at.markdown) if t.startswith("- **"))
-    assert "eager < " in chain, chain  # eager first: faster, separated by the answer's interval
+    assert md("eager < ") in chain, chain  # eager first: faster, separated by the answer's interval
     pairs = at.dataframe[0].value
     (eager_pair,) = pairs[(pairs["faster"] == "eager") | (pairs["slower"] == "eager")].to_dict(orient="records")
     assert eager_pair["faster"] == "eager" and eager_pair["verdict"] == "✅ separated"
@@ -417,7 +418,6 @@ def test_compare_reads_each_sweeps_answer(lab):  # noqa: F811 (the fixture)
 def test_compare_runs_warns_of_a_disturbed_run_not_of_old_scatter(lab):  # noqa: F811 (the fixture)
     """A run an older worker flagged noisy for its scatter answers (scatter is no cause); a run disturbed by a measured
     cause is out of the answer, and Compare says so with the cause."""
-    from dashboard.markup import md
     from lab.spec import ModelInfo
     from lab.sweep import SweepRequest
 
