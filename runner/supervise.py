@@ -184,6 +184,16 @@ class Supervision:
                 return Outcome(None)
         return stop_deadline
 
+    def _store_timeline(self, job_id: int, outcome: Outcome, steps: Phases, t0: float) -> None:
+        """The job's timeline, claim to stored, into its stored result's detail: a second short write, since the
+        first one's own duration belongs on it. A result without it is still whole, so a failure only warns."""
+        tl = timeline.for_job(steps, outcome.phases, outcome.written_at, t0, steps.intervals[-1]["end"])
+        try:
+            self._retry("store the timeline", lambda: store_timeline(self.engine, job_id, outcome.result.get("detail"),
+                                                                     tl))
+        except DBAPIError as e:
+            log.warning("job %s: timeline not stored (%s)", job_id, first_line(e))
+
 
 def read_outcome(rc: int, result_file: Path, phase: str) -> Outcome:
     """Turn how the child ended into one recorded state."""
@@ -253,13 +263,3 @@ def log_outcome(job_id: int, o: Outcome) -> None:
                  job_id, r["eager_ms"], r["compiled_ms"], r["speedup"], r["compiled_first_call_s"])
     else:
         log.info("job %s: %s: %s", job_id, o.status.value, o.error)
-
-    def _store_timeline(self, job_id: int, outcome: Outcome, steps: Phases, t0: float) -> None:
-        """The job's timeline, claim to stored, into its stored result's detail: a second short write, since the
-        first one's own duration belongs on it. A result without it is still whole, so a failure only warns."""
-        tl = timeline.for_job(steps, outcome.phases, outcome.written_at, t0, steps.intervals[-1]["end"])
-        try:
-            self._retry("store the timeline", lambda: store_timeline(self.engine, job_id, outcome.result.get("detail"),
-                                                                     tl))
-        except DBAPIError as e:
-            log.warning("job %s: timeline not stored (%s)", job_id, first_line(e))
