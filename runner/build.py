@@ -50,8 +50,10 @@ class Setup:
     phases: Phases
 
 
-def build(spec: ExperimentSpec, entry: ZooEntry, phases: Phases) -> Setup:
-    """Both sides from one seed (same weights), the compiled one wrapped by torch.compile as the spec says."""
+def build(spec: ExperimentSpec, entry: ZooEntry, phases: Phases, trace: bool = True) -> Setup:
+    """Both sides from one seed (same weights), the compiled one wrapped by torch.compile as the spec says; `trace`
+    False (a follow-up process) captures no compile trace (runner.trace): nothing of it is kept, and capturing it
+    cost a warm first call 0.1-0.2 s of lab overhead on an H100."""
     device, dtype, training = _device(spec.device), DTYPES[spec.dtype], spec.task == "training"
     if device.type == "cuda":  # its own phase: else the first tensor moved to the device pays it, unnamed
         with phases.phase("CUDA context"):
@@ -59,13 +61,13 @@ def build(spec: ExperimentSpec, entry: ZooEntry, phases: Phases) -> Setup:
             torch.empty(1, device=device)
             torch.cuda.synchronize()
     with phases.phase("model build"):
-        return _build(spec, entry, phases, device, dtype, training)
+        return _build(spec, entry, phases, device, dtype, training, trace)
 
 
-def _build(spec: ExperimentSpec, entry: ZooEntry, phases: Phases, device, dtype, training) -> Setup:
+def _build(spec: ExperimentSpec, entry: ZooEntry, phases: Phases, device, dtype, training, trace_on: bool) -> Setup:
     breaks = GraphBreakLog()
     cudagraphs_health.listen()
-    trace = CompileTrace()  # after GraphBreakLog: its set_logs resets torch's handlers (never ours)
+    trace = CompileTrace(attach=trace_on)  # after GraphBreakLog: its set_logs resets torch's handlers (never ours)
     module = load_module(entry)
     params = dict(spec.model_args)
     seed(0)

@@ -24,6 +24,7 @@ from runner.reaper import become_subreaper
 
 WORKER_PID_ENV = "COMPILE_LAB_WORKER_PID"  # set by the worker: the parent this child must outlive never
 THREADS_ENV = "COMPILE_LAB_THREADS"  # torch's intra-op threads, pinned by the worker (runner.neighbours)
+RESULT_FD_ENV = "COMPILE_LAB_RESULT_FD"  # set by the preloaded parent: where to say "the result file is complete"
 
 
 def set_pdeathsig(sig: int) -> bool:
@@ -210,7 +211,24 @@ def run_job(args: argparse.Namespace) -> int:
     except Exception as exc:  # every failure becomes a recorded reason, never a vanished job
         traceback.print_exc()
         write_atomic(result_file, {"status": "failed", "error": failure_message(exc, progress.phase)})
+    result_ready()
     return 0
+
+
+def result_ready() -> None:
+    """Tell the preloaded parent (runner.zygote) that the result file is complete, the log flushed: the worker then
+    stores the result while this process exits. Tearing a CUDA context down took 0.12-0.2 s per job on an H100,
+    per-job overhead that no longer waits (a forked child only; elsewhere the worker waits for the exit)."""
+    fd = os.environ.get(RESULT_FD_ENV)
+    if not fd:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.write(int(fd), b"r")
+        os.close(int(fd))
+    except (OSError, ValueError):  # the parent is gone: the worker learns of this child's end from its exit
+        pass
 
 
 def pin_threads() -> None:

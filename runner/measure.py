@@ -115,7 +115,7 @@ def run_repeat(spec: ExperimentSpec, entry: ZooEntry, report: Report, phases: Ph
 
         set_compilation_metrics_limit(1_000_000)
     report("building", None)
-    job = build(spec, entry, phases)
+    job = build(spec, entry, phases, trace=False)
     try:
         first = first_calls(job, report, check=False)
         steady = steady_state(job, report, diagnose=False)

@@ -80,10 +80,20 @@ class ForkedChild:
         self.returncode: int | None = None
 
     def wait(self, timeout: float) -> int | None:
-        """As Popen.wait: once the child has exited, every later call returns its code at once."""
+        """As Popen.wait: once the child has exited, every later call returns its code at once. Returns None
+        early (and at once from then on) when the child has said its result is ready (`result_ready`)."""
         if self.returncode is None:
             self.returncode = self._spawner.wait_exit(self.pid, timeout)
         return self.returncode
+
+    @property
+    def result_ready(self) -> bool:
+        """The child said its result file is complete (runner.child.result_ready); it may still be exiting."""
+        return self.pid in self._spawner._results
+
+    def forget(self) -> None:
+        """Its exit, when it comes, is nobody's business (the worker has what it needs and stopped its group)."""
+        self._spawner.forget(self.pid)
 
 
 class ForkSpawner(Spawner):
@@ -96,6 +106,8 @@ class ForkSpawner(Spawner):
         self._proc: subprocess.Popen | None = None
         self._buffer = b""
         self._exits: dict[int, int] = {}
+        self._results: set[int] = set()  # children that said their result is ready
+        self._forgotten: set[int] = set()  # children whose exit nobody waits for
         self._ready = False
 
     def _ensure(self) -> subprocess.Popen:
@@ -125,8 +137,20 @@ class ForkSpawner(Spawner):
     def _take(self, msg: dict) -> None:
         if msg.get("ready"):
             self._ready = True
+        elif msg.get("result"):
+            self._results.add(msg["pid"])
         elif "returncode" in msg:
-            self._exits[msg["pid"]] = msg["returncode"]
+            if msg["pid"] in self._forgotten:
+                self._forgotten.discard(msg["pid"])
+                self._results.discard(msg["pid"])
+            else:
+                self._exits[msg["pid"]] = msg["returncode"]
+
+    def forget(self, pid: int) -> None:
+        if self._exits.pop(pid, None) is None:
+            self._forgotten.add(pid)
+        else:
+            self._results.discard(pid)
 
     def start(self, argv: list[str], env: dict, cwd: Path, log: Path) -> ForkedChild:
         proc = self._ensure()
@@ -141,15 +165,18 @@ class ForkSpawner(Spawner):
             msg = self._read(timeout=600)
             if msg is None:
                 raise SpawnError("the preloaded parent did not answer within 600 s")
-            if "returncode" in msg or msg.get("ready"):
+            if "returncode" in msg or msg.get("ready") or msg.get("result"):
                 self._take(msg)
             else:
                 self._exits.pop(msg["pid"], None)  # a reused pid: an old exit is not this child's
+                self._results.discard(msg["pid"])
                 return ForkedChild(self, msg["pid"])
 
     def wait_exit(self, pid: int, timeout: float) -> int | None:
         deadline = time.monotonic() + timeout
         while pid not in self._exits:
+            if pid in self._results:
+                return None
             left = deadline - time.monotonic()
             if left <= 0:
                 return None

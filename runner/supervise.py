@@ -107,7 +107,7 @@ class Supervision:
         try:
             try:  # in its own process group either way: one kill reaches all
                 proc = self.spawner.start(argv, env, jobdir, logfile)
-                while (rc := proc.wait(SUPERVISE_TICK_S)) is None:
+                while (rc := proc.wait(SUPERVISE_TICK_S)) is None and not getattr(proc, "result_ready", False):
                     outcome = self._check(proc, claim, lease, progress_file, deadline, spec, stop_deadline)
                     if isinstance(outcome, Outcome):
                         return outcome
@@ -115,7 +115,11 @@ class Supervision:
                     watch.sample()
             except SpawnError as e:  # our own machinery failed, not the experiment: hand the job back
                 return self._spawn_failed(claim, e)
-            steps.marks["child exited"] = time.time()  # when the worker learned it: closes "result write"
+            # when the worker learned the child exited, or (a forked child) that its result is complete while its
+            # exit, the CUDA context's teardown, goes on (runner.child.result_ready): closes "result write"
+            steps.marks["child exited"] = time.time()
+            if rc is None:
+                rc = 0
         finally:
             cleanup_started = time.time()
             lease.done.set()
@@ -237,6 +241,9 @@ def kill_group(proc) -> None:
             pass
     except PermissionError:
         pass
+    if running and getattr(proc, "result_ready", False):  # its result is stored; its exit is its own (and quick)
+        proc.forget()
+        return
     try:
         if proc.wait(30) is None:
             log.error("child %s did not die after SIGKILL", proc.pid)

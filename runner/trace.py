@@ -23,7 +23,7 @@ CACHES = {"fx_graph_cache": "fxgraph", "aotautograd_cache": "aotautograd"}  # th
 class CompileTrace(logging.Handler):
     """Keeps the output code, the graphs and the trace lines (each up to `limit` bytes), and the cache events."""
 
-    def __init__(self, limit: int = MAX_TEXT_BYTES):
+    def __init__(self, limit: int = MAX_TEXT_BYTES, attach: bool = True):
         super().__init__(logging.DEBUG)
         from torch._logging._internal import TorchLogsFormatter, trace_log
 
@@ -35,8 +35,9 @@ class CompileTrace(logging.Handler):
         self.overflow = dict.fromkeys(self.texts, 0)  # bytes not kept past the limit
         self.setFormatter(TorchLogsFormatter(trace=True))
         self._log = trace_log
-        trace_log.setLevel(logging.DEBUG)
-        trace_log.addHandler(self)
+        if attach:  # else torch emits no trace record at all (it builds them only for a handler): all stay empty
+            trace_log.setLevel(logging.DEBUG)
+            trace_log.addHandler(self)
 
     def close(self) -> None:
         self._log.removeHandler(self)

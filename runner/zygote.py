@@ -42,6 +42,7 @@ def _preload() -> None:
         if preload.enabled():
             preload.compile_line()
             preload.first_call_modules()
+            preload.cudnn_libraries()
     os.environ.pop("PYTORCH_NVML_BASED_CUDA_CHECK", None)
     if torch.cuda.is_initialized() or not _forks_can_use_cuda():  # the worker then preloads less, or uses fresh ones
         sys.exit("compile-lab: a child forked from the preloaded parent cannot use CUDA (preloading touched it); "
@@ -128,7 +129,7 @@ def _forks_can_use_cuda() -> bool:
     return os.waitstatus_to_exitcode(status) == 0
 
 
-def _run_child(request: dict) -> None:
+def _run_child(request: dict, result_fd: int) -> None:
     """In the forked child: become a job process, run runner.child's main, never return."""
     code = 1
     try:
@@ -144,6 +145,8 @@ def _run_child(request: dict) -> None:
         os.environ.clear()
         os.environ.update(request["env"])
         from runner import child
+
+        os.environ[child.RESULT_FD_ENV] = str(result_fd)
 
         code = child.main(request["argv"])
     except SystemExit as e:
@@ -172,11 +175,26 @@ def main() -> int:
     out = sys.stdout
     stdin = sys.stdin.fileno()
     buffer = b""
-    children: set[int] = set()
+    children: dict[int, int | None] = {}  # pid -> the read end of its "result ready" pipe, until it is heard
 
     def send(msg: dict) -> None:
         out.write(json.dumps(msg) + "\n")
         out.flush()
+
+    def hear(pid: int) -> None:
+        """The child's "result ready" byte, if it wrote one: {"pid", "result": true} (always before its exit)."""
+        fd = children.get(pid)
+        if fd is None:
+            return
+        os.set_blocking(fd, False)
+        try:
+            said = os.read(fd, 16)
+        except BlockingIOError:
+            return
+        children[pid] = None
+        os.close(fd)
+        if said:
+            send({"pid": pid, "result": True})
 
     try:
         send({"ready": True})
@@ -185,7 +203,11 @@ def main() -> int:
         return 0
 
     while True:
-        ready, _, _ = select.select([stdin, wake_r], [], [])
+        listening = {fd: pid for pid, fd in children.items() if fd is not None}
+        ready, _, _ = select.select([stdin, wake_r, *listening], [], [])
+        for fd in ready:
+            if fd in listening:
+                hear(listening[fd])
         if wake_r in ready:
             os.read(wake_r, 4096)
         while children:  # reap every child that has exited
@@ -195,7 +217,10 @@ def main() -> int:
                 break
             if pid == 0:
                 break
-            children.discard(pid)
+            hear(pid)  # a byte written just before the exit is still said first
+            unheard = children.pop(pid, None)
+            if unheard is not None:  # no byte (it died first); its keeper may still hold the other end
+                os.close(unheard)
             send({"pid": pid, "returncode": os.waitstatus_to_exitcode(status)})
         if stdin in ready:
             chunk = os.read(stdin, 65536)
@@ -206,10 +231,13 @@ def main() -> int:
                 line, buffer = buffer.split(b"\n", 1)
                 request = json.loads(line)
                 out.flush()
+                said_r, said_w = os.pipe()
                 pid = os.fork()
                 if pid == 0:
-                    _run_child(request)
-                children.add(pid)
+                    os.close(said_r)
+                    _run_child(request, said_w)
+                os.close(said_w)
+                children[pid] = said_r
                 send({"pid": pid})
 
 

@@ -65,6 +65,11 @@ def test_compare_sums_every_chunk_and_the_reference_is_a_copy(monkeypatch):
     odd[48] = math.nan
     assert not compare([ref], [odd], "float32", None)["ok"]  # NaN where eager had a number, in a later chunk
     assert compare([odd], [odd.clone()], "float32", None)["ok"]  # NaN at the same place on both sides
+    # the finite path (few kernels) and the exact one (NaN and infinity in place) give the same sums
+    chunks = list(zip(ref.reshape(-1).split(7), out.reshape(-1).split(7)))
+    fast, exact = accuracy._finite_sums(chunks), accuracy._sums(chunks)
+    assert fast == pytest.approx(exact) and fast[3] is False
+    assert accuracy._finite_sums(list(zip(ref.split(7), odd.split(7)))) is None  # a NaN: the exact path decides
     # the reference: a copy (a model that reuses its output buffer must not change it), on the host here
     model = torch.nn.Linear(3, 2)
     model(torch.ones(1, 3)).sum().backward()
