@@ -54,9 +54,12 @@ def build(spec: ExperimentSpec, entry: ZooEntry, phases: Phases, trace: bool = T
     """Both sides from one seed (same weights), the compiled one wrapped by torch.compile as the spec says; `trace`
     False (a follow-up process) captures no compile trace (runner.trace): nothing of it is kept, and capturing it
     cost a warm first call 0.1-0.2 s of lab overhead on an H100."""
-    device, dtype, training = _device(spec.device), DTYPES[spec.dtype], spec.task == "training"
-    if device.type == "cuda":  # its own phase: else the first tensor moved to the device pays it, unnamed
-        with phases.phase("CUDA context"):
+    dtype, training = DTYPES[spec.dtype], spec.task == "training"
+    if spec.device != "cuda":
+        device = _device(spec.device)
+    else:  # its own phase: else the first tensor moved to the device pays it, unnamed; the driver's start with it
+        with phases.phase("CUDA context"):  # (0.1-0.2 s on an H100: asking for the device count starts the driver)
+            device = _device(spec.device)
             torch.cuda.init()
             torch.empty(1, device=device)
             torch.cuda.synchronize()
