@@ -217,3 +217,20 @@ def test_a_finished_run_finds_its_configurations_runs_through_the_sweep_config_i
     with reading(engine) as s:
         plan = " ".join(str(row[-1]) for row in s.execute(text("EXPLAIN QUERY PLAN " + sql)))
     assert "USING INDEX ix_jobs_sweep_config" in plan, plan
+
+
+def test_host_state_says_which_cpu_and_numa_node_the_timing_thread_ran_on():
+    """Two processes of one configuration can land on different cores or NUMA nodes; each run records where its
+    timing thread was, so an outlying process can be told apart by it."""
+    import os
+
+    from runner.environment import host_state
+
+    state, allowed = host_state(), os.sched_getaffinity(0)
+    assert state["cpu"] in allowed
+    assert state["cpu_node"] is None or state["cpu_node"] >= 0
+    os.sched_setaffinity(0, {max(allowed)})  # pinned: it must say that very CPU
+    try:
+        assert host_state()["cpu"] == max(allowed)
+    finally:
+        os.sched_setaffinity(0, allowed)
