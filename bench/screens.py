@@ -140,7 +140,7 @@ def shoot_compare(port: int, out: Path) -> list[Path]:
         page = browser.new_page(viewport={"width": 1400, "height": 1800})
         page.set_default_timeout(90_000)
         page.goto(f"http://localhost:{port}/compare?a=1&b=2&metric=speedup&metric=compiled_ms")
-        page.locator('[data-testid="stPlotlyChart"]').first.wait_for()
+        page.locator('[data-testid="stVegaLiteChart"]').first.wait_for()
         page.wait_for_timeout(1500)
         page.screenshot(path=str(path), full_page=True)
         browser.close()

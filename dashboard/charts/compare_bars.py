@@ -1,67 +1,87 @@
-"""Compare's plots (plotly, no Streamlit): A's and B's speedups side by side, speedups per torch version, and every
-kept latency sample of two runs."""
+"""Compare's charts (Vega-Lite through Altair, no Streamlit): A's and B's speedups side by side, speedups per torch
+version, and every kept latency sample of two runs.
+
+Vega-Lite, not plotly as on Results: a link to Compare opened in a new browser waited ~2 s on this 2-core box for
+plotly's 4.7 MB of JavaScript to be evaluated before its one chart was drawn, where Vega's code is a sixth of that
+(bench.views_vs_one_table). Text in these charts is drawn as typed: no label is read as HTML."""
+import altair as alt
 import pandas as pd
-import plotly.express as px
-import plotly.graph_objects as go
 
-
-def sweeps_speedup(plot: pd.DataFrame) -> go.Figure:
-    """A's and B's speedup per matched combination (`plot`: one row per side and combination, `sweep` naming the
-    side), the bars of a side whose every run was noisy greyed."""
-    fig = px.bar(plot, x="combination", y="speedup", color="sweep", barmode="group",
-                 color_discrete_sequence=["#1f77b4", "#ff7f0e"],
-                 labels={"combination": "", "sweep": ""})
-    grey_noisy(fig, plot)
-    fig.add_hline(y=1.0, line=dict(dash="dot", color="#444"))
-    fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), title="Speedup (latency), A vs B",
-                      legend=dict(orientation="h", y=-0.3))
-    return fig
-
-
-def grey_noisy(fig, plot: pd.DataFrame) -> None:
-    """Grey and hatch the bars of combinations whose runs on that side were all noisy (lab.noise): drawn, so
-    nothing disappears, but not as a number to read."""
-    greyed = False
-    for trace in list(fig.data):
-        noisy = plot.loc[plot["sweep"] == trace.name, "noisy"].tolist()
-        if any(noisy) and len(noisy) == len(trace.y):
-            own = trace.marker.color
-            trace.marker.color = [NOISY_GREY if n else own for n in noisy]
-            trace.marker.pattern.shape = ["/" if n else "" for n in noisy]
-            trace.hovertemplate = (trace.hovertemplate or "") + "<br>%{customdata[0]}"
-            trace.customdata = [["⚠ noisy runs only: out of the answer" if n else ""] for n in noisy]
-            # a legend swatch takes the first bar's look: A and B both read grey-hatched when both began greyed.
-            # Each side's entry keeps its own colour, and the greyed bars get one entry of their own
-            trace.showlegend = False
-            fig.add_scatter(x=[None], y=[None], mode="markers", name=trace.name, legendgroup=trace.name,
-                            marker=dict(color=own, symbol="square", size=12))  # a marker: no bar slot of its own
-            greyed = True
-    if greyed:
-        fig.add_scatter(x=[None], y=[None], mode="markers", name="⚠ noisy runs only: grey, hatched (out of the answer)",
-                        marker=dict(color=NOISY_GREY, symbol="square", size=12))
-
-
+A_COLOUR, B_COLOUR = "#1f77b4", "#ff7f0e"
 NOISY_GREY = "#c8c8c8"
+NOISY_ENTRY = "⚠ noisy runs only: grey, dashed outline (out of the answer)"
+NOISY_NOTE = "⚠ noisy runs only: out of the answer"
+HEIGHT = 320  # the samples' boxes
+ROW_PX = 34  # a row of bars (one combination or configuration: a bar per side or version)
+# drawn as SVG (Streamlit's default is a canvas): its text is text in the page, to read, select and check
+SVG = {"embedOptions": {"renderer": "svg"}}
 
 
-def versions_speedup(plot: pd.DataFrame) -> go.Figure:
+def _one() -> alt.Chart:
+    """The 1.0× line: no change against eager."""
+    return alt.Chart(pd.DataFrame({"speedup": [1.0]})).mark_rule(strokeDash=[3, 3], color="#444").encode(
+        x="speedup:Q")
+
+
+def _rows(labels: pd.Series) -> alt.Y:
+    """One row per combination, in the order given, its label whole at the left: horizontal bars, as Results' warmup
+    and break-even draw them (long labels under upright bars were turned and cut)."""
+    return alt.Y("label:N", sort=list(dict.fromkeys(labels)), title=None, axis=alt.Axis(labelLimit=0))
+
+
+def _height(labels: pd.Series) -> int:
+    return ROW_PX * max(3, labels.nunique())
+
+
+def sweeps_speedup(plot: pd.DataFrame) -> alt.LayerChart:
+    """A's and B's speedup per matched combination (`plot`: one row per side and combination, `sweep` naming the
+    side), the bars of a side whose every run was noisy greyed, with a dashed outline and a legend entry of their
+    own: each side's entry keeps its colour."""
+    sides = sorted(dict.fromkeys(plot["sweep"]))  # "A: …" before "B: …"
+    noisy = plot["noisy"].astype(bool)
+    data = pd.DataFrame({"label": plot["combination"], "sweep": plot["sweep"], "speedup": plot["speedup"],
+                         "noisy": noisy, "bar": plot["sweep"].where(~noisy, NOISY_ENTRY),
+                         "note": noisy.map({True: NOISY_NOTE, False: ""})})
+    domain = sides + ([NOISY_ENTRY] if noisy.any() else [])
+    colours = [A_COLOUR, B_COLOUR][:len(sides)] + ([NOISY_GREY] if noisy.any() else [])
+    bars = alt.Chart(data).mark_bar().encode(
+        y=_rows(data["label"]), yOffset=alt.YOffset("sweep:N", sort=sides),
+        x=alt.X("speedup:Q", title="speedup (×): eager / compiled latency"),
+        color=alt.Color("bar:N", scale=alt.Scale(domain=domain, range=colours),
+                        legend=alt.Legend(orient="bottom", title=None, labelLimit=0, direction="vertical")),
+        stroke=alt.condition(alt.datum.noisy, alt.value("#555"), alt.value(None)),
+        strokeDash=alt.condition(alt.datum.noisy, alt.value([4, 2]), alt.value([1, 0])),
+        tooltip=[alt.Tooltip("sweep:N"), alt.Tooltip("label:N", title="combination"),
+                 alt.Tooltip("speedup:Q", format=".3f"), alt.Tooltip("note:N", title=" ")])
+    return (bars + _one()).properties(height=_height(data["label"]), title="Speedup (latency), A vs B",
+                                   usermeta=SVG)
+
+
+def versions_speedup(plot: pd.DataFrame) -> alt.LayerChart:
     """The speedup of each configuration under each torch version (`plot`: configuration, torch, speedup)."""
-    fig = px.bar(plot, x="configuration", y="speedup", color="torch", barmode="group",
-                 labels={"configuration": "", "torch": "torch"})
-    fig.add_hline(y=1.0, line=dict(dash="dot", color="#444"))
-    fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), title="Speedup (latency) per torch version",
-                      legend=dict(orientation="h", y=-0.3))
-    return fig
+    data = plot.rename(columns={"configuration": "label"})
+    versions = sorted(dict.fromkeys(data["torch"]))
+    bars = alt.Chart(data).mark_bar().encode(
+        y=_rows(data["label"]), yOffset=alt.YOffset("torch:N", sort=versions),
+        x=alt.X("speedup:Q", title="speedup (×): eager / compiled latency"),
+        color=alt.Color("torch:N", sort=versions, legend=alt.Legend(orient="bottom", title="torch", labelLimit=0)),
+        tooltip=[alt.Tooltip("label:N", title="configuration"), alt.Tooltip("torch:N"),
+                 alt.Tooltip("speedup:Q", format=".3f")])
+    return (bars + _one()).properties(height=_height(data["label"]),
+                                   title="Speedup (latency) per torch version", usermeta=SVG)
 
 
-def samples_box(samples: list[dict]) -> go.Figure:
-    """Every kept latency sample of two runs ({run, side, ms}), as boxes; on a log axis when a few slow outliers
-    would flatten every box."""
-    fig = px.box(pd.DataFrame(samples), x="run", y="ms", color="side", points="outliers",
-                 color_discrete_map={"eager": "#7f7f7f", "compiled": "#1f77b4"},
-                 title="Every kept latency sample (ms per synchronous call)")
-    fig.update_layout(height=380, margin=dict(l=10, r=10, t=40, b=10))
-    ms = pd.Series([x["ms"] for x in samples])
-    if (ms > 0).all() and ms.max() / ms.min() > 20:
-        fig.update_yaxes(type="log", title="ms per call (log)", dtick=1)  # decades only: "5" read as 0.5
-    return fig
+def samples_box(samples: list[dict]) -> alt.Chart:
+    """Every kept latency sample of two runs ({run, side, ms}), as boxes (whiskers at 1.5 IQR, the samples past them
+    drawn); on a log axis when a few slow outliers would flatten every box."""
+    data = pd.DataFrame(samples)
+    ms = data["ms"]
+    log = bool((ms > 0).all() and ms.max() / ms.min() > 20)
+    return alt.Chart(data).mark_boxplot(size=28).encode(
+        x=alt.X("run:N", title=None, sort=list(dict.fromkeys(data["run"])), axis=alt.Axis(labelAngle=0, labelLimit=0)),
+        xOffset=alt.XOffset("side:N", sort=["eager", "compiled"]),
+        y=alt.Y("ms:Q", title="ms per call (log)" if log else "ms per call",
+                scale=alt.Scale(type="log") if log else alt.Undefined),
+        color=alt.Color("side:N", scale=alt.Scale(domain=["eager", "compiled"], range=["#7f7f7f", A_COLOUR]),
+                        legend=alt.Legend(orient="bottom", title=None)),
+    ).properties(height=HEIGHT, title="Every kept latency sample (ms per synchronous call)", usermeta=SVG)

@@ -120,11 +120,18 @@ def table(answer_rows: list[dict], model: str, common: str = "") -> None:
     if common:
         st.caption(f"Every configuration here: {md(common)}. Each row names what sets it apart.")
     st.html(table_html(answer_rows))
+    every_column_button(answer_rows, model)
+    st.caption(NOTE)
+
+
+@st.fragment
+def every_column_button(answer_rows: list[dict], model: str) -> None:
+    """The button that opens every column, and the dialog while open: a fragment, so the click reruns these two, not
+    the whole page."""
     st.button(f"Every column ({len(SHOWN) - 1}), sortable", icon=":material/table_view:", key="answer_every",
               on_click=_open_every)
     if st.session_state.get(EVERY_OPEN):  # open until dismissed: a rerun as results land keeps it open
         every_column(answer_rows, model)
-    st.caption(NOTE)
 
 
 EVERY_OPEN = "answer_every_open"  # session state: the dialog with every column is open

@@ -8,8 +8,7 @@ from dashboard.data import diff, frame
 from dashboard.data.plot_data import NOISY
 from dashboard.data.series_labels import fold_modes, fold_request, folded_notes
 from dashboard.markup import md
-from dashboard.markup import plot as plot_text
-from dashboard.panels import answer_table, versiondiff
+from dashboard.panels import answer_table, results_filters, versiondiff
 from dashboard.panels import compare_tables as tables
 from dashboard.state import resources
 from db import reports
@@ -29,11 +28,27 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
     a, b = tables.pick_pair("Sweep", ids, labels, ("a", "b"), (a0, b0))
     if a is None or b is None:
         return
-    # every field of these jobs; off CUDA under the mode they compiled with, as on Results (series_labels.fold_modes): on the
-    # CPU a sweep stored as reduce-overhead and one stored as default ran the same compile, so they are matched
-    both = fold_modes(frame.complete(df[df["sweep_id"].isin([a, b])], resources.engine()))
-    folded = folded_notes(both)
-    rows_a, rows_b = both[both["sweep_id"] == a], both[both["sweep_id"] == b]
+    pair = sweep_pair(results_filters.frame_key(df), a, b, df)
+    nums = pair["nums"]
+    both_ran = nums is not None and not nums.dropna(subset=["speedup A", "speedup B"]).empty
+    tables_slot, chart_slot = st.container(), st.container()
+    # the chart is sent first and drawn under the tables: its code (Vega's) is fetched while the tables' is run
+    if both_ran:  # one side's bars alone compare nothing; an empty plot with made-up axes says nothing
+        with chart_slot:
+            fig, any_noisy = sweeps_figure(results_filters.frame_key(df), a, b, labels[a], labels[b], nums)
+            st.altair_chart(fig, width="stretch", key="compare_speedup")
+            if any_noisy:
+                st.caption("Grey bars with a dashed outline: every run of that combination on that side was noisy (its "
+                           "rounds spread past 5%, or one host-sensitive process): out of the answer, and no finding "
+                           "either way.")
+    with tables_slot:
+        _sweeps_tables(pair, by_id[a], by_id[b])
+
+
+def _sweeps_tables(pair: dict, sweep_a, sweep_b) -> None:
+    """Spec, environment and numbers of two sweeps (sweep_pair's `pair`; `sweep_a`, `sweep_b`: their summaries)."""
+    a, b, by_id = sweep_a.id, sweep_b.id, {sweep_a.id: sweep_a, sweep_b.id: sweep_b}
+    rows_a, rows_b, nums, apart = pair["rows_a"], pair["rows_b"], pair["nums"], pair["apart"]
     c1, c2 = st.columns([3, 2])
     with c1:
         st.subheader("Spec")
@@ -47,21 +62,17 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
         st.caption(f"A: {tables.jobs(by_id[a].total)} ({tables.counts(by_id[a].counts)}); "
                    f"B: {tables.jobs(by_id[b].total)} ({tables.counts(by_id[b].counts)}). Changed rows are highlighted.")
     st.subheader("Numbers")
-    for note in folded:
+    for note in pair["folded"]:
         st.caption(":material/info: " + md(note))
     if rows_a.empty and rows_b.empty:
         st.info("Neither sweep has finished jobs yet.")
         return
-    by_version = reports.version_report(resources.engine(), sweep_ids=sorted({a, b}))
-    if by_version:  # the two sweeps (or one, pinned to several) ran the same configurations under two torch versions
+    if pair["by_version"]:  # the two sweeps (or one, pinned to several) ran the same configurations under two versions
         st.markdown("**Torch versions**: the same configuration under each version these sweeps ran")
-        versiondiff.show(by_version, key="compare_versions")
+        versiondiff.show(pair["by_version"], key="compare_versions")
     tables.old_timing(rows_a, rows_b)
-    nums = diff.numbers(rows_a, rows_b, sweep_answers(sorted({a, b})))
-    apart = diff.compared(rows_a, rows_b)
     matched = [c for c in diff.MATCH if c not in apart]
-    both_ran = nums.dropna(subset=["speedup A", "speedup B"])
-    if both_ran.empty:
+    if nums.dropna(subset=["speedup A", "speedup B"]).empty:
         st.warning(f"No configuration has results in both sweeps: jobs are matched on {', '.join(matched)}, "
                    "and these sweeps share no such combination with a succeeded job on each side (compare two runs "
                    "instead to set any two jobs side by side).")
@@ -84,17 +95,6 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
                f"smaller than {diff.NOISE_FACTOR:g}× the runs' spread (IQR / median of a job's round medians): inside "
                "the noise it is no finding. With one eager workload on both sides, eager is the control: it runs no "
                "compiled code, so when it moved, a compiled change of the same size is the machine, not the setting.")
-    if both_ran.empty:
-        return  # one side's bars alone compare nothing; an empty plot with made-up axes says nothing
-    plot = pd.concat([nums.assign(sweep=f"A: {plot_text(labels[a])}", speedup=nums["speedup A"], noisy=nums["noisy A"]),
-                      nums.assign(sweep=f"B: {plot_text(labels[b])}", speedup=nums["speedup B"], noisy=nums["noisy B"])]
-                     ).dropna(subset=["speedup"])
-    plot["combination"] = ("bs " + plot["batch_size"].astype(str) + " · " + plot["backend"] + "/" + plot["mode"]
-                           + " · dynamic=" + plot["dynamic"].astype(str) + " · fullgraph=" + plot["fullgraph"].astype(str))
-    st.plotly_chart(compare_bars.sweeps_speedup(plot), key="compare_speedup")
-    if plot["noisy"].any():
-        st.caption("Greyed, hatched bars: every run of that combination on that side was noisy (its rounds spread past "
-                   "5%, or one host-sensitive process): out of the answer, and no finding either way.")
 
 
 def compare_versions(df: pd.DataFrame, summaries: list) -> None:
@@ -124,29 +124,21 @@ def compare_versions(df: pd.DataFrame, summaries: list) -> None:
     versiondiff.show(rows, key="versions_table")
     # a configuration with noisy runs only on a side is marked as on every plot (the table says which side)
     plot = pd.DataFrame([{"configuration": (f"{NOISY} · " if r["noisy"] else "")
-                          + f"bs {r['batch_size']} · {plot_text(r['config'])}", "torch": plot_text(v),
+                          + f"bs {r['batch_size']} · {r['config']}", "torch": v,
                           "speedup": s} for r in rows for v, s in ((r["torch_a"], r["speedup_a"]),
                                                                      (r["torch_b"], r["speedup_b"]))])
     plot = plot.drop_duplicates().dropna(subset=["speedup"])
     if not plot.empty:
-        st.plotly_chart(compare_bars.versions_speedup(plot), key="versions_speedup")
+        st.altair_chart(compare_bars.versions_speedup(plot), width="stretch", key="versions_speedup")
 
 
 def compare_runs(df: pd.DataFrame) -> None:
-    # newest first, succeeded runs ahead of the rest
-    recent = df.sort_values("job_id", ascending=False).head(2000)
-    recent = pd.concat([recent[recent["status"] == "succeeded"], recent[recent["status"] != "succeeded"]])
-    recent = fold_modes(recent)  # off CUDA under the mode a run compiled with, as on Results
-    labels = {int(r.job_id): f"#{r.job_id} {job_label(r._asdict())} · {r.status}" for r in recent.itertuples()}
-    ids = list(labels)
-    ok = recent.loc[recent["status"] == "succeeded", "job_id"].astype(int)
-    a0, b0 = tables.starting_pair(ids, dict(zip(recent["job_id"].astype(int), recent["model"])), set(ok))
+    key = results_filters.frame_key(df)
+    ids, labels, (a0, b0) = run_choices(key, df)
     a, b = tables.pick_pair("Run", ids, labels, ("ja", "jb"), (a0, b0))
     if a is None or b is None:
         return
-    recs = {r["job_id"]: {**r, "dynamic": dynamic_text(r["dynamic"]), "mode": folded_mode(r["mode"], r["device"])}
-            for r in export_records(resources.engine(), job_ids=[a, b], include_raw=True)}
-    ra, rb = recs[a], recs[b]
+    ra, rb = run_records(key, a, b)
     for note in folded_notes(fold_modes(df[df["job_id"].isin([a, b])])):
         st.caption(":material/info: " + md(note))
     c1, c2 = st.columns(2)
@@ -169,14 +161,44 @@ def compare_runs(df: pd.DataFrame) -> None:
                        "Its numbers are out of the answer; no change against it is coloured.", icon=":material/warning:")
         judge = tables.judged(ra["model"], rb["model"]) and not noisy
         st.dataframe(tables.highlight_changes(diff.run_numbers(ra, rb), judge=judge), hide_index=True, width="stretch")
+    fig = samples_figure(key, a, b, ra, rb)
+    if fig is not None:
+        st.altair_chart(fig, width="stretch", key="compare_samples")
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def run_choices(key: tuple, _df: pd.DataFrame) -> tuple[list, dict, tuple]:
+    """The runs the pickers offer from the results table `key` names (newest first, succeeded ones ahead of the
+    rest; at most 2000), their labels and the pair the view opens on: once per results table, not per rerun."""
+    recent = _df.sort_values("job_id", ascending=False).head(2000)
+    recent = pd.concat([recent[recent["status"] == "succeeded"], recent[recent["status"] != "succeeded"]])
+    recent = fold_modes(recent)  # off CUDA under the mode a run compiled with, as on Results
+    labels = {int(r.job_id): f"#{r.job_id} {job_label(r._asdict())} · {r.status}" for r in recent.itertuples()}
+    ids = list(labels)
+    ok = recent.loc[recent["status"] == "succeeded", "job_id"].astype(int)
+    return ids, labels, tables.starting_pair(ids, dict(zip(recent["job_id"].astype(int), recent["model"])), set(ok))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def run_records(key: tuple, a: int, b: int) -> tuple[dict, dict]:
+    """Runs A's and B's export records with their samples (what the run view shows), off CUDA under the mode they
+    compiled with: read once per pair and results table."""
+    recs = {r["job_id"]: {**r, "dynamic": dynamic_text(r["dynamic"]), "mode": folded_mode(r["mode"], r["device"])}
+            for r in export_records(resources.engine(), job_ids=[a, b], include_raw=True)}
+    return recs[a], recs[b]
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def samples_figure(key: tuple, a: int, b: int, _ra: dict, _rb: dict):
+    """Every kept latency sample of runs A and B (run_records' `_ra`, `_rb`) as boxes, or None without samples: built
+    once per pair."""
     samples = []
-    for name, rec in (("A", ra), ("B", rb)):
+    for name, rec in (("A", _ra), ("B", _rb)):
         for side in ("eager", "compiled"):
             for block in (rec.get("samples") or {}).get(side, []) or []:
                 samples += [{"run": f"{name} #{rec['job_id']}" + (" ⚠ noisy" if rec.get("noisy") is True else ""),
                              "side": side, "ms": v} for v in block]
-    if samples:
-        st.plotly_chart(compare_bars.samples_box(samples), key="compare_samples")
+    return compare_bars.samples_box(samples) if samples else None
 
 
 def sweep_answers(sweep_ids: list[int]) -> dict:
@@ -186,3 +208,35 @@ def sweep_answers(sweep_ids: list[int]) -> dict:
     priors = answer_table.priors(resources.store().version, engine)
     return {int(j): row for sid in sweep_ids for row in reports.report(engine, sweep_ids=[sid], priors=priors)
             for j in row.job_ids.split()}
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def sweep_pair(key: tuple, a: int, b: int, _df: pd.DataFrame) -> dict:
+    """What the sweeps view computes from the jobs of sweeps A and B in the results table `key` names
+    (results_filters.frame_key): their rows with every field, each sweep's answer matched configuration by
+    configuration, the torch versions they ran. Once per pair and results table, for every session (st.cache_data):
+    reading the rows and answering both sweeps takes ~1 s on a 2-core box, and every click on the page reruns it."""
+    # every field of these jobs; off CUDA under the mode they compiled with, as on Results (series_labels.fold_modes):
+    # on the CPU a sweep stored as reduce-overhead and one stored as default ran the same compile, so they are matched
+    both = fold_modes(frame.complete(_df[_df["sweep_id"].isin([a, b])], resources.engine()))
+    rows_a, rows_b = both[both["sweep_id"] == a], both[both["sweep_id"] == b]
+    out = {"rows_a": rows_a, "rows_b": rows_b, "folded": folded_notes(both), "by_version": [],
+           "nums": None, "apart": {}}
+    if rows_a.empty and rows_b.empty:
+        return out
+    out["by_version"] = reports.version_report(resources.engine(), sweep_ids=sorted({a, b}))
+    out["nums"] = diff.numbers(rows_a, rows_b, sweep_answers(sorted({a, b})))
+    out["apart"] = diff.compared(rows_a, rows_b)
+    return out
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def sweeps_figure(key: tuple, a: int, b: int, label_a: str, label_b: str, _nums: pd.DataFrame) -> tuple:
+    """A's and B's speedups side by side (sweep_pair's numbers of the results table `key` names) and whether a side's
+    bars are greyed as noisy: built once per pair, not on every rerun."""
+    plot = pd.concat([_nums.assign(sweep=f"A: {label_a}", speedup=_nums["speedup A"], noisy=_nums["noisy A"]),
+                      _nums.assign(sweep=f"B: {label_b}", speedup=_nums["speedup B"], noisy=_nums["noisy B"])]
+                     ).dropna(subset=["speedup"])
+    plot["combination"] = ("bs " + plot["batch_size"].astype(str) + " · " + plot["backend"] + "/" + plot["mode"]
+                           + " · dynamic=" + plot["dynamic"].astype(str) + " · fullgraph=" + plot["fullgraph"].astype(str))
+    return compare_bars.sweeps_speedup(plot), bool(plot["noisy"].any())

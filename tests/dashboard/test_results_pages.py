@@ -219,7 +219,7 @@ def test_compare_sweeps_and_runs(results):
     assert set(numbers["metric"]) == {"speedup", "throughput_speedup", "gpu_speedup", "compiled_ms",
                                       "compiled_first_call_s"}
     assert "background-color" in at.dataframe[2].proto.arrow_data.styler.styles  # one model: changes are judged
-    assert len(at.get("plotly_chart")) == 1
+    assert len(at.get("vega_lite_chart")) == 1  # A's and B's speedups
     at = ok(page("compare", kind="runs"))
     assert [s.value for s in at.subheader] == ["Spec and status", "Environment", "Numbers"]
     ok_runs = [r["job_id"] for r in export_records(results) if r["status"] == "succeeded"]
@@ -256,7 +256,7 @@ def test_compare_starts_from_sweeps_with_results_and_says_when_nothing_matches(r
     ja, jb = runs.selectbox(key="ja").value, runs.selectbox(key="jb").value
     by_job = {r["job_id"]: r["model"] for r in export_records(results)}
     assert by_job[ja] == by_job[jb] and not any("nothing is coloured" in t for t in texts(runs.warning))
-    assert not at.get("plotly_chart")  # no empty plot with made-up axes
+    assert not at.get("vega_lite_chart")  # no empty plot with made-up axes
 
 
 # -- Results: issue 5's views ----------------------------------------------------------------------------------

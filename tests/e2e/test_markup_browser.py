@@ -67,7 +67,7 @@ def test_a_markdown_and_html_sweep_name_is_shown_literally_and_fetches_nothing(l
     assert link.locator("img, strong").count() == 0 and link.locator("a").count() == 1, link.inner_html()  # its own
 
     page.goto(f"{lab['url']}/compare?a={a}&b={b}")
-    legend = page.locator('[data-testid="stPlotlyChart"] .legendtext')
+    legend = page.locator('[data-testid="stVegaLiteChart"] .role-legend-label text')
     legend.first.wait_for()
     texts = legend.all_text_contents()
     assert any("<b>bold</b>" in t for t in texts), texts

@@ -401,12 +401,17 @@ def test_compare_legend_keeps_each_sides_colour_when_its_first_bars_are_greyed()
 
     plot = pd.DataFrame({"combination": ["x", "y", "x", "y"], "speedup": [1.2, 1.3, 1.1, 1.4],
                          "sweep": ["A: one", "A: one", "B: two", "B: two"], "noisy": [True, False, True, False]})
-    fig = compare_bars.sweeps_speedup(plot)
-    legend = {t.name: t for t in fig.data if t.showlegend is not False}
-    assert legend["A: one"].marker.color == "#1f77b4" and legend["B: two"].marker.color == "#ff7f0e"
-    assert any(name.startswith("⚠ noisy runs only") for name in legend)
-    bars = [t for t in fig.data if t.type == "bar"]
-    assert len(bars) == 2 and all(list(t.marker.color)[0] == compare_bars.NOISY_GREY for t in bars)
+    chart = compare_bars.sweeps_speedup(plot).to_dict()
+    bars = chart["layer"][0]
+    scale = bars["encoding"]["color"]["scale"]
+    legend = dict(zip(scale["domain"], scale["range"]))  # legend entry -> its colour
+    assert legend["A: one"] == "#1f77b4" and legend["B: two"] == "#ff7f0e"
+    assert legend[compare_bars.NOISY_ENTRY] == compare_bars.NOISY_GREY and compare_bars.NOISY_ENTRY.startswith("⚠")
+    rows = chart["datasets"][bars["data"]["name"]]
+    greyed = [r for r in rows if r["noisy"]]
+    # both sides' first bars greyed, each in its own side's slot
+    assert len(greyed) == 2 and {r["bar"] for r in greyed} == {compare_bars.NOISY_ENTRY}
+    assert sorted(r["sweep"] for r in greyed) == ["A: one", "B: two"] and all(r["label"] == "x" for r in greyed)
 
 
 def test_a_side_with_disturbed_runs_only_colours_no_metric(engine, synthetic):
