@@ -147,13 +147,49 @@ def shoot_compare(port: int, out: Path) -> list[Path]:
     return [path]
 
 
+def make_two_sweeps_lab(home: Path) -> str:
+    """Two 12-configuration sweeps of the same settings and fill's repeat sweep: Repeats and Compare at 12 rows."""
+    if home.exists():
+        shutil.rmtree(home)
+    home.mkdir(parents=True)
+    url = f"sqlite:///{home / 'two-sweeps.db'}"
+    fill(get_engine(url), 36, seed=2, device="cuda", rounds=20, **SHAPE)
+    return url
+
+
+def shoot_two_sweeps(port: int, out: Path) -> list[Path]:
+    from playwright.sync_api import sync_playwright
+
+    saved = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        page = browser.new_page(viewport={"width": 1400, "height": 3000})
+        page.set_default_timeout(90_000)
+        page.goto(f"http://localhost:{port}/results?view=Repeats")
+        page.get_by_text("Repeats", exact=False).first.wait_for()
+        page.locator('[data-testid="stPlotlyChart"], [data-testid="stDataFrame"]').first.wait_for()
+        page.wait_for_timeout(2500)
+        path = out / "results-repeats-12-configs-synthetic.png"
+        page.screenshot(path=str(path), full_page=True)
+        saved.append(path)
+        page.goto(f"http://localhost:{port}/compare?a=1&b=2")
+        page.locator('[data-testid="stVegaLiteChart"]').first.wait_for()
+        page.wait_for_timeout(2000)
+        path = out / "compare-12-configs-synthetic.png"
+        page.screenshot(path=str(path), full_page=True)
+        saved.append(path)
+        browser.close()
+    return saved
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=8620)
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
     ap.add_argument("--home", type=Path, default=Path("/tmp/compile-lab-screens"))
     args = ap.parse_args()
-    for make, take in ((make_lab, shoot), (make_cpu_lab, shoot_compare)):
+    for make, take in ((make_lab, shoot), (make_cpu_lab, shoot_compare), (make_two_sweeps_lab, shoot_two_sweeps)):
         url = make(args.home)
         proc = serve(url, args.port, args.home)
         try:

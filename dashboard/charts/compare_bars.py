@@ -12,7 +12,9 @@ NOISY_GREY = "#c8c8c8"
 NOISY_ENTRY = "⚠ noisy runs only: grey, dashed outline (out of the answer)"
 NOISY_NOTE = "⚠ noisy runs only: out of the answer"
 HEIGHT = 320  # the samples' boxes
-ROW_PX = 34  # a row of bars (one combination or configuration: a bar per side or version)
+# one bar's band: a combination's row holds a bar per side (or torch version). A step, not a height: Streamlit fits
+# the title, axis and legend inside a fixed height, which left one combination's bars 1 px high
+BAR_PX = 15
 # drawn as SVG (Streamlit's default is a canvas): its text is text in the page, to read, select and check
 SVG = {"embedOptions": {"renderer": "svg"}}
 
@@ -27,10 +29,6 @@ def _rows(labels: pd.Series) -> alt.Y:
     """One row per combination, in the order given, its label whole at the left: horizontal bars, as Results' warmup
     and break-even draw them (long labels under upright bars were turned and cut)."""
     return alt.Y("label:N", sort=list(dict.fromkeys(labels)), title=None, axis=alt.Axis(labelLimit=0))
-
-
-def _height(labels: pd.Series) -> int:
-    return ROW_PX * max(3, labels.nunique())
 
 
 def sweeps_speedup(plot: pd.DataFrame) -> alt.LayerChart:
@@ -53,7 +51,7 @@ def sweeps_speedup(plot: pd.DataFrame) -> alt.LayerChart:
         strokeDash=alt.condition(alt.datum.noisy, alt.value([4, 2]), alt.value([1, 0])),
         tooltip=[alt.Tooltip("sweep:N"), alt.Tooltip("label:N", title="combination"),
                  alt.Tooltip("speedup:Q", format=".3f"), alt.Tooltip("note:N", title=" ")])
-    return (bars + _one()).properties(height=_height(data["label"]), title="Speedup (latency), A vs B",
+    return (bars + _one()).properties(height=alt.Step(BAR_PX), title="Speedup (latency), A vs B",
                                    usermeta=SVG)
 
 
@@ -67,7 +65,7 @@ def versions_speedup(plot: pd.DataFrame) -> alt.LayerChart:
         color=alt.Color("torch:N", sort=versions, legend=alt.Legend(orient="bottom", title="torch", labelLimit=0)),
         tooltip=[alt.Tooltip("label:N", title="configuration"), alt.Tooltip("torch:N"),
                  alt.Tooltip("speedup:Q", format=".3f")])
-    return (bars + _one()).properties(height=_height(data["label"]),
+    return (bars + _one()).properties(height=alt.Step(BAR_PX),
                                    title="Speedup (latency) per torch version", usermeta=SVG)
 
 
