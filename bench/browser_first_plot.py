@@ -35,6 +35,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from bench.said import Said
+
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("COMPILE_LAB_CHROMIUM", "/usr/bin/chromium")
 TARGET = 1.3
@@ -153,11 +155,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
-    lines: list[str] = []
-
-    def say(line: str = "") -> None:
-        print(line, flush=True)
-        lines.append(line)
+    say = Said()
 
     say(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
     with tempfile.TemporaryDirectory(prefix="browser-first-plot-") as tmp:
@@ -221,9 +219,7 @@ def main(argv=None) -> int:
         f"app {statistics.median(app.ready_s[1:]):.2f} s, reference {statistics.median(ref.ready_s[1:]):.2f} s; "
         f"the app's first start (no snapshot) {app.ready_s[0]:.2f} s")
     say(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text("\n".join(lines) + "\n")
+    say.write(args.out)
     return 0 if all(verdicts) else 1
 
 

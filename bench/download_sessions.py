@@ -29,6 +29,7 @@ import urllib.request
 from pathlib import Path
 
 from bench.browser_first_plot import CHROMIUM, FIRST_PLOT_JS, Server, fill_database, visit
+from bench.said import Said
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -93,11 +94,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
-    lines: list[str] = []
-
-    def say(line: str = "") -> None:
-        print(line, flush=True)
-        lines.append(line)
+    say = Said()
 
     say(f"code: {args.code}; load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
     with tempfile.TemporaryDirectory(prefix="download-sessions-") as tmp:
@@ -161,8 +158,7 @@ def main(argv=None) -> int:
     say(f"{got['seconds']:>10.1f} {got['bytes'] / 1e6:>7.0f} {memory.server_mb:>14.0f} {memory.children_mb:>16.0f} "
         f"{statistics.median(alone):>22.2f} {statistics.median(during) if during else math.nan:>9.2f}  {len(during)}")
     say(f"load average after: {os.getloadavg()[0]:.2f}")
-    if args.out:
-        args.out.write_text("\n".join(lines) + "\n")
+    say.write(args.out)
     return 0
 
 

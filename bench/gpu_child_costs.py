@@ -16,6 +16,9 @@ import json
 import os
 import statistics
 import time
+from pathlib import Path
+
+from bench.said import Said
 
 
 def child_steps(write_fd: int) -> None:
@@ -90,55 +93,35 @@ def fork_one() -> dict:
     return out
 
 
-def preload_cudnn() -> list[str]:
-    """Open cuDNN's sub-libraries (found beside the loaded libcudnn) without touching CUDA."""
-    import ctypes
-    import glob
-
-    maps = open("/proc/self/maps").read().split()
-    libs = [p for p in maps if "/libcudnn.so" in p]
-    if not libs:
-        return []
-    folder = os.path.dirname(libs[0])
-    opened = []
-    for path in sorted(glob.glob(os.path.join(folder, "libcudnn_*.so*"))):
-        try:
-            ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-            opened.append(os.path.basename(path))
-        except OSError:
-            pass
-    return opened
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--children", type=int, default=6)
     ap.add_argument("-o", "--out")
     args = ap.parse_args()
-    from runner import zygote
+    from runner import preload, zygote
 
+    opens = preload.cudnn_libraries
+    preload.cudnn_libraries = list  # the parent as before it opened cuDNN's libraries: the "plain" children
     zygote._preload()  # what the worker's preloaded parent imports, CUDA untouched
+    preload.cudnn_libraries = opens
     import torch
     rows = {"plain": [], "cuDNN preloaded": []}
     fork_one()  # the first child reads the libraries from disk: discarded
     for _ in range(args.children):
         rows["plain"].append(fork_one())
     started = time.perf_counter()
-    opened = preload_cudnn()
+    opened = preload.cudnn_libraries()  # what the worker's preloaded parent now opens
     preload_s = time.perf_counter() - started
     for _ in range(args.children):
         rows["cuDNN preloaded"].append(fork_one())
     steps = list(rows["plain"][0])
-    lines = [f"torch {torch.__version__}, {torch.cuda.get_device_name(0) if False else os.environ.get('GPU', '')}",
-             f"parent opened {len(opened)} cuDNN libraries in {preload_s:.3f} s: {', '.join(opened)}",
-             f"{'step (median of ' + str(args.children) + ' children), s':44s}" + "".join(f"{k:>18s}" for k in rows)]
+    say = Said()  # each child's steps were timed in the child (it may not touch CUDA in this parent)
+    say(f"torch {torch.__version__}")
+    say(f"parent opened {len(opened)} cuDNN libraries in {preload_s:.3f} s: {', '.join(opened)}")
+    say(f"{'step (median of ' + str(args.children) + ' children), s':44s}" + "".join(f"{k:>18s}" for k in rows))
     for s in steps:
-        lines.append(f"{s:44s}" + "".join(f"{statistics.median(r[s] for r in v):18.3f}" for v in rows.values()))
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
+        say(f"{s:44s}" + "".join(f"{statistics.median(r[s] for r in v):18.3f}" for v in rows.values()))
+    say.write(Path(args.out) if args.out else None)
     return 0
 
 

@@ -12,6 +12,9 @@ import json
 import os
 import tempfile
 import time
+from pathlib import Path
+
+from bench.said import Said
 
 CONFIGS = {
     "simplenet bs4": {"model": "simplenet", "batch_size": 4},
@@ -50,7 +53,7 @@ def child(config: dict, repeat: bool, cache: str, write_fd: int, device: str = "
     phases = Phases()
     role = measure.Role(repeat=repeat, cache_from_first_run=repeat)
     with tempfile.TemporaryDirectory() as arts:
-        measure.run(spec, entry, lambda *a: None, __import__("pathlib").Path(arts), phases, role)
+        measure.run(spec, entry, lambda *a: None, Path(arts), phases, role)
     out = {"phases": {}, "inside": log}
     for iv in phases.intervals:
         out["phases"][iv["phase"]] = out["phases"].get(iv["phase"], 0.0) + iv["end"] - iv["start"]
@@ -92,7 +95,7 @@ def main() -> int:
 
     zygote._preload()
     measured = {"eager first call", "compiled first call", "warm-up", "rounds"}
-    lines = []
+    say = Said()
     for name, config in CONFIGS.items():
         if args.only and name not in args.only:
             continue
@@ -100,14 +103,11 @@ def main() -> int:
             for repeat in (False, True):
                 got = fork_run(config, repeat, cache, args.device)
                 phases = {k: v for k, v in got["phases"].items() if k not in measured and v >= 0.01}
-                lines.append(f"{name} ({'follow-up' if repeat else 'first run'}): outside the measurement "
-                             f"{sum(phases.values()):.2f} s")
-                lines.append("  phases: " + ", ".join(f"{k} {v:.3f}" for k, v in phases.items()))
-                lines.append("  inside: " + ", ".join(f"{k} {v:.3f}" for k, v in got["inside"].items()))
-                print("\n".join(lines[-3:]), flush=True)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write("\n".join(lines) + "\n")
+                say(f"{name} ({'follow-up' if repeat else 'first run'}): outside the measurement "
+                    f"{sum(phases.values()):.2f} s")
+                say("  phases: " + ", ".join(f"{k} {v:.3f}" for k, v in phases.items()))
+                say("  inside: " + ", ".join(f"{k} {v:.3f}" for k, v in got["inside"].items()))
+    say.write(Path(args.out) if args.out else None)
     return 0
 
 

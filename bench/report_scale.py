@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.said import Said
+
 ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = {"report": ["report", "--format", "md"], "export csv": ["export", "--format", "csv"],
             "export json": ["export", "--format", "json"]}
@@ -79,11 +81,7 @@ def main(argv=None) -> int:
     from bench.synthetic import filled, filled_pg
 
     args.cache.mkdir(parents=True, exist_ok=True)
-    lines = []
-
-    def say(line: str) -> None:
-        print(line, flush=True)
-        lines.append(line)
+    say = Said()
 
     with tempfile.TemporaryDirectory(prefix="report-scale-") as tmp:
         dbs = {}
@@ -113,8 +111,7 @@ def main(argv=None) -> int:
                 say(f"{engine:<11} {name:<12} {code:<7} {wall:>8.2f} {max(r[1] for r in got):>12.0f} "
                     f"{got[0][2]:>10.1f}  " + ", ".join(f"{r[0]:.2f}" for r in got))
         say(f"load average after: {os.getloadavg()[0]:.2f}")
-    if args.out:
-        args.out.write_text("\n".join(lines) + "\n")
+    say.write(args.out)
     return 0
 
 

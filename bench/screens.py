@@ -32,13 +32,25 @@ SHAPE = dict(models=("complexnet",), batches=(8, 32), dynamics=(True, False),
              modes=("default", "reduce-overhead", "max-autotune"))
 
 
-def make_lab(home: Path) -> str:
+def fresh_lab(home: Path, name: str, n_jobs: int, **shape) -> str:
+    """A new SQLite file `name` in an emptied `home`, filled with `n_jobs` synthetic jobs (bench.synthetic.fill); its
+    URL. Each lab has its own file name: get_engine keeps one engine per URL, on the removed file."""
     if home.exists():
         shutil.rmtree(home)
     home.mkdir(parents=True)
-    url = f"sqlite:///{home / 'lab.db'}"
-    fill(get_engine(url), 12, seed=2, device="cuda", rounds=20, **SHAPE)
+    url = f"sqlite:///{home / name}"
+    fill(get_engine(url), n_jobs, **shape)
     return url
+
+
+def make_lab(home: Path) -> str:
+    return fresh_lab(home, "lab.db", 12, seed=2, device="cuda", rounds=20, **SHAPE)
+
+
+def browser(p):
+    """Headless chromium as every screenshot here takes it."""
+    return p.chromium.launch(executable_path=CHROMIUM, args=[
+        "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
 
 
 def serve(url: str, port: int, home: Path) -> subprocess.Popen:
@@ -63,9 +75,8 @@ def shoot(port: int, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     saved = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        page = browser.new_page(viewport={"width": 1400, "height": 5200})
+        chromium = browser(p)
+        page = chromium.new_page(viewport={"width": 1400, "height": 5200})
         page.set_default_timeout(90_000)
         charts = page.locator('[data-testid="stPlotlyChart"]')
 
@@ -114,20 +125,15 @@ def shoot(port: int, out: Path) -> list[Path]:
         charts.filter(has_text="where the compiled first call goes").first.wait_for()
         page.wait_for_timeout(1500)
         element("where the compiled first call goes", "results-first-call-12-configs-synthetic.png")
-        browser.close()
+        chromium.close()
     return saved
 
 
 def make_cpu_lab(home: Path) -> str:
     """Two CPU sweeps of simplenet, each with a job stored as default and one as reduce-overhead (as sweeps submitted
     before the submit fold stored them): Compare shows them as one configuration."""
-    if home.exists():
-        shutil.rmtree(home)
-    home.mkdir(parents=True)
-    url = f"sqlite:///{home / 'cpu-lab.db'}"  # not lab.db: get_engine keeps one engine per URL, on the removed file
-    fill(get_engine(url), 6, seed=3, device="cpu", models=("simplenet",), batches=(8,), dynamics=(False,),
-         modes=("default", "reduce-overhead"))
-    return url
+    return fresh_lab(home, "cpu-lab.db", 6, seed=3, device="cpu", models=("simplenet",), batches=(8,),
+                     dynamics=(False,), modes=("default", "reduce-overhead"))
 
 
 def shoot_compare(port: int, out: Path) -> list[Path]:
@@ -135,26 +141,20 @@ def shoot_compare(port: int, out: Path) -> list[Path]:
 
     path = out / "compare-cpu-folded-synthetic.png"
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        page = browser.new_page(viewport={"width": 1400, "height": 1800})
+        chromium = browser(p)
+        page = chromium.new_page(viewport={"width": 1400, "height": 1800})
         page.set_default_timeout(90_000)
         page.goto(f"http://localhost:{port}/compare?a=1&b=2&metric=speedup&metric=compiled_ms")
         page.locator('[data-testid="stVegaLiteChart"]').first.wait_for()
         page.wait_for_timeout(1500)
         page.screenshot(path=str(path), full_page=True)
-        browser.close()
+        chromium.close()
     return [path]
 
 
 def make_two_sweeps_lab(home: Path) -> str:
     """Two 12-configuration sweeps of the same settings and fill's repeat sweep: Repeats and Compare at 12 rows."""
-    if home.exists():
-        shutil.rmtree(home)
-    home.mkdir(parents=True)
-    url = f"sqlite:///{home / 'two-sweeps.db'}"
-    fill(get_engine(url), 36, seed=2, device="cuda", rounds=20, **SHAPE)
-    return url
+    return fresh_lab(home, "two-sweeps.db", 36, seed=2, device="cuda", rounds=20, **SHAPE)
 
 
 def shoot_two_sweeps(port: int, out: Path) -> list[Path]:
@@ -162,9 +162,8 @@ def shoot_two_sweeps(port: int, out: Path) -> list[Path]:
 
     saved = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        page = browser.new_page(viewport={"width": 1400, "height": 3000})
+        chromium = browser(p)
+        page = chromium.new_page(viewport={"width": 1400, "height": 3000})
         page.set_default_timeout(90_000)
         page.goto(f"http://localhost:{port}/results?view=Repeats")
         page.get_by_text("Repeats", exact=False).first.wait_for()
@@ -179,7 +178,7 @@ def shoot_two_sweeps(port: int, out: Path) -> list[Path]:
         path = out / "compare-12-configs-synthetic.png"
         page.screenshot(path=str(path), full_page=True)
         saved.append(path)
-        browser.close()
+        chromium.close()
     return saved
 
 

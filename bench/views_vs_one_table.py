@@ -39,6 +39,7 @@ import tempfile
 from pathlib import Path
 
 from bench.browser_first_plot import CHROMIUM, Server
+from bench.said import Said
 from bench.screens import SHAPE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -217,11 +218,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
-    lines: list[str] = []
-
-    def say(line: str = "") -> None:
-        print(line, flush=True)
-        lines.append(line)
+    say = Said()
 
     codes = {"this": ROOT, **({"before": args.before.resolve()} if args.before else {})}
     say(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores); "
@@ -282,9 +279,7 @@ def main(argv=None) -> int:
             + ", ".join(f"{view} {'/'.join(f'{s:.2f}' for s in firsts[code, view])} s" for view in ROWS
                         if firsts[code, view]))
     say(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text("\n".join(lines) + "\n")
+    say.write(args.out)
     return 1 if missed else 0
 
 

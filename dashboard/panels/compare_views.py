@@ -38,9 +38,9 @@ def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
             fig, any_noisy = sweeps_figure(results_filters.frame_key(df), a, b, labels[a], labels[b], nums)
             st.altair_chart(fig, width="stretch", key="compare_speedup")
             if any_noisy:
-                st.caption("Grey bars with a dashed outline: every run of that combination on that side was noisy (its "
-                           "rounds spread past 5%, or one host-sensitive process): out of the answer, and no finding "
-                           "either way.")
+                st.caption("Grey bars with a dashed outline: every run of that combination on that side was disturbed "
+                           "by a measured cause (another process on the GPU or the worker's cores, throttled clocks): "
+                           "its numbers are those runs', no finding either way.")
     with tables_slot:
         _sweeps_tables(pair, by_id[a], by_id[b])
 
