@@ -71,6 +71,10 @@ def test_a_markdown_and_html_sweep_name_is_shown_literally_and_fetches_nothing(l
     legend.first.wait_for()
     texts = legend.all_text_contents()
     assert any("<b>bold</b>" in t for t in texts), texts
+    page.locator('[data-testid="stVegaLiteChart"] .mark-rect path').first.hover()  # a bar's tooltip names its sweep
+    tip = page.locator("#vg-tooltip-element")
+    tip.filter(has_text="<b>bold</b>").wait_for()
+    assert tip.locator("b, img").count() == 0, tip.inner_html()
 
     register_worker(lab["engine"])  # Submit offers the models of live workers
     page.goto(f"{lab['url']}/?preset=modes")
