@@ -110,6 +110,23 @@ class ParamInfo:
         return value
 
 
+KNOWN_SHOWN = 40  # an unknown model's error lists this many known names (a worker with timm offers ~1,300)
+
+
+def open_arg(key: str, value: Any) -> int | str:
+    """A field of an open model (say a Hugging Face config's `num_hidden_layers`): a name, and a number or a word."""
+    where = f"model_args.{key}"
+    if not (isinstance(key, str) and key.isidentifier()):
+        raise SpecError(where, "expected a field name (letters, digits, _)")
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise SpecError(where, f"expected a number or a word, got {type(value).__name__}")
+    if isinstance(value, int):
+        return integer(value, where)
+    if not value or len(value) > 200 or not all(c.isalnum() or c in "._-+" for c in value):
+        raise SpecError(where, f"{value[:40]!r}: expected a number, true/false or a word (letters, digits, . _ - +)")
+    return value
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     """What a worker publishes about one model it can run (the dashboard never imports the zoo)."""
@@ -123,6 +140,8 @@ class ModelInfo:
     source: str = "builtin"
     # the repeated blocks `--scope blocks` compiles one by one (the model file's BLOCKS); () = none named
     blocks: tuple[str, ...] = ()
+    # takes any FIELD=VALUE besides its size parameters (a Hugging Face config's fields: runner.zoo.family_hf)
+    open_args: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -250,8 +269,10 @@ class ExperimentSpec:
         stored record says exactly what ran."""
         info = catalog.get(self.model)
         if info is None:
-            known = ", ".join(sorted(catalog)) or "none published yet"
-            raise SpecError("model", f"unknown model {self.model!r}; known models: {known}")
+            names = sorted(catalog)
+            known = ", ".join(names[:KNOWN_SHOWN]) or "none published yet"
+            more = f" and {len(names) - KNOWN_SHOWN} more (runner models)" if len(names) > KNOWN_SHOWN else ""
+            raise SpecError("model", f"unknown model {self.model!r}; known models: {known}{more}")
         if self.task not in info.tasks:
             raise SpecError("task", f"model {self.model!r} supports {', '.join(info.tasks)} only")
         if self.scope == "blocks" and not info.blocks:
@@ -260,6 +281,9 @@ class ExperimentSpec:
         params = {p.name: p for p in info.params}
         args = {}
         for key, value in self.model_args.items():
+            if key not in params and info.open_args:
+                args[key] = open_arg(key, value)
+                continue
             if key not in params:
                 allowed = ", ".join(params) or "none"
                 raise SpecError(f"model_args.{key}", f"unknown parameter of {self.model!r}; it takes: {allowed}")

@@ -71,7 +71,7 @@ def _build(spec: ExperimentSpec, entry: ZooEntry, phases: Phases, device, dtype,
     breaks = GraphBreakLog()
     cudagraphs_health.listen()
     trace = CompileTrace(attach=trace_on)  # after GraphBreakLog: its set_logs resets torch's handlers (never ours)
-    module = load_module(entry)
+    module = load_module(entry, spec.task)
     params = dict(spec.model_args)
     seed(0)
     eager_model = build_on(device, module, params)

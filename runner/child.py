@@ -194,8 +194,8 @@ def run_job(args: argparse.Namespace) -> int:
     phases = Phases()  # the worker turns these into the job's timeline (lab.timeline)
     try:
         spec = ExperimentSpec.from_json(Path(spec_file).read_text())
-        entries = zoo.catalog(models_dirs)
-        if spec.model not in entries:
+        entry = zoo.resolve(spec.model, models_dirs)
+        if entry is None:
             raise SpecError("model", f"{spec.model!r} is not in this worker's zoo")
         print(f"compile-lab child: {spec.label}", flush=True)
         pin_threads()
@@ -203,7 +203,7 @@ def run_job(args: argparse.Namespace) -> int:
 
         phases.add("child setup", entered, time.time())  # imports (torch itself in a fresh interpreter), spec, zoo
         role = measure.Role(repeat=args.repeat, cache_from_first_run=args.cache_from_first_run)
-        result = measure.run(spec, entries[spec.model], progress.report, Path(result_file).parent / "artifacts",
+        result = measure.run(spec, entry, progress.report, Path(result_file).parent / "artifacts",
                              phases, role)
         # the write's own end is when the worker sees the child exit: it closes the timeline's "result write"
         write_atomic(result_file, {"status": "succeeded", "result": result.to_dict(), "phases": phases.intervals,

@@ -28,6 +28,7 @@ from lab.spec import job_label
 from lab.sweep import SweepRequest, split_sizes
 from runner import signing, zoo
 from runner.gpus import GpuError
+from runner.model_offer import offered_catalog
 
 
 class UsageError(Exception):
@@ -95,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--models-dir", action="append", default=[],
                    help=f"a lab's own model files (default: ${MODELS_ENV}, folders separated by {os.pathsep}); a file "
                         "added or edited there is offered within seconds, no restart")
+    w.add_argument("--model-import", action="append", default=[], metavar="MODULE[:FACTORY]", help="a lab's model by import path: a factory returning (module, inputs), or a model file")  # noqa: E501
     w.add_argument("--home", default="data", help="job folders, logs and the warm compile cache")
     w.add_argument("--spawn", choices=("fork", "fresh", "inline"), default="fork",
                    help="fork: each child forked from a parent that preloaded torch (fast start); "
@@ -218,7 +220,7 @@ def cmd_submit(args) -> int:
         fields["schedule"] = _int_list(args.schedule, "schedule")
     request = SweepRequest.from_dict(fields)  # validates before anything touches the database
     engine = get_engine(args.db)
-    catalog = {**queue.published_catalog(engine), **zoo.model_infos(zoo.catalog(args.models_dir))}
+    catalog = offered_catalog(engine, request.model, zoo.model_infos(zoo.catalog(args.models_dir)))
     sweep_id, job_ids, notes = queue.submit(engine, request, catalog)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
@@ -233,9 +235,8 @@ def _model_args(pairs: list[str]) -> dict:
     for pair in pairs:
         if "=" not in pair:
             raise UsageError(f"--arg {pair!r}: expected NAME=VALUE")
-        name, value = pair.split("=", 1)
-        digits = re.fullmatch(r"-?[0-9]+", value.strip())
-        out[name.strip()] = integer(value, f"model_args.{name.strip()}") if digits else value.strip()
+        name, value = (x.strip() for x in pair.split("=", 1))
+        out[name] = integer(value, f"model_args.{name}") if re.fullmatch(r"-?[0-9]+", value) else value
     return out
 
 
@@ -281,7 +282,7 @@ def cmd_work(args) -> int:
         logging.getLogger("compile_lab.worker").info("compile cache bundles: checked and signed with the key in %s",
                                                      signer.source)
     cfg = WorkerConfig(db_url=args.db, home=Path(args.home), gpu=args.gpu, lease_s=args.lease,
-                       grace_s=args.grace, models_dirs=args.models_dir, spawn=args.spawn,
+                       grace_s=args.grace, models_dirs=args.models_dir, spawn=args.spawn, model_imports=args.model_import,
                        calibrate=not args.no_calibrate, threads=args.threads, signer=signer,
                        max_jobs=1 if args.once else args.max_jobs, drain=args.drain or args.once)
     worker = Worker(cfg)

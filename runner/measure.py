@@ -143,7 +143,7 @@ def first_call_cache(spec: ExperimentSpec, role: Role, loaded: dict | None) -> s
 def _work_key(spec: ExperimentSpec, entry: ZooEntry) -> dict:
     """What the work of one eager call depends on (runner.roofline_work.cached_work)."""
     try:
-        mtime = entry.path.stat().st_mtime_ns
+        mtime = entry.path.stat().st_mtime_ns if entry.path is not None else None  # a family member: none
     except OSError:
         mtime = None
     return {"model": spec.model, "file": str(entry.path), "mtime": mtime, "model_args": dict(spec.model_args),

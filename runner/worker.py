@@ -45,6 +45,7 @@ from runner.child import THREADS_ENV, WORKER_PID_ENV
 from runner.disturbance import my_cpus
 from runner.lease import LeaseKeeper, Renewed
 from runner.model_folders import ModelFolders
+from runner.model_offer import MoreModels, rescan
 from runner.neighbours import sharing
 from runner.signing import KEY_FILE_ENV, Signer
 from runner.spawn import SpawnError, make_spawner
@@ -72,6 +73,8 @@ class WorkerConfig:
     calibrate: bool = True  # measure a GPU's ceilings once (runner/ceilings.py) if the database has none
     threads: int | None = None  # torch's intra-op threads in every child; None: the CPUs this worker may use
     signer: Signer | None = field(default=None, repr=False)  # signs and checks cache bundles; None: no portable cache
+    model_imports: list[str] = field(default_factory=list)  # a lab's models by import path (runner.model_offer)
+    families: bool = True  # offer hf:* and timm:* where the packages are installed
 
 
 class Worker(Supervision):
@@ -90,6 +93,7 @@ class Worker(Supervision):
         self.home = Path(cfg.home).resolve()
         self.entries = zoo.catalog(cfg.models_dirs)
         self.model_folders = ModelFolders(cfg.models_dirs)  # watched while idle (rescan_models)
+        self.more = MoreModels(cfg.model_imports, cfg.families)  # families and import paths, listed by a child
         self.capabilities: dict = {}
         self.probe: dict = {}  # torch, triton, devices: what keys a portable compile cache (runner.portable)
         self.cpus = my_cpus()  # its affinity: published, so workers on one host can tell they share cores
@@ -134,25 +138,18 @@ class Worker(Supervision):
             self._starting.start()
             how = f"host facts kept in {hostfacts.path(self.home, self._env())}; the preloaded parent is still loading"
         queue.register_worker(self.engine, self.id, self.hostname, os.getpid(), self.cfg.gpu, self.capabilities)
+        self.more.start(self._env(), PROJECT_ROOT, gpu="cuda" in self.capabilities["devices"])
         devices, probe = self.capabilities["devices"], self.probe
         log.info("worker %s ready: devices %s%s, %d models, %s children, CPUs %s, torch threads %d; started in %.1f s "
                  "(%s)", self.id, ",".join(devices), f" ({probe.get('device_name')})" if probe.get("device_name") else "",
                  len(self.entries), self.cfg.spawn, cpus_text(self.cpus), self.threads, time.monotonic() - began, how)
 
     def rescan_models(self) -> bool:
-        """While idle: a changed models folder read again (runner.model_folders) and, when what it offers changed,
-        published (the Submit page offers what live workers publish). True when the offer changed."""
-        entries = self.model_folders.changed(self.entries)
-        if entries is None:
-            return False
-        offered = {n: e.info for n, e in entries.items()} != {n: e.info for n, e in self.entries.items()}
-        self.entries = entries  # the code may have changed alone: each job's child reads its file anew
-        if offered and self.capabilities:
-            self.capabilities = {**self.capabilities, "models": [e.info.to_dict() for e in entries.values()]}
-            self._retry("publish the models", lambda: queue.publish_capabilities(self.engine, self.id, self.capabilities))
-        if offered:
-            log.info("worker %s: models folders changed; now offering %s", self.id, ", ".join(sorted(entries)))
-        return offered
+        """While idle: changed models folders, or the end of the families' listing (runner.model_offer.rescan)."""
+        return rescan(self)
+
+    def _offer(self) -> dict:
+        return {"models": [e.info.to_dict() for e in self.entries.values()], "refused_models": dict(self.more.refused)}
 
     def _capabilities(self, probe: dict) -> dict:
         devices = (["cuda", "cpu"] if probe.get("cuda") else ["cpu"])
@@ -160,7 +157,7 @@ class Worker(Supervision):
             "devices": devices, "device_name": probe.get("device_name"), "cpu_name": probe.get("cpu_name"),
             "torch_version": probe.get("torch_version"),
             "triton_version": probe.get("triton_version"),
-            "models": [e.info.to_dict() for e in self.entries.values()], "pid": os.getpid(),
+            **self._offer(), "pid": os.getpid(),
             "models_dirs": [str(d) for d in self.cfg.models_dirs], "cpus": self.cpus, "threads": self.threads,
             "signs_bundles": self.cfg.signer is not None,  # whether its portable jobs can load (the Submit page)
         }
@@ -285,6 +282,9 @@ class Worker(Supervision):
         """Claim and run jobs until stopped, max_jobs done, or (drain) nothing is left to claim."""
         self.start()
         self._kept = kept.found(self.home)  # earlier workers' finished outcomes, stored before any claim
+        if self.cfg.drain:  # a draining worker claims what it offers: its families and imports listed first
+            self.more.wait()
+            self.rescan_models()
         done = 0
         models = list(self.entries)
         try:

@@ -43,7 +43,7 @@ class ModelFileError(ValueError):
 @dataclass(frozen=True)
 class ZooEntry:
     info: ModelInfo
-    path: Path
+    path: Path | None  # None: a family member or an import path (runner.zoo.families), loaded by its name
     stochastic: bool = False
 
 
@@ -114,10 +114,35 @@ def model_infos(entries: dict[str, ZooEntry]) -> dict[str, ModelInfo]:
     return {name: e.info for name, e in entries.items()}
 
 
-def load_module(entry: ZooEntry) -> ModuleType:
-    """Import a model file (in the child process only: this runs the file's code and imports torch)."""
-    name = f"compile_lab_model_{entry.info.name}"
-    spec = importlib.util.spec_from_file_location(name, entry.path)
+def resolve(name: str, models_dirs: Iterable[str | Path] = ()) -> ZooEntry | None:
+    """The entry for a model name in the child: a file of the zoo or a models folder, or a family member or an
+    import path (runner.zoo.families), found by its name without listing its family."""
+    from runner.zoo import families
+
+    family = families.family_of(name)
+    if family:
+        size_dim = "seq_len" if family == "hf" else "batch"
+        return ZooEntry(info=ModelInfo(name=name, description=name, size_dim=size_dim, source=family), path=None)
+    if families.is_import_path(name):
+        module = importlib.import_module(name.partition(":")[0])
+        size_dim = getattr(module, "SIZE_DIM", "batch") if ":" not in name else "batch"
+        return ZooEntry(info=ModelInfo(name=name, description=name, size_dim=size_dim, source="import"), path=None,
+                        stochastic=bool(getattr(module, "STOCHASTIC", False)) if ":" not in name else False)
+    return catalog(models_dirs).get(name)
+
+
+def load_module(entry: ZooEntry, task: str = "inference"):
+    """Import a model file (in the child process only: this runs the file's code and imports torch); a family
+    member or an import path, bound to its name and the task (runner.zoo.families.bind)."""
+    if entry.path is None:
+        from runner.zoo import families
+
+        return families.bind(entry.info.name, task)
+    return load_path(f"compile_lab_model_{entry.info.name}", entry.path)
+
+
+def load_path(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses and pickling look modules up by name
     spec.loader.exec_module(module)
