@@ -23,6 +23,14 @@ $(VENV)/.setup-dev: $(VENV)/.setup requirements-dev.txt
 	$(PY) -m pip install -q -r requirements-dev.txt
 	@touch $@
 
+# a second interpreter for the tests of the timm family (timm needs a torchvision built for its torch; the index has
+# CUDA builds only, and those run on the CPU): torch 2.14.1, torchvision and timm, nothing of the project installed
+EXTRAS ?= .venv-extras
+$(EXTRAS)/.setup:
+	$(PYTHON) -m venv $(EXTRAS)
+	$(EXTRAS)/bin/python -m pip install -q torch==2.14.1 torchvision==0.29.1 timm
+	@touch $@
+
 setup: $(VENV)/.setup
 
 setup-dev: $(VENV)/.setup-dev
@@ -40,7 +48,7 @@ lint: setup-dev
 # every tier; .ci/services.sh installs chromium and starts PostgreSQL where it may (root, apt-get). Two test
 # processes share the cores (pytest-xdist): most tests wait on workers, servers and browsers. Tests marked `alone`
 # need the cores to themselves (another process on them is a disturbance the lab names): they run after, serially.
-test: setup-dev
+test: setup-dev $(EXTRAS)/.setup
 	@pg="$$(.ci/services.sh)"; \
 	COMPILE_LAB_TEST_PG="$$pg" $(PY) -m pytest -q -n 2 --dist worksteal -m "not alone" --durations=15 tests && \
 	COMPILE_LAB_TEST_PG="$$pg" $(PY) -m pytest -q -m alone tests
@@ -56,4 +64,4 @@ test-integration: setup-dev
 	$(PY) -m pytest -q tests/integration
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(EXTRAS) .pytest_cache .ruff_cache

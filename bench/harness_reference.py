@@ -56,10 +56,10 @@ def main() -> int:
         from runner.trace import CompileTrace
 
         listeners = (GraphBreakLog(), cudagraphs_health.listen(), CompileTrace())  # noqa: F841 (kept alive)
-    entry = zoo.catalog()[args.model]
-    module = zoo.load_module(entry)
+    entry = zoo.resolve(args.model)  # a zoo file, or a family member (hf:, timm:) or an import path by its name
+    module = zoo.load_module(entry, args.task)
     params = {pi.name: pi.default for pi in entry.info.params}
-    params |= {k: type(params[k])(v) for k, v in (a.split("=", 1) for a in args.arg)}
+    params |= {k: int(v) if v.lstrip("-").isdigit() else v for k, v in (a.split("=", 1) for a in args.arg)}
     device, training = args.device, args.task == "training"
     torch.manual_seed(0)
     eager = module.build(**params).to(device)
@@ -67,7 +67,7 @@ def main() -> int:
     for m in (eager, base):
         m.train(training)
     torch.manual_seed(1)
-    inputs = tuple(t.to(device) for t in module.example_inputs(args.batch, **params))
+    inputs = tuple(t.to(device) for t in module.example_inputs(args.batch, **params))  # sizes in --arg (seq_len)
     compile_fn = lambda m: torch.compile(m, mode=args.mode, dynamic=DYNAMIC[args.dynamic])  # noqa: E731
     compiled = module.compile(base, compile_fn, **params) if hasattr(module, "compile") else compile_fn(base)
     graphs = device == "cuda" and args.mode in ("reduce-overhead", "max-autotune")

@@ -194,6 +194,8 @@ def compile_blocks(model: torch.nn.Module, containers: tuple[str, ...], compile_
 
 
 def _loss(out) -> torch.Tensor:
+    if isinstance(out, torch.Tensor) and out.dim() == 0:  # the model's own loss (hf:, timm: with labels): as it is
+        return out.float()
     return sum(t.float().pow(2).mean() for t in tensors(out))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,7 @@ from runner import zoo
 from runner.zoo import families
 
 log = logging.getLogger("compile_lab.worker")
+FAMILIES_ENV = "COMPILE_LAB_FAMILIES"  # 0: offer no families even where their packages are installed
 
 
 class MoreModels:
@@ -27,6 +29,7 @@ class MoreModels:
 
     def __init__(self, imports: list[str], use_families: bool = True):
         self.imports = list(imports)
+        use_families = use_families and os.environ.get(FAMILIES_ENV, "1") != "0"
         self.families = [f for f in families.FAMILIES if use_families and families.available(f)]
         self.entries: dict[str, zoo.ZooEntry] = {}
         self.refused: dict[str, str] = {}

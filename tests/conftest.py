@@ -15,11 +15,17 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
 FIXTURE_MODELS = TESTS / "fixture_models"
+# workers started by tests list no Hugging Face / timm families (a child importing transformers at each worker's start
+# is CPU on a 2-core box that other tests' measurements would see); the tests about families turn them on
+os.environ.setdefault("COMPILE_LAB_FAMILIES", "0")
+# a second interpreter with torch 2.14.1 (a CUDA build, run on the CPU), torchvision and timm: `make test` makes it
+# (timm needs a torchvision built for its torch, and none is built for the CPU torch 2.13 on this index)
+EXTRAS_PYTHON = Path(os.environ.get("COMPILE_LAB_EXTRAS_PYTHON", ROOT / ".venv-extras" / "bin" / "python"))
 
 # what every test in a folder costs; tests/unit and tests/dashboard run in this process (`make test-fast`)
 FOLDER_MARKERS = {"integration": ("subprocess", "slow"), "faults": ("subprocess", "slow"),
                   "e2e": ("browser", "subprocess", "slow")}
-TIERS = ("postgres", "browser", "gpu")  # what a machine may lack: a run that skips one says so at the end
+TIERS = ("postgres", "browser", "gpu", "extras")  # what a machine may lack: a run that skips one says so at the end
 
 
 def pytest_collection_modifyitems(config, items):

@@ -29,7 +29,9 @@ class Preset:
         """What the CPU sizes change, as "image_size 224 → 64", for the form's note."""
         out = []
         for name, value in self.cpu.items():
-            if name == "params":
+            if name == "config":  # a Hugging Face model's config fields (a smaller model on the CPU)
+                out.append(f"config {value}")
+            elif name == "params":
                 out += [f"{k} {self.values.get('params', {}).get(k, '?')} → {v}" for k, v in value.items()]
             else:
                 out.append(f"{WORDS.get(name, name)} {self.values.get(name, '?')} → {value}")
@@ -77,4 +79,21 @@ PRESETS: dict[str, Preset] = {
          "backends": ["inductor"], "dynamics": ["none"], "fullgraphs": ["false"],
          "name": "sin+cos first vs second call"},
         cpu={"batch_sizes": "1000", "params": {"width": 1000}}),
+    # the seeds' questions on real models (Hugging Face and timm, random weights): offered where a worker has them
+    "real-lm": Preset(
+        "a real LM: GPT-2 small",
+        "GPT-2 small (Hugging Face transformers, its default config, random weights) at sequence 512, batch 8: "
+        "default vs reduce-overhead vs max-autotune. Set Task to training for the training step.",
+        {"model": "hf:GPT2LMHeadModel", "batch_sizes": "8", "params": {"seq_len": 512},
+         "modes": ["default", "reduce-overhead", "max-autotune"], "backends": ["inductor"], "dynamics": ["none"],
+         "fullgraphs": ["false"], "timeout_s": 3600, "name": "a real LM: GPT-2 small"},
+        cpu={"batch_sizes": "2", "params": {"seq_len": 64}, "config": "n_layer=2"}),
+    "real-vision": Preset(
+        "a real vision backbone: ResNet-50",
+        "timm's resnet50 (random weights) at batch 32, 224 px: default vs reduce-overhead vs max-autotune. The "
+        "same for a transformer backbone: pick timm:vit_base_patch16_224 as the model.",
+        {"model": "timm:resnet50", "batch_sizes": "32", "params": {"image_size": 224},
+         "modes": ["default", "reduce-overhead", "max-autotune"], "backends": ["inductor"], "dynamics": ["none"],
+         "fullgraphs": ["false"], "timeout_s": 3600, "name": "a real vision backbone: ResNet-50"},
+        cpu={"batch_sizes": "4", "params": {"image_size": 64}}),
 }

@@ -2,6 +2,8 @@
 will, and shows the first problem under its widget), its presets and their sizes, and the wait for a first worker."""
 import streamlit as st
 
+from dashboard.data.model_order import label as model_label
+from dashboard.data.model_order import ordered
 from dashboard.data.presets import PRESETS
 from dashboard.data.submission import FormValues, message, plan, slot_for, submit_all
 from dashboard.markup import md
@@ -24,6 +26,32 @@ TORCH_CHOICES = {ALL_LIVE: "every version a live worker offers", ANY_TORCH: "any
 
 def arg_key(model: str, name: str) -> str:
     return f"f_arg_{model}_{name}"
+
+
+def _slot(slots: dict, field_name: str):
+    """Where a problem shows: under its widget; a config field's under the Config fields box; else at the end."""
+    here = slots.get(slot_for(field_name))
+    if here is None and field_name.startswith("model_args."):
+        here = slots.get("model_args.config")
+    return here or st
+
+
+def config_key(model: str) -> str:
+    return f"f_config_{model}"
+
+
+def config_fields(text: str) -> tuple[dict, str | None]:
+    """The Config fields box: FIELD=VALUE lines (numbers as integers, the rest as words; lab.spec checks them)."""
+    out: dict = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if "=" not in line:
+            return out, f"Config fields, line {n}: expected FIELD=VALUE"
+        name, value = (x.strip() for x in line.split("=", 1))
+        out[name] = int(value) if value.lstrip("-").isdigit() and len(value) < 19 else value
+    return out, None
 
 
 def init_form(catalog: dict, devices: set) -> None:
@@ -53,6 +81,8 @@ def apply_preset(key: str, catalog: dict, devices: set, gpu_sizes: bool) -> None
         value = values.get("params", {}).get(p.name, p.default)
         st.session_state[arg_key(model, p.name)] = (list(value) if isinstance(value, (list, tuple)) else [value]) \
             if p.choices else value
+    if info.open_args:  # a Hugging Face model's config fields (the CPU's smaller model, say)
+        st.session_state[config_key(model)] = values.get("config", "")
     # what the preset filled in, to tell when the form no longer is the preset (clear_stale_preset_name)
     st.session_state["preset_values"] = {k: st.session_state[k] for k in
                                          [w for n, w in KEYS.items() if n != "name"]
@@ -105,7 +135,9 @@ def sweep_form(catalog: dict, devices: set) -> None:
     left, middle, right = st.columns(3, gap="large")
     with left:
         st.subheader("What to run")
-        model = st.selectbox("Model", sorted(catalog), key=KEYS["model"], persist_state="session")
+        model = st.selectbox("Model", ordered(catalog), key=KEYS["model"], persist_state="session", format_func=model_label,
+                             help="Type to search: the zoo's models, then Hugging Face (hf:) and timm (timm:) models "
+                                  "where a worker has those packages")
         url_params.write_url_choice("model", model)  # in the link: a copied link opens the form on this model
         info = catalog[model]
         # a worker's own words (description, folder, parameter names and help, torch version): text, never markup
@@ -127,6 +159,15 @@ def sweep_form(catalog: dict, devices: set) -> None:
                 params[p.name] = st.number_input(md(p.name), min_value=p.minimum, max_value=p.maximum, step=1,
                                                  key=key, help=md(p.help) if p.help else None, persist_state="session")
             slots[f"model_args.{p.name}"] = st.empty()
+        if info.open_args:  # a Hugging Face config's fields (runner.zoo.family_hf)
+            text = st.text_area("Config fields", key=config_key(model), persist_state="session", height=90,
+                                placeholder="num_hidden_layers=4\nhidden_size=1024",
+                                help="FIELD=VALUE, one a line: set on the model's default config before it is built")
+            fields, problem = config_fields(text or "")
+            slots["model_args.config"] = st.empty()
+            if problem:
+                slots["model_args.config"].error(md(problem), icon=":material/error:")
+            params.update(fields)
         if st.session_state[KEYS["task"]] not in info.tasks:
             st.session_state[KEYS["task"]] = info.tasks[0]
         task = st.selectbox("Task", list(info.tasks), key=KEYS["task"], persist_state="session",
@@ -213,7 +254,7 @@ def sweep_form(catalog: dict, devices: set) -> None:
                         process_repeats=process_repeats, name=name)
     planned = plan(values, catalog, live_torch)
     for error in planned.errors:  # under its field, each one (two fields may hold the same slot: one message)
-        slots.get(slot_for(error.field), st).error(md(message(error)), icon=":material/error:")
+        _slot(slots, error.field).error(md(message(error)), icon=":material/error:")
     if device not in devices:
         slots["device"].warning(f"No live worker offers {device}: the jobs wait until one does.")
     if cache == "portable":
@@ -257,7 +298,7 @@ def sweep_form(catalog: dict, devices: set) -> None:
         try:
             stored = submit_all(resources.engine(), planned, resources.catalog(resources.engine()))
         except SpecError as e:  # the catalog changed between the count and the click
-            slots.get(slot_for(e.field), st).error(md(message(e)), icon=":material/error:")
+            _slot(slots, e.field).error(md(message(e)), icon=":material/error:")
         else:
             st.session_state["submitted"] = stored
             st.session_state["submitted_values"] = values

@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 from types import SimpleNamespace
 
-from lab.spec import ModelInfo, TASKS
+from lab.spec import TASKS, ModelInfo
 
 HERE = Path(__file__).parent
 FAMILIES = {"hf": HERE / "family_hf.py", "timm": HERE / "family_timm.py"}
