@@ -45,6 +45,27 @@ CONFIGS = {  # name: submit flags (the seed notes' configurations: 001-004)
     "convnetmix bs32": ["--model", "convnetmix", "--batch", "32"],
     "resnet18 bs16 training": ["--model", "resnet18", "--batch", "16", "--task", "training"],
 }
+# issue 26: real models by name (transformers and timm on the worker), one process each (a cold compile of a real
+# model is minutes: its repeats would double the device time); the reference in one fresh harness process each
+REAL = {
+    "gpt2 bs8 seq512 inference": ["--model", "hf:GPT2LMHeadModel", "--batch", "8", "--arg", "seq_len=512"],
+    "gpt2 bs8 seq512 training": ["--model", "hf:GPT2LMHeadModel", "--batch", "8", "--arg", "seq_len=512",
+                                 "--task", "training"],
+    "bert-mlm bs32 seq512 inference": ["--model", "hf:BertForMaskedLM", "--batch", "32", "--arg", "seq_len=512"],
+    "bert-mlm bs32 seq512 training": ["--model", "hf:BertForMaskedLM", "--batch", "32", "--arg", "seq_len=512",
+                                      "--task", "training"],
+    "llama 4 layers bs8 seq512 inference": ["--model", "hf:LlamaForCausalLM", "--batch", "8", "--arg", "seq_len=512",
+                                            "--arg", "num_hidden_layers=4"],
+    "llama 4 layers bs8 seq512 training": ["--model", "hf:LlamaForCausalLM", "--batch", "8", "--arg", "seq_len=512",
+                                           "--arg", "num_hidden_layers=4", "--task", "training"],
+    "resnet50 bs32 inference": ["--model", "timm:resnet50", "--batch", "32", "--arg", "image_size=224"],
+    "resnet50 bs32 training": ["--model", "timm:resnet50", "--batch", "32", "--arg", "image_size=224", "--task",
+                               "training"],
+    "vit_base bs32 inference": ["--model", "timm:vit_base_patch16_224", "--batch", "32", "--arg", "image_size=224"],
+    "vit_base bs32 training": ["--model", "timm:vit_base_patch16_224", "--batch", "32", "--arg", "image_size=224",
+                               "--task", "training"],
+}
+SETS = {"seeds": CONFIGS, "real": REAL}
 SMALL = {"complexnet": ["--arg", "image_size=96"], "sincos": ["--arg", "width=1000"]}  # --small: a CPU smoke run
 REF_PROCESSES = 3
 
@@ -58,7 +79,7 @@ def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
 
 
 def chosen(args) -> dict[str, list[str]]:
-    out = {n: f for n, f in CONFIGS.items() if not args.only or any(o in n for o in args.only)}
+    out = {n: f for n, f in SETS[args.set].items() if not args.only or any(o in n for o in args.only)}
     if args.small:
         out = {n: f + SMALL.get(f[1], []) for n, f in out.items()}
     return out
@@ -70,15 +91,20 @@ def sweep(args) -> None:
     work = Path(tempfile.mkdtemp(prefix="honest-"))  # the database: never under OUT until it is whole
     home = Path(args.home or work / "home")  # the worker's: its host facts and kept caches serve a second sweep
     db = f"sqlite:///{work / 'lab.db'}"
-    for name, flags in chosen(args).items():
-        done = _run(["-m", "runner", "submit", "--db", db, "--device", args.device, "--name", f"{args.label}: {name}",
-                     *flags])
-        print(f"{args.label}: {name}: {done.stdout.strip() or done.stderr.strip()}", flush=True)
+    worker_cmd = [sys.executable, "-m", "runner", "work", "--no-calibrate", "--db", db, "--home", str(home),
+                  *(["--gpu", "0"] if args.device == "cuda" else [])]
     started = time.time()
     with open(out / f"worker-{args.label}.log", "w") as log:
-        subprocess.run([sys.executable, "-m", "runner", "work", "--drain", "--no-calibrate", "--db", db, "--home",
-                        str(home), *(["--gpu", "0"] if args.device == "cuda" else [])], cwd=ROOT, stdout=log,
-                       stderr=subprocess.STDOUT)
+        if args.set == "seeds":  # the zoo's files: submitted first, then drained
+            _submit_all(args, db)
+            subprocess.run(worker_cmd + ["--drain"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        else:  # families are offered once the worker has listed them: submit then, wait for the queue to empty
+            worker = subprocess.Popen(worker_cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+            _wait(lambda: {f[1] for f in chosen(args).values()} <= set(_published(db)), "the worker's listing")
+            _submit_all(args, db, "--process-repeats", "1")
+            _wait(lambda: not _open_jobs(db), "the jobs to finish", limit_s=6 * 3600)
+            worker.terminate()
+            worker.wait(timeout=120)
     print(f"{args.label}: drained in {time.time() - started:.0f} s", flush=True)
     src = sqlite3.connect(work / "lab.db")
     with sqlite3.connect(out / f"sweep-{args.label}.db") as dst:  # one file, whole: the WAL folded in
@@ -87,19 +113,56 @@ def sweep(args) -> None:
     shutil.rmtree(work, ignore_errors=True)
 
 
+def _submit_all(args, db: str, *extra: str) -> None:
+    for name, flags in chosen(args).items():
+        done = _run(["-m", "runner", "submit", "--db", db, "--device", args.device, "--name", f"{args.label}: {name}",
+                     *flags, *extra])
+        print(f"{args.label}: {name}: {done.stdout.strip() or done.stderr.strip()}", flush=True)
+
+
+def _published(db: str) -> dict:
+    from db import queue
+    from db.database import get_engine
+
+    try:
+        return queue.published_catalog(get_engine(db))
+    except Exception:  # noqa: BLE001 - the worker is still creating the database
+        return {}
+
+
+def _open_jobs(db: str) -> int:
+    from db import queue
+    from db.database import get_engine
+
+    counts = queue.status_counts(get_engine(db))
+    return counts.get("queued", 0) + counts.get("running", 0)
+
+
+def _wait(done, what: str, limit_s: float = 600) -> None:
+    deadline = time.time() + limit_s
+    while not done():
+        if time.time() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(2)
+
+
 def reference(args) -> None:
     """Per configuration, REF_PROCESSES fresh harness processes (one compile cache per configuration: the first
     compiles, the others find it), one JSON line each appended to reference.jsonl."""
     out = Path(args.out)
     for name, flags in chosen(args).items():
-        cache = Path(tempfile.mkdtemp(prefix="ref-cache-"))
+        cache = Path(args.ref_cache) if args.ref_cache else Path(tempfile.mkdtemp(prefix="ref-cache-"))
         env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"),
                "TRITON_CACHE_DIR": str(cache / "triton")}
         cmd = ["-m", "bench.harness_reference", "--model", flags[1], "--batch", _flag(flags, "--batch", "1"),
                "--mode", _flag(flags, "--mode", "default"), "--dynamic", _flag(flags, "--dynamic", "none"),
                "--task", _flag(flags, "--task", "inference"), "--device", args.device]
         cmd += [x for i, x in enumerate(flags) if flags[i - 1] == "--arg" or x == "--arg"]
-        for i in range(REF_PROCESSES):
+        done_before = [json.loads(x) for x in (out / "reference.jsonl").read_text().splitlines()] \
+            if (out / "reference.jsonl").exists() else []
+        if sum(r.get("config") == name and "speedup" in r for r in done_before) >= args.ref_processes:
+            continue  # a step cut short and run again goes on where it stopped
+        for i in range(args.ref_processes):
             done = _run(cmd, env=env, timeout=900)
             line = {"config": name, "process": i}
             try:
@@ -109,7 +172,8 @@ def reference(args) -> None:
             with open(out / "reference.jsonl", "a") as f:
                 f.write(json.dumps(line) + "\n")
             print(json.dumps(line), flush=True)
-        shutil.rmtree(cache, ignore_errors=True)
+        if not args.ref_cache:
+            shutil.rmtree(cache, ignore_errors=True)
 
 
 def _sweep_rows(db_file: Path) -> dict:
@@ -180,7 +244,7 @@ def table(args) -> None:
              + "".join(f"{'sweep ' + lb + ': answer [95%]':<34}{'jobs':>5}   " for lb in labels)]
     checks = {"answered": [], "within 10%": [], "covers reference": [], "inside other sweep": []}
     jobs, first_s, follow_s, overheads = [], [], [], []
-    for name in CONFIGS:
+    for name in SETS[args.set]:
         ref = refs.get(name, [])
         ref_med = statistics.median(ref) if ref else None
         cells = f"{name:<34}" + (f"{ref_med:.3f}x ({min(ref):.3f}-{max(ref):.3f})" if ref else
@@ -217,7 +281,9 @@ def table(args) -> None:
     for lb in labels:
         for name, entry in sweeps[lb].items():
             if entry["row"] is not None:
-                lines.append(f"sweep {lb}: {name}: {entry['row']['verdict']}")
+                row = entry["row"]
+                first = f"; first call cold {row['first_call_cold_s']:.1f} s" if row.get("first_call_cold_s") else ""
+                lines.append(f"sweep {lb}: {name}: {row['verdict']}{first}")
     lines.append("")
     disturbed = [j for j in jobs if j["disturbed"]]
     ok = [j for j in jobs if j["status"] == "succeeded"]
@@ -270,6 +336,10 @@ def main() -> int:
     p.add_argument("--small", action="store_true", help="CPU-sized models (a smoke run of this script)")
     p.add_argument("--write", help="table: also write it to this file")
     p.add_argument("--home", help="sweep: the worker's home (default: a fresh one)")
+    p.add_argument("--set", choices=tuple(SETS), default="seeds", help="seeds: the seed notes' configurations; "
+                   "real: Hugging Face and timm models by name (issue 26)")
+    p.add_argument("--ref-processes", type=int, default=REF_PROCESSES)
+    p.add_argument("--ref-cache", help="reference: one compile cache for every process (a warm one: the sweep's)")
     args = p.parse_args()
     args.out_all = args.out_all or [os.environ.get("OUT") or tempfile.mkdtemp()]
     args.out = args.out_all[0]

@@ -79,7 +79,7 @@ def _build(spec: ExperimentSpec, entry: ZooEntry, phases: Phases, device, dtype,
     for m in (eager_model, compiled_base):
         m.to(device=device, dtype=dtype)
         m.train(training)
-    inputs = inputs_for(module, entry, spec, spec.batch_size, device, dtype)
+    inputs = inputs_for(module, entry, spec, rounds_size(spec, entry), device, dtype)
     compile_fn = functools.partial(torch.compile, backend=spec.backend,
                                    mode=spec.mode if spec.backend == "inductor" else None,
                                    dynamic=spec.dynamic, fullgraph=spec.fullgraph)
@@ -118,6 +118,15 @@ def seed(n: int) -> None:
         np.random.seed(n)
     except ImportError:
         pass
+
+
+def rounds_size(spec: ExperimentSpec, entry: ZooEntry) -> int:
+    """The size the rounds run at: the batch, or a size dimension's value as given (`--arg seq_len=512`; the batch
+    stays the spec's). The schedule's calls vary the size dimension (runner.measure). Before, a size-dimension
+    model ran its rounds at seq_len = the batch size: hf:GPT2LMHeadModel bs 8 "seq 512" measured seq 8."""
+    if entry.info.size_dim == "batch":
+        return spec.batch_size
+    return int(spec.model_args.get(entry.info.size_dim, spec.batch_size))
 
 
 def inputs_for(module, entry: ZooEntry, spec: ExperimentSpec, size: int, device, dtype) -> tuple:

@@ -45,3 +45,16 @@ def test_missing_requirement_hides_the_model(tmp_path):
     (tmp_path / "needy.py").write_text("DESCRIPTION = 'x'\nREQUIRES = ('no_such_module_xyz',)\n"
                                        "def build(): pass\ndef example_inputs(b): pass\n")
     assert "needy" not in zoo.catalog([tmp_path])
+
+
+def test_a_size_dimension_model_runs_its_rounds_at_the_size_given_not_the_batch():
+    """hf:GPT2LMHeadModel bs 8 with seq_len 512 ran its rounds at seq_len 8 before (issue 26's first H100 run)."""
+    from lab.spec import ExperimentSpec, ModelInfo
+    from runner.build import rounds_size
+    from runner.zoo import ZooEntry
+
+    seq = ZooEntry(info=ModelInfo(name="hf:GPT2LMHeadModel", description="", size_dim="seq_len"), path=None)
+    spec = ExperimentSpec(model="hf:GPT2LMHeadModel", batch_size=8, model_args={"seq_len": 512}, device="cpu")
+    assert rounds_size(spec, seq) == 512
+    batch = ZooEntry(info=ModelInfo(name="mlp", description=""), path=None)
+    assert rounds_size(ExperimentSpec(model="mlp", batch_size=8, device="cpu"), batch) == 8

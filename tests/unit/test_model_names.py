@@ -1,0 +1,75 @@
+"""Models by name and import path (issue 26), the in-process parts: names told apart, a Hugging Face config's fields
+checked as words or numbers (never markup or code), the unknown-model message bounded, the picker's order and text,
+the Config fields box, config values cast to each field's type."""
+import importlib.util
+
+import pytest
+
+from dashboard.data.model_order import label, ordered
+from dashboard.panels.submit_form import config_fields
+from lab.checks import SpecError
+from lab.spec import ExperimentSpec, ModelInfo, ParamInfo
+from runner.zoo.families import family_of, is_import_path
+
+HF = ModelInfo(name="hf:GPT2LMHeadModel", description="", size_dim="seq_len", open_args=True,
+               params=(ParamInfo(name="seq_len", default=512),))
+
+
+def test_names_are_told_apart():
+    assert family_of("hf:GPT2LMHeadModel") == "hf" and family_of("timm:resnet50") == "timm"
+    assert family_of("mlp") is None and family_of("mypkg.models:make") is None
+    assert is_import_path("mypkg.models:make_model") and is_import_path("mypkg.mymodel")
+    assert not is_import_path("mlp") and not is_import_path("hf:GPT2LMHeadModel")
+    assert not is_import_path("my pkg:x") and not is_import_path("pkg.mod:not-an-identifier")
+
+
+def test_config_fields_are_numbers_or_words_and_the_size_gets_its_default():
+    spec = ExperimentSpec(model=HF.name, batch_size=8, model_args={"n_layer": 4, "activation_function": "gelu_new",
+                                                                   "resid_pdrop": "0.1"}, device="cpu")
+    checked = spec.check_model({HF.name: HF})
+    assert checked.model_args == {"activation_function": "gelu_new", "n_layer": 4, "resid_pdrop": "0.1",
+                                  "seq_len": 512}
+    for bad in ("<b>x</b>", "a b", "x" * 201, "$(id)"):
+        with pytest.raises(SpecError) as e:
+            ExperimentSpec(model=HF.name, batch_size=8, model_args={"n_layer": bad}, device="cpu").check_model(
+                {HF.name: HF})
+        assert e.value.field == "model_args.n_layer"
+    with pytest.raises(SpecError):  # a closed model still takes its own parameters only
+        ExperimentSpec(model="mlp", batch_size=8, model_args={"n_layer": 4}, device="cpu").check_model(
+            {"mlp": ModelInfo(name="mlp", description="")})
+
+
+def test_an_unknown_model_names_a_bounded_list_of_known_ones():
+    catalog = {f"timm:m{i:04d}": ModelInfo(name=f"timm:m{i:04d}", description="") for i in range(1300)}
+    with pytest.raises(SpecError) as e:
+        ExperimentSpec(model="timm:nope", batch_size=1, device="cpu").check_model(catalog)
+    assert "and 1260 more" in str(e.value) and len(str(e.value)) < 1000
+
+
+def test_the_picker_lists_files_then_the_suites_models_then_the_rest_by_their_own_names():
+    names = ["timm:vit_tiny_patch16_224", "hf:BertForMaskedLM", "mlp", "timm:vit_base_patch16_224", "mine"]
+    assert ordered(names) == ["mine", "mlp", "hf:BertForMaskedLM", "timm:vit_base_patch16_224",
+                              "timm:vit_tiny_patch16_224"]
+    assert label("timm:vit_base_patch16_224") == "vit_base_patch16_224 · timm"
+    assert label("mypkg.models:make") == "mypkg.models:make" and label("mlp") == "mlp"
+
+
+def test_the_config_fields_box():
+    assert config_fields("n_layer=4\n\n# a note\nactivation_function = gelu_new\n") == (
+        {"n_layer": 4, "activation_function": "gelu_new"}, None)
+    fields, problem = config_fields("n_layer=4\nnot a pair")
+    assert problem == "Config fields, line 2: expected FIELD=VALUE" and fields == {"n_layer": 4}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="transformers not installed")
+def test_config_values_are_cast_to_each_fields_type_and_dropout_is_off():
+    from runner.zoo import family_hf
+
+    cls, config = family_hf.config_for("GPT2LMHeadModel", {"n_layer": 2, "scale_attn_weights": "false",
+                                                           "layer_norm_epsilon": "1e-6", "seq_len": 64})
+    assert cls.__name__ == "GPT2LMHeadModel" and config.n_layer == 2 and config.scale_attn_weights is False
+    assert config.layer_norm_epsilon == 1e-6 and config.resid_pdrop == 0.0 and config.use_cache is False
+    with pytest.raises(ValueError, match="has no field 'no_such_field'"):
+        family_hf.config_for("GPT2LMHeadModel", {"no_such_field": 1})
+    with pytest.raises(ValueError, match="expected true or false"):
+        family_hf.config_for("GPT2LMHeadModel", {"scale_attn_weights": "maybe"})
