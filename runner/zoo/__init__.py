@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-import sys
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Iterable
 
 from lab.spec import TASKS, ModelInfo, ParamInfo
+from runner.zoo.loading import load_path
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
 _LITERALS = ("DESCRIPTION", "PARAMS", "TASKS", "SIZE_DIM", "REQUIRES", "STOCHASTIC", "BLOCKS")
@@ -139,11 +138,3 @@ def load_module(entry: ZooEntry, task: str = "inference"):
 
         return families.bind(entry.info.name, task)
     return load_path(f"compile_lab_model_{entry.info.name}", entry.path)
-
-
-def load_path(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses and pickling look modules up by name
-    spec.loader.exec_module(module)
-    return module

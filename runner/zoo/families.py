@@ -23,6 +23,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from lab.spec import TASKS, ModelInfo
+from runner.zoo.loading import load_path
 
 HERE = Path(__file__).parent
 FAMILIES = {"hf": HERE / "family_hf.py", "timm": HERE / "family_timm.py"}
@@ -55,8 +56,6 @@ def bind(name: str, task: str):
     """The loaded model of a family member or an import path, shaped like a zoo model file's module."""
     family = family_of(name)
     if family:
-        from runner.zoo import load_path
-
         module = load_path(f"compile_lab_family_{family}", FAMILIES[family])
         member = name.split(":", 1)[1]
         return SimpleNamespace(build=lambda **p: module.build(member, task, **p),
@@ -144,8 +143,6 @@ def _first(e: BaseException) -> str:
 
 def listing(families: list[str], imports: list[str], gpu: bool) -> dict:
     """Everything one worker offers beyond its files, and what it could not offer, with why."""
-    from runner.zoo import load_path
-
     out: dict = {"models": [], "refused": {}, "families": {}}
     for family in families:
         try:
