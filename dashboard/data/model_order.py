@@ -1,6 +1,7 @@
 """The Submit page's model list in the order a person looks for them: the zoo's files first (the seeds' models and a
 lab's own), then the models PyTorch's compiler suites measure (HuggingFace, TIMM), then every other family member by
-name. The picker filters by what is typed, in this order: "vit" shows vit_base_patch16_224 before 150 other ViTs."""
+name. The picker keeps the names that contain what is typed, in this order: "vit" shows vit_base_patch16_224 before
+150 other ViTs."""
 from __future__ import annotations
 
 # from the compiler suites' model lists (torchbench's huggingface and timm_models): the ones labs ask about first
@@ -21,7 +22,7 @@ def ordered(names) -> list[str]:
 
 
 def label(name: str) -> str:
-    """The picker's text for a model: a family member by its own name first ("vit_base_patch16_224 · timm"), so that
-    what a person types matches the start of it (the picker ranks those first)."""
+    """The picker's text for a model: a family member by its own name first ("vit_base_patch16_224 · timm"), plain
+    text (a worker's names are never markup)."""
     family, sep, member = name.partition(":")
     return f"{member} · {family}" if sep and family in ("hf", "timm") else name

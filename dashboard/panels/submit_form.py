@@ -136,6 +136,7 @@ def sweep_form(catalog: dict, devices: set) -> None:
     with left:
         st.subheader("What to run")
         model = st.selectbox("Model", ordered(catalog), key=KEYS["model"], persist_state="session", format_func=model_label,
+                             filter_mode="contains",  # matches in the list's order: the suites' models first
                              help="Type to search: the zoo's models, then Hugging Face (hf:) and timm (timm:) models "
                                   "where a worker has those packages")
         url_params.write_url_choice("model", model)  # in the link: a copied link opens the form on this model

@@ -55,12 +55,8 @@ def test_typing_vit_finds_vit_base_submits_it_and_the_queue_shows_it(tmp_path, b
         options.first.wait_for()
         shown = options.all_inner_texts()
         assert shown and all("vit" in t.lower() for t in shown), shown[:10]
-        wanted = page.get_by_role("option", name="vit_base_patch16_224 · timm", exact=True)
-        for _ in range(300):  # a person types "vit" and goes down the list (it is drawn as it scrolls)
-            if wanted.count():
-                break
-            page.keyboard.press("ArrowDown")
-        wanted.click()
+        assert shown[0] == "vit_base_patch16_224 · timm", shown[:10]  # the suites' ViT first among ~200 ViTs
+        options.first.click()
         page.get_by_text("timm vit_base_patch16_224, random weights").wait_for()
         size = page.locator('[data-testid="stNumberInput"]').filter(has_text="image_size").locator("input")
         assert size.input_value() == "64"
