@@ -25,7 +25,7 @@ $(VENV)/.setup-dev: $(VENV)/.setup requirements-dev.txt
 
 # a second interpreter for the tests of the timm family (timm needs a torchvision built for its torch; the index has
 # CUDA builds only, and those run on the CPU): torch 2.14.1, torchvision and timm, nothing of the project installed
-EXTRAS ?= .venv-extras
+EXTRAS ?= .venv/extras
 $(EXTRAS)/.setup:
 	$(PYTHON) -m venv $(EXTRAS)
 	$(EXTRAS)/bin/python -m pip install -q torch==2.14.1 torchvision==0.29.1 timm

@@ -20,7 +20,7 @@ FIXTURE_MODELS = TESTS / "fixture_models"
 os.environ.setdefault("COMPILE_LAB_FAMILIES", "0")
 # a second interpreter with torch 2.14.1 (a CUDA build, run on the CPU), torchvision and timm: `make test` makes it
 # (timm needs a torchvision built for its torch, and none is built for the CPU torch 2.13 on this index)
-EXTRAS_PYTHON = Path(os.environ.get("COMPILE_LAB_EXTRAS_PYTHON", ROOT / ".venv-extras" / "bin" / "python"))
+EXTRAS_PYTHON = Path(os.environ.get("COMPILE_LAB_EXTRAS_PYTHON", ROOT / ".venv" / "extras" / "bin" / "python"))
 
 # what every test in a folder costs; tests/unit and tests/dashboard run in this process (`make test-fast`)
 FOLDER_MARKERS = {"integration": ("subprocess", "slow"), "faults": ("subprocess", "slow"),

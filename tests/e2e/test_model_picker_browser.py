@@ -1,7 +1,7 @@
 """The Submit page's model picker in a real browser (issue 26): among the ~1,800 models a worker with transformers and
 timm offers, typing "vit" finds timm's vit_base_patch16_224; its size parameter shows with its default; submitting
 queues it and the Queue shows it. The worker row publishes what a real listing child printed (runner.zoo.families,
-run with the second interpreter that has timm: .venv-extras)."""
+run with the second interpreter that has timm: .venv/extras)."""
 import json
 import os
 import subprocess

@@ -1,4 +1,4 @@
-"""timm models by name (issue 26) in the second interpreter that has timm (.venv-extras: torch 2.14.1, torchvision,
+"""timm models by name (issue 26) in the second interpreter that has timm (.venv/extras: torch 2.14.1, torchvision,
 timm): a test model built by its name as a job's child builds it (runner.zoo.resolve and load_module), its inputs
 at a size given, an inference call and a training step whose loss is the model's cross-entropy, compiled."""
 import json
