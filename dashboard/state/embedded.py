@@ -64,6 +64,7 @@ class Status:
 
 
 DB_ENV = "DATABASE_URL"
+ENVIRON_WAIT_S = 5.0  # the longest a new worker's environment may take to be readable
 MARK_ENV = "COMPILE_LAB_EMBEDDED_FOR"  # set for the worker this manager starts only: how a pid file's pid is recognised
 
 
@@ -162,6 +163,11 @@ class EmbeddedWorker:
                                          env={**os.environ, "PYTHONUNBUFFERED": "1", DB_ENV: self.url,
                                               MARK_ENV: self.key})
         self._started = time.monotonic()
+        # Popen returns once exec began; the kernel sets the new program's environment a moment later. Until then
+        # /proc/PID/environ reads empty, and another app process taking the lock next would start a second worker.
+        deadline = self._started + ENVIRON_WAIT_S
+        while not self._is_our_worker(self.proc.pid) and self.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
         self.pid_path.write_text(f"{self.proc.pid}\n")
         if not self._atexit:
             atexit.register(self.stop)
