@@ -64,9 +64,50 @@ class Sweep(Base):
     name: Mapped[str] = mapped_column(String(200), default="")
     request: Mapped[dict] = mapped_column(JSON)  # the SweepRequest as submitted, for re-submit
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
-    created_by: Mapped[str] = mapped_column(String(200), default="")
+    created_by: Mapped[str] = mapped_column(String(200), default="")  # the submitter: a signed-in name, or user@host
+    note: Mapped[str] = mapped_column(Text, default="", server_default="")  # why it ran; editable (db.team)
+    archived_at: Mapped[datetime | None] = mapped_column(DateTime, default=None)  # out of the default views
+    archived_by: Mapped[str | None] = mapped_column(String(200), default=None)
 
     jobs: Mapped[list["Job"]] = relationship(back_populates="sweep", order_by="Job.id")
+    tag_rows: Mapped[list["SweepTag"]] = relationship(cascade="all, delete-orphan", passive_deletes=True,
+                                                      order_by="SweepTag.tag")
+
+
+class SweepTag(Base):
+    """One tag of a sweep (lab.team.check_tag: letters, digits and . _ - + : /), searchable by index."""
+
+    __tablename__ = "sweep_tags"
+
+    sweep_id: Mapped[int] = mapped_column(ForeignKey("sweeps.id", ondelete="CASCADE"), primary_key=True)
+    tag: Mapped[str] = mapped_column(String(64), primary_key=True, index=True)
+
+
+class Baseline(Base):
+    """A model's baseline to beat: a sweep, or one configuration of it (config: lab.spec.spec_key); every other
+    answer row of the model shows its change against the matching row of this one (lab.baseline)."""
+
+    __tablename__ = "baselines"
+
+    model: Mapped[str] = mapped_column(String(200), primary_key=True)
+    sweep_id: Mapped[int] = mapped_column(ForeignKey("sweeps.id", ondelete="CASCADE"))
+    config: Mapped[str | None] = mapped_column(String(64), default=None)
+    pinned_by: Mapped[str] = mapped_column(String(200), default="")
+    pinned_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class LabEvent(Base):
+    """What a person did to the lab's record (tags or note changed, archived, deleted, a baseline pinned), by whom
+    and when: kept after what it names is gone (no foreign key)."""
+
+    __tablename__ = "lab_events"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
+    actor: Mapped[str] = mapped_column(String(200))
+    action: Mapped[str] = mapped_column(String(32))
+    sweep_id: Mapped[int | None] = mapped_column(Integer, default=None, index=True)
+    detail: Mapped[dict] = mapped_column(JSON, default=dict)
 
 
 class Job(Base):

@@ -18,6 +18,7 @@ from typing import Iterable, Mapping
 from sqlalchemy import Engine, and_, case, func, select, true, update
 
 from db import artifacts as job_artifacts
+from db import team
 from db.engine import atomic, is_sqlite, reading
 from db.models import TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
 from lab import noise
@@ -83,7 +84,7 @@ def submit_many(engine: Engine, requests: list[SweepRequest], catalog: Mapping[s
             if specs:  # the model's parameters as its jobs ran them, defaults filled in (ExperimentSpec.check_model):
                 # a sweep the form submitted (every value explicit) and one the CLI did ({}) read the same on Compare
                 stored["model_args"] = dict(specs[0].model_args)
-            sweep = Sweep(name=request.name, request=stored, created_by=created_by or _whoami())
+            sweep = team.new_sweep(request, stored, created_by or _whoami())
             s.add(sweep)
             s.flush()
             jobs = [Job(sweep_id=sweep.id, spec=spec.to_dict(), config=spec_key(spec.to_dict()), max_attempts=max_attempts)

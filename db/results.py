@@ -8,7 +8,7 @@ from typing import Iterable, Iterator, TextIO
 
 from sqlalchemy import Engine, func, select, update
 
-from db import artifacts
+from db import artifacts, team
 from db.engine import atomic, reading
 from db.models import RESULT_SCALARS, Job, Result, Sweep, Worker
 from lab import tabular, timeline
@@ -29,7 +29,9 @@ DETAIL_FIELDS = ("graph_break_reasons", "recompile_reasons", "recompile_limit_hi
 RECORD_FIELDS = IDENTITY_FIELDS + SPEC_FIELDS + RESULT_SCALARS + DETAIL_FIELDS  # also the Results table's columns
 # the export adds the job's artifacts (db.artifacts): [{name, bytes, stored_bytes, truncated}], read one with
 # `python -m runner artifact JOB NAME`; the Results table leaves them to the job's page
-EXPORT_FIELDS = RECORD_FIELDS + ("artifacts",)
+# and its sweep's team record (db.team): who submitted it, the sweep's tags and note
+TEAM_FIELDS = ("submitter", "tags", "note")
+EXPORT_FIELDS = RECORD_FIELDS + TEAM_FIELDS + ("artifacts",)
 
 
 def write_csv(records: Iterable[dict], out: TextIO) -> int:
@@ -95,8 +97,12 @@ def iter_records(engine: Engine, job_ids: Iterable[int] | None = None, sweep_ids
         for chunk in chunks:
             for rows in s.execute(chunk.execution_options(yield_per=BATCH)).partitions():
                 listed = artifacts.listing(engine, [r.id for r in rows])
+                sweeps = team.meta(engine, {r.sweep_id for r in rows})
                 for r in rows:
                     rec = _record(r._mapping, workers.get(r.worker_id), include_raw)
+                    m = sweeps.get(r.sweep_id)
+                    rec |= {"submitter": m.submitter, "tags": list(m.tags), "note": m.note} if m else \
+                        dict.fromkeys(TEAM_FIELDS)
                     rec["artifacts"] = listed.get(r.id, [])
                     yield rec
 

@@ -143,10 +143,10 @@ def headline_cell(v) -> str:
     return str(v)
 
 
-def rows_markdown(rows: Iterable[Mapping]) -> str:
+def rows_markdown(rows: Iterable[Mapping], headline: Mapping[str, str] = HEADLINE) -> str:
     """A Markdown table of the rows' headline columns (the CSV and JSON have every column)."""
-    lines = ["| " + " | ".join(HEADLINE.values()) + " |", "|" + "---|" * len(HEADLINE)]
-    lines += ["| " + " | ".join(headline_cell(r[c]).replace("|", "\\|") for c in HEADLINE) + " |" for r in rows]
+    lines = ["| " + " | ".join(headline.values()) + " |", "|" + "---|" * len(headline)]
+    lines += ["| " + " | ".join(headline_cell(r[c]).replace("|", "\\|") for c in headline) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
 

@@ -10,6 +10,7 @@ from typing import Iterable, Mapping
 from lab.axes import AXES, Axis, fold_note, folded_mode
 from lab.checks import SpecError, check_text, choice, integer, parse_bool, parse_dynamic, reject_unknown
 from lab.spec import ALL_LIVE, ExperimentSpec, ModelInfo, check_torch
+from lab.team import check_note, check_tags
 
 MAX_REPEAT = 20
 MAX_JOBS = 5000  # per submission: a typo in a sweep must not queue a million jobs
@@ -91,6 +92,8 @@ class SweepRequest:
     # time; the device's spread between processes (lab.interval) keeps 2 processes' interval calibrated
     process_repeats: int = 2
     name: str = ""
+    tags: tuple[str, ...] = ()  # lab.team: words to find the sweep by; editable later (db.team)
+    note: str = ""  # why it ran
 
     def __post_init__(self):
         put = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
@@ -119,6 +122,8 @@ class SweepRequest:
             if not low <= getattr(self, key) <= MAX_REPEAT:
                 raise SpecError(key, f"must be between {low} and {MAX_REPEAT}, got {getattr(self, key)}")
         put("name", check_text(self.name, "name", blank_ok=True))
+        put("tags", check_tags(self.tags))
+        put("note", check_note(self.note))
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "SweepRequest":
@@ -130,7 +135,7 @@ class SweepRequest:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        for key in (*(a.plural for a in AXES), "schedule", "torch_versions"):
+        for key in (*(a.plural for a in AXES), "schedule", "torch_versions", "tags"):
             d[key] = list(d[key])
         d["model_args"] = dict(self.model_args)
         return d

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sqlalchemy import exc as sa_exc
 
-from db import artifacts, queue, reports
+from db import artifacts, queue, reports, team
 from db.database import get_engine
 from db.engine import DatabaseError, describe, resolve_url
 from db.models import JobStatus, utcnow
@@ -26,7 +26,7 @@ from lab.checks import SpecError, integer
 from lab.errors import cut, first_line
 from lab.spec import job_label
 from lab.sweep import SweepRequest, split_sizes
-from runner import signing, zoo
+from runner import cli_lab, signing, zoo
 from runner.gpus import GpuError
 from runner.model_offer import offered_catalog
 
@@ -76,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
                                              "the first's compile cache, so the answer's interval holds across "
                                              "processes (default 2; 1: one)")
     s.add_argument("--name", help="sweep name")
+    cli_lab.add_submit_flags(s)
     s.add_argument("--models-dir", action="append", default=[],
                    help="also accept the models in this folder (live workers' models are always accepted)")
     _add_db(s)
@@ -124,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--format", choices=("json", "csv"), required=True)
     e.add_argument("-o", "--output", help="file to write (default: stdout)")
     e.add_argument("--sweep", type=_row_id, action="append", help="only these sweeps")
+    cli_lab.add_filter_flags(e)
     e.add_argument("--raw", action="store_true", help="json only: include raw samples and schedule calls")
     e.add_argument("--jobs", metavar="FILE", help="only the jobs whose ids FILE lists (whitespace between them; "
                                                   "'-' reads stdin): the dashboard's downloads of the jobs in view")
@@ -133,6 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_db(r)
     r.add_argument("--format", choices=("md", "json", "csv"), default="md")
     r.add_argument("--sweep", type=_row_id, action="append", help="only these sweeps")
+    cli_lab.add_filter_flags(r)
+    r.add_argument("--baseline", action="store_true", help="each row's change against its model's pinned baseline")
     r.add_argument("--versions", action="store_true",
                    help="the version diff instead: each configuration under two torch versions side by side, the "
                         f"change in speedup, compiled latency and cold first call, better or worse past "
@@ -153,8 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("models", help="the model zoo")
     m.add_argument("--models-dir", action="append", default=[])
     m.add_argument("--json", action="store_true")
+    cli_lab.add_parsers(sub, _add_db)
     return parser
-
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -173,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {flag}: {message}", file=sys.stderr)
         return 2
     except (queue.QueueError, artifacts.ArtifactError, unpack.UnpackError, DatabaseError, zoo.ModelFileError, UsageError,
-            GpuError, signing.CacheKeyError) as e:
+            GpuError, signing.CacheKeyError, team.TeamError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except OSError as e:  # a folder or file of ours: --home unwritable, export -o into a missing folder
@@ -213,7 +217,7 @@ def cmd_submit(args) -> int:
                        ("task", args.task), ("cache", args.cache), ("trace", args.trace), ("iters", args.iters),
                        ("timeout_s", args.timeout), ("repeat", args.repeat), ("reruns", args.reruns),
                        ("process_repeats", args.process_repeats), ("name", args.name),
-                       ("torch_versions", args.torch_versions)):
+                       ("torch_versions", args.torch_versions), ("tags", args.tags), ("note", args.note)):
         if value is not None:  # unset flags keep the dataclass defaults: defaults live once
             fields[key] = value
     if args.schedule is not None:
@@ -350,8 +354,8 @@ def cmd_export(args) -> int:
     """Written as the records stream from the database (db.results.iter_records): memory stays bounded at any
     number of jobs. A file is written beside its name and renamed when complete, so it is never half an export."""
     job_ids = _job_ids(args.jobs) if args.jobs else None
-    _known_sweeps(get_engine(args.db), args.sweep)
-    records = iter_records(get_engine(args.db), job_ids=job_ids, sweep_ids=args.sweep, include_raw=args.raw)
+    sweeps = cli_lab.chosen_sweeps(get_engine(args.db), args)
+    records = iter_records(get_engine(args.db), job_ids=job_ids, sweep_ids=sweeps, include_raw=args.raw)
     write = write_json if args.format == "json" else write_csv
     if not args.output:
         write(records, sys.stdout)
@@ -377,28 +381,14 @@ def _job_ids(source: str) -> list[int]:
         raise UsageError(f"--jobs {source}: {e}") from None
 
 
-def _known_sweeps(engine, sweep_ids) -> None:
-    """A --sweep that names no sweep is a mistake to say, not an empty table."""
-    if not sweep_ids:
-        return
-    from sqlalchemy import select
-
-    from db.models import Sweep
-    with engine.connect() as conn:
-        there = set(conn.scalars(select(Sweep.id).where(Sweep.id.in_(list(sweep_ids)))))
-    missing = [str(i) for i in sweep_ids if i not in there]
-    if missing:
-        raise UsageError(f"--sweep: no such sweep: {', '.join(missing)}")
-
-
 def cmd_report(args) -> int:
-    _known_sweeps(get_engine(args.db), args.sweep)
+    sweeps = cli_lab.chosen_sweeps(get_engine(args.db), args)
     if args.versions:
-        rows = reports.version_report(get_engine(args.db), sweep_ids=args.sweep)
+        rows = reports.version_report(get_engine(args.db), sweep_ids=sweeps)
         text = {"md": versions.rows_markdown, "json": answer.rows_json, "csv": versions.rows_csv}[args.format](rows)
     else:
-        rows = reports.report(get_engine(args.db), sweep_ids=args.sweep)
-        text = {"md": answer.rows_markdown, "json": answer.rows_json, "csv": answer.rows_csv}[args.format](rows)
+        rows = reports.report(get_engine(args.db), sweep_ids=sweeps)
+        text = cli_lab.report_text(get_engine(args.db), rows, args)
     if args.output:
         Path(args.output).write_text(text)
     else:
@@ -447,4 +437,4 @@ def cmd_models(args) -> int:
 
 COMMANDS = {"submit": cmd_submit, "work": cmd_work, "status": cmd_status, "cancel": cmd_cancel,
             "export": cmd_export, "report": cmd_report, "artifact": cmd_artifact, "models": cmd_models,
-            "calibrate": cmd_calibrate}
+            "calibrate": cmd_calibrate} | cli_lab.COMMANDS

@@ -206,6 +206,33 @@ def test_results_read_without_their_raw_json_after_0015(any_db_url):
         assert s.scalar(select(Result.break_even_calls).where(Result.job_id == 1)) == 3768561111
 
 
+def test_a_database_at_0015_gains_the_team_record_with_its_sweeps_kept(any_db_url):
+    """0016: a sweep's note and archive, its tags, baselines and the lab's events; an old sweep keeps its submitter,
+    reads an empty note and no tags, and takes a tag, a pin and an event afterwards (the new keys and cascades)."""
+    from alembic import command
+
+    from db import team
+
+    raw = make_engine(any_db_url)
+    with raw.begin() as conn:
+        command.upgrade(migrate.alembic_config(connection=conn), "0015_results_layout")
+        conn.execute(text("INSERT INTO sweeps (id, name, request, created_at, created_by) "
+                          "VALUES (1, 'kept', '{\"model\": \"tiny\"}', '2026-01-01', 'ada@host')"))
+        conn.execute(text("INSERT INTO jobs (id, sweep_id, spec, status, attempts, max_attempts, created_at, config) "
+                          "VALUES (1, 1, '{\"model\": \"tiny\"}', 'succeeded', 1, 3, '2026-01-01', 'c1')"))
+    raw.dispose()
+
+    engine = get_engine(any_db_url)
+    assert migrate.current(engine) == migrate.head()
+    (m,) = team.meta(engine).values()
+    assert (m.submitter, m.tags, m.note, m.archived_at) == ("ada@host", (), "", None)
+    assert team.edit_tags(engine, 1, "bob", add=["old"]) == ("old",)
+    team.pin_baseline(engine, "tiny", 1, "bob", config="c1")
+    team.archive(engine, 1, "bob")
+    assert team.sweep_ids(engine, ["old"], archived=True) == [1]
+    assert [e.action for e in team.events(engine)] == ["archive", "baseline", "tags"]
+
+
 @pytest.mark.subprocess  # starts interpreters (`python -m runner ...`): the subprocess tier
 def test_a_database_at_head_opens_without_alembic(tmp_path):
     """get_engine reads the revision with one query and loads alembic only for a database that needs upgrading:

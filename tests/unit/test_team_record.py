@@ -1,0 +1,157 @@
+"""A team's record of its sweeps (db.team, runner.cli_lab) on SQLite and PostgreSQL: the submitter, tags and notes
+(edited after the fact, who and when recorded), archive, delete (jobs, results, artifacts and cache bundles gone, the
+deletion recorded), and a pinned baseline whose deltas read the same in `runner report --baseline` as in
+db.baseline_rows (what Results and Compare show)."""
+import gzip
+import json
+
+import pytest
+from sqlalchemy import func, select
+
+from db import caches, queue, reports, team
+from db.baseline_rows import with_baseline
+from db.database import get_engine
+from db.engine import reading
+from db.models import Artifact, CompileCache, Job, JobStatus, LabEvent, Result, Sweep, SweepTag
+from db.results import export_records
+from lab.checks import SpecError
+from lab.sweep import SweepRequest
+from runner import zoo
+from tests.conftest import run_cli
+
+WORKER = "host:1:any:test"
+
+
+def run(engine, tags=(), note="", batch=(1,), ms=1.0, first=2.0, mode="default", name=""):
+    """A sweep of simplenet on the CPU whose jobs are finished with these numbers (no child: the numbers are
+    the test's), one artifact each and a kept compile cache bundle for the first."""
+    request = SweepRequest(model="simplenet", batch_sizes=list(batch), device="cpu", tags=tags, note=note,
+                           modes=[mode], name=name, process_repeats=1)
+    sweep_id, job_ids, _ = queue.submit(engine, request, zoo.model_infos(zoo.catalog()), created_by="ada@lab")
+    for _ in job_ids:
+        claim = queue.claim_next(engine, WORKER, ["cpu"], ["simplenet"], 60)
+        queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, artifacts=[
+                         {"name": "output_code", "bytes": 4, "truncated": False, "data": gzip.compress(b"code")}],
+                     result={"eager_ms": 2.0, "compiled_ms": ms, "speedup": 2.0 / ms, "eager_first_call_s": 0.01,
+                             "compiled_first_call_s": first, "first_call_cache": "cold", "device_name": "cpu-x",
+                             "detail": {}})
+    caches.store(engine, f"{sweep_id:064d}", {"torch": "t"}, job_ids[0], b"bundle", {}, signature=None)
+    return sweep_id, job_ids
+
+
+@pytest.fixture
+def lab(any_db_url):
+    engine = get_engine(any_db_url)
+    queue.register_worker(engine, WORKER, "host", 1, None, {"devices": ["cpu"]})
+    return engine, any_db_url
+
+
+def count(engine, model, *where) -> int:
+    with reading(engine) as s:
+        return s.scalar(select(func.count()).select_from(model).where(*where))
+
+
+def test_tags_and_note_are_stored_with_the_submission_and_edited_with_a_record(lab):
+    engine, url = lab
+    sweep_id, _ = run(engine, tags=["Nightly", "gpt2", "nightly"], note="before the\nupgrade")
+    m = team.meta(engine)[sweep_id]
+    assert (m.submitter, m.tags, m.note) == ("ada@lab", ("gpt2", "nightly"), "before the\nupgrade")
+    assert team.edit_tags(engine, sweep_id, "bob@lab", add=["a100"], remove=["gpt2"]) == ("a100", "nightly")
+    team.set_note(engine, sweep_id, "bob@lab", "after")
+    (note_event, tag_event) = team.events(engine, sweep_id)[:2]
+    assert (note_event.actor, note_event.action, note_event.detail) == (
+        "bob@lab", "note", {"before": "before the\nupgrade", "after": "after"})
+    assert tag_event.detail == {"added": ["a100"], "removed": ["gpt2"]}
+    record = export_records(engine, sweep_ids=[sweep_id])[0]
+    assert (record["submitter"], record["tags"], record["note"]) == ("ada@lab", ["a100", "nightly"], "after")
+
+
+@pytest.mark.parametrize("field,value,words", [
+    ("tags", ["<b>x</b>"], "is not a tag"), ("tags", ["=cmd"], "is not a tag"),
+    ("tags", [f"t{i}" for i in range(21)], "at most 20"), ("note", "a\x1b[2Jb", "control character"),
+    ("note", "x" * 2001, "at most 2,000")])
+def test_bad_tags_and_notes_are_refused_by_field_with_nothing_stored(lab, field, value, words):
+    engine, _ = lab
+    with pytest.raises(SpecError) as e:
+        queue.submit(engine, SweepRequest.from_dict({"model": "simplenet", "batch_sizes": [1], "device": "cpu",
+                                                     field: value}), zoo.model_infos(zoo.catalog()))
+    assert e.value.field == field and words in str(e.value)
+    assert count(engine, Sweep) == 0 and count(engine, SweepTag) == 0
+
+
+@pytest.mark.subprocess  # starts interpreters (`python -m runner ...`): the subprocess tier
+def test_report_and_export_by_tag_and_archived_sweeps_leave_the_default_views(lab):
+    engine, url = lab
+    a, _ = run(engine, tags=["nightly"], batch=(1,))
+    b, _ = run(engine, tags=["nightly", "a100"], batch=(2,))
+    c, _ = run(engine, batch=(4,))
+    report = lambda *flags: json.loads(run_cli("report", "--db", url, "--format", "json", *flags).stdout)  # noqa: E731
+    assert sorted(r["batch_size"] for r in report("--tag", "nightly")) == [1, 2]
+    assert [r["batch_size"] for r in report("--tag", "nightly", "--tag", "A100")] == [2]
+    assert report("--tag", "nobody") == []
+    team.archive(engine, c, "bob@lab")
+    assert sorted(r["batch_size"] for r in report()) == [1, 2]  # archived: out of the default view
+    assert [r["batch_size"] for r in report("--archived", "yes")] == [4]
+    assert [r["batch_size"] for r in report("--sweep", str(c))] == [4]  # asked for by id: shown
+    done = run_cli("export", "--db", url, "--format", "json", "--tag", "a100")
+    assert [r["sweep_id"] for r in json.loads(done.stdout)] == [b]
+    team.archive(engine, c, "bob@lab", restore=True)
+    assert sorted(r["batch_size"] for r in report()) == [1, 2, 4]
+    assert [e.action for e in team.events(engine, c)] == ["restore", "archive"]
+    bad = run_cli("report", "--db", url, "--tag", "<script>")
+    assert bad.returncode == 2 and "--tag" not in bad.stdout and "is not a tag" in bad.stderr
+
+
+@pytest.mark.subprocess  # starts interpreters (`python -m runner ...`): the subprocess tier
+def test_delete_removes_jobs_results_artifacts_and_bundles_and_records_it(lab):
+    engine, url = lab
+    keep, kept_jobs = run(engine)
+    gone, gone_jobs = run(engine, tags=["x"], note="n", name="to delete")
+    team.pin_baseline(engine, "simplenet", gone, "ada@lab")
+    refused = run_cli("delete", "--db", url, str(gone))  # no terminal to ask on, no --yes
+    assert refused.returncode == 2 and "--yes" in refused.stderr and count(engine, Job, Job.sweep_id == gone) == 1
+    done = run_cli("delete", "--db", url, str(gone), "--yes")
+    assert done.returncode == 0, done.stderr
+    assert "1 job(s), 1 artifact(s), 1 cache bundle(s)" in done.stdout
+    for model, where in ((Job, Job.id.in_(gone_jobs)), (Result, Result.job_id.in_(gone_jobs)),
+                         (Artifact, Artifact.job_id.in_(gone_jobs)), (CompileCache, CompileCache.job_id.in_(gone_jobs)),
+                         (Sweep, Sweep.id == gone), (SweepTag, SweepTag.sweep_id == gone)):
+        assert count(engine, model, where) == 0, model
+    assert count(engine, Job, Job.id.in_(kept_jobs)) == 1 and count(engine, Artifact) == 1
+    assert team.baselines(engine) == {}  # the pin went with the sweep
+    (event,) = [e for e in team.events(engine) if e.action == "delete"]
+    assert event.sweep_id == gone and event.detail["name"] == "to delete" and event.detail["jobs"] == 1
+    assert event.actor.count("@") == 1  # the CLI's user@host
+    assert count(engine, LabEvent, LabEvent.action == "delete") == 1
+
+
+def test_a_sweep_with_open_jobs_is_not_deleted(lab):
+    engine, _ = lab
+    sweep_id, _ = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[1], device="cpu"),
+                               zoo.model_infos(zoo.catalog()))[:2]
+    with pytest.raises(team.TeamError, match="still queued or running"):
+        team.delete_sweep(engine, sweep_id, "ada@lab")
+    assert count(engine, Sweep, Sweep.id == sweep_id) == 1 and team.events(engine) == []
+
+
+@pytest.mark.subprocess  # starts interpreters (`python -m runner ...`): the subprocess tier
+def test_baseline_deltas_read_the_same_in_the_report_and_the_rows_the_pages_show(lab):
+    engine, url = lab
+    base, _ = run(engine, ms=1.0, first=2.0)
+    newer, _ = run(engine, ms=0.8, first=3.5, mode="max-autotune")
+    assert run_cli("baseline", "--db", url, "simplenet", "--sweep", str(base)).returncode == 0
+    rows = {r["config"]: r for r in with_baseline(engine, reports.report(engine))}
+    (pinned,) = [r for r in rows.values() if r["baseline"] == "pinned"]
+    (other,) = [r for r in rows.values() if r["baseline"] != "pinned"]
+    assert pinned["vs_baseline_latency_pct"] == 0 and pinned["vs_baseline_first_call_s"] == 0
+    assert other["vs_baseline_latency_pct"] == pytest.approx(-20.0)
+    assert other["vs_baseline_first_call_s"] == pytest.approx(1.5)
+    cli = {r["config"]: r for r in json.loads(run_cli("report", "--db", url, "--format", "json",
+                                                      "--baseline").stdout)}
+    for config, r in rows.items():
+        for key in ("baseline", "vs_baseline_latency_pct", "vs_baseline_first_call_s", "vs_baseline_break_even_calls"):
+            assert cli[config][key] == r[key], (config, key)
+    md = run_cli("report", "--db", url, "--baseline").stdout
+    assert "latency vs baseline %" in md and "-20" in md
+    assert team.baselines(engine)["simplenet"].sweep_id == base
+    assert [e.action for e in team.events(engine)] == ["baseline"]
