@@ -10,7 +10,7 @@ from dashboard import markup
 from dashboard.charts import ncalls
 from dashboard.data import filters
 from dashboard.markup import md
-from dashboard.panels import versiondiff
+from dashboard.panels import baseline_table, versiondiff
 from dashboard.state import resources, url_params
 from db import reports
 from lab import answer, labels
@@ -43,6 +43,7 @@ def show(header_slots, table_slot, key: tuple, model: str, engine, shown: pd.Dat
     header(header_slots, answer_rows, model)
     with table_slot:
         table(answer_rows, model, shared(key, model, shown))
+        baseline_table.show(engine, answer_rows, model)  # deltas against the model's pinned baseline, if any
         # the diff computes the answer twice more (lab.versions): only where there are two versions to set apart
         several = "torch_version" in mine and mine["torch_version"].dropna().nunique() > 1
         diff = version_rows(key, model, engine, mine["job_id"].tolist()) if several else []

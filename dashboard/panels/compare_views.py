@@ -8,7 +8,7 @@ from dashboard.data import diff, frame
 from dashboard.data.plot_data import NOISY
 from dashboard.data.series_labels import fold_modes, fold_request, folded_notes
 from dashboard.markup import md
-from dashboard.panels import answer_table, results_filters, versiondiff
+from dashboard.panels import answer_table, baseline_table, results_filters, versiondiff
 from dashboard.panels import compare_tables as tables
 from dashboard.state import resources
 from db import reports
@@ -61,7 +61,13 @@ def _sweeps_tables(pair: dict, sweep_a, sweep_b) -> None:
         st.dataframe(tables.highlight_rows(env), hide_index=True, width="stretch", height=tables.fit(len(env)))
         st.caption(f"A: {tables.jobs(by_id[a].total)} ({tables.counts(by_id[a].counts)}); "
                    f"B: {tables.jobs(by_id[b].total)} ({tables.counts(by_id[b].counts)}). Changed rows are highlighted.")
+    engine = resources.engine()
+    for side, sweep in (("A: ", sweep_a), ("B: ", sweep_b)):  # who ran it, its tags and note (db.team)
+        baseline_table.record_line(engine, sweep.id, side)
     st.subheader("Numbers")
+    for side, sweep in (("A", sweep_a), ("B", sweep_b)):
+        baseline_table.show(engine, lambda i=sweep.id: reports.report(engine, sweep_ids=[i]), sweep.request.get("model"),
+                            f"{side} against the baseline")
     for note in pair["folded"]:
         st.caption(":material/info: " + md(note))
     if rows_a.empty and rows_b.empty:

@@ -11,7 +11,7 @@ import streamlit as st
 
 from dashboard.data import filters, plot_data
 from dashboard.markup import md
-from dashboard.panels import answer_table
+from dashboard.panels import answer_table, team_filters
 from dashboard.panels import results_figures as figures
 from dashboard.panels import results_filters as view
 from dashboard.panels import results_tabs as tabs
@@ -30,6 +30,8 @@ if df.empty:
     refresh.drawn(df, {})
     refresh.watch({})
     st.stop()
+
+df = team_filters.apply(engine, df, view.frame_key(df))  # tags, submitter, archived (db.team)
 
 # The page's parts are laid out first and filled in the order a visitor waits for them: the open chart is sent
 # before the filters, counts, answer table and pickers above it. A browser fetches each kind of element's code

@@ -1,0 +1,101 @@
+"""A sweep's team record on the Queue page (db.team): who submitted it, its tags and note (editable; each change
+recorded with who made it and when), archive or restore, delete (asks first), pin it as its model's baseline, and its
+history. Everything shown is text: names, tags and notes a person typed are escaped (dashboard.markup.md) or drawn in
+a data frame, never as markup."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from dashboard.markup import md
+from dashboard.state import auth
+from db import team, views
+from db.queue import _whoami
+from lab.checks import SpecError
+from lab.team import MAX_NOTE, check_tags
+
+CONFIRM = "record_delete_confirm"
+
+
+def actor(who) -> str:
+    """Who a change is recorded as: the signed-in person, else (sign-in off) the server's user at its host."""
+    return who.id if who is not None else _whoami()
+
+
+@st.fragment
+def panel(engine) -> None:
+    sweeps = views.sweeps(engine, limit=500)
+    if not sweeps:
+        return
+    with st.expander("A sweep's record: tags, note, baseline, archive, delete", icon=":material/sell:"):
+        labels = {s.id: s.label for s in sweeps}
+        chosen = st.selectbox("Sweep", list(labels), format_func=lambda i: labels[i], key="record_sweep")
+        meta = team.meta(engine, [chosen]).get(chosen)
+        if meta is None:
+            st.info("That sweep is gone (deleted).")
+            return
+        model = next((s.request.get("model") for s in sweeps if s.id == chosen), None)
+        archived = (f" · archived by {md(meta.archived_by or '?')} at {meta.archived_at:%Y-%m-%d %H:%M} UTC"
+                    if meta.archived_at else "")
+        st.caption(f"Submitted by **{md(meta.submitter or 'unknown')}**{archived}")
+        _edit(engine, chosen, meta)
+        _actions(engine, chosen, meta, model)
+        history = team.events(engine, chosen, limit=50)
+        if history:
+            st.dataframe(pd.DataFrame([{"when (UTC)": f"{e.at:%Y-%m-%d %H:%M:%S}", "who": e.actor,
+                                        "what": e.action, "detail": json.dumps(e.detail, sort_keys=True)}
+                                       for e in history]), hide_index=True, width="stretch")
+
+
+def _edit(engine, sweep_id: int, meta) -> None:
+    with st.form(f"record_form_{sweep_id}", border=False):
+        tags = st.text_input("Tags", value=", ".join(meta.tags), key=f"record_tags_{sweep_id}",
+                             help="Words to find the sweep by, commas between them: letters, digits and . _ + : / -")
+        note = st.text_area("Note", value=meta.note, max_chars=MAX_NOTE, key=f"record_note_{sweep_id}",
+                            help="Why it ran: plain text")
+        saved = st.form_submit_button("Save tags and note", icon=":material/save:")
+    if not saved:
+        return
+    who = auth.acting()
+    try:
+        wanted = check_tags(tags)
+        team.edit_tags(engine, sweep_id, actor(who), add=wanted, remove=[t for t in meta.tags if t not in wanted])
+        team.set_note(engine, sweep_id, actor(who), note)
+    except SpecError as e:
+        st.error(f"{md(e.field.capitalize())}: {md(str(e).split(': ', 1)[-1])}", icon=":material/error:")
+        return
+    st.rerun()
+
+
+def _actions(engine, sweep_id: int, meta, model: str | None) -> None:
+    left, mid, right = st.columns(3)
+    if left.button("Restore" if meta.archived_at else "Archive", key=f"record_archive_{sweep_id}",
+                   icon=":material/unarchive:" if meta.archived_at else ":material/archive:", width="stretch",
+                   help="Archived sweeps leave Results, Compare, `report` and `export` unless asked for"):
+        team.archive(engine, sweep_id, actor(auth.acting()), restore=meta.archived_at is not None)
+        st.rerun()
+    pinned = model is not None and (pin := team.baselines(engine).get(model)) is not None and pin.sweep_id == sweep_id
+    if model is not None and mid.button("Unpin baseline" if pinned else f"Pin as {model}'s baseline",
+                                        key=f"record_pin_{sweep_id}", icon=":material/flag:", width="stretch"):
+        who = actor(auth.acting())
+        (team.unpin_baseline(engine, model, who) if pinned else team.pin_baseline(engine, model, sweep_id, who))
+        st.rerun()
+    with right.popover("Delete…", icon=":material/delete:", width="stretch"):
+        who = auth.acting()
+        if who is not None and meta.submitter != who.id:
+            st.caption(f"Only its submitter ({md(meta.submitter)}) may delete this sweep.")
+            return
+        st.caption("Removes the sweep with its jobs, results, artifacts and compile-cache bundles; the deletion is "
+                   "recorded. Type the sweep's id to confirm.")
+        typed = st.text_input("Sweep id", key=f"{CONFIRM}_{sweep_id}")
+        if st.button("Delete for good", type="primary", key=f"record_delete_{sweep_id}",
+                     disabled=typed.strip() != str(sweep_id)):
+            try:
+                counts = team.delete_sweep(engine, sweep_id, actor(who))
+            except team.TeamError as e:
+                st.error(md(str(e)), icon=":material/error:")
+                return
+            st.toast(f"Sweep {sweep_id} deleted: {counts['jobs']} job(s)", icon=":material/delete:")
+            st.rerun()

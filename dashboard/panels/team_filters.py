@@ -1,0 +1,38 @@
+"""The Results page's team filters (db.team): tags, who submitted, and whether archived sweeps are shown. They narrow
+the results table before the other filters, once per choice and results table (the narrowed frame is kept, so the
+view's caches, keyed by the frame, hold across reruns). Every choice is in the link."""
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard.state import resources
+from db import team
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _narrowed(frame_key: tuple, keep: tuple, _df):
+    return _df[_df["sweep_id"].isin(keep)]
+
+
+def apply(engine, df, frame_key: tuple):
+    """The rows of the sweeps the team filters keep (archived sweeps out unless asked for); `df` itself when they
+    keep every sweep."""
+    metas = team.meta(engine)
+    tags = sorted({t for m in metas.values() for t in m.tags})
+    people = sorted({m.submitter for m in metas.values() if m.submitter})
+    any_archived = any(m.archived_at for m in metas.values())
+    if not (tags or len(people) > 1 or any_archived):
+        return df  # nothing to narrow by: no widgets, no cost
+    cols = st.columns([2, 2, 1], vertical_alignment="bottom")
+    chosen_tags = cols[0].multiselect("Tags", tags, key="tag", bind="query-params", placeholder="any tag",
+                                      help="Sweeps carrying every tag chosen") if tags else []
+    chosen_people = cols[1].multiselect("Submitted by", people, key="by", bind="query-params",
+                                        placeholder="anyone") if len(people) > 1 else []
+    archived = cols[2].toggle("Archived too", key="archived", bind="query-params",
+                              help="Archived sweeps are left out unless this is on") if any_archived else False
+    keep = tuple(sorted(i for i, m in metas.items()
+                        if set(chosen_tags) <= set(m.tags) and (not chosen_people or m.submitter in chosen_people)
+                        and (archived or m.archived_at is None)))
+    if len(keep) == len(metas):
+        return df
+    return _narrowed(frame_key + (resources.url(),), keep, df)

@@ -1,0 +1,96 @@
+"""The team's record on the pages (AppTest, a real SQLite file): the baseline deltas on Results and Compare are the
+numbers `runner report --baseline` computes (db.baseline_rows), archived sweeps leave Results until asked for, the
+tag and submitter filters narrow it, and the Queue page's record panel edits tags and a note as the server's user
+(sign-in off) with the change recorded, and deletes a sweep only once its id is typed."""
+import pandas as pd
+import pytest
+
+from dashboard.markup import md
+from dashboard.state.embedded import ENV_SWITCH
+from db import queue, reports, team
+from db.baseline_rows import with_baseline
+from lab import answer
+from tests.dashboard.test_pages import _Table, ok, page
+from tests.unit.test_team_record import WORKER, run
+
+
+@pytest.fixture
+def lab(db_url, engine, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    monkeypatch.setenv(ENV_SWITCH, "0")
+    queue.register_worker(engine, WORKER, "host", 1, None, {"devices": ["cpu"]})
+    base, _ = run(engine, ms=1.0, first=2.0, tags=["nightly"])
+    newer, _ = run(engine, ms=0.8, first=3.5, mode="max-autotune")
+    team.pin_baseline(engine, "simplenet", base, "ada@lab")
+    return engine, base, newer
+
+
+def tables(at) -> list[pd.DataFrame]:
+    out = []
+    for body in [h.value for h in at.html if "<table>" in h.value]:
+        parsed = _Table()
+        parsed.feed(body)
+        header, *rows = parsed.rows
+        out.append(pd.DataFrame(rows, columns=header))
+    return out
+
+
+def expected(engine, rows) -> dict:
+    """config -> the cells the baseline table should show for the report's rows."""
+    return {r["config"]: [answer.headline_cell(r[c]) for c in ("baseline", "vs_baseline_latency_pct",
+                                                                "vs_baseline_first_call_s")]
+            for r in with_baseline(engine, rows)}
+
+
+def shown(table: pd.DataFrame) -> dict:
+    return {row["configuration"]: [row["baseline"], row["latency vs baseline %"], row["first call vs baseline s"]]
+            for _, row in table.iterrows()}
+
+
+def test_results_and_compare_show_the_reports_baseline_deltas(lab):
+    engine, base, newer = lab
+    at = ok(page("results"))
+    (table,) = [t for t in tables(at) if "latency vs baseline %" in t.columns]
+    assert shown(table) == expected(engine, reports.report(engine))
+    assert "-20" in "".join(table["latency vs baseline %"])
+    at = ok(page("compare", kind="sweeps", a=str(base), b=str(newer)))
+    deltas = [t for t in tables(at) if "latency vs baseline %" in t.columns]
+    assert [shown(t) for t in deltas] == [expected(engine, reports.report(engine, sweep_ids=[i])) for i in (base, newer)]
+    captions = " ".join(c.value for c in at.caption)
+    assert f"submitted by {md('ada@lab')}" in captions and "nightly" in captions  # as typed, escaped
+
+
+def test_archived_sweeps_leave_results_until_asked_for_and_tags_narrow_it(lab):
+    engine, base, newer = lab
+    team.archive(engine, newer, "bob@lab")
+    at = ok(page("results"))
+    (answer_rows,) = [t for t in tables(at) if "verdict" in t.columns]
+    assert len(answer_rows) == 1  # the archived sweep's configuration is gone
+    at = ok(page("results", archived="true"))
+    (answer_rows,) = [t for t in tables(at) if "verdict" in t.columns]
+    assert len(answer_rows) == 2
+    at = ok(page("results", archived="true", tag="nightly"))
+    (answer_rows,) = [t for t in tables(at) if "verdict" in t.columns]
+    assert len(answer_rows) == 1
+
+
+def test_the_queue_pages_record_panel_edits_tags_and_note_and_deletes_after_confirmation(lab):
+    engine, base, newer = lab
+    at = ok(page("queue"))
+    at.selectbox(key="record_sweep").set_value(newer)
+    at = ok(at.run())
+    at.text_input(key=f"record_tags_{newer}").set_value("regression, A100")
+    at.text_area(key=f"record_note_{newer}").set_value("<b>after</b> the upgrade")
+    at = ok(at.button(key=f"FormSubmitter:record_form_{newer}-Save tags and note").click().run())
+    m = team.meta(engine, [newer])[newer]
+    assert (m.tags, m.note) == (("a100", "regression"), "<b>after</b> the upgrade")
+    assert {e.action for e in team.events(engine, newer)} == {"tags", "note"}
+    assert all(e.actor == queue._whoami() for e in team.events(engine, newer))
+    at.text_input(key=f"record_tags_{newer}").set_value("<script>")
+    at = ok(at.button(key=f"FormSubmitter:record_form_{newer}-Save tags and note").click().run())
+    assert any("is not a tag" in e.value for e in at.error) and team.meta(engine, [newer])[newer].tags == m.tags
+    assert at.button(key=f"record_delete_{newer}").disabled  # not before the id is typed
+    at.text_input(key=f"record_delete_confirm_{newer}").set_value(str(newer))
+    at = ok(at.run())
+    at = ok(at.button(key=f"record_delete_{newer}").click().run())
+    assert newer not in team.meta(engine) and [e.action for e in team.events(engine, newer)][0] == "delete"
