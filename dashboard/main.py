@@ -1,14 +1,15 @@
 """Compile Lab's dashboard: `streamlit run dashboard/app.py` (or `make run`).
 
-The entry page frames every view: the sidebar (database, workers, embedded worker) and the navigation.
-It imports db/ only; experiments run in worker processes, never here.
+The entry page frames every view: sign-in first (dashboard.state.auth: off by default), then the sidebar (who is
+signed in, database, workers, embedded worker) and the navigation. It imports db/ only; experiments run in worker
+processes, never here.
 """
 import os
 
 import streamlit as st
 
 from dashboard.panels import sidebar_status
-from dashboard.state import resources
+from dashboard.state import auth, resources
 
 st.set_page_config(page_title="Compile Lab", page_icon=":material/science:", layout="wide")  # an emoji icon
 # would load streamlit's emoji catalogue (~0.12 s) before a restarted server's first page
@@ -25,6 +26,7 @@ if os.environ.get("COMPILE_LAB_ALLOW_REMOTE") != "1" and (
              "from the project folder (docs/operations.md), or "
              "set COMPILE_LAB_ALLOW_REMOTE=1 if it is behind your own authentication.")
     st.stop()
+who = auth.gate()  # with sign-in on, nobody gets past this without it: no page, no sidebar, no data, no submit
 
 PAGES = [
     st.Page("screens/submit.py", title="Submit", icon=":material/send:", url_path="submit"),
@@ -37,6 +39,7 @@ PAGES = [
 page = st.navigation(PAGES)
 with st.sidebar:
     st.markdown("### :material/science: Compile Lab")
+    auth.sidebar(who)
     sidebar_status.show()
 resources.warm_results()  # the first visit to Results finds the table loaded (or loading)
 try:

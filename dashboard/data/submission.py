@@ -161,9 +161,12 @@ def number_errors(values: FormValues) -> list[SpecError]:
     return errors
 
 
-def submit_all(engine: Engine, planned: Plan, catalog: Mapping[str, ModelInfo]) -> list[tuple[int, list[int]]]:
+def submit_all(engine: Engine, planned: Plan, catalog: Mapping[str, ModelInfo],
+               created_by: str | None = None) -> list[tuple[int, list[int]]]:
     """Store the planned sweeps in one transaction (db.queue.submit_many: all or nothing), validated
-    again right before storing: the catalog may have changed since `plan`."""
+    again right before storing: the catalog may have changed since `plan`. `created_by`: the signed-in person
+    (None: the server's OS user, as the CLI records its own)."""
     if not planned.ok:
         raise planned.error or SpecError("batch_sizes", "nothing to submit")
-    return [(sweep_id, job_ids) for sweep_id, job_ids, _ in queue.submit_many(engine, planned.requests, catalog)]
+    return [(sweep_id, job_ids) for sweep_id, job_ids, _ in queue.submit_many(engine, planned.requests, catalog,
+                                                                              created_by)]

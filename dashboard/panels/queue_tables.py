@@ -8,8 +8,8 @@ import streamlit as st
 
 from dashboard.markup import md
 from dashboard.panels import timeline_panel
-from dashboard.state import resources, url_params
-from db import queue, views
+from dashboard.state import auth, resources, url_params
+from db import queue, submitters, views
 from db.models import JobStatus
 from db.results import export_records, sweep_measurement
 from lab import noise
@@ -143,6 +143,10 @@ def actions_form() -> None:
         c1, c2, _ = st.columns([1, 1, 4])
         cancel = c1.form_submit_button("Cancel jobs", icon=":material/cancel:")
         resubmit = c2.form_submit_button("Re-submit jobs", icon=":material/replay:")
+        who = auth.acting()
+        st.caption("Sign-in is off: anyone who opens this page may cancel any job." if who is None else
+                   f"You may cancel the jobs of sweeps you submitted (as {md(who.id)}); `python -m runner cancel` "
+                   "cancels any job, with the database URL.")
     if not (cancel or resubmit):
         return
     try:
@@ -155,7 +159,7 @@ def actions_form() -> None:
         done, errors = [], []
         for job_id in ids:  # each cancel is its own transaction; one finished job does not block the others
             try:
-                done.append(f"#{job_id} (was {queue.cancel(engine, job_id)})")
+                done.append(f"#{job_id} (was {submitters.cancel_as(engine, job_id, who and who.id)})")
             except queue.QueueError as e:
                 errors.append(str(e))
         if done:

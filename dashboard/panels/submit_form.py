@@ -7,7 +7,7 @@ from dashboard.data.model_order import ordered
 from dashboard.data.presets import PRESETS
 from dashboard.data.submission import FormValues, message, plan, slot_for, submit_all
 from dashboard.markup import md
-from dashboard.state import resources, url_params
+from dashboard.state import auth, resources, url_params
 from dashboard.state.embedded import ENV_SWITCH, enabled
 from db import queue, views
 from lab.axes import COMPILE_AXES
@@ -296,8 +296,10 @@ def sweep_form(catalog: dict, devices: set) -> None:
         with st.expander(f"The {planned.jobs} job{'s' if planned.jobs != 1 else ''}"):
             st.dataframe({"job": planned.labels}, hide_index=True, width="stretch")
     if clicked:
+        who = auth.acting()  # the signed-in person is the sweep's submitter (sign-in off: the server's OS user)
         try:
-            stored = submit_all(resources.engine(), planned, resources.catalog(resources.engine()))
+            stored = submit_all(resources.engine(), planned, resources.catalog(resources.engine()),
+                                who.id if who else None)
         except SpecError as e:  # the catalog changed between the count and the click
             _slot(slots, e.field).error(md(message(e)), icon=":material/error:")
         else:

@@ -70,6 +70,11 @@ async def serve(request: Request) -> Response:
     global _running
     if not is_host_allowed(request.headers.get("host")):  # the WebSocket's rule: no DNS rebinding onto this route
         return _text(403, "This host name is not among the server's allowed hosts.")
+    from dashboard.state import auth  # here, not above: dashboard/app.py imports this module before its warm-up
+
+    refused = auth.refusal(request)  # the link is a signed-in session's; with sign-in on, so must its request be
+    if refused:
+        return _text(401, refused)
     fmt = request.path_params["fmt"]
     with _lock:
         got = _offers.get(request.path_params["token"])

@@ -39,13 +39,17 @@ def _text(status: int, message: str) -> Response:
 
 def serve(request: Request) -> Response:
     """One file of the report, looked up by its exact name in the job's zip (nothing on disk is read)."""
-    from db import artifacts  # here, not above: dashboard/app.py imports this module before its warm-up
+    from dashboard.state import auth  # here, not above: dashboard/app.py imports this module before its warm-up
+    from db import artifacts
     from db.database import get_engine
     from db.engine import DatabaseError
     from lab import unpack
 
     if not is_host_allowed(request.headers.get("host")):  # the WebSocket's rule: no DNS rebinding onto this route
         return _text(403, "This host name is not among the server's allowed hosts.")
+    refused = auth.refusal(request)  # with sign-in on, a report is for signed-in people only, as the pages are
+    if refused:
+        return _text(401, refused)
     job_id, name = request.path_params["job_id"], request.path_params["name"] or "index.html"
     try:
         data = artifacts.data(get_engine(), job_id, ARTIFACT)

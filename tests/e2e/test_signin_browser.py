@@ -1,0 +1,246 @@
+"""Sign-in in a real browser (dashboard.state.auth).
+
+OIDC: a real OpenID Connect provider (oidc-provider-mock's server, started here on a free port) and the app started
+with `[auth]` secrets pointing at it: the sign-in flow through the provider's page, the signed-in name in the sidebar
+and as the submitter of a sweep submitted from the form, cancel allowed on one's own sweep and refused on another's,
+sign-out through the provider, and a browser with no session that sees the sign-in prompt only and stores nothing.
+
+Proxy mode: the user header is believed on a connection from the proxy's address, and ignored on one from any other
+(a plain TCP relay whose connections to the app come from 127.0.0.2)."""
+import base64
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from contextlib import contextmanager
+
+import pytest
+from sqlalchemy import func, select
+
+from dashboard.markup import WORD_JOINER
+from db import queue
+from db.database import get_engine
+from db.engine import reading
+from db.models import Job, Sweep
+from lab.sweep import SweepRequest
+from tests.conftest import ROOT, wait_until
+from tests.e2e.test_browser import CHROMIUM, browser, healthy  # noqa: F401 (browser is a fixture)
+from tests.e2e.test_markup_browser import register_worker
+from tests.e2e.test_server_handshake import free_port_in
+
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} missing")
+ALICE = {"email": "alice@example.org", "email_verified": True, "name": "Alice Example"}
+
+
+@contextmanager
+def app_with(tmp_path, db_url: str, env: dict, *args: str):
+    """`streamlit run dashboard/app.py` on a free port with `env` and extra flags (no embedded worker)."""
+    port = free_port_in()
+    env = {**os.environ, "DATABASE_URL": db_url, "COMPILE_LAB_EMBEDDED_WORKER": "0", **env}
+    with open(tmp_path / "app.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "dashboard/app.py", "--server.port",
+                                 str(port), *(a.replace("{port}", str(port)) for a in args)], cwd=ROOT, env=env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_until(lambda: healthy(f"http://localhost:{port}") or proc.poll() is not None, 60, "the app to serve")
+        assert proc.poll() is None, (tmp_path / "app.log").read_text()[-3000:]
+        yield port
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+
+
+def jobs(engine) -> int:
+    with reading(engine) as s:
+        return s.scalar(select(func.count()).select_from(Job))
+
+
+def sidebar(page) -> str:
+    return page.locator('[data-testid="stSidebar"]').inner_text().replace(WORD_JOINER, "") if page.locator(
+        '[data-testid="stSidebar"]').count() else ""
+
+
+@pytest.fixture
+def oidc_lab(tmp_path):
+    from oidc_provider_mock import User, run_server_in_thread
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    engine = get_engine(url)
+    register_worker(engine)  # Submit offers the models of live workers
+    # another person's sweep, from the CLI (the OS user is its submitter)
+    _, (theirs,), _ = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[1], device="cpu",
+                                                        process_repeats=1), None, created_by="bob@gpu-host")
+    with run_server_in_thread(user_claims=[User(sub="alice", claims=ALICE)]) as provider:
+        issuer = f"http://127.0.0.1:{provider.server_port}"  # another host name than the app's: cookies apart
+        (tmp_path / "secrets.toml").write_text(
+            "[auth]\n"
+            'redirect_uri = "http://localhost:{port}/oauth2callback"\n'  # Streamlit fills in its port
+            f'cookie_secret = "{secrets.token_hex(32)}"\n'
+            'client_id = "compile-lab"\n'
+            'client_secret = "not-a-secret-here"\n'
+            f'server_metadata_url = "{issuer}/.well-known/openid-configuration"\n')
+        with app_with(tmp_path, url, {"COMPILE_LAB_SIGNIN": "oidc"}, "--secrets.files",
+                      str(tmp_path / "secrets.toml")) as port:
+            yield {"url": f"http://localhost:{port}", "engine": engine, "theirs": theirs}
+
+
+def test_oidc_sign_in_submit_cancel_and_sign_out(oidc_lab, browser, tmp_path):  # noqa: F811
+    engine, base = oidc_lab["engine"], oidc_lab["url"]
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    page.set_default_timeout(60_000)
+    page.goto(base)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(re.compile(r"127\.0\.0\.1:\d+/oauth2/authorize"))  # the provider's own page
+    page.get_by_role("button", name="alice", exact=True).click()  # its predefined user
+    page.wait_for_url(re.compile(r"^http://localhost:\d+/"))
+    submit = page.get_by_role("button", name="Submit 1 job")
+    submit.wait_for()
+    assert "Signed in as Alice Example" in sidebar(page) and "alice@example.org" in sidebar(page)
+    # the file routes beside the pages know the session's cookie: the report is looked up (this job has none)
+    assert page.request.get(f"{base}/tlparse/{oidc_lab['theirs']}/index.html").status == 404
+    submit.click()
+    page.get_by_text(re.compile(r"1 job\(s\) queued")).wait_for()
+    with reading(engine) as s:
+        (mine,) = s.execute(select(Sweep.id, Sweep.created_by).where(Sweep.created_by != "bob@gpu-host")).all()
+        (job,) = s.scalars(select(Job.id).where(Job.sweep_id == mine.id)).all()
+    assert mine.created_by == "alice@example.org"
+
+    # cancel: one's own job, yes; a job of another's sweep, no (with the reason), and it stays queued
+    page.locator('[data-testid="stSidebarNav"]').get_by_text("Queue").click()
+    page.wait_for_url(re.compile(r"/queue"))
+    page.get_by_text("You may cancel the jobs of sweeps you submitted").wait_for()
+    page.get_by_role("textbox", name="Job ids").fill(f"{job}, {oidc_lab['theirs']}")
+    page.get_by_role("button", name="Cancel jobs").click()
+    page.get_by_text(f"Cancelled #{job} (was queued)").wait_for()
+    refused = page.locator('[data-testid="stAlertContentError"]').filter(has_text="only its submitter may cancel it")
+    assert f"job {oidc_lab['theirs']}: its sweep was submitted by bob@gpu-host" in refused.inner_text().replace(
+        WORD_JOINER, "")
+    with reading(engine) as s:
+        assert s.get(Job, job).status == "cancelled"
+        assert s.get(Job, oidc_lab["theirs"]).status == "queued"
+    page.screenshot(path=str(tmp_path / "signed-in-queue.png"))
+
+    # sign out: through the provider's end-session page, back to the sign-in prompt
+    page.get_by_role("button", name="Sign out").click()
+    page.wait_for_url(re.compile(r"127\.0\.0\.1:\d+/oauth2/end_session"))
+    page.get_by_role("button", name="End session").click()
+    page.get_by_role("button", name="Sign in").wait_for()
+    assert "Alice" not in page.content()
+    page.goto(base + "/queue")
+    page.get_by_role("button", name="Sign in").wait_for()
+    assert "Alice" not in page.content() and page.get_by_role("textbox", name="Job ids").count() == 0
+
+
+def test_oidc_a_browser_without_a_session_sees_nothing_and_stores_nothing(oidc_lab, browser, tmp_path):  # noqa: F811
+    engine, base = oidc_lab["engine"], oidc_lab["url"]
+    before = jobs(engine)
+    context = browser.new_context(viewport={"width": 1400, "height": 1100})  # no cookies
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    for path in ("/", "/submit", "/queue", "/results", f"/job?job={oidc_lab['theirs']}"):
+        page.goto(base + path)
+        page.get_by_role("button", name="Sign in").wait_for()
+        page.wait_for_timeout(300)  # a page that ran on would have drawn by now
+        main = page.locator('[data-testid="stMain"]').inner_text()
+        assert "Sign in to see this lab" in main, (path, main)
+        for leak in ("Submit", "Workers alive", "simplenet", "bob", "Database", "Queue"):
+            assert leak not in main + sidebar(page), (path, leak)
+    # the file routes beside the pages refuse too
+    for route in (f"/tlparse/{oidc_lab['theirs']}/index.html", "/export/any-token/csv"):
+        got = page.request.get(base + route)
+        assert got.status == 401 and "Sign in first" in got.text(), (route, got.status)
+    # a forged identity cookie (not signed with the lab's secret) is no session either
+    forged = base64.b64encode(b'{"is_logged_in": true, "email": "bob@gpu-host"}').decode()
+    context.add_cookies([{"name": "_streamlit_user", "value": f"2|1:0|10:1700000000|15:_streamlit_user|{forged}|00",
+                          "url": base}])
+    page.goto(base + "/queue")
+    page.get_by_role("button", name="Sign in").wait_for()
+    page.screenshot(path=str(tmp_path / "signed-out.png"))
+    assert jobs(engine) == before
+    with reading(engine) as s:
+        assert s.get(Job, oidc_lab["theirs"]).status == "queued"
+    context.close()
+
+
+@contextmanager
+def relay_from(source: str, port: int):
+    """A plain TCP relay on a free port to the app's `port`, its connections to the app made from address `source`
+    (what the app sees as the peer); yields the relay's port."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def pipe(a, b):
+        try:
+            while chunk := a.recv(65536):
+                b.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def serve():
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                client, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            upstream = socket.socket()
+            upstream.bind((source, 0))
+            upstream.connect(("127.0.0.1", port))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=pipe, args=(a, b), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+
+
+def test_proxy_header_is_believed_from_the_proxy_address_only(tmp_path, browser):  # noqa: F811
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    engine = get_engine(url)
+    register_worker(engine)
+    env = {"COMPILE_LAB_SIGNIN": "proxy", "COMPILE_LAB_PROXY_ADDRESSES": "127.0.0.1",
+           "FORWARDED_ALLOW_IPS": ""}  # as docs/operations.md says: the address checked is the connection's own
+    header = {"X-Forwarded-User": "carol@example.org"}  # what the proxy adds (here: the browser, for every request)
+    with app_with(tmp_path, url, env) as port, relay_from("127.0.0.2", port) as relayed:
+        trusted = browser.new_context(viewport={"width": 1400, "height": 1100}, extra_http_headers=header)
+        page = trusted.new_page()
+        page.set_default_timeout(60_000)
+        page.goto(f"http://localhost:{port}/")
+        page.get_by_role("button", name="Submit 1 job").wait_for()
+        assert "Signed in as carol@example.org" in sidebar(page)
+        assert page.get_by_role("button", name="Sign out").count() == 0  # the proxy holds the session
+        assert page.request.get(f"http://localhost:{port}/tlparse/1/index.html").status == 404  # looked up: no job 1
+        trusted.close()
+
+        for where, headers, why in ((relayed, header, "comes from 127.0.0.2, which is not the lab's proxy"),
+                                    (port, {}, "the proxy named nobody (no X-Forwarded-User header)")):
+            other = browser.new_context(viewport={"width": 1400, "height": 1100}, extra_http_headers=headers)
+            page = other.new_page()
+            page.set_default_timeout(60_000)
+            page.goto(f"http://localhost:{where}/queue")
+            page.get_by_text("Not signed in").wait_for()
+            assert why in page.locator('[data-testid="stMain"]').inner_text(), where
+            page.wait_for_timeout(300)
+            main = page.locator('[data-testid="stMain"]').inner_text()
+            assert "carol" not in main + sidebar(page) and "Workers alive" not in sidebar(page), (where, main)
+            assert page.get_by_role("textbox", name="Job ids").count() == 0
+            assert page.request.get(f"http://localhost:{where}/tlparse/1/index.html").status == 401
+            other.close()
+    assert jobs(engine) == 0
