@@ -26,7 +26,7 @@ LABELS = {
     "cache": "Compile cache", "trace": "Keep the compile trace", "schedule": "Schedule", "iters": "Rounds",
     "timeout_s": "Timeout (s)",
     "repeat": "Repeat", "reruns": "Noisy re-runs", "process_repeats": "Process repeats", "name": "Sweep name",
-    "model_args": "Model parameters", "torch_versions": "Torch versions",
+    "model_args": "Model parameters", "torch_versions": "Torch versions", "tags": "Tags", "note": "Note",
 }
 # which widget a field's error is drawn under (the sweep-level field for a per-job one)
 SLOT = {axis.field: axis.plural for axis in AXES}
@@ -58,6 +58,8 @@ class FormValues:
     reruns: int = SweepRequest.reruns
     process_repeats: int = SweepRequest.process_repeats
     name: str = ""
+    tags: str = ""  # commas or spaces between them (lab.team.check_tags)
+    note: str = ""
 
 
 @dataclass
@@ -126,7 +128,8 @@ def plan(values: FormValues, catalog: Mapping[str, ModelInfo], live_torch: list[
                 "trace": values.trace,
                 "schedule": split_sizes(values.schedule, "schedule"),
                 "iters": values.iters, "timeout_s": values.timeout_s, "repeat": values.repeat,
-                "reruns": values.reruns, "process_repeats": values.process_repeats, "name": name})
+                "reruns": values.reruns, "process_repeats": values.process_repeats, "name": name,
+                "tags": values.tags, "note": values.note})
             specs, notes = request.expand(catalog)
             out.requests.append(request)
             out.jobs += len(specs)

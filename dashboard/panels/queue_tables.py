@@ -9,7 +9,7 @@ import streamlit as st
 from dashboard.markup import md
 from dashboard.panels import timeline_panel
 from dashboard.state import auth, resources, url_params
-from db import queue, submitters, views
+from db import queue, submitters, team, views
 from db.models import JobStatus
 from db.results import export_records, sweep_measurement
 from lab import noise
@@ -45,8 +45,9 @@ def describe(spec: dict) -> str:
     return what + (f" · schedule {', '.join(map(str, spec['schedule']))}" if spec.get("schedule") else "")
 
 
-def jobs_table(rows: list[dict], workers: list) -> pd.DataFrame:
-    out = []
+def jobs_table(rows: list[dict], workers: list, by: dict | None = None) -> pd.DataFrame:
+    """The Queue's table; `by`: each sweep's submitter (db.team.submitters)."""
+    out, by = [], by or {}
     for r in rows:
         note = r["error"] or ""
         if r["status"] == "queued":
@@ -60,9 +61,9 @@ def jobs_table(rows: list[dict], workers: list) -> pd.DataFrame:
                     "phase": r["phase"] or "", "progress": r["progress"],
                     "attempts": f"{r['attempts']}/{r['max_attempts']}",
                     "elapsed": f"{r['elapsed_s']:.1f} s" if r["elapsed_s"] is not None else "",
-                    "note": note, "worker": r["worker"] or ""})
+                    "note": note, "worker": r["worker"] or "", "submitted by": by.get(r["sweep_id"], "")})
     return pd.DataFrame(out, columns=["job", "status", "↻", "what", "phase", "progress", "elapsed", "attempts", "note",
-                                      "worker", "sweep"])
+                                      "worker", "sweep", "submitted by"])
 
 
 @st.fragment(run_every="2s")
@@ -99,7 +100,7 @@ def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
     if not rows:
         st.info("No jobs match. Submit a sweep on the Submit page.")
     else:
-        table = jobs_table(rows, workers)
+        table = jobs_table(rows, workers, team.submitters(engine, {r["sweep_id"] for r in rows}))
         picked = st.dataframe(table, hide_index=True, width="stretch", height=min(38 + 35 * len(rows), 560),
                      key="queue_rows", on_select="rerun", selection_mode="single-row", column_config={
                          "job": st.column_config.NumberColumn("job", format="%d", width="small"),

@@ -14,13 +14,15 @@ from lab.axes import COMPILE_AXES
 from lab.checks import SpecError
 from lab.spec import ALL_LIVE, ANY_TORCH, CACHES, DEVICES, DTYPES, MAX_ITERS, MAX_TIMEOUT_S
 from lab.sweep import MAX_REPEAT
+from lab.team import MAX_NOTE
 
 KEYS = {  # form field -> widget key (every widget keeps its value across pages for this session)
     "model": "f_model", "task": "f_task", "device": "f_device", "dtype": "f_dtype", "batch_sizes": "f_batch",
     **{axis.plural: f"f_{axis.plural}" for axis in COMPILE_AXES},  # the swept axes (lab.axes)
     "cache": "f_cache", "trace": "f_trace", "schedule": "f_schedule", "iters": "f_iters", "timeout_s": "f_timeout",
     "repeat": "f_repeat", "reruns": "f_reruns", "process_repeats": "f_process_repeats", "name": "f_name",
-    "torch_versions": "f_torch"}
+    "torch_versions": "f_torch", "tags": "f_tags", "note": "f_note"}
+KEEP = ("tags", "note")  # a preset leaves these as they are
 TORCH_CHOICES = {ALL_LIVE: "every version a live worker offers", ANY_TORCH: "any"}
 
 
@@ -75,7 +77,8 @@ def apply_preset(key: str, catalog: dict, devices: set, gpu_sizes: bool) -> None
         return
     base = FormValues(model=model, device="cuda" if "cuda" in devices else "cpu").__dict__
     for name, widget in KEYS.items():
-        st.session_state[widget] = values.get(name, base[name])
+        if name not in KEEP:  # the person's own tags and note stay
+            st.session_state[widget] = values.get(name, base[name])
     info = catalog[model]
     for p in info.params:
         value = values.get("params", {}).get(p.name, p.default)
@@ -85,7 +88,7 @@ def apply_preset(key: str, catalog: dict, devices: set, gpu_sizes: bool) -> None
         st.session_state[config_key(model)] = values.get("config", "")
     # what the preset filled in, to tell when the form no longer is the preset (clear_stale_preset_name)
     st.session_state["preset_values"] = {k: st.session_state[k] for k in
-                                         [w for n, w in KEYS.items() if n != "name"]
+                                         [w for n, w in KEYS.items() if n != "name" and n not in KEEP]
                                          + [arg_key(model, p.name) for p in info.params]}
     st.session_state["preset_applied"] = key
     st.session_state["preset_sizes"] = gpu_sizes
@@ -248,11 +251,18 @@ def sweep_form(catalog: dict, devices: set) -> None:
         elif st.session_state.get("preset_name_cleared"):
             st.caption("The preset's sweep name was cleared: the form no longer is that preset.")
         slots["name"] = st.empty()
+        t1, t2 = st.columns([1, 2])
+        tags = t1.text_input("Tags", key=KEYS["tags"], persist_state="session", placeholder="nightly, a100",
+                             help="Words to find the sweep by on Results and with `runner report --tag`: letters, "
+                                  "digits and . _ + : / -, commas between them (editable later on the Queue page)")
+        note = t2.text_area("Note", key=KEYS["note"], persist_state="session", height=68, max_chars=MAX_NOTE,
+                            placeholder="why it runs", help="Plain text; editable later on the Queue page")
+        slots["tags"], slots["note"] = t1.empty(), t2.empty()
 
     values = FormValues(model=model, params=params, task=task, device=device, dtype=dtype, batch_sizes=batch,
                         **picked, torch_versions=torch_versions, cache=cache, trace=trace,
                         schedule=schedule, iters=iters, timeout_s=timeout_s, repeat=repeat, reruns=reruns,
-                        process_repeats=process_repeats, name=name)
+                        process_repeats=process_repeats, name=name, tags=tags, note=note)
     planned = plan(values, catalog, live_torch)
     for error in planned.errors:  # under its field, each one (two fields may hold the same slot: one message)
         _slot(slots, error.field).error(md(message(error)), icon=":material/error:")

@@ -10,6 +10,7 @@ from dashboard.state.embedded import ENV_SWITCH
 from db import queue, reports, team
 from db.baseline_rows import with_baseline
 from lab import answer
+from runner import zoo
 from tests.dashboard.test_pages import _Table, ok, page
 from tests.unit.test_team_record import WORKER, run
 
@@ -94,3 +95,22 @@ def test_the_queue_pages_record_panel_edits_tags_and_note_and_deletes_after_conf
     at = ok(at.run())
     at = ok(at.button(key=f"record_delete_{newer}").click().run())
     assert newer not in team.meta(engine) and [e.action for e in team.events(engine, newer)][0] == "delete"
+
+
+def test_the_submit_form_stores_tags_and_a_note_and_refuses_a_bad_tag_by_its_field(lab):
+    engine, base, newer = lab
+    models = [info.to_dict() for info in zoo.model_infos(zoo.catalog()).values()]
+    queue.register_worker(engine, "host:2:any:test", "host", 2, None,
+                          {"devices": ["cpu"], "device_name": None, "torch_version": "2.13.0", "models": models})
+    at = ok(page("submit"))
+    at.text_input(key="f_tags").input("bad tag!").run()
+    assert any("Tags" in e.value and "is not a tag" in e.value for e in at.error) and at.button(key="f_submit").disabled
+    at.text_input(key="f_tags").input("from-form, nightly").run()
+    at.text_area(key="f_note").input("why: the form").run()
+    ok(at.button(key="f_submit").click().run())
+    (sweep_id,) = set(team.meta(engine)) - {base, newer}
+    m = team.meta(engine, [sweep_id])[sweep_id]
+    assert (m.tags, m.note, m.submitter) == (("from-form", "nightly"), "why: the form", queue._whoami())
+    at = ok(page("queue"))
+    table = at.dataframe[0].value
+    assert set(table.loc[table["sweep"] == sweep_id, "submitted by"]) == {queue._whoami()}

@@ -122,6 +122,11 @@ def test_oidc_sign_in_submit_cancel_and_sign_out(oidc_lab, browser, tmp_path):  
     with reading(engine) as s:
         assert s.get(Job, job).status == "cancelled"
         assert s.get(Job, oidc_lab["theirs"]).status == "queued"
+    # the sweep says who submitted it (the Queue's record panel; its table says so too, in a canvas grid)
+    page.get_by_text("A sweep's record").click()
+    caption = page.get_by_text(re.compile(r"^Submitted by")).first
+    caption.wait_for()
+    assert caption.inner_text().replace(WORD_JOINER, "") == "Submitted by alice@example.org"
     page.screenshot(path=str(tmp_path / "signed-in-queue.png"))
 
     # sign out: through the provider's end-session page, back to the sign-in prompt
