@@ -19,8 +19,8 @@ from lab.checks import dynamic_text
 from lab.spec import job_label
 
 
-def compare_sweeps(df: pd.DataFrame, summaries: list) -> None:
-    labels = {s.id: s.label for s in summaries}
+def compare_sweeps(df: pd.DataFrame, summaries: list, suffix: dict | None = None) -> None:
+    labels = {s.id: s.label + (suffix or {}).get(s.id, "") for s in summaries}  # `suffix`: who submitted it, its tags
     ids = [s.id for s in summaries]
     by_id = {s.id: s for s in summaries}
     a0, b0 = tables.starting_pair(ids, {i: s.request.get("model") for i, s in by_id.items()},

@@ -5,7 +5,7 @@ import streamlit as st
 
 from dashboard.panels import compare_views
 from dashboard.state import resources
-from db import views
+from db import team, views
 
 st.title("Compare")
 engine = resources.engine()
@@ -15,9 +15,19 @@ if not summaries:
     st.stop()
 kind = st.segmented_control("Compare", ["sweeps", "runs", "torch versions"], key="kind", bind="query-params",
                             default="sweeps", required=True)
+# the team's record (db.team): archived sweeps out of the pickers unless asked for (or named in the link); each
+# sweep's label ends with who submitted it and its tags, so typing a tag or a name in a picker finds it
+metas = team.meta(engine)
+if any(m.archived_at for m in metas.values()):
+    archived = st.toggle("Archived sweeps too", key="archived", bind="query-params")
+    named = {st.query_params.get(k) for k in ("a", "b")}
+    summaries = [s for s in summaries if archived or str(s.id) in named or metas.get(s.id) is None
+                 or metas[s.id].archived_at is None]
+suffix = {i: "".join([f" · {m.submitter}" if m.submitter else ""] + [f" #{t}" for t in m.tags])
+          for i, m in metas.items()}
 df = resources.results()
 if kind == "sweeps":
-    compare_views.compare_sweeps(df, summaries)
+    compare_views.compare_sweeps(df, summaries, suffix)
 elif kind == "torch versions":
     compare_views.compare_versions(df, summaries)
 elif df.empty:

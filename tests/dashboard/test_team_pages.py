@@ -1,7 +1,8 @@
-"""The team's record on the pages (AppTest, a real SQLite file): the baseline deltas on Results and Compare are the
-numbers `runner report --baseline` computes (db.baseline_rows), archived sweeps leave Results until asked for, the
-tag and submitter filters narrow it, and the Queue page's record panel edits tags and a note as the server's user
-(sign-in off) with the change recorded, and deletes a sweep only once its id is typed."""
+"""The team's record on the pages (AppTest, real SQLite and PostgreSQL databases): the baseline deltas on Results and
+Compare are the numbers `runner report --baseline` computes (db.baseline_rows); archived sweeps leave Results and
+Compare's pickers until asked for; tags and the submitter narrow them; the Submit form stores tags and a note; the
+Queue page says who submitted each sweep, and its record panel edits tags and a note as the server's user (sign-in
+off) with the change recorded, and deletes a sweep only once its id is typed."""
 import pandas as pd
 import pytest
 
@@ -9,6 +10,7 @@ from dashboard.markup import md
 from dashboard.state.embedded import ENV_SWITCH
 from db import queue, reports, team
 from db.baseline_rows import with_baseline
+from db.database import get_engine
 from lab import answer
 from runner import zoo
 from tests.dashboard.test_pages import _Table, ok, page
@@ -16,8 +18,9 @@ from tests.unit.test_team_record import WORKER, run
 
 
 @pytest.fixture
-def lab(db_url, engine, monkeypatch):
-    monkeypatch.setenv("DATABASE_URL", db_url)
+def lab(any_db_url, monkeypatch):
+    engine = get_engine(any_db_url)
+    monkeypatch.setenv("DATABASE_URL", any_db_url)
     monkeypatch.setenv(ENV_SWITCH, "0")
     queue.register_worker(engine, WORKER, "host", 1, None, {"devices": ["cpu"]})
     base, _ = run(engine, ms=1.0, first=2.0, tags=["nightly"])
@@ -114,3 +117,15 @@ def test_the_submit_form_stores_tags_and_a_note_and_refuses_a_bad_tag_by_its_fie
     at = ok(page("queue"))
     table = at.dataframe[0].value
     assert set(table.loc[table["sweep"] == sweep_id, "submitted by"]) == {queue._whoami()}
+
+
+def test_compare_finds_a_sweep_by_its_tag_and_leaves_archived_ones_out_of_its_pickers(lab):
+    engine, base, newer = lab
+    at = ok(page("compare", kind="sweeps"))
+    options = at.selectbox(key="a").options
+    assert any("#nightly" in o and "ada@lab" in o for o in options)  # the label ends with submitter and tags
+    team.archive(engine, base, "bob@lab")
+    at = ok(page("compare", kind="sweeps"))
+    assert not any("#nightly" in o for o in at.selectbox(key="a").options)
+    at = ok(page("compare", kind="sweeps", archived="true"))
+    assert any("#nightly" in o for o in at.selectbox(key="a").options)
