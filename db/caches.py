@@ -88,6 +88,27 @@ def find(engine: Engine, key: str) -> Found | None:
     return None if row is None else Found(key, row.job_id, row.bytes, row.data, row.signature)
 
 
+def nearest(engine: Engine, parts: Mapping) -> dict | None:
+    """For a key with no bundle: the stored bundle of the same model whose key parts differ from `parts` in the fewest
+    (the newest of those), and how: {key, job_id, differs: {part: [here, in the bundle]}}; None without one. What a
+    portable job that paid a cold compile says about why (a torch upgrade, another mode, another GPU...)."""
+    best = None
+    for row in listing(engine):  # newest first: a tie keeps the newest
+        theirs = row["parts"] or {}
+        if theirs.get("model") != parts.get("model"):
+            continue
+        differs = {k: [parts.get(k), theirs.get(k)] for k in (*SETTINGS, *ENV) if parts.get(k) != theirs.get(k)}
+        if differs and (best is None or len(differs) < len(best["differs"])):
+            best = {"key": row["key"], "job_id": row["job_id"], "differs": differs}
+    return best
+
+
+def differs_words(differs: Mapping) -> str:
+    """`nearest`'s differences in words: "mode (max-autotune here, default in the bundle)"."""
+    return "; ".join(f"{k} ({json.dumps(a, default=str)} here, {json.dumps(b, default=str)} in the bundle)"
+                     for k, (a, b) in differs.items())
+
+
 def listing(engine: Engine) -> list[dict]:
     """Every stored entry, newest first, without the data."""
     q = (select(CompileCache.id, CompileCache.key, CompileCache.job_id, CompileCache.bytes, CompileCache.parts,

@@ -53,6 +53,12 @@ def prepare(engine: Engine, spec: ExperimentSpec, probe: Mapping, jobdir: Path, 
             if found is None:
                 note["note"] = f"{caches.NO_ARTIFACTS}: ran as a cold run (a cold job of the same settings on " \
                                "this torch, triton and device stores them)"
+                near = caches.nearest(engine, parts)
+                if near is not None:  # why it missed: what differs from the closest bundle there is
+                    note["nearest"] = near
+                    source = f"job #{near['job_id']}" if near["job_id"] is not None else "no job"
+                    note["note"] += (f"; the nearest stored bundle (from {source}, key {near['key'][:12]}) differs in "
+                                     f"{caches.differs_words(near['differs'])}")
             elif (why := refusal(found, signer)) is not None:
                 log.warning("compile cache key %s: refused the newest bundle (job %s, %d bytes): %s", note["key"],
                             found.job_id, len(found.data), why)

@@ -79,6 +79,26 @@ def test_a_portable_job_without_artifacts_says_so_and_saves_its_own_signed(engin
     assert env[portable.LOAD_SHA_ENV] == signing.digest(b"bundle")  # what the child compares before unpacking
 
 
+def test_a_portable_miss_names_the_setting_that_differs_from_the_nearest_bundle(engine, signer, tmp_path):
+    """Issue 29: a portable job that found no bundle for its key says which parts of the key differ from the
+    closest bundle stored for its model (one setting here: the mode; then the torch too), on its page's story."""
+    from dashboard.data.story import portable_lines
+
+    stored = caches.key_parts(spec(), caches.device_env(PROBE, "cpu"))
+    assert caches.store(engine, caches.cache_key(stored), stored, None, b"b", {}, "s")
+    other = caches.key_parts(spec(model="other"), caches.device_env(PROBE, "cpu"))
+    assert caches.store(engine, caches.cache_key(other), other, None, b"b", {}, "s")  # another model: never nearest
+    note = portable.prepare(engine, spec(mode="max-autotune"), PROBE, tmp_path, {}, signer)
+    assert note["nearest"]["differs"] == {"mode": ["max-autotune", "default"]}
+    (line,) = portable_lines({"mega_cache": note})
+    assert 'differs in mode ("max-autotune" here, "default" in the bundle)' in line
+    newer = {**PROBE, "torch_version": "2.14.1+cpu"}
+    note = portable.prepare(engine, spec(mode="max-autotune"), newer, tmp_path, {}, signer)
+    assert set(note["nearest"]["differs"]) == {"mode", "torch_version"}
+    caches_empty = portable.prepare(engine, spec(model="third"), PROBE, tmp_path, {}, signer)
+    assert "nearest" not in caches_empty and caches_empty["note"].startswith(caches.NO_ARTIFACTS)
+
+
 def test_a_bundle_loads_only_with_this_keys_signature_for_this_cache_key(engine, signer, tmp_path):
     """Each newer row is one an attacker who can write the database could store; none reaches the job's folder."""
     k, other = key(spec()), key(spec(batch_size=16))
