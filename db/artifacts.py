@@ -116,3 +116,11 @@ def _report(report: bytes, what: str) -> zipfile.ZipFile:
         return zipfile.ZipFile(io.BytesIO(report))
     except (zipfile.BadZipFile, OSError, EOFError) as e:
         raise unpack.Damaged(f"{what} is not a zip that opens ({e})") from e
+
+
+def output_code(engine: Engine, job_id: int) -> str | None:
+    """A job's generated code as text (what `runner diff` and Compare's run view diff); None where none was kept."""
+    try:
+        return data(engine, job_id, "output_code").decode("utf-8", errors="replace")
+    except ArtifactError:
+        return None

@@ -26,13 +26,11 @@ from lab.checks import SpecError, integer
 from lab.errors import cut, first_line
 from lab.spec import job_label
 from lab.sweep import SweepRequest, split_sizes
-from runner import cli_lab, signing, zoo
+from runner import cli_diff, cli_lab, signing, zoo
 from runner.gpus import GpuError
 from runner.model_offer import offered_catalog
-
-
-class UsageError(Exception):
-    """A command-line value is malformed before it reaches the spec (say --arg without '=')."""
+from runner.usage import UsageError
+from runner.usage import row_id as _row_id
 
 
 def _add_db(p: argparse.ArgumentParser) -> None:
@@ -158,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--models-dir", action="append", default=[])
     m.add_argument("--json", action="store_true")
     cli_lab.add_parsers(sub, _add_db)
+    cli_diff.add_parser(sub, _add_db, _row_id)
     return parser
 
 
@@ -187,14 +186,6 @@ def main(argv: list[str] | None = None) -> int:
         why = first_line(getattr(e, "orig", None) or e)  # the driver's words, not the SQL around them
         print(f"error: database {describe(resolve_url(getattr(args, 'db', None)))}: {why}", file=sys.stderr)
         return 2
-
-
-def _row_id(text: str) -> int:
-    """A job or sweep id: a positive integer a database column can hold (not '１', not 10**30)."""
-    if not re.fullmatch(r"[0-9]{1,19}", text.strip()) or not 1 <= int(text) < 2**63:
-        shown = repr(text[:24]) + ("..." if len(text) > 24 else "")
-        raise argparse.ArgumentTypeError(f"{shown} is not a job or sweep id (a positive integer below 2**63)")
-    return int(text)
 
 
 def _count(text: str) -> int:
@@ -437,4 +428,4 @@ def cmd_models(args) -> int:
 
 COMMANDS = {"submit": cmd_submit, "work": cmd_work, "status": cmd_status, "cancel": cmd_cancel,
             "export": cmd_export, "report": cmd_report, "artifact": cmd_artifact, "models": cmd_models,
-            "calibrate": cmd_calibrate} | cli_lab.COMMANDS
+            "calibrate": cmd_calibrate, "diff": cli_diff.cmd_diff} | cli_lab.COMMANDS

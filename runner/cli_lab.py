@@ -8,6 +8,7 @@ import sys
 
 from db import team
 from db.database import get_engine
+from runner.usage import UsageError, row_id
 
 
 def add_submit_flags(s: argparse.ArgumentParser) -> None:
@@ -51,8 +52,7 @@ def add_parsers(sub, add_db) -> None:
 
 
 def _id(text: str) -> int:
-    from runner.cli import _row_id
-    return _row_id(text)
+    return row_id(text)
 
 
 def actor() -> str:
@@ -62,8 +62,6 @@ def actor() -> str:
 
 def known_sweeps(engine, sweep_ids) -> None:
     """A --sweep that names no sweep is a mistake to say, not an empty table."""
-    from runner.cli import UsageError
-
     there = set(team.meta(engine, sweep_ids)) if sweep_ids else set()
     missing = [str(i) for i in sweep_ids or () if i not in there]
     if missing:
@@ -98,8 +96,6 @@ def cmd_archive(args) -> int:
 
 
 def cmd_delete(args) -> int:
-    from runner.cli import UsageError
-
     engine = get_engine(args.db)
     known_sweeps(engine, [args.sweep_id])
     if not args.yes:
@@ -117,8 +113,6 @@ def cmd_delete(args) -> int:
 
 
 def cmd_baseline(args) -> int:
-    from runner.cli import UsageError
-
     engine = get_engine(args.db)
     if args.clear or args.sweep is not None:
         if not args.model:

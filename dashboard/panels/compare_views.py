@@ -8,7 +8,7 @@ from dashboard.data import diff, frame
 from dashboard.data.plot_data import NOISY
 from dashboard.data.series_labels import fold_modes, fold_request, folded_notes
 from dashboard.markup import md
-from dashboard.panels import answer_table, baseline_table, results_filters, versiondiff
+from dashboard.panels import answer_table, baseline_table, job_diff_view, results_filters, versiondiff
 from dashboard.panels import compare_tables as tables
 from dashboard.state import resources
 from db import reports
@@ -170,6 +170,7 @@ def compare_runs(df: pd.DataFrame) -> None:
     fig = samples_figure(key, a, b, ra, rb)
     if fig is not None:
         st.altair_chart(fig, width="stretch", key="compare_samples")
+    job_diff_view.show(resources.engine(), ra, rb)  # what differs in the compile (issue 29), and the code's diff
 
 
 @st.cache_data(max_entries=4, show_spinner=False)

@@ -1,0 +1,105 @@
+"""Two jobs' compiler stories side by side (issue 29, "what changed between these two compiles?"): graphs, breaks
+and their reasons, recompiles and the guards that failed, kernels per call, cache layers, compile phases, from the
+export records; the differences marked; and the generated code as a unified diff. What `runner diff A B` prints and
+Compare's run view shows. Text in, text out: no torch, no database."""
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from typing import Mapping
+
+# (label, how to read it from an export record)
+STORY = (
+    ("torch", lambda r: r.get("torch_version")),
+    ("device", lambda r: r.get("device_name")),
+    ("mode", lambda r: r.get("mode")),
+    ("dynamic", lambda r: r.get("dynamic")),
+    ("fullgraph", lambda r: r.get("fullgraph")),
+    ("graphs", lambda r: r.get("graph_count")),
+    ("graph breaks", lambda r: r.get("graph_breaks")),
+    ("break reasons", lambda r: r.get("graph_break_reasons") or []),
+    ("recompiles", lambda r: r.get("recompiles")),
+    ("guards that failed (recompile reasons)", lambda r: r.get("recompile_reasons") or []),
+    ("recompile limit hits", lambda r: r.get("recompile_limit_hits")),
+    ("kernels per call, eager", lambda r: r.get("eager_kernels")),
+    ("kernels per call, compiled", lambda r: r.get("compiled_kernels")),
+    ("compile cache", lambda r: r.get("cache")),
+    ("first call, compiled (s)", lambda r: _round(r.get("compiled_first_call_s"))),
+)
+# where each compile's code was written (a cache path that always differs): left out of the diff
+_HEADER = re.compile(r"^(# ===== compile \S+): .*$", re.M)
+MAX_CODE_LINES = 20_000  # per side: a diff of more is cut (and says so)
+
+
+def _round(v, digits: int = 3):
+    return round(v, digits) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+
+
+def text(v) -> str:
+    """A value as one line of text: lists one item a line joined by ' | ', dicts as sorted JSON."""
+    if v is None:
+        return "–"
+    if isinstance(v, list):
+        return " | ".join(str(x) for x in v) if v else "(none)"
+    if isinstance(v, dict):
+        return json.dumps(v, sort_keys=True, default=str)
+    return str(v)
+
+
+def story_rows(a: Mapping, b: Mapping) -> list[dict]:
+    """[{what, A, B, differs}]: the story's fields, then each compile phase and each cache layer as its own row."""
+    rows = [(label, get(a), get(b)) for label, get in STORY]
+    phases_a, phases_b = a.get("compile_phases_s") or {}, b.get("compile_phases_s") or {}
+    for phase in dict.fromkeys([*phases_a, *phases_b]):
+        rows.append((f"compile phase: {phase} (s)", _round(phases_a.get(phase)), _round(phases_b.get(phase))))
+    layers_a, layers_b = a.get("cache_layers") or {}, b.get("cache_layers") or {}
+    for layer in dict.fromkeys([*layers_a, *layers_b]):
+        rows.append((f"cache layer: {layer}", _layer(layers_a.get(layer)), _layer(layers_b.get(layer))))
+    return [{"what": label, "A": text(x), "B": text(y), "differs": _differs(label, x, y)} for label, x, y in rows]
+
+
+TIME_NOISE = 0.10  # a time (a row in seconds) differs past this fraction: compile times move that much run to run
+
+
+def _differs(label: str, x, y) -> bool:
+    if label.endswith("(s)") and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (x, y)):
+        return abs(x - y) > TIME_NOISE * max(abs(x), abs(y))
+    return text(x) != text(y)
+
+
+def _layer(c) -> str | None:
+    if not isinstance(c, Mapping):
+        return c
+    return ", ".join(f"{k} {c[k]}" for k in ("hit", "miss", "bypass") if c.get(k) is not None) or None
+
+
+def code_diff(code_a: str | None, code_b: str | None, name_a: str = "A", name_b: str = "B") -> str:
+    """The generated code's unified diff ('' where the two are the same); a side without code says so."""
+    if code_a is None or code_b is None:
+        missing = " and ".join(n for n, c in ((name_a, code_a), (name_b, code_b)) if c is None)
+        return f"(no output code kept for {missing}: nothing to diff)\n"
+    lines_a, lines_b = (_HEADER.sub(r"\1", code).splitlines() for code in (code_a, code_b))
+    cut = len(lines_a) > MAX_CODE_LINES or len(lines_b) > MAX_CODE_LINES
+    out = "\n".join(difflib.unified_diff(lines_a[:MAX_CODE_LINES], lines_b[:MAX_CODE_LINES], name_a, name_b,
+                                         lineterm="", n=2))
+    if cut:
+        out += f"\n(cut at {MAX_CODE_LINES:,} lines a side)"
+    return out + "\n" if out else ""
+
+
+def table_text(rows: list[dict], only_differences: bool = False) -> str:
+    """The story rows as aligned text, a '*' on each row that differs."""
+    shown = [r for r in rows if r["differs"] or not only_differences]
+    width = max([len(r["what"]) for r in shown] + [4])
+    col = max([min(len(r["A"]), 60) for r in shown] + [1])
+    return "".join(f"{'*' if r['differs'] else ' '} {r['what']:<{width}}  {r['A']:<{col}}  {r['B']}\n" for r in shown)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def printable(out: str) -> str:
+    """Text for a terminal: control characters (an escape sequence in a stored reason or in code) shown as \\xNN,
+    never acted on."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", out)
