@@ -61,7 +61,8 @@ def with_baseline(engine: Engine, rows: list[Mapping], baseline_rows=None) -> li
         if pin is None:
             continue
         b = best.get(shape(r))
-        pinned = b is not None and str(_first_job(b)) in str(r.get("job_ids") or "").split()
+        pinned = b is not None and b.get("job_ids") == r.get("job_ids")  # the baseline's row itself, not one pooling
+        # its runs with others' (a configuration that other sweeps ran too), which is compared like any other
         r["baseline"] = ("pinned" if pinned
                          else f"sweep {pin.sweep_id}" + (f" {b['config']}" if b is not None and pin.config else ""))
         if b is None:

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Iterable, Mapping
 
-from sqlalchemy import Engine, delete, func, select
+from sqlalchemy import Engine, delete, event, func, select
+from sqlalchemy.orm import Session
 
 from db.engine import atomic, reading
 from db.models import TERMINAL, Artifact, Baseline, CompileCache, Job, LabEvent, Result, Sweep, SweepTag, utcnow
@@ -89,6 +90,7 @@ def delete_sweep(engine: Engine, sweep_id: int, actor: str) -> dict:
         if open_jobs:
             raise TeamError(f"sweep {sweep_id}: {open_jobs} job(s) still queued or running; cancel them first")
         counts = {"jobs": s.scalar(select(func.count()).select_from(Job).where(Job.sweep_id == sweep_id)),
+                  "last_job_id": s.scalar(select(func.max(Job.id)).where(Job.sweep_id == sweep_id)),
                   "artifacts": s.execute(delete(Artifact).where(Artifact.job_id.in_(jobs))).rowcount,
                   "cache_bundles": s.execute(delete(CompileCache).where(CompileCache.job_id.in_(jobs))).rowcount}
         s.execute(delete(Result).where(Result.job_id.in_(jobs)))
@@ -128,6 +130,26 @@ def unpin_baseline(engine: Engine, model: str, actor: str) -> bool:
         _event(s, actor, "unpin", old.sweep_id, model=model, config=old.config)
         s.delete(old)
         return True
+
+
+@event.listens_for(Session, "before_flush")
+def _no_reused_ids(session, _context, _instances) -> None:
+    """SQLite gives a new row the largest id + 1: after the newest sweep was deleted, the next one would take its id
+    (and its jobs theirs), and old links, exports and the deletion's record would name different work. New sweeps and
+    jobs start above the ids deletions have recorded. PostgreSQL's sequences never reuse one."""
+    new = [o for o in session.new if isinstance(o, (Sweep, Job)) and o.id is None]
+    if not new or session.get_bind().dialect.name != "sqlite":
+        return
+    with session.no_autoflush:
+        floors = session.execute(select(func.max(LabEvent.sweep_id), func.max(LabEvent.detail["last_job_id"].as_integer()))
+                                 .where(LabEvent.action == "delete")).one()
+        for model, floor in ((Sweep, floors[0]), (Job, floors[1])):
+            mine = [o for o in new if isinstance(o, model)]
+            if not mine or floor is None:
+                continue
+            top = max(floor, session.scalar(select(func.max(model.id))) or 0)
+            for k, obj in enumerate(mine, 1):
+                obj.id = top + k
 
 
 # -- reading ----------------------------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ from typing import Any, Iterable, Mapping
 from lab.checks import SpecError
 
 MAX_TAGS, MAX_TAG, MAX_NOTE = 20, 64, 2000
+# direction overrides and isolates: they make a note read otherwise than it is stored (and reach terminals)
+BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 _TAG = re.compile(rf"[a-z0-9][a-z0-9._+:/-]{{0,{MAX_TAG - 1}}}")
 
 
@@ -31,10 +33,12 @@ def check_tags(values: Any, where: str = "tags") -> tuple[str, ...]:
     if values is None:
         return ()
     if isinstance(values, str):
-        values = [v for v in re.split(r"[,\s]+", values) if v]
+        values = [values]
     if not isinstance(values, Iterable):
         raise SpecError(where, f"expected a list of tags, got {type(values).__name__}")
-    tags = tuple(dict.fromkeys(check_tag(v, where) for v in values))
+    # each item may hold several, commas or spaces between them (`--tag a,b`, the form's "a, b")
+    words = [w for v in values for w in (re.split(r"[,\s]+", v) if isinstance(v, str) else [v]) if w != ""]
+    tags = tuple(dict.fromkeys(check_tag(v, where) for v in words))
     if len(tags) > MAX_TAGS:
         raise SpecError(where, f"{len(tags)} tags; at most {MAX_TAGS}")
     return tags
@@ -47,11 +51,12 @@ def check_note(value: Any, where: str = "note") -> str:
         return ""
     if not isinstance(value, str):
         raise SpecError(where, f"expected text, got {type(value).__name__}")
+    value = value.replace("\r\n", "\n")  # a note pasted from Windows
     bad = next((c for c in value if c not in "\n\t" and (unicodedata.category(c) in ("Cc", "Cs")
-                                                          or c in "\u2028\u2029")), None)
+                                                          or c in "\u2028\u2029" or c in BIDI)), None)
     if bad is not None:
         raise SpecError(where, f"contains the control character U+{ord(bad):04X}; use printable text only")
-    text = value.replace("\r\n", "\n").strip()
+    text = value.strip()
     if len(text) > MAX_NOTE:
         raise SpecError(where, f"is {len(text):,} characters long; at most {MAX_NOTE:,}")
     return text

@@ -196,7 +196,8 @@ def _count(text: str) -> int:
     return int(text)
 
 
-FLAGS = {name: axis.flag for name, axis in BY_FIELD.items()} | {"timeout_s": "--timeout", "model_args": "--arg"}
+FLAGS = {name: axis.flag for name, axis in BY_FIELD.items()} | {"timeout_s": "--timeout", "model_args": "--arg",
+                                                               "tags": "--tag"}
 
 
 # -- commands -------------------------------------------------------------------------------------------

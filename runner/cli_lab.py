@@ -97,7 +97,8 @@ def cmd_archive(args) -> int:
 
 def cmd_delete(args) -> int:
     engine = get_engine(args.db)
-    known_sweeps(engine, [args.sweep_id])
+    if args.sweep_id not in team.meta(engine, [args.sweep_id]):
+        raise UsageError(f"delete: no such sweep: {args.sweep_id}")
     if not args.yes:
         if not sys.stdin.isatty():
             raise UsageError("delete: not asked on a terminal; pass --yes to delete without asking")
@@ -127,8 +128,8 @@ def cmd_baseline(args) -> int:
         if args.model in (None, model):
             print(f"{model}: sweep {pin.sweep_id}" + (f" configuration {pin.config}" if pin.config else "")
                   + f", pinned by {pin.pinned_by} at {pin.pinned_at:%Y-%m-%d %H:%M} UTC")
-    if not pins:
-        print("no baseline pinned")
+    if not pins or (args.model and args.model not in pins):
+        print(f"{args.model + ': ' if args.model else ''}no baseline pinned")
     return 0
 
 

@@ -47,4 +47,4 @@ def record_line(engine, sweep_id: int, side: str = "") -> None:
         parts.append("archived")
     st.caption(f"{md(side)}{' · '.join(parts)}")
     if m.note:
-        st.caption(f"{md(side)}note: {md(m.note)}")
+        st.text(m.note)  # as typed: its line breaks and spaces kept, never Markdown

@@ -52,7 +52,9 @@ def _sweeps_tables(pair: dict, sweep_a, sweep_b) -> None:
     c1, c2 = st.columns([3, 2])
     with c1:
         st.subheader("Spec")
-        spec = diff.side_by_side(fold_request(by_id[a].request), fold_request(by_id[b].request))
+        # the tags and note as submitted are not the sweep's: its record (below) holds them, edited since maybe
+        spec = diff.side_by_side(*({k: v for k, v in fold_request(by_id[i].request).items() if k not in ("tags", "note")}
+                                   for i in (a, b)))
         st.dataframe(tables.highlight_rows(spec), hide_index=True, width="stretch", height=tables.fit(len(spec)),
                      column_config={"field": st.column_config.TextColumn(width="small")})
     with c2:

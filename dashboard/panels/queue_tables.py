@@ -62,8 +62,8 @@ def jobs_table(rows: list[dict], workers: list, by: dict | None = None) -> pd.Da
                     "attempts": f"{r['attempts']}/{r['max_attempts']}",
                     "elapsed": f"{r['elapsed_s']:.1f} s" if r["elapsed_s"] is not None else "",
                     "note": note, "worker": r["worker"] or "", "submitted by": by.get(r["sweep_id"], "")})
-    return pd.DataFrame(out, columns=["job", "status", "↻", "what", "phase", "progress", "elapsed", "attempts", "note",
-                                      "worker", "sweep", "submitted by"])
+    return pd.DataFrame(out, columns=["job", "status", "↻", "what", "submitted by", "phase", "progress", "elapsed",
+                                      "attempts", "note", "worker", "sweep"])
 
 
 @st.fragment(run_every="2s")

@@ -251,13 +251,13 @@ def sweep_form(catalog: dict, devices: set) -> None:
         elif st.session_state.get("preset_name_cleared"):
             st.caption("The preset's sweep name was cleared: the form no longer is that preset.")
         slots["name"] = st.empty()
-        t1, t2 = st.columns([1, 2])
-        tags = t1.text_input("Tags", key=KEYS["tags"], persist_state="session", placeholder="nightly, a100",
+        tags = st.text_input("Tags", key=KEYS["tags"], persist_state="session", placeholder="nightly, a100",
                              help="Words to find the sweep by on Results and with `runner report --tag`: letters, "
                                   "digits and . _ + : / -, commas between them (editable later on the Queue page)")
-        note = t2.text_area("Note", key=KEYS["note"], persist_state="session", height=68, max_chars=MAX_NOTE,
+        slots["tags"] = st.empty()
+        note = st.text_area("Note", key=KEYS["note"], persist_state="session", height=68, max_chars=MAX_NOTE,
                             placeholder="why it runs", help="Plain text; editable later on the Queue page")
-        slots["tags"], slots["note"] = t1.empty(), t2.empty()
+        slots["note"] = st.empty()
 
     values = FormValues(model=model, params=params, task=task, device=device, dtype=dtype, batch_sizes=batch,
                         **picked, torch_versions=torch_versions, cache=cache, trace=trace,

@@ -17,6 +17,7 @@ from lab.checks import SpecError
 from lab.team import MAX_NOTE, check_tags
 
 CONFIRM = "record_delete_confirm"
+DELETED = "record_deleted"  # what was just deleted: said once, after the rerun that drops it from the picker
 
 
 def actor(who) -> str:
@@ -29,7 +30,10 @@ def panel(engine) -> None:
     sweeps = views.sweeps(engine, limit=500)
     if not sweeps:
         return
-    with st.expander("A sweep's record: tags, note, baseline, archive, delete", icon=":material/sell:"):
+    with st.expander("A sweep's record: tags, note, baseline, archive, delete", icon=":material/sell:",
+                     expanded=DELETED in st.session_state):
+        if DELETED in st.session_state:
+            st.success(md(st.session_state.pop(DELETED)), icon=":material/delete:")
         labels = {s.id: s.label for s in sweeps}
         chosen = st.selectbox("Sweep", list(labels), format_func=lambda i: labels[i], key="record_sweep")
         meta = team.meta(engine, [chosen]).get(chosen)
@@ -50,22 +54,35 @@ def panel(engine) -> None:
 
 
 def _edit(engine, sweep_id: int, meta) -> None:
+    """The form starts from the stored record (`base`); a save applies only what the person changed from it, so an
+    edit made meanwhile by someone else (another browser, the CLI) is kept, not undone. An untouched form shows
+    such an edit at once."""
+    tags_key, note_key, base_key = f"record_tags_{sweep_id}", f"record_note_{sweep_id}", f"record_base_{sweep_id}"
+    stored = (", ".join(meta.tags), meta.note)
+    base = st.session_state.get(base_key)
+    untouched = base is not None and (st.session_state.get(tags_key), st.session_state.get(note_key)) == base
+    if base is None or (untouched and base != stored):
+        st.session_state[base_key] = base = stored
+        st.session_state[tags_key], st.session_state[note_key] = stored
     with st.form(f"record_form_{sweep_id}", border=False):
-        tags = st.text_input("Tags", value=", ".join(meta.tags), key=f"record_tags_{sweep_id}",
+        tags = st.text_input("Tags", key=tags_key,
                              help="Words to find the sweep by, commas between them: letters, digits and . _ + : / -")
-        note = st.text_area("Note", value=meta.note, max_chars=MAX_NOTE, key=f"record_note_{sweep_id}",
-                            help="Why it ran: plain text")
+        note = st.text_area("Note", max_chars=MAX_NOTE, key=note_key, help="Why it ran: plain text")
         saved = st.form_submit_button("Save tags and note", icon=":material/save:")
     if not saved:
         return
     who = auth.acting()
     try:
-        wanted = check_tags(tags)
-        team.edit_tags(engine, sweep_id, actor(who), add=wanted, remove=[t for t in meta.tags if t not in wanted])
-        team.set_note(engine, sweep_id, actor(who), note)
+        wanted, before = check_tags(tags), check_tags(base[0])
+        team.edit_tags(engine, sweep_id, actor(who), add=[t for t in wanted if t not in before],
+                       remove=[t for t in before if t not in wanted])
+        if note != base[1]:
+            team.set_note(engine, sweep_id, actor(who), note)
     except SpecError as e:
         st.error(f"{md(e.field.capitalize())}: {md(str(e).split(': ', 1)[-1])}", icon=":material/error:")
         return
+    for key in (base_key, tags_key, note_key):  # drawn again from what is stored now
+        st.session_state.pop(key, None)
     st.rerun()
 
 
@@ -97,5 +114,5 @@ def _actions(engine, sweep_id: int, meta, model: str | None) -> None:
             except team.TeamError as e:
                 st.error(md(str(e)), icon=":material/error:")
                 return
-            st.toast(f"Sweep {sweep_id} deleted: {counts['jobs']} job(s)", icon=":material/delete:")
+            st.session_state[DELETED] = f"Sweep {sweep_id} deleted with {counts['jobs']} job(s)."
             st.rerun()

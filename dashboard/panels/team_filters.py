@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.markup import md
 from dashboard.state import resources
 from db import team
 
@@ -23,6 +24,10 @@ def apply(engine, df, frame_key: tuple):
     any_archived = any(m.archived_at for m in metas.values())
     if not (tags or len(people) > 1 or any_archived):
         return df  # nothing to narrow by: no widgets, no cost
+    unknown = [t for t in st.query_params.get_all("tag") if t not in tags]
+    if unknown and "tag" not in st.session_state:  # a link's tag this lab has no more (or never had): say so
+        st.caption(f"The link's tag{'s' if len(unknown) > 1 else ''} {', '.join(md(t) for t in unknown[:5])}: no sweep "
+                   "carries it now, so it is not applied.")
     cols = st.columns([2, 2, 1], vertical_alignment="bottom")
     chosen_tags = cols[0].multiselect("Tags", tags, key="tag", bind="query-params", placeholder="any tag",
                                       help="Sweeps carrying every tag chosen") if tags else []

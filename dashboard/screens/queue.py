@@ -11,7 +11,7 @@ from db.results import sweep_measurement
 st.title("Queue")
 engine = resources.engine()
 summaries = views.sweeps(engine)
-labels = {s.id: f"{s.label} · {s.created_by}" if s.created_by else s.label for s in summaries}
+labels = {s.id: s.label for s in summaries}  # as Submit's "Watch them on Queue" link names them (?qsweep=)
 f1, f2 = st.columns([2, 3])
 sweep_ids = f1.multiselect("Sweep", list(labels), format_func=lambda i: labels[i], key="qsweep",
                            bind="query-params", placeholder="all sweeps")

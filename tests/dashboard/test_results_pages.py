@@ -221,7 +221,7 @@ def test_compare_sweeps_and_runs(results):
     assert "background-color" in at.dataframe[2].proto.arrow_data.styler.styles  # one model: changes are judged
     assert len(at.get("vega_lite_chart")) == 1  # A's and B's speedups
     at = ok(page("compare", kind="runs"))
-    assert [s.value for s in at.subheader] == ["Spec and status", "Environment", "Numbers"]
+    assert [s.value for s in at.subheader] == ["Spec and status", "Environment", "Numbers", "Compiler story"]
     ok_runs = [r["job_id"] for r in export_records(results) if r["status"] == "succeeded"]
     # the two newest runs with numbers, in the link
     assert (at.query_params["ja"], at.query_params["jb"]) == (str(ok_runs[-2]), str(ok_runs[-1]))

@@ -155,3 +155,36 @@ def test_baseline_deltas_read_the_same_in_the_report_and_the_rows_the_pages_show
     assert "latency vs baseline %" in md and "-20" in md
     assert team.baselines(engine)["simplenet"].sweep_id == base
     assert [e.action for e in team.events(engine)] == ["baseline"]
+
+
+def test_a_deleted_sweeps_ids_are_not_given_to_the_next_one(lab):
+    """On SQLite a new row took the largest id + 1: the newest sweep deleted, the next one took its id and its
+    jobs theirs, and links, exports and the deletion's record named different work."""
+    engine, _ = lab
+    run(engine)
+    gone, gone_jobs = run(engine, batch=(1, 2))
+    team.delete_sweep(engine, gone, "ada@lab")
+    after, after_jobs = run(engine)
+    assert after > gone and min(after_jobs) > max(gone_jobs)
+    assert [e.action for e in team.events(engine, after)] == []  # the deletion's record stays with the deleted id
+
+
+def test_tags_are_split_at_commas_in_each_item_and_a_windows_note_is_kept():
+    from lab.team import check_note, check_tags
+
+    assert check_tags(["a,b", "c d", "A"]) == ("a", "b", "c", "d")
+    assert check_note("line one\r\nline two") == "line one\nline two"
+    with pytest.raises(SpecError, match="U\\+202E"):
+        check_note("RTL:\u202eevil")
+
+
+def test_a_row_pooling_the_baselines_runs_with_others_is_compared_not_called_pinned(lab):
+    """The baseline's configuration run again by another sweep: the pooled row is compared, not called the baseline."""
+    engine, _ = lab
+    base, _ = run(engine, ms=1.0)
+    again, _ = run(engine, ms=1.2)  # the same configuration: the whole-database answer pools both
+    team.pin_baseline(engine, "simplenet", base, "ada@lab")
+    (row,) = with_baseline(engine, reports.report(engine))
+    assert row["baseline"] == f"sweep {base}" and row["vs_baseline_latency_pct"] is not None
+    (own,) = with_baseline(engine, reports.report(engine, sweep_ids=[base]))
+    assert own["baseline"] == "pinned" and own["vs_baseline_latency_pct"] == 0
