@@ -129,3 +129,19 @@ def test_compare_finds_a_sweep_by_its_tag_and_leaves_archived_ones_out_of_its_pi
     assert not any("#nightly" in o for o in at.selectbox(key="a").options)
     at = ok(page("compare", kind="sweeps", archived="true"))
     assert any("#nightly" in o for o in at.selectbox(key="a").options)
+
+
+def test_the_record_form_keeps_a_colleagues_edit_made_while_it_was_open(lab):
+    engine, base, newer = lab
+    at = ok(page("queue"))
+    at.selectbox(key="record_sweep").set_value(newer)
+    at = ok(at.run())
+    at.text_area(key=f"record_note_{newer}").set_value("mine")  # typed, not saved yet
+    team.edit_tags(engine, newer, "bob@lab", add=["fromcli"])  # meanwhile, from the CLI
+    at = ok(at.button(key=f"FormSubmitter:record_form_{newer}-Save tags and note").click().run())
+    m = team.meta(engine, [newer])[newer]
+    assert (m.tags, m.note) == (("fromcli",), "mine")  # the colleague's tag kept, the note saved
+    team.set_note(engine, newer, "bob@lab", "theirs")
+    at = ok(at.run())  # an untouched form shows what is stored now
+    assert at.text_area(key=f"record_note_{newer}").value == "theirs"
+    assert at.text_input(key=f"record_tags_{newer}").value == "fromcli"
