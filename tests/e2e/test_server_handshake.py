@@ -3,6 +3,7 @@ browser sends it) is accepted from the app's own page and refused for a foreign 
 rebinding: evil.example resolved to 127.0.0.1) or a foreign Origin."""
 import base64
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -16,7 +17,10 @@ from tests.e2e.test_browser import healthy
 
 
 def free_port_in(lo: int = 8700, hi: int = 8800) -> int:
-    for port in range(lo, hi):
+    """A port of lo..hi-1 free now, looked for from a random one: two test processes starting apps at once would
+    otherwise both take the first free one (running_app tries again if it was taken meanwhile)."""
+    first = random.randrange(lo, hi)
+    for port in [*range(first, hi), *range(lo, first)]:
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))
@@ -27,16 +31,21 @@ def free_port_in(lo: int = 8700, hi: int = 8800) -> int:
 
 
 @contextmanager
-def running_app(tmp_path, db_url: str):
-    """`streamlit run dashboard/app.py` on a free port (no embedded worker); yields the port, stops the app."""
-    port = free_port_in()
-    env = {**os.environ, "DATABASE_URL": db_url, "COMPILE_LAB_EMBEDDED_WORKER": "0"}
-    with open(tmp_path / "app.log", "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "dashboard/app.py", "--server.port",
-                                 str(port)], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+def running_app(tmp_path, db_url: str, env: dict | None = None, *args: str):
+    """`streamlit run dashboard/app.py` on a free port (no embedded worker), with `env` and extra flags (`{port}`
+    in one is the port); yields the port, stops the app."""
+    env = {**os.environ, "DATABASE_URL": db_url, "COMPILE_LAB_EMBEDDED_WORKER": "0", **(env or {})}
+    for _ in range(5):  # a port another test process took between our look and the app's bind: another one
+        port = free_port_in()
+        with open(tmp_path / "app.log", "wb") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "dashboard/app.py", "--server.port",
+                                     str(port), *(a.replace("{port}", str(port)) for a in args)], cwd=ROOT, env=env,
+                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        wait_until(lambda p=proc, n=port: healthy(f"http://localhost:{n}") or p.poll() is not None, 60,
+                   "the app to serve")
+        if proc.poll() is None or "is not available" not in (tmp_path / "app.log").read_text():
+            break
     try:
-        wait_until(lambda: healthy(f"http://localhost:{port}") or proc.poll() is not None, 60, "the app to serve")
         assert proc.poll() is None, (tmp_path / "app.log").read_text()[-3000:]
         yield port
     finally:

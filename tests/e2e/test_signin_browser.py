@@ -11,10 +11,7 @@ import base64
 import os
 import re
 import secrets
-import signal
 import socket
-import subprocess
-import sys
 import threading
 from contextlib import contextmanager
 
@@ -27,31 +24,12 @@ from db.database import get_engine
 from db.engine import reading
 from db.models import Job, Sweep
 from lab.sweep import SweepRequest
-from tests.conftest import ROOT, wait_until
-from tests.e2e.test_browser import CHROMIUM, browser, healthy  # noqa: F401 (browser is a fixture)
+from tests.e2e.test_browser import CHROMIUM, browser  # noqa: F401 (browser is a fixture)
 from tests.e2e.test_markup_browser import register_worker
-from tests.e2e.test_server_handshake import free_port_in
+from tests.e2e.test_server_handshake import running_app
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} missing")
 ALICE = {"email": "alice@example.org", "email_verified": True, "name": "Alice Example"}
-
-
-@contextmanager
-def app_with(tmp_path, db_url: str, env: dict, *args: str):
-    """`streamlit run dashboard/app.py` on a free port with `env` and extra flags (no embedded worker)."""
-    port = free_port_in()
-    env = {**os.environ, "DATABASE_URL": db_url, "COMPILE_LAB_EMBEDDED_WORKER": "0", **env}
-    with open(tmp_path / "app.log", "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "dashboard/app.py", "--server.port",
-                                 str(port), *(a.replace("{port}", str(port)) for a in args)], cwd=ROOT, env=env,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        wait_until(lambda: healthy(f"http://localhost:{port}") or proc.poll() is not None, 60, "the app to serve")
-        assert proc.poll() is None, (tmp_path / "app.log").read_text()[-3000:]
-        yield port
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(30)
 
 
 def jobs(engine) -> int:
@@ -83,7 +61,7 @@ def oidc_lab(tmp_path):
             'client_id = "compile-lab"\n'
             'client_secret = "not-a-secret-here"\n'
             f'server_metadata_url = "{issuer}/.well-known/openid-configuration"\n')
-        with app_with(tmp_path, url, {"COMPILE_LAB_SIGNIN": "oidc"}, "--secrets.files",
+        with running_app(tmp_path, url, {"COMPILE_LAB_SIGNIN": "oidc"}, "--secrets.files",
                       str(tmp_path / "secrets.toml")) as port:
             yield {"url": f"http://localhost:{port}", "engine": engine, "theirs": theirs}
 
@@ -223,7 +201,7 @@ def test_proxy_header_is_believed_from_the_proxy_address_only(tmp_path, browser)
     env = {"COMPILE_LAB_SIGNIN": "proxy", "COMPILE_LAB_PROXY_ADDRESSES": "127.0.0.1",
            "FORWARDED_ALLOW_IPS": ""}  # as docs/operations.md says: the address checked is the connection's own
     header = {"X-Forwarded-User": "carol@example.org"}  # what the proxy adds (here: the browser, for every request)
-    with app_with(tmp_path, url, env) as port, relay_from("127.0.0.2", port) as relayed:
+    with running_app(tmp_path, url, env) as port, relay_from("127.0.0.2", port) as relayed:
         trusted = browser.new_context(viewport={"width": 1400, "height": 1100}, extra_http_headers=header)
         page = trusted.new_page()
         page.set_default_timeout(60_000)
