@@ -41,3 +41,15 @@ def apply(engine, df, frame_key: tuple):
     if len(keep) == len(metas):
         return df
     return _narrowed(frame_key + (resources.url(),), keep, df)
+
+
+def who_line(engine, shown) -> None:
+    """Who submitted the sweeps in view, each with how many: a caption under the counts."""
+    metas = team.meta(engine, shown["sweep_id"].unique().tolist())
+    count: dict[str, int] = {}
+    for m in metas.values():
+        count[m.submitter or "unknown"] = count.get(m.submitter or "unknown", 0) + 1
+    if count:
+        people = sorted(count.items(), key=lambda kv: -kv[1])
+        st.caption("Submitted by " + ", ".join(f"{md(who)} ({n} sweep{'s' if n > 1 else ''})" for who, n in people[:6])
+                   + (f" and {len(people) - 6} more" if len(people) > 6 else ""))

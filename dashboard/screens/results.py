@@ -86,6 +86,7 @@ if speed_tab.open:
 view.filters_ui(df, filters_row, selected)
 with summary_slot:
     speed_slots = view.summary(facts)
+    team_filters.who_line(engine, shown)
     refresh.drawn(df, selected)
     refresh.watch(selected)  # reruns the page when results land in view, and says so
 with picker:  # always drawn (a widget that is not drawn loses its state); idle on the all-model tabs

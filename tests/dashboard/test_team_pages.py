@@ -145,3 +145,8 @@ def test_the_record_form_keeps_a_colleagues_edit_made_while_it_was_open(lab):
     at = ok(at.run())  # an untouched form shows what is stored now
     assert at.text_area(key=f"record_note_{newer}").value == "theirs"
     assert at.text_input(key=f"record_tags_{newer}").value == "fromcli"
+
+
+def test_results_says_who_submitted_the_sweeps_in_view(lab):
+    at = ok(page("results"))
+    assert any(c.value == f"Submitted by {md('ada@lab')} (2 sweeps)" for c in at.caption)
