@@ -13,7 +13,7 @@ _engines: dict[str, Engine] = {}
 
 # the newest migration (db/migrations/versions/): a database already there is opened without loading alembic
 # (~0.1 s, before a restarted dashboard's first page). tests/unit/test_migrations.py checks it is alembic's head
-HEAD = "0016_team_lab"
+HEAD = "0017_results_answer_index"
 
 
 def schema_revision(engine: Engine) -> str | None:
@@ -51,3 +51,7 @@ def dispose_engine(url: str | None = None) -> None:
         engine.dispose()
 
 
+def dispose_engines() -> None:
+    """Close every engine's pooled connections (on SQLite the last one to close checkpoints the WAL into the file)."""
+    for url in list(_engines):
+        dispose_engine(url)

@@ -23,9 +23,11 @@ from datetime import datetime
 from typing import Iterable, Iterator
 
 import numpy as np
-from sqlalchemy import Engine, Float, Integer, Text, case, cast, false, func, or_, select
+from sqlalchemy import Column, Engine, Float, Integer, Text, case, cast, false, func, or_, select
 from sqlalchemy import text as sql_text
+from sqlalchemy.sql import visitors
 
+from db import models
 from db.engine import reading
 from db.models import RESULT_SCALARS, TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
 from db.results import DETAIL_FIELDS, ENV_FROM_WORKER, RECORD_FIELDS, SPEC_FIELDS, worker_env
@@ -179,7 +181,25 @@ def rows_sql(engine: Engine, names: list[str], statuses: Iterable[str] = TERMINA
         q = q.where(sql_text(f"{Job.__tablename__}.id IN ({ids})") if ids else false())
     if job_id_range is not None:
         q = q.where(Job.id.between(*job_id_range))
-    return str(q.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True, "render_postcompile": True}))
+    sql = str(q.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True, "render_postcompile": True}))
+    return _answer_index(engine, q, sql)
+
+
+def _answer_index(engine: Engine, q, sql: str) -> str:
+    """On SQLite, a read of results columns all in the answer's index (db.models.ANSWER_INDEXED) is told to use it: the
+    planner would rather look each job's result up by the unique job_id index and read the result's row, a page or
+    more of its own (0.71 s against 0.50 s at 100k jobs). SQLAlchemy writes no INDEXED BY: it goes in here. A read of
+    no results column is left as it is (SQLite drops its join to the results)."""
+    if engine.dialect.name != "sqlite":
+        return sql
+    used = {c.name for c in visitors.iterate(q) if isinstance(c, Column) and c.table is Result.__table__}
+    join = f" JOIN {Result.__tablename__} ON "
+    if used <= {"job_id"} or not used <= set(models.ANSWER_INDEXED) or sql.count(join) != 1:
+        return sql
+    return sql.replace(join, f" JOIN {Result.__tablename__} INDEXED BY {models.ANSWER_INDEX} ON ")
+
+
+FETCH_BLOCK = 5000  # rows turned into columns at a time (result_rows)
 
 
 def result_rows(engine: Engine, statuses: Iterable[str] = TERMINAL, sweep_ids: Iterable[int] | None = None,
@@ -218,12 +238,14 @@ def result_rows(engine: Engine, statuses: Iterable[str] = TERMINAL, sweep_ids: I
         try:
             with gc_paused():  # millions of new tuples would set off full collections over every object
                 cursor.execute(sql)  # no parameters: values are inline (rows_sql), so "%" needs no escaping
-                rows = cursor.fetchall()
-                values = list(zip(*rows)) if rows else [()] * len(query_names)
-                del rows
+                # into columns a block of rows at a time: each block's tuples are freed before the next is made, so
+                # their memory is reused (all rows at once, then their columns, cost 0.06 s more at 100k jobs)
+                columns = {n: [] for n in query_names}
+                while rows := cursor.fetchmany(FETCH_BLOCK):
+                    for column, values in zip(columns.values(), zip(*rows)):
+                        column.extend(values)
         finally:
             cursor.close()
-    columns = {n: list(v) for n, v in zip(query_names, values)}
     if spec_names:
         columns.update(_spec_columns(columns.pop("spec_text"), spec_names))
     for n in env:
