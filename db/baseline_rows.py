@@ -31,11 +31,11 @@ def _jobs(engine: Engine, job_ids: Iterable[int]) -> dict[int, tuple]:
     return {i: (sweep, config, tuple((spec or {}).get(k) for k in SHAPE[2:])) for i, sweep, config, spec in rows}
 
 
-def with_baseline(engine: Engine, rows: list[Mapping], baseline_rows=None) -> list[dict]:
+def with_baseline(engine: Engine, rows: list[Mapping], baseline_rows=None, pins: Mapping | None = None) -> list[dict]:
     """Each row as a dict with `baseline` (the pinned sweep and configuration it is compared with, e.g. "sweep 4";
     "pinned" on the baseline's own row; None for a model without one) and the delta columns. `baseline_rows(sweep
-    ids)`: the answer rows of those sweeps (db.reports.report by default)."""
-    pins = team.baselines(engine)
+    ids)`: the answer rows of those sweeps (db.reports.report by default); `pins`: db.team.baselines, if read."""
+    pins = team.baselines(engine) if pins is None else pins
     out = [dict(r) | dict.fromkeys(COLUMNS) for r in rows]
     if not pins or not any(r.get("model") in pins for r in rows):
         return out

@@ -84,7 +84,7 @@ def submit_many(engine: Engine, requests: list[SweepRequest], catalog: Mapping[s
             if specs:  # the model's parameters as its jobs ran them, defaults filled in (ExperimentSpec.check_model):
                 # a sweep the form submitted (every value explicit) and one the CLI did ({}) read the same on Compare
                 stored["model_args"] = dict(specs[0].model_args)
-            sweep = team.new_sweep(request, stored, created_by or _whoami())
+            sweep = team.new_sweep(request, stored, created_by or whoami())
             s.add(sweep)
             s.flush()
             jobs = [Job(sweep_id=sweep.id, spec=spec.to_dict(), config=spec_key(spec.to_dict()), max_attempts=max_attempts)
@@ -95,7 +95,7 @@ def submit_many(engine: Engine, requests: list[SweepRequest], catalog: Mapping[s
     return out
 
 
-def _whoami() -> str:
+def whoami() -> str:
     try:
         return f"{getpass.getuser()}@{socket.gethostname()}"
     except Exception:  # no login name in some containers

@@ -198,11 +198,6 @@ def events(engine: Engine, sweep_id: int | None = None, limit: int = 200) -> lis
         return list(s.scalars(q.where(LabEvent.sweep_id == sweep_id) if sweep_id is not None else q))
 
 
-def tag_names(engine: Engine) -> list[str]:
-    with reading(engine) as s:
-        return list(s.scalars(select(SweepTag.tag).distinct().order_by(SweepTag.tag)))
-
-
 def submitters(engine: Engine, sweep_ids: Iterable[int]) -> Mapping[int, str]:
     with reading(engine) as s:
         return dict(s.execute(select(Sweep.id, Sweep.created_by).where(Sweep.id.in_(list(set(sweep_ids))))).all())

@@ -56,8 +56,8 @@ def _id(text: str) -> int:
 
 
 def actor() -> str:
-    from db.queue import _whoami
-    return _whoami()
+    from db.queue import whoami
+    return whoami()
 
 
 def known_sweeps(engine, sweep_ids) -> None:

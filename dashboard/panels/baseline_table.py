@@ -20,13 +20,14 @@ KINDS = {"config": "wide", "baseline": "name"}
 def show(engine, rows, model: str | None, title: str | None = None) -> None:
     """The rows' deltas against `model`'s pinned baseline; nothing where the model has none. `rows`: the answer
     rows, or a function that reads them (called only where there is a baseline)."""
-    pin = team.baselines(engine).get(model) if model else None
+    pins = team.baselines(engine) if model else {}
+    pin = pins.get(model)
     if pin is None:
         return
     rows = rows() if callable(rows) else rows
     if not rows:
         return
-    rows = [r for r in with_baseline(engine, rows) if r.get("model") == model]
+    rows = [r for r in with_baseline(engine, rows, pins=pins) if r.get("model") == model]
     st.markdown(f"**{md(title or 'Against the baseline')}**: sweep {pin.sweep_id}"
                 + (f", configuration {md(pin.config)}" if pin.config else "")
                 + f", pinned by {md(pin.pinned_by)} at {pin.pinned_at:%Y-%m-%d %H:%M} UTC")

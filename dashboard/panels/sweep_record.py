@@ -12,7 +12,7 @@ import streamlit as st
 from dashboard.markup import md
 from dashboard.state import auth
 from db import team, views
-from db.queue import _whoami
+from db.queue import whoami
 from lab.checks import SpecError
 from lab.team import MAX_NOTE, check_tags
 
@@ -22,7 +22,7 @@ DELETED = "record_deleted"  # what was just deleted: said once, after the rerun 
 
 def actor(who) -> str:
     """Who a change is recorded as: the signed-in person, else (sign-in off) the server's user at its host."""
-    return who.id if who is not None else _whoami()
+    return who.id if who is not None else whoami()
 
 
 @st.fragment
@@ -94,7 +94,7 @@ def _actions(engine, sweep_id: int, meta, model: str | None) -> None:
         team.archive(engine, sweep_id, actor(auth.acting()), restore=meta.archived_at is not None)
         st.rerun()
     pinned = model is not None and (pin := team.baselines(engine).get(model)) is not None and pin.sweep_id == sweep_id
-    if model is not None and mid.button("Unpin baseline" if pinned else f"Pin as {model}'s baseline",
+    if model is not None and mid.button("Unpin baseline" if pinned else f"Pin as {md(model)}'s baseline",
                                         key=f"record_pin_{sweep_id}", icon=":material/flag:", width="stretch"):
         who = actor(auth.acting())
         (team.unpin_baseline(engine, model, who) if pinned else team.pin_baseline(engine, model, sweep_id, who))

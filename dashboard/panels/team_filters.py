@@ -15,15 +15,15 @@ def _narrowed(frame_key: tuple, keep: tuple, _df):
     return _df[_df["sweep_id"].isin(keep)]
 
 
-def apply(engine, df, frame_key: tuple):
-    """The rows of the sweeps the team filters keep (archived sweeps out unless asked for); `df` itself when they
-    keep every sweep."""
+def apply(engine, df, frame_key: tuple) -> tuple:
+    """The rows of the sweeps the team filters keep (archived sweeps out unless asked for), `df` itself when they
+    keep every sweep; and every sweep's record (db.team.meta), read once for the page."""
     metas = team.meta(engine)
     tags = sorted({t for m in metas.values() for t in m.tags})
     people = sorted({m.submitter for m in metas.values() if m.submitter})
     any_archived = any(m.archived_at for m in metas.values())
     if not (tags or len(people) > 1 or any_archived):
-        return df  # nothing to narrow by: no widgets, no cost
+        return df, metas  # nothing to narrow by: no widgets, no cost
     unknown = [t for t in st.query_params.get_all("tag") if t not in tags]
     if unknown and "tag" not in st.session_state:  # a link's tag this lab has no more (or never had): say so
         st.caption(f"The link's tag{'s' if len(unknown) > 1 else ''} {', '.join(md(t) for t in unknown[:5])}: no sweep "
@@ -39,15 +39,15 @@ def apply(engine, df, frame_key: tuple):
                         if set(chosen_tags) <= set(m.tags) and (not chosen_people or m.submitter in chosen_people)
                         and (archived or m.archived_at is None)))
     if len(keep) == len(metas):
-        return df
-    return _narrowed(frame_key + (resources.url(),), keep, df)
+        return df, metas
+    return _narrowed(frame_key + (resources.url(),), keep, df), metas
 
 
-def who_line(engine, shown) -> None:
-    """Who submitted the sweeps in view, each with how many: a caption under the counts."""
-    metas = team.meta(engine, shown["sweep_id"].unique().tolist())
+def who_line(metas: dict, shown) -> None:
+    """Who submitted the sweeps in view (`metas`: every sweep's record), each with how many: a caption under the
+    counts."""
     count: dict[str, int] = {}
-    for m in metas.values():
+    for m in (metas[i] for i in shown["sweep_id"].unique().tolist() if i in metas):
         count[m.submitter or "unknown"] = count.get(m.submitter or "unknown", 0) + 1
     if count:
         people = sorted(count.items(), key=lambda kv: -kv[1])

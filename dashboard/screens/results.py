@@ -31,7 +31,7 @@ if df.empty:
     refresh.watch({})
     st.stop()
 
-df = team_filters.apply(engine, df, view.frame_key(df))  # tags, submitter, archived (db.team)
+df, metas = team_filters.apply(engine, df, view.frame_key(df))  # tags, submitter, archived (db.team)
 
 # The page's parts are laid out first and filled in the order a visitor waits for them: the open chart is sent
 # before the filters, counts, answer table and pickers above it. A browser fetches each kind of element's code
@@ -86,7 +86,7 @@ if speed_tab.open:
 view.filters_ui(df, filters_row, selected)
 with summary_slot:
     speed_slots = view.summary(facts)
-    team_filters.who_line(engine, shown)
+    team_filters.who_line(metas, shown)
     refresh.drawn(df, selected)
     refresh.watch(selected)  # reruns the page when results land in view, and says so
 with picker:  # always drawn (a widget that is not drawn loses its state); idle on the all-model tabs

@@ -89,7 +89,7 @@ def test_the_queue_pages_record_panel_edits_tags_and_note_and_deletes_after_conf
     m = team.meta(engine, [newer])[newer]
     assert (m.tags, m.note) == (("a100", "regression"), "<b>after</b> the upgrade")
     assert {e.action for e in team.events(engine, newer)} == {"tags", "note"}
-    assert all(e.actor == queue._whoami() for e in team.events(engine, newer))
+    assert all(e.actor == queue.whoami() for e in team.events(engine, newer))
     at.text_input(key=f"record_tags_{newer}").set_value("<script>")
     at = ok(at.button(key=f"FormSubmitter:record_form_{newer}-Save tags and note").click().run())
     assert any("is not a tag" in e.value for e in at.error) and team.meta(engine, [newer])[newer].tags == m.tags
@@ -113,10 +113,10 @@ def test_the_submit_form_stores_tags_and_a_note_and_refuses_a_bad_tag_by_its_fie
     ok(at.button(key="f_submit").click().run())
     (sweep_id,) = set(team.meta(engine)) - {base, newer}
     m = team.meta(engine, [sweep_id])[sweep_id]
-    assert (m.tags, m.note, m.submitter) == (("from-form", "nightly"), "why: the form", queue._whoami())
+    assert (m.tags, m.note, m.submitter) == (("from-form", "nightly"), "why: the form", queue.whoami())
     at = ok(page("queue"))
     table = at.dataframe[0].value
-    assert set(table.loc[table["sweep"] == sweep_id, "submitted by"]) == {queue._whoami()}
+    assert set(table.loc[table["sweep"] == sweep_id, "submitted by"]) == {queue.whoami()}
 
 
 def test_compare_finds_a_sweep_by_its_tag_and_leaves_archived_ones_out_of_its_pickers(lab):

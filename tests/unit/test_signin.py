@@ -96,7 +96,7 @@ def two_sweeps(db_url):
 
 def test_cancel_is_allowed_to_the_submitter_only_with_sign_in_on(two_sweeps):
     engine, alice, cli = two_sweeps
-    assert submitters.submitter(engine, cli) == queue._whoami() and submitters.submitter(engine, 999) is None
+    assert submitters.submitter(engine, cli) == queue.whoami() and submitters.submitter(engine, 999) is None
     with pytest.raises(submitters.NotSubmitter, match=f"job {cli}: its sweep was submitted by .*; only its submitter"):
         submitters.cancel_as(engine, cli, "alice@example.org")
     with pytest.raises(queue.QueueError, match="no such job"):
@@ -104,7 +104,7 @@ def test_cancel_is_allowed_to_the_submitter_only_with_sign_in_on(two_sweeps):
     assert submitters.cancel_as(engine, alice, "alice@example.org") == "queued"
     with reading(engine) as s:
         assert {j.id: j.status for j in s.query(Job)} == {alice: "cancelled", cli: "queued"}
-        assert {sw.created_by for sw in s.query(Sweep)} == {"alice@example.org", queue._whoami()}
+        assert {sw.created_by for sw in s.query(Sweep)} == {"alice@example.org", queue.whoami()}
 
 
 def test_cancel_with_sign_in_off_is_anyone_s(two_sweeps):
