@@ -120,7 +120,10 @@ def test_a_worker_rows_texts_show_literally_on_submit_and_fetch_nothing(tmp_path
         assert ROW["description"] in shown(caption) and ROW["source"] in shown(caption)
         depth = main.locator('[data-testid="stNumberInput"]').filter(has_text="depth")
         assert shown(depth.locator("label")).startswith("**depth**")
-        pills = [shown(b) for b in main.locator('[data-testid="stButtonGroup"] button').all()]
+        buttons = main.locator('[data-testid="stButtonGroup"] button')
+        buttons.filter(has_text="choice").first.wait_for()  # the page draws on: read the pills once both are there
+        buttons.filter(has_text="torch.png").first.wait_for()
+        pills = [shown(b) for b in buttons.all()]
         assert f"[b]({TRACKER}/choice)" in pills and TORCH in pills, pills
         tips = []  # a tooltip shows on hover only: each one's text, read while it shows
         for widget in (depth, main.locator('[data-testid="stTextInput"]').filter(has_text="Batch sizes")):
