@@ -38,7 +38,7 @@ from lab.sweep import sweep_label
 
 # spec fields stored as JSON objects/lists come back as JSON text (parsed only where shown)
 _SPEC_INT = ("batch_size", "iters", "timeout_s")
-_SPEC_JSON = ("model_args", "schedule")
+_SPEC_JSON = ("model_args", "schedule", "traffic")
 # detail fields that are numbers: read as floats (a cast to text would keep 15 digits and hand out strings)
 DETAIL_NUMBERS = ("speedup_p10", "speedup_p90")
 NUMBER_COLUMNS = tuple(c.name for c in Result.__table__.columns

@@ -12,6 +12,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping
 
+from lab import traffic as traffic_stream
 from lab.axes import BACKENDS, BY_FIELD, MODES
 from lab.checks import (
     TRI,
@@ -36,7 +37,8 @@ MAX_BATCH = 1 << 24
 MAX_SCHEDULE = 64
 MAX_ITERS = 10_000
 MAX_TIMEOUT_S = 24 * 3600
-LATER_FIELDS = {"scope": "model", "torch": "any"}  # spec fields added since the first release, with the default older rows mean
+# spec fields added since the first release, with the default older rows mean
+LATER_FIELDS = {"scope": "model", "torch": "any", "traffic": {}}
 ANY_TORCH = "any"  # a job any worker may run, whatever its torch
 ALL_LIVE = "all-live"  # a sweep's torch choice: one job per version a live worker offers (db.queue resolves it)
 _TORCH_PIN = re.compile(r"[0-9]+(\.[0-9A-Za-z]+)*(\+[0-9A-Za-z.]+)?")
@@ -184,6 +186,8 @@ class ExperimentSpec:
     # the output code and FX graphs are kept either way
     trace: bool = True
     schedule: tuple[int, ...] = ()
+    # a stream of calls of varying size replayed eagerly and compiled (lab.traffic): {} or {source, sizes, bucket}
+    traffic: Mapping = field(default_factory=dict)
     iters: int = 30
     timeout_s: int = 1800
 
@@ -217,6 +221,9 @@ class ExperimentSpec:
             raise SpecError("schedule", f"at most {MAX_SCHEDULE} calls")
         if any(not 1 <= v <= MAX_BATCH for v in self.schedule):
             raise SpecError("schedule", "every size must be a positive integer")
+        put("traffic", traffic_stream.check(self.traffic, MAX_BATCH))
+        if self.traffic and self.schedule:
+            raise SpecError("traffic", "a job replays traffic or runs a schedule, not both")
         put("iters", integer(self.iters, "iters"))
         if not 1 <= self.iters <= MAX_ITERS:
             raise SpecError("iters", f"must be between 1 and {MAX_ITERS}, got {self.iters}")
@@ -257,6 +264,7 @@ class ExperimentSpec:
         d = asdict(self)
         d["schedule"] = list(self.schedule)
         d["model_args"] = dict(self.model_args)
+        d["traffic"] = dict(self.traffic)
         return d
 
     def to_json(self) -> str:
@@ -290,6 +298,13 @@ class ExperimentSpec:
             args[key] = params[key].check(value, f"model_args.{key}")
         for p in info.params:
             args.setdefault(p.name, p.default)
+        dim = params.get(info.size_dim)
+        if self.traffic and dim is not None and not dim.choices:  # the stream varies a size parameter: its range
+            bad = [v for v in self.traffic["sizes"] if not dim.minimum <= traffic_stream.padded(
+                v, self.traffic["bucket"]) <= dim.maximum]
+            if bad:
+                raise SpecError("traffic", f"{len(bad)} of the stream's sizes (say {bad[0]}, padded) fall outside "
+                                           f"{self.model}'s {dim.name} range {dim.minimum}..{dim.maximum}")
         return _replace(self, model_args=args)
 
     @property

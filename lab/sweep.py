@@ -7,6 +7,7 @@ import itertools
 from dataclasses import asdict, dataclass, field
 from typing import Iterable, Mapping
 
+from lab import traffic as traffic_stream
 from lab.axes import AXES, Axis, fold_note, folded_mode
 from lab.checks import SpecError, check_text, choice, integer, parse_bool, parse_dynamic, reject_unknown
 from lab.spec import ALL_LIVE, ExperimentSpec, ModelInfo, check_torch
@@ -81,6 +82,7 @@ class SweepRequest:
     cache: str = ExperimentSpec.cache
     trace: bool = ExperimentSpec.trace
     schedule: tuple[int, ...] = ()
+    traffic: Mapping = field(default_factory=dict)  # lab.traffic: a stream each job replays (its first run)
     iters: int = ExperimentSpec.iters
     timeout_s: int = ExperimentSpec.timeout_s
     repeat: int = 1
@@ -114,6 +116,7 @@ class SweepRequest:
             raise SpecError("torch_versions", "choose at least one value")
         put("torch_versions", versions)
         put("trace", parse_bool(self.trace, "trace"))
+        put("traffic", traffic_stream.check(self.traffic))
         put("repeat", integer(self.repeat, "repeat"))
         if not 1 <= self.repeat <= MAX_REPEAT:
             raise SpecError("repeat", f"must be between 1 and {MAX_REPEAT}, got {self.repeat}")
@@ -138,6 +141,7 @@ class SweepRequest:
         for key in (*(a.plural for a in AXES), "schedule", "torch_versions", "tags"):
             d[key] = list(d[key])
         d["model_args"] = dict(self.model_args)
+        d["traffic"] = dict(self.traffic)
         return d
 
     def expand(self, catalog: Mapping[str, ModelInfo] | None = None) -> tuple[list[ExperimentSpec], list[str]]:
@@ -163,7 +167,7 @@ class SweepRequest:
             seen.add((*swept.values(), torch))
             spec = ExperimentSpec(
                 model=self.model, model_args=self.model_args, task=self.task, device=self.device, dtype=self.dtype,
-                cache=self.cache, trace=self.trace, schedule=self.schedule, iters=self.iters,
+                cache=self.cache, trace=self.trace, schedule=self.schedule, traffic=self.traffic, iters=self.iters,
                 timeout_s=self.timeout_s, torch=torch, **swept)
             if catalog is not None:
                 spec = spec.check_model(catalog)

@@ -126,10 +126,11 @@ def padded(size: int, bucket: int | None) -> int:
 
 def words(traffic: Mapping) -> str:
     """A stream in a line: "200 calls, uniform 1..512, padded to multiples of 64"."""
-    if not traffic:
+    if not isinstance(traffic, Mapping) or not traffic:  # a hand-made row may hold anything: words, not a crash
         return ""
+    sizes = traffic.get("sizes")
     pad = f", padded to multiples of {traffic['bucket']}" if traffic.get("bucket") else ""
-    return f"{len(traffic['sizes'])} calls, {traffic['source']}{pad}"
+    return f"{len(sizes) if isinstance(sizes, list) else '?'} calls, {traffic.get('source') or 'sizes as given'}{pad}"
 
 
 def summarize(calls: list[dict]) -> dict:

@@ -20,7 +20,7 @@ from db.database import get_engine
 from db.engine import DatabaseError, describe, resolve_url
 from db.models import JobStatus, utcnow
 from db.results import iter_records, write_csv, write_json
-from lab import answer, unpack, versions
+from lab import answer, traffic, unpack, versions
 from lab.axes import AXES, BY_FIELD, COMPILE_AXES
 from lab.checks import SpecError, integer
 from lab.errors import cut, first_line
@@ -60,6 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--trace", help="true (default): keep each job's compile trace and tlparse report; false: only "
                                    "the output code and FX graphs")
     s.add_argument("--schedule", help="sizes called in order after the steady state, e.g. 8,16,32")
+    s.add_argument("--traffic", help="a stream of calls each job replays eagerly and compiled after its rounds: "
+                                     "uniform:1..512, chat:1..512, sizes (8,16,32) or a FILE of them (one size a "
+                                     "line, or `size: count` lines)")
+    s.add_argument("--calls", help="the stream's number of calls (default 200 for a drawn stream)")
+    s.add_argument("--bucket", help="pad each size of the stream up to a multiple of this on the compiled side")
     s.add_argument("--iters", help="interleaved eager/compiled rounds")
     s.add_argument("--timeout", help="seconds before the child is killed")
     s.add_argument("--torch", action="append", dest="torch_versions", metavar="VERSION",
@@ -214,6 +219,10 @@ def cmd_submit(args) -> int:
             fields[key] = value
     if args.schedule is not None:
         fields["schedule"] = _int_list(args.schedule, "schedule")
+    if args.traffic is not None:
+        fields["traffic"] = traffic.make(_traffic_text(args.traffic), args.calls, args.bucket)
+    elif args.calls is not None or args.bucket is not None:
+        raise UsageError("--calls and --bucket shape a --traffic stream: give --traffic too")
     request = SweepRequest.from_dict(fields)  # validates before anything touches the database
     engine = get_engine(args.db)
     catalog = offered_catalog(engine, request.model, zoo.model_infos(zoo.catalog(args.models_dir)))
@@ -224,6 +233,16 @@ def cmd_submit(args) -> int:
     for job_id in job_ids:
         print(job_id)
     return 0
+
+
+def _traffic_text(text: str) -> str:
+    """--traffic's value, or the text of the file it names (a stream a user saved from a log)."""
+    path = Path(text)
+    if not path.is_file():
+        return text
+    if path.stat().st_size > 1 << 20:
+        raise UsageError(f"--traffic {text}: the file is over 1 MiB; give a histogram (`size: count` lines)")
+    return path.read_text(errors="replace")
 
 
 def _model_args(pairs: list[str]) -> dict:

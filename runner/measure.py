@@ -26,7 +26,7 @@ from lab.record import ResultRecord
 from lab.spec import ExperimentSpec
 from lab.timeline import Phases
 from runner import cudagraphs as cudagraphs_health
-from runner import megacache, recompiles, tlparse_report
+from runner import megacache, recompiles, tlparse_report, traffic
 from runner.accuracy import compare, on_device, reference, skip_reason
 from runner.build import Setup, build, inputs_for, seed, timed_once, warm_libraries
 from runner.disturbance import Watch as Disturbances
@@ -95,6 +95,10 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
     # the trace is captured while compiling; torch times that share, which is lab overhead, not the compile's
     phases.carve("compiled first call", "trace capture", trace_overhead(first.metrics))
     saved = megacache.save()  # a cold job: what a portable job of the same settings will load
+    if spec.traffic:  # last: it resets dynamo (runner.traffic), and a portable bundle holds the job's compile only
+        report("traffic", 0.0)
+        with phases.phase("traffic"):
+            result.detail["traffic"] = traffic.replay(job, report)
     if loaded is not None:
         loaded["kernel_libraries_built"] = megacache.built_here(loaded)
         loaded.pop("restored", None)

@@ -14,6 +14,7 @@ from typing import Mapping
 from sqlalchemy import Engine
 
 from db import queue
+from lab import traffic
 from lab.axes import AXES, BY_FIELD, COMPILE_AXES
 from lab.checks import SpecError, dynamic_name
 from lab.spec import ALL_LIVE, ExperimentSpec, ModelInfo
@@ -24,6 +25,7 @@ LABELS = {
     "model": "Model", "task": "Task", "device": "Device", "dtype": "dtype",
     **{name: axis.label for name, axis in BY_FIELD.items()},  # the swept axes (lab.axes)
     "cache": "Compile cache", "trace": "Keep the compile trace", "schedule": "Schedule", "iters": "Rounds",
+    "traffic": "Traffic", "calls": "Calls", "bucket": "Bucket", "traffic.sizes": "Traffic",
     "timeout_s": "Timeout (s)",
     "repeat": "Repeat", "reruns": "Noisy re-runs", "process_repeats": "Process repeats", "name": "Sweep name",
     "model_args": "Model parameters", "torch_versions": "Torch versions", "tags": "Tags", "note": "Note",
@@ -52,6 +54,9 @@ class FormValues:
     cache: str = ExperimentSpec.cache
     trace: bool = ExperimentSpec.trace
     schedule: str = ""
+    traffic: str = ""  # lab.traffic: uniform:1..512, chat:1..512, sizes, or size: count lines
+    calls: str = ""  # the stream's calls ("": its default)
+    bucket: str = ""  # pad the compiled side's sizes up to a multiple of this ("": no padding)
     iters: int = ExperimentSpec.iters
     timeout_s: int = ExperimentSpec.timeout_s
     repeat: int = 1
@@ -127,6 +132,8 @@ def plan(values: FormValues, catalog: Mapping[str, ModelInfo], live_torch: list[
                 "torch_versions": versions,
                 "trace": values.trace,
                 "schedule": split_sizes(values.schedule, "schedule"),
+                "traffic": traffic.make(values.traffic, values.calls.strip() or None, values.bucket.strip() or None)
+                if values.traffic.strip() else _no_traffic(values),
                 "iters": values.iters, "timeout_s": values.timeout_s, "repeat": values.repeat,
                 "reruns": values.reruns, "process_repeats": values.process_repeats, "name": name,
                 "tags": values.tags, "note": values.note})
@@ -148,6 +155,12 @@ def plan(values: FormValues, catalog: Mapping[str, ModelInfo], live_torch: list[
                          f"many minutes: with a cold cache on an H100, complexnet at 96 px took 1,058 s of first call, "
                          f"localopt 67 s (bench/results/). Timeout: {values.timeout_s:,} s.")
     return out
+
+
+def _no_traffic(values: FormValues) -> dict:
+    if values.calls.strip() or values.bucket.strip():
+        raise SpecError("traffic", "Calls and Bucket shape a traffic stream: give the stream too")
+    return {}
 
 
 NUMBER_FIELDS = ("iters", "timeout_s", "repeat", "reruns", "process_repeats")

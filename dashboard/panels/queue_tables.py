@@ -14,6 +14,7 @@ from db.models import JobStatus
 from db.results import export_records, sweep_measurement
 from lab import noise
 from lab.spec import job_label
+from lab.traffic import words
 
 STATUS_ICONS = {"queued": "⏳", "running": "▶️", "succeeded": "✅", "failed": "❌", "timed_out": "⌛",
                 "cancelled": "🚫", "crashed": "💥"}
@@ -42,6 +43,7 @@ def describe(spec: dict) -> str:
     args = spec.get("model_args") or {}
     what = job_label(spec) + "".join(f" {k}={v}" for k, v in args.items())
     what += f" · {spec.get('cache') or 'cold'} cache"
+    what += f" · traffic {words(spec['traffic'])}" if isinstance(spec.get("traffic"), dict) and spec["traffic"] else ""
     return what + (f" · schedule {', '.join(map(str, spec['schedule']))}" if spec.get("schedule") else "")
 
 

@@ -19,7 +19,8 @@ from lab.team import MAX_NOTE
 KEYS = {  # form field -> widget key (every widget keeps its value across pages for this session)
     "model": "f_model", "task": "f_task", "device": "f_device", "dtype": "f_dtype", "batch_sizes": "f_batch",
     **{axis.plural: f"f_{axis.plural}" for axis in COMPILE_AXES},  # the swept axes (lab.axes)
-    "cache": "f_cache", "trace": "f_trace", "schedule": "f_schedule", "iters": "f_iters", "timeout_s": "f_timeout",
+    "cache": "f_cache", "trace": "f_trace", "schedule": "f_schedule", "traffic": "f_traffic", "calls": "f_calls",
+    "bucket": "f_bucket", "iters": "f_iters", "timeout_s": "f_timeout",
     "repeat": "f_repeat", "reruns": "f_reruns", "process_repeats": "f_process_repeats", "name": "f_name",
     "torch_versions": "f_torch", "tags": "f_tags", "note": "f_note"}
 KEEP = ("tags", "note")  # a preset leaves these as they are
@@ -217,6 +218,18 @@ def sweep_form(catalog: dict, devices: set) -> None:
         schedule = st.text_input("Schedule", key=KEYS["schedule"], persist_state="session", placeholder="32, 64",
                                  help="Optional sizes called in order after the steady state, to show recompiles")
         slots["schedule"] = st.empty()
+        t1, t2, t3 = st.columns([3, 1, 1])
+        traffic = t1.text_input("Traffic", key=KEYS["traffic"], persist_state="session", placeholder="uniform:1..512",
+                                help="Optional: a stream of calls each job replays eagerly and compiled after its "
+                                     "rounds, to see recompiles, the recompile limit's eager fallback and the total "
+                                     "under your traffic. uniform:A..B or chat:A..B (drawn once, the same for every "
+                                     "job), sizes in order (8, 16, 32), or size: count pairs (128: 40; 512: 3)")
+        calls = t2.text_input("Calls", key=KEYS["calls"], persist_state="session", placeholder="200",
+                              help="The stream's calls (a drawn stream: 200 unless given)")
+        bucket = t3.text_input("Bucket", key=KEYS["bucket"], persist_state="session", placeholder="none",
+                               help="Pad each size up to a multiple of this on the compiled side: fewer graphs, "
+                                    "more compute (eager runs each size as it is)")
+        slots["traffic"], slots["calls"], slots["bucket"] = st.empty(), st.empty(), st.empty()
         c1, c2, c3 = st.columns(3)
         # no min/max on the widgets: a widget clamps or flags a value out of range with a bare "!" and hands back
         # its last good one, so the form would store what it no longer shows; plan() judges them like the rest
@@ -261,7 +274,8 @@ def sweep_form(catalog: dict, devices: set) -> None:
 
     values = FormValues(model=model, params=params, task=task, device=device, dtype=dtype, batch_sizes=batch,
                         **picked, torch_versions=torch_versions, cache=cache, trace=trace,
-                        schedule=schedule, iters=iters, timeout_s=timeout_s, repeat=repeat, reruns=reruns,
+                        schedule=schedule, traffic=traffic, calls=calls, bucket=bucket,
+                        iters=iters, timeout_s=timeout_s, repeat=repeat, reruns=reruns,
                         process_repeats=process_repeats, name=name, tags=tags, note=note)
     planned = plan(values, catalog, live_torch)
     for error in planned.errors:  # under its field, each one (two fields may hold the same slot: one message)

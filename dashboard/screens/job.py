@@ -6,10 +6,11 @@ import streamlit as st
 
 from dashboard.data import story
 from dashboard.markup import md
-from dashboard.panels import job_parts, queue_tables, timeline_panel
+from dashboard.panels import job_parts, queue_tables, timeline_panel, traffic_view
 from dashboard.state import resources, url_params
 from db import views
 from db.results import export_records
+from lab.traffic import words
 
 st.title("Job")
 job_id = url_params.job_id_input("Job id", placeholder="a job id")
@@ -22,7 +23,8 @@ if detail is None:
     st.stop()
 (record,) = export_records(resources.engine(), job_ids=[int(job_id)])
 st.markdown(f"**#{detail['job_id']}** {queue_tables.STATUS_ICONS.get(detail['status'], '')} {detail['status']}")
-st.code(", ".join(f"{k}={v}" for k, v in detail["spec"].items()), language=None, wrap_lines=True)
+st.code(", ".join(f"{k}={words(v) if k == 'traffic' else v}" for k, v in detail["spec"].items()
+                  if k != "traffic" or v), language=None, wrap_lines=True)
 queue_tables.follow_ups(detail)
 if detail["error"]:
     st.code(detail["error"], language=None, wrap_lines=True)
@@ -39,6 +41,7 @@ if record["status"] == "succeeded":
     if line:
         st.caption(f"Fusion: {line}.")
     job_parts.first_calls(record)
+    traffic_view.show(record)
     st.subheader("Timeline")
     timeline_panel.show(record["timeline"])
     job_parts.compiler(record)
