@@ -24,11 +24,13 @@ $(VENV)/.setup-dev: $(VENV)/.setup requirements-dev.txt
 	@touch $@
 
 # a second interpreter for the tests of the timm family (timm needs a torchvision built for its torch; the index has
-# CUDA builds only, and those run on the CPU): torch 2.14.1, torchvision and timm, nothing of the project installed
+# CUDA builds only, and those run on the CPU): torch 2.14.1, torchvision and timm, nothing of the project installed;
+# with the database packages a worker needs (their pins from requirements.txt), it is also a second torch's worker
 EXTRAS ?= .venv/extras
+WORKER_PACKAGES = $(shell grep -oE '^(numpy|sqlalchemy|alembic)[^ ]*' requirements.txt)
 $(EXTRAS)/.setup:
 	$(PYTHON) -m venv $(EXTRAS)
-	$(EXTRAS)/bin/python -m pip install -q torch==2.14.1 torchvision==0.29.1 timm
+	$(EXTRAS)/bin/python -m pip install -q torch==2.14.1 torchvision==0.29.1 timm $(foreach p,$(WORKER_PACKAGES),"$(p)")
 	@touch $@
 
 setup: $(VENV)/.setup
