@@ -268,5 +268,11 @@ def log_outcome(job_id: int, o: Outcome) -> None:
         r = o.result
         log.info("job %s: succeeded, eager %.4g ms, compiled %.4g ms, speedup %.3gx, first call %.3g s",
                  job_id, r["eager_ms"], r["compiled_ms"], r["speedup"], r["compiled_first_call_s"])
+        t = (r.get("detail") or {}).get("traffic")
+        if t and t.get("ratio") is not None:  # lab.traffic: the answer under the job's stream
+            log.info("job %s: under its traffic (%d calls) compiled %.4g s / eager %.4g s = %.3gx, %d recompiles, "
+                     "%d recompile-limit hits, %d fallback calls", job_id, t["calls_compared"],
+                     t["compiled_total_s"], t["eager_total_s"], t["ratio"], t["recompiles"], t["limit_hits"],
+                     t["fallback_calls"])
     else:
         log.info("job %s: %s: %s", job_id, o.status.value, o.error)

@@ -58,8 +58,12 @@ def show(record: dict) -> None:
     if not t:
         return
     st.subheader("Under your traffic")
+    cold = record.get("compiled_first_call_s")
     st.caption(md(words(t)) + "; each call eager, then compiled, in the stream's order, on the caller's clock. The "
-               "compiled side starts from an empty dynamo cache, as a fresh server would.")
+               "compiled side starts from an empty dynamo cache, as a fresh server would, but its compiles run in a "
+               "process whose compiler is already warm (libraries loaded, this job's kernels built)"
+               + (f": a fresh server's first compile costs more, as this job's own cold first call did ({cold:.3g} s)"
+                  if cold is not None else "") + ".")
     if "calls_compared" not in t:  # the job's spec asked for a replay its result does not hold (it failed first)
         st.caption("No replay stored: the job ended before it.")
         return
