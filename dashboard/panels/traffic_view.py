@@ -18,13 +18,13 @@ def answer_line(t: dict) -> str:
     if t.get("ratio") is None:
         return f"No answer under this traffic: {md(t.get('error') or 'no call ran on both sides')}."
     ratio, faster = t["ratio"], 1 / t["ratio"]
-    verdict = f"**{faster:.2f}× faster**" if ratio < 1 else f"**{ratio:.2f}× slower**"
+    verdict = f"**{faster:.3g}× faster** ({ratio:.3g}× eager's time)" if ratio < 1 else f"**{ratio:.3g}× slower**"
     even = t.get("break_even_call")
     paid = (f"paid for its compiles by call {even + 1} of {t['calls_compared']}" if even is not None
             else "had not paid for its compiles by the stream's end")
     cut = "" if t.get("complete", True) else f" (the first {t['calls_compared']} calls: then {md(t.get('error'))})"
     return (f"Under this traffic the compiled stream took **{t['compiled_total_s']:.3g} s** against eager's "
-            f"**{t['eager_total_s']:.3g} s**, compiles included: {t['ratio']:.3g}× eager's time, {verdict}; it "
+            f"**{t['eager_total_s']:.3g} s**, compiles included: {verdict}; it "
             f"{paid}{cut}.")
 
 

@@ -109,7 +109,7 @@ def test_submit_waits_for_a_worker_instead_of_an_empty_form(lab):
 def test_submit_form_has_every_field_and_a_live_count(worker):
     at = ok(page("submit"))
     assert {s.label for s in at.selectbox} == {"Model", "Task", "Device", "dtype"}
-    assert {t.label for t in at.text_input} == {"Batch sizes", "Schedule", "Sweep name", "Tags"}
+    assert {t.label for t in at.text_input} == {"Batch sizes", "Schedule", "Traffic", "Calls", "Bucket", "Sweep name", "Tags"}
     assert {n.label for n in at.number_input} == {"Rounds", "Timeout (s)", "Repeat", "Re-runs", "Processes"}
     assert {p.label for p in at.button_group} >= {"Backends", "Modes", "Dynamic", "Fullgraph"}
     assert at.selectbox(key="f_model").value == "simplenet" and at.selectbox(key="f_device").value == "cpu"
