@@ -103,10 +103,49 @@ def nearest(engine: Engine, parts: Mapping) -> dict | None:
     return best
 
 
-def differs_words(differs: Mapping) -> str:
+def differs_words(differs: Mapping, there: str = "in the bundle") -> str:
     """`nearest`'s differences in words: "mode (max-autotune here, default in the bundle)"."""
-    return "; ".join(f"{k} ({json.dumps(a, default=str)} here, {json.dumps(b, default=str)} in the bundle)"
+    return "; ".join(f"{k} ({json.dumps(a, default=str)} here, {json.dumps(b, default=str)} {there})"
                      for k, (a, b) in differs.items())
+
+
+WARM_PARTS = (*SETTINGS, "torch_version", "triton_version", "device_name")  # what a job's result records of ENV
+
+
+def warm_nearest(engine: Engine, job_id: int, limit: int = 500) -> dict | None:
+    """For a warm job that compiled anyway: what the worker's warm cache can have held. The cache lives on the
+    job's host, filled by the jobs that finished there before this one was claimed; of those of the same model (the
+    newest `limit`), the one whose settings, torch, triton and device differ from this job's in the fewest, and how:
+    {job_id, differs: {part: [here, there]}} (differs empty: the same settings compiled there before, so the miss
+    was something else). None: no earlier job of this model finished on this host."""
+    from db.models import Job, JobStatus, Result
+    from lab.spec import stored_spec
+
+    cols = (Job.id, Job.spec, Result.torch_version, Result.triton_version, Result.device_name)
+    with reading(engine) as s:
+        me = s.execute(select(*cols, Result.hostname, Job.claimed_at).join(Result, Result.job_id == Job.id)
+                       .where(Job.id == job_id)).first()
+        if me is None or not isinstance(me.spec, dict) or not me.hostname or me.claimed_at is None:
+            return None
+        rows = s.execute(select(*cols).join(Result, Result.job_id == Job.id)
+                         .where(Result.hostname == me.hostname, Job.id != job_id, Job.finished_at < me.claimed_at,
+                                Job.status == JobStatus.SUCCEEDED.value,
+                                Job.spec["model"].as_string() == str(me.spec.get("model")))
+                         .order_by(Job.finished_at.desc()).limit(limit)).all()
+
+    def parts(r) -> dict:
+        return {**{k: stored_spec(r.spec).get(k) for k in SETTINGS}, "torch_version": r.torch_version,
+                "triton_version": r.triton_version, "device_name": r.device_name}
+
+    mine, best = parts(me), None
+    for r in rows:  # newest first: a tie keeps the newest
+        theirs = parts(r) if isinstance(r.spec, dict) else {}
+        differs = {k: [mine[k], theirs.get(k)] for k in WARM_PARTS if mine[k] != theirs.get(k)}
+        if best is None or len(differs) < len(best["differs"]):
+            best = {"job_id": r.id, "differs": differs}
+        if not differs:
+            break
+    return best
 
 
 def listing(engine: Engine) -> list[dict]:

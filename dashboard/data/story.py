@@ -2,6 +2,8 @@
 still paid for its first call, and how kernels per call changed. No Streamlit here: the page draws these."""
 from __future__ import annotations
 
+from db import caches
+
 LAYERS = {"fxgraph": "FX graph cache (inductor's compiled graphs)",
           "aotautograd": "AOTAutograd cache (the traced joint graph)",
           "triton": "Triton kernels compiled in this process (GPU)"}
@@ -50,6 +52,20 @@ def why_it_paid(record: dict) -> str | None:
         return (f"A portable job, yet the first call ({paid}) compiled: " + ", ".join(parts) + ". What it loaded "
                 "is above: no bundle for its key, or one that torch could not use.")
     return f"A cold cache: the first call ({paid}) compiled everything (" + ", ".join(parts) + ")."
+
+
+def warm_miss_line(near: dict | None, record: dict) -> str:
+    """What the worker's warm cache held, against this warm job that compiled anyway (db.caches.warm_nearest)."""
+    host = record.get("hostname") or "its host"
+    if near is None:
+        return f"No earlier job of {record.get('model')} had finished on {host}: its warm cache held none of it."
+    if not near["differs"]:
+        return (f"Job #{near['job_id']} compiled these same settings with the same torch on {host} before, so the "
+                "settings were in the warm cache: what missed is elsewhere (the model's code, inductor's config, or "
+                "a cache cleared or filled by another home).")
+    return (f"The nearest earlier compile on {host}'s warm cache, job #{near['job_id']}, differs in "
+            f"{len(near['differs'])} part{'s' if len(near['differs']) > 1 else ''}: "
+            + caches.differs_words(near["differs"], "there") + ".")
 
 
 def kernels_line(record: dict) -> str | None:

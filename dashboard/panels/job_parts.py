@@ -57,8 +57,10 @@ def compiler(r: dict) -> None:
     rows = story.cache_rows(r["cache_layers"], r.get("device"))
     if rows:
         st.dataframe(rows, hide_index=True, width="stretch")
-    why = story.why_it_paid(r)
-    st.caption(why or "This result has no per-layer cache counts (measured before they were recorded).")
+    why = story.why_it_paid(r)  # torch's bypass reasons in it are text, never markup
+    st.caption(md(why) if why else "This result has no per-layer cache counts (measured before they were recorded).")
+    if r.get("cache") == "warm" and why and why.startswith("A warm job, yet"):
+        st.caption(md(story.warm_miss_line(caches.warm_nearest(resources.engine(), r["job_id"]), r)))
     graphs = r["cudagraphs"]
     if graphs:  # reduce-overhead, max-autotune or the cudagraphs backend, on CUDA (runner/cudagraphs.py)
         st.subheader("CUDA graphs")

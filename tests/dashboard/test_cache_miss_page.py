@@ -1,5 +1,6 @@
 """Issue 29, cache-miss forensics: a portable job whose key differs from the stored bundle's in one setting names that
-setting on its job page (the note runner.portable.prepare wrote, as the worker stores it in detail.mega_cache)."""
+setting on its job page (the note runner.portable.prepare wrote, as the worker stores it in detail.mega_cache); a warm
+job that compiled anyway names what differs from the nearest earlier compile on its host (db.caches.warm_nearest)."""
 from db import caches, queue
 from db.models import JobStatus
 from lab.spec import ExperimentSpec
@@ -28,3 +29,31 @@ def test_a_portable_miss_names_the_differing_setting_on_the_job_page(worker, cac
     at = ok(page("job", job=str(job_id)))
     text = " ".join(c.value for c in at.caption).replace("\\", "")
     assert 'differs in mode ("max-autotune" here, "default" in the bundle)' in text
+
+
+def _finish(engine, request, first_s, misses, host="gpu-box"):
+    _, (job_id,), _ = queue.submit(engine, request, zoo.model_infos(zoo.catalog()))
+    claim = queue.claim_next(engine, "host:1:any:test", ["cpu"], ["simplenet"], 60)
+    queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED,
+                 result={"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "compiled_first_call_s": first_s,
+                         "eager_first_call_s": 0.1, "hostname": host, "torch_version": "2.13.0+cpu",
+                         "device_name": "AMD EPYC",
+                         "detail": {"cache_layers": {"fxgraph": {"hit": 0 if misses else 1, "miss": misses}}}})
+    return job_id
+
+
+def test_a_warm_miss_names_what_differs_from_the_nearest_compile_on_its_host(worker):  # noqa: F811
+    engine = worker
+    warm = dict(model="simplenet", device="cpu", cache="warm", process_repeats=1)
+    first = _finish(engine, SweepRequest(batch_sizes=[8], **warm), 9.0, 1)  # the host's cache held nothing of it
+    at = ok(page("job", job=str(first)))
+    text = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert "No earlier job of simplenet had finished on gpu-box" in text
+    _finish(engine, SweepRequest(batch_sizes=[8], **warm), 8.0, 1, host="other-box")  # another host: not its cache
+    again = _finish(engine, SweepRequest(batch_sizes=[8], modes=["max-autotune"], **warm), 9.5, 1)
+    text = " ".join(c.value for c in ok(page("job", job=str(again))).caption).replace("\\", "")
+    assert (f"The nearest earlier compile on gpu-box's warm cache, job #{first}, differs in 1 part: "
+            'mode ("max-autotune" here, "default" there)') in text
+    same = _finish(engine, SweepRequest(batch_sizes=[8], modes=["max-autotune"], **warm), 9.4, 2)
+    text = " ".join(c.value for c in ok(page("job", job=str(same))).caption).replace("\\", "")
+    assert f"Job #{again} compiled these same settings with the same torch on gpu-box before" in text
