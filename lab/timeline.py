@@ -8,7 +8,8 @@ add up to the whole span. Stored in the result's detail as `timeline`: [{phase, 
 seconds from the claim.
 
 What counts as measurement (MEASURED): the first calls and the steady state a fresh plain script would also
-time. Everything else is the lab's overhead per job, which bench/sweep_overhead.py holds to its target.
+time, and the calls a job was asked to replay (its shape schedule, its traffic stream). Everything else is the
+lab's overhead per job, which bench/sweep_overhead.py holds to its target.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from contextlib import contextmanager
 from typing import Iterable, Iterator
 
 UNACCOUNTED = "unaccounted"
-MEASURED = ("eager first call", "compiled first call", "warm-up", "rounds")
+MEASURED = ("eager first call", "compiled first call", "warm-up", "rounds", "schedule", "traffic")
 MIN_GAP_S = 0.001  # a gap shorter than this is clock granularity and bookkeeping, not time lost
 
 

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from dashboard.markup import md, plot
 from lab import timeline as tl_math
 
-MEASURED_COLORS = ["#1f77b4", "#4c9bd6", "#2a5d8f", "#7fb8e6"]  # the four MEASURED phases, in their order
+MEASURED_COLORS = ["#1f77b4", "#4c9bd6", "#2a5d8f", "#7fb8e6", "#08519c", "#9ecae1"]  # MEASURED phases, in order
 
 
 def _warm(color: str) -> bool:
@@ -86,5 +86,7 @@ def summary(timeline: list[dict]) -> str:
     parts = sorted(((s, p) for p, s in tl_math.by_phase(timeline).items() if p not in tl_math.MEASURED),
                    reverse=True)[:3]
     largest = ", ".join(f"{md(p)} {s:.2f} s" for s, p in parts if s > 0)
-    return (f"Claim to stored **{total:.2f} s**: measurement (first calls, warm-up, rounds) {measured:.2f} s "
+    asked = [p for p in ("schedule", "traffic") if p in tl_math.by_phase(timeline)]  # calls the job was asked to make
+    what = ", ".join(["first calls", "warm-up", "rounds", *asked])
+    return (f"Claim to stored **{total:.2f} s**: measurement ({what}) {measured:.2f} s "
             f"({measured / total:.0%}), overhead {total - measured:.2f} s" + (f"; largest: {largest}" if largest else ""))

@@ -40,12 +40,12 @@ def figure(t: dict) -> go.Figure:
     fig = px.line(frame, x="call", y="running total (s)", color="side", hover_data=["size", "seconds"],
                   color_discrete_map={"eager": "#7f7f7f", "compiled": "#1f77b4"})
     compiled = frame[frame["side"] == "compiled"].reset_index(drop=True)
-    for key, name, symbol, color in (("compiles", "compiled a graph", "x", "#d62728"),
-                                     ("fallback", "served by eager fallback", "circle-open", "#ff7f0e")):
+    for key, name, symbol, color, size in (("compiles", "compiled a graph", "x", "#d62728", 9),
+                                           ("fallback", "served by eager fallback", "circle-open", "#ff7f0e", 5)):
         at = [i for i, v in enumerate(s[key]) if v]
         if at:
             fig.add_trace(go.Scatter(x=[i + 1 for i in at], y=compiled.loc[at, "running total (s)"], mode="markers",
-                                     name=plot(name), marker={"symbol": symbol, "size": 9, "color": color},
+                                     name=plot(name), marker={"symbol": symbol, "size": size, "color": color},
                                      hovertext=[plot(f"call {i + 1}: size {s['padded'][i]}") for i in at],
                                      hoverinfo="text"))
     fig.update_layout(height=380, margin={"t": 30, "b": 10}, legend_title_text="",
