@@ -28,7 +28,7 @@ $(VENV)/.setup-dev: $(VENV)/.setup requirements-dev.txt
 # with the database packages a worker needs (their pins from requirements.txt), it is also a second torch's worker
 EXTRAS ?= .venv/extras
 WORKER_PACKAGES = $(shell grep -oE '^(numpy|sqlalchemy|alembic)[^ ]*' requirements.txt)
-$(EXTRAS)/.setup:
+$(EXTRAS)/.setup-worker: requirements.txt
 	$(PYTHON) -m venv $(EXTRAS)
 	$(EXTRAS)/bin/python -m pip install -q torch==2.14.1 torchvision==0.29.1 timm $(foreach p,$(WORKER_PACKAGES),"$(p)")
 	@touch $@
@@ -50,7 +50,7 @@ lint: setup-dev
 # every tier; .ci/services.sh installs chromium and starts PostgreSQL where it may (root, apt-get). Two test
 # processes share the cores (pytest-xdist): most tests wait on workers, servers and browsers. Tests marked `alone`
 # need the cores to themselves (another process on them is a disturbance the lab names): they run after, serially.
-test: setup-dev $(EXTRAS)/.setup
+test: setup-dev $(EXTRAS)/.setup-worker
 	@pg="$$(.ci/services.sh)"; \
 	COMPILE_LAB_TEST_PG="$$pg" $(PY) -m pytest -q -n 2 --dist worksteal -m "not alone" --durations=15 tests && \
 	COMPILE_LAB_TEST_PG="$$pg" $(PY) -m pytest -q -m alone tests
