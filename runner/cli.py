@@ -19,14 +19,13 @@ from db import artifacts, queue, reports, team
 from db.database import get_engine
 from db.engine import DatabaseError, describe, resolve_url
 from db.models import JobStatus, utcnow
-from db.results import iter_records, write_csv, write_json
 from lab import answer, traffic, unpack, versions
 from lab.axes import AXES, BY_FIELD, COMPILE_AXES
 from lab.checks import SpecError, integer
 from lab.errors import cut, first_line
 from lab.spec import job_label
 from lab.sweep import SweepRequest, split_sizes
-from runner import cli_diff, cli_lab, signing, zoo
+from runner import cli_diff, cli_export, cli_lab, signing, zoo
 from runner.gpus import GpuError
 from runner.model_offer import offered_catalog
 from runner.usage import UsageError
@@ -123,15 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("job_id", type=_row_id)
     _add_db(c)
 
-    e = sub.add_parser("export", help="every job as an export record")
-    _add_db(e)
-    e.add_argument("--format", choices=("json", "csv"), required=True)
-    e.add_argument("-o", "--output", help="file to write (default: stdout)")
-    e.add_argument("--sweep", type=_row_id, action="append", help="only these sweeps")
-    cli_lab.add_filter_flags(e)
-    e.add_argument("--raw", action="store_true", help="json only: include raw samples and schedule calls")
-    e.add_argument("--jobs", metavar="FILE", help="only the jobs whose ids FILE lists (whitespace between them; "
-                                                  "'-' reads stdin): the dashboard's downloads of the jobs in view")
+    cli_export.add_parser(sub, _add_db, _row_id)
 
     r = sub.add_parser("report", help="the answer: per model, batch size and configuration, speedup with a 95%% "
                                       "interval, first calls, break-even and a verdict (as Results shows first)")
@@ -361,37 +352,6 @@ def cmd_cancel(args) -> int:
     return 0
 
 
-def cmd_export(args) -> int:
-    """Written as the records stream from the database (db.results.iter_records): memory stays bounded at any
-    number of jobs. A file is written beside its name and renamed when complete, so it is never half an export."""
-    job_ids = _job_ids(args.jobs) if args.jobs else None
-    sweeps = cli_lab.chosen_sweeps(get_engine(args.db), args)
-    records = iter_records(get_engine(args.db), job_ids=job_ids, sweep_ids=sweeps, include_raw=args.raw)
-    write = write_json if args.format == "json" else write_csv
-    if not args.output:
-        write(records, sys.stdout)
-        sys.stdout.write("\n" if args.format == "json" else "")  # a CSV's rows end with their own line ends
-        return 0
-    out = Path(args.output)
-    partial = out.with_name(out.name + ".partial")
-    try:
-        with partial.open("w", newline="" if args.format == "csv" else None) as f:
-            n = write(records, f)
-        partial.replace(out)
-    finally:
-        partial.unlink(missing_ok=True)
-    print(f"{n} record(s) written to {args.output}", file=sys.stderr)
-    return 0
-
-
-def _job_ids(source: str) -> list[int]:
-    text = sys.stdin.read() if source == "-" else Path(source).read_text()
-    try:
-        return [_row_id(word) for word in text.split()]
-    except argparse.ArgumentTypeError as e:
-        raise UsageError(f"--jobs {source}: {e}") from None
-
-
 def cmd_report(args) -> int:
     sweeps = cli_lab.chosen_sweeps(get_engine(args.db), args)
     if args.versions:
@@ -447,5 +407,5 @@ def cmd_models(args) -> int:
 
 
 COMMANDS = {"submit": cmd_submit, "work": cmd_work, "status": cmd_status, "cancel": cmd_cancel,
-            "export": cmd_export, "report": cmd_report, "artifact": cmd_artifact, "models": cmd_models,
+            "export": cli_export.cmd_export, "report": cmd_report, "artifact": cmd_artifact, "models": cmd_models,
             "calibrate": cmd_calibrate, "diff": cli_diff.cmd_diff} | cli_lab.COMMANDS

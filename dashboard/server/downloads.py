@@ -109,7 +109,7 @@ class _Export:
 
     async def start(self, got: Offer, fmt: str) -> None:
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "runner", "export", "--format", fmt, "--jobs", "-", cwd=PROJECT,
+            sys.executable, "-m", "runner", "export", "--format", fmt, "--jobs", "-", "--yield-cpu", cwd=PROJECT,
             env={**os.environ, "DATABASE_URL": got.db_url}, stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=self.errors)
         _yield_cpu(self.proc.pid)
