@@ -86,7 +86,7 @@ class Yielding:
     most `max_wait_s` in a row (a host that never goes quiet, a worker measuring beside the dashboard, still gets its
     export, a batch per wait). The export goes at the pace of the idle cores."""
 
-    def __init__(self, every: int = 200, share: float = 0.2, pause_s: float = 0.2, max_wait_s: float = 2.0):
+    def __init__(self, every: int = 200, share: float = 0.2, pause_s: float = 0.1, max_wait_s: float = 0.8):
         self.every, self.share, self.pause_s, self.max_wait_s = every, share, pause_s, max_wait_s
         self.cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         self.paused_s = 0.0  # in all: what yielding cost this export
