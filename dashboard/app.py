@@ -41,4 +41,4 @@ async def lifespan(_app):
     embedded.stop_started()  # the worker belongs to the app: uvicorn ends a stopped server by its signal, no atexit
 
 
-app = st.App(Path(__file__).with_name("main.py"), lifespan=lifespan, routes=tlparse_pages.ROUTES + downloads.ROUTES)
+app = st.App(Path(__file__).with_name("main.py"), lifespan=lifespan, routes=tlparse_pages.routes() + downloads.routes())

@@ -27,6 +27,8 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from streamlit.web.server.starlette.starlette_websocket import is_host_allowed
 
+from dashboard.server import base_path
+
 PREFIX = "/export"
 FORMATS = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
 PROJECT = Path(__file__).resolve().parent.parent  # where `-m runner` finds the code
@@ -55,7 +57,7 @@ def offer(token: str, db_url: str, job_ids, names: dict) -> dict:
         _offers.move_to_end(token)
         while len(_offers) > MAX_OFFERS:
             _offers.popitem(last=False)
-    return {fmt: f"{PREFIX}/{token}/{fmt}" for fmt in names}
+    return {fmt: f"{base_path()}{PREFIX}/{token}/{fmt}" for fmt in names}
 
 
 def new_token() -> str:
@@ -179,4 +181,6 @@ def _release() -> None:
         _running -= 1
 
 
-ROUTES = [Route(PREFIX + "/{token}/{fmt}", serve, methods=["GET"])]
+def routes() -> list[Route]:
+    """The downloads' route, under the server's base path (dashboard.server.base_path)."""
+    return [Route(base_path() + PREFIX + "/{token}/{fmt}", serve, methods=["GET"])]

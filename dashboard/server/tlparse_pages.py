@@ -16,6 +16,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 from streamlit.web.server.starlette.starlette_websocket import is_host_allowed
 
+from dashboard.server import base_path
+
 PREFIX = "/tlparse"
 ARTIFACT = "tlparse"
 HEADERS = {
@@ -29,8 +31,8 @@ HTML = (".html", ".htm")
 
 
 def url(job_id: int, name: str = "index.html") -> str:
-    """Where the browser finds one file of a job's report (relative: the app's own host and port)."""
-    return f"{PREFIX}/{job_id}/{quote(name)}"
+    """Where the browser finds one file of a job's report (the app's own host and port, under its base path)."""
+    return f"{base_path()}{PREFIX}/{job_id}/{quote(name)}"
 
 
 def _text(status: int, message: str) -> Response:
@@ -68,4 +70,6 @@ def serve(request: Request) -> Response:
     return Response(body, headers=HEADERS, media_type=f"{kind}; charset=utf-8")
 
 
-ROUTES = [Route(PREFIX + "/{job_id:int}/{name:path}", serve, methods=["GET"])]
+def routes() -> list[Route]:
+    """The report's route, under the server's base path (read when the app is built: its options are set by then)."""
+    return [Route(base_path() + PREFIX + "/{job_id:int}/{name:path}", serve, methods=["GET"])]

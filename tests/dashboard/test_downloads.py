@@ -26,7 +26,7 @@ def links(at) -> dict[str, str]:
 def get(path: str, host: str = "localhost:8501", leave_after: int | None = None) -> tuple[int, dict, bytes]:
     """One GET through the route as the server runs it: (status, headers, body); `leave_after`: the browser goes
     away once that many pieces of the body have come."""
-    (route,) = downloads.ROUTES
+    (route,) = downloads.routes()
     scope = {"type": "http", "method": "GET", "path": path, "headers": [(b"host", host.encode())],
              "query_string": b"", "asgi": {"version": "3.0", "spec_version": "2.4"}}
     _, child = route.matches(scope)

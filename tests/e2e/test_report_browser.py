@@ -72,9 +72,9 @@ def tampered_report(target: int) -> bytes:
 
 
 @contextmanager
-def lab_with(tmp_path, report: Callable[[int], bytes]):
-    """A running app over a lab of two jobs: one finished with `report(the other's id)` as its tlparse artifact,
-    the other queued (what a script in the report would cancel)."""
+def lab_with(tmp_path, report: Callable[[int], bytes], *args: str):
+    """A running app (with `args`) over a lab of two jobs: one finished with `report(the other's id)` as its tlparse
+    artifact, the other queued (what a script in the report would cancel)."""
     url = f"sqlite:///{tmp_path / 'lab.db'}"
     engine = get_engine(url)
     queue.register_worker(engine, "host:1:any:test", "host", 1, None, {"devices": ["cpu"], "torch_version": "2.13.0"})
@@ -85,7 +85,7 @@ def lab_with(tmp_path, report: Callable[[int], bytes]):
     artifact_files.write_dir(tmp_path / "art", {"output_code": "def call(args):\n    pass\n", "tlparse": report(target)})
     queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, artifacts=artifact_files.read_dir(tmp_path / "art"),
                  result={"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "detail": {}})
-    with running_app(tmp_path, url) as port:
+    with running_app(tmp_path, url, None, *args) as port:
         yield {"url": f"http://localhost:{port}", "engine": engine, "job": done, "target": target}
 
 
@@ -176,3 +176,17 @@ def test_tlparses_own_report_of_a_graph_break_holding_html_is_read_without_runni
         assert page.locator("body").get_attribute("data-report-img") is None
         page.get_by_role("heading", name="tlparse report").scroll_into_view_if_needed()
         page.screenshot(path=os.environ.get("COMPILE_LAB_SHOT_TLPARSE", str(tmp_path / "job-tlparse-real.png")))
+
+
+def test_under_a_base_path_the_report_and_its_frame_are_served_there(tmp_path, browser):  # noqa: F811
+    """Behind a proxy at /lab (server.baseUrlPath): Streamlit serves its pages there, and the report's route and the
+    job page's frame follow (they were at /tlparse, which the proxy never forwards)."""
+    with lab_with(tmp_path, tampered_report, "--server.baseUrlPath", "lab") as lab:
+        page = browser.new_page(viewport={"width": 1400, "height": 1300})
+        page.set_default_timeout(60_000)
+        page.goto(f"{lab['url']}/lab/job?job={lab['job']}")
+        page.frame_locator('[data-testid="stIFrame"]').get_by_role("heading", name="Tampered report").wait_for()
+        assert page.locator("iframe").get_attribute("src").startswith(f"/lab/tlparse/{lab['job']}/")
+        tab = browser.new_page()
+        response = tab.goto(f"{lab['url']}/lab/tlparse/{lab['job']}/failures_and_restarts.html")
+        assert response.status == 200 and response.headers["content-security-policy"].startswith("sandbox")

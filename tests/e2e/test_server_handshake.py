@@ -41,7 +41,8 @@ def running_app(tmp_path, db_url: str, env: dict | None = None, *args: str):
             proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "dashboard/app.py", "--server.port",
                                      str(port), *(a.replace("{port}", str(port)) for a in args)], cwd=ROOT, env=env,
                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        wait_until(lambda p=proc, n=port: healthy(f"http://localhost:{n}") or p.poll() is not None, 60,
+        base = next((f"/{b.strip('/')}" for a, b in zip(args, args[1:]) if a == "--server.baseUrlPath"), "")
+        wait_until(lambda p=proc, n=port, b=base: healthy(f"http://localhost:{n}{b}") or p.poll() is not None, 60,
                    "the app to serve")
         if proc.poll() is None or "is not available" not in (tmp_path / "app.log").read_text():
             break

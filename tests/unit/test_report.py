@@ -39,7 +39,7 @@ def lab(engine, db_url, tmp_path, monkeypatch):
 
 
 def get(path: str, host: str = "localhost:8501"):
-    (route,) = tlparse_pages.ROUTES
+    (route,) = tlparse_pages.routes()
     _, scope = route.matches({"type": "http", "method": "GET", "path": path})
     request = Request({"type": "http", "method": "GET", "path": path, "headers": [(b"host", host.encode())],
                        "query_string": b"", **scope})
