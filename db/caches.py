@@ -114,10 +114,11 @@ WARM_PARTS = (*SETTINGS, "torch_version", "triton_version", "device_name")  # wh
 
 def warm_nearest(engine: Engine, job_id: int, limit: int = 500) -> dict | None:
     """For a warm job that compiled anyway: what the worker's warm cache can have held. The cache lives on the
-    job's host, filled by the jobs that finished there before this one was claimed; of those of the same model (the
-    newest `limit`), the one whose settings, torch, triton and device differ from this job's in the fewest, and how:
-    {job_id, differs: {part: [here, there]}} (differs empty: the same settings compiled there before, so the miss
-    was something else). None: no earlier job of this model finished on this host."""
+    job's host, filled by the warm jobs that finished there before this one was claimed (a cold or portable job
+    compiles into a fresh folder of its own); of those of the same model (the newest `limit`), the one whose
+    settings, torch, triton and device differ from this job's in the fewest, and how: {job_id, differs: {part:
+    [here, there]}} (differs empty: the same settings compiled there before, so the miss was something else). None:
+    no earlier warm job of this model finished on this host. (By host: a host's workers may keep separate homes.)"""
     from db.models import Job, JobStatus, Result
     from lab.spec import stored_spec
 
@@ -130,6 +131,8 @@ def warm_nearest(engine: Engine, job_id: int, limit: int = 500) -> dict | None:
         rows = s.execute(select(*cols).join(Result, Result.job_id == Job.id)
                          .where(Result.hostname == me.hostname, Job.id != job_id, Job.finished_at < me.claimed_at,
                                 Job.status == JobStatus.SUCCEEDED.value,
+                                # only warm jobs compile into the worker's cache: cold and portable ones start fresh
+                                Job.spec["cache"].as_string() == "warm",
                                 Job.spec["model"].as_string() == str(me.spec.get("model")))
                          .order_by(Job.finished_at.desc()).limit(limit)).all()
 

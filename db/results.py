@@ -140,7 +140,9 @@ def _record(row, worker_caps: dict | None, include_raw: bool) -> dict:
         rec[name] = detail.get(name)
     # what the job replayed (its spec's stream) and what the replay gave (lab.traffic.summarize: calls,
     # eager_total_s, compiled_total_s, recompiles, fallback_calls, ...; the calls one by one in `stream`)
-    rec["traffic"] = {**spec.get("traffic"), **(detail.get("traffic") or {})} if spec.get("traffic") else None
+    asked, got = spec.get("traffic"), detail.get("traffic")  # a hand-made row may hold anything: never a crash
+    rec["traffic"] = ({**asked, **(got if isinstance(got, dict) else {})} if isinstance(asked, dict) and asked
+                      else None)
     if include_raw:
         rec["schedule_calls"] = row["schedule"] if has_result else None
         rec["samples"] = row["samples"] if has_result else None

@@ -264,7 +264,10 @@ class ExperimentSpec:
         d = asdict(self)
         d["schedule"] = list(self.schedule)
         d["model_args"] = dict(self.model_args)
-        d["traffic"] = dict(self.traffic)
+        if self.traffic:
+            d["traffic"] = dict(self.traffic)
+        else:  # a job without a stream is stored as before streams existed: its configuration key stays the same
+            del d["traffic"]
         return d
 
     def to_json(self) -> str:

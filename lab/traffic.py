@@ -6,7 +6,8 @@ No torch here. A stream is written as one of:
   uniform:A..B          sizes drawn uniformly from A..B (one seeded draw: every job of a sweep replays the same calls)
   chat:A..B             lengths shaped like a chat log's: log-normal, most short, a long tail up to B
   8, 16, 32             the sizes in this order (one a line, or comma separated: a pasted log); repeated to fill calls
-  128: 40               a histogram, one `size: count` a line: that many calls of that size, drawn in a seeded order
+  128: 40               a histogram, one `size: count` a line: that many calls of that size, in a seeded order
+                        (with a number of calls: that many, drawn in its proportions)
 with a number of calls, and optionally a bucket K: the compiled side pads each size up to a multiple of K (fewer
 graphs, more compute); the eager side runs each size as it is."""
 from __future__ import annotations
@@ -21,7 +22,8 @@ from lab.checks import SpecError, integer
 MAX_CALLS = 2000
 DEFAULT_CALLS = 200
 SEED = 29
-_RANGE = re.compile(r"(uniform|chat):\s*(\d+)\s*\.\.\s*(\d+)")
+_RANGE = re.compile(r"(uniform|chat):\s*([0-9]{1,9})\s*\.\.\s*([0-9]{1,9})")
+_DIGITS = re.compile(r"[0-9]{1,9}")  # ASCII digits, a sensible count of them ("²" is a digit to str.isdigit)
 
 
 def draw(text: str, calls: int | None = None, max_size: int = 1 << 24) -> tuple[str, list[int]]:
@@ -44,10 +46,10 @@ def draw(text: str, calls: int | None = None, max_size: int = 1 << 24) -> tuple[
                                          for _ in range(n)]
     lines = [p.strip() for p in re.split(r"[\n;]+", text) if p.strip()]
     if lines and all(":" in line for line in lines):
-        return _histogram(lines, n or DEFAULT_CALLS, max_size)
+        return _histogram(lines, n, max_size)
     sizes = []
     for part in (p for p in re.split(r"[,\s]+", text) if p):
-        if not part.isdigit():
+        if not _DIGITS.fullmatch(part):
             raise SpecError("traffic", f"{part[:40]!r} is not a size: give uniform:A..B, chat:A..B, sizes "
                                        "(8, 16, 32) or size: count lines")
         sizes.append(_size(int(part), max_size))
@@ -57,16 +59,27 @@ def draw(text: str, calls: int | None = None, max_size: int = 1 << 24) -> tuple[
     return f"{len(sizes)} sizes as given", [sizes[i % len(sizes)] for i in range(n)]
 
 
-def _histogram(lines: list[str], n: int, max_size: int) -> tuple[str, list[int]]:
+def _histogram(lines: list[str], n: int | None, max_size: int) -> tuple[str, list[int]]:
+    """`size: count` lines: that many calls of each size, in one seeded order; with `n` calls, `n` drawn in those
+    proportions instead."""
     weights: dict[int, int] = {}
     for line in lines:
-        size, _, count = line.partition(":")
-        if not (size.strip().isdigit() and count.strip().isdigit()):
+        size, _, count = (x.strip() for x in line.partition(":"))
+        if not (_DIGITS.fullmatch(size) and _DIGITS.fullmatch(count)):
             raise SpecError("traffic", f"{line[:40]!r}: a histogram line is `size: count`")
-        weights[_size(int(size), max_size)] = weights.get(int(size), 0) + int(count)
-    if not sum(weights.values()):
+        if int(count):
+            weights[_size(int(size), max_size)] = weights.get(int(size), 0) + int(count)
+    total = sum(weights.values())
+    if not total:
         raise SpecError("traffic", "the histogram's counts are all zero")
     rng = random.Random(SEED)
+    if n is None:
+        if total > MAX_CALLS:
+            raise SpecError("traffic", f"the histogram counts {total} calls: at most {MAX_CALLS} (or give Calls, "
+                                       "to draw that many in its proportions)")
+        calls = [size for size, count in weights.items() for _ in range(count)]
+        rng.shuffle(calls)
+        return f"histogram of {len(weights)} sizes", calls
     return f"histogram of {len(weights)} sizes", rng.choices(list(weights), list(weights.values()), k=n)
 
 

@@ -66,15 +66,20 @@ def _job_ids(source: str, row_id) -> list[int]:
         raise UsageError(f"--jobs {source}: {e}") from None
 
 
-def busy_s() -> float | None:
-    """Seconds the host's CPUs have spent busy since boot, all of them together (/proc/stat); None off Linux."""
+def busy_s(cpus: set[int] | None = None) -> float | None:
+    """Seconds the CPUs `cpus` (None: all of the host's) have spent busy since boot, together (/proc/stat's per-CPU
+    lines); None off Linux."""
     try:
         with open("/proc/stat") as f:
-            fields = f.readline().split()[1:]
+            lines = [line.split() for line in f if line.startswith("cpu") and line[3:4].isdigit()]
     except OSError:
         return None
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in (fields + ["0"] * 8)[:8])
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+    ticks = 0
+    for fields in lines:
+        if cpus is None or int(fields[0][3:]) in cpus:
+            user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in (fields[1:] + ["0"] * 8)[:8])
+            ticks += user + nice + system + irq + softirq + steal
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 MIN_WINDOW_S = 0.05  # /proc/stat counts in 10 ms ticks: a shorter look sees nothing
@@ -88,29 +93,30 @@ class Yielding:
 
     def __init__(self, every: int = 200, share: float = 0.2, pause_s: float = 0.1, max_wait_s: float = 0.8):
         self.every, self.share, self.pause_s, self.max_wait_s = every, share, pause_s, max_wait_s
-        self.cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        # the cores this export may run on, and whose business it judges (a container's cpuset, a worker's pinning)
+        self.cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+        self.cores = len(self.cpus) if self.cpus else (os.cpu_count() or 1)
         self.paused_s = 0.0  # in all: what yielding cost this export
 
     def __call__(self, records: Iterable[dict]) -> Iterator[dict]:
-        if busy_s() is None:  # nothing to read: no pauses
+        if busy_s(self.cpus) is None:  # nothing to read: no pauses
             yield from records
             return
         mark = self._mark()
         for i, rec in enumerate(records, 1):
             yield rec
             if i % self.every == 0 and time.monotonic() - mark[0] >= MIN_WINDOW_S:
-                waited = 0.0
-                while waited < self.max_wait_s and self._others_busy(mark):
+                pauses = 0
+                while pauses < round(self.max_wait_s / self.pause_s) and self._others_busy(mark):
                     mark = self._mark()
                     time.sleep(self.pause_s)  # the next look judges this pause: were they still busy meanwhile?
-                    waited += self.pause_s
-                self.paused_s += waited
+                    pauses += 1
+                self.paused_s += pauses * self.pause_s
                 mark = self._mark()
 
-    @staticmethod
-    def _mark() -> tuple[float, float, float]:
+    def _mark(self) -> tuple[float, float, float]:
         t = os.times()
-        return time.monotonic(), busy_s() or 0.0, t.user + t.system
+        return time.monotonic(), busy_s(self.cpus) or 0.0, t.user + t.system
 
     def _others_busy(self, mark: tuple[float, float, float]) -> bool:
         now, busy, own = self._mark()

@@ -58,7 +58,7 @@ def warm_miss_line(near: dict | None, record: dict) -> str:
     """What the worker's warm cache held, against this warm job that compiled anyway (db.caches.warm_nearest)."""
     host = record.get("hostname") or "its host"
     if near is None:
-        return f"No earlier job of {record.get('model')} had finished on {host}: its warm cache held none of it."
+        return f"No earlier warm job of {record.get('model')} had finished on {host}: its warm cache held none of it."
     if not near["differs"]:
         return (f"Job #{near['job_id']} compiled these same settings with the same torch on {host} before, so the "
                 "settings were in the warm cache: what missed is elsewhere (the model's code, inductor's config, or "

@@ -87,8 +87,8 @@ def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
                 pct = f" (its configuration's last cold compile took {took[r['job_id']]:.3g} s)"
             elapsed = f" · {r['elapsed_s']:.0f} s" if r["elapsed_s"] is not None else ""
             st.progress(min(max(r["progress"] or 0.0, 0.0), 1.0),
-                        text=f"**#{r['job_id']}** {describe(r['spec'])} — **{r['phase'] or 'starting'}**{pct}{elapsed}"
-                             f" · attempt {r['attempts']} on {r['worker']}")
+                        text=f"**#{r['job_id']}** {md(describe(r['spec']))} — **{md(r['phase'] or 'starting')}**{pct}"
+                             f"{elapsed} · attempt {r['attempts']} on {md(r['worker'])}")
     st.subheader(f"Jobs ({len(rows)}{' newest' if len(rows) == 500 else ''})")
     stuck: dict[str, list[int]] = {}  # queued jobs no live worker can take (the sidebar says when none is alive)
     for r in rows:

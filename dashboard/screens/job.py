@@ -41,7 +41,7 @@ if record["status"] == "succeeded":
     if line:
         st.caption(f"Fusion: {line}.")
     job_parts.first_calls(record)
-    traffic_view.show(record)
+    traffic_view.show(record, detail.get("follow_up_of"))
     st.subheader("Timeline")
     timeline_panel.show(record["timeline"])
     job_parts.compiler(record)

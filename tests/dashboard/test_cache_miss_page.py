@@ -48,8 +48,10 @@ def test_a_warm_miss_names_what_differs_from_the_nearest_compile_on_its_host(wor
     first = _finish(engine, SweepRequest(batch_sizes=[8], **warm), 9.0, 1)  # the host's cache held nothing of it
     at = ok(page("job", job=str(first)))
     text = " ".join(c.value for c in at.caption).replace("\\", "")
-    assert "No earlier job of simplenet had finished on gpu-box" in text
+    assert "No earlier warm job of simplenet had finished on gpu-box" in text
     _finish(engine, SweepRequest(batch_sizes=[8], **warm), 8.0, 1, host="other-box")  # another host: not its cache
+    cold = {**warm, "cache": "cold"}
+    _finish(engine, SweepRequest(batch_sizes=[8], modes=["max-autotune"], **cold), 8.0, 1)  # a fresh folder: not it
     again = _finish(engine, SweepRequest(batch_sizes=[8], modes=["max-autotune"], **warm), 9.5, 1)
     text = " ".join(c.value for c in ok(page("job", job=str(again))).caption).replace("\\", "")
     assert (f"The nearest earlier compile on gpu-box's warm cache, job #{first}, differs in 1 part: "

@@ -66,3 +66,26 @@ def test_a_traffic_jobs_page_answers_under_the_stream(worker):  # noqa: F811
     (reasons,) = [d for d in at.dataframe if "reason" in d.value.columns]
     assert list(reasons.value["reason"]) == [EVIL, "size"]  # a table cell: text, never markup
     assert not any("tracker.invalid" in t and "\\" not in t for t in texts(at.markdown) + texts(at.caption))
+
+
+def _finish_next(engine, detail: dict) -> int:
+    claim = queue.claim_next(engine, "host:1:any:test", ["cpu"], ["simplenet"], 60)
+    queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED,
+                 result={"eager_ms": 10.0, "compiled_ms": 5.0, "speedup": 2.0, "eager_first_call_s": 0.01,
+                         "compiled_first_call_s": 2.0, "first_call_cache": "cold", "device_name": "cpu-x",
+                         "detail": detail})
+    return claim.job_id
+
+
+def test_a_follow_up_says_where_the_replay_is_and_a_malformed_one_is_not_drawn(worker):  # noqa: F811
+    from lab.sweep import SweepRequest
+    from runner import zoo
+
+    queue.submit(worker, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", process_repeats=2,
+                                      traffic=traffic.make("8, 16")), zoo.model_infos(zoo.catalog()))
+    first = _finish_next(worker, {"traffic": {"calls_compared": 2, "ratio": "<b>x</b>", "stream": "no"}})
+    repeat = _finish_next(worker, {})  # a process repeat: the headline only, no replay
+    at = ok(page("job", job=str(repeat)))
+    assert any(f"its configuration's first run, job #{first}, did" in t for t in texts(at.caption))
+    at = ok(page("job", job=str(first)))  # a hand-made replay: said, not drawn, nothing of it as markup
+    assert any("The stored replay is malformed" in t for t in texts(at.caption)) and not at.get("plotly_chart")

@@ -31,15 +31,20 @@ def test_a_drawn_stream_is_seeded_within_its_range_and_the_same_every_time():
 def test_listed_sizes_replay_in_order_and_a_histogram_draws_its_counts():
     assert traffic.draw("8, 16\n32", None) == ("3 sizes as given", [8, 16, 32])
     assert traffic.draw("8, 16", 5)[1] == [8, 16, 8, 16, 8]
-    name, sizes = traffic.draw("128: 30\n512: 10", 400)
+    name, sizes = traffic.draw("128: 30\n512: 10", 400)  # with a number of calls: drawn in its proportions
     assert name == "histogram of 2 sizes" and set(sizes) == {128, 512}
     assert 0.65 < sizes.count(128) / 400 < 0.85
+    name, sizes = traffic.draw("128: 40\n512: 3\n64: 0")  # without: its counts, exactly, in a seeded order
+    assert name == "histogram of 2 sizes" and (sizes.count(128), sizes.count(512), len(sizes)) == (40, 3, 43)
+    assert sizes != sorted(sizes) and traffic.draw("128: 40\n512: 3")[1] == sizes
 
 
 @pytest.mark.parametrize("text,calls,field", [("", None, "traffic"), ("uniform:9..3", None, "traffic"),
                                               ("8, x", None, "traffic"), ("8: x", None, "traffic"),
                                               ("uniform:1..8", 0.5, "calls"), ("uniform:1..8", 5000, "calls"),
-                                              ("0, 8", None, "traffic"), ("8: 0", None, "traffic")])
+                                              ("0, 8", None, "traffic"), ("8: 0", None, "traffic"),
+                                              ("\u00b2", None, "traffic"), ("9" * 5000, None, "traffic"),
+                                              ("8: 3000", None, "traffic")])
 def test_bad_streams_name_their_field(text, calls, field):
     with pytest.raises(SpecError) as e:
         traffic.draw(text, calls)
@@ -81,6 +86,16 @@ def test_a_call_that_failed_ends_the_comparison_there():
     assert out["eager_total_s"] == pytest.approx(1.0)
 
 
+def test_a_job_without_a_stream_keeps_the_configuration_key_it_had_before_streams():
+    from lab.spec import spec_key
+
+    spec = ExperimentSpec(model="mlp", batch_size=8)
+    assert "traffic" not in spec.to_dict() and ExperimentSpec.from_dict(spec.to_dict()) == spec
+    before = {k: v for k, v in spec.to_dict().items()}  # what a job stored before this field existed
+    assert spec_key(spec.to_dict()) == spec_key(before)
+    assert "traffic" in ExperimentSpec(model="mlp", batch_size=8, traffic=traffic.make("8")).to_dict()
+
+
 def test_the_spec_checks_a_stream_against_the_models_size_range_and_a_schedule():
     stream = traffic.make("uniform:1..512", 50, 64)
     spec = ExperimentSpec(model="transformer", batch_size=2, traffic=stream, device="cpu").check_model(CATALOG)
@@ -119,3 +134,19 @@ def test_a_stored_traffic_job_exports_its_stream_and_nothing_is_half_stored(tmp_
         queue.submit(engine, SweepRequest(model="mlp", batch_sizes=(8,), device="cpu",
                                           traffic={"sizes": [8, "x"]}), CATALOG)
     assert len(export_records(engine)) == 1
+
+
+def test_a_hand_made_traffic_value_never_breaks_an_export(tmp_path):
+    from sqlalchemy import update
+
+    from db.engine import atomic
+    from db.models import Job
+
+    engine = get_engine(f"sqlite:///{tmp_path / 'lab.db'}")
+    _, job_ids, _ = queue.submit(engine, SweepRequest(model="mlp", batch_sizes=(8, 16), device="cpu",
+                                                      process_repeats=1), CATALOG)
+    for job_id, value in zip(job_ids, ("uniform:1..8", [8, 16])):
+        with atomic(engine) as s:
+            spec = dict(s.get(Job, job_id).spec)
+            s.execute(update(Job).where(Job.id == job_id).values(spec={**spec, "traffic": value}))
+    assert [r["traffic"] for r in export_records(engine)] == [None, None]
