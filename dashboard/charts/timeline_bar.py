@@ -83,10 +83,10 @@ def bar(timeline: list[dict], title: str = "Where this job's time went, claim to
 def summary(timeline: list[dict]) -> str:
     """One sentence in Markdown: measurement, overhead and the largest overhead phases."""
     total, measured = tl_math.total_s(timeline), tl_math.measured_s(timeline)
-    parts = sorted(((s, p) for p, s in tl_math.by_phase(timeline).items() if p not in tl_math.MEASURED),
-                   reverse=True)[:3]
+    phases = tl_math.by_phase(timeline)
+    parts = sorted(((s, p) for p, s in phases.items() if p not in tl_math.MEASURED), reverse=True)[:3]
     largest = ", ".join(f"{md(p)} {s:.2f} s" for s, p in parts if s > 0)
-    asked = [p for p in ("schedule", "traffic") if p in tl_math.by_phase(timeline)]  # calls the job was asked to make
+    asked = [p for p in ("schedule", "traffic") if p in phases]  # calls the job was asked to make
     what = ", ".join(["first calls", "warm-up", "rounds", *asked])
     return (f"Claim to stored **{total:.2f} s**: measurement ({what}) {measured:.2f} s "
             f"({measured / total:.0%}), overhead {total - measured:.2f} s" + (f"; largest: {largest}" if largest else ""))

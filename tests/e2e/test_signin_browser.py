@@ -27,6 +27,7 @@ from lab.sweep import SweepRequest
 from tests.e2e.test_browser import CHROMIUM, browser  # noqa: F401 (browser is a fixture)
 from tests.e2e.test_markup_browser import register_worker
 from tests.e2e.test_server_handshake import running_app
+from tests.faults.outage import pipe
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} missing")
 ALICE = {"email": "alice@example.org", "email_verified": True, "name": "Alice Example"}
@@ -155,19 +156,6 @@ def relay_from(source: str, port: int):
     (what the app sees as the peer); yields the relay's port."""
     listener = socket.create_server(("127.0.0.1", 0))
     stop = threading.Event()
-
-    def pipe(a, b):
-        try:
-            while chunk := a.recv(65536):
-                b.sendall(chunk)
-        except OSError:
-            pass
-        finally:
-            for s in (a, b):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
 
     def serve():
         listener.settimeout(0.2)

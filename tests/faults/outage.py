@@ -13,6 +13,18 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 
 
+def pipe(a: socket.socket, b: socket.socket) -> None:
+    """Copy what `a` sends to `b` until either end closes, then shut both (one direction of a TCP relay)."""
+    try:
+        while data := a.recv(65536):
+            b.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for s in (a, b):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
 class Outage:
     def __init__(self, db_url: str):
         self.real = db_url
@@ -63,19 +75,7 @@ class Proxy:
             server = socket.create_connection(self.target)
             self.conns += [client, server]
             for a, b in ((client, server), (server, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pipe(a, b):
-        try:
-            while data := a.recv(65536):
-                b.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (a, b):
-                with contextlib.suppress(OSError):
-                    s.shutdown(socket.SHUT_RDWR)
+                threading.Thread(target=pipe, args=(a, b), daemon=True).start()
 
     def close(self) -> None:
         if self.listener is None:
