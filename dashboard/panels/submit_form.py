@@ -218,12 +218,12 @@ def sweep_form(catalog: dict, devices: set) -> None:
         schedule = st.text_input("Schedule", key=KEYS["schedule"], persist_state="session", placeholder="32, 64",
                                  help="Optional sizes called in order after the steady state, to show recompiles")
         slots["schedule"] = st.empty()
-        t1, t2, t3 = st.columns([3, 1, 1])
-        traffic = t1.text_input("Traffic", key=KEYS["traffic"], persist_state="session", placeholder="uniform:1..512",
+        traffic = st.text_input("Traffic", key=KEYS["traffic"], persist_state="session", placeholder="uniform:1..512",
                                 help="Optional: a stream of calls each job replays eagerly and compiled after its "
                                      "rounds, to see recompiles, the recompile limit's eager fallback and the total "
                                      "under your traffic. uniform:A..B or chat:A..B (drawn once, the same for every "
                                      "job), sizes in order (8, 16, 32), or size: count pairs (128: 40; 512: 3)")
+        t2, t3 = st.columns(2)
         calls = t2.text_input("Calls", key=KEYS["calls"], persist_state="session", placeholder="200",
                               help="The stream's calls (a drawn stream: 200 unless given)")
         bucket = t3.text_input("Bucket", key=KEYS["bucket"], persist_state="session", placeholder="none",
