@@ -250,8 +250,8 @@ def _queue_follow_ups(s, job_id: int, row: Result) -> list[int]:
     reruns, process_repeats = follow_up_settings(s.scalar(
         select(Sweep.request).where(Sweep.id == job.sweep_id).with_for_update()))
     key = job.config or spec_key(job.spec)
-    runs = [{"status": status, "follow_up": follow_up, "disturbed": bool(disturbed)}
-            for status, follow_up, disturbed in s.execute(same_configuration(job.sweep_id, key))]
+    runs = [{"status": status, "follow_up": follow_up, "disturbed": bool(disturbed), "center": center}
+            for status, follow_up, disturbed, center in s.execute(same_configuration(job.sweep_id, key))]
     if job.config is None:  # stored before jobs had keys and never migrated: this run alone is known
         runs = [{"status": job.status, "follow_up": job.follow_up, "disturbed": bool(row.disturbed)}]
     room = MAX_JOBS - s.scalar(select(func.count()).select_from(Job).where(Job.sweep_id == job.sweep_id))
@@ -265,7 +265,8 @@ def _queue_follow_ups(s, job_id: int, row: Result) -> list[int]:
 
 def same_configuration(sweep_id: int, config: str):
     """The runs of one configuration in one sweep, read through the (sweep_id, config) index."""
-    return (select(Job.status, Job.follow_up, Result.disturbed).outerjoin(Result, Result.job_id == Job.id)
+    return (select(Job.status, Job.follow_up, Result.disturbed, Result.round_speedup)
+            .outerjoin(Result, Result.job_id == Job.id)
             .where(Job.sweep_id == sweep_id, Job.config == config))
 
 

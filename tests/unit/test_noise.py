@@ -52,11 +52,31 @@ def test_a_configuration_runs_in_several_processes_and_they_answer_together(engi
     (row,) = report(engine)
     assert row["runs"] == 1 and ("one process" in row["verdict"] or "anywhere from" in row["verdict"])
     run_next(engine, SCATTERED)  # its rounds scatter: it answers, nothing more is queued
-    run_next(engine, {**QUIET, "round_speedup": 2.4})
     assert len(jobs(engine)) == 3
+    last = run_next(engine, {**QUIET, "round_speedup": 2.4})
+    # the three disagree by 20%: one more process, once, saying why
+    (extra,) = [j for j in jobs(engine).values() if j.status == "queued"]
+    assert (extra.follow_up_of, extra.follow_up["kind"], extra.follow_up["n"]) == (last, "process", 3)
+    assert "its 3 processes disagree by 20%" in extra.follow_up["because"]
+    run_next(engine, QUIET)
+    assert len(jobs(engine)) == 4
     (row,) = report(engine)
-    assert (row["runs"], row["noisy_runs"]) == (3, 0) and "3 processes" in row["verdict"]
-    assert row["speedup_ci_low"] <= 2.0 and row["speedup_ci_high"] >= 2.4  # the interval spans the processes
+    assert (row["runs"], row["noisy_runs"]) == (4, 0) and "4 processes" in row["verdict"]
+    assert row["speedup_ci_low"] <= 2.0 and row["speedup_ci_high"] >= 2.4 ** 0.25 * 2 ** 0.75  # spans the processes
+
+
+@pytest.mark.parametrize("second, repeats, extra", [(2.08, 2, 0), (2.12, 2, 1), (2.5, 1, 0)],
+                         ids=["4% apart: agree", "6% apart: one more", "one process asked for: none"])
+def test_one_more_process_only_when_the_processes_disagree(engine, second, repeats, extra):
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", process_repeats=repeats),
+                 CATALOG)
+    run_next(engine, QUIET)
+    if repeats == 2:
+        run_next(engine, {**QUIET, "round_speedup": second})
+    assert len(jobs(engine)) == repeats + extra
+    if extra:  # the extra one agrees or not, it is the last
+        run_next(engine, {**QUIET, "round_speedup": 3.0})
+        assert len(jobs(engine)) == repeats + extra
 
 
 def test_a_disturbed_result_queues_its_rerun_with_it_up_to_the_budget(engine):
@@ -195,7 +215,7 @@ def test_a_configuration_in_one_process_takes_the_spread_its_device_showed_elsew
     """The answer for one sweep's lone process is widened by what the device's other sweeps' repeated
     configurations showed (db.reports.device_priors), not only by the jobs asked for."""
     queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", process_repeats=3), CATALOG)
-    for center in (2.0, 2.3, 1.75):  # three processes that disagree by some 14%
+    for center in (2.0, 2.3, 1.75, 2.1):  # three processes that disagree by some 14%, and the one more they called for
         run_next(engine, {**QUIET, "round_speedup": center, "device_name": "box"})
     sweep, (lone,), _ = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[16], device="cpu",
                                                           process_repeats=1), CATALOG)
