@@ -2,7 +2,7 @@
 server's memory bounded, the other session's page time unchanged).
 
     python -m bench.download_sessions [--jobs 100000] [--visits 5] [--port 8652] [--cache DIR]
-                                      [--code DIR --db FILE] [--out FILE]
+                                      [--code DIR --db FILE] [--out FILE] [--cycles N]
 
 The app (`streamlit run dashboard/app.py`, no embedded worker) serves a SQLite file of bench.synthetic's realistic
 jobs. In headless chromium, fresh browser contexts (new sessions) open Results and time navigation start -> the first
@@ -72,14 +72,63 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-def fetch(url: str, result: dict) -> None:
-    """The CSV as a second client reads it: to its end, in 64 kB pieces, kept nowhere."""
+def fetch(url: str, result: dict, stop: threading.Event | None = None) -> None:
+    """The CSV as a second client reads it: to its end (or until `stop`: the client goes away), in 64 kB pieces,
+    kept nowhere."""
     start = time.perf_counter()
     size = 0
     with urllib.request.urlopen(url, timeout=600) as r:
-        while piece := r.read(1 << 16):
+        while not (stop and stop.is_set()) and (piece := r.read(1 << 16)):
             size += len(piece)
     result.update(seconds=time.perf_counter() - start, bytes=size)
+
+
+def ratio_interval(alone: list[float], during: list[float], draws: int = 4000, seed: int = 0) -> tuple:
+    """median(during) / median(alone) and its 95% bootstrap interval (each side resampled on its own)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    a, d = np.asarray(alone), np.asarray(during)
+    ratios = (np.median(rng.choice(d, (draws, len(d))), axis=1) / np.median(rng.choice(a, (draws, len(a))), axis=1))
+    return float(np.median(d) / np.median(a)), float(np.quantile(ratios, 0.025)), float(np.quantile(ratios, 0.975))
+
+
+def cycles(browser, app, url: str, n: int, visits: int, say) -> None:
+    """Alone and during, interleaved: n times, `visits` visits alone, then `visits` while a download runs (started
+    for the block, the client gone after it: its export is stopped), so drift over the run (the page cache, the
+    host) falls on both sides alike. Prints the ratio of the medians with its bootstrap interval."""
+    alone, during, sizes = [], [], []
+    context = browser.new_context()
+    page = context.new_page()
+    page.add_init_script(FIRST_PLOT_JS)
+    for k in range(n):
+        alone += [visit(browser, url)["s"] for _ in range(visits)]
+        page.goto(url)
+        page.wait_for_function("window.__firstPlot !== undefined", timeout=180_000, polling=100)
+        page.get_by_role("button", name="Download", exact=True).click()
+        link = page.get_by_role("link", name="CSV", exact=True)
+        link.wait_for()
+        got: dict = {}
+        stop = threading.Event()
+        fetcher = threading.Thread(target=fetch, args=(app.url + link.get_attribute("href"), got, stop), daemon=True)
+        fetcher.start()
+        block = []
+        while len(block) < visits and fetcher.is_alive():
+            block.append(visit(browser, url)["s"])
+        ended = not fetcher.is_alive()
+        stop.set()
+        fetcher.join()
+        during += block
+        sizes.append(got.get("bytes", 0))
+        say(f"cycle {k + 1}: alone {statistics.median(alone[-visits:]):.2f} s, during {statistics.median(block):.2f} s"
+            f" ({len(block)} visits; the download {'ended' if ended else 'was stopped'} at {got['bytes'] / 1e6:.0f} MB)")
+    context.close()
+    mid, low, high = ratio_interval(alone, during)
+    say(f"alone: {', '.join(f'{s:.2f}' for s in alone)} s")
+    say(f"during: {', '.join(f'{s:.2f}' for s in during)} s")
+    say(f"other session's page, median: alone {statistics.median(alone):.2f} s, during a download "
+        f"{statistics.median(during):.2f} s; during / alone {mid:.3f} [95%: {low:.3f}, {high:.3f}] "
+        f"({len(alone)} and {len(during)} visits, {n} cycles)")
 
 
 def main(argv=None) -> int:
@@ -91,6 +140,8 @@ def main(argv=None) -> int:
     p.add_argument("--code", type=Path, default=ROOT, help="the checkout whose app is served")
     p.add_argument("--db", type=Path, default=None, help="a SQLite file at --code's schema (default: a fill)")
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--cycles", type=int, default=0, help="alone and during interleaved this many times (--visits "
+                   "each), the download stopped after each block: the ratio with its interval")
     args = p.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
@@ -114,6 +165,10 @@ def main(argv=None) -> int:
             try:
                 app.start()
                 visit(browser, url)  # the first visit ever builds the snapshot and the answer: not counted
+                if args.cycles:
+                    cycles(browser, app, url, args.cycles, args.visits, say)
+                    say.write(args.out)
+                    return 0
                 alone = [visit(browser, url)["s"] for _ in range(args.visits)]
                 say("alone: " + ", ".join(f"{s:.2f}" for s in alone) + " s")
                 memory = Memory(app.proc.pid)

@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 import streamlit as st
+from starlette.middleware import Middleware
 
 from dashboard.server import downloads, tlparse_pages
 
@@ -41,4 +42,5 @@ async def lifespan(_app):
     embedded.stop_started()  # the worker belongs to the app: uvicorn ends a stopped server by its signal, no atexit
 
 
-app = st.App(Path(__file__).with_name("main.py"), lifespan=lifespan, routes=tlparse_pages.routes() + downloads.routes())
+app = st.App(Path(__file__).with_name("main.py"), lifespan=lifespan, routes=tlparse_pages.routes() + downloads.routes(),
+             middleware=[Middleware(downloads.Serving)])

@@ -9,6 +9,7 @@ import os
 import streamlit as st
 
 from dashboard.panels import sidebar_status
+from dashboard.server import downloads
 from dashboard.state import auth, resources
 
 st.set_page_config(page_title="Compile Lab", page_icon=":material/science:", layout="wide")  # an emoji icon
@@ -42,8 +43,9 @@ with st.sidebar:
     auth.sidebar(who)
     sidebar_status.show()
 resources.warm_results()  # the first visit to Results finds the table loaded (or loading)
-try:
-    with resources.database_errors():
-        page.run()
-finally:  # st.stop() and reruns end a page by raising: the snapshot is still written
-    resources.save_results_snapshot()
+with downloads.drawing():  # downloads wait while pages are drawn (dashboard.server.downloads)
+    try:
+        with resources.database_errors():
+            page.run()
+    finally:  # st.stop() and reruns end a page by raising: the snapshot is still written
+        resources.save_results_snapshot()

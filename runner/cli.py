@@ -76,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
                                     "many times per combination (default 2; 0: never); it is left out of the answer")
     s.add_argument("--process-repeats", help="run each combination in this many fresh processes, the later ones from "
                                              "the first's compile cache, so the answer's interval holds across "
-                                             "processes (default 2; 1: one)")
+                                             "processes (default 2, and one more where they disagree by more "
+                                             "than 5%%; 1: one)")
     s.add_argument("--name", help="sweep name")
     cli_lab.add_submit_flags(s)
     s.add_argument("--models-dir", action="append", default=[],

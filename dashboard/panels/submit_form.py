@@ -248,7 +248,8 @@ def sweep_form(catalog: dict, devices: set) -> None:
         process_repeats = c5.number_input(
             "Processes", step=1, key=KEYS["process_repeats"], persist_state="session",
             help="Each combination runs in this many fresh processes: they differ, and the answer's interval holds "
-                 "across them. The later ones compile from the first's cache and time the headline alone "
+                 "across them. The later ones compile from the first's cache and time the headline alone; "
+                 "where they disagree by more than 5%, one more runs "
                  f"(1 to {MAX_REPEAT}; 1: one process, its interval widened by the device's spread)")
         slots["reruns"], slots["process_repeats"] = st.empty(), st.empty()
         clear_stale_preset_name()

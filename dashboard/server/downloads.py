@@ -9,15 +9,27 @@ job ids in view under its session's offer (the link stays the same across reruns
 lower CPU priority than the server, and hands its output on as it comes. The server's process only passes bytes.
 A browser that goes away stops the export. At most MAX_RUNNING exports run at once; another is refused until one
 ends. The database URL goes to the export through its environment, never its command line (`ps` shows that).
+
+Other sessions come first. The export runs under SCHED_IDLE and pauses while other processes keep the cores busy
+(`--yield-cpu`), yet on 2 vCPUs another session's Results page still took 8% longer during a download
+(bench.download_sessions --cycles): the export ran in every gap, and shares the cores' caches and hardware threads.
+So while any page is being drawn in this server (dashboard/main.py holds `drawing()` around each page's run, the
+Serving middleware around every other request, a new visit's page and scripts among them, and QUIET_S after, while
+the browser draws), the export is stopped (SIGSTOP; SIGCONT once the pages are quiet): it uses no CPU at all, even
+in the middle of a batch of records it has not written yet. Stopped MAX_HOLD_S in a row, it runs RUN_S before it can
+be stopped again, so pages drawn back to back cannot stop a download for good.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
+import signal
 import sys
 import tempfile
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +48,8 @@ MAX_OFFERS = 64  # sessions whose link still works (the oldest used go first)
 MAX_RUNNING = 2
 CHUNK = 1 << 16
 NICE = 19  # where SCHED_IDLE is refused: the export yields the CPU to the server's pages
+QUIET_S = 1.0  # after a page's run its browser still draws what it was sent (beside the server, under `make run`)
+MAX_HOLD_S, RUN_S, POLL_S = 5.0, 0.5, 0.05
 
 
 @dataclass(frozen=True)
@@ -48,6 +62,62 @@ class Offer:
 _offers: OrderedDict[str, Offer] = OrderedDict()
 _lock = threading.Lock()
 _running = 0
+_drawing, _drawn_at = 0, 0.0  # pages being drawn in this server now; when the last one ended (monotonic)
+
+
+@contextlib.contextmanager
+def drawing():
+    """Around one page's run (dashboard/main.py): while any page is drawn, and QUIET_S after, downloads wait."""
+    global _drawing, _drawn_at
+    with _lock:
+        _drawing += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _drawing -= 1
+            _drawn_at = time.monotonic()
+
+
+class Serving:
+    """ASGI middleware (dashboard/app.py): every HTTP request but a download's own, a new visit's page and scripts
+    among them, holds downloads as a page's run does."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope.get("path", "").startswith(base_path() + PREFIX):
+            return await self.app(scope, receive, send)
+        with drawing():
+            return await self.app(scope, receive, send)
+
+
+def pages_busy() -> bool:
+    with _lock:
+        return _drawing > 0 or time.monotonic() - _drawn_at < QUIET_S
+
+
+async def _stopped_while_pages_drawn(pid: int) -> None:
+    """Until cancelled: the export stopped while pages are drawn (MAX_HOLD_S in a row at most, then RUN_S running),
+    running otherwise; running when this ends."""
+    stopped_at, running_since = None, float("-inf")
+    try:
+        while True:
+            now, busy = time.monotonic(), pages_busy()
+            if stopped_at is None and busy and now - running_since >= RUN_S:
+                os.kill(pid, signal.SIGSTOP)
+                stopped_at = now
+            elif stopped_at is not None and (not busy or now - stopped_at >= MAX_HOLD_S):
+                os.kill(pid, signal.SIGCONT)
+                stopped_at, running_since = None, now
+            await asyncio.sleep(POLL_S)
+    except ProcessLookupError:  # it ended
+        pass
+    finally:
+        if stopped_at is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
 
 
 def offer(token: str, db_url: str, job_ids, names: dict) -> dict:
@@ -169,9 +239,13 @@ class _Streamed(StreamingResponse):
         await proc.wait()
 
     async def __call__(self, scope, receive, send) -> None:
+        pauses = asyncio.ensure_future(_stopped_while_pages_drawn(self.export.proc.pid))
         try:
             await super().__call__(scope, receive, send)
         finally:
+            pauses.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pauses
             await self.export.end()
 
 

@@ -5,6 +5,8 @@ import asyncio
 import csv
 import io
 import json
+import os
+import sys
 
 import pytest
 from starlette.requests import ClientDisconnect
@@ -121,3 +123,69 @@ def test_a_browser_that_goes_away_stops_its_export(results, monkeypatch):
         time.sleep(0.05)
     assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
     assert downloads._running == 0
+
+
+BUSY = "while True:\n    pass"  # an export working through a batch it has not written yet
+
+
+def cpu_s(pid: int) -> float:
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_while_a_page_is_drawn_the_export_is_stopped_and_goes_on_after(monkeypatch):
+    """Other sessions come first: while any page runs (dashboard/main.py holds drawing()), a real export process
+    uses no CPU at all, even mid-batch; once the page is drawn it runs again; a page drawn past MAX_HOLD_S cannot
+    stop a download for good; and it is left running when the download ends."""
+    monkeypatch.setattr(downloads, "QUIET_S", 0.1)
+
+    async def used(pid: int, seconds: float) -> float:
+        before = cpu_s(pid)
+        await asyncio.sleep(seconds)
+        return cpu_s(pid) - before
+
+    async def scenario():
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-c", BUSY)
+        pauses = asyncio.ensure_future(downloads._stopped_while_pages_drawn(proc.pid))
+        try:
+            assert await used(proc.pid, 0.5) > 0.2  # alone: it runs
+            with downloads.drawing():
+                await asyncio.sleep(0.2)
+                assert await used(proc.pid, 0.5) < 0.03  # stopped, not merely slowed
+            await asyncio.sleep(0.3)
+            assert await used(proc.pid, 0.5) > 0.2  # the page drawn: it goes on
+            monkeypatch.setattr(downloads, "MAX_HOLD_S", 0.5)
+            with downloads.drawing():  # a page that never ends stops it MAX_HOLD_S at a time, then lets it run
+                assert 0.1 < await used(proc.pid, 2.0) < 1.5
+                pauses.cancel()  # the download ends while a page is drawn
+                await asyncio.gather(pauses, return_exceptions=True)
+                assert await used(proc.pid, 0.5) > 0.2  # left running, to be ended by its request
+        finally:
+            pauses.cancel()
+            proc.kill()
+            await proc.wait()
+
+    asyncio.run(scenario())
+    assert downloads._drawing == 0
+
+
+def test_every_request_but_a_downloads_own_holds_downloads_as_a_page_does(monkeypatch):
+    """A new visit's page and scripts come over HTTP before its session runs: the Serving middleware (dashboard/app.py)
+    counts them as a page being drawn; the download's own long request does not hold itself."""
+    monkeypatch.setattr(downloads, "QUIET_S", 0.1)
+    seen = {}
+
+    async def inner(scope, receive, send):
+        seen[scope["path"]] = downloads.pages_busy()
+
+    async def scenario():
+        served = downloads.Serving(inner)
+        await asyncio.sleep(0.15)  # whatever ran before: past its quiet time
+        await served({"type": "http", "path": downloads.PREFIX + "/token/csv"}, None, None)
+        await served({"type": "http", "path": "/static/js/index.js"}, None, None)
+        held_after = downloads.pages_busy()
+        await asyncio.sleep(0.15)
+        return held_after, downloads.pages_busy()
+
+    assert asyncio.run(scenario()) == (True, False)  # QUIET_S after a request, then free
+    assert seen == {downloads.PREFIX + "/token/csv": False, "/static/js/index.js": True}
