@@ -98,12 +98,12 @@ def pages_busy() -> bool:
         return _drawing > 0 or time.monotonic() - _drawn_at < QUIET_S
 
 
-async def _stopped_while_pages_drawn(pid: int) -> None:
+async def _stopped_while_pages_drawn(proc) -> None:
     """Until cancelled: the export stopped while pages are drawn (MAX_HOLD_S in a row at most, then RUN_S running),
-    running otherwise; running when this ends."""
-    stopped_at, running_since = None, float("-inf")
+    running otherwise; running when this ends. Never a signal once it is reaped (its pid may be another's then)."""
+    stopped_at, running_since, pid = None, float("-inf"), proc.pid
     try:
-        while True:
+        while proc.returncode is None:
             now, busy = time.monotonic(), pages_busy()
             if stopped_at is None and busy and now - running_since >= RUN_S:
                 os.kill(pid, signal.SIGSTOP)
@@ -115,7 +115,7 @@ async def _stopped_while_pages_drawn(pid: int) -> None:
     except ProcessLookupError:  # it ended
         pass
     finally:
-        if stopped_at is not None:
+        if stopped_at is not None and proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
 
@@ -239,7 +239,7 @@ class _Streamed(StreamingResponse):
         await proc.wait()
 
     async def __call__(self, scope, receive, send) -> None:
-        pauses = asyncio.ensure_future(_stopped_while_pages_drawn(self.export.proc.pid))
+        pauses = asyncio.ensure_future(_stopped_while_pages_drawn(self.export.proc))
         try:
             await super().__call__(scope, receive, send)
         finally:

@@ -146,7 +146,7 @@ def test_while_a_page_is_drawn_the_export_is_stopped_and_goes_on_after(monkeypat
 
     async def scenario():
         proc = await asyncio.create_subprocess_exec(sys.executable, "-c", BUSY)
-        pauses = asyncio.ensure_future(downloads._stopped_while_pages_drawn(proc.pid))
+        pauses = asyncio.ensure_future(downloads._stopped_while_pages_drawn(proc))
         try:
             assert await used(proc.pid, 0.5) > 0.2  # alone: it runs
             with downloads.drawing():
