@@ -176,8 +176,29 @@ def reference(args) -> None:
             shutil.rmtree(cache, ignore_errors=True)
 
 
-def _sweep_rows(db_file: Path) -> dict:
-    """{config name: (answer row, [job records])} of one sweep database, and its jobs' timelines."""
+def _one_database(db_files: list[Path], into: Path) -> Path:
+    """The sweeps' databases as one, as a lab's would hold them (each sweep's jobs, results and sweep rows, ids moved
+    past the ones before): the answer then judges the device's spread between processes from both sweeps' runs."""
+    shutil.copyfile(db_files[0], into)
+    con = sqlite3.connect(into)
+    for n, other in enumerate(db_files[1:], start=1):
+        con.execute("ATTACH DATABASE ? AS other", (str(other),))
+        for table, moved in (("sweeps", {"id"}), ("jobs", {"id", "sweep_id", "follow_up_of"}),
+                             ("results", {"id", "job_id"})):
+            cols = [r[1] for r in con.execute(f"PRAGMA main.table_info({table})")]
+            shift = {"sweep_id": 1000 * n, "id": 1000 * n if table == "sweeps" else 100_000 * n}
+            picked = ", ".join(f"{c} + {shift.get(c, 100_000 * n)}" if c in moved else c for c in cols)
+            con.execute(f"INSERT INTO main.{table} ({', '.join(cols)}) SELECT {picked} FROM other.{table}")
+        con.commit()
+        con.execute("DETACH DATABASE other")
+    con.close()
+    return into
+
+
+def _sweep_rows(db_file: Path, shared: Path | None = None, offset: int = 0) -> dict:
+    """{config name: (answer row, [job records])} of one sweep database, and its jobs' timelines. `shared`: the
+    answer read from this database of every sweep (_one_database), for this sweep's jobs only, whose ids there are
+    `offset` past this database's."""
     from sqlalchemy import select
 
     from db.database import get_engine
@@ -187,7 +208,14 @@ def _sweep_rows(db_file: Path) -> dict:
     from lab import timeline
 
     engine = get_engine(f"sqlite:///{db_file}")
-    rows = report(engine)
+    if shared is None:
+        rows = report(engine)
+    else:
+        label = db_file.stem.removeprefix("sweep-")
+        whole = get_engine(f"sqlite:///{shared}")
+        with reading(whole) as s:
+            ids = s.scalars(select(Sweep.id).where(Sweep.name.startswith(f"{label}: "))).all()
+        rows = report(whole, sweep_ids=ids)
     with reading(engine) as s:
         jobs = s.execute(select(Job.id, Sweep.name, Job.status, Job.follow_up, Job.claimed_at, Result.disturbed,
                                 Result.noise_note, Result.detail["timeline"])
@@ -204,7 +232,7 @@ def _sweep_rows(db_file: Path) -> dict:
              "overhead_s": timeline.overhead_s(tl) - _start_s(tl) if tl else None,
              "worker_start_s": _start_s(tl) if tl else 0.0})
     for row in rows:
-        ids = {int(j) for j in row["job_ids"].split()}
+        ids = {int(j) - offset for j in row["job_ids"].split()}
         for entry in by_name.values():
             if ids & {j["job_id"] for j in entry["jobs"]}:
                 entry["row"] = row
@@ -227,9 +255,13 @@ def _pct(q: float, values: list[float]) -> float | None:
 def table(args) -> None:
     outs = [Path(o) for o in args.out_all]
     sweeps = {}
-    for out in outs:
-        for db in sorted(out.glob("sweep-*.db")):
-            sweeps[db.stem.removeprefix("sweep-")] = _sweep_rows(db)
+    work = Path(tempfile.mkdtemp(prefix="honest-table-"))
+    for n, out in enumerate(outs):
+        dbs = sorted(out.glob("sweep-*.db"))
+        shared = _one_database(dbs, work / f"all-{n}.db") if args.one_database and dbs else None
+        for i, db in enumerate(dbs):
+            sweeps[db.stem.removeprefix("sweep-")] = _sweep_rows(db, shared, 100_000 * i if shared else 0)
+    shutil.rmtree(work, ignore_errors=True)
     refs: dict[str, list[float]] = {}
     ref_errors: dict[str, list[str]] = {}
     for out in outs:
@@ -335,6 +367,9 @@ def main() -> int:
     p.add_argument("--only", action="append", help="configurations whose name contains this")
     p.add_argument("--small", action="store_true", help="CPU-sized models (a smoke run of this script)")
     p.add_argument("--write", help="table: also write it to this file")
+    p.add_argument("--one-database", action="store_true",
+                   help="table: each sweep's answer read from one database of every sweep in its folder, as a lab's "
+                        "would hold them: the device's spread between processes judged from all of them")
     p.add_argument("--home", help="sweep: the worker's home (default: a fresh one)")
     p.add_argument("--set", choices=tuple(SETS), default="seeds", help="seeds: the seed notes' configurations; "
                    "real: Hugging Face and timm models by name (issue 26)")
