@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Iterable, Iterator
 from db.database import get_engine
 from db.results import iter_records, write_csv, write_json
 from runner import cli_lab
+from runner.child import set_pdeathsig
 from runner.usage import UsageError
 
 
@@ -36,6 +38,11 @@ def add_parser(sub, add_db, row_id) -> None:
 def cmd_export(args) -> int:
     """Written as the records stream from the database (db.results.iter_records): memory stays bounded at any
     number of jobs. A file is written beside its name and renamed when complete, so it is never half an export."""
+    if args.yield_cpu:  # the dashboard's: its server holds it stopped (SIGSTOP) while pages are drawn; were the server
+        # to die meanwhile, nothing would continue it and it would keep its database snapshot open: it dies with it
+        parent = os.getppid()
+        if set_pdeathsig(signal.SIGKILL) and os.getppid() != parent:  # the server died before prctl took effect
+            return 1
     job_ids = _job_ids(args.jobs, args.row_id) if args.jobs else None
     sweeps = cli_lab.chosen_sweeps(get_engine(args.db), args)
     records = iter_records(get_engine(args.db), job_ids=job_ids, sweep_ids=sweeps, include_raw=args.raw)

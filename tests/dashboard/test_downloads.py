@@ -189,3 +189,47 @@ def test_every_request_but_a_downloads_own_holds_downloads_as_a_page_does(monkey
 
     assert asyncio.run(scenario()) == (True, False)  # QUIET_S after a request, then free
     assert seen == {downloads.PREFIX + "/token/csv": False, "/static/js/index.js": True}
+
+
+def test_a_stopped_export_dies_with_its_server(tmp_path):
+    """A download's export may be held stopped; should the server die meanwhile, the export must not stay stopped
+    for ever with its database snapshot open: the kernel kills it with its parent (PR_SET_PDEATHSIG)."""
+    import signal
+    import subprocess
+    import time
+
+    server = subprocess.Popen([sys.executable, "-c", (
+        "import subprocess, sys\n"
+        "export = subprocess.Popen([sys.executable, '-m', 'runner', 'export', '--format', 'csv', '--jobs', '-',"
+        " '--yield-cpu', '--db', sys.argv[1]], stdin=subprocess.PIPE)\n"
+        "print(export.pid, flush=True)\n"
+        "export.wait()\n"), f"sqlite:///{tmp_path / 'lab.db'}"], stdout=subprocess.PIPE, text=True)
+    export = int(server.stdout.readline())
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _reads_stdin(export):  # past its prctl: it reads the job ids next
+        time.sleep(0.05)
+    assert _reads_stdin(export)
+    os.kill(export, signal.SIGSTOP)
+    while time.monotonic() < deadline and _state(export) != "T":  # the signal is delivered, not at once
+        time.sleep(0.01)
+    assert _state(export) == "T"
+    server.kill()
+    server.wait()
+    while time.monotonic() < deadline and _state(export) not in (None, "Z"):
+        time.sleep(0.05)
+    assert _state(export) in (None, "Z"), f"the export outlived its server, state {_state(export)}"
+
+
+def _state(pid: int) -> str | None:
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None  # gone
+
+
+def _reads_stdin(pid: int) -> bool:
+    """Whether the process is in a read(2) of its standard input (/proc/PID/syscall: number 0, first argument 0)."""
+    try:
+        return open(f"/proc/{pid}/syscall").read().split()[:2] == ["0", "0x0"]
+    except OSError:
+        return False
