@@ -124,8 +124,10 @@ def cycles(browser, app, url: str, n: int, visits: int, say) -> None:
         fetcher.join()
         during += block
         sizes.append(got.get("bytes", 0))
+        if not block:
+            raise SystemExit(f"cycle {k + 1}: the download ended before any visit (with {got}): nothing was measured")
         say(f"cycle {k + 1}: alone {statistics.median(alone[-visits:]):.2f} s, during {statistics.median(block):.2f} s"
-            f" ({len(block)} visits; the download {'ended' if ended else 'was stopped'} at {got['bytes'] / 1e6:.0f} MB)")
+            f" ({len(block)} visits; the download {'ended' if ended else 'was stopped'} at {sizes[-1] / 1e6:.0f} MB)")
     context.close()
     mid, low, high = ratio_interval(alone, during)
     say(f"alone: {', '.join(f'{s:.2f}' for s in alone)} s")

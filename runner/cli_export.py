@@ -19,6 +19,8 @@ from runner import cli_lab
 from runner.child import set_pdeathsig
 from runner.usage import UsageError
 
+PARENT_ENV = "COMPILE_LAB_EXPORT_PARENT"  # set by the dashboard's downloads (dashboard/server/downloads.py)
+
 
 def add_parser(sub, add_db, row_id) -> None:
     e = sub.add_parser("export", help="every job as an export record")
@@ -38,10 +40,11 @@ def add_parser(sub, add_db, row_id) -> None:
 def cmd_export(args) -> int:
     """Written as the records stream from the database (db.results.iter_records): memory stays bounded at any
     number of jobs. A file is written beside its name and renamed when complete, so it is never half an export."""
-    if args.yield_cpu:  # the dashboard's: its server holds it stopped (SIGSTOP) while pages are drawn; were the server
-        # to die meanwhile, nothing would continue it and it would keep its database snapshot open: it dies with it
-        parent = os.getppid()
-        if set_pdeathsig(signal.SIGKILL) and os.getppid() != parent:  # the server died before prctl took effect
+    server = os.environ.get(PARENT_ENV, "")
+    if server.isdigit():  # the dashboard's: its server holds it stopped (SIGSTOP) while pages are drawn; were the
+        # server to die meanwhile, nothing would continue it and it would keep its database snapshot open: it dies
+        # with it (PR_SET_PDEATHSIG); a server already gone, before prctl took effect, ends it here
+        if set_pdeathsig(signal.SIGKILL) and os.getppid() != int(server):
             return 1
     job_ids = _job_ids(args.jobs, args.row_id) if args.jobs else None
     sweeps = cli_lab.chosen_sweeps(get_engine(args.db), args)

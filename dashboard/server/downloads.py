@@ -48,6 +48,7 @@ MAX_OFFERS = 64  # sessions whose link still works (the oldest used go first)
 MAX_RUNNING = 2
 CHUNK = 1 << 16
 NICE = 19  # where SCHED_IDLE is refused: the export yields the CPU to the server's pages
+PARENT_ENV = "COMPILE_LAB_EXPORT_PARENT"  # the server's pid: the export dies with it (runner/cli_export.py)
 QUIET_S = 1.0  # after a page's run its browser still draws what it was sent (beside the server, under `make run`)
 MAX_HOLD_S, RUN_S, POLL_S = 5.0, 0.5, 0.05
 
@@ -98,26 +99,26 @@ def pages_busy() -> bool:
         return _drawing > 0 or time.monotonic() - _drawn_at < QUIET_S
 
 
-async def _stopped_while_pages_drawn(proc) -> None:
+async def _stopped_while_pages_drawn(export: "_Export") -> None:
     """Until cancelled: the export stopped while pages are drawn (MAX_HOLD_S in a row at most, then RUN_S running),
-    running otherwise; running when this ends. Never a signal once it is reaped (its pid may be another's then)."""
-    stopped_at, running_since, pid = None, float("-inf"), proc.pid
+    running otherwise; running when this ends."""
+    stopped_at, running_since = None, float("-inf")
     try:
-        while proc.returncode is None:
+        while export.proc.returncode is None:
             now, busy = time.monotonic(), pages_busy()
             if stopped_at is None and busy and now - running_since >= RUN_S:
-                os.kill(pid, signal.SIGSTOP)
+                export.signal(signal.SIGSTOP)
                 stopped_at = now
             elif stopped_at is not None and (not busy or now - stopped_at >= MAX_HOLD_S):
-                os.kill(pid, signal.SIGCONT)
+                export.signal(signal.SIGCONT)
                 stopped_at, running_since = None, now
             await asyncio.sleep(POLL_S)
     except ProcessLookupError:  # it ended
         pass
     finally:
-        if stopped_at is not None and proc.returncode is None:
+        if stopped_at is not None:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGCONT)
+                export.signal(signal.SIGCONT)
 
 
 def offer(token: str, db_url: str, job_ids, names: dict) -> dict:
@@ -177,17 +178,35 @@ class _Export:
 
     def __init__(self):
         self.proc = None
+        self.pidfd = None  # the process itself, not its number: a reaped pid may be another process's soon
         self.errors = tempfile.TemporaryFile()  # a pipe left unread could fill and stall the export
 
     async def start(self, got: Offer, fmt: str) -> None:
-        self.proc = await asyncio.create_subprocess_exec(
+        self.watch(await asyncio.create_subprocess_exec(
             sys.executable, "-m", "runner", "export", "--format", fmt, "--jobs", "-", "--yield-cpu", cwd=PROJECT,
-            env={**os.environ, "DATABASE_URL": got.db_url}, stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, stderr=self.errors)
+            env={**os.environ, "DATABASE_URL": got.db_url, PARENT_ENV: str(os.getpid())},
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=self.errors))
         _yield_cpu(self.proc.pid)
         self.proc.stdin.write(" ".join(map(str, got.job_ids)).encode())
         await self.proc.stdin.drain()
         self.proc.stdin.close()
+
+    def watch(self, proc) -> None:
+        """This process is the export: signals go to it through a pidfd where Linux has them (5.3+), else by pid
+        while asyncio has not seen it end (asyncio may reap it a moment before it says so)."""
+        self.proc = proc
+        try:
+            self.pidfd = os.pidfd_open(proc.pid)
+        except (AttributeError, OSError):
+            self.pidfd = None
+
+    def signal(self, sig: int) -> None:
+        if self.pidfd is not None:
+            signal.pidfd_send_signal(self.pidfd, sig)
+        elif self.proc.returncode is None:
+            os.kill(self.proc.pid, sig)
+        else:
+            raise ProcessLookupError(self.proc.pid)
 
     def error(self) -> str:
         self.errors.seek(0)
@@ -204,6 +223,9 @@ class _Export:
                     pass
                 await self.proc.wait()  # killed: at once; its pipes are closed with it
         finally:
+            if self.pidfd is not None:
+                os.close(self.pidfd)
+                self.pidfd = None
             self.errors.close()
             _release()
 
@@ -239,14 +261,15 @@ class _Streamed(StreamingResponse):
         await proc.wait()
 
     async def __call__(self, scope, receive, send) -> None:
-        pauses = asyncio.ensure_future(_stopped_while_pages_drawn(self.export.proc))
+        pauses = asyncio.ensure_future(_stopped_while_pages_drawn(self.export))
         try:
             await super().__call__(scope, receive, send)
         finally:
             pauses.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await pauses
-            await self.export.end()
+            try:
+                await asyncio.gather(pauses, return_exceptions=True)  # whatever it met, the export is ended
+            finally:
+                await self.export.end()
 
 
 def _release() -> None:

@@ -20,12 +20,12 @@ SWEEPS, CONFIGS = 40, 10
 
 def draw_sweep(rng, truth, taus, scatters, processes, device="H100", odd=0.0, extra=False):
     """One sweep through the answer. `odd`: the share of processes that land 10-20% off (either way) on top of
-    their effect; `extra`: the queue's rule, one more process where the processes disagree (lab.noise)."""
+    their effect; `extra`: the queue's rule (lab.noise.plan_follow_ups), one more process where they disagree."""
     records = []
     for c, (mu, tau, sd) in enumerate(zip(truth, taus, scatters)):
         runs = []
-        while len(runs) < processes[c] + (extra and len(runs) == processes[c] and noise.disagreement(runs) is not None
-                                          and noise.disagreement(runs) > noise.DISAGREE):
+        while len(runs) < processes[c] or (extra and len(runs) == processes[c] and noise.plan_follow_ups(
+                False, None, 0, processes[c], runs, room=1)):  # the queue's own rule
             effect = rng.normal(0, tau) + (rng.random() < odd) * rng.choice((-1, 1)) * rng.uniform(0.10, 0.20)
             ratios = np.exp(mu + effect + sd * rng.standard_t(4, size=30) / math.sqrt(2))
             center, se = run_center(ratios)
