@@ -15,7 +15,7 @@ from typing import Iterable, Iterator
 
 from db.database import get_engine
 from db.results import iter_records, write_csv, write_json
-from runner import cli_lab
+from runner import cli_lab, disturbance
 from runner.child import set_pdeathsig
 from runner.usage import UsageError
 
@@ -77,19 +77,13 @@ def _job_ids(source: str, row_id) -> list[int]:
 
 
 def busy_s(cpus: set[int] | None = None) -> float | None:
-    """Seconds the CPUs `cpus` (None: all of the host's) have spent busy since boot, together (/proc/stat's per-CPU
-    lines); None off Linux."""
+    """Seconds the CPUs `cpus` (None: all of the host's) have spent busy since boot, together, steal and interrupts
+    included (runner.disturbance.cpu_ticks: /proc/stat's per-CPU lines); None off Linux."""
     try:
-        with open("/proc/stat") as f:
-            lines = [line.split() for line in f if line.startswith("cpu") and line[3:4].isdigit()]
+        _busy, _steal, parts = disturbance.cpu_ticks(cpus if cpus is not None else set(range(os.cpu_count() or 1)))
     except OSError:
         return None
-    ticks = 0
-    for fields in lines:
-        if cpus is None or int(fields[0][3:]) in cpus:
-            user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in (fields[1:] + ["0"] * 8)[:8])
-            ticks += user + nice + system + irq + softirq + steal
-    return ticks / os.sysconf("SC_CLK_TCK")
+    return sum(parts.values()) / os.sysconf("SC_CLK_TCK")
 
 
 MIN_WINDOW_S = 0.05  # /proc/stat counts in 10 ms ticks: a shorter look sees nothing

@@ -54,7 +54,7 @@ class Reading:
     swapped_in: int | None = None
 
 
-def _cpu_ticks(cpus: set[int]) -> tuple[int, int, dict]:
+def cpu_ticks(cpus: set[int]) -> tuple[int, int, dict]:
     """Busy ticks of the job's CPUs (user, nice, system: what processes ran; interrupts are the machine serving
     devices, the job's own GPU among them, and are kept apart), their steal ticks, and each part."""
     parts = dict.fromkeys(("user", "nice", "system", "irq", "softirq", "steal"), 0)
@@ -104,7 +104,7 @@ def _pressure() -> tuple[int | None, int | None]:
 def read_host(cpus: set[int], with_processes: bool = True) -> Reading:
     r = Reading(at=time.monotonic(), own=_own_seconds())
     try:
-        r.busy, r.steal, r.parts = _cpu_ticks(cpus)
+        r.busy, r.steal, r.parts = cpu_ticks(cpus)
         r.procs = _processes() if with_processes else {}
     except (OSError, ValueError):  # not Linux, or /proc unreadable: nothing measured
         pass
