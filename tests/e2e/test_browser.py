@@ -121,7 +121,12 @@ def test_submit_watch_and_read_results_in_a_browser(app, browser, tmp_path):
     page.wait_for_url(re.compile(r"chart=Speedup"))  # the chart is in the link
     speedup = page.locator('[data-testid="stPlotlyChart"]').filter(has_text="Speedup vs batch size")
     speedup.wait_for()
-    assert "1.0× (no gain)" in speedup.inner_text()
+    chart = speedup.inner_text()
+    if "every run disturbed" in chart:  # this test's own browser and server kept the 2 cores busy during the rounds
+        # (CI: 2 of 5 runs, chromium 0.4-0.6 of a core): measured, so the runs are greyed, not claimed as no gain
+        assert "(no gain)" not in chart
+    else:
+        assert "1.0× (no gain)" in chart
     assert metric(page, "Jobs shown") == "2"
     page.screenshot(path=str(tmp_path / "results.png"), full_page=True)
     page.get_by_role("tab", name="Table").click()  # only the open tab runs: the table arrives on the click
