@@ -12,7 +12,7 @@ from db import views
 from db.engine import reading
 from db.models import Job, Result
 from lab import answer, versions
-from lab.answer import READ, AnswerRow, Runs
+from lab.answer import READ, AnswerRow, Runs, Spreads
 from lab.checks import TRI
 
 
@@ -41,40 +41,42 @@ def _per_text(texts: list, decode) -> list:
 
 
 def report(engine: Engine, sweep_ids: Iterable[int] | None = None, job_ids: Iterable[int] | None = None,
-           priors: dict | None = None) -> list[AnswerRow]:
+           priors: Spreads | None = None) -> list[AnswerRow]:
     """The answer rows of these jobs (all, when neither is given): what `runner report` prints and Results shows.
-    The spread between processes that widens a configuration's interval is what its device showed across the whole
-    database, not only among the jobs asked for (device_priors; `priors`: those, read already)."""
+    The spread between processes that widens a configuration's interval is what its device, and the configuration's
+    own processes over every sweep of it, showed across the whole database, not only among the jobs asked for
+    (spreads; `priors`: those, read already)."""
     with views.gc_paused():  # the columns' million objects would make every collection meanwhile walk them all
         cols, args_keys = answer_columns(engine, job_ids=job_ids, sweep_ids=sweep_ids)
         runs = Runs(cols, args_keys)
         if priors is None:
             # the whole database in hand holds its priors too
             whole = job_ids is None and sweep_ids is None
-            priors = runs.device_priors() if whole else device_priors(engine, set(cols["device_name"]))
+            priors = runs.spreads() if whole else spreads(engine, set(cols["device_name"]))
         return answer.rows(runs, priors)
 
 
-def device_priors(engine: Engine, devices: Iterable[str | None] | None = None) -> dict:
-    """Per device (these, or every one), the spread between processes shown by every configuration that ran in two
-    or more undisturbed processes of one sweep (lab.interval.device_prior), read from the stored per-process numbers
-    alone."""
-    q = (select(Result.device_name, Job.sweep_id, Job.config, Result.round_speedup, Result.round_speedup_se)
+def spreads(engine: Engine, devices: Iterable[str | None] | None = None) -> Spreads:
+    """On these devices (or every one), the spread between processes (lab.answer.Spreads): per device, what every
+    configuration that ran in two or more undisturbed processes of one sweep showed (lab.interval.device_prior);
+    per configuration, its processes over every sweep. Read from the stored per-process numbers alone."""
+    q = (select(Result.device_name, Result.torch_version, Job.sweep_id, Job.config, Result.round_speedup,
+                Result.round_speedup_se)
          .join(Job, Job.id == Result.job_id)
          .where(Job.status == "succeeded", Result.device_name.is_not(None), Job.config.is_not(None),
                 Result.round_speedup > 0, func.coalesce(Result.disturbed, False).is_(False)))
     if devices is not None:
         devices = [d for d in set(devices) if d is not None]
         if not devices:
-            return {}
+            return Spreads()
         q = q.where(Result.device_name.in_(devices))
     with reading(engine) as s:
         rows = s.connection().execute(q).all()
     if not rows:
-        return {}
-    device, sweep, config, center, se = zip(*rows)
-    return answer.pooled_priors(list(device), answer.codes(device, sweep, config), np.array(center, dtype=float),
-                                np.nan_to_num(np.array(se, dtype=float)))
+        return Spreads()
+    device, torch, sweep, config, center, se = (list(c) for c in zip(*rows))
+    return answer.spreads(device, torch, sweep, config, np.array(center, dtype=float),
+                          np.nan_to_num(np.array(se, dtype=float)))
 
 
 def version_report(engine: Engine, sweep_ids: Iterable[int] | None = None,

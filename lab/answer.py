@@ -4,15 +4,17 @@ same columns (the finished jobs' fields, read column by column). The rows are co
 per configuration, not a loop per run): 100k jobs in ~0.2 s, where dicts per run took 1.4 s.
 
 A configuration's number comes from all of its processes (lab.interval): each process's paired speedup with its
-standard error, combined with the spread between processes its device has shown. Only a run that a measured cause
-disturbed is left out (lab.noise), and only while an undisturbed run of its configuration exists.
+standard error, combined with the spread between processes its device has shown, and judged by all of the
+configuration's processes on that device where the database holds more of them than the rows asked for (other
+sweeps). Only a run that a measured cause disturbed is left out (lab.noise), and only while an undisturbed run of
+its configuration exists.
 
 No pandas (the CLI stays light), no torch, no streamlit, no SQLAlchemy.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Iterable, Mapping
 
 import numpy as np
@@ -20,7 +22,7 @@ import numpy as np
 from lab import labels, noise, tabular
 from lab.axes import COMPILE_FIELDS, fold_note, folded_mode
 from lab.break_even import break_even_calls
-from lab.interval import Interval, Prior, combine, device_prior, pooled_prior
+from lab.interval import Interval, Prior, Spread, combine, config_spreads, device_prior, pooled_prior
 
 # what makes two jobs the same workload, and the same compiled configuration of it (the cache is left out:
 # it changes the first call, not the code that runs; the first call is reported cold and warm apart)
@@ -108,6 +110,25 @@ def codes(*columns) -> np.ndarray:
     return combined
 
 
+@dataclass(frozen=True)
+class Spreads:
+    """What a database showed of the spread between processes, beyond the rows in hand: per device, the spread its
+    repeated configurations showed (lab.interval.Prior); per (device, torch version, configuration key), that
+    configuration's processes over every sweep of it (lab.interval.Spread)."""
+
+    devices: dict = field(default_factory=dict)
+    configs: dict = field(default_factory=dict)
+
+
+def spreads(device: list, torch: list, sweep: list, config: list, center: np.ndarray, se: np.ndarray) -> Spreads:
+    """Spreads of these processes (undisturbed, succeeded): each one's device, torch version, sweep, configuration
+    key (jobs.config), paired speedup and its standard error (0 for none)."""
+    per_config = codes(device, torch, config)
+    where = dict(zip(per_config.tolist(), zip(device, torch, config)))
+    return Spreads(devices=pooled_priors(device, codes(device, sweep, config), center, se),
+                   configs={where[c]: spread for c, spread in config_spreads(per_config, center).items()})
+
+
 def pooled_priors(device: list, keys: np.ndarray, center: np.ndarray, se: np.ndarray) -> dict:
     """Per device, lab.interval.pooled_prior over these processes: each one's device, configuration (a code: one
     sweep's runs of one spec, jobs.config), paired speedup and its standard error (0 for none)."""
@@ -150,12 +171,12 @@ def rows_markdown(rows: Iterable[Mapping], headline: Mapping[str, str] = HEADLIN
     return "\n".join(lines) + "\n"
 
 
-def answer_rows(records: list[dict], priors: dict | None = None) -> list[AnswerRow]:
+def answer_rows(records: list[dict], priors: Spreads | None = None) -> list[AnswerRow]:
     """One row (COLUMNS) per model, batch size and configuration of these records, best speedup first within a
     model and batch size. A disturbed run is left out of every number while an undisturbed one of its configuration
     exists (lab.noise); a configuration whose runs all failed says so in its verdict instead of a number. `priors`:
-    per device, the spread between processes it showed beyond these records (db.reports.device_priors), where it
-    knows more."""
+    the spread between processes the database showed beyond these records (db.reports.spreads), where it knows
+    more."""
     names = set(READ) | {"job_id", "model_args"}
     return rows(Runs({n: [r.get(n) for r in records] for n in names}), priors)
 
@@ -184,18 +205,18 @@ class Runs:
         self.accuracy_false = np.array(_each(lambda a: a is False, cols["accuracy_ok"]), dtype=bool)
         self.job_id = np.array(cols["job_id"], dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
 
-    def device_priors(self) -> dict:
-        """device_priors over these runs (when they are the whole database)."""
+    def spreads(self) -> Spreads:
+        """spreads over these runs (when they are the whole database)."""
         cols = self.cols
         counted = (self.ok & ~self.disturbed & (np.nan_to_num(self.num["round_speedup"]) > 0)
                    & np.array(_each(lambda d, c: d is not None and c is not None, cols["device_name"],
                                     cols["config_key"]), dtype=bool))
         idx = np.flatnonzero(counted)
         if not len(idx):
-            return {}
-        keys = codes(cols["device_name"], cols["sweep_id"], cols["config_key"])[idx]
-        return pooled_priors([cols["device_name"][i] for i in idx.tolist()], keys, self.num["round_speedup"][idx],
-                             np.nan_to_num(self.num["round_speedup_se"][idx]))
+            return Spreads()
+        picked = idx.tolist()
+        return spreads(*([cols[c][i] for i in picked] for c in ("device_name", "torch_version", "sweep_id", "config_key")),
+                       self.num["round_speedup"][idx], np.nan_to_num(self.num["round_speedup_se"][idx]))
 
     def median(self, name: str, idx: np.ndarray) -> float | None:
         v = self.num[name][idx]
@@ -227,7 +248,7 @@ def _median(v: np.ndarray) -> float:
     return float(np.mean(np.partition(v, middle)[middle[0]:k + 1]))
 
 
-def rows(runs: Runs, priors: dict | None) -> list[AnswerRow]:
+def rows(runs: Runs, known: Spreads | None) -> list[AnswerRow]:
     """The answer rows of these runs, best speedup first within a model and batch size."""
     groups, folded = _configurations(runs)
     answering = {}  # per configuration, its succeeded runs that answer (lab.noise.answering)
@@ -237,15 +258,18 @@ def rows(runs: Runs, priors: dict | None) -> list[AnswerRow]:
     by_device: dict = {}
     for g, quiet in answering.items():
         by_device.setdefault(g[2][DEVICE_AT], []).append(runs.centers(quiet))
-    priors = {device: prior if (priors or {}).get(device) is None or prior.measured_df >= priors[device].measured_df
-              else priors[device] for device, prior in ((d, device_prior(cs)) for d, cs in by_device.items())}
+    known = known or Spreads()
+    given = known.devices
+    priors = {device: prior if given.get(device) is None or prior.measured_df >= given[device].measured_df
+              else given[device] for device, prior in ((d, device_prior(cs)) for d, cs in by_device.items())}
     eager_first: dict = {}  # the eager first call belongs to the workload, not the configuration: pooled over all runs
     for (model, bs, key), quiet in answering.items():
         eager_first.setdefault((model, bs, key[:len(BASE_KEYS)]), []).append(quiet)
     eager_first = {w: runs.median("eager_first_call_s", np.concatenate(parts)) for w, parts in eager_first.items()}
     names = _labels(groups)
     out = [_row(runs, model, bs, names[model, key], idx, answering[model, bs, key], priors[key[DEVICE_AT]],
-                 eager_first[model, bs, key[:len(BASE_KEYS)]], folded.get((model, bs, key), set()))
+                 _spread(runs, answering[model, bs, key], known.configs), eager_first[model, bs, key[:len(BASE_KEYS)]],
+                 folded.get((model, bs, key), set()))
             for (model, bs, key), idx in groups.items()]
     # a row the worker refused (its stored spec had no usable batch size) sorts last, never breaks the sort
     return sorted(out, key=lambda r: (r.model, r.batch_size is None, r.batch_size or 0, r.speedup is None,
@@ -285,7 +309,15 @@ def _configurations(runs: Runs) -> tuple[dict, dict]:
     return dict(sorted(groups.items(), key=lambda item: item[1][0])), folded
 
 
-def _row(runs: Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray, prior: Prior,
+def _spread(runs: Runs, quiet: np.ndarray, configs: dict) -> Spread | None:
+    """The configuration's processes over the whole database (Spreads.configs), found by its answering runs' keys."""
+    cols = runs.cols
+    found = [configs[k] for k in {(cols["device_name"][i], cols["torch_version"][i], cols["config_key"][i])
+                                  for i in quiet.tolist()} if k in configs]
+    return max(found, key=lambda s: s.processes, default=None)
+
+
+def _row(runs: Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray, prior: Prior, spread: Spread | None,
          eager_first_s: float | None, folded: set) -> AnswerRow:
     cols = runs.cols
     ok = idx[runs.ok[idx]]
@@ -296,7 +328,7 @@ def _row(runs: Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray,
     interval = None
     centers, errors = runs.centers(quiet)
     if centers:
-        interval = combine(centers, errors, prior)
+        interval = combine(centers, errors, prior, spread)
     first = kinds["cold"] if kinds["cold"] is not None else kinds["warm"]
     paid = (break_even_calls(eager_first_s, first, eager_ms, compiled_ms)
             if None not in (first, eager_first_s, eager_ms, compiled_ms) else None)

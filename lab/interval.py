@@ -9,9 +9,12 @@ median of its per-round ratios, m_p, sits around the configuration's true value 
     harness's timed() loop moved 5-13% between three fresh processes of one configuration;
   - its own sampling error s_p, from its rounds' scatter (20 rounds scattering 7% pin their median to about 2%).
 The answer is mean(m_p) over the k processes. Its variance is (tau^2 + mean s_p^2) / k. The k processes estimate
-the bracket with k-1 degrees of freedom; the device's other configurations add the process spread they showed,
-worth `prior_df` degrees of freedom (a configuration measured in one process still gets an honest width from it,
-and says so), and Student's t takes both. Scatter widens the interval; it never removes a run. The calibration
+the bracket with k-1 degrees of freedom, or, where the database holds more of this configuration's processes on this
+device (other sweeps of it: `Spread`), all K of them with K-1 (the bracket is the configuration's and the device's,
+not the sweep's: two processes that happen to agree must not narrow the interval of a configuration whose processes
+have moved 10% before); the device's other configurations add the process spread they showed, worth `prior_df`
+degrees of freedom (a configuration measured in one process still gets an honest width from it, and says so), and
+Student's t takes both. Scatter widens the interval; it never removes a run. The calibration
 test (tests/unit/test_interval_calibration.py) draws sweeps from known distributions and checks the coverage.
 
 Why not the two-level bootstrap used before: with 3 processes it can draw only 10 distinct sets of them, and its
@@ -123,6 +126,26 @@ def pooled_prior(codes: np.ndarray, centers: np.ndarray, errors: np.ndarray) -> 
 
 
 @dataclass(frozen=True)
+class Spread:
+    """One configuration's processes on one device over the whole database (every sweep of it): how many, and the
+    variance of their paired speedups on a log scale (ddof=1)."""
+
+    processes: int
+    var: float
+
+
+def config_spreads(codes: np.ndarray, centers: np.ndarray) -> dict[int, Spread]:
+    """Per code (a configuration on a device) with two or more processes, their Spread: summed per code by numpy."""
+    if not len(codes):
+        return {}
+    m = np.log(centers)
+    k = np.bincount(codes)
+    mean = np.bincount(codes, weights=m) / np.maximum(k, 1)
+    squares = np.bincount(codes, weights=(m - mean[codes]) ** 2)
+    return {int(c): Spread(int(k[c]), float(squares[c] / (k[c] - 1))) for c in np.flatnonzero(k >= 2)}
+
+
+@dataclass(frozen=True)
 class Interval:
     """A configuration's speedup over its processes, its 95% interval, and what sets the interval's width."""
 
@@ -135,6 +158,7 @@ class Interval:
     process_part: float  # the spread between processes (seen, or the device's prior), likewise
     prior_sd: float
     prior_measured: bool  # the prior came (partly) from this device's own repeated configurations
+    spread_processes: int = 0  # the processes its spread was judged from, where more than its own (other sweeps')
 
     @property
     def half_width(self) -> float:
@@ -147,26 +171,33 @@ class Interval:
 
     def why_wide(self, round_spread: float | None) -> str:
         """What widens it, in words: the rounds' scatter, the processes' disagreement, or one process only."""
-        if self.processes == 1:
+        if self.processes == 1 and not self.spread_processes:
             if self.prior_measured:
                 return f"one process only: widened by this device's spread between fresh processes ({self.prior_sd:.0%})"
             return (f"one process only: widened by the usual spread between fresh processes ({self.prior_sd:.0%}, "
                     "none measured on this device yet)")
         if self.rounds_part >= self.process_part and round_spread is not None:
             return f"the rounds scatter {round_spread:.0%}"
-        return f"its {self.processes} processes disagree by {self.process_part * math.sqrt(self.processes):.0%}"
+        apart = self.process_part * math.sqrt(self.processes)
+        if self.spread_processes:
+            return f"its {self.spread_processes} processes on this device, over every sweep of it, disagree by {apart:.0%}"
+        return f"its {self.processes} processes disagree by {apart:.0%}"
 
 
-def combine(centers: Sequence[float], errors: Sequence[float | None], prior: Prior) -> Interval:
-    """The answer of one configuration from its processes' paired speedups (`run_center`) and the device's prior."""
+def combine(centers: Sequence[float], errors: Sequence[float | None], prior: Prior,
+            spread: Spread | None = None) -> Interval:
+    """The answer of one configuration from its processes' paired speedups (`run_center`) and the device's prior;
+    `spread`: its processes on this device over the whole database, which judge the bracket where they are more."""
     m = np.log(np.asarray(centers, dtype=float))
     k = len(m)
     w = float(np.mean([(e or 0.0) ** 2 for e in errors]))
     prior_var = prior.tau2 + w
-    if k >= 2:
-        seen = float(np.var(m, ddof=1))
-        var = ((k - 1) * seen + prior.df * prior_var) / (k - 1 + prior.df)
-        df = k - 1 + prior.df
+    seen, judged = (float(np.var(m, ddof=1)) if k >= 2 else 0.0), k
+    if spread is not None and spread.processes > k:
+        seen, judged = spread.var, spread.processes
+    if judged >= 2:
+        var = ((judged - 1) * seen + prior.df * prior_var) / (judged - 1 + prior.df)
+        df = judged - 1 + prior.df
     else:
         var, df = prior_var, prior.df
     se = math.sqrt(var / k)
@@ -176,4 +207,4 @@ def combine(centers: Sequence[float], errors: Sequence[float | None], prior: Pri
     return Interval(speedup=math.exp(center), low=math.exp(center - half), high=math.exp(center + half),
                     processes=k, df=df, rounds_part=rounds_part,
                     process_part=math.sqrt(max(0.0, var - w) / k), prior_sd=prior.sd,
-                    prior_measured=prior.measured_df > 0)
+                    prior_measured=prior.measured_df > 0, spread_processes=judged if judged > k else 0)

@@ -77,11 +77,11 @@ def rows(key: tuple, model: str, _engine, _mine: pd.DataFrame) -> list[dict]:
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
-def priors(version: tuple | None, _engine) -> dict:
-    """Every device's spread between processes (db.reports.device_priors), once per version of the results: each
-    model's answer is widened by it, and reading it again for every model took half of a model switch at 100k
-    jobs."""
-    return reports.device_priors(_engine)
+def priors(version: tuple | None, _engine) -> reports.Spreads:
+    """Every device's and configuration's spread between processes (db.reports.spreads), once per version of the
+    results: each model's answer is widened by it, and reading it again for every model took half of a model switch
+    at 100k jobs."""
+    return reports.spreads(_engine)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

@@ -9,8 +9,9 @@ from db import queue, views
 from db.database import get_engine
 from db.engine import reading
 from db.models import Job, JobStatus
-from db.reports import report
+from db.reports import report, spreads
 from lab.checks import SpecError
+from lab.interval import combine
 from lab.spec import ModelInfo
 from lab.sweep import SweepRequest, follow_up_settings
 from tests.conftest import at_head
@@ -210,7 +211,7 @@ def test_a_disturbed_result_names_the_busy_workers_and_the_threads(db_url, tmp_p
 
 def test_a_configuration_in_one_process_takes_the_spread_its_device_showed_elsewhere_in_the_database(engine):
     """The answer for one sweep's lone process is widened by what the device's other sweeps' repeated
-    configurations showed (db.reports.device_priors), not only by the jobs asked for."""
+    configurations showed (db.reports.spreads), not only by the jobs asked for."""
     queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", process_repeats=3), CATALOG)
     for center in (2.0, 2.3, 1.75, 2.1):  # three processes that disagree by some 14%, and the one more they called for
         run_next(engine, {**QUIET, "round_speedup": center, "device_name": "box"})
@@ -220,6 +221,33 @@ def test_a_configuration_in_one_process_takes_the_spread_its_device_showed_elsew
     (alone,) = report(engine, job_ids=[lone])
     assert alone["speedup_ci_high"] / alone["speedup"] - 1 > 0.15  # the device's spread, not its rounds' 0.1%
     assert "this device's spread between fresh processes" in alone["verdict"]
+
+
+def test_a_sweep_whose_processes_agree_takes_the_spread_its_configuration_showed_in_other_sweeps(engine):
+    """Two processes that happen to agree do not make a configuration known to 0.5%: where the database holds more
+    of its processes on this device (an earlier sweep of it), all of them judge its spread. The answer's number is
+    still the sweep's own; the device's other configurations, quiet, do not narrow it."""
+    def sweep(centers: dict[int, list[float]]) -> int:
+        submitted, _, _ = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=sorted(centers),
+                                                            device="cpu"), CATALOG)
+        while claim := queue.claim_next(engine, "w", ["cpu"], ["simplenet"], 60):
+            center = centers[jobs(engine)[claim.job_id].spec["batch_size"]].pop(0)
+            assert queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, result={
+                **QUIET, "round_speedup": center, "round_speedup_se": 0.001, "device_name": "box"})
+        return submitted
+
+    # bs 8's processes 25% apart (and the one more they called for); the device's other configurations quiet
+    quiet = {16: [1.0, 1.01], 32: [1.2, 1.205], 64: [0.9, 0.902]}
+    sweep({8: [1.6, 2.0, 1.8], **{bs: list(c) for bs, c in quiet.items()}})
+    second = sweep({8: [2.0, 2.01], **{bs: list(c) for bs, c in quiet.items()}})
+    own = {r["batch_size"]: r for r in report(engine, sweep_ids=[second])}[8]
+    assert own["runs"] == 2 and own["speedup"] == pytest.approx((2.0 * 2.01) ** 0.5)
+    assert "its 5 processes on this device, over every sweep of it, disagree by" in own["verdict"]
+    # the same two processes judged by themselves and the device's prior alone: far tighter
+    alone = combine([2.0, 2.01], [0.001, 0.001], spreads(engine).devices["box"])
+    assert own["speedup_ci_high"] / own["speedup"] - 1 > 1.4 * (alone.high / alone.speedup - 1)
+    whole = {r["batch_size"]: r for r in report(engine)}[8]  # every sweep answered together: all five processes
+    assert whole["runs"] == 5 and "over every sweep" not in whole["verdict"]
 
 
 def test_a_finished_run_finds_its_configurations_runs_through_the_sweep_config_index(tmp_path):
