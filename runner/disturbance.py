@@ -112,6 +112,11 @@ def read_host(cpus: set[int], with_processes: bool = True) -> Reading:
     return r
 
 
+def process_tree(root: int) -> set[int]:
+    """Every process descended from `root` now (children, theirs, ...), not `root` itself."""
+    return _descendants(_processes(), root)
+
+
 def _descendants(procs: dict, root: int) -> set[int]:
     kids: dict[int, list[int]] = {}
     for pid, (_, _, parent) in procs.items():
@@ -226,7 +231,7 @@ class Gpu:
             samples = n.nvmlDeviceGetProcessUtilization(self.handle, self.since_us)
         except n.NVMLError:  # not supported here, or no samples yet
             return []
-        mine = {me} | _descendants(_processes(), me)
+        mine = {me} | process_tree(me)
         used: dict[int, int] = {}
         for s in samples:
             if s.pid not in mine and s.smUtil and s.timeStamp >= self.since_us:

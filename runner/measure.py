@@ -25,8 +25,8 @@ from lab.errors import first_line
 from lab.record import ResultRecord
 from lab.spec import ExperimentSpec
 from lab.timeline import Phases
+from runner import compile_workers, megacache, recompiles, tlparse_report, traffic
 from runner import cudagraphs as cudagraphs_health
-from runner import megacache, recompiles, tlparse_report, traffic
 from runner.accuracy import compare, on_device, reference, skip_reason
 from runner.build import Setup, build, inputs_for, seed, timed_once, warm_libraries
 from runner.disturbance import Watch as Disturbances
@@ -236,6 +236,8 @@ def steady_state(job: Setup, report: Report, diagnose: bool = True) -> SteadySta
     around and between the rounds (runner.disturbance), never while a call is timed."""
     timer, inputs, spec = job.timer, job.inputs, job.spec
     report("warming up", None)
+    with job.phases.phase("compile workers"):  # not beside the rounds: a steady-state program's pool is idle
+        pool = compile_workers.stop()
     with job.phases.phase("warm-up"):
         est_compiled = warmup(timer, lambda: job.compiled_step(inputs))
         est_eager = warmup(timer, lambda: job.eager_step(inputs))
@@ -261,6 +263,7 @@ def steady_state(job: Setup, report: Report, diagnose: bool = True) -> SteadySta
             dropped = samples.pop("dropped") + samples_diag.pop("dropped")
             samples = {**samples, **samples_diag, "dropped": dropped}
         causes, measured = outside.stop()
+    measured["compile_workers"] = pool
     return SteadyState(samples=samples, metrics=metrics()[n_before:], causes=causes, disturbance=measured,
                        gpu_state={"before_rounds": gpu_before, "after_rounds": gpu_state(spec.device)},
                        host_state={"before_rounds": host_before, "after_rounds": host_state()},
