@@ -2,6 +2,8 @@
 embedded worker it starts, a small CPU sweep submitted through the form, the queue updating itself
 until the jobs finish, the speedup plot and table on Results, a link that reopens a filtered view,
 and the worker stopping with the app. Debian chromium through Playwright (never `playwright install`)."""
+import csv
+import io
 import os
 import re
 import signal
@@ -122,11 +124,7 @@ def test_submit_watch_and_read_results_in_a_browser(app, browser, tmp_path):
     speedup = page.locator('[data-testid="stPlotlyChart"]').filter(has_text="Speedup vs batch size")
     speedup.wait_for()
     chart = speedup.inner_text()
-    if "every run disturbed" in chart:  # this test's own browser and server kept the 2 cores busy during the rounds
-        # (CI: 2 of 5 runs, chromium 0.4-0.6 of a core): measured, so the runs are greyed, not claimed as no gain
-        assert "(no gain)" not in chart
-    else:
-        assert "1.0× (no gain)" in chart
+    assert "1.0× (no gain)" in chart  # drawn, with its 1.0x line
     assert metric(page, "Jobs shown") == "2"
     page.screenshot(path=str(tmp_path / "results.png"), full_page=True)
     page.get_by_role("tab", name="Table").click()  # only the open tab runs: the table arrives on the click
@@ -141,6 +139,10 @@ def test_submit_watch_and_read_results_in_a_browser(app, browser, tmp_path):
     assert got.ok and got.headers["content-disposition"].startswith("attachment")
     lines = got.text().splitlines()
     assert lines[0].startswith("job_id,sweep_id,sweep,status,error") and len(lines) == 3
+    # this test's own browser and server can keep the 2 cores busy during a job's rounds (CI: 3 of 6 runs, chromium
+    # 0.4-0.6 of a core): measured and named, so that configuration's point is greyed and marked, the other's drawn
+    disturbed = [row["disturbed"] == "True" for row in csv.DictReader(io.StringIO(got.text()))]
+    assert ("every run disturbed" in chart) == any(disturbed), (disturbed, chart)
 
     # a copied link opens the same filtered view
     page.goto(f"{app['url']}/results?dynamic=true")
