@@ -56,6 +56,9 @@ def main(argv: list[str]) -> int:
     for a in arms:
         mine = [r for r in rows if r["arm"] == a]
         busy = [r["helpers"] for r in mine if r["helpers"] is not None]
+        if not busy:
+            print(f"{a}: {len(mine)} processes; none recorded its own helpers during the rounds")
+            continue
         print(f"{a}: {len(mine)} processes; own helpers' CPU during the rounds, median {statistics.median(busy):.2f} "
               f"of a core (max {max(busy):.2f}); processes with a helper busy > 0.5 core: "
               f"{sum(b > 0.5 for b in busy)}/{len(busy)}")

@@ -13,6 +13,8 @@ No pandas (the CLI stays light), no torch, no streamlit, no SQLAlchemy.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Iterable, Mapping
@@ -118,6 +120,14 @@ class Spreads:
 
     devices: dict = field(default_factory=dict)
     configs: dict = field(default_factory=dict)
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """Names what these spreads hold: a kept answer computed under other spreads is not this one's."""
+        h = hashlib.sha256()
+        for part in (self.devices, self.configs):
+            h.update(repr(sorted(part.items(), key=repr)).encode())
+        return h.hexdigest()[:16]
 
 
 def spreads(device: list, torch: list, sweep: list, config: list, center: np.ndarray, se: np.ndarray) -> Spreads:

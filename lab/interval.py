@@ -10,9 +10,10 @@ median of its per-round ratios, m_p, sits around the configuration's true value 
   - its own sampling error s_p, from its rounds' scatter (20 rounds scattering 7% pin their median to about 2%).
 The answer is mean(m_p) over the k processes. Its variance is (tau^2 + mean s_p^2) / k. The k processes estimate
 the bracket with k-1 degrees of freedom, or, where the database holds more of this configuration's processes on this
-device (other sweeps of it: `Spread`), all K of them with K-1 (the bracket is the configuration's and the device's,
-not the sweep's: two processes that happen to agree must not narrow the interval of a configuration whose processes
-have moved 10% before); the device's other configurations add the process spread they showed, worth `prior_df`
+device (other sweeps of it: `Spread`), all K of them with K-1, never below its own processes' spread (the bracket is
+the configuration's and the device's, not the sweep's: two processes that happen to agree must not narrow the
+interval of a configuration whose processes have moved 10% before, nor may quiet earlier sweeps narrow a sweep whose
+own processes disagree); the device's other configurations add the process spread they showed, worth `prior_df`
 degrees of freedom (a configuration measured in one process still gets an honest width from it, and says so), and
 Student's t takes both. Scatter widens the interval; it never removes a run. The calibration
 test (tests/unit/test_interval_calibration.py) draws sweeps from known distributions and checks the coverage.
@@ -194,7 +195,9 @@ def combine(centers: Sequence[float], errors: Sequence[float | None], prior: Pri
     prior_var = prior.tau2 + w
     seen, judged = (float(np.var(m, ddof=1)) if k >= 2 else 0.0), k
     if spread is not None and spread.processes > k:
-        seen, judged = spread.var, spread.processes
+        # never narrower than its own processes say: a sweep whose processes disagree more than the configuration's
+        # others did (another host of the same GPU, another day) keeps its own spread
+        seen, judged = max(seen, spread.var), spread.processes
     if judged >= 2:
         var = ((judged - 1) * seen + prior.df * prior_var) / (judged - 1 + prior.df)
         df = judged - 1 + prior.df

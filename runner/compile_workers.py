@@ -1,13 +1,20 @@
 """Inductor's compile workers, stopped before a job's rounds. On a GPU, inductor starts a pool of compile
-subprocesses at the first compile (torch._inductor.async_compile: a sidecar and a worker per compile thread), and
-keeps it up to a minute after. A job whose rounds begin seconds after its compile (a small model, or a repeat that
-finds its compile cache) ran them beside that pool still starting: on the H100 runs its own helpers burned a full
-core through the rounds in 19 of 23 such processes (runner.disturbance's own_helpers), while a program in its steady
-state has an idle pool. So the pool is ended before the rounds: its processes killed (a graceful shutdown waits for
-workers still importing torch, ~2 s), then torch's own shutdown forgets it. A recompile during the rounds starts a
-new pool, as it would in the user's program."""
+subprocesses at the first compile (torch._inductor.async_compile: a sidecar, a fresh interpreter that imports torch,
+then a worker per compile thread) and keeps it up to a minute after. A job whose rounds begin seconds after its
+compile (a small model, or a repeat that finds its compile cache) ran them beside that pool still starting: on the
+H100 runs a process of the job's own burned a full core through the rounds in 38 of 46 processes
+(runner.disturbance's own_helpers), while a program in its steady state has an idle pool.
+
+So the pool is ended before the rounds, fast: torch's graceful shutdown waits for a sidecar still importing torch
+(seconds). Each pool is marked not running first, under its own lock (torch's flag: its read thread and health
+monitor then take the sidecar's end as expected, and log nothing), the sidecar is stopped (SIGSTOP: it forks no more
+and reaps none, so no pid of its tree is freed and reused while we kill), its tree killed from the leaves, the
+sidecar killed and reaped; torch's shutdown then forgets the pool. torch 2.11-2.14 keep these attributes on their
+SubprocPool; a pool without them gets torch's graceful shutdown. A recompile during the rounds starts a new pool, as
+it would in the user's program."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -21,21 +28,68 @@ def stop() -> dict:
     began = time.monotonic()
     module = sys.modules.get("torch._inductor.async_compile")  # never imported: no pool was started
     shutdown = getattr(module, "shutdown_compile_workers", None)
+    out: dict = {"processes": 0, "stop_s": 0.0, "error": None}
     if shutdown is None:
-        return {"processes": 0, "stop_s": 0.0}
-    pids: set[int] = set()
-    for pool in list(getattr(module, "_pool_set", ())):  # torch's private set: a version without it shuts down slowly
-        process = getattr(pool, "process", None)
-        if process is not None and process.poll() is None:
-            pids |= {process.pid} | process_tree(process.pid)
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    error = None
+        return out
     try:
-        shutdown()  # its message to a killed sidecar fails, and torch ignores that; it reaps the sidecar
+        for pool in list(getattr(module, "_pool_set", ())):
+            out["processes"] += _kill(pool)
+        shutdown()  # pools marked not running return at once; it clears torch's pool set and caches
     except Exception as exc:  # noqa: BLE001 - a pool that would not stop is recorded, not a failed job
-        error = f"{type(exc).__name__}: {exc}"[:200]
-    return {"processes": len(pids), "stop_s": round(time.monotonic() - began, 3), "error": error}
+        out["error"] = f"{type(exc).__name__}: {exc}"[:200]
+    out["stop_s"] = round(time.monotonic() - began, 3)
+    return out
+
+
+def _kill(pool) -> int:
+    """Kill one SubprocPool's sidecar and its tree; the number of processes killed (0: left to torch)."""
+    process, lock = getattr(pool, "process", None), getattr(pool, "write_lock", None)
+    if process is None or lock is None or not hasattr(pool, "running") or process.poll() is not None:
+        return 0
+    with lock:
+        if not pool.running:
+            return 0
+        pool.running = False
+        timer = getattr(pool, "timer", None)  # its quiesce timer would write to the closed pipe
+        if timer is not None:
+            timer.quit()
+        os.kill(process.pid, signal.SIGSTOP)
+        tree = _stopped_tree(process.pid)
+        for pid in tree:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        process.kill()
+        process.wait(10)
+        with contextlib.suppress(OSError):
+            pool.write_pipe.close()
+    _gone(tree)
+    return 1 + len(tree)
+
+
+def _gone(pids: set[int], limit_s: float = 2.0) -> None:
+    """Wait (at most limit_s) until each killed process is dead: gone, or a zombie left to whoever reaps it now."""
+    deadline = time.monotonic() + limit_s
+    while pids and time.monotonic() < deadline:
+        pids = {pid for pid in pids if _running(pid)}
+        if pids:
+            time.sleep(0.005)
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
+def _stopped_tree(root: int) -> set[int]:
+    """The stopped root's descendants, each stopped (SIGSTOP) as it is found, read again until none is new: a stopped
+    process forks none, and reaps none, so every pid here stays its process's until it is killed."""
+    seen: set[int] = set()
+    while new := process_tree(root) - seen:
+        for pid in new:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+        seen |= new
+    return seen

@@ -131,13 +131,14 @@ class ResultStore:
         out.index = df.index
         return add_cache_state(out) if "cache_hits" in fields else out
 
-    def answer(self, jobs: pd.DataFrame, compute):
+    def answer(self, jobs: pd.DataFrame, compute, also: str = ""):
         """`compute()`, the answer for these finished jobs (`job_id`, `finished_at`), kept on disk beside the
-        snapshot (snapshot.answers_path) under a digest of the jobs and of the code: a restarted server reads it
+        snapshot (snapshot.answers_path) under a digest of the jobs, of the code and of `also` (what else the answer
+        reads: the database's spreads between processes, lab.answer.Spreads.digest): a restarted server reads it
         instead of computing it again. Without a snapshot path it is computed every time it is asked."""
         if self.snapshot_path is None:
             return compute()
-        digest = snapshot.jobs_digest(jobs)
+        digest = snapshot.jobs_digest(jobs) + also
         with self._answers_lock:
             if self._answers is None:
                 self._answers = snapshot.load_answers(snapshot.answers_path(self.snapshot_path))

@@ -72,8 +72,9 @@ def rows(key: tuple, model: str, _engine, _mine: pd.DataFrame) -> list[dict]:
     results store (dashboard.data.store.ResultStore.answer)."""
     jobs = _mine[["job_id", "finished_at"]]
     store = resources.store()
-    return store.answer(jobs, lambda: reports.report(_engine, job_ids=jobs["job_id"].tolist(),
-                                                    priors=priors(store.version, _engine)))
+    known = priors(store.version, _engine)  # another sweep of a configuration in view changes its interval
+    return store.answer(jobs, lambda: reports.report(_engine, job_ids=jobs["job_id"].tolist(), priors=known),
+                        also=known.digest)
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)

@@ -25,7 +25,8 @@ def assert_timeline_covers_the_job(db_url: str, job_id: int, tl: list[dict], *al
     """Ordered, contiguous, every protocol step named, and the whole span from the claim to the stored result."""
     names = [e["phase"] for e in tl]
     steps = ["claim", "child start", "model build", "eager first call", "accuracy", "memory", "compiled first call",
-             "warm-up", "rounds", "profiler", "FLOP count", *also, "result write", "store"]  # by first appearance
+             "compile workers", "warm-up", "rounds", "profiler", "FLOP count", *also, "result write",
+             "store"]  # by first appearance
     assert set(steps) <= set(names), names
     assert sorted(steps, key=names.index) == steps, names
     assert names[0] == "claim" and names[-1] == "store"

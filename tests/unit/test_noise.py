@@ -279,3 +279,21 @@ def test_host_state_says_which_cpu_and_numa_node_the_timing_thread_ran_on():
         assert host_state()["cpu"] == max(allowed)
     finally:
         os.sched_setaffinity(0, allowed)
+
+
+def test_quiet_earlier_sweeps_never_narrow_a_sweep_whose_own_processes_disagree():
+    """The configuration's other processes widen a sweep's interval, never narrow it below what its own processes
+    show: eight quiet processes elsewhere (another host of the same GPU, say) must not turn two that disagree by 25%
+    into "faster"."""
+    import numpy as np
+
+    from lab.interval import Prior, Spread, combine, config_spreads
+
+    prior = Prior(tau2=0.02 ** 2, df=4, measured_df=8)
+    own = combine([1.0, 1.25], [0.001, 0.001], prior)
+    earlier = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.01]
+    (spread,) = config_spreads(np.zeros(10, dtype=np.intp), np.array(earlier + [1.0, 1.25])).values()
+    assert spread == Spread(10, spread.var) and spread.var < np.var(np.log([1.0, 1.25]), ddof=1)
+    judged = combine([1.0, 1.25], [0.001, 0.001], prior, spread)
+    assert judged.high / judged.low >= own.high / own.low * 0.9  # more degrees of freedom, not a narrower spread
+    assert judged.low <= 1.0 <= judged.high  # still not separable from eager

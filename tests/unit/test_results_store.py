@@ -178,6 +178,10 @@ def test_a_restarted_store_reads_the_answers_it_kept_and_computes_only_new_ones(
     jobs = restarted.frame()[["job_id", "finished_at"]]  # a frame holding its times in another unit: the same jobs
     assert snapshot.jobs_digest(jobs) == snapshot.jobs_digest(jobs.astype({"finished_at": "datetime64[ns]"}))
     assert [r["compiled_ms"] for r in again if r["batch_size"] == 2] == [0.5]
+    # the same jobs under other spreads between processes (another sweep of their configurations landed): recomputed
+    before = restarted.answers_computed
+    assert restarted.answer(jobs, lambda: "under other spreads", also="other") == "under other spreads"
+    assert restarted.answers_computed == before + 1
     persist(restarted)
 
     os.chmod(kept, 0o666)  # writable by others: not read
