@@ -31,12 +31,11 @@ def stop() -> dict:
     out: dict = {"processes": 0, "stop_s": 0.0, "error": None}
     if shutdown is None:
         return out
-    try:
-        for pool in list(getattr(module, "_pool_set", ())):
-            out["processes"] += _kill(pool)
-        shutdown()  # pools marked not running return at once; it clears torch's pool set and caches
-    except Exception as exc:  # noqa: BLE001 - a pool that would not stop is recorded, not a failed job
-        out["error"] = f"{type(exc).__name__}: {exc}"[:200]
+    for step in [lambda pool=pool: _kill(pool) for pool in list(getattr(module, "_pool_set", ()))] + [shutdown]:
+        try:  # torch's shutdown whatever a kill met: a pool left in its caches would serve the next compile, dead
+            out["processes"] += step() or 0  # shutdown: pools marked not running return at once; caches cleared
+        except Exception as exc:  # noqa: BLE001 - a pool that would not stop is recorded, not a failed job
+            out["error"] = out["error"] or f"{type(exc).__name__}: {exc}"[:200]
     out["stop_s"] = round(time.monotonic() - began, 3)
     return out
 
@@ -50,9 +49,9 @@ def _kill(pool) -> int:
         if not pool.running:
             return 0
         pool.running = False
-        timer = getattr(pool, "timer", None)  # its quiesce timer would write to the closed pipe
-        if timer is not None:
-            timer.quit()
+        quit_timer = getattr(getattr(pool, "timer", None), "quit", None)  # its quiesce timer would write to the pipe
+        if quit_timer is not None:
+            quit_timer()
         os.kill(process.pid, signal.SIGSTOP)
         tree = _stopped_tree(process.pid)
         for pid in tree:
@@ -60,7 +59,7 @@ def _kill(pool) -> int:
                 os.kill(pid, signal.SIGKILL)
         process.kill()
         process.wait(10)
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, AttributeError):
             pool.write_pipe.close()
     _gone(tree)
     return 1 + len(tree)

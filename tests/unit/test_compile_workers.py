@@ -46,3 +46,22 @@ def test_the_compile_worker_pool_is_ended_before_the_rounds_and_compiling_goes_o
     fn = torch.compile(lambda x: x * 2 + 1)  # exact in float: sin(x) + 1 near 0 differs by an ulp between kernels
     x = torch.randn(8)
     assert torch.equal(fn(x), x * 2 + 1)
+
+
+def test_torchs_shutdown_runs_whatever_a_kill_met(monkeypatch):
+    """A pool of another torch's shape (no lock, or one whose kill fails) is left to torch's shutdown, which always
+    runs: a pool left in torch's caches would serve the next compile, dead. What failed is recorded."""
+    import types
+
+    calls = []
+
+    class Odd:  # a pool whose sidecar cannot be read: its kill raises
+        @property
+        def process(self):
+            raise RuntimeError("no sidecar here")
+
+    fake = types.SimpleNamespace(_pool_set=[Odd(), object()], shutdown_compile_workers=lambda: calls.append("shutdown"))
+    monkeypatch.setitem(__import__("sys").modules, "torch._inductor.async_compile", fake)
+    stopped = compile_workers.stop()
+    assert calls == ["shutdown"] and stopped["processes"] == 0
+    assert stopped["error"] == "RuntimeError: no sidecar here"
