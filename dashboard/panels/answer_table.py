@@ -17,7 +17,8 @@ from lab import answer, labels
 
 NOTE = ("speedup: for each process of a configuration, the median of its per-round eager / compiled latency "
         "ratios; the configuration's number averages its processes (on a log scale), and its 95% interval holds the "
-        "spread between fresh processes: what its own processes showed, with the spread this device's other "
+        "spread between fresh processes: what its own processes showed (and, where other sweeps ran it on this "
+        "device, what all of its processes showed, never less than its own), with the spread this device's other "
         "configurations showed (a configuration measured in one process says so). Scatter widens the interval; "
         "only a run disturbed by a measured cause (another process on its cores or GPU, throttled clocks, memory "
         "pressure) is left out, and re-run (noisy_runs counts them). runs: the processes that answer (each "
