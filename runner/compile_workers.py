@@ -7,20 +7,18 @@ H100 runs a process of the job's own burned a full core through the rounds in 38
 
 So the pool is ended before the rounds, fast: torch's graceful shutdown waits for a sidecar still importing torch
 (seconds). Each pool is marked not running first, under its own lock (torch's flag: its read thread and health
-monitor then take the sidecar's end as expected, and log nothing), the sidecar is stopped (SIGSTOP: it forks no more
-and reaps none, so no pid of its tree is freed and reused while we kill), its tree killed from the leaves, the
-sidecar killed and reaped; torch's shutdown then forgets the pool. torch 2.11-2.14 keep these attributes on their
-SubprocPool; a pool without them gets torch's graceful shutdown. A recompile during the rounds starts a new pool, as
-it would in the user's program."""
+monitor then take the sidecar's end as expected, and log nothing), its tree killed as the child kills a job's
+(runner.reaper.kill_tree: the sidecar stopped first, so it forks no more and reaps none, and no pid of its tree is
+freed and reused while we kill), the sidecar killed and reaped; torch's shutdown then forgets the pool. torch
+2.11-2.14 keep these attributes on their SubprocPool; a pool without them gets torch's graceful shutdown. A
+recompile during the rounds starts a new pool, as it would in the user's program."""
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import sys
 import time
 
-from runner.disturbance import process_tree
+from runner.reaper import kill_tree
 
 
 def stop() -> dict:
@@ -41,7 +39,8 @@ def stop() -> dict:
 
 
 def _kill(pool) -> int:
-    """Kill one SubprocPool's sidecar and its tree; the number of processes killed (0: left to torch)."""
+    """Kill one SubprocPool's sidecar and its tree (runner.reaper.kill_tree: the sidecar stopped first, its
+    descendants killed until none is left alive); the number of processes killed (0: left to torch)."""
     process, lock = getattr(pool, "process", None), getattr(pool, "write_lock", None)
     if process is None or lock is None or not hasattr(pool, "running") or process.poll() is not None:
         return 0
@@ -52,43 +51,9 @@ def _kill(pool) -> int:
         quit_timer = getattr(getattr(pool, "timer", None), "quit", None)  # its quiesce timer would write to the pipe
         if quit_timer is not None:
             quit_timer()
-        os.kill(process.pid, signal.SIGSTOP)
-        tree = _stopped_tree(process.pid)
-        for pid in tree:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        killed = kill_tree(process.pid)
         process.kill()
         process.wait(10)
         with contextlib.suppress(OSError, AttributeError):
             pool.write_pipe.close()
-    _gone(tree)
-    return 1 + len(tree)
-
-
-def _gone(pids: set[int], limit_s: float = 2.0) -> None:
-    """Wait (at most limit_s) until each killed process is dead: gone, or a zombie left to whoever reaps it now."""
-    deadline = time.monotonic() + limit_s
-    while pids and time.monotonic() < deadline:
-        pids = {pid for pid in pids if _running(pid)}
-        if pids:
-            time.sleep(0.005)
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-
-
-def _stopped_tree(root: int) -> set[int]:
-    """The stopped root's descendants, each stopped (SIGSTOP) as it is found, read again until none is new: a stopped
-    process forks none, and reaps none, so every pid here stays its process's until it is killed."""
-    seen: set[int] = set()
-    while new := process_tree(root) - seen:
-        for pid in new:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGSTOP)
-        seen |= new
-    return seen
+    return 1 + killed

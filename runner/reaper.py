@@ -71,7 +71,7 @@ def kill_tree(root: int, spare: int | None = None, rounds: int = 50) -> int:
         os.kill(root, signal.SIGSTOP)
     except (ProcessLookupError, PermissionError):
         return 0
-    killed = 0
+    killed: set[int] = set()
     for _ in range(rounds):
         live = [p for p in descendants(root) if p != spare]
         if not live:
@@ -79,7 +79,7 @@ def kill_tree(root: int, spare: int | None = None, rounds: int = 50) -> int:
         for pid in live:
             try:
                 os.kill(pid, signal.SIGKILL)
-                killed += 1
+                killed.add(pid)
             except (ProcessLookupError, PermissionError):
                 pass
-    return killed
+    return len(killed)

@@ -10,14 +10,7 @@ import torch
 
 from runner import compile_workers
 from runner.disturbance import process_tree
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
+from tests.conftest import pid_alive
 
 
 @pytest.mark.subprocess  # starts torch's compile-worker sidecar and its workers (fresh interpreters)
@@ -39,7 +32,7 @@ def test_the_compile_worker_pool_is_ended_before_the_rounds_and_compiling_goes_o
     with caplog.at_level(logging.WARNING, logger="torch._inductor"):
         stopped = compile_workers.stop()
     assert stopped["processes"] == len(pool) and stopped["error"] is None, (stopped, pool)
-    assert not [pid for pid in pool if alive(pid)]  # every one gone, wherever it was reparented
+    assert not [pid for pid in pool if pid_alive(pid)]  # every one gone, wherever it was reparented
     assert stopped["stop_s"] < 1.0  # not torch's graceful wait for a sidecar still importing torch
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text  # no "sidecar died"
     assert compile_workers.stop()["processes"] == 0  # nothing left to stop
