@@ -8,6 +8,12 @@ worker, no database, no analysis passes: the zoo's model and the same step the r
 
 Prints one JSON line: the medians, the speedup, the repeats and the seconds they took. bench/honest_answers.py runs
 three of these per configuration, each a fresh interpreter.
+
+Inductor's compile-worker pool is shut down after the first calls (torch's own shutdown_compile_workers; --pool keep
+leaves it): on a GPU the pool starts at the first compile and its sidecar burns about a core for up to a minute
+while its workers import torch, so a timed loop begun seconds after the compile runs beside it, which a program in
+its steady state does not (the worker's child stops it too: runner/compile_workers.py). A recompile during the
+loop starts a new pool, as in the user's program.
 """
 from __future__ import annotations
 
@@ -49,6 +55,8 @@ def main() -> int:
     p.add_argument("--arg", action="append", default=[], help="NAME=VALUE: a model size parameter")
     p.add_argument("--warmup-s", type=float, default=WARMUP_S,
                    help="seconds of warm calls after the first (compiling) call of each; 0: the first calls only")
+    p.add_argument("--pool", default="stop", choices=("stop", "keep"),
+                   help="stop: shut inductor's compile workers down after the first calls (the steady state)")
     p.add_argument("--instrument", action="store_true",
                    help="attach what a worker's child listens to the compile with (to tell its cost apart)")
     args = p.parse_args()
@@ -77,6 +85,13 @@ def main() -> int:
              "compiled": make_step(compiled, base.parameters(), training, graphs, device_type=device)}
     for step in steps.values():  # the first calls: the compile
         timed(step, inputs, device)
+    pool_s = None
+    if args.pool == "stop":
+        from torch._inductor.async_compile import shutdown_compile_workers
+
+        began = time.perf_counter()
+        shutdown_compile_workers()
+        pool_s = time.perf_counter() - began
     started = time.perf_counter()
     while time.perf_counter() - started < args.warmup_s:  # then warm both up, as the harness's warmup iterations do
         for step in steps.values():
@@ -89,7 +104,7 @@ def main() -> int:
     eager_ms, compiled_ms = (float(torch.tensor(times[n]).median()) for n in ("eager", "compiled"))
     print(json.dumps({"eager_ms": eager_ms, "compiled_ms": compiled_ms, "speedup": eager_ms / compiled_ms,
                       "repeats": len(times["eager"]), "seconds": time.perf_counter() - started,
-                      "torch": torch.__version__}))
+                      "pool_stop_s": pool_s, "torch": torch.__version__}))
     return 0
 
 
