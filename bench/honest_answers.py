@@ -230,7 +230,7 @@ def _sweep_rows(db_file: Path, shared: Path | None = None, offset: int = 0) -> d
              # the worker's own start (importing torch, once per worker) is not a job's: a first job claimed before
              # it is done waits for it in its timeline's "worker start"; counted apart
              "overhead_s": timeline.overhead_s(tl) - _start_s(tl) if tl else None,
-             "worker_start_s": _start_s(tl) if tl else 0.0})
+             "worker_start_s": _start_s(tl) if tl else 0.0, "name": name, "timeline": tl})
     for row in rows:
         ids = {int(j) - offset for j in row["job_ids"].split()}
         for entry in by_name.values():
@@ -342,12 +342,36 @@ def table(args) -> None:
     lines += [f"{what:<46}{value:<34}{target:<9}{'yes' if held else 'NO'}" for what, value, target, held in summary]
     lines += [f"worker start (once per worker, not in the per-job overhead): {j['worker_start_s']:.1f} s in job "
               f"{j['job_id']}'s timeline" for j in jobs if j.get("worker_start_s")]
+    lines += _overhead_lines(jobs)
     lines += [f"disturbed: job {j['job_id']}: {j['note']}" for j in disturbed]
     lines += [f"reference failed: {n}: {e[0]}" for n, e in ref_errors.items()]
     text = "\n".join(lines)
     print(text)
     if args.write:
         Path(args.write).write_text(text + "\n")
+
+
+def _overhead_lines(jobs: list[dict], top: int = 6) -> list[str]:
+    """Where the overhead went: each overhead phase's median and p90 over the jobs, and the phases of the jobs with
+    the most (the p90's tail), largest first."""
+    from lab import timeline
+
+    per_job = [(j, {ph: s for ph, s in timeline.by_phase(j["timeline"]).items()
+                    if ph not in timeline.MEASURED and ph != "worker start"}) for j in jobs if j.get("timeline")]
+    if not per_job:
+        return []
+    names = {ph for _, phases in per_job for ph in phases}
+    stats = sorted(((ph, _pct(0.5, [p.get(ph, 0.0) for _, p in per_job]), _pct(0.9, [p.get(ph, 0.0) for _, p in
+                                                                                     per_job])) for ph in names),
+                   key=lambda x: -x[2])
+    out = ["", "overhead per phase over the jobs, s: median / p90"]
+    out += [f"  {ph:<24}{med:6.3f} / {p90:6.3f}" for ph, med, p90 in stats if p90 >= 0.005]
+    out.append(f"the {top} jobs with the most overhead, their phases over 0.05 s:")
+    for j, phases in sorted(per_job, key=lambda x: -(x[0]["overhead_s"] or 0))[:top]:
+        parts = ", ".join(f"{ph} {sec:.2f}" for ph, sec in sorted(phases.items(), key=lambda x: -x[1]) if sec > 0.05)
+        out.append(f"  {j['overhead_s']:.2f} s job {j['job_id']} {j['name']}{' (follow-up)' if j['follow_up'] else ''}:"
+                   f" {parts}")
+    return out
 
 
 def _frac(flags: list[bool]) -> float:
