@@ -241,6 +241,8 @@ def steady_state(job: Setup, report: Report, diagnose: bool = True) -> SteadySta
     with job.phases.phase("warm-up"):
         est_compiled = warmup(timer, lambda: job.compiled_step(inputs))
         est_eager = warmup(timer, lambda: job.eager_step(inputs))
+    with job.phases.phase("compile workers"):  # again: a graph first compiled in the warm-up started a new pool
+        pool = compile_workers.stop(pool)
     timer.plan(call_ms=max(est_eager[0], est_compiled[0]), issue_ms=max(est_eager[1], est_compiled[1]))
     gpu_before, host_before = gpu_state(spec.device), host_state()
     rerecords_before = cudagraphs_health.rerecords() if job.cudagraphs else None

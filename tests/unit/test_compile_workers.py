@@ -58,3 +58,25 @@ def test_torchs_shutdown_runs_whatever_a_kill_met(monkeypatch):
     stopped = compile_workers.stop()
     assert calls == ["shutdown"] and stopped["processes"] == 0
     assert stopped["error"] == "RuntimeError: no sidecar here"
+
+
+@pytest.mark.subprocess  # starts torch's compile-worker sidecar twice
+def test_a_pool_started_again_after_the_first_stop_is_stopped_and_counted_with_it():
+    """The child stops the pools before the warm-up and after it: a graph first compiled in the warm-up (convnetmix's
+    heads) starts a new pool, which must not run beside the rounds. The second stop adds to the first's record."""
+    import torch._inductor.async_compile as async_compile
+
+    if async_compile.get_compile_threads() <= 1:
+        pytest.skip("one compile thread here: torch starts no pool")
+    counts = []
+    stopped = None
+    for _ in range(2):
+        async_compile.AsyncCompile.process_pool()  # the cache cleared by the first stop: a new pool
+        async_compile.AsyncCompile.wakeup()
+        pool = process_tree(os.getpid())
+        assert pool
+        counts.append(len(pool))
+        stopped = compile_workers.stop(stopped)
+        assert not [pid for pid in pool if pid_alive(pid)]
+    assert stopped["processes"] == sum(counts) and stopped["error"] is None, (stopped, counts)
+    assert compile_workers.stop(stopped)["processes"] == sum(counts)  # no pool: nothing added
