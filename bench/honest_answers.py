@@ -230,7 +230,8 @@ def _sweep_rows(db_file: Path, shared: Path | None = None, offset: int = 0) -> d
              # the worker's own start (importing torch, once per worker) is not a job's: a first job claimed before
              # it is done waits for it in its timeline's "worker start"; counted apart
              "overhead_s": timeline.overhead_s(tl) - _start_s(tl) if tl else None,
-             "worker_start_s": _start_s(tl) if tl else 0.0, "name": name, "timeline": tl})
+             "worker_start_s": _start_s(tl) if tl else 0.0, "name": name, "timeline": tl,
+             "sweep": sweep_name.split(": ", 1)[0]})
     for row in rows:
         ids = {int(j) - offset for j in row["job_ids"].split()}
         for entry in by_name.values():
@@ -369,8 +370,8 @@ def _overhead_lines(jobs: list[dict], top: int = 6) -> list[str]:
     out.append(f"the {top} jobs with the most overhead, their phases over 0.05 s:")
     for j, phases in sorted(per_job, key=lambda x: -(x[0]["overhead_s"] or 0))[:top]:
         parts = ", ".join(f"{ph} {sec:.2f}" for ph, sec in sorted(phases.items(), key=lambda x: -x[1]) if sec > 0.05)
-        out.append(f"  {j['overhead_s']:.2f} s job {j['job_id']} {j['name']}{' (follow-up)' if j['follow_up'] else ''}:"
-                   f" {parts}")
+        again = " (follow-up)" if j["follow_up"] else ""
+        out.append(f"  {j['overhead_s']:.2f} s sweep {j['sweep']} job {j['job_id']} {j['name']}{again}: {parts}")
     return out
 
 
