@@ -15,11 +15,10 @@ from typing import Iterable, Iterator
 
 from db.database import get_engine
 from db.results import iter_records, write_csv, write_json
+from lab.tabular import EXPORT_PARENT_ENV
 from runner import cli_lab, disturbance
 from runner.child import set_pdeathsig
 from runner.usage import UsageError
-
-PARENT_ENV = "COMPILE_LAB_EXPORT_PARENT"  # set by the dashboard's downloads (dashboard/server/downloads.py)
 
 
 def add_parser(sub, add_db, row_id) -> None:
@@ -40,7 +39,7 @@ def add_parser(sub, add_db, row_id) -> None:
 def cmd_export(args) -> int:
     """Written as the records stream from the database (db.results.iter_records): memory stays bounded at any
     number of jobs. A file is written beside its name and renamed when complete, so it is never half an export."""
-    server = os.environ.get(PARENT_ENV, "")
+    server = os.environ.get(EXPORT_PARENT_ENV, "")
     if server.isdigit():  # the dashboard's: its server holds it stopped (SIGSTOP) while pages are drawn; were the
         # server to die meanwhile, nothing would continue it and it would keep its database snapshot open: it dies
         # with it (PR_SET_PDEATHSIG); a server already gone, before prctl took effect, ends it here

@@ -9,3 +9,11 @@ def base_path() -> str:
 
     path = (config.get_option("server.baseUrlPath") or "").strip("/")
     return f"/{path}" if path else ""
+
+
+def plain_text(status: int, message: str, headers: dict | None = None):
+    """A short plain-text answer of one of the server's own routes (an error, a refusal), never cached."""
+    from starlette.responses import Response
+
+    return Response(message + "\n", status, media_type="text/plain; charset=utf-8",
+                    headers={"Cache-Control": "no-store", **(headers or {})})

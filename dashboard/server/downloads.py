@@ -39,7 +39,8 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from streamlit.web.server.starlette.starlette_websocket import is_host_allowed
 
-from dashboard.server import base_path
+from dashboard.server import base_path, plain_text
+from lab.tabular import EXPORT_PARENT_ENV
 
 PREFIX = "/export"
 FORMATS = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
@@ -48,7 +49,6 @@ MAX_OFFERS = 64  # sessions whose link still works (the oldest used go first)
 MAX_RUNNING = 2
 CHUNK = 1 << 16
 NICE = 19  # where SCHED_IDLE is refused: the export yields the CPU to the server's pages
-PARENT_ENV = "COMPILE_LAB_EXPORT_PARENT"  # the server's pid: the export dies with it (runner/cli_export.py)
 QUIET_S = 1.0  # after a page's run its browser still draws what it was sent (beside the server, under `make run`)
 MAX_HOLD_S, RUN_S, POLL_S = 5.0, 0.5, 0.05
 
@@ -135,34 +135,30 @@ def new_token() -> str:
     return secrets.token_urlsafe(18)
 
 
-def _text(status: int, message: str) -> Response:
-    return Response(message + "\n", status, media_type="text/plain; charset=utf-8", headers={"Cache-Control": "no-store"})
-
-
 async def serve(request: Request) -> Response:
     global _running
     if not is_host_allowed(request.headers.get("host")):  # the WebSocket's rule: no DNS rebinding onto this route
-        return _text(403, "This host name is not among the server's allowed hosts.")
+        return plain_text(403, "This host name is not among the server's allowed hosts.")
     from dashboard.state import auth  # here, not above: dashboard/app.py imports this module before its warm-up
 
     refused = auth.refusal(request)  # the link is a signed-in session's; with sign-in on, so must its request be
     if refused:
-        return _text(401, refused)
+        return plain_text(401, refused)
     fmt = request.path_params["fmt"]
     with _lock:
         got = _offers.get(request.path_params["token"])
     if got is None or fmt not in FORMATS or fmt not in got.names:
-        return _text(404, "This download link has expired: open the Results page again and download from there.")
+        return plain_text(404, "This download link has expired: open the Results page again and download from there.")
     with _lock:
         if _running >= MAX_RUNNING:
-            return _text(429, f"{MAX_RUNNING} downloads are running on this server: try again when one has finished.")
+            return plain_text(429, f"{MAX_RUNNING} downloads are running on this server: try again when one has finished.")
         _running += 1
     export = _Export()
     try:
         await export.start(got, fmt)
         first = await export.proc.stdout.read(CHUNK)
         if not first and await export.proc.wait():  # it said why on stderr (the database down, say): one line
-            return _text(503, export.error())
+            return plain_text(503, export.error())
         response = _Streamed(export, first, media_type=FORMATS[fmt], headers={
             "Content-Disposition": f'attachment; filename="{got.names[fmt]}"', "Cache-Control": "no-store",
             "X-Content-Type-Options": "nosniff"})
@@ -184,7 +180,7 @@ class _Export:
     async def start(self, got: Offer, fmt: str) -> None:
         self.watch(await asyncio.create_subprocess_exec(
             sys.executable, "-m", "runner", "export", "--format", fmt, "--jobs", "-", "--yield-cpu", cwd=PROJECT,
-            env={**os.environ, "DATABASE_URL": got.db_url, PARENT_ENV: str(os.getpid())},
+            env={**os.environ, "DATABASE_URL": got.db_url, EXPORT_PARENT_ENV: str(os.getpid())},
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=self.errors))
         _yield_cpu(self.proc.pid)
         self.proc.stdin.write(" ".join(map(str, got.job_ids)).encode())

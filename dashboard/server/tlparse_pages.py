@@ -16,7 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from streamlit.web.server.starlette.starlette_websocket import is_host_allowed
 
-from dashboard.server import base_path
+from dashboard.server import base_path, plain_text
 
 PREFIX = "/tlparse"
 ARTIFACT = "tlparse"
@@ -36,7 +36,7 @@ def url(job_id: int, name: str = "index.html") -> str:
 
 
 def _text(status: int, message: str) -> Response:
-    return Response(message + "\n", status, headers=HEADERS, media_type="text/plain; charset=utf-8")
+    return plain_text(status, message, HEADERS)
 
 
 def serve(request: Request) -> Response:

@@ -16,6 +16,7 @@ from starlette.requests import ClientDisconnect
 
 from dashboard.server import downloads
 from db.results import export_records, records_csv, records_json
+from lab.tabular import EXPORT_PARENT_ENV
 from tests.dashboard.test_pages import lab, ok, page  # noqa: F401  (lab: a fixture)
 
 
@@ -220,7 +221,7 @@ def test_a_stopped_export_dies_with_its_server(tmp_path):
         "import os\n"
         "export = subprocess.Popen([sys.executable, '-m', 'runner', 'export', '--format', 'csv', '--jobs', '-',"
         " '--yield-cpu', '--db', sys.argv[1]], stdin=subprocess.PIPE,"
-        f" env={{**os.environ, {downloads.PARENT_ENV!r}: str(os.getpid())}})\n"
+        f" env={{**os.environ, {EXPORT_PARENT_ENV!r}: str(os.getpid())}})\n"
         "print(export.pid, flush=True)\n"
         "export.wait()\n"), f"sqlite:///{tmp_path / 'lab.db'}"], stdout=subprocess.PIPE, text=True)
     export = int(server.stdout.readline())
