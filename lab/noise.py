@@ -85,20 +85,25 @@ def plan_follow_ups(disturbed: bool, cause: str | None, reruns: int, process_rep
     re-run (while the configuration has had fewer than `reruns`: cancelled ones count, the budget is spent) and the
     rest are process repeats. A disturbed run whose budget is spent calls for nothing: repeats never stand in for
     re-runs. When the last of them ends and the processes disagree past DISAGREE, one more process (EXTRA_PROCESSES:
-    a sweep of one process per configuration asked for no spread, and gets none)."""
+    a sweep of one process per configuration asked for no spread, and gets none); that one, disturbed, is re-run
+    too (within the budget) while the undisturbed ones still disagree: the disagreement it was there to settle stands."""
     have = sum(r.get("status") in PENDING or (r.get("status") == "succeeded" and not r.get("disturbed"))
                for r in runs)
     missing = max(0, process_repeats - have)
     out = []
     apart = disagreement(runs)
-    if (not disturbed and not missing and process_repeats >= 2 and have < process_repeats + EXTRA_PROCESSES
-            and not any(r.get("status") in PENDING for r in runs) and apart is not None and apart > DISAGREE):
+    extra_wanted = (not missing and process_repeats >= 2 and have < process_repeats + EXTRA_PROCESSES
+                    and not any(r.get("status") in PENDING for r in runs) and apart is not None and apart > DISAGREE)
+    if extra_wanted and not disturbed:
         made = sum((r.get("follow_up") or {}).get("kind") == PROCESS_REPEAT for r in runs)
         return [FollowUp(PROCESS_REPEAT, made + 1, made + 1, disagree_because(have, apart))][:max(0, room)]
     if disturbed:
         done = sum((r.get("follow_up") or {}).get("kind") == NOISY_RERUN for r in runs)
-        if done >= reruns or not missing:
+        extra = sum((r.get("follow_up") or {}).get("kind") == PROCESS_REPEAT for r in runs) >= process_repeats
+        if done >= reruns or not (missing or (extra_wanted and extra)):
             return []
+        if not missing:  # the extra process, disturbed: its re-run stands in for it
+            return [FollowUp(NOISY_RERUN, done + 1, reruns, cause or "disturbed")][:max(0, room)]
         out.append(FollowUp(NOISY_RERUN, done + 1, reruns, cause or "disturbed"))
         missing -= 1
     made = sum((r.get("follow_up") or {}).get("kind") == PROCESS_REPEAT for r in runs)

@@ -77,6 +77,22 @@ def test_one_more_process_only_when_the_processes_disagree(engine, second, extra
         assert len(jobs(engine)) == 3
 
 
+def test_a_disturbed_extra_process_is_re_run_while_the_processes_still_disagree(engine):
+    """The extra process is there to settle a disagreement: disturbed, it leaves it standing, so it is re-run
+    (within the budget); once an undisturbed one ends, nothing more."""
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", reruns=2, process_repeats=2),
+                 CATALOG)
+    run_next(engine, QUIET)
+    run_next(engine, {**QUIET, "round_speedup": 2.4})  # 20% apart: one more process
+    extra = run_next(engine, DISTURBED)
+    (rerun,) = [j for j in jobs(engine).values() if j.status == "queued"]
+    assert (rerun.follow_up_of, rerun.follow_up["kind"], rerun.follow_up["because"]) == (extra, "noisy", CAUSE)
+    run_next(engine, {**QUIET, "round_speedup": 2.1})
+    assert len(jobs(engine)) == 4 and all(j.status == "succeeded" for j in jobs(engine).values())
+    (row,) = report(engine)
+    assert (row["runs"], row["noisy_runs"]) == (3, 1) and "3 processes" in row["verdict"]  # the disturbed one left out
+
+
 def test_a_disturbed_result_queues_its_rerun_with_it_up_to_the_budget(engine):
     queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", reruns=2, process_repeats=1),
                  CATALOG)
