@@ -14,8 +14,11 @@ freed and reused while we kill), the sidecar killed and reaped; torch's shutdown
 
 The child stops them twice: before the warm-up and after it, since a graph first compiled in the warm-up starts a
 new pool (convnetmix picks one of its heads at random per call: on the H200 run g its pool, restarted so, kept up to
-4.75 cores busy through the rounds in 6 of 48 processes). With no pool, a stop costs microseconds. A recompile
-during the rounds still starts one, as it would in the user's program."""
+4.75 cores busy through the rounds in 6 of 48 processes). With no pool, a stop costs microseconds. And no pool
+starts during the rounds (`none_started`): a graph first compiled there (on the H100 run i a head the warm-up never
+drew, in 2 of 45 processes: 11-12 CPU-seconds of a new sidecar's start beside the rounds) compiles in this process
+instead; that round is the compile's either way. The setting is restored after the rounds: a shape schedule and a
+traffic replay time their recompiles as the user's program pays them, with its pool."""
 from __future__ import annotations
 
 import contextlib
@@ -62,3 +65,20 @@ def _kill(pool) -> int:
         with contextlib.suppress(OSError, AttributeError):
             pool.write_pipe.close()
     return 1 + killed
+
+
+@contextlib.contextmanager
+def none_started():
+    """While open, inductor compiles in this process and starts no pool (its compile_threads 1: every way torch
+    starts a pool asks it first); restored on the way out. Yields what the record keeps of it."""
+    config = sys.modules.get("torch._inductor.config")  # never imported: nothing has compiled, nothing will start one
+    held = {"in_process_during_rounds": config is not None}
+    if config is None:
+        yield held
+        return
+    before = config.compile_threads
+    config.compile_threads = 1
+    try:
+        yield held
+    finally:
+        config.compile_threads = before

@@ -80,3 +80,30 @@ def test_a_pool_started_again_after_the_first_stop_is_stopped_and_counted_with_i
         assert not [pid for pid in pool if pid_alive(pid)]
     assert stopped["processes"] == sum(counts) and stopped["error"] is None, (stopped, counts)
     assert compile_workers.stop(stopped)["processes"] == sum(counts)  # no pool: nothing added
+
+
+@pytest.mark.subprocess  # starts torch's compile-worker sidecar after the block, to show the setting came back
+def test_no_pool_starts_during_the_rounds_and_the_setting_comes_back_after():
+    """A graph first compiled during the rounds compiles in this process: every way torch starts a pool (warm_pool,
+    wakeup, a compile's use_process_pool) finds one compile thread. After them, the user's setting is back: a shape
+    schedule or traffic replay compiles with its pool, as the user's program does."""
+    import torch._inductor.async_compile as async_compile
+    import torch._inductor.config as inductor_config
+
+    if async_compile.get_compile_threads() <= 1:
+        pytest.skip("one compile thread here: torch starts no pool")
+    before = inductor_config.compile_threads
+    compile_workers.stop()
+    with compile_workers.none_started() as held:
+        async_compile.AsyncCompile.warm_pool()
+        async_compile.AsyncCompile.wakeup()
+        assert not async_compile.AsyncCompile.use_process_pool()
+        fn = torch.compile(lambda x: x * 3 - 1)
+        x = torch.randn(8)
+        assert torch.equal(fn(x), x * 3 - 1)
+        assert not process_tree(os.getpid())
+    assert held == {"in_process_during_rounds": True} and inductor_config.compile_threads == before
+    async_compile.AsyncCompile.warm_pool()
+    async_compile.AsyncCompile.wakeup()
+    assert process_tree(os.getpid())  # outside the rounds, torch's pool starts again
+    assert compile_workers.stop()["processes"] >= 1
