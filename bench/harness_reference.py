@@ -9,11 +9,13 @@ worker, no database, no analysis passes: the zoo's model and the same step the r
 Prints one JSON line: the medians, the speedup, the repeats and the seconds they took. bench/honest_answers.py runs
 three of these per configuration, each a fresh interpreter.
 
-Inductor's compile-worker pool is shut down after the first calls (torch's own shutdown_compile_workers; --pool keep
-leaves it): on a GPU the pool starts at the first compile and its sidecar burns about a core for up to a minute
+Inductor's compile-worker pool is shut down after the first calls and again after the warm-up (torch's own
+shutdown_compile_workers), and none starts during the timed loop (compile_threads 1 there); --pool keep leaves
+torch's defaults. On a GPU the pool starts at the first compile and its sidecar burns about a core for up to a minute
 while its workers import torch, so a timed loop begun seconds after the compile runs beside it, which a program in
-its steady state does not (the worker's child stops it too: runner/compile_workers.py). A recompile during the
-loop starts a new pool, as in the user's program.
+its steady state does not; a graph first compiled in the warm-up or the loop (convnetmix's heads) starts a new one.
+The worker's child does the same (runner/compile_workers.py). Runs h and i (bench/results, 2026-11-27) had the
+first shutdown only.
 """
 from __future__ import annotations
 
@@ -42,6 +44,17 @@ def timed(step, inputs, device: str) -> float:
     step(inputs)
     sync(device)
     return time.perf_counter() - t0
+
+
+def stop_pool(how: str) -> float | None:
+    """Shut inductor's compile workers down (torch's graceful shutdown); the seconds it took, None for `keep`."""
+    if how != "stop":
+        return None
+    from torch._inductor.async_compile import shutdown_compile_workers
+
+    began = time.perf_counter()
+    shutdown_compile_workers()
+    return time.perf_counter() - began
 
 
 def main() -> int:
@@ -85,17 +98,16 @@ def main() -> int:
              "compiled": make_step(compiled, base.parameters(), training, graphs, device_type=device)}
     for step in steps.values():  # the first calls: the compile
         timed(step, inputs, device)
-    pool_s = None
-    if args.pool == "stop":
-        from torch._inductor.async_compile import shutdown_compile_workers
-
-        began = time.perf_counter()
-        shutdown_compile_workers()
-        pool_s = time.perf_counter() - began
+    pool_s = stop_pool(args.pool)
     started = time.perf_counter()
     while time.perf_counter() - started < args.warmup_s:  # then warm both up, as the harness's warmup iterations do
         for step in steps.values():
             timed(step, inputs, device)
+    if pool_s is not None:
+        pool_s += stop_pool(args.pool)
+        import torch._inductor.config as inductor_config
+
+        inductor_config.compile_threads = 1  # the timed loop is the process's last work: nothing to restore
     times: dict[str, list[float]] = {name: [] for name in steps}
     started = time.perf_counter()
     while len(times["eager"]) < MIN_REPEATS or time.perf_counter() - started < MIN_SECONDS:

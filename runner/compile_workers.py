@@ -16,9 +16,10 @@ The child stops them twice: before the warm-up and after it, since a graph first
 new pool (convnetmix picks one of its heads at random per call: on the H200 run g its pool, restarted so, kept up to
 4.75 cores busy through the rounds in 6 of 48 processes). With no pool, a stop costs microseconds. And no pool
 starts during the rounds (`none_started`): a graph first compiled there (on the H100 run i a head the warm-up never
-drew, in 2 of 45 processes: 11-12 CPU-seconds of a new sidecar's start beside the rounds) compiles in this process
-instead; that round is the compile's either way. The setting is restored after the rounds: a shape schedule and a
-traffic replay time their recompiles as the user's program pays them, with its pool."""
+drew: every convnetmix process, 4 of 45, had a new sidecar busy beside its rounds, 10.5-12.4 CPU-seconds in the
+first runs') compiles in this process instead; that round is the compile's either way. The setting is restored
+after the rounds: a shape schedule and a traffic replay time their recompiles as the user's program pays them, with
+its pool."""
 from __future__ import annotations
 
 import contextlib
@@ -70,9 +71,10 @@ def _kill(pool) -> int:
 @contextlib.contextmanager
 def none_started():
     """While open, inductor compiles in this process and starts no pool (its compile_threads 1: every way torch
-    starts a pool asks it first); restored on the way out. Yields what the record keeps of it."""
+    starts a pool asks it first); restored on the way out. Yields what the record keeps of it (the caller adds how
+    many graphs were compiled meanwhile)."""
     config = sys.modules.get("torch._inductor.config")  # never imported: nothing has compiled, nothing will start one
-    held = {"in_process_during_rounds": config is not None}
+    held = {"pool_blocked_during_rounds": config is not None}
     if config is None:
         yield held
         return

@@ -256,6 +256,7 @@ def steady_state(job: Setup, report: Report, diagnose: bool = True) -> SteadySta
         if check is not None:
             check.harness_slice()
 
+    graphs_before = job.watch.count()
     with job.phases.phase("rounds"), compile_workers.none_started() as held:
         outside.start()
         samples = measure_rounds(timer, job.watch, sides, spec.iters, report, between_rounds=between)
@@ -265,7 +266,7 @@ def steady_state(job: Setup, report: Report, diagnose: bool = True) -> SteadySta
             dropped = samples.pop("dropped") + samples_diag.pop("dropped")
             samples = {**samples, **samples_diag, "dropped": dropped}
         causes, measured = outside.stop()
-    measured["compile_workers"] = pool | held
+    measured["compile_workers"] = pool | held | {"graphs_compiled_during_rounds": job.watch.count() - graphs_before}
     return SteadyState(samples=samples, metrics=metrics()[n_before:], causes=causes, disturbance=measured,
                        gpu_state={"before_rounds": gpu_before, "after_rounds": gpu_state(spec.device)},
                        host_state={"before_rounds": host_before, "after_rounds": host_state()},

@@ -244,7 +244,8 @@ def sweep_form(catalog: dict, devices: set) -> None:
         reruns = c4.number_input("Re-runs", step=1, key=KEYS["reruns"], persist_state="session",
                                  help="A job disturbed from outside (another process on its cores or GPU, throttled "
                                       "clocks, memory pressure: measured and named) is re-run automatically, up to this "
-                                      f"many times per combination (0 to {MAX_REPEAT}; 0: never)")
+                                      f"many times per combination (0 to {MAX_REPEAT}; 0: never), the extra process "
+                                      "that disagreeing processes call for included")
         process_repeats = c5.number_input(
             "Processes", step=1, key=KEYS["process_repeats"], persist_state="session",
             help="Each combination runs in this many fresh processes: they differ, and the answer's interval holds "

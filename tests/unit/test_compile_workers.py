@@ -97,12 +97,12 @@ def test_no_pool_starts_during_the_rounds_and_the_setting_comes_back_after():
     with compile_workers.none_started() as held:
         async_compile.AsyncCompile.warm_pool()
         async_compile.AsyncCompile.wakeup()
-        assert not async_compile.AsyncCompile.use_process_pool()
+        assert async_compile.get_compile_threads() == 1
         fn = torch.compile(lambda x: x * 3 - 1)
         x = torch.randn(8)
         assert torch.equal(fn(x), x * 3 - 1)
         assert not process_tree(os.getpid())
-    assert held == {"in_process_during_rounds": True} and inductor_config.compile_threads == before
+    assert held == {"pool_blocked_during_rounds": True} and inductor_config.compile_threads == before
     async_compile.AsyncCompile.warm_pool()
     async_compile.AsyncCompile.wakeup()
     assert process_tree(os.getpid())  # outside the rounds, torch's pool starts again

@@ -313,3 +313,36 @@ def test_quiet_earlier_sweeps_never_narrow_a_sweep_whose_own_processes_disagree(
     judged = combine([1.0, 1.25], [0.001, 0.001], prior, spread)
     assert judged.high / judged.low >= own.high / own.low * 0.9  # more degrees of freedom, not a narrower spread
     assert judged.low <= 1.0 <= judged.high  # still not separable from eager
+
+
+@pytest.mark.parametrize("process_repeats", [2, 3])
+def test_a_disturbed_extra_process_draws_on_the_rerun_budget_and_stops_with_it(process_repeats):
+    """The extra process's re-runs come out of the sweep's re-run budget: a chain of disturbed ones stops at it, and
+    with the budget spent a disturbed extra queues nothing. A sweep of one process per configuration has no extra."""
+    from lab import noise
+
+    def run(center, kind=None, disturbed=False):
+        return {"status": "succeeded", "center": center, "disturbed": disturbed,
+                "follow_up": {"kind": kind} if kind else None}
+
+    originals = [run(2.0)] + [run(2.0 + 0.4 * (i == process_repeats - 2), noise.PROCESS_REPEAT)
+                              for i in range(process_repeats - 1)]  # the last 20% off the others
+    extra = run(2.1, noise.PROCESS_REPEAT, disturbed=True)
+    plan = noise.plan_follow_ups(True, CAUSE, 2, process_repeats, originals + [extra], room=10)
+    assert [(f.kind, f.n) for f in plan] == [(noise.NOISY_RERUN, 1)]
+    again = run(2.1, noise.NOISY_RERUN, disturbed=True)
+    plan = noise.plan_follow_ups(True, CAUSE, 2, process_repeats, originals + [extra, again], room=10)
+    assert [(f.kind, f.n) for f in plan] == [(noise.NOISY_RERUN, 2)]
+    last = run(2.1, noise.NOISY_RERUN, disturbed=True)
+    assert noise.plan_follow_ups(True, CAUSE, 2, process_repeats, originals + [extra, again, last], room=10) == []
+    assert noise.plan_follow_ups(True, CAUSE, 0, process_repeats, originals + [extra], room=10) == []  # no budget
+    agree = [run(2.0)] + [run(2.0, noise.PROCESS_REPEAT) for _ in range(process_repeats - 1)]
+    assert noise.plan_follow_ups(True, CAUSE, 2, process_repeats, agree + [extra], room=10) == []  # nothing to settle
+
+
+def test_one_process_per_configuration_never_calls_for_an_extra_one():
+    from lab import noise
+
+    one = {"status": "succeeded", "center": 2.0, "disturbed": True, "follow_up": {"kind": noise.NOISY_RERUN}}
+    first = {"status": "succeeded", "center": 3.0, "disturbed": False, "follow_up": None}
+    assert noise.plan_follow_ups(True, CAUSE, 2, 1, [first, one], room=10) == []
