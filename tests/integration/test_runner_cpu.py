@@ -121,6 +121,10 @@ def test_convnetmix_graph_break_fails_fullgraph_and_splits_otherwise(db_url, tmp
     where = split["graph_break_reasons"][0]
     assert where["file"].endswith("convnetmix.py") and "np.random.randint" in where["source"]
     assert split["accuracy_ok"] is None  # random by design: not compared, and said so
+    # a head the warm-up never drew compiles during the rounds: in the child's own process, no compile pool started
+    pool = result_detail(db_url, ids[1])["disturbance"]["compile_workers"]
+    assert pool["pool_blocked_during_rounds"] is True and pool["error"] is None, pool
+    assert isinstance(pool["graphs_compiled_during_rounds"], int) and pool["graphs_compiled_during_rounds"] >= 0
 
 
 def test_cold_jobs_pay_full_compile_and_warm_jobs_reuse_the_cache(db_url, tmp_path):
