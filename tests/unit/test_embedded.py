@@ -136,3 +136,36 @@ def test_a_spawned_worker_is_recognised_the_moment_its_pid_is_recorded(engine, d
             proc = m.proc
             m.stop()
             proc.wait(10)
+
+
+def test_a_relative_sqlite_url_reaches_the_worker_as_the_apps_own_file(engine, tmp_path, monkeypatch):
+    """`make run`'s default, sqlite:///data/compile_lab.db, is relative to the app's working directory; the worker
+    starts in the project's root, so it gets the path made absolute: one database for both, not a second one of the
+    worker's own beside the code (the worker's heartbeats never reached the app's sidebar: "Workers alive 0")."""
+    from sqlalchemy.engine import make_url
+
+    from dashboard.state.embedded import PROJECT_ROOT, pinned
+
+    assert (PROJECT_ROOT / "runner").is_dir() and (PROJECT_ROOT / "dashboard").is_dir()
+    monkeypatch.delenv(ENV_SWITCH, raising=False)
+    monkeypatch.chdir(tmp_path)
+    relative = "sqlite:///app-data/lab.db"  # no such folder under the project's root
+    (tmp_path / "app-data").mkdir()
+    assert pinned(relative) == f"sqlite:///{tmp_path}/app-data/lab.db"
+    for kept in ("sqlite://", "sqlite:///:memory:", f"sqlite:///{tmp_path}/x.db", "postgresql+psycopg://u:p@h/db"):
+        assert pinned(kept) == kept
+    # the stand-in worker writes a marker into the database its DATABASE_URL names, from its own directory
+    marker = [sys.executable, "-c", "import os, sqlite3; from sqlalchemy.engine import make_url; "
+              "sqlite3.connect(make_url(os.environ['DATABASE_URL']).database).execute('create table marker (x)')",
+              "runner", "work"]
+    m = EmbeddedWorker(relative, engine, home=tmp_path / "home", command=marker)
+    try:
+        m.ensure()
+        assert m.proc is not None and m.proc.wait(30) == 0
+    finally:
+        m.stop()
+    import sqlite3
+
+    tables = {r[0] for r in sqlite3.connect(tmp_path / "app-data" / "lab.db").execute(
+        "select name from sqlite_master where type = 'table'")}
+    assert "marker" in tables and make_url(m.url).database == str(tmp_path / "app-data" / "lab.db")
