@@ -66,6 +66,19 @@ def resolve_url(url: str | None = None) -> str:
     return url
 
 
+def absolute_sqlite(url: str) -> str:
+    """The URL with a relative SQLite path made absolute against this process's working directory, where this
+    process's own engine opens it: for a process started elsewhere (the embedded worker and the downloads' export
+    start in the project's root; `make run`'s default sqlite:///data/compile_lab.db once sent the worker to a
+    database of its own under dashboard/). Other URLs, in-memory and `file:` ones, as they are."""
+    parsed = make_url(url)
+    path = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not path or path == ":memory:" or path.startswith("file:") \
+            or os.path.isabs(path):
+        return url
+    return parsed.set(database=os.path.abspath(path)).render_as_string(hide_password=False)
+
+
 def describe(url: str) -> str:
     """The URL as shown to people: no password, even when the URL does not parse (a typo in the port
     must not put the password on every visitor's sidebar or in a terminal's scrollback)."""

@@ -44,7 +44,7 @@ from lab.tabular import EXPORT_PARENT_ENV
 
 PREFIX = "/export"
 FORMATS = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
-PROJECT = Path(__file__).resolve().parent.parent  # where `-m runner` finds the code
+PROJECT = Path(__file__).resolve().parents[2]  # the project's root: where `-m runner` finds the code
 MAX_OFFERS = 64  # sessions whose link still works (the oldest used go first)
 MAX_RUNNING = 2
 CHUNK = 1 << 16
@@ -178,9 +178,11 @@ class _Export:
         self.errors = tempfile.TemporaryFile()  # a pipe left unread could fill and stall the export
 
     async def start(self, got: Offer, fmt: str) -> None:
+        from db.engine import absolute_sqlite  # here: dashboard/app.py imports this module before its warm-up
+
         self.watch(await asyncio.create_subprocess_exec(
             sys.executable, "-m", "runner", "export", "--format", fmt, "--jobs", "-", "--yield-cpu", cwd=PROJECT,
-            env={**os.environ, "DATABASE_URL": got.db_url, EXPORT_PARENT_ENV: str(os.getpid())},
+            env={**os.environ, "DATABASE_URL": absolute_sqlite(got.db_url), EXPORT_PARENT_ENV: str(os.getpid())},
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=self.errors))
         _yield_cpu(self.proc.pid)
         self.proc.stdin.write(" ".join(map(str, got.job_ids)).encode())

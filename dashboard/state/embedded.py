@@ -32,7 +32,7 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
 from db import queue
-from db.engine import describe
+from db.engine import absolute_sqlite, describe
 
 ENV_SWITCH = "COMPILE_LAB_EMBEDDED_WORKER"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the worker runs from the project's root
@@ -43,18 +43,6 @@ MAX_QUICK_EXITS = 3
 
 def enabled(environ=os.environ) -> bool:
     return environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
-
-
-def pinned(url: str) -> str:
-    """The URL as the worker must read it: a relative SQLite path made absolute against this process's working
-    directory, where the app's own engine opened it (the worker starts in the project's root; `make run`'s default
-    sqlite:///data/compile_lab.db once sent it to dashboard/data/, a database of its own)."""
-    parsed = make_url(url)
-    path = parsed.database
-    if parsed.get_backend_name() != "sqlite" or not path or path == ":memory:" or path.startswith("file:") \
-            or os.path.isabs(path):
-        return url
-    return parsed.set(database=str(Path(path).resolve())).render_as_string(hide_password=False)
 
 
 def home_for(url: str) -> Path:
@@ -84,7 +72,7 @@ class EmbeddedWorker:
     """Starts and watches at most one local worker for one database URL (one object per server process)."""
 
     def __init__(self, url: str, engine: Engine, home: Path | None = None, command: list[str] | None = None):
-        self.url = url = pinned(url)
+        self.url = url = absolute_sqlite(url)  # the worker starts in the project's root, not the app's directory
         self.engine = engine
         self.home = Path(home) if home is not None else home_for(url)
         key = self.key = hashlib.sha1(url.encode()).hexdigest()[:12]

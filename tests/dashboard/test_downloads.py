@@ -102,6 +102,25 @@ def test_an_export_that_fails_says_why_in_one_line(results, monkeypatch):
 
 
 @pytest.mark.subprocess  # starts interpreters (`python -m runner ...`): the subprocess tier
+def test_a_relative_sqlite_url_exports_from_the_apps_own_file(results, monkeypatch):
+    """`make run`'s default URL, sqlite:///data/compile_lab.db, is relative to the app's directory; the export
+    process starts in the project's root, and read a database of its own there (none: a failed download)."""
+    from pathlib import Path
+
+    got = links(ok(page("results")))
+    token = got["CSV"].split("/")[2]
+    offered = downloads._offers[token]
+    where = Path(results.url.database)
+    monkeypatch.chdir(where.parent)
+    monkeypatch.setitem(downloads._offers, token, downloads.Offer(f"sqlite:///{where.name}", offered.job_ids,
+                                                                  offered.names))
+    assert downloads.PROJECT == Path(downloads.__file__).resolve().parents[2] and (downloads.PROJECT / "runner").is_dir()
+    status, _, body = get(got["CSV"])
+    shown = [int(r["job_id"]) for r in csv.DictReader(io.StringIO(body.decode()))]
+    assert status == 200 and shown and shown == [r["job_id"] for r in export_records(results)]
+
+
+@pytest.mark.subprocess  # starts interpreters (`python -m runner ...`): the subprocess tier
 def test_a_browser_that_goes_away_stops_its_export(results, monkeypatch):
     import os
     import time

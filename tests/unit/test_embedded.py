@@ -144,7 +144,8 @@ def test_a_relative_sqlite_url_reaches_the_worker_as_the_apps_own_file(engine, t
     worker's own beside the code (the worker's heartbeats never reached the app's sidebar: "Workers alive 0")."""
     from sqlalchemy.engine import make_url
 
-    from dashboard.state.embedded import PROJECT_ROOT, pinned
+    from dashboard.state.embedded import PROJECT_ROOT
+    from db.engine import absolute_sqlite as pinned
 
     assert (PROJECT_ROOT / "runner").is_dir() and (PROJECT_ROOT / "dashboard").is_dir()
     monkeypatch.delenv(ENV_SWITCH, raising=False)
