@@ -20,13 +20,14 @@ first shutdown only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import time
 
 import torch
 
-from runner import zoo
+from runner import compile_workers, zoo
 from runner.build import make_step
 
 MIN_REPEATS, MIN_SECONDS, WARMUP_S = 50, 2.0, 0.5
@@ -46,10 +47,8 @@ def timed(step, inputs, device: str) -> float:
     return time.perf_counter() - t0
 
 
-def stop_pool(how: str) -> float | None:
-    """Shut inductor's compile workers down (torch's graceful shutdown); the seconds it took, None for `keep`."""
-    if how != "stop":
-        return None
+def stop_pool() -> float:
+    """Shut inductor's compile workers down (torch's graceful shutdown); the seconds it took."""
     from torch._inductor.async_compile import shutdown_compile_workers
 
     began = time.perf_counter()
@@ -98,21 +97,20 @@ def main() -> int:
              "compiled": make_step(compiled, base.parameters(), training, graphs, device_type=device)}
     for step in steps.values():  # the first calls: the compile
         timed(step, inputs, device)
-    pool_s = stop_pool(args.pool)
+    stop = args.pool == "stop"
+    pool_s = stop_pool() if stop else None
     started = time.perf_counter()
     while time.perf_counter() - started < args.warmup_s:  # then warm both up, as the harness's warmup iterations do
         for step in steps.values():
             timed(step, inputs, device)
-    if pool_s is not None:
-        pool_s += stop_pool(args.pool)
-        import torch._inductor.config as inductor_config
-
-        inductor_config.compile_threads = 1  # the timed loop is the process's last work: nothing to restore
+    if stop:
+        pool_s += stop_pool()
     times: dict[str, list[float]] = {name: [] for name in steps}
     started = time.perf_counter()
-    while len(times["eager"]) < MIN_REPEATS or time.perf_counter() - started < MIN_SECONDS:
-        for name, step in steps.items():
-            times[name].append(timed(step, inputs, device) * 1e3)
+    with compile_workers.none_started() if stop else contextlib.nullcontext():  # as the worker's child times
+        while len(times["eager"]) < MIN_REPEATS or time.perf_counter() - started < MIN_SECONDS:
+            for name, step in steps.items():
+                times[name].append(timed(step, inputs, device) * 1e3)
     eager_ms, compiled_ms = (float(torch.tensor(times[n]).median()) for n in ("eager", "compiled"))
     print(json.dumps({"eager_ms": eager_ms, "compiled_ms": compiled_ms, "speedup": eager_ms / compiled_ms,
                       "repeats": len(times["eager"]), "seconds": time.perf_counter() - started,

@@ -361,10 +361,8 @@ def _overhead_lines(jobs: list[dict], top: int = 6) -> list[str]:
                     if ph not in timeline.MEASURED and ph != "worker start"}) for j in jobs if j.get("timeline")]
     if not per_job:
         return []
-    names = {ph for _, phases in per_job for ph in phases}
-    stats = sorted(((ph, _pct(0.5, [p.get(ph, 0.0) for _, p in per_job]), _pct(0.9, [p.get(ph, 0.0) for _, p in
-                                                                                     per_job])) for ph in names),
-                   key=lambda x: -x[2])
+    seconds = {ph: [phases.get(ph, 0.0) for _, phases in per_job] for _, phases in per_job for ph in phases}
+    stats = sorted(((ph, _pct(0.5, s), _pct(0.9, s)) for ph, s in seconds.items()), key=lambda x: -x[2])
     out = ["", "overhead per phase over the jobs, s: median / p90"]
     out += [f"  {ph:<24}{med:6.3f} / {p90:6.3f}" for ph, med, p90 in stats if p90 >= 0.005]
     out.append(f"the {top} jobs with the most overhead, their phases over 0.05 s:")

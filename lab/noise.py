@@ -99,10 +99,9 @@ def plan_follow_ups(disturbed: bool, cause: str | None, reruns: int, process_rep
         return [FollowUp(PROCESS_REPEAT, made + 1, made + 1, disagree_because(have, apart))][:max(0, room)]
     if disturbed:
         done = sum((r.get("follow_up") or {}).get("kind") == NOISY_RERUN for r in runs)
-        extra = sum((r.get("follow_up") or {}).get("kind") == PROCESS_REPEAT for r in runs) >= process_repeats
-        if done >= reruns or not (missing or (extra_wanted and extra)):
+        if done >= reruns or not (missing or extra_wanted):
             return []
-        if not missing:  # the extra process, disturbed: its re-run stands in for it
+        if not missing:  # beyond the configuration's processes, so the extra one, disturbed: a re-run stands in
             return [FollowUp(NOISY_RERUN, done + 1, reruns, cause or "disturbed")][:max(0, room)]
         out.append(FollowUp(NOISY_RERUN, done + 1, reruns, cause or "disturbed"))
         missing -= 1

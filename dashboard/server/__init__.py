@@ -12,8 +12,9 @@ def base_path() -> str:
 
 
 def plain_text(status: int, message: str, headers: dict | None = None):
-    """A short plain-text answer of one of the server's own routes (an error, a refusal), never cached."""
+    """A short plain-text answer of one of the server's own routes (an error, a refusal), never cached, never
+    sniffed into markup (it may quote a process's error line)."""
     from starlette.responses import Response
 
     return Response(message + "\n", status, media_type="text/plain; charset=utf-8",
-                    headers={"Cache-Control": "no-store", **(headers or {})})
+                    headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", **(headers or {})})
