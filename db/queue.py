@@ -4,7 +4,8 @@ Every state change is one short transaction through `atomic`. A claimed job carr
 every later write for that attempt names the token, so a worker whose lease was lost (cancelled,
 expired and re-queued) writes nothing. Rows another transaction may change at the same moment are
 locked first (PostgreSQL: FOR UPDATE, SKIP LOCKED where any free row will do; SQLite: BEGIN IMMEDIATE
-already serialises writers, and SQLAlchemy leaves FOR UPDATE out there).
+already serialises writers, and SQLAlchemy leaves FOR UPDATE out there). Every new job, submitted, re-submitted or
+a follow-up, is made by db.admission, after its check of the sweep's and the lab's limits in the same transaction.
 """
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ from typing import Iterable, Mapping
 
 from sqlalchemy import Engine, and_, case, func, select, true, update
 
+from db import admission, team
 from db import artifacts as job_artifacts
-from db import team
 from db.engine import atomic, is_sqlite, reading
-from db.models import TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
-from lab import noise
+from db.errors import QueueError
+from db.follow_ups import queue_follow_ups
+from db.models import TERMINAL, Job, JobStatus, Result, Worker, utcnow
+from db.queue_views import jobs_overview, status_counts, waiting_reason
 from lab.checks import SpecError
 from lab.record import ResultRecord
 from lab.spec import (
@@ -31,18 +34,12 @@ from lab.spec import (
     ExperimentSpec,
     ModelInfo,
     spec_key,
-    stored_spec,
-    torch_matches,
     torch_prefixes,
 )
-from lab.sweep import MAX_JOBS, SweepRequest, follow_up_settings
+from lab.sweep import SweepRequest
 
 WORKER_FRESH_S = 30  # a worker whose heartbeat is older than this is not counted as alive
 LOST = "lost: "  # how a job failed for its attempts' leases running out begins its error (finish_kept reads it)
-
-
-class QueueError(RuntimeError):
-    """A queue operation cannot be done as asked (unknown job, job already finished)."""
 
 
 @dataclass(frozen=True)
@@ -87,11 +84,9 @@ def submit_many(engine: Engine, requests: list[SweepRequest], catalog: Mapping[s
             sweep = team.new_sweep(request, stored, created_by or whoami())
             s.add(sweep)
             s.flush()
-            jobs = [Job(sweep_id=sweep.id, spec=spec.to_dict(), config=spec_key(spec.to_dict()), max_attempts=max_attempts)
-                    for spec in specs]
-            s.add_all(jobs)
-            s.flush()
-            out.append((sweep.id, [j.id for j in jobs], notes))
+            job_ids = admission.add_jobs(s, [admission.NewJob(sweep.id, spec.to_dict(), spec_key(spec.to_dict()),
+                                                              max_attempts) for spec in specs])
+            out.append((sweep.id, job_ids, notes))
     return out
 
 
@@ -208,7 +203,7 @@ def finish(engine: Engine, job_id: int, token: str, status: JobStatus, error: st
         if row is not None:
             s.add(row)
             s.flush()  # a value the database refuses fails here, as itself, before any follow-up is planned
-            _queue_follow_ups(s, job_id, row)  # with the result, in its transaction: both go in, or neither
+            queue_follow_ups(s, job_id, row)  # with the result, in its transaction: both go in, or neither
         job_artifacts.add(s, job_id, artifacts or [])
         return True
 
@@ -235,39 +230,9 @@ def finish_kept(engine: Engine, job_id: int, token: str, worker_id: str, attempt
             return False
         if row is not None:
             s.add(row)
-            _queue_follow_ups(s, job_id, row)
+            queue_follow_ups(s, job_id, row)
         job_artifacts.add(s, job_id, artifacts or [])
         return True
-
-
-def _queue_follow_ups(s, job_id: int, row: Result) -> list[int]:
-    """Queue the follow-ups this result calls for (lab.noise.plan_follow_ups): the same spec, in the same sweep,
-    linked to this job with why, never past the sweep's job limit. Its configuration's other runs are found through
-    the (sweep, config) index, not by reading the sweep. Returns the new job ids."""
-    job = s.get(Job, job_id)
-    # the sweep row locked (PostgreSQL; SQLite's writers are serialised already): two runs of one configuration
-    # finishing at once must not both see the budget unspent
-    reruns, process_repeats = follow_up_settings(s.scalar(
-        select(Sweep.request).where(Sweep.id == job.sweep_id).with_for_update()))
-    key = job.config or spec_key(job.spec)
-    runs = [{"status": status, "follow_up": follow_up, "disturbed": bool(disturbed), "center": center}
-            for status, follow_up, disturbed, center in s.execute(same_configuration(job.sweep_id, key))]
-    if job.config is None:  # stored before jobs had keys and never migrated: this run alone is known
-        runs = [{"status": job.status, "follow_up": job.follow_up, "disturbed": bool(row.disturbed)}]
-    room = MAX_JOBS - s.scalar(select(func.count()).select_from(Job).where(Job.sweep_id == job.sweep_id))
-    planned = noise.plan_follow_ups(bool(row.disturbed), row.noise_note, reruns, process_repeats, runs, room)
-    jobs = [Job(sweep_id=job.sweep_id, spec=dict(job.spec), config=key, max_attempts=job.max_attempts,
-                follow_up_of=job_id, follow_up=f.to_dict()) for f in planned]
-    s.add_all(jobs)
-    s.flush()
-    return [j.id for j in jobs]
-
-
-def same_configuration(sweep_id: int, config: str):
-    """The runs of one configuration in one sweep, read through the (sweep_id, config) index."""
-    return (select(Job.status, Job.follow_up, Result.disturbed, Result.round_speedup)
-            .outerjoin(Result, Result.job_id == Job.id)
-            .where(Job.sweep_id == sweep_id, Job.config == config))
 
 
 def _result_row(job_id: int, result: Mapping) -> Result:
@@ -320,19 +285,17 @@ def cancel(engine: Engine, job_id: int) -> str:
 
 
 def resubmit(engine: Engine, job_ids: Iterable[int]) -> list[int]:
-    """Queue fresh copies of finished jobs (same spec, same sweep); returns the new job ids."""
+    """Queue fresh copies of finished jobs (same spec, same sweep), all or none, within the sweeps' and the lab's
+    limits (db.admission); returns the new job ids."""
     with atomic(engine) as s:
-        new = []
-        for job in s.scalars(select(Job).where(Job.id.in_(list(job_ids)))).all():
+        copies = []
+        for job in s.scalars(select(Job).where(Job.id.in_(list(job_ids))).order_by(Job.id)).all():
             if job.status not in TERMINAL:
                 raise QueueError(f"job {job.id}: still {job.status}; cancel it first")
             ExperimentSpec.from_row(job)  # refuse to re-queue a spec that no longer validates
-            copy = Job(sweep_id=job.sweep_id, spec=dict(job.spec), config=job.config or spec_key(job.spec),
-                       max_attempts=job.max_attempts)
-            s.add(copy)
-            s.flush()
-            new.append(copy.id)
-        return new
+            copies.append(admission.NewJob(job.sweep_id, dict(job.spec), job.config or spec_key(job.spec),
+                                           job.max_attempts))
+        return admission.add_jobs(s, copies)
 
 
 # -- workers -----------------------------------------------------------------------------------------
@@ -384,61 +347,6 @@ def published_catalog(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> dict[s
         for m in w.capabilities.get("models", []):
             catalog.setdefault(m["name"], ModelInfo.from_dict(m))
     return catalog
-
-
-def status_counts(engine: Engine, sweep_ids: Iterable[int] | None = None) -> dict[str, int]:
-    """Jobs per status: all of them, or those of these sweeps."""
-    q = select(Job.status, func.count()).group_by(Job.status)
-    if sweep_ids:
-        q = q.where(Job.sweep_id.in_(list(sweep_ids)))
-    with reading(engine) as s:
-        rows = s.execute(q).all()
-    return {status: n for status, n in rows}
-
-
-def jobs_overview(engine: Engine, limit: int = 500, statuses: Iterable[str] | None = None) -> list[dict]:
-    """The newest jobs with what the Queue page and `status` show."""
-    with reading(engine) as s:
-        q = select(Job).order_by(Job.id.desc()).limit(limit)
-        if statuses:
-            q = q.where(Job.status.in_(list(statuses)))
-        jobs = s.scalars(q).all()
-        now = utcnow()
-        out = []
-        for j in jobs:
-            end = j.finished_at or (now if j.status == JobStatus.RUNNING.value else None)
-            out.append({
-                "job_id": j.id, "sweep_id": j.sweep_id, "status": j.status,
-                "spec": stored_spec(j.spec),  # a corrupt row: its error says why
-                "attempts": j.attempts, "worker": j.worker_id, "phase": j.phase, "progress": j.progress,
-                "error": j.error, "created_at": j.created_at, "claimed_at": j.claimed_at,
-                "finished_at": j.finished_at, "follow_up_of": j.follow_up_of,
-                "follow_up": noise.describe(j.follow_up, j.follow_up_of),
-                "elapsed_s": (end - j.claimed_at).total_seconds() if end and j.claimed_at else None,
-            })
-        return out
-
-
-def waiting_reason(spec: Mapping, workers: list[Worker]) -> str | None:
-    """Why a queued job may wait forever: no live worker offers its device or model."""
-    if not workers:
-        return "no live worker"
-    devices = {d for w in workers for d in w.capabilities.get("devices", [])}
-    if spec.get("device") not in devices:
-        return f"no live worker offers device {spec.get('device')}"
-    models = {m["name"] for w in workers for m in w.capabilities.get("models", [])}
-    if spec.get("model") not in models:
-        return f"no live worker offers model {spec.get('model')}"
-    pin = spec.get("torch") or ANY_TORCH
-    versions = sorted({str(w.capabilities.get("torch_version")) for w in workers})
-    if not any(torch_matches(pin, w.capabilities.get("torch_version")) for w in workers):
-        return f"no live worker has torch {pin} (live: {', '.join(versions)})"
-    able = [w for w in workers if spec.get("device") in w.capabilities.get("devices", [])
-            and spec.get("model") in {m["name"] for m in w.capabilities.get("models", [])}
-            and torch_matches(pin, w.capabilities.get("torch_version"))]
-    if not able:
-        return f"no live worker offers device {spec.get('device')}, model {spec.get('model')} and torch {pin} together"
-    return None
 
 
 __all__ = [

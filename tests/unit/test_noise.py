@@ -5,7 +5,7 @@ where it is set up), real queue operations."""
 import pytest
 from sqlalchemy import select
 
-from db import queue, views
+from db import follow_ups, queue, views
 from db.database import get_engine
 from db.engine import reading
 from db.models import Job, JobStatus
@@ -152,7 +152,7 @@ def test_follow_ups_count_against_the_sweeps_job_limit(engine, monkeypatch):
     monkeypatch.setattr(sweep, "MAX_JOBS", 12)
     with pytest.raises(SpecError, match="15 jobs \\(5 configurations x 3 processes\\)"):
         SweepRequest(model="simplenet", batch_sizes=[1, 2, 3, 4, 5], device="cpu", process_repeats=3).expand(CATALOG)
-    monkeypatch.setattr(queue, "MAX_JOBS", 4)
+    monkeypatch.setattr(sweep, "MAX_JOBS", 4)
     queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[1, 2], device="cpu", reruns=5,
                                       process_repeats=1), CATALOG)
     for _ in range(6):
@@ -274,7 +274,7 @@ def test_a_finished_run_finds_its_configurations_runs_through_the_sweep_config_i
     from db.engine import reading
 
     engine = get_engine(f"sqlite:///{tmp_path / 'lab.db'}")
-    sql = str(queue.same_configuration(1, "k").compile(engine, compile_kwargs={"literal_binds": True}))
+    sql = str(follow_ups.same_configuration(1, "k").compile(engine, compile_kwargs={"literal_binds": True}))
     with reading(engine) as s:
         plan = " ".join(str(row[-1]) for row in s.execute(text("EXPLAIN QUERY PLAN " + sql)))
     assert "USING INDEX ix_jobs_sweep_config" in plan, plan
