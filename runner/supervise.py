@@ -1,7 +1,9 @@
 """The worker's side of one job's child: its job folder and compile cache set up, the child started in its own process
 group and watched (its timeout, its lease, a cancel, the worker's stop, the host's other workers), its whole tree
-killed when it must end, and how it ended turned into exactly one recorded state (Outcome). Part of runner.worker's
-Worker, whose config, database, spawner and stop signals it uses."""
+killed when it must end, and how it ended turned into exactly one recorded state (Outcome); and, where the worker
+rather than the job is at fault (an outage, its own files, its preloaded parent), the job handed back uncounted, and
+the database writes retried through an outage. Part of runner.worker's Worker, whose config, database, spawner and
+stop signals it uses."""
 from __future__ import annotations
 
 import json
@@ -13,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from db import queue
 from db.engine import DatabaseGone, check_identity
@@ -26,11 +28,12 @@ from lab.spec import ExperimentSpec
 from lab.timeline import Phases
 from runner import portable, repeatcache
 from runner.lease import LeaseKeeper, read_progress
-from runner.neighbours import Watch
+from runner.neighbours import Watch, sharing
 from runner.reaper import kill_tree
-from runner.spawn import SpawnError
+from runner.spawn import SpawnError, make_spawner
 
 log = logging.getLogger("compile_lab.worker")
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
 LOG_TAIL_CHARS = 6000
 SUPERVISE_TICK_S = 0.2  # how often the supervisor looks at the child, its lease and the stop signal
 
@@ -42,9 +45,6 @@ class Outcome:
     result: dict | None = None
     phases: list = field(default_factory=list)  # the child's phases (lab.timeline), as its result file gives them
     written_at: float | None = None  # when the child began writing its result file
-
-
-HANDED_BACK = Outcome(None, "handed back: the worker's own files failed")
 
 
 HANDED_BACK = Outcome(None, "handed back: the worker's own files failed")
@@ -151,6 +151,15 @@ class Supervision:
         if shares != self.capabilities.get("shares_cores_with"):
             self.capabilities["shares_cores_with"] = self._sharing_changed(shares)
 
+    def _sharing(self, workers) -> list[str]:
+        """The live workers of this host that share its cores, said in the log when they change."""
+        shares = sharing(self.id, self.cpus, [w for w in workers if w.hostname == self.hostname])
+        if shares and shares != self.capabilities.get("shares_cores_with"):
+            log.warning("worker %s shares CPUs %s with %s: their timings disturb each other's (pin each worker to its "
+                        "own cores, e.g. taskset -c, or run one worker per host)", self.id, cpus_text(self.cpus),
+                        ", ".join(shares))
+        return shares
+
     def _sharing_changed(self, shares: list[str]) -> list[str]:
         if shares:
             log.warning("worker %s shares CPUs %s with %s: their timings disturb each other's", self.id,
@@ -197,6 +206,53 @@ class Supervision:
                                                                      tl))
         except DBAPIError as e:
             log.warning("job %s: timeline not stored (%s)", job_id, first_line(e))
+
+
+    def _retry(self, what: str, write, patient: bool = False):
+        """Run a database write, retrying while the database is unreachable or locked (or its lock file
+        unwritable), for up to one lease (after that the lease is gone anyway: another worker re-runs the
+        job), or, if patient, until it goes in (handing a job back is all there is left to do; a second
+        SIGTERM ends the wait). None if it never went in."""
+        deadline = None if patient else time.monotonic() + self.cfg.lease_s
+        while True:
+            try:
+                return write()
+            except (OperationalError, OSError) as e:
+                if self.hurry.is_set() if deadline is None else time.monotonic() > deadline:
+                    log.error("worker %s: could not %s: %s; giving up", self.id, what, first_line(e))
+                    return None
+                log.warning("worker %s: could not %s (%s); retrying", self.id, what, first_line(e))
+                time.sleep(1.0)
+
+    def _lease_stale(self, claim: queue.Claim, lease: LeaseKeeper, phase: str) -> Outcome:
+        lease.done.set()  # renewing is over: what is left is handing the job back
+        log.error("job %s: lease not renewed for %.0f s (database unreachable or its files unwritable?); "
+                  "child stopped", claim.job_id, time.monotonic() - lease.renewed_at)
+        self._retry("hand the job back", lambda: queue.hand_back(  # once the database answers again
+            self.engine, claim.job_id, claim.token, self.id, claim.attempt, f"worker {self.id} could not renew "
+            f"the lease while {phase}; re-queued without counting the attempt"), patient=True)
+        return Outcome(None)
+
+    def _hand_back(self, claim: queue.Claim, why: str) -> Outcome:
+        log.error("job %s: worker %s %s; handed back, retrying later", claim.job_id, self.id, why)
+        self._retry("hand the job back", lambda: queue.hand_back(
+            self.engine, claim.job_id, claim.token, self.id, claim.attempt,
+            f"worker {self.id} {why}; re-queued without counting the attempt"), patient=True)
+        self._retry("note the worker idle", lambda: queue.heartbeat_worker(self.engine, self.id, "idle"))
+        return HANDED_BACK
+
+    def _spawn_failed(self, claim: queue.Claim, error: SpawnError) -> Outcome:
+        """The preloaded parent failed (it died, or was killed with its children): that is the worker's
+        fault, not the experiment's. Hand the job back without counting the attempt, and start later
+        children from fresh interpreters, so a parent that keeps dying cannot eat the queue."""
+        log.error("worker %s: %s; job %s handed back, later jobs use fresh interpreters", self.id, error,
+                  claim.job_id)
+        self.spawner.close()
+        self.spawner = make_spawner("fresh", self._env(), PROJECT_ROOT)
+        self._retry("hand the job back", lambda: queue.release(
+            self.engine, claim.job_id, claim.token,
+            f"worker {self.id}: {error}; re-queued without counting the attempt"))
+        return Outcome(None)
 
 
 def read_outcome(rc: int, result_file: Path, phase: str) -> Outcome:

@@ -43,16 +43,14 @@ from runner import ceilings, hostfacts, kept, preload, zoo
 from runner import probe as host_probe
 from runner.child import THREADS_ENV, WORKER_PID_ENV
 from runner.disturbance import my_cpus
-from runner.lease import LeaseKeeper, Renewed
+from runner.lease import Renewed
 from runner.model_folders import ModelFolders
 from runner.model_offer import MoreModels, rescan
-from runner.neighbours import sharing
 from runner.signing import KEY_FILE_ENV, Signer
 from runner.spawn import SpawnError, make_spawner
-from runner.supervise import HANDED_BACK, Outcome, Supervision, log_outcome, log_tail
+from runner.supervise import HANDED_BACK, PROJECT_ROOT, Outcome, Supervision, log_outcome, log_tail
 
 log = logging.getLogger("compile_lab.worker")
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 STARTING = "worker start"  # a job's wait for its worker's start to finish (the first job after a fast start)
 
 
@@ -248,15 +246,6 @@ class Worker(Supervision):
         log.error("worker %s: %s; children start as fresh interpreters", self.id, error)
         return make_spawner("fresh", self._env(), PROJECT_ROOT)
 
-    def _sharing(self, workers) -> list[str]:
-        """The live workers of this host that share its cores, said in the log when they change."""
-        shares = sharing(self.id, self.cpus, [w for w in workers if w.hostname == self.hostname])
-        if shares and shares != self.capabilities.get("shares_cores_with"):
-            log.warning("worker %s shares CPUs %s with %s: their timings disturb each other's (pin each worker to its "
-                        "own cores, e.g. taskset -c, or run one worker per host)", self.id, cpus_text(self.cpus),
-                        ", ".join(shares))
-        return shares
-
     def _env(self) -> dict:
         env = dict(os.environ)
         env.pop(KEY_FILE_ENV, None)  # the worker checks and signs bundles; a job's child has no use for the key
@@ -402,49 +391,3 @@ class Worker(Supervision):
         if spec.model not in self.entries:
             raise SpecError("model", f"{spec.model!r} is not in the zoo of worker {self.id}")
         return spec.check_model(zoo.model_infos(self.entries))
-
-    def _retry(self, what: str, write, patient: bool = False):
-        """Run a database write, retrying while the database is unreachable or locked (or its lock file
-        unwritable), for up to one lease (after that the lease is gone anyway: another worker re-runs the
-        job), or, if patient, until it goes in (handing a job back is all there is left to do; a second
-        SIGTERM ends the wait). None if it never went in."""
-        deadline = None if patient else time.monotonic() + self.cfg.lease_s
-        while True:
-            try:
-                return write()
-            except (OperationalError, OSError) as e:
-                if self.hurry.is_set() if deadline is None else time.monotonic() > deadline:
-                    log.error("worker %s: could not %s: %s; giving up", self.id, what, first_line(e))
-                    return None
-                log.warning("worker %s: could not %s (%s); retrying", self.id, what, first_line(e))
-                time.sleep(1.0)
-
-    def _lease_stale(self, claim: queue.Claim, lease: LeaseKeeper, phase: str) -> Outcome:
-        lease.done.set()  # renewing is over: what is left is handing the job back
-        log.error("job %s: lease not renewed for %.0f s (database unreachable or its files unwritable?); "
-                  "child stopped", claim.job_id, time.monotonic() - lease.renewed_at)
-        self._retry("hand the job back", lambda: queue.hand_back(  # once the database answers again
-            self.engine, claim.job_id, claim.token, self.id, claim.attempt, f"worker {self.id} could not renew "
-            f"the lease while {phase}; re-queued without counting the attempt"), patient=True)
-        return Outcome(None)
-
-    def _hand_back(self, claim: queue.Claim, why: str) -> Outcome:
-        log.error("job %s: worker %s %s; handed back, retrying later", claim.job_id, self.id, why)
-        self._retry("hand the job back", lambda: queue.hand_back(
-            self.engine, claim.job_id, claim.token, self.id, claim.attempt,
-            f"worker {self.id} {why}; re-queued without counting the attempt"), patient=True)
-        self._retry("note the worker idle", lambda: queue.heartbeat_worker(self.engine, self.id, "idle"))
-        return HANDED_BACK
-
-    def _spawn_failed(self, claim: queue.Claim, error: SpawnError) -> Outcome:
-        """The preloaded parent failed (it died, or was killed with its children): that is the worker's
-        fault, not the experiment's. Hand the job back without counting the attempt, and start later
-        children from fresh interpreters, so a parent that keeps dying cannot eat the queue."""
-        log.error("worker %s: %s; job %s handed back, later jobs use fresh interpreters", self.id, error,
-                  claim.job_id)
-        self.spawner.close()
-        self.spawner = make_spawner("fresh", self._env(), PROJECT_ROOT)
-        self._retry("hand the job back", lambda: queue.release(
-            self.engine, claim.job_id, claim.token,
-            f"worker {self.id}: {error}; re-queued without counting the attempt"))
-        return Outcome(None)
