@@ -13,6 +13,7 @@ from db import queue, submitters, team, views
 from db.models import JobStatus
 from db.results import export_records, sweep_measurement
 from lab import noise
+from lab import sweep as lab_sweep
 from lab.spec import job_label
 from lab.traffic import words
 
@@ -21,16 +22,20 @@ STATUS_ICONS = {"queued": "⏳", "running": "▶️", "succeeded": "✅", "faile
 STATUSES = [s.value for s in JobStatus]
 
 
-def parse_ids(text: str) -> list[int]:
-    """'12, 15-18' -> [12, 15, 16, 17, 18]; a ValueError names what is not a job id."""
+def parse_ids(text: str, most: int | None = None) -> list[int]:
+    """'12, 15-18' -> [12, 15, 16, 17, 18]; a ValueError names what is not a job id, or says the ids are more than
+    `most` (default lab.sweep.MAX_JOBS: more than a sweep may hold), counted before any range is spelled out."""
+    most = lab_sweep.MAX_JOBS if most is None else most
     ids: list[int] = []
     for part in [p for p in re.split(r"[,\s]+", text or "") if p]:
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        m = re.fullmatch(r"(\d{1,19})(?:-(\d{1,19}))?", part)
         if not m:
             raise ValueError(f"{part!r} is not a job id or a range like 15-18")
         lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
-        if hi < lo or hi - lo > 10_000:
-            raise ValueError(f"{part!r} is not a sensible range")
+        if hi < lo:
+            raise ValueError(f"{part!r} is not a range: it ends before it starts")
+        if len(ids) + hi - lo + 1 > most:
+            raise ValueError(f"{part!r} makes {len(ids) + hi - lo + 1:,} job ids; at most {most:,} at once")
         ids.extend(range(lo, hi + 1))
     if not ids:
         raise ValueError("type one or more job ids, e.g. 12, 15-18")

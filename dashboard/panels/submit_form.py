@@ -328,6 +328,8 @@ def sweep_form(catalog: dict, devices: set) -> None:
                                 who.id if who else None)
         except SpecError as e:  # the catalog changed between the count and the click
             _slot(slots, e.field).error(md(message(e)), icon=":material/error:")
+        except queue.QueueError as e:  # the lab's queued-job limit (db.admission): nothing was stored
+            st.error(md(str(e)), icon=":material/error:")
         else:
             st.session_state["submitted"] = stored
             st.session_state["submitted_values"] = values

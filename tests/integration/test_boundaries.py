@@ -146,3 +146,35 @@ def test_the_measuring_child_imports_no_sqlalchemy():
             "print(','.join(bad)); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"the child imported {done.stdout.strip()} {done.stderr[-500:]}"
+
+
+def _makes_job_rows(path) -> list[str]:
+    """Where a file makes jobs rows: Job(...), insert(Job) or Job.__table__.insert(), or SQL text inserting into
+    jobs (what it says, by line)."""
+    import ast
+    import re
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            f, args = node.func, node.args
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            on_job = lambda e: "Job" in ast.unparse(e).split(".")  # noqa: E731
+            if name == "Job" or (name == "insert" and (any(on_job(a) for a in args)
+                                                       or isinstance(f, ast.Attribute) and on_job(f.value))):
+                found.append(f"line {node.lineno}: {ast.unparse(node)[:60]}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and re.search(
+                r"insert\s+(or\s+\w+\s+)?into\s+\"?jobs\b", node.value, re.I):
+            found.append(f"line {node.lineno}: SQL inserting into jobs")
+    return found
+
+
+def test_only_the_admission_gate_makes_job_rows():
+    """Every new job passes db.admission's check of the sweep's and the lab's limits in its own transaction: no other
+    module of lab/, db/, runner/ or dashboard/ makes a jobs row (a Job, an insert on its table, SQL text)."""
+    gate = ROOT / "db" / "admission.py"
+    assert _makes_job_rows(gate), "the walk finds the gate's own Job(...)"
+    for pkg in ("lab", "db", "runner", "dashboard"):
+        for path in (ROOT / pkg).rglob("*.py"):
+            if path != gate:
+                assert not _makes_job_rows(path), f"{path.relative_to(ROOT)} makes jobs rows: {_makes_job_rows(path)}"
