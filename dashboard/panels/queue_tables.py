@@ -153,8 +153,9 @@ def actions_form() -> None:
         resubmit = c2.form_submit_button("Re-submit jobs", icon=":material/replay:")
         who = auth.acting()
         st.caption("Sign-in is off: anyone who opens this page may cancel any job." if who is None else
-                   f"You may cancel the jobs of sweeps you submitted (as {md(who.id)}); `python -m runner cancel` "
-                   "cancels any job, with the database URL.")
+                   f"You may cancel the jobs of sweeps you submitted (recorded as {md(who.id)}"
+                   + (f", or as {md(who.email)}, your verified address" if who.email else "")
+                   + "); `python -m runner cancel` cancels any job, with the database URL.")
     if not (cancel or resubmit):
         return
     try:
@@ -167,7 +168,7 @@ def actions_form() -> None:
         done, errors = [], []
         for job_id in ids:  # each cancel is its own transaction; one finished job does not block the others
             try:
-                done.append(f"#{job_id} (was {submitters.cancel_as(engine, job_id, who and who.id)})")
+                done.append(f"#{job_id} (was {submitters.cancel_as(engine, job_id, who and who.ids)})")
             except queue.QueueError as e:
                 errors.append(str(e))
         if done:

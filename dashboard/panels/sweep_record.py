@@ -101,7 +101,7 @@ def _actions(engine, sweep_id: int, meta, model: str | None) -> None:
         st.rerun()
     with right.popover("Delete…", icon=":material/delete:", width="stretch"):
         who = auth.acting()
-        if who is not None and meta.submitter != who.id:
+        if who is not None and not who.owns(meta.submitter):
             st.caption(f"Only its submitter ({md(meta.submitter)}) may delete this sweep.")
             return
         st.caption("Removes the sweep with its jobs, results, artifacts and compile-cache bundles; the deletion is "

@@ -2,7 +2,10 @@
 page submit, and cancel any job. COMPILE_LAB_SIGNIN turns it on (docs/operations.md, "Sign-in for a team"):
 
 - `oidc`: Streamlit's own OpenID Connect sign-in (st.login, st.logout), configured by the `[auth]` section of
-  .streamlit/secrets.toml. A person is their e-mail address (the provider's subject where it has none it vouches for).
+  .streamlit/secrets.toml. A person is the provider's subject: its issuer (`iss`) and subject (`sub`) claims, which
+  the provider keeps stable and unique. An e-mail address is shown, and matches sweeps recorded under it, only when
+  the provider vouches for it (`email_verified` true); a name (`name`, `preferred_username`) is only ever shown, as
+  the provider's name for the person, never compared.
 - `proxy`: an authenticating reverse proxy names the person in a header (COMPILE_LAB_PROXY_HEADER, default
   X-Forwarded-User), believed only on a connection from one of COMPILE_LAB_PROXY_ADDRESSES (addresses or networks).
 
@@ -12,7 +15,9 @@ not configured refuses every page with the reason: a lab that asked for sign-in 
 the CLI do not sign in: their database URL is their credential, and the CLI records the OS user as the submitter."""
 from __future__ import annotations
 
+import hashlib
 import ipaddress
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -40,8 +45,22 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 @dataclass(frozen=True)
 class Identity:
-    id: str  # stable: recorded as a sweep's submitter, compared when cancelling
-    name: str  # shown
+    id: str  # stable: recorded as a sweep's submitter and as the actor of a change, compared when cancelling
+    name: str  # shown beside the id; under OIDC the provider's name claim, which nobody vouches for: never compared
+    email: str | None = None  # an address the provider vouches for: shown, and owns sweeps recorded under it
+
+    @property
+    def shown(self) -> str:
+        """Who this is, in one line: the verified address, else the id."""
+        return self.email or self.id
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """Every submitter that is this person: the id, and the verified address sweeps were once recorded under."""
+        return (self.id, self.email) if self.email and self.email != self.id else (self.id,)
+
+    def owns(self, submitter: str | None) -> bool:
+        return submitter is not None and submitter in self.ids
 
 
 @dataclass(frozen=True)
@@ -156,15 +175,33 @@ def proxy_refusal(s: SignIn, peer: str | None, values: Sequence[str], forwarded_
     return None
 
 
+def subject_id(iss: str, sub: str) -> str:
+    """A person under OIDC: `iss#sub` (an issuer is a URL without a fragment, so the first `#` parts the two). When
+    that is longer than a sweep's submitter column holds (or the issuer breaks the rule), a digest of both instead:
+    cutting it short could make two people one."""
+    ident = f"{iss}#{sub}"
+    if len(ident) <= MAX_ID and "#" not in iss:
+        return ident
+    return "oidc-sha256:" + hashlib.sha256(json.dumps([iss, sub]).encode()).hexdigest()
+
+
+def _text(value) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
 def from_claims(user: Mapping) -> Identity | None:
-    """The person an OIDC sign-in names (st.user's claims), or None when nobody is signed in."""
+    """The person an OIDC sign-in names (st.user's claims: the ID token's), or None when nobody is signed in or the
+    claims name no subject. Only `iss` and `sub` say who it is; `email` counts only with `email_verified` true (a
+    provider that leaves the claim out, or sends anything but true, vouches for nothing)."""
     if not user or user.get("is_logged_in") is not True:
         return None
-    email = user.get("email") if user.get("email_verified", True) is not False else None
-    ident = email or user.get("sub")
-    if not ident:
+    iss, sub = _text(user.get("iss")), _text(user.get("sub"))
+    if iss is None or sub is None:
         return None
-    return Identity(str(ident)[:MAX_ID], str(user.get("name") or user.get("preferred_username") or ident))
+    email = _text(user.get("email")) if user.get("email_verified") is True else None
+    ident = subject_id(iss, sub)
+    name = _text(user.get("name")) or _text(user.get("preferred_username")) or email or ident
+    return Identity(ident, name, email)
 
 
 def _auth_section() -> dict:
@@ -239,10 +276,15 @@ def sidebar(who: Identity | None) -> None:
         st.caption(f":material/lock_open: Sign-in is off: anyone who opens this page may submit sweeps and cancel "
                    f"any job{hint}.")
         return
-    st.markdown(f":material/person: Signed in as **{md(who.name)}**")
-    if who.id != who.name:
-        st.caption(md(who.id))
-    if config().mode == "oidc":
+    oidc = config().mode == "oidc"
+    st.markdown(f":material/person: Signed in as **{md(who.shown)}**")
+    if who.name not in (who.shown, who.id):  # a name nobody vouches for: said to be the provider's, under the id
+        st.caption(f"{md(who.name)}: your provider's name for you")
+    if who.id != who.shown:
+        st.caption(f"Recorded as {md(who.id)}")
+    elif oidc:
+        st.caption("Your provider vouches for no e-mail address: the lab knows you by this subject.")
+    if oidc:
         st.button("Sign out", icon=":material/logout:", on_click=st.logout, key="signout")
 
 

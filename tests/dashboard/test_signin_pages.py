@@ -5,6 +5,7 @@ sign-in off, Queue says anyone may cancel; a sign-in asked for but not configure
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard.markup import WORD_JOINER
 from dashboard.state.embedded import ENV_SWITCH
 from db import queue
 from db.engine import reading
@@ -15,7 +16,11 @@ from tests.conftest import ROOT
 from tests.unit.test_signin import AUTH
 
 APP = str(ROOT / "dashboard" / "main.py")
-ALICE = {"is_logged_in": True, "email": "alice@example.org", "name": "Alice Example"}
+ISS = "https://id.example.org"
+ALICE = {"is_logged_in": True, "iss": ISS, "sub": "alice", "email": "alice@example.org", "email_verified": True,
+         "name": "Alice Example"}
+# another account at the provider that claims Alice's address and name, which the provider does not vouch for
+MALLORY = {"is_logged_in": True, "iss": ISS, "sub": "mallory", "email": "alice@example.org", "name": "Alice Example"}
 
 
 @pytest.fixture
@@ -40,6 +45,12 @@ def page(name: str, user: dict, secrets: dict | None = None) -> AppTest:
     return at.run()
 
 
+def sidebar_text(at: AppTest) -> str:
+    """The sidebar's words as a person reads them (Markdown's escapes and word joiners dropped)."""
+    text = " ".join(str(e.value) for e in [*at.sidebar.markdown, *at.sidebar.caption])
+    return text.replace("\\", "").replace(WORD_JOINER, "")
+
+
 def shown(at: AppTest) -> str:
     return " ".join(str(e.value) for kind in ("title", "markdown", "caption", "info", "error", "metric", "text")
                     for e in getattr(at, kind))
@@ -57,12 +68,28 @@ def test_nobody_signed_in_sees_the_sign_in_button_alone(lab, name):
 def test_signed_in_the_sidebar_names_the_person_and_a_submit_records_them(lab):
     at = page("submit", ALICE)
     assert not at.exception
-    sidebar = " ".join(str(e.value) for e in [*at.sidebar.markdown, *at.sidebar.caption])
-    assert "Signed in as **Alice Example**" in sidebar and "Sign out" in [b.label for b in at.sidebar.button]
+    sidebar = sidebar_text(at)
+    assert "Signed in as **alice@example.org**" in sidebar and "Sign out" in [b.label for b in at.sidebar.button]
+    assert "Alice Example: your provider's name for you" in sidebar
     at.button(key="f_submit").click().run()
     assert not at.exception
     with reading(lab["engine"]) as s:
-        assert s.query(Sweep).order_by(Sweep.id.desc()).first().created_by == "alice@example.org"
+        assert s.query(Sweep).order_by(Sweep.id.desc()).first().created_by == f"{ISS}#alice"
+
+
+def test_an_account_claiming_alice_s_address_unverified_is_not_alice(lab):
+    at = page("queue", MALLORY)
+    assert not at.exception
+    sidebar = sidebar_text(at)
+    assert f"Signed in as **{ISS}#mallory**" in sidebar and "alice@" not in sidebar
+    assert "vouches for no e-mail address" in sidebar
+    box = next(t for t in at.text_input if t.label == "Job ids")
+    box.input(str(lab["alices"]))
+    next(b for b in at.button if b.label == "Cancel jobs").click().run()
+    assert not at.exception and not at.success
+    assert any("only its submitter may cancel it" in e.value for e in at.error)
+    with reading(lab["engine"]) as s:
+        assert s.get(Job, lab["alices"]).status == "queued"
 
 
 def test_queue_cancels_the_submitter_s_jobs_only(lab):

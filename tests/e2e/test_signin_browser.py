@@ -1,9 +1,12 @@
 """Sign-in in a real browser (dashboard.state.auth).
 
 OIDC: a real OpenID Connect provider (oidc-provider-mock's server, started here on a free port) and the app started
-with `[auth]` secrets pointing at it: the sign-in flow through the provider's page, the signed-in name in the sidebar
-and as the submitter of a sweep submitted from the form, cancel allowed on one's own sweep and refused on another's,
-sign-out through the provider, and a browser with no session that sees the sign-in prompt only and stores nothing.
+with `[auth]` secrets pointing at it: the sign-in flow through the provider's page, the signed-in person in the sidebar
+and (as the provider's subject) as the submitter of a sweep submitted from the form, cancel allowed on one's own sweep
+(and on one recorded under one's verified address) and refused on another's, sign-out through the provider, and a
+browser with no session that sees the sign-in prompt only and stores nothing. Two other accounts at the provider
+claim Alice's address and name, one without `email_verified`, one with it false: neither is Alice, neither is shown as
+her, neither may cancel her jobs.
 
 Proxy mode: the user header is believed on a connection from the proxy's address, and ignored on one from any other
 (a plain TCP relay whose connections to the app come from 127.0.0.2)."""
@@ -31,6 +34,9 @@ from tests.faults.outage import pipe
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} missing")
 ALICE = {"email": "alice@example.org", "email_verified": True, "name": "Alice Example"}
+# accounts whose e-mail claim is Alice's address, which the provider does not vouch for
+IMPOSTORS = {"mallory": {"email": "alice@example.org", "name": "Alice Example"},  # no email_verified (Entra ID's way)
+             "eve": {"email": "alice@example.org", "email_verified": False, "name": "Alice Example"}}
 
 
 def jobs(engine) -> int:
@@ -53,8 +59,13 @@ def oidc_lab(tmp_path):
     # another person's sweep, from the CLI (the OS user is its submitter)
     _, (theirs,), _ = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[1], device="cpu",
                                                         process_repeats=1), None, created_by="bob@gpu-host")
-    with run_server_in_thread(user_claims=[User(sub="alice", claims=ALICE)]) as provider:
+    users = [User(sub="alice", claims=ALICE)] + [User(sub=sub, claims=c) for sub, c in IMPOSTORS.items()]
+    with run_server_in_thread(user_claims=users) as provider:
         issuer = f"http://127.0.0.1:{provider.server_port}"  # another host name than the app's: cookies apart
+        alice_req = SweepRequest(model="simplenet", batch_sizes=[1], device="cpu", process_repeats=1)
+        # Alice's sweeps: one under her subject, one under her address (recorded so before subjects were the person)
+        _, (alices,), _ = queue.submit(engine, alice_req, None, created_by=f"{issuer}#alice")
+        _, (legacy,), _ = queue.submit(engine, alice_req, None, created_by="alice@example.org")
         (tmp_path / "secrets.toml").write_text(
             "[auth]\n"
             'redirect_uri = "http://localhost:{port}/oauth2callback"\n'  # Streamlit fills in its port
@@ -64,48 +75,67 @@ def oidc_lab(tmp_path):
             f'server_metadata_url = "{issuer}/.well-known/openid-configuration"\n')
         with running_app(tmp_path, url, {"COMPILE_LAB_SIGNIN": "oidc"}, "--secrets.files",
                       str(tmp_path / "secrets.toml")) as port:
-            yield {"url": f"http://localhost:{port}", "engine": engine, "theirs": theirs}
+            yield {"url": f"http://localhost:{port}", "engine": engine, "theirs": theirs, "issuer": issuer,
+                   "alices": alices, "legacy": legacy}
+
+
+def sign_in(chromium, lab: dict, account: str):
+    """A fresh browser context signed in at the provider as `account` (one of its predefined users); its page, on
+    Submit with the form drawn."""
+    page = chromium.new_page(viewport={"width": 1400, "height": 1100})
+    page.set_default_timeout(60_000)
+    page.goto(lab["url"])
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(re.compile(r"127\.0\.0\.1:\d+/oauth2/authorize"))  # the provider's own page
+    page.get_by_role("button", name=account, exact=True).click()  # its predefined user
+    page.wait_for_url(re.compile(r"^http://localhost:\d+/"))
+    page.get_by_role("button", name="Submit 1 job").wait_for()
+    return page
+
+
+def cancel_on_queue(page, ids: list[int]) -> None:
+    page.locator('[data-testid="stSidebarNav"]').get_by_text("Queue").click()
+    page.wait_for_url(re.compile(r"/queue"))
+    page.get_by_text("You may cancel the jobs of sweeps you submitted").wait_for()
+    page.get_by_role("textbox", name="Job ids").fill(", ".join(map(str, ids)))
+    page.get_by_role("button", name="Cancel jobs").click()
+
+
+def refusals(page) -> str:
+    errors = page.locator('[data-testid="stAlertContentError"]').filter(has_text="only its submitter may cancel it")
+    errors.first.wait_for()
+    return errors.first.inner_text().replace(WORD_JOINER, "")
 
 
 def test_oidc_sign_in_submit_cancel_and_sign_out(oidc_lab, browser, tmp_path):  # noqa: F811
-    engine, base = oidc_lab["engine"], oidc_lab["url"]
-    page = browser.new_page(viewport={"width": 1400, "height": 1100})
-    page.set_default_timeout(60_000)
-    page.goto(base)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(re.compile(r"127\.0\.0\.1:\d+/oauth2/authorize"))  # the provider's own page
-    page.get_by_role("button", name="alice", exact=True).click()  # its predefined user
-    page.wait_for_url(re.compile(r"^http://localhost:\d+/"))
+    engine, base, issuer = oidc_lab["engine"], oidc_lab["url"], oidc_lab["issuer"]
+    page = sign_in(browser, oidc_lab, "alice")
     submit = page.get_by_role("button", name="Submit 1 job")
-    submit.wait_for()
-    assert "Signed in as Alice Example" in sidebar(page) and "alice@example.org" in sidebar(page)
+    # her verified address names her; her provider's name for her is said to be that; she is recorded as her subject
+    assert "Signed in as alice@example.org" in sidebar(page) and "Alice Example: your provider's name for you" in \
+        sidebar(page) and f"Recorded as {issuer}#alice" in sidebar(page)
     # the file routes beside the pages know the session's cookie: the report is looked up (this job has none)
     assert page.request.get(f"{base}/tlparse/{oidc_lab['theirs']}/index.html").status == 404
     submit.click()
     page.get_by_text(re.compile(r"1 job\(s\) queued")).wait_for()
     with reading(engine) as s:
-        (mine,) = s.execute(select(Sweep.id, Sweep.created_by).where(Sweep.created_by != "bob@gpu-host")).all()
+        mine = s.scalars(select(Sweep).order_by(Sweep.id.desc())).first()
         (job,) = s.scalars(select(Job.id).where(Job.sweep_id == mine.id)).all()
-    assert mine.created_by == "alice@example.org"
+        assert mine.created_by == f"{issuer}#alice"
 
-    # cancel: one's own job, yes; a job of another's sweep, no (with the reason), and it stays queued
-    page.locator('[data-testid="stSidebarNav"]').get_by_text("Queue").click()
-    page.wait_for_url(re.compile(r"/queue"))
-    page.get_by_text("You may cancel the jobs of sweeps you submitted").wait_for()
-    page.get_by_role("textbox", name="Job ids").fill(f"{job}, {oidc_lab['theirs']}")
-    page.get_by_role("button", name="Cancel jobs").click()
-    page.get_by_text(f"Cancelled #{job} (was queued)").wait_for()
-    refused = page.locator('[data-testid="stAlertContentError"]').filter(has_text="only its submitter may cancel it")
-    assert f"job {oidc_lab['theirs']}: its sweep was submitted by bob@gpu-host" in refused.inner_text().replace(
-        WORD_JOINER, "")
+    # cancel: one's own jobs (the one recorded under her verified address too), yes; a job of another's sweep, no
+    # (with the reason), and it stays queued
+    cancel_on_queue(page, [job, oidc_lab["legacy"], oidc_lab["theirs"]])
+    page.get_by_text(f"Cancelled #{job} (was queued), #{oidc_lab['legacy']} (was queued)").wait_for()
+    assert f"job {oidc_lab['theirs']}: its sweep was submitted by bob@gpu-host" in refusals(page)
     with reading(engine) as s:
-        assert s.get(Job, job).status == "cancelled"
-        assert s.get(Job, oidc_lab["theirs"]).status == "queued"
+        assert [s.get(Job, j).status for j in (job, oidc_lab["legacy"], oidc_lab["theirs"], oidc_lab["alices"])] == [
+            "cancelled", "cancelled", "queued", "queued"]
     # the sweep says who submitted it (the Queue's record panel; its table says so too, in a canvas grid)
     page.get_by_text("A sweep's record").click()
     caption = page.get_by_text(re.compile(r"^Submitted by")).first
     caption.wait_for()
-    assert caption.inner_text().replace(WORD_JOINER, "") == "Submitted by alice@example.org"
+    assert caption.inner_text().replace(WORD_JOINER, "") == f"Submitted by {issuer}#alice"
     page.screenshot(path=str(tmp_path / "signed-in-queue.png"))
 
     # sign out: through the provider's end-session page, back to the sign-in prompt
@@ -117,6 +147,36 @@ def test_oidc_sign_in_submit_cancel_and_sign_out(oidc_lab, browser, tmp_path):  
     page.goto(base + "/queue")
     page.get_by_role("button", name="Sign in").wait_for()
     assert "Alice" not in page.content() and page.get_by_role("textbox", name="Job ids").count() == 0
+
+
+@pytest.mark.parametrize("account", list(IMPOSTORS))
+def test_oidc_an_account_claiming_alice_s_address_unverified_is_not_alice(oidc_lab, browser, account, tmp_path):  # noqa: F811
+    engine, issuer = oidc_lab["engine"], oidc_lab["issuer"]
+    page = sign_in(browser, oidc_lab, account)
+    shown = sidebar(page)
+    assert "alice@example.org" not in shown and "Signed in as Alice" not in shown, shown
+    assert f"Signed in as {issuer}#{account}" in shown and "vouches for no e-mail address" in shown, shown
+    page.get_by_role("button", name="Submit 1 job").click()
+    page.get_by_text(re.compile(r"1 job\(s\) queued")).wait_for()
+    with reading(engine) as s:
+        assert s.scalars(select(Sweep.created_by).order_by(Sweep.id.desc())).first() == f"{issuer}#{account}"
+        assert s.scalar(select(func.count()).select_from(Sweep).where(
+            Sweep.created_by.in_(["alice@example.org", f"{issuer}#alice"]))) == 2  # Alice's own two, no more
+
+    # Alice's jobs, under her subject and under her address: both refused, both still queued
+    cancel_on_queue(page, [oidc_lab["alices"], oidc_lab["legacy"]])
+    refused = refusals(page)
+    assert f"job {oidc_lab['alices']}: its sweep was submitted by {issuer}#alice" in refused, refused
+    assert f"job {oidc_lab['legacy']}: its sweep was submitted by alice@example.org" in refused, refused
+    assert page.get_by_text(re.compile(r"^Cancelled")).count() == 0
+    with reading(engine) as s:
+        assert [s.get(Job, j).status for j in (oidc_lab["alices"], oidc_lab["legacy"])] == ["queued", "queued"]
+    # the sweep it submitted is recorded and shown as its own subject, never as Alice
+    page.get_by_text("A sweep's record").click()
+    caption = page.get_by_text(re.compile(r"^Submitted by")).first
+    caption.wait_for()
+    assert caption.inner_text().replace(WORD_JOINER, "") == f"Submitted by {issuer}#{account}"
+    page.screenshot(path=str(tmp_path / f"impostor-{account}.png"))
 
 
 def test_oidc_a_browser_without_a_session_sees_nothing_and_stores_nothing(oidc_lab, browser, tmp_path):  # noqa: F811

@@ -75,14 +75,53 @@ def test_an_address_uvicorn_may_have_taken_from_x_forwarded_for_is_not_believed(
     assert auth.proxy_identity(within, "10.0.0.2", ["carol"], True) is not None
 
 
-def test_an_oidc_sign_in_names_a_verified_email_else_the_subject():
-    assert auth.from_claims({}) is None and auth.from_claims({"is_logged_in": False, "email": "a@x"}) is None
-    assert auth.from_claims({"is_logged_in": True, "email": "a@x", "name": "A"}) == Identity("a@x", "A")
-    assert auth.from_claims({"is_logged_in": True, "email": "a@x", "email_verified": False, "sub": "123"}) == \
-        Identity("123", "123")
-    assert auth.from_claims({"is_logged_in": True, "sub": "123", "preferred_username": "ann"}) == Identity("123", "ann")
-    assert auth.from_claims({"is_logged_in": True}) is None
-    assert len(auth.from_claims({"is_logged_in": True, "email": "a" * 300}).id) == auth.MAX_ID  # sweeps.created_by
+ISS = "https://id.example.org"
+
+
+def claims(**extra) -> dict:
+    return {"is_logged_in": True, "iss": ISS, "sub": "u-1", **extra}
+
+
+def test_an_oidc_sign_in_is_the_issuer_s_subject_whatever_its_e_mail_claim_says():
+    assert auth.from_claims({}) is None and auth.from_claims({"is_logged_in": False, "iss": ISS, "sub": "u"}) is None
+    subject = f"{ISS}#u-1"
+    # no email_verified (Microsoft Entra ID, Okta's thin ID tokens): the address is not the person, nor shown
+    absent = auth.from_claims(claims(email="alice@example.org", name="Alice Example"))
+    assert absent == Identity(subject, "Alice Example", None) and absent.shown == subject
+    assert absent.ids == (subject,) and not absent.owns("alice@example.org")
+    # email_verified false, or anything but true (a string is no vouching): the same
+    for verified in (False, "true", 1, None):
+        who = auth.from_claims(claims(email="alice@example.org", email_verified=verified))
+        assert (who.id, who.email, who.name) == (subject, None, subject), verified
+    # vouched for: shown, and it owns the sweeps once recorded under it; the person is still the subject
+    alice = auth.from_claims(claims(email="alice@example.org", email_verified=True, preferred_username="ann"))
+    assert alice == Identity(subject, "ann", "alice@example.org") and alice.shown == "alice@example.org"
+    assert alice.owns(subject) and alice.owns("alice@example.org") and not alice.owns("bob@gpu-host")
+    assert not alice.owns(None) and not alice.owns("u-1")  # a bare subject: any issuer's
+
+
+def test_an_oidc_sign_in_without_a_subject_or_an_issuer_is_nobody():
+    assert auth.from_claims({"is_logged_in": True, "email": "a@x", "email_verified": True}) is None
+    assert auth.from_claims({"is_logged_in": True, "iss": ISS, "email": "a@x", "email_verified": True}) is None
+    assert auth.from_claims({"is_logged_in": True, "sub": "u-1", "name": "A"}) is None
+    assert auth.from_claims(claims(sub="")) is None and auth.from_claims(claims(sub=" ")) is None
+    assert auth.from_claims(claims(sub=123)) is None and auth.from_claims(claims(iss=None)) is None
+
+
+def test_two_issuers_with_the_same_subject_are_two_people():
+    here = auth.from_claims(claims(sub="42", email="a@x", email_verified=True))
+    there = auth.from_claims({"is_logged_in": True, "iss": "https://other.example.org", "sub": "42"})
+    assert here.id != there.id and not there.owns(here.id) and not here.owns(there.id)
+    # an issuer that ends where another's subject begins: still two
+    assert auth.subject_id("https://a.example/x", "y") != auth.subject_id("https://a.example/x#y", "")
+    assert auth.subject_id("https://a#b", "c") != auth.subject_id("https://a", "b#c")
+
+
+def test_a_subject_too_long_for_the_submitter_column_is_a_digest_never_cut_short():
+    long_a, long_b = "s" * 300 + "a", "s" * 300 + "b"  # the same first 200 characters
+    a, b = (auth.from_claims(claims(sub=s)).id for s in (long_a, long_b))
+    assert a != b and len(a) <= auth.MAX_ID and len(b) <= auth.MAX_ID and a.startswith("oidc-sha256:")
+    assert auth.from_claims(claims(sub=long_a)).id == a  # stable: the same person every time
 
 
 @pytest.fixture
@@ -105,6 +144,16 @@ def test_cancel_is_allowed_to_the_submitter_only_with_sign_in_on(two_sweeps):
     with reading(engine) as s:
         assert {j.id: j.status for j in s.query(Job)} == {alice: "cancelled", cli: "queued"}
         assert {sw.created_by for sw in s.query(Sweep)} == {"alice@example.org", queue.whoami()}
+
+
+def test_cancel_by_one_person_s_ids_a_subject_and_a_verified_address(two_sweeps):
+    engine, alice, cli = two_sweeps  # alice's sweep was recorded under her address, before subjects
+    subject = f"{ISS}#u-1"
+    with pytest.raises(submitters.NotSubmitter):
+        submitters.cancel_as(engine, alice, (subject,))  # her subject alone: no address vouched for
+    assert submitters.cancel_as(engine, alice, (subject, "alice@example.org")) == "queued"
+    with pytest.raises(submitters.NotSubmitter):
+        submitters.cancel_as(engine, cli, (subject, "alice@example.org"))
 
 
 def test_cancel_with_sign_in_off_is_anyone_s(two_sweeps):
