@@ -203,9 +203,14 @@ def compile_blocks(model: torch.nn.Module, containers: tuple[str, ...], compile_
 
 
 def _loss(out) -> torch.Tensor:
+    """At least float32 (a half-precision output's square sums overflow); a float64 run's stays float64."""
     if isinstance(out, torch.Tensor) and out.dim() == 0:  # the model's own loss (hf:, timm: with labels): as it is
-        return out.float()
-    return sum(t.float().pow(2).mean() for t in tensors(out))
+        return _wide(out)
+    return sum(_wide(t).pow(2).mean() for t in tensors(out))
+
+
+def _wide(t: torch.Tensor) -> torch.Tensor:
+    return t.to(torch.promote_types(t.dtype, torch.float32))
 
 
 def timed_once(timer, step, inputs) -> tuple[float, object]:

@@ -27,8 +27,8 @@ from lab.spec import ExperimentSpec
 from lab.timeline import Phases
 from runner import compile_workers, megacache, recompiles, tlparse_report, traffic
 from runner import cudagraphs as cudagraphs_health
-from runner.accuracy import compare, on_device, reference, skip_reason
-from runner.build import Setup, build, inputs_for, seed, timed_once, warm_libraries
+from runner.accuracy import NOT_COMPARED, compare, float64_run, on_device, pristine, reference, skip_reason
+from runner.build import Setup, build, inputs_for, make_step, seed, timed_once, warm_libraries
 from runner.disturbance import Watch as Disturbances
 from runner.disturbance import my_cpus
 from runner.environment import gpu_state, host_state
@@ -186,12 +186,20 @@ def first_calls(job: Setup, report: Report, check: bool = True) -> FirstCalls:
     report("eager first call", None)
     with phase("library warm-up"):
         warm_libraries(job.device, job.dtype)  # handles and pools (cuBLAS, cuDNN, oneDNN, OpenMP): not eager's cost
-        seed(2)
+    skip = skip_reason(job.entry, job.eager_model, training) if check else None
+    check = check and skip is None
+    with phase("accuracy"):  # the float64 run's weights, copied before eager's step changes them (after Memory's
+        before = pristine(job.eager_model) if check and training else None  # baseline; freed before its window)
+    seed(2)
     with phase("eager first call"):
         eager_first_s, out = timed_once(timer, job.eager_step, inputs)
     with phase("accuracy"):
-        eager_ref, held = reference(out, job.eager_model if training else None) if check else (None, 0)
+        eager_ref = reference(out, job.eager_model if training else None, training) if check else None
         del out
+        wide = float64_run(before if training else pristine(job.eager_model), inputs, training,
+                           _float64_step(job)) if check else None
+        del before
+        held = sum(getattr(r, "held", 0) for r in (eager_ref, wide))
     with phase("memory"):
         mem.start()
         eager_second_s, out = timed_once(timer, job.eager_step, inputs)
@@ -214,13 +222,11 @@ def first_calls(job: Setup, report: Report, check: bool = True) -> FirstCalls:
         first_metrics = metrics()[n_metrics:]
         graph_count = job.watch.count()
         if check:
-            compiled_ref = on_device(out, job.compiled_base if training else None)  # compared where it lies
-            accuracy = compare(eager_ref, compiled_ref, job.spec.dtype,
-                               skip_reason(job.entry, job.eager_model, training))
-            del eager_ref, compiled_ref
+            compiled_ref = on_device(out, job.compiled_base if training else None, training)  # compared where it lies
+            accuracy = compare(eager_ref, compiled_ref, job.spec.dtype, None, wide)
+            del eager_ref, compiled_ref, wide
         else:
-            accuracy = {"max_abs_error": None, "rel_error": None, "ok": None,
-                        "note": "checked by its configuration's first run"}
+            accuracy = {**NOT_COMPARED, "note": skip or "checked by its configuration's first run"}
         del out
     with phase("memory"):
         mem.start()  # after the compile: its temporaries (autotuning buffers) are not the model's memory
@@ -228,6 +234,14 @@ def first_calls(job: Setup, report: Report, check: bool = True) -> FirstCalls:
     return FirstCalls(eager_first_s=eager_first_s, eager_second_s=eager_second_s, compiled_first_s=compiled_first_s,
                       compiled_second_s=compiled_second_s, peak_eager=peak_eager, peak_compiled=mem.peak_mb(),
                       memory_method=mem.method, metrics=first_metrics, graph_count=graph_count, accuracy=accuracy)
+
+
+def _float64_step(job: Setup):
+    """The step the float64 run takes: the sides' own (an SGD step in training), in full precision (no autocast)."""
+    def make(model, training):
+        seed(2)
+        return make_step(model, model.parameters(), training, mark_cudagraph_step=False, device_type=job.device.type)
+    return make
 
 
 def steady_state(job: Setup, report: Report, diagnose: bool = True) -> SteadyState:

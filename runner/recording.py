@@ -115,6 +115,7 @@ def detail(job: Setup, first: FirstCalls, steady: SteadyState, work: dict, kerne
         # what capturing the trace added to the compile times (torch measures it)
         "trace_overhead_s": trace_overhead(all_metrics),
         "accuracy_note": first.accuracy["note"],
+        "accuracy_check": first.accuracy["detail"],  # what was compared, against what, tensor by tensor's worst
         "memory_method": first.memory_method,
         "cudagraph_steps_marked": job.cudagraphs,
         "cudagraphs": steady.cudagraphs,  # CUDA graphs health (runner.cudagraphs); None when not used

@@ -102,3 +102,32 @@ def portable_lines(record: dict) -> list[str]:
     elif saved:
         lines.append(f"Its bundle was not kept: {saved.get('why_not') or saved.get('error') or 'nothing to keep'}.")
     return lines
+
+
+def accuracy_lines(record: dict) -> list[str]:
+    """What the accuracy check compared, against what, and by how much the worst tensor differed: plain sentences
+    (tensor names come from the model: the page shows them as text)."""
+    check = record.get("accuracy_check")
+    ok = record.get("accuracy_ok")
+    if not isinstance(check, dict):
+        return []
+    verdict = {True: "the compiled result is eager's", False: "the compiled result differs", None: "not judged"}[ok]
+    lines = [f"Accuracy: {verdict}. Compared {check.get('compared')} ({check.get('tensors')} tensors), tolerance "
+             f"{check.get('tolerance')}; float64 reference: {check.get('reference')}."]
+    worst = check.get("worst") if isinstance(check.get("worst"), dict) else None
+    if worst:
+        line = (f"Worst: {worst.get('tensor')}: relative error {_g(worst.get('rel_error'))}, "
+                f"max |diff| {_g(worst.get('max_abs_error'))}")
+        if worst.get("allowed_rmse") is not None:
+            line += (f"; from the float64 run, compiled {_g(worst.get('compiled_rmse_vs_float64'))} against eager "
+                     f"{_g(worst.get('eager_rmse_vs_float64'))} (allowed {_g(worst.get('allowed_rmse'))}, "
+                     f"{check.get('multiplier')}x eager's + tolerance/10)")
+        lines.append(line + ".")
+    failing = check.get("failing") or []
+    if failing:
+        lines.append(f"Differ: {', '.join(str(f) for f in failing[:10])}" + (" …" if len(failing) > 10 else ""))
+    return lines
+
+
+def _g(x) -> str:
+    return f"{x:.3g}" if isinstance(x, (int, float)) else "–"

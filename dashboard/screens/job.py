@@ -41,6 +41,8 @@ if record["status"] == "succeeded":
     if line:
         st.caption(f"Fusion: {line}.")
     job_parts.first_calls(record)
+    for line in story.accuracy_lines(record):
+        st.text(line)  # tensor names are the model's: text, never markup
     traffic_view.show(record, detail.get("follow_up_of"))
     st.subheader("Timeline")
     timeline_panel.show(record["timeline"])
