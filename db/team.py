@@ -19,6 +19,59 @@ class TeamError(ValueError):
     """A change that cannot be made (no such sweep, a sweep still running): the message says why."""
 
 
+class ListingChanged(TeamError):
+    """What deleting a sweep also removes is not what was listed and confirmed: nothing was deleted; ask again."""
+
+    def __init__(self, message: str, now: "AlsoRemoved"):
+        super().__init__(message)
+        self.now = now  # the listing as it stands, to show and confirm instead
+
+
+@dataclass(frozen=True)
+class PinnedBaseline:
+    """A model's baseline pinned to a sweep, with who pinned it and when."""
+
+    model: str
+    config: str | None
+    pinned_by: str
+    pinned_at: datetime
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "config": self.config, "pinned_by": self.pinned_by,
+                "pinned_at": self.pinned_at.isoformat(sep=" ", timespec="seconds")}
+
+
+@dataclass(frozen=True)
+class AlsoRemoved:
+    """What deleting a sweep removes beyond its own jobs, results and artifacts: the baselines pinned to it (someone's
+    reference for a model) and the compile cache bundles kept from its jobs (portable jobs of any sweep load them).
+    A delete goes ahead only when this, read again in its transaction, equals the listing the person confirmed."""
+
+    baselines: tuple[PinnedBaseline, ...] = ()
+    bundle_ids: tuple[int, ...] = ()
+    bundle_bytes: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.baselines or self.bundle_ids)
+
+    def lines(self) -> list[str]:
+        """Plain text, one line per thing removed (shown as text by the pages, printed by the CLI)."""
+        out = [f"the baseline of {b.model} ({f'configuration {b.config}' if b.config else 'the whole sweep'}), "
+               f"pinned by {b.pinned_by or 'unknown'} at {b.pinned_at:%Y-%m-%d %H:%M} UTC" for b in self.baselines]
+        if self.bundle_ids:
+            n = len(self.bundle_ids)
+            out.append(f"{n} compile cache bundle{'s' if n != 1 else ''} kept from its jobs ({_size(self.bundle_bytes)}), "
+                       "which portable jobs of any sweep load")
+        return out
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
 @dataclass(frozen=True)
 class SweepMeta:
     submitter: str
@@ -80,22 +133,53 @@ def archive(engine: Engine, sweep_id: int, actor: str, restore: bool = False) ->
         _event(s, actor, "restore" if restore else "archive", sweep_id, name=sweep.name)
 
 
-def delete_sweep(engine: Engine, sweep_id: int, actor: str) -> dict:
-    """The sweep, its jobs, their results, artifacts and kept compile caches, gone in one transaction; the deletion
-    recorded (who, when, what). Refused while a job of it is queued or running (cancel those first)."""
+def also_removed(engine: Engine, sweep_id: int) -> AlsoRemoved:
+    """What deleting the sweep would also remove now: the listing a person confirms before delete_sweep."""
+    with reading(engine) as s:
+        return _also_removed(s, sweep_id)
+
+
+def _also_removed(s, sweep_id: int, lock: bool = False) -> AlsoRemoved:
+    """`lock` (in the delete's transaction): the rows listed are locked (PostgreSQL), so an unpin or a bundle's
+    replacement waits for the delete instead of changing what it records; a row added after is not listed, and
+    the delete removes the listed rows only."""
+    bundles = select(CompileCache.id, CompileCache.bytes).order_by(CompileCache.id).where(
+        CompileCache.job_id.in_(select(Job.id).where(Job.sweep_id == sweep_id)))
+    pins = (select(Baseline.model, Baseline.config, Baseline.pinned_by, Baseline.pinned_at)
+            .where(Baseline.sweep_id == sweep_id).order_by(Baseline.model))
+    if lock:
+        bundles, pins = bundles.with_for_update(), pins.with_for_update()
+    bundles, pins = s.execute(bundles).all(), s.execute(pins).all()
+    return AlsoRemoved(tuple(PinnedBaseline(*p) for p in pins), tuple(i for i, _ in bundles),
+                       sum(n or 0 for _, n in bundles))
+
+
+def delete_sweep(engine: Engine, sweep_id: int, actor: str, confirmed: AlsoRemoved = AlsoRemoved()) -> dict:
+    """The sweep, its jobs, their results, artifacts and kept compile caches, and the baselines pinned to it, gone in
+    one transaction; the deletion recorded (who, when, what, and whose baselines went). `confirmed`: what the person
+    was shown it also removes (also_removed; by default nothing): when that is not what its transaction finds, a pin
+    or a bundle that came or went meanwhile, ListingChanged and nothing deleted. Refused while a job of it is queued
+    or running (cancel those first)."""
     with atomic(engine) as s:
         sweep = _sweep(s, sweep_id)
         jobs = select(Job.id).where(Job.sweep_id == sweep_id)
         open_jobs = s.scalar(select(func.count()).where(Job.sweep_id == sweep_id, Job.status.not_in(TERMINAL)))
         if open_jobs:
             raise TeamError(f"sweep {sweep_id}: {open_jobs} job(s) still queued or running; cancel them first")
+        now = _also_removed(s, sweep_id, lock=True)
+        if now != confirmed:
+            raise ListingChanged(f"sweep {sweep_id}: deleting it also removes {'; '.join(now.lines()) or 'nothing else'}"
+                                 f", not what was confirmed ({'; '.join(confirmed.lines()) or 'nothing else'}); "
+                                 "nothing was deleted: confirm again", now)
         counts = {"jobs": s.scalar(select(func.count()).select_from(Job).where(Job.sweep_id == sweep_id)),
                   "last_job_id": s.scalar(select(func.max(Job.id)).where(Job.sweep_id == sweep_id)),
                   "artifacts": s.execute(delete(Artifact).where(Artifact.job_id.in_(jobs))).rowcount,
-                  "cache_bundles": s.execute(delete(CompileCache).where(CompileCache.job_id.in_(jobs))).rowcount}
+                  "cache_bundles": s.execute(delete(CompileCache).where(CompileCache.id.in_(now.bundle_ids))).rowcount,
+                  "cache_bundle_bytes": now.bundle_bytes, "baselines": [b.to_dict() for b in now.baselines]}
         s.execute(delete(Result).where(Result.job_id.in_(jobs)))
         s.execute(delete(Job).where(Job.sweep_id == sweep_id))
-        s.execute(delete(Baseline).where(Baseline.sweep_id == sweep_id))
+        s.execute(delete(Baseline).where(Baseline.sweep_id == sweep_id,
+                                         Baseline.model.in_([b.model for b in now.baselines])))
         s.execute(delete(SweepTag).where(SweepTag.sweep_id == sweep_id))
         _event(s, actor, "delete", sweep_id, name=sweep.name, submitter=sweep.created_by,
                model=(sweep.request or {}).get("model"), **counts)

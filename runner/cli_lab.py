@@ -35,8 +35,8 @@ def add_parsers(sub, add_db) -> None:
     a = sub.add_parser("archive", help="move a sweep out of the default views (--restore brings it back)")
     a.add_argument("sweep_id", type=_id)
     a.add_argument("--restore", action="store_true")
-    d = sub.add_parser("delete", help="delete a sweep with its jobs, results, artifacts and cache bundles (asks "
-                                      "first; recorded: who, when, what)")
+    d = sub.add_parser("delete", help="delete a sweep with its jobs, results, artifacts, cache bundles and the "
+                                      "baselines pinned to it (lists them and asks first; recorded: who, when, what)")
     d.add_argument("sweep_id", type=_id)
     d.add_argument("--yes", action="store_true", help="do not ask (scripts)")
     b = sub.add_parser("baseline", help="pin a sweep (or one configuration of it) as a model's baseline to beat; "
@@ -96,20 +96,26 @@ def cmd_archive(args) -> int:
 
 
 def cmd_delete(args) -> int:
+    """Lists what the delete also removes (baselines pinned to the sweep, the cache bundles kept from its jobs) before
+    it acts; that listing is what the delete confirms (db.team.ListingChanged: it changed meanwhile, nothing deleted)."""
     engine = get_engine(args.db)
     if args.sweep_id not in team.meta(engine, [args.sweep_id]):
         raise UsageError(f"delete: no such sweep: {args.sweep_id}")
+    also = team.also_removed(engine, args.sweep_id)
+    for line in also.lines():
+        print(f"sweep {args.sweep_id}: also removes {line}")
     if not args.yes:
         if not sys.stdin.isatty():
-            raise UsageError("delete: not asked on a terminal; pass --yes to delete without asking")
-        answer = input(f"delete sweep {args.sweep_id} with its jobs, results, artifacts and cache bundles? "
-                       f"type its id to confirm: ")
+            raise UsageError("delete: not asked on a terminal; pass --yes to delete without asking"
+                             + (" (and to remove what is listed above with it)" if also else ""))
+        answer = input(f"delete sweep {args.sweep_id} with its jobs, results, artifacts"
+                       + (" and what is listed above" if also else "") + "? type its id to confirm: ")
         if answer.strip() != str(args.sweep_id):
             print("not deleted", file=sys.stderr)
             return 1
-    counts = team.delete_sweep(engine, args.sweep_id, actor())
+    counts = team.delete_sweep(engine, args.sweep_id, actor(), confirmed=also)
     print(f"sweep {args.sweep_id}: deleted ({counts['jobs']} job(s), {counts['artifacts']} artifact(s), "
-          f"{counts['cache_bundles']} cache bundle(s))")
+          f"{counts['cache_bundles']} cache bundle(s), {len(counts['baselines'])} baseline(s))")
     return 0
 
 

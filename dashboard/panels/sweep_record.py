@@ -18,6 +18,8 @@ from lab.team import MAX_NOTE, check_tags
 
 CONFIRM = "record_delete_confirm"
 DELETED = "record_deleted"  # what was just deleted: said once, after the rerun that drops it from the picker
+ASK = "record_delete_ask"  # per sweep: what its delete also removes, as shown in the second ask (db.team.AlsoRemoved)
+CHANGED = "record_delete_changed"  # per sweep: the second ask's list changed since it was shown
 
 
 def actor(who) -> str:
@@ -31,7 +33,7 @@ def panel(engine) -> None:
     if not sweeps:
         return
     with st.expander("A sweep's record: tags, note, baseline, archive, delete", icon=":material/sell:",
-                     expanded=DELETED in st.session_state):
+                     expanded=DELETED in st.session_state or any(str(k).startswith(ASK) for k in st.session_state)):
         if DELETED in st.session_state:
             st.success(md(st.session_state.pop(DELETED)), icon=":material/delete:")
         labels = {s.id: s.label for s in sweeps}
@@ -88,6 +90,7 @@ def _edit(engine, sweep_id: int, meta) -> None:
 
 def _actions(engine, sweep_id: int, meta, model: str | None) -> None:
     left, mid, right = st.columns(3)
+    asked = st.container()  # the delete's second ask, under the buttons: a rerun closes the popover
     if left.button("Restore" if meta.archived_at else "Archive", key=f"record_archive_{sweep_id}",
                    icon=":material/unarchive:" if meta.archived_at else ":material/archive:", width="stretch",
                    help="Archived sweeps leave Results, Compare, `report` and `export` unless asked for"):
@@ -105,14 +108,52 @@ def _actions(engine, sweep_id: int, meta, model: str | None) -> None:
             st.caption(f"Only its submitter ({md(meta.submitter)}) may delete this sweep.")
             return
         st.caption("Removes the sweep with its jobs, results, artifacts and compile-cache bundles; the deletion is "
-                   "recorded. Type the sweep's id to confirm.")
+                   "recorded. Type the sweep's id to confirm; what else it removes (a baseline pinned to it) is "
+                   "listed and asked about again.")
         typed = st.text_input("Sweep id", key=f"{CONFIRM}_{sweep_id}")
         if st.button("Delete for good", type="primary", key=f"record_delete_{sweep_id}",
                      disabled=typed.strip() != str(sweep_id)):
-            try:
-                counts = team.delete_sweep(engine, sweep_id, actor(who))
-            except team.TeamError as e:
-                st.error(md(str(e)), icon=":material/error:")
-                return
-            st.session_state[DELETED] = f"Sweep {sweep_id} deleted with {counts['jobs']} job(s)."
+            listing = team.also_removed(engine, sweep_id)
+            if listing:  # someone's baseline, shared bundles: shown, and asked about again
+                st.session_state[f"{ASK}_{sweep_id}"] = listing
+                st.rerun()
+            _delete(engine, sweep_id, who, listing)
+        with asked:
+            _ask_again(engine, sweep_id, who)
+
+
+def _ask_again(engine, sweep_id: int, who) -> None:
+    """The second ask: what deleting the sweep also removes, drawn as text (names a person typed stay text); only
+    what is shown here is confirmed (db.team.delete_sweep refuses a list that changed, and it is shown again)."""
+    listing = st.session_state.get(f"{ASK}_{sweep_id}")
+    if listing is None:
+        return
+    with st.container(border=True):
+        if st.session_state.pop(f"{CHANGED}_{sweep_id}", False):
+            st.warning("What it also removes changed since it was listed; nothing was deleted. Look again:",
+                       icon=":material/warning:")
+        st.markdown(f"**Deleting sweep {sweep_id} also removes:**")
+        st.text("\n".join(f"• {line}" for line in listing.lines()) or "nothing else now")
+        yes, no, _ = st.columns([1, 1, 2])
+        if no.button("Keep the sweep", key=f"record_delete_keep_{sweep_id}", icon=":material/undo:"):
+            st.session_state.pop(f"{ASK}_{sweep_id}", None)
             st.rerun()
+        if yes.button("Delete these too", type="primary", key=f"record_delete_also_{sweep_id}",
+                      icon=":material/delete_forever:"):
+            _delete(engine, sweep_id, who, listing)
+
+
+def _delete(engine, sweep_id: int, who, listing: team.AlsoRemoved) -> None:
+    """Delete the sweep with what `listing` says also goes; a list that changed meanwhile is asked about again."""
+    try:
+        counts = team.delete_sweep(engine, sweep_id, actor(who), confirmed=listing)
+    except team.ListingChanged as e:
+        st.session_state[f"{ASK}_{sweep_id}"], st.session_state[f"{CHANGED}_{sweep_id}"] = e.now, True
+        st.rerun()
+    except team.TeamError as e:
+        st.error(md(str(e)), icon=":material/error:")
+        return
+    st.session_state.pop(f"{ASK}_{sweep_id}", None)
+    st.session_state[DELETED] = f"Sweep {sweep_id} deleted with {counts['jobs']} job(s)" + "".join(
+        f"; {line}" for line in listing.lines()) + "."
+    st.rerun()

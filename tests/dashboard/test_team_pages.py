@@ -2,7 +2,8 @@
 Compare are the numbers `runner report --baseline` computes (db.baseline_rows); archived sweeps leave Results and
 Compare's pickers until asked for; tags and the submitter narrow them; the Submit form stores tags and a note; the
 Queue page says who submitted each sweep, and its record panel edits tags and a note as the server's user (sign-in
-off) with the change recorded, and deletes a sweep only once its id is typed."""
+off) with the change recorded, and deletes a sweep only once its id is typed, and, when a baseline or shared cache
+bundles would go with it, once that list (shown as text) is confirmed as it still stands."""
 import pandas as pd
 import pytest
 
@@ -97,7 +98,45 @@ def test_the_queue_pages_record_panel_edits_tags_and_note_and_deletes_after_conf
     at.text_input(key=f"record_delete_confirm_{newer}").set_value(str(newer))
     at = ok(at.run())
     at = ok(at.button(key=f"record_delete_{newer}").click().run())
+    assert newer in team.meta(engine)  # its kept bundle is listed and asked about first
+    at = ok(at.button(key=f"record_delete_also_{newer}").click().run())
     assert newer not in team.meta(engine) and [e.action for e in team.events(engine, newer)][0] == "delete"
+
+
+def asked(at) -> list[str]:
+    """The delete's second ask, as drawn: its list of what else goes (st.text)."""
+    return [t.value for t in at.text if t.value.startswith("•")]
+
+
+def test_deleting_a_pinned_sweep_lists_whose_baseline_goes_asks_again_and_refuses_a_list_that_changed(lab):
+    engine, base, newer = lab  # base: simplenet's baseline, pinned by ada@lab
+    at = ok(page("queue"))
+    at.selectbox(key="record_sweep").set_value(base)
+    at = ok(at.run())
+    at.text_input(key=f"record_delete_confirm_{base}").set_value(str(base))
+    at = ok(at.run())
+    at = ok(at.button(key=f"record_delete_{base}").click().run())
+    pin = team.baselines(engine)["simplenet"]
+    shown = [f"• the baseline of simplenet (the whole sweep), pinned by ada@lab at {pin.pinned_at:%Y-%m-%d %H:%M} UTC",
+             "• 1 compile cache bundle kept from its jobs (6 bytes), which portable jobs of any sweep load"]
+    assert asked(at) == ["\n".join(shown)]  # as text, not markup
+    assert any(f"Deleting sweep {base} also removes" in m.value for m in at.markdown) and base in team.meta(engine)
+    at = ok(at.button(key=f"record_delete_keep_{base}").click().run())  # kept: nothing asked, nothing gone
+    assert not asked(at) and base in team.meta(engine) and team.baselines(engine)["simplenet"].sweep_id == base
+
+    at = ok(at.button(key=f"record_delete_{base}").click().run())
+    team.unpin_baseline(engine, "simplenet", "eve@lab")  # while the list is on screen, <eve> pins it again
+    team.pin_baseline(engine, "simplenet", base, "<b>eve</b>@lab")
+    at = ok(at.button(key=f"record_delete_also_{base}").click().run())
+    assert base in team.meta(engine) and team.baselines(engine)["simplenet"].pinned_by == "<b>eve</b>@lab"
+    assert any("changed since it was listed; nothing was deleted" in w.value for w in at.warning)
+    (again,) = asked(at)
+    assert "pinned by <b>eve</b>@lab" in again  # the new list, shown as typed, as text
+    at = ok(at.button(key=f"record_delete_also_{base}").click().run())
+    assert base not in team.meta(engine) and team.baselines(engine) == {}
+    (event,) = [e for e in team.events(engine, base) if e.action == "delete"]
+    assert [b["pinned_by"] for b in event.detail["baselines"]] == ["<b>eve</b>@lab"]
+    assert any(md("pinned by <b>eve</b>@lab") in s.value for s in at.success)  # the deletion said, escaped
 
 
 def test_the_submit_form_stores_tags_and_a_note_and_refuses_a_bad_tag_by_its_field(lab):

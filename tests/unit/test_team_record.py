@@ -1,7 +1,8 @@
 """A team's record of its sweeps (db.team, runner.cli_lab) on SQLite and PostgreSQL: the submitter, tags and notes
 (edited after the fact, who and when recorded), archive, delete (jobs, results, artifacts and cache bundles gone, the
-deletion recorded), and a pinned baseline whose deltas read the same in `runner report --baseline` as in
-db.baseline_rows (what Results and Compare show)."""
+baselines and bundles it also removes listed first and compared at the delete, the deletion recorded), and a pinned
+baseline whose deltas read the same in `runner report --baseline` as in db.baseline_rows (what Results and Compare
+show)."""
 import gzip
 import json
 
@@ -12,7 +13,7 @@ from db import caches, queue, reports, team
 from db.baseline_rows import with_baseline
 from db.database import get_engine
 from db.engine import reading
-from db.models import Artifact, CompileCache, Job, JobStatus, LabEvent, Result, Sweep, SweepTag
+from db.models import Artifact, Baseline, CompileCache, Job, JobStatus, LabEvent, Result, Sweep, SweepTag
 from db.results import export_records
 from lab.checks import SpecError
 from lab.sweep import SweepRequest
@@ -107,12 +108,21 @@ def test_delete_removes_jobs_results_artifacts_and_bundles_and_records_it(lab):
     engine, url = lab
     keep, kept_jobs = run(engine)
     gone, gone_jobs = run(engine, tags=["x"], note="n", name="to delete")
-    team.pin_baseline(engine, "simplenet", gone, "ada@lab")
+    team.pin_baseline(engine, "simplenet", gone, "bob@lab")
+    pinned_at = team.baselines(engine)["simplenet"].pinned_at
+    listing = [f"sweep {gone}: also removes the baseline of simplenet (the whole sweep), pinned by bob@lab at "
+               f"{pinned_at:%Y-%m-%d %H:%M} UTC",
+               f"sweep {gone}: also removes 1 compile cache bundle kept from its jobs (6 bytes), which portable jobs "
+               "of any sweep load"]
     refused = run_cli("delete", "--db", url, str(gone))  # no terminal to ask on, no --yes
-    assert refused.returncode == 2 and "--yes" in refused.stderr and count(engine, Job, Job.sweep_id == gone) == 1
+    assert refused.returncode == 2 and refused.stdout.splitlines() == listing
+    assert refused.stderr.splitlines() == ["error: delete: not asked on a terminal; pass --yes to delete without asking "
+                                           "(and to remove what is listed above with it)"]
+    assert count(engine, Job, Job.sweep_id == gone) == 1 and team.baselines(engine)["simplenet"].sweep_id == gone
     done = run_cli("delete", "--db", url, str(gone), "--yes")
     assert done.returncode == 0, done.stderr
-    assert "1 job(s), 1 artifact(s), 1 cache bundle(s)" in done.stdout
+    assert done.stdout.splitlines() == [*listing, f"sweep {gone}: deleted (1 job(s), 1 artifact(s), 1 cache bundle(s), "
+                                                  "1 baseline(s))"]
     for model, where in ((Job, Job.id.in_(gone_jobs)), (Result, Result.job_id.in_(gone_jobs)),
                          (Artifact, Artifact.job_id.in_(gone_jobs)), (CompileCache, CompileCache.job_id.in_(gone_jobs)),
                          (Sweep, Sweep.id == gone), (SweepTag, SweepTag.sweep_id == gone)):
@@ -121,8 +131,61 @@ def test_delete_removes_jobs_results_artifacts_and_bundles_and_records_it(lab):
     assert team.baselines(engine) == {}  # the pin went with the sweep
     (event,) = [e for e in team.events(engine) if e.action == "delete"]
     assert event.sweep_id == gone and event.detail["name"] == "to delete" and event.detail["jobs"] == 1
+    assert event.detail["baselines"] == [{"model": "simplenet", "config": None, "pinned_by": "bob@lab",
+                                          "pinned_at": pinned_at.isoformat(sep=" ", timespec="seconds")}]
+    assert (event.detail["cache_bundles"], event.detail["cache_bundle_bytes"]) == (1, 6)
     assert event.actor.count("@") == 1  # the CLI's user@host
     assert count(engine, LabEvent, LabEvent.action == "delete") == 1
+
+
+def counts_of(engine, sweep_id: int) -> tuple[int, ...]:
+    """What a delete of the sweep would touch: its sweep row, jobs, results, artifacts, bundles kept from its jobs and
+    baselines pinned to it."""
+    jobs = select(Job.id).where(Job.sweep_id == sweep_id)
+    return (count(engine, Sweep, Sweep.id == sweep_id), count(engine, Job, Job.sweep_id == sweep_id),
+            count(engine, Result, Result.job_id.in_(jobs)), count(engine, Artifact, Artifact.job_id.in_(jobs)),
+            count(engine, CompileCache, CompileCache.job_id.in_(jobs)),
+            count(engine, Baseline, Baseline.sweep_id == sweep_id))
+
+
+def test_delete_lists_the_baselines_and_bundles_it_also_removes_and_records_whose(lab):
+    engine, _ = lab
+    keep, _ = run(engine)
+    gone, _ = run(engine, batch=(1, 2), mode="max-autotune")
+    team.pin_baseline(engine, "simplenet", gone, "bob@lab")
+    listing = team.also_removed(engine, gone)
+    (pin,) = listing.baselines
+    assert (pin.model, pin.config, pin.pinned_by) == ("simplenet", None, "bob@lab")
+    assert (len(listing.bundle_ids), listing.bundle_bytes) == (1, 6) and len(listing.lines()) == 2
+    with pytest.raises(team.ListingChanged, match="not what was confirmed \\(nothing else\\)") as refused:
+        team.delete_sweep(engine, gone, "ada@lab")  # confirming nothing else, while a baseline would go
+    assert refused.value.now == listing and counts_of(engine, gone) == (1, 2, 2, 2, 1, 1)
+    counts = team.delete_sweep(engine, gone, "ada@lab", confirmed=listing)
+    assert counts_of(engine, gone) == (0, 0, 0, 0, 0, 0) and counts_of(engine, keep) == (1, 1, 1, 1, 1, 0)
+    (event,) = [e for e in team.events(engine) if e.action == "delete"]
+    assert event.detail["baselines"] == [pin.to_dict()] and event.detail["baselines"][0]["pinned_by"] == "bob@lab"
+    assert (event.detail["cache_bundles"], event.detail["cache_bundle_bytes"]) == (1, 6) == (counts["cache_bundles"],
+                                                                                            counts["cache_bundle_bytes"])
+    assert team.delete_sweep(engine, keep, "ada@lab", confirmed=team.also_removed(engine, keep))["baselines"] == []
+
+
+def test_a_pin_or_a_bundle_that_came_after_the_listing_refuses_the_delete_until_confirmed(lab):
+    """The list a person confirmed is compared with what the delete's transaction finds: nothing that appeared in
+    between goes without being shown."""
+    engine, _ = lab
+    gone, jobs = run(engine)
+    shown = team.also_removed(engine, gone)  # the bundle alone
+    team.pin_baseline(engine, "simplenet", gone, "eve@lab")  # meanwhile, someone pins it
+    with pytest.raises(team.ListingChanged, match="pinned by eve@lab") as refused:
+        team.delete_sweep(engine, gone, "ada@lab", confirmed=shown)
+    assert counts_of(engine, gone) == (1, 1, 1, 1, 1, 1) and not [e for e in team.events(engine) if e.action == "delete"]
+    shown = refused.value.now
+    caches.store(engine, "f" * 64, {"torch": "t"}, jobs[0], b"another", {}, signature=None)  # and a bundle is kept
+    with pytest.raises(team.ListingChanged, match="2 compile cache bundles"):
+        team.delete_sweep(engine, gone, "ada@lab", confirmed=shown)
+    assert counts_of(engine, gone) == (1, 1, 1, 1, 2, 1)
+    team.delete_sweep(engine, gone, "ada@lab", confirmed=team.also_removed(engine, gone))
+    assert counts_of(engine, gone) == (0, 0, 0, 0, 0, 0)
 
 
 def test_a_sweep_with_open_jobs_is_not_deleted(lab):
@@ -163,7 +226,7 @@ def test_a_deleted_sweeps_ids_are_not_given_to_the_next_one(lab):
     engine, _ = lab
     run(engine)
     gone, gone_jobs = run(engine, batch=(1, 2))
-    team.delete_sweep(engine, gone, "ada@lab")
+    team.delete_sweep(engine, gone, "ada@lab", confirmed=team.also_removed(engine, gone))
     after, after_jobs = run(engine)
     assert after > gone and min(after_jobs) > max(gone_jobs)
     assert [e.action for e in team.events(engine, after)] == []  # the deletion's record stays with the deleted id
