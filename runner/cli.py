@@ -217,8 +217,10 @@ def cmd_submit(args) -> int:
         raise UsageError("--calls and --bucket shape a --traffic stream: give --traffic too")
     request = SweepRequest.from_dict(fields)  # validates before anything touches the database
     engine = get_engine(args.db)
-    catalog = offered_catalog(engine, request.model, zoo.model_infos(zoo.catalog(args.models_dir)))
+    catalog, waiting = offered_catalog(engine, request.model, zoo.model_infos(zoo.catalog(args.models_dir)),
+                                       request.device)
     sweep_id, job_ids, notes = queue.submit(engine, request, catalog)
+    notes = [*waiting, *notes]
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     print(f"sweep {sweep_id}: {len(job_ids)} job(s) queued", file=sys.stderr)

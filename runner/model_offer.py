@@ -7,6 +7,7 @@ rest, with each import path it could not offer and why (the Submit page and `sub
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
@@ -17,6 +18,7 @@ import threading
 from pathlib import Path
 
 from lab.errors import first_line
+from lab.spec import ModelInfo
 from runner import zoo
 from runner.zoo import families
 
@@ -108,25 +110,65 @@ def rescan(worker) -> bool:
     return offered
 
 
-def offered_catalog(engine, model: str, local: dict) -> dict:
-    """What a submission may name: the models live workers publish, and this machine's own model folders. A model
-    that workers tried and could not offer (an import path that fails, say) is refused with their reason."""
+def offered_catalog(engine, model: str, local: dict, device: str = "cuda") -> tuple[dict, list[str]]:
+    """What a submission may name, and notes for the submitter: the models live workers publish and this machine's
+    own model folders. A family member or import path no live worker lists yet is checked here where this Python
+    can (the listing child workers run: the package and class exist, the lab's factory builds), else accepted to
+    wait for a worker that offers it, saying so. One that workers tried and could not offer is refused with their
+    reason, as is one this machine's check refuses."""
     from db import queue
     from lab.checks import SpecError
 
     catalog = {**queue.published_catalog(engine), **local}
-    if model not in catalog:
-        refused = {name: (w.id, str(why)) for w in queue.live_workers(engine)
-                   for name, why in (w.capabilities.get("refused_models") or {}).items()}
-        family = families.family_of(model)
-        why = refused.get(model) or (refused.get(f"{family}:*") if family else None)
-        if why:
-            worker, reason = why
-            raise SpecError("model", f"{model!r} is not offered: worker {worker} could not offer it: {reason}")
-        if families.is_import_path(model):
-            raise SpecError("model", f"{model!r} is not offered by a live worker: start one with "
-                                     f"`runner work --model-import {model}` where it imports")
-        if family:
-            raise SpecError("model", f"{model!r} is not offered: no live worker lists it (a worker offers {family}: "
-                                     f"models where {' and '.join(families.FAMILY_PACKAGES[family])} are installed)")
-    return catalog
+    if model in catalog:
+        return catalog, []
+    refused = {name: (w.id, str(why)) for w in queue.live_workers(engine)
+               for name, why in (w.capabilities.get("refused_models") or {}).items()}
+    family = families.family_of(model)
+    why = refused.get(model) or (refused.get(f"{family}:*") if family else None)
+    if why:
+        worker, reason = why
+        raise SpecError("model", f"{model!r} is not offered: worker {worker} could not offer it: {reason}")
+    if not (family or families.is_import_path(model)):
+        return catalog, []  # an unknown zoo name: the sweep's check names the known ones
+    info, reason = checked_here(model, device == "cuda")
+    if reason:
+        raise SpecError("model", f"{model!r} cannot be run: {reason} (checked on this machine)")
+    if info is None:  # nothing here to check it with: it waits, and the Queue says for what
+        needs = (f"a worker with {' and '.join(families.FAMILY_PACKAGES[family])} installed" if family
+                 else f"a worker started with --model-import {model}")
+        info = ModelInfo(name=model, description=f"waits for {needs}", source="pending", open_args=True)
+        return {**catalog, model: info}, [
+            f"no live worker offers {model} yet and this machine cannot check it: its jobs wait for {needs}"]
+    note = [] if family else [f"{model} checked here; its jobs wait for a worker started with --model-import {model}"]
+    return {**catalog, model: info}, note
+
+
+def checked_here(model: str, gpu: bool) -> tuple[object, str | None]:
+    """(its ModelInfo, None) when this machine's Python lists the model as a worker would, (None, why not) when it
+    refuses it, (None, None) when this machine cannot tell (the family's packages or the import are not here)."""
+    family = families.family_of(model)
+    if family and not families.available(family):
+        return None, None
+    if not family and importlib.util.find_spec(model.partition(":")[0].split(".")[0]) is None:
+        return None, None
+    with tempfile.TemporaryDirectory(prefix="compile-lab-check-") as tmp:
+        out = Path(tmp) / "listing.json"
+        cmd = [sys.executable, "-m", "runner.zoo.families", "list", "--out", str(out),
+               *(("--family", family) if family else ("--import", model)), *(["--gpu"] if gpu else [])]
+        try:
+            done = subprocess.run(cmd, env={**os.environ, **families.OFFLINE}, capture_output=True, text=True,
+                                  timeout=families.LIST_TIMEOUT_S)
+            listed = json.loads(out.read_text()) if done.returncode == 0 and out.exists() else None
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            listed = None
+    if listed is None:
+        return None, None  # the check itself broke: a worker decides
+    found = families.infos(listed).get(model)
+    if found is not None:
+        return found, None
+    refused = listed.get("refused", {})
+    why = refused.get(model) or refused.get(f"{family}:*")
+    if why:
+        return None, why
+    return None, f"{family} {listed.get('families', {}).get(family, '')} has no model named {model.split(':', 1)[1]!r}"
