@@ -98,7 +98,8 @@ class Baseline(Base):
 
 class LabEvent(Base):
     """What a person did to the lab's record (tags or note changed, archived, deleted, a baseline pinned), by whom
-    and when: kept after what it names is gone (no foreign key)."""
+    and when, and what the lab declined to do by itself (follow-ups past a job limit, db.follow_ups; actor "lab"):
+    kept after what it names is gone (no foreign key)."""
 
     __tablename__ = "lab_events"
 

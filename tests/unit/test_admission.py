@@ -1,7 +1,7 @@
 """The one gate for new jobs (db.admission) on a real SQLite file and a real PostgreSQL database: a re-submit past the
 sweep's 5,000-job limit is refused whole, the lab's queued-job limit (COMPILE_LAB_MAX_QUEUED) refuses submits and
 re-submits with the numbers, follow-ups stop at either limit with the skip recorded and the finish kept, and on
-PostgreSQL two re-submits racing at the edge cannot both pass."""
+both engines two re-submits racing at the edge cannot both pass (on PostgreSQL, one waits for the lab-wide lock)."""
 import threading
 
 import pytest
@@ -148,7 +148,7 @@ def test_the_cli_refuses_a_submission_past_the_labs_limit_in_one_line(db_url):
     assert counts(get_engine(db_url)) == (0, 0, 0)
 
 
-# -- PostgreSQL: two transactions at the edge ---------------------------------------------------------------------
+# -- two transactions at the edge ---------------------------------------------------------------------------------
 def race(*calls) -> list:
     """Run the calls at once, each in a thread of its own (and so on a connection of its own); their outcomes:
     the return value, or the exception raised."""
@@ -169,8 +169,8 @@ def race(*calls) -> list:
     return out
 
 
-def test_two_resubmits_racing_at_a_sweeps_edge_on_postgresql_one_wins(pg_url, monkeypatch):
-    engine = get_engine(pg_url)
+def test_two_resubmits_racing_at_a_sweeps_edge_one_wins(engine, monkeypatch):
+    """PostgreSQL: the sweep's row lock makes the second wait for the first's commit; SQLite: BEGIN IMMEDIATE."""
     sweep_id, jobs = submit(engine, 6)
     finish_all(engine, sweep_id)
     monkeypatch.setattr(sweep_limits, "MAX_JOBS", 9)  # room for 3: either re-submit fits, not both
