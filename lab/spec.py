@@ -303,11 +303,11 @@ class ExperimentSpec:
             args.setdefault(p.name, p.default)
         dim = params.get(info.size_dim)
         if self.traffic and dim is not None and not dim.choices:  # the stream varies a size parameter: its range
-            bad = [v for v in self.traffic["sizes"] if not dim.minimum <= traffic_stream.padded(
+            bad = [i for i, v in enumerate(self.traffic["sizes"], 1) if not dim.minimum <= traffic_stream.padded(
                 v, self.traffic["bucket"]) <= dim.maximum]
-            if bad:
-                raise SpecError("traffic", f"{len(bad)} of the stream's sizes (say {bad[0]}, padded) fall outside "
-                                           f"{self.model}'s {dim.name} range {dim.minimum}..{dim.maximum}")
+            if bad:  # where, not which size: the stream may have been read from a file
+                raise SpecError("traffic", f"{len(bad)} of the stream's calls (the first: call {bad[0]}) have a size, "
+                                           f"padded, outside {self.model}'s {dim.name} range {dim.minimum}..{dim.maximum}")
         return _replace(self, model_args=args)
 
     @property

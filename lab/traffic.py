@@ -27,16 +27,18 @@ _DIGITS = re.compile(r"[0-9]{1,9}")  # ASCII digits, a sensible count of them ("
 
 
 def draw(text: str, calls: int | None = None, max_size: int = 1 << 24) -> tuple[str, list[int]]:
-    """(the stream's name in words, its sizes) from what a user typed; a SpecError names the field `traffic`."""
-    text = (text or "").strip()
-    if not text:
+    """(the stream's name in words, its sizes) from what a user typed or the file they named; a SpecError names the
+    field `traffic` and where in the text the problem is (line, item), never the text itself: it may be a file's
+    content that was never a stream (a secret, an environment)."""
+    text = text or ""
+    if not text.strip():
         raise SpecError("traffic", "give a stream: uniform:1..512, chat:1..512, sizes (8, 16, 32) or size: count lines")
     n = _calls(calls)
-    m = _RANGE.fullmatch(text.lower())
+    m = _RANGE.fullmatch(text.strip().lower())
     if m:
         kind, lo, hi = m.group(1), int(m.group(2)), int(m.group(3))
         if not 1 <= lo <= hi <= max_size:
-            raise SpecError("traffic", f"{text!r}: the range must run from 1 up, low to high (at most {max_size})")
+            raise SpecError("traffic", f"{kind}:A..B: the range must run from 1 up, low to high (at most {max_size})")
         rng = random.Random(SEED)
         n = n or DEFAULT_CALLS
         if kind == "uniform":
@@ -44,31 +46,37 @@ def draw(text: str, calls: int | None = None, max_size: int = 1 << 24) -> tuple[
         median, spread = max(lo, (lo + hi) / 6), 0.8  # a chat log: most turns short, a few near the limit
         return f"chat-like {lo}..{hi}", [min(hi, max(lo, round(math.exp(rng.gauss(math.log(median), spread)))))
                                          for _ in range(n)]
-    lines = [p.strip() for p in re.split(r"[\n;]+", text) if p.strip()]
-    if lines and all(":" in line for line in lines):
-        return _histogram(lines, n, max_size)
+    lines = [(number, part.strip()) for number, line in enumerate(text.split("\n"), 1)
+             for part in line.split(";") if part.strip()]  # numbered as the file's lines are
+    many = len({number for number, _ in lines}) > 1
+    if all(":" in part for _, part in lines):
+        return _histogram(lines, n, max_size, many)
     sizes = []
-    for part in (p for p in re.split(r"[,\s]+", text) if p):
-        if not _DIGITS.fullmatch(part):
-            raise SpecError("traffic", f"{part[:40]!r} is not a size: give uniform:A..B, chat:A..B, sizes "
-                                       "(8, 16, 32) or size: count lines")
-        sizes.append(_size(int(part), max_size))
+    for number, part in lines:
+        for item, word in enumerate((w for w in re.split(r"[,\s]+", part) if w), 1):
+            where = f"line {number}, item {item}" if many else f"item {item}"
+            if not _DIGITS.fullmatch(word):
+                raise SpecError("traffic", f"{where} is not a size: give uniform:A..B, chat:A..B, sizes "
+                                           "(8, 16, 32) or size: count lines")
+            sizes.append(_size(int(word), max_size, where))
     n = n or len(sizes)
     if n > MAX_CALLS:
         raise SpecError("traffic", f"{n} calls: at most {MAX_CALLS}")
     return f"{len(sizes)} sizes as given", [sizes[i % len(sizes)] for i in range(n)]
 
 
-def _histogram(lines: list[str], n: int | None, max_size: int) -> tuple[str, list[int]]:
-    """`size: count` lines: that many calls of each size, in one seeded order; with `n` calls, `n` drawn in those
-    proportions instead."""
+def _histogram(lines: list[tuple[int, str]], n: int | None, max_size: int, many: bool) -> tuple[str, list[int]]:
+    """`size: count` lines (numbered): that many calls of each size, in one seeded order; with `n` calls, `n` drawn
+    in those proportions instead."""
     weights: dict[int, int] = {}
-    for line in lines:
+    for number, line in lines:
+        where = f"line {number}" if many else "the histogram"
         size, _, count = (x.strip() for x in line.partition(":"))
         if not (_DIGITS.fullmatch(size) and _DIGITS.fullmatch(count)):
-            raise SpecError("traffic", f"{line[:40]!r}: a histogram line is `size: count`")
+            raise SpecError("traffic", f"line {number} is not a histogram line (`size: count`)" if many else
+                            "it is not a histogram (`size: count` lines) nor a stream (uniform:A..B, chat:A..B, sizes)")
         if int(count):
-            weights[_size(int(size), max_size)] = weights.get(int(size), 0) + int(count)
+            weights[_size(int(size), max_size, where)] = weights.get(int(size), 0) + int(count)
     total = sum(weights.values())
     if not total:
         raise SpecError("traffic", "the histogram's counts are all zero")
@@ -83,9 +91,9 @@ def _histogram(lines: list[str], n: int | None, max_size: int) -> tuple[str, lis
     return f"histogram of {len(weights)} sizes", rng.choices(list(weights), list(weights.values()), k=n)
 
 
-def _size(v: int, max_size: int) -> int:
+def _size(v: int, max_size: int, where: str) -> int:
     if not 1 <= v <= max_size:
-        raise SpecError("traffic", f"size {v} is outside 1..{max_size}")
+        raise SpecError("traffic", f"{where}: a size must be within 1..{max_size}")
     return v
 
 
@@ -112,7 +120,7 @@ def check(value, max_size: int = 1 << 24) -> dict:
         raise SpecError("traffic.sizes", "expected a list of sizes")
     if len(sizes) > MAX_CALLS:
         raise SpecError("traffic.sizes", f"{len(sizes)} calls: at most {MAX_CALLS}")
-    sizes = [_size(integer(v, "traffic.sizes"), max_size) for v in sizes]
+    sizes = [_size(integer(v, "traffic.sizes"), max_size, f"call {i}") for i, v in enumerate(sizes, 1)]
     bucket = value.get("bucket")
     if bucket not in (None, 0):
         bucket = integer(bucket, "traffic.bucket")

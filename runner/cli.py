@@ -19,16 +19,17 @@ from db import artifacts, queue, reports, team
 from db.database import get_engine
 from db.engine import DatabaseError, describe, resolve_url
 from db.models import JobStatus, utcnow
-from lab import answer, traffic, unpack, versions
+from lab import answer, unpack, versions
 from lab.axes import AXES, BY_FIELD, COMPILE_AXES
 from lab.checks import SpecError, integer
 from lab.errors import cut, first_line
 from lab.spec import job_label
 from lab.sweep import SweepRequest, split_sizes
-from runner import cli_diff, cli_export, cli_lab, signing, zoo
+from runner import cli_diff, cli_export, cli_files, cli_lab, signing, zoo
 from runner.gpus import GpuError
 from runner.model_offer import offered_catalog
 from runner.usage import UsageError
+from runner.usage import count as _count
 from runner.usage import row_id as _row_id
 
 
@@ -185,14 +186,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _count(text: str) -> int:
-    """A whole number a person types for a count (--max-jobs, --threads): ASCII digits, a few of them."""
-    if not re.fullmatch(r"[0-9]{1,9}", text.strip()):
-        shown = repr(text[:20]) + ("..." if len(text) > 20 else "")
-        raise argparse.ArgumentTypeError(f"{shown} is not a whole number (at most 9 digits)")
-    return int(text)
-
-
 FLAGS = {name: axis.flag for name, axis in BY_FIELD.items()} | {"timeout_s": "--timeout", "model_args": "--arg",
                                                                "tags": "--tag"}
 
@@ -212,7 +205,7 @@ def cmd_submit(args) -> int:
     if args.schedule is not None:
         fields["schedule"] = _int_list(args.schedule, "schedule")
     if args.traffic is not None:
-        fields["traffic"] = traffic.make(_traffic_text(args.traffic), args.calls, args.bucket)
+        fields["traffic"] = cli_files.traffic_stream(args.traffic, args.calls, args.bucket)
     elif args.calls is not None or args.bucket is not None:
         raise UsageError("--calls and --bucket shape a --traffic stream: give --traffic too")
     request = SweepRequest.from_dict(fields)  # validates before anything touches the database
@@ -227,16 +220,6 @@ def cmd_submit(args) -> int:
     for job_id in job_ids:
         print(job_id)
     return 0
-
-
-def _traffic_text(text: str) -> str:
-    """--traffic's value, or the text of the file it names (a stream a user saved from a log)."""
-    path = Path(text)
-    if not path.is_file():
-        return text
-    if path.stat().st_size > 1 << 20:
-        raise UsageError(f"--traffic {text}: the file is over 1 MiB; give a histogram (`size: count` lines)")
-    return path.read_text(errors="replace")
 
 
 def _model_args(pairs: list[str]) -> dict:

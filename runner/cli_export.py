@@ -5,7 +5,6 @@ sessions' pages as fast as without it (+11% at 100k jobs on 2 vCPUs): what runs 
 hardware thread, or in its caches, slows them whatever its priority."""
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
@@ -16,9 +15,8 @@ from typing import Iterable, Iterator
 from db.database import get_engine
 from db.results import iter_records, write_csv, write_json
 from lab.tabular import EXPORT_PARENT_ENV
-from runner import cli_lab, disturbance
+from runner import cli_files, cli_lab, disturbance
 from runner.child import set_pdeathsig
-from runner.usage import UsageError
 
 
 def add_parser(sub, add_db, row_id) -> None:
@@ -45,7 +43,7 @@ def cmd_export(args) -> int:
         # with it (PR_SET_PDEATHSIG); a server already gone, before prctl took effect, ends it here
         if set_pdeathsig(signal.SIGKILL) and os.getppid() != int(server):
             return 1
-    job_ids = _job_ids(args.jobs, args.row_id) if args.jobs else None
+    job_ids = cli_files.job_ids(args.jobs, args.row_id) if args.jobs else None
     sweeps = cli_lab.chosen_sweeps(get_engine(args.db), args)
     records = iter_records(get_engine(args.db), job_ids=job_ids, sweep_ids=sweeps, include_raw=args.raw)
     if args.yield_cpu:
@@ -65,14 +63,6 @@ def cmd_export(args) -> int:
         partial.unlink(missing_ok=True)
     print(f"{n} record(s) written to {args.output}", file=sys.stderr)
     return 0
-
-
-def _job_ids(source: str, row_id) -> list[int]:
-    text = sys.stdin.read() if source == "-" else Path(source).read_text()
-    try:
-        return [row_id(word) for word in text.split()]
-    except argparse.ArgumentTypeError as e:
-        raise UsageError(f"--jobs {source}: {e}") from None
 
 
 def busy_s(cpus: set[int] | None = None) -> float | None:

@@ -1,5 +1,5 @@
 """What every `python -m runner` command module shares for its arguments (runner.cli, runner.cli_lab,
-runner.cli_diff): the usage error the CLI prints as one line, and a job or sweep id as typed."""
+runner.cli_diff): the usage error the CLI prints as one line, a job or sweep id and a count as typed."""
 from __future__ import annotations
 
 import argparse
@@ -15,4 +15,12 @@ def row_id(text: str) -> int:
     if not re.fullmatch(r"[0-9]{1,19}", text.strip()) or not 1 <= int(text) < 2**63:
         shown = repr(text[:24]) + ("..." if len(text) > 24 else "")
         raise argparse.ArgumentTypeError(f"{shown} is not a job or sweep id (a positive integer below 2**63)")
+    return int(text)
+
+
+def count(text: str) -> int:
+    """A whole number a person types for a count (--max-jobs, --threads): ASCII digits, a few of them."""
+    if not re.fullmatch(r"[0-9]{1,9}", text.strip()):
+        shown = repr(text[:20]) + ("..." if len(text) > 20 else "")
+        raise argparse.ArgumentTypeError(f"{shown} is not a whole number (at most 9 digits)")
     return int(text)

@@ -48,10 +48,11 @@ class ZooEntry:
 
 def read_entry(path: Path, source: str) -> ZooEntry | None:
     """The metadata of one model file, or None when its REQUIRES are not installed."""
-    try:
-        tree = ast.parse(path.read_text(), filename=str(path))
-    except SyntaxError as e:
-        raise ModelFileError(f"{path}: not valid Python ({e.msg}, line {e.lineno})") from None
+    try:  # bytes: Python's own rules for the file's encoding. Its message may quote the file: only where is said
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (SyntaxError, ValueError) as e:
+        where = f" at line {e.lineno}" if getattr(e, "lineno", None) else ""
+        raise ModelFileError(f"{path}: not valid Python{where} (`python -m py_compile` says why)") from None
     lit: dict = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -80,7 +81,7 @@ def read_entry(path: Path, source: str) -> ZooEntry | None:
     tasks = tuple(lit.get("TASKS", TASKS))
     size_dim = lit.get("SIZE_DIM", "batch")
     if size_dim != "batch" and size_dim not in {p.name for p in params}:
-        raise ModelFileError(f"{path}: SIZE_DIM {size_dim!r} is not one of its PARAMS")
+        raise ModelFileError(f"{path}: SIZE_DIM names none of its PARAMS")
     blocks = lit.get("BLOCKS", ())
     blocks = (blocks,) if isinstance(blocks, str) else tuple(blocks)
     if not all(isinstance(b, str) and b for b in blocks):
