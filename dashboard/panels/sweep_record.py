@@ -30,7 +30,9 @@ def actor(who) -> str:
 @st.fragment
 def panel(engine) -> None:
     sweeps = views.sweeps(engine, limit=500)
-    if not sweeps:
+    if not sweeps:  # the last one was just deleted: say so all the same
+        if DELETED in st.session_state:
+            st.success(md(st.session_state.pop(DELETED)), icon=":material/delete:")
         return
     with st.expander("A sweep's record: tags, note, baseline, archive, delete", icon=":material/sell:",
                      expanded=DELETED in st.session_state or any(str(k).startswith(ASK) for k in st.session_state)):
