@@ -239,31 +239,35 @@ def _result_row(job_id: int, result: Mapping) -> Result:
     return Result(job_id=job_id, **ResultRecord.from_dict(result).to_dict())
 
 
-def release(engine: Engine, job_id: int, token: str, reason: str) -> bool:
-    """Give a running job back to the queue without counting the attempt (the worker is stopping)."""
+def release(engine: Engine, job_id: int, token: str, reason: str, log_tail: str | None = None) -> bool:
+    """Give a running job back to the queue without counting the attempt (the worker is stopping). `log_tail`: the
+    stopped attempt's log, where it says why (else the job's is left as it was)."""
+    kept = {} if log_tail is None else {"log_tail": log_tail}
     with atomic(engine) as s:
         done = s.execute(update(Job)
                          .where(Job.id == job_id, Job.lease_token == token,
                                 Job.status == JobStatus.RUNNING.value)
                          .values(status=JobStatus.QUEUED.value, attempts=Job.attempts - 1, error=reason,
                                  lease_token=None, lease_expires_at=None, worker_id=None,
-                                 phase=None, progress=None))
+                                 phase=None, progress=None, **kept))
         return done.rowcount == 1
 
 
-def hand_back(engine: Engine, job_id: int, token: str, worker_id: str, attempt: int, reason: str) -> bool:
+def hand_back(engine: Engine, job_id: int, token: str, worker_id: str, attempt: int, reason: str,
+              log_tail: str | None = None) -> bool:
     """Like release, for a worker that stopped its own child because it could not renew the lease (the
     database was down, or its files unwritable). If another worker's requeue_expired took the job back
     meanwhile and counted the attempt as lost, the attempt is given back too: the job never ran to an
     end, and the worker, not the job, was at fault. Fenced by the worker and attempt number instead of
     the (cleared) token: once anyone claims the job again, nothing changes."""
-    if release(engine, job_id, token, reason):
+    if release(engine, job_id, token, reason, log_tail):
         return True
+    kept = {} if log_tail is None else {"log_tail": log_tail}
     with atomic(engine) as s:
         done = s.execute(update(Job)
                          .where(Job.id == job_id, Job.status == JobStatus.QUEUED.value, Job.worker_id == worker_id,
                                 Job.attempts == attempt, Job.lease_token.is_(None))
-                         .values(attempts=Job.attempts - 1, error=reason, worker_id=None))
+                         .values(attempts=Job.attempts - 1, error=reason, worker_id=None, **kept))
         return done.rowcount == 1
 
 

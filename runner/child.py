@@ -20,6 +20,7 @@ import traceback
 from pathlib import Path
 
 from lab.errors import first_line
+from runner import diskspace
 from runner.reaper import become_subreaper
 
 WORKER_PID_ENV = "COMPILE_LAB_WORKER_PID"  # set by the worker: the parent this child must outlive never
@@ -209,10 +210,27 @@ def run_job(args: argparse.Namespace) -> int:
         write_atomic(result_file, {"status": "succeeded", "result": result.to_dict(), "phases": phases.intervals,
                                    "written_at": time.time()})
     except Exception as exc:  # every failure becomes a recorded reason, never a vanished job
-        traceback.print_exc()
-        write_atomic(result_file, {"status": "failed", "error": failure_message(exc, progress.phase)})
+        if (full := _failed(exc, progress.phase, result_file)) is not None:  # a full disk: the worker's outage
+            return full
     result_ready()
     return 0
+
+
+def _failed(exc: Exception, phase: str, result_file: str) -> int | None:
+    """The failure into the log and the result file. Where a full disk is in the exception's chain, or refuses those
+    writes, the marker the worker reserved says so (runner.diskspace) and the exit code to end with is returned."""
+    full = diskspace.no_space_error(exc)
+    for write in (traceback.print_exc,
+                  lambda: write_atomic(result_file, {"status": "failed", "error": failure_message(exc, phase)})):
+        try:
+            write()
+        except OSError as e:
+            if (full := full or diskspace.no_space_error(e)) is None:
+                raise
+    if full is None:
+        return None
+    diskspace.tell(Path(result_file).parent, full, phase, exc)
+    return diskspace.EXIT_NO_SPACE
 
 
 def result_ready() -> None:
@@ -266,4 +284,7 @@ _CPU_OOM = re.compile(r"DefaultCPUAllocator: can't allocate memory: you tried to
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    if code == diskspace.EXIT_NO_SPACE:  # flushing the log at exit would fail on the full disk and make the code 120
+        os._exit(code)
+    sys.exit(code)

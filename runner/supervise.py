@@ -22,11 +22,11 @@ from db.engine import DatabaseGone, check_identity
 from db.models import JobStatus
 from db.results import store_timeline
 from lab import timeline
-from lab.errors import first_line
+from lab.errors import cut, first_line
 from lab.noise import cpus_text
 from lab.spec import ExperimentSpec
 from lab.timeline import Phases
-from runner import portable, repeatcache
+from runner import diskpause, diskspace, portable, repeatcache
 from runner.lease import LeaseKeeper, read_progress
 from runner.neighbours import Watch, sharing
 from runner.reaper import kill_tree
@@ -58,6 +58,7 @@ class Supervision:
         spec_file, result_file, progress_file = jobdir / "spec.json", jobdir / "result.json", jobdir / "progress.jsonl"
         jobdir.mkdir(parents=True, exist_ok=True)
         spec_file.write_text(spec.to_json())
+        diskspace.reserve(jobdir)  # where the child can say, on a full disk, that the disk is full
         for stale in (result_file, progress_file):  # a released attempt re-runs in the same folder
             stale.unlink(missing_ok=True)
         shutil.rmtree(jobdir / "artifacts", ignore_errors=True)
@@ -132,6 +133,12 @@ class Supervision:
             if rc == -signal.SIGKILL and time.monotonic() > lease.child_deadline():  # the child's keeper stopped it
                 return self._lease_stale(claim, lease, phase)
             outcome = read_outcome(rc, result_file, phase)
+            bad = cut(outcome.error or "", 300) if outcome.status in (JobStatus.FAILED, JobStatus.CRASHED) else None
+            full = diskspace.judge(jobdir, rc, bad, [self.home, jobdir, Path(env["TORCHINDUCTOR_CACHE_DIR"]).parent],
+                                   phase)
+        if full is not None:  # the disk's outage, not the experiment's failure
+            failed = diskpause.hand_back(self, claim, full, log_tail(logfile))
+            return HANDED_BACK if failed is None else Outcome(JobStatus.FAILED, failed)
         if outcome.status is JobStatus.SUCCEEDED:
             watch.sample(force=True)
             self._note_neighbours(outcome.result, watch)
@@ -233,7 +240,11 @@ class Supervision:
             f"the lease while {phase}; re-queued without counting the attempt"), patient=True)
         return Outcome(None)
 
-    def _hand_back(self, claim: queue.Claim, why: str) -> Outcome:
+    def _hand_back(self, claim: queue.Claim, why: str, error: OSError | None = None) -> Outcome:
+        full = diskspace.from_worker(error, diskpause.home_folders(self.home)) if error is not None else None
+        if full is not None:  # its own full disk: named as such, and the next claim waits for space
+            diskpause.hand_back(self, claim, full, None, strike=False)
+            return HANDED_BACK
         log.error("job %s: worker %s %s; handed back, retrying later", claim.job_id, self.id, why)
         self._retry("hand the job back", lambda: queue.hand_back(
             self.engine, claim.job_id, claim.token, self.id, claim.attempt,
@@ -308,13 +319,15 @@ def kill_group(proc) -> None:
 
 
 def log_tail(path: Path) -> str | None:
-    """The end of a job's log (LOG_TAIL_CHARS of it), stored with its outcome."""
+    """The end of a job's log (LOG_TAIL_CHARS of it), stored with its outcome; and the child's last lines where a
+    full disk kept them out of the file (runner.diskspace)."""
     try:
         with open(path, "rb") as f:
             f.seek(max(0, os.path.getsize(path) - LOG_TAIL_CHARS))
-            return f.read().decode(errors="replace")
+            tail = f.read().decode(errors="replace")
     except OSError:
-        return None
+        tail = None
+    return diskspace.with_childs_end(tail, path.parent)
 
 
 def log_outcome(job_id: int, o: Outcome) -> None:

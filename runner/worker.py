@@ -39,7 +39,7 @@ from lab.errors import first_line
 from lab.noise import cpus_text
 from lab.spec import ExperimentSpec
 from lab.timeline import Phases
-from runner import ceilings, hostfacts, kept, preload, zoo
+from runner import ceilings, diskpause, hostfacts, kept, preload, zoo
 from runner import probe as host_probe
 from runner.child import THREADS_ENV, WORKER_PID_ENV
 from runner.disturbance import my_cpus
@@ -102,6 +102,7 @@ class Worker(Supervision):
         self._starting: threading.Thread | None = None
         self._start_error: BaseException | None = None
         self._kept: list[kept.Kept] = []  # outcomes earlier workers of this home could not store (runner.kept)
+        self.full_disk = diskpause.Strikes()  # a job that fills the disk itself ends failed (runner.diskpause)
 
     # -- lifecycle --------------------------------------------------------------------------------
     def install_signal_handlers(self) -> None:
@@ -281,6 +282,8 @@ class Worker(Supervision):
                 if self.cfg.max_jobs is not None and done >= self.cfg.max_jobs:
                     break
                 check_identity(self.engine, self.db_file)
+                if not diskpause.room(self):  # its home short of space: paused, claiming nothing, until it has room
+                    break
                 try:
                     kept.store_found(self)
                     queue.requeue_expired(self.engine)
@@ -347,7 +350,7 @@ class Worker(Supervision):
                 if outcome is HANDED_BACK:
                     return outcome
             except OSError as e:  # the worker's own folder failed (full, unwritable): not the experiment's fault
-                return self._hand_back(claim, f"cannot use its job folder {jobdir} ({first_line(e)})")
+                return self._hand_back(claim, f"cannot use its job folder {jobdir} ({first_line(e)})", e)
         if outcome.status is JobStatus.SUCCEEDED:
             try:
                 with steps.phase("roofline placement"):

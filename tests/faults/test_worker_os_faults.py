@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from db.models import utcnow
+from runner.diskspace import MIN_FREE_ENV
 from tests.conftest import job_row, pid_alive, read_pids, records, result_count, start_worker, submit, wait_until
 
 NAPPER = ["--model", "napper", "--batch", "2", "--device", "cpu", "--backend", "eager", "--iters", "2"]
@@ -77,19 +78,25 @@ def fill(folder) -> None:
 
 
 def test_full_home_the_job_is_handed_back_and_runs_once_when_space_returns(db_url, tmp_path, small_tmpfs):
+    """Its home too full for the job folder (the spec file goes in, the child's no-space marker does not), under a
+    free-space threshold of 0 (a worker at the default claims nothing on a home this small): the worker's own write
+    fails, the job goes back uncounted with the cause named, and runs once when space is back."""
     home = small_tmpfs / "home"
-    worker = start_worker(db_url, tmp_path / "logs", "--home", str(home), "--lease", "4")  # the last --home wins
+    worker = start_worker(db_url, tmp_path / "logs", "--home", str(home), "--lease", "4",  # the last --home wins
+                          env={MIN_FREE_ENV: "0"})
     try:
         wait_until(lambda: log_has(worker, " ready: "), 120, "the worker to be ready")
         fill(small_tmpfs)
+        os.truncate(small_tmpfs / "filler", os.path.getsize(small_tmpfs / "filler") - 2 * 4096)  # two pages free
         (job_id,) = submit(db_url, *TINY)
         wait_until(lambda: log_has(worker, "No space left on device"), 60, "the worker to meet the full disk")
         # the worker logs the refusal, then hands the job back: the row shows it once that has committed
 
         def handed_back() -> bool:
             job = job_row(db_url, job_id)
-            return job.attempts == 0 and "re-queued without counting" in (job.error or "")
+            return job.attempts == 0 and "not counted" in (job.error or "")
         wait_until(handed_back, 30, "the job to be handed back without counting the attempt")
+        assert job_row(db_url, job_id).error.startswith(f"no space left on device under {home}")
         assert worker.poll() is None
         (small_tmpfs / "filler").unlink()
         wait_until(lambda: job_row(db_url, job_id).status == "succeeded", 120, "the job to run once space is back")
