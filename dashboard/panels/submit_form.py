@@ -69,13 +69,22 @@ def init_form(catalog: dict, devices: set) -> None:
         st.session_state[KEYS["model"]] = defaults["model"]
 
 
+def preset_problem(key: str, catalog: dict) -> str | None:
+    """Why the preset cannot fill the form (no live worker offers its model), or None."""
+    model = PRESETS[key].values["model"]
+    if model in catalog:
+        return None
+    family = model.split(":", 1)[0] if ":" in model else None
+    needs = {"hf": "a worker whose Python has transformers", "timm": "a worker whose Python has timm and torchvision"}
+    how = f" Start {needs[family]} (docs/operations.md), or pick" if family in needs else " Pick"
+    return (f"No live worker offers {model}, which this preset needs, so the form is not shown: submitting now would "
+            f"send another experiment under this preset's name.{how} another preset, or none to fill the form yourself.")
+
+
 def apply_preset(key: str, catalog: dict, devices: set, gpu_sizes: bool) -> None:
     preset = PRESETS[key]
     values = preset.form_values(gpu_sizes)
     model = values["model"]
-    if model not in catalog:
-        st.session_state["preset_problem"] = f"No live worker offers {model!r}, which this preset needs."
-        return
     base = FormValues(model=model, device="cuda" if "cuda" in devices else "cpu").__dict__
     for name, widget in KEYS.items():
         if name not in KEEP:  # the person's own tags and note stay
@@ -93,7 +102,6 @@ def apply_preset(key: str, catalog: dict, devices: set, gpu_sizes: bool) -> None
                                          + [arg_key(model, p.name) for p in info.params]}
     st.session_state["preset_applied"] = key
     st.session_state["preset_sizes"] = gpu_sizes
-    st.session_state.pop("preset_problem", None)
     st.session_state.pop("preset_name_cleared", None)
 
 

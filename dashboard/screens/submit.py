@@ -31,6 +31,11 @@ if st.session_state.get("preset"):
 elif "preset" in st.query_params:
     del st.query_params["preset"]
 chosen = st.session_state.get("preset")
+problem = chosen and submit_form.preset_problem(chosen, catalog)
+if problem:  # the form would still hold the previous preset's values, submittable under this one's heading
+    st.caption(PRESETS[chosen].question)
+    st.warning(problem, icon=":material/block:")
+    st.stop()
 gpu_sizes = submit_form.preset_sizes_ui(chosen, devices)
 if not chosen:
     st.session_state.pop("preset_applied", None)
@@ -38,6 +43,4 @@ elif st.session_state.get("preset_applied") != chosen or st.session_state.get("p
     submit_form.apply_preset(chosen, catalog, devices, gpu_sizes)
 if chosen:
     st.caption(PRESETS[chosen].question)
-if st.session_state.get("preset_problem"):
-    st.warning(st.session_state["preset_problem"])
 submit_form.sweep_form(catalog, devices)
