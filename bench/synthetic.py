@@ -15,8 +15,10 @@ into compile_breakdown_s parts that add up to it. Inserted with bulk Core insert
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import inspect
+import itertools
 import math
 import os
 import random
@@ -31,7 +33,8 @@ from bench import synthetic_raw
 from db.engine import atomic
 from db.models import DeviceCeiling, Job, Result, Sweep, Worker, utcnow
 from lab.interval import round_ratios, run_center
-from lab.record import ResultRecord
+from lab.noise import repeats_because
+from lab.record import ResultRecord, detail_keys
 from lab.roofline import place
 from lab.spec import spec_key
 
@@ -47,6 +50,8 @@ MODES = ("default", "max-autotune")
 MODE_GAIN = {"default": 1.0, "reduce-overhead": 1.025, "max-autotune": 1.04, "max-autotune-no-cudagraphs": 1.04}
 ROUNDS = 30  # a job's default iters: rounds of samples per side
 BATCH = 2000  # jobs per insert transaction
+EXTRA_SHARE = 0.29  # configurations whose processes disagree and call for one more (lab.noise: 0.29 on an H100)
+PROCESSES = 2  # a realistic database's (filled()): the lab's default process repeats
 REPEAT = {"model": "complexnet", "batches": (8, 32), "modes": ("default", "reduce-overhead", "max-autotune"), "n": 4}
 FAILURES = (("failed", "compile failed: fullgraph=True: graph break: call to numpy.random.choice at model.py:41"),
             ("timed_out", "timed out after 1800 s (while compiling); the child's process group was killed"),
@@ -62,11 +67,15 @@ DEVICES = {  # name, timing method and measured ceilings (the H100's from bench/
 
 
 def fill(engine: Engine, n_jobs: int, seed: int = 0, device: str = "cuda", ceilings: bool = True,
-         rounds: int = ROUNDS, models=tuple(MODELS), batches=BATCHES, dynamics=DYNAMICS, modes=MODES) -> None:
+         rounds: int = ROUNDS, models=tuple(MODELS), batches=BATCHES, dynamics=DYNAMICS, modes=MODES,
+         processes: int = 1) -> None:
     """`rounds`: the rounds of per-round samples each job stores, as a real job does (bench.synthetic_raw: latency,
     throughput and, on CUDA, GPU time per round and side), with the paired speedup the child computes from them
     (round_speedup, round_speedup_se); 0 stores none, and the paired speedup is then the job's own.
-    `models`, `batches`, `dynamics`, `modes`: the sweeps' shape (a sweep per model in turn)."""
+    `models`, `batches`, `dynamics`, `modes`: the sweeps' shape (a sweep per model in turn).
+    `processes`: each configuration's processes, as a sweep's process_repeats (the lab's default is 2): the first
+    run's follow-ups (process repeats: a warm first call, latency rounds only, a few % from the first), and a third
+    process for EXTRA_SHARE of the configurations, as when their first two disagree (lab.noise)."""
     rng = random.Random(seed)
     extra = random.Random(seed + 1)  # the fields added later draw from their own stream: the rest stay as they were
     raw = np.random.default_rng(seed + 2)
@@ -85,11 +94,15 @@ def fill(engine: Engine, n_jobs: int, seed: int = 0, device: str = "cuda", ceili
                 {"device_name": dev["device_name"], "hostname": "bench-host", "dtype": dtype,
                  "copy_gbps": dev["copy_gbps"], "matmul_tflops": tflops, "torch_version": "2.13.0",
                  "measured_at": now - timedelta(days=1)} for dtype, tflops in dev["matmul_tflops"].items()])
-    sweeps, jobs, results = [], [], []
+    sweeps, jobs, follow_ups, results = [], [], [], []
     n_done = 0
     per_sweep = len(batches) * len(dynamics) * len(modes)
-    n_sweeps = math.ceil(n_jobs / per_sweep)
-    for s in range(n_sweeps):
+    # the last sweep is a repeat sweep; with process repeats a sweep holds more jobs than configurations, and should
+    # the estimate fall short, sweeps go on until there are n_jobs
+    n_sweeps = math.ceil(n_jobs / (per_sweep * (processes + (EXTRA_SHARE if processes > 1 else 0))))
+    for s in itertools.count():
+        if n_done >= n_jobs:
+            break
         repeat = s == n_sweeps - 1 and s > 0
         model = REPEAT["model"] if repeat else models[s % len(models)]
         cache = "warm" if model == "sincos" and s % 8 == 7 else "cold"
@@ -117,35 +130,49 @@ def fill(engine: Engine, n_jobs: int, seed: int = 0, device: str = "cuda", ceili
                     "cache": cache, "schedule": schedule, "iters": rounds or 30, "timeout_s": 1800}
             failed = not repeat and rng.random() < 0.02
             status, error = rng.choice(FAILURES) if failed else ("succeeded", None)
-            jobs.append({"id": job_id, "sweep_id": sweep_id, "spec": spec, "status": status, "error": error,
-                         "attempts": 1, "created_at": created, "claimed_at": created,
-                         "finished_at": created + timedelta(seconds=30), "worker_id": worker,
-                         "config": spec_key(spec)})
+            job = {"id": job_id, "sweep_id": sweep_id, "spec": spec, "status": status, "error": error,
+                   "attempts": 1, "created_at": created, "claimed_at": created,
+                   "finished_at": created + timedelta(seconds=30), "worker_id": worker, "config": spec_key(spec)}
+            jobs.append(job)
             if not failed:
                 # repeats differ by run-to-run noise only: 0.3% at batch 32, 1.5% at batch 8
                 jitter = (0.003 if bs >= 32 else 0.015) if repeat else 0.15
                 r = _result(rng, extra, job_id, model, bs, dyn, mode, cache, schedule, env, device, jitter)
+                first = copy.deepcopy(r)
                 _raw_material(raw, rich, r, spec, rounds, device == "cuda")
                 results.append(r)
-        if len(jobs) >= BATCH or s == n_sweeps - 1:  # a transaction per batch: memory stays bounded at 100k jobs
+                more = processes - 1 + (processes > 1 and rich.random() < EXTRA_SHARE)
+                for n in range(1, min(more, n_jobs - n_done) + 1):
+                    n_done += 1
+                    why = {"kind": "process", "n": n, "total": more, "because": repeats_because(processes)}
+                    follow_ups.append({**job, "id": n_done, "follow_up_of": job_id, "follow_up": why,
+                                       "finished_at": job["finished_at"] + timedelta(seconds=20 * n)})
+                    r = _process_repeat(rich, first, n_done)
+                    _raw_material(raw, rich, r, spec, rounds, device == "cuda", diagnose=False)
+                    results.append(r)
+        # a transaction per batch: memory stays bounded at 100k jobs
+        if len(jobs) + len(follow_ups) >= BATCH or n_done >= n_jobs:
             with atomic(engine) as session:
                 session.execute(insert(Sweep), sweeps)
                 session.execute(insert(Job), jobs)
+                if follow_ups:  # apart: their rows name what they follow, the first runs' leave it NULL
+                    session.execute(insert(Job), follow_ups)
                 if results:
                     session.execute(insert(Result), results)
-            sweeps, jobs, results = [], [], []
+            sweeps, jobs, follow_ups, results = [], [], [], []
 
 
-def _raw_material(gen, rng, result: dict, spec: dict, rounds: int, gpu: bool) -> None:
+def _raw_material(gen, rng, result: dict, spec: dict, rounds: int, gpu: bool, diagnose: bool = True) -> None:
     """The samples and the rest of `detail` a real job stores (bench.synthetic_raw), and what the child derives
     from them: the paired speedup of its rounds and the count of calls dropped for compiling."""
     plan = None
     if rounds:
-        result["samples"], plan = synthetic_raw.samples(gen, result, rounds, gpu)
+        result["samples"], plan = synthetic_raw.samples(gen, result, rounds, gpu, diagnose)
         result["round_speedup"], result["round_speedup_se"] = run_center(round_ratios(result["samples"]))
         result["measure_recompiles"] = len(result["samples"]["dropped"])
         result["samples_per_side"] = sum(len(b) for b in result["samples"]["compiled"])
     result["detail"] = synthetic_raw.detail(rng, result, spec, plan, gpu) | result["detail"]
+    result["detail_keys"] = detail_keys(result["detail"])
 
 
 def _result(rng, extra, job_id, model, bs, dyn, mode, cache, schedule, env, device, jitter) -> dict:
@@ -218,6 +245,28 @@ def _result(rng, extra, job_id, model, bs, dyn, mode, cache, schedule, env, devi
     return {"job_id": job_id, **record.to_dict()}
 
 
+def _process_repeat(rng, first: dict, job_id: int) -> dict:
+    """A process repeat of the run `first` (its result before the raw material): the same configuration in a fresh
+    process, compiled from the first run's kept cache (a warm first call), its latency a process's few % apart, no
+    diagnosis clocks (runner.measure: a repeat times the headline's rounds only)."""
+    r = copy.deepcopy(first) | {"job_id": job_id}
+    apart = rng.gauss(1, 0.02)
+    for name in ("compiled_ms", "compiled_p10_ms", "compiled_p90_ms"):
+        r[name] *= apart
+    r["speedup"] = r["round_speedup"] = r["eager_ms"] / r["compiled_ms"]
+    r |= {name: None for name in ("eager_throughput_ms", "compiled_throughput_ms", "throughput_speedup", "eager_gpu_ms",
+                                  "compiled_gpu_ms", "gpu_speedup", "eager_host_overhead", "compiled_host_overhead",
+                                  "host_bound", "host_note")}
+    first_s = rng.uniform(1.0, 2.5)
+    r |= {"compiled_first_call_s": first_s, "first_call_cache": "warm", "graph_cache_hit": True,
+          "compiled_second_call_s": r["compiled_ms"] / 1000 * rng.uniform(1.2, 2)}
+    r["detail"] = r["detail"] | {"compile_breakdown_s": _breakdown(rng, first_s, "default", True),
+                                 "cache_hits": {"inductor_fx_local_cache_hit_count": 1,
+                                                "inductor_fx_local_cache_miss_count": 0}}
+    r["detail"]["compile_phases_s"] = _phases(r["detail"]["compile_breakdown_s"])
+    return r
+
+
 def _breakdown(rng, first_s: float, mode: str, warm: bool) -> dict:
     """The first call's disjoint parts (runner.introspect.compile_breakdown's keys), adding up to it: a warm
     cache skips most of codegen and kernel compile, max-autotune spends most of its time autotuning."""
@@ -245,9 +294,9 @@ def data_version() -> str:
     that keep it)."""
     from db.database import HEAD
 
-    made = (fill, _result, _raw_material, _breakdown, _phases)
+    made = (fill, _result, _raw_material, _process_repeat, _breakdown, _phases)
     text = "".join(inspect.getsource(f) for f in made) + inspect.getsource(synthetic_raw) + repr(
-        (MODELS, BATCHES, DYNAMICS, MODES, MODE_GAIN, REPEAT, FAILURES, DEVICES, ROUNDS, HEAD))
+        (MODELS, BATCHES, DYNAMICS, MODES, MODE_GAIN, REPEAT, FAILURES, DEVICES, ROUNDS, HEAD, EXTRA_SHARE, PROCESSES))
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -268,7 +317,7 @@ def filled(path: Path | None, n_jobs: int, seed: int = 0, device: str = "cuda", 
     target = kept.with_suffix(".partial") if kept is not None else path
     target.unlink(missing_ok=True)
     url = f"sqlite:///{target}"
-    fill(get_engine(url), n_jobs, seed=seed, device=device)
+    fill(get_engine(url), n_jobs, seed=seed, device=device, processes=PROCESSES)
     dispose_engine(url)  # checkpoints the fill's WAL into the file, as a lab's small commits would have
     if kept is not None:
         target.rename(kept)

@@ -1,12 +1,17 @@
 """The raw material of a synthetic result, shaped as the child stores it: the per-round samples (runner.rounds,
-runner.timing) and the rest of `detail` (runner.recording.record), so that reading, exporting and plotting a synthetic
-database costs what a real one of the same size does.
+runner.timing) and the rest of `detail` (runner.recording.record), so that reading, exporting, plotting and storing a
+synthetic database costs what a real one of the same size does.
 
 Samples, per side, in `rounds` rounds: latency, one synchronous call per sample, as many per round as fit in
 runner.timing.ROUND_MS (at most MAX_CALLS); throughput, one block per round; on CUDA the GPU clock, as many calls
-per round as fit beside their head start; a few calls during which dynamo compiled are `dropped`. Each value is a
-full float, as a host clock's difference is (0.4273169997759396): a realistic job on an H100 stores ~60 kB of them.
-Sizes from real jobs (a CPU job's detail is 4.7-6.1 kB, its timeline ~2.2 kB of it).
+per round as fit beside their head start; a few calls during which dynamo compiled are `dropped`. A process repeat
+(`diagnose` false) keeps its latency rounds only, as the child does. Each value is made as the child makes it, so it
+holds what a real one holds (bench.gpu_samples, on an H200): a host clock sample is `(perf_counter() - t0) * 1e3`
+(divided by the block's calls for throughput), perf_counter being whole nanoseconds read as seconds on a host up for
+days; a GPU sample is CUDA's float32 milliseconds from a clock of 32 ns ticks. Their scatter is the H200's: a
+latency call moves by ~1% and ~12 us, a GPU call by ~0.2% and ~1.2 us, one call in a hundred is slow. A realistic
+job on an H100 stores ~55 kB of them as JSON text. Sizes from real jobs (a CPU job's detail is 4.7-6.1 kB, its
+timeline ~2.2 kB of it).
 """
 from __future__ import annotations
 
@@ -24,28 +29,54 @@ def calls_per_round(call_ms: float, gpu: bool) -> dict:
             "gpu": fit(ROUND_MS / (HEAD_START_MS + call_ms), 1, MAX_CALLS) if gpu else None}
 
 
-def samples(gen: np.random.Generator, result: dict, rounds: int, gpu: bool) -> tuple[dict, dict]:
+def samples(gen: np.random.Generator, result: dict, rounds: int, gpu: bool, diagnose: bool = True,
+            uptime_s: float = 4 * 86400.0) -> tuple[dict, dict]:
     """(samples, calls per round) around the result's medians: a drift per round that both sides share (the paired
     ratio cancels it), each side's own noise per round sized to its recorded spread (IQR / median of round medians),
-    per-call jitter with a slow call now and then."""
+    per-call scatter with a slow call now and then, each value made by the clock that times it (host_clock_ms,
+    event_clock_ms) on a host up for `uptime_s`. Without `diagnose` (a process repeat): latency rounds only."""
     plan = calls_per_round(max(result["eager_ms"], result["compiled_ms"]), gpu)
     out: dict = {}
     drift = gen.normal(0, 0.01, rounds)
-    clocks = [("latency", "", plan["latency"]), ("throughput", "_throughput", 1)]
-    clocks += [("gpu", "_gpu", plan["gpu"])] if gpu else []
+    clocks = [("latency", "", plan["latency"])]
+    clocks += [("throughput", "_throughput", 1)] + ([("gpu", "_gpu", plan["gpu"])] if gpu else []) if diagnose else []
+    start_ns = int(uptime_s * 1e9)
     for clock, suffix, n in clocks:
         for side in ("eager", "compiled"):
             center = result.get(f"{side}{suffix}_ms") or result[f"{side}_ms"]
             mid = center * (1 + drift + gen.normal(0, (result[f"{side}_spread"] or 0.01) / 1.35, rounds))
-            calls = mid[:, None] * (1 + np.abs(gen.normal(0, 0.01, (rounds, n))))
+            rel, floor = (0.002, 0.0012) if clock == "gpu" else (0.01, 0.012)
+            calls = mid[:, None] + np.abs(gen.normal(0, 1, (rounds, n))) * np.hypot(rel * mid, floor)[:, None]
             slow = gen.random((rounds, n)) < 0.01  # a call the host interrupted
             calls[slow] *= gen.uniform(1.5, 4.0, int(slow.sum()))
-            out[f"{side}{suffix}" if clock != "latency" else side] = calls.tolist()
+            if clock == "gpu":
+                values = event_clock_ms(calls)
+            else:
+                block = plan["throughput"] if clock == "throughput" else 1
+                values = host_clock_ms(gen, calls, start_ns, block)
+            start_ns += int(calls.sum() * 1e6 * 2)
+            out[f"{side}{suffix}" if clock != "latency" else side] = values.tolist()
     out["dropped"] = []
     if gen.random() < 0.03:  # a guard failed mid-rounds and dynamo compiled during a call or two
         out["dropped"] = [{"side": "compiled", "clock": "latency", "round": int(r), "ms": float(ms)}
                           for r, ms in zip(gen.integers(0, rounds, 2), gen.uniform(200, 900, 2))]
     return out, plan
+
+
+def host_clock_ms(gen: np.random.Generator, ms: np.ndarray, start_ns: int, block: int = 1) -> np.ndarray:
+    """What runner.timing stores for calls of `ms` each, timed in blocks of `block` calls: (t1 - t0) * 1e3 / block,
+    each reading whole nanoseconds divided by 1e9 (CPython's perf_counter), the calls one after another from
+    `start_ns` with a few microseconds between them."""
+    took = np.maximum(np.rint(ms * block * 1e6), 1).astype(np.int64)
+    t0 = start_ns + np.cumsum(took + gen.integers(500, 5000, took.shape)).reshape(took.shape) - took
+    out = (((t0 + took) / 1e9) - (t0 / 1e9)) * 1e3
+    return out / block if block != 1 else out
+
+
+def event_clock_ms(ms: np.ndarray, tick_ns: int = 32) -> np.ndarray:
+    """What CUDA's event timer gives for `ms`: float32 milliseconds of whole ticks of `tick_ns`."""
+    ticks = np.maximum(np.rint(ms * 1e6 / tick_ns), 1)
+    return (ticks * tick_ns / 1e6).astype(np.float32).astype(np.float64)
 
 
 def detail(rng, result: dict, spec: dict, plan: dict | None, gpu: bool) -> dict:

@@ -172,7 +172,7 @@ def first_calls_alike(engine: Engine, job_id: int) -> list[dict]:
                        .join(Result, Result.job_id == Job.id).where(Job.id == job_id)).first()
         if me is None or not isinstance(me.spec, dict):
             return []
-        hits = Result.detail[("cache_layers", "fxgraph", "hit")].as_integer()
+        hits = Result.detail_keys[("cache_layers", "fxgraph", "hit")].as_integer()
         rows = s.execute(select(Job.id, Job.spec, Result.compiled_first_call_s, hits)
                          .join(Result, Result.job_id == Job.id)
                          .where(Job.status == JobStatus.SUCCEEDED.value,

@@ -2,7 +2,8 @@
 
 A job's settings live in one place, `jobs.spec`: the ExperimentSpec's JSON, rebuilt with
 `ExperimentSpec.from_row`. Result scalars are real columns (they are filtered, sorted and plotted);
-raw samples and compiler detail are JSON.
+the raw samples and the compiler detail are lab.packing's bytes (Packed: read back as the dicts they were), the
+schedule and the few detail keys SQL reads by name are JSON.
 """
 from __future__ import annotations
 
@@ -22,10 +23,12 @@ from sqlalchemy import (
     LargeBinary,
     String,
     Text,
+    TypeDecorator,
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from lab import packing
 from lab.record import SCALARS, ResultRecord
 
 
@@ -158,13 +161,41 @@ class Result(Base):
     job: Mapped[Job] = relationship(back_populates="result")
 
 
+class Packed(TypeDecorator):
+    """A dict stored as lab.packing's bytes (`kind` "samples": numbers, exactly; "json": compressed JSON), read back
+    as the dict. Bytes are stored as they are (already packed). A reader of raw rows (db.views' cursor) gets the
+    bytes and unpacks them itself (db.results.unpack)."""
+
+    impl = LargeBinary
+    cache_ok = True
+
+    def __init__(self, kind: str):
+        super().__init__()
+        self.kind = kind
+
+    def process_bind_param(self, value, dialect):
+        if value is None or isinstance(value, (bytes, bytearray, memoryview)):
+            return value
+        return packing.pack_samples(value) if self.kind == "samples" else packing.pack_json(value)
+
+    def process_result_value(self, value, dialect):
+        return unpack(self.kind, value)
+
+
+def unpack(kind: str, value) -> dict:
+    """A Packed column's dict from its stored bytes (None or empty: {})."""
+    return packing.unpack_samples(value) if kind == "samples" else packing.unpack_json(value, {})
+
+
 _SQL_TYPES = {"float": Float, "int": Integer, "bool": Boolean, "str": Text, "dict": JSON, "list": JSON}
 
 
 def _record_column(f):
     """A results column for a ResultRecord field: its type from the annotation ("float | None" -> Float), a
-    length where the record gives one (String(n)); the raw JSON fields default to empty."""
+    length where the record gives one (String(n)); the raw fields default to empty, packed where the record says."""
     kind = f.type.split("|")[0].strip()
+    if f.metadata.get("packed"):
+        return mapped_column(f.name, Packed(f.metadata["packed"]), nullable=False, default=dict)
     if f.metadata.get("length"):
         return mapped_column(f.name, String(f.metadata["length"]))
     if kind in ("dict", "list"):
@@ -175,6 +206,8 @@ def _record_column(f):
 
 
 for _f in dataclass_fields(ResultRecord):
+    if _f.name == "detail":  # before the packed detail: SQL reads it by name (lab.record.DETAIL_KEYS)
+        Result.detail_keys = mapped_column("detail_keys", JSON, nullable=True, default=None)
     setattr(Result, _f.name, _record_column(_f))
 RESULT_SCALARS = SCALARS
 

@@ -236,7 +236,7 @@ def finish_kept(engine: Engine, job_id: int, token: str, worker_id: str, attempt
 
 
 def _result_row(job_id: int, result: Mapping) -> Result:
-    return Result(job_id=job_id, **ResultRecord.from_dict(result).to_dict())
+    return Result(job_id=job_id, **ResultRecord.from_dict(result).to_row())
 
 
 def release(engine: Engine, job_id: int, token: str, reason: str, log_tail: str | None = None) -> bool:

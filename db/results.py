@@ -12,6 +12,7 @@ from db import artifacts, team
 from db.engine import atomic, reading
 from db.models import RESULT_SCALARS, Job, Result, Sweep, Worker
 from lab import tabular, timeline
+from lab.record import detail_keys
 from lab.spec import ExperimentSpec, stored_spec
 from lab.sweep import sweep_name as sweep_display
 
@@ -152,9 +153,10 @@ def _record(row, worker_caps: dict | None, include_raw: bool) -> dict:
 def store_timeline(engine: Engine, job_id: int, detail: dict | None, entries: list[dict]) -> bool:
     """Put a timeline (lab.timeline.for_job's `entries`) into job_id's stored result detail (`detail`: the detail
     that was stored with it)."""
+    detail = {**(detail or {}), "timeline": entries}
     with atomic(engine) as s:
         done = s.execute(update(Result).where(Result.job_id == job_id)
-                         .values(detail={**(detail or {}), "timeline": entries}))
+                         .values(detail=detail, detail_keys=detail_keys(detail)))
         return done.rowcount == 1
 
 

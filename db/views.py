@@ -29,10 +29,12 @@ from sqlalchemy.sql import visitors
 
 from db import models
 from db.engine import reading
-from db.models import RESULT_SCALARS, TERMINAL, Job, JobStatus, Result, Sweep, Worker, utcnow
+from db.job_views import job_detail, job_rows, job_statuses, last_cold_compiles  # noqa: F401 (the Queue page's)
+from db.models import RESULT_SCALARS, TERMINAL, Job, Result, Sweep, Worker
 from db.results import DETAIL_FIELDS, ENV_FROM_WORKER, RECORD_FIELDS, SPEC_FIELDS, worker_env
-from lab import noise
+from lab import packing
 from lab.checks import SpecError, dynamic_text, integer, parse_bool
+from lab.record import DETAIL_KEYS
 from lab.spec import stored_spec
 from lab.sweep import sweep_label
 
@@ -48,11 +50,13 @@ INTEGER_COLUMNS = ("attempts",) + _SPEC_INT + tuple(
 # read for every finished job: what filters, counts, pickers and the timing caption use
 FRAME_FIELDS = ("job_id", "sweep_id", "sweep", "status", "error", "finished_at") + SPEC_FIELDS + (
     "speedup", "timing_method", "samples_per_side", "torch_version", "device_name")
-# read for the jobs of a view when it is drawn (a model's plots, the roofline, a table page, a comparison)
+# read for the rows a page shows (a table page, a comparison), never for a model's plots; among them every detail
+# field but lab.record.DETAIL_KEYS, which are unpacked row by row (~0.1 ms a job: 2.8 s for a model's 25k jobs)
 LAZY_FIELDS = ("worker", "created_at", "attempts", "graph_count", "graph_breaks", "recompiles",
                "peak_mem_eager_mb", "peak_mem_compiled_mb", "max_abs_error", "rel_error",
                "accuracy_ok", "triton_version", "cuda_version", "hostname", "graph_break_reasons",
                "recompile_reasons", "compile_phases_s", "speedup_p10", "speedup_p90", "host_state")
+LAZY_FIELDS += tuple(f for f in DETAIL_FIELDS if f not in LAZY_FIELDS + DETAIL_KEYS)
 # the First call tab alone draws the compile breakdown, the Roofline tab alone the roofline: each reads its
 # own, not every model view
 FIRST_CALL_FIELDS = ("compile_breakdown_s",)
@@ -104,10 +108,10 @@ def _column(name: str):
         col = cast(spec, Text)
     elif name in RESULT_SCALARS:  # ENV_FROM_WORKER among them: result_rows fills a job without a result from its worker
         col = getattr(Result, name)
-    elif name in DETAIL_NUMBERS:
-        col = Result.detail[name].as_float()
-    elif name in DETAIL_FIELDS:
-        col = Result.detail[name].as_string()
+    elif name in DETAIL_KEYS:  # the detail's keys SQL reads by name; the others are unpacked (_detail_columns)
+        col = Result.detail_keys[name].as_float() if name in DETAIL_NUMBERS else Result.detail_keys[name].as_string()
+    elif name == "detail_packed":
+        col = Result.detail
     elif name == "has_schedule":
         col = func.coalesce(func.json_array_length(Result.schedule), 0) > 0
     else:
@@ -199,6 +203,30 @@ def _answer_index(engine: Engine, q, sql: str) -> str:
     return sql.replace(join, f" JOIN {Result.__tablename__} INDEXED BY {models.ANSWER_INDEX} ON ")
 
 
+def _detail_columns(blobs: list, names: list[str]) -> dict[str, list]:
+    """The detail fields `names` of each row's packed detail (None for a job without a result), as SQL hands out a
+    JSON value it reads by name: an object or a list as its JSON text, a string, a number (DETAIL_NUMBERS: a float),
+    a boolean as 1 or 0. Each detail is unpacked once (~0.15 ms): read for the rows a page shows, not for 100k."""
+    out: dict[str, list] = {n: [] for n in names}
+    for blob in blobs:
+        detail = packing.unpack_json(blob, {}) if blob is not None else {}
+        for name in names:
+            out[name].append(_sql_value(detail.get(name) if isinstance(detail, dict) else None, name in DETAIL_NUMBERS))
+    return out
+
+
+def _sql_value(value, number: bool):
+    if value is None:
+        return None
+    if number:
+        return float(value) if isinstance(value, (int, float)) else None
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"))
+    return value
+
+
 FETCH_BLOCK = 5000  # rows turned into columns at a time (result_rows)
 
 
@@ -222,7 +250,9 @@ def result_rows(engine: Engine, statuses: Iterable[str] = TERMINAL, sweep_ids: I
     env = [n for n in names if n in ENV_FROM_WORKER]
     fetched = names + [n for n in (["env_worker", "device"] if env else []) if n not in names]
     spec_names = [n for n in fetched if n in SPEC_FIELDS or n == "spec_code"]
-    query_names = [n for n in fetched if n not in spec_names] + (["spec_text"] if spec_names else [])
+    packed = [n for n in fetched if n in DETAIL_FIELDS + DETAIL_NUMBERS and n not in DETAIL_KEYS]
+    query_names = [n for n in fetched if n not in spec_names + packed] + (["spec_text"] if spec_names else []) + (
+        ["detail_packed"] if packed else [])
     sql = rows_sql(engine, query_names, statuses, sweep_ids, finished_since, job_ids, job_id_range)
     # One snapshot for the rows and their version: SQLite's read transaction is one already; PostgreSQL
     # needs REPEATABLE READ for it. The statement runs on the DB-API cursor of the same connection and
@@ -248,6 +278,8 @@ def result_rows(engine: Engine, statuses: Iterable[str] = TERMINAL, sweep_ids: I
             cursor.close()
     if spec_names:
         columns.update(_spec_columns(columns.pop("spec_text"), spec_names))
+    if packed:
+        columns.update(_detail_columns(columns.pop("detail_packed"), packed))
     for n in env:
         values, worker, device = columns[n], columns["env_worker"], columns["device"]
         for i in [i for i, v in enumerate(values) if v is None]:  # a few: the jobs without a result
@@ -342,80 +374,3 @@ def sweeps_named(engine: Engine, name: str) -> list[tuple[int, datetime]]:
     with reading(engine) as s:
         return [tuple(r) for r in s.execute(select(Sweep.id, Sweep.created_at).where(Sweep.name == name)
                                             .order_by(Sweep.id.desc())).all()]
-
-
-def job_rows(engine: Engine, sweep_ids: Iterable[int] | None = None, statuses: Iterable[str] | None = None,
-             limit: int = 500) -> list[dict]:
-    """The newest jobs for the Queue page: status, attempts, elapsed time, worker, phase and progress."""
-    q = (select(Job.id, Job.sweep_id, Job.status, Job.attempts, Job.max_attempts, Job.worker_id, Job.phase,
-                Job.progress, Job.error, Job.created_at, Job.claimed_at, Job.finished_at, Job.spec, Job.follow_up_of,
-                Job.follow_up)
-         .order_by(Job.id.desc()).limit(limit))
-    if sweep_ids:
-        q = q.where(Job.sweep_id.in_(list(sweep_ids)))
-    if statuses:
-        q = q.where(Job.status.in_(list(statuses)))
-    now = utcnow()
-    out = []
-    with reading(engine) as s:
-        for r in s.execute(q).all():
-            end = r.finished_at or (now if r.status == JobStatus.RUNNING.value else None)
-            out.append({
-                "job_id": r.id, "sweep_id": r.sweep_id, "status": r.status, "attempts": r.attempts,
-                "max_attempts": r.max_attempts, "worker": r.worker_id, "phase": r.phase, "progress": r.progress,
-                "error": r.error, "created_at": r.created_at, "claimed_at": r.claimed_at,
-                "finished_at": r.finished_at, "spec": stored_spec(r.spec),
-                "elapsed_s": (end - r.claimed_at).total_seconds() if end and r.claimed_at else None,
-                "follow_up": noise.describe(r.follow_up, r.follow_up_of),
-                "follow_up_short": noise.short(r.follow_up, r.follow_up_of),
-            })
-    return out
-
-
-def last_cold_compiles(engine: Engine, job_ids: Iterable[int]) -> dict[int, float]:
-    """For each of these (running) jobs, how long its configuration's newest stored cold first call took (the
-    same spec on the same key, jobs.config): what the Queue says a compile in progress may take. {} for none."""
-    ids = list(job_ids)
-    if not ids:
-        return {}
-    with reading(engine) as s:
-        keys = dict(s.execute(select(Job.id, Job.config).where(Job.id.in_(ids))).all())
-        wanted = {k for k in keys.values() if k}
-        if not wanted:
-            return {}
-        newest = (select(Job.config, Result.compiled_first_call_s).join(Result, Result.job_id == Job.id)
-                  .where(Job.config.in_(sorted(wanted)), Result.first_call_cache == "cold",
-                         Result.compiled_first_call_s.is_not(None))
-                  .order_by(Job.id.desc()))
-        took: dict[str, float] = {}
-        for config, seconds in s.execute(newest):
-            took.setdefault(config, float(seconds))
-    return {j: took[k] for j, k in keys.items() if k in took}
-
-
-def job_detail(engine: Engine, job_id: int) -> dict | None:
-    """One job's spec, status, error and log tail (the Queue page's detail view)."""
-    with reading(engine) as s:
-        job = s.get(Job, job_id)
-        if job is None:
-            return None
-        later = s.execute(select(Job.id, Job.status, Job.follow_up).where(Job.follow_up_of == job.id)
-                          .order_by(Job.id)).all()
-        return {"job_id": job.id, "sweep_id": job.sweep_id, "status": job.status, "error": job.error,
-                "spec": stored_spec(job.spec), "log_tail": job.log_tail, "attempts": job.attempts,
-                "worker": job.worker_id, "follow_up_of": job.follow_up_of,
-                "follow_up": noise.describe(job.follow_up, job.follow_up_of),
-                # the jobs this one's result called for: (id, status, what it is)
-                "follow_ups": [(i, status, noise.describe(f, None)) for i, status, f in later],
-                "sweep_label": sweep_label(job.sweep_id, job.sweep.name if job.sweep else None,
-                                           stored_spec(job.spec).get("model"))}
-
-
-def job_statuses(engine: Engine, job_ids: Iterable[int]) -> dict[int, str]:
-    """Which of these jobs exist, and their status."""
-    job_ids = list(job_ids)
-    out: dict[int, str] = {}
-    with reading(engine) as s:
-        for start in range(0, len(job_ids), 500):
-            out.update(s.execute(select(Job.id, Job.status).where(Job.id.in_(job_ids[start:start + 500]))).all())
-    return out

@@ -1,13 +1,17 @@
 """The result of one succeeded job, declared once: the child fills a ResultRecord, db.queue writes it as one
 `results` row (db.models derives the table's columns from it), db.results exports it, bench.synthetic builds
-fake ones. No torch, no SQLAlchemy: plain fields and their meaning.
+fake ones. No torch, no SQLAlchemy: plain fields and their meaning, and how the raw ones are stored (lab.packing).
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
-RAW = ("schedule", "detail", "samples")  # JSON columns: the raw material behind the numbers
+RAW = ("schedule", "detail", "samples")  # the raw material behind the numbers: JSON values
+# The detail's keys that pages read for thousands of results at once (the First call tab's compile breakdown, each
+# run's cache state, the job page's runs alike): the results row holds a copy of them as JSON (`detail_keys`), which
+# SQL reads by name, while the detail itself, like the samples, is stored packed (lab.packing), ~2.5 kB of ~6 kB
+DETAIL_KEYS = ("compile_breakdown_s", "cache_hits", "cache_layers")
 
 
 def text(length: int):
@@ -107,11 +111,12 @@ class ResultRecord:
     device_name: str | None = text(200)
     cuda_version: str | None = text(32)
     hostname: str | None = text(200)
-    # raw material: the schedule calls, compiler reasons and phase times, every timing sample by round (tens of kB:
-    # last, as the results table's columns are on SQLite, migration 0015)
+    # raw material: the schedule calls, compiler reasons and phase times, every timing sample by round (tens of kB of
+    # JSON: last, as the results table's columns are on SQLite, migration 0015). Stored as lab.packing's bytes: the
+    # detail compressed, the samples as numbers, exactly (migration 0018)
     schedule: list = field(default_factory=list)
-    detail: dict = field(default_factory=dict)
-    samples: dict = field(default_factory=dict)
+    detail: dict = field(default_factory=dict, metadata={"packed": "json"})
+    samples: dict = field(default_factory=dict, metadata={"packed": "samples"})
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "ResultRecord":
@@ -123,6 +128,16 @@ class ResultRecord:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def to_row(self) -> dict:
+        """The values of its results row: every field (db.models packs the raw ones), and the copy of the detail's
+        keys read by name (detail_keys)."""
+        return self.to_dict() | {"detail_keys": detail_keys(self.detail)}
+
+
+def detail_keys(detail) -> dict:
+    """The detail's DETAIL_KEYS that it has: the results row's `detail_keys`."""
+    return {k: detail[k] for k in DETAIL_KEYS if k in detail} if isinstance(detail, Mapping) else {}
 
 
 def graph_cache_hit(hits: Mapping | None) -> bool | None:

@@ -200,7 +200,7 @@ def test_results_read_without_their_raw_json_after_0015(any_db_url):
     assert sorted(after) == sorted(c.name for c in Result.__table__.c)
     if engine.dialect.name == "sqlite":
         assert names.index("round_speedup") > names.index("samples")  # where ALTER TABLE ADD COLUMN put it
-        assert after[-3:] == ["schedule", "detail", "samples"]
+        assert after[-4:] == ["schedule", "detail_keys", "detail", "samples"]  # at head (0018)
         assert {i["column_names"][0] for i in inspect(engine).get_unique_constraints("results")} == {"job_id"}
     with reading(engine) as s:
         kept = {r.job_id: r for r in s.scalars(select(Result))}
