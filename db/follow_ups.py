@@ -4,10 +4,11 @@ jobs (db.admission); what the sweep's or the lab's limit leaves no room for is s
 the skip recorded as a lab event on the sweep (its history on Queue, `runner events`) with the limit that stopped it."""
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from db import admission
+from db.engine import reading
 from db.models import Job, LabEvent, Result, Sweep, utcnow
 from lab import noise
 from lab.spec import spec_key
@@ -53,3 +54,12 @@ def same_configuration(sweep_id: int, config: str):
     return (select(Job.status, Job.follow_up, Result.disturbed, Result.round_speedup)
             .outerjoin(Result, Result.job_id == Job.id)
             .where(Job.sweep_id == sweep_id, Job.config == config))
+
+
+def reruns_of(engine: Engine, job_id: int) -> tuple[int, list[int]]:
+    """The re-runs a job's sweep allows per configuration, and the ids of the re-runs this job's result queued."""
+    with reading(engine) as s:
+        job = s.get(Job, job_id)
+        reruns, _ = follow_up_settings(s.scalar(select(Sweep.request).where(Sweep.id == job.sweep_id)))
+        later = s.execute(select(Job.id, Job.follow_up).where(Job.follow_up_of == job_id).order_by(Job.id)).all()
+    return reruns, [i for i, f in later if (f or {}).get("kind") == noise.NOISY_RERUN]

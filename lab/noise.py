@@ -137,3 +137,13 @@ def describe(follow_up: dict | None, of_job: int | None) -> str | None:
     what = "re-run" if follow_up.get("kind") == NOISY_RERUN else "process repeat"
     where = f" of job {of_job}" if of_job is not None else ""
     return f"{what} {follow_up.get('n')} of {follow_up.get('total')}{where}, because: {follow_up.get('because')}"
+
+
+def rerun_outcome(reruns: int, rerun_ids: list[int]) -> str:
+    """What became of a disturbed run, in words: the re-runs it called for, or why there were none."""
+    if rerun_ids:
+        return f"it was re-run as job {', '.join(f'#{i}' for i in rerun_ids)}"
+    if reruns == 0:
+        return "it was not re-run: its sweep allows no re-runs (--reruns 0)"
+    return (f"it was not re-run: its configuration had used its sweep's {reruns} re-run{'s' if reruns != 1 else ''}, "
+            "or enough undisturbed processes of it answer already")

@@ -8,8 +8,9 @@ from dashboard.data import story
 from dashboard.markup import md
 from dashboard.panels import job_parts, queue_tables, timeline_panel, traffic_view
 from dashboard.state import resources, url_params
-from db import views
+from db import follow_ups, views
 from db.results import export_records
+from lab import noise
 from lab.traffic import words
 
 st.title("Job")
@@ -30,8 +31,9 @@ if detail["error"]:
     st.code(detail["error"], language=None, wrap_lines=True)
 if record["status"] == "succeeded" and record.get("disturbed") is True:
     st.warning(f"Disturbed: {md(record.get('noise_note') or 'a cause from outside')}. The answer on Results leaves "
-               "this run out while an undisturbed run of its configuration exists, and it was re-run (within the "
-               "sweep's re-runs).", icon=":material/warning:")
+               "this run out while an undisturbed run of its configuration exists (else it answers, marked disturbed); "
+               f"{noise.rerun_outcome(*follow_ups.reruns_of(resources.engine(), int(job_id)))}.",
+               icon=":material/warning:")
 elif record["status"] == "succeeded" and record.get("noisy") is True:  # flagged by an older worker, for its scatter
     st.caption(f"Stored as noisy by an older worker ({md(record.get('noise_note') or 'spread past 5%')}): scatter "
                "alone is no cause, so this run answers, and its scatter widens the interval.")
