@@ -32,7 +32,11 @@ def _sidebar_status() -> None:
         st.markdown("**CPU only**: no live worker sees a GPU")
     if workers:
         busy = sum(1 for w in workers if w.state == "busy")
-        st.caption(f"{busy} busy, {len(workers) - busy} idle; devices: {', '.join(md(d) for d in devices)}")
+        paused = [w for w in workers if w.state == "paused"]
+        st.caption(f"{busy} busy, {len(workers) - busy - len(paused)} idle" + (f", {len(paused)} paused" if paused
+                   else "") + f"; devices: {', '.join(md(d) for d in devices)}")
+        for w in paused:  # its home's disk is full (runner.diskpause): where, how much is free, when it goes on
+            st.warning(f"Worker {md(w.id)} {md(w.capabilities.get('paused') or 'paused')}", icon=":material/pause:")
     if status.state == "starting":
         st.info(f"Embedded worker: {status.detail}", icon=":material/hourglass_top:")
     elif status.state == "failed":

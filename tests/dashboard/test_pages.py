@@ -13,7 +13,8 @@ from streamlit.testing.v1 import AppTest
 from dashboard.markup import md
 from dashboard.state.embedded import ENV_SWITCH
 from db import queue, views
-from db.models import JobStatus
+from db.engine import reading
+from db.models import JobStatus, Worker
 from db.results import export_records
 from runner import zoo
 from tests.conftest import ROOT
@@ -99,6 +100,17 @@ def test_sidebar_names_the_database_and_the_workers(worker, db_url):
     assert [m.value for m in at.sidebar.metric] == ["1"]
     assert any("CPU only" in t for t in texts(at.sidebar.markdown))
     assert any(f"{ENV_SWITCH}=0" in t for t in texts(at.sidebar.caption))
+
+
+def test_sidebar_says_which_worker_is_paused_for_disk_space_and_why(worker):
+    why = "paused: no space left on device under /data (0.0 MB free; claims again above 256 MB)"  # runner.diskpause
+    with reading(worker) as s:
+        caps = dict(s.get(Worker, "host:1:any:test").capabilities)
+    queue.publish_capabilities(worker, "host:1:any:test", {**caps, "paused": why})
+    queue.heartbeat_worker(worker, "host:1:any:test", "paused")
+    at = ok(page("submit"))
+    assert any(t.startswith("0 busy, 0 idle, 1 paused;") for t in texts(at.sidebar.caption))
+    assert [w for w in texts(at.sidebar.warning) if "host" in w and "no space left on device under" in w]
 
 
 def test_submit_waits_for_a_worker_instead_of_an_empty_form(lab):
