@@ -47,13 +47,14 @@ worker: setup
 lint: setup-dev
 	$(PY) -m ruff check .
 
-# every tier; .ci/services.sh installs chromium and starts PostgreSQL where it may (root, apt-get). Two test
+# every tier; .ci/services.sh installs chromium and starts PostgreSQL and a one-node Slurm where it may (root,
+# apt-get), and says where they are as `export` lines. Two test
 # processes share the cores (pytest-xdist): most tests wait on workers, servers and browsers. Tests marked `alone`
 # need the cores to themselves (another process on them is a disturbance the lab names): they run after, serially.
 test: setup-dev $(EXTRAS)/.setup-worker
-	@pg="$$(.ci/services.sh)"; \
-	COMPILE_LAB_TEST_PG="$$pg" $(PY) -m pytest -q -n 2 --dist worksteal -m "not alone" --durations=15 tests && \
-	COMPILE_LAB_TEST_PG="$$pg" $(PY) -m pytest -q -m alone tests
+	@eval "$$(.ci/services.sh)"; \
+	$(PY) -m pytest -q -n 2 --dist worksteal -m "not alone" --durations=15 tests && \
+	$(PY) -m pytest -q -m alone tests
 
 # the in-process tier, in two test processes as `make test` runs (the other folders hold no in-process test)
 test-fast: setup-dev

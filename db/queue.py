@@ -328,8 +328,8 @@ def heartbeat_worker(engine: Engine, worker_id: str, state: str, current_job_id:
 def live_workers(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> list[Worker]:
     cutoff = utcnow() - timedelta(seconds=fresh_s)
     with reading(engine) as s:
-        return list(s.scalars(select(Worker).where(Worker.heartbeat_at >= cutoff,
-                                                   Worker.state != "stopped")).all())
+        return list(s.scalars(select(Worker).where(Worker.heartbeat_at >= cutoff,  # pending: not started (db.cluster)
+                                                   Worker.state.notin_(("stopped", "pending")))).all())
 
 
 def live_torch_versions(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> list[str]:

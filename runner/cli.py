@@ -18,15 +18,14 @@ from sqlalchemy import exc as sa_exc
 from db import artifacts, queue, reports, team
 from db.database import get_engine
 from db.engine import DatabaseError, describe, resolve_url
-from db.models import JobStatus, utcnow
 from lab import answer, unpack, versions
 from lab.axes import AXES, BY_FIELD, COMPILE_AXES
 from lab.checks import SpecError, integer
-from lab.errors import cut, first_line
-from lab.spec import job_label
+from lab.errors import first_line
 from lab.sweep import SweepRequest, split_sizes
-from runner import cli_diff, cli_export, cli_files, cli_lab, signing, zoo
+from runner import cli_diff, cli_export, cli_files, cli_lab, cli_status, signing, zoo
 from runner.gpus import GpuError
+from runner.launch import cli as cli_launch
 from runner.model_offer import offered_catalog
 from runner.usage import UsageError
 from runner.usage import count as _count
@@ -91,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     stop.add_argument("--once", action="store_true", help="run one job if one is queued, then exit")
     stop.add_argument("--max-jobs", type=_count, help="exit after this many jobs")
     stop.add_argument("--drain", action="store_true", help="exit when no queued job remains")
+    w.add_argument("--idle-exit", type=float, default=0.0, metavar="S", help="with --drain: exit once nothing was "
+                   "claimable for S seconds (a launched worker gives its GPU back: docs/operations.md, On a cluster)")
     gpu = w.add_mutually_exclusive_group()
     gpu.add_argument("--gpu", help="GPU index to pin (CUDA_VISIBLE_DEVICES)")
     gpu.add_argument("--gpus", help="one worker per GPU: all (every visible GPU) or a list like 0,1")
@@ -116,9 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--no-calibrate", action="store_true",
                    help="do not measure this GPU's ceilings at start (the roofline then has none)")
 
-    st = sub.add_parser("status", help="jobs by status, recent jobs, live workers")
-    _add_db(st)
-    st.add_argument("--json", action="store_true")
+    cli_status.add_parser(sub, _add_db)
 
     c = sub.add_parser("cancel", help="cancel a queued or running job")
     c.add_argument("job_id", type=_row_id)
@@ -155,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--json", action="store_true")
     cli_lab.add_parsers(sub, _add_db)
     cli_diff.add_parser(sub, _add_db, _row_id)
+    cli_launch.add_parser(sub, _add_db)
     return parser
 
 
@@ -256,6 +256,8 @@ def cmd_work(args) -> int:
         if not 1 <= args.threads <= cpus:
             raise UsageError(f"--threads must be between 1 and {cpus} (the CPUs this worker may run on), "
                              f"got {args.threads}")
+    if args.idle_exit and not args.drain or not 0 <= args.idle_exit <= 7 * 24 * 3600:
+        raise UsageError(f"--idle-exit goes with --drain, between 0 and 604800 seconds (got {args.idle_exit:g})")
     if not 0 <= args.grace <= 24 * 3600:
         raise UsageError(f"--grace must be between 0 and 86400 seconds, got {args.grace:g}")
     signer = signing.load(args.cache_key_file)  # read once, at start; a file that cannot be used stops here
@@ -276,7 +278,8 @@ def cmd_work(args) -> int:
     cfg = WorkerConfig(db_url=args.db, home=Path(args.home), gpu=args.gpu, lease_s=args.lease,
                        grace_s=args.grace, models_dirs=args.models_dir, spawn=args.spawn, model_imports=args.model_import,
                        calibrate=not args.no_calibrate, threads=args.threads, signer=signer,
-                       max_jobs=1 if args.once else args.max_jobs, drain=args.drain or args.once)
+                       max_jobs=1 if args.once else args.max_jobs, drain=args.drain or args.once,
+                       idle_exit_s=args.idle_exit)
     worker = Worker(cfg)
     worker.install_signal_handlers()
     worker.run()
@@ -294,42 +297,6 @@ def _without_gpus(argv: list[str]) -> list[str]:
         elif not a.startswith("--gpus="):
             out.append(a)
     return out
-
-
-def cmd_status(args) -> int:
-    engine = get_engine(args.db)
-    counts = queue.status_counts(engine)
-    workers = queue.live_workers(engine)
-    jobs = queue.jobs_overview(engine, limit=30)
-    for j in jobs:  # why a queued job may wait forever (no live worker has its device, model or torch)
-        j["waiting_reason"] = queue.waiting_reason(j["spec"], workers) if j["status"] == "queued" else None
-    if args.json:
-        print(json.dumps({"database": describe(resolve_url(args.db)), "counts": counts,
-                          "workers": [{"id": w.id, "hostname": w.hostname, "gpu": w.gpu, "state": w.state,
-                                       "job": w.current_job_id, "heartbeat_at": w.heartbeat_at.isoformat(),
-                                       "torch_version": w.capabilities.get("torch_version")}
-                                      for w in workers],
-                          "jobs": jobs}, default=str, indent=1))
-        return 0
-    print(f"database: {describe(resolve_url(args.db))}")
-    print("jobs: " + (", ".join(f"{counts.get(s.value, 0)} {s.value}" for s in JobStatus) if counts else "none"))
-    now = utcnow()
-    print(f"live workers: {len(workers)}" + "".join(
-        f"\n  {w.id}  host {w.hostname}  gpu {w.gpu if w.gpu is not None else '-'}  {w.state}"
-        + f"  torch {w.capabilities.get('torch_version')}" + (f" job {w.current_job_id}" if w.current_job_id else "")
-        + f"  heartbeat {(now - w.heartbeat_at).total_seconds():.0f} s ago" for w in workers))
-    for j in jobs:
-        line = f"{j['job_id']:>6}  {j['status']:<10} {job_label(j['spec'])}"
-        if j["status"] == "running":
-            line += f"  [{j['phase']}" + (f" {j['progress']:.0%}" if j["progress"] is not None else "") + "]"
-        elif j["status"] == "queued":
-            line += f"  ({j['waiting_reason']})" if j["waiting_reason"] else ""
-        elif j["error"]:
-            line += f"  {cut(first_line(j['error']), 140)}"
-        if j["follow_up"]:
-            line += f"  ({cut(j['follow_up'], 160)})"
-        print(line)
-    return 0
 
 
 def cmd_cancel(args) -> int:
@@ -392,6 +359,7 @@ def cmd_models(args) -> int:
     return 0
 
 
-COMMANDS = {"submit": cmd_submit, "work": cmd_work, "status": cmd_status, "cancel": cmd_cancel,
+COMMANDS = {"submit": cmd_submit, "work": cmd_work, "cancel": cmd_cancel,
             "export": cli_export.cmd_export, "report": cmd_report, "artifact": cmd_artifact, "models": cmd_models,
-            "calibrate": cmd_calibrate, "diff": cli_diff.cmd_diff} | cli_lab.COMMANDS
+            "calibrate": cmd_calibrate, "diff": cli_diff.cmd_diff} | cli_lab.COMMANDS | cli_status.COMMANDS \
+    | cli_launch.COMMANDS

@@ -27,6 +27,7 @@ from lab.noise import cpus_text
 from lab.spec import ExperimentSpec
 from lab.timeline import Phases
 from runner import diskpause, diskspace, portable, repeatcache
+from runner.launch import ended
 from runner.lease import LeaseKeeper, read_progress
 from runner.neighbours import Watch, sharing
 from runner.reaper import kill_tree
@@ -115,6 +116,9 @@ class Supervision:
                     stop_deadline = outcome
                     watch.sample()
             except SpawnError as e:  # our own machinery failed, not the experiment: hand the job back
+                if ended.with_worker(self.stop):  # a scheduler stopped the preloaded parent with the worker
+                    ended.hand_back(self, claim, read_progress(progress_file)[0])
+                    return Outcome(None)
                 return self._spawn_failed(claim, e)
             # when the worker learned the child exited, or (a forked child) that its result is complete while its
             # exit, the CUDA context's teardown, goes on (runner.child.result_ready): closes "result write"
@@ -132,6 +136,9 @@ class Supervision:
             phase, _ = read_progress(progress_file)
             if rc == -signal.SIGKILL and time.monotonic() > lease.child_deadline():  # the child's keeper stopped it
                 return self._lease_stale(claim, lease, phase)
+            if rc < 0 and ended.with_worker(self.stop):  # a scheduler ended the child with its worker
+                ended.hand_back(self, claim, phase)
+                return Outcome(None)
             outcome = read_outcome(rc, result_file, phase)
             bad = cut(outcome.error or "", 300) if outcome.status in (JobStatus.FAILED, JobStatus.CRASHED) else None
             full = diskspace.judge(jobdir, rc, bad, [self.home, jobdir, Path(env["TORCHINDUCTOR_CACHE_DIR"]).parent],
@@ -198,9 +205,7 @@ class Supervision:
             stop_deadline = stop_deadline or time.monotonic() + self.cfg.grace_s
             if self.hurry.is_set() or time.monotonic() > stop_deadline:
                 kill_group(proc)
-                self._retry("release the job", lambda: queue.release(
-                    self.engine, claim.job_id, claim.token, f"worker {self.id} stopped while {phase}; "
-                                                            "re-queued without counting the attempt"))
+                ended.hand_back(self, claim, phase)  # in the scheduler's words, where one stopped the worker
                 return Outcome(None)
         return stop_deadline
 

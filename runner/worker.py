@@ -43,6 +43,7 @@ from runner import ceilings, diskpause, hostfacts, kept, preload, zoo
 from runner import probe as host_probe
 from runner.child import THREADS_ENV, WORKER_PID_ENV
 from runner.disturbance import my_cpus
+from runner.launch import identity
 from runner.lease import Renewed
 from runner.model_folders import ModelFolders
 from runner.model_offer import MoreModels, rescan
@@ -66,6 +67,7 @@ class WorkerConfig:
     models_dirs: list[str] = field(default_factory=list)
     max_jobs: int | None = None
     drain: bool = False
+    idle_exit_s: float = 0.0  # draining: exit once nothing was claimable this long (a launched worker scales to zero)
     keep_job_dirs: bool = True
     spawn: str = "fork"  # fork: from the preloaded parent (runner/zygote.py); fresh: a new interpreter per job
     calibrate: bool = True  # measure a GPU's ceilings once (runner/ceilings.py) if the database has none
@@ -156,7 +158,7 @@ class Worker(Supervision):
             "devices": devices, "device_name": probe.get("device_name"), "cpu_name": probe.get("cpu_name"),
             "torch_version": probe.get("torch_version"),
             "triton_version": probe.get("triton_version"),
-            **self._offer(), "pid": os.getpid(),
+            **self._offer(), "pid": os.getpid(), "scheduler": identity.current(),  # its Slurm job or pod, if any
             "models_dirs": [str(d) for d in self.cfg.models_dirs], "cpus": self.cpus, "threads": self.threads,
             "signs_bundles": self.cfg.signer is not None,  # whether its portable jobs can load (the Submit page)
         }
@@ -275,7 +277,7 @@ class Worker(Supervision):
         if self.cfg.drain:  # a draining worker claims what it offers: its families and imports listed first
             self.more.wait()
             self.rescan_models()
-        done = 0
+        done, idle_since = 0, time.monotonic()
         models = list(self.entries)
         try:
             while not self.stop.is_set():
@@ -301,7 +303,7 @@ class Worker(Supervision):
                     self.stop.wait(max(self.cfg.poll_s, 1.0))
                     continue
                 if claim is None:
-                    if self.cfg.drain:
+                    if self.cfg.drain and time.monotonic() - idle_since >= self.cfg.idle_exit_s:
                         break
                     if self.rescan_models():  # a model file added or edited: offered now, no restart
                         models = list(self.entries)
@@ -311,7 +313,7 @@ class Worker(Supervision):
                 if self.run_claim(claim, claimed_at, steps) is HANDED_BACK:
                     self.stop.wait(max(self.cfg.poll_s, 1.0))  # our own files failed: not the job's turn yet
                     continue
-                done += 1
+                done, idle_since = done + 1, time.monotonic()
         except DatabaseGone as e:
             log.error("worker %s: %s", self.id, e)
             raise

@@ -25,7 +25,7 @@ EXTRAS_PYTHON = Path(os.environ.get("COMPILE_LAB_EXTRAS_PYTHON", ROOT / ".venv" 
 # what every test in a folder costs; tests/unit and tests/dashboard run in this process (`make test-fast`)
 FOLDER_MARKERS = {"integration": ("subprocess", "slow"), "faults": ("subprocess", "slow"),
                   "e2e": ("browser", "subprocess", "slow")}
-TIERS = ("postgres", "browser", "gpu", "extras")  # what a machine may lack: a run that skips one says so at the end
+TIERS = ("postgres", "browser", "gpu", "extras", "cluster")  # what a machine may lack: a run that skips one says so
 
 
 def pytest_collection_modifyitems(config, items):
@@ -35,6 +35,8 @@ def pytest_collection_modifyitems(config, items):
         callspec = getattr(item, "callspec", None)
         if "pg_url" in item.fixturenames or (callspec and callspec.params.get("any_db_url") == "postgresql"):
             item.add_marker("postgres")
+        if "slurm" in item.fixturenames:  # a real one-node Slurm cluster (tests/cluster/conftest.py)
+            item.add_marker("cluster")
     if not shutil.which("nvidia-smi"):
         for item in items:
             if item.get_closest_marker("gpu"):

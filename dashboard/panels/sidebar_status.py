@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.markup import md
+from dashboard.panels import cluster_panel
 from dashboard.state import resources
 from db import queue
 from db.engine import describe
@@ -37,6 +38,7 @@ def _sidebar_status() -> None:
                    else "") + f"; devices: {', '.join(md(d) for d in devices)}")
         for w in paused:  # its home's disk is full (runner.diskpause): where, how much is free, when it goes on
             st.warning(f"Worker {md(w.id)} {md(w.capabilities.get('paused') or 'paused')}", icon=":material/pause:")
+    cluster_panel.sidebar_line(eng)  # scheduler jobs not started yet, with the scheduler's reason
     if status.state == "starting":
         st.info(f"Embedded worker: {status.detail}", icon=":material/hourglass_top:")
     elif status.state == "failed":

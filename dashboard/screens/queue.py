@@ -3,7 +3,7 @@ cancel and re-submit; one job's detail (dashboard.panels.queue_tables). The tabl
 every 2 s."""
 import streamlit as st
 
-from dashboard.panels import queue_tables, sweep_record, timeline_panel
+from dashboard.panels import cluster_panel, queue_tables, sweep_record, timeline_panel
 from dashboard.state import resources
 from db import views
 from db.results import sweep_measurement
@@ -23,6 +23,7 @@ for sid in sweep_ids:  # where the picked sweeps' time went (lab.timeline)
 named = bool(st.session_state.get("job")) or bool(st.query_params.get("job"))
 top = st.container()
 queue_tables.live_queue(sweep_ids, statuses)
+cluster_panel.section()  # scheduler jobs, placed workers, the launch control (where configured)
 queue_tables.actions_form()
 sweep_record.panel(engine)
 with top if named else st.container(), st.expander("Job detail", expanded=named):

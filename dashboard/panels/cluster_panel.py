@@ -1,0 +1,59 @@
+"""The cluster's scheduler on the dashboard: in the sidebar, the scheduler jobs that have not started and the
+scheduler's reason; on Queue, those jobs one by one, where each live worker runs (its scheduler job, node and
+allocation), and, for a lab that configured a launcher (COMPILE_LAB_CLUSTER_CONFIG), a button that starts as many
+workers as the queue needs. What the scheduler says is recorded by the launcher and the workers (db.cluster)."""
+from __future__ import annotations
+
+from datetime import datetime
+
+import pandas as pd
+import streamlit as st
+
+from dashboard.markup import md
+from dashboard.state import cluster_launch, resources
+from db import cluster, queue
+from lab import scheduler
+
+
+def sidebar_line(engine) -> None:
+    pending = cluster.pending_jobs(engine)
+    if pending:
+        st.caption(f":material/schedule: {md(scheduler.pending_line(pending))}")
+
+
+@st.fragment(run_every="5s")
+def section() -> None:
+    """Queue's part: pending scheduler jobs with the scheduler's reasons, placed workers, the launch control."""
+    engine = resources.engine()
+    pending = cluster.pending_jobs(engine)
+    placed = [w for w in queue.live_workers(engine) if w.capabilities.get("scheduler")]
+    config = cluster_launch.configured()
+    if not (pending or placed or config):
+        return
+    title = scheduler.pending_line(pending) or f"{len(placed)} worker(s) placed by the scheduler"
+    with st.expander(f"Cluster scheduler: {md(title)}", expanded=bool(pending), icon=":material/dns:"):
+        if pending:
+            st.dataframe(pd.DataFrame([{
+                "scheduler job": f"{scheduler.NAMES.get(p.get('kind'), p.get('kind'))} {p.get('job_id')}",
+                "pool": p.get("pool"), "state": p.get("state"), "why it waits (the scheduler's reason)": p.get("reason"),
+                "submitted": p.get("submitted"), "as of": p.get("seen_at")} for p in pending]),
+                hide_index=True, width="stretch")
+            odd = sorted({p.get("reason") for p in pending} - scheduler.WAITING_TURN - {None})
+            if odd:
+                st.warning(f"The scheduler may not start these as asked ({md(', '.join(odd))}): check the launcher's "
+                           "partition, account, time limit and --gres against the cluster (`scontrol show job`).")
+        if placed:
+            st.dataframe(pd.DataFrame([{"worker": w.id, "state": w.state, "job": w.current_job_id,
+                                        "where": scheduler.allocation(w.capabilities["scheduler"])} for w in placed]),
+                         hide_index=True, width="stretch")
+        if config:
+            _launch_control(config)
+        st.caption(f"Updated {datetime.now():%H:%M:%S}.")
+
+
+def _launch_control(config: str) -> None:
+    st.caption(f"Launcher config: `{md(config)}`. Workers exit by themselves once idle.")
+    if st.button("Start workers for the queue (Slurm)", icon=":material/rocket_launch:", key="cluster_launch"):
+        with st.spinner("Asking Slurm…"):
+            ok, said = cluster_launch.launch(resources.url(), config)
+        (st.success if ok else st.error)(md(said))
