@@ -8,7 +8,7 @@ sweep (a sweep has one set of model arguments), so "whole model vs function-leve
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from sqlalchemy import Engine
@@ -27,7 +27,7 @@ LABELS = {
     "cache": "Compile cache", "trace": "Keep the compile trace", "schedule": "Schedule", "iters": "Rounds",
     "traffic": "Traffic", "calls": "Calls", "bucket": "Bucket", "traffic.sizes": "Traffic",
     "timeout_s": "Timeout (s)",
-    "repeat": "Repeat", "reruns": "Noisy re-runs", "process_repeats": "Process repeats", "name": "Sweep name",
+    "repeat": "Repeat", "reruns": "Re-runs", "process_repeats": "Processes", "name": "Sweep name",
     "model_args": "Model parameters", "torch_versions": "Torch versions", "tags": "Tags", "note": "Note",
 }
 # which widget a field's error is drawn under (the sweep-level field for a per-job one)
@@ -69,7 +69,7 @@ class FormValues:
 
 @dataclass
 class Plan:
-    """What a submit would store: the sweeps, how many jobs, notes; or the first error, by field."""
+    """What a submit would store: the sweeps, how many jobs, notes; or what is wrong, by field."""
 
     requests: list[SweepRequest] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)  # one per job, in submit order
@@ -111,41 +111,20 @@ def _arg_combinations(params: Mapping) -> list[dict]:
 
 def plan(values: FormValues, catalog: Mapping[str, ModelInfo], live_torch: list[str] | None = None) -> Plan:
     """Validate the form exactly as submit will, and count the jobs it would create. "Every version a live worker
-    offers" (all-live) becomes `live_torch`, the versions live workers run now."""
+    offers" (all-live) becomes `live_torch`, the versions live workers run now. A wrong form gets every wrong field's
+    error at once, not only the first (field_errors)."""
     out = Plan()
     try:
-        versions = [x for v in values.torch_versions for x in ((live_torch or []) if v == ALL_LIVE else [v])]
-        if ALL_LIVE in values.torch_versions and not live_torch:
-            raise SpecError("torch_versions", "no live worker has published its torch version yet")
-        combos = _arg_combinations(values.params)
-        for args in combos:
-            varying = {k: v for k, v in args.items() if isinstance(values.params[k], (list, tuple))
-                       and len(values.params[k]) > 1}
-            name = values.name.strip()
-            if varying:
-                name = f"{name or values.model} ({', '.join(f'{k}={v}' for k, v in varying.items())})"
-            request = SweepRequest.from_dict({
-                "model": values.model, "model_args": args,
-                "batch_sizes": split_sizes(values.batch_sizes, "batch_sizes"),
-                "task": values.task, "device": values.device, "dtype": values.dtype,
-                **{a.plural: list(getattr(values, a.plural)) for a in COMPILE_AXES}, "cache": values.cache,
-                "torch_versions": versions,
-                "trace": values.trace,
-                "schedule": split_sizes(values.schedule, "schedule"),
-                "traffic": traffic.make(values.traffic, values.calls.strip() or None, values.bucket.strip() or None)
-                if values.traffic.strip() else _no_traffic(values),
-                "iters": values.iters, "timeout_s": values.timeout_s, "repeat": values.repeat,
-                "reruns": values.reruns, "process_repeats": values.process_repeats, "name": name,
-                "tags": values.tags, "note": values.note})
-            specs, notes = request.expand(catalog)
-            out.requests.append(request)
-            out.jobs += len(specs)
-            out.labels += [spec.label for spec in specs]
-            out.notes += [n for n in notes if n not in out.notes]
+        _expand(values, catalog, live_torch, out)
     except SpecError as e:
         out.error = e
-    if out.error is not None:  # the number fields are judged one by one too: each wrong one gets its own error
-        out.errors = [out.error] + [e for e in number_errors(values) if e.field != out.error.field]
+    if out.error is not None:
+        slots = {slot_for(out.error.field)}
+        out.errors = [out.error]
+        for e in field_errors(values, catalog, live_torch):
+            if slot_for(e.field) not in slots:  # one message per widget
+                slots.add(slot_for(e.field))
+                out.errors.append(e)
     if out.error is None and values.device == "cpu":  # what a seed-note preset means on a CPU-only lab
         if any(m.startswith("max-autotune") for m in values.modes):
             out.notes.append(f"max-autotune on the CPU benchmarks kernel choices while it compiles: on conv models "
@@ -157,21 +136,63 @@ def plan(values: FormValues, catalog: Mapping[str, ModelInfo], live_torch: list[
     return out
 
 
+def _expand(values: FormValues, catalog: Mapping[str, ModelInfo], live_torch: list[str] | None, out: Plan) -> None:
+    """The form's sweeps, their jobs and notes into `out`; the first problem raised as a SpecError."""
+    versions = [x for v in values.torch_versions for x in ((live_torch or []) if v == ALL_LIVE else [v])]
+    if ALL_LIVE in values.torch_versions and not live_torch:
+        raise SpecError("torch_versions", "no live worker has published its torch version yet")
+    combos = _arg_combinations(values.params)
+    for args in combos:
+        varying = {k: v for k, v in args.items() if isinstance(values.params[k], (list, tuple))
+                   and len(values.params[k]) > 1}
+        name = values.name.strip()
+        if varying:
+            name = f"{name or values.model} ({', '.join(f'{k}={v}' for k, v in varying.items())})"
+        request = SweepRequest.from_dict({
+            "model": values.model, "model_args": args,
+            "batch_sizes": split_sizes(values.batch_sizes, "batch_sizes"),
+            "task": values.task, "device": values.device, "dtype": values.dtype,
+            **{a.plural: list(getattr(values, a.plural)) for a in COMPILE_AXES}, "cache": values.cache,
+            "torch_versions": versions,
+            "trace": values.trace,
+            "schedule": split_sizes(values.schedule, "schedule"),
+            "traffic": traffic.make(values.traffic, values.calls.strip() or None, values.bucket.strip() or None)
+            if values.traffic.strip() else _no_traffic(values),
+            "iters": values.iters, "timeout_s": values.timeout_s, "repeat": values.repeat,
+            "reruns": values.reruns, "process_repeats": values.process_repeats, "name": name,
+            "tags": values.tags, "note": values.note})
+        specs, notes = request.expand(catalog)
+        out.requests.append(request)
+        out.jobs += len(specs)
+        out.labels += [spec.label for spec in specs]
+        out.notes += [n for n in notes if n not in out.notes]
+
+
 def _no_traffic(values: FormValues) -> dict:
     if values.calls.strip() or values.bucket.strip():
         raise SpecError("traffic", "Calls and Bucket shape a traffic stream: give the stream too")
     return {}
 
 
-NUMBER_FIELDS = ("iters", "timeout_s", "repeat", "reruns", "process_repeats")
+# the form's fields judged one at a time (a group: fields read together); the model and device stay the form's
+ALONE = (("batch_sizes",), ("task",), ("dtype",), *((a.plural,) for a in COMPILE_AXES), ("torch_versions",), ("cache",),
+         ("schedule",), ("traffic", "calls", "bucket"), ("iters",), ("timeout_s",), ("repeat",), ("reruns",),
+         ("process_repeats",), ("name",), ("tags",), ("note",), ("params",))
 
 
-def number_errors(values: FormValues) -> list[SpecError]:
-    """Each number field checked alone, by lab.spec's own rules (a one-job sweep with only that field set)."""
+def field_errors(values: FormValues, catalog: Mapping[str, ModelInfo],
+                 live_torch: list[str] | None = None) -> list[SpecError]:
+    """Each field (or group) checked alone, by the same rules as the whole form: the form's model and device with
+    every other field at its default. A problem of two fields together shows as the whole form's first error."""
+    base = FormValues(model=values.model, device=values.device)
+    try:
+        _expand(base, catalog, live_torch, Plan())
+    except SpecError:  # the defaults themselves do not fit this model: the whole form's error says why
+        return []
     errors = []
-    for name in NUMBER_FIELDS:
+    for group in ALONE:
         try:
-            SweepRequest.from_dict({"model": "any", "batch_sizes": [1], name: getattr(values, name)}).expand()
+            _expand(replace(base, **{name: getattr(values, name) for name in group}), catalog, live_torch, Plan())
         except SpecError as e:
             errors.append(e)
     return errors

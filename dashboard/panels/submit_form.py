@@ -1,5 +1,5 @@
 """The Submit page's parts: the sweep form (a fragment that validates the whole sweep on every change, the way submit
-will, and shows the first problem under its widget), its presets and their sizes, and the wait for a first worker."""
+will, and shows each wrong field's problem under its widget), its presets and their sizes, and the wait for a first worker."""
 import streamlit as st
 
 from dashboard.data.model_order import label as model_label
@@ -309,7 +309,7 @@ def sweep_form(catalog: dict, devices: set) -> None:
         sweeps = f" in {len(planned.requests)} sweeps" if len(planned.requests) > 1 else ""
         jobs = f"{planned.jobs} job{'s' if planned.jobs != 1 else ''}{sweeps}"
         st.markdown(f"#### {jobs} just queued" if just_sent else f"#### {jobs} will be created" if planned.ok
-                    else "#### Fix the highlighted field to see the jobs")
+                    else "#### Fix the fields marked in red to see the jobs")
         for note in planned.notes:
             st.caption(note)
         if planned.ok and device == "cpu" and enabled():

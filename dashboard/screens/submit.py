@@ -2,7 +2,7 @@
 
 The sweep form is a fragment, not an st.form: a form hands its values over only when submitted, and the
 job count must follow every click. Each change reruns just the fragment, which validates the whole
-sweep the way submit will (lab.sweep), shows the first problem under its widget and keeps the Submit
+sweep the way submit will (lab.sweep), shows every wrong field's problem under its widget and keeps the Submit
 button disabled until the sweep is valid (dashboard.panels.submit_form).
 """
 import streamlit as st

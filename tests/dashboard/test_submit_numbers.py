@@ -40,3 +40,17 @@ def test_two_wrong_numbers_each_get_their_error_at_once(worker):  # noqa: F811 (
     assert sorted(unescape(e.value) for e in at.error) == ["Rounds: must be between 1 and 10000, got 0",
                                                            "Timeout (s): must be between 1 and 86400 seconds, got -1"]
     assert at.button(key="f_submit").disabled
+
+
+def test_five_bad_fields_of_every_kind_are_named_in_one_round(worker):  # noqa: F811 (the fixture)
+    at = ok(page("submit"))
+    at.text_input(key="f_batch").set_value("8,,16")
+    at.text_input(key="f_schedule").set_value("32, x")
+    at.text_input(key="f_tags").set_value("no spaces!")
+    at.number_input(key="f_iters").set_value(0)
+    at.number_input(key="f_reruns").set_value(-1).run()
+    shown = [unescape(e.value) for e in at.error]
+    for label in ("Batch sizes:", "Schedule:", "Tags:", "Rounds:", "Re-runs:"):
+        assert sum(t.startswith(label) for t in shown) == 1, (label, shown)
+    assert len(shown) == 5, shown
+    assert at.button(key="f_submit").disabled
