@@ -3,10 +3,11 @@
 The job is handed back uncounted, its error naming the cause ("no space left on device under DIR (0.0 MB free) while
 compiling: ...; handed back, not counted") and its log tail ending with the child's last lines, which the full
 disk kept out of the log file. Before every claim the worker looks at its home's free space (os.statvfs); at or
-below the threshold (COMPILE_LAB_MIN_FREE_MB) it claims nothing, says so on its row (state "paused", the reason in
-its capabilities' "paused": `runner status`, the Queue page and the sidebar show it), keeps its heartbeat, and looks
-again with a backoff until space is back. A job that meets a full disk MAX_STRIKES times in a row on one worker,
-each time claimed with space to spare, is taken to fill the disk itself and ends failed with the cause.
+below the threshold (COMPILE_LAB_MIN_FREE_MB) it claims nothing, says so on its row (state "paused", which `runner
+status` and the Queue page show; the reason in its capabilities' "paused", which the sidebar shows), keeps its
+heartbeat, and looks again with a backoff until space is back. A job that meets a full disk MAX_STRIKES times in a
+row on one worker, each time claimed with space to spare, is taken to fill the disk itself and ends failed with the
+cause.
 """
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ def room(worker) -> bool:
     free space is looked at again after 1, 2, 4 ... up to 30 s."""
     threshold = min_free_bytes()
     folder, free = tightest(home_folders(worker.home))
-    if free > threshold:
+    if free is None or free > threshold:
         return True
     why = (f"paused: no space left on device under {folder} ({mb(free)} free; claims again above "
            f"{mb(threshold)}, {MIN_FREE_ENV})")
@@ -79,14 +80,15 @@ def room(worker) -> bool:
         check_identity(worker.engine, worker.db_file)  # a database deleted meanwhile ends the worker as ever
         if time.monotonic() >= look_at:
             folder, free = tightest(home_folders(worker.home))
-            if free > threshold:
+            if free is None or free > threshold:
                 break
             wait = min(wait * 2, LAST_LOOK_S)
             look_at = time.monotonic() + wait
         _say(worker, "paused")
     if worker.stop.is_set():
         return False
-    log.info("worker %s: space is back under %s (%s free); claiming again", worker.id, folder, mb(free))
+    log.info("worker %s: space is back under %s (%s free); claiming again", worker.id, folder,
+             "?" if free is None else mb(free))
     _say(worker, "idle", worker.capabilities)
     return True
 

@@ -49,7 +49,13 @@ def reserve(jobdir: Path) -> None:
     the child can write it on a full disk. An OSError here is the worker's own full disk."""
     fd = os.open(jobdir / MARKER, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        os.posix_fallocate(fd, 0, MARKER_BYTES)
+        try:
+            os.posix_fallocate(fd, 0, MARKER_BYTES)
+        except (AttributeError, OSError) as e:  # no fallocate here (macOS, some file systems): zeros written
+            if isinstance(e, OSError) and e.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                raise
+            os.pwrite(fd, bytes(MARKER_BYTES), 0)
+            os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -87,20 +93,22 @@ def told(jobdir: Path) -> dict | None:
 
 
 def free_bytes(path: Path) -> int:
-    """Free space for an unprivileged writer on the file system holding `path` (its nearest existing folder)."""
+    """Free space for an unprivileged writer on the file system holding `path` (its nearest existing folder); none
+    where it has no free inode left (a new file fails with ENOSPC then too)."""
     st = os.statvfs(_existing(path))
-    return st.f_bavail * st.f_frsize
+    return 0 if st.f_files and not st.f_favail else st.f_bavail * st.f_frsize
 
 
-def tightest(folders: list[Path]) -> tuple[Path, int]:
-    """The folder with the least free space of those given (the first of each file system), and that space."""
+def tightest(folders: list[Path]) -> tuple[Path, int | None]:
+    """The folder with the least free space of those given (the first of each file system), and that space; None
+    where none could be looked at (a file system that cannot answer does not pause a worker)."""
     found: dict[int, tuple[Path, int]] = {}
     for folder in folders:
         try:
             found.setdefault(os.stat(_existing(folder)).st_dev, (Path(folder), free_bytes(folder)))
         except OSError:  # gone meanwhile: the others say it
             continue
-    return min(found.values(), key=lambda f: f[1], default=(Path(folders[0]), 0))
+    return min(found.values(), key=lambda f: f[1], default=(Path(folders[0]), None))
 
 
 def _existing(path: Path) -> Path:
@@ -128,14 +136,15 @@ class NoSpace:
     """A job's attempt that met a full disk: where, how much was free, what failed, in which phase."""
 
     folder: Path
-    free: int
+    free: int | None  # None: statvfs could not say
     error: str  # as the child or the worker met it, or what the worker saw itself
     phase: str | None = None
     tail: str | None = None  # the child's traceback's end, from the marker
 
     def text(self) -> str:
         during = f" while {self.phase}" if self.phase else ""
-        return f"no space left on device under {self.folder} ({mb(self.free)} free){during}: {self.error}"
+        free = "free space unknown" if self.free is None else f"{mb(self.free)} free"
+        return f"no space left on device under {self.folder} ({free}){during}: {self.error}"
 
 
 def judge(jobdir: Path, rc: int | None, failed: str | None, folders: list[Path], phase: str) -> NoSpace | None:
@@ -148,7 +157,7 @@ def judge(jobdir: Path, rc: int | None, failed: str | None, folders: list[Path],
                        said.get("tail"))
     if rc == EXIT_NO_SPACE:
         return NoSpace(folder, free, f"the child exited with code {rc}: it met ENOSPC (its marker is empty)", phase)
-    if failed and free <= min_free_bytes():
+    if failed and free is not None and free <= min_free_bytes():
         return NoSpace(folder, free, f"{failed}, with less free than the {mb(min_free_bytes())} this worker "
                                      f"needs ({MIN_FREE_ENV})")  # `failed` names the phase
     return None
