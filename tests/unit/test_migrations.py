@@ -4,6 +4,7 @@ rows, and a database newer than the code is refused (tests/integration/test_migr
 import json
 import shutil
 import textwrap
+from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -296,3 +297,89 @@ def test_a_database_at_head_opens_without_alembic(tmp_path):
     assert made.stdout.split() == [database.HEAD, "True"]  # a new file: migrated
     opened = subprocess.run([sys.executable, "-c", probe, url], capture_output=True, text=True, check=True)
     assert opened.stdout.split() == [database.HEAD, "False"]  # at head: one query, no alembic
+
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def insert_rows(conn, rows: dict) -> None:
+    """tests/fixtures/results_0017.json's rows (a database at 0017: samples and detail as JSON text) into `conn`."""
+    for table in ("sweeps", "jobs", "results"):
+        for row in rows[table]:
+            conn.execute(text(f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join(':' + c for c in row)})"), row)
+
+
+def exported(url: str, tmp_path, *flags) -> str:
+    from runner.cli import main
+
+    out = tmp_path / f"export{len(flags)}"
+    assert main(["export", *flags, "--db", url, "-o", str(out)]) == 0
+    return out.read_text()
+
+
+def test_a_database_at_0017_keeps_every_sample_exactly_and_exports_what_it_did(any_db_url, tmp_path):
+    """0018: the samples and detail stored as JSON text (tests/fixtures/results_0017.json: realistic clocks on CUDA
+    and CPU, a process repeat, a failed job, and values no rule packs) are packed in batches, every float back bit
+    for bit and every key in its order; `runner export --format json --raw` and `--format csv` (the dashboard's
+    downloads run the same) write what the code before 0018 wrote from the same rows (tests/fixtures/export_*:
+    made by that code), field by field; the raw columns stay last on SQLite; down to JSON and up again, the same."""
+    import csv
+    import io
+
+    from alembic import command
+
+    from tests.unit.test_packing import bits
+
+    rows = json.loads((FIXTURES / "results_0017.json").read_text())
+    # past one batch of the migration's (500): rows after the first batch are converted too
+    extra = [{"id": 100 + i, "sweep_id": 1, "spec": "{}", "status": "succeeded", "attempts": 1, "max_attempts": 3,
+              "created_at": "2026-11-20 10:00:00"} for i in range(520)]
+    raw = make_engine(any_db_url)
+    with raw.begin() as conn:
+        command.upgrade(migrate.alembic_config(connection=conn), "0017_results_answer_index")
+        insert_rows(conn, rows)
+        insert_rows(conn, {"sweeps": [], "jobs": extra, "results": [
+            {"job_id": j["id"], "samples": json.dumps({"eager": [[j["id"] / 7]]}), "schedule": "[]",
+             "detail": json.dumps({"cache_hits": {"n": j["id"]}, "timeline": [{"start": 0.1}]})} for j in extra]})
+    raw.dispose()
+
+    engine = get_engine(any_db_url)
+    assert migrate.current(engine) == migrate.head()
+    if engine.dialect.name == "sqlite":
+        names = [c["name"] for c in inspect(engine).get_columns("results")]
+        assert names[-4:] == ["schedule", "detail_keys", "detail", "samples"]
+    before = {r["job_id"]: r for r in rows["results"]}
+    with reading(engine) as s:
+        after = {r.job_id: r for r in s.scalars(select(Result))}
+        stored = dict(s.execute(text("SELECT job_id, samples FROM results")).all())
+    for job_id, row in before.items():
+        assert bits(after[job_id].samples) == bits(json.loads(row["samples"]))
+        assert list(after[job_id].samples) == list(json.loads(row["samples"]))
+        assert bits(after[job_id].detail) == bits(json.loads(row["detail"]))
+        assert len(stored[job_id]) < len(row["samples"])
+    assert after[1].detail_keys == {k: json.loads(before[1]["detail"])[k]
+                                    for k in ("compile_breakdown_s", "cache_hits", "cache_layers")}
+    assert [after[j["id"]].samples["eager"][0][0] for j in extra] == [j["id"] / 7 for j in extra]
+    assert [after[j["id"]].detail_keys for j in extra] == [{"cache_hits": {"n": j["id"]}} for j in extra]
+
+    json_now = json.loads(exported(any_db_url, tmp_path, "--format", "json", "--raw"))
+    json_then = json.loads((FIXTURES / "export_raw_before_0018.json").read_text())
+    csv_now = list(csv.DictReader(io.StringIO(exported(any_db_url, tmp_path, "--format", "csv"))))
+    csv_then = list(csv.DictReader(io.StringIO((FIXTURES / "export_before_0018.csv").read_text())))
+    assert len(json_now) == len(json_then) + len(extra) and len(csv_now) == len(csv_then) + len(extra)
+    for now, then in zip(json_now, json_then):  # a field added to the export record since is not compared
+        assert {k: json.dumps(now[k]) for k in then} == {k: json.dumps(v) for k, v in then.items()}
+    for now, then in zip(csv_now, csv_then):
+        assert {k: now[k] for k in then} == then
+
+    if engine.dialect.name == "sqlite":  # down to JSON text and up again
+        with engine.begin() as conn:
+            command.downgrade(migrate.alembic_config(connection=conn), "0017_results_answer_index")
+            down = dict(conn.execute(text("SELECT job_id, samples FROM results")).all())
+            assert [c["name"] for c in inspect(conn).get_columns("results")][-3:] == ["schedule", "detail", "samples"]
+        assert {j: bits(json.loads(down[j])) for j in before} == {j: bits(json.loads(r["samples"]))
+                                                                  for j, r in before.items()}
+        with engine.begin() as conn:
+            command.upgrade(migrate.alembic_config(connection=conn), "head")
+        assert json.loads(exported(any_db_url, tmp_path, "--format", "json", "--raw"))[:len(json_then)] == \
+            json_now[:len(json_then)]
