@@ -18,7 +18,7 @@ from typing import Iterable, Mapping
 
 from sqlalchemy import Engine, and_, case, func, select, true, update
 
-from db import admission, team
+from db import admission, advice, team
 from db import artifacts as job_artifacts
 from db.engine import atomic, is_sqlite, reading
 from db.errors import QueueError
@@ -205,7 +205,8 @@ def finish(engine: Engine, job_id: int, token: str, status: JobStatus, error: st
             s.flush()  # a value the database refuses fails here, as itself, before any follow-up is planned
             queue_follow_ups(s, job_id, row)  # with the result, in its transaction: both go in, or neither
         job_artifacts.add(s, job_id, artifacts or [])
-        return True
+    advice.after_finish(engine, job_id)  # a search's next round, once its last pending job has ended (db.advice)
+    return True
 
 
 def finish_kept(engine: Engine, job_id: int, token: str, worker_id: str, attempt: int, status: JobStatus,
@@ -232,7 +233,8 @@ def finish_kept(engine: Engine, job_id: int, token: str, worker_id: str, attempt
             s.add(row)
             queue_follow_ups(s, job_id, row)
         job_artifacts.add(s, job_id, artifacts or [])
-        return True
+    advice.after_finish(engine, job_id)
+    return True
 
 
 def _result_row(job_id: int, result: Mapping) -> Result:
