@@ -37,9 +37,10 @@ setup: $(VENV)/.setup
 
 setup-dev: $(VENV)/.setup-dev
 
-# make run MODELS=path/to/your/models: the embedded worker offers that folder's model files too
+# make run MODELS=path/to/your/models: the embedded worker offers that folder's model files too;
+# make run PORT=8600: another port than .streamlit/config.toml's 8501
 run: setup
-	$(if $(MODELS),COMPILE_LAB_MODELS_DIR=$(abspath $(MODELS)) ,)$(PY) -m streamlit run dashboard/app.py
+	$(if $(MODELS),COMPILE_LAB_MODELS_DIR=$(abspath $(MODELS)) ,)$(PY) -m streamlit run dashboard/app.py$(if $(PORT), --server.port $(PORT),)
 
 worker: setup
 	$(PY) -m runner work
