@@ -6,7 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from lab.advise import FULL_PROCESSES, Measured, Outcome, Round, Search, full_sweep_cost, payoff, settings_words, varying
+from lab.advise import (
+    FULL_PROCESSES,
+    Measured,
+    Outcome,
+    Round,
+    Search,
+    full_sweep_cost,
+    payoff,
+    settings_words,
+    varying,
+)
 
 
 @dataclass(frozen=True)
@@ -56,7 +66,10 @@ def headline(search: Search, measured: Mapping[str, Measured], rounds: Sequence[
     vary = varying(m.settings for m in measured.values())
     last = rounds[-1].step if rounds else None
     lead = measured.get(last.leader) if last and last.leader else None
-    name = (lambda m: settings_words(m.settings, vary))
+
+    def name(m: Measured) -> str:
+        return settings_words(m.settings, vary)
+
     if last is None or last.outcome is Outcome.CONTINUE:
         where = f"searching: round {len(rounds) + 1}, {pending} job{'s' * (pending != 1)} to run"
         return where + (f"; leading so far: {name(lead)}: {_x(payoff(lead))}" if lead else "")

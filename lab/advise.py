@@ -111,6 +111,28 @@ def candidates(device: str, modes: Iterable[str], dynamics: Iterable, scopes: It
     return out
 
 
+DEFAULT_MODES = ("default", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
+DEFAULT_DYNAMICS = ("false", "true")  # static shapes, and shapes marked dynamic from the first call
+DEFAULT_SCOPES = ("model", "blocks")
+
+
+def search_request(fields: Mapping, blocks: bool) -> tuple[dict, list[str]]:
+    """A search's sweep request (lab.sweep.SweepRequest's fields) from what the person gave: the candidate lists they
+    left out filled with every value that applies (every mode, dynamic false and true, scope model and blocks where
+    the model names its blocks), one process per candidate (the search adds more); notes on what was left out."""
+    out, notes = dict(fields), []
+    out.setdefault("modes", list(DEFAULT_MODES))
+    out.setdefault("dynamics", list(DEFAULT_DYNAMICS))
+    scopes = list(out.get("scopes") or DEFAULT_SCOPES)
+    if "blocks" in scopes and not blocks:
+        scopes.remove("blocks")
+        if "scopes" in fields:
+            notes.append("scope blocks left out: the model names no repeated blocks (BLOCKS)")
+    out["scopes"] = scopes or ["model"]
+    out["process_repeats"] = 1
+    return out, notes
+
+
 def settings_words(settings: Mapping, vary: Iterable[str] = SETTINGS) -> str:
     """'mode=reduce-overhead, dynamic=False': the settings that vary among the candidates (all, when none does)."""
     shown = [k for k in SETTINGS if k in vary] or list(SETTINGS)
@@ -207,7 +229,7 @@ def cannot_pay(m: Measured, calls: int | None) -> str:
     """Why m's interval's top stays below eager's, in words."""
     p = payoff(m)
     if m.base_s is None or m.cold_first_s is None or (m.high or 0) <= 1:
-        return f"slower than eager: {p[0]:.2f}x [{p[1]:.2f}, {p[2]:.2f}]"
+        return "slower than eager: its whole interval lies below 1x"
     saved = m.eager_ms * (1 - 1 / m.high) if m.eager_ms else None
     per_call = f", saves at most {saved:.3g} ms a call" if saved is not None else ""
     over = f"{calls:,} calls" if calls else "this traffic"

@@ -23,7 +23,7 @@ from lab.axes import AXES, BY_FIELD, COMPILE_AXES
 from lab.checks import SpecError, integer
 from lab.errors import first_line
 from lab.sweep import SweepRequest, split_sizes
-from runner import cli_diff, cli_export, cli_files, cli_lab, cli_status, signing, zoo
+from runner import cli_advise, cli_diff, cli_export, cli_files, cli_lab, cli_status, signing, zoo
 from runner.gpus import GpuError
 from runner.launch import cli as cli_launch
 from runner.model_offer import offered_catalog
@@ -155,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_lab.add_parsers(sub, _add_db)
     cli_diff.add_parser(sub, _add_db, _row_id)
     cli_launch.add_parser(sub, _add_db)
+    cli_advise.add_parser(sub, _add_db)
     return parser
 
 
@@ -362,4 +363,4 @@ def cmd_models(args) -> int:
 COMMANDS = {"submit": cmd_submit, "work": cmd_work, "cancel": cmd_cancel,
             "export": cli_export.cmd_export, "report": cmd_report, "artifact": cmd_artifact, "models": cmd_models,
             "calibrate": cmd_calibrate, "diff": cli_diff.cmd_diff} | cli_lab.COMMANDS | cli_status.COMMANDS \
-    | cli_launch.COMMANDS
+    | cli_launch.COMMANDS | cli_advise.COMMANDS
