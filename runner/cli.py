@@ -348,16 +348,19 @@ def cmd_calibrate(args) -> int:
 
 
 def cmd_models(args) -> int:
-    entries = zoo.catalog(args.models_dir)
+    """The models that read, then each file that does not (stderr, exit 2): a broken file hides none of the others."""
+    entries, problems = zoo.read_folders(args.models_dir)
     if args.json:
         print(json.dumps([e.info.to_dict() for e in entries.values()], indent=1))
-        return 0
-    for e in entries.values():
-        params = ", ".join(f"{p.name}={p.default}" + (f" ({'|'.join(p.choices)})" if p.choices else "")
-                           for p in e.info.params)
-        tasks = "" if len(e.info.tasks) > 1 else f" [{e.info.tasks[0]} only]"
-        print(f"{e.info.name:<12} {e.info.description}{tasks}" + (f"\n{'':<12} params: {params}" if params else ""))
-    return 0
+    else:
+        for e in entries.values():
+            params = ", ".join(f"{p.name}={p.default}" + (f" ({'|'.join(p.choices)})" if p.choices else "")
+                               for p in e.info.params)
+            tasks = "" if len(e.info.tasks) > 1 else f" [{e.info.tasks[0]} only]"
+            print(f"{e.info.name:<12} {e.info.description}{tasks}" + (f"\n{'':<12} params: {params}" if params else ""))
+    for problem in problems:
+        print(f"error: not offered: {problem}", file=sys.stderr)
+    return 2 if problems else 0
 
 
 COMMANDS = {"submit": cmd_submit, "work": cmd_work, "cancel": cmd_cancel,

@@ -31,11 +31,12 @@ class ModelFolders:
     def __init__(self, models_dirs: list[str], every_s: float = 2.0):
         self.dirs, self.every_s = list(models_dirs), every_s
         self.seen, self.checked = folders_state(self.dirs), time.monotonic()
+        self.problems: list[str] = []  # the model files that do not read, each with why
 
     def changed(self, entries: dict) -> dict | None:
-        """At most every `every_s`: the catalog read again when a file changed, or None while it is unchanged. A
-        folder whose files no longer read (a syntax error half-way through an edit) keeps `entries`, and the log
-        says why."""
+        """At most every `every_s`: the catalog read again when a file changed, or None while it is unchanged. A file
+        that no longer reads (a syntax error half-way through an edit) is left out, the folder's other models stay
+        offered, and `problems` names it and why (the worker publishes them: Submit and `runner models` show them)."""
         if not self.dirs or time.monotonic() - self.checked < self.every_s:
             return None
         self.checked = time.monotonic()
@@ -44,7 +45,11 @@ class ModelFolders:
             return None
         self.seen = seen
         try:
-            return zoo.catalog(self.dirs)
-        except zoo.ModelFileError as e:
+            read, problems = zoo.read_folders(self.dirs)
+        except zoo.ModelFileError as e:  # a folder itself gone
             log.warning("the models folders changed but do not read (%s); offering the models as before", e)
             return None
+        for problem in problems:
+            log.warning("not offering a model file: %s", problem)
+        self.problems = problems
+        return read

@@ -23,6 +23,7 @@ from runner import zoo
 from runner.zoo import families
 
 log = logging.getLogger("compile_lab.worker")
+PROBLEMS = "model_file_problems"  # the capability naming each model file that does not read, and why
 FAMILIES_ENV = "COMPILE_LAB_FAMILIES"  # 0: offer no families even where their packages are installed
 
 
@@ -98,11 +99,13 @@ def rescan(worker) -> bool:
     entries = worker.model_folders.changed(worker.entries)
     if entries is None and not listed:
         return False
+    problems = worker.model_folders.problems
     entries = {**(worker.entries if entries is None else entries), **worker.more.entries}
-    offered = listed or {n: e.info for n, e in entries.items()} != {n: e.info for n, e in worker.entries.items()}
+    offered = listed or {n: e.info for n, e in entries.items()} != {n: e.info for n, e in worker.entries.items()} \
+        or problems != worker.capabilities.get(PROBLEMS, [])
     worker.entries = entries  # the code may have changed alone: each job's child reads its file anew
     if offered and worker.capabilities:
-        worker.capabilities = {**worker.capabilities, **worker._offer()}
+        worker.capabilities = {**worker.capabilities, **worker._offer(), PROBLEMS: list(problems)}
         worker._retry("publish the models",
                       lambda: queue.publish_capabilities(worker.engine, worker.id, worker.capabilities))
     if offered:

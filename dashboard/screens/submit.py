@@ -8,6 +8,7 @@ button disabled until the sweep is valid (dashboard.panels.submit_form).
 import streamlit as st
 
 from dashboard.data.presets import PRESETS
+from dashboard.markup import md
 from dashboard.panels import submit_form
 from dashboard.state import resources
 from db import queue
@@ -18,7 +19,12 @@ catalog = resources.catalog(engine)
 if not catalog:
     submit_form.wait_for_workers()
     st.stop()
-devices = {d for w in queue.live_workers(engine) for d in w.capabilities.get("devices", [])}
+live = queue.live_workers(engine)
+devices = {d for w in live for d in w.capabilities.get("devices", [])}
+# model files a worker's folder holds that do not read (runner.model_offer.PROBLEMS), each with where and why: the
+# folder's other models are offered, and a file missing from the picker says why here, not only in the worker's log
+for problem in sorted({p for w in live for p in w.capabilities.get("model_file_problems", [])}):
+    st.warning(f"Not offered: {md(problem)}", icon=":material/error:")
 submit_form.init_form(catalog, devices)
 
 # the preset is in the URL by its short name (?preset=modes), so a link opens the filled form

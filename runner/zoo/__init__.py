@@ -92,22 +92,38 @@ def read_entry(path: Path, source: str) -> ZooEntry | None:
 
 
 def catalog(models_dirs: Iterable[str | Path] = ()) -> dict[str, ZooEntry]:
-    """Built-in models, then each lab directory's (a lab model may not shadow a built-in one)."""
+    """Built-in models, then each lab directory's (a lab model may not shadow a built-in one); a file that does not
+    read raises ModelFileError."""
+    entries, problems = read_folders(models_dirs)
+    if problems:
+        raise ModelFileError(problems[0])
+    return entries
+
+
+def read_folders(models_dirs: Iterable[str | Path] = ()) -> tuple[dict[str, ZooEntry], list[str]]:
+    """What catalog() reads, but a file that does not read is left out and named, with why, in the second part: one
+    broken file (a syntax error half-way through an edit) leaves its folder's other models offered."""
     entries: dict[str, ZooEntry] = {}
+    problems: list[str] = []
     for directory, source in [(BUILTIN_DIR, "builtin")] + [(Path(d), str(d)) for d in models_dirs]:
         if not directory.is_dir():
             raise ModelFileError(f"--models-dir {directory}: not a directory")
         for path in sorted(directory.glob("*.py")):
             if path.name.startswith("_"):
                 continue
-            entry = read_entry(path, source)
+            try:
+                entry = read_entry(path, source)
+            except ModelFileError as e:
+                problems.append(str(e))
+                continue
             if entry is None:
                 continue
             if entry.info.name in entries:
-                raise ModelFileError(f"{path}: model {entry.info.name!r} is already defined by "
-                                     f"{entries[entry.info.name].path}")
+                problems.append(f"{path}: model {entry.info.name!r} is already defined by "
+                                f"{entries[entry.info.name].path}")
+                continue
             entries[entry.info.name] = entry
-    return entries
+    return entries, problems
 
 
 def model_infos(entries: dict[str, ZooEntry]) -> dict[str, ModelInfo]:
