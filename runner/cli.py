@@ -166,7 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     if hasattr(args, "models_dir") and not args.models_dir:  # `make run MODELS=dir`: the embedded worker's too
         args.models_dir = [d for d in os.environ.get(MODELS_ENV, "").split(os.pathsep) if d.strip()]
     try:
-        return COMMANDS[args.command](args)
+        code = COMMANDS[args.command](args)
+        sys.stdout.flush()  # a reader gone early is met here, where it is handled, not in the exit's own flush
+        return code
     except SpecError as e:  # name the flag the person typed, not the dataclass field
         flag = FLAGS.get(e.field.split(".")[0], f"--{e.field.replace('_', '-')}")
         message = str(e).split(": ", 1)[1]
@@ -178,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
             GpuError, signing.CacheKeyError, team.TeamError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader stopped early (`runner events | head`): the output was cut short, quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is still buffered goes nowhere
+        return 1
     except OSError as e:  # a folder or file of ours: --home unwritable, export -o into a missing folder
         print(f"error: {e.strerror or type(e).__name__}: {e.filename or ''}".rstrip(": "), file=sys.stderr)
         return 2
