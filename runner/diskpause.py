@@ -80,7 +80,7 @@ def room(worker) -> bool:
         check_identity(worker.engine, worker.db_file)  # a database deleted meanwhile ends the worker as ever
         if time.monotonic() >= look_at:
             folder, free = tightest(home_folders(worker.home))
-            if free is None or free > threshold:
+            if free is None or free > min_free_bytes():
                 break
             wait = min(wait * 2, LAST_LOOK_S)
             look_at = time.monotonic() + wait

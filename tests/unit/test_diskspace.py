@@ -6,11 +6,18 @@ import errno
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
-from runner import child, diskspace
+from db import queue
+from db.engine import reading
+from db.models import Job, JobStatus, Worker
+from lab.spec import ModelInfo
+from lab.sweep import SweepRequest
+from runner import child, diskpause, diskspace
 from runner.supervise import log_tail
+from tests.conftest import wait_until
 
 
 def raised(make):
@@ -136,3 +143,72 @@ def test_on_a_full_disk_the_marker_still_takes_the_childs_word_and_the_log_tail_
     tail = log_tail(log)
     assert "OSError: [Errno 28] No space left on device" in tail.rstrip().splitlines()[-1]  # what the file lacks
     assert "inductor says a lot" in tail and diskspace.CUT in tail
+
+
+# -- the worker's side (runner.diskpause), on a real SQLite file ----------------------------------------------------
+@pytest.fixture
+def worker(db_url, tmp_path):
+    from runner.worker import Worker, WorkerConfig
+
+    w = Worker(WorkerConfig(db_url=db_url, home=tmp_path / "home", spawn="fresh", calibrate=False, threads=1))
+    w.capabilities = {"devices": ["cpu"]}
+    queue.register_worker(w.engine, w.id, w.hostname, os.getpid(), None, w.capabilities)
+    return w
+
+
+def row(w, table, key):
+    with reading(w.engine) as s:
+        return s.get(table, key)
+
+
+def queued_job(w) -> int:
+    (job_id,) = queue.submit(w.engine, SweepRequest(process_repeats=1, model="simplenet", batch_sizes=[1],
+                                                    device="cpu"), {"simplenet": ModelInfo("simplenet", "d")})[1]
+    return job_id
+
+
+def test_a_full_disk_hands_the_job_back_uncounted_until_the_job_fills_it_itself(worker, tmp_path):
+    full = diskspace.NoSpace(tmp_path, 0, "[Errno 28] No space left on device", "compiling")
+    job_id = queued_job(worker)
+    for _ in range(diskpause.MAX_STRIKES - 1):
+        claim = queue.claim_next(worker.engine, worker.id, ["cpu"], ["simplenet"], 30)
+        assert diskpause.hand_back(worker, claim, full, "the child's end") is None
+        job = row(worker, Job, job_id)
+        assert job.status == "queued" and job.attempts == 0 and job.log_tail == "the child's end"
+        assert job.error == (f"no space left on device under {tmp_path} (0.0 MB free) while compiling: [Errno 28] No "
+                             f"space left on device; handed back by worker {worker.id}, not counted")
+    claim = queue.claim_next(worker.engine, worker.id, ["cpu"], ["simplenet"], 30)
+    failed = diskpause.hand_back(worker, claim, full, None)  # the third in a row: the job's own doing
+    assert failed is not None and f"{diskpause.MAX_STRIKES} times in a row on worker {worker.id}" in failed
+    assert row(worker, Job, job_id).status == "running"  # the caller records it failed, as any outcome
+    queue.finish(worker.engine, job_id, claim.token, JobStatus.FAILED, failed)
+    other = queued_job(worker)  # another job's full disk starts the count again
+    claim = queue.claim_next(worker.engine, worker.id, ["cpu"], ["simplenet"], 30)
+    assert claim.job_id == other and diskpause.hand_back(worker, claim, full, None) is None
+
+
+def test_a_worker_short_of_space_pauses_saying_why_and_claims_again_once_there_is_room(worker, monkeypatch):
+    monkeypatch.setenv(diskspace.MIN_FREE_ENV, "0")
+    assert diskpause.room(worker) is True  # room: not paused, nothing said
+    assert row(worker, Worker, worker.id).state == "idle"
+    monkeypatch.setenv(diskspace.MIN_FREE_ENV, str(2 ** 40))  # more than this disk has: short of space
+    answer = []
+    waiting = threading.Thread(target=lambda: answer.append(diskpause.room(worker)))
+    waiting.start()
+    try:
+        paused = wait_until(lambda: (w := row(worker, Worker, worker.id)).state == "paused" and w, 10,
+                            "the worker to say it is paused")
+        assert paused.capabilities["paused"].startswith(f"paused: no space left on device under {worker.home}")
+        assert paused.capabilities["devices"] == ["cpu"] and waiting.is_alive()
+        wait_until(lambda: row(worker, Worker, worker.id).heartbeat_at > paused.heartbeat_at, 10,
+                   "a heartbeat while paused")
+        monkeypatch.setenv(diskspace.MIN_FREE_ENV, "0")  # the space is back
+        waiting.join(timeout=diskpause.LAST_LOOK_S + 10)  # by its next look
+        assert answer == [True]
+    finally:
+        worker.stop.set()
+        waiting.join(timeout=10)
+    back = row(worker, Worker, worker.id)
+    assert back.state == "idle" and "paused" not in back.capabilities
+    monkeypatch.setenv(diskspace.MIN_FREE_ENV, str(2 ** 40))
+    assert diskpause.room(worker) is False  # stopped while short of space: it claims nothing
