@@ -17,13 +17,15 @@ if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null || ! comm
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends slurmctld slurmd slurm-client munge
 fi
 
-if [ -f "$conf" ] && scontrol ping 2>/dev/null | grep -q UP && sinfo -h -o %T 2>/dev/null | grep -qE '^(idle|mixed|allocated)'; then
+node=$(hostname -s)
+munge_ok() { munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; }
+node_up() { timeout 10 sinfo -h -n "$node" -o %T 2>/dev/null | grep -qE '^(idle|mixed|allocated)'; }
+if [ -f "$conf" ] && munge_ok && node_up; then
   echo "$conf" >&3  # started earlier by this script, and taking jobs
   exit 0
 fi
 
 mkdir -p "$dir/state" "$dir/spool" "$dir/log"
-node=$(hostname -s)
 slots=${COMPILE_LAB_SLURM_SLOTS:-8}
 cat >"$conf" <<EOF
 ClusterName=compile-lab-ci
@@ -55,10 +57,13 @@ NodeName=$node NodeAddr=127.0.0.1 CPUs=$slots RealMemory=4096 State=UNKNOWN
 PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP
 EOF
 
-# munged runs as its own user; its socket folder may be missing on a box without systemd
-install -d -o munge -g munge -m 0755 /run/munge
-if ! pgrep -x munged >/dev/null; then
-  runuser -u munge -- /usr/sbin/munged 3>&- </dev/null
+# munged runs as its own user; its socket folder may be missing on a box without systemd. Asked whether it answers
+# (a munged that died can linger as a zombie of that name); --force: past a socket an unclean exit left behind
+if ! munge_ok; then
+  install -d -o munge -g munge -m 0755 /run/munge
+  runuser -u munge -- /usr/sbin/munged --force 3>&- </dev/null || true
+  for _ in $(seq 50); do munge_ok && break; sleep 0.1; done
+  munge_ok || { echo "slurm: munged does not answer (see /var/log/munge/munged.log)"; exit 1; }
 fi
 # earlier daemons of this script's folder (a stale configuration) stop first
 for pidfile in "$dir/slurmctld.pid" "$dir/slurmd.pid"; do
@@ -71,13 +76,12 @@ done
 slurmctld -f "$conf" -i 3>&- </dev/null
 slurmd -f "$conf" 3>&- </dev/null
 
-for _ in $(seq 100); do
-  state=$(sinfo -h -n "$node" -o %T 2>/dev/null || true)
-  case "$state" in idle|mixed|allocated) break ;; esac
+deadline=$((SECONDS + 60))
+until node_up; do
+  if [ "$SECONDS" -ge "$deadline" ]; then
+    echo "slurm: the node did not come up within 60 s:"; sinfo -N -l; tail -n 20 "$dir/log/slurmctld.log" "$dir/log/slurmd.log"
+    exit 1
+  fi
   sleep 0.2
 done
-if ! sinfo -h -n "$node" -o %T | grep -qE '^(idle|mixed|allocated)'; then
-  echo "slurm: the node did not come up:"; sinfo -N -l; tail -n 20 "$dir/log/slurmctld.log" "$dir/log/slurmd.log"
-  exit 1
-fi
 echo "$conf" >&3
