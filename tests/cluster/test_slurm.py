@@ -1,7 +1,7 @@
 """`runner launch slurm` on a real one-node Slurm cluster: workers submitted as a job array for what is queued, every
 job run once, the workers gone from squeue soon after the queue empties; a worker's Slurm job cancelled under a
 running lab job puts that job back in the scheduler's words, and it runs again elsewhere, never two at once; scheduler
-jobs that wait say the scheduler's reason. Real sbatch, squeue, scancel, workers, children and SQLite."""
+jobs that wait say the scheduler's reason. Real sbatch, squeue, scancel, workers, children, SQLite and PostgreSQL."""
 import json
 import re
 import time
@@ -60,7 +60,9 @@ def test_a_sweep_gets_an_array_of_workers_that_exit_once_the_queue_is_empty(slur
     assert log.count("submitted Slurm job array") == 1, log  # sized once: no second array for the same queue
 
 
-def test_a_cancelled_worker_hands_its_job_back_in_the_schedulers_words(slurm, db_url, tmp_path):
+def test_a_cancelled_worker_hands_its_job_back_in_the_schedulers_words(slurm, pg_url, tmp_path):
+    """On PostgreSQL, a team's database (the sweep above runs on SQLite)."""
+    db_url = pg_url
     runs, wake = tmp_path / "runs", tmp_path / "wake"
     env = {"COMPILE_LAB_TEST_RUNS": str(runs), "COMPILE_LAB_TEST_WAKE": str(wake)}
     (job,) = submit(db_url, *LONELY, "--batch", "2", *QUICK)
