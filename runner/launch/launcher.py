@@ -8,6 +8,7 @@ import logging
 import os
 import socket
 import threading
+from pathlib import Path
 
 from sqlalchemy.exc import OperationalError
 
@@ -50,7 +51,8 @@ class SlurmLauncher:
             pool = next(p for p in self.cfg.pools if p.name == need.pool)
             if need.start and self.failing[pool.name] >= FAILING_AFTER:
                 log.error("pool %s: its last %d workers failed at start (see their logs under %s); starting none "
-                          "until one runs", pool.name, self.failing[pool.name], self.cfg.pool_slurm(pool).log_dir)
+                          "until one runs", pool.name, self.failing[pool.name],
+                          Path(self.cfg.worker.workdir) / self.cfg.pool_slurm(pool).log_dir)
                 continue
             if need.start:
                 if self.grace is None:
@@ -85,8 +87,8 @@ class SlurmLauncher:
         """Tasks that ended since the last look: a worker the scheduler ended without it saying so is named on the lab
         jobs it lost; a pool whose workers keep failing at start is counted."""
         fresh = [t for t in ended if self.seen_ends.get(t.job_id) != t.state]
+        self.seen_ends = {t.job_id: t.state for t in ended}  # squeue forgets them after MinJobAge: so does this
         for t in fresh:
-            self.seen_ends[t.job_id] = t.state
             pool = self.pools[t.name].name
             if t.state == "FAILED":
                 self.failing[pool] += 1

@@ -152,3 +152,21 @@ def _state(db_url: str, worker_id: str) -> str:
 
     with reading(get_engine(db_url)) as s:
         return s.get(Worker, worker_id).state
+
+
+def test_a_pool_whose_workers_fail_at_start_is_held_back(slurm, db_url, tmp_path):
+    """A worker Python that is not there fails each task at once: after 3 such workers the launcher submits no more
+    (a storm of failing jobs is what an admin fears most) and says where the logs are; the lab job stays queued."""
+    (job,) = submit(db_url, "--model", "tiny", "--batch", "2", *QUICK)
+    config = slurm.config(tmp_path, max_workers=1)
+    config.write_text(config.read_text().replace("[worker]\n", '[worker]\npython = "/nonexistent/bin/python"\n'))
+    launcher = slurm.launcher(config, db_url, "--watch")
+    try:
+        held = "its last 3 workers failed at start"
+        wait_until(lambda: launcher.log_path.read_text().count(held) >= 3, 90, "the launcher to hold the pool back")
+        log = launcher.log_path.read_text()
+        assert log.count("submitted Slurm job array") == 3 and str(tmp_path / "logs") in log, log
+        assert len(slurm.tasks()) == 3 and {s for s, _ in slurm.tasks().values()} == {"FAILED"}
+        assert job_row(db_url, job).status == "queued" and job_row(db_url, job).attempts == 0
+    finally:
+        stop(launcher)
