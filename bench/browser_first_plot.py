@@ -1,9 +1,14 @@
-"""Results' first plot in a real browser, against a one-chart Streamlit page timed in the same run (target: ≤ 1.3×).
+"""Results' first plot in a real browser, against a one-chart Streamlit page timed in the same run (target: ≤ 1.2×),
+on a box kept loaded; and the database it reads: its size and `runner report`'s time on it, under the same load.
 
-    python -m bench.browser_first_plot [--jobs 100000] [--repeat 5] [--ports 8650 8651] [--cache DIR] [--out FILE]
+    python -m bench.browser_first_plot [--jobs 100000] [--repeat 5] [--ports 8650 8651] [--cache DIR] [--busy 1]
+                                       [--report-runs 5] [--out FILE]
 
 A temp SQLite file is filled with synthetic finished jobs as real ones store them (bench/synthetic.py: per-round
-samples, a detail of a real one's size; --cache keeps the fill for later runs), then two servers are started the
+samples as the results table packs them, a detail of a real one's size, process repeats; --cache keeps the fill for
+later runs); `--busy N` processes keep a core busy each from then on (another process on the box, as a lab's server
+has); `runner report` runs --report-runs times on the file (a fresh process each, bench.report_scale.run: the median
+and each), then two servers are started the
 way a lab starts one (`streamlit run`, from the project folder, no embedded worker): the app
 (dashboard/app.py) and the reference page (bench/one_chart.py: one plotly chart of about the same size, nothing
 else). Headless chromium (Playwright, /usr/bin/chromium or COMPILE_LAB_CHROMIUM) opens each page in a fresh
@@ -35,11 +40,13 @@ import time
 import urllib.request
 from pathlib import Path
 
+from bench.report_scale import busy_cores, run, warm_file
 from bench.said import Said
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("COMPILE_LAB_CHROMIUM", "/usr/bin/chromium")
-TARGET = 1.3
+TARGET = 1.2
+REPORT_TARGET_S = 1.5
 
 # Runs before any page script: the time of the first plotly chart that has a size on screen.
 FIRST_PLOT_JS = """
@@ -139,6 +146,13 @@ def fill_database(path: Path, jobs: int, cache: Path | None = None) -> float:
     return time.perf_counter() - start
 
 
+def report_times(db: Path, runs: int, tmp: Path) -> list[float]:
+    """`python -m runner report` on the file, `runs` times, each in a fresh process (its wall time, s), the file
+    read once first (a lab's server has it in the page cache)."""
+    warm_file(db)
+    return [run(ROOT, f"sqlite:///{db}", ["report", "--format", "md"], tmp / "report.md", 12.0)[0] for _ in range(runs)]
+
+
 def median_visit(visits: list[dict]) -> dict:
     ordered = sorted(visits, key=lambda v: v["s"])
     return ordered[(len(ordered) - 1) // 2]
@@ -152,17 +166,25 @@ def main(argv=None) -> int:
     p.add_argument("--model", default=None, help="the model Results plots (default: the newest job's)")
     p.add_argument("--out", type=Path, default=None, help="also write the table to this file")
     p.add_argument("--cache", type=Path, default=None, help="keep the 100k fill here for later runs (bench.synthetic)")
+    p.add_argument("--busy", type=int, default=1, help="processes keeping a core busy throughout (0: none)")
+    p.add_argument("--report-runs", type=int, default=5, help="`runner report` runs on the database (0: none)")
     args = p.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
     say = Said()
 
     say(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
-    with tempfile.TemporaryDirectory(prefix="browser-first-plot-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="browser-first-plot-") as tmp, busy_cores(args.busy):
         tmp = Path(tmp)
         db = tmp / "results.db"
         fill_s = fill_database(db, args.jobs, args.cache)
-        say(f"filled {args.jobs:,} synthetic jobs in {fill_s:.1f} s")
+        say(f"filled {args.jobs:,} synthetic jobs in {fill_s:.1f} s: {db.stat().st_size / 1e9:.3f} GB of SQLite; "
+            f"{args.busy} other process(es) keeping a core busy from here on")
+        reports = report_times(db, args.report_runs, tmp)
+        if reports:
+            say(f"runner report: median {statistics.median(reports):.2f} s (target <= {REPORT_TARGET_S} s: "
+                f"{'ok' if statistics.median(reports) <= REPORT_TARGET_S else 'MISSED'}); runs "
+                + ", ".join(f"{r:.2f}" for r in reports))
         env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}", "COMPILE_LAB_EMBEDDED_WORKER": "0"}
         app = Server("dashboard/app.py", args.ports[0], env, tmp / "app.log")
         ref = Server("bench/one_chart.py", args.ports[1], env, tmp / "reference.log")
@@ -220,7 +242,7 @@ def main(argv=None) -> int:
         f"the app's first start (no snapshot) {app.ready_s[0]:.2f} s")
     say(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     say.write(args.out)
-    return 0 if all(verdicts) else 1
+    return 0 if all(verdicts) and (not reports or statistics.median(reports) <= REPORT_TARGET_S) else 1
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
-"""`runner report` and `runner export` on a database of realistic jobs (target at 100k: report ≤ 2 s, export in
+"""`runner report` and `runner export` on a database of realistic jobs (target at 100k: report ≤ 1.5 s, export in
 ≤ 300 MB).
 
     python -m bench.report_scale [--jobs 100000] [--repeat 1] [--pg URL] [--before DIR --before-db FILE] [--cache DIR]
-                                 [--only sqlite|postgresql] [--out FILE]
+                                 [--only sqlite|postgresql] [--busy 1] [--commands report ...] [--out FILE]
 
-The database: bench.synthetic's realistic fill (per-round samples, ~55 kB a job, and a ~6 kB detail, as real jobs
-store), in a SQLite file and, with --pg or COMPILE_LAB_TEST_PG (a role that may CREATE DATABASE), copied into a
+The database: bench.synthetic's realistic fill (per-round samples, ~40 kB a job as JSON, packed as the results table
+stores them, and a ~6 kB detail, as real jobs store; process repeats), in a SQLite file and, with --pg or
+COMPILE_LAB_TEST_PG (a role that may CREATE DATABASE), copied into a
 PostgreSQL database beside it; both are kept for later runs (bench.synthetic.filled, filled_pg: a 100k fill takes
 many minutes).
 Each command runs as a user runs it, `python -m runner ...` in a fresh process, its output to a file; its wall time
@@ -13,11 +14,13 @@ and the process's peak resident memory (ru_maxrss, from wait4) are printed; one 
 address space stops with a MemoryError and prints NaN as its output size. --before DIR runs the same commands with
 another checkout's code (say `git archive <commit> | tar -x -C DIR`) on --before-db, a SQLite file at that code's
 schema holding the same jobs, after this code's, for a before/after on the same data and machine (SQLite only). Each
-SQLite file is read through once before its commands: a lab's server has its database in the page cache.
+SQLite file is read through once before its commands: a lab's server has its database in the page cache. --busy N
+processes keep a core busy each while the commands run (a loaded box).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import resource
@@ -57,6 +60,19 @@ def run(code: Path, url: str, args: list[str], out: Path, limit_gb: float) -> tu
     return wall, usage.ru_maxrss / 1024, size
 
 
+@contextlib.contextmanager
+def busy_cores(n: int):
+    """`n` processes that each keep a core busy (a spinning loop) while the block runs: the loaded box the targets
+    are met on."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for proc in spinners:
+            proc.kill()
+            proc.wait()
+
+
 def warm_file(path: Path) -> None:
     """Read the SQLite file once, so the first command timed does not pay for the disk (a lab's server has it cached)."""
     with path.open("rb") as f:
@@ -75,6 +91,8 @@ def main(argv=None) -> int:
                    help="where the SQLite fill is kept between runs")
     p.add_argument("--only", choices=("sqlite", "postgresql"), help="one engine only")
     p.add_argument("--limit-gb", type=float, default=12.0, help="address space per command (output NaN past it)")
+    p.add_argument("--busy", type=int, default=1, help="processes keeping a core busy meanwhile (0: none)")
+    p.add_argument("--commands", nargs="+", choices=tuple(COMMANDS), default=list(COMMANDS))
     p.add_argument("--out", type=Path, help="also write the table here")
     args = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
@@ -97,19 +115,21 @@ def main(argv=None) -> int:
         runs = [("this", ROOT, engine, db) for engine, db in dbs.items()]
         if args.before and "sqlite" in dbs:
             runs.append(("before", args.before.resolve(), "sqlite", args.before_db.resolve()))
-        say(f"cpu: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}")
+        say(f"cpu: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; {args.busy} other process(es) "
+            "keeping a core busy meanwhile")
         say(f"{'engine':<11} {'command':<12} {'code':<7} {'wall s':>8} {'peak RSS MB':>12} {'output MB':>10}  runs")
         # one code's commands after another's, each database read once first: two 6 GB files do not both fit the
         # page cache of a small box, and a cold read would time the disk
-        for code, where, engine, db in runs:
-            if isinstance(db, Path):
-                warm_file(db)
-            url = f"sqlite:///{db}" if isinstance(db, Path) else db
-            for name, cmd in COMMANDS.items():
-                got = [run(where, url, cmd, Path(tmp) / "out", args.limit_gb) for _ in range(args.repeat)]
-                wall = statistics.median(r[0] for r in got)
-                say(f"{engine:<11} {name:<12} {code:<7} {wall:>8.2f} {max(r[1] for r in got):>12.0f} "
-                    f"{got[0][2]:>10.1f}  " + ", ".join(f"{r[0]:.2f}" for r in got))
+        with busy_cores(args.busy):
+            for code, where, engine, db in runs:
+                if isinstance(db, Path):
+                    warm_file(db)
+                url = f"sqlite:///{db}" if isinstance(db, Path) else db
+                for name in args.commands:
+                    got = [run(where, url, COMMANDS[name], Path(tmp) / "out", args.limit_gb) for _ in range(args.repeat)]
+                    wall = statistics.median(r[0] for r in got)
+                    say(f"{engine:<11} {name:<12} {code:<7} {wall:>8.2f} {max(r[1] for r in got):>12.0f} "
+                        f"{got[0][2]:>10.1f}  " + ", ".join(f"{r[0]:.2f}" for r in got))
         say(f"load average after: {os.getloadavg()[0]:.2f}")
     say.write(args.out)
     return 0

@@ -59,24 +59,31 @@ def report(engine: Engine, sweep_ids: Iterable[int] | None = None, job_ids: Iter
 def spreads(engine: Engine, devices: Iterable[str | None] | None = None) -> Spreads:
     """On these devices (or every one), the spread between processes (lab.answer.Spreads): per device, what every
     configuration that ran in two or more undisturbed processes of one sweep showed (lab.interval.device_prior);
-    per configuration, its processes over every sweep. Read from the stored per-process numbers alone."""
+    per configuration, its processes over every sweep. Read from the stored per-process numbers alone: on SQLite
+    from the answer's index, the jobs in id order (db.views.answer_sql; through the status index and each result's
+    row, 0.4-0.6 s at 100k jobs against 0.12 s)."""
     q = (select(Result.device_name, Result.torch_version, Job.sweep_id, Job.config, Result.round_speedup,
                 Result.round_speedup_se)
-         .join(Job, Job.id == Result.job_id)
-         .where(Job.status == "succeeded", Result.device_name.is_not(None), Job.config.is_not(None),
+         .select_from(Job).join(Result, Result.job_id == Job.id)
+         .where(func.coalesce(Job.status, "") == "succeeded", Result.device_name.is_not(None), Job.config.is_not(None),
                 Result.round_speedup > 0, func.coalesce(Result.disturbed, False).is_(False)))
     if devices is not None:
         devices = [d for d in set(devices) if d is not None]
         if not devices:
             return Spreads()
         q = q.where(Result.device_name.in_(devices))
-    with reading(engine) as s:
-        rows = s.connection().execute(q).all()
-    if not rows:
-        return Spreads()
-    device, torch, sweep, config, center, se = (list(c) for c in zip(*rows))
-    return answer.spreads(device, torch, sweep, config, np.array(center, dtype=float),
-                          np.nan_to_num(np.array(se, dtype=float)))
+    with views.gc_paused(), reading(engine) as s:  # the DB-API's plain tuples, as db.views.result_rows reads
+        cursor = s.connection().connection.cursor()
+        try:
+            cursor.execute(views.answer_sql(engine, q))
+            rows = cursor.fetchall()
+        finally:
+            cursor.close()
+        if not rows:
+            return Spreads()
+        device, torch, sweep, config, center, se = (list(c) for c in zip(*rows))
+        return answer.spreads(device, torch, sweep, config, np.array(center, dtype=float),
+                              np.nan_to_num(np.array(se, dtype=float)))
 
 
 def version_report(engine: Engine, sweep_ids: Iterable[int] | None = None,

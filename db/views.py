@@ -185,6 +185,12 @@ def rows_sql(engine: Engine, names: list[str], statuses: Iterable[str] = TERMINA
         q = q.where(sql_text(f"{Job.__tablename__}.id IN ({ids})") if ids else false())
     if job_id_range is not None:
         q = q.where(Job.id.between(*job_id_range))
+    return answer_sql(engine, q)
+
+
+def answer_sql(engine: Engine, q) -> str:
+    """Select `q` compiled for the engine's dialect with its values inline, and on SQLite told to read the results
+    through the answer's index where every results column it reads is there (_answer_index)."""
     sql = str(q.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True, "render_postcompile": True}))
     return _answer_index(engine, q, sql)
 

@@ -122,6 +122,26 @@ def test_the_answer_is_read_from_its_index_on_sqlite(engine, lab, monkeypatch):
     assert indexed == planner and indexed["speedup"][0] == 2.0
 
 
+def test_the_spreads_between_processes_are_read_from_the_answers_index_on_sqlite(engine, synthetic, monkeypatch):
+    """Every page's first answer after a restart reads the database's spreads between processes (db.reports.spreads):
+    on SQLite from ix_results_answer in job order, not through the status index and each result's row (0.4-0.6 s
+    against 0.12 s at 100k jobs), and the same spreads as the planner's own plan gives."""
+    from db import reports
+    from db.models import ANSWER_INDEX
+
+    made = []
+    answer_sql = views.answer_sql
+    monkeypatch.setattr(views, "answer_sql", lambda *a: made.append(answer_sql(*a)) or made[-1])
+    indexed = reports.spreads(engine)
+    assert indexed.configs and indexed.devices
+    if engine.dialect.name == "sqlite":
+        with engine.connect() as conn:
+            plan = " ".join(r[-1] for r in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {made[0]}"))
+        assert f"SCAN results USING COVERING INDEX {ANSWER_INDEX}" in plan, plan
+    monkeypatch.setattr(views, "_answer_index", lambda engine, q, sql: sql)
+    assert reports.spreads(engine).digest == indexed.digest
+
+
 def test_finished_since_and_sweep_filter(engine, lab):
     sweep, ids = lab
     text, _ = frame(views.result_rows(engine))
