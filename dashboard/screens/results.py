@@ -11,7 +11,7 @@ import streamlit as st
 
 from dashboard.data import filters, plot_data
 from dashboard.markup import md
-from dashboard.panels import answer_table, team_filters
+from dashboard.panels import advice_panel, answer_table, team_filters
 from dashboard.panels import results_figures as figures
 from dashboard.panels import results_filters as view
 from dashboard.panels import results_tabs as tabs
@@ -99,6 +99,8 @@ links = exports.offer(st.session_state.setdefault("export_token", exports.new_to
                       shown["job_id"].to_numpy(), {ext: filters.download_name(selected, ext) for ext in ("csv", "json")})
 downloads.link_button("CSV", links["csv"], icon=":material/download:", width="stretch")
 downloads.link_button("JSON", links["json"], icon=":material/download:", width="stretch")
+with answer_slot:  # a search in view: its recommendation above the answer table
+    advice_panel.on_results(engine, shown)
 answer_table.show(speed_slots, answer_slot, key, model, engine, shown)
 
 if launch_tab.open:

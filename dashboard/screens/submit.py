@@ -9,7 +9,7 @@ import streamlit as st
 
 from dashboard.data.presets import PRESETS
 from dashboard.markup import md
-from dashboard.panels import submit_form
+from dashboard.panels import advice_panel, submit_form
 from dashboard.state import resources
 from db import queue
 
@@ -26,6 +26,7 @@ devices = {d for w in live for d in w.capabilities.get("devices", [])}
 for problem in sorted({p for w in live for p in w.capabilities.get("model_file_problems", [])}):
     st.warning(f"Not offered: {md(problem)}", icon=":material/error:")
 submit_form.init_form(catalog, devices)
+advice_panel.search_form(engine, catalog, devices)  # "Find the best settings": a racing search
 
 # the preset is in the URL by its short name (?preset=modes), so a link opens the filled form
 if "preset" not in st.session_state and st.query_params.get("preset") in PRESETS:
