@@ -218,12 +218,12 @@ def _sweep_rows(db_file: Path, shared: Path | None = None, offset: int = 0) -> d
         rows = report(whole, sweep_ids=ids)
     with reading(engine) as s:
         jobs = s.execute(select(Job.id, Sweep.name, Job.status, Job.follow_up, Job.claimed_at, Result.disturbed,
-                                Result.noise_note, Result.detail["timeline"])
+                                Result.noise_note, Result.detail)
                          .join(Sweep, Sweep.id == Job.sweep_id).outerjoin(Result, Result.job_id == Job.id)).all()
     by_name: dict = {}
-    for job_id, sweep_name, status, follow_up, _claimed, disturbed, note, tl in jobs:
+    for job_id, sweep_name, status, follow_up, _claimed, disturbed, note, detail in jobs:
         name = sweep_name.split(": ", 1)[1]
-        tl = json.loads(tl) if isinstance(tl, str) else tl
+        tl = detail.get("timeline") if isinstance(detail, dict) else None  # the packed detail, read back as a dict
         by_name.setdefault(name, {"jobs": [], "row": None})["jobs"].append(
             {"job_id": job_id, "status": status, "follow_up": follow_up, "disturbed": disturbed, "note": note,
              "total_s": timeline.total_s(tl) if tl else None,
