@@ -1,12 +1,6 @@
-"""Compile Lab's dashboard server: `streamlit run dashboard/app.py` (or `make run`).
-
-Streamlit serves the pages of dashboard/main.py (the frame: sidebar and navigation) as an ASGI app, the same
-server `streamlit run` starts for any script, with three additions: before it answers, it warms what a first visit
-needs (dashboard.server.warmup), so the first person to open a restarted lab server does not wait for imports and the
-results table; beside the pages it serves jobs' tlparse reports, each page sandboxed (dashboard.server.tlparse_pages); and the
-Results page's downloads, streamed from an export process of their own (dashboard.server.downloads). This file imports
-streamlit only (and the routes, which import the database on their first request, if at all); the work happens in
-the warm-up's thread."""
+"""Compile Lab's dashboard server: `streamlit run dashboard/app.py` (or `make run`). Streamlit's ASGI app for the
+pages of dashboard/main.py, plus a warm-up before it answers and two file routes (tlparse reports, downloads);
+docs/dashboard-internals.md says why."""
 import asyncio
 import contextlib
 import threading

@@ -1,9 +1,5 @@
-"""Compile Lab's dashboard: `streamlit run dashboard/app.py` (or `make run`).
-
-The entry page frames every view: sign-in first (dashboard.state.auth: off by default), then the sidebar (who is
-signed in, database, workers, embedded worker) and the navigation. It imports db/ only; experiments run in worker
-processes, never here.
-"""
+"""The frame every page is drawn in: sign-in first (dashboard.state.auth, off by default), then the sidebar (who is
+signed in, database, workers) and the navigation. Experiments run in worker processes, never here."""
 import os
 
 import streamlit as st
@@ -13,7 +9,7 @@ from dashboard.server import downloads
 from dashboard.state import auth, resources
 
 st.set_page_config(page_title="Compile Lab", page_icon=":material/science:", layout="wide")  # an emoji icon
-# would load streamlit's emoji catalogue (~0.12 s) before a restarted server's first page
+# would load streamlit's emoji catalogue before a restarted server's first page
 
 # .streamlit/config.toml binds localhost with XSRF protection, but Streamlit reads it from the current
 # folder only: started from elsewhere, the server would listen on every interface. Serve no page then,

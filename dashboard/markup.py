@@ -1,10 +1,6 @@
-"""Text a person typed (sweep names, errors, model and host names) shown as text, never as markup.
-
-Streamlit renders Markdown in st.markdown, captions, alerts and page-link labels: a sweep named
-`![x](http://tracker/pixel.png)` would make every viewer's browser fetch that image, and `[here](...)`
-would be a link the lab never wrote. Plotly renders a subset of HTML in legends, hovers, titles and
-annotations (`<a href>`, `<b>`, `<br>`). Each helper escapes for one of the two; apply it where a
-value enters the markup, never to the page's own formatting around it."""
+"""Text a person typed (sweep names, errors, model and host names) shown as text, never as markup: one helper for
+Streamlit's Markdown, one for plotly's HTML subset, applied where a value enters the markup
+(docs/dashboard-internals.md: what either would otherwise do)."""
 from __future__ import annotations
 
 import html
@@ -31,7 +27,7 @@ def plot(text) -> str:
 
 
 # st.html draws the page's own tables of text (dashboard.panels.answer_table): the browser lays them out at once, where
-# st.dataframe first loads its grid's code (~1.6 MB) and measures every cell on a canvas. Scoped to TABLE_CLASS;
+# st.dataframe first loads its grid's code and measures every cell on a canvas. Scoped to TABLE_CLASS;
 # colours inherit the theme's text, lines are a grey that reads on light and dark.
 TABLE_CLASS = "cl-table"
 COLUMN_KINDS = {"": "", "num": "text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap",

@@ -1,9 +1,5 @@
-"""Compare's charts (Vega-Lite through Altair, no Streamlit): A's and B's speedups side by side, speedups per torch
-version, and every kept latency sample of two runs.
-
-Vega-Lite, not plotly as on Results: a link to Compare opened in a new browser waited ~2 s on this 2-core box for
-plotly's 4.7 MB of JavaScript to be evaluated before its one chart was drawn, where Vega's code is a sixth of that
-(bench.views_vs_one_table). Text in these charts is drawn as typed: no label is read as HTML."""
+"""Compare's charts (Vega-Lite through Altair, lighter to load than plotly: docs/dashboard-internals.md): A's and
+B's speedups side by side, speedups per torch version, every kept latency sample of two runs. Text is drawn as typed."""
 import altair as alt
 import pandas as pd
 

@@ -1,7 +1,5 @@
-"""The diagnosis plots (plotly): why a result is what it is. The recompile timeline, the roofline, where the
-compiled first call goes, GPU time inside latency, and the spread of repeated runs. No streamlit here;
-the shared look (layout, colours, failure marks) is dashboard.charts.speed_charts'.
-"""
+"""The diagnosis plots (plotly, no Streamlit): the recompile timeline, the roofline, where the compiled first call
+goes, GPU time inside latency, and the spread of repeated runs."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,8 +1,6 @@
-"""What to use for N calls: for one model and batch size, the total time of N calls (first call + N x latency)
-of eager and of every configuration in the answer table, the lowest line at each N, where it changes hands,
-and the one to use for an N the user types. Lines come from lab.answer's rows, so disturbed runs are already out
-where an undisturbed one exists; a configuration whose every run was disturbed (its row's `noisy`) is drawn dotted
-grey from those runs' numbers, marked with the cause, and never the lowest line or the recommendation."""
+"""What to use for N calls: the total time of N calls (first call + N x latency) of eager and of every configuration in
+the answer table, the lowest line at each N and where it changes hands. A configuration whose every run was
+disturbed is drawn dotted grey, never the lowest line."""
 from __future__ import annotations
 
 import math

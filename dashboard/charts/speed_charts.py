@@ -1,10 +1,6 @@
-"""The Results page's speed plots (plotly, no Streamlit), each answering one of the seed notes' questions: speedup and
-ms per call against batch size in one clock, the first calls' cost, and the calls after which compiling pays off.
-
-Every figure takes what dashboard.data.plot_data.summarize makes of one model's labelled rows: `agg`, medians over
-repeated runs per (config, batch size), and `fails`, the jobs that did not succeed; the shared look is
-dashboard.charts.styling's.
-"""
+"""The Results page's speed plots (plotly, no Streamlit): speedup and ms per call against batch size in one clock, the
+first calls' cost, and the calls after which compiling pays off. Each takes plot_data.summarize's `agg` and
+`fails` of one model."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,7 +1,4 @@
-"""Two sweeps or two runs side by side: what differs in the spec, the environment and the numbers.
-
-Plain pandas (no streamlit); the Compare page styles what these return.
-"""
+"""Two sweeps or two runs side by side: what differs in the spec, the environment and the numbers (plain pandas)."""
 from __future__ import annotations
 
 import pandas as pd

@@ -1,9 +1,5 @@
-"""The Results frame: rows from db.views as a DataFrame (one row per job, export-record columns, typed), with
-the derived columns the pages use (`sweep_label`, `variant`: the model arguments as text, `cache_state`), and
-the columns a view needs read for its rows only (`complete`).
-
-Plain pandas, no streamlit: pages call these with values, tests call them directly.
-"""
+"""The Results frame: db.views' rows as a typed DataFrame (one row per job, export-record columns) with the derived
+columns the pages use, and the columns a view needs read for its rows only (`complete`). Plain pandas."""
 from __future__ import annotations
 
 import json
@@ -121,8 +117,8 @@ def _graph_hit(text) -> bool | None:
 
 
 def _objects(values: list) -> pd.Series:
-    """Text columns stay object columns: pandas would convert each to arrow strings (~15 ms per 100k
-    values) and nothing here needs that."""
+    """Text columns stay object columns: pandas would convert each to arrow strings, a cost
+    per value, and nothing here needs that."""
     out = np.empty(len(values), dtype=object)
     out[:] = values
     return pd.Series(out, dtype=object)

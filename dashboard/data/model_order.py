@@ -1,7 +1,5 @@
-"""The Submit page's model list in the order a person looks for them: the zoo's files first (the seeds' models and a
-lab's own), then the models PyTorch's compiler suites measure (HuggingFace, TIMM), then every other family member by
-name. The picker keeps the names that contain what is typed, in this order: "vit" shows vit_base_patch16_224 before
-150 other ViTs."""
+"""The Submit page's model list in the order a person looks for them: the zoo's files first, then the models
+PyTorch's compiler suites measure (HuggingFace, TIMM), then the rest by name; a search keeps that order."""
 from __future__ import annotations
 
 # from the compiler suites' model lists (torchbench's huggingface and timm_models): the ones labs ask about first

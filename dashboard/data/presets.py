@@ -1,11 +1,5 @@
-"""Presets: the seed notes' experiments as Submit-form values, one click each.
-
-Each preset runs on cuda where a live worker offers it (the seeds ran on a GPU), else on the CPU, and at
-sizes that device finishes in minutes: the seeds' GPU sizes (224 px images, 10000² tensors, max-autotune at
-batch 32) take a CPU an hour or more, so a lab with no live GPU worker gets the preset's `cpu` sizes, with the
-GPU sizes one click away. Values are the form's own (dashboard.data.submission.FormValues fields), so a preset is
-just a filled form that a person can still edit before submitting.
-"""
+"""Presets: the seed notes' experiments as Submit-form values (FormValues fields), one click each, on cuda where a
+live worker offers it, else at the sizes a CPU finishes in minutes (the GPU sizes one click away)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -54,7 +48,7 @@ PRESETS: dict[str, Preset] = {
         "Compare warmup cost with steady-state speedup and the break-even call count.",
         {"model": "complexnet", "batch_sizes": "32", "params": {"image_size": 224},
          "modes": ["default", "reduce-overhead", "max-autotune"], "backends": ["inductor"], "dynamics": ["none"],
-         # max-autotune's cold first call took 1,058 s on an H100 even at 96 px (bench/results/): an hour
+         # max-autotune's cold first call takes many minutes even at 96 px (docs/dashboard-internals.md): an hour
          "fullgraphs": ["false"], "timeout_s": 3600, "name": "modes on ComplexModel"},
         cpu={"batch_sizes": "8", "params": {"image_size": 96}}),  # 96: complexnet's smallest
     "whole-vs-functions": Preset(

@@ -1,14 +1,5 @@
-"""Repeats: how much a configuration's numbers move from run to run, and which configurations that
-leaves apart.
-
-A sweep submitted with `--repeat N` holds N jobs with the identical spec. Over those jobs, per
-configuration: median and min–max of compiled_ms, eager_ms and speedup, and the spread
-(max − min) / median. Configurations of one model and size that differ only in backend, mode or
-dynamic (plus eager, which every job measures) are `separated` when their min–max ranges of ms do not
-overlap, else `not separable`: a difference inside the run-to-run spread is not a finding.
-
-Plain pandas over the Results table's rows; no loop per row.
-"""
+"""Repeats: how much a configuration's numbers move across a `--repeat N` sweep's identical jobs, and which
+configurations that leaves apart (`separated` when their min-max ranges of ms do not overlap). Plain pandas."""
 from __future__ import annotations
 
 import pandas as pd

@@ -1,12 +1,5 @@
-"""Roofline frames for the Results page: where each configuration's compiled call sits against its
-device's measured ceilings (lab.roofline places every result; this only gathers what the plot draws).
-
-x is arithmetic intensity (FLOPs per call / minimum bytes per call), y achieved TFLOP/s. A device's
-roofline for one dtype is min(matmul TFLOP/s, copy GB/s x intensity / 1000): bandwidth-bound left of
-the ridge, compute-bound right of it. FlopCounterMode counts matmul-like ops only, so a purely
-elementwise model (sincos) has 0 FLOPs: it cannot sit on log axes and is listed by bandwidth instead.
-Plain pandas: one groupby over the rows in view, a few rows per device for the lines.
-"""
+"""Roofline frames for Results: where each configuration's compiled call sits against its device's measured ceilings
+(lab.roofline places the results; this gathers what the plot draws). Models with 0 FLOPs are listed, not plotted."""
 from __future__ import annotations
 
 import pandas as pd

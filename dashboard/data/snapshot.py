@@ -1,24 +1,6 @@
-"""The Results table on disk, so a restarted dashboard does not re-read every finished job.
-
-Reading 100k finished jobs from SQLite costs ~2.5 s on a 2-core box (one Python object per cell); a
-pickled frame loads in ~0.3 s. A finished job never changes again (db.queue touches only queued and
-running jobs; re-submit makes a new job), so a snapshot taken at data version V stays true for every job
-it holds: dashboard.data.store.ResultStore restores it, then appends what finished since, exactly as it does
-in memory, and reloads everything when the counts disagree.
-
-A snapshot is used only if it was written for the same frame layout (FORMAT, db.views.FRAME_FIELDS), the
-same schema revision, and the same database: its oldest and newest jobs must still exist with the same
-finish times (a database deleted and made anew at the same path fails this). Anything else, including
-a file that cannot be read, is ignored and replaced.
-
-Where: beside a SQLite file (`data/compile_lab.db` -> `data/compile_lab.db-results.pkl`); for PostgreSQL
-in `data/cache/` of the working directory, named by a hash of the URL without its password.
-COMPILE_LAB_RESULTS_CACHE=0 turns it off; a folder path puts every snapshot there. Beside it,
-`<snapshot>.answers.pkl` keeps the models' answers (lab.answer's rows) across restarts (answers_path).
-
-The file is a pickle of the dashboard's own frame, written by this user with mode 0600 (like a .pyc
-beside the code it caches); one that another user owns or others can write is not loaded.
-"""
+"""The Results table on disk (a pickle beside the database, mode 0600), so a restarted dashboard appends what finished
+since instead of reading every job; kept only while it matches the layout, schema and database. Where it lives and
+why it holds: docs/dashboard-internals.md."""
 from __future__ import annotations
 
 import functools
@@ -160,7 +142,7 @@ def load(path: Path, engine: Engine) -> tuple[pd.DataFrame, tuple] | None:
 
 
 # -- the answers of the models' jobs, beside the snapshot ----------------------------------------------------
-# lab.answer's rows for one model's jobs in view take ~0.6 s at 25k jobs (every record, every round's ratio),
+# lab.answer's rows for one model's jobs in view read every record and every round's ratio,
 # and a restarted server's first Results page waited for them before its first chart. They depend only on
 # those finished jobs (which never change) and on the code that computes them, so they are kept on disk
 # under a digest of both: the jobs' ids with their finish times (a re-run or a reused id changes the

@@ -94,9 +94,9 @@ class ResultStore:
 
     def warm(self) -> None:
         """Load in the background (the app starts this once per server process), so the first visit to
-        Results does not wait for 100k rows; a page that asks meanwhile waits on the lock, not twice.
+        Results does not wait for every row; a page that asks meanwhile waits on the lock, not twice.
         If one did, the snapshot is left to it (the app saves after a page has run): pickling here would
-        hold the GIL while that page draws (~1.5 s more for the first Results page at 100k jobs)."""
+        hold the GIL while that page draws."""
         try:
             self.frame(page=False)
         except Exception as e:  # the page will load (and report) it itself
@@ -172,8 +172,8 @@ class ResultStore:
             self._saved_rows, self.restored = len(self.frame_), True
 
     def save_if_due(self) -> None:
-        """Write the snapshot if frame() asked for it, in a background thread. Pickling 100k rows takes
-        ~0.7 s and holds the GIL, so the app calls this when a page has finished drawing, not while it
+        """Write the snapshot if frame() asked for it, in a background thread. Pickling a large frame
+        holds the GIL, so the app calls this when a page has finished drawing, not while it
         draws (the frame is never modified, so the thread can read it meanwhile)."""
         with self._lock:
             due, self._due = self._due, None

@@ -1,10 +1,5 @@
-"""From the Submit form's plain values to validated sweeps (no streamlit here; the page only draws).
-
-Everything is checked by lab.spec (SweepRequest.from_dict + expand against the live catalog), the
-same code the CLI uses; this module only turns text boxes into lists and names fields for people.
-A model parameter with choices (localopt's `scope`) may take several values: each value is its own
-sweep (a sweep has one set of model arguments), so "whole model vs function-level" is one click.
-"""
+"""From the Submit form's plain values to validated sweeps (lab.spec's checks, the CLI's): text boxes to lists,
+fields named for people; a model parameter with several choices makes one sweep per choice."""
 from __future__ import annotations
 
 import itertools

@@ -1,14 +1,12 @@
-"""A racing search on the pages: Submit's "Find the best settings" (a form that starts one, db.advice.start, then its
-progress, refreshed every 2 s) and, on Results, the search in view: the recommendation first, each candidate with why
-and when it was dropped, what it spent beside the full sweep. Every word comes from lab.advice_text and is shown
-through dashboard.markup.md: settings and errors are read from the database, never rendered as markup."""
+"""A racing search on the pages: Submit's "Find the best settings" and its progress, and on Results the search in view
+(the recommendation, each candidate with why and when it was dropped). Words from lab.advice_text, shown as text."""
 from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.data import jobs, sweeps
 from dashboard.markup import md
 from dashboard.state import auth
-from db import advice, queue
 from lab import advice_text
 from lab.advise import DEFAULT_DYNAMICS, DEFAULT_MODES, DEFAULT_SCOPES, Search, parse_budget, search_request
 from lab.axes import BACKENDS, fold_note
@@ -56,9 +54,9 @@ def _start(engine, catalog, model, batch, device, backends, modes, dynamics, sco
         info = catalog.get(model)
         fields, notes = search_request(fields, blocks=bool(info and info.blocks))
         search = Search(calls=calls.strip() or None, budget_s=parse_budget(budget))
-        sweep_id, job_ids, more = advice.start(engine, SweepRequest.from_dict(fields), search, catalog,
-                                               who.id if who else queue.whoami())
-    except (SpecError, queue.QueueError) as e:
+        sweep_id, job_ids, more = sweeps.start_search(engine, SweepRequest.from_dict(fields), search, catalog,
+                                                      who.id if who else jobs.whoami())
+    except (SpecError, jobs.QueueError) as e:
         st.error(md(str(e)), icon=":material/error:")
         return
     st.session_state[STARTED] = sweep_id
@@ -72,7 +70,7 @@ def _start(engine, catalog, model, batch, device, backends, modes, dynamics, sco
 @st.fragment(run_every="2s")
 def _progress(engine) -> None:
     sweep_id = st.session_state[STARTED]
-    state = advice.load(engine, sweep_id)
+    state = sweeps.search_state(engine, sweep_id)
     if state is None:
         st.session_state.pop(STARTED, None)
         return
@@ -85,7 +83,7 @@ def _progress(engine) -> None:
                        query_params={"sweep": [label]})
 
 
-def show(state: advice.State) -> None:
+def show(state: sweeps.SearchState) -> None:
     """One search: the recommendation line, each candidate, the cost."""
     head = advice_text.headline(state.search, state.measured, state.rounds, state.pending)
     st.markdown(f"**{md(head)}**")
@@ -99,7 +97,7 @@ def on_results(engine, shown) -> None:
     if not 1 <= len(ids) <= MAX_SHOWN:
         return
     for sweep_id in ids:
-        state = advice.load(engine, sweep_id)
+        state = sweeps.search_state(engine, sweep_id)
         if state is None:
             continue
         label = sweep_label(sweep_id, state.request.get("name"), state.request.get("model"))

@@ -8,11 +8,10 @@ import streamlit as st
 
 from dashboard import markup
 from dashboard.charts import ncalls
-from dashboard.data import filters
+from dashboard.data import answers, filters
 from dashboard.markup import md
 from dashboard.panels import baseline_table, versiondiff
 from dashboard.state import resources, url_params
-from db import reports
 from lab import answer, labels
 
 NOTE = ("speedup: for each process of a configuration, the median of its per-round eager / compiled latency "
@@ -63,7 +62,7 @@ def shared(key: tuple, model: str, _shown: pd.DataFrame) -> str:
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def model_rows(key: tuple, model: str, _shown: pd.DataFrame) -> pd.DataFrame:
-    """The model's jobs in view (`key` names the view): once per view, not per rerun (~25 ms at 100k jobs)."""
+    """The model's jobs in view (`key` names the view): once per view, not per rerun."""
     return _shown.loc[_shown["model"] == model]
 
 
@@ -74,26 +73,26 @@ def rows(key: tuple, model: str, _engine, _mine: pd.DataFrame) -> list[dict]:
     jobs = _mine[["job_id", "finished_at"]]
     store = resources.store()
     known = priors(store.version, _engine)  # another sweep of a configuration in view changes its interval
-    return store.answer(jobs, lambda: reports.report(_engine, job_ids=jobs["job_id"].tolist(), priors=known),
+    return store.answer(jobs, lambda: answers.report(_engine, job_ids=jobs["job_id"].tolist(), priors=known),
                         also=known.digest)
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
-def priors(version: tuple | None, _engine) -> reports.Spreads:
-    """Every device's and configuration's spread between processes (db.reports.spreads), once per version of the
-    results: each model's answer is widened by it, and reading it again for every model took half of a model switch
-    at 100k jobs."""
-    return reports.spreads(_engine)
+def priors(version: tuple | None, _engine) -> answers.Spreads:
+    """Every device's and configuration's spread between processes (answers.spreads), once per version of the
+    results: each model's answer is widened by it, and reading it again for every model was most of a model
+    switch."""
+    return answers.spreads(_engine)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def version_rows(key: tuple, model: str, _engine, _job_ids: list[int]) -> list[dict]:
     """The version diff of one model's jobs in view: [] unless they ran under two torch versions or more."""
-    return reports.version_report(_engine, job_ids=_job_ids)
+    return answers.version_report(_engine, job_ids=_job_ids)
 
 
-# job_ids stay out of the page's table: past a few runs the cell is a wall of numbers (983 ids a row at 100k jobs:
-# 150 kB the browser decodes and measures before it draws the page); `runner report` and the downloads have them
+# job_ids stay out of the page's table: past a few runs the cell is a wall of numbers the browser decodes and
+# measures before it draws the page; `runner report` and the downloads have them
 SHOWN = [c for c in answer.COLUMNS if c != "job_ids"]
 
 
@@ -151,7 +150,7 @@ def _close_every() -> None:
 @st.dialog("Every column of the answer", width="large", on_dismiss=_close_every)
 def every_column(answer_rows: list[dict], model: str) -> None:
     """The answer's rows with every column, sortable, and their CSV and JSON: drawn only when asked for, so the
-    grid's code (~1.6 MB) never delays the page's first chart."""
+    grid's code never delays the page's first chart."""
     st.caption(f"{md(model)}: the rows of `python -m runner report`; its CSV and JSON add the jobs behind each row.")
     left, right = st.columns(2)
     left.download_button("CSV", data=answer.rows_csv(answer_rows), mime="text/csv",
@@ -193,7 +192,7 @@ def header(slots, answer_rows: list[dict], model: str) -> None:
 
 @st.cache_resource(max_entries=32, show_spinner=False)
 def calls_figure(key: tuple, batch_size, n: int, _lines: list[dict]):
-    """The N-calls chart of one view, model (`key`), batch size and N: built once (~30-60 ms of plotly), not on
+    """The N-calls chart of one view, model (`key`), batch size and N: built once (plotly is slow to build), not on
     every visit or rerun."""
     return ncalls.figure(_lines, batch_size, n)
 
@@ -220,7 +219,7 @@ def calls(answer_rows: list[dict], notes: list[str] = (),
         for note in notes:
             st.caption(":material/info: " + md(note))
     # a segmented control (the page's pickers' kind) and N in a popover (closed, its field is not drawn): a select
-    # box and a number field each made the browser load and run their code before it drew the chart (~0.08 s each)
+    # box and a number field each made the browser load and run their code before it drew the chart
     if st.session_state.get("calls_bs") not in sizes:  # another model's sizes, or none chosen yet
         st.session_state["calls_bs"] = bs
     left, right = st.columns([3, 2], vertical_alignment="bottom")

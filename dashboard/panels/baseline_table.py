@@ -6,9 +6,8 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import markup
+from dashboard.data import sweeps
 from dashboard.markup import md
-from db import team
-from db.baseline_rows import with_baseline
 from lab import answer
 
 COLUMNS = {"config": "configuration", "batch_size": "bs", "compiled_ms": "compiled ms", "baseline": "baseline",
@@ -20,14 +19,14 @@ KINDS = {"config": "wide", "baseline": "name"}
 def show(engine, rows, model: str | None, title: str | None = None) -> None:
     """The rows' deltas against `model`'s pinned baseline; nothing where the model has none. `rows`: the answer
     rows, or a function that reads them (called only where there is a baseline)."""
-    pins = team.baselines(engine) if model else {}
+    pins = sweeps.baselines(engine) if model else {}
     pin = pins.get(model)
     if pin is None:
         return
     rows = rows() if callable(rows) else rows
     if not rows:
         return
-    rows = [r for r in with_baseline(engine, rows, pins=pins) if r.get("model") == model]
+    rows = [r for r in sweeps.with_baseline(engine, rows, pins=pins) if r.get("model") == model]
     st.markdown(f"**{md(title or 'Against the baseline')}**: sweep {pin.sweep_id}"
                 + (f", configuration {md(pin.config)}" if pin.config else "")
                 + f", pinned by {md(pin.pinned_by)} at {pin.pinned_at:%Y-%m-%d %H:%M} UTC")
@@ -38,7 +37,7 @@ def show(engine, rows, model: str | None, title: str | None = None) -> None:
 
 
 def record_line(engine, sweep_id: int, side: str = "") -> None:
-    m = team.meta(engine, [sweep_id]).get(sweep_id)
+    m = sweeps.meta(engine, [sweep_id]).get(sweep_id)
     if m is None:
         return
     parts = [f"submitted by {md(m.submitter or 'unknown')}"]

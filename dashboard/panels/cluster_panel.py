@@ -1,7 +1,5 @@
-"""The cluster's scheduler on the dashboard: in the sidebar, the scheduler jobs that have not started and the
-scheduler's reason; on Queue, those jobs one by one, where each live worker runs (its scheduler job, node and
-allocation), and, for a lab that configured a launcher (COMPILE_LAB_CLUSTER_CONFIG), a button that starts as many
-workers as the queue needs. What the scheduler says is recorded by the launcher and the workers (db.cluster)."""
+"""The cluster's scheduler on the dashboard: pending scheduler jobs and why (sidebar, Queue), where each live worker
+runs, and, with COMPILE_LAB_CLUSTER_CONFIG set, a button that starts as many workers as the queue needs."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -9,14 +7,14 @@ from datetime import datetime
 import pandas as pd
 import streamlit as st
 
+from dashboard.data import jobs
 from dashboard.markup import md
 from dashboard.state import cluster_launch, resources
-from db import cluster, queue
 from lab import scheduler
 
 
 def sidebar_line(engine) -> None:
-    pending = cluster.pending_jobs(engine)
+    pending = jobs.pending_jobs(engine)
     if pending:
         st.caption(f":material/schedule: {md(scheduler.pending_line(pending))}")
 
@@ -25,8 +23,8 @@ def sidebar_line(engine) -> None:
 def section() -> None:
     """Queue's part: pending scheduler jobs with the scheduler's reasons, placed workers, the launch control."""
     engine = resources.engine()
-    pending = cluster.pending_jobs(engine)
-    placed = [w for w in queue.live_workers(engine) if w.capabilities.get("scheduler")]
+    pending = jobs.pending_jobs(engine)
+    placed = [w for w in jobs.live_workers(engine) if w.capabilities.get("scheduler")]
     config = cluster_launch.configured()
     if not (pending or placed or config):
         return

@@ -4,15 +4,14 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.charts import compare_bars
-from dashboard.data import diff, frame
+from dashboard.data import answers, diff, frame
+from dashboard.data.jobs import export_records
 from dashboard.data.plot_data import NOISY
 from dashboard.data.series_labels import fold_modes, fold_request, folded_notes
 from dashboard.markup import md
 from dashboard.panels import answer_table, baseline_table, job_diff_view, results_filters, versiondiff
 from dashboard.panels import compare_tables as tables
 from dashboard.state import resources
-from db import reports
-from db.results import export_records
 from lab import axes
 from lab.axes import folded_mode
 from lab.checks import dynamic_text
@@ -68,7 +67,7 @@ def _sweeps_tables(pair: dict, sweep_a, sweep_b) -> None:
         baseline_table.record_line(engine, sweep.id, side)
     st.subheader("Numbers")
     for side, sweep in (("A", sweep_a), ("B", sweep_b)):
-        baseline_table.show(engine, lambda i=sweep.id: reports.report(engine, sweep_ids=[i]), sweep.request.get("model"),
+        baseline_table.show(engine, lambda i=sweep.id: answers.report(engine, sweep_ids=[i]), sweep.request.get("model"),
                             f"{side} against the baseline")
     for note in pair["folded"]:
         st.caption(":material/info: " + md(note))
@@ -121,7 +120,7 @@ def compare_versions(df: pd.DataFrame, summaries: list) -> None:
     if not chosen:
         st.info("Choose one sweep or more.")
         return
-    rows = reports.version_report(resources.engine(), sweep_ids=chosen)
+    rows = answers.version_report(resources.engine(), sweep_ids=chosen)
     if not rows:
         seen = sorted(df.loc[df["sweep_id"].isin(chosen) & (df["status"] == "succeeded"), "torch_version"].dropna()
                       .unique())
@@ -172,7 +171,7 @@ def compare_runs(df: pd.DataFrame) -> None:
     fig = samples_figure(key, a, b, ra, rb)
     if fig is not None:
         st.altair_chart(fig, width="stretch", key="compare_samples")
-    job_diff_view.show(resources.engine(), ra, rb)  # what differs in the compile (issue 29), and the code's diff
+    job_diff_view.show(resources.engine(), ra, rb)  # what differs in the compile, and the code's diff
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -215,7 +214,7 @@ def sweep_answers(sweep_ids: list[int]) -> dict:
     two answers here, not one pooled): Compare's speedups and latencies are the answer's (diff.numbers)."""
     engine = resources.engine()
     priors = answer_table.priors(resources.store().version, engine)
-    return {int(j): row for sid in sweep_ids for row in reports.report(engine, sweep_ids=[sid], priors=priors)
+    return {int(j): row for sid in sweep_ids for row in answers.report(engine, sweep_ids=[sid], priors=priors)
             for j in row.job_ids.split()}
 
 
@@ -224,7 +223,7 @@ def sweep_pair(key: tuple, a: int, b: int, _df: pd.DataFrame) -> dict:
     """What the sweeps view computes from the jobs of sweeps A and B in the results table `key` names
     (results_filters.frame_key): their rows with every field, each sweep's answer matched configuration by
     configuration, the torch versions they ran. Once per pair and results table, for every session (st.cache_data):
-    reading the rows and answering both sweeps takes ~1 s on a 2-core box, and every click on the page reruns it."""
+    reading the rows and answering both sweeps is slow, and every click on the page reruns it."""
     # every field of these jobs; off CUDA under the mode they compiled with, as on Results (series_labels.fold_modes):
     # on the CPU a sweep stored as reduce-overhead and one stored as default ran the same compile, so they are matched
     both = fold_modes(frame.complete(_df[_df["sweep_id"].isin([a, b])], resources.engine()))
@@ -233,7 +232,7 @@ def sweep_pair(key: tuple, a: int, b: int, _df: pd.DataFrame) -> dict:
            "nums": None, "apart": {}}
     if rows_a.empty and rows_b.empty:
         return out
-    out["by_version"] = reports.version_report(resources.engine(), sweep_ids=sorted({a, b}))
+    out["by_version"] = answers.version_report(resources.engine(), sweep_ids=sorted({a, b}))
     out["nums"] = diff.numbers(rows_a, rows_b, sweep_answers(sorted({a, b})))
     out["apart"] = diff.compared(rows_a, rows_b)
     return out

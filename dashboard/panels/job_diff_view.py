@@ -1,14 +1,12 @@
-"""Compare's run view, continued: the two runs' compiler stories side by side (lab.jobdiff: graphs, breaks and their
-reasons, recompiles and failed guards, kernels per call, cache layers, compile phases; the rows that differ
-highlighted) and their generated code as a unified diff, what `python -m runner diff A B` prints. Drawn as data and
-code blocks: nothing read from the database becomes markup."""
+"""Compare's run view, continued: two runs' compiler stories side by side (lab.jobdiff, differing rows highlighted)
+and their generated code as a unified diff (`runner diff A B`). Data and code blocks only, never markup."""
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
+from dashboard.data.artifacts import output_code
 from dashboard.panels import compare_tables as tables
-from db.artifacts import output_code
 from lab import jobdiff
 
 

@@ -3,11 +3,10 @@ first call's parts, the caches per layer, graph breaks and recompiles with their
 own artifacts, shown and downloadable, with tlparse's report."""
 import streamlit as st
 
-from dashboard.data import story
+from dashboard.data import artifacts, story
 from dashboard.markup import md
 from dashboard.server import tlparse_pages
 from dashboard.state import resources
-from db import artifacts, caches
 from lab import unpack
 
 SHOWN_CHARS = 400_000  # more than this is offered as a download only: the browser chokes on larger code blocks
@@ -39,7 +38,7 @@ def headline(r: dict) -> None:
 
 def first_calls(r: dict) -> None:
     """This job's first call beside the same settings' under the other compile caches (same torch, same device)."""
-    alike = caches.first_calls_alike(resources.engine(), r["job_id"])
+    alike = artifacts.first_calls_alike(resources.engine(), r["job_id"])
     lines = story.portable_lines(r)
     if not lines and len(alike) < 2:
         return
@@ -60,7 +59,7 @@ def compiler(r: dict) -> None:
     why = story.why_it_paid(r)  # torch's bypass reasons in it are text, never markup
     st.caption(md(why) if why else "This result has no per-layer cache counts (measured before they were recorded).")
     if r.get("cache") == "warm" and why and why.startswith("A warm job, yet"):
-        st.caption(md(story.warm_miss_line(caches.warm_nearest(resources.engine(), r["job_id"]), r)))
+        st.caption(md(story.warm_miss_line(artifacts.warm_nearest(resources.engine(), r["job_id"]), r)))
     graphs = r["cudagraphs"]
     if graphs:  # reduce-overhead, max-autotune or the cudagraphs backend, on CUDA (runner/cudagraphs.py)
         st.subheader("CUDA graphs")

@@ -6,12 +6,11 @@ from datetime import datetime
 import pandas as pd
 import streamlit as st
 
+from dashboard.data import jobs, sweeps
+from dashboard.data.jobs import STATUSES, JobStatus, export_records, sweep_measurement
 from dashboard.markup import md
 from dashboard.panels import timeline_panel
 from dashboard.state import auth, resources, url_params
-from db import queue, submitters, team, views
-from db.models import JobStatus
-from db.results import export_records, sweep_measurement
 from lab import noise
 from lab import sweep as lab_sweep
 from lab.spec import job_label
@@ -19,7 +18,6 @@ from lab.traffic import words
 
 STATUS_ICONS = {"queued": "⏳", "running": "▶️", "succeeded": "✅", "failed": "❌", "timed_out": "⌛",
                 "cancelled": "🚫", "crashed": "💥"}
-STATUSES = [s.value for s in JobStatus]
 
 
 def parse_ids(text: str, most: int | None = None) -> list[int]:
@@ -58,7 +56,7 @@ def jobs_table(rows: list[dict], workers: list, by: dict | None = None) -> pd.Da
     for r in rows:
         note = r["error"] or ""
         if r["status"] == "queued":
-            note = queue.waiting_reason(r["spec"], workers) or ("waiting for a free worker" + (
+            note = jobs.waiting_reason(r["spec"], workers) or ("waiting for a free worker" + (
                 f" ({r['error']})" if r["error"] else ""))
         if r.get("follow_up"):  # queued because an earlier run was noisy or host-sensitive (lab.noise)
             note = f"↻ {r['follow_up']}" + (f"; {note}" if note else "")
@@ -76,16 +74,16 @@ def jobs_table(rows: list[dict], workers: list, by: dict | None = None) -> pd.Da
 @st.fragment(run_every="2s")
 def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
     engine = resources.engine()
-    counts = queue.status_counts(engine, sweep_ids or None)  # the sweeps picked; every status (the breakdown)
+    counts = jobs.status_counts(engine, sweep_ids or None)  # the sweeps picked; every status (the breakdown)
     cols = st.columns(len(STATUSES))
     for col, status in zip(cols, STATUSES):
         col.metric(f"{STATUS_ICONS[status]} {status}", counts.get(status, 0))
-    workers = queue.live_workers(engine)
-    rows = views.job_rows(engine, sweep_ids=sweep_ids or None, statuses=statuses or None, limit=500)
+    workers = jobs.live_workers(engine)
+    rows = jobs.job_rows(engine, sweep_ids=sweep_ids or None, statuses=statuses or None, limit=500)
     running = [r for r in rows if r["status"] == "running"]
     if running:
         st.subheader("Running now")
-        took = views.last_cold_compiles(engine, [r["job_id"] for r in running if r["phase"] == "compiling"])
+        took = jobs.last_cold_compiles(engine, [r["job_id"] for r in running if r["phase"] == "compiling"])
         for r in running:
             pct = f" {r['progress']:.0%}" if r["progress"] is not None else ""
             if r["job_id"] in took:  # a compile reports no fraction: what this configuration's last cold one took
@@ -97,7 +95,7 @@ def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
     st.subheader(f"Jobs ({len(rows)}{' newest' if len(rows) == 500 else ''})")
     stuck: dict[str, list[int]] = {}  # queued jobs no live worker can take (the sidebar says when none is alive)
     for r in rows:
-        why = queue.waiting_reason(r["spec"], workers) if r["status"] == "queued" and workers else None
+        why = jobs.waiting_reason(r["spec"], workers) if r["status"] == "queued" and workers else None
         if why:
             stuck.setdefault(why, []).append(r["job_id"])
     for why, ids in stuck.items():
@@ -107,7 +105,7 @@ def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
     if not rows:
         st.info("No jobs match. Submit a sweep on the Submit page.")
     else:
-        table = jobs_table(rows, workers, team.submitters(engine, {r["sweep_id"] for r in rows}))
+        table = jobs_table(rows, workers, sweeps.submitters(engine, {r["sweep_id"] for r in rows}))
         picked = st.dataframe(table, hide_index=True, width="stretch", height=min(38 + 35 * len(rows), 560),
                      key="queue_rows", on_select="rerun", selection_mode="single-row", column_config={
                          "job": st.column_config.NumberColumn("job", format="%d", width="small"),
@@ -168,22 +166,22 @@ def actions_form() -> None:
         done, errors = [], []
         for job_id in ids:  # each cancel is its own transaction; one finished job does not block the others
             try:
-                done.append(f"#{job_id} (was {submitters.cancel_as(engine, job_id, who and who.ids)})")
-            except queue.QueueError as e:
+                done.append(f"#{job_id} (was {jobs.cancel_as(engine, job_id, who and who.ids)})")
+            except jobs.QueueError as e:
                 errors.append(str(e))
         if done:
             st.success("Cancelled " + ", ".join(done))
         if errors:
             problem.error("Job ids: " + md("; ".join(errors)), icon=":material/error:")
     else:
-        known = views.job_statuses(engine, ids)
+        known = jobs.job_statuses(engine, ids)
         missing = [i for i in ids if i not in known]
         if missing:
             problem.error(f"Job ids: no such job: {', '.join(map(str, missing))}", icon=":material/error:")
             return
         try:
-            new = queue.resubmit(engine, ids)  # all or nothing
-        except queue.QueueError as e:
+            new = jobs.resubmit(engine, ids)  # all or nothing
+        except jobs.QueueError as e:
             problem.error(f"Job ids: {md(e)}; nothing was re-submitted", icon=":material/error:")
         else:
             st.success(f"Re-submitted {len(new)} job(s) as #{', #'.join(map(str, new))}")
@@ -193,7 +191,7 @@ def job_detail() -> None:
     job_id = url_params.job_id_input("Job detail: job id", placeholder="a job id, to see its spec, error and log tail")
     if job_id is None:
         return
-    detail = views.job_detail(resources.engine(), int(job_id))
+    detail = jobs.job_detail(resources.engine(), int(job_id))
     if detail is None:
         st.warning(f"No job #{job_id}.")
         return

@@ -1,5 +1,7 @@
 """The Results page's figures, built once per view and shared by every session (st.cache_resource): building plotly
-figures is most of what a rerun costs. Each tab gets its own small record of what it draws."""
+figures is most of what a rerun costs. Each tab gets its own small record of what it draws. The cached functions
+read what a tab needs through dashboard.data (model_view, the answer rows); the `*_parts` functions build the
+figures from those values alone."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -10,32 +12,18 @@ import streamlit as st
 
 from dashboard.charts import diagnosis, speed_charts
 from dashboard.data import cachecompare, plot_data, repeats, roofline_points, series_labels
+from dashboard.data import model_view as model_data
+from dashboard.data.model_view import ModelView
 from dashboard.panels import answer_table
-from db import views
 
-SCHEDULE_JOBS = 40  # the recompile timeline draws the newest jobs that ran a schedule
 REPEAT_GROUPS = 6  # the spread plot draws the newest sweeps' comparison groups
-
-
-@dataclass(frozen=True)
-class ModelView:
-    """One model's rows in view with series labels (`view`), their medians per configuration and batch size
-    (`agg`) and the jobs that did not succeed (`fails`): what every per-model tab draws from."""
-
-    view: pd.DataFrame
-    agg: pd.DataFrame
-    fails: pd.DataFrame
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def model_view(key: tuple, _shown, model: str, _store) -> ModelView:
-    """One model's rows with every number its plots draw (read for its jobs only: frame.complete), series
-    labels, their medians and failures. Built once per `key` and shared by all sessions; nothing here is modified
-    after it is built."""
-    rows = _store.complete(_shown[_shown["model"] == model], views.VIEW_FIELDS)
-    view = series_labels.label_series(rows)
-    agg, fails = plot_data.summarize(view)
-    return ModelView(view=view, agg=plot_data.with_noise(agg, view), fails=fails)
+    """One model's rows in view, ready to draw (dashboard.data.model_view.build). Built once per `key` and shared by
+    all sessions; nothing here is modified after it is built."""
+    return model_data.build(_store, _shown, model)
 
 
 @dataclass(frozen=True)
@@ -67,16 +55,21 @@ def speed_figures(key: tuple, _shown, model: str, _store, clock: str = "latency"
     """Speedup and ms per call in the chosen clock, warmup, break-even and the recompile timeline, per view and
     clock."""
     v = model_view(key, _shown, model, _store)
+    answer_rows = answer_table.rows(key, model, _store.engine, answer_table.model_rows(key, model, _shown))
+    return speed_parts(v, answer_rows, model_data.schedule_calls(_store, v.view), clock)
+
+
+def speed_parts(v: ModelView, answer_rows: list[dict], schedule_calls: dict[int, list[dict]],
+                clock: str = "latency") -> SpeedFigures:
+    """The Speedup tab's figures of one model's view, its answer rows (lab.answer's: break-even is counted as the
+    answer table counts it) and the shape schedules' calls of its newest jobs that ran one."""
     view, agg, fails = v.view, v.agg, v.fails
     timed = plot_data.on_clock(agg, clock)
-    answer_rows = answer_table.rows(key, model, _store.engine, answer_table.model_rows(key, model, _shown))
     paid = plot_data.answered_break_even(agg, view, answer_rows)  # the answer table's counts, not a second estimate
-    with_schedule = view[view["has_schedule"].fillna(False).astype(bool) & (view["status"] == "succeeded")]
+    with_schedule = model_data.scheduled(view)
     timeline = None
     if len(with_schedule):
-        newest = with_schedule.sort_values("job_id").tail(SCHEDULE_JOBS)
-        sched = diagnosis.schedule_frame(view, views.schedule_calls(_store.engine, newest["job_id"].tolist()))
-        timeline = diagnosis.recompile_timeline(sched)
+        timeline = diagnosis.recompile_timeline(diagnosis.schedule_frame(view, schedule_calls))
     return SpeedFigures(
         clock=clock, speedup=speed_charts.mark_noisy(speed_charts.speedup(timed, fails, clock), timed),
         latency=speed_charts.latency(timed, fails, clock), warmup=speed_charts.warmup(plot_data.first_calls(view), fails),
@@ -106,7 +99,11 @@ class LaunchFigures:
 @st.cache_resource(max_entries=16, show_spinner=False)
 def launch_figures(key: tuple, _shown, model: str, _store) -> LaunchFigures:
     v = model_view(key, _shown, model, _store)
-    view = _store.complete(v.view, views.FIRST_CALL_FIELDS)
+    return launch_parts(v, model_data.first_calls(_store, v.view))
+
+
+def launch_parts(v: ModelView, view: pd.DataFrame) -> LaunchFigures:
+    """The First call tab's figures of one model's view, from its rows with their first-call numbers (`view`)."""
     parts = plot_data.breakdown_frame(series_labels.split_by_graph_cache(view))
     host = plot_data.gpu_latency_frame(v.agg)
     noisy = plot_data.noisy_series(plot_data.first_calls(view))  # the breakdown's rows: hits and misses apart

@@ -20,7 +20,7 @@ NOISY_NOTE = ("Spread: IQR / median over a job's rounds, of the speedup (each ro
 
 @st.cache_resource(max_entries=4, show_spinner=False)
 def filter_choices(key: tuple, _df) -> dict:
-    """Each filter's options (~0.25 s at 100k rows): built once per results table, not every rerun."""
+    """Each filter's options (a pass over every row): built once per results table, not every rerun."""
     return {col: filters.filter_options(_df, col) for col in filters.FILTERS}
 
 
@@ -37,7 +37,7 @@ def chosen_filters(df) -> dict:
     """Every filter's choice, read before the filter row is drawn (filters_ui draws the same values)."""
     keys = [URL_KEYS.get(col, col) for col in filters.FILTERS]
     if not any(k in st.session_state or k in st.query_params for k in keys):
-        return {col: [] for col in filters.FILTERS}  # nothing set: no options to check against (0.25 s at 100k)
+        return {col: [] for col in filters.FILTERS}  # nothing set: no options to check against
     choices = filter_choices(frame_key(df), df)
     return {col: _chosen(col, choices[col]) for col in filters.FILTERS}
 
@@ -45,7 +45,7 @@ def chosen_filters(df) -> dict:
 def filters_ui(df, row, chosen: dict) -> dict:
     """Every filter in one popover, whose label says how many are set; the line beside it names them (a copied
     link may set any). Closed, the popover's widgets cost the browser nothing: four open multiselects (the
-    sweeps' one with every sweep of the lab as options) kept it ~0.2 s longer from the first chart."""
+    sweeps' one with every sweep of the lab as options) delayed the first chart."""
     choices = filter_choices(frame_key(df), df)
     active = {col: values for col, values in chosen.items() if values}
     popover = row[0].popover("Filters" + (f" ({len(active)} set)" if active else ""), key="more_filters",

@@ -6,11 +6,11 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.charts import speed_charts
-from dashboard.data import cachecompare, frame, plot_data, repeats
+from dashboard.data import answers, cachecompare, frame, plot_data, repeats
+from dashboard.data.model_view import SCHEDULE_JOBS
 from dashboard.markup import md
 from dashboard.panels.results_figures import (
     REPEAT_GROUPS,
-    SCHEDULE_JOBS,
     LaunchFigures,
     RepeatFigures,
     SpeedFigures,
@@ -18,8 +18,6 @@ from dashboard.panels.results_figures import (
     roofline_view,
 )
 from dashboard.state import resources, url_params
-from db import device_ceilings
-from db.results import RECORD_FIELDS
 from lab import axes
 from lab.spec import job_label
 
@@ -200,7 +198,7 @@ def roofline_plot(shown, key: tuple, engine) -> None:
     if pts.empty:
         st.caption("No succeeded job in view has a FLOP count (results stored before the roofline was recorded).")
         return
-    ceilings = device_ceilings.newest_ceilings(engine, shown["device_name"].dropna().unique())
+    ceilings = answers.newest_ceilings(engine, shown["device_name"].dropna().unique())
     color_by = st.segmented_control("Colour by", ["model", "mode", "batch_size", "dtype"], key="rcolor",
                                     default="model", bind="query-params") or "model"
     calibrations = tuple((c["device_name"], c["dtype"], str(c["measured_at"])) for c in ceilings)
@@ -243,7 +241,7 @@ def export_table(shown, engine) -> None:
     page = st.pagination(pages, key="page", bind="query-params") if pages > 1 else 1
     st.caption(f"Rows {(page - 1) * PAGE_ROWS + 1:,}–{min(page * PAGE_ROWS, len(shown)):,} of {len(shown):,}, "
                "newest first")
-    rows = frame.complete(newest_first.iloc[(page - 1) * PAGE_ROWS:page * PAGE_ROWS], engine)[list(RECORD_FIELDS)]
+    rows = frame.complete(newest_first.iloc[(page - 1) * PAGE_ROWS:page * PAGE_ROWS], engine)[list(answers.RECORD_FIELDS)]
     rows = rows.assign(noisy=rows["noisy"].map({True: "⚠ noisy", False: "ok"}))  # shown only; downloads keep the bool
     table_slot.dataframe(
         rows, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(rows)),

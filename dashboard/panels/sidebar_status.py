@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.data import jobs
+from dashboard.data.connection import describe
 from dashboard.markup import md
 from dashboard.panels import cluster_panel
 from dashboard.state import resources
-from db import queue
-from db.engine import describe
 
 
 @st.fragment(run_every="5s")
@@ -21,7 +21,7 @@ def show() -> None:
 def _sidebar_status() -> None:
     eng = resources.engine()
     status = resources.embedded_worker(resources.url()).ensure()
-    workers = queue.live_workers(eng)
+    workers = jobs.live_workers(eng)
     st.caption("Database")
     st.text(describe(resources.url()))  # plain text: a code block would load the syntax highlighter on every page
     devices = sorted({d for w in workers for d in w.capabilities.get("devices", [])})

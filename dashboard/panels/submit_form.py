@@ -2,6 +2,7 @@
 will, and shows each wrong field's problem under its widget), its presets and their sizes, and the wait for a first worker."""
 import streamlit as st
 
+from dashboard.data import jobs, sweeps
 from dashboard.data.model_order import label as model_label
 from dashboard.data.model_order import ordered
 from dashboard.data.presets import PRESETS
@@ -9,7 +10,6 @@ from dashboard.data.submission import FormValues, message, plan, slot_for, submi
 from dashboard.markup import md
 from dashboard.state import auth, resources, url_params
 from dashboard.state.embedded import ENV_SWITCH, enabled
-from db import queue, views
 from lab.axes import COMPILE_AXES
 from lab.checks import SpecError
 from lab.spec import ALL_LIVE, ANY_TORCH, CACHES, DEVICES, DTYPES, MAX_ITERS, MAX_TIMEOUT_S
@@ -202,7 +202,7 @@ def sweep_form(catalog: dict, devices: set) -> None:
             picked[axis.plural] = st.pills(axis.label, list(axis.values), selection_mode="multi", key=KEYS[axis.plural],
                                            persist_state="session", wrap=True, help=axis.form_help or None)
             slots[axis.plural] = st.empty()
-        live_torch = queue.live_torch_versions(resources.engine())
+        live_torch = jobs.live_torch_versions(resources.engine())
         options = list(dict.fromkeys([ANY_TORCH, *live_torch, ALL_LIVE, *st.session_state[KEYS["torch_versions"]]]))
         torch_versions = st.pills("Torch versions", options, selection_mode="multi", key=KEYS["torch_versions"],
                                   persist_state="session", wrap=True, format_func=lambda v: TORCH_CHOICES.get(v, md(v)),
@@ -266,7 +266,7 @@ def sweep_form(catalog: dict, devices: set) -> None:
         if name:
             st.session_state.pop("preset_name_cleared", None)
             mine = {sweep_id for sweep_id, _ in st.session_state.get("submitted") or []}  # just sent from here
-            same = [(i, t) for i, t in views.sweeps_named(resources.engine(), name.strip()) if i not in mine]
+            same = [(i, t) for i, t in sweeps.sweeps_named(resources.engine(), name.strip()) if i not in mine]
             if same:  # allowed (the same experiment run again), but the pickers then tell them apart by number
                 st.caption(f"{len(same)} sweep{'s are' if len(same) > 1 else ' is'} already named “{md(name.strip())}” "
                            f"(newest #{same[0][0]}, {same[0][1]:%Y-%m-%d %H:%M} UTC): this one gets its own number, "
@@ -293,7 +293,7 @@ def sweep_form(catalog: dict, devices: set) -> None:
     if device not in devices:
         slots["device"].warning(f"No live worker offers {device}: the jobs wait until one does.")
     if cache == "portable":
-        signers, live = queue.bundle_signers(resources.engine())
+        signers, live = jobs.bundle_signers(resources.engine())
         if signers == 0:
             slots["cache"].warning("No live worker holds the cache signing key (`work --cache-key-file`): a portable "
                                    "job runs as a cold run, loading no bundle and keeping none.",
@@ -306,9 +306,9 @@ def sweep_form(catalog: dict, devices: set) -> None:
     count, action = st.columns([3, 1], vertical_alignment="center")
     just_sent = planned.ok and st.session_state.get("submitted_values") == values
     with count:
-        sweeps = f" in {len(planned.requests)} sweeps" if len(planned.requests) > 1 else ""
-        jobs = f"{planned.jobs} job{'s' if planned.jobs != 1 else ''}{sweeps}"
-        st.markdown(f"#### {jobs} just queued" if just_sent else f"#### {jobs} will be created" if planned.ok
+        in_sweeps = f" in {len(planned.requests)} sweeps" if len(planned.requests) > 1 else ""
+        counted = f"{planned.jobs} job{'s' if planned.jobs != 1 else ''}{in_sweeps}"
+        st.markdown(f"#### {counted} just queued" if just_sent else f"#### {counted} will be created" if planned.ok
                     else "#### Fix the fields marked in red to see the jobs")
         for note in planned.notes:
             st.caption(note)
@@ -336,7 +336,7 @@ def sweep_form(catalog: dict, devices: set) -> None:
                                 who.id if who else None)
         except SpecError as e:  # the catalog changed between the count and the click
             _slot(slots, e.field).error(md(message(e)), icon=":material/error:")
-        except queue.QueueError as e:  # the lab's queued-job limit (db.admission): nothing was stored
+        except jobs.QueueError as e:  # the lab's queued-job limit (db.admission): nothing was stored
             st.error(md(str(e)), icon=":material/error:")
         else:
             st.session_state["submitted"] = stored
@@ -345,7 +345,7 @@ def sweep_form(catalog: dict, devices: set) -> None:
             st.rerun()  # draw the button disabled now: this sweep is in
     submitted = st.session_state.get("submitted")
     if submitted:
-        summaries = {s.id: s for s in views.sweeps(resources.engine(), limit=50)}
+        summaries = {s.id: s for s in sweeps.sweeps(resources.engine(), limit=50)}
         for sweep_id, job_ids in submitted:
             label = summaries[sweep_id].label if sweep_id in summaries else f"#{sweep_id}"
             st.success(f"Sweep {md(label)}: {len(job_ids)} job(s) queued (ids {job_ids[0]}–{job_ids[-1]}).",

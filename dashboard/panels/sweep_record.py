@@ -1,7 +1,5 @@
-"""A sweep's team record on the Queue page (db.team): who submitted it, its tags and note (editable; each change
-recorded with who made it and when), archive or restore, delete (asks first), pin it as its model's baseline, and its
-history. Everything shown is text: names, tags and notes a person typed are escaped (dashboard.markup.md) or drawn in
-a data frame, never as markup."""
+"""A sweep's team record on Queue: submitter, tags and note (each change recorded), archive, delete (asks first), pin
+as its model's baseline, history. What people typed is escaped or drawn in a data frame."""
 from __future__ import annotations
 
 import json
@@ -9,16 +7,16 @@ import json
 import pandas as pd
 import streamlit as st
 
+from dashboard.data import sweeps
+from dashboard.data.jobs import whoami
 from dashboard.markup import md
 from dashboard.state import auth
-from db import team, views
-from db.queue import whoami
 from lab.checks import SpecError
 from lab.team import MAX_NOTE, check_tags
 
 CONFIRM = "record_delete_confirm"
 DELETED = "record_deleted"  # what was just deleted: said once, after the rerun that drops it from the picker
-ASK = "record_delete_ask"  # per sweep: what its delete also removes, as shown in the second ask (db.team.AlsoRemoved)
+ASK = "record_delete_ask"  # per sweep: what its delete also removes, as shown in the second ask (sweeps.AlsoRemoved)
 CHANGED = "record_delete_changed"  # per sweep: the second ask's list changed since it was shown
 
 
@@ -29,8 +27,8 @@ def actor(who) -> str:
 
 @st.fragment
 def panel(engine) -> None:
-    sweeps = views.sweeps(engine, limit=500)
-    if not sweeps:  # the last one was just deleted: say so all the same
+    summaries = sweeps.sweeps(engine, limit=500)
+    if not summaries:  # the last one was just deleted: say so all the same
         if DELETED in st.session_state:
             st.success(md(st.session_state.pop(DELETED)), icon=":material/delete:")
         return
@@ -38,19 +36,19 @@ def panel(engine) -> None:
                      expanded=DELETED in st.session_state or any(str(k).startswith(ASK) for k in st.session_state)):
         if DELETED in st.session_state:
             st.success(md(st.session_state.pop(DELETED)), icon=":material/delete:")
-        labels = {s.id: s.label for s in sweeps}
+        labels = {s.id: s.label for s in summaries}
         chosen = st.selectbox("Sweep", list(labels), format_func=lambda i: labels[i], key="record_sweep")
-        meta = team.meta(engine, [chosen]).get(chosen)
+        meta = sweeps.meta(engine, [chosen]).get(chosen)
         if meta is None:
             st.info("That sweep is gone (deleted).")
             return
-        model = next((s.request.get("model") for s in sweeps if s.id == chosen), None)
+        model = next((s.request.get("model") for s in summaries if s.id == chosen), None)
         archived = (f" · archived by {md(meta.archived_by or '?')} at {meta.archived_at:%Y-%m-%d %H:%M} UTC"
                     if meta.archived_at else "")
         st.caption(f"Submitted by **{md(meta.submitter or 'unknown')}**{archived}")
         _edit(engine, chosen, meta)
         _actions(engine, chosen, meta, model)
-        history = team.events(engine, chosen, limit=50)
+        history = sweeps.events(engine, chosen, limit=50)
         if history:
             st.dataframe(pd.DataFrame([{"when (UTC)": f"{e.at:%Y-%m-%d %H:%M:%S}", "who": e.actor,
                                         "what": e.action, "detail": json.dumps(e.detail, sort_keys=True)}
@@ -78,10 +76,10 @@ def _edit(engine, sweep_id: int, meta) -> None:
     who = auth.acting()
     try:
         wanted, before = check_tags(tags), check_tags(base[0])
-        team.edit_tags(engine, sweep_id, actor(who), add=[t for t in wanted if t not in before],
+        sweeps.edit_tags(engine, sweep_id, actor(who), add=[t for t in wanted if t not in before],
                        remove=[t for t in before if t not in wanted])
         if note != base[1]:
-            team.set_note(engine, sweep_id, actor(who), note)
+            sweeps.set_note(engine, sweep_id, actor(who), note)
     except SpecError as e:
         st.error(f"{md(e.field.capitalize())}: {md(str(e).split(': ', 1)[-1])}", icon=":material/error:")
         return
@@ -96,13 +94,13 @@ def _actions(engine, sweep_id: int, meta, model: str | None) -> None:
     if left.button("Restore" if meta.archived_at else "Archive", key=f"record_archive_{sweep_id}",
                    icon=":material/unarchive:" if meta.archived_at else ":material/archive:", width="stretch",
                    help="Archived sweeps leave Results, Compare, `report` and `export` unless asked for"):
-        team.archive(engine, sweep_id, actor(auth.acting()), restore=meta.archived_at is not None)
+        sweeps.archive(engine, sweep_id, actor(auth.acting()), restore=meta.archived_at is not None)
         st.rerun()
-    pinned = model is not None and (pin := team.baselines(engine).get(model)) is not None and pin.sweep_id == sweep_id
+    pinned = model is not None and (pin := sweeps.baselines(engine).get(model)) is not None and pin.sweep_id == sweep_id
     if model is not None and mid.button("Unpin baseline" if pinned else f"Pin as {md(model)}'s baseline",
                                         key=f"record_pin_{sweep_id}", icon=":material/flag:", width="stretch"):
         who = actor(auth.acting())
-        (team.unpin_baseline(engine, model, who) if pinned else team.pin_baseline(engine, model, sweep_id, who))
+        (sweeps.unpin_baseline(engine, model, who) if pinned else sweeps.pin_baseline(engine, model, sweep_id, who))
         st.rerun()
     with right.popover("Delete…", icon=":material/delete:", width="stretch"):
         who = auth.acting()
@@ -115,7 +113,7 @@ def _actions(engine, sweep_id: int, meta, model: str | None) -> None:
         typed = st.text_input("Sweep id", key=f"{CONFIRM}_{sweep_id}")
         if st.button("Delete for good", type="primary", key=f"record_delete_{sweep_id}",
                      disabled=typed.strip() != str(sweep_id)):
-            listing = team.also_removed(engine, sweep_id)
+            listing = sweeps.also_removed(engine, sweep_id)
             if listing:  # someone's baseline, shared bundles: shown, and asked about again
                 st.session_state[f"{ASK}_{sweep_id}"] = listing
                 st.rerun()
@@ -126,7 +124,7 @@ def _actions(engine, sweep_id: int, meta, model: str | None) -> None:
 
 def _ask_again(engine, sweep_id: int, who) -> None:
     """The second ask: what deleting the sweep also removes, drawn as text (names a person typed stay text); only
-    what is shown here is confirmed (db.team.delete_sweep refuses a list that changed, and it is shown again)."""
+    what is shown here is confirmed (sweeps.delete_sweep refuses a list that changed, and it is shown again)."""
     listing = st.session_state.get(f"{ASK}_{sweep_id}")
     if listing is None:
         return
@@ -145,14 +143,14 @@ def _ask_again(engine, sweep_id: int, who) -> None:
             _delete(engine, sweep_id, who, listing)
 
 
-def _delete(engine, sweep_id: int, who, listing: team.AlsoRemoved) -> None:
+def _delete(engine, sweep_id: int, who, listing: sweeps.AlsoRemoved) -> None:
     """Delete the sweep with what `listing` says also goes; a list that changed meanwhile is asked about again."""
     try:
-        counts = team.delete_sweep(engine, sweep_id, actor(who), confirmed=listing)
-    except team.ListingChanged as e:
+        counts = sweeps.delete_sweep(engine, sweep_id, actor(who), confirmed=listing)
+    except sweeps.ListingChanged as e:
         st.session_state[f"{ASK}_{sweep_id}"], st.session_state[f"{CHANGED}_{sweep_id}"] = e.now, True
         st.rerun()
-    except team.TeamError as e:
+    except sweeps.TeamError as e:
         st.error(md(str(e)), icon=":material/error:")
         return
     st.session_state.pop(f"{ASK}_{sweep_id}", None)

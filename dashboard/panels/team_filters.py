@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.data import sweeps
 from dashboard.markup import md
 from dashboard.state import resources
-from db import team
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
@@ -17,8 +17,8 @@ def _narrowed(frame_key: tuple, keep: tuple, _df):
 
 def apply(engine, df, frame_key: tuple) -> tuple:
     """The rows of the sweeps the team filters keep (archived sweeps out unless asked for), `df` itself when they
-    keep every sweep; and every sweep's record (db.team.meta), read once for the page."""
-    metas = team.meta(engine)
+    keep every sweep; and every sweep's record (sweeps.meta), read once for the page."""
+    metas = sweeps.meta(engine)
     tags = sorted({t for m in metas.values() for t in m.tags})
     people = sorted({m.submitter for m in metas.values() if m.submitter})
     any_archived = any(m.archived_at for m in metas.values())

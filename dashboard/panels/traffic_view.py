@@ -1,7 +1,5 @@
-"""A job's traffic replay on its page (issue 29, lab.traffic): the answer under the stream (compiled total / eager
-total, compiles included), when the compiled stream had paid for its compiles, recompiles, recompile-limit hits and
-calls the eager fallback served, and the time per call over the stream: each side's running total over the call
-index, recompiles and fallback calls marked."""
+"""A job's traffic replay on its page (lab.traffic): the answer under the stream, when the compiled stream paid for its
+compiles, recompiles and fallback calls, and each side's running total over the call index."""
 from __future__ import annotations
 
 import pandas as pd

@@ -3,13 +3,13 @@ environment and numbers is highlighted (dashboard.panels.compare_views). The cho
 (?kind=sweeps&a=...&b=...)."""
 import streamlit as st
 
+from dashboard.data import sweeps
 from dashboard.panels import compare_views
 from dashboard.state import resources
-from db import team, views
 
 st.title("Compare")
 engine = resources.engine()
-summaries = views.sweeps(engine)
+summaries = sweeps.sweeps(engine)
 if not summaries:
     st.info("Nothing to compare yet: submit a sweep first.")
     st.stop()
@@ -17,7 +17,7 @@ kind = st.segmented_control("Compare", ["sweeps", "runs", "torch versions"], key
                             default="sweeps", required=True)
 # the team's record (db.team): archived sweeps out of the pickers unless asked for (or named in the link); each
 # sweep's label ends with who submitted it and its tags, so typing a tag or a name in a picker finds it
-metas = team.meta(engine)
+metas = sweeps.meta(engine)
 if any(m.archived_at for m in metas.values()):
     archived = st.toggle("Archived sweeps too", key="archived", bind="query-params")
     named = {st.query_params.get(k) for k in ("a", "b")}

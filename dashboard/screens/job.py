@@ -1,15 +1,11 @@
-"""The job's page: one result read whole. The numbers beside what the compiler did to get them: kernels per call
-eager and compiled, the caches per layer (and why a warm job still paid), graph breaks and recompiles with
-their source lines, and the compiler's own artifacts (output code, FX graphs, trace), shown and downloadable
-(dashboard.panels.job_parts)."""
+"""The job's page: one result read whole, beside what the compiler did to get it (kernels, caches, graph breaks,
+recompiles, and its artifacts: dashboard.panels.job_parts)."""
 import streamlit as st
 
-from dashboard.data import story
+from dashboard.data import jobs, story
 from dashboard.markup import md
 from dashboard.panels import job_parts, queue_tables, timeline_panel, traffic_view
 from dashboard.state import resources, url_params
-from db import follow_ups, views
-from db.results import export_records
 from lab import noise
 from lab.traffic import words
 
@@ -18,11 +14,11 @@ job_id = url_params.job_id_input("Job id", placeholder="a job id")
 if job_id is None:
     st.info("Type a job id, or open a job from the Queue page.")
     st.stop()
-detail = views.job_detail(resources.engine(), int(job_id))
+detail = jobs.job_detail(resources.engine(), int(job_id))
 if detail is None:
     st.warning(f"No job #{job_id}.")
     st.stop()
-(record,) = export_records(resources.engine(), job_ids=[int(job_id)])
+(record,) = jobs.export_records(resources.engine(), job_ids=[int(job_id)])
 st.markdown(f"**#{detail['job_id']}** {queue_tables.STATUS_ICONS.get(detail['status'], '')} {detail['status']}")
 st.code(", ".join(f"{k}={words(v) if k == 'traffic' else v}" for k, v in detail["spec"].items()
                   if k != "traffic" or v), language=None, wrap_lines=True)
@@ -32,7 +28,7 @@ if detail["error"]:
 if record["status"] == "succeeded" and record.get("disturbed") is True:
     st.warning(f"Disturbed: {md(record.get('noise_note') or 'a cause from outside')}. The answer on Results leaves "
                "this run out while an undisturbed run of its configuration exists (else it answers, marked disturbed); "
-               f"{noise.rerun_outcome(*follow_ups.reruns_of(resources.engine(), int(job_id)))}.",
+               f"{noise.rerun_outcome(*jobs.reruns_of(resources.engine(), int(job_id)))}.",
                icon=":material/warning:")
 elif record["status"] == "succeeded" and record.get("noisy") is True:  # flagged by an older worker, for its scatter
     st.caption(f"Stored as noisy by an older worker ({md(record.get('noise_note') or 'spread past 5%')}): scatter "

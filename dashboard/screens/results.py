@@ -1,12 +1,6 @@
-"""Results: filters (all in the URL) and CSV / JSON of what they keep, the counts, the answer for one model, then
-tabs: the plots that answer the seed notes, one chart at a time (what to use for N calls first; speedup and
-latency in the clock chosen: latency by default, throughput or GPU time); where the first call goes and GPU time
-inside latency; the spread across repeats; the roofline; failures with their reasons; the table of every export
-field.
-
-Only the open tab runs (st.tabs bound to the URL's `view`), and the Speedup tab draws only its chosen chart (`chart`),
-so a visit pays for the plot it shows, and a copied link opens the same view. The view is dashboard.panels.
-results_filters', the figures results_figures' (built once per view), the tabs results_tabs'."""
+"""Results: filters (all in the URL), downloads, the counts, the answer for one model, then tabs (N calls, speed,
+first call, repeats, roofline, failures, every field). Only the open tab and its chosen chart run, so a visit pays
+for what it shows; the view is results_filters', the figures results_figures', the tabs results_tabs'."""
 import streamlit as st
 
 from dashboard.data import filters, plot_data

@@ -1,17 +1,12 @@
-"""Submit: a sweep from the models live workers offer; a live job count; errors next to the field.
-
-The sweep form is a fragment, not an st.form: a form hands its values over only when submitted, and the
-job count must follow every click. Each change reruns just the fragment, which validates the whole
-sweep the way submit will (lab.sweep), shows every wrong field's problem under its widget and keeps the Submit
-button disabled until the sweep is valid (dashboard.panels.submit_form).
-"""
+"""Submit: a sweep from the models live workers offer, with a live job count and each error next to its field. The
+form is a fragment (not an st.form) so the count follows every click (dashboard.panels.submit_form)."""
 import streamlit as st
 
+from dashboard.data import jobs
 from dashboard.data.presets import PRESETS
 from dashboard.markup import md
 from dashboard.panels import advice_panel, submit_form
 from dashboard.state import resources
-from db import queue
 
 st.title("Submit a sweep")
 engine = resources.engine()
@@ -19,7 +14,7 @@ catalog = resources.catalog(engine)
 if not catalog:
     submit_form.wait_for_workers()
     st.stop()
-live = queue.live_workers(engine)
+live = jobs.live_workers(engine)
 devices = {d for w in live for d in w.capabilities.get("devices", [])}
 # model files a worker's folder holds that do not read (runner.model_offer.PROBLEMS), each with where and why: the
 # folder's other models are offered, and a file missing from the picker says why here, not only in the worker's log

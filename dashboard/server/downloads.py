@@ -1,24 +1,6 @@
-"""The Results page's CSV and JSON of every job in view, streamed at /export/<offer>/<csv|json> by `python -m runner
-export` in a process of its own.
-
-Streamlit's download button cannot stream: its data (or what its callable returns, on click) is built whole in the
-server's memory and kept there as one file, and building 100k records in the server's process held the GIL from
-every other session's page for a minute. So the page offers a link instead. Each run of the page registers the
-job ids in view under its session's offer (the link stays the same across reruns); a request for the link starts
-`runner export --jobs -` with those ids (the export's own streaming: bounded memory, db.results.iter_records), at a
-lower CPU priority than the server, and hands its output on as it comes. The server's process only passes bytes.
-A browser that goes away stops the export. At most MAX_RUNNING exports run at once; another is refused until one
-ends. The database URL goes to the export through its environment, never its command line (`ps` shows that).
-
-Other sessions come first. The export runs under SCHED_IDLE and pauses while other processes keep the cores busy
-(`--yield-cpu`), yet on 2 vCPUs another session's Results page still took 8% longer during a download
-(bench.download_sessions --cycles): the export ran in every gap, and shares the cores' caches and hardware threads.
-So while any page is being drawn in this server (dashboard/main.py holds `drawing()` around each page's run, the
-Serving middleware around every other request, a new visit's page and scripts among them, and QUIET_S after, while
-the browser draws), the export is stopped (SIGSTOP; SIGCONT once the pages are quiet): it uses no CPU at all, even
-in the middle of a batch of records it has not written yet. Stopped MAX_HOLD_S in a row, it runs RUN_S before it can
-be stopped again, so pages drawn back to back cannot stop a download for good.
-"""
+"""The Results page's CSV and JSON of the jobs in view, streamed at /export/<offer>/<csv|json> by `python -m runner
+export` in a process of its own, which is paused while any page is drawn. Why a link and not st.download_button, and
+how the export yields to pages: docs/dashboard-internals.md."""
 from __future__ import annotations
 
 import asyncio
@@ -178,7 +160,8 @@ class _Export:
         self.errors = tempfile.TemporaryFile()  # a pipe left unread could fill and stall the export
 
     async def start(self, got: Offer, fmt: str) -> None:
-        from db.engine import absolute_sqlite  # here: dashboard/app.py imports this module before its warm-up
+        # here: dashboard/app.py imports this module before its warm-up
+        from dashboard.data.connection import absolute_sqlite
 
         self.watch(await asyncio.create_subprocess_exec(
             sys.executable, "-m", "runner", "export", "--format", fmt, "--jobs", "-", "--yield-cpu", cwd=PROJECT,

@@ -1,12 +1,6 @@
-"""tlparse's report of a job, served file by file at /tlparse/<job id>/<file>, so it reads whole, links and all.
-
-tlparse writes failure text into its pages as it comes (a graph break whose message holds `<img src=x
-onerror=...>` is that element), and a tampered artifact can hold anything. So every file goes out sandboxed by
-its own response header, with no allowances: the page gets an opaque origin (it cannot read or drive the app's
-page, nor call the app's server as the viewer), runs no script, and loads nothing from anywhere (a failure
-message cannot make the viewer's browser call out). The header holds wherever the page opens: in the job page's
-frame, whose sandbox Streamlit opens wider, and in a tab of its own. tlparse's own few scripts (folding the stack
-trie, carrying query parameters over to links) do not run; the report reads the same without them."""
+"""tlparse's report of a job, served file by file at /tlparse/<job id>/<file>, each file sandboxed by its own response
+header (no script, no origin, nothing loaded): a failure message in a report can hold any HTML.
+docs/dashboard-internals.md says what the sandbox holds."""
 from __future__ import annotations
 
 from urllib.parse import quote
@@ -41,10 +35,9 @@ def _text(status: int, message: str) -> Response:
 
 def serve(request: Request) -> Response:
     """One file of the report, looked up by its exact name in the job's zip (nothing on disk is read)."""
+    from dashboard.data import artifacts
+    from dashboard.data.connection import DatabaseError, open_engine
     from dashboard.state import auth  # here, not above: dashboard/app.py imports this module before its warm-up
-    from db import artifacts
-    from db.database import get_engine
-    from db.engine import DatabaseError
     from lab import unpack
 
     if not is_host_allowed(request.headers.get("host")):  # the WebSocket's rule: no DNS rebinding onto this route
@@ -54,7 +47,7 @@ def serve(request: Request) -> Response:
         return _text(401, refused)
     job_id, name = request.path_params["job_id"], request.path_params["name"] or "index.html"
     try:
-        data = artifacts.data(get_engine(), job_id, ARTIFACT)
+        data = artifacts.data(open_engine(), job_id, ARTIFACT)
         body = artifacts.report_file(data, name, f"job {job_id}'s tlparse report")
     except artifacts.DamagedArtifact as e:
         return _text(422, str(e))

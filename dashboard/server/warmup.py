@@ -1,7 +1,6 @@
-"""What a starting dashboard server does before it answers (dashboard/app.py's lifespan): import the modules the
-pages import and load the results table (from its snapshot, else from the database). Without it the first visitor
-after a restart paid both: ~0.9 s of imports on a 2-core box, plus the table (0.3 s from a snapshot of 100k jobs,
-a few seconds without one). Every failure is left to the pages, which say what went wrong; here it is logged."""
+"""What a starting dashboard server does before it answers (dashboard/app.py's lifespan): import the pages' modules
+and load the results table, so the first visitor after a restart waits no longer than the next. Failures are logged
+and left to the pages."""
 from __future__ import annotations
 
 import importlib
@@ -23,8 +22,8 @@ def modules() -> list[str]:
 
 
 def run() -> dict:
-    """Import, then load the results table and write its snapshot if that load asked for one (pickling 100k rows
-    holds the GIL ~0.7 s: done here, before the server answers, not while a first visitor's page draws). Returns
+    """Import, then load the results table and write its snapshot if that load asked for one (pickling holds the
+    GIL: done here, before the server answers, not while a first visitor's page draws). Returns
     what it did, for the log line and tests."""
     start = time.perf_counter()
     done = {"jobs": None, "error": None}

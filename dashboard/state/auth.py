@@ -1,18 +1,6 @@
-"""Who is at the browser. Sign-in is off by default: a lab served on this machine's localhost lets whoever opens the
-page submit, and cancel any job. COMPILE_LAB_SIGNIN turns it on (docs/operations.md, "Sign-in for a team"):
-
-- `oidc`: Streamlit's own OpenID Connect sign-in (st.login, st.logout), configured by the `[auth]` section of
-  .streamlit/secrets.toml. A person is the provider's subject: its issuer (`iss`) and subject (`sub`) claims, which
-  the provider keeps stable and unique. An e-mail address is shown, and matches sweeps recorded under it, only when
-  the provider vouches for it (`email_verified` true); a name (`name`, `preferred_username`) is only ever shown, as
-  the provider's name for the person, never compared.
-- `proxy`: an authenticating reverse proxy names the person in a header (COMPILE_LAB_PROXY_HEADER, default
-  X-Forwarded-User), believed only on a connection from one of COMPILE_LAB_PROXY_ADDRESSES (addresses or networks).
-
-With sign-in on, the frame (dashboard/main.py) calls gate() before it draws anything: nobody signed in, no page, no
-data, no submit. The file routes beside the pages (tlparse reports, downloads) ask refusal(). Sign-in asked for but
-not configured refuses every page with the reason: a lab that asked for sign-in is never served open. The worker and
-the CLI do not sign in: their database URL is their credential, and the CLI records the OS user as the submitter."""
+"""Who is at the browser. Sign-in is off by default; COMPILE_LAB_SIGNIN=oidc (Streamlit's st.login) or proxy (a
+trusted reverse proxy's header) turns it on, and then no page, data or route is served to nobody. The rules:
+docs/operations.md ("Sign-in for a team") and docs/dashboard-internals.md."""
 from __future__ import annotations
 
 import hashlib

@@ -1,7 +1,5 @@
-"""The dashboard's launch control, for a lab whose cluster config file COMPILE_LAB_CLUSTER_CONFIG names: one look of
-`python -m runner launch slurm` (start as many workers as the queue needs, through Slurm), run as a command in the
-project's root as the embedded worker is, so the dashboard imports nothing of the runner. The app's host must be one
-where Slurm's commands work (a login or submit node). No streamlit here (dashboard.panels.cluster_panel draws it)."""
+"""The launch control for a lab whose cluster config COMPILE_LAB_CLUSTER_CONFIG names: `python -m runner launch
+slurm` run as a command (the dashboard imports nothing of the runner), on a host where Slurm's commands work."""
 from __future__ import annotations
 
 import os
@@ -9,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from db.engine import absolute_sqlite
+from dashboard.data.connection import absolute_sqlite
 
 CONFIG_ENV = "COMPILE_LAB_CLUSTER_CONFIG"  # runner.launch.config reads the same variable
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

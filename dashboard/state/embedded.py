@@ -1,17 +1,6 @@
-"""The embedded worker: when the app starts and no worker for its database is alive, start one.
-
-One per database, not one per browser session or app process: the check-and-start runs under an
-exclusive file lock (fcntl.flock) keyed by the database URL, and counts both live workers (a fresh
-heartbeat row) and a worker this or another app process started that is still probing its device (a
-recorded pid whose command line names this database). The worker is `python -m runner work` in its own
-session (start_new_session), so Streamlit reruns and Ctrl-C in the terminal never reach it directly;
-its output goes to `worker-embedded.log` next to the database. The app process that started it
-sends it SIGTERM when that process exits (the server's shutdown, else atexit): the worker finishes up, handing a running job
-back to the queue within its grace period. If the app is killed hard, the worker keeps running (its
-pid is in the sidebar and the pid file) and the next app start reuses it.
-
-Disabled with COMPILE_LAB_EMBEDDED_WORKER=0. No streamlit here (the sidebar shows `Status`).
-"""
+"""The embedded worker: when the app starts and no worker for its database is alive, start one (`runner work`, one per
+database under a file lock; stopped with the server). COMPILE_LAB_EMBEDDED_WORKER=0 turns it off; how it is kept
+to one: docs/dashboard-internals.md. No streamlit here (the sidebar shows `Status`)."""
 from __future__ import annotations
 
 import atexit
@@ -31,8 +20,8 @@ from pathlib import Path
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
-from db import queue
-from db.engine import absolute_sqlite, describe
+from dashboard.data.connection import absolute_sqlite, describe
+from dashboard.data.jobs import live_workers
 
 ENV_SWITCH = "COMPILE_LAB_EMBEDDED_WORKER"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the worker runs from the project's root
@@ -107,7 +96,7 @@ class EmbeddedWorker:
         exited = self._reap()
         with open(self.lock_path, "a+") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes; covers other app processes too
-            live = queue.live_workers(self.engine)
+            live = live_workers(self.engine)
             recorded = self._recorded_pid()
             here = socket.gethostname()
             if live:

@@ -1,7 +1,5 @@
-"""Results refreshes itself: a small fragment asks the database every few seconds whether jobs finished since the
-page was drawn (db.views.data_version: one query of counts and maxima), and only when results landed that the
-page's filters keep does it run the whole page again, saying so ("3 new results, updated 12:04:05"). Results
-that land for other models or sweeps are taken in quietly; a tick with nothing new costs that one query."""
+"""Results refreshes itself: a fragment asks every few seconds whether jobs finished since the page was drawn
+(jobs.data_version, one query), and reruns the page, saying so, only when results landed that its filters keep."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -9,9 +7,8 @@ from datetime import datetime
 import pandas as pd
 import streamlit as st
 
-from dashboard.data import filters
+from dashboard.data import filters, jobs
 from dashboard.state import resources
-from db import views
 
 EVERY_S = 10
 SEEN, NEWS = "results_seen", "results_news"  # session keys: (data version, newest finished_at) drawn; the news
@@ -43,7 +40,7 @@ def watch(selected: dict) -> None:
     """Check for new results; rerun the page when some land in view. Draws one caption line."""
     seen, tick = st.session_state.get(SEEN), not st.session_state.pop(JUST_DRAWN, False)
     with resources.database_errors(stop=False):
-        if tick and seen is not None and views.data_version(resources.engine()) != seen[0]:
+        if tick and seen is not None and jobs.data_version(resources.engine()) != seen[0]:
             df = resources.results()  # appends only the rows finished since (dashboard.data.store)
             if fresh_in_view(df, seen[1], selected):
                 st.rerun(scope="app")  # the page's run counts them (drawn) and says so

@@ -13,23 +13,21 @@ import streamlit as st
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from dashboard.data import snapshot
+from dashboard.data import jobs, snapshot
+from dashboard.data.connection import DatabaseError, default_url, describe, open_engine
 from dashboard.data.store import ResultStore
 from dashboard.markup import md
 from dashboard.state.embedded import EmbeddedWorker
-from db import queue
-from db.database import get_engine
-from db.engine import DatabaseError, describe, resolve_url
 from lab.errors import first_line
 
 
 def url() -> str:
-    return resolve_url(None)  # DATABASE_URL, else sqlite:///data/compile_lab.db
+    return default_url()
 
 
 @st.cache_resource(show_spinner=False)
 def _engine(db_url: str) -> Engine:
-    return get_engine(db_url)
+    return open_engine(db_url)
 
 
 def engine() -> Engine:
@@ -44,7 +42,7 @@ def engine() -> Engine:
 def driver_errors() -> tuple[type[Exception], ...]:
     """What a failing database raises. SQLAlchemy wraps what its own queries meet; a raw driver cursor (db.views
     reads the results table with one) raises the driver's errors unwrapped. psycopg's are among them once it is
-    loaded: a SQLite lab never imports it (~0.05 s before a restarted server's first page)."""
+    loaded: a SQLite lab never imports it."""
     psycopg = sys.modules.get("psycopg")
     return (DBAPIError, sqlite3.Error) + ((psycopg.Error,) if psycopg is not None else ())
 
@@ -118,4 +116,4 @@ def results():
 
 
 def catalog(eng: Engine) -> dict:
-    return queue.published_catalog(eng)
+    return jobs.published_catalog(eng)
