@@ -90,8 +90,8 @@ def bad_urls(tmp: Path) -> list[str]:
 
 
 def run_main(argv: list[str]) -> tuple[int | None, str]:
-    """(exit code, stderr) of runner.cli.main; None when an exception escaped (a traceback)."""
-    from runner import cli
+    """(exit code, stderr) of runner.cli.main.main; None when an exception escaped (a traceback)."""
+    from runner.cli import main as cli
 
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
@@ -153,8 +153,8 @@ def urls_table(tmp: Path) -> tuple:
 
 
 def run_out(argv: list[str]) -> tuple[int | None, str]:
-    """(exit code, stdout) of runner.cli.main, for the commands that print a file."""
-    from runner import cli
+    """(exit code, stdout) of runner.cli.main.main, for the commands that print a file."""
+    from runner.cli import main as cli
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):

@@ -5,8 +5,8 @@ as a worker's job and N times as a plain script in a fresh interpreter (bench/pl
                                     [--trace false] [-o FILE]
 
 The worker's figure is its reported compiled first call: what the child timed plus the named part preloading
-took from it (runner/preload.py). The target: the medians within ±15%. Both sides' first calls are cut into
-the same parts (runner.introspect.compile_breakdown) and printed side by side, so a difference shows where it
+took from it (runner/child/preload.py). The target: the medians within ±15%. Both sides' first calls are cut into
+the same parts (runner.child.capture.introspect.compile_breakdown) and printed side by side, so a difference shows where it
 lies. One `runner work --drain` per repeat (each its own preloaded parent, as a worker started afresh); the
 scripts and the worker alternate repeat by repeat, so a drifting host load favours neither.
 """

@@ -1,6 +1,6 @@
 """Did inductor's compile-worker pool, still starting while a job's rounds ran, slow the rounds? Per arm (a folder
-of bench.honest_answers sweep databases: before runner/compile_workers.py and after it), each process's eager
-latency, paired speedup, and what its own helper processes burned during its rounds (runner.disturbance's
+of bench.honest_answers sweep databases: before runner/child/compile_workers.py and after it), each process's eager
+latency, paired speedup, and what its own helper processes burned during its rounds (runner.child.disturbance's
 own_helpers), per configuration and overall; beside them, the harness reference's processes in the same folders.
 
     python -m bench.compile_pool NAME=DIR [NAME=DIR ...]

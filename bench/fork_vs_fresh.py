@@ -1,11 +1,11 @@
 """Where a forked job's compiled first call differs from a fresh process's: the same plain job (bench/plain_job.py)
 run in a fresh interpreter, and forked from a parent that preloaded what the worker's preloaded parent does
-(runner.zygote._preload), with and without gc.freeze() before the fork. Repeats alternate the three.
+(runner.child.zygote._preload), with and without gc.freeze() before the fork. Repeats alternate the three.
 
     python -m bench.fork_vs_fresh --device cuda --model simplenet:32 --model complexnet:32 --repeat 3 [-o FILE]
 
 Prints, per model and way, the compiled first call's median [min, max] and its parts' medians
-(runner.introspect.compile_breakdown). No worker, no database: only how the child process came to be differs.
+(runner.child.capture.introspect.compile_breakdown). No worker, no database: only how the child process came to be differs.
 """
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def main() -> int:
     p.add_argument("-o", "--output")
     args = p.parse_args()
     models = args.model or ["simplenet:32"]
-    from runner.zygote import _preload
+    from runner.child.zygote import _preload
 
     _preload()  # as the worker's preloaded parent: torch, the compile line, the first call's modules; CUDA untouched
     got: dict = {}

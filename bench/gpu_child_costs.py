@@ -1,11 +1,11 @@
 """Where a forked job child's fixed costs go on a GPU, and what preloading libraries in the parent saves (issue 23,
-item 5: the per-job overhead). Forks children from a parent that imported torch (as runner/zygote.py does), half of
+item 5: the per-job overhead). Forks children from a parent that imported torch (as runner/child/zygote.py does), half of
 them after the parent has loaded cuDNN's sub-libraries (which cuDNN 9 opens lazily at first use), alternating, and
 prints each step's median:
 
     python -m bench.gpu_child_costs [--children 6] [-o FILE]
 
-driver init (torch.cuda.is_available), CUDA context, the library warm-up (runner.build.warm_libraries), one
+driver init (torch.cuda.is_available), CUDA context, the library warm-up (runner.child.build.warm_libraries), one
 profiled call per side (two profiler sessions) and both in one session, and the exit: from the child's last
 timestamp to the parent's waitpid returning (tearing the CUDA context down).
 """
@@ -24,7 +24,7 @@ from bench.said import Said
 def child_steps(write_fd: int) -> None:
     import torch
 
-    from runner.build import warm_libraries
+    from runner.child.build import warm_libraries
 
     out, t = {}, time.perf_counter()
 
@@ -98,7 +98,7 @@ def main() -> int:
     ap.add_argument("--children", type=int, default=6)
     ap.add_argument("-o", "--out")
     args = ap.parse_args()
-    from runner import preload, zygote
+    from runner.child import preload, zygote
 
     opens = preload.cudnn_libraries
     preload.cudnn_libraries = list  # the parent as before it opened cuDNN's libraries: the "plain" children

@@ -16,7 +16,7 @@ import sys
 CHILD = r'''
 import json, os, time, torch
 from runner import zoo
-from runner.build import make_step
+from runner.child.build import make_step
 entry = zoo.resolve(MODEL); module = zoo.load_module(entry)
 params = {p.name: p.default for p in entry.info.params}
 torch.manual_seed(0)

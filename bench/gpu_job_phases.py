@@ -1,5 +1,5 @@
 """A job's phases outside the measurement on a GPU, finer than its timeline (issue 23, item 5): runs the measurement
-(runner.measure.run) for a few configurations in children forked from a preloaded parent (as the worker's are), a
+(runner.child.measure.run) for a few configurations in children forked from a preloaded parent (as the worker's are), a
 first run and then a follow-up in the first run's compile cache, and times the steps inside the overhead phases
 (the accuracy reference and comparison, the kernel counts, the trace's share of the compile):
 
@@ -41,7 +41,8 @@ def child(config: dict, repeat: bool, cache: str, write_fd: int, device: str = "
     os.environ["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
     from lab.spec import ExperimentSpec
     from lab.timeline import Phases
-    from runner import accuracy, measure, zoo
+    from runner import zoo
+    from runner.child import accuracy, measure
 
     log: dict = {}
     for name in ("reference", "compare", "on_device"):
@@ -91,7 +92,7 @@ def main() -> int:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("-o", "--out")
     args = ap.parse_args()
-    from runner import zygote
+    from runner.child import zygote
 
     zygote._preload()
     measured = {"eager first call", "compiled first call", "warm-up", "rounds"}

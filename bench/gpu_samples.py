@@ -1,4 +1,4 @@
-"""What a real result's per-round samples hold: the child's own clocks (runner.timing, runner.rounds) on a few
+"""What a real result's per-round samples hold: the child's own clocks (runner.child.timing, runner.child.rounds) on a few
 configurations, eager against torch.compile, stored as the child stores them (latency rounds, then the diagnosis
 clocks' rounds), without a worker or a database (torch, numpy and this checkout only: a lent GPU host's image).
 
@@ -19,8 +19,8 @@ import time
 import numpy as np
 import torch
 
-from runner.rounds import BLOCK_CLOCKS, measure_rounds, warmup
-from runner.timing import CompileWatch, make_timer
+from runner.child.rounds import BLOCK_CLOCKS, measure_rounds, warmup
+from runner.child.timing import CompileWatch, make_timer
 
 
 def models(device: str) -> dict:
@@ -40,7 +40,7 @@ def models(device: str) -> dict:
 
 
 def steady(device: str, model, x, iters: int) -> dict:
-    """runner.measure.steady_state's rounds, without its disturbance watch: warm-up, the plan, the latency rounds,
+    """runner.child.measure.steady_state's rounds, without its disturbance watch: warm-up, the plan, the latency rounds,
     then the diagnosis clocks' rounds; the samples as a result stores them."""
     timer, watch = make_timer(device), CompileWatch()
     compiled = torch.compile(model)

@@ -2,7 +2,7 @@
 # Proof of `work --gpus` on real GPUs: queue JOBS small CUDA jobs in a fresh SQLite database (or the
 # database in $DB), start one worker per GPU with `work --gpus GPUS --drain`, and print who ran what:
 # job, worker (its id names the GPU), the CUDA_VISIBLE_DEVICES the job's child saw, the device torch
-# named (and its GPU uuid, once runner/measure.py records one), and when it ran; then which physical
+# named (and its GPU uuid, once runner/child/measure.py records one), and when it ran; then which physical
 # GPUs nvidia-smi saw a compute process on, and whether jobs ran at the same time on different GPUs.
 #
 #   bench/gpu_workers.sh [GPUS=all] [JOBS=8]        e.g. bench/gpu_workers.sh all 8   or   bench/gpu_workers.sh 0 2

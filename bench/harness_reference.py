@@ -1,7 +1,7 @@
 """One fresh process of the reference for the answer: PyTorch's compiler benchmark loop on one configuration, as a
 user's own script would run it (benchmarks/dynamo common.py `timed()`: per repeat, eager then compiled, each one
 call between a device sync and a perf_counter read; medians over the repeats; speedup = eager / compiled). No
-worker, no database, no analysis passes: the zoo's model and the same step the runner times (runner.build
+worker, no database, no analysis passes: the zoo's model and the same step the runner times (runner.child.build
 .make_step: no_grad forward, or forward + backward + SGD step), torch.compile as the spec says.
 
     python -m bench.harness_reference --model simplenet --batch 32 --mode default --dynamic false [--task training]
@@ -14,7 +14,7 @@ shutdown_compile_workers), and none starts during the timed loop (compile_thread
 torch's defaults. On a GPU the pool starts at the first compile and its sidecar burns about a core for up to a minute
 while its workers import torch, so a timed loop begun seconds after the compile runs beside it, which a program in
 its steady state does not; a graph first compiled in the warm-up or the loop (convnetmix's heads) starts a new one.
-The worker's child does the same (runner/compile_workers.py). Runs h and i (bench/results, 2026-11-27) had the
+The worker's child does the same (runner/child/compile_workers.py). Runs h and i (bench/results, 2026-11-27) had the
 first shutdown only.
 """
 from __future__ import annotations
@@ -27,8 +27,9 @@ import time
 
 import torch
 
-from runner import compile_workers, zoo
-from runner.build import make_step
+from runner import zoo
+from runner.child import compile_workers
+from runner.child.build import make_step
 
 MIN_REPEATS, MIN_SECONDS, WARMUP_S = 50, 2.0, 0.5
 DYNAMIC = {"none": None, "true": True, "false": False}
@@ -72,10 +73,10 @@ def main() -> int:
     p.add_argument("--instrument", action="store_true",
                    help="attach what a worker's child listens to the compile with (to tell its cost apart)")
     args = p.parse_args()
-    if args.instrument:  # as runner.build._build does, in its order
-        from runner import cudagraphs as cudagraphs_health
-        from runner.introspect import GraphBreakLog
-        from runner.trace import CompileTrace
+    if args.instrument:  # as runner.child.build._build does, in its order
+        from runner.child.capture import cudagraphs as cudagraphs_health
+        from runner.child.capture.introspect import GraphBreakLog
+        from runner.child.capture.trace import CompileTrace
 
         listeners = (GraphBreakLog(), cudagraphs_health.listen(), CompileTrace())  # noqa: F841 (kept alive)
     entry = zoo.resolve(args.model)  # a zoo file, or a family member (hf:, timm:) or an import path by its name

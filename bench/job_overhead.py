@@ -21,7 +21,7 @@ from db.database import get_engine
 from db.engine import reading
 from db.models import Job, Result
 from lab.timeline import overhead_s
-from runner.stats import percentile
+from runner.child.stats import percentile
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,6 +1,6 @@
 """One experiment as a user's own plain script would run it, in a fresh interpreter: build the model, time the
 eager first call, torch.compile it and time the compiled first call, then the same warm-up and rounds as a
-worker's job (runner.rounds, the same clocks and number of rounds), and nothing else: no analysis passes, no
+worker's job (runner.child.rounds, the same clocks and number of rounds), and nothing else: no analysis passes, no
 trace, no database. bench/sweep_overhead.py runs one of these per configuration against the worker.
 
     python -m bench.plain_job --model simplenet --batch 32 --mode default --dynamic false --device cpu --iters 10
@@ -40,8 +40,8 @@ def main() -> int:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
 
-    from runner.rounds import measure_rounds, warmup
-    from runner.timing import CompileWatch, make_timer
+    from runner.child.rounds import measure_rounds, warmup
+    from runner.child.timing import CompileWatch, make_timer
 
     device = torch.device("cuda", 0) if args.device == "cuda" else torch.device("cpu")
     torch.manual_seed(0)
@@ -50,9 +50,9 @@ def main() -> int:
     inputs = tuple(t.to(device) for t in module.example_inputs(args.batch, **params))
     timer = make_timer(args.device)
     cudagraphs = args.device == "cuda" and args.mode in ("reduce-overhead", "max-autotune")
-    if args.instrument:  # as runner.build.build does, in its order
-        from runner.introspect import GraphBreakLog
-        from runner.trace import CompileTrace
+    if args.instrument:  # as runner.child.build.build does, in its order
+        from runner.child.capture.introspect import GraphBreakLog
+        from runner.child.capture.trace import CompileTrace
 
         listeners = (GraphBreakLog(), CompileTrace())  # noqa: F841  (kept alive while compiling)
     compiled_model = torch.compile(model, mode=args.mode, dynamic={"none": None, "true": True, "false": False}[
@@ -68,7 +68,7 @@ def main() -> int:
 
     eager, compiled = step(model, False), step(compiled_model, cudagraphs)
     out = {"eager_first_call_s": timer.once(eager), "compiled_first_call_s": timer.once(compiled)}
-    from runner.introspect import compile_breakdown, metrics
+    from runner.child.capture.introspect import compile_breakdown, metrics
 
     out["compile_breakdown_s"] = compile_breakdown(metrics(), out["compiled_first_call_s"])  # the worker's parts
     t = time.perf_counter()

@@ -44,7 +44,7 @@ CONFIGS = {  # name: submit flags
     "simplenet-default-x3": ["--model", "simplenet", "--batch", "32", "--repeat", "3"],
     "mlp-default-x3": ["--model", "mlp", "--batch", "64", "--repeat", "3"],
 }
-HOST_BOUND = 0.5  # runner.stats.HOST_BOUND
+HOST_BOUND = 0.5  # runner.child.stats.HOST_BOUND
 
 
 def main() -> int:

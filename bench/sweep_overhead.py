@@ -10,7 +10,7 @@ each with mode default and reduce-overhead and dynamic false and true (2x2 per m
 a configuration (mode default, dynamic false), e.g. complexnet:32 for the cold first call check.
 
 1. A first `runner work --drain` on the empty database: the worker's first start on this host (its probe and, on
-   CUDA, its ceilings measured and stored; the host's facts kept in its home: runner/hostfacts.py), timed apart.
+   CUDA, its ceilings measured and stored; the host's facts kept in its home: runner/worker/hostfacts.py), timed apart.
 2. The sweep: `runner submit` it, then `runner work --drain` again (preloaded children, the default), timed from
    its launch to its exit; its start to ready from the launch to its "ready" log line (a restart on a host whose
    ceilings and facts are stored: ready before its preloaded parent is, the first job waits for that, and the
@@ -42,7 +42,7 @@ from pathlib import Path
 from db.database import get_engine
 from db.results import export_records
 from lab.timeline import MEASURED, by_phase, measured_s, total_s
-from runner.worker import STARTING
+from runner.worker.loop import STARTING
 
 ROOT = Path(__file__).resolve().parent.parent
 FULL = [("simplenet", [8, 32, 128, 512]), ("mlp", [8, 32, 128])]

@@ -248,7 +248,7 @@ def _result(rng, extra, job_id, model, bs, dyn, mode, cache, schedule, env, devi
 def _process_repeat(rng, first: dict, job_id: int) -> dict:
     """A process repeat of the run `first` (its result before the raw material): the same configuration in a fresh
     process, compiled from the first run's kept cache (a warm first call), its latency a process's few % apart, no
-    diagnosis clocks (runner.measure: a repeat times the headline's rounds only)."""
+    diagnosis clocks (runner.child.measure: a repeat times the headline's rounds only)."""
     r = copy.deepcopy(first) | {"job_id": job_id}
     apart = rng.gauss(1, 0.02)
     for name in ("compiled_ms", "compiled_p10_ms", "compiled_p90_ms"):
@@ -268,7 +268,7 @@ def _process_repeat(rng, first: dict, job_id: int) -> dict:
 
 
 def _breakdown(rng, first_s: float, mode: str, warm: bool) -> dict:
-    """The first call's disjoint parts (runner.introspect.compile_breakdown's keys), adding up to it: a warm
+    """The first call's disjoint parts (runner.child.capture.introspect.compile_breakdown's keys), adding up to it: a warm
     cache skips most of codegen and kernel compile, max-autotune spends most of its time autotuning."""
     shares = {"dynamo tracing": rng.uniform(0.10, 0.16), "aot autograd": rng.uniform(0.06, 0.10),
               "inductor lowering": rng.uniform(0.12, 0.20),

@@ -1,9 +1,9 @@
-"""The raw material of a synthetic result, shaped as the child stores it: the per-round samples (runner.rounds,
-runner.timing) and the rest of `detail` (runner.recording.record), so that reading, exporting, plotting and storing a
+"""The raw material of a synthetic result, shaped as the child stores it: the per-round samples (runner.child.rounds,
+runner.child.timing) and the rest of `detail` (runner.child.recording.record), so that reading, exporting, plotting and storing a
 synthetic database costs what a real one of the same size does.
 
 Samples, per side, in `rounds` rounds: latency, one synchronous call per sample, as many per round as fit in
-runner.timing.ROUND_MS (at most MAX_CALLS); throughput, one block per round; on CUDA the GPU clock, as many calls
+runner.child.timing.ROUND_MS (at most MAX_CALLS); throughput, one block per round; on CUDA the GPU clock, as many calls
 per round as fit beside their head start; a few calls during which dynamo compiled are `dropped`. A process repeat
 (`diagnose` false) keeps its latency rounds only, as the child does. Each value is made as the child makes it, so it
 holds what a real one holds (bench.gpu_samples, on an H200): a host clock sample is `(perf_counter() - t0) * 1e3`
@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import numpy as np
 
-ROUND_MS, MAX_CALLS = 20.0, 25  # runner.timing's: the time one clock of one side of a round takes, calls at most
+ROUND_MS, MAX_CALLS = 20.0, 25  # runner.child.timing's: the time one clock of one side of a round takes, calls at most
 MIN_BLOCK, MAX_BLOCK = 2, 100
-HEAD_START_MS = 0.03  # the GPU clock's spin ahead of each call (runner.timing.CudaTimer.plan), for a host-bound model
+HEAD_START_MS = 0.03  # the GPU clock's spin ahead of each call (runner.child.timing.CudaTimer.plan), for a host-bound model
 
 
 def calls_per_round(call_ms: float, gpu: bool) -> dict:
-    """runner.timing's plan: how many samples one round of each clock takes (the slower side sets it)."""
+    """runner.child.timing's plan: how many samples one round of each clock takes (the slower side sets it)."""
     fit = lambda x, lo, hi: max(lo, min(hi, int(x)))  # noqa: E731
     return {"latency": fit(ROUND_MS / call_ms, 1, MAX_CALLS), "throughput": fit(ROUND_MS / call_ms, MIN_BLOCK, MAX_BLOCK),
             "gpu": fit(ROUND_MS / (HEAD_START_MS + call_ms), 1, MAX_CALLS) if gpu else None}
@@ -64,7 +64,7 @@ def samples(gen: np.random.Generator, result: dict, rounds: int, gpu: bool, diag
 
 
 def host_clock_ms(gen: np.random.Generator, ms: np.ndarray, start_ns: int, block: int = 1) -> np.ndarray:
-    """What runner.timing stores for calls of `ms` each, timed in blocks of `block` calls: (t1 - t0) * 1e3 / block,
+    """What runner.child.timing stores for calls of `ms` each, timed in blocks of `block` calls: (t1 - t0) * 1e3 / block,
     each reading whole nanoseconds divided by 1e9 (CPython's perf_counter), the calls one after another from
     `start_ns` with a few microseconds between them."""
     took = np.maximum(np.rint(ms * block * 1e6), 1).astype(np.int64)
@@ -80,7 +80,7 @@ def event_clock_ms(ms: np.ndarray, tick_ns: int = 32) -> np.ndarray:
 
 
 def detail(rng, result: dict, spec: dict, plan: dict | None, gpu: bool) -> dict:
-    """What the child writes beside its numbers (runner.recording.record), sized as a real job's: the host and GPU
+    """What the child writes beside its numbers (runner.child.recording.record), sized as a real job's: the host and GPU
     around the rounds, what disturbed them, the compile cache's layers, the job's timeline."""
     first = result["compiled_first_call_s"]
     measure_s = first + rng.uniform(8, 25)

@@ -4,9 +4,9 @@ bomb, the limit), nothing of it is written or loaded, and the reader's memory st
 to (peak resident size of a child process, or traced allocations in this one).
 
     altered compile cache bundles: the newest row for a key unsigned, altered under the genuine signature,
-      another key's genuine bundle replayed, signed with a stranger's key (runner.portable, the worker's check);
+      another key's genuine bundle replayed, signed with a stranger's key (runner.worker.cache_bundle, the worker's check);
     decompression bombs: 1 GiB of text in a 1 MB artifact row (`runner artifact`, a child process), 1 GiB of
-      kernel library in a signed bundle (runner.megacache in a child), tlparse reports with a 1 GiB page, 20,000
+      kernel library in a signed bundle (runner.child.cache_bundle in a child), tlparse reports with a 1 GiB page, 20,000
       entries, or a bzip2 entry (the job page's readers).
 """
 from __future__ import annotations
@@ -92,7 +92,8 @@ def bundles(url: str, tmp: Path) -> tuple:
     from db import caches
     from db.database import get_engine
     from lab.spec import ExperimentSpec
-    from runner import portable, signing
+    from runner.worker import cache_bundle as portable
+    from runner.worker import cache_key as signing
 
     key_file = tmp / "cache.key"
     key_file.write_text(os.urandom(32).hex())
@@ -131,7 +132,7 @@ def artifact_bomb(url: str, tmp: Path) -> tuple:
 
 def bundle_bomb(tmp: Path) -> tuple:
     """A bundle whose signature checks (a key holder's, or a worker's own) and that unpacks to a gibibyte."""
-    from runner import signing
+    from runner.worker import cache_key as signing
 
     bomb = zip_bomb({"megacache.bin": b"graphs", "kernels/cd/big.so": GIB})
     path, inductor = tmp / "megacache-in.bin", tmp / "inductor"

@@ -7,7 +7,7 @@ and the spec's compile settings (model and sizes, task, dtype, backend, mode, dy
 key is a hash; `parts` keeps what it hashes, readable. A key keeps its newest bundle only. No torch here: the
 worker computes the key from its probe.
 
-A bundle is code the worker that loads it runs: each row carries the storing worker's signature (runner.signing)
+A bundle is code the worker that loads it runs: each row carries the storing worker's signature (runner.worker.cache_key)
 and a worker loads only what its own key verifies. This module stores and fetches; it checks nothing.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The devices' measured ceilings (the device_ceilings table): stored by a worker's calibration (runner.ceilings),
+"""The devices' measured ceilings (the device_ceilings table): stored by a worker's calibration (runner.worker.ceilings),
 read to place a result on its roofline (lab.roofline.place) and to draw the roofline on Results.
 
 `latest_ceilings` answers for one device and host, which is what placing one result needs. A roofline plot needs one

@@ -254,7 +254,7 @@ class CompileCache(Base):
     bytes: Mapped[int] = mapped_column(Integer)  # as torch serialised them
     info: Mapped[dict] = mapped_column(JSON, default=dict)  # torch's CacheInfo: artifact keys per kind
     data: Mapped[bytes] = mapped_column(LargeBinary)
-    # HMAC-SHA256 (hex) of the key and data with the lab's cache key (runner.signing); a row without one never loads
+    # HMAC-SHA256 (hex) of the key and data with the lab's cache key (runner.worker.cache_key); a row without one never loads
     signature: Mapped[str | None] = mapped_column(String(64), nullable=True, default=None)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 

@@ -53,7 +53,7 @@ class Claim:
     # re-validates it, and fails the job with the reason when it is not a valid spec)
     spec: object
     # a process repeat or re-run of a configuration measured before ({kind, n, total, because}; None: a first run).
-    # It compiles from its configuration's first run's cache where that is on this worker (runner.repeatcache)
+    # It compiles from its configuration's first run's cache where that is on this worker (runner.worker.cache_repeat)
     follow_up: dict | None = None
 
 
@@ -212,7 +212,7 @@ def finish(engine: Engine, job_id: int, token: str, status: JobStatus, error: st
 def finish_kept(engine: Engine, job_id: int, token: str, worker_id: str, attempt: int, status: JobStatus,
                 error: str | None = None, result: Mapping | None = None, log_tail: str | None = None,
                 artifacts: list[dict] | None = None) -> bool:
-    """finish() for an outcome its worker kept on disk while the database was out (runner.kept). Fenced by the lease
+    """finish() for an outcome its worker kept on disk while the database was out (runner.worker.store). Fenced by the lease
     token as finish() is; or, once that lease ran out and the job was taken back (queued again, or failed as lost)
     but not claimed since, by the worker and attempt that ran it, as hand_back is: an outage never throws a
     finished attempt away, nor counts one. False: someone else's now (claimed again, cancelled), nothing written."""
@@ -341,7 +341,7 @@ def live_torch_versions(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> list
 
 def bundle_signers(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> tuple[int, int]:
     """(live workers that hold the compile cache signing key, live workers): only the former load a portable job's
-    bundle (runner.signing); the rest run it as a cold run."""
+    bundle (runner.worker.cache_key); the rest run it as a cold run."""
     live = live_workers(engine, fresh_s)
     return sum(bool(w.capabilities.get("signs_bundles")) for w in live), len(live)
 

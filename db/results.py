@@ -110,7 +110,7 @@ def iter_records(engine: Engine, job_ids: Iterable[int] | None = None, sweep_ids
 
 def worker_key(name: str, device: str | None) -> str:
     """The worker capability that says `name` (an ENV_FROM_WORKER field) for a job on `device`: a CPU job's
-    device_name is the CPU's, as its result would say (runner.environment), not the host's GPU. (A worker that
+    device_name is the CPU's, as its result would say (runner.child.environment), not the host's GPU. (A worker that
     published no CPU name, from before workers did, is read by `name` itself.)"""
     return CPU_NAME if name == "device_name" and device == "cpu" else name
 

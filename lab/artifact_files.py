@@ -1,4 +1,4 @@
-"""A job's artifacts as files: the child packs each text the compiler wrote (runner.trace: output code, FX graphs,
+"""A job's artifacts as files: the child packs each text the compiler wrote (runner.child.capture.trace: output code, FX graphs,
 the structured trace; tlparse's zipped report) cut at MAX_TEXT_BYTES and gzip-compressed into a folder beside its
 result file, with an index; the worker reads the folder back, at most MAX_JOB_BYTES of it (compressed), and stores it
 with the job's outcome (db.artifacts): a trace of a large model must not grow the database without bound. What was

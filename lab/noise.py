@@ -1,13 +1,13 @@
 """Which runs answer, and which follow-up runs a finished run calls for.
 
 A run (one job, one process) answers unless something from outside disturbed its rounds, measured and named
-(runner.disturbance: other processes on its cores or its GPU, throttled or moving clocks, memory pressure). A
+(runner.child.disturbance: other processes on its cores or its GPU, throttled or moving clocks, memory pressure). A
 disturbed run is re-run, up to the sweep's `reruns` per configuration, and left out of the answer while an
 undisturbed run of its configuration exists; a configuration whose every run was disturbed still answers from them,
 flagged, with the cause. Scatter alone is not a cause: it widens the answer's interval (lab.interval).
 
 Every configuration runs in `process_repeats` separate processes (2 by default): fresh processes differ, and the
-interval must hold across them. The first run's compile cache is kept for its repeats (runner.repeatcache), so a
+interval must hold across them. The first run's compile cache is kept for its repeats (runner.worker.cache_repeat), so a
 repeat pays a warm first call, not a cold compile. The follow-ups are planned here, from plain values, and queued by
 db.queue.finish in the transaction that stores the result: a worker that dies between the two cannot lose them. A
 sweep never grows past lab.sweep.MAX_JOBS with them. No torch, no SQLAlchemy.

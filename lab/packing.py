@@ -29,7 +29,7 @@ JSON_FORMAT = 2  # the first byte of a packed JSON value
 LEVEL = 6  # zlib's: 9 packs ~1% smaller at twice the time
 MS = 1000.0  # host clock samples are seconds times this
 PROBE = 8  # values a clock place is tried on before the whole array is
-DIVISORS = np.arange(1, 129, dtype=np.float64)  # a throughput block's calls (runner.timing.MAX_BLOCK is 100)
+DIVISORS = np.arange(1, 129, dtype=np.float64)  # a throughput block's calls (runner.child.timing.MAX_BLOCK is 100)
 EXPONENTS = np.arange(-16, -75, -1)  # the host clock's last place: 2**-16 s (a clock 2**37 s old) to 2**-74 s
 TICKS_NS = (32, 1, 1000)  # a GPU event clock's tick, in ns, tried in this order
 
@@ -257,7 +257,7 @@ def _unplanes_raw(data: bytes, n: int, width: int) -> np.ndarray:
 # -- JSON values -----------------------------------------------------------------------------------------------------
 
 # zlib's preset dictionary for a result's detail: the keys and the lab's own words that every detail repeats (the
-# skeleton of runner.recording.detail and what the worker adds), so that each row does not spell them out again: a
+# skeleton of runner.child.recording.detail and what the worker adds), so that each row does not spell them out again: a
 # realistic detail packs in ~1.4 kB instead of ~2.6 kB. Part of JSON_FORMAT: a new dictionary is a new format.
 DETAIL_WORDS = (
     '{"eager_second_call_s":0.0,"calls_per_round":{"latency":25,"throughput":100,"gpu":25},"speedup_p10":0.0,'

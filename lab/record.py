@@ -33,7 +33,7 @@ class ResultRecord:
     # compiled from nothing), None (never asked: another backend). From the detail's cache_hits (graph_cache_hit)
     graph_cache_hit: bool | None = None
     compiled_second_call_s: float | None = None
-    # steady state, in three clocks (runner/timing.py). The headline is latency as the caller sees it (one
+    # steady state, in three clocks (runner/child/timing.py). The headline is latency as the caller sees it (one
     # synchronous call, host clock): medians and p10/p90 over every kept sample, speedup = eager / compiled
     eager_ms: float | None = None
     compiled_ms: float | None = None
@@ -52,7 +52,7 @@ class ResultRecord:
     eager_gpu_ms: float | None = None
     compiled_gpu_ms: float | None = None
     gpu_speedup: float | None = None
-    # 1 - GPU time / latency: the share of a call the GPU idles (host-bound past runner.stats.HOST_BOUND)
+    # 1 - GPU time / latency: the share of a call the GPU idles (host-bound past runner.child.stats.HOST_BOUND)
     eager_host_overhead: float | None = None
     compiled_host_overhead: float | None = None
     host_bound: bool | None = None
@@ -73,7 +73,7 @@ class ResultRecord:
     round_speedup: float | None = None
     round_speedup_se: float | None = None
     # a cause from outside measured during the rounds (another process on the cores or the GPU, throttled or moving
-    # clocks, memory pressure: runner.disturbance), named in noise_note; such a run is re-run and left out of the
+    # clocks, memory pressure: runner.child.disturbance), named in noise_note; such a run is re-run and left out of the
     # answer. None: stored before causes were measured. `noisy` says the same for newer results (older ones set it
     # from the rounds' scatter, which is not a cause: the answer no longer reads it)
     disturbed: bool | None = None
@@ -92,7 +92,8 @@ class ResultRecord:
     graph_breaks: int | None = None
     recompiles: int | None = None
     measure_recompiles: int | None = None
-    # fusion made visible: per call, from torch.profiler over one steady-state call of each side (runner.profile_counts):
+    # fusion made visible: per call, from torch.profiler over one steady-state call of each side
+    # (runner.child.capture.profile_counts):
     # device kernels on CUDA; on the CPU the operators that compute (outermost aten ops, plus the kernels inductor
     # generated), and every aten op the host dispatches
     eager_kernels: int | None = None
@@ -141,7 +142,7 @@ def detail_keys(detail) -> dict:
 
 
 def graph_cache_hit(hits: Mapping | None) -> bool | None:
-    """ResultRecord.graph_cache_hit from the compile's cache counters (runner.introspect.cache_hits)."""
+    """ResultRecord.graph_cache_hit from the compile's cache counters (runner.child.capture.introspect.cache_hits)."""
     if not isinstance(hits, Mapping):
         return None
     hit, miss = hits.get("inductor_fx_local_cache_hit_count") or 0, hits.get("inductor_fx_local_cache_miss_count") or 0

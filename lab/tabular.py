@@ -11,7 +11,7 @@ import re
 from typing import Any, Iterable, TextIO
 
 # a download's export (`runner export`, started by dashboard/server/downloads.py) is given the server's pid under
-# this name, and ends itself when that process is gone (runner/cli_export.py)
+# this name, and ends itself when that process is gone (runner/cli/export.py)
 EXPORT_PARENT_ENV = "COMPILE_LAB_EXPORT_PARENT"
 
 # a spreadsheet reads a text cell beginning with one of these as a formula (OWASP "CSV injection"); a tab or a

@@ -1,2 +1,2 @@
-"""Compile Lab runner: the worker CLI (python -m runner), the worker and the child it starts per job. Imports lab/ and
-db/ (the measuring child: lab/ only), never streamlit."""
+"""Compile Lab runner: the worker (runner.worker), the child it starts per job (runner.child), the CLI
+(runner.cli, `python -m runner`), the model zoo and the cluster launcher. Never imports streamlit."""

@@ -1,4 +1,4 @@
-"""`python -m runner` (runner.cli), started the way a short command wants (`runner report` has 2 s at 100k jobs).
+"""`python -m runner` (runner.cli.main), started the way a short command wants (`runner report` has 2 s at 100k jobs).
 
 Importing the CLI makes ~half a million objects that live as long as the process: the cyclic collector is kept off
 while they are made and told to leave them be after (gc.freeze); at exit, once the engines' connections are closed,
@@ -16,7 +16,7 @@ if ONE_BLAS_THREAD:
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
 gc.disable()
 from db.database import dispose_engines  # noqa: E402
-from runner.cli import main  # noqa: E402
+from runner.cli.main import main  # noqa: E402
 
 if ONE_BLAS_THREAD:
     del os.environ["OPENBLAS_NUM_THREADS"]

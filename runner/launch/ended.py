@@ -1,7 +1,7 @@
 """A worker stopped (SIGTERM, SIGINT) with a job unfinished hands it back, and where a cluster's scheduler stopped it,
 says so in the scheduler's words: "the worker's Slurm job 812_3 hit its time limit while compiling". A cancel or a
 preemption re-queues the job without counting the attempt; a time limit counts it (lab.scheduler.ENDINGS), so a job
-longer than any allocation ends after its attempts instead of going round for ever. Part of runner.supervise's
+longer than any allocation ends after its attempts instead of going round for ever. Part of runner.worker.job's
 Supervision, which calls it once the child is stopped: the job never runs in two places at once."""
 from __future__ import annotations
 

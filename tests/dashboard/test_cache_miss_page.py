@@ -1,11 +1,12 @@
 """Issue 29, cache-miss forensics: a portable job whose key differs from the stored bundle's in one setting names that
-setting on its job page (the note runner.portable.prepare wrote, as the worker stores it in detail.mega_cache); a warm
+setting on its job page (the note runner.worker.cache_bundle.prepare wrote, as the worker stores it in detail.mega_cache); a warm
 job that compiled anyway names what differs from the nearest earlier compile on its host (db.caches.warm_nearest)."""
 from db import caches, queue
 from db.models import JobStatus
 from lab.spec import ExperimentSpec
 from lab.sweep import SweepRequest
-from runner import portable, signing, zoo
+from runner import zoo
+from runner.worker import cache_bundle, cache_key
 from tests.dashboard.test_pages import lab, ok, page, worker  # noqa: F401 (fixtures)
 
 PROBE = {"torch_version": "2.13.0+cpu", "triton_version": None, "cpu_name": "AMD EPYC", "device_name": None,
@@ -22,7 +23,7 @@ def test_a_portable_miss_names_the_differing_setting_on_the_job_page(worker, cac
                                    zoo.model_infos(zoo.catalog()))
     claim = queue.claim_next(engine, "host:1:any:test", ["cpu"], ["simplenet"], 60)
     spec = ExperimentSpec(model="simplenet", batch_size=8, device="cpu", cache="portable", mode="max-autotune")
-    note = portable.prepare(engine, spec, PROBE, tmp_path, {}, signing.load(cache_key_file))
+    note = cache_bundle.prepare(engine, spec, PROBE, tmp_path, {}, cache_key.load(cache_key_file))
     queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED,
                  result={"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "compiled_first_call_s": 9.5,
                          "eager_first_call_s": 0.1, "detail": {"mega_cache": note}})

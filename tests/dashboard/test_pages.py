@@ -103,7 +103,7 @@ def test_sidebar_names_the_database_and_the_workers(worker, db_url):
 
 
 def test_sidebar_says_which_worker_is_paused_for_disk_space_and_why(worker):
-    why = "paused: no space left on device under /data (0.0 MB free; claims again above 256 MB)"  # runner.diskpause
+    why = "paused: no space left on device under /data (0.0 MB free; claims again above 256 MB)"  # runner.worker.diskpause
     with reading(worker) as s:
         caps = dict(s.get(Worker, "host:1:any:test").capabilities)
     queue.publish_capabilities(worker, "host:1:any:test", {**caps, "paused": why})
@@ -369,7 +369,7 @@ def test_the_job_page_shows_kernels_caches_and_the_output_code(worker, tmp_path)
 
 
 def test_the_job_page_says_when_cuda_graphs_were_skipped(worker):
-    """The detail is what runner/cudagraphs.py writes on a GPU, written here by hand: this machine has none."""
+    """The detail is what runner/child/capture/cudagraphs.py writes on a GPU, written here by hand: this machine has none."""
     ids = submit_some(worker, 1)
     claim = queue.claim_next(worker, "host:1:any:test", ["cpu"], ["simplenet"], 60)
     graphs = {"skipped": True, "skip_reasons": ["skipping cudagraphs due to mutated inputs (1 instances)"],

@@ -21,7 +21,8 @@ from db.models import JobStatus
 from db.results import export_records
 from lab import artifact_files
 from lab.sweep import SweepRequest
-from runner import tlparse_report, zoo
+from runner import zoo
+from runner.child.capture import tlparse_report
 from tests.e2e.test_browser import CHROMIUM, browser  # noqa: F401 (browser is a fixture)
 from tests.e2e.test_server_handshake import running_app
 

@@ -99,7 +99,8 @@ def test_a_cuda_result_fits_and_a_result_the_database_refuses_ends_the_job_faile
     from db.models import JobStatus
     from lab.spec import ModelInfo
     from lab.sweep import SweepRequest
-    from runner import timing, worker
+    from runner.child import timing
+    from runner.worker import loop as worker
 
     engine = get_engine(any_db_url)
     catalog = {"tiny": ModelInfo("tiny", "fixture")}

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.diskspace import MIN_FREE_ENV
-from runner.lease import read_progress
+from runner.child.diskspace import MIN_FREE_ENV
+from runner.worker.lease import read_progress
 from tests.conftest import job_row, records, result_count, run_cli, start_worker, submit, wait_until
 
 COMPILE = ["--model", "tiny", "--batch", "2", "--device", "cpu", "--backend", "inductor", "--iters", "2"]

@@ -12,7 +12,7 @@ import db.engine
 from db import queue
 from db.database import get_engine
 from db.models import utcnow
-from runner import kept
+from runner.worker import store
 from tests.conftest import job_row, records, result_count, start_worker, submit, wait_until
 from tests.faults.outage import Outage
 
@@ -33,7 +33,7 @@ def finish_during_an_outage(db_url: str, home, wake, outage: Outage, *args: str)
     outage.down()
     wake.touch()
     wait_until(lambda: log_has(worker, "could not store the outcome"), 60, "the worker to retry storing the outcome")
-    assert (home / "jobs" / f"{job_id}-1" / kept.FILE).exists()  # on disk until the database has it
+    assert (home / "jobs" / f"{job_id}-1" / store.FILE).exists()  # on disk until the database has it
     return job_id, worker
 
 
@@ -43,7 +43,7 @@ def ran_once(db_url: str, home, job_id: int) -> None:
         rec["status"], rec["attempts"], rec["error"])
     assert result_count(db_url, job_id) == 1
     assert not (home / "jobs" / f"{job_id}-2").exists()  # never run again
-    assert not (home / "jobs" / f"{job_id}-1" / kept.FILE).exists()
+    assert not (home / "jobs" / f"{job_id}-1" / store.FILE).exists()
 
 
 def test_an_outage_past_the_lease_keeps_the_result_though_the_job_was_taken_back(any_db_url, tmp_path, monkeypatch):

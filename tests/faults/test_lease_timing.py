@@ -12,7 +12,8 @@ from db.database import get_engine
 from db.engine import reading
 from db.models import Job, JobStatus
 from lab.sweep import SweepRequest
-from runner import worker, zoo
+from runner import zoo
+from runner.worker import loop as worker
 from tests.conftest import FIXTURE_MODELS
 from tests.unit.test_hostfacts import Gate, gated_workers
 

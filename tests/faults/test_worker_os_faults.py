@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from db.models import utcnow
-from runner.diskspace import MIN_FREE_ENV
+from runner.child.diskspace import MIN_FREE_ENV
 from tests.conftest import job_row, pid_alive, read_pids, records, result_count, start_worker, submit, wait_until
 
 NAPPER = ["--model", "napper", "--batch", "2", "--device", "cpu", "--backend", "eager", "--iters", "2"]

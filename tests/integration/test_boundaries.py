@@ -24,10 +24,10 @@ CASES = [
     ("dashboard.data.submission", ["torch", "streamlit", "runner"]),
     ("dashboard.state.resources", ["torch", "runner"]),
     ("runner", ["streamlit", "torch"]),
-    ("runner.cli", ["streamlit", "torch"]),  # submit/status/export stay light
-    ("runner.worker", ["streamlit", "torch"]),  # the worker never holds torch (or a CUDA context)
+    ("runner.cli.main", ["streamlit", "torch"]),  # submit/status/export stay light
+    ("runner.worker.loop", ["streamlit", "torch"]),  # the worker never holds torch (or a CUDA context)
     ("runner.zoo", ["streamlit", "torch"]),
-    ("runner.measure", ["streamlit"]),
+    ("runner.child.measure", ["streamlit"]),
 ]
 
 
@@ -134,8 +134,8 @@ def test_the_core_imports_no_storage_streamlit_or_torch():
 
 
 # what a job's child process imports: its entry, the protocol, and what run_job and the child's other modes import
-CHILD = ["runner.child", "runner.measure", "runner.zoo", "runner.calibrate", "runner.preload", "runner.leasefile",
-         "runner.reaper", "lab.spec", "lab.timeline"]
+CHILD = ["runner.child.process", "runner.child.measure", "runner.zoo", "runner.child.calibrate", "runner.child.preload",
+         "runner.child.lease_deadline", "runner.child.reaper", "lab.spec", "lab.timeline"]
 
 
 def test_the_measuring_child_imports_no_sqlalchemy():

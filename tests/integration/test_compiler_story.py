@@ -5,7 +5,7 @@ first keeps its trace too and, where the worker has tlparse (PyPI `tlparse`), it
 with --trace false, does not. A job whose compile fails keeps its trace."""
 import zipfile
 
-from runner.tlparse_report import ENV, executable
+from runner.child.capture.tlparse_report import ENV, executable
 from tests.conftest import records, run_cli, submit, work
 
 
@@ -66,7 +66,7 @@ def test_recompiles_name_their_guard_and_a_frame_past_the_limit_is_flagged():
     import torch
     from torch._dynamo.utils import get_compilation_metrics
 
-    from runner import recompiles
+    from runner.child.capture import recompiles
 
     torch._dynamo.reset()
     before = len(get_compilation_metrics())

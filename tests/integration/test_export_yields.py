@@ -1,11 +1,11 @@
-"""The dashboard's downloads run `runner export --yield-cpu` (runner.cli_export.Yielding): while other processes keep
+"""The dashboard's downloads run `runner export --yield-cpu` (runner.cli.export.Yielding): while other processes keep
 the host's cores busy, the export pauses, a bounded while at a time, and still hands out every record in order."""
 import os
 import subprocess
 import sys
 import time
 
-from runner.cli_export import Yielding, busy_s
+from runner.cli.export import Yielding, busy_s
 
 BURN = "import time\nend = time.monotonic() + 30\nwhile time.monotonic() < end: pass\n"
 

@@ -1,4 +1,4 @@
-"""A run is left out only for a cause that was measured (runner.disturbance), through a real worker and real
+"""A run is left out only for a cause that was measured (runner.child.disturbance), through a real worker and real
 children: a busy neighbour process started during a job's rounds is named, the run re-run and left out of the
 answer; a model whose calls scatter (the jittery fixture) is no cause: it answers, its interval widened.
 Backend eager: no inductor compile to wait for."""
@@ -11,7 +11,7 @@ from dashboard.state.embedded import ENV_SWITCH
 from db.database import get_engine
 from db.models import JobStatus
 from db.reports import report
-from runner.lease import read_progress
+from runner.worker.lease import read_progress
 from tests.conftest import job_row, records, start_worker, submit, wait_until
 from tests.dashboard.test_pages import ok, page
 

@@ -9,7 +9,7 @@ from dashboard.data.story import portable_lines
 from db.database import get_engine
 from db.engine import atomic, reading
 from db.models import CompileCache
-from runner import portable, signing
+from runner.worker import cache_bundle, cache_key
 from tests.conftest import records, submit, work
 
 TINY = ("--model", "tiny", "--batch", "8", "--device", "cpu", "--iters", "3", "--trace", "false")
@@ -35,7 +35,7 @@ def test_an_altered_bundle_is_never_loaded_and_the_job_says_why(any_db_url, tmp_
         s.add(CompileCache(key=key, parts=genuine.parts, job_id=None, bytes=len(evil), info=genuine.info, data=evil,
                            signature=genuine.signature))
     # the key through the environment this time (the flag above): the worker reads it at start
-    said = work(url, tmp_path / "host-b", "--max-jobs", "1", env={signing.KEY_FILE_ENV: str(cache_key_file)})
+    said = work(url, tmp_path / "host-b", "--max-jobs", "1", env={cache_key.KEY_FILE_ENV: str(cache_key_file)})
     assert f"compile cache key {key}: refused the newest bundle" in said.stderr and secret not in said.stderr
 
     rec = records(url)[port]
@@ -45,17 +45,17 @@ def test_an_altered_bundle_is_never_loaded_and_the_job_says_why(any_db_url, tmp_
                             "does not check with this worker's key (altered, stored under another key, or signed with "
                             "a key this worker does not hold); nothing from it was written or loaded, ran as a cold run")
     assert "source" not in mega and "loaded" not in mega  # the child was never given a bundle
-    assert not list((tmp_path / "host-b").rglob(portable.LOAD_FILE)) and not list(tmp_path.rglob("evil.so"))
+    assert not list((tmp_path / "host-b").rglob(cache_bundle.LOAD_FILE)) and not list(tmp_path.rglob("evil.so"))
     assert rec["cache_layers"]["fxgraph"]["miss"] >= 1 and rec["cache_layers"]["fxgraph"]["hit"] == 0  # a cold run
     assert f"Bundle {key[:12]}: {mega['note']}." in portable_lines(rec)  # the job's page, in words
     # its own bundle, signed, replaced the altered one
     kept = newest(url, key)
     assert mega["saved"]["stored"] is True and kept.job_id == port and kept.data != evil
-    assert signing.load(cache_key_file).verify(key, kept.data, kept.signature)
+    assert cache_key.load(cache_key_file).verify(key, kept.data, kept.signature)
 
     said = work(url, tmp_path / "host-c", "--drain")  # no key: loads nothing, keeps nothing
     assert "no cache signing key (--cache-key-file, COMPILE_LAB_CACHE_KEY_FILE)" in said.stderr
     rec = records(url)[keyless]
     assert rec["status"] == "succeeded", rec["error"]
-    assert rec["mega_cache"]["note"] == f"{portable.NO_KEY}: it neither loads nor keeps bundles; ran as a cold run"
+    assert rec["mega_cache"]["note"] == f"{cache_bundle.NO_KEY}: it neither loads nor keeps bundles; ran as a cold run"
     assert "source" not in rec["mega_cache"] and "saved" not in rec["mega_cache"]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.spawn import ForkSpawner, FreshSpawner, SpawnError
+from runner.worker.spawn import ForkSpawner, FreshSpawner, SpawnError
 from tests.conftest import FIXTURE_MODELS, ROOT, records, run_cli, submit, work
 
 
@@ -90,7 +90,7 @@ def test_inline_runs_the_job_in_the_workers_own_process(db_url, tmp_path, monkey
     stored as from a child, and the worker lives on (kill_group must not kill its own group)."""
     from db import queue
     from db.database import get_engine
-    from runner import worker
+    from runner.worker import loop as worker
 
     models = tmp_path / "models"
     models.mkdir()

@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.extras,
 SCRIPT = r'''
 import json, torch
 from runner import zoo
-from runner.build import make_step
+from runner.child.build import make_step
 out = {}
 for task in ("inference", "training"):
     entry = zoo.resolve("timm:test_vit")

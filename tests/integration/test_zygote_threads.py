@@ -1,4 +1,4 @@
-"""The preloaded parent (runner.zygote) forks every job: it must fork as a single-threaded process, or a lock held
+"""The preloaded parent (runner.child.zygote) forks every job: it must fork as a single-threaded process, or a lock held
 by another of its threads at the fork stays held in the job (Python 3.12 warns "This process is multi-threaded,
 use of fork() may lead to deadlocks in the child" at each fork). On a GPU host torch's NVML device count left
 NVML's thread running; on any host, the count is checked once the parent is ready and again after a job's fork.
@@ -20,7 +20,7 @@ def threads(pid: int) -> list[str]:
 
 
 def test_the_preloaded_parent_forks_with_one_thread_and_no_warning(tmp_path):
-    parent = subprocess.Popen([sys.executable, "-m", "runner.zygote"], cwd=ROOT, stdin=subprocess.PIPE,
+    parent = subprocess.Popen([sys.executable, "-m", "runner.child.zygote"], cwd=ROOT, stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         assert json.loads(parent.stdout.readline()) == {"ready": True}
@@ -37,4 +37,4 @@ def test_the_preloaded_parent_forks_with_one_thread_and_no_warning(tmp_path):
     err = parent.stderr.read().decode(errors="replace")
     assert "multi-threaded" not in err, err[-2000:]
     assert len(ready_threads) == 1 and len(after_fork) == 1, (ready_threads, after_fork)
-    assert "usage:" in (tmp_path / "log").read_text()  # the forked child ran runner.child
+    assert "usage:" in (tmp_path / "log").read_text()  # the forked child ran runner.child.process

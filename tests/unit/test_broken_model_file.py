@@ -2,8 +2,9 @@
 named with its line by the worker's rescan (published for Submit), by `runner models` and on the Submit page."""
 
 from db import queue
-from runner import cli, zoo
-from runner.model_folders import ModelFolders
+from runner import zoo
+from runner.cli import main as cli
+from runner.worker.model_folders import ModelFolders
 from tests.dashboard.test_pages import lab, ok, page  # noqa: F401 (fixtures)
 from tests.integration.test_models_folder import MODEL
 

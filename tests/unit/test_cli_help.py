@@ -7,7 +7,7 @@ import pytest
 from db import queue
 from db.database import get_engine
 from lab.sweep import SweepRequest
-from runner import cli
+from runner.cli import main as cli
 
 
 def _commands() -> list[str]:

@@ -1,4 +1,4 @@
-"""runner.compile_workers: inductor's compile-worker pool, started as on a GPU (torch starts it at the first compile
+"""runner.child.compile_workers: inductor's compile-worker pool, started as on a GPU (torch starts it at the first compile
 there; on this CPU the test starts it itself), is gone before the rounds, sidecar and workers, without torch logging
 a dead sidecar; compiling still works after."""
 import logging
@@ -8,8 +8,8 @@ import time
 import pytest
 import torch
 
-from runner import compile_workers
-from runner.disturbance import process_tree
+from runner.child import compile_workers
+from runner.child.disturbance import process_tree
 from tests.conftest import pid_alive
 
 

@@ -1,9 +1,9 @@
-"""A side's peak memory on the CPU (runner.memory): RSS growth during the call, measured after the heap's freed pages
-went back to the system, so a call that reuses memory freed earlier still shows what it needs (issue 27: a CPU job's
+"""A side's peak memory on the CPU (runner.child.capture.memory): RSS growth during the call, measured after the heap's
+freed pages went back to the system, so a call that reuses memory freed earlier still shows what it needs (issue 27: a CPU job's
 compiled side read "0 MB" as if compiling saved memory)."""
 import torch
 
-from runner.memory import Memory
+from runner.child.capture.memory import Memory
 
 
 def test_a_call_that_reuses_freed_memory_still_shows_its_buffers():

@@ -8,7 +8,7 @@ import pytest
 def test_a_skip_message_becomes_the_recorded_reason():
     from torch._inductor.cudagraph_utils import log_cudagraph_skip_and_bump_counter
 
-    from runner import cudagraphs, introspect
+    from runner.child.capture import cudagraphs, introspect
 
     introspect._enable_graph_break_logs()
     cudagraphs.listen()

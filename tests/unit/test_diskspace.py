@@ -1,4 +1,4 @@
-"""How a full disk is told apart from the experiment's failure (runner.diskspace), with real ENOSPC from the kernel:
+"""How a full disk is told apart from the experiment's failure (runner.child.diskspace), with real ENOSPC from the kernel:
 /dev/full for a log that cannot be written, a small tmpfs (where root may mount one) for a job folder that takes no
 new block, and the real file system's statvfs for a child that could say nothing."""
 import contextlib
@@ -15,8 +15,10 @@ from db.engine import reading
 from db.models import Job, JobStatus, Worker
 from lab.spec import ModelInfo
 from lab.sweep import SweepRequest
-from runner import child, diskpause, diskspace
-from runner.supervise import log_tail
+from runner.child import diskspace
+from runner.child import process as child
+from runner.worker import diskpause
+from runner.worker.job import log_tail
 from tests.conftest import wait_until
 
 
@@ -145,10 +147,10 @@ def test_on_a_full_disk_the_marker_still_takes_the_childs_word_and_the_log_tail_
     assert "inductor says a lot" in tail and diskspace.CUT in tail
 
 
-# -- the worker's side (runner.diskpause), on a real SQLite file ----------------------------------------------------
+# -- the worker's side (runner.worker.diskpause), on a real SQLite file ----------------------------------------------------
 @pytest.fixture
 def worker(db_url, tmp_path):
-    from runner.worker import Worker, WorkerConfig
+    from runner.worker.loop import Worker, WorkerConfig
 
     w = Worker(WorkerConfig(db_url=db_url, home=tmp_path / "home", spawn="fresh", calibrate=False, threads=1))
     w.capabilities = {"devices": ["cpu"]}

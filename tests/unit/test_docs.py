@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.cli import build_parser
+from runner.cli.main import build_parser
 from tests.conftest import ROOT
 
 README = ROOT / "README.md"

@@ -1,4 +1,4 @@
-"""Errors about a file a person names quote nothing of it (runner.cli_files, lab.traffic, runner.zoo): `submit
+"""Errors about a file a person names quote nothing of it (runner.cli.files, lab.traffic, runner.zoo): `submit
 --traffic FILE`, `export --jobs FILE` (and stdin) and a models folder's files are refused with the flag, the file and
 where in it (line, item), exit code 2 and nothing stored, and a secret the file holds appears nowhere in the output."""
 import pytest

@@ -1,4 +1,4 @@
-"""db.queue.finish_kept, the store of an outcome a worker kept through an outage (runner.kept), on a real SQLite
+"""db.queue.finish_kept, the store of an outcome a worker kept through an outage (runner.worker.store), on a real SQLite
 file and a real PostgreSQL database: taken under the lease, or after the lease ran out while nobody claimed the
 job since; refused (nothing written) once anyone else holds the job or it ended; never stored twice."""
 from datetime import timedelta
@@ -12,7 +12,7 @@ from db.engine import atomic, reading
 from db.models import Job, JobStatus, utcnow
 from lab.spec import ModelInfo
 from lab.sweep import SweepRequest
-from runner import kept
+from runner.worker import store as kept
 from tests.conftest import at_head
 
 RESULT = {"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "samples": {}, "detail": {}}

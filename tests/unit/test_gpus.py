@@ -1,7 +1,7 @@
 """`--gpus` parsing and GPU listing (no GPU needed: the listing reads CUDA_VISIBLE_DEVICES or nvidia-smi)."""
 import pytest
 
-from runner.gpus import GpuError, parse_gpus
+from runner.worker.gpus import GpuError, parse_gpus
 
 
 def test_a_list_names_one_worker_per_gpu():

@@ -1,6 +1,6 @@
 """Numbers too big for Python or the database, and ids that are not ids: a 5,000-digit integer in every numeric
 flag, a job id past 2**63, more torch threads than the worker has CPUs. Each is refused at the edge with exit
-code 2 and one line naming the flag, nothing stored, no traceback. Through runner.cli.main in this process (the
+code 2 and one line naming the flag, nothing stored, no traceback. Through runner.cli.main.main in this process (the
 adversarial bench's way), on a real SQLite file and a real PostgreSQL database."""
 import pytest
 
@@ -12,8 +12,8 @@ from lab import artifact_files
 from lab.checks import SpecError, integer
 from lab.spec import ModelInfo
 from lab.sweep import SweepRequest
-from runner import cli
-from runner.disturbance import my_cpus
+from runner.child.disturbance import my_cpus
+from runner.cli import main as cli
 from tests.conftest import FIXTURE_MODELS
 
 BIG = "9" * 5000

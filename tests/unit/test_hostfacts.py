@@ -1,5 +1,5 @@
 """A worker restarted on a host it has started on before is ready at once: it registers from the facts it kept
-(runner/hostfacts.py) while its start (preloaded parent, probe, checks) goes on in a thread, and the first job
+(runner/worker/hostfacts.py) while its start (preloaded parent, probe, checks) goes on in a thread, and the first job
 waits for that start, renewing its lease, with the wait on its timeline. Real SQLite, a real worker object; the
 probe is stood in for by one the test releases, so "not started yet" is a state the test holds, not a race."""
 import json
@@ -14,7 +14,8 @@ from db.models import Job, JobStatus, Worker
 from lab.spec import ModelInfo
 from lab.sweep import SweepRequest
 from lab.timeline import Phases
-from runner import hostfacts, worker
+from runner.worker import hostfacts
+from runner.worker import loop as worker
 
 PROBE = {"torch_version": "2.13.0+cpu", "cuda": False, "device_count": 0, "device_name": None, "capability": None,
          "triton_version": None, "cpu_name": "test cpu", "driver": None}

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from lab.break_even import break_even_calls
-from runner import accuracy
-from runner.accuracy import compare, reference
-from runner.stats import percentile
+from runner.child import accuracy
+from runner.child.accuracy import compare, reference
+from runner.child.stats import percentile
 
 
 def test_percentile_matches_linear_interpolation():
@@ -80,7 +80,7 @@ def test_compare_sums_every_chunk_and_the_reference_is_a_copy(monkeypatch):
 def test_graph_break_capture_keeps_the_users_torch_logs(monkeypatch):
     from torch._logging import _internal as logs
 
-    from runner.introspect import GraphBreakLog
+    from runner.child.capture.introspect import GraphBreakLog
 
     monkeypatch.setenv("TORCH_LOGS", "recompiles,+dynamo")  # what a user debugging a model sets
     try:
@@ -97,10 +97,10 @@ def test_graph_break_capture_keeps_the_users_torch_logs(monkeypatch):
 
 
 def test_the_headline_is_latency_and_the_other_clocks_stand_beside_it():
-    """What a GPU job's samples become (the samples are what runner.timing's CudaTimer returns; no GPU here):
+    """What a GPU job's samples become (the samples are what runner.child.timing's CudaTimer returns; no GPU here):
     speedup is latency's ratio, throughput and GPU time under their own names, and the host overhead is
     the share of a call the GPU idles."""
-    from runner.stats import clock_fields
+    from runner.child.stats import clock_fields
 
     samples = {"eager": [[0.10, 0.11], [0.10]], "compiled": [[0.16], [0.15, 0.17]],  # host-bound: compile is slower
                "eager_throughput": [[0.06], [0.06]], "compiled_throughput": [[0.05], [0.05]],
@@ -114,7 +114,7 @@ def test_the_headline_is_latency_and_the_other_clocks_stand_beside_it():
     assert f["host_note"].startswith("eager leaves the GPU idle 70% of each call: launch-bound; reduce-overhead")
     assert "compiled leaves the GPU idle 88% of each call: dynamo's guards" in f["host_note"]
     assert "reduce-overhead" not in clock_fields(samples, gpu=True, cudagraphs=True)["host_note"].split(";")[0]
-    # the numbers never decide whether the run was disturbed (runner.disturbance measures that): no such field here
+    # the numbers never decide whether the run was disturbed (runner.child.disturbance measures that): no such field here
     assert "noisy" not in f and "noise_note" not in f
     assert f["round_speedup"] == pytest.approx(0.10 / 0.16, rel=0.1) and f["round_speedup_se"] is not None
     # the GPU dominates: no note, not host-bound
@@ -131,7 +131,7 @@ def test_a_drift_that_slows_both_sides_alike_moves_the_latency_not_the_speedup()
     """Eager and compiled alternate call by call, so a host that slows down for a few rounds slows both: each side's
     round medians spread 40%, their ratio does not, and the process's paired speedup is tight. Noise that hits one
     side's rounds and not the other's moves the ratio: a wider standard error, never a flag (lab.interval)."""
-    from runner.stats import clock_fields
+    from runner.child.stats import clock_fields
 
     slow = [1.0, 1.0, 1.4, 1.4, 1.0, 1.4, 1.0, 1.4]  # the host's speed, round by round
     drift = clock_fields({"eager": [[2.0 * s] for s in slow], "compiled": [[1.0 * s] for s in slow]}, gpu=False)
@@ -158,8 +158,8 @@ class FakeWatch:
 
 
 def test_cpu_timer_clocks_and_interleaved_rounds():
-    from runner.rounds import measure_rounds, sample_key
-    from runner.timing import MIN_BLOCK, CpuTimer
+    from runner.child.rounds import measure_rounds, sample_key
+    from runner.child.timing import MIN_BLOCK, CpuTimer
 
     timer = CpuTimer()
     timer.plan(call_ms=5.0, issue_ms=5.0)  # 20 ms rounds: 4 latency calls, a block of 4

@@ -310,7 +310,7 @@ def insert_rows(conn, rows: dict) -> None:
 
 
 def exported(url: str, tmp_path, *flags) -> str:
-    from runner.cli import main
+    from runner.cli.main import main
 
     out = tmp_path / f"export{len(flags)}"
     assert main(["export", *flags, "--db", url, "-o", str(out)]) == 0

@@ -176,7 +176,7 @@ def test_sweep_settings_are_checked_and_old_sweeps_read_the_defaults():
 
 def test_the_host_s_other_workers_sharing_cores_and_busy_are_named(engine):
     from lab.noise import cpus_text
-    from runner.neighbours import Watch, sharing
+    from runner.worker.neighbours import Watch, sharing
 
     caps = {"devices": ["cpu"], "models": []}
     queue.register_worker(engine, "me", "box", 1, None, {**caps, "cpus": [0, 1]})
@@ -205,8 +205,8 @@ def test_the_host_s_other_workers_sharing_cores_and_busy_are_named(engine):
 
 
 def test_a_disturbed_result_names_the_busy_workers_and_the_threads(db_url, tmp_path):
-    from runner.neighbours import Watch
-    from runner.worker import Worker, WorkerConfig
+    from runner.worker.loop import Worker, WorkerConfig
+    from runner.worker.neighbours import Watch
 
     w = Worker(WorkerConfig(db_url=db_url, home=tmp_path, spawn="fresh", calibrate=False, threads=1))
     assert w._env()["COMPILE_LAB_THREADS"] == "1"
@@ -285,7 +285,7 @@ def test_host_state_says_which_cpu_and_numa_node_the_timing_thread_ran_on():
     timing thread was, so an outlying process can be told apart by it."""
     import os
 
-    from runner.environment import host_state
+    from runner.child.environment import host_state
 
     state, allowed = host_state(), os.sched_getaffinity(0)
     assert state["cpu"] in allowed

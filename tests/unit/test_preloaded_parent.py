@@ -1,13 +1,14 @@
 """A preloaded parent whose forked children cannot use CUDA (on an H100, importing inductor's Triton code in it
 made every forked job fail "Cannot re-initialize CUDA in forked subprocess"): the worker starts it again with
 torch alone preloaded, and then falls back to fresh interpreters. There is no GPU here, so the parent's refusal
-(runner.zygote's canary) is stood in for by spawners that refuse; the canary itself runs for real below."""
+(runner.child.zygote's canary) is stood in for by spawners that refuse; the canary itself runs for real below."""
 import os
 
 import pytest
 
-from runner import preload, worker, zygote
-from runner.spawn import SpawnError
+from runner.child import preload, zygote
+from runner.worker import loop as worker
+from runner.worker.spawn import SpawnError
 
 
 class Refusing:

@@ -1,6 +1,6 @@
 """Host ops and the CPU's kernel count read from the profiler's raw events: each aten op once (a redispatch that
 records the same op inside itself is one op), the outermost ones per thread, device activities apart."""
-from runner.profile_counts import Event, _host_ops
+from runner.child.capture.profile_counts import Event, _host_ops
 
 
 def ev(name, start, end, thread=1, device=False):

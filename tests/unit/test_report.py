@@ -80,7 +80,7 @@ def test_the_pages_list_puts_the_index_first(lab, engine):
 
 def test_tlparse_is_found_beside_the_interpreter_when_the_path_lacks_it(monkeypatch, tmp_path):
     """`make run` starts the app and its worker as .venv/bin/python without .venv/bin on the PATH."""
-    from runner import tlparse_report
+    from runner.child.capture import tlparse_report
 
     fake = tmp_path / "bin"
     fake.mkdir()

@@ -273,9 +273,9 @@ def test_point_values_never_collide():
 
 
 def test_the_preloaded_imports_are_their_own_segment_of_the_first_call():
-    """A forked CUDA child's first call plus what its parent preloaded for it (runner.preload): the First call tab
+    """A forked CUDA child's first call plus what its parent preloaded for it (runner.child.preload): the First call tab
     draws the added imports as a named segment, and the parts still add up to compiled_first_call_s."""
-    from runner.preload import COMPILE_PART
+    from runner.child.preload import COMPILE_PART
 
     parts = {"dynamo tracing": 1.0, "codegen + kernel compile": 2.0, "other (run, guards)": 0.5, COMPILE_PART: 0.7}
     view = pd.DataFrame([{"status": "succeeded", "job_id": 1, "series": "inductor/default", "config": "inductor/default",

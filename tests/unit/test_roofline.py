@@ -3,7 +3,7 @@ import pytest
 
 from db.device_ceilings import has_ceilings, latest_ceilings, store_ceilings
 from lab.roofline import place
-from runner.stats import spread
+from runner.child.stats import spread
 
 CEILING = {"copy_gbps": 4000.0, "matmul_tflops": 800.0}
 
@@ -40,7 +40,7 @@ def test_latest_ceilings_prefer_this_host(engine):
 
 def test_stored_ceilings_are_kept_per_host_device_and_torch(engine, monkeypatch):
     """A worker on a host whose ceilings are stored (same device, same torch) starts without measuring."""
-    from runner import ceilings
+    from runner.worker import ceilings
 
     store_ceilings(engine, "NVIDIA H100", "host-a", "2.11", 3000.0, {"bfloat16": 790.0})
     assert has_ceilings(engine, "NVIDIA H100", "host-a", "2.11")

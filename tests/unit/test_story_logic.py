@@ -1,7 +1,7 @@
 """The compiler's story as plain values: kernel calls counted in a generated wrapper, and the sentence that says
 why a job's compiled first call cost what it did."""
 from dashboard.data import story
-from runner.trace import generated_kernel_calls
+from runner.child.capture.trace import generated_kernel_calls
 
 WRAPPER = '''
 cpp_fused_add_cos_sin_0 = async_compile.cpp_pybinding(['const float*', 'float*'], r\'\'\'

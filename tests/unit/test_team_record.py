@@ -1,4 +1,4 @@
-"""A team's record of its sweeps (db.team, runner.cli_lab) on SQLite and PostgreSQL: the submitter, tags and notes
+"""A team's record of its sweeps (db.team, runner.cli.sweeps) on SQLite and PostgreSQL: the submitter, tags and notes
 (edited after the fact, who and when recorded), archive, delete (jobs, results, artifacts and cache bundles gone, the
 baselines and bundles it also removes listed first and compared at the delete, the deletion recorded), and a pinned
 baseline whose deltas read the same in `runner report --baseline` as in db.baseline_rows (what Results and Compare

@@ -75,7 +75,7 @@ def test_a_jobs_timeline_joins_the_workers_steps_and_the_childs_phases():
 
 
 def test_the_work_of_one_call_is_counted_once_per_model_and_sizes(tmp_path, monkeypatch):
-    from runner import roofline_work as work
+    from runner.child.capture import roofline_work as work
 
     counts = []
 

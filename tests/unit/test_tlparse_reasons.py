@@ -1,7 +1,7 @@
-"""Why a job has no tlparse report, in words its page shows (runner.tlparse_report): not installed, failed, slow."""
+"""Why a job has no tlparse report, in words its page shows (runner.child.capture.tlparse_report): not installed, failed, slow."""
 import stat
 
-from runner import tlparse_report
+from runner.child.capture import tlparse_report
 
 
 def fake(tmp_path, body: str) -> str:

@@ -50,7 +50,7 @@ def test_missing_requirement_hides_the_model(tmp_path):
 def test_a_size_dimension_model_runs_its_rounds_at_the_size_given_not_the_batch():
     """hf:GPT2LMHeadModel bs 8 with seq_len 512 ran its rounds at seq_len 8 before (issue 26's first H100 run)."""
     from lab.spec import ExperimentSpec, ModelInfo
-    from runner.build import rounds_size
+    from runner.child.build import rounds_size
     from runner.zoo import ZooEntry
 
     seq = ZooEntry(info=ModelInfo(name="hf:GPT2LMHeadModel", description="", size_dim="seq_len"), path=None)

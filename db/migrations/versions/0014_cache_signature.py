@@ -1,4 +1,4 @@
-"""Compile cache bundles carry the storing worker's signature (runner.signing); rows from before have none and are
+"""Compile cache bundles carry the storing worker's signature (runner.worker.cache_key); rows from before have none and are
 never loaded again.
 
 Revision ID: 0014_cache_signature

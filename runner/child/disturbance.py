@@ -1,0 +1,281 @@
+"""What disturbed a job's timed rounds from outside, measured, never guessed from the timings' scatter.
+
+A run is left out of the answer (and re-run) only for a cause measured here, named in words:
+  - other processes busy on the cores this job may use (/proc/stat over its CPUs, less this process and its own
+    children), or the hypervisor taking them (steal time);
+  - tasks stalled for memory (/proc/pressure/memory) or pages swapped in;
+  - on CUDA, through NVML: another process computing on the GPU, the GPU slowed by heat or a hardware brake
+    (clock event reasons), or its SM clock dropping while the GPU was busy.
+Scatter alone is not a cause: it widens the answer's interval (lab.interval). Reads happen before the rounds, between
+rounds (NVML only: tens of microseconds) and after them, never while a call is timed. No torch here.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+
+from runner.child.reaper import proc_stats
+
+log = logging.getLogger("compile_lab.child")
+
+CPU_SHARE = 0.10  # others' CPU time past this share of the job's cores during the rounds is a cause
+CPU_MIN_S = 0.05  # and at least this much of it (/proc/stat counts in 10 ms ticks)
+MEMORY_STALL = 0.05  # some task stalled for memory this share of the rounds
+SWAP_PAGES = 256  # pages swapped in during the rounds (1 MB)
+CLOCK_DROP = 0.15  # the SM clock, sampled between rounds, fell this far below its highest while the GPU was not idle
+# NVML clock event reasons that come from outside the job: heat, a hardware slowdown or power brake. Not the GPU being
+# idle (0x1), application clock settings (0x2), the software power cap (0x4: the job's own power draw), sync boost
+EXTERNAL_REASONS = {0x8: "a hardware slowdown", 0x20: "software thermal slowdown", 0x40: "hardware thermal slowdown",
+                    0x80: "a hardware power brake"}
+GPU_IDLE = 0x1
+TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def my_cpus() -> list[int]:
+    """The CPUs this process may run on (its affinity), sorted: a job's cores, whose other users disturb it."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+@dataclass
+class Reading:
+    """One look at the host: the job's cores' busy and steal ticks, every process's CPU ticks, memory stalls."""
+
+    at: float
+    busy: int = 0
+    steal: int = 0
+    parts: dict = field(default_factory=dict)  # /proc/stat's columns over the job's CPUs, ticks
+    own: float = 0.0  # this process and its children, seconds
+    procs: dict = field(default_factory=dict)  # pid -> (name, ticks)
+    stall_us: int | None = None
+    swapped_in: int | None = None
+
+
+def cpu_ticks(cpus: set[int]) -> tuple[int, int, dict]:
+    """Busy ticks of the job's CPUs (user, nice, system: what processes ran; interrupts are the machine serving
+    devices, the job's own GPU among them, and are kept apart), their steal ticks, and each part."""
+    parts = dict.fromkeys(("user", "nice", "system", "irq", "softirq", "steal"), 0)
+    with open("/proc/stat") as f:
+        for line in f:
+            if not line.startswith("cpu") or line.startswith("cpu "):
+                continue
+            name, *values = line.split()
+            if int(name[3:]) not in cpus:
+                continue
+            v = [int(x) for x in values] + [0] * 10
+            for key, value in zip(("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"), v):
+                if key in parts:
+                    parts[key] += value
+    return parts["user"] + parts["nice"] + parts["system"], parts["steal"], parts
+
+
+def _processes() -> dict[int, tuple[str, int, int]]:
+    """pid -> (name, CPU ticks: utime + stime, parent pid) for every process in /proc."""
+    return {pid: (name, int(rest[11]) + int(rest[12]), int(rest[1])) for pid, (name, rest) in proc_stats().items()}
+
+
+def _own_seconds() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _pressure() -> tuple[int | None, int | None]:
+    stall = swapped = None
+    try:
+        with open("/proc/pressure/memory") as f:
+            for line in f:
+                if line.startswith("some"):
+                    stall = int(line.rsplit("total=", 1)[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                if line.startswith("pswpin "):
+                    swapped = int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return stall, swapped
+
+
+def read_host(cpus: set[int], with_processes: bool = True) -> Reading:
+    r = Reading(at=time.monotonic(), own=_own_seconds())
+    try:
+        r.busy, r.steal, r.parts = cpu_ticks(cpus)
+        r.procs = _processes() if with_processes else {}
+    except (OSError, ValueError):  # not Linux, or /proc unreadable: nothing measured
+        pass
+    r.stall_us, r.swapped_in = _pressure()
+    return r
+
+
+def process_tree(root: int) -> set[int]:
+    """Every process descended from `root` now (children, theirs, ...), not `root` itself."""
+    return _descendants(_processes(), root)
+
+
+def _descendants(procs: dict, root: int) -> set[int]:
+    kids: dict[int, list[int]] = {}
+    for pid, (_, _, parent) in procs.items():
+        kids.setdefault(parent, []).append(pid)
+    out, todo = set(), [root]
+    while todo:
+        for child in kids.get(todo.pop(), []):
+            if child not in out:
+                out.add(child)
+                todo.append(child)
+    return out
+
+
+def host_causes(before: Reading, after: Reading, cpus: set[int]) -> tuple[list[str], dict]:
+    """The host's causes between two readings, in words, and what was measured."""
+    wall = max(after.at - before.at, 1e-9)
+    capacity = wall * len(cpus)
+    me = os.getpid()
+    helpers = _descendants(after.procs, me)  # the job's own: compile workers, its keeper
+    top, mine = [], []
+    for pid, (name, ticks, _) in after.procs.items():
+        if pid == me:
+            continue
+        used = (ticks - before.procs.get(pid, (name, 0, 0))[1]) / TICK  # one started meanwhile: all of its time
+        if pid in helpers:
+            mine.append((used, pid, name))
+        elif used >= 0.05 * wall:
+            top.append((used, pid, "this job's worker" if pid == os.getppid() else name))
+    helpers_s = sum(used for used, _, _ in mine)
+    others_s = max(0.0, (after.busy - before.busy) / TICK - (after.own - before.own) - helpers_s)
+    steal_s = max(0.0, (after.steal - before.steal) / TICK)
+    top.sort(reverse=True)
+    measured = {"rounds_s": round(wall, 3), "cores": len(cpus), "others_cpu_s": round(others_s, 3),
+                "others_share": round(others_s / capacity, 4), "steal_s": round(steal_s, 3),
+                "busiest_others": [{"pid": pid, "name": name, "cpu_s": round(used, 3)} for used, pid, name in top[:8]],
+                "cpu_s_by_kind": {k: round((after.parts.get(k, 0) - before.parts.get(k, 0)) / TICK, 3)
+                                  for k in after.parts},
+                "own_cpu_s": round(after.own - before.own, 3),
+                "own_helpers": [{"pid": pid, "name": name, "cpu_s": round(used, 3)}
+                                for used, pid, name in sorted(mine, reverse=True)[:5] if used > 0]}
+    causes = []
+    if before.procs and others_s >= CPU_MIN_S and others_s / capacity > CPU_SHARE:
+        who = ", ".join(f"{name} (pid {pid}) {used / wall:.1f}" for used, pid, name in top[:3])
+        causes.append(f"other processes used {others_s / wall:.1f} of the job's {len(cpus)} cores during the rounds"
+                      + (f" ({who})" if who else ""))
+    if before.procs and steal_s >= CPU_MIN_S and steal_s / capacity > CPU_SHARE:
+        causes.append(f"the hypervisor took {steal_s / capacity:.0%} of the job's cores (steal time)")
+    if before.stall_us is not None and after.stall_us is not None:
+        stalled = (after.stall_us - before.stall_us) / 1e6
+        measured["memory_stall_s"] = round(stalled, 3)
+        if stalled / wall > MEMORY_STALL:
+            causes.append(f"memory pressure: tasks waited for memory {stalled / wall:.0%} of the rounds")
+    if before.swapped_in is not None and after.swapped_in is not None:
+        pages = after.swapped_in - before.swapped_in
+        measured["pages_swapped_in"] = pages
+        if pages > SWAP_PAGES:
+            causes.append(f"memory pressure: {pages} pages swapped in during the rounds")
+    return causes, measured
+
+
+class Gpu:
+    """NVML's view of the job's GPU: other processes computing on it, clock event reasons, the SM clock."""
+
+    def __init__(self):
+        import pynvml
+
+        self.nvml = pynvml
+        pynvml.nvmlInit()
+        index = int((os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0]) \
+            if (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].isdigit() else 0
+        self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        self.reasons = 0
+        self.clocks: list[tuple[int, bool]] = []  # (SM MHz, the GPU was idle then)
+        self.since_us = int(time.time() * 1e6)
+
+    def _reasons(self) -> int:
+        n = self.nvml
+        fn = getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None) or n.nvmlDeviceGetCurrentClocksThrottleReasons
+        return int(fn(self.handle))
+
+    def look(self) -> None:
+        try:
+            reasons = self._reasons()
+            self.reasons |= reasons
+            clock = int(self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))
+            self.clocks.append((clock, bool(reasons & GPU_IDLE)))
+        except self.nvml.NVMLError:  # this GPU or driver does not say: nothing measured
+            pass
+
+    def causes(self) -> tuple[list[str], dict]:
+        causes = []
+        external = [words for bit, words in EXTERNAL_REASONS.items() if self.reasons & bit]
+        if external:
+            causes.append("the GPU was slowed by " + " and ".join(external) + " during the rounds")
+        busy = [c for c, idle in self.clocks if not idle]
+        if len(busy) >= 2 and min(busy) < (1 - CLOCK_DROP) * max(busy):
+            causes.append(f"the GPU's SM clock moved between {min(busy)} and {max(busy)} MHz during the rounds")
+        others = self._others()
+        if others:
+            causes.append("another process computed on the GPU during the rounds ("
+                          + ", ".join(f"pid {p} at {u}% SM" for p, u in others[:3]) + ")")
+        measured = {"clock_event_reasons": hex(self.reasons), "sm_clock_mhz_min": min((c for c, _ in self.clocks),
+                                                                                     default=None),
+                    "sm_clock_mhz_max": max((c for c, _ in self.clocks), default=None),
+                    "other_gpu_processes": [{"pid": p, "sm_pct": u} for p, u in others]}
+        return causes, measured
+
+    def _others(self) -> list[tuple[int, int]]:
+        """Processes other than this one and its children that used the GPU's SMs since the rounds began."""
+        n, me = self.nvml, os.getpid()
+        try:
+            samples = n.nvmlDeviceGetProcessUtilization(self.handle, self.since_us)
+        except n.NVMLError:  # not supported here, or no samples yet
+            return []
+        mine = {me} | process_tree(me)
+        used: dict[int, int] = {}
+        for s in samples:
+            if s.pid not in mine and s.smUtil and s.timeStamp >= self.since_us:
+                used[s.pid] = max(used.get(s.pid, 0), int(s.smUtil))
+        pids = {s.pid for s in samples}
+        if me not in pids and len(pids) <= 1:  # another pid namespace, and only one process seen: that is us
+            return []
+        return sorted(used.items(), key=lambda kv: -kv[1])
+
+
+class Watch:
+    """Measures the rounds: `start()` before them, `between()` between two rounds, `stop()` after them."""
+
+    def __init__(self, device: str, cpus: list[int]):
+        self.cpus = set(cpus)
+        self.device = device
+        self.gpu: Gpu | None = None
+        self.before: Reading | None = None
+        self.note: str | None = None
+
+    def start(self) -> None:
+        if self.device == "cuda":
+            try:
+                self.gpu = Gpu()
+            except Exception as e:  # no pynvml, or no NVML: the GPU's causes are not measured, and the record says so
+                self.note = f"the GPU's clocks and other processes were not measured ({type(e).__name__}: {e})"[:300]
+        if self.gpu is not None:
+            self.gpu.since_us = int(time.time() * 1e6)
+            self.gpu.look()
+        self.before = read_host(self.cpus)
+
+    def between(self) -> None:
+        if self.gpu is not None:
+            self.gpu.look()
+
+    def stop(self) -> tuple[list[str], dict]:
+        """The causes in words (empty: nothing disturbed the rounds), and what was measured."""
+        after = read_host(self.cpus)
+        causes, measured = host_causes(self.before, after, self.cpus) if self.before else ([], {})
+        if self.gpu is not None:
+            self.gpu.look()
+            gpu_causes, gpu_measured = self.gpu.causes()
+            causes += gpu_causes
+            measured["gpu"] = gpu_measured
+        if self.note:
+            measured["not_measured"] = self.note
+        return causes, measured

@@ -1,0 +1,245 @@
+"""The preloaded parent (python -m runner.child.zygote): imports torch once, never touches CUDA, and forks
+one fresh child per job, so a job starts in a fraction of a second instead of paying a new
+interpreter and `import torch` (8-10 s on a GPU host) every time.
+
+Each forked child still gets its own process (and process group), its own CUDA context (CUDA is
+first initialised in the child), its own environment (compile cache dirs) and its own log.
+Preloaded: torch, what a `torch.compile(model)` line imports (dynamo, inductor's front) and what a CUDA
+job's first compiled call imports (triton): runner/child/preload.py says why the first two change no measured
+number and how the third is added back to the compiled first call.
+
+Protocol, one JSON object per line: we say {"ready": true} once preloaded; the worker writes {"argv", "env",
+"cwd", "log"} on our stdin; we answer {"pid"} once forked, then {"pid", "returncode"} when that child exits
+(negative: signal).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import sys
+
+
+def _preload() -> None:
+    # while preloading, "is there a GPU?" asks NVML, not the CUDA runtime: torch's runtime device count marks every
+    # later fork as unable to use CUDA, and inductor's and triton's imports ask (on an H100, every forked job then
+    # failed "Cannot re-initialize CUDA in forked subprocess" though torch.cuda.is_initialized() said False). NVML
+    # itself is asked once, by a forked helper, before anything here starts a thread (_nvml_facts says why).
+    nvml = _nvml_facts()
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+    import numpy  # noqa: F401
+    import torch  # noqa: F401
+
+    with _nvml_answered(torch, nvml):
+        import lab.spec  # noqa: F401
+        import runner.child.measure  # noqa: F401  (what every job imports: the protocol and its steps)
+        import runner.child.process  # noqa: F401
+        import runner.zoo  # noqa: F401
+        from runner.child import preload
+
+        if preload.enabled():
+            preload.compile_line()
+            preload.first_call_modules()
+            preload.cudnn_libraries()
+    os.environ.pop("PYTORCH_NVML_BASED_CUDA_CHECK", None)
+    if torch.cuda.is_initialized() or not _forks_can_use_cuda():  # the worker then preloads less, or uses fresh ones
+        sys.exit("compile-lab: a child forked from the preloaded parent cannot use CUDA (preloading touched it); "
+                 "not forking children")
+
+
+def _nvml_facts() -> dict | None:
+    """NVML's device count and GPU UUIDs (what torch's NVML-based check reads), asked by a forked helper while this
+    process has its main thread alone: nvmlInit starts a thread that outlives nvmlShutdown, and with it every job's
+    fork would be a fork of a multi-threaded process (a lock that thread holds at the fork stays held in the child;
+    Python 3.12 warns at each fork). None where there is no NVML (no NVIDIA driver): torch then finds none either."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the helper: NVML through ctypes, nothing imported
+        try:
+            os.close(r)
+            os.write(w, json.dumps(_ask_nvml()).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as answer:
+        text = answer.read()
+    os.waitpid(pid, 0)
+    try:
+        facts = json.loads(text)
+    except ValueError:  # the helper died: torch asks NVML itself, as it would without us
+        return None
+    return facts if isinstance(facts, dict) else None
+
+
+def _ask_nvml() -> dict | None:
+    import ctypes
+
+    try:
+        nvml = ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        return None
+    count = ctypes.c_int(-1)
+    if nvml.nvmlInit() != 0 or nvml.nvmlDeviceGetCount_v2(ctypes.byref(count)) != 0:
+        return None
+    uuids = []
+    for i in range(count.value):
+        handle, buf = ctypes.c_void_p(), ctypes.create_string_buffer(96)
+        if nvml.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(handle)) or nvml.nvmlDeviceGetUUID(handle, buf, 96):
+            return {"count": count.value, "uuids": None}
+        uuids.append(buf.raw.decode("ascii").strip("\0"))
+    return {"count": count.value, "uuids": uuids}
+
+
+@contextlib.contextmanager
+def _nvml_answered(torch, facts: dict | None):
+    """While preloading, torch's NVML questions answered from `facts` instead of NVML itself (torch.cuda's two raw
+    NVML readers, which its NVML-based device count calls); left alone where there are no facts or no readers."""
+    cuda = torch.cuda
+    readers = ("_raw_device_count_nvml", "_raw_device_uuid_nvml")
+    if facts is None or not all(hasattr(cuda, name) for name in readers):
+        yield
+        return
+    saved = {name: getattr(cuda, name) for name in readers}
+    cuda._raw_device_count_nvml = lambda: facts["count"]
+    cuda._raw_device_uuid_nvml = lambda: list(facts["uuids"]) if facts["uuids"] is not None else None
+    try:
+        yield
+    finally:
+        for name, reader in saved.items():
+            setattr(cuda, name, reader)
+
+
+def _forks_can_use_cuda() -> bool:
+    """A canary: fork once and, where there is a GPU, initialise CUDA in the child. Whatever the preloaded imports
+    did to the CUDA runtime, a job forked from here would fail the same way; better found before the first job."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                torch.cuda.init()
+        except Exception:
+            code = 3
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def _run_child(request: dict, result_fd: int) -> None:
+    """In the forked child: become a job process, run runner.child.process's main, never return."""
+    code = 1
+    try:
+        os.setsid()  # its own process group: the worker kills the whole group on timeout or cancel
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)
+        os.chdir(request["cwd"])
+        log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        from runner.child import process as child
+
+        os.environ[child.RESULT_FD_ENV] = str(result_fd)
+
+        code = child.main(request["argv"])
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def main() -> int:
+    from runner.child.process import _die_with_parent
+
+    _die_with_parent()  # the worker died: so do we (and our children, through theirs)
+    _preload()
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes select() through the wakeup fd
+    out = sys.stdout
+    stdin = sys.stdin.fileno()
+    buffer = b""
+    children: dict[int, int | None] = {}  # pid -> the read end of its "result ready" pipe, until it is heard
+
+    def send(msg: dict) -> None:
+        out.write(json.dumps(msg) + "\n")
+        out.flush()
+
+    def hear(pid: int) -> None:
+        """The child's "result ready" byte, if it wrote one: {"pid", "result": true} (always before its exit)."""
+        fd = children.get(pid)
+        if fd is None:
+            return
+        os.set_blocking(fd, False)
+        try:
+            said = os.read(fd, 16)
+        except BlockingIOError:
+            return
+        children[pid] = None
+        os.close(fd)
+        if said:
+            send({"pid": pid, "result": True})
+
+    try:
+        send({"ready": True})
+    except BrokenPipeError:  # the worker gave up on us while we preloaded (its start failed): nothing to serve
+        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())  # and no second error flushing at exit
+        return 0
+
+    while True:
+        listening = {fd: pid for pid, fd in children.items() if fd is not None}
+        ready, _, _ = select.select([stdin, wake_r, *listening], [], [])
+        for fd in ready:
+            if fd in listening:
+                hear(listening[fd])
+        if wake_r in ready:
+            os.read(wake_r, 4096)
+        while children:  # reap every child that has exited
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            hear(pid)  # a byte written just before the exit is still said first
+            unheard = children.pop(pid, None)
+            if unheard is not None:  # no byte (it died first); its keeper may still hold the other end
+                os.close(unheard)
+            send({"pid": pid, "returncode": os.waitstatus_to_exitcode(status)})
+        if stdin in ready:
+            chunk = os.read(stdin, 65536)
+            if not chunk:  # the worker closed the pipe: stop
+                return 0
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                request = json.loads(line)
+                out.flush()
+                said_r, said_w = os.pipe()
+                pid = os.fork()
+                if pid == 0:
+                    os.close(said_r)
+                    _run_child(request, said_w)
+                os.close(said_w)
+                children[pid] = said_r
+                send({"pid": pid})
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+"""What every `python -m runner` command module shares for its arguments (runner.cli.main, runner.cli.sweeps,
+runner.cli.diff): the usage error the CLI prints as one line, a job or sweep id and a count as typed."""
+from __future__ import annotations
+
+import argparse
+import re
+
+
+class UsageError(Exception):
+    """A command-line value is malformed before it reaches the spec (say --arg without '=')."""
+
+
+def row_id(text: str) -> int:
+    """A job or sweep id: a positive integer a database column can hold (not '１', not 10**30)."""
+    if not re.fullmatch(r"[0-9]{1,19}", text.strip()) or not 1 <= int(text) < 2**63:
+        shown = repr(text[:24]) + ("..." if len(text) > 24 else "")
+        raise argparse.ArgumentTypeError(f"{shown} is not a job or sweep id (a positive integer below 2**63)")
+    return int(text)
+
+
+def count(text: str) -> int:
+    """A whole number a person types for a count (--max-jobs, --threads): ASCII digits, a few of them."""
+    if not re.fullmatch(r"[0-9]{1,9}", text.strip()):
+        shown = repr(text[:20]) + ("..." if len(text) > 20 else "")
+        raise argparse.ArgumentTypeError(f"{shown} is not a whole number (at most 9 digits)")
+    return int(text)

@@ -1,0 +1,101 @@
+"""A job's lease, seen from both sides: the worker renews it in the database and mirrors its end into
+a small file in the job folder; the child's keeper reads that file and ends the job when the lease
+runs out, even if the worker is frozen (SIGSTOP, a stuck host, a debugger) and cannot stop it.
+
+Without the child's side, a frozen worker's child keeps measuring while another worker, seeing the
+lease expired, runs the same job: two runs would share a device while they are timed. The deadline in
+the file is a CLOCK_MONOTONIC time (one clock for every process of a host), and the child acts a
+little after the worker itself would (`stale()`), but before the database lets another worker in.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+
+from sqlalchemy.exc import OperationalError
+
+from db import queue
+from lab.errors import first_line
+from runner.child.lease_deadline import LeaseFile
+
+log = logging.getLogger("compile_lab.worker")
+
+
+class Renewed:
+    """When a job's lease was last renewed (time.monotonic() when the renewal was sent), handed from what renews it
+    before the child starts (the wait for the worker's start) to the LeaseKeeper, whose deadlines count from it:
+    counted from the claim instead, a job that waited out a slow start would look stale the moment its child
+    started, and be stopped and handed back."""
+
+    def __init__(self, at: float):
+        self.at = at
+
+
+class LeaseKeeper(threading.Thread):
+    """Renews one job's lease every beat, in its own thread, so that a slow, locked or unreachable
+    database never stalls the supervision of the child (timeouts, cancels, signals). The supervisor
+    reads `lost` (the lease is gone: cancelled or taken back) and `stale()` (no renewal went in for
+    almost a whole lease: other workers may soon take the job back, so the child must stop now)."""
+
+    def __init__(self, worker, claim: queue.Claim, jobdir: Path, claimed_at: float):
+        super().__init__(daemon=True, name=f"lease-{claim.job_id}")  # daemon: a write stuck on a lock never blocks exit
+        self.worker, self.claim, self.progress_file = worker, claim, jobdir / "progress.jsonl"
+        self.renewed_at = claimed_at  # the lease ends no later than a lease after the claim was sent
+        self.lost = threading.Event()
+        self.done = threading.Event()
+        self.file = LeaseFile(jobdir / "lease")
+        try:
+            self.file.write(self.child_deadline())
+        except OSError:
+            self.file.close()
+            raise
+
+    def stale(self) -> bool:
+        # a renewal sets the expiry from the moment it was sent (renewed_at); stop half a beat before it
+        return time.monotonic() > self.renewed_at + self.worker.cfg.lease_s - self.worker.beat_s / 2
+
+    def child_deadline(self) -> float:
+        """When the child stops itself: a quarter beat after the worker would, still before the expiry."""
+        return self.renewed_at + self.worker.cfg.lease_s - self.worker.beat_s / 4
+
+    def run(self) -> None:
+        w, c = self.worker, self.claim
+        wait = 0.0  # the first renewal at once: on a busy host the last one may be most of a beat old already
+        try:
+            while not self.done.wait(wait):
+                phase, progress = read_progress(self.progress_file)
+                sent = time.monotonic()  # the next renewal a beat from this one's sending, however long it takes
+                try:
+                    alive = queue.heartbeat_job(w.engine, c.job_id, c.token, w.cfg.lease_s, phase, progress)
+                    queue.heartbeat_worker(w.engine, w.id, "busy", c.job_id)
+                except (OperationalError, OSError) as e:  # briefly unreachable: keep the child, try next beat
+                    log.warning("job %s: heartbeat failed (%s); retrying", c.job_id, first_line(e))
+                    wait = max(0.0, sent + w.beat_s - time.monotonic())
+                    continue
+                if not alive:
+                    self.lost.set()
+                    return
+                self.renewed_at = sent
+                try:
+                    self.file.write(self.child_deadline())
+                except OSError as e:  # the child will stop itself at the old deadline; the worker sees why
+                    log.warning("job %s: cannot extend the child's lease file (%s)", c.job_id, first_line(e))
+                wait = max(0.0, sent + w.beat_s - time.monotonic())
+        finally:
+            self.file.close()
+
+
+def read_progress(path: Path) -> tuple[str, float | None]:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - 4096))
+            lines = f.read().decode(errors="replace").strip().splitlines()
+        last = json.loads(lines[-1])
+        return last.get("phase") or "starting", last.get("progress")
+    except (OSError, ValueError, IndexError):
+        return "starting", None
+

@@ -1,0 +1,400 @@
+"""The worker: claims jobs and supervises one child process per job (a work-horse per job).
+
+The worker itself never imports torch: it stays small, starts fast and can never hold a CUDA context.
+It learns what its host can run by starting one probe child, and what models it offers by reading the
+zoo's model files (runner.zoo). For each job it starts `python -m runner.child.process` in a new process group,
+heartbeats the job's lease while the child runs, kills the whole group on timeout, cancel or lost lease,
+and turns how the child ended into exactly one recorded state.
+
+Faults it survives: a child that crashes, hangs or runs out of memory (recorded, the worker goes on);
+a database that is briefly unreachable or locked (writes retried; the lease is renewed from its own
+thread, and if no renewal goes in for almost a whole lease the child is stopped, so the job can never
+run twice); SIGTERM/SIGINT (stop claiming, give the running child `grace_s`, then kill it and hand the
+job back without counting the attempt; a second signal ends the grace at once). If the worker itself
+is killed, its child dies with it (parent-death signal, runner/child/process.py) and another worker re-runs
+the job once its lease expires (db/queue.py).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy.exc import OperationalError
+
+from db import queue
+from db.database import get_engine
+from db.engine import DatabaseGone, MalformedJSON, check_identity, file_identity
+from db.models import JobStatus
+from lab.checks import SpecError
+from lab.errors import first_line
+from lab.noise import cpus_text
+from lab.spec import ExperimentSpec
+from lab.timeline import Phases
+from runner import zoo
+from runner.child import preload
+from runner.child.disturbance import my_cpus
+from runner.child.process import THREADS_ENV, WORKER_PID_ENV
+from runner.launch import identity
+from runner.worker import ceilings, diskpause, hostfacts, store
+from runner.worker import probe as host_probe
+from runner.worker.cache_key import KEY_FILE_ENV, Signer
+from runner.worker.job import HANDED_BACK, PROJECT_ROOT, Outcome, Supervision, log_outcome, log_tail
+from runner.worker.lease import Renewed
+from runner.worker.model_folders import ModelFolders
+from runner.worker.model_offer import MoreModels, rescan
+from runner.worker.spawn import SpawnError, make_spawner
+
+log = logging.getLogger("compile_lab.worker")
+STARTING = "worker start"  # a job's wait for its worker's start to finish (the first job after a fast start)
+
+
+@dataclass
+class WorkerConfig:
+    db_url: str | None = None
+    home: Path = Path("data")  # job folders (spec, result, log) and the warm compile cache
+    gpu: str | None = None  # pinned with CUDA_VISIBLE_DEVICES for the probe and every child
+    lease_s: float = 60.0  # a job whose lease is not renewed for this long is taken back by other workers
+    heartbeat_s: float = 2.0  # at most; a third of the lease when the lease is short
+    poll_s: float = 1.0
+    grace_s: float = 30.0
+    models_dirs: list[str] = field(default_factory=list)
+    max_jobs: int | None = None
+    drain: bool = False
+    idle_exit_s: float = 0.0  # draining: exit once nothing was claimable this long (a launched worker scales to zero)
+    keep_job_dirs: bool = True
+    spawn: str = "fork"  # fork: from the preloaded parent (runner/child/zygote.py); fresh: a new interpreter per job
+    calibrate: bool = True  # measure a GPU's ceilings once (runner/worker/ceilings.py) if the database has none
+    threads: int | None = None  # torch's intra-op threads in every child; None: the CPUs this worker may use
+    signer: Signer | None = field(default=None, repr=False)  # signs and checks cache bundles; None: no portable cache
+    model_imports: list[str] = field(default_factory=list)  # a lab's models by import path (runner.worker.model_offer)
+    families: bool = True  # offer hf:* and timm:* where the packages are installed
+
+
+class Worker(Supervision):
+    """Claims jobs and runs each in a child process (runner.worker.job), from a start that learns what its host can
+    run."""
+
+    def __init__(self, cfg: WorkerConfig):
+        self.cfg = cfg
+        self.engine = get_engine(cfg.db_url)
+        self.db_file = file_identity(self.engine)  # a SQLite file deleted or replaced later is noticed
+        self.hostname = socket.gethostname()
+        self.id = f"{self.hostname}:{os.getpid()}:{'gpu' + cfg.gpu if cfg.gpu is not None else 'any'}:{uuid.uuid4().hex[:6]}"
+        self.stop = threading.Event()  # first SIGTERM/SIGINT: claim nothing more, let the child finish
+        self.hurry = threading.Event()  # second signal: end the grace period now
+        self.beat_s = min(cfg.heartbeat_s, cfg.lease_s / 3)
+        self.home = Path(cfg.home).resolve()
+        self.entries = zoo.catalog(cfg.models_dirs)
+        self.model_folders = ModelFolders(cfg.models_dirs)  # watched while idle (rescan_models)
+        self.more = MoreModels(cfg.model_imports, cfg.families)  # families and import paths, listed by a child
+        self.capabilities: dict = {}
+        self.probe: dict = {}  # torch, triton, devices: what keys a portable compile cache (runner.worker.cache_bundle)
+        self.cpus = my_cpus()  # its affinity: published, so workers on one host can tell they share cores
+        self.threads = cfg.threads or len(self.cpus)
+        self.spawner = make_spawner(cfg.spawn, self._env(), PROJECT_ROOT)
+        self._started = threading.Event()  # no start in progress: its imports, probe and checks are done (_get_ready)
+        self._started.set()
+        self._starting: threading.Thread | None = None
+        self._start_error: BaseException | None = None
+        self._kept: list[store.Kept] = []  # outcomes earlier workers of this home could not store (runner.worker.store)
+        self.full_disk = diskpause.Strikes()  # a job that fills the disk itself ends failed (runner.worker.diskpause)
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def install_signal_handlers(self) -> None:
+        def handler(signum, _frame):
+            name = signal.Signals(signum).name
+            if self.stop.is_set():
+                log.info("worker %s: %s again; stopping the running job now", self.id, name)
+                self.hurry.set()
+            else:
+                log.info("worker %s: %s received; claiming nothing more, the running job has %g s to finish",
+                         self.id, name, self.cfg.grace_s)
+                self.stop.set()
+
+        signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
+
+    def start(self) -> None:
+        """Register and become ready. With facts kept from an earlier start on this host (runner/worker/hostfacts.py) that
+        is at once: the preloaded parent's imports, the probe and the rest go on in a thread, and the first job
+        waits for them (its timeline's "worker start" phase). Without facts, all of that comes first."""
+        began = time.monotonic()
+        self.spawner.prepare()  # the preloaded parent imports torch and the compiler now
+        known = hostfacts.load(self.home, self._env())
+        if known is None:
+            self._get_ready(None)
+            how = "probed"
+        else:
+            self.probe, self.first_call_imports_s = known["probe"], known.get("first_call_imports_s") or 0.0
+            self.capabilities = self._capabilities(self.probe)
+            self._started.clear()
+            self._starting = threading.Thread(target=self._get_ready, args=(known,), daemon=True, name="start")
+            self._starting.start()
+            how = f"host facts kept in {hostfacts.path(self.home, self._env())}; the preloaded parent is still loading"
+        queue.register_worker(self.engine, self.id, self.hostname, os.getpid(), self.cfg.gpu, self.capabilities)
+        self.more.start(self._env(), PROJECT_ROOT, gpu="cuda" in self.capabilities["devices"])
+        devices, probe = self.capabilities["devices"], self.probe
+        log.info("worker %s ready: devices %s%s, %d models, %s children, CPUs %s, torch threads %d; started in %.1f s "
+                 "(%s)", self.id, ",".join(devices), f" ({probe.get('device_name')})" if probe.get("device_name") else "",
+                 len(self.entries), self.cfg.spawn, cpus_text(self.cpus), self.threads, time.monotonic() - began, how)
+
+    def rescan_models(self) -> bool:
+        """While idle: changed models folders, or the end of the families' listing (runner.worker.model_offer.rescan)."""
+        return rescan(self)
+
+    def _offer(self) -> dict:
+        return {"models": [e.info.to_dict() for e in self.entries.values()], "refused_models": dict(self.more.refused)}
+
+    def _capabilities(self, probe: dict) -> dict:
+        devices = (["cuda", "cpu"] if probe.get("cuda") else ["cpu"])
+        caps = {
+            "devices": devices, "device_name": probe.get("device_name"), "cpu_name": probe.get("cpu_name"),
+            "torch_version": probe.get("torch_version"),
+            "triton_version": probe.get("triton_version"),
+            **self._offer(), "pid": os.getpid(), "scheduler": identity.current(),  # its Slurm job or pod, if any
+            "models_dirs": [str(d) for d in self.cfg.models_dirs], "cpus": self.cpus, "threads": self.threads,
+            "signs_bundles": self.cfg.signer is not None,  # whether its portable jobs can load (the Submit page)
+        }
+        caps["shares_cores_with"] = self._sharing(queue.live_workers(self.engine))
+        return caps
+
+    def _get_ready(self, known: dict | None) -> None:
+        """Everything a job's child needs from the worker's start: the preloaded parent (or its fallbacks), the
+        probe, the device's ceilings, what preloading takes from a first call. Kept as host facts for the next
+        start; where they differ from the facts this start began with, the worker publishes the new ones."""
+        try:
+            # beside the parent, a fresh interpreter measures the first call's imports, unless they were kept for this
+            # very torch and triton install (runner.worker.hostfacts' key): its own imports would slow the parent's
+            kept_cost = None if known is None else known.get("first_call_imports_s")
+            cost = None if kept_cost is not None else host_probe.start_import_cost(self.spawner, self._env(), self.home)
+            probe = host_probe.probe(self.spawner, self._env(), self.home)
+            if probe.get("cuda") and self.cfg.calibrate:
+                try:  # the roofline needs the device's ceilings; without them results just lack that placement
+                    ceilings.ensure(self.engine, "cuda", probe.get("device_name"), self._env(), PROJECT_ROOT,
+                                    probe.get("torch_version"), probe.get("driver"))
+                except Exception as e:
+                    log.warning("worker %s: calibration failed (%s); results will have no roofline placement",
+                                self.id, first_line(e))
+            self.first_call_imports_s = kept_cost if kept_cost is not None else host_probe.import_cost(cost)
+            self.spawner = self._ready_spawner()  # ready means a job's child starts at once
+            facts = {"probe": probe, "first_call_imports_s": self.first_call_imports_s}
+            hostfacts.save(self.home, self._env(), facts)
+            self.probe = probe
+            if known is not None and json.dumps(known, sort_keys=True) != json.dumps(facts, sort_keys=True):
+                log.warning("worker %s: this host's facts changed since they were kept (%s); publishing the new ones",
+                            self.id, hostfacts.path(self.home, self._env()))
+                self.capabilities = caps = self._capabilities(probe)
+                self._retry("publish the host's facts", lambda: queue.publish_capabilities(self.engine, self.id, caps))
+            elif known is None:
+                self.capabilities = self._capabilities(probe)
+        except BaseException as e:  # said to the first job waiting, which hands its job back and stops the worker
+            self._start_error = e
+            if known is None:
+                raise
+        finally:
+            self._started.set()
+
+    def _await_start(self, claim: queue.Claim, steps: Phases, renewed: Renewed | None = None) -> Outcome | None:
+        """Before a job's child: the worker's start finished (at once, but for the first job after a start from
+        kept facts). Renews the job's lease meanwhile (noted in `renewed`). An Outcome if the job cannot go on."""
+        if self._started.is_set() and self._start_error is None:
+            return None
+        waited = time.time()
+        while not self._started.wait(self.beat_s):
+            try:
+                sent = time.monotonic()
+                if not queue.heartbeat_job(self.engine, claim.job_id, claim.token, self.cfg.lease_s,
+                                           "waiting for the worker's start"):
+                    return Outcome(None)  # cancelled meanwhile
+                if renewed is not None:
+                    renewed.at = sent
+            except (OperationalError, OSError) as e:
+                log.warning("job %s: heartbeat failed (%s); retrying", claim.job_id, first_line(e))
+        steps.add(STARTING, waited, time.time())
+        if self._start_error is not None:
+            self.stop.set()
+            return self._hand_back(claim, f"could not finish starting ({first_line(self._start_error)}); stopping")
+        return None
+
+    def _ready_spawner(self):
+        """The spawner with its preloaded parent ready. A parent whose forked children could not use CUDA (its
+        preloaded compiler imports touched the CUDA runtime: runner.child.zygote's canary) is started again with torch
+        alone preloaded (the children then import the compiler themselves, so nothing is added back to their first
+        call); if that fails too, children start as fresh interpreters."""
+        try:
+            self.spawner.wait_ready()
+            return self.spawner
+        except SpawnError as e:
+            self.spawner.close()
+            error = e
+        if self.spawner.method == "fork" and preload.enabled():
+            log.warning("worker %s: %s; preloading torch alone", self.id, error)
+            os.environ[preload.SWITCH] = "0"  # read by the parent (runner.child.zygote) and by _env for every child
+            self.first_call_imports_s = 0.0
+            spawner = make_spawner("fork", self._env(), PROJECT_ROOT)
+            spawner.prepare()
+            try:
+                spawner.wait_ready()
+                return spawner
+            except SpawnError as e:
+                spawner.close()
+                error = e
+        log.error("worker %s: %s; children start as fresh interpreters", self.id, error)
+        return make_spawner("fresh", self._env(), PROJECT_ROOT)
+
+    def _env(self) -> dict:
+        env = dict(os.environ)
+        env.pop(KEY_FILE_ENV, None)  # the worker checks and signs bundles; a job's child has no use for the key
+        # the child starts in its job folder: this makes it import the very code its worker runs, from a checkout
+        # run without `pip install -e .` (`python -m runner` in the project folder) as well as from an install
+        env["PYTHONPATH"] = os.pathsep.join([str(PROJECT_ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
+        env["PYTHONUNBUFFERED"] = "1"
+        env[WORKER_PID_ENV] = str(os.getpid())  # the child checks it is still ours after arming PDEATHSIG
+        env[THREADS_ENV] = str(self.threads)
+        # a sweep counts the FLOPs of one model, size, dtype, task and device once (roofline_work.CACHE_ENV)
+        env["COMPILE_LAB_WORK_CACHE"] = str(Path(self.cfg.home).resolve() / "work-cache")
+        spawner = getattr(self, "spawner", None)
+        if (spawner is not None and spawner.method == "fork" and preload.enabled()
+                and getattr(self, "first_call_imports_s", None)):
+            # what preloading took from a CUDA job's compiled first call: the child adds it back (runner/child/preload.py)
+            env[preload.ENV] = repr(self.first_call_imports_s)
+        if self.cfg.gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = str(self.cfg.gpu)
+            env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # so index I is nvidia-smi's GPU I
+        return env
+
+    def run(self) -> int:
+        """Claim and run jobs until stopped, max_jobs done, or (drain) nothing is left to claim."""
+        self.start()
+        self._kept = store.found(self.home)  # earlier workers' finished outcomes, stored before any claim
+        if self.cfg.drain:  # a draining worker claims what it offers: its families and imports listed first
+            self.more.wait()
+            self.rescan_models()
+        done, idle_since = 0, time.monotonic()
+        models = list(self.entries)
+        try:
+            while not self.stop.is_set():
+                if self.cfg.max_jobs is not None and done >= self.cfg.max_jobs:
+                    break
+                check_identity(self.engine, self.db_file)
+                if not diskpause.room(self):  # its home short of space: paused, claiming nothing, until it has room
+                    break
+                try:
+                    store.store_found(self)
+                    queue.requeue_expired(self.engine)
+                    claimed_at = time.monotonic()  # the lease runs from (no later than) here
+                    claim_started = time.time()  # the job's timeline starts here (lab.timeline)
+                    claim = queue.claim_next(self.engine, self.id, self.capabilities["devices"], models,
+                                             self.cfg.lease_s, self.capabilities["torch_version"])
+                    steps = Phases()
+                    steps.add("claim", claim_started, time.time())
+                    if claim is None:
+                        queue.heartbeat_worker(self.engine, self.id, "idle")
+                except (OperationalError, OSError) as e:  # database down or locked past the busy timeout, or
+                    # its lock file or folder unwritable: wait, retry
+                    log.warning("worker %s: database unavailable (%s); retrying", self.id, first_line(e))
+                    self.stop.wait(max(self.cfg.poll_s, 1.0))
+                    continue
+                if claim is None:
+                    if self.cfg.drain and time.monotonic() - idle_since >= self.cfg.idle_exit_s:
+                        break
+                    if self.rescan_models():  # a model file added or edited: offered now, no restart
+                        models = list(self.entries)
+                        continue
+                    self.stop.wait(self.cfg.poll_s)
+                    continue
+                if self.run_claim(claim, claimed_at, steps) is HANDED_BACK:
+                    self.stop.wait(max(self.cfg.poll_s, 1.0))  # our own files failed: not the job's turn yet
+                    continue
+                done, idle_since = done + 1, time.monotonic()
+        except DatabaseGone as e:
+            log.error("worker %s: %s", self.id, e)
+            raise
+        finally:
+            if self._starting is not None:  # its parent and probe must not outlive the worker half-started
+                self._starting.join(timeout=self.cfg.lease_s)
+            self.spawner.close()
+            self._retry("mark the worker stopped", lambda: queue.heartbeat_worker(self.engine, self.id, "stopped"))
+        log.info("worker %s stopped after %d job(s)", self.id, done)
+        return done
+
+    # -- one job ----------------------------------------------------------------------------------
+    def run_claim(self, claim: queue.Claim, claimed_at: float | None = None, steps: Phases | None = None) -> Outcome:
+        """Run one claimed job to its recorded end. `steps`: the worker's own phases so far (the claim); the
+        job's timeline is them, the child's phases and the rest of this method's (lab.timeline)."""
+        if steps is None:
+            steps = Phases()
+            steps.add("claim", time.time(), time.time())
+        t0 = steps.intervals[0]["start"]
+        if self.stop.is_set():  # stopped between the claim and here: hand it straight back
+            self._retry("release the job", lambda: queue.release(
+                self.engine, claim.job_id, claim.token, f"worker {self.id} stopped before starting it; re-queued"))
+            return Outcome(None)
+        jobdir = self.home / "jobs" / f"{claim.job_id}-{claim.attempt}"
+        logfile = jobdir / "child.log"
+        self._retry("note the worker busy", lambda: queue.heartbeat_worker(self.engine, self.id, "busy", claim.job_id))
+        try:
+            spec = self.rebuild_spec(claim.spec)
+        except SpecError as e:
+            outcome = Outcome(JobStatus.FAILED, f"stored spec is invalid: {e}")
+        else:
+            try:
+                renewed = Renewed(claimed_at or time.monotonic())  # the keeper counts from the last renewal
+                outcome = self._await_start(claim, steps, renewed) or self._supervise(
+                    claim, spec, jobdir, logfile, renewed.at, steps)
+                if outcome is HANDED_BACK:
+                    return outcome
+            except OSError as e:  # the worker's own folder failed (full, unwritable): not the experiment's fault
+                return self._hand_back(claim, f"cannot use its job folder {jobdir} ({first_line(e)})", e)
+        if outcome.status is JobStatus.SUCCEEDED:
+            try:
+                with steps.phase("roofline placement"):
+                    outcome.result = ceilings.place_result(self.engine, spec, outcome.result)
+            except Exception as e:  # placement is extra; the measurement is stored either way
+                log.warning("job %s: no roofline placement (%s)", claim.job_id, first_line(e))
+        stored = None
+        if outcome.status is not None:
+            store_started = time.time()
+            finished = store.keep_or_hold(jobdir, claim, self.id, outcome.status, outcome.error, outcome.result,
+                                         log_tail(logfile))
+            outcome.result = finished.result
+            stored = store.store(self, finished)
+            if stored is False:
+                log.warning("job %s: lease lost (cancelled, or claimed again) before the result was stored; nothing "
+                            "written", claim.job_id)
+            elif stored and outcome.status is JobStatus.SUCCEEDED:
+                steps.add("store", store_started, time.time())
+                self._store_timeline(claim.job_id, outcome, steps, t0)
+        if outcome.status is not None and stored is None:  # its folder holds it until a worker stores it
+            log.error("job %s: its %s outcome is kept in %s; a worker started with this home stores it",
+                      claim.job_id, outcome.status.value, jobdir / store.FILE)
+            return outcome
+        if outcome.status is None or stored:  # stored False: said above, and what ran is not what was stored
+            log_outcome(claim.job_id, outcome)
+        if not self.cfg.keep_job_dirs:
+            shutil.rmtree(jobdir, ignore_errors=True)
+        self._retry("note the worker idle", lambda: queue.heartbeat_worker(self.engine, self.id, "idle"))
+        return outcome
+
+    def rebuild_spec(self, stored) -> ExperimentSpec:
+        """The stored spec, validated again: the database is outside our control (old rows, hand edits).
+        The claim also hands out rows no worker could route (not an object, unknown device), so they
+        fail here with a reason instead of waiting forever."""
+        if isinstance(stored, MalformedJSON):  # SQLite text that does not parse (db.engine.lenient_json)
+            ExperimentSpec.from_json(stored)  # raises the SpecError that names the JSON error
+        spec = ExperimentSpec.from_dict(stored)  # not an object, unknown fields, bad values: SpecError
+        if stored.get("device") not in self.capabilities["devices"]:
+            raise SpecError("device", f"{stored.get('device')!r} is not a device this worker offers "
+                                      f"({', '.join(self.capabilities['devices'])})")
+        if spec.model not in self.entries:
+            raise SpecError("model", f"{spec.model!r} is not in the zoo of worker {self.id}")
+        return spec.check_model(zoo.model_infos(self.entries))

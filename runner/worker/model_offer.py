@@ -1,0 +1,177 @@
+"""What a worker offers beyond its model files: the families its Python has (`hf:*` with transformers, `timm:*` with
+timm and torchvision) and the lab's models named by import path (`work --model-import mypkg.models:make_model`).
+
+They are listed by one child process in the background (runner.zoo.families: it imports the packages and runs the
+lab's code, which the worker never does); until it ends the worker offers its files alone, and then publishes the
+rest, with each import path it could not offer and why (the Submit page and `submit` say it when one is asked for).
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from lab.errors import first_line
+from lab.spec import ModelInfo
+from runner import zoo
+from runner.zoo import families
+
+log = logging.getLogger("compile_lab.worker")
+PROBLEMS = "model_file_problems"  # the capability naming each model file that does not read, and why
+FAMILIES_ENV = "COMPILE_LAB_FAMILIES"  # 0: offer no families even where their packages are installed
+
+
+class MoreModels:
+    """The listing child's result: entries (by name) and refusals (name -> why); `changed` is set once it ended."""
+
+    def __init__(self, imports: list[str], use_families: bool = True):
+        self.imports = list(imports)
+        use_families = use_families and os.environ.get(FAMILIES_ENV, "1") != "0"
+        self.families = [f for f in families.FAMILIES if use_families and families.available(f)]
+        self.entries: dict[str, zoo.ZooEntry] = {}
+        self.refused: dict[str, str] = {}
+        self.versions: dict[str, str] = {}
+        self.changed = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def wanted(self) -> bool:
+        return bool(self.families or self.imports)
+
+    def start(self, env: dict, cwd: Path, gpu: bool) -> None:
+        if not self.wanted:
+            return
+        self._thread = threading.Thread(target=self._list, args=(env, cwd, gpu), daemon=True, name="list models")
+        self._thread.start()
+
+    def wait(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _list(self, env: dict, cwd: Path, gpu: bool) -> None:
+        with tempfile.TemporaryDirectory(prefix="compile-lab-models-") as tmp:
+            out = Path(tmp) / "listing.json"
+            cmd = [sys.executable, "-m", "runner.zoo.families", "list", "--out", str(out)]
+            cmd += [a for f in self.families for a in ("--family", f)]
+            cmd += [a for name in self.imports for a in ("--import", name)]
+            cmd += ["--gpu"] if gpu else []
+            try:
+                done = subprocess.run(cmd, env={**env, **families.OFFLINE}, cwd=cwd, capture_output=True, text=True,
+                                      timeout=families.LIST_TIMEOUT_S)
+                listed = json.loads(out.read_text()) if done.returncode == 0 and out.exists() else None
+                why = None if listed else f"the listing child exited {done.returncode}: {_tail(done.stderr)}"
+            except (OSError, subprocess.TimeoutExpired, ValueError) as e:
+                listed, why = None, first_line(e)
+        if listed is None:
+            self.refused = {**{f"{f}:*": why for f in self.families}, **{n: why for n in self.imports}}
+            log.warning("worker: could not list its families and imported models: %s", why)
+        else:
+            self.entries = {name: zoo.ZooEntry(info=info, path=None) for name, info in families.infos(listed).items()}
+            self.refused, self.versions = listed.get("refused", {}), listed.get("families", {})
+            for name, reason in self.refused.items():
+                log.warning("worker: not offering %s: %s", name, reason)
+            counts = {f: sum(n.startswith(f + ":") for n in self.entries) for f in self.versions}
+            log.info("worker: now offering %s", ", ".join(
+                [f"{f} {self.versions[f]} ({counts[f]} models)" for f in self.versions]
+                + [n for n in self.entries if families.is_import_path(n)]) or "nothing more")
+        self.changed.set()
+
+
+def _tail(text: str) -> str:
+    lines = [ln for ln in (text or "").strip().splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else "no output"
+
+
+def rescan(worker) -> bool:
+    """While the worker idles: its models folders read again when a file changed (runner.worker.model_folders), and the
+    listing child's result taken in once it ended; what it offers then published (the Submit page offers what live
+    workers publish). True when the offer changed."""
+    from db import queue
+
+    listed = worker.more.changed.is_set()  # the listing child ended: publish what it found, and refused, once
+    worker.more.changed.clear()
+    entries = worker.model_folders.changed(worker.entries)
+    if entries is None and not listed:
+        return False
+    problems = worker.model_folders.problems
+    entries = {**(worker.entries if entries is None else entries), **worker.more.entries}
+    offered = listed or {n: e.info for n, e in entries.items()} != {n: e.info for n, e in worker.entries.items()} \
+        or problems != worker.capabilities.get(PROBLEMS, [])
+    worker.entries = entries  # the code may have changed alone: each job's child reads its file anew
+    if offered and worker.capabilities:
+        worker.capabilities = {**worker.capabilities, **worker._offer(), PROBLEMS: list(problems)}
+        worker._retry("publish the models",
+                      lambda: queue.publish_capabilities(worker.engine, worker.id, worker.capabilities))
+    if offered:
+        log.info("worker %s: models changed; now offering %d", worker.id, len(entries))
+    return offered
+
+
+def offered_catalog(engine, model: str, local: dict, device: str = "cuda") -> tuple[dict, list[str]]:
+    """What a submission may name, and notes for the submitter: the models live workers publish and this machine's
+    own model folders. A family member or import path no live worker lists yet is checked here where this Python
+    can (the listing child workers run: the package and class exist, the lab's factory builds), else accepted to
+    wait for a worker that offers it, saying so. One that workers tried and could not offer is refused with their
+    reason, as is one this machine's check refuses."""
+    from db import queue
+    from lab.checks import SpecError
+
+    catalog = {**queue.published_catalog(engine), **local}
+    if model in catalog:
+        return catalog, []
+    refused = {name: (w.id, str(why)) for w in queue.live_workers(engine)
+               for name, why in (w.capabilities.get("refused_models") or {}).items()}
+    family = families.family_of(model)
+    why = refused.get(model) or (refused.get(f"{family}:*") if family else None)
+    if why:
+        worker, reason = why
+        raise SpecError("model", f"{model!r} is not offered: worker {worker} could not offer it: {reason}")
+    if not (family or families.is_import_path(model)):
+        return catalog, []  # an unknown zoo name: the sweep's check names the known ones
+    info, reason = checked_here(model, device == "cuda")
+    if reason:
+        raise SpecError("model", f"{model!r} cannot be run: {reason} (checked on this machine)")
+    if info is None:  # nothing here to check it with: it waits, and the Queue says for what
+        needs = (f"a worker with {' and '.join(families.FAMILY_PACKAGES[family])} installed" if family
+                 else f"a worker started with --model-import {model}")
+        info = ModelInfo(name=model, description=f"waits for {needs}", source="pending", open_args=True)
+        return {**catalog, model: info}, [
+            f"no live worker offers {model} yet and this machine cannot check it: its jobs wait for {needs}"]
+    note = [] if family else [f"{model} checked here; its jobs wait for a worker started with --model-import {model}"]
+    return {**catalog, model: info}, note
+
+
+def checked_here(model: str, gpu: bool) -> tuple[object, str | None]:
+    """(its ModelInfo, None) when this machine's Python lists the model as a worker would, (None, why not) when it
+    refuses it, (None, None) when this machine cannot tell (the family's packages or the import are not here)."""
+    family = families.family_of(model)
+    if family and not families.available(family):
+        return None, None
+    if not family and importlib.util.find_spec(model.partition(":")[0].split(".")[0]) is None:
+        return None, None
+    with tempfile.TemporaryDirectory(prefix="compile-lab-check-") as tmp:
+        out = Path(tmp) / "listing.json"
+        cmd = [sys.executable, "-m", "runner.zoo.families", "list", "--out", str(out),
+               *(("--family", family) if family else ("--import", model)), *(["--gpu"] if gpu else [])]
+        try:
+            done = subprocess.run(cmd, env={**os.environ, **families.OFFLINE}, capture_output=True, text=True,
+                                  timeout=families.LIST_TIMEOUT_S)
+            listed = json.loads(out.read_text()) if done.returncode == 0 and out.exists() else None
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            listed = None
+    if listed is None:
+        return None, None  # the check itself broke: a worker decides
+    found = families.infos(listed).get(model)
+    if found is not None:
+        return found, None
+    refused = listed.get("refused", {})
+    why = refused.get(model) or refused.get(f"{family}:*")
+    if why:
+        return None, why
+    return None, f"{family} {listed.get('families', {}).get(family, '')} has no model named {model.split(':', 1)[1]!r}"

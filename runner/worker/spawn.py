@@ -1,0 +1,259 @@
+"""How the worker starts a job's child: a fresh interpreter (`fresh`), or a fork of the preloaded
+parent (`fork`, runner/child/zygote.py, the default). Both give a child in its own process group whose
+stdout/stderr go to the job's log; the worker supervises either through the same small handle."""
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from runner.child.process import WORKER_PID_ENV
+
+SPAWN_METHODS = ("fork", "fresh", "inline")
+
+
+class SpawnError(RuntimeError):
+    """The preloaded parent could not start a child (it died, or answered nonsense)."""
+
+
+class FreshChild:
+    def __init__(self, argv: list[str], env: dict, cwd: Path, log: Path):
+        with open(log, "ab") as out:
+            self._proc = subprocess.Popen([sys.executable, "-m", "runner.child", *argv], cwd=cwd, env=env,
+                                          stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                          start_new_session=True)
+        self.pid = self._proc.pid
+        try:  # readable the moment the child exits: the worker learns it at once, not at its next poll
+            self._pidfd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):  # not Linux 5.3+: Popen.wait's own polling
+            self._pidfd = None
+
+    def wait(self, timeout: float) -> int | None:
+        """The exit code (negative: killed by that signal), or None if still running after timeout."""
+        if self._pidfd is not None and self._proc.returncode is None:
+            select.select([self._pidfd], [], [], timeout)
+            rc = self._proc.poll()
+            if rc is not None:
+                os.close(self._pidfd)
+                self._pidfd = None
+            return rc
+        try:
+            return self._proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+
+class Spawner:
+    """A way to start a job's child (as rq's worker classes share a base): `start` one; `prepare`, `wait_ready` and
+    `close` do nothing unless the way keeps something running between jobs (the preloaded parent does)."""
+
+    method = ""
+
+    def prepare(self) -> None:
+        """Start what children are started from, if anything (its imports run while the worker does the rest)."""
+
+    def wait_ready(self, timeout: float = 600) -> None:
+        """Until a first child can start at once."""
+
+    def start(self, argv: list[str], env: dict, cwd: Path, log: Path):
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Stop what `prepare` started."""
+
+
+class FreshSpawner(Spawner):
+    method = "fresh"
+
+    def start(self, argv: list[str], env: dict, cwd: Path, log: Path) -> FreshChild:
+        return FreshChild(argv, env, cwd, log)
+
+
+class ForkedChild:
+    def __init__(self, spawner: "ForkSpawner", pid: int):
+        self._spawner = spawner
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def wait(self, timeout: float) -> int | None:
+        """As Popen.wait: once the child has exited, every later call returns its code at once. Returns None
+        early (and at once from then on) when the child has said its result is ready (`result_ready`)."""
+        if self.returncode is None:
+            self.returncode = self._spawner.wait_exit(self.pid, timeout)
+        return self.returncode
+
+    @property
+    def result_ready(self) -> bool:
+        """The child said its result file is complete (runner.child.process.result_ready); it may still be exiting."""
+        return self.pid in self._spawner._results
+
+    def forget(self) -> None:
+        """Its exit, when it comes, is nobody's business (the worker has what it needs and stopped its group)."""
+        self._spawner.forget(self.pid)
+
+
+class ForkSpawner(Spawner):
+    """Talks to one preloaded parent, started on first use and restarted if it dies."""
+
+    method = "fork"
+
+    def __init__(self, env: dict, cwd: Path):
+        self._env, self._cwd = env, cwd
+        self._proc: subprocess.Popen | None = None
+        self._buffer = b""
+        self._exits: dict[int, int] = {}
+        self._results: set[int] = set()  # children that said their result is ready
+        self._forgotten: set[int] = set()  # children whose exit nobody waits for
+        self._ready = False
+
+    def _ensure(self) -> subprocess.Popen:
+        if self._proc is None or self._proc.poll() is not None:
+            # its own session: a Ctrl-C or SIGTERM meant for the worker's group must not kill it (and with
+            # it the running job); it still dies with the worker (parent-death signal, runner.child.process)
+            self._proc = subprocess.Popen([sys.executable, "-m", "runner.child.zygote"], cwd=self._cwd, env=self._env,
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
+                                          start_new_session=True)
+            self._buffer = b""
+            self._ready = False
+        return self._proc
+
+    def prepare(self) -> None:
+        """Start the preloaded parent now (its imports run while the worker does the rest of its start)."""
+        self._ensure()
+
+    def wait_ready(self, timeout: float = 600) -> None:
+        """Until the preloaded parent has imported what it preloads: a worker is ready when its first job
+        can start at once."""
+        while not self._ready:
+            msg = self._read(timeout=timeout)
+            if msg is None:
+                raise SpawnError(f"the preloaded parent was not ready within {timeout:g} s")
+            self._take(msg)
+
+    def _take(self, msg: dict) -> None:
+        if msg.get("ready"):
+            self._ready = True
+        elif msg.get("result"):
+            self._results.add(msg["pid"])
+        elif "returncode" in msg:
+            if msg["pid"] in self._forgotten:
+                self._forgotten.discard(msg["pid"])
+                self._results.discard(msg["pid"])
+            else:
+                self._exits[msg["pid"]] = msg["returncode"]
+
+    def forget(self, pid: int) -> None:
+        if self._exits.pop(pid, None) is None:
+            self._forgotten.add(pid)
+        else:
+            self._results.discard(pid)
+
+    def start(self, argv: list[str], env: dict, cwd: Path, log: Path) -> ForkedChild:
+        proc = self._ensure()
+        # the job's parent is the preloaded parent: the child checks that pid (runner.child.process)
+        request = {"argv": argv, "env": {**env, WORKER_PID_ENV: str(proc.pid)}, "cwd": str(cwd), "log": str(log)}
+        try:
+            proc.stdin.write((json.dumps(request) + "\n").encode())
+            proc.stdin.flush()
+        except BrokenPipeError:
+            raise SpawnError("the preloaded parent died before it could fork the job") from None
+        while True:  # the first answer about an unknown pid is the fork we asked for
+            msg = self._read(timeout=600)
+            if msg is None:
+                raise SpawnError("the preloaded parent did not answer within 600 s")
+            if "returncode" in msg or msg.get("ready") or msg.get("result"):
+                self._take(msg)
+            else:
+                self._exits.pop(msg["pid"], None)  # a reused pid: an old exit is not this child's
+                self._results.discard(msg["pid"])
+                return ForkedChild(self, msg["pid"])
+
+    def wait_exit(self, pid: int, timeout: float) -> int | None:
+        deadline = time.monotonic() + timeout
+        while pid not in self._exits:
+            if pid in self._results:
+                return None
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            msg = self._read(timeout=left)
+            if msg is not None:
+                self._take(msg)
+        return self._exits.pop(pid)
+
+    def _read(self, timeout: float) -> dict | None:
+        """One message from the preloaded parent, or None on timeout. If the parent died, its
+        children died with it (parent-death signal): report the pending ones as killed."""
+        proc = self._proc
+        deadline = time.monotonic() + timeout
+        fd = proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                proc.wait()
+                raise SpawnError(f"the preloaded parent exited (code {proc.returncode})")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.stdin.close()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+
+
+class InlineChild:
+    """A job that already ran in the worker's own process: nothing to wait for, nothing to kill."""
+
+    inline = True
+
+    def __init__(self, returncode: int):
+        self.pid, self.returncode = os.getpid(), returncode
+
+    def wait(self, timeout: float) -> int:
+        return self.returncode
+
+
+class InlineSpawner(Spawner):
+    """`--spawn inline`, for debugging a job (as rq's SimpleWorker): the child's work runs in the worker's own
+    process, in the foreground, so `breakpoint()` in a model or `python -m pdb -m runner work --spawn inline
+    --once` stops in it. The job's environment (compile cache folders) is set for the run and restored. No
+    isolation: no timeout, a crash takes the worker with it, torch stays loaded; never for measurements
+    others rely on."""
+
+    method = "inline"
+
+    def start(self, argv: list[str], env: dict, cwd: Path, log: Path) -> InlineChild:
+        from runner.child.process import parse_args, run_job
+
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            rc = run_job(parse_args(argv))
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        return InlineChild(rc)
+
+
+def make_spawner(method: str, env: dict, cwd: Path):
+    if method not in SPAWN_METHODS:
+        raise ValueError(f"spawn method must be one of {', '.join(SPAWN_METHODS)}, got {method!r}")
+    return {"fork": lambda: ForkSpawner(env, cwd), "fresh": FreshSpawner, "inline": InlineSpawner}[method]()
