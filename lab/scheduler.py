@@ -19,10 +19,14 @@ ENDINGS = {
     "NODE_FAIL": ("lost its node (node failure)", True),
     "BOOT_FAIL": ("could not boot its node", False),
     "PREEMPTED": ("was preempted", False),
+    "REQUEUED": ("was requeued by the scheduler (a preemption, or scontrol requeue)", False),
     "CANCELLED": ("was cancelled (scancel)", False),
     "DEADLINE": ("passed its deadline", False),
     "FAILED": ("failed", True),
 }
+# what slurmstepd writes in a job's output as it ends it ("*** JOB 812 ON c12 CANCELLED AT ... DUE TO TIME LIMIT ***")
+STEPD_DUE = {"TIME LIMIT": "TIMEOUT", "PREEMPTION": "PREEMPTED", "JOB REQUEUE": "REQUEUED",
+             "NODE FAILURE": "NODE_FAIL"}
 # Slurm's pending reasons that mean "waiting its turn", as opposed to a request the cluster cannot meet as written
 WAITING_TURN = {"Priority", "Resources", "None", "BeginTime", "JobArrayTaskLimit", "QOSMaxJobsPerUserLimit",
                 "AssocMaxJobsLimit", "AssocGrpGRES", "QOSGrpGRES", "Dependency"}
@@ -44,12 +48,16 @@ def named(identity: Mapping | None) -> str:
     return f"the worker's {NAMES.get(identity.get('kind'), identity.get('kind'))} job {identity.get('job_id')}"
 
 
-def slurm_ending(state: str | None, reason: str | None = None) -> str:
-    """A Slurm job state (and reason) as Slurm says it while the job is ending: its final state (TIMEOUT, ...), or
-    COMPLETING with the reason that ended it (TimeLimit, a preemption), else a cancel."""
+def slurm_ending(state: str | None, reason: str | None = None, stepd: str | None = None) -> str:
+    """How Slurm is ending a job, from what it says meanwhile: its final state (TIMEOUT, ...), or COMPLETING with the
+    reason (TimeLimit), and slurmstepd's line in the job's output (`stepd`: "CANCELLED AT ... DUE TO JOB REQUEUE"),
+    else a cancel."""
     state, reason = (state or "").upper(), reason or ""
     if state in ENDINGS:
         return state
+    due = (stepd or "").partition(" DUE TO ")[2].strip(" *")
+    if due in STEPD_DUE:
+        return STEPD_DUE[due]
     if reason == "TimeLimit":
         return "TIMEOUT"
     if "preempt" in reason.lower():

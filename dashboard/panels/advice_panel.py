@@ -14,12 +14,20 @@ from lab.checks import SpecError
 from lab.sweep import SweepRequest, sweep_label
 
 STARTED = "advise_sweep"  # the session's last search started here: its sweep id
+OPEN = "advise_open"  # the search form was asked for in this session
 MAX_SHOWN = 3  # Results shows the searches in view only when a few sweeps are (one is the usual case)
 
 
 def search_form(engine, catalog: dict, devices: set[str]) -> None:
-    """The form that starts a search, and the started search's progress below it."""
-    with st.expander("Find the best settings", icon=":material/travel_explore:", expanded=STARTED in st.session_state):
+    """A button that opens the form that starts a search (the sweep form's fields stay the page's only ones until it
+    is asked for), and the started search's progress below it."""
+    if not st.session_state.get(OPEN) and STARTED not in st.session_state:
+        if not st.button("Find the best settings", icon=":material/travel_explore:", key="a_open",
+                         help="a racing search for this model's best compile settings, instead of a full sweep"):
+            return
+        st.session_state[OPEN] = True
+    with st.container(border=True):
+        st.markdown("##### Find the best settings")
         st.caption("A racing search: every setting that applies runs once, clearly worse ones are dropped, more "
                    "processes go to those still in contention until one is separable at 95% or the budget is spent. "
                    "It stops early when compiling cannot pay off for your number of calls. Workers drive it: "
@@ -39,7 +47,7 @@ def search_form(engine, catalog: dict, devices: set[str]) -> None:
                                                                    "pay for itself within them (empty: steady state)")
             budget = right.text_input("Budget", "30m", key="a_budget", help="device time the search may spend")
             rounds = left.number_input("Rounds", 1, 10_000, 30, key="a_rounds")
-            go = st.form_submit_button("Find the best settings", type="primary")
+            go = st.form_submit_button("Start the search", type="primary")
         if go:
             _start(engine, catalog, model, batch, device, backends, modes, dynamics, scopes, calls, budget, rounds)
         if STARTED in st.session_state:

@@ -9,6 +9,7 @@ when asked, with a short timeout."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -86,7 +87,25 @@ def ending(environ: Mapping[str, str] = os.environ) -> Ending | None:
         return scheduler.stopped(identity)
     if fields["JobState"] == "RUNNING":  # a SIGTERM not from the scheduler (kill, scancel --signal): say so
         return scheduler.Ending(f"{scheduler.named(identity)} was sent SIGTERM (its job still runs)", False)
-    return scheduler.ending(identity, scheduler.slurm_ending(fields["JobState"], fields.get("Reason")))
+    return scheduler.ending(identity, scheduler.slurm_ending(fields["JobState"], fields.get("Reason"),
+                                                             stepd_line(fields.get("StdErr"))))
+
+
+STEPD = re.compile(r"\*\*\* JOB \S+ ON \S+ CANCELLED AT \S+.*?\*\*\*")
+
+
+def stepd_line(path: str | None) -> str | None:
+    """slurmstepd's last word in the job's output file, written as it ends the job and before its signals: the one
+    place Slurm says a requeue or a preemption apart from a cancel while the job is still ending."""
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - 16384))
+            found = STEPD.findall(f.read().decode(errors="replace"))
+    except OSError:
+        return None
+    return found[-1] if found else None
 
 
 def _job_id(environ: Mapping[str, str]) -> str | None:

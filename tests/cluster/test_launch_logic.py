@@ -92,6 +92,12 @@ def test_the_schedulers_words():
     assert scheduler.ending(job, scheduler.slurm_ending("COMPLETING", "None")) == (
         "the worker's Slurm job 812_3 was cancelled (scancel)", False)
     assert scheduler.slurm_ending("PREEMPTED") == "PREEMPTED" and scheduler.slurm_ending("NODE_FAIL") == "NODE_FAIL"
+    # while ending, a requeue and a preemption read COMPLETING like a cancel: slurmstepd's line tells them apart
+    stepd = "*** JOB 812 ON c12 CANCELLED AT 2026-11-28T15:50:05 DUE TO {} ***"
+    assert scheduler.slurm_ending("COMPLETING", "None", stepd.format("JOB REQUEUE")) == "REQUEUED"
+    assert scheduler.slurm_ending("COMPLETING", "None", stepd.format("PREEMPTION")) == "PREEMPTED"
+    assert scheduler.slurm_ending("COMPLETING", "None", "*** JOB 812 ON c12 CANCELLED AT 2026-11-28T15:50:05 ***") == (
+        "CANCELLED")
     assert scheduler.ending(job, "NODE_FAIL").words.endswith("lost its node (node failure)")
     assert scheduler.allocation({**job, "node": "c12", "cpus": 8, "gpus": "0", "partition": "gpu",
                                  "time_limit": "4:00:00"}) == (
@@ -113,6 +119,15 @@ def test_a_workers_identity_from_slurms_environment():
     assert pod["kind"] == "kubernetes" and pod["index"] == 1 and pod["node"] == "gpu-7"
     assert identity.ending({identity.POD_ENV: "cl-h100-1-abcde"}).words == (
         "the worker's Kubernetes pod cl-h100-1-abcde was stopped (deleted, evicted or preempted)")
+
+
+def test_slurmstepds_last_word_is_read_from_the_jobs_output(tmp_path):
+    out = tmp_path / "w-812_3.out"
+    out.write_text("slurmstepd-c12: error: *** JOB 812 ON c12 CANCELLED AT 2026-11-28T15:33:17 DUE TO TIME LIMIT ***\n"
+                   "15:33:17 worker c12:1:any:aa: SIGTERM received\n" + "x" * 20000 + "\n"
+                   "slurmstepd-c12: error: *** JOB 812 ON c12 CANCELLED AT 2026-11-28T15:50:05 DUE TO JOB REQUEUE ***\n")
+    assert identity.stepd_line(str(out)).endswith("DUE TO JOB REQUEUE ***")  # the last one, from the file's end
+    assert identity.stepd_line(str(tmp_path / "missing.out")) is None and identity.stepd_line(None) is None
 
 
 def _claimed(engine, worker_id: str, job_id: str | None = "812_3", lease_s: float = 60) -> queue.Claim:

@@ -35,7 +35,7 @@ def test_a_search_started_on_submit_shows_its_recommendation_and_what_it_dropped
             page = browser.new_page(viewport={"width": 1400, "height": 1400})
             page.set_default_timeout(60_000)
             page.goto(f"http://localhost:{port}/")
-            page.get_by_text("Find the best settings").first.click(timeout=120_000)  # once the worker offers models
+            page.get_by_role("button", name="Find the best settings").click(timeout=120_000)  # once models are offered
             form = page.locator('[data-testid="stForm"]')
             model = form.locator('[data-testid="stSelectbox"]').filter(has_text="Model")
             model.click()
@@ -46,7 +46,7 @@ def test_a_search_started_on_submit_shows_its_recommendation_and_what_it_dropped
             choose_only(page, "Dynamic", ["false"])
             choose_only(page, "Scope", ["model"])
             form.get_by_role("spinbutton", name="Rounds").fill("10")
-            form.get_by_role("button", name="Find the best settings").click()
+            form.get_by_role("button", name="Start the search").click()
             page.get_by_text("Search started as sweep #1: 2 setting(s)").wait_for()
 
             wait_until(lambda: (st := advice.load(engine, 1)) is not None and st.finished, 300,

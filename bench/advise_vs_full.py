@@ -1,0 +1,197 @@
+"""Does the racing search (runner advise) find what the full sweep finds, for less? For each of three models (a seed
+model, a small hf: GPT-2, timm:resnet18) it runs the search, then the full sweep of the same candidates (each in the
+lab's default 2 processes, re-runs on), through one real worker on one GPU, and prints side by side:
+
+  - the search's recommendation and its interval, the full sweep's best configuration and its interval;
+  - whether the two intervals overlap, and whether they name the same settings;
+  - the GPU-seconds each spent (a job's claim to its stored end), and the search's share (target: <= 40%).
+
+    python -m bench.advise_vs_full --out DIR            # on a GPU box: about 9 minutes on one H200
+    python -m bench.advise_vs_full --out DIR --small    # a CPU smoke test: tiny sizes, backends eager/aot_eager
+
+The search runs first, then the full sweep, model by model, in one database (DIR/advise_vs_full.db): the later
+searches see the spread between processes the earlier sweeps showed on this device, as a lab's database would.
+The table (DIR/advise_vs_full.md, .json) is rewritten after each model, so a run cut short keeps what it finished.
+Candidates on the GPU: inductor, modes default and reduce-overhead, dynamic false and true (max-autotune left out:
+its compile alone takes minutes on GPT-2; --modes adds it).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = {  # name: the flags that pick the workload
+    "mlp": ["--model", "mlp", "--batch", "64"],
+    "gpt2 (hf, 4 layers)": ["--model", "hf:GPT2LMHeadModel", "--batch", "8", "--arg", "seq_len=128",
+                            "--arg", "n_layer=4"],
+    "resnet18 (timm)": ["--model", "timm:resnet18", "--batch", "32"],
+}
+SMALL = {
+    "mlp": ["--model", "mlp", "--batch", "8", "--arg", "dim=64", "--arg", "hidden=128"],
+    "gpt2 (hf, tiny)": ["--model", "hf:GPT2LMHeadModel", "--batch", "2", "--arg", "seq_len=16", "--arg", "n_layer=1",
+                        "--arg", "n_embd=32", "--arg", "n_head=2"],
+}
+GPU_CANDIDATES = ["--device", "cuda", "--backend", "inductor", "--dynamic", "false", "--dynamic", "true",
+                  "--iters", "20"]
+SMALL_CANDIDATES = ["--device", "cpu", "--backend", "eager", "--backend", "aot_eager", "--mode", "default",
+                    "--dynamic", "false", "--dynamic", "true", "--iters", "5"]
+TARGET = 0.40
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-m", "runner", *args], cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"runner {' '.join(args[:1])} failed: {done.stderr.strip()[-2000:]}")
+    return done
+
+
+def _wait(ready, what: str, deadline: float) -> bool:
+    """Poll until ready() or the deadline: False when the deadline came first."""
+    while time.monotonic() < deadline:
+        if ready():
+            return True
+        time.sleep(2)
+    print(f"deadline: stopped waiting for {what}", file=sys.stderr)
+    return False
+
+
+def _seconds(engine, sweep_id: int) -> tuple[float, int]:
+    """(device-seconds its finished jobs held a worker, jobs still queued or running)."""
+    from sqlalchemy import select
+
+    from db.engine import reading
+    from db.models import Job
+
+    with reading(engine) as s:
+        jobs = s.execute(select(Job.status, Job.claimed_at, Job.finished_at).where(Job.sweep_id == sweep_id)).all()
+    spent = sum((f - c).total_seconds() for status, c, f in jobs if c and f and status not in ("queued", "running"))
+    return spent, sum(status in ("queued", "running") for status, _, _ in jobs)
+
+
+def _settings(engine, job_ids: str) -> dict:
+    from sqlalchemy import select
+
+    from db.engine import reading
+    from db.models import Job
+    from lab.advise import SETTINGS
+
+    with reading(engine) as s:
+        spec = s.scalar(select(Job.spec).where(Job.id == int(job_ids.split()[0])))
+    return {k: spec.get(k) for k in SETTINGS}
+
+
+def compare(engine, name: str, search_id: int, full_id: int) -> dict:
+    """One model's row: the search's answer beside the full sweep's best."""
+    from db import advice, reports
+    from lab.advise import payoff, settings_words
+
+    st = advice.load(engine, search_id)
+    last = st.last
+    lead = st.measured.get(last.leader) if last and last.leader else None
+    rows = [r for r in reports.report(engine, sweep_ids=[full_id]) if r.speedup is not None]
+    best = max(rows, key=lambda r: r.speedup) if rows else None
+    full_s, _ = _seconds(engine, full_id)
+    row = {"model": name, "search_sweep": search_id, "full_sweep": full_id,
+           "outcome": last.outcome.value if last else "unfinished", "search_s": st.spent_s, "full_s": full_s,
+           "share": st.spent_s / full_s if full_s else None, "candidates": len(st.measured),
+           "search_jobs": sum(m.processes for m in st.measured.values())}
+    if lead is not None:
+        p = payoff(lead)
+        row |= {"search_says": settings_words(lead.settings), "search_x": p[0], "search_low": p[1], "search_high": p[2]}
+    if best is not None:
+        row |= {"full_best": settings_words(_settings(engine, best.job_ids)), "full_x": best.speedup,
+                "full_low": best.speedup_ci_low, "full_high": best.speedup_ci_high}
+    if lead is not None and best is not None:
+        row["overlap"] = row["search_low"] <= row["full_high"] and row["full_low"] <= row["search_high"]
+        row["same"] = row["search_says"] == row["full_best"]
+    elif best is not None and row["outcome"] == "dont_compile":  # agrees where the full sweep's best holds 1 or less
+        row["overlap"] = best.speedup_ci_low <= 1
+    return row
+
+
+def table(rows: list[dict]) -> str:
+    def x(r, side):
+        if f"{side}_x" not in r:
+            return "–"
+        return f"{r[f'{side}_x']:.2f}x [{r[f'{side}_low']:.2f}, {r[f'{side}_high']:.2f}]"
+
+    lines = ["| model | search says | its interval | full sweep's best | its interval | overlap | same settings | "
+             "search GPU-s | full GPU-s | search/full |", "|" + "---|" * 10]
+    for r in rows:
+        share = f"{r['share']:.0%}" + (" ✓" if r["share"] <= TARGET else " ✗") if r.get("share") is not None else "–"
+        says = r.get("search_says", "–") if r["outcome"] != "dont_compile" else "don't compile"
+        lines.append(f"| {r['model']} | {says} ({r['outcome']}) | {x(r, 'search')} | {r.get('full_best', '–')} | "
+                     f"{x(r, 'full')} | {r.get('overlap', '–')} | {r.get('same', '–')} | {r['search_s']:.0f} | "
+                     f"{r['full_s']:.0f} | {share} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--small", action="store_true", help="CPU smoke test: tiny sizes, backends eager and aot_eager")
+    ap.add_argument("--models", help="only these (comma separated names of the table)")
+    ap.add_argument("--modes", default="default,reduce-overhead", help="inductor modes to race on the GPU")
+    ap.add_argument("--deadline", type=float, default=540, help="seconds for the whole run (default 540)")
+    args = ap.parse_args()
+    start = time.monotonic()
+    deadline = start + args.deadline
+    args.out.mkdir(parents=True, exist_ok=True)
+    db = f"sqlite:///{(args.out / 'advise_vs_full.db').resolve()}"
+    models = SMALL if args.small else MODELS
+    if args.models:
+        models = {k: v for k, v in models.items() if k.split()[0] in args.models.split(",")}
+    candidates = SMALL_CANDIDATES if args.small else [
+        *GPU_CANDIDATES, *(f for m in args.modes.split(",") for f in ("--mode", m.strip()))]
+
+    from db.database import get_engine
+
+    engine = get_engine(db)
+    log = open(args.out / "worker.log", "w")
+    worker = subprocess.Popen([sys.executable, "-m", "runner", "work", "--db", db, "--home", str(args.out / "home"),
+                               "--no-calibrate"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    rows: list[dict] = []
+    try:
+        # one small job first: the worker's first child pays for starting (CUDA, the forked parent's warm-up), which
+        # would otherwise be charged to the first search
+        done = _cli("submit", "--db", db, "--model", "simplenet", "--batch", "8", "--backend", "eager", "--iters", "3",
+                    "--process-repeats", "1", "--reruns", "0", "--device", "cpu" if args.small else "cuda",
+                    "--name", "warm-up")
+        warm_id = int(re.search(r"sweep ([0-9]+):", done.stderr).group(1))
+        _wait(lambda: _seconds(engine, warm_id)[1] == 0, "the warm-up job", deadline)
+        for name, flags in models.items():
+            from db import advice
+
+            done = _cli("advise", "--db", db, "--no-wait", *flags, *candidates, "--name", f"advise {name}")
+            search_id = int(re.search(r"search: sweep ([0-9]+)", done.stderr).group(1))
+            finished = _wait(lambda i=search_id: advice.load(engine, i).finished, f"the search of {name}", deadline)
+            done = _cli("submit", "--db", db, *flags, *candidates, "--name", f"full {name}")
+            full_id = int(re.search(r"sweep ([0-9]+):", done.stderr).group(1))
+            finished = _wait(lambda i=full_id: _seconds(engine, i)[1] == 0, f"the full sweep of {name}",
+                             deadline) and finished
+            rows.append(compare(engine, name, search_id, full_id) | {"complete": finished})
+            (args.out / "advise_vs_full.json").write_text(json.dumps(rows, indent=1))
+            (args.out / "advise_vs_full.md").write_text(table(rows))
+            print(f"{name}: done at {time.monotonic() - start:.0f} s", file=sys.stderr)
+            if not finished:
+                break
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(60)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+        log.close()
+    sys.stdout.write(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
