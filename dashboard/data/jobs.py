@@ -1,6 +1,6 @@
 """Jobs and workers for the Queue, Job, Submit pages and the sidebar: the queue's rows, counts and statuses, one job's
 detail and record, the live workers (with the models and torch versions they publish), and what a person may do to
-a job (cancel, re-submit). Errors a person can act on are queue.QueueError."""
+a job (cancel, re-submit). Errors a person can act on are QueueError."""
 from __future__ import annotations
 
 from db.cluster import pending_jobs
