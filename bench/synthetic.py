@@ -290,12 +290,14 @@ def _phases(parts: dict) -> dict:
 
 
 def data_version() -> str:
-    """A digest of the code and constants that shape the data, and of the schema it is stored in (not of the helpers
-    that keep it)."""
+    """A digest of the code and constants that shape the data, of the schema it is stored in and of the codec that
+    packs it (lab.packing), not of the helpers that keep it."""
     from db.database import HEAD
+    from lab import packing
 
     made = (fill, _result, _raw_material, _process_repeat, _breakdown, _phases)
-    text = "".join(inspect.getsource(f) for f in made) + inspect.getsource(synthetic_raw) + repr(
+    text = "".join(inspect.getsource(f) for f in made) + inspect.getsource(synthetic_raw) + inspect.getsource(
+        packing) + repr(
         (MODELS, BATCHES, DYNAMICS, MODES, MODE_GAIN, REPEAT, FAILURES, DEVICES, ROUNDS, HEAD, EXTRA_SHARE, PROCESSES))
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 

@@ -23,8 +23,8 @@ def modules() -> list[str]:
 
 def run() -> dict:
     """Import, then load the results table and write its snapshot if that load asked for one (pickling holds the
-    GIL: done here, before the server answers, not while a first visitor's page draws). Returns
-    what it did, for the log line and tests."""
+    GIL: done here, before the server answers, not while a first visitor's page draws), and read the database's
+    spreads between processes. Returns what it did, for the log line and tests."""
     start = time.perf_counter()
     done = {"jobs": None, "error": None}
     try:
@@ -37,6 +37,10 @@ def run() -> dict:
             if store.saving is not None:
                 store.saving.join()
         done["jobs"] = len(store.frame(page=False))
+        # the spreads between processes every model's answer is widened by, read here: a first visit's
+        # answer then comes from the answers kept on disk alone
+        from dashboard.panels import answer_table
+        answer_table.priors(store.version, store.engine)
     except Exception as e:  # a database that is down or damaged: the pages show it, with what to do
         done["error"] = f"{type(e).__name__}: {e}"
         LOG.warning("dashboard warm-up stopped: %s", done["error"])

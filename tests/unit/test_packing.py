@@ -89,8 +89,9 @@ def test_what_is_not_a_list_of_floats_stays_as_it_was():
     """An int or a bool in a list would come back a float if packed as numbers: such lists stay JSON; so do empty
     lists, strings, nested objects and the dropped calls."""
     samples = {"ints": [[1, 2], [3]], "bools": [[True, False]], "mixed": [[1.5, 2]], "flat": [0.5, 0.25],
-               "empty": [], "empty_rounds": [[], [0.5], []], "note": "kept", "nested": {"a": [1.5, {"b": None}]},
-               "dropped": [{"side": "compiled", "clock": "latency", "round": 3, "ms": 412.53}], "big": 2**70}
+               "empty": [], "empty_rounds": [[], [0.5], []], "no_calls": [[], []], "note": "kept",
+               "nested": {"a": [1.5, {"b": None}]}, "big": 2**70,
+               "dropped": [{"side": "compiled", "clock": "latency", "round": 3, "ms": 412.53}]}
     back = packing.unpack_samples(packing.pack_samples(samples))
     assert bits(back) == bits(samples)
     assert packing.unpack_samples(packing.pack_samples({})) == {} and packing.unpack_samples(None) == {}

@@ -45,6 +45,12 @@ def test_warmup_loads_the_results_table_the_pages_then_use(fill_synthetic, db_ur
     # the first load's snapshot is written before the server answers, not while a first visitor's page draws
     assert store.snapshot_path.exists() and not store.saving.is_alive()
     assert not store.claim_warming()  # the pages' warm_results() starts no second load
+    # the database's spreads between processes, read before the server answers: a page's answer reads them no more
+    from dashboard.panels import answer_table
+    from db import reports
+
+    monkeypatch.setattr(reports, "spreads", lambda *a, **k: (_ for _ in ()).throw(AssertionError("read again")))
+    assert answer_table.priors(store.version, engine).devices
 
 
 def test_a_database_that_fails_is_left_to_the_pages(tmp_path, monkeypatch):
