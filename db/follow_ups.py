@@ -27,10 +27,10 @@ def queue_follow_ups(s: Session, job_id: int, row: Result) -> list[int]:
     reruns, process_repeats = follow_up_settings(s.scalar(
         select(Sweep.request).where(Sweep.id == job.sweep_id).with_for_update()))
     key = job.config or spec_key(job.spec)
-    runs = [{"status": status, "follow_up": follow_up, "disturbed": bool(disturbed), "center": center}
+    runs = [noise.Run(status, _kind(follow_up), bool(disturbed), center)
             for status, follow_up, disturbed, center in s.execute(same_configuration(job.sweep_id, key))]
     if job.config is None:  # stored before jobs had keys and never migrated: this run alone is known
-        runs = [{"status": job.status, "follow_up": job.follow_up, "disturbed": bool(row.disturbed)}]
+        runs = [noise.Run(job.status, _kind(job.follow_up), bool(row.disturbed))]
     # every follow-up the plan calls for (at most a re-run and the missing processes): the gate decides how many go in
     wanted = noise.plan_follow_ups(bool(row.disturbed), row.noise_note, reruns, process_repeats, runs,
                                    room=process_repeats + 1)
@@ -47,6 +47,11 @@ def queue_follow_ups(s: Session, job_id: int, row: Result) -> list[int]:
     return admission.add_jobs(s, [admission.NewJob(job.sweep_id, dict(job.spec), key, job.max_attempts,
                                                    follow_up_of=job_id, follow_up=f.to_dict())
                                   for f in wanted[:free.jobs]])
+
+
+def _kind(follow_up) -> str | None:
+    """A job's stored follow_up (JSON: kind, n, total, because) as the kind planning reads."""
+    return follow_up.get("kind") if isinstance(follow_up, dict) else None
 
 
 def same_configuration(sweep_id: int, config: str):

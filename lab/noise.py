@@ -1,33 +1,20 @@
-"""Which runs answer, and which follow-up runs a finished run calls for.
+"""Which runs count toward the answer, and which follow-up runs a finished run calls for.
 
-A run (one job, one process) answers unless something from outside disturbed its rounds, measured and named
-(runner.child.disturbance: other processes on its cores or its GPU, throttled or moving clocks, memory pressure). A
-disturbed run is re-run, up to the sweep's `reruns` per configuration, and left out of the answer while an
-undisturbed run of its configuration exists; a configuration whose every run was disturbed still answers from them,
-flagged, with the cause. Scatter alone is not a cause: it widens the answer's interval (lab.interval).
-
-Every configuration runs in `process_repeats` separate processes (2 by default): fresh processes differ, and the
-interval must hold across them. The first run's compile cache is kept for its repeats (runner.worker.cache_repeat), so a
-repeat pays a warm first call, not a cold compile. The follow-ups are planned here, from plain values, and queued by
-db.queue.finish in the transaction that stores the result: a worker that dies between the two cannot lose them. A
-sweep never grows past lab.sweep.MAX_JOBS with them. No torch, no SQLAlchemy.
-"""
+A run answers unless something from outside disturbed its rounds, measured and named (runner.child.disturbance); a
+disturbed run is re-run within the sweep's budget and left out while an undisturbed run of its configuration exists.
+Scatter alone is not a cause: it widens the interval (lab.interval). Every configuration runs in `process_repeats`
+fresh processes; one more where they disagree past DISAGREE. docs/measurement.md says why, with the figures. No torch,
+no SQLAlchemy."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Hashable, Iterable
 
 NOISY_RERUN, PROCESS_REPEAT = "noisy", "process"  # the two kinds of follow-up job
 PENDING = ("queued", "running")  # a job that will measure: it counts as one of the processes
-# One more process when a configuration's processes disagree past this (their paired speedups' range, on a log
-# scale), once. Chosen from the H100 runs of the seed configurations (bench/results/h100_honest_answers*): fresh
-# processes of most configurations agree within 1-3%, but about one in six of a launch-bound or CUDA-graph
-# configuration's processes lands 10-20% off (sincos bs 10000 1.71x against 2.1x). Two processes cannot tell which
-# of them is the odd one, and their mean sits halfway. Replaying those runs' processes (4,000 simulated sweeps): a
-# third process where two differ by more than 5% took the answers within 10% of the harness from 95.5% to 96.6% and
-# a second sweep's answer inside the first's interval from 90.6% to 91.5%, for 0.29 extra processes per
-# configuration (a warm repeat each: the follow-ups stay under half of the first runs' GPU time)
+# one more process when a configuration's processes disagree past this (their paired speedups' range, log
+# scale), once: fresh processes of most configurations agree within 1-3% (docs/measurement.md has the figures)
 DISAGREE, EXTRA_PROCESSES = 0.05, 1
 
 
@@ -43,6 +30,34 @@ def answering(disturbed: Iterable[bool]) -> list[bool]:
     if all(flags):
         return [True] * len(flags)
     return [not d for d in flags]
+
+
+def counting(disturbed: Iterable[bool], groups: Iterable[Hashable]) -> list[bool]:
+    """Which runs count, many configurations at once: each run's disturbed flag beside its configuration's key (one
+    hashable per run, NaN-free), the rule of answering() applied within each configuration."""
+    disturbed, groups = [bool(d) for d in disturbed], list(groups)
+    every: dict = {}
+    for d, g in zip(disturbed, groups):
+        every[g] = every.get(g, True) and d
+    return [not d or every[g] for d, g in zip(disturbed, groups)]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of a configuration, as planning its follow-ups reads it."""
+
+    status: str
+    follow_up: str | None = None  # the kind of follow-up it is (NOISY_RERUN, PROCESS_REPEAT); None: a first run
+    disturbed: bool = False
+    center: float | None = None  # its paired speedup (the results' round_speedup)
+
+    @property
+    def pending(self) -> bool:
+        return self.status in PENDING
+
+    @property
+    def answers(self) -> bool:
+        return self.status == "succeeded" and not self.disturbed
 
 
 @dataclass(frozen=True)
@@ -63,10 +78,10 @@ def repeats_because(process_repeats: int) -> str:
             "holds across them")
 
 
-def disagreement(runs: list[dict]) -> float | None:
-    """How far apart the undisturbed succeeded runs' paired speedups ("center") are: max/min - 1; None below two."""
-    centers = [r["center"] for r in runs if r.get("status") == "succeeded" and not r.get("disturbed")
-               and isinstance(r.get("center"), (int, float)) and math.isfinite(r["center"]) and r["center"] > 0]
+def disagreement(runs: list[Run]) -> float | None:
+    """How far apart the undisturbed succeeded runs' paired speedups are: max/min - 1; None below two."""
+    centers = [r.center for r in runs if r.answers and isinstance(r.center, (int, float)) and math.isfinite(r.center)
+               and r.center > 0]
     if len(centers) < 2:
         return None
     return max(centers) / min(centers) - 1
@@ -77,35 +92,34 @@ def disagree_because(processes: int, apart: float) -> str:
             "usually differ by: one more process tells which of them is the odd one")
 
 
-def plan_follow_ups(disturbed: bool, cause: str | None, reruns: int, process_repeats: int, runs: list[dict],
+def plan_follow_ups(disturbed: bool, cause: str | None, reruns: int, process_repeats: int, runs: list[Run],
                     room: int) -> list[FollowUp]:
     """The follow-ups a succeeded run calls for. `runs`: every job of its configuration in its sweep, this one
-    included, each {"status", "follow_up", "disturbed", "center"}; `room`: how many more jobs the sweep may hold.
+    included; `room`: how many more jobs the sweep may hold.
     Until `process_repeats` runs of the configuration are pending or succeeded undisturbed, a disturbed run gets one
     re-run (while the configuration has had fewer than `reruns`: cancelled ones count, the budget is spent) and the
     rest are process repeats. A disturbed run whose budget is spent calls for nothing: repeats never stand in for
     re-runs. When the last of them ends and the processes disagree past DISAGREE, one more process (EXTRA_PROCESSES:
     a sweep of one process per configuration asked for no spread, and gets none); that one, disturbed, is re-run
     too (within the budget) while the undisturbed ones still disagree: the disagreement it was there to settle stands."""
-    have = sum(r.get("status") in PENDING or (r.get("status") == "succeeded" and not r.get("disturbed"))
-               for r in runs)
+    have = sum(r.pending or r.answers for r in runs)
     missing = max(0, process_repeats - have)
     out = []
     apart = disagreement(runs)
     extra_wanted = (not missing and process_repeats >= 2 and have < process_repeats + EXTRA_PROCESSES
-                    and not any(r.get("status") in PENDING for r in runs) and apart is not None and apart > DISAGREE)
+                    and not any(r.pending for r in runs) and apart is not None and apart > DISAGREE)
     if extra_wanted and not disturbed:
-        made = sum((r.get("follow_up") or {}).get("kind") == PROCESS_REPEAT for r in runs)
+        made = sum(r.follow_up == PROCESS_REPEAT for r in runs)
         return [FollowUp(PROCESS_REPEAT, made + 1, made + 1, disagree_because(have, apart))][:max(0, room)]
     if disturbed:
-        done = sum((r.get("follow_up") or {}).get("kind") == NOISY_RERUN for r in runs)
+        done = sum(r.follow_up == NOISY_RERUN for r in runs)
         if done >= reruns or not (missing or extra_wanted):
             return []
         if not missing:  # beyond the configuration's processes, so the extra one, disturbed: a re-run stands in
             return [FollowUp(NOISY_RERUN, done + 1, reruns, cause or "disturbed")][:max(0, room)]
         out.append(FollowUp(NOISY_RERUN, done + 1, reruns, cause or "disturbed"))
         missing -= 1
-    made = sum((r.get("follow_up") or {}).get("kind") == PROCESS_REPEAT for r in runs)
+    made = sum(r.follow_up == PROCESS_REPEAT for r in runs)
     out += [FollowUp(PROCESS_REPEAT, made + i + 1, made + missing, repeats_because(process_repeats))
             for i in range(missing)]
     return out[:max(0, room)]

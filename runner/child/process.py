@@ -1,10 +1,6 @@
-"""The child process: one per job (python -m runner.child.process). Reads the spec file, measures, writes the
-result file atomically. Compiler logs go to stdout/stderr, which the worker keeps as the job's log;
-the worker reads results only from the result file.
-
-Result file: {"status": "succeeded", "result": {...}} or {"status": "failed", "error": "..."}.
-No result file means the child died (the worker records how).
-"""
+"""The child process, one per job (python -m runner.child): reads the spec file, measures, writes its result file
+(lab.result_file) atomically. Compiler logs go to stdout/stderr, which the worker keeps as the job's log; the worker
+reads results only from the result file."""
 from __future__ import annotations
 
 import argparse
@@ -20,6 +16,7 @@ import traceback
 from pathlib import Path
 
 from lab.errors import first_line
+from lab.result_file import ResultFile
 from runner.child import diskspace
 from runner.child.reaper import become_subreaper
 
@@ -139,7 +136,7 @@ def probe(out: str) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m runner.child.process")
+    p = argparse.ArgumentParser(prog="python -m runner.child")
     p.add_argument("--spec")
     p.add_argument("--result")
     p.add_argument("--progress")
@@ -207,8 +204,7 @@ def run_job(args: argparse.Namespace) -> int:
         result = measure.run(spec, entry, progress.report, Path(result_file).parent / "artifacts",
                              phases, role)
         # the write's own end is when the worker sees the child exit: it closes the timeline's "result write"
-        write_atomic(result_file, {"status": "succeeded", "result": result.to_dict(), "phases": phases.intervals,
-                                   "written_at": time.time()})
+        ResultFile.succeeded(result, phases.intervals, time.time()).write(result_file)
     except Exception as exc:  # every failure becomes a recorded reason, never a vanished job
         if (full := _failed(exc, progress.phase, result_file)) is not None:  # a full disk: the worker's outage
             return full
@@ -221,7 +217,7 @@ def _failed(exc: Exception, phase: str, result_file: str) -> int | None:
     writes, the marker the worker reserved says so (runner.child.diskspace) and the exit code to end with is returned."""
     full = diskspace.no_space_error(exc)
     for write in (traceback.print_exc,
-                  lambda: write_atomic(result_file, {"status": "failed", "error": failure_message(exc, phase)})):
+                  lambda: ResultFile.failed(failure_message(exc, phase)).write(result_file)):
         try:
             write()
         except OSError as e:

@@ -350,7 +350,7 @@ def cmd_calibrate(args) -> int:
     from runner.worker import ceilings, gpus
     from runner.worker.loop import PROJECT_ROOT
 
-    env = dict(os.environ)  # the calibration child starts in PROJECT_ROOT, where `-m runner.child.process` finds the code
+    env = dict(os.environ)  # the calibration child starts in PROJECT_ROOT, where `-m runner.child` finds the code
     if args.gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpus.parse_gpu(args.gpu)
     found = ceilings.measure(get_engine(args.db), args.device, env, PROJECT_ROOT)

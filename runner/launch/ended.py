@@ -1,8 +1,8 @@
 """A worker stopped (SIGTERM, SIGINT) with a job unfinished hands it back, and where a cluster's scheduler stopped it,
 says so in the scheduler's words: "the worker's Slurm job 812_3 hit its time limit while compiling". A cancel or a
 preemption re-queues the job without counting the attempt; a time limit counts it (lab.scheduler.ENDINGS), so a job
-longer than any allocation ends after its attempts instead of going round for ever. Part of runner.worker.job's
-Supervision, which calls it once the child is stopped: the job never runs in two places at once."""
+longer than any allocation ends after its attempts instead of going round for ever. A job
+(runner.worker.job) calls it once its child is stopped: the job never runs in two places at once."""
 from __future__ import annotations
 
 import logging
@@ -20,15 +20,13 @@ def with_worker(stop: threading.Event) -> bool:
     return identity.stopped_with_worker(stop)
 
 
-def hand_back(worker, claim: queue.Claim, phase: str) -> None:
+def hand_back(store, claim: queue.Claim, phase: str) -> None:
     """Back to the queue (or, a time limit on its last attempt, failed), in the words of whoever stopped the worker."""
     ending = identity.ending()
     if ending is None:
-        worker._retry("release the job", lambda: queue.release(
-            worker.engine, claim.job_id, claim.token,
-            f"worker {worker.id} stopped while {phase}; re-queued without counting the attempt"))
+        store.release(claim, f"worker {store.worker_id} stopped while {phase}; re-queued without counting the attempt")
         return
     words = f"{ending.words} while {phase}"
     log.warning("job %s: %s; handing it back%s", claim.job_id, words, " (the attempt counts)" if ending.counted else "")
-    worker._retry("hand the job back", lambda: cluster.requeue_ended(
-        worker.engine, claim.job_id, claim.token, words, ending.counted))
+    store.retry("hand the job back", lambda: cluster.requeue_ended(
+        store.engine, claim.job_id, claim.token, words, ending.counted))

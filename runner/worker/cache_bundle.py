@@ -88,13 +88,11 @@ def refusal(found: caches.Found, signer: Signer) -> str | None:
     return None
 
 
-def finish(engine: Engine, note: dict | None, job_id: int, result: dict | None, jobdir: Path,
-           signer: Signer | None) -> None:
+def finish(engine: Engine, note: dict | None, job_id: int, detail: dict, jobdir: Path, signer: Signer | None) -> None:
     """After a successful job: store the artifacts it saved, signed, and put `note` with the child's load/save
-    outcome into result.detail.mega_cache."""
-    if note is None or result is None:
+    outcome into its record's detail (mega_cache)."""
+    if note is None:
         return
-    detail = result.setdefault("detail", {})
     child = detail.get("mega_cache") or {}
     out = {**note, **child}
     saved = dict(child.get("saved") or {})

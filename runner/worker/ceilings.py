@@ -8,11 +8,13 @@ import socket
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from sqlalchemy import Engine
 
 from db.device_ceilings import has_ceilings, latest_ceilings, store_ceilings
+from lab.record import ResultRecord
 from lab.roofline import place
 from lab.spec import ExperimentSpec
 
@@ -44,11 +46,10 @@ def ensure(engine: Engine, device: str, device_name: str | None, env: dict, cwd:
     return True
 
 
-def place_result(engine: Engine, spec: ExperimentSpec, result: dict) -> dict:
-    """The result with roofline_bound / roofline_pct / mfu filled in where ceilings are known: what the
+def place_result(engine: Engine, spec: ExperimentSpec, record: ResultRecord) -> ResultRecord:
+    """The record with roofline_bound / roofline_pct / mfu filled in where ceilings are known: what the
     hardware did, so against GPU time where there is one (latency on the CPU, where the two are one)."""
-    ceilings = latest_ceilings(engine, result.get("device_name") or "", result.get("hostname"))
+    ceilings = latest_ceilings(engine, record.device_name or "", record.hostname)
     ceiling = ceilings.get(spec.dtype.removeprefix("amp-"))  # AMP's matmuls run in the low precision
-    return {**result, **place(result.get("flops"), result.get("min_bytes"),
-                              result.get("compiled_gpu_ms") or result.get("compiled_ms"),
-                              ceiling, spec.task == "training")}
+    return replace(record, **place(record.flops, record.min_bytes, record.compiled_gpu_ms or record.compiled_ms,
+                                   ceiling, spec.task == "training"))

@@ -12,13 +12,13 @@ cause.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from pathlib import Path
 
 from sqlalchemy.exc import OperationalError
 
 from db import queue
-from db.engine import check_identity
 from lab.errors import first_line
 from runner.child.diskspace import MIN_FREE_ENV, NoSpace, mb, min_free_bytes, tightest
 
@@ -45,59 +45,59 @@ def home_folders(home: Path) -> list[Path]:
     return [home, home / "jobs", home / "cache", home / "repeat-cache"]
 
 
-def hand_back(worker, claim: queue.Claim, full: NoSpace, tail: str | None, strike: bool = True) -> str | None:
+def hand_back(store, strikes: Strikes, claim: queue.Claim, full: NoSpace, tail: str | None,
+              strike: bool = True) -> str | None:
     """The job back in the queue uncounted, the cause on it (None); the next claim waits for space (room). After
     MAX_STRIKES in a row (`strike`: the child's, not the worker's own preparation), the error to record it failed
     with instead."""
-    strikes = worker.full_disk.add(claim.job_id) if strike else 0
-    if strikes >= MAX_STRIKES:
-        return (f"{full.text()}; {strikes} times in a row on worker {worker.id}, each claimed with more than "
+    n = strikes.add(claim.job_id) if strike else 0
+    if n >= MAX_STRIKES:
+        return (f"{full.text()}; {n} times in a row on worker {store.worker_id}, each claimed with more than "
                 f"{mb(min_free_bytes())} free: the job writes more than this home holds")
-    error = f"{full.text()}; handed back by worker {worker.id}, not counted"
+    error = f"{full.text()}; handed back by worker {store.worker_id}, not counted"
     log.error("job %s: %s", claim.job_id, error)
     if full.tail:
         log.error("job %s: the child's last lines:\n%s", claim.job_id, "\n".join(full.tail.rstrip().splitlines()[-6:]))
-    worker._retry("hand the job back", lambda: queue.hand_back(
-        worker.engine, claim.job_id, claim.token, worker.id, claim.attempt, error, log_tail=tail), patient=True)
-    worker._retry("note the worker idle", lambda: queue.heartbeat_worker(worker.engine, worker.id, "idle"))
+    store.hand_back(claim, error, log_tail=tail)
+    store.note("idle")
     return None
 
 
-def room(worker) -> bool:
+def room(store, home: Path, capabilities: dict, stop: threading.Event) -> bool:
     """Before a claim: True at once while the home has more free space than the threshold. Otherwise the worker is
     paused until it has (True) or the worker is stopped (False): its row says why, its heartbeat goes on, and the
     free space is looked at again after 1, 2, 4 ... up to 30 s."""
     threshold = min_free_bytes()
-    folder, free = tightest(home_folders(worker.home))
+    folder, free = tightest(home_folders(home))
     if free is None or free > threshold:
         return True
     why = (f"paused: no space left on device under {folder} ({mb(free)} free; claims again above "
            f"{mb(threshold)}, {MIN_FREE_ENV})")
-    log.error("worker %s %s", worker.id, why)
-    _say(worker, "paused", {**worker.capabilities, "paused": why})
+    log.error("worker %s %s", store.worker_id, why)
+    _say(store, "paused", {**capabilities, "paused": why})
     wait, look_at = FIRST_LOOK_S, time.monotonic() + FIRST_LOOK_S
-    while not worker.stop.wait(max(0.0, min(BEAT_S, look_at - time.monotonic()))):
-        check_identity(worker.engine, worker.db_file)  # a database deleted meanwhile ends the worker as ever
+    while not stop.wait(max(0.0, min(BEAT_S, look_at - time.monotonic()))):
+        store.check_identity()  # a database deleted meanwhile ends the worker as ever
         if time.monotonic() >= look_at:
-            folder, free = tightest(home_folders(worker.home))
+            folder, free = tightest(home_folders(home))
             if free is None or free > min_free_bytes():
                 break
             wait = min(wait * 2, LAST_LOOK_S)
             look_at = time.monotonic() + wait
-        _say(worker, "paused")
-    if worker.stop.is_set():
+        _say(store, "paused")
+    if stop.is_set():
         return False
-    log.info("worker %s: space is back under %s (%s free); claiming again", worker.id, folder,
+    log.info("worker %s: space is back under %s (%s free); claiming again", store.worker_id, folder,
              "?" if free is None else mb(free))
-    _say(worker, "idle", worker.capabilities)
+    _say(store, "idle", capabilities)
     return True
 
 
-def _say(worker, state: str, capabilities: dict | None = None) -> None:
+def _say(store, state: str, capabilities: dict | None = None) -> None:
     """The worker's row: its state (and what it publishes); a database that does not answer is told next time."""
     try:
         if capabilities is not None:
-            queue.publish_capabilities(worker.engine, worker.id, capabilities)
-        queue.heartbeat_worker(worker.engine, worker.id, state)
+            queue.publish_capabilities(store.engine, store.worker_id, capabilities)
+        queue.heartbeat_worker(store.engine, store.worker_id, state)
     except (OperationalError, OSError) as e:
-        log.warning("worker %s: could not say it is %s (%s); retrying", worker.id, state, first_line(e))
+        log.warning("worker %s: could not say it is %s (%s); retrying", store.worker_id, state, first_line(e))

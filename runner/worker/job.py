@@ -1,302 +1,348 @@
-"""The worker's side of one job's child: its job folder and compile cache set up, the child started in its own process
-group and watched (its timeout, its lease, a cancel, the worker's stop, the host's other workers), its whole tree
-killed when it must end, and how it ended turned into exactly one recorded state (Outcome); and, where the worker
-rather than the job is at fault (an outage, its own files, its preloaded parent), the job handed back uncounted, and
-the database writes retried through an outage. Part of runner.worker.loop's Worker, whose config, database, spawner and
-stop signals it uses."""
+"""One claimed job's life, as rq's work-horse runs it: prepare (its folder, compile cache and child arguments), run
+the child in its own process group, watch it (timeout, lease, cancel, the worker's stop), record the outcome. A `Job`
+is handed what the job needs (claim, spec, paths, store, what its worker lends), never the worker."""
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
 import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError
 
 from db import queue
-from db.engine import DatabaseGone, check_identity
+from db.engine import DatabaseGone
 from db.models import JobStatus
 from db.results import store_timeline
 from lab import timeline
 from lab.errors import cut, first_line
-from lab.noise import cpus_text
+from lab.record import ResultRecord
 from lab.spec import ExperimentSpec
 from lab.timeline import Phases
 from runner.child import diskspace
 from runner.child.reaper import kill_tree
 from runner.launch import ended
-from runner.worker import cache_bundle, cache_repeat, diskpause
+from runner.worker import cache_bundle, cache_repeat, ceilings, diskpause
 from runner.worker.lease import LeaseKeeper, read_progress
-from runner.worker.neighbours import Watch, sharing
-from runner.worker.spawn import SpawnError, make_spawner
+from runner.worker.neighbours import Watch
+from runner.worker.outcome import HANDED_BACK, Outcome, log_outcome, read_outcome
+from runner.worker.spawn import SpawnError
+from runner.worker.store import FILE as KEPT_FILE
+from runner.worker.store import Store, keep_or_hold
 
 log = logging.getLogger("compile_lab.worker")
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 LOG_TAIL_CHARS = 6000
 SUPERVISE_TICK_S = 0.2  # how often the supervisor looks at the child, its lease and the stop signal
 
 
+@dataclass(frozen=True)
+class JobPaths:
+    """A job attempt's folder under the worker's home and the files the worker and its child share there."""
+
+    folder: Path
+
+    @classmethod
+    def under(cls, home: Path, claim: queue.Claim) -> "JobPaths":
+        return cls(home / "jobs" / f"{claim.job_id}-{claim.attempt}")
+
+    spec = property(lambda self: self.folder / "spec.json")
+    result = property(lambda self: self.folder / "result.json")
+    progress = property(lambda self: self.folder / "progress.jsonl")
+    log = property(lambda self: self.folder / "child.log")
+    lease = property(lambda self: self.folder / "lease")
+
+
+@dataclass(frozen=True)
+class Lent:
+    """What a job borrows from its worker, read-only: how to start a child, where caches live, its stop signals."""
+
+    env: dict  # the child's environment (the worker's, with its pins)
+    spawner: object  # runner.worker.spawn: starts the child in its own process group
+    home: Path
+    models_dirs: list
+    probe: dict  # torch, triton, devices: what keys a portable compile cache
+    signer: object  # runner.worker.cache_key.Signer, or None: no portable cache
+    worker_id: str
+    hostname: str
+    cpus: list
+    threads: int
+    beat_s: float
+    grace_s: float
+    stop: threading.Event  # first SIGTERM/SIGINT: the child gets grace_s
+    hurry: threading.Event  # second signal: the grace ends now
+    strikes: diskpause.Strikes  # full-disk hand-backs of one job in a row
+    keep_folder: bool = True
+
+
 @dataclass
-class Outcome:
-    status: JobStatus | None  # None: the lease is gone (cancelled, taken back, handed back); nothing to write
-    error: str | None = None
-    result: dict | None = None
-    phases: list = field(default_factory=list)  # the child's phases (lab.timeline), as its result file gives them
-    written_at: float | None = None  # when the child began writing its result file
+class Child:
+    """What prepare hands to run_child and watch: the child's arguments and environment, and its caches."""
+
+    argv: list[str]
+    env: dict
+    cold_dir: Path | None  # a first run's fresh compile cache, kept for its follow-ups if it succeeds
+    bundle: dict | None  # a portable cache bundle's note (runner.worker.cache_bundle)
+    lease: LeaseKeeper | None = None
+    watch: Watch | None = None
+    deadline: float = 0.0
+    stop_deadline: float | None = None
+    shares: list[str] = field(default_factory=list)  # the workers that shared this worker's cores meanwhile
 
 
-HANDED_BACK = Outcome(None, "handed back: the worker's own files failed")
+class Job:
+    """One claimed job, claim to recorded end: prepare, run_child, watch, record (execute runs all four)."""
 
+    def __init__(self, claim: queue.Claim, spec: ExperimentSpec | None, paths: JobPaths, store: Store, lent: Lent,
+                 steps: Phases):
+        self.claim, self.spec, self.paths, self.store, self.lent, self.steps = claim, spec, paths, store, lent, steps
+        self.spawn_error: SpawnError | None = None  # the worker's own machinery failed: it starts fresh children
+        self.shares: list[str] | None = None  # who shared its cores while it ran, once it ran
 
-class Supervision:
-    """Worker's methods that run one job's child (runner.worker.loop.Worker is one)."""
+    def execute(self, renewed_at: float) -> Outcome:
+        outcome = None
+        try:
+            child = self.prepare()
+            try:
+                proc = None
+                try:
+                    proc = self.run_child(child, renewed_at)
+                    ended_as = self.watch(proc, child)
+                except SpawnError as e:  # our own machinery failed, not the experiment: the job goes back
+                    ended_as = self._spawn_lost(e)
+                finally:
+                    self._stop_lease(child, proc)
+                outcome = ended_as if isinstance(ended_as, Outcome) else self._ended(ended_as, child)
+            finally:
+                if child.cold_dir is not None:  # a first run's cache stays for its follow-ups; any other cold one goes
+                    cache_repeat.settle(child.cold_dir, keep=not self.claim.follow_up and outcome is not None
+                                        and outcome.status is JobStatus.SUCCEEDED)
+        except OSError as e:  # the worker's own folder failed (full, unwritable): not the experiment's fault
+            return self.hand_back(f"cannot use its job folder {self.paths.folder} ({first_line(e)})", e)
+        return outcome if outcome is HANDED_BACK else self.record(outcome)
 
-    def _supervise(self, claim: queue.Claim, spec: ExperimentSpec, jobdir: Path, logfile: Path,
-                   claimed_at: float, steps: Phases) -> Outcome:
-        spec_file, result_file, progress_file = jobdir / "spec.json", jobdir / "result.json", jobdir / "progress.jsonl"
-        jobdir.mkdir(parents=True, exist_ok=True)
-        spec_file.write_text(spec.to_json())
-        diskspace.reserve(jobdir)  # where the child can say, on a full disk, that the disk is full
-        for stale in (result_file, progress_file):  # a released attempt re-runs in the same folder
+    # -- prepare ----------------------------------------------------------------------------------
+    def prepare(self) -> Child:
+        """The job folder (its spec file, a reserved full-disk marker, no stale result), its compile cache (a first
+        run's, a fresh one, or the worker's warm one) and a portable bundle loaded or asked for."""
+        p, spec, claim, lent = self.paths, self.spec, self.claim, self.lent
+        p.folder.mkdir(parents=True, exist_ok=True)
+        p.spec.write_text(spec.to_json())
+        diskspace.reserve(p.folder)  # where the child can say, on a full disk, that the disk is full
+        for stale in (p.result, p.progress):  # a released attempt re-runs in the same folder
             stale.unlink(missing_ok=True)
-        shutil.rmtree(jobdir / "artifacts", ignore_errors=True)
-        env = self._env()
-        cold_dir = kept = None
-        kept_name = cache_repeat.key(spec.to_dict(), self.probe.get("torch_version"))
+        shutil.rmtree(p.folder / "artifacts", ignore_errors=True)
+        env = dict(lent.env)
+        cold_dir = first_run = None
+        name = cache_repeat.key(spec.to_dict(), lent.probe.get("torch_version"))
         if spec.cache in ("cold", "portable") and claim.follow_up:  # its configuration's first run's cache, if here
-            kept = cache_repeat.find(self.home, kept_name)
-        if kept is not None:
-            cache = kept
+            first_run = cache_repeat.find(lent.home, name)
+        if first_run is not None:
+            cache = first_run
         elif spec.cache in ("cold", "portable"):  # a fresh, empty compile cache, kept for its follow-ups
-            cache = cold_dir = cache_repeat.fresh(self.home, kept_name, claim.job_id)
+            cache = cold_dir = cache_repeat.fresh(lent.home, name, claim.job_id)
         else:  # the worker's persistent cache, shared by its warm jobs
-            cache = self.home / "cache"
+            cache = lent.home / "cache"
         env["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
         env["TRITON_CACHE_DIR"] = str(cache / "triton")
         # load or save a bundle; a follow-up in its first run's cache has what that run loaded
-        mega = None if kept is not None else cache_bundle.prepare(self.engine, spec, self.probe, jobdir, env,
-                                                               self.cfg.signer)
-        argv = ["--spec", str(spec_file), "--result", str(result_file), "--progress", str(progress_file),
-                "--lease-file", str(jobdir / "lease")]
+        bundle = None if first_run is not None else cache_bundle.prepare(self.store.engine, spec, lent.probe,
+                                                                         p.folder, env, lent.signer)
+        argv = ["--spec", str(p.spec), "--result", str(p.result), "--progress", str(p.progress),
+                "--lease-file", str(p.lease)]
         argv += ["--repeat"] if claim.follow_up else []  # the headline clock only (runner.child.measure)
-        argv += ["--cache-from-first-run"] if kept is not None else []
-        outcome = None
-        try:
-            outcome = self._run_child(claim, spec, jobdir, logfile, claimed_at, steps, env, argv, mega)
-            return outcome
-        finally:
-            if cold_dir is not None:  # a first run's cache stays for its follow-ups; any other cold one goes
-                cache_repeat.settle(cold_dir, keep=not claim.follow_up and outcome is not None
-                                   and outcome.status is JobStatus.SUCCEEDED)
-
-    def _run_child(self, claim: queue.Claim, spec: ExperimentSpec, jobdir: Path, logfile: Path, claimed_at: float,
-                   steps: Phases, env: dict, argv: list[str], mega: dict | None) -> Outcome:
-        result_file, progress_file = jobdir / "result.json", jobdir / "progress.jsonl"
-        for d in self.cfg.models_dirs:
+        argv += ["--cache-from-first-run"] if first_run is not None else []
+        for d in lent.models_dirs:
             argv += ["--models-dir", str(Path(d).resolve())]
-        deadline = time.monotonic() + spec.timeout_s
-        stop_deadline = None
-        lease = LeaseKeeper(self, claim, jobdir, claimed_at)
-        lease.start()  # before the spawn: starting a fresh preloaded parent can take a while
-        watch = Watch(self.engine, self.id, self.hostname, self.cpus, every_s=self.beat_s)
-        watch.sample(force=True)
-        proc = None
-        steps.marks["spawned"] = spawned = time.time()
-        steps.add("job setup", steps.intervals[-1]["end"], spawned)
-        try:
-            try:  # in its own process group either way: one kill reaches all
-                proc = self.spawner.start(argv, env, jobdir, logfile)
-                while (rc := proc.wait(SUPERVISE_TICK_S)) is None and not getattr(proc, "result_ready", False):
-                    outcome = self._check(proc, claim, lease, progress_file, deadline, spec, stop_deadline)
-                    if isinstance(outcome, Outcome):
-                        return outcome
-                    stop_deadline = outcome
-                    watch.sample()
-            except SpawnError as e:  # our own machinery failed, not the experiment: hand the job back
-                if ended.with_worker(self.stop):  # a scheduler stopped the preloaded parent with the worker
-                    ended.hand_back(self, claim, read_progress(progress_file)[0])
-                    return Outcome(None)
-                return self._spawn_failed(claim, e)
-            # when the worker learned the child exited, or (a forked child) that its result is complete while its
-            # exit, the CUDA context's teardown, goes on (runner.child.process.result_ready): closes "result write"
-            steps.marks["child exited"] = time.time()
-            if rc is None:
-                rc = 0
-        finally:
-            cleanup_started = time.time()
-            lease.done.set()
-            lease.join(timeout=1.0)  # a renewal stuck on a lock is left behind (daemon thread)
-            if proc is not None:
-                kill_group(proc)  # grandchildren (inductor compile workers) must not outlive the job
-            steps.add("job cleanup", cleanup_started, time.time())
-        with steps.phase("read result"):
-            phase, _ = read_progress(progress_file)
-            if rc == -signal.SIGKILL and time.monotonic() > lease.child_deadline():  # the child's keeper stopped it
-                return self._lease_stale(claim, lease, phase)
-            if rc < 0 and ended.with_worker(self.stop):  # a scheduler ended the child with its worker
-                ended.hand_back(self, claim, phase)
-                return Outcome(None)
-            outcome = read_outcome(rc, result_file, phase)
-            bad = cut(outcome.error or "", 300) if outcome.status in (JobStatus.FAILED, JobStatus.CRASHED) else None
-            full = diskspace.judge(jobdir, rc, bad, [self.home, jobdir, Path(env["TORCHINDUCTOR_CACHE_DIR"]).parent],
-                                   phase)
-        if full is not None:  # the disk's outage, not the experiment's failure
-            failed = diskpause.hand_back(self, claim, full, log_tail(logfile))
-            return HANDED_BACK if failed is None else Outcome(JobStatus.FAILED, failed)
-        if outcome.status is JobStatus.SUCCEEDED:
-            watch.sample(force=True)
-            self._note_neighbours(outcome.result, watch)
-            with steps.phase("cache bundle"):  # a cold job's bundle kept, for portable jobs (runner.worker.cache_bundle)
-                cache_bundle.finish(self.engine, mega, claim.job_id, outcome.result, jobdir, self.cfg.signer)
-        return outcome
+        return Child(argv, env, cold_dir, bundle)
 
-    def _note_neighbours(self, result: dict, watch: Watch) -> None:
-        """The host's other workers into the result: who shared this worker's cores and who was busy while the job
-        ran (detail.host_state), and, on a noisy result, in its noise_note: the likely reason."""
-        host_state = result.setdefault("detail", {}).setdefault("host_state", {}) or {}
-        result["detail"]["host_state"] = {**host_state, **watch.state(), "threads_pinned": self.threads}
-        note = watch.note()
-        if note and result.get("noisy"):
-            result["noise_note"] = f"{result.get('noise_note') or 'noisy'}; {note}"
-        shares = sorted(watch.shares)
-        if shares != self.capabilities.get("shares_cores_with"):
-            self.capabilities["shares_cores_with"] = self._sharing_changed(shares)
+    # -- run the child ----------------------------------------------------------------------------
+    def run_child(self, child: Child, renewed_at: float):
+        """The lease renewed from its own thread, then the child started in its own process group (SpawnError: the
+        worker's machinery failed)."""
+        child.deadline = time.monotonic() + self.spec.timeout_s
+        child.lease = LeaseKeeper(self.store, self.claim, self.paths.folder, renewed_at, self.lent.beat_s)
+        child.lease.start()  # before the spawn: starting a fresh preloaded parent can take a while
+        child.watch = Watch(self.store.engine, self.lent.worker_id, self.lent.hostname, self.lent.cpus,
+                            every_s=self.lent.beat_s)
+        child.watch.sample(force=True)
+        self.steps.marks["spawned"] = spawned = time.time()
+        self.steps.add("job setup", self.steps.intervals[-1]["end"], spawned)
+        return self.lent.spawner.start(child.argv, child.env, self.paths.folder, self.paths.log)
 
-    def _sharing(self, workers) -> list[str]:
-        """The live workers of this host that share its cores, said in the log when they change."""
-        shares = sharing(self.id, self.cpus, [w for w in workers if w.hostname == self.hostname])
-        if shares and shares != self.capabilities.get("shares_cores_with"):
-            log.warning("worker %s shares CPUs %s with %s: their timings disturb each other's (pin each worker to its "
-                        "own cores, e.g. taskset -c, or run one worker per host)", self.id, cpus_text(self.cpus),
-                        ", ".join(shares))
-        return shares
+    # -- watch it ---------------------------------------------------------------------------------
+    def watch(self, proc, child: Child) -> Outcome | int:
+        """Look at the running child every tick until it exits (its exit code) or must end now (an Outcome)."""
+        while (rc := proc.wait(SUPERVISE_TICK_S)) is None and not getattr(proc, "result_ready", False):
+            ended_now = self._look(proc, child)
+            if ended_now is not None:
+                return ended_now
+            child.watch.sample()
+        # when the worker learned the child exited, or (a forked child) that its result is complete while its
+        # exit, the CUDA context's teardown, goes on (runner.child.process.result_ready): closes "result write"
+        self.steps.marks["child exited"] = time.time()
+        return 0 if rc is None else rc
 
-    def _sharing_changed(self, shares: list[str]) -> list[str]:
-        if shares:
-            log.warning("worker %s shares CPUs %s with %s: their timings disturb each other's", self.id,
-                        cpus_text(self.cpus), ", ".join(shares))
-        caps = {**self.capabilities, "shares_cores_with": shares}
-        self._retry("publish what the worker shares", lambda: queue.publish_capabilities(self.engine, self.id, caps))
-        return shares
-
-    def _check(self, proc, claim, lease, progress_file: Path, deadline: float, spec: ExperimentSpec,
-               stop_deadline: float | None):
-        """One look at a running child: an Outcome if it must end now, else the (new) stop deadline."""
-        phase, _ = read_progress(progress_file)
-        if time.monotonic() > deadline:
+    def _look(self, proc, child: Child) -> Outcome | None:
+        """One look at a running child: an Outcome if it must end now."""
+        phase, _ = read_progress(self.paths.progress)
+        if time.monotonic() > child.deadline:
             kill_group(proc)
-            return Outcome(JobStatus.TIMED_OUT, f"timed out after {spec.timeout_s} s (while {phase}); "
+            return Outcome(JobStatus.TIMED_OUT, f"timed out after {self.spec.timeout_s} s (while {phase}); "
                                                 "the child's process group was killed")
-        if lease.lost.is_set():  # cancelled, or taken back by another worker
+        if child.lease.lost.is_set():  # cancelled, or taken back by another worker
             kill_group(proc)
             return Outcome(None)
-        if lease.stale():  # the database has not taken a renewal for almost a whole lease
+        if child.lease.stale():  # the database has not taken a renewal for almost a whole lease
             kill_group(proc)  # first: once the lease ends, another worker may start this job
-            return self._lease_stale(claim, lease, phase)
+            return self._lease_stale(child.lease, phase)
         try:
-            check_identity(self.engine, self.db_file)
+            self.store.check_identity()
         except DatabaseGone:
             kill_group(proc)
             raise
-        if self.stop.is_set():
-            stop_deadline = stop_deadline or time.monotonic() + self.cfg.grace_s
-            if self.hurry.is_set() or time.monotonic() > stop_deadline:
+        if self.lent.stop.is_set():
+            child.stop_deadline = child.stop_deadline or time.monotonic() + self.lent.grace_s
+            if self.lent.hurry.is_set() or time.monotonic() > child.stop_deadline:
                 kill_group(proc)
-                ended.hand_back(self, claim, phase)  # in the scheduler's words, where one stopped the worker
+                ended.hand_back(self.store, self.claim, phase)  # in the scheduler's words, where one stopped the worker
                 return Outcome(None)
-        return stop_deadline
+        return None
 
-    def _store_timeline(self, job_id: int, outcome: Outcome, steps: Phases, t0: float) -> None:
+    def _stop_lease(self, child: Child, proc) -> None:
+        cleanup_started = time.time()
+        if child.lease is not None:
+            child.lease.done.set()
+            child.lease.join(timeout=1.0)  # a renewal stuck on a lock is left behind (daemon thread)
+        if proc is not None:
+            kill_group(proc)  # grandchildren (inductor compile workers) must not outlive the job
+        self.steps.add("job cleanup", cleanup_started, time.time())
+
+    def _ended(self, rc: int, child: Child) -> Outcome:
+        """The exited child's state: its result file, its lease's end, its worker's stop, a full disk."""
+        with self.steps.phase("read result"):
+            phase, _ = read_progress(self.paths.progress)
+            if rc == -signal.SIGKILL and time.monotonic() > child.lease.child_deadline():  # its keeper stopped it
+                return self._lease_stale(child.lease, phase)
+            if rc < 0 and ended.with_worker(self.lent.stop):  # a scheduler ended the child with its worker
+                ended.hand_back(self.store, self.claim, phase)
+                return Outcome(None)
+            outcome = read_outcome(rc, self.paths.result, phase)
+            bad = cut(outcome.error or "", 300) if outcome.status in (JobStatus.FAILED, JobStatus.CRASHED) else None
+            folders = [self.lent.home, self.paths.folder, Path(child.env["TORCHINDUCTOR_CACHE_DIR"]).parent]
+            full = diskspace.judge(self.paths.folder, rc, bad, folders, phase)
+        if full is not None:  # the disk's outage, not the experiment's failure
+            failed = diskpause.hand_back(self.store, self.lent.strikes, self.claim, full, log_tail(self.paths.log))
+            return HANDED_BACK if failed is None else Outcome(JobStatus.FAILED, failed)
+        if outcome.status is JobStatus.SUCCEEDED:
+            child.watch.sample(force=True)
+            outcome.record = with_neighbours(outcome.record, child.watch, self.lent.threads)
+            self.shares = sorted(child.watch.shares)
+            with self.steps.phase("cache bundle"):  # a cold job's bundle kept, for portable jobs
+                cache_bundle.finish(self.store.engine, child.bundle, self.claim.job_id, outcome.record.detail,
+                                    self.paths.folder, self.lent.signer)
+        return outcome
+
+    # -- record the outcome -----------------------------------------------------------------------
+    def record(self, outcome: Outcome) -> Outcome:
+        """Place a success on its roofline, keep the outcome in the job folder, store it (through an outage), then
+        its timeline; the folder holds it until some worker of this home stores it."""
+        claim, steps = self.claim, self.steps
+        if outcome.status is JobStatus.SUCCEEDED:
+            try:
+                with steps.phase("roofline placement"):
+                    outcome.record = ceilings.place_result(self.store.engine, self.spec, outcome.record)
+            except Exception as e:  # placement is extra; the measurement is stored either way
+                log.warning("job %s: no roofline placement (%s)", claim.job_id, first_line(e))
+        stored = None
+        if outcome.status is not None:
+            store_started = time.time()
+            result = outcome.record.to_dict() if outcome.record is not None else None
+            finished = keep_or_hold(self.paths.folder, claim, self.store.worker_id, outcome.status, outcome.error,
+                                    result, log_tail(self.paths.log))
+            stored = self.store.record(finished)
+            if stored is False:
+                log.warning("job %s: lease lost (cancelled, or claimed again) before the result was stored; nothing "
+                            "written", claim.job_id)
+            elif stored and outcome.status is JobStatus.SUCCEEDED:
+                steps.add("store", store_started, time.time())
+                self._store_timeline(outcome, finished.result)
+        if outcome.status is not None and stored is None:  # its folder holds it until a worker stores it
+            log.error("job %s: its %s outcome is kept in %s; a worker started with this home stores it",
+                      claim.job_id, outcome.status.value, self.paths.folder / KEPT_FILE)
+            return outcome
+        if outcome.status is None or stored:  # stored False: said above, and what ran is not what was stored
+            log_outcome(claim.job_id, outcome)
+        if not self.lent.keep_folder:
+            shutil.rmtree(self.paths.folder, ignore_errors=True)
+        self.store.note("idle")
+        return outcome
+
+    def _store_timeline(self, outcome: Outcome, stored_result: dict) -> None:
         """The job's timeline, claim to stored, into its stored result's detail: a second short write, since the
         first one's own duration belongs on it. A result without it is still whole, so a failure only warns."""
-        tl = timeline.for_job(steps, outcome.phases, outcome.written_at, t0, steps.intervals[-1]["end"])
+        steps = self.steps
+        tl = timeline.for_job(steps, outcome.phases, outcome.written_at, steps.intervals[0]["start"],
+                              steps.intervals[-1]["end"])
         try:
-            self._retry("store the timeline", lambda: store_timeline(self.engine, job_id, outcome.result.get("detail"),
-                                                                     tl))
+            self.store.retry("store the timeline", lambda: store_timeline(self.store.engine, self.claim.job_id,
+                                                                          stored_result.get("detail"), tl))
         except DBAPIError as e:
-            log.warning("job %s: timeline not stored (%s)", job_id, first_line(e))
+            log.warning("job %s: timeline not stored (%s)", self.claim.job_id, first_line(e))
 
-
-    def _retry(self, what: str, write, patient: bool = False):
-        """Run a database write, retrying while the database is unreachable or locked (or its lock file
-        unwritable), for up to one lease (after that the lease is gone anyway: another worker re-runs the
-        job), or, if patient, until it goes in (handing a job back is all there is left to do; a second
-        SIGTERM ends the wait). None if it never went in."""
-        deadline = None if patient else time.monotonic() + self.cfg.lease_s
-        while True:
-            try:
-                return write()
-            except (OperationalError, OSError) as e:
-                if self.hurry.is_set() if deadline is None else time.monotonic() > deadline:
-                    log.error("worker %s: could not %s: %s; giving up", self.id, what, first_line(e))
-                    return None
-                log.warning("worker %s: could not %s (%s); retrying", self.id, what, first_line(e))
-                time.sleep(1.0)
-
-    def _lease_stale(self, claim: queue.Claim, lease: LeaseKeeper, phase: str) -> Outcome:
+    # -- the worker's faults, not the job's -------------------------------------------------------
+    def _lease_stale(self, lease: LeaseKeeper, phase: str) -> Outcome:
         lease.done.set()  # renewing is over: what is left is handing the job back
         log.error("job %s: lease not renewed for %.0f s (database unreachable or its files unwritable?); "
-                  "child stopped", claim.job_id, time.monotonic() - lease.renewed_at)
-        self._retry("hand the job back", lambda: queue.hand_back(  # once the database answers again
-            self.engine, claim.job_id, claim.token, self.id, claim.attempt, f"worker {self.id} could not renew "
-            f"the lease while {phase}; re-queued without counting the attempt"), patient=True)
+                  "child stopped", self.claim.job_id, time.monotonic() - lease.renewed_at)
+        self.store.hand_back(self.claim, f"worker {self.store.worker_id} could not renew the lease while {phase}; "
+                                         "re-queued without counting the attempt")  # once the database answers again
         return Outcome(None)
 
-    def _hand_back(self, claim: queue.Claim, why: str, error: OSError | None = None) -> Outcome:
-        full = diskspace.from_worker(error, diskpause.home_folders(self.home)) if error is not None else None
+    def hand_back(self, why: str, error: OSError | None = None) -> Outcome:
+        """The worker's own files failed: the job back in the queue uncounted (a full disk named as such)."""
+        store, claim = self.store, self.claim
+        full = diskspace.from_worker(error, diskpause.home_folders(self.lent.home)) if error is not None else None
         if full is not None:  # its own full disk: named as such, and the next claim waits for space
-            diskpause.hand_back(self, claim, full, None, strike=False)
+            diskpause.hand_back(store, self.lent.strikes, claim, full, None, strike=False)
             return HANDED_BACK
-        log.error("job %s: worker %s %s; handed back, retrying later", claim.job_id, self.id, why)
-        self._retry("hand the job back", lambda: queue.hand_back(
-            self.engine, claim.job_id, claim.token, self.id, claim.attempt,
-            f"worker {self.id} {why}; re-queued without counting the attempt"), patient=True)
-        self._retry("note the worker idle", lambda: queue.heartbeat_worker(self.engine, self.id, "idle"))
+        log.error("job %s: worker %s %s; handed back, retrying later", claim.job_id, store.worker_id, why)
+        store.hand_back(claim, f"worker {store.worker_id} {why}; re-queued without counting the attempt")
+        store.note("idle")
         return HANDED_BACK
 
-    def _spawn_failed(self, claim: queue.Claim, error: SpawnError) -> Outcome:
-        """The preloaded parent failed (it died, or was killed with its children): that is the worker's
-        fault, not the experiment's. Hand the job back without counting the attempt, and start later
-        children from fresh interpreters, so a parent that keeps dying cannot eat the queue."""
-        log.error("worker %s: %s; job %s handed back, later jobs use fresh interpreters", self.id, error,
-                  claim.job_id)
-        self.spawner.close()
-        self.spawner = make_spawner("fresh", self._env(), PROJECT_ROOT)
-        self._retry("hand the job back", lambda: queue.release(
-            self.engine, claim.job_id, claim.token,
-            f"worker {self.id}: {error}; re-queued without counting the attempt"))
+    def _spawn_lost(self, error: SpawnError) -> Outcome:
+        """The preloaded parent failed (it died, or was killed with its children): the worker's fault, not the
+        experiment's. The job goes back uncounted (in a scheduler's words where one stopped the worker); the worker
+        starts later children from fresh interpreters (spawn_error)."""
+        if ended.with_worker(self.lent.stop):  # a scheduler stopped the preloaded parent with the worker
+            ended.hand_back(self.store, self.claim, read_progress(self.paths.progress)[0])
+            return Outcome(None)
+        log.error("worker %s: %s; job %s handed back, later jobs use fresh interpreters", self.store.worker_id, error,
+                  self.claim.job_id)
+        self.spawn_error = error
+        self.store.release(self.claim, f"worker {self.store.worker_id}: {error}; re-queued without counting the "
+                                       "attempt")
         return Outcome(None)
 
 
-def read_outcome(rc: int, result_file: Path, phase: str) -> Outcome:
-    """Turn how the child ended into one recorded state."""
-    payload = None
-    if result_file.exists():
-        try:
-            payload = json.loads(result_file.read_text())
-        except ValueError as e:
-            return Outcome(JobStatus.CRASHED, f"child wrote an unreadable result file ({e})")
-    if payload is not None and payload.get("status") == "succeeded" and rc == 0:
-        return Outcome(JobStatus.SUCCEEDED, None, payload["result"], payload.get("phases") or [],
-                       payload.get("written_at"))
-    if payload is not None and payload.get("status") == "failed":
-        return Outcome(JobStatus.FAILED, payload.get("error") or "failed without a message")
-    if rc < 0:
-        try:
-            name = signal.Signals(-rc).name
-        except ValueError:
-            name = f"signal {-rc}"
-        return Outcome(JobStatus.CRASHED, f"child killed by {name} while {phase}")
-    return Outcome(JobStatus.CRASHED, f"child exited with code {rc} without a result while {phase}")
+def with_neighbours(record: ResultRecord, watch: Watch, threads: int) -> ResultRecord:
+    """The host's other workers into the record: who shared this worker's cores and who was busy while the job ran
+    (detail.host_state), and, on a noisy result, in its noise_note: the likely reason."""
+    host_state = record.detail.get("host_state") or {}
+    record.detail["host_state"] = {**host_state, **watch.state(), "threads_pinned": threads}
+    note = watch.note()
+    if note and record.noisy:
+        record.noise_note = f"{record.noise_note or 'noisy'}; {note}"
+    return record
 
 
 def kill_group(proc) -> None:
-    """SIGKILL the child's whole tree (runner/child/reaper.py: descendants in other sessions too), its process
-    group, and reap the child."""
+    """SIGKILL the child's whole tree (runner.child.reaper: descendants in other sessions too), its process group,
+    and reap the child."""
     if getattr(proc, "inline", False):  # --spawn inline: the job ran in this process, which must live on
         return
     try:
@@ -334,20 +380,3 @@ def log_tail(path: Path) -> str | None:
     except OSError:
         tail = None
     return diskspace.with_childs_end(tail, path.parent)
-
-
-def log_outcome(job_id: int, o: Outcome) -> None:
-    if o.status is None:
-        log.info("job %s: stopped without a result (cancelled or handed back)", job_id)
-    elif o.status is JobStatus.SUCCEEDED:
-        r = o.result
-        log.info("job %s: succeeded, eager %.4g ms, compiled %.4g ms, speedup %.3gx, first call %.3g s",
-                 job_id, r["eager_ms"], r["compiled_ms"], r["speedup"], r["compiled_first_call_s"])
-        t = (r.get("detail") or {}).get("traffic")
-        if t and t.get("ratio") is not None:  # lab.traffic: the answer under the job's stream
-            log.info("job %s: under its traffic (%d calls) compiled %.4g s / eager %.4g s = %.3gx, %d recompiles, "
-                     "%d recompile-limit hits, %d fallback calls", job_id, t["calls_compared"],
-                     t["compiled_total_s"], t["eager_total_s"], t["ratio"], t["recompiles"], t["limit_hits"],
-                     t["fallback_calls"])
-    else:
-        log.info("job %s: %s: %s", job_id, o.status.value, o.error)

@@ -41,9 +41,10 @@ class LeaseKeeper(threading.Thread):
     reads `lost` (the lease is gone: cancelled or taken back) and `stale()` (no renewal went in for
     almost a whole lease: other workers may soon take the job back, so the child must stop now)."""
 
-    def __init__(self, worker, claim: queue.Claim, jobdir: Path, claimed_at: float):
+    def __init__(self, store, claim: queue.Claim, jobdir: Path, claimed_at: float, beat_s: float):
         super().__init__(daemon=True, name=f"lease-{claim.job_id}")  # daemon: a write stuck on a lock never blocks exit
-        self.worker, self.claim, self.progress_file = worker, claim, jobdir / "progress.jsonl"
+        self.store, self.claim, self.progress_file = store, claim, jobdir / "progress.jsonl"
+        self.lease_s, self.beat_s = store.lease_s, beat_s
         self.renewed_at = claimed_at  # the lease ends no later than a lease after the claim was sent
         self.lost = threading.Event()
         self.done = threading.Event()
@@ -56,25 +57,25 @@ class LeaseKeeper(threading.Thread):
 
     def stale(self) -> bool:
         # a renewal sets the expiry from the moment it was sent (renewed_at); stop half a beat before it
-        return time.monotonic() > self.renewed_at + self.worker.cfg.lease_s - self.worker.beat_s / 2
+        return time.monotonic() > self.renewed_at + self.lease_s - self.beat_s / 2
 
     def child_deadline(self) -> float:
         """When the child stops itself: a quarter beat after the worker would, still before the expiry."""
-        return self.renewed_at + self.worker.cfg.lease_s - self.worker.beat_s / 4
+        return self.renewed_at + self.lease_s - self.beat_s / 4
 
     def run(self) -> None:
-        w, c = self.worker, self.claim
+        s, c = self.store, self.claim
         wait = 0.0  # the first renewal at once: on a busy host the last one may be most of a beat old already
         try:
             while not self.done.wait(wait):
                 phase, progress = read_progress(self.progress_file)
                 sent = time.monotonic()  # the next renewal a beat from this one's sending, however long it takes
                 try:
-                    alive = queue.heartbeat_job(w.engine, c.job_id, c.token, w.cfg.lease_s, phase, progress)
-                    queue.heartbeat_worker(w.engine, w.id, "busy", c.job_id)
+                    alive = queue.heartbeat_job(s.engine, c.job_id, c.token, self.lease_s, phase, progress)
+                    queue.heartbeat_worker(s.engine, s.worker_id, "busy", c.job_id)
                 except (OperationalError, OSError) as e:  # briefly unreachable: keep the child, try next beat
                     log.warning("job %s: heartbeat failed (%s); retrying", c.job_id, first_line(e))
-                    wait = max(0.0, sent + w.beat_s - time.monotonic())
+                    wait = max(0.0, sent + self.beat_s - time.monotonic())
                     continue
                 if not alive:
                     self.lost.set()
@@ -84,7 +85,7 @@ class LeaseKeeper(threading.Thread):
                     self.file.write(self.child_deadline())
                 except OSError as e:  # the child will stop itself at the old deadline; the worker sees why
                     log.warning("job %s: cannot extend the child's lease file (%s)", c.job_id, first_line(e))
-                wait = max(0.0, sent + w.beat_s - time.monotonic())
+                wait = max(0.0, sent + self.beat_s - time.monotonic())
         finally:
             self.file.close()
 

@@ -1,25 +1,11 @@
-"""The worker: claims jobs and supervises one child process per job (a work-horse per job).
-
-The worker itself never imports torch: it stays small, starts fast and can never hold a CUDA context.
-It learns what its host can run by starting one probe child, and what models it offers by reading the
-zoo's model files (runner.zoo). For each job it starts `python -m runner.child.process` in a new process group,
-heartbeats the job's lease while the child runs, kills the whole group on timeout, cancel or lost lease,
-and turns how the child ended into exactly one recorded state.
-
-Faults it survives: a child that crashes, hangs or runs out of memory (recorded, the worker goes on);
-a database that is briefly unreachable or locked (writes retried; the lease is renewed from its own
-thread, and if no renewal goes in for almost a whole lease the child is stopped, so the job can never
-run twice); SIGTERM/SIGINT (stop claiming, give the running child `grace_s`, then kill it and hand the
-job back without counting the attempt; a second signal ends the grace at once). If the worker itself
-is killed, its child dies with it (parent-death signal, runner/child/process.py) and another worker re-runs
-the job once its lease expires (db/queue.py).
-"""
+"""The worker: starts (learns what its host can run, publishes what it offers), then claims jobs and runs each as a
+`Job` (runner.worker.job), one child process per job, until stopped. Never imports torch, so it can never hold a
+CUDA context. docs/operations.md says which faults it survives and how."""
 from __future__ import annotations
 
 import json
 import logging
 import os
-import shutil
 import signal
 import socket
 import threading
@@ -32,7 +18,7 @@ from sqlalchemy.exc import OperationalError
 
 from db import queue
 from db.database import get_engine
-from db.engine import DatabaseGone, MalformedJSON, check_identity, file_identity
+from db.engine import DatabaseGone, MalformedJSON, file_identity
 from db.models import JobStatus
 from lab.checks import SpecError
 from lab.errors import first_line
@@ -44,16 +30,20 @@ from runner.child import preload
 from runner.child.disturbance import my_cpus
 from runner.child.process import THREADS_ENV, WORKER_PID_ENV
 from runner.launch import identity
-from runner.worker import ceilings, diskpause, hostfacts, store
+from runner.worker import ceilings, diskpause, hostfacts
 from runner.worker import probe as host_probe
 from runner.worker.cache_key import KEY_FILE_ENV, Signer
-from runner.worker.job import HANDED_BACK, PROJECT_ROOT, Outcome, Supervision, log_outcome, log_tail
+from runner.worker.job import Job, JobPaths, Lent
 from runner.worker.lease import Renewed
 from runner.worker.model_folders import ModelFolders
-from runner.worker.model_offer import MoreModels, rescan
+from runner.worker.model_offer import PROBLEMS, MoreModels
+from runner.worker.neighbours import sharing
+from runner.worker.outcome import HANDED_BACK, Outcome
 from runner.worker.spawn import SpawnError, make_spawner
+from runner.worker.store import Kept, Store, found
 
 log = logging.getLogger("compile_lab.worker")
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 STARTING = "worker start"  # a job's wait for its worker's start to finish (the first job after a fast start)
 
 
@@ -79,7 +69,7 @@ class WorkerConfig:
     families: bool = True  # offer hf:* and timm:* where the packages are installed
 
 
-class Worker(Supervision):
+class Worker:
     """Claims jobs and runs each in a child process (runner.worker.job), from a start that learns what its host can
     run."""
 
@@ -92,6 +82,7 @@ class Worker(Supervision):
         self.stop = threading.Event()  # first SIGTERM/SIGINT: claim nothing more, let the child finish
         self.hurry = threading.Event()  # second signal: end the grace period now
         self.beat_s = min(cfg.heartbeat_s, cfg.lease_s / 3)
+        self.store = Store(self.engine, self.id, cfg.lease_s, self.hurry, self.db_file)  # its writes, retried
         self.home = Path(cfg.home).resolve()
         self.entries = zoo.catalog(cfg.models_dirs)
         self.model_folders = ModelFolders(cfg.models_dirs)  # watched while idle (rescan_models)
@@ -105,7 +96,7 @@ class Worker(Supervision):
         self._started.set()
         self._starting: threading.Thread | None = None
         self._start_error: BaseException | None = None
-        self._kept: list[store.Kept] = []  # outcomes earlier workers of this home could not store (runner.worker.store)
+        self._kept: list[Kept] = []  # outcomes earlier workers of this home could not store (runner.worker.store)
         self.full_disk = diskpause.Strikes()  # a job that fills the disk itself ends failed (runner.worker.diskpause)
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -148,8 +139,25 @@ class Worker(Supervision):
                  len(self.entries), self.cfg.spawn, cpus_text(self.cpus), self.threads, time.monotonic() - began, how)
 
     def rescan_models(self) -> bool:
-        """While idle: changed models folders, or the end of the families' listing (runner.worker.model_offer.rescan)."""
-        return rescan(self)
+        """While idle: its models folders read again when a file changed (runner.worker.model_folders), and the
+        families' listing child's result taken in once it ended; what it offers then published (the Submit page
+        offers what live workers publish). True when the offer changed."""
+        listed = self.more.changed.is_set()  # the listing child ended: publish what it found, and refused, once
+        self.more.changed.clear()
+        entries = self.model_folders.changed(self.entries)
+        if entries is None and not listed:
+            return False
+        problems = self.model_folders.problems
+        entries = {**(self.entries if entries is None else entries), **self.more.entries}
+        offered = listed or {n: e.info for n, e in entries.items()} != {n: e.info for n, e in self.entries.items()} \
+            or problems != self.capabilities.get(PROBLEMS, [])
+        self.entries = entries  # the code may have changed alone: each job's child reads its file anew
+        if offered and self.capabilities:
+            self.capabilities = {**self.capabilities, **self._offer(), PROBLEMS: list(problems)}
+            self.store.publish("the models", self.capabilities)
+        if offered:
+            log.info("worker %s: models changed; now offering %d", self.id, len(entries))
+        return offered
 
     def _offer(self) -> dict:
         return {"models": [e.info.to_dict() for e in self.entries.values()], "refused_models": dict(self.more.refused)}
@@ -193,7 +201,7 @@ class Worker(Supervision):
                 log.warning("worker %s: this host's facts changed since they were kept (%s); publishing the new ones",
                             self.id, hostfacts.path(self.home, self._env()))
                 self.capabilities = caps = self._capabilities(probe)
-                self._retry("publish the host's facts", lambda: queue.publish_capabilities(self.engine, self.id, caps))
+                self.store.publish("the host's facts", caps)
             elif known is None:
                 self.capabilities = self._capabilities(probe)
         except BaseException as e:  # said to the first job waiting, which hands its job back and stops the worker
@@ -203,12 +211,12 @@ class Worker(Supervision):
         finally:
             self._started.set()
 
-    def _await_start(self, claim: queue.Claim, steps: Phases, renewed: Renewed | None = None) -> Outcome | None:
+    def _await_start(self, job: Job, renewed: Renewed | None = None) -> Outcome | None:
         """Before a job's child: the worker's start finished (at once, but for the first job after a start from
         kept facts). Renews the job's lease meanwhile (noted in `renewed`). An Outcome if the job cannot go on."""
         if self._started.is_set() and self._start_error is None:
             return None
-        waited = time.time()
+        claim, waited = job.claim, time.time()
         while not self._started.wait(self.beat_s):
             try:
                 sent = time.monotonic()
@@ -219,10 +227,10 @@ class Worker(Supervision):
                     renewed.at = sent
             except (OperationalError, OSError) as e:
                 log.warning("job %s: heartbeat failed (%s); retrying", claim.job_id, first_line(e))
-        steps.add(STARTING, waited, time.time())
+        job.steps.add(STARTING, waited, time.time())
         if self._start_error is not None:
             self.stop.set()
-            return self._hand_back(claim, f"could not finish starting ({first_line(self._start_error)}); stopping")
+            return job.hand_back(f"could not finish starting ({first_line(self._start_error)}); stopping")
         return None
 
     def _ready_spawner(self):
@@ -275,7 +283,7 @@ class Worker(Supervision):
     def run(self) -> int:
         """Claim and run jobs until stopped, max_jobs done, or (drain) nothing is left to claim."""
         self.start()
-        self._kept = store.found(self.home)  # earlier workers' finished outcomes, stored before any claim
+        self._kept = found(self.home)  # earlier workers' finished outcomes, stored before any claim
         if self.cfg.drain:  # a draining worker claims what it offers: its families and imports listed first
             self.more.wait()
             self.rescan_models()
@@ -285,11 +293,12 @@ class Worker(Supervision):
             while not self.stop.is_set():
                 if self.cfg.max_jobs is not None and done >= self.cfg.max_jobs:
                     break
-                check_identity(self.engine, self.db_file)
-                if not diskpause.room(self):  # its home short of space: paused, claiming nothing, until it has room
+                self.store.check_identity()
+                # its home short of space: paused, claiming nothing, until it has room
+                if not diskpause.room(self.store, self.home, self.capabilities, self.stop):
                     break
                 try:
-                    store.store_found(self)
+                    self.store.record_found(self._kept)
                     queue.requeue_expired(self.engine)
                     claimed_at = time.monotonic()  # the lease runs from (no later than) here
                     claim_started = time.time()  # the job's timeline starts here (lab.timeline)
@@ -323,67 +332,60 @@ class Worker(Supervision):
             if self._starting is not None:  # its parent and probe must not outlive the worker half-started
                 self._starting.join(timeout=self.cfg.lease_s)
             self.spawner.close()
-            self._retry("mark the worker stopped", lambda: queue.heartbeat_worker(self.engine, self.id, "stopped"))
+            self.store.note("stopped")
         log.info("worker %s stopped after %d job(s)", self.id, done)
         return done
 
     # -- one job ----------------------------------------------------------------------------------
     def run_claim(self, claim: queue.Claim, claimed_at: float | None = None, steps: Phases | None = None) -> Outcome:
         """Run one claimed job to its recorded end. `steps`: the worker's own phases so far (the claim); the
-        job's timeline is them, the child's phases and the rest of this method's (lab.timeline)."""
+        job's timeline is them, the child's phases and the rest of the job's (lab.timeline)."""
         if steps is None:
             steps = Phases()
             steps.add("claim", time.time(), time.time())
-        t0 = steps.intervals[0]["start"]
         if self.stop.is_set():  # stopped between the claim and here: hand it straight back
-            self._retry("release the job", lambda: queue.release(
-                self.engine, claim.job_id, claim.token, f"worker {self.id} stopped before starting it; re-queued"))
+            self.store.release(claim, f"worker {self.id} stopped before starting it; re-queued")
             return Outcome(None)
-        jobdir = self.home / "jobs" / f"{claim.job_id}-{claim.attempt}"
-        logfile = jobdir / "child.log"
-        self._retry("note the worker busy", lambda: queue.heartbeat_worker(self.engine, self.id, "busy", claim.job_id))
+        self.store.note("busy", claim.job_id)
         try:
             spec = self.rebuild_spec(claim.spec)
         except SpecError as e:
-            outcome = Outcome(JobStatus.FAILED, f"stored spec is invalid: {e}")
-        else:
-            try:
-                renewed = Renewed(claimed_at or time.monotonic())  # the keeper counts from the last renewal
-                outcome = self._await_start(claim, steps, renewed) or self._supervise(
-                    claim, spec, jobdir, logfile, renewed.at, steps)
-                if outcome is HANDED_BACK:
-                    return outcome
-            except OSError as e:  # the worker's own folder failed (full, unwritable): not the experiment's fault
-                return self._hand_back(claim, f"cannot use its job folder {jobdir} ({first_line(e)})", e)
-        if outcome.status is JobStatus.SUCCEEDED:
-            try:
-                with steps.phase("roofline placement"):
-                    outcome.result = ceilings.place_result(self.engine, spec, outcome.result)
-            except Exception as e:  # placement is extra; the measurement is stored either way
-                log.warning("job %s: no roofline placement (%s)", claim.job_id, first_line(e))
-        stored = None
-        if outcome.status is not None:
-            store_started = time.time()
-            finished = store.keep_or_hold(jobdir, claim, self.id, outcome.status, outcome.error, outcome.result,
-                                         log_tail(logfile))
-            outcome.result = finished.result
-            stored = store.store(self, finished)
-            if stored is False:
-                log.warning("job %s: lease lost (cancelled, or claimed again) before the result was stored; nothing "
-                            "written", claim.job_id)
-            elif stored and outcome.status is JobStatus.SUCCEEDED:
-                steps.add("store", store_started, time.time())
-                self._store_timeline(claim.job_id, outcome, steps, t0)
-        if outcome.status is not None and stored is None:  # its folder holds it until a worker stores it
-            log.error("job %s: its %s outcome is kept in %s; a worker started with this home stores it",
-                      claim.job_id, outcome.status.value, jobdir / store.FILE)
-            return outcome
-        if outcome.status is None or stored:  # stored False: said above, and what ran is not what was stored
-            log_outcome(claim.job_id, outcome)
-        if not self.cfg.keep_job_dirs:
-            shutil.rmtree(jobdir, ignore_errors=True)
-        self._retry("note the worker idle", lambda: queue.heartbeat_worker(self.engine, self.id, "idle"))
+            return self._job(claim, None, steps).record(Outcome(JobStatus.FAILED, f"stored spec is invalid: {e}"))
+        renewed = Renewed(claimed_at or time.monotonic())  # the lease keeper counts from the last renewal
+        job = self._job(claim, spec, steps)
+        waited = self._await_start(job, renewed)
+        if waited is HANDED_BACK:
+            return waited
+        outcome = job.record(waited) if waited is not None else job.execute(renewed.at)
+        if job.spawn_error is not None:  # its preloaded parent failed: later children start as fresh interpreters
+            self.spawner.close()
+            self.spawner = make_spawner("fresh", self._env(), PROJECT_ROOT)
+        if job.shares is not None and job.shares != self.capabilities.get("shares_cores_with"):
+            self.capabilities["shares_cores_with"] = self._sharing_changed(job.shares)
         return outcome
+
+    def _job(self, claim: queue.Claim, spec: ExperimentSpec | None, steps: Phases) -> Job:
+        lent = Lent(env=self._env(), spawner=self.spawner, home=self.home, models_dirs=list(self.cfg.models_dirs),
+                    probe=self.probe, signer=self.cfg.signer, worker_id=self.id, hostname=self.hostname,
+                    cpus=self.cpus, threads=self.threads, beat_s=self.beat_s, grace_s=self.cfg.grace_s,
+                    stop=self.stop, hurry=self.hurry, strikes=self.full_disk, keep_folder=self.cfg.keep_job_dirs)
+        return Job(claim, spec, JobPaths.under(self.home, claim), self.store, lent, steps)
+
+    def _sharing(self, workers) -> list[str]:
+        """The live workers of this host that share its cores, said in the log when they change."""
+        shares = sharing(self.id, self.cpus, [w for w in workers if w.hostname == self.hostname])
+        if shares and shares != self.capabilities.get("shares_cores_with"):
+            log.warning("worker %s shares CPUs %s with %s: their timings disturb each other's (pin each worker to its "
+                        "own cores, e.g. taskset -c, or run one worker per host)", self.id, cpus_text(self.cpus),
+                        ", ".join(shares))
+        return shares
+
+    def _sharing_changed(self, shares: list[str]) -> list[str]:
+        if shares:
+            log.warning("worker %s shares CPUs %s with %s: their timings disturb each other's", self.id,
+                        cpus_text(self.cpus), ", ".join(shares))
+        self.store.publish("what the worker shares", {**self.capabilities, "shares_cores_with": shares})
+        return shares
 
     def rebuild_spec(self, stored) -> ExperimentSpec:
         """The stored spec, validated again: the database is outside our control (old rows, hand edits).

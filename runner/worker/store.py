@@ -1,4 +1,5 @@
-"""A finished attempt's outcome, kept in its job folder until the database has it.
+"""The worker's writes for its jobs (Store), and a finished attempt's outcome, kept in its job folder until the
+database has it.
 
 A child's measurement can take an hour; a database outage while it is being stored must not throw it away
 (and re-run the job, counting an attempt). So before storing, the worker writes the outcome beside the job's
@@ -12,12 +13,15 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from db import queue
+from db.engine import check_identity
 from db.models import JobStatus
 from lab import artifact_files, tabular
 from lab.errors import first_line
@@ -70,35 +74,77 @@ def keep_or_hold(jobdir: Path, claim: queue.Claim, worker_id: str, status: JobSt
         return Kept(jobdir / FILE, *who, status, error, tabular.finite(result), log_tail)
 
 
-def store(worker, outcome: Kept) -> bool | None:
-    """Store a finished outcome, retrying through an outage for as long as it lasts, past the lease: finish_kept
-    still takes it once the lease ran out, unless the job was claimed again meanwhile. None: a second signal
-    stopped the worker before it went in (the outcome stays on disk for the next start)."""
-    try:
-        return worker._retry("store the outcome", lambda: outcome.store(worker.engine), patient=True)
-    except DBAPIError as e:  # the database refused the record itself (a value it cannot hold): the job still
-        # ends, failed with why, instead of the worker dying and the job running again
-        refused = outcome.refused(first_line(e))
-        log.error("job %s: %s", outcome.job_id, refused.error)
-        return worker._retry("record the refused outcome",
-                             lambda: refused.store(worker.engine, with_artifacts=False), patient=True)
+class Store:
+    """The worker's writes for its jobs, each retried through an outage: what a job (runner.worker.job) and its lease
+    are handed instead of the worker."""
 
+    def __init__(self, engine, worker_id: str, lease_s: float, hurry: threading.Event, db_file=None):
+        self.engine, self.worker_id, self.lease_s, self.hurry, self.db_file = engine, worker_id, lease_s, hurry, db_file
 
-def store_found(worker) -> None:
-    """The outcomes workers of this home kept and could not store (worker._kept, from found()), before the worker
-    claims anything. A database error is left to the caller (its poll retries); each of the rest is stored, or
-    found to be someone else's now, and forgotten."""
-    while worker._kept:
-        k = worker._kept[0]
+    def retry(self, what: str, write, patient: bool = False):
+        """Run a database write, retrying while the database is unreachable or locked (or its lock file
+        unwritable), for up to one lease (after that the lease is gone anyway: another worker re-runs the
+        job), or, if patient, until it goes in (handing a job back is all there is left to do; a second
+        SIGTERM ends the wait). None if it never went in."""
+        deadline = None if patient else time.monotonic() + self.lease_s
+        while True:
+            try:
+                return write()
+            except (OperationalError, OSError) as e:
+                if self.hurry.is_set() if deadline is None else time.monotonic() > deadline:
+                    log.error("worker %s: could not %s: %s; giving up", self.worker_id, what, first_line(e))
+                    return None
+                log.warning("worker %s: could not %s (%s); retrying", self.worker_id, what, first_line(e))
+                time.sleep(1.0)
+
+    def check_identity(self) -> None:
+        """DatabaseGone when the SQLite file was deleted or replaced under the worker."""
+        check_identity(self.engine, self.db_file)
+
+    def note(self, state: str, job_id: int | None = None) -> None:
+        """The worker's row: idle, busy (with its job), stopped."""
+        self.retry(f"note the worker {state}", lambda: queue.heartbeat_worker(self.engine, self.worker_id, state, job_id))
+
+    def publish(self, what: str, capabilities: dict) -> None:
+        self.retry(f"publish {what}", lambda: queue.publish_capabilities(self.engine, self.worker_id, capabilities))
+
+    def release(self, claim: queue.Claim, why: str) -> None:
+        """Back to the queue, the attempt not counted (a lease that is still ours)."""
+        self.retry("release the job", lambda: queue.release(self.engine, claim.job_id, claim.token, why))
+
+    def hand_back(self, claim: queue.Claim, why: str, log_tail: str | None = None) -> None:
+        """Back to the queue uncounted, fenced by the worker and attempt that ran it; waits out an outage."""
+        self.retry("hand the job back", lambda: queue.hand_back(self.engine, claim.job_id, claim.token, self.worker_id,
+                                                                claim.attempt, why, log_tail=log_tail), patient=True)
+
+    def record(self, outcome: Kept) -> bool | None:
+        """Store a finished outcome, retrying through an outage for as long as it lasts, past the lease: finish_kept
+        still takes it once the lease ran out, unless the job was claimed again meanwhile. None: a second signal
+        stopped the worker before it went in (the outcome stays on disk for the next start)."""
         try:
-            stored = k.store(worker.engine)
-        except OperationalError:
-            raise
-        except DBAPIError as e:
-            stored = k.refused(first_line(e)).store(worker.engine, with_artifacts=False)
-        worker._kept.pop(0)
-        log.info("job %s: its %s outcome kept in %s %s", k.job_id, k.status.value, k.path,
-                 "is stored" if stored else "is not stored: the job is someone else's now")
+            return self.retry("store the outcome", lambda: outcome.store(self.engine), patient=True)
+        except DBAPIError as e:  # the database refused the record itself (a value it cannot hold): the job still
+            # ends, failed with why, instead of the worker dying and the job running again
+            refused = outcome.refused(first_line(e))
+            log.error("job %s: %s", outcome.job_id, refused.error)
+            return self.retry("record the refused outcome",
+                              lambda: refused.store(self.engine, with_artifacts=False), patient=True)
+
+    def record_found(self, kept: list[Kept]) -> None:
+        """The outcomes workers of this home kept and could not store (from found()), before the worker claims
+        anything. A database error is left to the caller (its poll retries); each of the rest is stored, or found to
+        be someone else's now, and taken off the list."""
+        while kept:
+            k = kept[0]
+            try:
+                stored = k.store(self.engine)
+            except OperationalError:
+                raise
+            except DBAPIError as e:
+                stored = k.refused(first_line(e)).store(self.engine, with_artifacts=False)
+            kept.pop(0)
+            log.info("job %s: its %s outcome kept in %s %s", k.job_id, k.status.value, k.path,
+                     "is stored" if stored else "is not stored: the job is someone else's now")
 
 
 def keep(jobdir: Path, job_id: int, token: str, attempt: int, worker_id: str, status: JobStatus,

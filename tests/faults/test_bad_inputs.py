@@ -97,10 +97,13 @@ def test_a_cuda_result_fits_and_a_result_the_database_refuses_ends_the_job_faile
     no GPU here)."""
     from db import queue
     from db.models import JobStatus
+    from lab.record import ResultRecord
     from lab.spec import ModelInfo
     from lab.sweep import SweepRequest
     from runner.child import timing
     from runner.worker import loop as worker
+    from runner.worker.job import Job
+    from runner.worker.outcome import Outcome
 
     engine = get_engine(any_db_url)
     catalog = {"tiny": ModelInfo("tiny", "fixture")}
@@ -112,7 +115,8 @@ def test_a_cuda_result_fits_and_a_result_the_database_refuses_ends_the_job_faile
     ok = {"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "compiled_first_call_s": 9.0}
     results = iter([{**ok, "timing_method": cuda_method}, {**ok, "torch_version": "2." + "9" * 300}])
     monkeypatch.setattr(w, "rebuild_spec", lambda stored: ExperimentSpec.from_dict(stored))
-    monkeypatch.setattr(w, "_supervise", lambda *a: worker.Outcome(JobStatus.SUCCEEDED, result=next(results)))
+    monkeypatch.setattr(Job, "execute", lambda job, renewed_at: job.record(
+        Outcome(JobStatus.SUCCEEDED, record=ResultRecord.from_dict(next(results)))))
     for _ in range(2):
         w.run_claim(queue.claim_next(engine, w.id, ["cpu"], ["tiny"], 60))
     first, second = records(any_db_url).values()

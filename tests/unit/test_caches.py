@@ -66,9 +66,9 @@ def test_a_portable_job_without_artifacts_says_so_and_saves_its_own_signed(engin
     assert cache_bundle.LOAD_ENV not in env and env[cache_bundle.SAVE_ENV] == str(tmp_path / cache_bundle.SAVE_FILE)
     # the child saved a bundle: the worker stores it, signed, so the next portable job of this key finds it
     (tmp_path / cache_bundle.SAVE_FILE).write_bytes(b"bundle")
-    result = {"detail": {"mega_cache": {"saved": {"bytes": 6, "keys": {"inductor": ["a"]}}}}}
-    cache_bundle.finish(engine, note, None, result, tmp_path, signer)
-    mega = result["detail"]["mega_cache"]
+    detail = {"mega_cache": {"saved": {"bytes": 6, "keys": {"inductor": ["a"]}}}}
+    cache_bundle.finish(engine, note, None, detail, tmp_path, signer)
+    mega = detail["mega_cache"]
     assert mega["saved"] == {"bytes": 6, "stored": True} and mega["note"].startswith(caches.NO_ARTIFACTS)
     assert signer.verify(note["key"], b"bundle", caches.find(engine, note["key"]).signature)
     env = {}

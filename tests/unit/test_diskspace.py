@@ -158,6 +158,10 @@ def worker(db_url, tmp_path):
     return w
 
 
+def room(w) -> bool:
+    return diskpause.room(w.store, w.home, w.capabilities, w.stop)
+
+
 def row(w, table, key):
     with reading(w.engine) as s:
         return s.get(table, key)
@@ -174,28 +178,29 @@ def test_a_full_disk_hands_the_job_back_uncounted_until_the_job_fills_it_itself(
     job_id = queued_job(worker)
     for _ in range(diskpause.MAX_STRIKES - 1):
         claim = queue.claim_next(worker.engine, worker.id, ["cpu"], ["simplenet"], 30)
-        assert diskpause.hand_back(worker, claim, full, "the child's end") is None
+        assert diskpause.hand_back(worker.store, worker.full_disk, claim, full, "the child's end") is None
         job = row(worker, Job, job_id)
         assert job.status == "queued" and job.attempts == 0 and job.log_tail == "the child's end"
         assert job.error == (f"no space left on device under {tmp_path} (0.0 MB free) while compiling: [Errno 28] No "
                              f"space left on device; handed back by worker {worker.id}, not counted")
     claim = queue.claim_next(worker.engine, worker.id, ["cpu"], ["simplenet"], 30)
-    failed = diskpause.hand_back(worker, claim, full, None)  # the third in a row: the job's own doing
+    # the third in a row: the job's own doing
+    failed = diskpause.hand_back(worker.store, worker.full_disk, claim, full, None)
     assert failed is not None and f"{diskpause.MAX_STRIKES} times in a row on worker {worker.id}" in failed
     assert row(worker, Job, job_id).status == "running"  # the caller records it failed, as any outcome
     queue.finish(worker.engine, job_id, claim.token, JobStatus.FAILED, failed)
     other = queued_job(worker)  # another job's full disk starts the count again
     claim = queue.claim_next(worker.engine, worker.id, ["cpu"], ["simplenet"], 30)
-    assert claim.job_id == other and diskpause.hand_back(worker, claim, full, None) is None
+    assert claim.job_id == other and diskpause.hand_back(worker.store, worker.full_disk, claim, full, None) is None
 
 
 def test_a_worker_short_of_space_pauses_saying_why_and_claims_again_once_there_is_room(worker, monkeypatch):
     monkeypatch.setenv(diskspace.MIN_FREE_ENV, "0")
-    assert diskpause.room(worker) is True  # room: not paused, nothing said
+    assert room(worker) is True  # room: not paused, nothing said
     assert row(worker, Worker, worker.id).state == "idle"
     monkeypatch.setenv(diskspace.MIN_FREE_ENV, str(2 ** 40))  # more than this disk has: short of space
     answer = []
-    waiting = threading.Thread(target=lambda: answer.append(diskpause.room(worker)))
+    waiting = threading.Thread(target=lambda: answer.append(room(worker)))
     waiting.start()
     try:
         paused = wait_until(lambda: (w := row(worker, Worker, worker.id)).state == "paused" and w, 10,
@@ -213,4 +218,4 @@ def test_a_worker_short_of_space_pauses_saying_why_and_claims_again_once_there_i
     back = row(worker, Worker, worker.id)
     assert back.state == "idle" and "paused" not in back.capabilities
     monkeypatch.setenv(diskspace.MIN_FREE_ENV, str(2 ** 40))
-    assert diskpause.room(worker) is False  # stopped while short of space: it claims nothing
+    assert room(worker) is False  # stopped while short of space: it claims nothing

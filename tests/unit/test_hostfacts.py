@@ -122,11 +122,11 @@ def test_a_restart_from_kept_facts_is_ready_before_its_start_is_done_and_the_fir
     claim = claim_one(w)
     holder["job"] = claim.job_id
     steps = Phases()
-    assert w._await_start(claim, steps) is None  # returns once the start is done: the probe saw the job waiting
+    assert w._await_start(w._job(claim, None, steps)) is None  # returns once the start is done: the probe saw the job waiting
     assert [iv["phase"] for iv in steps.intervals] == [worker.STARTING]
     assert steps.intervals[0]["end"] > steps.intervals[0]["start"]
     assert job(w, claim.job_id)[0] == JobStatus.RUNNING.value  # its lease was kept, not lost
-    assert w._await_start(claim, Phases()) is None  # later jobs do not wait
+    assert w._await_start(w._job(claim, None, Phases())) is None  # later jobs do not wait
 
 
 def test_facts_that_changed_are_published(make_worker):
@@ -145,7 +145,7 @@ def test_a_start_that_fails_after_a_fast_ready_hands_the_first_job_back_and_stop
     w = make_worker(Gate(until=lambda: True, fail="probe exploded"))
     w.start()
     claim = claim_one(w)
-    out = w._await_start(claim, Phases())
+    out = w._await_start(w._job(claim, None, Phases()))
     assert out is worker.HANDED_BACK and w.stop.is_set()
     status, _, attempts = job(w, claim.job_id)
     assert status == JobStatus.QUEUED.value and attempts == 0  # not counted against the job

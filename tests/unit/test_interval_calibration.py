@@ -30,7 +30,7 @@ def draw_sweep(rng, truth, taus, scatters, processes, device="H100", odd=0.0, ex
             effect = rng.normal(0, tau) + (rng.random() < odd) * rng.choice((-1, 1)) * rng.uniform(0.10, 0.20)
             ratios = np.exp(mu + effect + sd * rng.standard_t(4, size=30) / math.sqrt(2))
             center, se = run_center(ratios)
-            runs.append({"status": "succeeded", "disturbed": False, "center": center})
+            runs.append(noise.Run("succeeded", disturbed=False, center=center))
             records.append({**BASE, "device": "cuda", "device_name": device, "batch_size": 8 + c,
                             "job_id": len(records) + 1, "speedup": float(center), "round_speedup": center,
                             "round_speedup_se": se, "eager_ms": 1.0, "compiled_ms": 1 / float(center),

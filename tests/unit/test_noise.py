@@ -205,6 +205,8 @@ def test_the_host_s_other_workers_sharing_cores_and_busy_are_named(engine):
 
 
 def test_a_disturbed_result_names_the_busy_workers_and_the_threads(db_url, tmp_path):
+    from lab.record import ResultRecord
+    from runner.worker.job import with_neighbours
     from runner.worker.loop import Worker, WorkerConfig
     from runner.worker.neighbours import Watch
 
@@ -213,14 +215,15 @@ def test_a_disturbed_result_names_the_busy_workers_and_the_threads(db_url, tmp_p
     watch = Watch(w.engine, w.id, w.hostname, w.cpus)
     watch.busy = {"other": {"job": 7, "shares_cores": True}}
     watch.shares = {"other"}
-    noisy = {**DISTURBED, "detail": {"host_state": {"before_rounds": {"loadavg": [3.0, 2.0, 1.0]}}}}
-    quiet = {**QUIET, "detail": {}}
-    for result in (noisy, quiet):
-        w._note_neighbours(result, watch)
-    assert noisy["noise_note"] == (f"{CAUSE}; 1 other worker(s) on this host were busy while it ran, "
-                                   "1 of them on the same cores (other)")
-    assert quiet.get("noise_note") is None  # quiet: nothing to explain
-    state = noisy["detail"]["host_state"]
+    noisy = ResultRecord.from_dict({**DISTURBED, "detail": {"host_state": {"before_rounds": {"loadavg": [3.0, 2.0,
+                                                                                                     1.0]}}}})
+    quiet = ResultRecord.from_dict({**QUIET, "detail": {}})
+    for record in (noisy, quiet):
+        with_neighbours(record, watch, w.threads)
+    assert noisy.noise_note == (f"{CAUSE}; 1 other worker(s) on this host were busy while it ran, "
+                                "1 of them on the same cores (other)")
+    assert quiet.noise_note is None  # quiet: nothing to explain
+    state = noisy.detail["host_state"]
     assert state["before_rounds"]["loadavg"] == [3.0, 2.0, 1.0] and state["threads_pinned"] == 1
     assert state["shares_cores_with"] == ["other"] and state["busy_workers"][0]["job"] == 7
 
@@ -322,8 +325,7 @@ def test_a_disturbed_extra_process_draws_on_the_rerun_budget_and_stops_with_it(p
     from lab import noise
 
     def run(center, kind=None, disturbed=False):
-        return {"status": "succeeded", "center": center, "disturbed": disturbed,
-                "follow_up": {"kind": kind} if kind else None}
+        return noise.Run("succeeded", kind, disturbed, center)
 
     originals = [run(2.0)] + [run(2.0 + 0.4 * (i == process_repeats - 2), noise.PROCESS_REPEAT)
                               for i in range(process_repeats - 1)]  # the last 20% off the others
@@ -343,6 +345,18 @@ def test_a_disturbed_extra_process_draws_on_the_rerun_budget_and_stops_with_it(p
 def test_one_process_per_configuration_never_calls_for_an_extra_one():
     from lab import noise
 
-    one = {"status": "succeeded", "center": 2.0, "disturbed": True, "follow_up": {"kind": noise.NOISY_RERUN}}
-    first = {"status": "succeeded", "center": 3.0, "disturbed": False, "follow_up": None}
+    one = noise.Run("succeeded", noise.NOISY_RERUN, disturbed=True, center=2.0)
+    first = noise.Run("succeeded", None, disturbed=False, center=3.0)
     assert noise.plan_follow_ups(True, CAUSE, 2, 1, [first, one], room=10) == []
+
+
+def test_which_runs_count_is_one_rule_per_configuration():
+    """lab.noise.counting: the undisturbed runs of a configuration count; a configuration whose every run was
+    disturbed counts them all (flagged elsewhere), so it still answers."""
+    from lab import noise
+
+    disturbed = [False, True, True, True, False]
+    groups = ["a", "a", "b", "b", "c"]
+    assert noise.counting(disturbed, groups) == [True, False, True, True, True]
+    assert noise.counting([], []) == []
+    assert [noise.answering(d) for d in ([False, True], [True, True])] == [[True, False], [True, True]]
