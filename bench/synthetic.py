@@ -31,7 +31,7 @@ from sqlalchemy import Engine, insert
 
 from bench import synthetic_raw
 from db.engine import atomic
-from db.models import DeviceCeiling, Job, Result, Sweep, Worker, utcnow
+from db.models import DeviceCeiling, Job, Result, Sweep, WorkerRow, utcnow
 from lab.interval import round_ratios, run_center
 from lab.noise import repeats_because
 from lab.record import ResultRecord, detail_keys
@@ -86,7 +86,7 @@ def fill(engine: Engine, n_jobs: int, seed: int = 0, device: str = "cuda", ceili
     env = {"torch_version": "2.13.0", "triton_version": "3.5.0", "device_name": dev["device_name"],
            "cuda_version": "12.8" if device == "cuda" else None, "hostname": "bench-host"}
     with atomic(engine) as session:
-        session.execute(insert(Worker), [{"id": worker, "hostname": "bench-host", "pid": 1, "gpu": "0",
+        session.execute(insert(WorkerRow), [{"id": worker, "hostname": "bench-host", "pid": 1, "gpu": "0",
                                           "state": "stopped", "capabilities": {**env, "devices": [device]},
                                           "started_at": now, "heartbeat_at": now - timedelta(days=1)}])
         if ceilings:

@@ -13,11 +13,11 @@ from typing import Iterable, Mapping, NamedTuple
 from sqlalchemy import Engine, delete, select, update
 
 from db.engine import atomic, reading
-from db.models import Job, JobStatus, Worker, utcnow
+from db.models import Job, JobStatus, WorkerRow, utcnow
 from db.queue import LOST, WORKER_FRESH_S, release
 from lab.spec import ANY_TORCH
 
-PENDING = "pending"  # Worker.state of a row that stands for a scheduler job whose worker has not started
+PENDING = "pending"  # WorkerRow.state of a row that stands for a scheduler job whose worker has not started
 PENDING_FRESH_S = 600  # a pending row its launcher has not refreshed for this long is no longer shown
 RECENT_S = 24 * 3600  # the workers a launcher learns a pool's offer from, and whose scheduler endings it notes
 HEARTBEAT_LOST = " stopped heartbeating"  # how requeue_expired names a worker that vanished (db.queue)
@@ -47,8 +47,8 @@ def scheduler_workers(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> dict[s
     """Live workers started by a scheduler: their scheduler job id -> their state (idle, busy, ...)."""
     cutoff = utcnow() - timedelta(seconds=fresh_s)
     with reading(engine) as s:
-        rows = s.execute(select(Worker.state, Worker.capabilities).where(
-            Worker.heartbeat_at >= cutoff, Worker.state.notin_(("stopped", PENDING)))).all()
+        rows = s.execute(select(WorkerRow.state, WorkerRow.capabilities).where(
+            WorkerRow.heartbeat_at >= cutoff, WorkerRow.state.notin_(("stopped", PENDING)))).all()
     return {caps["scheduler"]["job_id"]: state for state, caps in rows if _identity(caps).get("job_id")}
 
 
@@ -57,8 +57,8 @@ def pool_offers(engine: Engine) -> dict[str, dict]:
     torch version. The launcher starts no worker for a job the pool's workers showed they cannot take."""
     cutoff = utcnow() - timedelta(seconds=RECENT_S)
     with reading(engine) as s:
-        rows = s.execute(select(Worker.capabilities).where(Worker.started_at >= cutoff, Worker.state != PENDING)
-                         .order_by(Worker.started_at)).all()
+        rows = s.execute(select(WorkerRow.capabilities).where(WorkerRow.started_at >= cutoff, WorkerRow.state != PENDING)
+                         .order_by(WorkerRow.started_at)).all()
     offers = {}
     for (caps,) in rows:
         if _identity(caps).get("pool") and caps.get("models") is not None:
@@ -74,12 +74,12 @@ def publish_pending(engine: Engine, names: Iterable[str], jobs: list[Mapping], h
     prefixes = [f"{j_kind}:{name}:" for name in names for j_kind in ("slurm", "kubernetes")]
     wanted = {f"{j['kind']}:{j['name']}:{j['job_id']}": j for j in jobs}
     with atomic(engine) as s:
-        known = set(s.scalars(select(Worker.id).where(Worker.state == PENDING)).all())
+        known = set(s.scalars(select(WorkerRow.id).where(WorkerRow.state == PENDING)).all())
         stale = [i for i in known if any(i.startswith(p) for p in prefixes) and i not in wanted]
         if stale:
-            s.execute(delete(Worker).where(Worker.id.in_(stale), Worker.state == PENDING))
+            s.execute(delete(WorkerRow).where(WorkerRow.id.in_(stale), WorkerRow.state == PENDING))
         for row_id, job in wanted.items():
-            row = s.get(Worker, row_id) or Worker(id=row_id, started_at=now)
+            row = s.get(WorkerRow, row_id) or WorkerRow(id=row_id, started_at=now)
             row.hostname, row.pid, row.gpu, row.state, row.current_job_id = host, pid, None, PENDING, None
             row.capabilities, row.heartbeat_at = {"scheduler": dict(job), "launcher": f"{host}:{pid}"}, now
             s.add(row)
@@ -90,8 +90,8 @@ def pending_jobs(engine: Engine, fresh_s: float = PENDING_FRESH_S) -> list[dict]
     One whose worker registered meanwhile is left out (the launcher removes its row on its next look)."""
     cutoff = utcnow() - timedelta(seconds=fresh_s)
     with reading(engine) as s:
-        rows = s.execute(select(Worker.capabilities, Worker.heartbeat_at).where(
-            Worker.state == PENDING, Worker.heartbeat_at >= cutoff).order_by(Worker.started_at)).all()
+        rows = s.execute(select(WorkerRow.capabilities, WorkerRow.heartbeat_at).where(
+            WorkerRow.state == PENDING, WorkerRow.heartbeat_at >= cutoff).order_by(WorkerRow.started_at)).all()
     started = set(scheduler_workers(engine))
     return [{**caps["scheduler"], "seen_at": seen} for caps, seen in rows
             if _identity(caps).get("job_id") not in started]
@@ -130,8 +130,8 @@ def note_ended(engine: Engine, endings: Mapping[str, str]) -> list[int]:
         return []
     cutoff = utcnow() - timedelta(seconds=RECENT_S)
     with reading(engine) as s:
-        rows = s.execute(select(Worker.id, Worker.capabilities).where(Worker.heartbeat_at >= cutoff,
-                                                                     Worker.state != PENDING)).all()
+        rows = s.execute(select(WorkerRow.id, WorkerRow.capabilities).where(WorkerRow.heartbeat_at >= cutoff,
+                                                                     WorkerRow.state != PENDING)).all()
     workers = {wid: endings[_identity(caps)["job_id"]] for wid, caps in rows
                if _identity(caps).get("job_id") in endings}
     if not workers:
@@ -148,7 +148,7 @@ def note_ended(engine: Engine, endings: Mapping[str, str]) -> list[int]:
                 s.execute(update(Job).where(Job.id == job_id, Job.error == error).values(
                     error=error.replace(lost, f"{lost} ({words})", 1)))
                 noted.append(job_id)
-        s.execute(update(Worker).where(Worker.id.in_(list(workers)), Worker.state != "stopped")
+        s.execute(update(WorkerRow).where(WorkerRow.id.in_(list(workers)), WorkerRow.state != "stopped")
                   .values(state="stopped"))
     return noted
 

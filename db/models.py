@@ -259,7 +259,7 @@ class CompileCache(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
-class Worker(Base):
+class WorkerRow(Base):
     __tablename__ = "workers"
 
     id: Mapped[str] = mapped_column(String(200), primary_key=True)  # host:pid:random

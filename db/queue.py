@@ -23,7 +23,7 @@ from db import artifacts as job_artifacts
 from db.engine import atomic, is_sqlite, reading
 from db.errors import QueueError
 from db.follow_ups import queue_follow_ups
-from db.models import TERMINAL, Job, JobStatus, Result, Worker, utcnow
+from db.models import TERMINAL, Job, JobStatus, Result, WorkerRow, utcnow
 from db.queue_views import jobs_overview, status_counts, waiting_reason
 from lab.checks import SpecError
 from lab.record import ResultRecord
@@ -309,7 +309,7 @@ def register_worker(engine: Engine, worker_id: str, hostname: str, pid: int, gpu
                     capabilities: Mapping) -> None:
     now = utcnow()
     with atomic(engine) as s:
-        row = s.get(Worker, worker_id) or Worker(id=worker_id, started_at=now)
+        row = s.get(WorkerRow, worker_id) or WorkerRow(id=worker_id, started_at=now)
         row.hostname, row.pid, row.gpu = hostname, pid, gpu
         row.capabilities, row.state, row.heartbeat_at, row.current_job_id = dict(capabilities), "idle", now, None
         s.add(row)
@@ -318,20 +318,20 @@ def register_worker(engine: Engine, worker_id: str, hostname: str, pid: int, gpu
 def publish_capabilities(engine: Engine, worker_id: str, capabilities: Mapping) -> None:
     """Replace what a registered worker publishes (say, that it now shares its cores with a worker started later)."""
     with atomic(engine) as s:
-        s.execute(update(Worker).where(Worker.id == worker_id).values(capabilities=dict(capabilities)))
+        s.execute(update(WorkerRow).where(WorkerRow.id == worker_id).values(capabilities=dict(capabilities)))
 
 
 def heartbeat_worker(engine: Engine, worker_id: str, state: str, current_job_id: int | None = None) -> None:
     with atomic(engine) as s:
-        s.execute(update(Worker).where(Worker.id == worker_id)
+        s.execute(update(WorkerRow).where(WorkerRow.id == worker_id)
                   .values(state=state, current_job_id=current_job_id, heartbeat_at=utcnow()))
 
 
-def live_workers(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> list[Worker]:
+def live_workers(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> list[WorkerRow]:
     cutoff = utcnow() - timedelta(seconds=fresh_s)
     with reading(engine) as s:
-        return list(s.scalars(select(Worker).where(Worker.heartbeat_at >= cutoff,  # pending: not started (db.cluster)
-                                                   Worker.state.notin_(("stopped", "pending")))).all())
+        return list(s.scalars(select(WorkerRow).where(WorkerRow.heartbeat_at >= cutoff,  # pending: not started (db.cluster)
+                                                   WorkerRow.state.notin_(("stopped", "pending")))).all())
 
 
 def live_torch_versions(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> list[str]:

@@ -8,7 +8,7 @@ from typing import Iterable, Mapping
 from sqlalchemy import Engine, func, select
 
 from db.engine import reading
-from db.models import Job, JobStatus, Worker, utcnow
+from db.models import Job, JobStatus, WorkerRow, utcnow
 from lab import noise
 from lab.spec import ANY_TORCH, stored_spec, torch_matches
 
@@ -46,7 +46,7 @@ def jobs_overview(engine: Engine, limit: int = 500, statuses: Iterable[str] | No
         return out
 
 
-def waiting_reason(spec: Mapping, workers: list[Worker]) -> str | None:
+def waiting_reason(spec: Mapping, workers: list[WorkerRow]) -> str | None:
     """Why a queued job may wait forever: no live worker offers its device or model."""
     if not workers:
         return "no live worker"

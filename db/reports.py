@@ -12,8 +12,10 @@ from db import views
 from db.engine import reading
 from db.models import Job, Result
 from lab import answer, versions
-from lab.answer import READ, AnswerRow, Runs, Spreads
+from lab import spreads as process_spreads
+from lab.answer import READ, AnswerRow, Runs
 from lab.checks import TRI
+from lab.spreads import Spreads
 
 
 def answer_columns(engine: Engine, job_ids: Iterable[int] | None = None,
@@ -57,7 +59,7 @@ def report(engine: Engine, sweep_ids: Iterable[int] | None = None, job_ids: Iter
 
 
 def spreads(engine: Engine, devices: Iterable[str | None] | None = None) -> Spreads:
-    """On these devices (or every one), the spread between processes (lab.answer.Spreads): per device, what every
+    """On these devices (or every one), the spread between processes (lab.spreads.Spreads): per device, what every
     configuration that ran in two or more undisturbed processes of one sweep showed (lab.interval.device_prior);
     per configuration, its processes over every sweep. Read from the stored per-process numbers alone: on SQLite
     from the answer's index, the jobs in id order (db.views.answer_sql; through the status index and each result's
@@ -82,7 +84,7 @@ def spreads(engine: Engine, devices: Iterable[str | None] | None = None) -> Spre
         if not rows:
             return Spreads()
         device, torch, sweep, config, center, se = (list(c) for c in zip(*rows))
-        return answer.spreads(device, torch, sweep, config, np.array(center, dtype=float),
+        return process_spreads.spreads(device, torch, sweep, config, np.array(center, dtype=float),
                               np.nan_to_num(np.array(se, dtype=float)))
 
 

@@ -10,7 +10,7 @@ from sqlalchemy import Engine, func, select, update
 
 from db import artifacts, team
 from db.engine import atomic, reading
-from db.models import RESULT_SCALARS, Job, Result, Sweep, Worker
+from db.models import RESULT_SCALARS, Job, Result, Sweep, WorkerRow
 from lab import tabular, timeline
 from lab.record import detail_keys
 from lab.spec import ExperimentSpec, stored_spec
@@ -94,7 +94,7 @@ def iter_records(engine: Engine, job_ids: Iterable[int] | None = None, sweep_ids
     with reading(engine) as s:
         # a job without a result takes its environment from its worker's published capabilities: the workers are
         # few, their capabilities (every model they offer) long, so each is read once, not once per job
-        workers = dict(s.execute(select(Worker.id, Worker.capabilities)).all())
+        workers = dict(s.execute(select(WorkerRow.id, WorkerRow.capabilities)).all())
         for chunk in chunks:
             for rows in s.execute(chunk.execution_options(yield_per=BATCH)).partitions():
                 listed = artifacts.listing(engine, [r.id for r in rows])

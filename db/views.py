@@ -30,7 +30,7 @@ from sqlalchemy.sql import visitors
 from db import models
 from db.engine import reading
 from db.job_views import job_detail, job_rows, job_statuses, last_cold_compiles  # noqa: F401 (the Queue page's)
-from db.models import RESULT_SCALARS, TERMINAL, Job, Result, Sweep, Worker
+from db.models import RESULT_SCALARS, TERMINAL, Job, Result, Sweep, WorkerRow
 from db.results import DETAIL_FIELDS, ENV_FROM_WORKER, RECORD_FIELDS, SPEC_FIELDS, worker_env
 from lab import packing
 from lab.checks import SpecError, dynamic_text, integer, parse_bool
@@ -269,7 +269,7 @@ def result_rows(engine: Engine, statuses: Iterable[str] = TERMINAL, sweep_ids: I
         conn = s.connection(execution_options=options)
         # a cache of every row needs the version its rows belong to; a read of given jobs does not
         version = _version(conn, statuses) if versioned and job_ids is None and job_id_range is None else None
-        workers = dict(conn.execute(select(Worker.id, Worker.capabilities)).all()) if env else {}
+        workers = dict(conn.execute(select(WorkerRow.id, WorkerRow.capabilities)).all()) if env else {}
         cursor = conn.connection.cursor()
         try:
             with gc_paused():  # millions of new tuples would set off full collections over every object

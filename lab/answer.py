@@ -1,22 +1,12 @@
 """The answer: one row per model, batch size and configuration, saying whether compiling pays and how sure that
-is. The Results page's first table and `python -m runner report` are both db.reports.report: the same rows from the
-same columns (the finished jobs' fields, read column by column). The rows are computed on those columns too (numpy
-per configuration, not a loop per run): 100k jobs in ~0.2 s, where dicts per run took 1.4 s.
-
-A configuration's number comes from all of its processes (lab.interval): each process's paired speedup with its
-standard error, combined with the spread between processes its device has shown, and judged by all of the
-configuration's processes on that device where the database holds more of them than the rows asked for (other
-sweeps). Only a run that a measured cause disturbed is left out (lab.noise), and only while an undisturbed run of
-its configuration exists.
-
-No pandas (the CLI stays light), no torch, no streamlit, no SQLAlchemy.
-"""
+is (db.reports.report: the Results page's first table and `runner report`). Computed on columns, numpy per
+configuration. A configuration's number comes from all its processes (lab.interval); only a run a measured cause
+disturbed is left out (lab.noise), and only while an undisturbed run of its configuration exists. No pandas, torch,
+streamlit or SQLAlchemy."""
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Iterable, Mapping
 
 import numpy as np
@@ -24,12 +14,11 @@ import numpy as np
 from lab import labels, noise, tabular
 from lab.axes import COMPILE_FIELDS, fold_note, folded_mode
 from lab.break_even import break_even_calls
-from lab.interval import Interval, Prior, Spread, combine, config_spreads, device_prior, pooled_prior
+from lab.interval import Interval, Prior, Spread, combine, device_prior
+from lab.spreads import Spreads, codes, spreads
 
-# what makes two jobs the same workload, and the same compiled configuration of it (the cache is left out:
-# it changes the first call, not the code that runs; the first call is reported cold and warm apart)
-# (not the timing protocol: a failed job has none; a result with no latency, timed before it was, is left out of
-# the steady-state numbers instead)
+# what makes two jobs the same workload, and the same compiled configuration of it: not the cache (it changes the
+# first call, reported cold and warm apart), nor the timing protocol (a failed job has none)
 BASE_KEYS = ("task", "device", "dtype", "model_args", "torch_version", "device_name")
 CONFIG_KEYS = BASE_KEYS + COMPILE_FIELDS
 DEVICE_AT = CONFIG_KEYS.index("device_name")
@@ -98,54 +87,6 @@ def _each(fn, *columns) -> list:
     if len(columns) == 1:
         return [done[v] if v in done else done.setdefault(v, fn(v)) for v in columns[0]]
     return [done[k] if k in done else done.setdefault(k, fn(*k)) for k in zip(*columns)]
-
-
-def codes(*columns) -> np.ndarray:
-    """A code per row, equal for rows equal in every one of these columns: 0, 1, ... in order of appearance."""
-    combined = np.zeros(len(columns[0]), dtype=np.int64)
-    for values in columns:
-        # every distinct value, in order of appearance, then a lookup per row: both loops in C (a generator with
-        # setdefault per row cost 0.55 s over the report's 700k values at 100k jobs)
-        index = {v: i for i, v in enumerate(dict.fromkeys(values))}
-        code = np.fromiter(map(index.__getitem__, values), np.int64, len(values))
-        combined = np.unique(combined * max(len(index), 1) + code, return_inverse=True)[1].reshape(-1)
-    return combined
-
-
-@dataclass(frozen=True)
-class Spreads:
-    """What a database showed of the spread between processes, beyond the rows in hand: per device, the spread its
-    repeated configurations showed (lab.interval.Prior); per (device, torch version, configuration key), that
-    configuration's processes over every sweep of it (lab.interval.Spread)."""
-
-    devices: dict = field(default_factory=dict)
-    configs: dict = field(default_factory=dict)
-
-    @functools.cached_property
-    def digest(self) -> str:
-        """Names what these spreads hold: a kept answer computed under other spreads is not this one's."""
-        h = hashlib.sha256()
-        for part in (self.devices, self.configs):
-            h.update(repr(sorted(part.items(), key=repr)).encode())
-        return h.hexdigest()[:16]
-
-
-def spreads(device: list, torch: list, sweep: list, config: list, center: np.ndarray, se: np.ndarray) -> Spreads:
-    """Spreads of these processes (undisturbed, succeeded): each one's device, torch version, sweep, configuration
-    key (jobs.config), paired speedup and its standard error (0 for none)."""
-    per_config = codes(device, torch, config)
-    where = dict(zip(per_config.tolist(), zip(device, torch, config)))
-    return Spreads(devices=pooled_priors(device, codes(device, sweep, config), center, se),
-                   configs={where[c]: spread for c, spread in config_spreads(per_config, center).items()})
-
-
-def pooled_priors(device: list, keys: np.ndarray, center: np.ndarray, se: np.ndarray) -> dict:
-    """Per device, lab.interval.pooled_prior over these processes: each one's device, configuration (a code: one
-    sweep's runs of one spec, jobs.config), paired speedup and its standard error (0 for none)."""
-    device_code = codes(device)
-    first = {code: d for code, d in zip(device_code.tolist(), device)}
-    return {d: pooled_prior(keys[mine], center[mine], se[mine]) for code, d in first.items()
-            for mine in [device_code == code]}
 
 
 def rows_csv(rows: Iterable[Mapping], columns: Iterable[str] = COLUMNS) -> str:

@@ -1,4 +1,4 @@
-"""Two jobs' compiler stories side by side (issue 29, "what changed between these two compiles?"): graphs, breaks
+"""Two jobs' compiler stories side by side ("what changed between these two compiles?"): graphs, breaks
 and their reasons, recompiles and the guards that failed, kernels per call, cache layers, compile phases, from the
 export records; the differences marked; and the generated code as a unified diff. What `runner diff A B` prints and
 Compare's run view shows. Text in, text out: no torch, no database."""

@@ -1,4 +1,4 @@
-"""Traffic replay (issue 29): a job can replay a stream of calls whose size (the model's size dimension: the batch,
+"""Traffic replay: a job can replay a stream of calls whose size (the model's size dimension: the batch,
 or seq_len) varies call to call, eagerly and compiled, in the same order, and answer "compiled total / eager total
 under this traffic", recompiles and the recompile limit's eager fallback included.
 

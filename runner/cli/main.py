@@ -254,7 +254,8 @@ def _int_list(text: str, field_name: str) -> list:
 
 def cmd_work(args) -> int:
     from runner.worker import gpus
-    from runner.worker.loop import Worker, WorkerConfig
+    from runner.worker.config import WorkerConfig
+    from runner.worker.loop import Worker
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("alembic").setLevel(logging.WARNING)  # db.migrate logs the one line that matters

@@ -11,7 +11,6 @@ import socket
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy.exc import OperationalError
@@ -32,7 +31,8 @@ from runner.child.process import THREADS_ENV, WORKER_PID_ENV
 from runner.launch import identity
 from runner.worker import ceilings, diskpause, hostfacts
 from runner.worker import probe as host_probe
-from runner.worker.cache_key import KEY_FILE_ENV, Signer
+from runner.worker.cache_key import KEY_FILE_ENV
+from runner.worker.config import WorkerConfig
 from runner.worker.job import Job, JobPaths, Lent
 from runner.worker.lease import Renewed
 from runner.worker.model_folders import ModelFolders
@@ -45,28 +45,6 @@ from runner.worker.store import Kept, Store, found
 log = logging.getLogger("compile_lab.worker")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 STARTING = "worker start"  # a job's wait for its worker's start to finish (the first job after a fast start)
-
-
-@dataclass
-class WorkerConfig:
-    db_url: str | None = None
-    home: Path = Path("data")  # job folders (spec, result, log) and the warm compile cache
-    gpu: str | None = None  # pinned with CUDA_VISIBLE_DEVICES for the probe and every child
-    lease_s: float = 60.0  # a job whose lease is not renewed for this long is taken back by other workers
-    heartbeat_s: float = 2.0  # at most; a third of the lease when the lease is short
-    poll_s: float = 1.0
-    grace_s: float = 30.0
-    models_dirs: list[str] = field(default_factory=list)
-    max_jobs: int | None = None
-    drain: bool = False
-    idle_exit_s: float = 0.0  # draining: exit once nothing was claimable this long (a launched worker scales to zero)
-    keep_job_dirs: bool = True
-    spawn: str = "fork"  # fork: from the preloaded parent (runner/child/zygote.py); fresh: a new interpreter per job
-    calibrate: bool = True  # measure a GPU's ceilings once (runner/worker/ceilings.py) if the database has none
-    threads: int | None = None  # torch's intra-op threads in every child; None: the CPUs this worker may use
-    signer: Signer | None = field(default=None, repr=False)  # signs and checks cache bundles; None: no portable cache
-    model_imports: list[str] = field(default_factory=list)  # a lab's models by import path (runner.worker.model_offer)
-    families: bool = True  # offer hf:* and timm:* where the packages are installed
 
 
 class Worker:

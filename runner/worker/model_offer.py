@@ -88,31 +88,6 @@ def _tail(text: str) -> str:
     return lines[-1][:300] if lines else "no output"
 
 
-def rescan(worker) -> bool:
-    """While the worker idles: its models folders read again when a file changed (runner.worker.model_folders), and the
-    listing child's result taken in once it ended; what it offers then published (the Submit page offers what live
-    workers publish). True when the offer changed."""
-    from db import queue
-
-    listed = worker.more.changed.is_set()  # the listing child ended: publish what it found, and refused, once
-    worker.more.changed.clear()
-    entries = worker.model_folders.changed(worker.entries)
-    if entries is None and not listed:
-        return False
-    problems = worker.model_folders.problems
-    entries = {**(worker.entries if entries is None else entries), **worker.more.entries}
-    offered = listed or {n: e.info for n, e in entries.items()} != {n: e.info for n, e in worker.entries.items()} \
-        or problems != worker.capabilities.get(PROBLEMS, [])
-    worker.entries = entries  # the code may have changed alone: each job's child reads its file anew
-    if offered and worker.capabilities:
-        worker.capabilities = {**worker.capabilities, **worker._offer(), PROBLEMS: list(problems)}
-        worker._retry("publish the models",
-                      lambda: queue.publish_capabilities(worker.engine, worker.id, worker.capabilities))
-    if offered:
-        log.info("worker %s: models changed; now offering %d", worker.id, len(entries))
-    return offered
-
-
 def offered_catalog(engine, model: str, local: dict, device: str = "cuda") -> tuple[dict, list[str]]:
     """What a submission may name, and notes for the submitter: the models live workers publish and this machine's
     own model folders. A family member or import path no live worker lists yet is checked here where this Python

@@ -21,7 +21,7 @@ log = logging.getLogger("compile_lab.worker")
 
 
 def sharing(me: str, cpus: list[int], workers) -> list[str]:
-    """The ids of live workers (db.models.Worker rows of this host) whose published CPUs overlap `cpus`; a worker
+    """The ids of live workers (db.models.WorkerRow rows of this host) whose published CPUs overlap `cpus`; a worker
     that published none (an older one) is taken to use them all."""
     mine = set(cpus)
     return sorted(w.id for w in workers if w.id != me

@@ -48,11 +48,11 @@ def test_a_sweep_gets_an_array_of_workers_that_exit_once_the_queue_is_empty(slur
 
     from db.database import get_engine
     from db.engine import reading
-    from db.models import Worker
+    from db.models import WorkerRow
 
     with reading(get_engine(db_url)) as s:
         placed = {w.id: w.capabilities.get("scheduler") or {}
-                  for w in s.scalars(select(Worker).where(Worker.id.in_(ran_on)))}
+                  for w in s.scalars(select(WorkerRow).where(WorkerRow.id.in_(ran_on)))}
     assert {p.get("job_id") for p in placed.values()} <= set(tasks) and all(p.get("node") for p in placed.values())
     assert all(p.get("kind") == "slurm" and p.get("pool") == "cpu" and p.get("cpus") == 1 for p in placed.values())
     log = launcher.log_path.read_text()
@@ -139,19 +139,19 @@ def _all_say(tasks: dict, reason: str) -> dict | None:
 def _placed(db_url: str, worker_id: str) -> dict:
     from db.database import get_engine
     from db.engine import reading
-    from db.models import Worker
+    from db.models import WorkerRow
 
     with reading(get_engine(db_url)) as s:
-        return s.get(Worker, worker_id).capabilities["scheduler"]
+        return s.get(WorkerRow, worker_id).capabilities["scheduler"]
 
 
 def _state(db_url: str, worker_id: str) -> str:
     from db.database import get_engine
     from db.engine import reading
-    from db.models import Worker
+    from db.models import WorkerRow
 
     with reading(get_engine(db_url)) as s:
-        return s.get(Worker, worker_id).state
+        return s.get(WorkerRow, worker_id).state
 
 
 def test_a_pool_whose_workers_fail_at_start_is_held_back(slurm, db_url, tmp_path):

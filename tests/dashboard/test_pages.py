@@ -14,7 +14,7 @@ from dashboard.markup import md
 from dashboard.state.embedded import ENV_SWITCH
 from db import queue, views
 from db.engine import reading
-from db.models import JobStatus, Worker
+from db.models import JobStatus, WorkerRow
 from db.results import export_records
 from runner import zoo
 from tests.conftest import ROOT
@@ -105,7 +105,7 @@ def test_sidebar_names_the_database_and_the_workers(worker, db_url):
 def test_sidebar_says_which_worker_is_paused_for_disk_space_and_why(worker):
     why = "paused: no space left on device under /data (0.0 MB free; claims again above 256 MB)"  # runner.worker.diskpause
     with reading(worker) as s:
-        caps = dict(s.get(Worker, "host:1:any:test").capabilities)
+        caps = dict(s.get(WorkerRow, "host:1:any:test").capabilities)
     queue.publish_capabilities(worker, "host:1:any:test", {**caps, "paused": why})
     queue.heartbeat_worker(worker, "host:1:any:test", "paused")
     at = ok(page("submit"))

@@ -54,10 +54,10 @@ def worker_row(db_url: str):
 
     from db.database import get_engine
     from db.engine import reading
-    from db.models import Worker
+    from db.models import WorkerRow
 
     with reading(get_engine(db_url)) as s:
-        rows = s.scalars(select(Worker).where(Worker.state != "stopped")).all()
+        rows = s.scalars(select(WorkerRow).where(WorkerRow.state != "stopped")).all()
         return rows[0] if rows else None
 
 

@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from db.database import get_engine
 from db.engine import reading
-from db.models import Result, Worker
+from db.models import Result, WorkerRow
 from tests.conftest import pid_alive, records, run_cli, start_worker, submit, wait_until
 
 NAPPER = ["--model", "napper", "--batch", "2", "--device", "cpu", "--backend", "eager", "--iters", "2"]
@@ -17,7 +17,7 @@ NAPPER = ["--model", "napper", "--batch", "2", "--device", "cpu", "--backend", "
 
 def worker_rows(db_url):
     with reading(get_engine(db_url)) as s:
-        return list(s.scalars(select(Worker).order_by(Worker.started_at)).all())
+        return list(s.scalars(select(WorkerRow).order_by(WorkerRow.started_at)).all())
 
 
 def test_two_gpus_two_pinned_workers_each_job_sees_its_workers_gpu(db_url, tmp_path):

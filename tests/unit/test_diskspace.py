@@ -12,7 +12,7 @@ import pytest
 
 from db import queue
 from db.engine import reading
-from db.models import Job, JobStatus, Worker
+from db.models import Job, JobStatus, WorkerRow
 from lab.spec import ModelInfo
 from lab.sweep import SweepRequest
 from runner.child import diskspace
@@ -150,7 +150,8 @@ def test_on_a_full_disk_the_marker_still_takes_the_childs_word_and_the_log_tail_
 # -- the worker's side (runner.worker.diskpause), on a real SQLite file ----------------------------------------------------
 @pytest.fixture
 def worker(db_url, tmp_path):
-    from runner.worker.loop import Worker, WorkerConfig
+    from runner.worker.config import WorkerConfig
+    from runner.worker.loop import Worker
 
     w = Worker(WorkerConfig(db_url=db_url, home=tmp_path / "home", spawn="fresh", calibrate=False, threads=1))
     w.capabilities = {"devices": ["cpu"]}
@@ -197,17 +198,17 @@ def test_a_full_disk_hands_the_job_back_uncounted_until_the_job_fills_it_itself(
 def test_a_worker_short_of_space_pauses_saying_why_and_claims_again_once_there_is_room(worker, monkeypatch):
     monkeypatch.setenv(diskspace.MIN_FREE_ENV, "0")
     assert room(worker) is True  # room: not paused, nothing said
-    assert row(worker, Worker, worker.id).state == "idle"
+    assert row(worker, WorkerRow, worker.id).state == "idle"
     monkeypatch.setenv(diskspace.MIN_FREE_ENV, str(2 ** 40))  # more than this disk has: short of space
     answer = []
     waiting = threading.Thread(target=lambda: answer.append(room(worker)))
     waiting.start()
     try:
-        paused = wait_until(lambda: (w := row(worker, Worker, worker.id)).state == "paused" and w, 10,
+        paused = wait_until(lambda: (w := row(worker, WorkerRow, worker.id)).state == "paused" and w, 10,
                             "the worker to say it is paused")
         assert paused.capabilities["paused"].startswith(f"paused: no space left on device under {worker.home}")
         assert paused.capabilities["devices"] == ["cpu"] and waiting.is_alive()
-        wait_until(lambda: row(worker, Worker, worker.id).heartbeat_at > paused.heartbeat_at, 10,
+        wait_until(lambda: row(worker, WorkerRow, worker.id).heartbeat_at > paused.heartbeat_at, 10,
                    "a heartbeat while paused")
         monkeypatch.setenv(diskspace.MIN_FREE_ENV, "0")  # the space is back
         waiting.join(timeout=diskpause.LAST_LOOK_S + 10)  # by its next look
@@ -215,7 +216,7 @@ def test_a_worker_short_of_space_pauses_saying_why_and_claims_again_once_there_i
     finally:
         worker.stop.set()
         waiting.join(timeout=10)
-    back = row(worker, Worker, worker.id)
+    back = row(worker, WorkerRow, worker.id)
     assert back.state == "idle" and "paused" not in back.capabilities
     monkeypatch.setenv(diskspace.MIN_FREE_ENV, str(2 ** 40))
     assert room(worker) is False  # stopped while short of space: it claims nothing

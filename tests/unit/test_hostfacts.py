@@ -10,7 +10,7 @@ import pytest
 
 from db import queue
 from db.engine import reading
-from db.models import Job, JobStatus, Worker
+from db.models import Job, JobStatus, WorkerRow
 from lab.spec import ModelInfo
 from lab.sweep import SweepRequest
 from lab.timeline import Phases
@@ -118,7 +118,7 @@ def test_a_restart_from_kept_facts_is_ready_before_its_start_is_done_and_the_fir
     # registered and claiming while its probe is still held
     assert not w._started.is_set()
     with reading(w.engine) as s:
-        assert s.get(Worker, w.id).capabilities["torch_version"] == PROBE["torch_version"]
+        assert s.get(WorkerRow, w.id).capabilities["torch_version"] == PROBE["torch_version"]
     claim = claim_one(w)
     holder["job"] = claim.job_id
     steps = Phases()
@@ -136,7 +136,7 @@ def test_facts_that_changed_are_published(make_worker):
     w.start()
     w._started.wait(30)
     with reading(w.engine) as s:
-        assert s.get(Worker, w.id).capabilities["torch_version"] == "2.14.1+cu130"
+        assert s.get(WorkerRow, w.id).capabilities["torch_version"] == "2.14.1+cu130"
     assert hostfacts.load(w.home, w._env())["probe"]["torch_version"] == "2.14.1+cu130"
 
 
