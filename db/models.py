@@ -164,7 +164,7 @@ class Result(Base):
 class Packed(TypeDecorator):
     """A dict stored as lab.packing's bytes (`kind` "samples": numbers, exactly; "json": compressed JSON), read back
     as the dict. Bytes are stored as they are (already packed). A reader of raw rows (db.views' cursor) gets the
-    bytes and unpacks them itself (db.results.unpack)."""
+    bytes and unpacks what it reads itself."""
 
     impl = LargeBinary
     cache_ok = True
