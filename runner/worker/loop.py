@@ -127,8 +127,8 @@ class Worker:
             return False
         problems = self.model_folders.problems
         entries = {**(self.entries if entries is None else entries), **self.more.entries}
-        offered = listed or {n: e.info for n, e in entries.items()} != {n: e.info for n, e in self.entries.items()} \
-            or problems != self.capabilities.get(PROBLEMS, [])
+        offered = (listed or {n: e.info for n, e in entries.items()} != {n: e.info for n, e in self.entries.items()}
+                   or problems != self.capabilities.get(PROBLEMS, []))
         self.entries = entries  # the code may have changed alone: each job's child reads its file anew
         if offered and self.capabilities:
             self.capabilities = {**self.capabilities, **self._offer(), PROBLEMS: list(problems)}
