@@ -15,7 +15,7 @@ from lab.axes import BY_FIELD
 from lab.sweep import SweepRequest, split_sizes
 from runner import zoo
 from runner.cli import files as cli_files
-from runner.cli.usage import UsageError, row_id
+from runner.cli.usage import UsageError, model_args, row_id
 from runner.worker.model_offer import offered_catalog
 
 POLL_S = 2.0  # how often a waiting `advise` looks at its search (the Queue page's refresh)
@@ -67,9 +67,8 @@ def _start(engine, args) -> int:
     batch = split_sizes(args.batch, "batch_sizes")
     if len(batch) != 1:
         raise UsageError("--batch: one batch size, the one the caller runs")
-    from runner.cli.main import _model_args
 
-    fields = {"model": args.model, "batch_sizes": batch, "model_args": _model_args(args.arg)}
+    fields = {"model": args.model, "batch_sizes": batch, "model_args": model_args(args.arg)}
     for key, value in (("task", args.task), ("device", args.device), ("dtype", args.dtype), ("iters", args.iters),
                        ("timeout_s", args.timeout), ("reruns", args.reruns), ("name", args.name or f"advise {args.model}"),
                        *((BY_FIELD[f].plural, getattr(args, BY_FIELD[f].plural))

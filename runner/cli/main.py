@@ -9,7 +9,6 @@ import argparse
 import json
 import logging
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from db.database import get_engine
 from db.engine import DatabaseError, describe, resolve_url
 from lab import answer, unpack, versions
 from lab.axes import AXES, BY_FIELD, COMPILE_AXES
-from lab.checks import SpecError, integer
+from lab.checks import SpecError
 from lab.errors import first_line
 from lab.sweep import SweepRequest, split_sizes
 from runner import zoo
@@ -30,7 +29,7 @@ from runner.cli import export as cli_export
 from runner.cli import files as cli_files
 from runner.cli import status as cli_status
 from runner.cli import sweeps as cli_lab
-from runner.cli.usage import UsageError
+from runner.cli.usage import UsageError, model_args
 from runner.cli.usage import count as _count
 from runner.cli.usage import row_id as _row_id
 from runner.launch import cli as cli_launch
@@ -206,7 +205,7 @@ FLAGS = {name: axis.flag for name, axis in BY_FIELD.items()} | {"timeout_s": "--
 # -- commands -------------------------------------------------------------------------------------------
 def cmd_submit(args) -> int:
     batches = [size for text in args.batch_sizes for size in split_sizes(text, "batch_sizes")]  # --batch 8,16 too
-    fields = {"model": args.model, "batch_sizes": batches, "model_args": _model_args(args.arg)}
+    fields = {"model": args.model, "batch_sizes": batches, "model_args": model_args(args.arg)}
     swept = [(a.plural, getattr(args, a.plural)) for a in COMPILE_AXES]
     for key, value in (*swept, ("device", args.device), ("dtype", args.dtype),
                        ("task", args.task), ("cache", args.cache), ("trace", args.trace), ("iters", args.iters),
@@ -233,16 +232,6 @@ def cmd_submit(args) -> int:
     for job_id in job_ids:
         print(job_id)
     return 0
-
-
-def _model_args(pairs: list[str]) -> dict:
-    out = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise UsageError(f"--arg {pair!r}: expected NAME=VALUE")
-        name, value = (x.strip() for x in pair.split("=", 1))
-        out[name] = integer(value, f"model_args.{name}") if re.fullmatch(r"-?[0-9]+", value) else value
-    return out
 
 
 def _int_list(text: str, field_name: str) -> list:

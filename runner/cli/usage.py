@@ -1,9 +1,12 @@
 """What every `python -m runner` command module shares for its arguments (runner.cli.main, runner.cli.sweeps,
-runner.cli.diff): the usage error the CLI prints as one line, a job or sweep id and a count as typed."""
+runner.cli.diff, runner.cli.advise): the usage error the CLI prints as one line, a job or sweep id, a count and
+model arguments as typed."""
 from __future__ import annotations
 
 import argparse
 import re
+
+from lab.checks import integer
 
 
 class UsageError(Exception):
@@ -24,3 +27,14 @@ def count(text: str) -> int:
         shown = repr(text[:20]) + ("..." if len(text) > 20 else "")
         raise argparse.ArgumentTypeError(f"{shown} is not a whole number (at most 9 digits)")
     return int(text)
+
+
+def model_args(pairs: list[str]) -> dict:
+    """`--arg NAME=VALUE ...` as the spec's model_args: a value of digits as an integer, any other as text."""
+    out = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise UsageError(f"--arg {pair!r}: expected NAME=VALUE")
+        name, value = (x.strip() for x in pair.split("=", 1))
+        out[name] = integer(value, f"model_args.{name}") if re.fullmatch(r"-?[0-9]+", value) else value
+    return out
