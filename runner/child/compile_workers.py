@@ -1,25 +1,13 @@
-"""Inductor's compile workers, stopped before a job's rounds. On a GPU, inductor starts a pool of compile
-subprocesses at the first compile (torch._inductor.async_compile: a sidecar, a fresh interpreter that imports torch,
-then a worker per compile thread) and keeps it up to a minute after. A job whose rounds begin seconds after its
-compile (a small model, or a repeat that finds its compile cache) ran them beside that pool still starting: on the
-H100 runs a process of the job's own burned a full core through the rounds in 38 of 46 processes
-(runner.child.disturbance's own_helpers), while a program in its steady state has an idle pool.
+"""Inductor's compile workers, stopped before a job's rounds: on a GPU inductor starts a pool of compile subprocesses
+at the first compile and keeps it up to a minute, and rounds that begin seconds after the compile would run beside a
+pool still starting (docs/measurement.md, the timeline's *compile workers*, has the figures).
 
-So the pool is ended before the rounds, fast: torch's graceful shutdown waits for a sidecar still importing torch
-(seconds). Each pool is marked not running first, under its own lock (torch's flag: its read thread and health
-monitor then take the sidecar's end as expected, and log nothing), its tree killed as the child kills a job's
-(runner.child.reaper.kill_tree: the sidecar stopped first, so it forks no more and reaps none, and no pid of its tree is
-freed and reused while we kill), the sidecar killed and reaped; torch's shutdown then forgets the pool. torch
-2.11-2.14 keep these attributes on their SubprocPool; a pool without them gets torch's graceful shutdown.
-
-The child stops them twice: before the warm-up and after it, since a graph first compiled in the warm-up starts a
-new pool (convnetmix picks one of its heads at random per call: on the H200 run g its pool, restarted so, kept up to
-4.75 cores busy through the rounds in 6 of 48 processes). With no pool, a stop costs microseconds. And no pool
-starts during the rounds (`none_started`): a graph first compiled there (on the H100 run i a head the warm-up never
-drew: every convnetmix process, 4 of 45, had a new sidecar busy beside its rounds, 10.5-12.4 CPU-seconds in the
-first runs') compiles in this process instead; that round is the compile's either way. The setting is restored
-after the rounds: a shape schedule and a traffic replay time their recompiles as the user's program pays them, with
-its pool."""
+The pool is ended fast, not by torch's graceful shutdown (it waits for a sidecar still importing torch): each pool is
+marked not running under its own lock, its tree killed as the child kills a job's (runner.child.reaper.kill_tree, the
+sidecar first so it forks and reaps no more), then torch's shutdown forgets it; a pool without those attributes gets
+torch's graceful shutdown. The child stops them before the warm-up and after it (a graph first compiled in the warm-up
+starts a new pool), and no pool starts during the rounds (`none_started`); the setting is restored after, so a shape
+schedule and a traffic replay time their recompiles as the user's program pays them."""
 from __future__ import annotations
 
 import contextlib

@@ -1,29 +1,13 @@
-"""The timing protocol, in one place. Every host clock read is preceded by a device sync.
+"""The timing protocol, in one place: three clocks per side, every host clock read preceded by a device sync, every
+sample kept, eager and compiled interleaved as PyTorch's compiler harness does.
 
-A job's steady state is timed with three clocks per side, each answering its own question. Every
-sample is kept, and the rounds interleave eager and compiled (ABBA), as PyTorch's compiler benchmark
-harness does "to handle frequency scaling and load changes":
+latency (the headline): one synchronous call as the caller sees it (sync, clock, call, sync, clock; no L2 flush),
+  the sides alternating call by call after one untimed call each, so neither is timed hot from its own last call.
+throughput: a block of back-to-back calls with one sync at the end, per call.
+gpu (CUDA only, a diagnosis): kernel time per call from a cold L2, the host's launches hidden behind a GPU spin.
 
-latency (the headline): one synchronous call as the caller sees it: sync, clock, call, sync, clock;
-  no L2 flush and no GPU head start. This is benchmarks/dynamo's `timed()` and the HUD's speedup: what a
-  script that waits for each result pays per call, so Python dispatch, dynamo's guards and wrappers and
-  kernel launches are in it (launch overhead is what reduce-overhead's CUDA graphs remove). As in the
-  harness, the calls alternate between the sides one by one (eager, compiled, eager, ...; which side
-  leads alternates by round), each one sample, after one untimed call of each side, so no side is timed
-  with its own code hot from the call before while the other is not: on a host-bound model on an H100,
-  blocks of one side's calls read compiled 13% faster against eager than the harness did (the first
-  calls of a block were 20-35% slower than its later ones), alternating calls read within a few %.
-throughput: a block of back-to-back calls with one sync at the end, per call: what a training loop or a
-  batched pipeline sees, where the host queues the next call while the GPU runs this one.
-gpu (CUDA only; a diagnosis of the generated code, never the headline): kernel time of each call, from a
-  cold L2, with no launch gap in it. Per call the host first queues a GPU spin (torch.cuda._sleep, its
-  rate measured once with events) 1.25x as long as the host needs to issue the call plus 20 us, then an
-  L2 flush (a 256 MB write, as triton.testing.do_bench does), then a CUDA event, the call, another
-  event: while the GPU spins, the host queues the whole call, so the bracket holds its kernels alone.
-
-On the CPU, latency is perf_counter around each call (CPU work is synchronous) and there is no GPU clock.
-The record's `timing_method` names the clocks, `timing_protocol` their version (runner.child.measure).
-"""
+On the CPU latency is perf_counter around each call and there is no GPU clock. docs/measurement.md says why each
+clock, with the figures; the record's `timing_method` names the clocks, `timing_protocol` their version."""
 from __future__ import annotations
 
 import time

@@ -4,7 +4,7 @@ their first call is a warm one (recorded so) and they cost a sweep little beyond
 
 A first run compiles in a fresh folder under the worker's home, named by its configuration and job, which stays
 where it is: inductor's cache records where its kernels and their tuned launch settings lie, and a folder moved
-after the compile gave an H100 repeat of sincos bs 10000 kernels 25% slower than its first run's. A follow-up of
+after the compile gives slower kernels (docs/measurement.md). A follow-up of
 that configuration on this worker compiles in the newest such folder. A follow-up on another worker, or after its
 folder was pruned, compiles cold and its record says so. The newest KEEP folders are kept. No torch here.
 """

@@ -1,6 +1,6 @@
 """What a worker learned about its host at an earlier start, kept in its home folder (one file per key), so that a
 restart is ready (registered, claiming) at once instead of after the preloaded parent's imports (torch and the
-compiler: 12-13 s on an H100 host).
+compiler: seconds on a GPU host).
 
 The facts: the probe's answer (torch, triton, CUDA devices: what the claim filters on and a portable cache's key
 holds) and what preloading takes from a CUDA job's first call (runner/child/preload.py). They are kept under a key of
