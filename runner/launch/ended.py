@@ -1,8 +1,8 @@
 """A worker stopped (SIGTERM, SIGINT) with a job unfinished hands it back, and where a cluster's scheduler stopped it,
 says so in the scheduler's words: "the worker's Slurm job 812_3 hit its time limit while compiling". A cancel or a
 preemption re-queues the job without counting the attempt; a time limit counts it (lab.scheduler.ENDINGS), so a job
-longer than any allocation ends after its attempts instead of going round for ever. A job
-(runner.worker.job) calls it once its child is stopped: the job never runs in two places at once."""
+longer than any allocation ends after its attempts instead of going round for ever. An attempt
+(runner.worker.attempt) calls it once its child is stopped: the job never runs in two places at once."""
 from __future__ import annotations
 
 import logging

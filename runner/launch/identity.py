@@ -4,7 +4,7 @@ when the worker is told to stop, whether the scheduler is ending it and why (lab
 
 Slurm ends a job (scancel, its time limit, a preemption) by sending SIGTERM to every process of it at once, then
 SIGKILL after the cluster's KillWait: the job's child dies with the worker's own signal, and its job goes back to the
-queue in the scheduler's words (runner.worker.job). Light: the worker imports it; it starts `scontrol` and `squeue` only
+queue in the scheduler's words (runner.worker.attempt). Light: the worker imports it; it starts `scontrol` and `squeue` only
 when asked, with a short timeout."""
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The worker: starts (learns what its host can run, publishes what it offers), then claims jobs and runs each as a
-`Job` (runner.worker.job), one child process per job, until stopped. Never imports torch, so it can never hold a
-CUDA context. docs/operations.md says which faults it survives and how."""
+"""The worker: starts (learns what its host can run, publishes what it offers), then claims jobs and runs each as an
+`Attempt` (runner.worker.attempt), one child process per job, until stopped. Never imports torch, so it can never
+hold a CUDA context. docs/operations.md says which faults it survives and how."""
 from __future__ import annotations
 
 import json
@@ -31,9 +31,9 @@ from runner.child.process import THREADS_ENV, WORKER_PID_ENV
 from runner.launch import identity
 from runner.worker import ceilings, diskpause, hostfacts
 from runner.worker import probe as host_probe
+from runner.worker.attempt import Attempt, JobPaths, Lent
 from runner.worker.cache_key import KEY_FILE_ENV
 from runner.worker.config import WorkerConfig
-from runner.worker.job import Job, JobPaths, Lent
 from runner.worker.lease import Renewed
 from runner.worker.model_folders import ModelFolders
 from runner.worker.model_offer import PROBLEMS, MoreModels
@@ -48,7 +48,7 @@ STARTING = "worker start"  # a job's wait for its worker's start to finish (the 
 
 
 class Worker:
-    """Claims jobs and runs each in a child process (runner.worker.job), from a start that learns what its host can
+    """Claims jobs and runs each in a child process (runner.worker.attempt), from a start that learns what its host can
     run."""
 
     def __init__(self, cfg: WorkerConfig):
@@ -189,7 +189,7 @@ class Worker:
         finally:
             self._started.set()
 
-    def _await_start(self, job: Job, renewed: Renewed | None = None) -> Outcome | None:
+    def _await_start(self, job: Attempt, renewed: Renewed | None = None) -> Outcome | None:
         """Before a job's child: the worker's start finished (at once, but for the first job after a start from
         kept facts). Renews the job's lease meanwhile (noted in `renewed`). An Outcome if the job cannot go on."""
         if self._started.is_set() and self._start_error is None:
@@ -342,12 +342,12 @@ class Worker:
             self.capabilities["shares_cores_with"] = self._sharing_changed(job.shares)
         return outcome
 
-    def _job(self, claim: queue.Claim, spec: ExperimentSpec | None, steps: Phases) -> Job:
+    def _job(self, claim: queue.Claim, spec: ExperimentSpec | None, steps: Phases) -> Attempt:
         lent = Lent(env=self._env(), spawner=self.spawner, home=self.home, models_dirs=list(self.cfg.models_dirs),
                     probe=self.probe, signer=self.cfg.signer, worker_id=self.id, hostname=self.hostname,
                     cpus=self.cpus, threads=self.threads, beat_s=self.beat_s, grace_s=self.cfg.grace_s,
                     stop=self.stop, hurry=self.hurry, strikes=self.full_disk, keep_folder=self.cfg.keep_job_dirs)
-        return Job(claim, spec, JobPaths.under(self.home, claim), self.store, lent, steps)
+        return Attempt(claim, spec, JobPaths.under(self.home, claim), self.store, lent, steps)
 
     def _sharing(self, workers) -> list[str]:
         """The live workers of this host that share its cores, said in the log when they change."""

@@ -75,7 +75,7 @@ def keep_or_hold(jobdir: Path, claim: queue.Claim, worker_id: str, status: JobSt
 
 
 class Store:
-    """The worker's writes for its jobs, each retried through an outage: what a job (runner.worker.job) and its lease
+    """The worker's writes for its jobs, each retried through an outage: what an attempt (runner.worker.attempt) and its lease
     are handed instead of the worker."""
 
     def __init__(self, engine, worker_id: str, lease_s: float, hurry: threading.Event, db_file=None):

@@ -102,7 +102,7 @@ def test_a_cuda_result_fits_and_a_result_the_database_refuses_ends_the_job_faile
     from lab.sweep import SweepRequest
     from runner.child import timing
     from runner.worker import loop as worker
-    from runner.worker.job import Job
+    from runner.worker.attempt import Attempt
     from runner.worker.outcome import Outcome
 
     engine = get_engine(any_db_url)
@@ -115,7 +115,7 @@ def test_a_cuda_result_fits_and_a_result_the_database_refuses_ends_the_job_faile
     ok = {"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "compiled_first_call_s": 9.0}
     results = iter([{**ok, "timing_method": cuda_method}, {**ok, "torch_version": "2." + "9" * 300}])
     monkeypatch.setattr(w, "rebuild_spec", lambda stored: ExperimentSpec.from_dict(stored))
-    monkeypatch.setattr(Job, "execute", lambda job, renewed_at: job.record(
+    monkeypatch.setattr(Attempt, "execute", lambda job, renewed_at: job.record(
         Outcome(JobStatus.SUCCEEDED, record=ResultRecord.from_dict(next(results)))))
     for _ in range(2):
         w.run_claim(queue.claim_next(engine, w.id, ["cpu"], ["tiny"], 60))

@@ -18,7 +18,7 @@ from lab.sweep import SweepRequest
 from runner.child import diskspace
 from runner.child import process as child
 from runner.worker import diskpause
-from runner.worker.job import log_tail
+from runner.worker.attempt import log_tail
 from tests.conftest import wait_until
 
 

@@ -206,8 +206,8 @@ def test_the_host_s_other_workers_sharing_cores_and_busy_are_named(engine):
 
 def test_a_disturbed_result_names_the_busy_workers_and_the_threads(db_url, tmp_path):
     from lab.record import ResultRecord
+    from runner.worker.attempt import with_neighbours
     from runner.worker.config import WorkerConfig
-    from runner.worker.job import with_neighbours
     from runner.worker.loop import Worker
     from runner.worker.neighbours import Watch
 

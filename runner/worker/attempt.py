@@ -1,6 +1,6 @@
-"""One claimed job's life, as rq's work-horse runs it: prepare (its folder, compile cache and child arguments), run
-the child in its own process group, watch it (timeout, lease, cancel, the worker's stop), record the outcome. A `Job`
-is handed what the job needs (claim, spec, paths, store, what its worker lends), never the worker."""
+"""One claimed attempt at a job, as rq's work-horse runs it: prepare (its folder, compile cache and child arguments),
+run the child in its own process group, watch it (timeout, lease, cancel, the worker's stop), record the outcome. An
+`Attempt` is handed what it needs (claim, spec, paths, store, what its worker lends), never the worker."""
 from __future__ import annotations
 
 import logging
@@ -93,7 +93,7 @@ class Child:
     shares: list[str] = field(default_factory=list)  # the workers that shared this worker's cores meanwhile
 
 
-class Job:
+class Attempt:
     """One claimed job, claim to recorded end: prepare, run_child, watch, record (execute runs all four)."""
 
     def __init__(self, claim: queue.Claim, spec: ExperimentSpec | None, paths: JobPaths, store: Store, lent: Lent,
