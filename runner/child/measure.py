@@ -179,8 +179,10 @@ def first_calls(job: Setup, report: Report, check: bool = True) -> FirstCalls:
         warm_libraries(job.device, job.dtype)  # handles and pools (cuBLAS, cuDNN, oneDNN, OpenMP): not eager's cost
     skip = skip_reason(job.entry, job.eager_model, training) if check else None
     check = check and skip is None
-    with phase("accuracy"):  # the float64 run's weights, copied before eager's step changes them (after Memory's
-        before = pristine(job.eager_model) if check and training else None  # baseline; freed before its window)
+    before = None
+    if check and training:  # the float64 run's weights, copied before eager's step changes them (after Memory's
+        with phase("accuracy"):  # baseline; freed before its window)
+            before = pristine(job.eager_model)
     seed(2)
     with phase("eager first call"):
         eager_first_s, out = timed_once(timer, job.eager_step, inputs)
