@@ -271,6 +271,16 @@ def sweep_ids(engine: Engine, tags: Iterable[str] = (), archived: bool | None = 
         return list(s.scalars(q))
 
 
+def unknown_tags(engine: Engine, tags: Iterable[str]) -> list[str]:
+    """The tags among these that no sweep carries, archived or not (a typo to name, not an empty view)."""
+    tags = check_tags(list(tags), "tags")
+    if not tags:
+        return []
+    with reading(engine) as s:
+        known = set(s.scalars(select(SweepTag.tag).where(SweepTag.tag.in_(tags)).distinct()))
+    return [t for t in tags if t not in known]
+
+
 def baselines(engine: Engine) -> dict[str, Baseline]:
     with reading(engine) as s:
         return {b.model: b for b in s.scalars(select(Baseline))}

@@ -71,6 +71,9 @@ def known_sweeps(engine, sweep_ids) -> None:
 def chosen_sweeps(engine, args) -> list[int] | None:
     """The sweeps a report or export covers: --sweep, narrowed by --tag and --archived; None: every sweep."""
     known_sweeps(engine, args.sweep)
+    unknown = team.unknown_tags(engine, getattr(args, "tags", None) or ())
+    if unknown:
+        raise UsageError(f"--tag: no sweep carries the tag{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
     archived = {"no": False, "yes": True, "both": None}[getattr(args, "archived", "no")]
     if args.sweep and not getattr(args, "tags", None) and archived is False:
         archived = None  # a sweep asked for by its id is shown, archived or not
