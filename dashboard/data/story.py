@@ -112,16 +112,20 @@ def accuracy_lines(record: dict) -> list[str]:
     if not isinstance(check, dict):
         return []
     verdict = {True: "the compiled result is eager's", False: "the compiled result differs", None: "not judged"}[ok]
-    lines = [f"Accuracy: {verdict}. Compared {check.get('compared')} ({check.get('tensors')} tensors), tolerance "
-             f"{check.get('tolerance')}; float64 reference: {check.get('reference')}."]
+    reference = str(check.get("reference") or "")
+    against = ("a float64 run of the same call" if reference == "float64"
+               else f"no float64 run ({reference.removeprefix('none: ')})")
+    n = check.get("tensors")
+    lines = [f"Accuracy: {verdict}. Compared {check.get('compared')} ({n} tensor{'' if n == 1 else 's'}) with "
+             f"tolerance {check.get('tolerance')}, against {against}."]
     worst = check.get("worst") if isinstance(check.get("worst"), dict) else None
     if worst:
-        line = (f"Worst: {worst.get('tensor')}: relative error {_g(worst.get('rel_error'))}, "
+        line = (f"Worst: {worst.get('tensor')}: compiled vs eager, relative error {_g(worst.get('rel_error'))}, "
                 f"max |diff| {_g(worst.get('max_abs_error'))}")
         if worst.get("allowed_rmse") is not None:
-            line += (f"; from the float64 run, compiled {_g(worst.get('compiled_rmse_vs_float64'))} against eager "
-                     f"{_g(worst.get('eager_rmse_vs_float64'))} (allowed {_g(worst.get('allowed_rmse'))}, "
-                     f"{check.get('multiplier')}x eager's + tolerance/10)")
+            line += (f"; root mean square distance from the float64 run: compiled {_g(worst.get('compiled_rmse_vs_float64'))}, "
+                     f"eager {_g(worst.get('eager_rmse_vs_float64'))} (compiled may reach "
+                     f"{_g(worst.get('allowed_rmse'))}: {check.get('multiplier')}x eager's + tolerance/10)")
         lines.append(line + ".")
     failing = check.get("failing") or []
     if failing:

@@ -71,8 +71,8 @@ def room(store, home: Path, capabilities: dict, stop: threading.Event) -> bool:
     folder, free = tightest(home_folders(home))
     if free is None or free > threshold:
         return True
-    why = (f"paused: no space left on device under {folder} ({mb(free)} free; claims again above "
-           f"{mb(threshold)}, {MIN_FREE_ENV})")
+    short = "no space left on device" if free == 0 else "too little free space (below its threshold)"
+    why = f"paused: {short} under {folder} ({mb(free)} free; claims again above {mb(threshold)}, {MIN_FREE_ENV})"
     log.error("worker %s %s", store.worker_id, why)
     _say(store, "paused", {**capabilities, "paused": why})
     wait, look_at = FIRST_LOOK_S, time.monotonic() + FIRST_LOOK_S

@@ -206,7 +206,8 @@ def test_a_worker_short_of_space_pauses_saying_why_and_claims_again_once_there_i
     try:
         paused = wait_until(lambda: (w := row(worker, WorkerRow, worker.id)).state == "paused" and w, 10,
                             "the worker to say it is paused")
-        assert paused.capabilities["paused"].startswith(f"paused: no space left on device under {worker.home}")
+        assert paused.capabilities["paused"].startswith(  # space left, but under the threshold: said so
+            f"paused: too little free space (below its threshold) under {worker.home}")
         assert paused.capabilities["devices"] == ["cpu"] and waiting.is_alive()
         wait_until(lambda: row(worker, WorkerRow, worker.id).heartbeat_at > paused.heartbeat_at, 10,
                    "a heartbeat while paused")
