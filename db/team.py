@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from db.engine import atomic, reading
 from db.models import TERMINAL, Artifact, Baseline, CompileCache, Job, LabEvent, Result, Sweep, SweepTag, utcnow
 from lab.team import check_note, check_tags
+from lab.wording import count
 
 
 class TeamError(ValueError):
@@ -165,7 +166,7 @@ def delete_sweep(engine: Engine, sweep_id: int, actor: str, confirmed: AlsoRemov
         jobs = select(Job.id).where(Job.sweep_id == sweep_id)
         open_jobs = s.scalar(select(func.count()).where(Job.sweep_id == sweep_id, Job.status.not_in(TERMINAL)))
         if open_jobs:
-            raise TeamError(f"sweep {sweep_id}: {open_jobs} job(s) still queued or running; cancel them first")
+            raise TeamError(f"sweep {sweep_id}: {count(open_jobs, 'job')} still queued or running; cancel them first")
         now = _also_removed(s, sweep_id, lock=True)
         if now != confirmed:
             raise ListingChanged(f"sweep {sweep_id}: deleting it also removes {'; '.join(now.lines()) or 'nothing else'}"

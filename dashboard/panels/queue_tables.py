@@ -15,6 +15,7 @@ from lab import noise
 from lab import sweep as lab_sweep
 from lab.spec import job_label
 from lab.traffic import words
+from lab.wording import count
 
 STATUS_ICONS = {"queued": "⏳", "running": "▶️", "succeeded": "✅", "failed": "❌", "timed_out": "⌛",
                 "cancelled": "🚫", "crashed": "💥"}
@@ -184,7 +185,7 @@ def actions_form() -> None:
         except jobs.QueueError as e:
             problem.error(f"Job ids: {md(e)}; nothing was re-submitted", icon=":material/error:")
         else:
-            st.success(f"Re-submitted {len(new)} job(s) as #{', #'.join(map(str, new))}")
+            st.success(f"Re-submitted {count(len(new), 'job')} as #{', #'.join(map(str, new))}")
 
 
 def job_detail() -> None:

@@ -10,6 +10,7 @@ from dashboard.data.submission import FormValues, message, plan, slot_for, submi
 from dashboard.markup import md
 from dashboard.state import auth, resources, url_params
 from dashboard.state.embedded import ENV_SWITCH, enabled
+from lab import wording
 from lab.axes import COMPILE_AXES
 from lab.checks import SpecError
 from lab.spec import ALL_LIVE, ANY_TORCH, CACHES, DEVICES, DTYPES, MAX_ITERS, MAX_TIMEOUT_S
@@ -348,7 +349,7 @@ def sweep_form(catalog: dict, devices: set) -> None:
         summaries = {s.id: s for s in sweeps.sweeps(resources.engine(), limit=50)}
         for sweep_id, job_ids in submitted:
             label = summaries[sweep_id].label if sweep_id in summaries else f"#{sweep_id}"
-            st.success(f"Sweep {md(label)}: {len(job_ids)} job(s) queued (ids {job_ids[0]}–{job_ids[-1]}).",
+            st.success(f"Sweep {md(label)}: {wording.count(len(job_ids), 'job')} queued ({wording.ids(job_ids)}).",
                        icon=":material/check_circle:")
         ids = [s for s, _ in submitted if s in summaries]
         links = st.columns(4)

@@ -13,6 +13,7 @@ from dashboard.markup import md
 from dashboard.state import auth
 from lab.checks import SpecError
 from lab.team import MAX_NOTE, check_tags
+from lab.wording import count
 
 CONFIRM = "record_delete_confirm"
 DELETED = "record_deleted"  # what was just deleted: said once, after the rerun that drops it from the picker
@@ -154,6 +155,6 @@ def _delete(engine, sweep_id: int, who, listing: sweeps.AlsoRemoved) -> None:
         st.error(md(str(e)), icon=":material/error:")
         return
     st.session_state.pop(f"{ASK}_{sweep_id}", None)
-    st.session_state[DELETED] = f"Sweep {sweep_id} deleted with {counts['jobs']} job(s)" + "".join(
+    st.session_state[DELETED] = f"Sweep {sweep_id} deleted with {count(counts['jobs'], 'job')}" + "".join(
         f"; {line}" for line in listing.lines()) + "."
     st.rerun()

@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard.charts.timeline_bar import bar, summary
 from dashboard.markup import md
+from lab.wording import count
 
 
 def show(timeline: list[dict] | None, sweep: dict | None = None) -> None:
@@ -23,5 +24,5 @@ def sweep_caption(label: str | None, sweep: dict | None) -> None:
     if not sweep or sweep.get("share") is None:
         return
     st.caption(f"{'Its sweep' if label is None else 'Sweep ' + md(label)}: {sweep['measured_s']:.1f} s of measurement "
-               f"in {sweep['wall_s']:.1f} s of wall time (first claim to last stored result, {sweep['jobs']} job(s) "
+               f"in {sweep['wall_s']:.1f} s of wall time (first claim to last stored result, {count(sweep['jobs'], 'job')} "
                f"with a timeline): **{sweep['share']:.0%} measurement**.")

@@ -22,6 +22,7 @@ from lab.axes import AXES, BY_FIELD, COMPILE_AXES
 from lab.checks import SpecError
 from lab.errors import first_line
 from lab.sweep import SweepRequest, split_sizes
+from lab.wording import count, ids
 from runner import zoo
 from runner.cli import advise as cli_advise
 from runner.cli import diff as cli_diff
@@ -228,7 +229,7 @@ def cmd_submit(args) -> int:
     notes = [*waiting, *notes]
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    print(f"sweep {sweep_id}: {len(job_ids)} job(s) queued", file=sys.stderr)
+    print(f"sweep {sweep_id}: {count(len(job_ids), 'job')} queued ({ids(job_ids)})", file=sys.stderr)
     for job_id in job_ids:
         print(job_id)
     return 0

@@ -8,6 +8,7 @@ import sys
 
 from db import team
 from db.database import get_engine
+from lab.wording import count
 from runner.cli.usage import UsageError, row_id
 
 
@@ -117,8 +118,8 @@ def cmd_delete(args) -> int:
             print("not deleted", file=sys.stderr)
             return 1
     counts = team.delete_sweep(engine, args.sweep_id, actor(), confirmed=also)
-    print(f"sweep {args.sweep_id}: deleted ({counts['jobs']} job(s), {counts['artifacts']} artifact(s), "
-          f"{counts['cache_bundles']} cache bundle(s), {len(counts['baselines'])} baseline(s))")
+    print(f"sweep {args.sweep_id}: deleted ({count(counts['jobs'], 'job')}, {count(counts['artifacts'], 'artifact')}, "
+          f"{count(counts['cache_bundles'], 'cache bundle')}, {count(len(counts['baselines']), 'baseline')})")
     return 0
 
 

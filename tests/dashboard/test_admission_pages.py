@@ -22,7 +22,7 @@ def test_the_queue_page_refuses_a_resubmit_past_the_sweeps_limit_and_a_range_pas
     at = ok(page("queue"))
     at.text_input[0].input(f"{ids[0]}-{ids[-1]}")
     ok(at.button[1].click().run())  # "Re-submit jobs": 5,000 jobs in the sweep, at its limit
-    assert any("Re-submitted 2500 job(s)" in t for t in texts(at.success)) and counts(worker, sweep_id)[1] == 5000
+    assert any("Re-submitted 2,500 jobs" in t for t in texts(at.success)) and counts(worker, sweep_id)[1] == 5000
     ok(at.button[1].click().run())  # again: past it
     assert texts(at.error) == ["Job ids: " + md(f"sweep {sweep_id} holds 5,000 jobs; 2,500 more would make 7,500, "
                                                 "past its limit of 5,000 jobs per sweep (submit a new sweep for the "

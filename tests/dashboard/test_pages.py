@@ -152,7 +152,7 @@ def test_submit_creates_exactly_the_jobs_shown(worker):
     assert [(r["batch_size"], r["dynamic"]) for r in records] == [(8, False), (8, True), (32, False), (32, True)]
     assert {(r["model"], r["device"], r["iters"], r["sweep"], tuple(r["schedule"])) for r in records} == {
         ("simplenet", "cpu", 5, "from the form", (8, 16))}
-    assert any("4 job(s) queued" in t for t in texts(at.success))
+    assert any(": 4 jobs queued (ids 1–4)." in t for t in texts(at.success))
     # the same sweep is not queued twice by a second click: that takes a tick
     assert at.button(key="f_submit").disabled
     assert any(t.startswith("#### 4 jobs just queued") for t in texts(at.markdown))

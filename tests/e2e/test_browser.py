@@ -106,7 +106,7 @@ def test_submit_watch_and_read_results_in_a_browser(app, browser, tmp_path):
     page.get_by_role("textbox", name="Sweep name").press("Enter")
     page.get_by_text("2 jobs will be created").wait_for()  # the live count followed every click
     page.get_by_role("button", name="Submit 2 jobs").click()
-    page.get_by_text("Sweep #1 browser sweep: 2 job(s) queued").wait_for()
+    page.get_by_text("Sweep #1 browser sweep: 2 jobs queued").wait_for()
 
     page.get_by_role("link", name="Watch them on Queue").click()
     page.wait_for_url(re.compile(r"/queue\?qsweep="))

@@ -64,7 +64,7 @@ def test_typing_vit_finds_vit_base_submits_it_and_the_queue_shows_it(tmp_path, b
         page.get_by_role("button", name="Submit 1 job").click()
         # the confirmation itself: "queued" alone also matches the page's other texts, and going on before the
         # click's rerun has stored the sweep leaves it unsent
-        page.locator('[data-testid="stAlertContentSuccess"]').filter(has_text="1 job(s) queued").wait_for()
+        page.locator('[data-testid="stAlertContentSuccess"]').filter(has_text="1 job queued (id ").wait_for()
         page.goto(f"http://localhost:{port}/queue")
         page.get_by_text("Jobs (1)").wait_for()  # its table is drawn on a canvas: the row's text is checked below
         page.locator('[data-testid="stDataFrame"]').first.wait_for()

@@ -3,6 +3,7 @@ SQLite file: one line on stderr naming it and exit code 2, not an empty table an
 from db import queue, team
 from db.database import get_engine
 from lab.sweep import SweepRequest
+from lab.wording import count, ids
 from runner import zoo
 from runner.cli.main import main
 
@@ -27,3 +28,18 @@ def test_delete_refuses_an_id_that_is_no_sweep(db_url, capsys):
     assert main(["delete", "--db", db_url, str(kept + 1), "--yes"]) == 2
     assert capsys.readouterr().err == f"error: delete: no such sweep: {kept + 1}\n"
     assert kept in team.meta(get_engine(db_url))
+
+
+def test_counts_and_ids_read_in_the_singular_and_the_plural():
+    assert [count(n, "job") for n in (0, 1, 2, 2500)] == ["0 jobs", "1 job", "2 jobs", "2,500 jobs"]
+    assert [ids(x) for x in ([10], [10, 11], [10, 11, 12], [3, 5, 6])] == ["id 10", "ids 10, 11", "ids 10–12",
+                                                                           "ids 3, 5, 6"]
+
+
+def test_submit_says_1_job_not_1_jobs(db_url, capsys):
+    assert main(["submit", "--db", db_url, "--model", "simplenet", "--batch", "8", "--device", "cpu"]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines()[-1] == f"sweep 1: 1 job queued (id {out.strip()})"
+    assert main(["submit", "--db", db_url, "--model", "simplenet", "--batch", "8,16", "--device", "cpu"]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines()[-1] == f"sweep 2: 2 jobs queued (ids {', '.join(out.split())})"

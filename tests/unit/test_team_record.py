@@ -121,8 +121,8 @@ def test_delete_removes_jobs_results_artifacts_and_bundles_and_records_it(lab):
     assert count(engine, Job, Job.sweep_id == gone) == 1 and team.baselines(engine)["simplenet"].sweep_id == gone
     done = run_cli("delete", "--db", url, str(gone), "--yes")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == [*listing, f"sweep {gone}: deleted (1 job(s), 1 artifact(s), 1 cache bundle(s), "
-                                                  "1 baseline(s))"]
+    assert done.stdout.splitlines() == [*listing, f"sweep {gone}: deleted (1 job, 1 artifact, 1 cache bundle, "
+                                                  "1 baseline)"]
     for model, where in ((Job, Job.id.in_(gone_jobs)), (Result, Result.job_id.in_(gone_jobs)),
                          (Artifact, Artifact.job_id.in_(gone_jobs)), (CompileCache, CompileCache.job_id.in_(gone_jobs)),
                          (Sweep, Sweep.id == gone), (SweepTag, SweepTag.sweep_id == gone)):
