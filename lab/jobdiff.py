@@ -37,14 +37,28 @@ def _round(v, digits: int = 3):
 
 
 def text(v) -> str:
-    """A value as one line of text: lists one item a line joined by ' | ', dicts as sorted JSON."""
+    """A value as one line of text: lists one item a line joined by ' | ', each item read as a sentence (item())."""
     if v is None:
         return "–"
     if isinstance(v, list):
-        return " | ".join(str(x) for x in v) if v else "(none)"
-    if isinstance(v, dict):
-        return json.dumps(v, sort_keys=True, default=str)
-    return str(v)
+        return " | ".join(item(x) for x in v) if v else "(none)"
+    return item(v)
+
+
+def item(v) -> str:
+    """A reason as a person reads it: "[0/1] the guard that failed (function, file:line: source)", "a break (2 times)";
+    another mapping as "key value, ..."."""
+    if not isinstance(v, Mapping):
+        return str(v)
+    said = v.get("reason", v.get("last_reason"))
+    if said is None:
+        return ", ".join(f"{k} {json.dumps(x, default=str) if isinstance(x, (dict, list)) else x}"
+                         for k, x in sorted(v.items()))
+    where = f"{v['file']}:{v['line']}" if v.get("file") and v.get("line") is not None else v.get("file") or ""
+    where += f": {v['source']}" if where and v.get("source") else ""
+    where = ", ".join(p for p in (v.get("function"), where) if p)
+    return (f"[{v['compile_id']}] " if v.get("compile_id") else "") + str(said) + (f" ({where})" if where else "") \
+        + (f" ({v['count']} times)" if isinstance(v.get("count"), int) and v["count"] > 1 else "")
 
 
 def story_rows(a: Mapping, b: Mapping) -> list[dict]:
@@ -56,7 +70,9 @@ def story_rows(a: Mapping, b: Mapping) -> list[dict]:
     layers_a, layers_b = a.get("cache_layers") or {}, b.get("cache_layers") or {}
     for layer in dict.fromkeys([*layers_a, *layers_b]):
         rows.append((f"cache layer: {layer}", _layer(layers_a.get(layer)), _layer(layers_b.get(layer))))
-    return [{"what": label, "A": text(x), "B": text(y), "differs": _differs(label, x, y)} for label, x, y in rows]
+    return [{"what": label, "A": text(x), "B": text(y), "differs": _differs(label, x, y),
+             "items": ([item(v) for v in x or ()], [item(v) for v in y or ()]) if isinstance(x or y, list) else None}
+            for label, x, y in rows]
 
 
 TIME_NOISE = 0.10  # a time (a row in seconds) differs past this fraction: compile times move that much run to run
@@ -88,12 +104,21 @@ def code_diff(code_a: str | None, code_b: str | None, name_a: str = "A", name_b:
     return out + "\n" if out else ""
 
 
-def table_text(rows: list[dict], only_differences: bool = False) -> str:
-    """The story rows as aligned text, a '*' on each row that differs."""
-    shown = [r for r in rows if r["differs"] or not only_differences]
-    width = max([len(r["what"]) for r in shown] + [4])
-    col = max([min(len(r["A"]), 60) for r in shown] + [1])
-    return "".join(f"{'*' if r['differs'] else ' '} {r['what']:<{width}}  {r['A']:<{col}}  {r['B']}\n" for r in shown)
+def lines_text(rows: list[dict], only_differences: bool = False) -> str:
+    """The story rows for a terminal, a '*' on each that differs: "name: a -> b" (or "name: a" where the same); a
+    list row names each side's items one a line ("A: ...", "B: ...", "A, B: ..." where the two lists agree)."""
+    out = []
+    for r in rows:
+        if only_differences and not r["differs"]:
+            continue
+        mark = "*" if r["differs"] else " "
+        if r.get("items") is None or not any(r["items"]):
+            out.append(f"{mark} {r['what']}: {r['A'] if r['A'] == r['B'] else r['A'] + ' -> ' + r['B']}")
+            continue
+        out.append(f"{mark} {r['what']}:")
+        sides = [("A, B", r["items"][0])] if r["A"] == r["B"] else [("A", r["items"][0]), ("B", r["items"][1])]
+        out += [f"    {side}: {x}" for side, items in sides for x in items or ["(none)"]]
+    return "".join(line + "\n" for line in out)
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")

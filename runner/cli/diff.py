@@ -1,6 +1,6 @@
-"""`python -m runner diff A B`: two jobs' compiler stories side by side (lab.jobdiff), the rows that differ marked,
-then their generated code as a unified diff. Everything read from the database is printed as text: control
-characters shown as \\xNN."""
+"""`python -m runner diff A B`: two jobs' compiler stories (lab.jobdiff), one row a line ("name: a -> b", a list's
+items one a line), the rows that differ marked, then their generated code as a unified diff. Everything read from the
+database is printed as text: control characters shown as \\xNN."""
 from __future__ import annotations
 
 import sys
@@ -33,7 +33,7 @@ def cmd_diff(args) -> int:
     out = [f"A: job {a['job_id']} ({a['model']} bs {a['batch_size']}, {a['status']})\n",
            f"B: job {b['job_id']} ({b['model']} bs {b['batch_size']}, {b['status']})\n",
            f"{sum(r['differs'] for r in rows)} of {len(rows)} rows differ (*)\n\n",
-           jobdiff.table_text(rows, only_differences=not args.all)]
+           jobdiff.lines_text(rows, only_differences=not args.all)]
     if not args.no_code:
         ids = a["job_id"], b["job_id"]
         diff = jobdiff.code_diff(*(artifacts.output_code(engine, i) for i in ids), *(f"job {i}" for i in ids))

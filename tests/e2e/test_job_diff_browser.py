@@ -36,14 +36,16 @@ def test_runner_diff_names_what_differs_and_diffs_the_generated_code(two_compile
     done = run_cli("diff", "--db", lab["url"], str(lab["a"]), str(lab["b"]))
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    differing = {line[2:].split("  ")[0] for line in out.splitlines() if line.startswith("* ")}
+    story = jobdiff.story_rows(lab["records"][lab["a"]], lab["records"][lab["b"]])
+    differing = {r["what"] for r in story if any(line.startswith(f"* {r['what']}:") for line in out.splitlines())}
+    assert "{'" not in out and "* mode: default -> max-autotune" in out.splitlines()
     assert {"mode", "dynamic"} <= differing and "graphs" not in differing  # one graph each
     rows = jobdiff.story_rows(lab["records"][lab["a"]], lab["records"][lab["b"]])
     assert differing == {r["what"] for r in rows if r["differs"]}
     code = out.split("generated code (output_code): ", 1)[1]
     assert code.startswith(f"\n--- job {lab['a']}\n+++ job {lab['b']}\n") and re.search(r"^@@ ", code, re.M)
     every = run_cli("diff", "--db", lab["url"], str(lab["a"]), str(lab["b"]), "--all", "--no-code").stdout
-    assert "  graphs  " in every and "generated code" not in every
+    assert "  graphs: 1" in every.splitlines() and "generated code" not in every
     missing = run_cli("diff", "--db", lab["url"], str(lab["a"]), "999")
     assert missing.returncode == 2 and "no such job: 999" in missing.stderr
 

@@ -42,8 +42,8 @@ def test_runner_diff_of_one_model_under_two_torch_versions_on_two_workers(tmp_pa
 
     out = run_cli("diff", "--db", url, str(a), str(b))
     assert out.returncode == 0, out.stderr
-    differing = {line[2:].split("  ")[0] for line in out.stdout.splitlines() if line.startswith("* ")}
     rows = jobdiff.story_rows(records[a], records[b])
+    differing = {r["what"] for r in rows if any(line.startswith(f"* {r['what']}:") for line in out.stdout.splitlines())}
     assert "torch" in differing and differing == {r["what"] for r in rows if r["differs"]}
     assert {"mode", "dynamic", "device"}.isdisjoint(differing)  # the same settings on the same host
     torch_row = next(line for line in out.stdout.splitlines() if line.startswith("* torch"))

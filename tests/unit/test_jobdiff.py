@@ -19,8 +19,8 @@ def test_the_rows_that_differ_are_marked_and_times_only_past_their_noise():
     assert rows["break reasons"]["A"] == "(none)" and rows["break reasons"]["B"] == "call to print()"
     assert rows["compile phase: triton_compile (s)"]["A"] == "–"
     assert rows["cache layer: fxgraph"]["B"] == "hit 1, miss 0"
-    text = jobdiff.table_text(jobdiff.story_rows(A, B), only_differences=True)
-    assert text.count("\n") == 7 and all(line.startswith("* ") for line in text.splitlines())
+    text = jobdiff.lines_text(jobdiff.story_rows(A, B), only_differences=True)
+    assert len([line for line in text.splitlines() if line.startswith("* ")]) == 7
 
 
 def test_the_code_diff_leaves_out_cache_paths_and_says_when_there_is_no_code():
@@ -34,3 +34,25 @@ def test_the_code_diff_leaves_out_cache_paths_and_says_when_there_is_no_code():
 
 def test_text_for_a_terminal_shows_escapes_instead_of_acting_on_them():
     assert jobdiff.printable("a\x1b[2Jb\tc\nd\x07") == "a\\x1b[2Jb\tc\nd\\x07"
+
+
+def test_the_terminal_lines_read_name_a_to_b_one_reason_a_line_and_no_raw_dicts():
+    a = {**A, "recompile_reasons": [{"compile_id": "0/1", "reason": "tensor 'x' size mismatch at index 0. expected 8, "
+                                     "actual 16", "function": "forward", "file": "m.py", "line": 12, "source": "y = x"}]}
+    b = {**B, "graph_break_reasons": [{"reason": "call to print()", "file": "m.py", "line": 7, "source": "print(x)"},
+                                      {"reason": "data-dependent branch", "count": 2}]}
+    rows = jobdiff.story_rows(a, b)
+    out = jobdiff.lines_text(rows, only_differences=True)
+    assert "{" not in out and "'reason'" not in out
+    lines = out.splitlines()
+    assert "* torch: 2.13.0 -> 2.14.1" in lines and "* graphs: 1 -> 2" in lines
+    assert "* cache layer: fxgraph: hit 0, miss 1 -> hit 1, miss 0" in lines
+    at = lines.index("* break reasons:")
+    assert lines[at + 1:at + 4] == ["    A: (none)", "    B: call to print() (m.py:7: print(x))",
+                                    "    B: data-dependent branch (2 times)"]
+    at = lines.index("* guards that failed (recompile reasons):")
+    assert lines[at + 1:at + 3] == ["    A: [0/1] tensor 'x' size mismatch at index 0. expected 8, actual 16 "
+                                    "(forward, m.py:12: y = x)", "    B: (none)"]
+    every = jobdiff.lines_text(rows).splitlines()
+    assert "  mode: default" in every and len([x for x in every if x.startswith("* ")]) == sum(r["differs"] for r in rows)
+    assert not any(r["A"].startswith("{") or "{'" in r["B"] for r in rows)  # Compare's table reads the same way
