@@ -334,6 +334,11 @@ def live_workers(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> list[Worker
                                                    WorkerRow.state.notin_(("stopped", "pending")))).all())
 
 
+def live_devices(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> set[str]:
+    """The devices live workers offer (cuda, cpu)."""
+    return {d for w in live_workers(engine, fresh_s) for d in w.capabilities.get("devices", [])}
+
+
 def live_torch_versions(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> list[str]:
     """The torch versions live workers run (their published torch.__version__), sorted."""
     return sorted({v for w in live_workers(engine, fresh_s) if (v := w.capabilities.get("torch_version"))})

@@ -57,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help=axis.help)
     s.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
                    help="model size parameter, e.g. --arg image_size=128 (see `models`)")
-    s.add_argument("--device")
+    s.add_argument("--device", help="cuda (default) or cpu; left out where live workers offer cpu and none offers "
+                                    "cuda, submit refuses and says to pass --device cpu")
     s.add_argument("--dtype")
     s.add_argument("--task")
     s.add_argument("--cache", help="cold (fresh compile cache per job; its artifacts are kept in the database), warm "
@@ -223,6 +224,11 @@ def cmd_submit(args) -> int:
         raise UsageError("--calls and --bucket shape a --traffic stream: give --traffic too")
     request = SweepRequest.from_dict(fields)  # validates before anything touches the database
     engine = get_engine(args.db)
+    if args.device is None and request.device == "cuda":  # the default, not asked for: a CPU-only lab never runs it
+        devices = queue.live_devices(engine)
+        if "cuda" not in devices and "cpu" in devices:
+            raise UsageError("--device: no live worker offers cuda (the default), one offers cpu: pass --device cpu, "
+                             "or --device cuda to queue for a GPU worker still to come")
     catalog, waiting = offered_catalog(engine, request.model, zoo.model_infos(zoo.catalog(args.models_dir)),
                                        request.device)
     sweep_id, job_ids, notes = queue.submit(engine, request, catalog)

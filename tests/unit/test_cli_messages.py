@@ -43,3 +43,17 @@ def test_submit_says_1_job_not_1_jobs(db_url, capsys):
     assert main(["submit", "--db", db_url, "--model", "simplenet", "--batch", "8,16", "--device", "cpu"]) == 0
     out, err = capsys.readouterr()
     assert err.splitlines()[-1] == f"sweep 2: 2 jobs queued (ids {', '.join(out.split())})"
+
+
+def test_submit_without_device_on_a_cpu_only_lab_says_to_pass_device_cpu(db_url, capsys):
+    engine = get_engine(db_url)
+    queue.register_worker(engine, "box:1:any:test", "box", 1, None, {"devices": ["cpu"]})
+    assert main(["submit", "--db", db_url, "--model", "simplenet", "--batch", "8"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == ("error: --device: no live worker offers cuda (the default), one offers cpu: pass "
+                                 "--device cpu, or --device cuda to queue for a GPU worker still to come\n")
+    assert team.meta(engine) == {}  # nothing stored
+    assert main(["submit", "--db", db_url, "--model", "simplenet", "--batch", "8", "--device", "cuda"]) == 0  # asked for
+    queue.register_worker(engine, "gpu:1:0:test", "gpu", 1, None, {"devices": ["cuda", "cpu"]})
+    assert main(["submit", "--db", db_url, "--model", "simplenet", "--batch", "8"]) == 0
+    capsys.readouterr()
