@@ -46,7 +46,11 @@ def _number_text(value) -> str:
 
 def pick(label: str, options: list, labels: dict, key: str, fallback):
     """A selectbox whose choice is always in the URL by id (?a=3), starting from `fallback`."""
-    url_params.url_choice(key, options, fallback)
+    missing = url_params.url_choice(key, options, fallback)
+    if missing is not None:  # a link to a sweep or run since deleted, or mistyped: said, then the fallback shown
+        shown = st.session_state[key]
+        st.warning(f"{label}: the link names {md(missing[:40])}, which is not here; showing "
+                   f"{md(labels.get(shown, str(shown))) if shown is not None else 'none'}", icon=":material/warning:")
     value = st.selectbox(label, options, format_func=lambda v: labels.get(v, str(v)), key=key,
                          placeholder="choose one")
     url_params.write_url_choice(key, value)

@@ -42,6 +42,27 @@ def chosen_filters(df) -> dict:
     return {col: _chosen(col, choices[col]) for col in filters.FILTERS}
 
 
+LINK_MISSING = "results_link_missing"  # (what a link's filters named that is not here, the filters then chosen)
+
+
+def link_missing(df, selected: dict) -> list[tuple[str, str]]:
+    """What a link's filters name that no job in view has (("Sweep", "999"): a deleted sweep, a typo), read on the
+    session's first run, before the widgets drop them; said for as long as the filters stay as the link set them."""
+    keys = {col: URL_KEYS.get(col, col) for col in filters.FILTERS}
+    if LINK_MISSING not in st.session_state and any(k in st.query_params and k not in st.session_state
+                                                    for k in keys.values()):
+        choices = filter_choices(frame_key(df), df)
+        parts = []
+        for col, key in keys.items():
+            known = {str(o) for o in choices[col]}
+            gone = [v for v in st.query_params.get_all(key) if v not in known]
+            if gone and key not in st.session_state:
+                parts.append((filters.FILTERS[col], ", ".join(v[:40] for v in gone)))
+        st.session_state[LINK_MISSING] = (parts, selected)
+    parts, then = st.session_state.get(LINK_MISSING, ([], None))
+    return parts if then == selected else []
+
+
 def filters_ui(df, row, chosen: dict) -> dict:
     """Every filter in one popover, whose label says how many are set; the line beside it names them (a copied
     link may set any). Closed, the popover's widgets cost the browser nothing: four open multiselects (the

@@ -35,6 +35,11 @@ df, metas = team_filters.apply(engine, df, view.frame_key(df))  # tags, submitte
 filters_row = st.columns([1, 4, 1], vertical_alignment="center")  # the filters, what they keep, the downloads
 summary_slot = st.container()
 selected = view.chosen_filters(df)
+missing = view.link_missing(df, selected)
+if missing:  # a link's filter naming a deleted sweep or a typo: said, then the view without it
+    named = "; ".join(f"{label}: {md(values)}" for label, values in missing)
+    st.warning(f"This link names what is not here ({named}): the page shows every job the rest of the link keeps.",
+               icon=":material/warning:")
 shown = filters.apply_filters(df, selected)
 key = view.view_key(df, selected)
 facts = view.view_facts(key, shown)

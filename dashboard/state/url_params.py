@@ -9,17 +9,27 @@ import streamlit as st
 from dashboard.markup import md
 
 
-def url_choice(key: str, options: list, fallback):
-    """Seed a single-choice widget's state from ?key= (else `fallback`), before the widget is drawn.
+def url_choice(key: str, options: list, fallback) -> str | None:
+    """Seed a single-choice widget's state from ?key= (else `fallback`), before the widget is drawn; returns the
+    link's value where it named none of `options` (a deleted sweep, a typo) and the widget still holds the fallback
+    put in its place, for the page to say so; else None.
 
     For choices whose default depends on the data (the newest sweep, the newest model): a bound widget
     leaves its default out of the URL, so a copied link would later open another view. Call
     `write_url_choice` after the widget to put the value in the URL every run."""
     by_text = {str(o): o for o in options}
     if key not in st.session_state:
-        st.session_state[key] = by_text.get(st.query_params.get(key), fallback)
+        linked = st.query_params.get(key)
+        st.session_state[key] = by_text.get(linked, fallback)
+        if linked is not None and linked not in by_text:
+            st.session_state[f"{MISSING}{key}"] = (linked, st.session_state[key])
     elif st.session_state[key] not in options:  # the options changed under it (new filters)
         st.session_state[key] = fallback
+    missing = st.session_state.get(f"{MISSING}{key}")
+    return missing[0] if missing and st.session_state[key] == missing[1] else None
+
+
+MISSING = "link_missing_"  # + a widget's key: (what its link named, the fallback shown instead)
 
 
 def peek(key: str, options: list, default, bound: bool = False):

@@ -434,3 +434,21 @@ def test_compare_runs_warns_of_a_disturbed_run_not_of_old_scatter(lab):  # noqa:
     cause = md("another process used 0.9 of the cores")  # a worker's words, shown as text
     assert warned == [f"Run B (#{ids[1]}) was disturbed: {cause}. Its numbers are out of the answer; no change "
                       "against it is coloured."], warned
+
+
+def test_a_link_naming_a_missing_sweep_or_value_says_so_then_shows_the_fallback(results):
+    at = ok(page("results", sweep="999", model="mlp"))
+    (warning,) = [w for w in texts(at.warning) if "not here" in w]
+    assert "Sweep: 999" in warning and "every job the rest of the link keeps" in warning
+    assert at.multiselect(key="model").value == ["mlp"]  # the rest of the link holds
+    assert warning in texts(ok(at.run()).warning)  # still said on the page's next run (its live refresh)
+    at = ok(page("results", model="mlp"))
+    assert not [w for w in texts(at.warning) if "not here" in w]  # a link naming what is there: no warning
+
+
+def test_compare_says_when_its_link_names_a_missing_sweep_then_shows_the_fallback(results):
+    at = ok(page("compare", a="999", b="5"))
+    (warning,) = [w for w in texts(at.warning) if "999" in w]
+    assert warning.startswith("Sweep A: the link names 999, which is not here; showing ")
+    assert at.selectbox(key="b").value == 5 and at.selectbox(key="a").value not in (None, 999)
+    assert not [w for w in texts(ok(page("compare", a="1", b="5")).warning) if "not here" in w]
