@@ -91,7 +91,7 @@ def _edit(engine, sweep_id: int, meta) -> None:
 
 def _actions(engine, sweep_id: int, meta, model: str | None) -> None:
     left, mid, right = st.columns(3)
-    asked = st.container()  # the delete's second ask, under the buttons: a rerun closes the popover
+    asked = st.container()  # the delete's second ask, under the buttons
     if left.button("Restore" if meta.archived_at else "Archive", key=f"record_archive_{sweep_id}",
                    icon=":material/unarchive:" if meta.archived_at else ":material/archive:", width="stretch",
                    help="Archived sweeps leave Results, Compare, `report` and `export` unless asked for"):
@@ -103,6 +103,10 @@ def _actions(engine, sweep_id: int, meta, model: str | None) -> None:
         who = actor(auth.acting())
         (sweeps.unpin_baseline(engine, model, who) if pinned else sweeps.pin_baseline(engine, model, sweep_id, who))
         st.rerun()
+    if st.session_state.get(f"{ASK}_{sweep_id}") is not None:  # the second ask, in the popover's place: an open
+        with asked:  # popover is not closed by a rerun, and would cover it
+            _ask_again(engine, sweep_id, auth.acting())
+        return
     with right.popover("Delete…", icon=":material/delete:", width="stretch"):
         who = auth.acting()
         if who is not None and not who.owns(meta.submitter):
@@ -119,8 +123,6 @@ def _actions(engine, sweep_id: int, meta, model: str | None) -> None:
                 st.session_state[f"{ASK}_{sweep_id}"] = listing
                 st.rerun()
             _delete(engine, sweep_id, who, listing)
-        with asked:
-            _ask_again(engine, sweep_id, who)
 
 
 def _ask_again(engine, sweep_id: int, who) -> None:

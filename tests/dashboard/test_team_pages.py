@@ -121,9 +121,13 @@ def test_deleting_a_pinned_sweep_lists_whose_baseline_goes_asks_again_and_refuse
              "• 1 compile cache bundle kept from its jobs (6 bytes), which portable jobs of any sweep load"]
     assert asked(at) == ["\n".join(shown)]  # as text, not markup
     assert any(f"Deleting sweep {base} also removes" in m.value for m in at.markdown) and base in team.meta(engine)
+    # asked in the popover's place: an open popover survives a rerun in the browser and would cover the question
+    assert not [b for b in at.button if b.key == f"record_delete_{base}"]
     at = ok(at.button(key=f"record_delete_keep_{base}").click().run())  # kept: nothing asked, nothing gone
     assert not asked(at) and base in team.meta(engine) and team.baselines(engine)["simplenet"].sweep_id == base
 
+    at.text_input(key=f"record_delete_confirm_{base}").set_value(str(base))
+    at = ok(at.run())
     at = ok(at.button(key=f"record_delete_{base}").click().run())
     team.unpin_baseline(engine, "simplenet", "eve@lab")  # while the list is on screen, <eve> pins it again
     team.pin_baseline(engine, "simplenet", base, "<b>eve</b>@lab")
