@@ -1,19 +1,22 @@
-"""Does the racing search (runner advise) find what the full sweep finds, for less? For each of three models (a seed
-model, a small hf: GPT-2, timm:resnet18) it runs the search, then the full sweep of the same candidates (each in the
-lab's default 2 processes, re-runs on), through one real worker on one GPU, and prints side by side:
+"""Does the racing search (runner advise) find what the full sweep finds, for less? For one model per invocation (a
+seed model, a small hf: GPT-2, timm:resnet18) it runs the search, then the full sweep of the SAME candidates (the
+settings the search raced: inductor; modes default, reduce-overhead, max-autotune-no-cudagraphs, max-autotune;
+dynamic false and true; scope model and blocks where the model names its blocks; each in the lab's default 2
+processes, re-runs on), through one real worker on one device, and prints side by side:
 
   - the search's recommendation and its interval, the full sweep's best configuration and its interval;
   - whether the two intervals overlap, and whether they name the same settings;
-  - the GPU-seconds each spent (a job's claim to its stored end), and the search's share (target: <= 40%).
+  - the device-seconds each spent (a job's claim to its stored end), and the search's share (target: <= 40%).
 
-    python -m bench.advise_vs_full --out DIR            # on a GPU box: about 9 minutes on one H200
-    python -m bench.advise_vs_full --out DIR --small    # a CPU smoke test: tiny sizes, backends eager/aot_eager
+    python -m bench.advise_vs_full --out DIR --model mlp --deadline 530     # on a GPU box: one model a call
+    python -m bench.advise_vs_full --out DIR --cpu --model mlp               # on the CPU: tiny sizes, end to end
+    python -m bench.advise_vs_full --out DIR --model gpt2 --part search     # where one call cannot hold both: the
+    python -m bench.advise_vs_full --out DIR --model gpt2 --part full       # search, then (DIR carried) the full sweep
 
-The search runs first, then the full sweep, model by model, in one database (DIR/advise_vs_full.db): the later
-searches see the spread between processes the earlier sweeps showed on this device, as a lab's database would.
-The table (DIR/advise_vs_full.md, .json) is rewritten after each model, so a run cut short keeps what it finished.
-Candidates on the GPU: inductor, modes default and reduce-overhead, dynamic false and true (max-autotune left out:
-its compile alone takes minutes on GPT-2; --modes adds it).
+The search runs first, then the full sweep, in one database (DIR/advise_vs_full.db; a later invocation with the
+same DIR adds its model's row, and the searches see the spread between processes the earlier sweeps showed on this
+device, as a lab's database would). The table (DIR/advise_vs_full.md, .json) is rewritten after each model, so a
+run cut by --deadline keeps what it finished (its row says complete False).
 """
 from __future__ import annotations
 
@@ -35,13 +38,13 @@ MODELS = {  # name: the flags that pick the workload
 }
 SMALL = {
     "mlp": ["--model", "mlp", "--batch", "8", "--arg", "dim=64", "--arg", "hidden=128"],
-    "gpt2 (hf, tiny)": ["--model", "hf:GPT2LMHeadModel", "--batch", "2", "--arg", "seq_len=16", "--arg", "n_layer=1",
-                        "--arg", "n_embd=32", "--arg", "n_head=2"],
+    "transformer (tiny, blocks)": ["--model", "transformer", "--batch", "2", "--arg", "seq_len=16",
+                                   "--arg", "d_model=32", "--arg", "layers=2", "--arg", "heads=2"],
 }
-GPU_CANDIDATES = ["--device", "cuda", "--backend", "inductor", "--dynamic", "false", "--dynamic", "true",
-                  "--iters", "20"]
-SMALL_CANDIDATES = ["--device", "cpu", "--backend", "eager", "--backend", "aot_eager", "--mode", "default",
-                    "--dynamic", "false", "--dynamic", "true", "--iters", "5"]
+# the search fills in every mode, dynamic false and true, and scope blocks where the model names blocks; the full
+# sweep is submitted with the lists the search stored (full_flags)
+GPU_COMMON = ["--device", "cuda", "--iters", "20"]
+SMALL_COMMON = ["--device", "cpu", "--iters", "5"]
 TARGET = 0.40
 
 
@@ -87,7 +90,36 @@ def _settings(engine, job_ids: str) -> dict:
     return {k: spec.get(k) for k in SETTINGS}
 
 
-def compare(engine, name: str, search_id: int, full_id: int) -> dict:
+def _sweep_named(engine, name: str) -> int | None:
+    """The newest sweep of this name in the database (the search a --part search call started), or None."""
+    from sqlalchemy import select
+
+    from db.engine import reading
+    from db.models import Sweep
+
+    with reading(engine) as s:
+        return s.scalar(select(Sweep.id).where(Sweep.name == name).order_by(Sweep.id.desc()).limit(1))
+
+
+def full_flags(engine, search_id: int) -> list[str]:
+    """The full sweep's settings flags: exactly the lists the search raced (its stored request)."""
+    from sqlalchemy import select
+
+    from db.engine import reading
+    from db.models import Sweep
+    from lab.axes import BY_FIELD
+    from lab.checks import dynamic_name
+
+    with reading(engine) as s:
+        request = s.scalar(select(Sweep.request).where(Sweep.id == search_id))
+    out = []
+    for field in ("backend", "mode", "dynamic", "scope"):
+        for value in request.get(BY_FIELD[field].plural) or ():
+            out += [BY_FIELD[field].flag, dynamic_name(value) if field == "dynamic" else str(value)]
+    return out
+
+
+def compare(engine, name: str, search_id: int, full_id: int | None) -> dict:
     """One model's row: the search's answer beside the full sweep's best."""
     from db import advice, reports
     from lab.advise import payoff, settings_words
@@ -95,13 +127,14 @@ def compare(engine, name: str, search_id: int, full_id: int) -> dict:
     st = advice.load(engine, search_id)
     last = st.last
     lead = st.measured.get(last.leader) if last and last.leader else None
-    rows = [r for r in reports.report(engine, sweep_ids=[full_id]) if r.speedup is not None]
+    rows = [r for r in reports.report(engine, sweep_ids=[full_id]) if r.speedup is not None] if full_id else []
     best = max(rows, key=lambda r: r.speedup) if rows else None
-    full_s, _ = _seconds(engine, full_id)
+    full_s = _seconds(engine, full_id)[0] if full_id else 0.0
     row = {"model": name, "search_sweep": search_id, "full_sweep": full_id,
            "outcome": last.outcome.value if last else "unfinished", "search_s": st.spent_s, "full_s": full_s,
            "share": st.spent_s / full_s if full_s else None, "candidates": len(st.measured),
-           "search_jobs": sum(m.processes for m in st.measured.values())}
+           "search_jobs": sum(m.processes for m in st.measured.values()),
+           "not_run": sum(not m.started for m in st.measured.values()), "search_why": last.why if last else ""}
     if lead is not None:
         p = payoff(lead)
         row |= {"search_says": settings_words(lead.settings), "search_x": p[0], "search_low": p[1], "search_high": p[2]}
@@ -122,34 +155,43 @@ def table(rows: list[dict]) -> str:
             return "–"
         return f"{r[f'{side}_x']:.2f}x [{r[f'{side}_low']:.2f}, {r[f'{side}_high']:.2f}]"
 
-    lines = ["| model | search says | its interval | full sweep's best | its interval | overlap | same settings | "
-             "search GPU-s | full GPU-s | search/full |", "|" + "---|" * 10]
+    lines = ["| model | settings (not run) | search says | its interval | full sweep's best | its interval | overlap | "
+             "same settings | search s | full s | search/full |", "|" + "---|" * 11]
     for r in rows:
         share = f"{r['share']:.0%}" + (" ✓" if r["share"] <= TARGET else " ✗") if r.get("share") is not None else "–"
         says = r.get("search_says", "–") if r["outcome"] != "dont_compile" else "don't compile"
-        lines.append(f"| {r['model']} | {says} ({r['outcome']}) | {x(r, 'search')} | {r.get('full_best', '–')} | "
+        lines.append(f"| {r['model']} | {r['candidates']} ({r.get('not_run', 0)}) | {says} ({r['outcome']}) | "
+                     f"{x(r, 'search')} | {r.get('full_best', '–')} | "
                      f"{x(r, 'full')} | {r.get('overlap', '–')} | {r.get('same', '–')} | {r['search_s']:.0f} | "
                      f"{r['full_s']:.0f} | {share} |")
+    lines += [f"\n{r['model']}: {r['search_why']}" for r in rows if r.get("search_why")]
     return "\n".join(lines) + "\n"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, type=Path)
-    ap.add_argument("--small", action="store_true", help="CPU smoke test: tiny sizes, backends eager and aot_eager")
-    ap.add_argument("--models", help="only these (comma separated names of the table)")
-    ap.add_argument("--modes", default="default,reduce-overhead", help="inductor modes to race on the GPU")
+    ap.add_argument("--cpu", "--small", dest="cpu", action="store_true",
+                    help="on the CPU: tiny sizes, inductor (its modes fold into default and max-autotune)")
+    ap.add_argument("--model", default="mlp", help="the model of this invocation (the first word of a table name: "
+                                                   "mlp, gpt2, resnet18; with --cpu: mlp, transformer)")
+    ap.add_argument("--modes", help="only these inductor modes (comma separated; default: every mode)")
     ap.add_argument("--deadline", type=float, default=540, help="seconds for the whole run (default 540)")
+    ap.add_argument("--part", choices=("both", "search", "full"), default="both",
+                    help="search: only the search (its row without the full sweep); full: the full sweep of the "
+                         "search this --out's database holds for the model (a search cut short runs on first): the "
+                         "two in two calls where one does not fit, the same --out carried between them")
     args = ap.parse_args()
     start = time.monotonic()
     deadline = start + args.deadline
     args.out.mkdir(parents=True, exist_ok=True)
     db = f"sqlite:///{(args.out / 'advise_vs_full.db').resolve()}"
-    models = SMALL if args.small else MODELS
-    if args.models:
-        models = {k: v for k, v in models.items() if k.split()[0] in args.models.split(",")}
-    candidates = SMALL_CANDIDATES if args.small else [
-        *GPU_CANDIDATES, *(f for m in args.modes.split(",") for f in ("--mode", m.strip()))]
+    models = {k: v for k, v in (SMALL if args.cpu else MODELS).items() if k.split()[0] == args.model}
+    if not models:
+        raise SystemExit(f"--model: one of {', '.join(k.split()[0] for k in (SMALL if args.cpu else MODELS))}")
+    common = SMALL_COMMON if args.cpu else GPU_COMMON
+    candidates = ["--backend", "inductor", *(f for m in (args.modes or "").split(",") if m.strip()
+                                             for f in ("--mode", m.strip()))]
 
     from db.database import get_engine
 
@@ -157,25 +199,34 @@ def main() -> int:
     log = open(args.out / "worker.log", "w")
     worker = subprocess.Popen([sys.executable, "-m", "runner", "work", "--db", db, "--home", str(args.out / "home"),
                                "--no-calibrate"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    rows: list[dict] = []
+    kept = args.out / "advise_vs_full.json"
+    rows: list[dict] = [r for r in (json.loads(kept.read_text()) if kept.exists() else [])
+                        if r.get("model") not in models]  # the other models' rows, from earlier invocations
     try:
         # one small job first: the worker's first child pays for starting (CUDA, the forked parent's warm-up), which
         # would otherwise be charged to the first search
         done = _cli("submit", "--db", db, "--model", "simplenet", "--batch", "8", "--backend", "eager", "--iters", "3",
-                    "--process-repeats", "1", "--reruns", "0", "--device", "cpu" if args.small else "cuda",
+                    "--process-repeats", "1", "--reruns", "0", "--device", "cpu" if args.cpu else "cuda",
                     "--name", "warm-up")
         warm_id = int(re.search(r"sweep ([0-9]+):", done.stderr).group(1))
         _wait(lambda: _seconds(engine, warm_id)[1] == 0, "the warm-up job", deadline)
         for name, flags in models.items():
             from db import advice
 
-            done = _cli("advise", "--db", db, "--no-wait", *flags, *candidates, "--name", f"advise {name}")
-            search_id = int(re.search(r"search: sweep ([0-9]+)", done.stderr).group(1))
+            search_id = _sweep_named(engine, f"advise {name}") if args.part == "full" else None
+            if search_id is None:
+                done = _cli("advise", "--db", db, "--no-wait", *flags, *common, *candidates, "--name",
+                            f"advise {name}")
+                search_id = int(re.search(r"search: sweep ([0-9]+)", done.stderr).group(1))
             finished = _wait(lambda i=search_id: advice.load(engine, i).finished, f"the search of {name}", deadline)
-            done = _cli("submit", "--db", db, *flags, *candidates, "--name", f"full {name}")
-            full_id = int(re.search(r"sweep ([0-9]+):", done.stderr).group(1))
-            finished = _wait(lambda i=full_id: _seconds(engine, i)[1] == 0, f"the full sweep of {name}",
-                             deadline) and finished
+            print(f"{name}: search done at {time.monotonic() - start:.0f} s", file=sys.stderr)
+            full_id = None
+            if args.part != "search":
+                done = _cli("submit", "--db", db, *flags, *common, *full_flags(engine, search_id),
+                            "--name", f"full {name}")
+                full_id = int(re.search(r"sweep ([0-9]+):", done.stderr).group(1))
+                finished = _wait(lambda i=full_id: _seconds(engine, i)[1] == 0, f"the full sweep of {name}",
+                                 deadline) and finished
             rows.append(compare(engine, name, search_id, full_id) | {"complete": finished})
             (args.out / "advise_vs_full.json").write_text(json.dumps(rows, indent=1))
             (args.out / "advise_vs_full.md").write_text(table(rows))

@@ -70,6 +70,8 @@ def main() -> int:
                    help="seconds of warm calls after the first (compiling) call of each; 0: the first calls only")
     p.add_argument("--pool", default="stop", choices=("stop", "keep"),
                    help="stop: shut inductor's compile workers down after the first calls (the steady state)")
+    p.add_argument("--first-calls-only", action="store_true",
+                   help="print the first calls (the compiled one cut into its parts, the collector's pauses) and stop")
     p.add_argument("--instrument", action="store_true",
                    help="attach what a worker's child listens to the compile with (to tell its cost apart)")
     args = p.parse_args()
@@ -96,6 +98,8 @@ def main() -> int:
     graphs = device == "cuda" and args.mode in ("reduce-overhead", "max-autotune")
     steps = {"eager": make_step(eager, eager.parameters(), training, False, device_type=device),
              "compiled": make_step(compiled, base.parameters(), training, graphs, device_type=device)}
+    if args.first_calls_only:  # a user's fresh script's cold first call, as bench/gpu_instrument_costs compares it
+        return first_calls(steps, inputs, device)
     for step in steps.values():  # the first calls: the compile
         timed(step, inputs, device)
     stop = args.pool == "stop"
@@ -116,6 +120,19 @@ def main() -> int:
     print(json.dumps({"eager_ms": eager_ms, "compiled_ms": compiled_ms, "speedup": eager_ms / compiled_ms,
                       "repeats": len(times["eager"]), "seconds": time.perf_counter() - started,
                       "pool_stop_s": pool_s, "torch": torch.__version__}))
+    return 0
+
+
+def first_calls(steps: dict, inputs, device: str) -> int:
+    from runner.child.capture.introspect import compile_breakdown, metrics
+    from runner.child.gcpause import Pauses
+
+    eager_s = timed(steps["eager"], inputs, device)
+    with Pauses() as pauses:
+        compiled_s = timed(steps["compiled"], inputs, device)
+    print(json.dumps({"eager_first_call_s": eager_s, "compiled_first_call_s": compiled_s,
+                      "compile_breakdown_s": compile_breakdown(metrics(), compiled_s), "gc": pauses.as_dict(),
+                      "torch": torch.__version__}))
     return 0
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import streamlit as st
 from starlette.middleware import Middleware
 
-from dashboard.server import downloads, tlparse_pages
+from dashboard.server import downloads, page_base, tlparse_pages
 
 # At most this long before the server answers anyway: a database that does not answer (PostgreSQL gives up after
 # db.engine.CONNECT_TIMEOUT_S) must not keep the pages, which say what is wrong with it, from being served. Ctrl-C
@@ -37,4 +37,4 @@ async def lifespan(_app):
 
 
 app = st.App(Path(__file__).with_name("main.py"), lifespan=lifespan, routes=tlparse_pages.routes() + downloads.routes(),
-             middleware=[Middleware(downloads.Serving)])
+             middleware=[Middleware(downloads.Serving), Middleware(page_base.PageBase)])

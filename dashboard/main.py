@@ -6,7 +6,7 @@ import streamlit as st
 
 from dashboard.panels import sidebar_status
 from dashboard.server import downloads
-from dashboard.state import auth, resources
+from dashboard.state import auth, quiet, resources
 
 st.set_page_config(page_title="Compile Lab", page_icon=":material/science:", layout="wide")  # an emoji icon
 # would load streamlit's emoji catalogue before a restarted server's first page
@@ -34,6 +34,7 @@ PAGES = [
 ]
 
 page = st.navigation(PAGES)
+quiet.begin()  # a job timed on this host: live refresh pauses (dashboard.state.quiet)
 with st.sidebar:
     st.markdown("### :material/science: Compile Lab")
     auth.sidebar(who)
@@ -42,6 +43,8 @@ resources.warm_results()  # the first visit to Results finds the table loaded (o
 with downloads.drawing():  # downloads wait while pages are drawn (dashboard.server.downloads)
     try:
         with resources.database_errors():
+            quiet.notice()
             page.run()
-    finally:  # st.stop() and reruns end a page by raising: the snapshot is still written
-        resources.save_results_snapshot()
+    finally:  # st.stop() and reruns end a page by raising: the snapshot is still written, unless a job here is timed
+        if not quiet.paused():
+            resources.save_results_snapshot()

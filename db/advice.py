@@ -23,6 +23,7 @@ from db import admission, reports, team
 from db.engine import atomic, reading
 from db.models import Job, JobStatus, LabEvent, Result, Sweep, utcnow
 from lab import advise, interval
+from lab import advise_plan as plan
 from lab.advise import Measured, Outcome, Round, Search, Step
 from lab.noise import PROCESS_REPEAT
 from lab.spec import ModelInfo, spec_key
@@ -37,20 +38,23 @@ log = logging.getLogger("compile_lab.advice")
 
 def start(engine: Engine, request: SweepRequest, search: Search, catalog: Mapping[str, ModelInfo] | None,
           created_by: str, max_attempts: int = 3) -> tuple[int, list[int], list[str]]:
-    """Store the search's sweep and its first round (every candidate in one process): (sweep id, job ids, notes).
-    The request's settings lists are the candidates; its process_repeats must be 1 (the search adds processes)."""
+    """Store the search's sweep and its first round (the first stage's candidates, one process each: lab.advise_plan):
+    (sweep id, job ids, notes). The request's settings lists are the candidates, kept in screening order under the
+    search's settings so later rounds queue the others; its process_repeats must be 1 (the search adds processes)."""
     if request.process_repeats != 1:
         request = SweepRequest.from_dict({**request.to_dict(), "process_repeats": 1})
     specs, notes = request.expand(catalog)
+    ordered = plan.ordered([spec.to_dict() for spec in specs])
+    stage = plan.stages({spec_key(d): d for d in ordered}, search.calls is not None or search.traffic)
     with atomic(engine) as s:
-        stored = request.to_dict() | {KEY: search.to_dict()}
+        stored = request.to_dict() | {KEY: search.to_dict() | {"candidates": ordered, "max_attempts": max_attempts}}
         if specs:
             stored["model_args"] = dict(specs[0].model_args)
         sweep = team.new_sweep(request, stored, created_by)
         s.add(sweep)
         s.flush()
-        ids = admission.add_jobs(s, [admission.NewJob(sweep.id, spec.to_dict(), spec_key(spec.to_dict()), max_attempts)
-                                     for spec in specs])
+        ids = admission.add_jobs(s, [admission.NewJob(sweep.id, d, spec_key(d), max_attempts)
+                                     for d in ordered if stage[spec_key(d)] == 0])
         return sweep.id, ids, notes
 
 
@@ -68,8 +72,17 @@ class State:
     first_jobs: dict[str, dict] = field(default_factory=dict)  # per candidate, its first job: id, spec, max_attempts
 
     @property
-    def out(self) -> set[str]:
-        return {d.key for r in self.rounds for d in r.step.dropped}
+    def out(self) -> dict[str, str]:
+        """Those dropped, each with its Drop's kind."""
+        return {d.key: d.kind for r in self.rounds for d in r.step.dropped}
+
+    @property
+    def candidates(self) -> dict[str, dict]:
+        """Every candidate's spec in screening order, run or not (a search stored without the list: those run)."""
+        stored = (self.request.get(KEY) or {}).get("candidates")
+        if isinstance(stored, list):
+            return {spec_key(d): d for d in stored if isinstance(d, dict)}
+        return {k: f["spec"] for k, f in self.first_jobs.items()}
 
     @property
     def last(self) -> Step | None:
@@ -150,6 +163,11 @@ def load(engine: Engine, sweep_id: int) -> State | None:
             elif search.calls is not None and m.eager_ms is not None:
                 m = replace(m, base_s=(search.calls - 1) * m.eager_ms / 1e3)
         measured[key] = m
+    stored = request[KEY].get("candidates") if isinstance(request[KEY], dict) else None
+    for d in stored if isinstance(stored, list) else ():
+        if isinstance(d, dict) and (key := spec_key(d)) not in measured:
+            measured[key] = Measured(key=key, settings={k: d.get(k) for k in advise.SETTINGS}, processes=0,
+                                     started=False)
     return State(sweep_id=sweep_id, search=search, request=request, measured=measured, rounds=rounds,
                  pending=sum(j.status in PENDING for j in jobs), spent_s=sum(seconds.values()), first_jobs=first_jobs)
 
@@ -178,7 +196,8 @@ def _on_traffic(m: Measured, jobs: list, prior: interval.Prior) -> Measured:
 
 def _round(detail: dict, at) -> Round:
     step = Step(Outcome(detail.get("outcome", "continue")), detail.get("leader"), tuple(detail.get("more", ())),
-                tuple(advise.Drop(d["key"], d["why"]) for d in detail.get("dropped", ())), detail.get("why", ""))
+                tuple(advise.Drop(d["key"], d["why"], d.get("kind", "")) for d in detail.get("dropped", ())),
+                detail.get("why", ""), tuple(detail.get("start", ())))
     return Round(int(detail.get("round", 0)), step, float(detail.get("spent_s", 0.0)),
                  at.isoformat() if at else None)
 
@@ -202,15 +221,21 @@ def advance(engine: Engine, sweep_id: int) -> list[int]:
             return []
         if step.outcome is Outcome.CONTINUE:
             free = admission.room(s, sweep_id)
-            if free.jobs < len(step.more):
-                live = {k: st.measured[k] for k in step.more}
-                step = advise.undecided(step.leader, live, list(step.dropped), free.why)
+            if free.jobs < len(step.more) + len(step.start):
+                live = {k: st.measured[k] for k in step.more} or {
+                    k: m for k, m in st.measured.items() if m.started and m.processes and k not in st.out}
+                if not live or step.leader not in live:
+                    step = Step(Outcome.DONT_COMPILE, None, dropped=step.dropped,
+                                why=f"stopped before every setting ran: {free.why}")
+                else:
+                    step = advise.undecided(step.leader, live, list(step.dropped), free.why)
         number = len(st.rounds) + 1
         s.add(LabEvent(actor=ACTOR, action=ACTION, sweep_id=sweep_id, at=utcnow(),
                        detail={"round": number, "spent_s": st.spent_s, **step.to_dict()}))
         if step.outcome is not Outcome.CONTINUE:
             return []
-        new = []
+        new = [admission.NewJob(sweep_id, st.candidates[key], key,
+                                int((st.request.get(KEY) or {}).get("max_attempts") or 3)) for key in step.start]
         for key in step.more:
             first, m = st.first_jobs[key], st.measured[key]
             because = (f"the search: still in contention after round {number} ({step.why}), "

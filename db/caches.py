@@ -160,35 +160,29 @@ def listing(engine: Engine) -> list[dict]:
 
 
 def first_calls_alike(engine: Engine, job_id: int) -> list[dict]:
-    """The succeeded jobs with this job's compile settings, torch and device, per compile cache (cold, warm with
-    and without its graph cached, portable): [{cache, first_call_s (median), runs, job_ids}], for the job's page."""
-    from statistics import median
-
+    """The succeeded jobs of this job's sweep with its compile settings, torch and device, separated by what each
+    first call compiled from (lab.first_call: cold, warm, portable, as the answer table separates them):
+    [{cache, first_call_s (median), runs, job_ids}], for the job's page."""
     from db.models import Job, JobStatus, Result
+    from lab import first_call
     from lab.spec import stored_spec
 
     with reading(engine) as s:
-        me = s.execute(select(Job.spec, Result.torch_version, Result.device_name)
+        me = s.execute(select(Job.spec, Job.sweep_id, Result.torch_version, Result.device_name)
                        .join(Result, Result.job_id == Job.id).where(Job.id == job_id)).first()
         if me is None or not isinstance(me.spec, dict):
             return []
-        hits = Result.detail_keys[("cache_layers", "fxgraph", "hit")].as_integer()
-        rows = s.execute(select(Job.id, Job.spec, Result.compiled_first_call_s, hits)
+        rows = s.execute(select(Job.id, Job.spec, Result.compiled_first_call_s, Result.first_call_cache,
+                                Result.graph_cache_hit)
                          .join(Result, Result.job_id == Job.id)
-                         .where(Job.status == JobStatus.SUCCEEDED.value,
-                                Job.spec["model"].as_string() == str(me.spec.get("model")),
+                         .where(Job.status == JobStatus.SUCCEEDED.value, Job.sweep_id == me.sweep_id,
                                 Result.torch_version == me.torch_version, Result.device_name == me.device_name)
                          .order_by(Job.id)).all()
     mine = {k: stored_spec(me.spec).get(k) for k in SETTINGS}
-    by_cache: dict[str, list] = {}
-    for jid, spec, first, hit in rows:
-        spec = stored_spec(spec)
-        if first is not None and {k: spec.get(k) for k in SETTINGS} == mine:
-            cache = spec.get("cache")
-            if cache == "warm" and hit is not None:  # a warm run that found no graph is a different first call
-                cache = "warm: graph cached" if hit else "warm: not cached yet"
-            by_cache.setdefault(cache, []).append((jid, first))
-    order = ["cold", "warm: not cached yet", "warm", "warm: graph cached", "portable"]
-    return [{"cache": c, "first_call_s": median(f for _, f in runs), "runs": len(runs),
-             "job_ids": [j for j, _ in runs]}
-            for c, runs in sorted(by_cache.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 9)]
+    alike = [(r, stored_spec(r.spec)) for r in rows]
+    alike = [(r, spec) for r, spec in alike if {k: spec.get(k) for k in SETTINGS} == mine]
+    calls = first_call.separate([r.id for r, _ in alike], [r.compiled_first_call_s for r, _ in alike],
+                                [first_call.kind(r.first_call_cache, spec.get("cache"), r.graph_cache_hit)
+                                 for r, spec in alike])
+    return [{"cache": k, "first_call_s": c.seconds, "runs": c.runs, "job_ids": list(c.job_ids)}
+            for k, c in calls.items()]

@@ -4,13 +4,13 @@ jobs (db.admission); what the sweep's or the lab's limit leaves no room for is s
 the skip recorded as a lab event on the sweep (its history on Queue, `runner events`) with the limit that stopped it."""
 from __future__ import annotations
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from db import admission
 from db.engine import reading
 from db.models import Job, LabEvent, Result, Sweep, utcnow
-from lab import noise
+from lab import history, noise
 from lab.spec import spec_key
 from lab.sweep import follow_up_settings
 
@@ -29,11 +29,14 @@ def queue_follow_ups(s: Session, job_id: int, row: Result) -> list[int]:
     key = job.config or spec_key(job.spec)
     runs = [noise.Run(status, _kind(follow_up), bool(disturbed), center)
             for status, follow_up, disturbed, center in s.execute(same_configuration(job.sweep_id, key))]
+    past = None
     if job.config is None:  # stored before jobs had keys and never migrated: this run alone is known
         runs = [noise.Run(job.status, _kind(job.follow_up), bool(row.disturbed))]
+    elif process_repeats >= 2 and row.device_name and row.torch_version:  # one process asked for no spread
+        past = history.past_spread(s.scalars(past_processes(job.sweep_id, key, row.device_name, row.torch_version)))
     # every follow-up the plan calls for (at most a re-run and the missing processes): the gate decides how many go in
     wanted = noise.plan_follow_ups(bool(row.disturbed), row.noise_note, reruns, process_repeats, runs,
-                                   room=process_repeats + 1)
+                                   room=history.planned(process_repeats, past) + 1, past=past)
     if not wanted:
         return []
     try:
@@ -59,6 +62,17 @@ def same_configuration(sweep_id: int, config: str):
     return (select(Job.status, Job.follow_up, Result.disturbed, Result.round_speedup)
             .outerjoin(Result, Result.job_id == Job.id)
             .where(Job.sweep_id == sweep_id, Job.config == config))
+
+
+def past_processes(sweep_id: int, config: str, device_name: str, torch_version: str,
+                   limit: int = history.HISTORY_LIMIT):
+    """The paired speedups of one configuration's earlier processes on this device kind under this torch, in sweeps
+    other than this one: succeeded and undisturbed, the newest `limit`, read through the (config, id) index."""
+    return (select(Result.round_speedup).select_from(Job).join(Result, Result.job_id == Job.id)
+            .where(Job.config == config, Job.sweep_id != sweep_id, func.coalesce(Job.status, "") == "succeeded",
+                   Result.device_name == device_name, Result.torch_version == torch_version,
+                   Result.round_speedup > 0, func.coalesce(Result.disturbed, False).is_(False))
+            .order_by(Job.id.desc()).limit(limit))
 
 
 def reruns_of(engine: Engine, job_id: int) -> tuple[int, list[int]]:

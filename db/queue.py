@@ -24,7 +24,7 @@ from db.engine import atomic, is_sqlite, reading
 from db.errors import QueueError
 from db.follow_ups import queue_follow_ups
 from db.models import TERMINAL, Job, JobStatus, Result, WorkerRow, utcnow
-from db.queue_views import jobs_overview, status_counts, waiting_reason
+from db.queue_views import jobs_overview, status_counts, timed_on_host, waiting_reason
 from lab.checks import SpecError
 from lab.record import ResultRecord
 from lab.spec import (
@@ -142,7 +142,7 @@ def claim_next(engine: Engine, worker_id: str, devices: Iterable[str], models: I
         job.lease_expires_at = now + timedelta(seconds=lease_s)
         job.claimed_at = now
         job.worker_id = worker_id
-        job.phase, job.progress = "starting", None
+        job.phase, job.progress, job.phase_at = "starting", None, now
         return Claim(job.id, job.lease_token, job.attempts, job.spec, job.follow_up)
 
 
@@ -174,8 +174,10 @@ def heartbeat_job(engine: Engine, job_id: int, token: str, lease_s: float,
                   phase: str | None = None, progress: float | None = None) -> bool:
     """Extend the lease and note the child's phase. False: the lease is gone (cancelled or re-queued)."""
     values = {"lease_expires_at": utcnow() + timedelta(seconds=lease_s)}
-    if phase is not None:
-        values.update(phase=phase[:64], progress=progress)
+    if phase is not None:  # the phase's start moves only when the phase changes
+        now = utcnow()
+        values.update(phase=phase[:64], progress=progress,
+                      phase_at=case((Job.phase == phase[:64], func.coalesce(Job.phase_at, now)), else_=now))
     with atomic(engine) as s:
         done = s.execute(update(Job).where(Job.id == job_id, Job.lease_token == token,
                                            Job.status == JobStatus.RUNNING.value).values(**values))
@@ -364,5 +366,5 @@ __all__ = [
     "Claim", "QueueError", "submit", "submit_many", "requeue_expired", "claim_next", "heartbeat_job", "finish", "release",
     "cancel", "hand_back", "resubmit", "register_worker", "publish_capabilities", "heartbeat_worker", "live_workers",
     "published_catalog", "live_torch_versions",
-    "status_counts", "jobs_overview", "waiting_reason",
+    "status_counts", "jobs_overview", "timed_on_host", "waiting_reason",
 ]

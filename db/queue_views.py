@@ -65,4 +65,19 @@ def waiting_reason(spec: Mapping, workers: list[WorkerRow]) -> str | None:
             and torch_matches(pin, w.capabilities.get("torch_version"))]
     if not able:
         return f"no live worker offers device {spec.get('device')}, model {spec.get('model')} and torch {pin} together"
+    if all(w.state == "paused" for w in able):  # it runs once one of them has room again
+        w = able[0]
+        why = w.capabilities.get("paused") or "paused"
+        who = "the only worker able to run it" if len(able) == 1 else f"all {len(able)} workers able to run it"
+        return f"{who} ({w.id}{' and others' if len(able) > 1 else ''}) {'is' if len(able) == 1 else 'are'} {why}"
     return None
+
+
+def timed_on_host(engine: Engine, hostname: str, phases: Iterable[str]) -> list[tuple[int, str]]:
+    """(job id, phase) of the running jobs whose worker runs on `hostname` and whose child is in one of `phases`
+    now (as its worker last published): one small query, what a page asks on each refresh."""
+    q = (select(Job.id, Job.phase).join(WorkerRow, WorkerRow.id == Job.worker_id)
+         .where(Job.status == JobStatus.RUNNING.value, WorkerRow.hostname == hostname,
+                Job.phase.in_(list(phases))).order_by(Job.id))
+    with reading(engine) as s:
+        return [(job_id, phase) for job_id, phase in s.execute(q).all()]

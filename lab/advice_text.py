@@ -74,7 +74,9 @@ def headline(search: Search, measured: Mapping[str, Measured], rounds: Sequence[
         where = f"searching: round {len(rounds) + 1}, {pending} job{'s' * (pending != 1)} to run"
         return where + (f"; leading so far: {name(lead)}: {_x(payoff(lead))}" if lead else "")
     if last.outcome is Outcome.RECOMMEND:
-        return f"use {name(lead)}: {facts(lead, search.calls)}"
+        text = f"use {name(lead)}: {facts(lead, search.calls)}"
+        zone = last.why.removesuffix("; separable from eager at 95%")
+        return text + (f" ({zone})" if zone != last.why else "")
     if last.outcome is Outcome.BUDGET:
         return f"use {name(lead)} (best measured, {last.why}): {facts(lead, search.calls)}"
     text = f"don't compile: {last.why}"
@@ -89,16 +91,20 @@ def lines(measured: Mapping[str, Measured], rounds: Sequence[Round]) -> list[Lin
     gone = {d.key: (r.round, d.why) for r in rounds for d in r.step.dropped}
     out = []
     for key, m in measured.items():
-        if key in gone:
+        if key in gone and not m.started:
+            status, why = f"not run, left out after round {gone[key][0]}", gone[key][1]
+        elif key in gone:
             status, why = f"dropped after round {gone[key][0]}", gone[key][1]
+        elif not m.started:
+            status, why = "to run", ""
         elif last is not None and key == last.leader:
             status = "recommended" if last.outcome is Outcome.RECOMMEND else "leader"
             why = last.why
         else:
             status, why = "in contention", ""
         out.append(Line(settings_words(m.settings, vary), status, _x(payoff(m)), m.processes, m.spent_s, why))
-    order = {"recommended": 0, "leader": 0, "in contention": 1}
-    return sorted(out, key=lambda c: (order.get(c.status, 2), c.status, c.settings))
+    order = {"recommended": 0, "leader": 0, "in contention": 1, "to run": 2}
+    return sorted(out, key=lambda c: (order.get(c.status, 3), c.status.startswith("not run"), c.status, c.settings))
 
 
 def cost(measured: Mapping[str, Measured], spent_s: float, device: str) -> str:

@@ -3,12 +3,16 @@ are still in contention, when one is separable from the rest at 95%, and when co
 caller's number of calls. Pure: the candidates' answers (lab.answer's numbers and interval) come in, a Step goes
 out; db.advice stores the search and queues what a Step asks for.
 
-The race. Every candidate runs in one process first. After each round a candidate is dropped when it failed, when
-even its interval's top cannot pay off for the caller (below eager for N calls, or slower), or when its interval's
-top lies below the leader's bottom. The leader is recommended once it is the only one left and its interval's bottom
-is above eager's (the caller gains, at 95%); until then every candidate still in contention gets one more process,
-while the budget and the process limit allow. Compiling is not worth it ("don't compile") when every candidate is
-dropped, or when the search ends with the leader not separable from eager.
+The race. Candidates are screened in stages, one process each (lab.advise_plan: the simpler and likely-good ones
+first, a variant only while its base is in contention, where calls count a scout alone first; lab.advise_screen
+leaves out those that cannot win). After each round a candidate is dropped when it failed, when even its interval's
+top cannot pay off for the caller (below eager for N calls, or slower), or when its interval's top lies below the
+leader's bottom. Once every stage has run, the leader is recommended when it is the only one left and its interval's
+bottom is above eager's (the caller gains, at 95%); candidates equal to it within the measurement stop racing (the
+indifference zone: the one cheapest to compile is chosen); the others get one more process each, while the budget
+and the process limit allow. Compiling is not worth it ("don't compile") when every candidate is dropped, when the
+lightest compile measured cannot be repaid by the caller's calls, or when the search ends with the leader not
+separable from eager.
 
 What "for the caller" means: with no number of calls, the steady-state latency speedup (the answer's number). With
 N calls, the time of the caller's N calls, eager against compiled, first calls included:
@@ -21,65 +25,30 @@ between processes: lab.interval) and B its eager total.
 """
 from __future__ import annotations
 
-import enum
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Mapping
 
+from lab import advise_plan as plan
+from lab import advise_screen as screen
+from lab.advise_core import (  # noqa: F401 (re-exported: lab.advise is where callers find them)
+    DEFAULT_BUDGET_S,
+    FULL_PROCESSES,
+    MAX_PROCESSES,
+    REPEAT_SHARE,
+    SETTINGS,
+    Drop,
+    Measured,
+    Outcome,
+    Search,
+    Step,
+    for_caller,
+    payoff,
+    settings_words,
+    varying,
+)
 from lab.axes import folded_mode
-from lab.checks import SpecError, integer, parse_dynamic
-
-MAX_PROCESSES = 6  # per candidate: past six processes an interval narrows by less than a tenth a process
-DEFAULT_BUDGET_S = 1800
-# what a later process costs against a candidate's first (compiled from the first's cache): used to price the full
-# sweep and a round only where no candidate of the search has run a second process yet (H100, the seed configurations)
-REPEAT_SHARE = 0.32
-FULL_PROCESSES = 2  # the processes a plain sweep gives each configuration (lab.sweep.SweepRequest.process_repeats)
-SETTINGS = ("backend", "mode", "dynamic", "scope")  # the compile settings a candidate differs in
-
-
-class Outcome(str, enum.Enum):
-    """Where a search stands after a round."""
-
-    CONTINUE = "continue"  # candidates still in contention: one more process each
-    RECOMMEND = "recommend"  # one candidate separable from the others and from eager at 95%
-    DONT_COMPILE = "dont_compile"  # no candidate pays off for the caller (or none is separable from eager)
-    BUDGET = "budget"  # the budget or the process limit ran out with candidates still in contention
-
-
-@dataclass(frozen=True)
-class Search:
-    """What a search was asked: stored in its sweep's request under "advise" (db.advice)."""
-
-    calls: int | None = None  # the caller's number of calls; None: steady state
-    traffic: bool = False  # judged on the sweep's traffic stream (the jobs replay it)
-    budget_s: int = DEFAULT_BUDGET_S  # device-seconds the search may spend, its first round included
-    max_processes: int = MAX_PROCESSES
-
-    def __post_init__(self):
-        if self.calls is not None:
-            object.__setattr__(self, "calls", integer(self.calls, "calls"))
-            if self.calls < 1:
-                raise SpecError("calls", f"must be 1 or more, got {self.calls}")
-        object.__setattr__(self, "budget_s", integer(self.budget_s, "budget"))
-        object.__setattr__(self, "max_processes", integer(self.max_processes, "max_processes"))
-        if self.budget_s < 1:
-            raise SpecError("budget", f"must be 1 s or more, got {self.budget_s}")
-        if not 1 <= self.max_processes <= 20:
-            raise SpecError("max_processes", f"must be between 1 and 20, got {self.max_processes}")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d) -> "Search | None":
-        """The stored settings, or None where the sweep is no search (or its stored settings no longer read)."""
-        if not isinstance(d, Mapping):
-            return None
-        try:
-            return cls(**{k: d[k] for k in ("calls", "traffic", "budget_s", "max_processes") if k in d})
-        except (SpecError, TypeError):
-            return None
+from lab.checks import SpecError, parse_dynamic
 
 
 def parse_budget(text: str) -> int:
@@ -133,87 +102,6 @@ def search_request(fields: Mapping, blocks: bool) -> tuple[dict, list[str]]:
     return out, notes
 
 
-def settings_words(settings: Mapping, vary: Iterable[str] = SETTINGS) -> str:
-    """'mode=reduce-overhead, dynamic=False': the settings that vary among the candidates (all, when none does)."""
-    shown = [k for k in SETTINGS if k in vary] or list(SETTINGS)
-    return ", ".join(f"{k}={_value(settings.get(k))}" for k in shown)
-
-
-def _value(v) -> str:
-    return {None: "None", True: "True", False: "False"}.get(v, str(v)) if not isinstance(v, str) else v
-
-
-def varying(settings: Iterable[Mapping]) -> list[str]:
-    """The settings that differ between these candidates."""
-    settings = list(settings)
-    return [k for k in SETTINGS if len({repr(s.get(k)) for s in settings}) > 1]
-
-
-@dataclass(frozen=True)
-class Measured:
-    """One candidate's answer so far (lab.answer's row for its configuration, plus what the search reads besides)."""
-
-    key: str  # its configuration (jobs.config)
-    settings: Mapping  # backend, mode, dynamic, scope
-    processes: int  # undisturbed succeeded processes its answer draws on
-    failed: int = 0
-    error: str | None = None
-    speedup: float | None = None  # what the caller is judged on (steady state, or the stream's ratio)
-    low: float | None = None
-    high: float | None = None
-    eager_first_s: float | None = None
-    cold_first_s: float | None = None
-    portable_first_s: float | None = None
-    eager_ms: float | None = None
-    compiled_ms: float | None = None
-    base_s: float | None = None  # eager seconds of the caller's workload past its first call (None: steady state)
-    break_even: int | None = None
-    peak_eager_mb: float | None = None
-    peak_compiled_mb: float | None = None
-    first_s: float | None = None  # device-seconds of its first process
-    later_s: tuple[float, ...] = ()  # device-seconds of each later process
-    label: str = ""
-
-    @property
-    def spent_s(self) -> float:
-        return (self.first_s or 0.0) + sum(self.later_s)
-
-
-def for_caller(m: Measured, s: float) -> float:
-    """Speedup s as the caller's time over their workload, first calls included (the module's formula)."""
-    if m.base_s is None or m.cold_first_s is None:
-        return s
-    return ((m.eager_first_s or 0.0) + m.base_s) / (m.cold_first_s + m.base_s / s)
-
-
-def payoff(m: Measured) -> tuple[float, float, float] | None:
-    """(number, low, high) for the caller; None without a measured speedup."""
-    if m.speedup is None or m.low is None or m.high is None:
-        return None
-    return for_caller(m, m.speedup), for_caller(m, m.low), for_caller(m, m.high)
-
-
-@dataclass(frozen=True)
-class Drop:
-    key: str
-    why: str
-
-
-@dataclass(frozen=True)
-class Step:
-    """A round's decision: the outcome, the leader, who gets one more process, who was dropped now and why."""
-
-    outcome: Outcome
-    leader: str | None
-    more: tuple[str, ...] = ()
-    dropped: tuple[Drop, ...] = ()
-    why: str = ""
-
-    def to_dict(self) -> dict:
-        return {"outcome": self.outcome.value, "leader": self.leader, "more": list(self.more),
-                "dropped": [asdict(d) for d in self.dropped], "why": self.why}
-
-
 def shown(m: Measured) -> str:
     """'1.42x [1.36, 1.48]' for the caller, and what it comes from where first calls count."""
     p = payoff(m)
@@ -238,32 +126,76 @@ def cannot_pay(m: Measured, calls: int | None) -> str:
             f"{p[2]:.2f}x for the caller")
 
 
-def decide(measured: Mapping[str, Measured], out: set[str], search: Search, spent_s: float) -> Step:
-    """The decision after a round: `measured`, every candidate's answer so far; `out`, those dropped before;
-    `spent_s`, the device-seconds the search has spent."""
-    live = {k: m for k, m in measured.items() if k not in out}
+def decide(measured: Mapping[str, Measured], out: Mapping[str, str] | set[str], search: Search,
+           spent_s: float) -> Step:
+    """The decision after a round: `measured`, every candidate so far (those not run yet with started False);
+    `out`, those dropped before (a mapping to their Drop's kind, or a set); `spent_s`, the device-seconds spent."""
+    kinds = dict(out) if isinstance(out, Mapping) else dict.fromkeys(out, "")
+    live = {k: m for k, m in measured.items() if k not in kinds and m.started}
+    waiting = {k: m for k, m in measured.items() if k not in kinds and not m.started}
     dropped: list[Drop] = []
     for k, m in list(live.items()):
         if payoff(m) is None:
             why = f"did not succeed: {m.error}" if m.failed else "no speedup measured"
-            dropped.append(Drop(k, why))
+            dropped.append(Drop(k, why, "failed"))
         elif payoff(m)[2] < 1:
-            dropped.append(Drop(k, cannot_pay(m, search.calls)))
+            pays = m.base_s is not None and m.cold_first_s is not None and (m.high or 0) > 1
+            dropped.append(Drop(k, cannot_pay(m, search.calls), "cannot_pay" if pays else "slower"))
     for d in dropped:
         live.pop(d.key)
+    in_calls = f" in {search.calls:,} calls" if search.calls else ""
+    if waiting and not live and (floor := screen.compile_floor(measured, search)):
+        dropped += [Drop(k, f"not run: {floor}", "unrun") for k in waiting]
+        return Step(Outcome.DONT_COMPILE, None, dropped=tuple(dropped),
+                    why=f"no setting pays off for the caller{in_calls}: {floor}")
+    leader, lead = None, None
+    if live:
+        leader = max(live, key=lambda k: (payoff(live[k])[0], k))
+        lead = payoff(live[leader])
+        for k, m in list(live.items()):
+            if k != leader and payoff(m)[2] < lead[1]:
+                dropped.append(Drop(k, f"below the leader: {shown(m)} against {lead[0]:.2f}x [{lead[1]:.2f}, "
+                                       f"{lead[2]:.2f}]", "below"))
+                live.pop(k)
+    if waiting and live:
+        for d in screen.settled(live, leader, search):
+            dropped.append(d)
+            live.pop(d.key)
+    if waiting:
+        gone = kinds | {d.key: d.kind for d in dropped}
+        for d in screen.cannot_win(measured, waiting, gone, search, lead, live.get(leader)):
+            dropped.append(d)
+            waiting.pop(d.key)
+    if waiting:
+        start = screen.next_stage(measured, waiting, search)
+        cost = screen.first_cost(measured) * len(start)
+        if spent_s + cost <= search.budget_s:
+            return Step(Outcome.CONTINUE, leader, start=start, dropped=tuple(dropped),
+                        why=f"screening: {len(start)} more setting{'s' * (len(start) != 1)}, one process each")
+        stop = f"the budget: {spent_s:,.0f} of {search.budget_s:,} s spent, the next settings would take about " \
+               f"{cost:,.0f} s"
+        dropped += [Drop(k, f"not run: {stop}", "unrun") for k in waiting]
+        if live:
+            return undecided(leader, live, dropped, stop)
     if not live:
         return Step(Outcome.DONT_COMPILE, None, dropped=tuple(dropped),
-                    why="no setting pays off for the caller" + (f" in {search.calls:,} calls" if search.calls else ""))
-    leader = max(live, key=lambda k: (payoff(live[k])[0], k))
-    lead = payoff(live[leader])
-    for k, m in list(live.items()):
-        if k != leader and payoff(m)[2] < lead[1]:
-            dropped.append(Drop(k, f"below the leader: {shown(m)} against {lead[0]:.2f}x [{lead[1]:.2f}, {lead[2]:.2f}]"))
-            live.pop(k)
+                    why=f"no setting pays off for the caller{in_calls}")
+    zone = screen.indifferent(live, leader, search)
+    if zone is not None:
+        leader, gone, zone_why = zone
+        dropped += gone
+        live = {leader: live[leader]}
+        lead = payoff(live[leader])
     if len(live) == 1 and lead[1] > 1:
+        why = "separable from every other setting and from eager at 95%"
         return Step(Outcome.RECOMMEND, leader, dropped=tuple(dropped),
-                    why="separable from every other setting and from eager at 95%")
+                    why=f"{zone_why}; separable from eager at 95%" if zone is not None else why)
     more = tuple(sorted(live, key=lambda k: (k != leader, k)))
+    if len(live) == 1 and (near := plan.futile(lead, live[leader].processes, (1.0, 1.0, 1.0), search.max_processes,
+                                               search.max_processes)):
+        return undecided(leader, live, dropped, f"a race that more processes would not settle: {near[0]:.0%} from "
+                                                f"eager, its interval still about ±{near[1]:.0%} at "
+                                                f"{search.max_processes} processes")
     if any(live[k].processes >= search.max_processes for k in more):
         return undecided(leader, live, dropped, f"{search.max_processes} processes each, the search's limit")
     cost = round_cost(measured, more)
@@ -272,6 +204,8 @@ def decide(measured: Mapping[str, Measured], out: set[str], search: Search, spen
                                                  f"round would take about {cost:,.0f} s")
     why = ("not yet separable from eager" if len(live) == 1
            else f"{len(live)} settings still overlap the leader's interval")
+    if zone is not None:
+        why = f"{zone_why}; {why}"
     return Step(Outcome.CONTINUE, leader, more=more, dropped=tuple(dropped), why=why)
 
 
@@ -306,8 +240,12 @@ def full_sweep_cost(measured: Mapping[str, Measured], processes: int = FULL_PROC
     """What a plain sweep of the same candidates, `processes` each, would have cost: each candidate's first process
     as measured, its later ones as measured where it ran them, else at the search's repeat share."""
     share = repeat_share(measured)
+    firsts = sorted(m.first_s for m in measured.values() if m.first_s)
+    typical = firsts[len(firsts) // 2] if firsts else 0.0  # a candidate not run: a typical first process
     total = 0.0
     for m in measured.values():
+        if not m.started:
+            m = replace(m, first_s=typical)
         later = list(m.later_s[:processes - 1])
         mean = sum(later) / len(later) if later else (m.first_s or 0.0) * share
         total += (m.first_s or 0.0) + sum(later) + mean * (processes - 1 - len(later))

@@ -11,11 +11,12 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from lab import labels, noise, tabular
+from lab import first_call, labels, noise, tabular
 from lab.axes import COMPILE_FIELDS, fold_note, folded_mode
 from lab.break_even import break_even_calls
 from lab.interval import Interval, Prior, Spread, combine, device_prior
 from lab.spreads import Spreads, codes, spreads
+from lab.wording import count
 
 # what makes two jobs the same workload, and the same compiled configuration of it: not the cache (it changes the
 # first call, reported cold and warm apart), nor the timing protocol (a failed job has none)
@@ -36,6 +37,8 @@ class AnswerRow(Mapping):
     speedup: float | None
     speedup_ci_low: float | None
     speedup_ci_high: float | None
+    rerun_low: float | None  # where a re-run (a new sweep of as many processes) should read, 95 times in 100
+    rerun_high: float | None
     eager_ms: float | None
     compiled_ms: float | None
     eager_first_call_s: float | None
@@ -135,7 +138,7 @@ def answer_rows(records: list[dict], priors: Spreads | None = None) -> list[Answ
 NUMBERS = ("speedup", "round_speedup", "round_speedup_se", "eager_ms", "compiled_ms", "eager_first_call_s",
            "compiled_first_call_s", "peak_mem_eager_mb", "peak_mem_compiled_mb", "recompiles", "graph_breaks",
            "max_abs_error", "speedup_spread")
-KINDS = ("cold", "warm", "portable")  # what a compiled first call compiled from (_first_call_kind)
+KINDS = first_call.KINDS  # what a compiled first call compiled from (lab.first_call.kind)
 
 
 class Runs:
@@ -150,8 +153,7 @@ class Runs:
         self.num = {c: np.array(cols[c], dtype=float) for c in NUMBERS}
         self.ok = np.array(_each(lambda s: s == "succeeded", cols["status"]), dtype=bool)
         self.disturbed = np.array(_each(lambda d: noise.is_disturbed({"disturbed": d}), cols["disturbed"]), dtype=bool)
-        self.kind = np.array(_each(lambda *k: KINDS.index(_first_call_kind(*k)), cols["first_call_cache"],
-                                   cols["cache"], cols["graph_cache_hit"]), dtype=np.int8)
+        self.kind = _each(first_call.kind, cols["first_call_cache"], cols["cache"], cols["graph_cache_hit"])
         self.accuracy_none = np.array(_each(lambda a: a is None, cols["accuracy_ok"]), dtype=bool)
         self.accuracy_false = np.array(_each(lambda a: a is False, cols["accuracy_ok"]), dtype=bool)
         self.job_id = np.array(cols["job_id"], dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
@@ -272,7 +274,10 @@ def _row(runs: Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray,
          eager_first_s: float | None, folded: set) -> AnswerRow:
     cols = runs.cols
     ok = idx[runs.ok[idx]]
-    kinds = {kind: runs.median("compiled_first_call_s", ok[runs.kind[ok] == k]) for k, kind in enumerate(KINDS)}
+    ids = ok.tolist()
+    calls = first_call.separate(runs.job_id[ok].tolist(), runs.num["compiled_first_call_s"][ok].tolist(),
+                                [runs.kind[i] for i in ids])
+    kinds = {k: calls[k].seconds if k in calls else None for k in KINDS}
     disturbed = ok[runs.disturbed[ok]]
     accuracy_known = ok[~runs.accuracy_none[ok]]
     eager_ms, compiled_ms = runs.median("eager_ms", quiet), runs.median("compiled_ms", quiet)
@@ -286,7 +291,8 @@ def _row(runs: Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray,
     row = AnswerRow(
         model=model, batch_size=bs, config=config, verdict="",
         speedup=interval and interval.speedup, speedup_ci_low=interval and interval.low,
-        speedup_ci_high=interval and interval.high, eager_ms=eager_ms, compiled_ms=compiled_ms,
+        speedup_ci_high=interval and interval.high, rerun_low=interval and interval.rerun_low,
+        rerun_high=interval and interval.rerun_high, eager_ms=eager_ms, compiled_ms=compiled_ms,
         eager_first_call_s=eager_first_s, first_call_cold_s=kinds["cold"], first_call_warm_s=kinds["warm"],
         first_call_portable_s=kinds["portable"], break_even_calls=paid,
         recompiles=runs.most("recompiles", ok), graph_breaks=runs.most("graph_breaks", ok),
@@ -305,10 +311,10 @@ def _row(runs: Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray,
 
 def verdict(row: AnswerRow, interval: Interval | None = None, round_spread: float | None = None, error: str | None = None,
             device: str | None = None, folded: Iterable[str] = ()) -> str:
-    """The row in words: "1.42x [1.38, 1.46], pays off after 1,900 calls", "not separable from eager: ...",
-    "slower: ..."; a wide interval says how wide and why ("1.30x, but anywhere from 1.10x to 1.50x: the rounds
-    scatter 12%"). `error`: its runs' first error (or status), `device`, `folded`: the modes its runs were stored
-    as and are counted under this one's (lab.axes.fold_note)."""
+    """The row in words: "1.42x [1.38, 1.46], a re-run reads 1.33x to 1.52x; pays off after 1,900 calls", "not
+    separable from eager: ...", "slower: ..."; a wide interval says how wide and why ("1.30x, but anywhere from 1.10x
+    to 1.50x: the rounds scatter 12%"). `error`: its runs' first error (or status), `device`, `folded`: the modes its
+    runs were stored as and are counted under this one's (lab.axes.fold_note)."""
     if row.failed_runs and not (row.runs or row.noisy_runs):
         return f"did not succeed ({row.failed_runs} run{'s' * (row.failed_runs > 1)}): {error}"
     s, lo, hi = row.speedup, row.speedup_ci_low, row.speedup_ci_high
@@ -318,6 +324,8 @@ def verdict(row: AnswerRow, interval: Interval | None = None, round_spread: floa
         shown = f"{s:.2f}x, but anywhere from {lo:.2f}x to {hi:.2f}x: {interval.why_wide(round_spread)}"
     else:
         shown = f"{s:.2f}x [{lo:.2f}, {hi:.2f}]"
+    if row.rerun_low is not None and row.rerun_high is not None:
+        shown += f", a re-run reads {row.rerun_low:.2f}x to {row.rerun_high:.2f}x"
     if lo <= 1 <= hi:
         text = f"not separable from eager: {shown}"
     elif lo > 1:
@@ -331,10 +339,31 @@ def verdict(row: AnswerRow, interval: Interval | None = None, round_spread: floa
     if row.noisy:
         extra += [f"every run was disturbed, so these are their numbers: {row.noise_note}"]
     elif row.noisy_runs:
-        extra += [f"{row.noisy_runs} disturbed run(s) left out"]
+        extra += [f"{count(row.noisy_runs, 'disturbed run')} left out"]
     extra += [f"{row.failed_runs} failed"] if row.failed_runs else []
     extra += [f"{fold_note(m, device)}: its runs are counted here" for m in sorted(folded)]
+    apart = medians_apart(row)
+    if apart:
+        extra += [apart]
     return text + (f" ({'; '.join(extra)})" if extra else "")
+
+
+APART = 1.25  # how far the medians' ratio may lie outside the interval before the row says so
+
+
+def medians_apart(row: AnswerRow) -> str | None:
+    """Where the eager and compiled ms columns (each side's median call over its rounds) read a ratio far outside
+    the speedup's interval (each round's paired ratio, lab.interval), say so: the calls' times differ from round to
+    round (a compiled side that alternates between a fast and a slow graph, say), and the two figures answer different
+    questions. Nothing is hidden: both stay, with why they disagree."""
+    e, c, lo, hi = row.eager_ms, row.compiled_ms, row.speedup_ci_low, row.speedup_ci_high
+    if not (e and c and lo and hi) or e <= 0 or c <= 0:
+        return None
+    ratio = e / c
+    if lo / APART <= ratio <= hi * APART:
+        return None
+    return (f"the median calls read {ratio:.2f}x ({e:.4g} ms eager, {c:.4g} ms compiled): the calls' times change "
+            "from round to round, while the speedup pairs each round's calls; the Repeats tab shows the rounds")
 
 
 def _labels(groups: Iterable[tuple]) -> dict[tuple, str]:
@@ -348,12 +377,3 @@ def _labels(groups: Iterable[tuple]) -> dict[tuple, str]:
         for key, text in zip(keys, labels.labels(configs, CONFIG_KEYS)):
             out[model, key] = text
     return out
-
-
-def _first_call_kind(recorded: str | None, cache: str | None, graph_hit: bool | None) -> str:
-    """What a run's compiled first call compiled from: as recorded (lab.record.first_call_cache), or, for a run
-    stored before that was, from its cache setting; a warm run whose compiled graph missed the cache was cold."""
-    kind = recorded or cache or "cold"
-    if kind != "warm":
-        return "portable" if kind == "portable" else "cold"
-    return "cold" if graph_hit is False else "warm"

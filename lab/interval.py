@@ -15,7 +15,9 @@ the configuration's and the device's, not the sweep's: two processes that happen
 interval of a configuration whose processes have moved 10% before, nor may quiet earlier sweeps narrow a sweep whose
 own processes disagree); the device's other configurations add the process spread they showed, worth `prior_df`
 degrees of freedom (a configuration measured in one process still gets an honest width from it, and says so), and
-Student's t takes both. Scatter widens the interval; it never removes a run. The calibration
+Student's t takes both. Scatter widens the interval; it never removes a run. Beside it, the interval a re-run
+should read in: a new sweep's number, the mean of k fresh processes of its own, differs from this one by
+sqrt(2 var / k), on the same degrees of freedom (a prediction interval). The calibration
 test (tests/unit/test_interval_calibration.py) draws sweeps from known distributions and checks the coverage.
 
 Why not the two-level bootstrap used before: with 3 processes it can draw only 10 distinct sets of them, and its
@@ -160,6 +162,9 @@ class Interval:
     prior_sd: float
     prior_measured: bool  # the prior came (partly) from this device's own repeated configurations
     spread_processes: int = 0  # the processes its spread was judged from, where more than its own (other sweeps')
+    # where a re-run of the configuration (a new sweep of as many processes) should read, 95 times in 100
+    rerun_low: float | None = None
+    rerun_high: float | None = None
 
     @property
     def half_width(self) -> float:
@@ -201,13 +206,20 @@ def combine(centers: Sequence[float], errors: Sequence[float | None], prior: Pri
     if judged >= 2:
         var = ((judged - 1) * seen + prior.df * prior_var) / (judged - 1 + prior.df)
         df = judged - 1 + prior.df
+        if judged > k:
+            # the device's spread widens a configuration it knows little of; it never narrows what the
+            # configuration's own processes over every sweep showed (a bimodal one spreads far past its device)
+            var = max(var, seen)
     else:
         var, df = prior_var, prior.df
     se = math.sqrt(var / k)
     half = t975(df) * se
+    # a re-run's number is the mean of k fresh processes of its own: it differs from this one by var/k + var/k
+    rerun = t975(df) * math.sqrt(2 * var / k)
     center = float(np.mean(m))
     rounds_part = math.sqrt(w / k)
     return Interval(speedup=math.exp(center), low=math.exp(center - half), high=math.exp(center + half),
+                    rerun_low=math.exp(center - rerun), rerun_high=math.exp(center + rerun),
                     processes=k, df=df, rounds_part=rounds_part,
                     process_part=math.sqrt(max(0.0, var - w) / k), prior_sd=prior.sd,
                     prior_measured=prior.measured_df > 0, spread_processes=judged if judged > k else 0)

@@ -3,13 +3,17 @@
 A run answers unless something from outside disturbed its rounds, measured and named (runner.child.disturbance); a
 disturbed run is re-run within the sweep's budget and left out while an undisturbed run of its configuration exists.
 Scatter alone is not a cause: it widens the interval (lab.interval). Every configuration runs in `process_repeats`
-fresh processes; one more where they disagree past DISAGREE. docs/measurement.md says why, with the figures. No torch,
-no SQLAlchemy."""
+fresh processes, more where its earlier processes on this device disagreed (lab.history); one more where they disagree
+past DISAGREE, or past what its earlier processes' spread explains. docs/measurement.md says why, with the figures. No
+torch, no SQLAlchemy."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 from typing import Hashable, Iterable
+
+from lab import history
+from lab.interval import Spread
 
 NOISY_RERUN, PROCESS_REPEAT = "noisy", "process"  # the two kinds of follow-up job
 PENDING = ("queued", "running")  # a job that will measure: it counts as one of the processes
@@ -87,13 +91,16 @@ def disagreement(runs: list[Run]) -> float | None:
     return max(centers) / min(centers) - 1
 
 
-def disagree_because(processes: int, apart: float) -> str:
-    return (f"its {processes} processes disagree by {apart:.0%}, more than the {DISAGREE:.0%} fresh processes "
-            "usually differ by: one more process tells which of them is the odd one")
+def disagree_because(processes: int, apart: float, past: Spread | None = None) -> str:
+    usual = (f"the {history.expected_apart(processes, past):.0%} its {past.processes} earlier processes on this "
+             "device explain" if past is not None and history.expected_apart(processes, past) > DISAGREE
+             else f"the {DISAGREE:.0%} fresh processes usually differ by")
+    return (f"its {processes} processes disagree by {apart:.0%}, more than {usual}: one more process tells which of "
+            "them is the odd one")
 
 
 def plan_follow_ups(disturbed: bool, cause: str | None, reruns: int, process_repeats: int, runs: list[Run],
-                    room: int) -> list[FollowUp]:
+                    room: int, past: Spread | None = None) -> list[FollowUp]:
     """The follow-ups a succeeded run calls for. `runs`: every job of its configuration in its sweep, this one
     included; `room`: how many more jobs the sweep may hold.
     Until `process_repeats` runs of the configuration are pending or succeeded undisturbed, a disturbed run gets one
@@ -101,16 +108,21 @@ def plan_follow_ups(disturbed: bool, cause: str | None, reruns: int, process_rep
     rest are process repeats. A disturbed run whose budget is spent calls for nothing: repeats never stand in for
     re-runs. When the last of them ends and the processes disagree past DISAGREE, one more process (EXTRA_PROCESSES:
     a sweep of one process per configuration asked for no spread, and gets none); that one, disturbed, is re-run
-    too (within the budget) while the undisturbed ones still disagree: the disagreement it was there to settle stands."""
+    too (within the budget) while the undisturbed ones still disagree: the disagreement it was there to settle stands.
+    `past`: the configuration's earlier processes on this device and torch (lab.history.past_spread), None where
+    too few: where they disagreed, more processes are planned (lab.history.planned), and today's processes call for
+    one more only where they lie further apart than that spread explains (lab.history.expected_apart)."""
+    want = history.planned(process_repeats, past)
     have = sum(r.pending or r.answers for r in runs)
-    missing = max(0, process_repeats - have)
+    missing = max(0, want - have)
     out = []
     apart = disagreement(runs)
-    extra_wanted = (not missing and process_repeats >= 2 and have < process_repeats + EXTRA_PROCESSES
-                    and not any(r.pending for r in runs) and apart is not None and apart > DISAGREE)
+    extra_wanted = (not missing and process_repeats >= 2 and have < want + EXTRA_PROCESSES
+                    and not any(r.pending for r in runs) and apart is not None
+                    and apart > max(DISAGREE, history.expected_apart(have, past)))
     if extra_wanted and not disturbed:
         made = sum(r.follow_up == PROCESS_REPEAT for r in runs)
-        return [FollowUp(PROCESS_REPEAT, made + 1, made + 1, disagree_because(have, apart))][:max(0, room)]
+        return [FollowUp(PROCESS_REPEAT, made + 1, made + 1, disagree_because(have, apart, past))][:max(0, room)]
     if disturbed:
         done = sum(r.follow_up == NOISY_RERUN for r in runs)
         if done >= reruns or not (missing or extra_wanted):
@@ -120,8 +132,9 @@ def plan_follow_ups(disturbed: bool, cause: str | None, reruns: int, process_rep
         out.append(FollowUp(NOISY_RERUN, done + 1, reruns, cause or "disturbed"))
         missing -= 1
     made = sum(r.follow_up == PROCESS_REPEAT for r in runs)
-    out += [FollowUp(PROCESS_REPEAT, made + i + 1, made + missing, repeats_because(process_repeats))
-            for i in range(missing)]
+    because = (repeats_because(process_repeats) if want == process_repeats or past is None
+               else history.planned_because(process_repeats, want, past))
+    out += [FollowUp(PROCESS_REPEAT, made + i + 1, made + missing, because) for i in range(missing)]
     return out[:max(0, room)]
 
 

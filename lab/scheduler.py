@@ -5,6 +5,7 @@ named on the lab job it was running ("the worker's Slurm job 812_3 hit its time 
 the worker, the CLI and the dashboard all say it the same way."""
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Mapping, NamedTuple
 
 SLURM, KUBERNETES = "slurm", "kubernetes"
@@ -111,3 +112,28 @@ def pending_line(jobs: list[Mapping]) -> str:
         reasons[j.get("reason") or "None"] = reasons.get(j.get("reason") or "None", 0) + 1
     said = ", ".join(f"{r}: {n}" if len(reasons) > 1 else r for r, n in sorted(reasons.items(), key=lambda x: -x[1]))
     return f"{len(jobs)} {'/'.join(kinds)} job{'s' if len(jobs) > 1 else ''} pending ({said})"
+
+
+def utc_text(when) -> str:
+    """A time as "2026-11-28 17:05:00 UTC": a datetime (naive ones are the database's UTC) or an ISO string with its
+    offset (the launcher stores Slurm's local submit time with one). Anything else is shown as it is."""
+    if isinstance(when, str):
+        try:
+            when = datetime.fromisoformat(when)
+        except ValueError:
+            return when
+    if not isinstance(when, datetime):
+        return "" if when is None else str(when)
+    if when.tzinfo is not None:
+        when = when.astimezone(timezone.utc)
+    return f"{when:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def local_to_utc(text: str) -> str:
+    """Slurm's times (squeue %V) are the cluster's local time without an offset: as UTC ISO text, read where the
+    launcher runs (a login node keeps the cluster's time zone); "N/A" and the like stay as they are."""
+    try:
+        naive = datetime.fromisoformat(text)
+    except ValueError:
+        return text
+    return naive.astimezone(timezone.utc).isoformat() if naive.tzinfo is None else naive.isoformat()

@@ -2,6 +2,8 @@
 goes, GPU time inside latency, and the spread of repeated runs."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -9,7 +11,6 @@ from plotly.subplots import make_subplots
 
 from dashboard.charts.styling import (
     FAIL_COLOR,
-    NOISY_EDGE,
     NOISY_GREY,
     NOISY_LEGEND,
     NOISY_MARKER,
@@ -103,26 +104,28 @@ def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") ->
     placed["mfu_text"] = ("<br>MFU " + placed["mfu"].map("{:.1%}".format)).where(placed["mfu"].notna(), "")
     only = placed["only_noisy"].eq(True) if "only_noisy" in placed else pd.Series(False, index=placed.index)
     placed["noisy_text"] = (" · ⚠ " + placed["noisy_runs"].astype(int).astype(str) + " disturbed, left out").where(
-        placed["noisy_runs"] > 0, "").where(~only, f"<br>{NOISY}: every run disturbed, greyed")
+        placed["noisy_runs"] > 0, "").where(~only, f"<br>{NOISY}: every run disturbed, so these are their numbers")
     palette = colors(as_text(placed[color_by]))
     names = sorted(placed["device_name"].dropna().unique())
     symbol = {d: DEVICE_SYMBOLS[i % len(DEVICE_SYMBOLS)] if len(names) > 1 else "circle" for i, d in enumerate(names)}
     hover = ("<b>%{customdata[0]}</b><br>%{x:,.3~r} FLOP/byte · %{y:,.3~r} TFLOP/s · %{customdata[1]:,.0f} GB/s"
-             "<br>%{customdata[2]}%{customdata[3]}<br>compiled %{customdata[4]:.4g} ms · %{customdata[5]} run(s)"
+             "<br>%{customdata[2]}%{customdata[3]}<br>compiled %{customdata[4]:.4g} ms · runs: %{customdata[5]}"
              "%{customdata[6]}<extra></extra>")
     for key, sub in placed.groupby(as_text(placed[color_by]), sort=True):
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=key, legendgroup=key,  # its legend entry
                                  marker=dict(size=11, color=palette[key])))
         for (device, noisy, grey), part in sub.groupby([sub["device_name"], sub["noisy_runs"] > 0, only[sub.index]],
                                                        sort=True):
-            colour = NOISY_GREY if grey else palette[key]  # noisy runs only: greyed, as on every plot
+            colour, hollow = palette[key], bool(noisy or grey)  # disturbed: its own colour, hollow, as on every plot
             fig.add_trace(go.Scatter(
                 x=part["ai"], y=part["achieved_tflops"], mode="markers", name=key, legendgroup=key, showlegend=False,
-                marker=dict(size=11, color=colour, symbol=symbol[device] + ("-open" if noisy and not grey else ""),
-                            line=dict(width=2 if noisy else 0.5, color=NOISY_EDGE if grey else colour if noisy
-                                      else "white")),
+                marker=dict(size=11, color=colour, symbol=symbol[device] + ("-open" if hollow else ""),
+                            line=dict(width=2 if hollow else 0.5, color=colour if hollow else "white")),
                 customdata=part[["label", "achieved_gbps", "where", "mfu_text", "compiled_ms", "runs", "noisy_text"]],
                 hovertemplate=hover))
+            if grey:  # every run disturbed: ringed, the answer's numbers all the same
+                fig.add_trace(go.Scatter(x=part["ai"], y=part["achieved_tflops"], mode="markers", showlegend=False,
+                                         marker=NOISY_MARKER, hoverinfo="skip", legendgroup=key))
     for device in names if len(names) > 1 else []:
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{symbol[device]}: {device}",
                                  marker=dict(size=11, symbol=symbol[device], color="#555")))
@@ -131,7 +134,8 @@ def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") ->
                                  marker=dict(size=11, symbol="circle-open", color="#555", line=dict(width=2))))
     if only.any():
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=NOISY_LEGEND, marker=NOISY_MARKER))
-    fig.update_xaxes(type="log", dtick=1, title="arithmetic intensity (FLOPs / minimum bytes per call)")
+    fig.update_xaxes(type="log", dtick=1, title="arithmetic intensity (FLOPs / minimum bytes per call)",
+                     range=log_range(pd.concat([placed["ai"], lines["ai"]])))
     fig.update_layout(hoverlabel=dict(bgcolor="white", font=dict(color="#222"), align="left"))
     ys = pd.concat([placed["achieved_tflops"], lines["tflops"]])
     ys = ys[ys > 0]
@@ -139,7 +143,20 @@ def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") ->
         log_y(fig, "achieved TFLOP/s (compiled call)")
     else:  # within two decades, decade ticks alone leave the axis nearly bare
         fig.update_yaxes(type="log", title="achieved TFLOP/s (compiled call)")
+    fig.update_yaxes(range=log_range(ys))
     return layout(fig, "Roofline: the compiled call against the device's measured ceilings", height=460)
+
+
+def log_range(values: pd.Series, pad: float = 0.25) -> list[float] | None:
+    """A log axis's range (in decades) holding every value with a quarter decade to spare: plotly's own autorange
+    put a ceiling line on the frame and markers half outside it."""
+    v = values[values > 0].dropna()
+    if v.empty:
+        return None
+    lo, hi = math.log10(v.min()), math.log10(v.max())
+    return [lo - pad, hi + pad]
+
+
 
 
 def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame, noisy: set = frozenset()) -> go.Figure:
@@ -156,7 +173,7 @@ def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame, noisy: set = froz
     last = comp.groupby("series").cumcount(ascending=False) == 0
     comp["end_text"] = comp["total"].map(seconds_text).where(last, "")
     hover = ("<b>%{y}</b><br>%{fullData.name}: %{x:.3g} s (%{customdata[0]:.0%} of the first call, "
-             "%{customdata[1]:.3g} s)<br>job #%{customdata[2]} (median of %{customdata[3]} run(s)); "
+             "%{customdata[1]:.3g} s)<br>job #%{customdata[2]} (median, runs: %{customdata[3]}); "
              "%{customdata[4]} cache %{customdata[5]}<extra></extra>")
     for part in list(PART_COLORS) + sorted(set(comp["part"]) - set(PART_COLORS)):
         sub = comp[comp["part"] == part]
@@ -176,7 +193,7 @@ def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame, noisy: set = froz
             y=eager["series"], x=eager["seconds"], orientation="h", name="eager first call", offsetgroup="eager",
             marker_color=PART_COLORS["eager first call"], text="eager " + eager["seconds"].map(seconds_text),
             textposition="outside", cliponaxis=False, customdata=eager[["runs"]],
-            hovertemplate="<b>%{y}</b><br>eager first call %{x:.3g} s (median of %{customdata[0]} run(s))"
+            hovertemplate="<b>%{y}</b><br>eager first call %{x:.3g} s (median, runs: %{customdata[0]})"
                           "<extra></extra>"))
     if (comp["cache"] == "warm").any():
         fig.add_trace(go.Bar(x=[None], y=[None], name="hatched: warm compile cache", orientation="h",
@@ -200,7 +217,7 @@ def gpu_in_latency(frame: pd.DataFrame, fails: pd.DataFrame, cats: list[str]) ->
     fig = go.Figure()
     hover = ("<b>%{y}</b> · %{fullData.name}<br>GPU time %{customdata[0]:.4g} ms · latency %{customdata[1]:.4g} ms"
              "<br>host adds %{customdata[2]:.4g} ms: the GPU idles %{customdata[3]:.0%} of the call"
-             "<br>median of %{customdata[4]} run(s)<extra></extra>")
+             "<br>median, runs: %{customdata[4]}<extra></extra>")
     # latency first, so each GPU-time bar is drawn on top of its latency bar
     for what in sorted(HOST_COLORS, key=lambda w: not w.endswith("latency")):
         sub, color = frame[frame["what"] == what], HOST_COLORS[what]

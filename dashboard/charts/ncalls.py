@@ -9,6 +9,8 @@ import plotly.graph_objects as go
 
 from dashboard.data.plot_data import NOISY
 from dashboard.markup import md, plot
+from lab import noise
+from lab.wording import count
 
 EAGER = "eager"
 LOWEST_COLOR, OTHER_COLOR, EAGER_COLOR, NOISY_COLOR = "#0b6e4f", "#8aa1b1", "#222222", "#b0b0b0"
@@ -17,30 +19,37 @@ LOWEST_COLOR, OTHER_COLOR, EAGER_COLOR, NOISY_COLOR = "#0b6e4f", "#8aa1b1", "#22
 def lines(rows: list[dict]) -> list[dict]:
     """One line per configuration with a latency and a first call (`first_s` + `ms` per call), and eager's (its
     first call and the median latency of the jobs' own eager rounds). A row whose every run was disturbed is a line
-    marked `noisy`, which `answering` leaves out of the lowest line, the crossovers and the recommendation."""
-    out, eager_ms, eager_first = [], [], None
+    marked `noisy`, which `answering` leaves out of the lowest line, the crossovers and the recommendation while a
+    configuration not disturbed in every run is there."""
+    out, drawn = [], []
     for r in rows:
         first = r["first_call_cold_s"] if r["first_call_cold_s"] is not None else r["first_call_warm_s"]
         if r["speedup"] is None or r["compiled_ms"] is None or first is None:
             continue
+        drawn.append(r)
         if r.get("noisy"):
             out.append({"name": r["config"], "first_s": first, "ms": r["compiled_ms"], "noisy": True,
                         "why": r["noise_note"] or "disturbed", "runs": r["runs"]})
             continue
         out.append({"name": r["config"], "first_s": first, "ms": r["compiled_ms"]})
-        eager_ms.append(r["eager_ms"])
-        eager_first = r["eager_first_call_s"] if eager_first is None else eager_first
-    if not answering(out):
-        return []  # nothing answers at this batch size: no chart to draw noisy lines on
-    if eager_first is not None:
+    if not out:
+        return []
+    # eager as the rows that count have it (lab.noise.answering: the undisturbed ones, or all where none is)
+    counted = [r for r, c in zip(drawn, noise.answering(bool(r.get("noisy")) for r in drawn)) if c]
+    eager_ms = [r["eager_ms"] for r in counted if r["eager_ms"] is not None]
+    eager_first = next((r["eager_first_call_s"] for r in counted if r["eager_first_call_s"] is not None), None)
+    if eager_first is not None and eager_ms:
         eager_ms.sort()
         out.insert(0, {"name": EAGER, "first_s": eager_first, "ms": eager_ms[len(eager_ms) // 2]})
     return out
 
 
 def answering(ls: list[dict]) -> list[dict]:
-    """The lines that may be the lowest or the recommendation: all but those with noisy runs only."""
-    return [ln for ln in ls if not ln.get("noisy")]
+    """The lines that may be the lowest or the recommendation, as lab.noise.answering counts runs: eager and every
+    configuration not disturbed in every run; where every configuration was, all of them (the answer speaks)."""
+    compiled = [ln for ln in ls if ln["name"] != EAGER]
+    counts = dict(zip(map(id, compiled), noise.answering(bool(ln.get("noisy")) for ln in compiled)))
+    return [ln for ln in ls if ln["name"] == EAGER or counts[id(ln)]]
 
 
 def noisy_note(ls: list[dict]) -> str:
@@ -48,6 +57,11 @@ def noisy_note(ls: list[dict]) -> str:
     noisy = [ln for ln in ls if ln.get("noisy")]
     if not noisy:
         return ""
+    if all(ln in answering(ls) for ln in noisy):  # every configuration was disturbed: they answer, marked
+        return (f"{NOISY}, dotted grey: every run of every configuration here was disturbed, so the lowest line and "
+                "the recommendation are their numbers: "
+                + "; ".join(f"{ln['name']} ({ln['why']})" for ln in noisy)
+                + ". Re-run them when nothing else runs on the machine.")
     return (f"{NOISY}, dotted grey and never recommended (every run was disturbed): "
             + "; ".join(f"{ln['name']} (all {ln['runs']} run{'s' * (ln['runs'] != 1)}: {ln['why']})" for ln in noisy)
             + ". Re-run it when nothing else runs on the machine.")
@@ -113,21 +127,21 @@ def figure(ls: list[dict], batch_size, n_mark: int | None = None) -> go.Figure:
     n_max = span(ls)
     if n_mark:  # the N typed is on the chart, with a decade beyond it
         n_max = max(n_max, 10 ** (math.floor(math.log10(n_mark)) + 1))
-    xs = [10 ** (k / 20) for k in range(0, int(math.log10(n_max) * 20) + 1)]
+    xs = _short([10 ** (k / 20) for k in range(0, int(math.log10(n_max) * 20) + 1)], 3)
     fig = go.Figure()
     for ln in ls:
         eager, noisy = ln["name"] == EAGER, bool(ln.get("noisy"))
         name = f"{NOISY} · {plot(ln['name'])}" if noisy else plot(ln["name"])
-        why = f"<br>no answer: all {ln['runs']} run(s) noisy ({plot(ln['why'])})" if noisy else ""
-        fig.add_scatter(x=xs, y=[total_s(ln, n) for n in xs], mode="lines", name=name,
+        why = f"<br>all {count(int(ln['runs']), 'run')} disturbed ({plot(ln['why'])})" if noisy else ""
+        fig.add_scatter(x=xs, y=_short(total_s(ln, n) for n in xs), mode="lines", name=name,
                         showlegend=eager, legendgroup=None if eager else "noisy" if noisy else "others",
                         line=dict(color=EAGER_COLOR if eager else NOISY_COLOR if noisy else OTHER_COLOR, width=1.5,
                                   dash="dash" if eager else "dot" if noisy else None),
                         hovertemplate=f"<b>{name}</b><br>%{{x:,.0f}} calls: %{{y:.3g}} s{why}<extra></extra>")
     segments = lowest(answering(ls), n_max)
     for ln, a, b in segments:
-        seg_x = [a] + [x for x in xs if a < x < b] + [b]
-        fig.add_scatter(x=seg_x, y=[total_s(ln, n) for n in seg_x], mode="lines", name="lowest: " + plot(ln["name"]),
+        seg_x = _short([a] + [x for x in xs if a < x < b] + [b])
+        fig.add_scatter(x=seg_x, y=_short(total_s(ln, n) for n in seg_x), mode="lines", name="lowest: " + plot(ln["name"]),
                         legendgroup="lowest", showlegend=False, line=dict(color=LOWEST_COLOR, width=5),
                         hovertemplate=f"<b>lowest: {plot(ln['name'])}</b><br>%{{x:,.0f}} calls: %{{y:.3g}} s"
                                       "<extra></extra>")
@@ -146,7 +160,10 @@ def figure(ls: list[dict], batch_size, n_mark: int | None = None) -> go.Figure:
     fig.add_scatter(x=[None], y=[None], mode="lines", name="lowest total at each N (labels: where it changes hands)",
                     legendgroup="lowest", line=dict(color=LOWEST_COLOR, width=5))
     if any(ln.get("noisy") for ln in ls):
-        fig.add_scatter(x=[None], y=[None], mode="lines", name=f"{NOISY} runs only: no answer, never the lowest",
+        every = all(ln.get("noisy") for ln in ls if ln["name"] != EAGER)  # then they answer (answering)
+        fig.add_scatter(x=[None], y=[None], mode="lines", name=f"{NOISY}: every run disturbed" + (
+                            " (every configuration here: the answer is theirs)" if every else
+                            " (no answer, never the lowest)"),
                         legendgroup="noisy", line=dict(color=NOISY_COLOR, width=1.5, dash="dot"))
     if n_mark:
         fig.add_vline(x=n_mark, line=dict(color="#c44", dash="dot", width=1))
@@ -155,6 +172,12 @@ def figure(ls: list[dict], batch_size, n_mark: int | None = None) -> go.Figure:
     fig.update_layout(title=f"What to use for N calls · bs {batch_size}", height=460, margin=dict(t=50, b=10),
                       legend=dict(orientation="h", yanchor="top", y=-0.18, xanchor="left", x=0))
     return fig
+
+
+def _short(values, digits: int = 4) -> list[float]:
+    """Plotted numbers to a few significant digits: the chart's JSON is sent before it is drawn, and 17-digit floats
+    made it twice the size (the hover reads 3 digits; a log axis shows fewer)."""
+    return [float(f"{v:.{digits}g}") for v in values]
 
 
 def _s(seconds: float) -> str:

@@ -18,6 +18,7 @@ from dashboard.charts.styling import (
     add_notes,
     colors,
     grey_rows,
+    hollow_points,
     layout,
     log_y,
     mark_failures_on_x,
@@ -32,26 +33,30 @@ from dashboard.charts.styling import (
 )
 from dashboard.data import plot_data
 from dashboard.markup import plot
+from lab import noise
 
-CALLS = {"eager_first_call_s": "eager first call", "compiled_first_call_s": "compiled first call (compile + run)",
+CALLS = {"eager_first_call_s": "eager first call",
+         "first_call_cold_s": "compiled first call: cold (an empty cache)",
+         "first_call_warm_s": "compiled first call: warm (a cache that held it)",
+         "first_call_portable_s": "compiled first call: portable (a colleague's bundle)",
          "compiled_second_call_s": "compiled second call"}
-
-
-CALL_COLORS = {"eager first call": "#7f7f7f", "compiled first call (compile + run)": "#ff7f0e",
-               "compiled second call": "#1f77b4"}
+CALL_COLORS = dict(zip(CALLS.values(), ("#7f7f7f", "#d62728", "#ff7f0e", "#2ca02c", "#1f77b4")))
 
 
 def warmup(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
-    """Seed 001/004: what the first calls cost: eager first call vs compiled first call (compile + run)
-    vs compiled second call, per series (cold vs warm cache when both are in view). Horizontal bars, one row
-    per series with its label on the y axis (readable at a dozen series), each bar's value at its end."""
-    long = agg.melt(id_vars=["series", "runs"], value_vars=list(CALLS), var_name="call", value_name="seconds")
-    long["call"] = long["call"].map(CALLS)
-    long = long.dropna(subset=["seconds"])
+    """Seed 001/004: what the first calls cost: eager first call, the compiled first call (compile + run) cold,
+    warm and portable apart as the answer table counts them (plot_data.first_calls: lab.first_call), and the
+    compiled second call, per series. Horizontal bars, one row per series with its label on the y axis (readable
+    at a dozen series), each bar's value at its end, its runs in the hover."""
+    present = [c for c in CALLS if c in agg]
+    runs = {"first_call_cold_s": "cold_runs", "first_call_warm_s": "warm_runs", "first_call_portable_s": "portable_runs"}
+    long = pd.concat([agg[["series"]].assign(call=CALLS[c], seconds=agg[c],
+                                             n=agg[runs[c]] if runs.get(c) in agg else agg["runs"]) for c in present],
+                     ignore_index=True).dropna(subset=["seconds"])
     long["text"] = long["seconds"].map(seconds_text)
     fig = px.bar(long, y="series", x="seconds", color="call", barmode="group", orientation="h", text="text",
-                 color_discrete_map=CALL_COLORS, category_orders={"call": list(CALLS.values())},
-                 hover_data={"runs": True, "text": False}, labels={"series": "", "call": ""})
+                 color_discrete_map=CALL_COLORS, category_orders={"call": [CALLS[c] for c in present]},
+                 hover_data={"n": True, "text": False}, labels={"series": "", "call": "", "n": "runs"})
     fig.update_traces(textposition="outside", cliponaxis=False, textfont=dict(size=10))
     cats = series_rows(fig, agg, fails)
     values = long["seconds"][long["seconds"] > 0]
@@ -61,7 +66,7 @@ def warmup(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
     fig.update_layout(bargap=0.25, bargroupgap=0.05)
     mark_failures_on_y(fig, fails, "series")
     grey_rows(fig, plot_data.noisy_series(agg))
-    return rows_layout(fig, "Warmup cost: first calls (log scale)", len(cats), bars=3)
+    return rows_layout(fig, "Warmup cost: first calls (log scale)", len(cats), bars=max(3, long["call"].nunique()))
 
 
 def _band(fig: go.Figure, sub: pd.DataFrame, lo: str, hi: str, color: str, group: str) -> None:
@@ -76,11 +81,14 @@ def _band(fig: go.Figure, sub: pd.DataFrame, lo: str, hi: str, color: str, group
 def latency(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> go.Figure:
     """Steady-state ms per call vs batch size in one clock (plot_data.on_clock; latency by default, with
     p10–p90 bands): eager and compiled (each job measures its own eager baseline; the eager line is the
-    median over the configs). A configuration disturbed in every run is no line: its points are grey, marked."""
+    median over the configs). A configuration disturbed in every run is drawn as the answer counts it: its own line,
+    its points hollow and ringed."""
     fig = go.Figure()
     noisy = plot_data.only_noisy(agg)
-    comp = agg[~noisy]
-    eager = comp.groupby(["baseline", "batch_size"], as_index=False)[
+    comp = agg  # a configuration disturbed in every run answers with their numbers: on its line, hollow
+    # eager: the rows that count at each batch size (lab.noise: the undisturbed ones, or all where none is)
+    counted = comp[np.array(noise.counting(noisy.tolist(), zip(comp["baseline"], comp["batch_size"])), dtype=bool)]
+    eager = counted.groupby(["baseline", "batch_size"], as_index=False)[
         ["eager_ms", "eager_p10_ms", "eager_p90_ms", "runs"]].agg(
         {"eager_ms": "median", "eager_p10_ms": "median", "eager_p90_ms": "median", "runs": "sum"})
     series = [(f"{b}", sub, "eager_ms", "eager_p10_ms", "eager_p90_ms", "dash") for b, sub in eager.groupby("baseline")]
@@ -102,8 +110,9 @@ def latency(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> g
                          thickness=1, width=4),
             customdata=sub[[lo, hi, "runs"]],
             hovertemplate=f"<b>{name}</b><br>batch %{{x}}: %{{y:.4g}} ms<br>p10 %{{customdata[0]:.4g}} – "
-                          "p90 %{customdata[1]:.4g} ms<br>%{customdata[2]} run(s)<extra></extra>"))
+                          "p90 %{customdata[1]:.4g} ms<br>runs: %{customdata[2]}<extra></extra>"))
     values_on_points(fig, "%.3g")
+    hollow_points(fig, agg)
     x_batches(fig, agg, fails)
     only = agg[noisy].dropna(subset=["compiled_ms"])
     if "noise_note" not in only:
@@ -111,7 +120,8 @@ def latency(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> g
     ring(fig, only.assign(noise_note=only["noise_note"].fillna("").map(wrap), name=only["config"].map(plot)),
           "batch_size", "compiled_ms", "only-noisy", NOISY_LEGEND, NOISY_MARKER, ["name", "eager_ms", "runs", "noise_note"],
           f"<b>{plot_data.NOISY} · %{{customdata[0]}}</b><br>batch %{{x}}: compiled %{{y:.4g}} ms, eager "
-          "%{customdata[1]:.4g} ms<br>all %{customdata[2]} run(s) noisy: left out of the answer<br>%{customdata[3]}"
+          "%{customdata[1]:.4g} ms<br>every run disturbed (runs: %{customdata[2]}): the answer's numbers, marked<br>"
+          "%{customdata[3]}"
           "<extra></extra>")
     # the p10-p90 whiskers count: one noisy run's p90 at 100x its median would press every median flat
     values = pd.concat([agg[c] for c in ("eager_ms", "compiled_ms", "eager_p10_ms", "eager_p90_ms", "compiled_p10_ms",
@@ -130,8 +140,8 @@ CLOCK_WORDS = {"latency": "latency", "throughput": "throughput", "gpu": "GPU tim
 def speedup(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> go.Figure:
     """Seed 004: speedup (eager_ms / compiled_ms) vs batch size, in one clock (plot_data.on_clock; latency, what
     a caller waits for, by default); above the 1.0× line compile wins."""
-    # a configuration disturbed in every run is no line: mark_noisy draws its points greyed
-    fig = px.line(agg[~plot_data.only_noisy(agg)].dropna(subset=["speedup"]), x="batch_size", y="speedup", color="config",
+    # a configuration disturbed in every run answers with their numbers: its own line, hollow (mark_noisy rings them)
+    fig = px.line(agg.dropna(subset=["speedup"]), x="batch_size", y="speedup", color="config",
                   markers=True,
                   color_discrete_map=colors(agg["config"]), hover_data={"runs": True, "eager_ms": ":.4g",
                                                                         "compiled_ms": ":.4g"},
@@ -139,6 +149,7 @@ def speedup(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> g
     # each point's value beside it, while they are few enough to be read (the answer table has them all)
     fig.update_traces(marker=dict(size=9), textposition="middle right", textfont=dict(size=10))
     values_on_points(fig, "%.2f×")
+    hollow_points(fig, agg)
     fig.add_hline(y=1.0, line=dict(color="#444", dash="dot"), annotation_text="1.0× (no gain)",
                   annotation_position="bottom right")
     x_batches(fig, agg, fails)
@@ -158,7 +169,7 @@ def break_even(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure | None:
         return None
     noisy = plot_data.only_noisy(agg)
     view = agg.assign(text=agg["break_even_calls"].map(lambda n: f"{n:,.0f} calls", na_action="ignore"))
-    view["text"] = view["text"].where(~noisy, view["text"] + f" · {plot_data.NOISY}: every run disturbed")
+    view["text"] = view["text"].where(~noisy, view["text"] + f" · {plot_data.NOISY}")  # the label and legend say why
     paid = view.dropna(subset=["break_even_calls"])
     fig = px.bar(paid, y="series", x="break_even_calls", orientation="h", color="config",
                  color_discrete_map=colors(agg["config"]), text="text",
@@ -181,12 +192,14 @@ def break_even(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure | None:
 
 
 def break_even_note(agg: pd.DataFrame) -> str:
-    """Why the break-even chart is not drawn, in one line; "" when it is. Judged on the configurations that answer:
-    one disturbed in every run says nothing either way (the line counts them)."""
+    """Why the break-even chart is not drawn, in one line; "" when it is. Judged on the configurations that answer
+    (lab.noise.answering over them): one disturbed in every run beside undisturbed ones is not counted (the line
+    counts them); where every one was disturbed, they all are."""
     noisy = plot_data.only_noisy(agg)
-    measured = agg[~noisy].dropna(subset=["speedup"])
+    counts = np.array(noise.answering(noisy.tolist()), dtype=bool)  # every configuration disturbed: all answer
+    measured = agg[counts].dropna(subset=["speedup"])
     paid = measured.dropna(subset=["break_even_calls"])
-    left_out = int(noisy.sum())
+    left_out = int((noisy.to_numpy() & ~counts).sum())
     aside = (f" {left_out} configuration{'s' * (left_out != 1)} disturbed in every run "
              f"{'are' if left_out != 1 else 'is'} not counted.") if left_out else ""
     if measured.empty:
@@ -215,27 +228,27 @@ def mark_noisy(fig: go.Figure, agg: pd.DataFrame, x: str = "batch_size", y: str 
           "⚠ disturbed run left out (a measured cause)",
           dict(size=20, symbol="circle-open", color=NOISY_COLOR, line=dict(width=2.5)),
           ["config", "noisy_runs", "runs", "max_spread", "noise_note"],
-          "<b>⚠ %{customdata[0]}</b><br>%{customdata[1]} disturbed run(s), left out of this point beside "
-          "%{customdata[2]} undisturbed one(s)<br>%{customdata[4]}<extra></extra>")
-    if "only_noisy" in agg:  # every run disturbed: the point is theirs, greyed, and out of the header
+          "<b>⚠ %{customdata[0]}</b><br>disturbed runs left out of this point: %{customdata[1]}; "
+          "undisturbed runs in it: %{customdata[2]}<br>%{customdata[4]}<extra></extra>")
+    if "only_noisy" in agg:  # every run disturbed: the point is theirs, as the answer's, ringed
         only = noisy[noisy["only_noisy"].eq(True)]
         ring(fig, only.assign(noise_note=only["noise_note"].fillna("").map(wrap), name=only["config"].map(plot)),
               x, y, "only-noisy", NOISY_LEGEND, NOISY_MARKER, ["name", "noise_note", "runs"],
-              f"<b>{plot_data.NOISY} · %{{customdata[0]}}</b><br>%{{y:.3g}}: all %{{customdata[2]}} run(s) disturbed, "
-              "re-runs included: their numbers, out of the header<br>%{customdata[1]}<extra></extra>")
+              f"<b>{plot_data.NOISY} · %{{customdata[0]}}</b><br>%{{y:.3g}}: every run disturbed (runs: %{{customdata[2]}}), "
+              "re-runs included: the answer's numbers, marked<br>%{customdata[1]}<extra></extra>")
     if "recompiled_runs" in agg:
         ring(fig, agg[agg["recompiled_runs"].fillna(0) > 0].dropna(subset=[y]), x, y, "recompiled",
               "↻ recompiled while timed (those calls dropped)",
               dict(size=26, symbol="square-open", color=RECOMPILED_COLOR, line=dict(width=2)),
               ["config", "recompiled_runs", "runs", "dropped_calls"],
-              "<b>↻ %{customdata[0]}</b><br>%{customdata[1]} of %{customdata[2]} run(s) recompiled inside the timed "
-              "rounds; %{customdata[3]:.0f} timed call(s) dropped from the samples<extra></extra>")
+              "<b>↻ %{customdata[0]}</b><br>runs that recompiled inside the timed rounds: %{customdata[1]} of "
+              "%{customdata[2]}; timed calls dropped from the samples: %{customdata[3]:.0f}<extra></extra>")
     if "host_bound_runs" in agg:
         bound = agg[agg["host_bound_runs"].fillna(0) > 0].dropna(subset=[y])
         ring(fig, bound.assign(host_note=bound["host_note"].fillna("").map(wrap)), x, y, "host-bound",
               "◇ host-bound (the GPU idles half of a call or more)",
               dict(size=23, symbol="diamond-open", color=HOST_BOUND_COLOR, line=dict(width=2)),
               ["config", "host_bound_runs", "runs", "host_note"],
-              "<b>◇ %{customdata[0]}</b><br>%{customdata[1]} of %{customdata[2]} run(s) host-bound: "
+              "<b>◇ %{customdata[0]}</b><br>host-bound runs: %{customdata[1]} of %{customdata[2]}: "
               "%{customdata[3]}<extra></extra>")
     return fig

@@ -151,18 +151,39 @@ def values_on_points(fig: go.Figure, fmt: str, room: float = 0.08) -> None:
 
 
 NOISY_COLOR = "#ff7f0e"
-# a configuration whose runs were all noisy (plot_data.only_noisy) is drawn in these greys on every plot, marked NOISY
+# a configuration whose runs were all disturbed (plot_data.only_noisy) answers with their numbers (lab.noise): every
+# plot draws it in its own colour, marked NOISY: hollow points on a line, hatched bars, and a legend entry saying so
 NOISY_GREY, NOISY_EDGE = "#c8c8c8", "#888888"
-NOISY_LEGEND = f"{plot_data.NOISY}: every run disturbed, greyed"
-NOISY_MARKER = dict(size=13, symbol="circle", color=NOISY_GREY, line=dict(color=NOISY_EDGE, width=1))
-NOISY_HOVER = f"<br>{plot_data.NOISY} runs only: out of the answer"
+NOISY_LEGEND = f"{plot_data.NOISY}: every run disturbed (hollow, hatched)"
+NOISY_MARKER = dict(size=17, symbol="circle-open", color=NOISY_EDGE, line=dict(width=1.5))
+NOISY_HOVER = f"<br>{plot_data.NOISY}: every run disturbed, so these are their numbers"
+NOISY_PATTERN = dict(shape="x", fgcolor=NOISY_EDGE, solidity=0.35)  # "/" is the warm cache's (diagnosis)
+
+
+def hollow_points(fig: go.Figure, agg: pd.DataFrame, x: str = "batch_size") -> go.Figure:
+    """On a plot with one line per configuration: the points of rows whose every run was disturbed drawn hollow in
+    their line's colour (a line of such points only, dotted), so two such configurations stay two colours."""
+    noisy = {(c, b) for c, b in zip(agg.loc[plot_data.only_noisy(agg), "config"], agg.loc[plot_data.only_noisy(agg), x])}
+    if not noisy:
+        return fig
+    for t in fig.data:
+        if t.type != "scatter" or t.x is None or "markers" not in (t.mode or "") or t.fill is not None:
+            continue
+        flags = [(t.name, b) in noisy for b in t.x]
+        if any(flags):
+            t.marker.symbol = ["circle-open" if f else "circle" for f in flags]
+            t.marker.line = dict(width=2)
+            if all(flags):
+                t.line.dash = "dot"
+    return fig
 
 
 def grey_rows(fig: go.Figure, noisy: set) -> go.Figure:
-    """On a plot with one row of bars per series: the rows whose runs were all noisy (plot_data.noisy_series) greyed
-    and hatched, their tick labels marked NOISY (in grey), their hovers saying so. Every bar plot of a model's
-    configurations calls this, so such a row never reads as a result (or as the shortest break-even). Each trace's
-    noisy bars move to a grey copy of it (same slot, no legend entry), so the legend keeps the trace's own colour."""
+    """On a plot with one row of bars per series: the rows whose runs were all disturbed (plot_data.noisy_series)
+    hatched in their own colour, their tick labels marked NOISY (in grey), their hovers saying so, and one legend
+    entry for the hatching. Every bar plot of a model's configurations calls this, so such a row never reads as a
+    clean result, nor loses the colour that tells its bars apart. Each trace's disturbed bars move to a hatched copy
+    of it (same slot, no legend entry of its own)."""
     cats = list(fig.layout.yaxis.categoryarray or [])
     if not noisy or not cats:
         return fig
@@ -173,8 +194,8 @@ def grey_rows(fig: go.Figure, noisy: set) -> go.Figure:
         flags = [y in noisy for y in t.y]
         copy = go.Bar(t.to_plotly_json())
         copy.update(showlegend=False, x=[x if f else None for f, x in zip(flags, t.x)],
-                    marker=dict(color=NOISY_GREY, pattern=dict(shape="/", fgcolor=NOISY_EDGE, solidity=0.3),
-                                line=dict(width=0)),
+                    marker=dict(color=t.marker.color, line=dict(width=0),  # its own colour under white hatching
+                                pattern={**NOISY_PATTERN, "fgcolor": "white", "bgcolor": t.marker.color}),
                     hovertext=[NOISY_HOVER] * len(flags))
         if isinstance(t.text, (list, tuple)):
             copy.text = [v if f else "" for f, v in zip(flags, t.text)]
@@ -185,10 +206,9 @@ def grey_rows(fig: go.Figure, noisy: set) -> go.Figure:
         t.x = [None if f else x for f, x in zip(flags, t.x)]
         greyed.append(copy)
     fig.add_traces(greyed)
-    if greyed and any(t.showlegend is not False for t in fig.data if t.type == "bar" and t.x is not None
-                      and any(x is not None for x in t.x)):
-        fig.add_trace(go.Bar(x=[None], y=[None], orientation="h", name=NOISY_LEGEND, marker=dict(
-            color=NOISY_GREY, pattern=dict(shape="/", fgcolor=NOISY_EDGE, solidity=0.3))))
+    if greyed:
+        fig.add_trace(go.Bar(x=[None], y=[None], orientation="h", name=NOISY_LEGEND,
+                             marker=dict(color="white", pattern=NOISY_PATTERN, line=dict(color=NOISY_EDGE, width=1))))
     fig.update_yaxes(tickvals=cats, ticktext=[f"<span style='color:{NOISY_EDGE}'>{plot_data.NOISY} · {plot(c)}</span>"
                                               if c in noisy else plot(c) for c in cats])
     return fig

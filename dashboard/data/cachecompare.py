@@ -1,16 +1,15 @@
-"""Cold, warm and portable first calls side by side: per configuration and batch size, the median compiled first
-call under each compile cache (a warm run that found no cached graph in its own column), and what a colleague's
-portable cache saves against a cold start. No Streamlit here."""
+"""Cold, warm and portable first calls side by side: per configuration and batch size that ran under several
+compile caches, the median compiled first call of each kind, as the answer table separates them (lab.first_call: a
+process repeat's is warm, a warm run that found no cached graph is cold), and what a colleague's portable cache
+saves against a cold start. No Streamlit here."""
 from __future__ import annotations
 
 import pandas as pd
 
-from dashboard.data.frame import WARM_MISS
+from dashboard.data.plot_data import NOISY, first_call_kinds
 from dashboard.data.series_labels import label_series, with_cache_state
-from dashboard.data.plot_data import NOISY
 
-COLUMNS = {"cold": "cold (s)", "warm": "warm: graph cached (s)", WARM_MISS: "warm: not cached yet (s)",
-           "portable": "portable (s)"}
+COLUMNS = {"cold": "cold (s)", "warm": "warm (s)", "portable": "portable (s)"}
 
 
 def side_by_side(view: pd.DataFrame) -> pd.DataFrame:
@@ -27,9 +26,10 @@ def side_by_side(view: pd.DataFrame) -> pd.DataFrame:
     disturbed = ok["disturbed"].eq(True) if "disturbed" in ok else pd.Series(False, index=ok.index)
     only = disturbed.groupby([ok["configuration"], ok["batch_size"]]).transform("all").astype(bool)
     ok = ok.assign(configuration=ok["configuration"].where(~only, NOISY + " · " + ok["configuration"]))
-    table = (ok.pivot_table(index=["configuration", "batch_size"], columns="cache_state",
+    ok = ok.assign(first_call=first_call_kinds(ok))
+    table = (ok.pivot_table(index=["configuration", "batch_size"], columns="first_call",
                             values="compiled_first_call_s", aggfunc="median")
-             .reindex(columns=[c for c in COLUMNS if c in set(ok["cache_state"])]))
+             .reindex(columns=[c for c in COLUMNS if c in set(ok["first_call"])]))
     runs = ok.groupby(["configuration", "batch_size"])["job_id"].size().rename("runs")
     table = table.join(runs)
     if "cold" in table and "portable" in table:

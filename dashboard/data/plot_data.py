@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dashboard.data.frame import NUMBERS, json_dict
-from dashboard.data.series_labels import split_by_graph_cache, with_cache_state
+from dashboard.data.frame import NUMBERS, WARM_MISS, json_dict
+from dashboard.data.series_labels import with_cache_state
+from lab import first_call, noise
 from lab.axes import FIELDS
 
 # The three clocks of a result (runner/timing.py): each one's columns, under the headline's names, for the plots.
@@ -29,8 +30,8 @@ def answering(df: pd.DataFrame, by: list[str]) -> pd.Series:
     disturbed = ok["disturbed"].eq(True) if "disturbed" in ok else pd.Series(False, index=ok.index)
     if not disturbed.any():
         return pd.Series(True, index=ok.index)
-    every = disturbed.groupby([ok[b] for b in by], dropna=False, sort=False).transform("all").astype(bool)
-    return ~disturbed | every
+    groups = zip(*(ok[b].astype(object).where(ok[b].notna(), None) for b in by))  # NaN-free keys, as counting asks
+    return pd.Series(noise.counting(disturbed.tolist(), groups), index=ok.index, dtype=bool)
 
 
 def medians(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -53,25 +54,26 @@ NOISY = "⚠ noisy"  # how a configuration whose every run was disturbed is mark
 
 def only_noisy(agg: pd.DataFrame) -> pd.Series:
     """Per row of `medians`' output: whether every run of it was disturbed by a measured cause (lab.noise, through
-    `answering`). Every plot greys such a row and marks it NOISY; none draws it as a clean result."""
+    `answering`). Every plot draws such a row in its own colour and marks it NOISY (hollow, hatched); none draws it as
+    a clean result, none drops it."""
     return agg["only_noisy"].eq(True) if "only_noisy" in agg else pd.Series(False, index=agg.index)
 
 
 def noisy_series(agg: pd.DataFrame) -> set:
-    """The `series` of the rows with disturbed runs only: what a plot with one row per series greys."""
+    """The `series` of the rows with disturbed runs only: what a plot with one row per series hatches."""
     return set(agg.loc[only_noisy(agg), "series"]) if "series" in agg else set()
 
 
 def noisy_note(agg: pd.DataFrame) -> str:
     """One line naming the series whose every run was disturbed, and by what (their noise note): the caption under
-    the plots that grey them. Empty when there are none."""
+    the plots that mark them. Empty when there are none."""
     rows = agg[only_noisy(agg)]
     if rows.empty:
         return ""
     why = rows["noise_note"] if "noise_note" in rows else pd.Series(None, index=rows.index)
     parts = [f"{r.series} (all {int(r.runs)} run{'s' * (int(r.runs) != 1)}: "
              + (w if isinstance(w, str) and w else "disturbed") + ")" for r, w in zip(rows.itertuples(), why)]
-    return (f"{NOISY}, greyed on every plot: " + "; ".join(parts)
+    return (f"{NOISY}, marked on every plot (hollow points, hatched bars): " + "; ".join(parts)
             + ". Every run was disturbed from outside, so these are their numbers; re-run it when nothing else runs "
               "on the machine.")
 
@@ -81,9 +83,9 @@ def answered_break_even(agg: pd.DataFrame, view: pd.DataFrame, answer_rows: list
     runs, the eager first call pooled over the batch size's runs) wherever the answer's row stands for the same jobs
     (its `job_ids`, the jobs of the row's configuration and batch size in `view`), so the break-even chart and the
     answer table never print two counts for one set of runs. Matched by jobs, not by label: the plots keep apart
-    what the answer pools (a warm-cache row beside a cold one), and those rows keep their own medians, as does a
-    row whose every run was disturbed, which the chart greys."""
-    answered = {frozenset(int(j) for j in r["job_ids"].split()): r for r in answer_rows if not r["noisy"]}
+    what the answer pools (a warm-cache row beside a cold one), and those rows keep their own medians. A row whose
+    every run was disturbed takes the answer's numbers too, which the chart marks."""
+    answered = {frozenset(int(j) for j in r["job_ids"].split()): r for r in answer_rows}
     counted = view[view["status"] != "cancelled"]  # the answer leaves cancelled jobs out
     jobs = counted.groupby(["config", "batch_size"])["job_id"].agg(frozenset)
     out = agg.copy()
@@ -103,10 +105,44 @@ def summarize(view: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return agg, failures(view)
 
 
+FIRST_CALL_KINDS = {k: f"first_call_{k}_s" for k in first_call.KINDS}  # the answer table's column per kind
+
+
 def first_calls(view: pd.DataFrame) -> pd.DataFrame:
-    """`summarize`'s medians for the warmup plot, with a warm-cache configuration's hits and misses apart
-    (split_by_graph_cache)."""
-    return summarize(split_by_graph_cache(view))[0]
+    """`summarize`'s medians for the warmup plot, with each series' compiled first calls separated into cold, warm
+    and portable as the answer table separates them (lab.first_call, over the succeeded runs): FIRST_CALL_KINDS'
+    columns and `<kind>_runs`. A process repeat compiles from its first run's cache: warm, never a cold figure."""
+    agg = summarize(view)[0]
+    ok = view[view["status"] == "succeeded"]
+    kinds = first_call_kinds(ok)
+    found = {}
+    for key, idx in ok.groupby(["config", "batch_size"], dropna=False).indices.items():
+        calls = first_call.separate(ok["job_id"].iloc[idx], ok["compiled_first_call_s"].iloc[idx],
+                                    [kinds[i] for i in idx])
+        found[key] = {**{col: calls[k].seconds if k in calls else np.nan for k, col in FIRST_CALL_KINDS.items()},
+                      **{f"{k}_runs": calls[k].runs if k in calls else 0 for k in FIRST_CALL_KINDS}}
+    columns = [*FIRST_CALL_KINDS.values(), *(f"{k}_runs" for k in FIRST_CALL_KINDS)]
+    rows = [found.get((c, b), dict.fromkeys(columns, np.nan)) for c, b in zip(agg["config"], agg["batch_size"])]
+    return agg.assign(**pd.DataFrame(rows, index=agg.index, columns=columns))
+
+
+def first_call_kinds(rows: pd.DataFrame) -> list[str]:
+    """Per row, what its compiled first call compiled from (lab.first_call.kind): as the run recorded it, its spec's
+    cache, and the graph cache's answer as the result row holds it, else as the detail's counters tell it."""
+    missing = pd.Series(None, index=rows.index, dtype=object)
+    column = {c: rows.get(c, missing).tolist() for c in ("first_call_cache", "cache", "graph_cache_hit", "cache_state")}
+    hits = [_flag(h) if _flag(h) is not None else (False if state == WARM_MISS else None)
+            for h, state in zip(column["graph_cache_hit"], column["cache_state"])]
+    return [first_call.kind(_text(r), _text(c), h) for r, c, h in zip(column["first_call_cache"], column["cache"], hits)]
+
+
+def _text(v) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def _flag(v) -> bool | None:
+    """A stored flag as True / False / None (SQLite hands back 0 / 1, a numeric column NaN)."""
+    return None if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) else bool(v)
 
 
 def failures(df: pd.DataFrame, cancelled: bool = False) -> pd.DataFrame:

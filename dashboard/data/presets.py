@@ -64,7 +64,9 @@ PRESETS: dict[str, Preset] = {
         "Seed 004: ConvNetMix picks its classifier head with numpy's RNG, a graph break. fullgraph=true "
         "fails and names the line; fullgraph=false runs as several graphs.",
         {"model": "convnetmix", "batch_sizes": "32", "fullgraphs": ["false", "true"], "modes": ["default"],
-         "backends": ["inductor"], "dynamics": ["none"], "name": "fullgraph on a graph break"}),
+         "backends": ["inductor"], "dynamics": ["none"], "name": "fullgraph on a graph break"},
+        # each head the RNG picks is one more graph to compile (5 at the seed's size): 495-747 s on 2 CPU cores
+        cpu={"batch_sizes": "8", "params": {"width": 8, "heads": 2}}),
     "sincos-first-call": Preset(
         "sin+cos first call vs second call vs eager",
         "Seed 001: sin(x)+cos(y) on 10000×10000 tensors. The first compiled call pays for compiling, the "

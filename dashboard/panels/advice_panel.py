@@ -6,12 +6,13 @@ import streamlit as st
 
 from dashboard.data import jobs, sweeps
 from dashboard.markup import md
-from dashboard.state import auth
+from dashboard.state import auth, quiet
 from lab import advice_text
 from lab.advise import DEFAULT_DYNAMICS, DEFAULT_MODES, DEFAULT_SCOPES, Search, parse_budget, search_request
 from lab.axes import BACKENDS, fold_note
 from lab.checks import SpecError
 from lab.sweep import SweepRequest, sweep_label
+from lab.wording import count
 
 STARTED = "advise_sweep"  # the session's last search started here: its sweep id
 OPEN = "advise_open"  # the search form was asked for in this session
@@ -28,10 +29,11 @@ def search_form(engine, catalog: dict, devices: set[str]) -> None:
         st.session_state[OPEN] = True
     with st.container(border=True):
         st.markdown("##### Find the best settings")
-        st.caption("A racing search: every setting that applies runs once, clearly worse ones are dropped, more "
-                   "processes go to those still in contention until one is separable at 95% or the budget is spent. "
-                   "It stops early when compiling cannot pay off for your number of calls. Workers drive it: "
-                   "leaving this page stops nothing.")
+        st.caption("A racing search: each mode runs once (its dynamic and scope variants only while it is still in "
+                   "contention), clearly worse ones are dropped, more processes go to those still in contention "
+                   "until one is separable at 95%, those equal within 3% are settled by the faster compile, or the "
+                   "budget is spent. With a number of calls it tries the lightest compile first and stops there when "
+                   "compiling cannot pay off. Workers drive it: leaving this page stops nothing.")
         with st.form("advise_form"):
             left, mid, right = st.columns(3)
             model = left.selectbox("Model", sorted(catalog), key="a_model")
@@ -71,11 +73,11 @@ def _start(engine, catalog, model, batch, device, backends, modes, dynamics, sco
     folded = {fold_note(m, device) for m in modes} - {""}
     for note in (*notes, *more, *folded):
         st.caption(md(note))
-    st.success(f"Search started as sweep #{sweep_id}: {len(job_ids)} setting(s), one process each to start.",
+    st.success(f"Search started as sweep #{sweep_id}: {count(len(job_ids), 'setting')}, one process each to start.",
                icon=":material/check_circle:")
 
 
-@st.fragment(run_every="2s")
+@quiet.live("2s")
 def _progress(engine) -> None:
     sweep_id = st.session_state[STARTED]
     state = sweeps.search_state(engine, sweep_id)

@@ -12,13 +12,15 @@ from dashboard.data import answers, filters
 from dashboard.markup import md
 from dashboard.panels import baseline_table, versiondiff
 from dashboard.state import resources, url_params
-from lab import answer, labels
+from lab import answer, labels, noise
 
 NOTE = ("speedup: for each process of a configuration, the median of its per-round eager / compiled latency "
         "ratios; the configuration's number averages its processes (on a log scale), and its 95% interval holds the "
         "spread between fresh processes: what its own processes showed (and, where other sweeps ran it on this "
         "device, what all of its processes showed, never less than its own), with the spread this device's other "
-        "configurations showed (a configuration measured in one process says so). Scatter widens the interval; "
+        "configurations showed (a configuration measured in one process says so). \"A re-run reads\": where a new sweep "
+        "of as many processes should land, 95 times in 100 (wider than the interval for the true speedup: a re-run "
+        "has its own processes). Scatter widens the interval; "
         "only a run disturbed by a measured cause (another process on its cores or GPU, throttled clocks, memory "
         "pressure) is left out, and re-run (noisy_runs counts them). runs: the processes that answer (each "
         "configuration runs in 2 by default, `--process-repeats`; the later ones compile from the first's cache); "
@@ -106,12 +108,22 @@ PAGE_COLUMNS = [c for c in answer.HEADLINE if c != "model"]
 KINDS = {"config": "name", "verdict": "wide", "accuracy_ok": ""}  # markup.COLUMN_KINDS; the rest are numbers
 
 
+def page_columns(answer_rows: list[dict]) -> list[str]:
+    """The headline columns that hold a value in some row: a column of dashes only (no portable runs, no memory
+    measured) would push the table past the page's width; every column stays one click away."""
+    return [c for c in PAGE_COLUMNS if c in ALWAYS or any(r.get(c) is not None for r in answer_rows)]
+
+
+ALWAYS = {"config", "verdict", "batch_size", "eager_ms", "compiled_ms"}  # the answer itself, shown even as dashes
+
+
 def table_html(answer_rows: list[dict]) -> str:
     """The answer as an HTML table of text (the same cells as `runner report --format md`), a configuration with
     no answer faded; verdicts wrap instead of being cut at a cell's edge."""
-    return markup.table([answer.HEADLINE[c] for c in PAGE_COLUMNS],
-                        [[answer.headline_cell(r[c]) for c in PAGE_COLUMNS] for r in answer_rows],
-                        kinds=[KINDS.get(c, "num") for c in PAGE_COLUMNS],
+    columns = page_columns(answer_rows)
+    return markup.table([answer.HEADLINE[c] for c in columns],
+                        [[answer.headline_cell(r[c]) for c in columns] for r in answer_rows],
+                        kinds=[KINDS.get(c, "num") for c in columns],
                         grey=[bool(r["noisy"]) for r in answer_rows])
 
 
@@ -168,6 +180,9 @@ def every_column(answer_rows: list[dict], model: str) -> None:
             "verdict": st.column_config.TextColumn(width="large"),
             "speedup": num(format="%.2f×", help="latency: what a caller waits for per call"),
             "speedup_ci_low": num("95% low", format="%.2f×"), "speedup_ci_high": num("95% high", format="%.2f×"),
+            "rerun_low": num("re-run low", format="%.2f×", help="a re-run (a new sweep of as many processes) reads "
+                             "between re-run low and re-run high, 95 times in 100"),
+            "rerun_high": num("re-run high", format="%.2f×"),
             "eager_ms": num(format="%.4g"), "compiled_ms": num(format="%.4g"),
             "eager_first_call_s": num(format="%.3g"), "first_call_cold_s": num(format="%.3g"),
             "first_call_warm_s": num(format="%.3g"), "first_call_portable_s": num(format="%.3g"),
@@ -177,11 +192,15 @@ def every_column(answer_rows: list[dict], model: str) -> None:
 
 
 def header(slots, answer_rows: list[dict], model: str) -> None:
-    """The header's speedup metrics, for `model` only, from configurations not disturbed in every run."""
-    measured = [r for r in answer_rows if r["speedup"] is not None and not r["noisy"]]
+    """The header's speedup metrics, for `model` only, from the configurations that count (lab.noise.answering:
+    those not disturbed in every run, or all of them where every one was, marked so)."""
+    measured = [r for r in answer_rows if r["speedup"] is not None]
+    measured = [r for r, c in zip(measured, noise.answering(bool(r["noisy"]) for r in measured)) if c]
+    disturbed = "⚠ every run disturbed" if measured and all(r["noisy"] for r in measured) else ""
     med = pd.Series([r["speedup"] for r in measured]).median() if measured else None
     best = max(measured, key=lambda r: r["speedup"]) if measured else None
     slots[0].metric(f"Median speedup · {md(model)}", "–" if med is None else f"{med:.2f}×",
+                    delta=disturbed or None, delta_color="off", delta_arrow="off",
                     help=f"{md(model)}: the median over its configurations in view (disturbed runs left out); never a "
                          "median across models")
     slots[1].metric(f"Best speedup · {md(model)}", "–" if best is None else f"{best['speedup']:.2f}×",

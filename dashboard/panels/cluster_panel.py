@@ -9,8 +9,9 @@ import streamlit as st
 
 from dashboard.data import jobs
 from dashboard.markup import md
-from dashboard.state import cluster_launch, resources
+from dashboard.state import cluster_launch, quiet, resources
 from lab import scheduler
+from lab.wording import count
 
 
 def sidebar_line(engine) -> None:
@@ -19,7 +20,7 @@ def sidebar_line(engine) -> None:
         st.caption(f":material/schedule: {md(scheduler.pending_line(pending))}")
 
 
-@st.fragment(run_every="5s")
+@quiet.live("5s")
 def section() -> None:
     """Queue's part: pending scheduler jobs with the scheduler's reasons, placed workers, the launch control."""
     engine = resources.engine()
@@ -28,13 +29,14 @@ def section() -> None:
     config = cluster_launch.configured()
     if not (pending or placed or config):
         return
-    title = scheduler.pending_line(pending) or f"{len(placed)} worker(s) placed by the scheduler"
+    title = scheduler.pending_line(pending) or f"{count(len(placed), 'worker')} placed by the scheduler"
     with st.expander(f"Cluster scheduler: {md(title)}", expanded=bool(pending), icon=":material/dns:"):
         if pending:
             st.dataframe(pd.DataFrame([{
                 "scheduler job": f"{scheduler.NAMES.get(p.get('kind'), p.get('kind'))} {p.get('job_id')}",
                 "pool": p.get("pool"), "state": p.get("state"), "why it waits (the scheduler's reason)": p.get("reason"),
-                "submitted": p.get("submitted"), "as of": p.get("seen_at")} for p in pending]),
+                "submitted": scheduler.utc_text(p.get("submitted")),
+                "as of": scheduler.utc_text(p.get("seen_at"))} for p in pending]),
                 hide_index=True, width="stretch")
             odd = sorted({p.get("reason") for p in pending} - scheduler.WAITING_TURN - {None})
             if odd:

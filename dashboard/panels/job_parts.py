@@ -3,11 +3,13 @@ first call's parts, the caches per layer, graph breaks and recompiles with their
 own artifacts, shown and downloadable, with tlparse's report."""
 import streamlit as st
 
+from dashboard import markup
 from dashboard.data import artifacts, story
 from dashboard.markup import md
 from dashboard.server import tlparse_pages
 from dashboard.state import resources
-from lab import unpack
+from lab import answer, first_call, unpack
+from lab.wording import count
 
 SHOWN_CHARS = 400_000  # more than this is offered as a download only: the browser chokes on larger code blocks
 LANGUAGES = {"output_code": "python", "fx_graphs": "python", "trace": None}
@@ -15,6 +17,10 @@ LANGUAGES = {"output_code": "python", "fx_graphs": "python", "trace": None}
 
 def _n(value, fmt="{:.4g}", unit="") -> str:
     return fmt.format(value) + unit if value is not None else "–"
+
+
+def _counted(value, noun: str) -> str:
+    return f"– {noun}s" if value is None else count(int(value), noun)
 
 
 def _ms(value) -> str:
@@ -33,20 +39,26 @@ def headline(r: dict) -> None:
                      "outermost aten ops plus the kernels inductor generated")
     c[3].metric("Host ops per call", f"{_n(r['eager_host_ops'], '{}')} → {_n(r['compiled_host_ops'], '{}')}",
                 help="every aten op the host dispatched, nested ones included")
-    c[4].metric("Compiled first call", _n(r["compiled_first_call_s"], "{:.3g}", " s"))
+    made = first_call.kind(r.get("first_call_cache"), r.get("cache"), r.get("graph_cache_hit"))
+    c[4].metric("Compiled first call", _n(r["compiled_first_call_s"], "{:.3g}", " s"), delta=made, delta_color="off",
+                delta_arrow="off", help=f"{made}: {first_call.WORDS[made]}")
 
 
 def first_calls(r: dict) -> None:
-    """This job's first call beside the same settings' under the other compile caches (same torch, same device)."""
+    """The first calls of this job's sweep with its settings (same torch, same device), cold, warm and portable apart
+    as the answer table counts them (lab.first_call)."""
     alike = artifacts.first_calls_alike(resources.engine(), r["job_id"])
     lines = story.portable_lines(r)
     if not lines and len(alike) < 2:
         return
     st.subheader("First call: cold, warm, portable")
     if alike:
-        st.dataframe([{"compile cache": a["cache"], "first call (s)": round(a["first_call_s"], 3), "runs": a["runs"],
-                       "jobs": ", ".join(f"#{j}" for j in a["job_ids"][-6:])} for a in alike],
-                     hide_index=True, width="stretch")
+        # text as the answer table writes its cells (lab.answer.headline_cell): the same figures read the same
+        st.html(markup.table(["compiled from", "first call s", "runs", "jobs"],
+                             [[a["cache"], answer.headline_cell(a["first_call_s"]), str(a["runs"]),
+                               ", ".join(f"#{j}" for j in a["job_ids"])] for a in alike], kinds=["", "num", "num", ""]))
+        st.caption("Medians over this sweep's runs of these settings, each by what its first call compiled from: "
+                   + "; ".join(f"{k}: {first_call.WORDS[k]}" for k in (a["cache"] for a in alike)) + ".")
     for line in lines:
         st.caption(md(line))  # torch's error text may hold markup characters
 
@@ -70,8 +82,8 @@ def compiler(r: dict) -> None:
         st.markdown(f"Re-recordings during the timed rounds: {_n(graphs.get('rerecords_in_rounds'), '{}')} · "
                     f"graph pool: {_n(graphs.get('pool_mb'), '{:.1f}', ' MB')}")
     st.subheader("Graph breaks and recompiles")
-    st.markdown(f"{_n(r['graph_count'], '{}')} graph(s), {_n(r['graph_breaks'], '{}')} graph break(s), "
-                f"{_n(r['recompiles'], '{}')} recompile(s)")
+    st.markdown(", ".join(_counted(r[k], noun) for k, noun in (("graph_count", "graph"), ("graph_breaks", "graph break"),
+                                                               ("recompiles", "recompile"))))
     for b in r["graph_break_reasons"] or []:
         where = f"{b['file']}:{b['line']}: {b.get('source', '')}" if b.get("file") else ""
         st.code(f"{b.get('reason', '')}\n{where}".strip(), language=None, wrap_lines=True)

@@ -6,19 +6,22 @@ from datetime import datetime
 import pandas as pd
 import streamlit as st
 
-from dashboard.data import jobs, sweeps
+from dashboard.data import estimates, jobs, sweeps
 from dashboard.data.jobs import STATUSES, JobStatus, export_records, sweep_measurement
 from dashboard.markup import md
-from dashboard.panels import timeline_panel
-from dashboard.state import auth, resources, url_params
+from dashboard.panels import eta_view, timeline_panel
+from dashboard.state import auth, quiet, resources, url_params
 from lab import noise
 from lab import sweep as lab_sweep
 from lab.spec import job_label
 from lab.traffic import words
 from lab.wording import count
 
-STATUS_ICONS = {"queued": "⏳", "running": "▶️", "succeeded": "✅", "failed": "❌", "timed_out": "⌛",
-                "cancelled": "🚫", "crashed": "💥"}
+# Streamlit's own icon font, not emoji: a browser without an emoji font draws those as empty boxes. Markdown and labels
+# only: a table cell shows the status as plain text
+STATUS_ICONS = {"queued": ":material/hourglass_empty:", "running": ":material/play_arrow:",
+                "succeeded": ":material/check_circle:", "failed": ":material/error:", "timed_out": ":material/timer_off:",
+                "cancelled": ":material/block:", "crashed": ":material/dangerous:"}
 
 
 def parse_ids(text: str, most: int | None = None) -> list[int]:
@@ -51,8 +54,9 @@ def describe(spec: dict) -> str:
     return what + (f" · schedule {', '.join(map(str, spec['schedule']))}" if spec.get("schedule") else "")
 
 
-def jobs_table(rows: list[dict], workers: list, by: dict | None = None) -> pd.DataFrame:
-    """The Queue's table; `by`: each sweep's submitter (db.team.submitters)."""
+def jobs_table(rows: list[dict], workers: list, by: dict | None = None, est=None) -> pd.DataFrame:
+    """The Queue's table; `by`: each sweep's submitter (db.team.submitters); `est`: the queue's estimates
+    (dashboard.data.estimates)."""
     out, by = [], by or {}
     for r in rows:
         note = r["error"] or ""
@@ -62,17 +66,17 @@ def jobs_table(rows: list[dict], workers: list, by: dict | None = None) -> pd.Da
         if r.get("follow_up"):  # queued because an earlier run was noisy or host-sensitive (lab.noise)
             note = f"↻ {r['follow_up']}" + (f"; {note}" if note else "")
         out.append({"job": r["job_id"], "sweep": r["sweep_id"],
-                    "status": f"{STATUS_ICONS.get(r['status'], '')} {r['status']}",
+                    "status": r["status"], "ETA": est.row_words(r["job_id"]) if est is not None else "",
                     "↻": r.get("follow_up_short") or "", "what": describe(r["spec"]),
                     "phase": r["phase"] or "", "progress": r["progress"],
                     "attempts": f"{r['attempts']}/{r['max_attempts']}",
                     "elapsed": f"{r['elapsed_s']:.1f} s" if r["elapsed_s"] is not None else "",
                     "note": note, "worker": r["worker"] or "", "submitted by": by.get(r["sweep_id"], "")})
     return pd.DataFrame(out, columns=["job", "status", "↻", "what", "submitted by", "phase", "progress", "elapsed",
-                                      "attempts", "note", "worker", "sweep"])
+                                      "ETA", "attempts", "note", "worker", "sweep"])
 
 
-@st.fragment(run_every="2s")
+@quiet.live("2s")
 def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
     engine = resources.engine()
     counts = jobs.status_counts(engine, sweep_ids or None)  # the sweeps picked; every status (the breakdown)
@@ -81,6 +85,8 @@ def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
         col.metric(f"{STATUS_ICONS[status]} {status}", counts.get(status, 0))
     workers = jobs.live_workers(engine)
     rows = jobs.job_rows(engine, sweep_ids=sweep_ids or None, statuses=statuses or None, limit=500)
+    est = estimates.queue_estimates(engine, workers)
+    eta_view.queue_line(est, sweep_ids)
     running = [r for r in rows if r["status"] == "running"]
     if running:
         st.subheader("Running now")
@@ -90,6 +96,8 @@ def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
             if r["job_id"] in took:  # a compile reports no fraction: what this configuration's last cold one took
                 pct = f" (its configuration's last cold compile took {took[r['job_id']]:.3g} s)"
             elapsed = f" · {r['elapsed_s']:.0f} s" if r["elapsed_s"] is not None else ""
+            if r["job_id"] in est.left:  # how long its phase usually takes, how long it has run, the time left
+                elapsed += f" · {md(est.left[r['job_id']].words(stage=False))}"
             st.progress(min(max(r["progress"] or 0.0, 0.0), 1.0),
                         text=f"**#{r['job_id']}** {md(describe(r['spec']))} — **{md(r['phase'] or 'starting')}**{pct}"
                              f"{elapsed} · attempt {r['attempts']} on {md(r['worker'])}")
@@ -106,7 +114,8 @@ def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
     if not rows:
         st.info("No jobs match. Submit a sweep on the Submit page.")
     else:
-        table = jobs_table(rows, workers, sweeps.submitters(engine, {r["sweep_id"] for r in rows}))
+        table = jobs_table(rows, workers, sweeps.submitters(engine, {r["sweep_id"] for r in rows}), est)
+        opened = st.container()  # above the table, where the eye is: the picked row's link (the table is tall)
         picked = st.dataframe(table, hide_index=True, width="stretch", height=min(38 + 35 * len(rows), 560),
                      key="queue_rows", on_select="rerun", selection_mode="single-row", column_config={
                          "job": st.column_config.NumberColumn("job", format="%d", width="small"),
@@ -118,16 +127,20 @@ def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
                          "phase": st.column_config.TextColumn("phase", width="medium"),
                          "progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0,
                                                                      format="percent", width="small"),
+                         "ETA": st.column_config.TextColumn(
+                             "ETA", width="medium", help="From the lab's history of similar jobs (the same settings, else "
+                             "the same model): a running job's time left; a queued job's start, after the queue ahead "
+                             "on the live workers"),
                          "note": st.column_config.TextColumn("error / why it waits", width="large")})
         chosen = [int(table["job"].iloc[i]) for i in picked.selection.rows if i < len(table)]
         if chosen:  # a row picked in the table opens its job (no id to type)
             # the job-id field (key "job", the Job page's and this page's detail) follows the pick: a page's bound
             # field keeps the session's value over a link's, so the link alone opened the id typed before
             st.session_state["job"] = str(chosen[0])
-            st.page_link("screens/job.py", label=f"Open job #{chosen[0]}: its numbers, caches, kernels, output code",
-                         icon=":material/description:", query_params={"job": chosen[0]})
+            opened.page_link("screens/job.py", label=f"Open job #{chosen[0]}: its numbers, caches, kernels, output code",
+                             icon=":material/description:", query_params={"job": chosen[0]})
         else:
-            st.caption("Pick a row (its left edge) to open that job.")
+            opened.caption("Pick a row (its left edge) to open that job.")
     with st.expander(f"Live workers ({len(workers)})"):
         st.dataframe(pd.DataFrame([{
             "worker": w.id, "state": w.state, "job": w.current_job_id, "devices": ", ".join(w.capabilities.get(

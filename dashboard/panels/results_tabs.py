@@ -20,6 +20,7 @@ from dashboard.panels.results_figures import (
 from dashboard.state import resources, url_params
 from lab import axes
 from lab.spec import job_label
+from lab.wording import count
 
 WIDE_PAST = 4  # rows: past this many, the First call tab's two plots each take the page's width
 PAGE_ROWS = 500  # st.dataframe sends every row it gets to the browser: the table is paged, downloads are not
@@ -87,17 +88,19 @@ def plots(chart: str, parts: SpeedFigures) -> None:
         if clock != "latency":
             st.caption(f"Showing **{plot_data.CLOCKS[clock]['label']}**. The headline speedup everywhere else is latency.")
         if clock == "latency" and parts.gpu_only:
-            st.caption(f"{parts.gpu_only} configuration(s) have GPU time only: CUDA results timed before caller "
+            st.caption(f"{count(parts.gpu_only, 'configuration')} {_have(parts.gpu_only)} GPU time only: CUDA results "
+                       "timed before caller "
                        "latency was measured (timing protocol 1). Choose **GPU time** to see them; they are never "
                        "drawn as latency.")
         if clock != "latency" and parts.clock_missing:
-            st.caption(f"{parts.clock_missing} configuration(s) have no {speed_charts.CLOCK_WORDS[clock]}"
+            st.caption(f"{count(parts.clock_missing, 'configuration')} {_have(parts.clock_missing)} no "
+                       f"{speed_charts.CLOCK_WORDS[clock]}"
                        + (" (a CPU job has no GPU clock)" if clock == "gpu" else " (timed before it was measured)")
                        + ".")
     if chart == "Speedup":
         st.plotly_chart(parts.speedup, key="plot_speedup")
         if parts.recompiled:
-            st.caption(f"↻ {parts.recompiled} configuration(s) recompiled inside the timed rounds (a graph break "
+            st.caption(f"↻ {count(parts.recompiled, 'configuration')} recompiled inside the timed rounds (a graph break "
                        "or a guard on data, like seed 004's ConvNetMix): those calls were dropped from the samples, "
                        "but the steady state switches between graphs. The Table has recompiles, measure_recompiles "
                        "and graph_breaks.")
@@ -133,7 +136,8 @@ def first_call_and_launch(parts: LaunchFigures) -> None:
                 "under **Failures**).", icon=":material/info:")
         return
     if not parts.caches.empty:
-        st.markdown("**Cold, warm and portable first calls** (median compiled first call per compile cache)")
+        st.markdown("**Cold, warm and portable first calls** (the median compiled first call of each, as the answer "
+                    "table separates them)")
         st.dataframe(parts.caches, hide_index=True, width="stretch", column_config={
             **{c: st.column_config.NumberColumn(format="%.2f") for c in cachecompare.COLUMNS.values()},
             "portable vs cold": st.column_config.NumberColumn(format="%.1f×", help="cold / portable first call")})
@@ -264,3 +268,7 @@ def export_table(shown, engine) -> None:
                        "compiled_spread": st.column_config.NumberColumn(format="percent",
                                                                         help="IQR / median of per-round medians"),
                        "roofline_pct": st.column_config.NumberColumn(format="%.0f%%")})
+
+
+def _have(n: int) -> str:
+    return "has" if n == 1 else "have"

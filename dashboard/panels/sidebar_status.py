@@ -8,10 +8,10 @@ from dashboard.data import jobs
 from dashboard.data.connection import describe
 from dashboard.markup import md
 from dashboard.panels import cluster_panel
-from dashboard.state import resources
+from dashboard.state import quiet, resources
 
 
-@st.fragment(run_every="5s")
+@quiet.live("5s")
 def show() -> None:
     """Database, workers alive, GPU or CPU; also (re)starts the embedded worker when none is alive."""
     with resources.database_errors(stop=False):  # the page says it too; the sidebar must not hide the page

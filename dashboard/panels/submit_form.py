@@ -8,7 +8,7 @@ from dashboard.data.model_order import ordered
 from dashboard.data.presets import PRESETS
 from dashboard.data.submission import FormValues, message, plan, slot_for, submit_all
 from dashboard.markup import md
-from dashboard.state import auth, resources, url_params
+from dashboard.state import auth, quiet, resources, url_params
 from dashboard.state.embedded import ENV_SWITCH, enabled
 from lab import wording
 from lab.axes import COMPILE_AXES
@@ -132,7 +132,7 @@ def preset_sizes_ui(chosen: str | None, devices: set) -> bool:
     return gpu
 
 
-@st.fragment(run_every="2s")
+@quiet.live("2s")
 def wait_for_workers() -> None:
     if resources.catalog(resources.engine()):
         st.rerun(scope="app")

@@ -53,3 +53,21 @@ def who_line(metas: dict, shown) -> None:
         people = sorted(count.items(), key=lambda kv: -kv[1])
         st.caption("Submitted by " + ", ".join(f"{md(who)} ({n} sweep{'s' if n > 1 else ''})" for who, n in people[:6])
                    + (f" and {len(people) - 6} more" if len(people) > 6 else ""))
+    record_lines(metas, shown)
+
+
+SHOWN_RECORDS = 3  # sweeps whose tags and note Results lists under its counts; Queue's record panel has every one
+
+
+def record_lines(metas: dict, shown) -> None:
+    """The tags and note of the sweeps in view that have either, as typed (text, never Markdown)."""
+    ids = [int(i) for i in sorted(shown["sweep_id"].unique().tolist()) if i in metas]
+    told = [i for i in ids if metas[i].tags or metas[i].note]
+    for i in told[:SHOWN_RECORDS]:
+        m = metas[i]
+        st.caption(f"Sweep {i}" + (": tags " + ", ".join(md(t) for t in m.tags) if m.tags else "")
+                   + (" · note:" if m.note else ""))
+        if m.note:
+            st.text(m.note)
+    if len(told) > SHOWN_RECORDS:
+        st.caption(f"{len(told) - SHOWN_RECORDS} more sweeps in view have tags or a note (Queue lists them).")

@@ -4,7 +4,7 @@ import streamlit as st
 
 from dashboard.data import jobs, story
 from dashboard.markup import md
-from dashboard.panels import job_parts, queue_tables, timeline_panel, traffic_view
+from dashboard.panels import eta_view, job_parts, queue_tables, timeline_panel, traffic_view
 from dashboard.state import resources, url_params
 from lab import noise
 from lab.traffic import words
@@ -20,6 +20,8 @@ if detail is None:
     st.stop()
 (record,) = jobs.export_records(resources.engine(), job_ids=[int(job_id)])
 st.markdown(f"**#{detail['job_id']}** {queue_tables.STATUS_ICONS.get(detail['status'], '')} {detail['status']}")
+if detail["status"] in ("queued", "running"):  # when it starts, how long its phase usually takes, the time left
+    eta_view.job_line(int(job_id))
 st.code(", ".join(f"{k}={words(v) if k == 'traffic' else v}" for k, v in detail["spec"].items()
                   if k != "traffic" or v), language=None, wrap_lines=True)
 queue_tables.follow_ups(detail)

@@ -7,6 +7,7 @@ import atexit
 import fcntl
 import hashlib
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -22,6 +23,7 @@ from sqlalchemy.engine import make_url
 
 from dashboard.data.connection import absolute_sqlite, describe
 from dashboard.data.jobs import live_workers
+from lab.wording import count
 
 ENV_SWITCH = "COMPILE_LAB_EMBEDDED_WORKER"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the worker runs from the project's root
@@ -54,6 +56,8 @@ class Status:
 
 DB_ENV = "DATABASE_URL"
 ENVIRON_WAIT_S = 5.0  # the longest a new worker's environment may take to be readable
+KEY_FILE = ".cache-signing.key"  # the embedded worker's own key when the lab set none
+KEY_FILE_ENV = "COMPILE_LAB_CACHE_KEY_FILE"  # the lab's key file (runner.worker.cache_key reads and checks it)
 MARK_ENV = "COMPILE_LAB_EMBEDDED_FOR"  # set for the worker this manager starts only: how a pid file's pid is recognised
 
 
@@ -70,12 +74,20 @@ class EmbeddedWorker:
         self.log_path = self.home / "worker-embedded.log"
         # the URL (which may hold a password) goes in the environment, not on the command line that `ps`
         # shows every user; the worker reads DATABASE_URL when --db is not given
-        self.command = command or [sys.executable, "-m", "runner", "work", "--home", str(self.home)]
+        self.command = command or [sys.executable, "-m", "runner", "work", "--home", str(self.home),
+                                   *self._key_args()]
         self.proc: subprocess.Popen | None = None
         self.quick_exits = 0
         self._mutex = threading.Lock()
         self._last: tuple[float, Status] | None = None
         self._atexit = False
+
+    def _key_args(self) -> list[str]:
+        """The lab's signing key where one is set (the worker reads COMPILE_LAB_CACHE_KEY_FILE itself), else a private
+        key of this machine's, kept beside the job folders: the portable cache then works out of the box."""
+        if os.environ.get(KEY_FILE_ENV):
+            return []
+        return ["--cache-key-file", str(private_key_file(self.home / KEY_FILE))]
 
     def ensure(self, force: bool = False) -> Status:
         """Start a worker if none is alive or starting; say what runs. Cheap to call on every rerun."""
@@ -103,7 +115,7 @@ class EmbeddedWorker:
                 ours = [w for w in live if recorded is not None and w.pid == recorded and w.hostname == here]
                 if ours:
                     return Status("ours", f"embedded worker pid {recorded} is running", recorded, self.log_path)
-                return Status("external", f"{len(live)} worker(s) alive; no embedded worker needed")
+                return Status("external", f"{count(len(live), 'worker')} alive; no embedded worker needed")
             if recorded is not None and self._is_our_worker(recorded):
                 return Status("starting", f"worker pid {recorded} is starting (probing its device)", recorded,
                               self.log_path)
@@ -188,3 +200,17 @@ def stop_started() -> None:
     uvicorn ends a server stopped by SIGTERM or Ctrl-C with that signal again, and atexit never runs then."""
     for worker in _STARTED:
         worker.stop()
+
+
+def private_key_file(path: Path) -> Path:
+    """A key file only this user can read, made with a fresh random key if `path` does not exist yet: a lab of one
+    machine gets the portable cache without setting anything up. Never overwritten: the bundles already stored under
+    it keep loading. The worker checks it as any key file (runner.worker.cache_key.load)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # mode set at creation: never readable by others
+    except FileExistsError:
+        return path
+    with os.fdopen(fd, "w") as f:
+        f.write(f"# this machine's key for compile cache bundles, made by the embedded worker\n{secrets.token_hex(32)}\n")
+    return path

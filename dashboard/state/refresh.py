@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.data import filters, jobs
-from dashboard.state import resources
+from dashboard.state import quiet, resources
 
 EVERY_S = 10
 SEEN, NEWS = "results_seen", "results_news"  # session keys: (data version, newest finished_at) drawn; the news
@@ -35,7 +35,7 @@ def fresh_in_view(df: pd.DataFrame, since, selected: dict) -> int:
     return len(filters.apply_filters(new, selected)) if len(new) else 0
 
 
-@st.fragment(run_every=f"{EVERY_S}s")
+@quiet.live(f"{EVERY_S}s")
 def watch(selected: dict) -> None:
     """Check for new results; rerun the page when some land in view. Draws one caption line."""
     seen, tick = st.session_state.get(SEEN), not st.session_state.pop(JUST_DRAWN, False)

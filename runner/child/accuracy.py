@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
+from lab.wording import count
 from runner.zoo import ZooEntry
 
 # allclose's rtol and atol per dtype: within these nothing more is asked
@@ -161,8 +162,8 @@ def _badness(row: dict) -> tuple:
 
 def _what(names: list[str]) -> str:
     grads = sum(n.startswith("grad ") for n in names)
-    head = "the loss" if "loss" in names else f"{len(names) - grads} output(s)"
-    return f"{head} and {grads} parameter gradient(s)" if grads else head
+    head = "the loss" if "loss" in names else count(len(names) - grads, "output")
+    return f"{head} and {count(grads, 'parameter gradient')}" if grads else head
 
 
 def _note(d: dict, dtype: str) -> str:

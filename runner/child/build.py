@@ -26,6 +26,8 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 # mixed precision: fp32 weights, the step under torch.autocast in this dtype (what AMP training means)
 AUTOCAST = {"amp-bfloat16": torch.bfloat16, "amp-float16": torch.float16}
 CUDAGRAPH_MODES = ("reduce-overhead", "max-autotune")
+# the layers whose eager call goes to the convolution library (cuDNN on a GPU): convolutions, batch norm, RNNs
+CONV_LIBRARY_LAYERS = (torch.nn.modules.conv._ConvNd, torch.nn.modules.batchnorm._BatchNorm, torch.nn.RNNBase)
 
 
 @dataclass
@@ -219,11 +221,15 @@ def timed_once(timer, step, inputs) -> tuple[float, object]:
     return seconds, box[0]
 
 
-def warm_libraries(device, dtype) -> None:
+def warm_libraries(device, dtype, model: torch.nn.Module | None = None) -> None:
     """Create the math libraries' handles, workspaces and thread pools before the eager first call,
-    which would otherwise pay them alone (the compiled first call then finds them ready)."""
+    which would otherwise pay them alone (the compiled first call then finds them ready). The convolution
+    library (cuDNN, oneDNN's convolutions) only for a model that has a layer that calls it: for the others it is
+    lab overhead that no call of theirs would ever pay."""
     a = torch.randn(64, 64, device=device).to(dtype)
     (a @ a).sum().item()
+    if model is not None and not any(isinstance(m, CONV_LIBRARY_LAYERS) for m in model.modules()):
+        return
     try:
         x = torch.randn(2, 4, 16, 16, device=device).to(dtype)
         torch.nn.functional.conv2d(x, torch.randn(4, 4, 3, 3, device=device).to(dtype), padding=1).sum().item()

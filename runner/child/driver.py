@@ -1,4 +1,5 @@
-"""The NVIDIA driver's version, read without torch: the probe, calibration and the worker's host facts name it."""
+"""The host's driver and CPU names, read without torch: the probe, calibration and the worker's host facts name them."""
+import platform
 
 
 def nvidia_driver() -> str | None:
@@ -16,3 +17,15 @@ def nvidia_driver() -> str | None:
                 return f.readline().split("Kernel Module")[-1].split()[0]
         except (OSError, IndexError):
             return None
+
+
+def cpu_model() -> str:
+    """The CPU's model name (a CPU job's device name), from /proc/cpuinfo where it is there."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()

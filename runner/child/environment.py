@@ -9,6 +9,7 @@ import torch
 
 from lab.noise import cpus_text
 from runner.child.disturbance import my_cpus
+from runner.child.driver import cpu_model
 
 
 def environment(device: str) -> dict:
@@ -21,13 +22,13 @@ def environment(device: str) -> dict:
     if device == "cuda":
         name = torch.cuda.get_device_name(0)
     else:
-        name = _cpu_model()
+        name = cpu_model()
     return {"torch_version": torch.__version__, "triton_version": triton_version, "device_name": name,
             "cuda_version": torch.version.cuda, "hostname": socket.gethostname()}
 
 
 def environment_detail(device: str) -> dict:
-    d = {"python": platform.python_version(), "platform": platform.platform(), "cpu": _cpu_model(),
+    d = {"python": platform.python_version(), "platform": platform.platform(), "cpu": cpu_model(),
          "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
          "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
          "tf32_matmul": torch.backends.cuda.matmul.allow_tf32, "cudnn_benchmark": torch.backends.cudnn.benchmark}
@@ -95,13 +96,3 @@ def gpu_state(device: str) -> dict | None:
             pass
     return out or None
 
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()

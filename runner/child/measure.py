@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -27,11 +27,12 @@ from runner.child.capture.roofline_work import cached_work, count_work
 from runner.child.disturbance import Watch as Disturbances
 from runner.child.disturbance import my_cpus
 from runner.child.environment import gpu_state, host_state
+from runner.child.gcpause import Pauses
 from runner.child.recording import FirstCalls, SteadyState, record, trace_overhead
 from runner.child.rounds import BLOCK_CLOCKS, Crosscheck, ExperimentFailed, Report, measure_rounds, warmup
 from runner.zoo import ZooEntry
 
-__all__ = ["ExperimentFailed", "Role", "run"]
+__all__ = ["Analyses", "ExperimentFailed", "Role", "run"]
 
 
 @dataclass(frozen=True)
@@ -44,86 +45,89 @@ class Role:
     cache_from_first_run: bool = False  # the compile cache holds the first run's compile: a warm first call
 
 
+@dataclass(frozen=True)
+class Analyses:
+    """What a first run measures beside the clocks: kernel counts, the work of a call (FLOPs and bytes), the shape
+    schedule. A follow-up measures none of them (its first run's stand for it): the defaults are its."""
+
+    kernels: dict = field(default_factory=lambda: {"detail": None})
+    work: dict = field(default_factory=lambda: {"flops": None, "min_bytes": None})
+    work_cached: bool | None = None
+    schedule: list = field(default_factory=list)
+
+
 def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Path | None = None,
         phases: Phases | None = None, role: Role | None = None) -> ResultRecord:
-    """Measure one job; the compiler's texts (runner.child.capture.trace) go to `artifacts_dir`, whether it succeeds or not.
-    Each step is a phase in `phases` (lab.timeline): the worker builds the job's timeline from them."""
+    """Measure one job: build, the first calls (with the accuracy check), the steady state's rounds, the analyses,
+    the record. The compiler's texts (runner.child.capture.trace) go to `artifacts_dir`, whether it succeeds or not.
+    A follow-up process (`role`) runs the same line with the headline clock alone: no compile trace, accuracy check,
+    diagnosis clocks, analyses, artifacts, portable cache or traffic (its first run has them). Each step is a phase
+    in `phases` (lab.timeline): the worker builds the job's timeline from them."""
     started = time.perf_counter()
     phases = phases if phases is not None else Phases()
     role = role or Role()
-    if role.repeat:
-        return run_repeat(spec, entry, report, phases, role, started)
+    first_run = not role.repeat
     with phases.phase("compiler setup"):
         from torch._dynamo.utils import set_compilation_metrics_limit
 
         set_compilation_metrics_limit(1_000_000)  # we slice this list by position: it must never roll over (64)
-    loaded = cache_bundle.load()  # a portable job: a colleague's artifacts, before anything compiles
+    loaded = cache_bundle.load() if first_run else None  # a portable job: a colleague's artifacts, before any compile
     report("building", None)
-    job = build(spec, entry, phases)
+    job = build(spec, entry, phases, trace=first_run)
     try:
-        first = first_calls(job, report)
-        steady = steady_state(job, report)
-        report("counting kernels", None)
-        with phases.phase("profiler"):
-            kernels = count_both(job.eager_step, job.compiled_step, job.inputs, job.device, job.trace.kernel_calls)
-        with phases.phase("FLOP count"):
-            work, work_cached = cached_work(_work_key(spec, entry), lambda: count_work(
-                job.eager_model, job.eager_step, job.inputs, job.training))
-        schedule = []
-        if spec.schedule:
-            report("schedule", None)
-            with phases.phase("schedule"):
-                schedule = run_schedule(job.timer, job.watch, job.module, entry, spec, job.device, job.dtype,
-                                        job.eager_step, job.compiled_step)
+        first = first_calls(job, report, check=first_run)
+        steady = steady_state(job, report, diagnose=first_run)
+        more = analyse(job, report) if first_run else Analyses()
     except BaseException:  # the compiler's texts of a failed job say why; its error names the phase it failed in
         with contextlib.suppress(Exception):  # and keeping them must not replace that error
-            keep_artifacts(job, artifacts_dir, None)
+            keep_artifacts(job, artifacts_dir if first_run else None, None)
         raise
-    with phases.phase("artifacts"):
-        no_tlparse = keep_artifacts(job, artifacts_dir, report)
+    if first_run:
+        with phases.phase("artifacts"):
+            no_tlparse = keep_artifacts(job, artifacts_dir, report)
+    else:
+        no_tlparse = keep_artifacts(job, None, None)  # closes the trace: a follow-up keeps none
     with phases.phase("record"):
-        result = record(job, first, steady, work, schedule, kernels, first_call_cache(spec, role, loaded))
+        result = record(job, first, steady, more.work, more.schedule, more.kernels,
+                        first_call_cache(spec, role, loaded))
     # the trace is captured while compiling; torch times that share, which is lab overhead, not the compile's
     phases.carve("compiled first call", "trace capture", trace_overhead(first.metrics))
-    saved = cache_bundle.save()  # a cold job: what a portable job of the same settings will load
-    if spec.traffic:  # last: it resets dynamo (runner.child.traffic), and a portable bundle holds the job's compile only
-        report("traffic", 0.0)
-        with phases.phase("traffic"):
-            result.detail["traffic"] = traffic.replay(job, report)
-    if loaded is not None:
-        loaded["kernel_libraries_built"] = cache_bundle.built_here(loaded)
-        loaded.pop("restored", None)
-    result.detail["mega_cache"] = {k: v for k, v in (("loaded", loaded), ("saved", saved)) if v is not None}
+    if first_run:
+        saved = cache_bundle.save()  # a cold job: what a portable job of the same settings will load
+        if spec.traffic:  # last: it resets dynamo (runner.child.traffic), and a portable bundle holds the job's compile only
+            report("traffic", 0.0)
+            with phases.phase("traffic"):
+                result.detail["traffic"] = traffic.replay(job, report)
+        if loaded is not None:
+            loaded["kernel_libraries_built"] = cache_bundle.built_here(loaded)
+            loaded.pop("restored", None)
+        result.detail["mega_cache"] = {k: v for k, v in (("loaded", loaded), ("saved", saved)) if v is not None}
+        result.detail["work_cached"] = more.work_cached
+        if no_tlparse:
+            result.detail["tlparse_note"] = no_tlparse
+    else:
+        result.detail["follow_up_protocol"] = ("the headline clock only; accuracy, diagnosis clocks, kernel counts "
+                                               "and artifacts are its configuration's first run's")
     result.detail["measure_s"] = time.perf_counter() - started
-    result.detail["work_cached"] = work_cached
-    if no_tlparse:
-        result.detail["tlparse_note"] = no_tlparse
     return result
 
 
-def run_repeat(spec: ExperimentSpec, entry: ZooEntry, report: Report, phases: Phases, role: Role,
-               started: float) -> ResultRecord:
-    """A follow-up process: the first calls and the headline's rounds as the first run times them; no accuracy
-    check, diagnosis clocks, kernel counts, FLOP count, schedule or artifacts (its first run has them)."""
-    with phases.phase("compiler setup"):
-        from torch._dynamo.utils import set_compilation_metrics_limit
-
-        set_compilation_metrics_limit(1_000_000)
-    report("building", None)
-    job = build(spec, entry, phases, trace=False)
-    try:
-        first = first_calls(job, report, check=False)
-        steady = steady_state(job, report, diagnose=False)
-    finally:
-        job.trace.close()
-    with phases.phase("record"):
-        empty = {"flops": None, "min_bytes": None}
-        result = record(job, first, steady, empty, [], {"detail": None}, first_call_cache(spec, role, None))
-    phases.carve("compiled first call", "trace capture", trace_overhead(first.metrics))
-    result.detail["measure_s"] = time.perf_counter() - started
-    result.detail["follow_up_protocol"] = ("the headline clock only; accuracy, diagnosis clocks, kernel counts and "
-                                           "artifacts are its configuration's first run's")
-    return result
+def analyse(job: Setup, report: Report) -> Analyses:
+    """A first run's analyses, after the clocks: each side's kernels counted by the profiler, the work of one eager
+    call (runner.child.capture.roofline_work, cached across a sweep), and the shape schedule's calls."""
+    phases, spec = job.phases, job.spec
+    report("counting kernels", None)
+    with phases.phase("profiler"):
+        kernels = count_both(job.eager_step, job.compiled_step, job.inputs, job.device, job.trace.kernel_calls)
+    with phases.phase("FLOP count"):
+        work, work_cached = cached_work(_work_key(spec, job.entry), lambda: count_work(
+            job.eager_model, job.eager_step, job.inputs, job.training))
+    schedule = []
+    if spec.schedule:
+        report("schedule", None)
+        with phases.phase("schedule"):
+            schedule = run_schedule(job)
+    return Analyses(kernels=kernels, work=work, work_cached=work_cached, schedule=schedule)
 
 
 def first_call_cache(spec: ExperimentSpec, role: Role, loaded: dict | None) -> str:
@@ -147,18 +151,15 @@ def _work_key(spec: ExperimentSpec, entry: ZooEntry) -> dict:
 
 
 def keep_artifacts(job: Setup, folder: Path | None, report: Report | None) -> str | None:
-    """The trace's texts (runner.child.capture.trace) into the artifacts folder, and tlparse's report when the sweep keeps the
-    trace; returns why there is no tlparse report, if there is none. `report` is None for a failed job: its error
-    names the phase it failed in, not this one."""
+    """The trace's texts (runner.child.capture.trace) into the artifacts folder; returns why there is no tlparse report
+    yet: the worker makes it from the trace once the outcome is stored (runner.worker.reports). `report` is None for
+    a failed job: its error names the phase it failed in, not this one."""
     job.trace.close()  # `--spawn inline` runs the next job in this same process
     if folder is None:
         return None
     texts = job.trace.artifacts()
-    why = None
     if job.spec.trace:
-        if report is not None:
-            report("tlparse", None)
-        texts["tlparse"], why = tlparse_report.report(texts["trace"])
+        why = tlparse_report.pending()
     else:  # the sweep keeps the output code and FX graphs only
         texts.pop("trace")
         why = "its sweep kept no compile trace (trace false)"
@@ -176,7 +177,7 @@ def first_calls(job: Setup, report: Report, check: bool = True) -> FirstCalls:
     mem = Memory(job.spec.device)
     report("eager first call", None)
     with phase("library warm-up"):
-        warm_libraries(job.device, job.dtype)  # handles and pools (cuBLAS, cuDNN, oneDNN, OpenMP): not eager's cost
+        warm_libraries(job.device, job.dtype, job.eager_model)  # handles and pools (cuBLAS, cuDNN, ...): not eager's cost
     skip = skip_reason(job.entry, job.eager_model, training) if check else None
     check = check and skip is None
     before = None
@@ -207,7 +208,7 @@ def first_calls(job: Setup, report: Report, check: bool = True) -> FirstCalls:
     n_metrics = len(metrics())
     seed(2)
     try:
-        with phase("compiled first call"):
+        with phase("compiled first call"), Pauses() as gc_pauses:  # the collector's share named (runner.child.gcpause)
             compiled_first_s, out = timed_once(timer, job.compiled_step, inputs)
     except Exception as exc:
         raise ExperimentFailed(describe_compile_failure(exc, job.spec, metrics()[n_metrics:])) from exc
@@ -226,7 +227,8 @@ def first_calls(job: Setup, report: Report, check: bool = True) -> FirstCalls:
         compiled_second_s, _ = timed_once(timer, job.compiled_step, inputs)
     return FirstCalls(eager_first_s=eager_first_s, eager_second_s=eager_second_s, compiled_first_s=compiled_first_s,
                       compiled_second_s=compiled_second_s, peak_eager=peak_eager, peak_compiled=mem.peak_mb(),
-                      memory_method=mem.method, metrics=first_metrics, graph_count=graph_count, accuracy=accuracy)
+                      memory_method=mem.method, metrics=first_metrics, graph_count=graph_count, accuracy=accuracy,
+                      gc_pauses=gc_pauses.as_dict())
 
 
 def _float64_step(job: Setup):
@@ -281,10 +283,13 @@ def steady_state(job: Setup, report: Report, diagnose: bool = True) -> SteadySta
                        cudagraphs=cudagraphs_health.health(metrics(), rerecords_before) if job.cudagraphs else None)
 
 
-def run_schedule(timer, watch, module, entry, spec, device, dtype, eager_step, compiled_step) -> list[dict]:
+def run_schedule(job: Setup) -> list[dict]:
+    """Each size of the spec's schedule, one call a side: its time, and whether (and why) it recompiled."""
+    timer, watch, entry, spec = job.timer, job.watch, job.entry, job.spec
+    eager_step, compiled_step = job.eager_step, job.compiled_step
     calls = []
     for size in spec.schedule:
-        inputs = inputs_for(module, entry, spec, size, device, dtype)
+        inputs = inputs_for(job.module, entry, spec, size, job.device, job.dtype)
         error, eager_s, compiled_s = None, None, None
         try:  # a size too large for memory ends this call's entry, not the job and its measurements
             eager_s, _ = timed_once(timer, eager_step, inputs)

@@ -41,6 +41,7 @@ class FirstCalls:
     metrics: list  # torch's compilation metrics of the compiled first call
     graph_count: int
     accuracy: dict  # {max_abs_error, rel_error, ok, note} (runner.child.accuracy.compare)
+    gc_pauses: dict | None = None  # the garbage collector's pauses inside the compiled first call (runner.child.gcpause)
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,9 @@ def record(job: Setup, first: FirstCalls, steady: SteadyState, work: dict, sched
     spec, timer, samples = job.spec, job.timer, steady.samples
     all_metrics = metrics()
     preloaded = preloaded_imports_s(spec)
-    compiled_first_s = first.compiled_first_s + preloaded  # what a fresh process's first call takes
+    # what a fresh process's first call takes: less what capturing the trace added inside it (torch measures it),
+    # plus the imports the preloaded parent spared it
+    compiled_first_s = first.compiled_first_s - traced_s(first) + preloaded
     clocks = clock_fields(samples, timer.gpu, job.cudagraphs)
     # the roofline places what the hardware did: kernel time where there is a GPU clock
     achieved = achieved_rates(work, clocks["compiled_gpu_ms"] or clocks["compiled_ms"])
@@ -93,7 +96,7 @@ def detail(job: Setup, first: FirstCalls, steady: SteadyState, work: dict, kerne
     """The record's `detail`: what the compiler said and did, the calls each clock made per round, and the host and
     GPU around the rounds (the raw material behind the numbers; db.results exports some of it as columns)."""
     spec, timer = job.spec, job.timer
-    breakdown = compile_breakdown(first.metrics, first.compiled_first_s)
+    breakdown = compile_breakdown(first.metrics, first.compiled_first_s - traced_s(first))
     if preloaded:
         breakdown[preload.COMPILE_PART] = preloaded
     return {
@@ -109,7 +112,11 @@ def detail(job: Setup, first: FirstCalls, steady: SteadyState, work: dict, kerne
         "compile_phases_s": compile_phases(first.metrics),
         "compile_breakdown_s": breakdown,
         # the compiled first call timed in this process, and the imports a preloading parent spared it
-        "first_call_parts": {"timed_in_child_s": first.compiled_first_s, "preloaded_imports_s": preloaded},
+        # and what capturing the compile trace added inside it (left out of compiled_first_call_s: no script pays it)
+        "first_call_parts": {"timed_in_child_s": first.compiled_first_s, "preloaded_imports_s": preloaded,
+                             "trace_capture_s": traced_s(first),
+                             "gc_pause_s": (first.gc_pauses or {}).get("seconds")},
+        "first_call_gc": first.gc_pauses,
         "cache_hits": hits,
         "cache_layers": cache_layers(job.trace.cache_events),
         "kernel_counts": kernels["detail"],
@@ -138,6 +145,11 @@ def preloaded_imports_s(spec: ExperimentSpec) -> float:
         return max(0.0, float(os.environ.get(preload.ENV) or 0.0))
     except ValueError:
         return 0.0
+
+
+def traced_s(first: FirstCalls) -> float:
+    """What capturing the compile trace added to the compiled first call (at most all of it)."""
+    return min(trace_overhead(first.metrics), first.compiled_first_s)
 
 
 def trace_overhead(ms) -> float:

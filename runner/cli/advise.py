@@ -13,6 +13,7 @@ from lab import advice_text
 from lab.advise import Search, parse_budget, search_request
 from lab.axes import BY_FIELD
 from lab.sweep import SweepRequest, split_sizes
+from lab.wording import count
 from runner import zoo
 from runner.cli import files as cli_files
 from runner.cli.usage import UsageError, model_args, row_id
@@ -86,7 +87,7 @@ def _start(engine, args) -> int:
     sweep_id, job_ids, more = advice.start(engine, SweepRequest.from_dict(fields), search, catalog, queue.whoami())
     for note in (*waiting, *notes, *more):
         print(f"note: {note}", file=sys.stderr)
-    print(f"search: sweep {sweep_id}, {len(job_ids)} setting(s), one process each to start", file=sys.stderr)
+    print(f"search: sweep {sweep_id}, {count(len(job_ids), 'setting')}, one process each to start", file=sys.stderr)
     return sweep_id
 
 

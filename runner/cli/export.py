@@ -15,6 +15,7 @@ from typing import Iterable, Iterator
 from db.database import get_engine
 from db.results import iter_records, write_csv, write_json
 from lab.tabular import EXPORT_PARENT_ENV
+from lab.wording import count
 from runner.child import disturbance
 from runner.child.process import set_pdeathsig
 from runner.cli import files as cli_files
@@ -63,7 +64,7 @@ def cmd_export(args) -> int:
         partial.replace(out)
     finally:
         partial.unlink(missing_ok=True)
-    print(f"{n} record(s) written to {args.output}", file=sys.stderr)
+    print(f"{count(n, 'record')} written to {args.output}", file=sys.stderr)
     return 0
 
 

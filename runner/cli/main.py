@@ -285,6 +285,7 @@ def cmd_work(args) -> int:
     else:
         logging.getLogger("compile_lab.worker").info("compile cache bundles: checked and signed with the key in %s",
                                                      signer.source)
+    Path(args.home).mkdir(parents=True, exist_ok=True)  # a home that cannot be made stops here, said as an error
     cfg = WorkerConfig(db_url=args.db, home=Path(args.home), gpu=args.gpu, lease_s=args.lease,
                        grace_s=args.grace, models_dirs=args.models_dir, spawn=args.spawn, model_imports=args.model_import,
                        calibrate=not args.no_calibrate, threads=args.threads, signer=signer,

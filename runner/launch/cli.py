@@ -12,6 +12,7 @@ from pathlib import Path
 from db import cluster
 from db.database import get_engine
 from db.engine import DatabaseError
+from lab.wording import count
 from runner.launch import config, kubernetes, sizing, slurm
 from runner.launch.launcher import SlurmLauncher
 
@@ -50,7 +51,7 @@ def _slurm(cfg: config.LaunchConfig, args) -> int:
     if args.dry_run:
         for pool in cfg.pools:
             n = cfg.pool_max(pool)
-            print(f"# pool {pool.name}: up to {n} worker(s) like this one\n" + " ".join(slurm.sbatch_argv(cfg, pool, n))
+            print(f"# pool {pool.name}: up to {count(n, 'worker')} like this one\n" + " ".join(slurm.sbatch_argv(cfg, pool, n))
                   + " <<'EOF'\n" + slurm.script(cfg, pool, slurm.worker_grace(cfg)) + "EOF")
         return 0
     if not args.watch:
@@ -92,7 +93,7 @@ def _kubernetes(cfg: config.LaunchConfig, args) -> int:
     elif not args.apply:
         sys.stdout.write(text)
     if args.apply:
-        print(f"job {kubernetes.apply(body)}: {workers} worker(s) of pool {pool.name} in namespace "
+        print(f"job {kubernetes.apply(body)}: {count(workers, 'worker')} of pool {pool.name} in namespace "
               f"{body['metadata']['namespace']}", file=sys.stderr)
     return 0
 

@@ -102,5 +102,6 @@ class SlurmLauncher:
 
     def _publish(self, pending: list[slurm.Task]) -> None:
         jobs = [{"kind": scheduler.SLURM, "name": t.name, "job_id": t.job_id, "pool": self.pools[t.name].name,
-                 "state": t.state, "reason": t.reason, "submitted": t.submitted} for t in pending]
+                 "state": t.state, "reason": t.reason, "submitted": scheduler.local_to_utc(t.submitted)}
+                for t in pending]
         cluster.publish_pending(self.engine, list(self.pools), jobs, self.host, self.pid)

@@ -8,6 +8,7 @@ from typing import Iterable, Mapping
 
 from db.cluster import Demand
 from lab.spec import torch_matches
+from lab.wording import count
 from runner.launch.config import LaunchConfig, Pool
 
 
@@ -23,7 +24,7 @@ class PoolNeed:
     waiting: int  # queued jobs no pool serves as configured, or that its workers showed they cannot take
 
     def said(self) -> str:
-        return (f"pool {self.pool}: {self.queued} queued, {self.held} worker(s) in the scheduler ({self.busy} busy)"
+        return (f"pool {self.pool}: {self.queued} queued, {count(self.held, 'worker')} in the scheduler ({self.busy} busy)"
                 + (f", starting {self.start}" if self.start else ""))
 
 

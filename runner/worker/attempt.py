@@ -20,19 +20,17 @@ from db.models import JobStatus
 from db.results import store_timeline
 from lab import timeline
 from lab.errors import cut, first_line
-from lab.record import ResultRecord
 from lab.spec import ExperimentSpec
 from lab.timeline import Phases
 from runner.child import diskspace
 from runner.child.reaper import kill_tree
 from runner.launch import ended
-from runner.worker import cache_bundle, cache_repeat, ceilings, diskpause
+from runner.worker import cache_bundle, cache_repeat, ceilings, diskpause, reports
 from runner.worker.lease import LeaseKeeper, read_progress
-from runner.worker.neighbours import Watch
-from runner.worker.outcome import HANDED_BACK, Outcome, log_outcome, read_outcome
+from runner.worker.neighbours import Watch, with_neighbours
 from runner.worker.spawn import SpawnError
 from runner.worker.store import FILE as KEPT_FILE
-from runner.worker.store import Store, keep_or_hold
+from runner.worker.store import HANDED_BACK, Outcome, Store, keep_or_hold, log_outcome, read_outcome
 
 log = logging.getLogger("compile_lab.worker")
 LOG_TAIL_CHARS = 6000
@@ -276,6 +274,9 @@ class Attempt:
             return outcome
         if outcome.status is None or stored:  # stored False: said above, and what ran is not what was stored
             log_outcome(claim.job_id, outcome)
+        if stored:  # its child gone and its outcome stored: tlparse's report, on no job's time (runner.worker.reports)
+            reports.make(self.store.engine, claim.job_id, self.paths.folder, finished.result,
+                         beat=lambda: queue.heartbeat_worker(self.store.engine, self.store.worker_id, "idle"))
         if not self.lent.keep_folder:
             shutil.rmtree(self.paths.folder, ignore_errors=True)
         self.store.note("idle")
@@ -327,17 +328,6 @@ class Attempt:
         self.store.release(self.claim, f"worker {self.store.worker_id}: {error}; re-queued without counting the "
                                        "attempt")
         return Outcome(None)
-
-
-def with_neighbours(record: ResultRecord, watch: Watch, threads: int) -> ResultRecord:
-    """The host's other workers into the record: who shared this worker's cores and who was busy while the job ran
-    (detail.host_state), and, on a noisy result, in its noise_note: the likely reason."""
-    host_state = record.detail.get("host_state") or {}
-    record.detail["host_state"] = {**host_state, **watch.state(), "threads_pinned": threads}
-    note = watch.note()
-    if note and record.noisy:
-        record.noise_note = f"{record.noise_note or 'noisy'}; {note}"
-    return record
 
 
 def kill_group(proc) -> None:

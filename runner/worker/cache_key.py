@@ -84,3 +84,4 @@ def load(path: str | os.PathLike | None = None) -> Signer | None:
         raise CacheKeyError(f"cache key file {p}: key {short + 1} is shorter than {MIN_KEY_CHARS} characters; make "
                             "one with `openssl rand -hex 32`")
     return Signer(keys, str(p))
+

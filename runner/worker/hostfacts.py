@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from runner.child.driver import nvidia_driver
+from runner.worker import quick_probe
 
 FILE = "host-facts-*.json"  # one file per key: the workers of `work --gpus` share a home, each its own GPU
 
@@ -86,3 +87,18 @@ def save(home: Path, env: dict, facts: dict) -> None:
         os.replace(tmp, final)
     except OSError:  # a home that cannot keep them only costs the next start its wait
         tmp.unlink(missing_ok=True)
+
+
+def read_quickly(env: dict) -> dict | None:
+    """On a host (or key) with no kept facts: the probe's answer read without torch (runner.worker.quick_probe),
+    marked `quick`, for a start that is ready at once while the real probe runs; None where it cannot tell."""
+    found = quick_probe.probe(env)
+    return None if found is None else {"probe": found, "quick": True}
+
+
+def changed(known: dict, facts: dict) -> bool:
+    """Whether the start's facts differ from those it began with: kept ones as a whole, quickly read ones in the
+    probe's answer (they hold no measured import cost)."""
+    if known.get("quick"):
+        return known["probe"] != facts["probe"]
+    return json.dumps(known, sort_keys=True, default=str) != json.dumps(facts, sort_keys=True, default=str)

@@ -35,6 +35,9 @@ class Renewed:
         self.at = at
 
 
+PHASE_LOOK_S = 0.25  # how often the lease thread reads the child's phase between renewals
+
+
 class LeaseKeeper(threading.Thread):
     """Renews one job's lease every beat, in its own thread, so that a slow, locked or unreachable
     database never stalls the supervision of the child (timeouts, cancels, signals). The supervisor
@@ -63,11 +66,24 @@ class LeaseKeeper(threading.Thread):
         """When the child stops itself: a quarter beat after the worker would, still before the expiry."""
         return self.renewed_at + self.lease_s - self.beat_s / 4
 
+    def _wait(self, seconds: float, published: str | None) -> bool:
+        """Wait up to `seconds` for the end (True), or until the child names a new phase: that goes out at once, so
+        that a page on this host pauses its refresh before a timed phase begins, not a beat into it (its progress
+        within a phase waits for the beat: a renewal per round would be this worker's own noise in the rounds)."""
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            if self.done.wait(min(left, PHASE_LOOK_S)):
+                return True
+            if published is not None and read_progress(self.progress_file)[0] != published:
+                return False
+        return self.done.is_set()
+
     def run(self) -> None:
         s, c = self.store, self.claim
         wait = 0.0  # the first renewal at once: on a busy host the last one may be most of a beat old already
+        phase = None
         try:
-            while not self.done.wait(wait):
+            while not self._wait(wait, phase):
                 phase, progress = read_progress(self.progress_file)
                 sent = time.monotonic()  # the next renewal a beat from this one's sending, however long it takes
                 try:

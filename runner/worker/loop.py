@@ -3,7 +3,6 @@
 hold a CUDA context. docs/operations.md says which faults it survives and how."""
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
@@ -38,9 +37,8 @@ from runner.worker.lease import Renewed
 from runner.worker.model_folders import ModelFolders
 from runner.worker.model_offer import PROBLEMS, MoreModels
 from runner.worker.neighbours import sharing
-from runner.worker.outcome import HANDED_BACK, Outcome
 from runner.worker.spawn import SpawnError, make_spawner
-from runner.worker.store import Kept, Store, found
+from runner.worker.store import HANDED_BACK, Kept, Outcome, Store, found
 
 log = logging.getLogger("compile_lab.worker")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -95,10 +93,11 @@ class Worker:
     def start(self) -> None:
         """Register and become ready. With facts kept from an earlier start on this host (runner/worker/hostfacts.py) that
         is at once: the preloaded parent's imports, the probe and the rest go on in a thread, and the first job
-        waits for them (its timeline's "worker start" phase). Without facts, all of that comes first."""
+        waits for them (its timeline's "worker start" phase). Without kept facts, the same from facts read without
+        torch (runner/worker/quick_probe.py); where those cannot be read, all of that comes first."""
         began = time.monotonic()
         self.spawner.prepare()  # the preloaded parent imports torch and the compiler now
-        known = hostfacts.load(self.home, self._env())
+        known = hostfacts.load(self.home, self._env()) or hostfacts.read_quickly(self._env())  # runner.worker.quick_probe
         if known is None:
             self._get_ready(None)
             how = "probed"
@@ -108,9 +107,11 @@ class Worker:
             self._started.clear()
             self._starting = threading.Thread(target=self._get_ready, args=(known,), daemon=True, name="start")
             self._starting.start()
-            how = f"host facts kept in {hostfacts.path(self.home, self._env())}; the preloaded parent is still loading"
+            facts = "read without torch" if known.get("quick") else f"kept in {hostfacts.path(self.home, self._env())}"
+            how = f"host facts {facts}; the preloaded parent is still loading"
         queue.register_worker(self.engine, self.id, self.hostname, os.getpid(), self.cfg.gpu, self.capabilities)
-        self.more.start(self._env(), PROJECT_ROOT, gpu="cuda" in self.capabilities["devices"])
+        self.more.start(self._env(), PROJECT_ROOT, gpu="cuda" in self.capabilities["devices"], home=self.home)
+        self.rescan_models()  # a listing kept from an earlier start (runner.worker.listing_cache): offered now
         devices, probe = self.capabilities["devices"], self.probe
         log.info("worker %s ready: devices %s%s, %d models, %s children, CPUs %s, torch threads %d; started in %.1f s "
                  "(%s)", self.id, ",".join(devices), f" ({probe.get('device_name')})" if probe.get("device_name") else "",
@@ -175,9 +176,10 @@ class Worker:
             facts = {"probe": probe, "first_call_imports_s": self.first_call_imports_s}
             hostfacts.save(self.home, self._env(), facts)
             self.probe = probe
-            if known is not None and json.dumps(known, sort_keys=True) != json.dumps(facts, sort_keys=True):
-                log.warning("worker %s: this host's facts changed since they were kept (%s); publishing the new ones",
-                            self.id, hostfacts.path(self.home, self._env()))
+            if known is not None and hostfacts.changed(known, facts):
+                log.warning("worker %s: this host's facts differ from those %s (%s); publishing the new ones", self.id,
+                            "read without torch" if known.get("quick") else "kept",
+                            hostfacts.path(self.home, self._env()))
                 self.capabilities = caps = self._capabilities(probe)
                 self.store.publish("the host's facts", caps)
             elif known is None:
@@ -292,6 +294,7 @@ class Worker:
                     self.stop.wait(max(self.cfg.poll_s, 1.0))
                     continue
                 if claim is None:
+                    self.more.refresh()  # a kept listing checked while nothing runs (runner.worker.model_offer)
                     if self.cfg.drain and time.monotonic() - idle_since >= self.cfg.idle_exit_s:
                         break
                     if self.rescan_models():  # a model file added or edited: offered now, no restart
@@ -299,6 +302,9 @@ class Worker:
                         continue
                     self.stop.wait(self.cfg.poll_s)
                     continue
+                if self.stop.is_set():  # stopped while it claimed: the claim goes straight back
+                    self.store.release(claim, f"worker {self.id} stopped before starting it; re-queued")
+                    break
                 if self.run_claim(claim, claimed_at, steps) is HANDED_BACK:
                     self.stop.wait(max(self.cfg.poll_s, 1.0))  # our own files failed: not the job's turn yet
                     continue
@@ -321,9 +327,6 @@ class Worker:
         if steps is None:
             steps = Phases()
             steps.add("claim", time.time(), time.time())
-        if self.stop.is_set():  # stopped between the claim and here: hand it straight back
-            self.store.release(claim, f"worker {self.id} stopped before starting it; re-queued")
-            return Outcome(None)
         self.store.note("busy", claim.job_id)
         try:
             spec = self.rebuild_spec(claim.spec)

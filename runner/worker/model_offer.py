@@ -4,6 +4,8 @@ timm and torchvision) and the lab's models named by import path (`work --model-i
 They are listed by one child process in the background (runner.zoo.families: it imports the packages and runs the
 lab's code, which the worker never does); until it ends the worker offers its files alone, and then publishes the
 rest, with each import path it could not offer and why (the Submit page and `submit` say it when one is asked for).
+A listing kept in the worker's home for the same packages and code (runner.worker.listing_cache) is offered at once,
+while the child lists again in the background; what it finds replaces it where it differs.
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import importlib.util
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -20,6 +23,7 @@ from pathlib import Path
 from lab.errors import first_line
 from lab.spec import ModelInfo
 from runner import zoo
+from runner.worker import listing_cache
 from runner.zoo import families
 
 log = logging.getLogger("compile_lab.worker")
@@ -38,26 +42,58 @@ class MoreModels:
         self.refused: dict[str, str] = {}
         self.versions: dict[str, str] = {}
         self.changed = threading.Event()
+        self.known = threading.Event()  # a listing is in hand: kept from an earlier start, or listed now
+        self.from_cache = False  # what is offered is the kept listing; the background one has not ended yet
         self._thread: threading.Thread | None = None
+        self._cache: tuple[Path, dict] | None = None  # where the listing is kept, and its key
+        self._kept: dict | None = None  # the listing offered now, as listed
+        self._later: tuple | None = None  # a kept listing's check, waiting for the worker to be idle
 
     @property
     def wanted(self) -> bool:
         return bool(self.families or self.imports)
 
-    def start(self, env: dict, cwd: Path, gpu: bool) -> None:
+    def start(self, env: dict, cwd: Path, gpu: bool, home: Path | None = None) -> None:
+        """List in the background; with `home`, offer its kept listing for this key at once (`changed` set)."""
         if not self.wanted:
+            self.known.set()
             return
+        if home is not None:
+            k = listing_cache.key(self.families, self.imports, gpu)
+            self._cache = (home, k)
+            kept = listing_cache.load(home, k)
+            if kept is not None:
+                self._take(kept, quiet=True)
+                self.from_cache = True
+                log.info("worker: offering the listing kept in %s while listing again", listing_cache.path(home, k))
+                self.changed.set()
+                self.known.set()
+                self._later = (env, cwd, gpu)  # listed again once the worker is idle (refresh)
+                return
+        self._begin(env, cwd, gpu)
+
+    def refresh(self) -> None:
+        """The worker is idle: list again now, where a kept listing is offered and has not been checked yet. Not at
+        the start: the listing child (torch and the families' imports, seconds of CPU) would run beside the first
+        jobs' cold compiles and disturb them."""
+        if self._later is not None:
+            later, self._later = self._later, None
+            self._begin(*later)
+
+    def _begin(self, env: dict, cwd: Path, gpu: bool) -> None:
         self._thread = threading.Thread(target=self._list, args=(env, cwd, gpu), daemon=True, name="list models")
         self._thread.start()
 
     def wait(self, timeout: float | None = None) -> None:
-        if self._thread is not None:
-            self._thread.join(timeout)
+        """Until a listing is in hand: the kept one at once, else the child's."""
+        if self.wanted:
+            self.known.wait(timeout)
 
     def _list(self, env: dict, cwd: Path, gpu: bool) -> None:
         with tempfile.TemporaryDirectory(prefix="compile-lab-models-") as tmp:
             out = Path(tmp) / "listing.json"
-            cmd = [sys.executable, "-m", "runner.zoo.families", "list", "--out", str(out)]
+            # at the lowest CPU priority: a job's child may be compiling or timing beside it
+            cmd = [*_NICE, sys.executable, "-m", "runner.zoo.families", "list", "--out", str(out)]
             cmd += [a for f in self.families for a in ("--family", f)]
             cmd += [a for name in self.imports for a in ("--import", name)]
             cmd += ["--gpu"] if gpu else []
@@ -69,18 +105,38 @@ class MoreModels:
             except (OSError, subprocess.TimeoutExpired, ValueError) as e:
                 listed, why = None, first_line(e)
         if listed is None:
-            self.refused = {**{f"{f}:*": why for f in self.families}, **{n: why for n in self.imports}}
-            log.warning("worker: could not list its families and imported models: %s", why)
+            if self.from_cache:  # the kept listing stays offered: this listing's failure may be passing
+                log.warning("worker: could not list its families and imported models again (%s); offering the kept "
+                            "listing", why)
+            else:
+                self.refused = {**{f"{f}:*": why for f in self.families}, **{n: why for n in self.imports}}
+                log.warning("worker: could not list its families and imported models: %s", why)
+                self.changed.set()
         else:
-            self.entries = {name: zoo.ZooEntry(info=info, path=None) for name, info in families.infos(listed).items()}
-            self.refused, self.versions = listed.get("refused", {}), listed.get("families", {})
-            for name, reason in self.refused.items():
-                log.warning("worker: not offering %s: %s", name, reason)
-            counts = {f: sum(n.startswith(f + ":") for n in self.entries) for f in self.versions}
-            log.info("worker: now offering %s", ", ".join(
-                [f"{f} {self.versions[f]} ({counts[f]} models)" for f in self.versions]
-                + [n for n in self.entries if families.is_import_path(n)]) or "nothing more")
-        self.changed.set()
+            same = self.from_cache and json.dumps(listed, sort_keys=True) == json.dumps(self._kept, sort_keys=True)
+            if self._cache is not None:
+                listing_cache.save(*self._cache, listed)
+            if not same:
+                self._take(listed, quiet=False)
+                self.changed.set()
+        self.from_cache = False
+        self.known.set()
+
+    def _take(self, listed: dict, quiet: bool) -> None:
+        self._kept = listed
+        self.entries = {name: zoo.ZooEntry(info=info, path=None) for name, info in families.infos(listed).items()}
+        self.refused, self.versions = listed.get("refused", {}), listed.get("families", {})
+        if quiet:
+            return
+        for name, reason in self.refused.items():
+            log.warning("worker: not offering %s: %s", name, reason)
+        counts = {f: sum(n.startswith(f + ":") for n in self.entries) for f in self.versions}
+        log.info("worker: now offering %s", ", ".join(
+            [f"{f} {self.versions[f]} ({counts[f]} models)" for f in self.versions]
+            + [n for n in self.entries if families.is_import_path(n)]) or "nothing more")
+
+
+_NICE = ["nice", "-n", "19"] if shutil.which("nice") else []
 
 
 def _tail(text: str) -> str:

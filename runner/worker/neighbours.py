@@ -16,6 +16,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from db import queue
 from lab.noise import cpus_text
+from lab.record import ResultRecord
+from lab.wording import count
 
 log = logging.getLogger("compile_lab.worker")
 
@@ -66,5 +68,17 @@ class Watch:
         if not self.busy:
             return None
         same = [k for k, v in self.busy.items() if v["shares_cores"]]
-        text = f"{len(self.busy)} other worker(s) on this host were busy while it ran"
+        were = "was" if len(self.busy) == 1 else "were"
+        text = f"{count(len(self.busy), 'other worker')} on this host {were} busy while it ran"
         return text + (f", {len(same)} of them on the same cores ({', '.join(sorted(same))})" if same else "")
+
+
+def with_neighbours(record: ResultRecord, watch: Watch, threads: int) -> ResultRecord:
+    """The host's other workers into the record: who shared this worker's cores and who was busy while the job ran
+    (detail.host_state), and, on a noisy result, in its noise_note: the likely reason."""
+    host_state = record.detail.get("host_state") or {}
+    record.detail["host_state"] = {**host_state, **watch.state(), "threads_pinned": threads}
+    note = watch.note()
+    if note and record.noisy:
+        record.noise_note = f"{record.noise_note or 'noisy'}; {note}"
+    return record

@@ -1,5 +1,6 @@
-"""The worker's writes for its jobs (Store), and a finished attempt's outcome, kept in its job folder until the
-database has it.
+"""A job's outcome, from its child's end to the database: how it ended (Outcome: exactly one state, with a reason,
+and the child's record when it measured), kept in its job folder until the database has it (Kept), and the worker's
+writes for its jobs (Store).
 
 A child's measurement can take an hour; a database outage while it is being stored must not throw it away
 (and re-run the job, counting an attempt). So before storing, the worker writes the outcome beside the job's
@@ -13,9 +14,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -25,9 +27,59 @@ from db.engine import check_identity
 from db.models import JobStatus
 from lab import artifact_files, tabular
 from lab.errors import first_line
+from lab.record import ResultRecord
+from lab.result_file import ResultFile
 
 log = logging.getLogger("compile_lab.worker")
 FILE = "outcome.json"
+
+
+@dataclass
+class Outcome:
+    status: JobStatus | None  # None: the lease is gone (cancelled, taken back, handed back); nothing to write
+    error: str | None = None
+    record: ResultRecord | None = None
+    phases: list = field(default_factory=list)  # the child's phases (lab.timeline), as its result file gives them
+    written_at: float | None = None  # when the child began writing its result file
+
+
+HANDED_BACK = Outcome(None, "handed back: the worker's own files failed")
+
+
+def read_outcome(rc: int, result_file: Path, phase: str) -> Outcome:
+    """Turn how the child ended (its exit code and its result file) into one recorded state."""
+    try:
+        said = ResultFile.read(result_file)
+    except ValueError as e:
+        return Outcome(JobStatus.CRASHED, f"child wrote an unreadable result file ({e})")
+    if said is not None and said.record is not None and rc == 0:
+        return Outcome(JobStatus.SUCCEEDED, None, said.record, said.phases, said.written_at)
+    if said is not None and said.record is None:
+        return Outcome(JobStatus.FAILED, said.error)
+    if rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        return Outcome(JobStatus.CRASHED, f"child killed by {name} while {phase}")
+    return Outcome(JobStatus.CRASHED, f"child exited with code {rc} without a result while {phase}")
+
+
+def log_outcome(job_id: int, o: Outcome) -> None:
+    if o.status is None:
+        log.info("job %s: stopped without a result (cancelled or handed back)", job_id)
+    elif o.status is JobStatus.SUCCEEDED:
+        r = o.record
+        log.info("job %s: succeeded, eager %.4g ms, compiled %.4g ms, speedup %.3gx, first call %.3g s",
+                 job_id, r.eager_ms, r.compiled_ms, r.speedup, r.compiled_first_call_s)
+        t = r.detail.get("traffic")
+        if t and t.get("ratio") is not None:  # lab.traffic: the answer under the job's stream
+            log.info("job %s: under its traffic (%d calls) compiled %.4g s / eager %.4g s = %.3gx, %d recompiles, "
+                     "%d recompile-limit hits, %d fallback calls", job_id, t["calls_compared"],
+                     t["compiled_total_s"], t["eager_total_s"], t["ratio"], t["recompiles"], t["limit_hits"],
+                     t["fallback_calls"])
+    else:
+        log.info("job %s: %s: %s", job_id, o.status.value, o.error)
 
 
 @dataclass(frozen=True)
@@ -145,6 +197,10 @@ class Store:
             kept.pop(0)
             log.info("job %s: its %s outcome kept in %s %s", k.job_id, k.status.value, k.path,
                      "is stored" if stored else "is not stored: the job is someone else's now")
+            if stored:  # the report its own worker did not get to make (runner.worker.reports)
+                from runner.worker import reports
+
+                reports.make(self.engine, k.job_id, k.path.parent, k.result)
 
 
 def keep(jobdir: Path, job_id: int, token: str, attempt: int, worker_id: str, status: JobStatus,

@@ -1,6 +1,8 @@
 """The scheduler on the dashboard (Streamlit's AppTest, a real SQLite file): the sidebar says how many scheduler jobs
 wait and Slurm's reason, Queue lists them and where each placed worker runs, warns about a reason that is not a turn
 to wait, and, for a lab with a launcher config, its button runs one real look on the test's Slurm cluster."""
+import re
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -23,7 +25,8 @@ def lab(db_url, engine, monkeypatch):
     queue.register_worker(engine, "c12:1:gpu0:aa", "c12", 1, None,
                           {"devices": ["cuda", "cpu"], "torch_version": "2.13.0", "models": [], "scheduler": PLACED})
     waiting = [{"kind": "slurm", "name": "compile-lab-h100", "job_id": f"812_{i}", "pool": "h100", "state": "PENDING",
-                "reason": reason} for i, reason in ((1, "Resources"), (2, "Resources"), (3, "ReqNodeNotAvail"))]
+                "reason": reason, "submitted": "2026-11-28T17:05:00+01:00"}
+               for i, reason in ((1, "Resources"), (2, "Resources"), (3, "ReqNodeNotAvail"))]
     cluster.publish_pending(engine, ["compile-lab-h100"], waiting, "login1", 42)
     return engine
 
@@ -44,6 +47,9 @@ def test_sidebar_and_queue_show_the_schedulers_pending_jobs_and_reasons(lab):
     pending, placed = (d.value for d in at.dataframe if "scheduler job" in d.value or "where" in d.value)
     assert list(pending["scheduler job"]) == ["Slurm 812_1", "Slurm 812_2", "Slurm 812_3"]
     assert list(pending["why it waits (the scheduler's reason)"]) == ["Resources", "Resources", "ReqNodeNotAvail"]
+    # one format, one time zone: Slurm's submit time (stored with the launcher's offset) and the last look
+    assert set(pending["submitted"]) == {"2026-11-28 16:05:00 UTC"}
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", t) for t in pending["as of"])
     assert list(placed["where"]) == ["Slurm job 812_0 on node c12: 8 CPUs, GPU 0, partition gpu, time limit 4:00:00"]
     assert any("ReqNodeNotAvail" in w.value for w in at.warning)  # not a turn to wait: check the request
     assert not [b for b in at.button if b.key == "cluster_launch"]  # no launcher configured: no button

@@ -190,3 +190,18 @@ def test_idle_exit_goes_with_drain(db_url):
 
     done = run_cli("work", "--db", db_url, "--idle-exit", "30")
     assert done.returncode == 2 and "error: --idle-exit goes with --drain" in done.stderr
+
+
+def test_slurms_local_submit_time_is_stored_with_its_offset_and_shown_in_utc(monkeypatch):
+    import time
+
+    from lab import scheduler
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    time.tzset()
+    try:
+        stored = scheduler.local_to_utc("2026-11-28T17:05:00")  # squeue's %V: the cluster's local time
+        assert stored == "2026-11-28T16:05:00+00:00" and scheduler.utc_text(stored) == "2026-11-28 16:05:00 UTC"
+        assert scheduler.local_to_utc("N/A") == "N/A" and scheduler.utc_text("Unknown") == "Unknown"
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()

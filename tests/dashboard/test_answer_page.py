@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from bench.synthetic import fill
-from dashboard.panels.answer_table import PAGE_COLUMNS, SHOWN, frame
+from dashboard.panels.answer_table import SHOWN, frame, page_columns
 from lab.answer import HEADLINE, headline_cell
 from tests.conftest import run_cli
 from tests.dashboard.test_pages import answer_table, every_column, lab, ok, page  # noqa: F401  (lab: a fixture)
@@ -23,19 +23,22 @@ def test_the_answer_table_is_what_runner_report_prints(lab, db_url):  # noqa: F8
     report = json.loads(done.stdout)
     # the page's table: report's headline cells, row for row (the model is in the heading); a row without a number
     # shows a dash; a configuration with no answer is faded
-    shown = answer_table(at)
-    assert list(shown.columns[:-1]) == [HEADLINE[c] for c in PAGE_COLUMNS] and len(shown) == 24
-    assert shown.drop(columns="faded").values.tolist() == [[headline_cell(r[c]) for c in PAGE_COLUMNS] for r in report]
+    shown, columns = answer_table(at), page_columns(report)  # columns no row fills are left out
+    assert list(shown.columns[:-1]) == [HEADLINE[c] for c in columns] and len(shown) == 24
+    assert len(columns) >= 10 and "runs" in columns
+    assert shown.drop(columns="faded").values.tolist() == [[headline_cell(r[c]) for c in columns] for r in report]
     assert shown["faded"].tolist() == [r["noisy"] for r in report]
     # and `report --format md` prints the same cells
     done = run_cli("report", "--db", db_url, "--sweep", "1", "--format", "md")
     md_rows = [[c.strip() for c in line.strip("|").split(" | ")] for line in done.stdout.splitlines()[2:]]
-    assert [row[1:] for row in md_rows] == shown.drop(columns="faded").values.tolist()
+    where = [list(HEADLINE).index(c) for c in columns]  # md has every headline column, the model first
+    assert [[row[i] for i in where] for row in md_rows] == shown.drop(columns="faded").values.tolist()
     # every column, behind a button: report's rows, its job_ids off the grid (the dialog's downloads keep them)
     every = every_column(at)
     assert at.dataframe[0].proto.placeholder == "–"  # a row without a number shows a dash, not "None"
     assert len(ok(at.run()).dataframe) == 1  # a rerun (results landing) leaves it open, until it is dismissed
     assert set(every["model"]) == {"simplenet"} and every["speedup_ci_low"].notna().any()
+    assert (every["rerun_low"] < every["speedup_ci_low"]).any()  # where a re-run should read, beside it
     pd.testing.assert_frame_equal(every, frame(report))
     assert "job_ids" not in every and all(r["job_ids"] for r in report)
     done = run_cli("report", "--db", db_url, "--sweep", "1", "--format", "csv")
@@ -60,3 +63,18 @@ def test_the_answer_table_shows_what_a_lab_typed_as_text(lab):  # noqa: F811 (th
     body = table_html(rows)
     assert "<img" not in body and body.count("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;") == 2
     assert body.count("<tr") == 2
+
+
+def test_the_answer_table_leaves_out_columns_no_row_fills():
+    """A column of dashes only (no portable run, no memory measured) is not drawn: the table fits the page instead of
+    scrolling sideways with cut labels; the answer's own columns stay, and a column shows once any row has a value."""
+    from dashboard.panels.answer_table import PAGE_COLUMNS, table_html
+    row = {c: None for c in SHOWN} | {"batch_size": 8, "config": "default", "verdict": "1.20× faster",
+                                      "eager_ms": 2.0, "compiled_ms": 1.6, "first_call_cold_s": 9.0,
+                                      "noisy": False, "runs": 2}
+    assert len(PAGE_COLUMNS) >= 12
+    body = table_html([row])
+    assert "portable s" not in body and "peak MB eager" not in body and "first call cold s" in body
+    assert ">eager ms<" in body and ">runs<" in body
+    body = table_html([row, row | {"first_call_portable_s": 2.5}])
+    assert "portable s" in body and ">2.5<" in body

@@ -104,12 +104,13 @@ def test_cpu_only_data_offers_no_gpu_clock_on_results_or_compare(lab):  # noqa: 
 
 
 @pytest.mark.slow  # draws every chart of Results, a page run each
-def test_a_configuration_with_noisy_runs_only_is_greyed_and_marked_on_every_plot(lab):  # noqa: F811 (the fixture)
+def test_a_configuration_with_noisy_runs_only_is_marked_in_its_own_colour_on_every_plot(lab):  # noqa: F811
     """The 12-configuration sweep has one configuration whose only run was disturbed from outside: the answer keeps
-    its numbers, faded and flagged; every plot of Results draws it grey and marked, none as a clean result; the
-    N-calls chart never takes it for the lowest line or recommends it, and a caption says which and why."""
+    its numbers, faded and flagged; every plot of Results draws it as the answer counts it, in its own colour and
+    marked (hollow on its line, hatched bars), none as a clean result, none dropped; the N-calls chart never takes
+    it for the lowest line or recommends it while undisturbed ones are there, and a caption says which and why."""
     from dashboard.charts.ncalls import NOISY_COLOR
-    from dashboard.charts.styling import NOISY_GREY
+    from dashboard.charts.styling import NOISY_GREY, NOISY_PATTERN
 
     fill(lab, 12, seed=2, device="cuda", rounds=20, **SHAPE)
     at = ok(page("results", chart="Speedup"))  # one chart at a time (?chart=), the answer table above each
@@ -121,26 +122,29 @@ def test_a_configuration_with_noisy_runs_only_is_greyed_and_marked_on_every_plot
     assert faded["eager ms"] == f"{row['eager_ms']:.4g}" and "every run was disturbed" in faded["verdict"]
     config, series = row["config"], f"{row['config']} · bs {row['batch_size']}"
     bs = row["batch_size"]
-    assert any(t.startswith("⚠ noisy, greyed on every plot") and md(series) in t for t in texts(at.caption))
+    assert any(t.startswith("⚠ noisy, marked on every plot") and md(series) in t for t in texts(at.caption))
 
-    for key, chart in (("plot_speedup", "Speedup"), ("plot_latency", "Latency")):  # lines: its point is no part of
-        data = spec(ok(page("results", chart=chart)), key)["data"]  # its configuration's line
-        assert not any(t.get("name") == config and bs in (t.get("x") or []) for t in data), key
-        (grey,) = [t for t in data if t.get("legendgroup") == "only-noisy"]
-        assert grey["x"] == [bs] and grey["marker"]["color"] == NOISY_GREY and grey["name"].startswith("⚠ noisy")
+    for key, chart in (("plot_speedup", "Speedup"), ("plot_latency", "Latency")):
+        data = spec(ok(page("results", chart=chart)), key)["data"]  # its point on its configuration's line, hollow
+        (own,) = [t for t in data if t.get("name") == config and t.get("mode", "").startswith("lines")]
+        at_bs = own["x"].index(bs)
+        assert own["marker"]["symbol"][at_bs] == "circle-open" and own["line"]["color"] != NOISY_GREY, key
+        (ring,) = [t for t in data if t.get("legendgroup") == "only-noisy"]
+        assert ring["x"] == [bs] and ring["name"].startswith("⚠ noisy")
 
-    for key, chart in (("plot_warmup", "Warmup"), ("plot_break_even", "Break-even")):  # rows of bars: greyed,
-        fig = spec(ok(page("results", chart=chart)), key)  # hatched, its tick label marked
+    for key, chart in (("plot_warmup", "Warmup"), ("plot_break_even", "Break-even")):  # rows of bars: hatched in
+        fig = spec(ok(page("results", chart=chart)), key)  # their own colour, the tick label marked
         ticks = dict(zip(fig["layout"]["yaxis"]["tickvals"], fig["layout"]["yaxis"]["ticktext"]))
         assert "⚠ noisy · " + series in ticks[series] and all("⚠" not in t for s, t in ticks.items() if s != series)
         bars = [(t, x) for t in fig["data"] for y, x in zip(t.get("y") or [], t.get("x") or []) if y == series
                 and x is not None]
-        assert bars and all(t["marker"]["color"] == NOISY_GREY and t["marker"]["pattern"]["shape"] == "/"
-                            and t.get("showlegend") is False for t, _ in bars), key
-        others = [t for t in fig["data"] if t.get("marker", {}).get("color") != NOISY_GREY and t.get("x")]
-        assert others and not any(y == series and x is not None for t in others for y, x in zip(t["y"], t["x"]))
+        colours = {t["name"]: t["marker"]["color"] for t in fig["data"] if t.get("type") == "bar"
+                   and (t["marker"].get("pattern") or {}).get("shape") != NOISY_PATTERN["shape"]}
+        assert bars and all(t["marker"]["pattern"]["shape"] == NOISY_PATTERN["shape"] and t.get("showlegend") is False
+                            and t["marker"]["color"] == colours[t["name"]] for t, _ in bars), key
+        assert any(t["name"].startswith("⚠ noisy") for t in fig["data"] if t.get("type") == "bar")  # its legend
     break_even = spec(ok(page("results", chart="Break-even")), "plot_break_even")["data"]
-    assert any("every run disturbed" in text for t in break_even for text in (t.get("text") or []) if "⚠ noisy" in text)
+    assert any(text.endswith(" calls · ⚠ noisy") for t in break_even for text in (t.get("text") or []))
 
     at = ok(page("results", chart="N calls"))
     ok(at.button_group(key="calls_bs").set_value(bs).run())  # the N-calls chart at its batch size
@@ -160,4 +164,5 @@ def test_a_configuration_with_noisy_runs_only_is_greyed_and_marked_on_every_plot
         fig = spec(at, key)
         ticks = dict(zip(fig["layout"]["yaxis"]["tickvals"], fig["layout"]["yaxis"]["ticktext"]))
         assert "⚠ noisy · " + series in ticks[series], key
-        assert any(t["marker"]["color"] == NOISY_GREY for t in fig["data"] if series in (t.get("y") or [])), key
+        assert any((t["marker"].get("pattern") or {}).get("shape") == NOISY_PATTERN["shape"]
+                   for t in fig["data"] if series in (t.get("y") or [])), key

@@ -197,3 +197,14 @@ def test_the_record_form_keeps_a_colleagues_edit_made_while_it_was_open(lab):
 def test_results_says_who_submitted_the_sweeps_in_view(lab):
     at = ok(page("results"))
     assert any(c.value == f"Submitted by {md('ada@lab')} (2 sweeps)" for c in at.caption)
+
+
+def test_results_shows_the_tags_and_note_of_the_sweeps_in_view_as_typed(lab):
+    engine, base, newer = lab
+    team.set_note(engine, newer, "bob@lab", "**not bold** <b>x</b>\nsecond line")
+    at = ok(page("results"))
+    captions = [c.value for c in at.caption]
+    assert f"Sweep {base}: tags nightly" in captions and f"Sweep {newer} · note:" in captions
+    assert "**not bold** <b>x</b>\nsecond line" in [t.value for t in at.text]  # st.text: never Markdown
+    at = ok(page("results", tag="nightly"))  # the view narrowed to one sweep: only its record
+    assert not any(f"Sweep {newer}" in c.value for c in at.caption)

@@ -55,14 +55,14 @@ def test_the_job_page_says_what_the_accuracy_check_compared_with_names_as_text(w
     claim = queue.claim_next(worker, "host:1:any:test", ["cpu"], ["simplenet"], 60)
     worst = {"tensor": "grad **bold**.weight", "rel_error": 0.5, "max_abs_error": 0.01, "ok": False,
              "compiled_rmse_vs_float64": 0.02, "eager_rmse_vs_float64": 1e-7, "allowed_rmse": 1.2e-5}
-    check = {"compared": "the loss and 2 parameter gradient(s)", "tensors": 3, "failing": ["grad **bold**.weight"],
+    check = {"compared": "the loss and 2 parameter gradients", "tensors": 3, "failing": ["grad **bold**.weight"],
              "reference": "float64", "tolerance": 1e-4, "multiplier": 2.0, "worst": worst}
     queue.finish(worker, claim.job_id, claim.token, JobStatus.SUCCEEDED,
                  result={"eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "accuracy_ok": False,
                          "detail": {"accuracy_check": check}})
     at = ok(page("job", job=str(ids[0])))
     lines = [t.value for t in at.text]
-    assert lines[0] == ("Accuracy: the compiled result differs. Compared the loss and 2 parameter gradient(s) "
+    assert lines[0] == ("Accuracy: the compiled result differs. Compared the loss and 2 parameter gradients "
                         "(3 tensors) with tolerance 0.0001, against a float64 run of the same call.")
     assert lines[1].startswith("Worst: grad **bold**.weight: compiled vs eager, relative error 0.5, max |diff| 0.01; "
                                "root mean square distance from the float64 run: compiled 0.02, eager 1e-07 (compiled "

@@ -47,7 +47,7 @@ def test_a_search_started_on_submit_shows_its_recommendation_and_what_it_dropped
             choose_only(page, "Scope", ["model"])
             form.get_by_role("spinbutton", name="Rounds").fill("10")
             form.get_by_role("button", name="Start the search").click()
-            page.get_by_text("Search started as sweep #1: 2 setting(s)").wait_for()
+            page.get_by_text("Search started as sweep #1: 2 settings").wait_for()
 
             wait_until(lambda: (st := advice.load(engine, 1)) is not None and st.finished, 300,
                        "the worker to run the search to its end", interval=1)

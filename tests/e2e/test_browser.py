@@ -126,6 +126,9 @@ def test_submit_watch_and_read_results_in_a_browser(app, browser, tmp_path):
     chart = speedup.inner_text()
     assert "1.0× (no gain)" in chart  # drawn, with its 1.0x line
     assert metric(page, "Jobs shown") == "2"
+    # the answer table fits the page: no sideways scroll, no label cut at its edge
+    box = page.locator(".cl-table").first
+    assert box.evaluate("e => e.scrollWidth <= e.clientWidth"), box.evaluate("e => [e.scrollWidth, e.clientWidth]")
     page.screenshot(path=str(tmp_path / "results.png"), full_page=True)
     page.get_by_role("tab", name="Table").click()  # only the open tab runs: the table arrives on the click
     page.get_by_text("Every export field").wait_for()

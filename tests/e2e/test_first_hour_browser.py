@@ -83,6 +83,8 @@ def test_a_new_users_first_hour_reads_right_in_a_browser(lab, browser, tmp_path)
     page.mouse.click(box["x"] + 14, box["y"] + 35 + 17)  # the first row's marker, under the header
     link = page.get_by_role("link", name=re.compile(r"Open job #\d+"))
     link.wait_for()
+    # where the eye is: above the table, not below a tall one and off-screen
+    assert link.bounding_box()["y"] < grid.bounding_box()["y"]
     page.screenshot(path=str(shots / "queue-row-opens-job-cpu.png"), full_page=True)
     shown = int(re.search(r"#(\d+)", link.inner_text()).group(1))
     assert shown in lab["jobs"]

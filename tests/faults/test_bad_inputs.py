@@ -103,7 +103,7 @@ def test_a_cuda_result_fits_and_a_result_the_database_refuses_ends_the_job_faile
     from runner.child import timing
     from runner.worker import loop as worker
     from runner.worker.attempt import Attempt
-    from runner.worker.outcome import Outcome
+    from runner.worker.store import Outcome
 
     engine = get_engine(any_db_url)
     catalog = {"tiny": ModelInfo("tiny", "fixture")}

@@ -120,3 +120,37 @@ def test_database_locked_past_the_lease_the_worker_stops_its_child_itself(db_url
     rec = records(db_url)[job_id]
     assert rec["status"] == "succeeded" and rec["attempts"] == 1, (rec["status"], rec["attempts"], rec["error"])
     assert result_count(db_url, job_id) == 1
+
+
+def test_restarting_the_app_hands_its_embedded_workers_job_back_uncounted(db_url, tmp_path, monkeypatch):
+    """`make run MODELS=...` means a restart: the app's shutdown stops the worker it started (SIGTERM, as the server's
+    lifespan does), and the job that worker was running goes back to the queue without an attempt counted; the next
+    app's worker runs it as attempt 1."""
+    from dashboard.state import embedded
+    from db.database import get_engine
+    from tests.conftest import FIXTURE_MODELS
+
+    home, wake = tmp_path / "home", tmp_path / "wake"
+    monkeypatch.setenv("COMPILE_LAB_TEST_WAKE", str(wake))
+    monkeypatch.setenv("COMPILE_LAB_MODELS_DIR", str(FIXTURE_MODELS))  # what `make run MODELS=dir` sets
+    monkeypatch.setenv(embedded.ENV_SWITCH, "1")
+    (job_id,) = submit(db_url, *NAPPER)
+    app = embedded.EmbeddedWorker(db_url, get_engine(db_url), home=home)
+    app.command += ["--grace", "1"]
+    assert app.ensure(force=True).state == "starting"
+    worker = app.proc
+    wait_until(lambda: job_row(db_url, job_id).status == "running" or worker.poll() is not None, 120,
+               "the embedded worker to take the job")
+    assert worker.poll() is None, (home / "worker-embedded.log").read_text()[-2000:]
+    app.stop()  # the app's shutdown
+    assert worker.wait(timeout=60) == 0
+    job = job_row(db_url, job_id)
+    assert job.status == "queued" and job.attempts == 0 and "re-queued without counting the attempt" in job.error
+
+    wake.touch()
+    again = embedded.EmbeddedWorker(db_url, get_engine(db_url), home=home)  # the restarted app's
+    again.command += ["--drain"]
+    again.ensure(force=True)
+    assert again.proc.wait(timeout=300) == 0
+    rec = records(db_url)[job_id]
+    assert rec["status"] == "succeeded" and rec["attempts"] == 1 and result_count(db_url, job_id) == 1

@@ -22,7 +22,7 @@ def test_a_wrong_compile_fails_the_check_and_says_which_tensor(db_url, tmp_path)
     assert r["status"] == "succeeded", r["error"]
     check = r["accuracy_check"]
     assert r["accuracy_ok"] is False and check["failing"] == ["output 0"], check
-    assert check["reference"] == "float64" and check["compared"] == "1 output(s)"
+    assert check["reference"] == "float64" and check["compared"] == "1 output"
     worst = check["worst"]
     assert worst["compiled_rmse_vs_float64"] > 100 * worst["eager_rmse_vs_float64"]
 

@@ -1,5 +1,7 @@
 """The racing search's decisions (lab.advise) on made-up answers: who is dropped and why, when one is recommended,
 when compiling cannot pay off for the caller's calls, and what the budget stops."""
+from dataclasses import replace
+
 import pytest
 
 from lab import advice_text
@@ -14,7 +16,8 @@ def m(key, s, lo, hi, processes=1, **kw):
 
 
 def test_clearly_worse_dropped_and_the_rest_race_on():
-    got = decide({"a": m("a", 1.5, 1.3, 1.7), "b": m("b", 1.45, 1.25, 1.65), "c": m("c", 0.9, 0.8, 1.05)},
+    # b overlaps a, 5% apart: narrower intervals (by the limit, about a third as wide) could separate them
+    got = decide({"a": m("a", 1.5, 1.45, 1.55), "b": m("b", 1.42, 1.37, 1.47), "c": m("c", 0.9, 0.8, 1.05)},
                  set(), Search(), spent_s=60)
     assert got.outcome is Outcome.CONTINUE and got.leader == "a"
     assert [d.key for d in got.dropped] == ["c"] and "below the leader" in got.dropped[0].why
@@ -27,7 +30,7 @@ def test_separable_leader_recommended():
 
 
 def test_leader_not_separable_from_eager_gets_more_processes_then_dont_compile_at_the_limit():
-    one = {"a": m("a", 1.05, 0.9, 1.2)}
+    one = {"a": m("a", 1.08, 0.95, 1.22)}
     assert decide(one, set(), Search(), 10).outcome is Outcome.CONTINUE
     at_limit = {"a": m("a", 1.05, 0.95, 1.15, processes=6)}
     got = decide(at_limit, set(), Search(max_processes=6), 10)
@@ -52,7 +55,7 @@ def test_for_caller_rises_with_speedup_and_tends_to_it():
 
 
 def test_budget_stops_a_round_it_cannot_pay_for():
-    race = {"a": m("a", 1.5, 1.3, 1.7), "b": m("b", 1.45, 1.25, 1.65)}
+    race = {"a": m("a", 1.5, 1.45, 1.55), "b": m("b", 1.42, 1.37, 1.47)}
     got = decide(race, set(), Search(budget_s=50), spent_s=40)  # another round: ~2 x 20 s x 0.32
     assert got.outcome is Outcome.BUDGET and got.leader == "a" and "budget" in got.why
 
@@ -93,3 +96,136 @@ def test_words_recommendation_first_then_dropped_with_round():
                             "(2.1 s with the portable cache) and pays off after 9,800 calls; peak memory +6%")
     assert "mode=b: dropped after round 1; 0.90x [0.80, 1.00] (1 process): below the leader" in text
     assert "the search spent 40 GPU-seconds" in text
+
+
+def cand(key, mode, dynamic=False, scope="model", s=None, lo=None, hi=None, processes=1, **kw):
+    """A candidate of settings mode/dynamic/scope: measured when s is given, else not run yet."""
+    settings = {"backend": "inductor", "mode": mode, "dynamic": dynamic, "scope": scope}
+    if s is None:
+        return Measured(key=key, settings=settings, processes=0, started=False)
+    kw.setdefault("first_s", 20.0)
+    return Measured(key=key, settings=settings, processes=processes, speedup=s, low=lo, high=hi, **kw)
+
+
+def test_equal_candidates_stop_at_the_indifference_zone_and_the_faster_compile_is_chosen():
+    race = {"ro": cand("ro", "reduce-overhead", False, s=1.40, lo=1.36, hi=1.44, cold_first_s=9.4),
+            "rod": cand("rod", "reduce-overhead", True, s=1.39, lo=1.35, hi=1.43, cold_first_s=8.1)}
+    got = decide(race, set(), Search(), 60)
+    assert got.outcome is Outcome.RECOMMEND and got.leader == "rod", got  # not the limit: one process each
+    assert got.why.startswith("dynamic=False and dynamic=True are equal within 3% (1.40x and 1.39x); chose "
+                              "dynamic=True: it compiles faster (8.1 s, 9.4 s cold)"), got.why
+    assert [(d.key, d.kind) for d in got.dropped] == [("ro", "equal")]
+    head = advice_text.report(Search(), race, [Round(1, got, 60.0)], 60.0, "cuda", 0).splitlines()[0]
+    assert head.startswith("use dynamic=True: 1.39x [1.35, 1.43] for the caller; compiling costs 8.1 s cold") and \
+        head.endswith("(dynamic=False and dynamic=True are equal within 3% (1.40x and 1.39x); chose dynamic=True: it "
+                      "compiles faster (8.1 s, 9.4 s cold))"), head
+    # 5% apart with narrow intervals: more processes could separate them, so the race goes on
+    apart = {"ro": cand("ro", "reduce-overhead", False, s=1.47, lo=1.44, hi=1.50, cold_first_s=9.4),
+             "rod": cand("rod", "reduce-overhead", True, s=1.40, lo=1.37, hi=1.45, cold_first_s=8.1)}
+    assert decide(apart, set(), Search(), 60).outcome is Outcome.CONTINUE
+
+
+def test_a_race_that_cannot_separate_by_the_limit_stops_with_the_best_measured():
+    wide = {"a": cand("a", "default", s=1.50, lo=1.20, hi=1.80), "b": cand("b", "reduce-overhead", s=1.44, lo=1.15,
+                                                                           hi=1.75)}
+    got = decide(wide, set(), Search(), 60)
+    assert got.outcome is Outcome.RECOMMEND and got.leader == "a"
+    assert got.dropped[0].kind == "futile" and "cannot be told apart" in got.dropped[0].why
+
+
+def test_a_variant_of_a_clearly_worse_base_is_not_run_and_the_leaders_variants_run_next():
+    ms = {"d": cand("d", "default", s=1.1, lo=1.0, hi=1.2), "ro": cand("ro", "reduce-overhead", s=1.6, lo=1.5, hi=1.7),
+          "d_dyn": cand("d_dyn", "default", True), "ro_dyn": cand("ro_dyn", "reduce-overhead", True),
+          "ro_blk": cand("ro_blk", "reduce-overhead", False, "blocks")}
+    got = decide(ms, set(), Search(), 60)
+    assert got.outcome is Outcome.CONTINUE and got.start == ("ro_blk", "ro_dyn") and got.more == ()
+    kinds = {d.key: d.kind for d in got.dropped}
+    assert kinds == {"d": "below", "d_dyn": "unrun"}
+    assert "not run: its base setting, " in next(d.why for d in got.dropped if d.key == "d_dyn")
+
+
+def test_few_calls_stop_after_the_scouts_first_process_with_the_evidence():
+    few = dict(eager_first_s=0.01, cold_first_s=10.0, eager_ms=2.0, base_s=99 * 2.0 / 1e3)
+    ms = {"d": cand("d", "default", s=1.5, lo=1.4, hi=1.6, **few), "ro": cand("ro", "reduce-overhead"),
+          "ma": cand("ma", "max-autotune"), "d_dyn": cand("d_dyn", "default", True)}
+    got = decide(ms, set(), Search(calls=100), 30)
+    assert got.outcome is Outcome.DONT_COMPILE and got.start == ()
+    assert {d.key: d.kind for d in got.dropped} == {"d": "cannot_pay", "ro": "unrun", "ma": "unrun", "d_dyn": "unrun"}
+    assert "took 10.0 s to compile; eager runs the caller's 100 calls in 0.208 s" in got.why
+    # with more calls the compile could pay off: the next stage (the other bases that do not autotune) runs
+    many = {k: (replace(v, base_s=9999 * 2.0 / 1e3) if v.started else v) for k, v in ms.items()}
+    assert decide(many, set(), Search(calls=10_000), 30).start == ("ro",)
+
+
+def test_an_autotuning_mode_that_could_not_win_for_the_caller_is_not_run():
+    calls = dict(eager_first_s=0.01, eager_ms=2.0, base_s=999 * 2.0 / 1e3)
+    ms = {"d": cand("d", "default", s=1.2, lo=1.15, hi=1.25, cold_first_s=1.0, **calls),
+          "ro": cand("ro", "reduce-overhead", s=1.5, lo=1.45, hi=1.55, cold_first_s=0.1, **calls),
+          "manc": cand("manc", "max-autotune-no-cudagraphs")}
+    # max-autotune-no-cudagraphs compiles at least default's 1.0 s: at most 2.01 s / 1.0 s = 2.0x... and 0.2 s
+    got = decide(ms, set(), Search(calls=1000), 30)
+    assert "manc" in got.start  # 2.0x could still beat the leader's 1.45x
+    slow = {**ms, "d": replace(ms["d"], cold_first_s=3.0)}
+    got = decide(slow, set(), Search(calls=1000), 30)
+    assert {d.key: d.kind for d in got.dropped}.get("manc") == "unrun" and "could reach at most 0.67x" in \
+        next(d.why for d in got.dropped if d.key == "manc")
+
+
+def test_stages_scout_alone_first_where_calls_count():
+    from lab.advise_plan import stages
+
+    settings = {"d": {"backend": "inductor", "mode": "default", "dynamic": False, "scope": "model"},
+                "ro": {"backend": "inductor", "mode": "reduce-overhead", "dynamic": False, "scope": "model"},
+                "ma": {"backend": "inductor", "mode": "max-autotune", "dynamic": False, "scope": "model"},
+                "d_dyn": {"backend": "inductor", "mode": "default", "dynamic": True, "scope": "model"}}
+    assert stages(settings, calls_count=False) == {"d": 0, "ro": 0, "ma": 1, "d_dyn": 3}
+    assert stages(settings, calls_count=True) == {"d": 0, "ro": 1, "ma": 2, "d_dyn": 4}
+
+
+def test_a_base_equal_to_the_leader_but_slower_to_compile_is_settled_before_its_variants_run():
+    ms = {"ro": cand("ro", "reduce-overhead", s=1.40, lo=1.30, hi=1.50, cold_first_s=9.0),
+          "ma": cand("ma", "max-autotune", s=1.38, lo=1.28, hi=1.48, cold_first_s=95.0),
+          "ro_dyn": cand("ro_dyn", "reduce-overhead", True), "ma_dyn": cand("ma_dyn", "max-autotune", True)}
+    got = decide(ms, set(), Search(), 120)
+    assert got.outcome is Outcome.CONTINUE and got.start == ("ro_dyn",)
+    assert {d.key: d.kind for d in got.dropped} == {"ma": "equal", "ma_dyn": "unrun"}
+    assert "slower to compile (95.0 s against 9.0 s cold)" in got.dropped[0].why
+
+
+def test_the_fourth_mode_of_the_square_is_predicted_and_not_run_where_it_could_not_win():
+    # autotuning gained nothing with CUDA graphs (max-autotune 1.41x against reduce-overhead 1.40x): without them it
+    # predicts about default's 1.01x, far below the leader
+    ms = {"d": cand("d", "default", s=1.0, lo=0.95, hi=1.06, cold_first_s=8.0),
+          "ro": cand("ro", "reduce-overhead", s=1.40, lo=1.33, hi=1.47, cold_first_s=9.0),
+          "ma": cand("ma", "max-autotune", s=1.41, lo=1.34, hi=1.48, cold_first_s=90.0),
+          "manc": cand("manc", "max-autotune-no-cudagraphs")}
+    got = decide(ms, set(), Search(), 120)
+    why = {d.key: d.why for d in got.dropped}
+    assert "manc" in why and "predicts about 1.01x for mode=max-autotune-no-cudagraphs" in why["manc"], got
+    # where CUDA graphs hurt (reduce-overhead below default) and autotuning gained, the fourth could win: it runs
+    gains = {**ms, "d": replace(ms["d"], speedup=1.5, low=1.42, high=1.58),
+             "ro": replace(ms["ro"], speedup=1.2, low=1.14, high=1.26),
+             "ma": replace(ms["ma"], speedup=1.3, low=1.24, high=1.36)}
+    got = decide(gains, set(), Search(), 120)
+    assert got.start == ("manc",), got
+
+
+def test_slower_than_eager_everywhere_answers_dont_compile_without_the_fourth_mode_or_the_variants():
+    slow = {"d": cand("d", "default", s=0.76, lo=0.68, hi=0.85), "ro": cand("ro", "reduce-overhead", s=0.6, lo=0.5,
+                                                                            hi=0.7),
+            "ma": cand("ma", "max-autotune", s=0.62, lo=0.55, hi=0.7), "manc": cand("manc", "max-autotune-no-cudagraphs"),
+            "d_dyn": cand("d_dyn", "default", True), "ma_dyn": cand("ma_dyn", "max-autotune", True)}
+    got = decide(slow, set(), Search(), 60)
+    assert got.outcome is Outcome.DONT_COMPILE and got.start == ()
+    kinds = {d.key: d.kind for d in got.dropped}
+    assert kinds == {"d": "slower", "ro": "slower", "ma": "slower", "manc": "unrun", "d_dyn": "unrun",
+                     "ma_dyn": "unrun"}
+    assert "against eager" in next(d.why for d in got.dropped if d.key == "manc")
+
+
+def test_a_leader_too_close_to_eager_for_the_limit_to_settle_stops_now():
+    # 2% above eager with an interval of +-10% after 1 process: 6 processes would leave about +-4%
+    got = decide({"a": cand("a", "default", s=1.02, lo=0.93, hi=1.12)}, set(), Search(), 10)
+    assert got.outcome is Outcome.DONT_COMPILE and "more processes would not settle" in got.why, got
+    # 8% above eager: 6 processes could separate it, so it gets another
+    assert decide({"a": cand("a", "default", s=1.08, lo=0.98, hi=1.19)}, set(), Search(), 10).more == ("a",)

@@ -3,7 +3,9 @@ and wide intervals in words, one row per configuration; the plots let the same r
 import math
 import random
 
-from lab.answer import answer_rows
+import pytest
+
+from lab.answer import answer_rows, rows_csv
 from lab.interval import round_ratios, run_center
 
 BASE = {"status": "succeeded", "model": "simplenet", "task": "inference", "device": "cpu", "dtype": "float32",
@@ -43,6 +45,20 @@ def test_the_interval_covers_process_to_process_variation():
     assert "2 processes" in row["verdict"]
 
 
+def test_the_answer_says_where_a_re_run_should_read_beside_the_interval_for_the_truth():
+    """A re-run has processes of its own: the interval it should land in is sqrt(2) times the interval for the true
+    speedup (on a log scale, same degrees of freedom), and the verdict says both."""
+    (row,) = answer_rows([job(1, 1.38, 0.005), job(2, 1.60, 0.005)])
+    s, lo, hi, rlo, rhi = (row[c] for c in ("speedup", "speedup_ci_low", "speedup_ci_high", "rerun_low", "rerun_high"))
+    assert rlo < lo < s < hi < rhi
+    assert math.log(rhi / s) == pytest.approx(math.sqrt(2) * math.log(hi / s))
+    assert math.log(s / rlo) == pytest.approx(math.log(rhi / s))
+    assert f"a re-run reads {rlo:.2f}x to {rhi:.2f}x" in row["verdict"]
+    assert "rerun_low" in rows_csv([row]).splitlines()[0]
+    (failed,) = answer_rows([{**job(3), "status": "failed", "error": "boom"}])
+    assert failed["rerun_low"] is None and "re-run reads" not in failed["verdict"]
+
+
 def test_one_process_is_widened_by_the_spread_between_processes_the_device_has_shown():
     """A configuration measured in one process cannot see its own process effect: its interval takes the spread
     the device's repeated configurations showed (here about 4%), far wider than its rounds' 0.3%, and says so."""
@@ -78,7 +94,7 @@ def test_disturbed_runs_are_left_out_of_the_numbers_and_the_verdict():
     assert 1.8 < row["speedup_ci_low"] < row["speedup"] < row["speedup_ci_high"] < 2.2  # two processes, no history
     assert row["compiled_ms"] == 1.0  # not the disturbed run's 10 ms
     assert row["break_even_calls"] == 5001  # (5.01 - 0.01) s / 1 ms saved per call, + 1
-    assert "pays off after 5,001 calls" in row["verdict"] and "1 disturbed run(s) left out" in row["verdict"]
+    assert "pays off after 5,001 calls" in row["verdict"] and "1 disturbed run left out" in row["verdict"]
 
 
 def test_a_configuration_disturbed_in_every_run_still_answers_and_says_so():
@@ -202,3 +218,16 @@ def test_a_noisy_configurations_name_stays_text_on_the_plots_that_mark_it():
         assert "<i>" not in str(grey.customdata)
     ticks = speed_charts.warmup(agg, fails).layout.yaxis.ticktext
     assert len(ticks) == 1 and "&lt;b&gt;x&lt;/b&gt;" in ticks[0] and "<b>" not in ticks[0]
+
+
+def test_medians_that_read_another_ratio_than_the_speedup_are_explained_in_the_verdict():
+    """A configuration whose compiled calls change from round to round (a fast and a slow graph, say): the ms columns'
+    medians read 0.14x where the paired rounds read 0.73x. Both stay; the verdict says why they disagree. Medians
+    that agree with the interval add nothing."""
+    apart = [job(i, 0.73, 0.02, eager_ms=2.15, compiled_ms=14.98) for i in (1, 2)]
+    (row,) = answer_rows(apart)
+    assert 0.7 < row["speedup"] < 0.76 and row["eager_ms"] == 2.15 and row["compiled_ms"] == 14.98
+    assert "the median calls read 0.14x (2.15 ms eager, 14.98 ms compiled)" in row["verdict"]
+    assert "Repeats" in row["verdict"] and row["verdict"].startswith("slower: 0.73x")
+    (row,) = answer_rows([job(i, 0.73, 0.02, eager_ms=2.15, compiled_ms=2.95) for i in (1, 2)])
+    assert "median calls" not in row["verdict"]

@@ -7,10 +7,12 @@ test starts the real one.
 import os
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 
 from dashboard.state.embedded import ENV_SWITCH, EmbeddedWorker, home_for
+from dashboard.state.embedded import KEY_FILE_ENV as embedded_key_env
 from db import queue
 from tests.conftest import pid_alive, wait_until
 
@@ -170,3 +172,23 @@ def test_a_relative_sqlite_url_reaches_the_worker_as_the_apps_own_file(engine, t
     tables = {r[0] for r in sqlite3.connect(tmp_path / "app-data" / "lab.db").execute(
         "select name from sqlite_master where type = 'table'")}
     assert "marker" in tables and make_url(m.url).database == str(tmp_path / "app-data" / "lab.db")
+
+
+def test_the_embedded_worker_holds_a_private_signing_key_of_its_own(engine, tmp_path, monkeypatch):
+    """make run's worker gets a key nobody else can read (the portable cache works out of the box), the same key on
+    the next start (bundles stored under it keep loading); a lab's own key file is left to the worker to read."""
+    from runner.worker import cache_key
+    assert embedded_key_env == cache_key.KEY_FILE_ENV  # one name for the lab's key file, on both sides
+    monkeypatch.delenv(cache_key.KEY_FILE_ENV, raising=False)
+    first = EmbeddedWorker("sqlite:///" + str(tmp_path / "lab.db"), engine, home=tmp_path / "home")
+    flag = first.command.index("--cache-key-file")
+    key_file = Path(first.command[flag + 1])
+    assert key_file.parent == tmp_path / "home" and (key_file.stat().st_mode & 0o777) == 0o600
+    signer = cache_key.load(key_file)  # a key the worker accepts: long enough, private
+    again = EmbeddedWorker("sqlite:///" + str(tmp_path / "lab.db"), engine, home=tmp_path / "home")
+    assert cache_key.load(again.command[flag + 1]).keys == signer.keys
+    other = EmbeddedWorker("sqlite:///" + str(tmp_path / "b.db"), engine, home=tmp_path / "elsewhere")
+    assert cache_key.load(other.command[other.command.index("--cache-key-file") + 1]).keys != signer.keys
+    monkeypatch.setenv(cache_key.KEY_FILE_ENV, str(tmp_path / "lab.key"))
+    assert "--cache-key-file" not in EmbeddedWorker("sqlite:///" + str(tmp_path / "c.db"), engine,
+                                                    home=tmp_path / "third").command

@@ -68,8 +68,9 @@ def gated_workers(monkeypatch, home, **config):
     test, no start thread outlives it. Shared with tests/faults/test_lease_timing.py."""
     made = []
 
-    def make(gate):
+    def make(gate, quick=None):
         monkeypatch.setattr(worker.host_probe, "probe", gate)
+        monkeypatch.setattr(hostfacts.quick_probe, "probe", quick or (lambda env: None))  # a first start probes first
         w = worker.Worker(worker.WorkerConfig(home=home, spawn="fresh", calibrate=False, threads=1, **config))
         made.append(w)
         return w
@@ -160,3 +161,37 @@ def test_a_restart_keeps_the_measured_import_cost_instead_of_measuring_it_beside
     w.start()
     w._started.wait(30)
     assert w.first_call_imports_s == 0.7 and started == []
+
+
+def test_a_first_start_is_ready_from_facts_read_without_torch_and_keeps_the_probed_ones(make_worker):
+    from runner.worker import quick_probe
+
+    read = quick_probe.probe({})  # this host, read without importing torch: its torch and CPU, no GPU here
+    assert read is not None and read["cuda"] is False and read["torch_version"]
+    holder = {}
+    gate = Gate(answer=read, until=lambda: holder.get("job") is not None
+                and job(holder["w"], holder["job"])[1] == "waiting for the worker's start")
+    w = make_worker(gate, quick=quick_probe.probe)
+    began = time.monotonic()
+    w.start()
+    holder["w"] = w
+    assert not w._started.is_set()  # registered and claiming while its probe is still held
+    print(f"a first start, ready from facts read without torch: {time.monotonic() - began:.2f} s")
+    with reading(w.engine) as s:
+        caps = s.get(WorkerRow, w.id).capabilities
+    assert (caps["torch_version"], caps["devices"]) == (read["torch_version"], ["cpu"])
+    claim = claim_one(w)
+    holder["job"] = claim.job_id
+    assert w._await_start(w._job(claim, None, Phases())) is None  # the first job waited for the real probe
+    assert hostfacts.load(w.home, w._env())["probe"] == read  # what the probe said is kept for the next start
+
+
+def test_a_probe_that_disagrees_with_the_quick_read_is_published(make_worker):
+    from runner.worker import quick_probe
+
+    read = quick_probe.probe({})
+    w = make_worker(Gate(answer={**read, "torch_version": "2.99.0"}, until=lambda: True), quick=quick_probe.probe)
+    w.start()
+    w._started.wait(30)
+    with reading(w.engine) as s:
+        assert s.get(WorkerRow, w.id).capabilities["torch_version"] == "2.99.0"

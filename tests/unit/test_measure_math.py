@@ -211,7 +211,7 @@ def test_float64_run_clears_what_rounding_moved_and_still_fails_a_wrong_tensor()
     assert alone["rel_error"] > accuracy.TOLERANCE["float32"] and not alone["ok"]
     assert alone["detail"]["reference"] == "none: no float64 run here"
     assert judged["ok"] and judged["detail"]["reference"] == "float64" and judged["detail"]["failing"] == []
-    assert judged["detail"]["compared"] == "the loss and 1 parameter gradient(s)"
+    assert judged["detail"]["compared"] == "the loss and 1 parameter gradient"
     assert not wrong["ok"] and wrong["detail"]["failing"] == ["grad emb.weight"]
     worst = wrong["detail"]["worst"]
     assert worst["tensor"] == "grad emb.weight" and worst["compiled_rmse_vs_float64"] > worst["allowed_rmse"]

@@ -65,8 +65,13 @@ def test_a_configuration_disturbed_in_every_run_is_a_dotted_grey_line_never_the_
     assert not any("D" in t.name for t in fig.data if t.legendgroup == "lowest" and t.name.startswith("lowest"))
     assert ncalls.noisy_note(ls).startswith("⚠ noisy, dotted grey and never recommended") and "D (all 1 run" in \
         ncalls.noisy_note(ls)
-    # with nothing that answers cleanly, there is no chart at all
-    assert ncalls.lines([noisy]) == []
+    # where every configuration was disturbed, they answer (lab.noise.answering), as the answer table's rows do:
+    # drawn, the lowest line and the recommendation theirs, the note saying so
+    alone = ncalls.lines([noisy, {**row("E", 0.002, 0.002), "noisy": True, "job_ids": "8", "runs": 1,
+                                  "noise_note": "another process"}])
+    assert [ln["name"] for ln in ncalls.answering(alone)] == ["eager", "D", "E"]
+    assert "**D**" in ncalls.recommend(alone, 10**6, 8)
+    assert "every run of every configuration here was disturbed" in ncalls.noisy_note(alone)
 
 
 def test_a_configuration_slower_per_call_never_repays_and_the_chart_reaches_the_n_typed():
@@ -79,3 +84,16 @@ def test_a_configuration_slower_per_call_never_repays_and_the_chart_reaches_the_
     fig = ncalls.figure(ls, 32, 100_000)
     assert max(max(t.x) for t in fig.data if t.x and t.x[0] is not None) >= 100_000  # the curves reach the N marker
     assert fig.layout.shapes[0].x0 == 100_000
+
+
+def test_the_figure_sends_short_numbers():
+    """Every visit receives the chart's JSON before it is drawn: plotted numbers carry 4 significant digits, not
+    17 (the chart's JSON was twice the size), and the lines still pass through their totals."""
+    ls = ncalls.lines(ROWS)
+    fig = ncalls.figure(ls, 8, 10_000)
+    numbers = [v for t in fig.data if t.x and t.x[0] is not None for v in (*t.x, *t.y)]
+    assert numbers and all(len(f"{v:.15g}".lstrip("0.").replace(".", "").rstrip("0")) <= 4 for v in numbers)
+    eager = next(t for t in fig.data if t.name == "eager")
+    for x, y in zip(eager.x, eager.y):
+        assert abs(y - ncalls.total_s(ls[0], x)) <= 1e-3 * y
+    assert len(fig.to_json()) < 20_000  # 31.7 kB with every digit

@@ -121,7 +121,7 @@ def test_a_disturbed_first_run_gets_a_rerun_and_the_repeats_and_is_left_out(engi
     assert len(jobs(engine)) == 4
     (row,) = report(engine)
     assert (row["runs"], row["noisy_runs"], row["noisy"]) == (3, 1, False)
-    assert "1 disturbed run(s) left out" in row["verdict"]
+    assert "1 disturbed run left out" in row["verdict"]
 
 
 def test_scatter_alone_calls_for_nothing_but_the_processes(engine):
@@ -199,17 +199,16 @@ def test_the_host_s_other_workers_sharing_cores_and_busy_are_named(engine):
     assert state["worker_cpus"] == cpus_text([0, 1]) == "0-1" and state["shares_cores_with"] == ["old", "same-cores"]
     assert state["busy_workers"] == [{"worker": "other-cores", "job": 42, "shares_cores": False},
                                      {"worker": "same-cores", "job": 41, "shares_cores": True}]
-    assert watch.note() == ("2 other worker(s) on this host were busy while it ran, 1 of them on the same cores "
+    assert watch.note() == ("2 other workers on this host were busy while it ran, 1 of them on the same cores "
                             "(same-cores)")
     assert cpus_text([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
 
 
 def test_a_disturbed_result_names_the_busy_workers_and_the_threads(db_url, tmp_path):
     from lab.record import ResultRecord
-    from runner.worker.attempt import with_neighbours
     from runner.worker.config import WorkerConfig
     from runner.worker.loop import Worker
-    from runner.worker.neighbours import Watch
+    from runner.worker.neighbours import Watch, with_neighbours
 
     w = Worker(WorkerConfig(db_url=db_url, home=tmp_path, spawn="fresh", calibrate=False, threads=1))
     assert w._env()["COMPILE_LAB_THREADS"] == "1"
@@ -221,7 +220,7 @@ def test_a_disturbed_result_names_the_busy_workers_and_the_threads(db_url, tmp_p
     quiet = ResultRecord.from_dict({**QUIET, "detail": {}})
     for record in (noisy, quiet):
         with_neighbours(record, watch, w.threads)
-    assert noisy.noise_note == (f"{CAUSE}; 1 other worker(s) on this host were busy while it ran, "
+    assert noisy.noise_note == (f"{CAUSE}; 1 other worker on this host was busy while it ran, "
                                 "1 of them on the same cores (other)")
     assert quiet.noise_note is None  # quiet: nothing to explain
     state = noisy.detail["host_state"]
@@ -361,3 +360,63 @@ def test_which_runs_count_is_one_rule_per_configuration():
     assert noise.counting(disturbed, groups) == [True, False, True, True, True]
     assert noise.counting([], []) == []
     assert [noise.answering(d) for d in ([False, True], [True, True])] == [[True, False], [True, True]]
+
+
+def test_a_configurations_history_is_its_own_spec_device_kind_and_torch_only(engine):
+    """db.follow_ups.past_processes reads one configuration's earlier processes: the same spec on the same device
+    kind under the same torch, succeeded and undisturbed, in other sweeps, newest first; never another batch size,
+    device, torch, a disturbed run or the sweep's own runs."""
+    def one(bs: int, center: float, device="H200", torch="2.11.0", disturbed=False) -> int:
+        submitted, _, _ = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[bs], device="cpu",
+                                                            process_repeats=1, reruns=0), CATALOG)
+        run_next(engine, {**QUIET, "round_speedup": center, "device_name": device, "torch_version": torch,
+                          "disturbed": disturbed})
+        return submitted
+
+    first = one(8, 1.40)
+    one(16, 1.90)  # another batch size: another configuration
+    one(8, 1.50, device="H100")
+    one(8, 1.55, torch="2.12.0")
+    one(8, 1.70, disturbed=True)
+    last = one(8, 1.60)
+    config = next(j.config for j in jobs(engine).values() if j.sweep_id == first)
+    with reading(engine) as s:
+        def past(sweep_id: int, limit: int = 64) -> list[float]:
+            return list(s.scalars(follow_ups.past_processes(sweep_id, config, "H200", "2.11.0", limit)))
+
+        assert past(last + 1) == [1.60, 1.40]
+        assert past(last) == [1.40]  # the sweep's own runs are today's, not its history
+        assert past(last + 1, limit=1) == [1.60]
+        assert list(s.scalars(follow_ups.past_processes(last + 1, config, "H100", "2.11.0"))) == [1.50]
+
+
+@pytest.mark.parametrize("earlier, planned", [([1.40, 1.60, 1.40, 1.60], 4), ([1.50, 1.51, 1.50, 1.49], 2)],
+                         ids=["history disagreed: 4", "history agreed: 2"])
+def test_a_configuration_whose_earlier_processes_disagreed_runs_in_more_processes(engine, earlier, planned):
+    """Earlier sweeps of the configuration on this device kind and torch plan today's processes: two modes 14% apart
+    call for 4 (the most: 2 beyond the sweep's own 2), saying why; processes that agreed leave it at the sweep's 2."""
+    result = {**QUIET, "device_name": "H200", "torch_version": "2.11.0"}
+    for center in earlier:  # sweeps of one process each: they call for no follow-up
+        queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", process_repeats=1), CATALOG)
+        run_next(engine, {**result, "round_speedup": center})
+    assert not [j for j in jobs(engine).values() if j.status == "queued"]
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", process_repeats=2), CATALOG)
+    first = run_next(engine, {**result, "round_speedup": 1.5})
+    repeats = [j for j in jobs(engine).values() if j.status == "queued"]
+    assert len(repeats) == planned - 1 and all(j.follow_up_of == first for j in repeats)
+    if planned > 2:
+        assert "this one in 4: its 4 earlier processes on this device spread 8%" in repeats[0].follow_up["because"]
+    else:
+        assert "each configuration runs in 2 fresh processes" in repeats[0].follow_up["because"]
+
+
+def test_a_configurations_history_is_read_through_the_config_index(tmp_path):
+    """The history read is bounded and indexed: SQLite's plan searches (config, id), newest first, no sort."""
+    from sqlalchemy import text
+
+    engine = get_engine(f"sqlite:///{tmp_path / 'lab.db'}")
+    sql = str(follow_ups.past_processes(1, "k", "H200", "2.11.0").compile(engine,
+                                                                           compile_kwargs={"literal_binds": True}))
+    with reading(engine) as s:
+        plan = " ".join(str(row[-1]) for row in s.execute(text("EXPLAIN QUERY PLAN " + sql)))
+    assert "USING INDEX ix_jobs_config_id" in plan and "TEMP B-TREE" not in plan, plan

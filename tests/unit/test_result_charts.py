@@ -71,10 +71,15 @@ def test_roofline_points_lines_and_missing_ceilings(engine):
     assert {t.name for t in fig.data if t.x[0] is None} == {  # legend entries; two devices: a symbol each
         "complexnet", "simplenet", "circle: AMD EPYC", "diamond: NVIDIA H100 80GB HBM3",
         "hollow: a disturbed run left out"}
+    # every point and the ceiling inside the frame, a quarter decade from its edges (log axes: ranges in decades)
+    (x_lo, x_hi), (y_lo, y_hi) = fig.layout.xaxis.range, fig.layout.yaxis.range
+    drawn = [(x, y) for t in fig.data if t.x[0] is not None for x, y in zip(t.x, t.y)]
+    assert len(drawn) >= 6 and max(y for _, y in drawn) == pytest.approx(51.24)
+    assert all(x_lo + 0.2 < np.log10(x) < x_hi - 0.2 and y_lo + 0.2 < np.log10(y) < y_hi - 0.2 for x, y in drawn)
 
 
-def test_the_roofline_greys_a_configuration_with_noisy_runs_only_and_folds_modes_off_cuda():
-    """A configuration whose only run was noisy is a grey point marked as such (not a hollow one beside quiet runs);
+def test_the_roofline_draws_a_configuration_with_noisy_runs_only_in_its_colour_ringed_and_folds_modes_off_cuda():
+    """A configuration whose only run was noisy keeps its colour, hollow and ringed (the answer's numbers are theirs);
     on the CPU a job stored as reduce-overhead is the default configuration's point."""
     row = {"status": "succeeded", "model": "simplenet", "variant": "", "task": "inference", "device": "cpu",
            "device_name": "AMD EPYC", "dtype": "float32", "batch_size": 8, "backend": "inductor", "mode": "default",
@@ -88,10 +93,14 @@ def test_the_roofline_greys_a_configuration_with_noisy_runs_only_and_folds_modes
     assert pts.loc[32, "only_noisy"] and pts.loc[32, "noisy_runs"] == 0 and not pts.loc[8, "only_noisy"]
     fig = diagnosis.roofline(pts.reset_index(), pd.DataFrame(columns=["device_name", "dtype", "ai", "tflops"]),
                              "model")
-    (grey,) = [t for t in fig.data if t.x[0] is not None and t.marker.color == styling.NOISY_GREY]
-    assert list(grey.y) == [0.4] and "every run disturbed" in grey.customdata[0][6]
-    assert styling.NOISY_LEGEND in {t.name for t in fig.data} and not any(
-        (t.marker.symbol or "").endswith("-open") for t in fig.data if t.x[0] is not None)
+    points = [t for t in fig.data if t.x[0] is not None and t.customdata is not None]
+    (hollow,) = [t for t in points if (t.marker.symbol or "").endswith("-open")]
+    (solid,) = [t for t in points if not (t.marker.symbol or "").endswith("-open")]
+    assert list(hollow.y) == [0.4] and "every run disturbed" in hollow.customdata[0][6]
+    assert hollow.marker.color == solid.marker.color != styling.NOISY_GREY  # simplenet's colour, not grey
+    (ring,) = [t for t in fig.data if t.x[0] is not None and t.customdata is None]
+    assert list(ring.y) == [0.4] and ring.marker.symbol == styling.NOISY_MARKER["symbol"]
+    assert styling.NOISY_LEGEND in {t.name for t in fig.data}
 
 
 def test_a_warm_job_that_found_no_cached_graph_is_not_labelled_plain_warm(synthetic):
@@ -117,20 +126,23 @@ def test_a_warm_job_that_found_no_cached_graph_is_not_labelled_plain_warm(synthe
                                                    "runs").all()
     assert view.loc[warm.index.difference(configs.index[configs.isin([all_missed, some_missed])]),
                     "config"].str.contains("warm cache: graph cached", regex=False).all()  # all hits say so too
-    # the warmup plot keeps a miss and a hit apart: a median over both is a first call no run had
+    # the warmup plot keeps a miss and a hit apart (lab.first_call: the miss compiled from nothing, cold): a median
+    # over both is a first call no run had
     hit = sincos.loc[warm.index.difference(partly).difference(configs.index[configs == all_missed])[0]]
+    hits = sincos.loc[warm.index[(configs == configs[hit.name]).to_numpy()
+                                 & (sincos.loc[warm.index, "batch_size"] == hit["batch_size"]).to_numpy()]]
     again = hit.copy()  # the same configuration and batch size once more, a miss this time
     again[["job_id", "cache_hits", "compiled_first_call_s"]] = [sincos["job_id"].max() + 1, miss,
                                                                 hit["compiled_first_call_s"] * 5]
     both = series_labels.label_series(frame._finish(pd.concat([sincos, again.to_frame().T], ignore_index=True)
-                                              .drop(columns=["cache_state"]).infer_objects()))
+                                              .drop(columns=["cache_state", "graph_cache_hit"], errors="ignore")
+                                              .infer_objects()))
     calls = plot_data.first_calls(both)
-    split = calls[calls["batch_size"] == hit["batch_size"]]
-    split = split[split["series"].str.contains(" · hit · | · miss · ", regex=True)]
-    assert sorted(s.split(" · ")[-2] for s in split["series"]) == ["hit", "miss"]  # "... · miss · bs 8"
-    assert split.set_index(split["series"].str.split(" · ").str[-2]).loc[
-        ["hit", "miss"], "compiled_first_call_s"].tolist() == [hit["compiled_first_call_s"],
-                                                               hit["compiled_first_call_s"] * 5]
+    row = calls[calls["config"].isin(both.loc[both["job_id"] == again["job_id"], "config"])
+                & (calls["batch_size"] == hit["batch_size"])]
+    assert len(row) == 1 and row["cold_runs"].item() == 1 and row["warm_runs"].item() == len(hits)
+    assert row["first_call_cold_s"].item() == hit["compiled_first_call_s"] * 5
+    assert row["first_call_warm_s"].item() == pytest.approx(hits["compiled_first_call_s"].median())
     got = plot_data.breakdown_frame(series_labels.split_by_graph_cache(view))
     hatched = diagnosis.warmup_breakdown(got, plot_data.failures(view))
     shapes = [shape for t in hatched.data if t.marker and t.marker.pattern and t.marker.pattern.shape is not None

@@ -2,6 +2,8 @@
 the claim hands a pinned job only to a worker whose torch matches it (a prefix at a component), an unpinned or old
 row to any; a job no live worker's torch matches says which version it waits for; all-live resolves to the live
 workers' versions."""
+import json
+
 import pytest
 from sqlalchemy import update
 
@@ -75,3 +77,28 @@ def test_all_live_becomes_one_job_per_live_version(engine):
                                                               (16, "2.13.0+cpu"), (16, "2.14.1+cu128")]
     with pytest.raises(SpecError, match="torch_versions: '2_1' is not a torch version"):
         SweepRequest(process_repeats=1, model="tiny", batch_sizes=[8], torch_versions=["2_1"])
+
+
+def test_a_job_whose_only_able_worker_is_paused_says_so_and_why(engine):
+    register(engine, "w1", "2.13.0+cpu")
+    why = "paused: no space left on device under /lab/home (12 MB free; claims again above 2,048 MB, COMPILE_LAB_MIN_FREE_MB)"
+    caps = {**queue.live_workers(engine)[0].capabilities, "paused": why}
+    queue.publish_capabilities(engine, "w1", caps)
+    queue.heartbeat_worker(engine, "w1", "paused")
+    assert queue.waiting_reason({"device": "cpu", "model": "tiny"}, queue.live_workers(engine)) == \
+        f"the only worker able to run it (w1) is {why}"
+    register(engine, "w2", "2.13.0+cpu")  # another able worker that claims: no reason to give
+    assert queue.waiting_reason({"device": "cpu", "model": "tiny"}, queue.live_workers(engine)) is None
+
+
+@pytest.mark.subprocess  # starts an interpreter (`python -m runner status`)
+def test_runner_status_says_why_a_worker_is_paused(engine, db_url):
+    from tests.conftest import run_cli
+    register(engine, "w1", "2.13.0+cpu")
+    why = "paused: too little free space (below its threshold) under /lab/home (900 MB free)"
+    queue.publish_capabilities(engine, "w1", {**queue.live_workers(engine)[0].capabilities, "paused": why})
+    queue.heartbeat_worker(engine, "w1", "paused")
+    text = run_cli("status", "--db", db_url).stdout
+    assert "w1  host host  gpu -  paused" in text and f"\n    {why}" in text
+    (worker,) = json.loads(run_cli("status", "--db", db_url, "--json").stdout)["workers"]
+    assert worker["paused"] == why

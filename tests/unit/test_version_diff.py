@@ -50,6 +50,11 @@ def test_cold_warm_and_portable_first_calls_side_by_side():
     assert cachecompare.side_by_side(view[view["cache"] == "cold"]).empty  # one cache, no portable: nothing to set
     noisy = view.assign(disturbed=True)  # every run disturbed by a measured cause (lab.noise)
     assert cachecompare.side_by_side(noisy)["configuration"].tolist() == ["⚠ noisy · default"]
+    # the cold job's process repeat compiled from its cache: warm, as the answer counts it, never in the cold median
+    repeat = pd.DataFrame([{**base, "job_id": 4, "cache": "cold", "cache_state": "cold", "first_call_cache": "warm",
+                            "compiled_first_call_s": 1.5}])
+    (row,) = cachecompare.side_by_side(pd.concat([view, repeat], ignore_index=True)).to_dict("records")
+    assert (row["cold (s)"], row["warm (s)"], row["portable (s)"], row["runs"]) == (18.0, 1.5, 3.0, 4)
 
 
 def test_a_portable_jobs_story_names_the_bundle_or_says_there_was_none():

@@ -1,10 +1,11 @@
 """tlparse's report of a job's compile trace (runner.child.capture.trace), zipped, as the `tlparse` artifact.
 
 tlparse (PyPI `tlparse`, a Rust binary) is what PyTorch asks users to attach to torch.compile bug reports: one
-page per compile with its graphs, guards, cache decisions, output code and failures. It runs in the child after
-the measurement, with a time limit, if the worker's environment has it (COMPILE_LAB_TLPARSE names the binary,
-else `tlparse` on the PATH or beside the interpreter); without it the job has no report, and its result
-says why (detail `tlparse_note`, shown on the job's page). The zip leaves
+page per compile with its graphs, guards, cache decisions, output code and failures. It runs in the worker once the
+job's outcome is stored and its child has exited (runner.worker.reports), never while the job holds its device,
+with a time limit, if the worker's environment has it (COMPILE_LAB_TLPARSE names the binary, else `tlparse` on the
+PATH or beside the interpreter); without it the job has no report, and its result says why (detail `tlparse_note`,
+shown on the job's page; PENDING until the worker has made it). The zip leaves
 out what duplicates the trace itself (raw.log, raw.jsonl, payloads/, chromium_events.json): the `trace` artifact
 holds that.
 """
@@ -33,6 +34,15 @@ def executable() -> str | None:
 
 INSTALL = ("install it in the worker's environment (pip install tlparse) or name it with COMPILE_LAB_TLPARSE, "
            "then run the job again")
+
+
+PENDING = ("tlparse's report is made by the worker once the job's measurement is stored; none is stored yet (reload "
+           "the page in a moment; if it stays missing, the worker stopped before making it)")
+
+
+def pending() -> str:
+    """What a job's result says before its report exists: PENDING where the worker has tlparse, else why not."""
+    return PENDING if executable() else f"tlparse was not found on the worker (not on its PATH, nor beside its Python): {INSTALL}"
 
 
 def report(trace: str, timeout_s: float = TIMEOUT_S) -> tuple[bytes | None, str | None]:

@@ -31,7 +31,9 @@ class CompileTrace(logging.Handler):
         self.texts: dict[str, list[str]] = {"output_code": [], "fx_graphs": [], "trace": []}
         self.sizes = dict.fromkeys(self.texts, 0)
         self.cache_events: list[dict] = []  # {"layer", "state", "reason"} in the order torch decided them
-        self.kernel_calls: list[int] = []  # per output code (one per compiled graph), counted before any cap
+        self._codes: list[str] = []  # each output code whole (one per compiled graph): kernel_calls counts them
+        self._records: list[logging.LogRecord] = []  # trace lines, formatted once the compile is over (artifacts)
+        self._records_size = 0
         self.overflow = dict.fromkeys(self.texts, 0)  # bytes not kept past the limit
         self.setFormatter(TorchLogsFormatter(trace=True))
         self._log = trace_log
@@ -50,15 +52,30 @@ class CompileTrace(logging.Handler):
             where = _compile_id(meta)
             if kind == "inductor_output_code" and payload:
                 path = (meta.get(kind) or {}).get("filename", "")
-                self.kernel_calls.append(generated_kernel_calls(payload))
+                self._codes.append(payload)
                 self._keep("output_code", f"# ===== compile {where}: {path}\n{payload}\n")
             elif kind in GRAPHS and payload:
                 self._keep("fx_graphs", f"# ===== compile {where}: {kind}\n{payload}\n")
             elif kind == "artifact":
                 self._cache_event((meta.get("artifact") or {}).get("name", ""), payload)
-            self._keep("trace", self.format(record) + "\n")
+            self._hold(record, len(payload or "") + 256)
         except Exception:  # a trace record we cannot read must never fail the job
             self.handleError(record)
+
+    def _hold(self, record: logging.LogRecord, size: int) -> None:
+        """A trace line kept as its record: formatting it (JSON, the payload's lines) while torch compiles is time
+        torch counts in the compile (its structured-logging overhead), so it waits for artifacts(). Past twice the
+        limit, only its size is counted."""
+        if self._records_size + size > 2 * self.limit:
+            self.overflow["trace"] += size
+            return
+        self._records_size += size
+        self._records.append(record)
+
+    @property
+    def kernel_calls(self) -> list[int]:
+        """Per output code (one per compiled graph), the generated kernels' calls, counted before any cap."""
+        return [generated_kernel_calls(code) for code in self._codes]
 
     def _keep(self, what: str, text: str) -> None:
         n = len(text.encode("utf-8", "replace"))
@@ -77,6 +94,9 @@ class CompileTrace(logging.Handler):
 
     def artifacts(self) -> dict[str, str]:
         """{name: text} for lab.artifact_files.write_dir; a text that hit the limit ends saying how much was left out."""
+        for record in self._records:  # the trace lines, in torch's own format, now that the compile is over
+            self._keep("trace", self.format(record) + "\n")
+        self._records = []
         out = {}
         for name, parts in self.texts.items():
             text = "".join(parts)

@@ -1,0 +1,87 @@
+"""What a page's HTML says before Streamlit's browser code runs.
+
+Where the server is: opened at its own address (/results, /queue?…), that code takes the server for the page's own
+path first: it asks /results/_stcore/health, gets a 404, waits 100 ms and only then asks /_stcore/health, before the
+page's first message. A script names the folder above the page instead (window.__streamlit.BACKEND_BASE_URL, which
+that code reads), so the first question is the right one.
+
+Plotly's code, on Results: the browser fetches a chart's code (4.7 MB) only once the chart's message has come and
+been drawn, then evaluates it, and that is most of the wait for the page's first chart. Named in Results' HTML
+(modulepreload), it is fetched and compiled while the page's other code loads and its data are read."""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from dashboard.server import base_path
+
+# Every page is one path segment under the server's base (st.Page url_path): the server is the folder above it,
+# as the browser resolves "." against the page's address (also behind a proxy that strips a prefix of its own).
+SCRIPT = b'<script>window.__streamlit={BACKEND_BASE_URL:new URL(".",location.href).href}</script>'
+HEAD = b"<head>"
+PLOTLY_PAGES = ("results",)  # the pages whose first chart is a plotly one (Compare draws with Vega-Lite)
+
+
+@functools.cache
+def plotly_preload() -> bytes:
+    """The link that fetches Streamlit's plotly chart code ahead ("" where its build names no single such file)."""
+    from streamlit import file_util
+
+    found = sorted(Path(file_util.get_static_dir(), "static", "js").glob("PlotlyChart.*.js"))
+    if len(found) != 1:
+        return b""
+    return f'<link rel="modulepreload" crossorigin href="./static/js/{found[0].name}">'.encode()
+
+
+def head(path: str) -> bytes:
+    """What goes right after <head> in the HTML of the page at `path`."""
+    page = path.rsplit("/", 1)[-1]
+    return SCRIPT + (plotly_preload() if page in PLOTLY_PAGES else b"")
+
+
+def is_page(path: str) -> bool:
+    """A page's own address: one segment under the server's base, not one of Streamlit's routes or files."""
+    base = base_path()
+    if not path.startswith(base + "/"):
+        return False
+    rest = path[len(base) + 1:]
+    return bool(rest) and "/" not in rest and "." not in rest and not rest.startswith("_stcore")
+
+
+class PageBase:
+    """ASGI middleware (dashboard/app.py): the HTML of a page's own address carries SCRIPT. Only there: at the
+    base itself the browser's first question is already the right one."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "GET" or not is_page(scope.get("path", "")):
+            return await self.app(scope, receive, send)
+        # the HTML uncompressed (8 kB, once a visit) and held until whole, so that the lines can go in
+        scope = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k.lower() != b"accept-encoding"],
+                 "extensions": {k: v for k, v in (scope.get("extensions") or {}).items()
+                                if k != "http.response.pathsend"}}
+        start, parts = None, []
+
+        async def send_with_script(message):
+            nonlocal start
+            if message["type"] == "http.response.start":
+                html = any(k.lower() == b"content-type" and v.startswith(b"text/html") for k, v in message["headers"])
+                if message["status"] == 200 and html:
+                    start = message  # held until the body is whole
+                    return
+            if start is None or message["type"] != "http.response.body":  # anything else passes as it comes
+                return await send(message)
+            parts.append(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            body, headers = b"".join(parts), start["headers"]
+            if HEAD in body:
+                body = body.replace(HEAD, HEAD + head(scope["path"]), 1)
+                headers = [(k, str(len(body)).encode()) if k.lower() == b"content-length" else (k, v)
+                           for k, v in headers]
+            await send({**start, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+
+        await self.app(scope, receive, send_with_script)

@@ -1,0 +1,141 @@
+"""The dashboard does not disturb what the lab measures. While a job on this server's host times calls (its warm-up,
+rounds or replays: lab.timeline.TIMED_PROGRESS), the server and the browser are other processes on its cores, which
+the job would name as its disturbance (runner.child.disturbance) and re-run. So the pages' live refresh pauses:
+
+- `live(every)` replaces `st.fragment(run_every=every)`: on each tick the fragment first asks (one small query, shared
+  by every session for a second) whether a job here is timed; if so it tells the browser to stop every live
+  fragment's timer (no page rerun: that would cost the server more, at the worst moment), draws itself once more and
+  starts `notice()`'s slow tick. A full run while paused draws the fragments without a refresh interval;
+- `notice()` (on every page) says so, and ticks every SLOW_S with that one query alone until the timing ends, then
+  reruns the page, which refreshes again;
+- `paused()`: work the server would start by itself (the results snapshot) waits meanwhile.
+
+Stopping and starting a fragment's timer from inside a fragment run uses Streamlit's own messages (auto_rerun,
+stop_auto_rerun: what st.fragment sends); where this Streamlit lacks them, the page reruns instead.
+"""
+from __future__ import annotations
+
+import functools
+import socket
+import threading
+import time
+
+import streamlit as st
+
+from dashboard.data import jobs
+from dashboard.markup import md
+from dashboard.state import resources
+from lab.timeline import TIMED_PROGRESS
+
+SLOW_S = 10  # the paused page's only tick, one query: each costs the server ~0.1 s of CPU on this 2-core box
+FRESH_S = 1.0  # a look is shared by every session for this long
+KEY = "quiet_timed"  # session key: the timed jobs the page's last full run saw ([(job id, phase)])
+LIVE, NOTICE = "quiet_live_ids", "quiet_notice_id"  # session keys: this page's live fragments, its notice fragment
+_last: dict[str, tuple[float, list]] = {}  # database URL -> (when, timed jobs)
+_lock = threading.Lock()
+
+
+def timed_here() -> list[tuple[int, str]]:
+    """(job id, phase) of the jobs on this host being timed now; [] when the database does not answer (the page
+    says that itself)."""
+    url = resources.url()
+    with _lock:
+        seen = _last.get(url)
+        if seen is not None and time.monotonic() - seen[0] < FRESH_S:
+            return seen[1]
+    try:
+        found = jobs.timed_on_host(resources.engine(), socket.gethostname(), TIMED_PROGRESS)
+    except Exception:  # down, locked, not migrated: nothing is paused for it
+        found = []
+    with _lock:
+        _last[url] = (time.monotonic(), found)
+    return found
+
+
+def begin() -> None:
+    """A full run of the page: look once, and draw this run's fragments paused or live accordingly."""
+    st.session_state[KEY] = timed_here()
+    st.session_state[LIVE] = set()
+
+
+def _fragment_id() -> str | None:
+    try:
+        from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
+        return ThreadState.get().fragment_id
+    except (ImportError, AttributeError):
+        return None
+
+
+def _timers(stop: list[str], start: str | None, every: float) -> bool:
+    """Stop these fragments' timers in the browser, and start (or reset) one's; False where this Streamlit cannot."""
+    try:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+        from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+        ctx = get_script_run_ctx()
+        if ctx is None or start is None:  # no notice to resume the page: it reruns instead
+            return False
+        if stop:
+            msg = ForwardMsg()
+            msg.stop_auto_rerun.fragment_ids.extend(stop)
+            ctx.enqueue(msg)
+        if start is not None:
+            msg = ForwardMsg()
+            msg.auto_rerun.interval = every
+            msg.auto_rerun.fragment_id = start
+            ctx.enqueue(msg)
+        return True
+    except (ImportError, AttributeError, ValueError):
+        return False
+
+
+def paused() -> bool:
+    return bool(st.session_state.get(KEY))
+
+
+def sentence(timed: list[tuple[int, str]]) -> str:
+    ids = ", ".join(f"{job_id}" for job_id, _ in timed)
+    which = f"job {ids} is" if len(timed) == 1 else f"jobs {ids} are"
+    return (f"Paused refreshing while {which} timed on this machine ({md(timed[0][1])}), so the page does not disturb "
+            "it; it resumes by itself when the timing ends.")
+
+
+def live(every: str):
+    """`@quiet.live("2s")` for `@st.fragment(run_every="2s")`, paused while a job here is timed (above)."""
+    def wrap(func):
+        @functools.wraps(func)
+        def checked(*args, **kwargs):
+            me = _fragment_id()
+            if me is not None:
+                st.session_state.setdefault(LIVE, set()).add(me)
+            if not paused():
+                timed = timed_here()
+                if timed:
+                    live_ids = sorted(st.session_state.get(LIVE) or ())
+                    if not _timers(live_ids, st.session_state.get(NOTICE), 0.5):
+                        st.rerun(scope="app")  # the full run draws every fragment without its interval
+                    st.session_state[KEY] = timed
+            return func(*args, **kwargs)
+
+        @functools.wraps(func)
+        def call(*args, **kwargs):
+            return st.fragment(checked, run_every=None if paused() else every)(*args, **kwargs)
+        return call
+    return wrap
+
+
+def notice() -> None:
+    """The paused page's line, and its slow tick (none while the page refreshes itself)."""
+    st.fragment(_notice, run_every=SLOW_S if paused() else None)()
+
+
+def _notice() -> None:
+    me = _fragment_id()
+    st.session_state[NOTICE] = me
+    if not paused():
+        return
+    timed = timed_here()
+    if not timed:
+        st.rerun(scope="app")  # the timing ended: the page draws itself live again
+    if me is not None:
+        _timers([], me, SLOW_S)  # started at a quick first tick by a fragment that saw the timing begin
+    st.info(sentence(timed), icon=":material/pause_circle:")

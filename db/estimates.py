@@ -1,0 +1,131 @@
+"""The lab's history of finished jobs, as lab.eta estimates from it: for each configuration (jobs.config) and each
+model on a device kind, what its newest succeeded jobs took, claim to stored, with their timelines where asked.
+Read-only."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from sqlalchemy import Engine, func, select
+
+from db.engine import reading
+from db.models import Job, JobStatus, Result, utcnow
+from lab import eta
+
+PER_KEY = 12  # the newest this many similar jobs: what the lab does now, not a year ago
+
+
+def _newest(session, key, keys: list, where, with_timeline: bool) -> dict:
+    """key value -> its newest PER_KEY succeeded jobs, in one query (a window over the key)."""
+    if not keys:
+        return {}
+    rank = func.row_number().over(partition_by=key, order_by=Job.id.desc()).label("rank")
+    inner = (select(key.label("key"), Job.claimed_at, Job.finished_at, Job.id.label("job_id"), rank)
+             .join(Result, Result.job_id == Job.id)
+             .where(Job.status == JobStatus.SUCCEEDED.value, Job.claimed_at.is_not(None),
+                    Job.finished_at.is_not(None), where).subquery())
+    q = select(inner.c.key, inner.c.claimed_at, inner.c.finished_at, inner.c.job_id).where(inner.c.rank <= PER_KEY)
+    rows = session.execute(q.order_by(inner.c.job_id.desc())).all()
+    details = {}
+    if with_timeline and rows:
+        details = dict(session.execute(select(Result.job_id, Result.detail)
+                                       .where(Result.job_id.in_([r.job_id for r in rows]))).all())
+    out: dict = {k: [] for k in keys}
+    for r in rows:
+        detail = details.get(r.job_id)
+        out.setdefault(r.key, []).append({"seconds": (r.finished_at - r.claimed_at).total_seconds(),
+                                          "timeline": detail.get("timeline") if isinstance(detail, dict) else None})
+    return out
+
+
+def history(engine: Engine, configs: Iterable[str], models: Iterable[tuple[str, str]],
+            timelines_for: Iterable[str] = ()) -> dict:
+    """{"config": {config: [jobs]}, "model": {(model, device): [jobs]}}, each job {"seconds", "timeline"}, newest
+    first, PER_KEY at most; timelines (in the stored detail) read only for the configurations in `timelines_for`
+    (the running jobs'), and for the models where one of those has no history of its own."""
+    configs = sorted({c for c in configs if isinstance(c, str) and c})
+    models = sorted({m for m in models if all(isinstance(x, str) for x in m)})
+    wanted = set(timelines_for)
+    with reading(engine) as s:
+        rest = [c for c in configs if c not in wanted]
+        by_config = _newest(s, Job.config, rest, Job.config.in_(rest), False)
+        by_config.update(_newest(s, Job.config, sorted(wanted), Job.config.in_(sorted(wanted)), True))
+        key = Job.spec["model"].as_string() + "|" + Job.spec["device"].as_string()
+        names = [f"{m}|{d}" for m, d in models]
+        by_model = _newest(s, key, names, key.in_(names), bool(wanted))
+    return {"config": by_config, "model": {tuple(k.split("|", 1)): v for k, v in by_model.items() if "|" in k}}
+
+
+def unfinished(engine: Engine) -> list[dict]:
+    """Every queued and running job, in claim order (id): what an estimate of the queue needs of each."""
+    q = (select(Job.id, Job.sweep_id, Job.status, Job.spec, Job.config, Job.worker_id, Job.phase, Job.phase_at,
+                Job.progress, Job.claimed_at)
+         .where(Job.status.in_([JobStatus.QUEUED.value, JobStatus.RUNNING.value])).order_by(Job.id))
+    with reading(engine) as s:
+        return [{"job_id": r.id, "sweep_id": r.sweep_id, "status": r.status, "config": r.config,
+                 "model": (r.spec or {}).get("model") if isinstance(r.spec, dict) else None,
+                 "device": (r.spec or {}).get("device") if isinstance(r.spec, dict) else None,
+                 "worker": r.worker_id, "phase": r.phase, "phase_at": r.phase_at, "progress": r.progress,
+                 "claimed_at": r.claimed_at} for r in s.execute(q).all()]
+
+
+@dataclass
+class Estimates:
+    left: dict[int, eta.Left] = field(default_factory=dict)  # running job -> its time left
+    starts: dict[int, eta.Start] = field(default_factory=dict)  # queued job -> its start and end
+    sweeps: dict[int, tuple[float, bool]] = field(default_factory=dict)  # unfinished sweep -> its done_in
+    queue: tuple[float, bool] | None = None  # when every queued and running job is done
+    basis: dict[int, str | None] = field(default_factory=dict)  # job -> how similar its history is
+
+    def row_words(self, job_id: int) -> str:
+        """The Queue table's ETA cell."""
+        if job_id in self.left:
+            left = self.left[job_id]
+            return "no history" if left.left_s is None else f"~{eta.duration(left.left_s)} left"
+        if job_id in self.starts:
+            s = self.starts[job_id]
+            return (f"starts in {eta.duration(s.start_s)}" + (" or more" if s.at_least else "")
+                    + ("" if self.basis.get(job_id) else ", no history"))
+        return ""
+
+
+def queue_estimates(engine: Engine, workers, read: Callable | None = None) -> Estimates:
+    """Estimates for every queued and running job; `workers`: the live workers (db.models.WorkerRow); `read`: how
+    the history is read (history, or a caller's cached copy of it)."""
+    rows = unfinished(engine)
+    if not rows:
+        return Estimates()
+    running = [r for r in rows if r["status"] == "running"]
+    hist = (read or history)(engine, {r["config"] for r in rows if r["config"]},
+                             {(r["model"], r["device"]) for r in rows  # a corrupt row's spec may hold anything
+                              if isinstance(r["model"], str) and isinstance(r["device"], str)},
+                             {r["config"] for r in running if r["config"]})
+    out, now = Estimates(), utcnow()
+
+    def typical(r) -> eta.Typical:
+        return eta.typical(hist["config"].get(r["config"], []), hist["model"].get((r["model"], r["device"]), []))
+
+    for r in running:
+        typ = typical(r)
+        elapsed = (now - r["claimed_at"]).total_seconds() if r["claimed_at"] else None
+        phase_s = (now - r["phase_at"]).total_seconds() if r["phase_at"] else None
+        out.left[r["job_id"]] = eta.running(typ, r["phase"], elapsed, phase_s, r["progress"])
+        out.basis[r["job_id"]] = typ.basis
+    busy = {r["worker"]: out.left[r["job_id"]].left_s for r in running}
+    queued = []
+    for r in rows:
+        if r["status"] == "queued":
+            typ = typical(r)
+            out.basis[r["job_id"]] = typ.basis
+            queued.append((r["job_id"], r["device"], typ.total))
+    out.starts = eta.schedule(queued, [(w.capabilities.get("devices", []), busy.get(w.id, 0.0)) for w in workers])
+    by_sweep: dict[int, list] = {}
+    for r in rows:
+        by_sweep.setdefault(r["sweep_id"], []).append(r["job_id"])
+    for sweep_id, ids in by_sweep.items():
+        if all(i in out.starts or i in out.left for i in ids):
+            out.sweeps[sweep_id] = eta.done_in([out.starts[i] for i in ids if i in out.starts],
+                                               [out.left[i].left_s for i in ids if i in out.left])
+    if len(out.starts) + len(out.left) == len(rows):  # a job no live worker can take: no end to promise
+        out.queue = eta.done_in(out.starts.values(), [x.left_s for x in out.left.values()])
+    return out

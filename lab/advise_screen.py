@@ -1,0 +1,189 @@
+"""The screening half of a search's decision (lab.advise.decide): which candidates not run yet cannot win and are left
+out (with why), which stage runs next, when compiling cannot pay off before every candidate has run, and where a
+race between candidates equal within the measurement stops (lab.advise_plan says the rules)."""
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+from lab import advise_plan as plan
+from lab.advise_core import Drop, Measured, Search, payoff, settings_words, varying
+
+
+def compile_floor(measured: Mapping[str, Measured], search: Search) -> str | None:
+    """Why no candidate, run or not, can pay off for the caller, or None: the lightest compile measured so far is
+    more than ten times the caller's whole eager workload, and a setting not run is taken to compile in at least a
+    tenth of it (then to run in no time)."""
+    known = [m for m in measured.values() if m.started and m.cold_first_s and m.base_s is not None]
+    if not known:
+        return None
+    light = min(known, key=lambda m: m.cold_first_s)
+    eager_total = (light.eager_first_s or 0.0) + light.base_s
+    if eager_total >= plan.COMPILE_FLOOR * light.cold_first_s:
+        return None
+    over = f"the caller's {search.calls:,} calls" if search.calls else "the traffic"
+    return (f"the lightest setting measured, {settings_words(light.settings)}, took {light.cold_first_s:.1f} s to "
+            f"compile; eager runs {over} in {eager_total:.3g} s, so even a setting compiling ten times faster and "
+            "then running in no time would not pay off")
+
+
+def cannot_win(measured: Mapping[str, Measured], waiting: Mapping[str, Measured], gone: Mapping[str, str],
+               search: Search, lead: tuple[float, float, float] | None, leader: Measured | None = None) -> list[Drop]:
+    """Candidates not run yet that are left out: a variant whose base was clearly worse (at steady state); the fourth
+    of the autotuning x CUDA graphs square, predicted from the other three, where it would not beat the leader by
+    more than the zone (or would tie it and compile slower); an autotuning mode whose compile alone, at least its
+    sibling's, leaves it below the leader for the caller."""
+    base_of = plan.bases({k: m.settings for k, m in measured.items()})
+    out = []
+    for key, w in waiting.items():
+        base = base_of[key]
+        if (base != key and not search.traffic and search.calls is None
+                and gone.get(base) in ("below", "slower", "equal")):
+            b = measured[base]
+            out.append(Drop(key, f"not run: its base setting, {settings_words(b.settings)}, was dropped ("
+                                 f"{_x(payoff(b))}); at one batch size, marking shapes dynamic or compiling block by "
+                                 "block does not make a setting's kernels faster", "unrun"))
+            continue
+        guess = _square(measured, w)
+        ref = lead or (1.0, 1.0, 1.0)  # with none left in contention, it has to beat eager
+        if guess is not None and _cannot_beat(guess[0], guess[1], ref, leader):
+            against = f"the leader's {lead[0]:.2f}x" if lead else "eager"
+            out.append(Drop(key, f"not run: {guess[2]}, against {against}", "unrun"))
+            continue
+        bound = _autotune_bound(measured, w)
+        if bound is not None and lead is not None and bound[0] < lead[1]:
+            out.append(Drop(key, f"not run: it compiles at least as long as {settings_words(bound[1].settings)} "
+                                 f"({bound[1].cold_first_s:.1f} s cold), so for the caller it could reach at most "
+                                 f"{bound[0]:.2f}x, below the leader's {lead[1]:.2f}x", "unrun"))
+    return out
+
+
+def _square(measured: Mapping[str, Measured], w: Measured) -> tuple[float, float | None, str] | None:
+    """(the number predicted for an autotuning mode from the other three modes of its square, its compile as its
+    autotuning partner's, the words), or None where the three are not all measured."""
+    modes = plan.SQUARE.get(w.settings.get("mode"))
+    if not modes:
+        return None
+    found = {}
+    for m in measured.values():
+        if (m.started and m.settings.get("mode") in modes and payoff(m) is not None
+                and all(m.settings.get(k) == w.settings.get(k) for k in ("backend", "dynamic", "scope"))):
+            found[m.settings["mode"]] = m
+    if len(found) < 3:
+        return None
+    a, b, c = (found[x] for x in modes)
+    gain = payoff(b)[0] / payoff(c)[0]
+    guess = payoff(a)[0] * gain
+    words = (f"{b.settings['mode']} against {c.settings['mode']} gave {gain:.2f}x; the same applied to "
+             f"{a.settings['mode']} ({payoff(a)[0]:.2f}x) predicts about {guess:.2f}x for mode={w.settings['mode']}")
+    return guess, b.cold_first_s, words
+
+
+def _cannot_beat(guess: float, cold: float | None, lead: tuple[float, float, float], leader: Measured | None) -> bool:
+    """A predicted number below the leader's by more than the zone, or within it with a slower compile."""
+    if guess < lead[0] / (1 + plan.ZONE):
+        return True
+    slower = cold is not None and leader is not None and leader.cold_first_s is not None \
+        and cold > leader.cold_first_s
+    return guess <= lead[0] * (1 + plan.ZONE) and slower
+
+
+def _autotune_bound(measured: Mapping[str, Measured], w: Measured) -> tuple[float, Measured] | None:
+    """(the most an autotuning candidate could give the caller, the sibling that bounds its compile), or None."""
+    siblings = plan.SIBLINGS.get(w.settings.get("mode"), ())
+    same = [m for m in measured.values() if m.started and m.settings.get("mode") in siblings and m.cold_first_s
+            and m.base_s is not None
+            and all(m.settings.get(k) == w.settings.get(k) for k in ("backend", "dynamic", "scope"))]
+    if not same:
+        return None
+    sib = min(same, key=lambda m: m.cold_first_s)
+    return ((sib.eager_first_s or 0.0) + sib.base_s) / sib.cold_first_s, sib
+
+
+def next_stage(measured: Mapping[str, Measured], waiting: Mapping[str, Measured], search: Search) -> tuple[str, ...]:
+    """The candidates not run yet of the earliest stage left, in screening order."""
+    stage = plan.stages({k: m.settings for k, m in measured.items()},
+                        search.calls is not None or search.traffic)
+    first = min(stage[k] for k in waiting)
+    return tuple(sorted((k for k in waiting if stage[k] == first), key=lambda k: (plan.rank(waiting[k].settings), k)))
+
+
+def first_cost(measured: Mapping[str, Measured]) -> float:
+    """About what a candidate's first process costs: the median of those run (0 before any ran)."""
+    firsts = sorted(m.first_s for m in measured.values() if m.first_s)
+    return firsts[len(firsts) // 2] if firsts else 0.0
+
+
+def _x(p) -> str:
+    return f"{p[0]:.2f}x [{p[1]:.2f}, {p[2]:.2f}]" if p else "no speedup measured"
+
+
+def _cold(m: Measured) -> float:
+    return m.cold_first_s if m.cold_first_s is not None else math.inf
+
+
+def indifferent(live: Mapping[str, Measured], leader: str, search: Search) -> tuple[str, list[Drop], str] | None:
+    """Where every candidate in contention besides the leader is equal to it within the measurement, or could not be
+    told apart from it by the process limit: (the one chosen, the others dropped with why, the words of the choice);
+    None while a race could still separate them."""
+    lead = payoff(live[leader])
+    others = [k for k in live if k != leader]
+    if not others:
+        return None
+    equal = [k for k in others if plan.equal(payoff(live[k]), lead)]
+    futile = {k: plan.futile(payoff(live[k]), live[k].processes, lead, live[leader].processes, search.max_processes)
+              for k in others if k not in equal}
+    if any(v is None for v in futile.values()):
+        return None
+    tied = [leader, *equal]
+    pick = min(tied, key=lambda k: (_cold(live[k]), plan.rank(live[k].settings), k))
+    vary = varying(live[k].settings for k in tied) or None
+    name = {k: settings_words(live[k].settings, vary) if vary else settings_words(live[k].settings) for k in live}
+    p = payoff(live[pick])
+    dropped, why = [], ""
+    if len(tied) > 1:
+        nums = " and ".join(f"{payoff(live[k])[0]:.2f}x" for k in tied)
+        names = " and ".join(name[k] for k in tied)
+        if _cold(live[pick]) < math.inf and len({_cold(live[k]) for k in tied}) > 1:
+            because = "it compiles fastest" if len(tied) > 2 else "it compiles faster"
+            colds = ", ".join(f"{live[k].cold_first_s:.1f} s" if live[k].cold_first_s is not None else "?"
+                              for k in [pick, *(k for k in tied if k != pick)])
+            because += f" ({colds} cold)"
+        else:
+            because = "the simpler setting"
+        why = f"{names} are equal within {plan.ZONE:.0%} ({nums}); chose {name[pick]}: {because}"
+        for k in tied:
+            if k != pick:
+                q = payoff(live[k])
+                dropped.append(Drop(k, f"equal to {name[pick]} within {plan.ZONE:.0%} ({q[0]:.2f}x against "
+                                       f"{p[0]:.2f}x, inside each other's intervals); the chosen one compiles faster "
+                                       "or is the simpler setting", "equal"))
+    for k, (d, h) in futile.items():
+        dropped.append(Drop(k, f"cannot be told apart from {name[leader]} within {search.max_processes} processes: "
+                               f"{d:.0%} apart, their intervals would still be about ±{h:.0%} at the limit; the best "
+                               "measured was kept", "futile"))
+        why = (why + "; " if why else "") + f"{name[k]} cannot be told apart from {name[leader]} by more processes"
+    if pick != leader and futile:
+        why += f" (the leader, {name[leader]}, equal to {name[pick]})"
+    return pick, dropped, why
+
+
+def settled(live: Mapping[str, Measured], leader: str, search: Search) -> list[Drop]:
+    """While settings are still being screened: the ones equal to the leader within the measurement (or not
+    separable from it by the process limit) that also compile slower. The indifference zone would not choose them
+    over the leader, so neither they nor their variants are raced further."""
+    lead, mine = payoff(live[leader]), live[leader]
+    out = []
+    for k, m in live.items():
+        p = payoff(m)
+        if k == leader or _cold(m) <= _cold(mine):
+            continue
+        futile = plan.futile(p, m.processes, lead, mine.processes, search.max_processes)
+        if plan.equal(p, lead) or futile:
+            how = (f"equal to the leader, {settings_words(mine.settings)}, within {plan.ZONE:.0%}" if plan.equal(p, lead)
+                   else f"not separable from the leader, {settings_words(mine.settings)}, by "
+                        f"{search.max_processes} processes")
+            out.append(Drop(k, f"{how} ({p[0]:.2f}x against {lead[0]:.2f}x) and slower to compile "
+                               f"({m.cold_first_s:.1f} s against {mine.cold_first_s:.1f} s cold): not raced further",
+                            "equal"))
+    return out

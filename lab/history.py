@@ -1,0 +1,61 @@
+"""What a configuration's earlier processes on this device say about how many processes to run now. A configuration
+(the same spec: model, compile settings, batch and shapes, dtype, task) that ran before on this device kind under this
+torch has shown its spread between fresh processes: where those processes disagreed, a sweep plans more of them; where
+they agreed, no more than the sweep's own count. The spread also widens the answer's interval (lab.interval.combine,
+through its Spread); this module plans. Pure arithmetic: db.follow_ups reads the processes, lab.noise plans with them.
+docs/measurement.md ("The answer", "Processes and disturbances") says the rule and the figures."""
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+import numpy as np
+
+from lab.interval import Z975, Spread
+
+# the newest earlier processes of a configuration read (db.follow_ups.past_processes): enough to judge a spread,
+# bounded however often it ran
+HISTORY_LIMIT = 64
+# earlier processes needed before they plan: two say little of a spread (one degree of freedom)
+HISTORY_MIN = 3
+# the planned count: enough that the spread between processes alone puts the interval within this much either side
+# of the answer (Z975 * sd / sqrt(k) <= TARGET), at most MORE beyond the sweep's own count
+TARGET, MORE = 0.05, 2
+# the 97.5th percentile of the range of k standard normal draws (k = 2..8): how far apart k processes of a known
+# spread lie in 95 of 100 sweeps (k = 2: Z975 * sqrt(2))
+RANGE95 = {2: 2.772, 3: 3.314, 4: 3.633, 5: 3.858, 6: 4.030, 7: 4.170, 8: 4.286}
+
+
+def past_spread(centers: Iterable[float | None]) -> Spread | None:
+    """The spread of a configuration's earlier processes (their paired speedups, lab.interval.run_center): the variance
+    of their logs (ddof=1) and how many; None below HISTORY_MIN usable ones."""
+    m = np.log(np.asarray([c for c in centers if isinstance(c, (int, float)) and math.isfinite(c) and c > 0],
+                          dtype=float))
+    if len(m) < HISTORY_MIN:
+        return None
+    return Spread(processes=len(m), var=float(np.var(m, ddof=1)))
+
+
+def planned(process_repeats: int, past: Spread | None) -> int:
+    """How many processes a configuration runs: the sweep's own count (`process_repeats`), or, where its earlier
+    processes disagreed, enough that their spread puts the interval within TARGET, at most MORE beyond. Never below
+    the sweep's count; a sweep of one process asked for no spread and gets one process."""
+    if past is None or process_repeats < 2:
+        return process_repeats
+    need = math.ceil((Z975 * math.sqrt(past.var) / TARGET) ** 2 - 1e-9)
+    return max(process_repeats, min(process_repeats + MORE, need))
+
+
+def expected_apart(processes: int, past: Spread | None) -> float:
+    """How far apart (max/min - 1) this many processes may lie before it is news, given the earlier processes'
+    spread: 95 in 100 sweeps of that spread lie within it. 0 without history."""
+    if past is None or processes < 2:
+        return 0.0
+    factor = RANGE95.get(processes, RANGE95[max(RANGE95)])
+    return math.exp(factor * math.sqrt(past.var)) - 1
+
+
+def planned_because(process_repeats: int, want: int, past: Spread) -> str:
+    return (f"each configuration runs in {process_repeats} fresh processes, this one in {want}: its {past.processes} "
+            f"earlier processes on this device spread {math.sqrt(past.var):.0%} (one standard deviation), and "
+            f"{want} pin its answer closer")

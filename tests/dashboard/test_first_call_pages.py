@@ -1,0 +1,47 @@
+"""The first calls on the pages (AppTest, a real SQLite file, runs stored as a worker stores them): the answer table,
+the Warmup chart and the job page separate a sweep's first calls into cold and warm the same way (lab.first_call), a
+second sweep of the same settings on none of them; a sweep whose every run was disturbed keeps its numbers on the
+header, the charts and the N-calls line."""
+from tests.dashboard.test_charts_page import spec
+from tests.dashboard.test_pages import _Table, answer_table, lab, ok, page, texts  # noqa: F401 (lab: a fixture)
+from tests.first_call_runs import run_sweep
+
+FIRST = {False: (15.72, 2.44), True: (14.75, 3.39)}
+
+
+def _job_table(at) -> dict[str, list[str]]:
+    """The job page's first calls (dashboard.panels.job_parts.first_calls) by kind: its row's cells."""
+    (body,) = [h.value for h in at.html if "compiled from" in h.value]
+    parsed = _Table()
+    parsed.feed(body)
+    return {r[0]: r[1:] for r in parsed.rows[1:]}
+
+
+def test_the_answer_the_warmup_chart_and_the_job_page_agree_on_cold_and_warm(lab):  # noqa: F811
+    mine = run_sweep(lab, FIRST, {False: 1.31, True: 1.12}, name="coldwarm")
+    other = run_sweep(lab, {False: (31.0, 6.5), True: (29.0, 7.5)}, {False: 1.3, True: 1.1}, name="again")
+    at = ok(page("results", sweep="#1 coldwarm", chart="Warmup"))
+    table = answer_table(at).set_index("configuration")
+    bars = {t["name"]: dict(zip(t["y"], t["x"])) for t in spec(at, "plot_warmup")["data"] if t.get("type") == "bar"}
+    for dyn, (cold, warm) in FIRST.items():
+        (config,) = [c for c in table.index if c.endswith(f"dynamic={str(dyn).lower()}")]
+        assert (table.loc[config, "first call cold s"], table.loc[config, "warm s"]) == (f"{cold:.4g}", f"{warm:.4g}")
+        assert bars["compiled first call: cold (an empty cache)"][config] == cold
+        assert bars["compiled first call: warm (a cache that held it)"][config] == warm
+    first, repeat = sorted(j for j, r in mine.items() if r["dynamic"] is False)
+    for job in (first, repeat):
+        shown = _job_table(ok(page("job", job=str(job))))
+        assert shown == {"cold": ["15.72", "1", f"#{first}"], "warm": ["2.44", "1", f"#{repeat}"]}
+        assert not any(f"#{j}" in " ".join(sum(shown.values(), [])) for j in other)  # another sweep's runs: none
+
+
+def test_an_all_disturbed_sweep_keeps_its_numbers_on_the_header_and_the_n_calls_line(lab):  # noqa: F811
+    run_sweep(lab, {False: (15.0, 2.5), True: (16.0, 3.0)}, {False: 2.87, True: 1.4}, disturbed=True)
+    at = ok(page("results", chart="N calls"))
+    median, best = [m.value for m in at.main.metric if m.label.startswith(("Median speedup", "Best speedup"))]
+    assert median.endswith("×") and best == "2.87×"
+    said = next(t for t in texts(at.markdown) if t.startswith("For 1,000 calls at bs 8"))
+    assert "noisy or failed runs only" not in said
+    assert any("every run of every configuration here was disturbed" in t for t in texts(at.caption))
+    at = ok(page("results", chart="Break-even"))
+    assert not any("No configuration in view has a steady state" in t for t in texts(at.caption))

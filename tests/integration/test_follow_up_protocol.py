@@ -1,0 +1,39 @@
+"""One configuration's first run and a follow-up process go through measure.run's one line (runner.child.measure):
+the first run with every step, the follow-up with the headline clock alone. Real torch.compile of a tiny model on
+the CPU, in this process (as `--spawn inline` runs a job)."""
+from lab.spec import ExperimentSpec
+from lab.timeline import Phases
+from runner import zoo
+from runner.child import measure
+
+
+def _names(phases: Phases) -> set[str]:
+    return {iv["phase"] for iv in phases.intervals}
+
+
+def test_a_follow_up_times_the_headline_alone_and_the_first_run_every_step(tmp_path):
+    entry = zoo.resolve("mlp")
+    spec = ExperimentSpec.from_dict({"model": "mlp", "batch_size": 4, "device": "cpu", "iters": 2, "schedule": [2],
+                                     "cache": "warm"}).check_model(zoo.model_infos({"mlp": entry}))
+    said: list[str] = []
+
+    first_phases = Phases()
+    first = measure.run(spec, entry, lambda what, _: said.append(what), tmp_path / "first", first_phases)
+    assert {"profiler", "FLOP count", "schedule", "artifacts", "record"} <= _names(first_phases)
+    assert "counting kernels" in said and "schedule" in said
+    assert first.flops is not None and [c["size"] for c in first.schedule] == [2]
+    assert first.accuracy_ok is not None and "follow_up_protocol" not in first.detail
+    assert "mega_cache" in first.detail and "work_cached" in first.detail
+    assert (tmp_path / "first").is_dir()
+
+    again_phases = Phases()
+    again = measure.run(spec, entry, lambda *_: None, tmp_path / "again", again_phases,
+                        measure.Role(repeat=True, cache_from_first_run=True))
+    names = _names(again_phases)
+    assert {"compiler setup", "model build", "eager first call", "compiled first call", "rounds", "record"} <= names
+    assert not names & {"profiler", "FLOP count", "schedule", "artifacts", "traffic"}
+    assert again.flops is None and again.schedule == [] and again.accuracy_ok is None
+    assert again.first_call_cache == "warm" and again.samples_per_side > 0
+    assert again.detail["follow_up_protocol"].startswith("the headline clock only")
+    assert "mega_cache" not in again.detail and "work_cached" not in again.detail
+    assert not (tmp_path / "again").exists()  # a follow-up keeps no artifacts: its first run has them

@@ -1,0 +1,75 @@
+"""A worker offers hf: models at once from the listing kept in its home (runner.worker.listing_cache), while its
+listing child lists again in the background: real workers, a real listing child held at its start by a gate (a
+sitecustomize that waits for a file, in the listing child only), and a real job for an hf: model claimed and run
+while the listing is still held. Start to ready, with the host's facts and the listing kept, is printed."""
+import importlib.util
+import signal
+import time
+
+import pytest
+
+from db import queue
+from db.database import get_engine
+from tests.conftest import records, run_cli, start_worker, wait_until
+
+pytestmark = [pytest.mark.subprocess,
+              pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="needs transformers")]
+
+GATE = '''
+import os, time
+try:
+    cmdline = open("/proc/self/cmdline", "rb").read()
+except OSError:
+    cmdline = b""
+if b"runner.zoo.families" in cmdline and os.environ.get("LISTING_GATE"):
+    open(os.environ["LISTING_GATE"] + ".waiting", "w").close()
+    deadline = time.monotonic() + 300
+    while not os.path.exists(os.environ["LISTING_GATE"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+'''
+MODEL = "hf:GPT2LMHeadModel"
+TINY = ["--arg", "seq_len=16", "--arg", "n_layer=1", "--arg", "n_embd=32", "--arg", "n_head=2"]
+
+
+def test_a_kept_listing_is_offered_at_once_and_its_jobs_run_while_the_listing_refreshes(db_url, tmp_path):
+    engine = get_engine(db_url)
+    home = tmp_path / "home"
+    env = {"COMPILE_LAB_FAMILIES": "1"}
+    first = start_worker(db_url, home, "--no-calibrate", env=env)
+    try:  # the first start lists in its child and keeps the listing (and the host's facts)
+        wait_until(lambda: MODEL in queue.published_catalog(engine), 300, "the first worker's listing")
+        wait_until(lambda: list(home.glob("model-listing-*.json")) and list(home.glob("host-facts-*.json")), 60,
+                   "the kept listing and host facts")
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=120)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(GATE)
+    gate = tmp_path / "gate"
+    env = {**env, "PYTHONPATH": f"{site}", "LISTING_GATE": str(gate)}
+    launched = time.monotonic()
+    second = start_worker(db_url, home, "--no-calibrate", env=env)
+    try:
+        wait_until(lambda: _offers(engine, second.pid), 120, "the second worker to offer the kept listing")
+        ready_s = time.monotonic() - launched
+        wait_until(lambda: gate.with_suffix(".waiting").exists(), 120, "the listing child to reach its gate")
+        assert not gate.exists()  # the listing child is still held: what is offered is the kept listing
+        done = run_cli("submit", "--db", db_url, "--model", MODEL, "--batch", "2", *TINY, "--device", "cpu",
+                       "--backend", "eager", "--reruns", "0", "--process-repeats", "1")
+        assert done.returncode == 0, done.stderr
+        (job,) = [int(x) for x in done.stdout.split()]
+        wait_until(lambda: records(db_url)[job]["status"] not in ("queued", "running"), 300, "the hf: job")
+        assert records(db_url)[job]["status"] == "succeeded", records(db_url)[job]["error"]
+        assert not gate.exists()  # claimed, run and stored while the listing was held
+        gate.touch()  # the listing ends; the same listing: nothing to publish again
+        print(f"start to offering {MODEL} with the listing and host facts kept: {ready_s:.1f} s")
+    finally:
+        gate.touch()
+        second.send_signal(signal.SIGTERM)
+        second.wait(timeout=120)
+
+
+def _offers(engine, pid: int) -> bool:
+    return any(w.capabilities.get("pid") == pid and any(m.get("name") == MODEL for m in w.capabilities.get("models", []))
+               for w in queue.live_workers(engine))

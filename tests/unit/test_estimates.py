@@ -1,0 +1,108 @@
+"""db.estimates on a real SQLite file and a real PostgreSQL database: the newest similar finished jobs per
+configuration and per model on a device kind, with timelines where asked; the queue's unfinished jobs; and
+jobs.phase_at, when a running job's phase began, kept while the heartbeat repeats the phase and moved when it changes."""
+from datetime import timedelta
+
+from sqlalchemy import select, update
+
+from db import estimates, queue
+from db.database import get_engine
+from db.engine import atomic, reading
+from db.models import Job, JobStatus, utcnow
+from lab.sweep import SweepRequest
+from runner import zoo
+from tests.unit.test_eta import timeline
+
+WORKER = "host:1:any:eta"
+
+
+def lab(url: str):
+    engine = get_engine(url)
+    models = [i.to_dict() for i in zoo.model_infos(zoo.catalog()).values()]
+    queue.register_worker(engine, WORKER, "host", 1, None, {"devices": ["cpu"], "torch_version": "2.13.0",
+                                                            "models": models})
+    return engine
+
+
+def sweep(engine, model="simplenet", bs=(8,)):
+    return queue.submit(engine, SweepRequest(model=model, batch_sizes=list(bs), device="cpu", process_repeats=1,
+                                             repeat=1), zoo.model_infos(zoo.catalog()))[1]
+
+
+def run(engine, seconds: float, compile_s: float) -> int:
+    """Claim the next job and store it succeeded, `seconds` from claim to stored, with a timeline."""
+    claim = queue.claim_next(engine, WORKER, ["cpu"], ["simplenet", "mlp"], 60)
+    queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, result={
+        "eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "detail": {"timeline": timeline(compile_s)}})
+    now = utcnow()
+    with atomic(engine) as s:
+        s.execute(update(Job).where(Job.id == claim.job_id)
+                  .values(claimed_at=now - timedelta(seconds=seconds), finished_at=now))
+    return claim.job_id
+
+
+def test_history_per_configuration_and_per_model(any_db_url):
+    engine = lab(any_db_url)
+    sweep(engine, bs=(8,))
+    run(engine, 70.0, 50.0)
+    sweep(engine, bs=(8, 16))  # bs 8 again: the same configuration
+    run(engine, 90.0, 60.0)
+    run(engine, 200.0, 150.0)  # bs 16: the same model only
+    sweep(engine, "mlp")
+    run(engine, 5.0, 1.0)
+    (config,) = {r["config"] for r in _configs(engine, 8)}
+    found = estimates.history(engine, [config], [("simplenet", "cpu"), ("mlp", "cpu"), ("resnet", "cpu")], [config])
+    assert sorted(j["seconds"] for j in found["config"][config]) == [70.0, 90.0]
+    assert all(j["timeline"] for j in found["config"][config])  # asked for: a running job's stages
+    assert sorted(j["seconds"] for j in found["model"][("simplenet", "cpu")]) == [70.0, 90.0, 200.0]
+    assert [j["seconds"] for j in found["model"][("mlp", "cpu")]] == [5.0]
+    assert found["model"][("resnet", "cpu")] == []
+    plain = estimates.history(engine, [config], [], [])
+    assert all(j["timeline"] is None for j in plain["config"][config])  # not asked for: not read
+
+
+def _configs(engine, bs):
+    with reading(engine) as s:
+        return [{"config": c} for c, spec in s.execute(select(Job.config, Job.spec)).all()
+                if spec["batch_size"] == bs and spec["model"] == "simplenet"]
+
+
+def test_unfinished_jobs_and_when_a_phase_began(any_db_url):
+    engine = lab(any_db_url)
+    ids = sweep(engine, bs=(1, 2))
+    claim = queue.claim_next(engine, WORKER, ["cpu"], ["simplenet"], 60)
+    rows = estimates.unfinished(engine)
+    assert [(r["job_id"], r["status"], r["phase"]) for r in rows] == [(ids[0], "running", "starting"),
+                                                                      (ids[1], "queued", None)]
+    assert rows[0]["model"] == "simplenet" and rows[0]["device"] == "cpu" and rows[0]["worker"] == WORKER
+    queue.heartbeat_job(engine, claim.job_id, claim.token, 60, "compiling", None)
+    began = estimates.unfinished(engine)[0]["phase_at"]
+    assert began is not None
+    queue.heartbeat_job(engine, claim.job_id, claim.token, 60, "compiling", None)
+    assert estimates.unfinished(engine)[0]["phase_at"] == began  # the same phase: it began then
+    queue.heartbeat_job(engine, claim.job_id, claim.token, 60, "warming up", None)
+    assert estimates.unfinished(engine)[0]["phase_at"] >= began and estimates.unfinished(engine)[0]["phase"] == \
+        "warming up"
+    assert queue.timed_on_host(engine, "host", ["warming up", "measuring"]) == [(claim.job_id, "warming up")]
+    assert queue.timed_on_host(engine, "elsewhere", ["warming up", "measuring"]) == []
+    assert queue.timed_on_host(engine, "host", ["measuring"]) == []
+
+
+def test_runner_status_says_the_time_left_and_the_queues_end(db_url, capsys):
+    import argparse
+
+    from runner.cli.status import cmd_status
+
+    engine = lab(db_url)
+    sweep(engine)
+    run(engine, 80.0, 50.0)
+    ids = [sweep(engine)[0] for _ in range(2)]
+    claim = queue.claim_next(engine, WORKER, ["cpu"], ["simplenet"], 60)
+    queue.heartbeat_job(engine, claim.job_id, claim.token, 60, "compiling", None)
+    assert cmd_status(argparse.Namespace(db=db_url, json=False)) == 0
+    out = capsys.readouterr().out
+    assert "queue: done in about " in out
+    running = next(line for line in out.splitlines() if line.strip().startswith(f"{ids[0]} "))
+    assert "[compiling]" in running and " so far; about " in running
+    queued = next(line for line in out.splitlines() if line.strip().startswith(f"{ids[1]} "))
+    assert "starts in " in queued
