@@ -130,12 +130,13 @@ def table_html(answer_rows: list[dict]) -> str:
 def table(answer_rows: list[dict], model: str, common: str = "") -> None:
     """The headline columns as a table the browser draws at once; every column, sortable, one click away (a dialog:
     its grid's code is loaded when it is opened, not before the page's chart)."""
-    st.subheader(f"The answer for {md(model)}")
+    # how to read it: in the heading's tooltip, drawn when hovered (1,300 characters of text drawn before the page's
+    # first chart held that chart back)
+    st.subheader(f"The answer for {md(model)}", help=NOTE)
     if common:
         st.caption(f"Every configuration here: {md(common)}. Each row names what sets it apart.")
     st.html(table_html(answer_rows))
     every_column_button(answer_rows, model)
-    st.caption(NOTE)
 
 
 @st.fragment

@@ -5,12 +5,13 @@ path first: it asks /results/_stcore/health, gets a 404, waits 100 ms and only t
 page's first message. A script names the folder above the page instead (window.__streamlit.BACKEND_BASE_URL, which
 that code reads), so the first question is the right one.
 
-Plotly's code, on Results: the browser fetches a chart's code (4.7 MB) only once the chart's message has come and
-been drawn, then evaluates it, and that is most of the wait for the page's first chart. Named in Results' HTML
-(modulepreload), it is fetched and compiled while the page's other code loads and its data are read."""
+The elements' code, on Results: the browser fetches an element's code (plotly's chart: 4.7 MB) only once its message
+has come, then evaluates it, and the first chart waited for that. Named in Results' HTML (modulepreload), it is
+fetched and compiled while the page's other code loads and its data are read."""
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 from dashboard.server import base_path
@@ -19,24 +20,49 @@ from dashboard.server import base_path
 # as the browser resolves "." against the page's address (also behind a proxy that strips a prefix of its own).
 SCRIPT = b'<script>window.__streamlit={BACKEND_BASE_URL:new URL(".",location.href).href}</script>'
 HEAD = b"<head>"
-PLOTLY_PAGES = ("results",)  # the pages whose first chart is a plotly one (Compare draws with Vega-Lite)
+# The code of the elements Results draws in its first run, named in its HTML (modulepreload) with every module they
+# import: fetched and compiled while the page's other code loads and its data are read, not once each element's
+# message has come. Plotly's chart (4.7 MB) is most of it; the metrics, button groups, buttons and HTML blocks drawn
+# beside it were fetched after the page's messages came and held the first chart back until they had.
+PRELOADS = {"results": ("PlotlyChart", "Metric", "ButtonGroup", "Button", "Html")}
+IMPORTS = re.compile(rb'(?:from|import)\s*"\./([\w.-]+\.js)"')
+
+
+def _chunk_files(static: Path, names: tuple[str, ...]) -> list[str]:
+    """The files of these chunks (Streamlit's build names each NAME.HASH.js) and every module they import
+    statically, imported ones first; a name its build does not have one file for is left out."""
+    found: list[str] = []
+
+    def visit(file: str) -> None:
+        if file in found:
+            return
+        path = static / file
+        if not path.is_file():
+            return
+        for dep in IMPORTS.findall(path.read_bytes()):
+            visit(dep.decode())
+        found.append(file)
+
+    for name in names:
+        files = [f.name for f in static.glob(f"{name}.*.js") if re.fullmatch(rf"{re.escape(name)}\.[\w-]+\.js", f.name)]
+        if len(files) == 1:
+            visit(files[0])
+    return found
 
 
 @functools.cache
-def plotly_preload() -> bytes:
-    """The link that fetches Streamlit's plotly chart code ahead ("" where its build names no single such file)."""
+def preloads(page: str) -> tuple[str, ...]:
+    """The files of a page's element code to fetch ahead (PRELOADS); none for other pages."""
     from streamlit import file_util
 
-    found = sorted(Path(file_util.get_static_dir(), "static", "js").glob("PlotlyChart.*.js"))
-    if len(found) != 1:
-        return b""
-    return f'<link rel="modulepreload" crossorigin href="./static/js/{found[0].name}">'.encode()
+    return tuple(_chunk_files(Path(file_util.get_static_dir(), "static", "js"), PRELOADS.get(page, ())))
 
 
-def head(path: str) -> bytes:
-    """What goes right after <head> in the HTML of the page at `path`."""
-    page = path.rsplit("/", 1)[-1]
-    return SCRIPT + (plotly_preload() if page in PLOTLY_PAGES else b"")
+def head(path: str, html: bytes = b"") -> bytes:
+    """What goes right after <head> in the HTML of the page at `path`: SCRIPT, and a link for each of its preloads
+    that the HTML does not load already (Streamlit's own entry code)."""
+    return SCRIPT + b"".join(f'<link rel="modulepreload" crossorigin href="./static/js/{f}">'.encode()
+                             for f in preloads(path.rsplit("/", 1)[-1]) if f.encode() not in html)
 
 
 def is_page(path: str) -> bool:
@@ -78,7 +104,7 @@ class PageBase:
                 return
             body, headers = b"".join(parts), start["headers"]
             if HEAD in body:
-                body = body.replace(HEAD, HEAD + head(scope["path"]), 1)
+                body = body.replace(HEAD, HEAD + head(scope["path"], body), 1)
                 headers = [(k, str(len(body)).encode()) if k.lower() == b"content-length" else (k, v)
                            for k, v in headers]
             await send({**start, "headers": headers})

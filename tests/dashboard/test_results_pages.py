@@ -268,8 +268,10 @@ def trace_names(at, key: str) -> set[str]:
 @pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_results_show_timing_spread_repeats_host_latency_and_the_roofline(results):
     at = ok(page("results", plot="complexnet"))  # the synthetic repeat sweep is complexnet's
-    timing = next(t for t in texts(at.caption) if t.startswith("Timing: "))
-    assert "cuda: latency = perf_counter around one synchronous call" in timing and "5%" in timing
+    timing = next(c for c in at.caption if c.value.startswith("Timing: "))
+    assert "cuda: latency = perf_counter around one synchronous call" in timing.value
+    assert "5%" in timing.proto.help and "left out of the answer" in timing.proto.help  # how to read it: hovered
+    assert "95% interval holds the spread between fresh processes" in at.subheader[0].proto.help
     at = ok(page("results", plot="complexnet", view="First call"))
     assert [s.value for s in at.subheader] == ["The answer for complexnet", "Warmup and launch overhead: complexnet"]
     assert {"dynamo tracing", "codegen + kernel compile", "eager first call"} <= trace_names(at, "plot_breakdown")
