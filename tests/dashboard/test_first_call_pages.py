@@ -45,3 +45,24 @@ def test_an_all_disturbed_sweep_keeps_its_numbers_on_the_header_and_the_n_calls_
     assert any("every run of every configuration here was disturbed" in t for t in texts(at.caption))
     at = ok(page("results", chart="Break-even"))
     assert not any("No configuration in view has a steady state" in t for t in texts(at.caption))
+
+
+def test_the_first_call_tab_draws_a_cold_run_as_cold_and_its_process_repeat_as_warm(lab):  # noqa: F811
+    """Where the compiled first call goes (First call tab): one real run per bar, and that run of the kind the bar
+    says (lab.first_call, as the answer table and the Warmup chart separate them): the cold bar is the 15.72 s first
+    run, never the 2.44 s process repeat labelled cold."""
+    mine = run_sweep(lab, FIRST, {False: 1.31, True: 1.12}, name="coldwarm")
+    at = ok(page("results", sweep="#1 coldwarm", view="First call"))
+    drawn = {}  # per row: its total, its job, its cache kind and whether it is hatched
+    for t in spec(at, "plot_breakdown")["data"]:
+        if t.get("type") != "bar" or t.get("offsetgroup") != "compiled" or not t.get("customdata"):
+            continue
+        for y, data, shape in zip(t["y"], t["customdata"], t["marker"]["pattern"]["shape"]):
+            drawn[y] = (data[1], data[2], data[4], shape == "/")
+    assert len(drawn) == 2 * len(FIRST)
+    for dyn, (cold, warm) in FIRST.items():
+        first, repeat = sorted(j for j, r in mine.items() if r["dynamic"] is dyn)
+        rows = {y: d for y, d in drawn.items() if f"dynamic={str(dyn).lower()}" in y}
+        assert sorted(rows.values()) == [(warm, repeat, "warm", True), (cold, first, "cold", False)]
+        assert [y for y, d in rows.items() if d[2] == "cold"][0].endswith("cold first call")
+        assert [y for y, d in rows.items() if d[2] == "warm"][0].endswith("warm first call")
