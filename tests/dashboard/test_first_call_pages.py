@@ -85,3 +85,13 @@ def test_compare_gives_each_sweeps_cold_first_call_as_the_answer_table_does(lab)
         assert row["Δ%"] == f"{(again[dyn][0] / FIRST[dyn][0] - 1) * 100:+.1f}%"
     table = answer_table(ok(page("results", sweep="#1 coldwarm"))).set_index("configuration")
     assert sorted(table["first call cold s"]) == sorted(cold["A"])  # the answer table's own figures
+
+
+def test_an_all_disturbed_sweeps_cold_and_warm_rows_are_each_marked_on_the_first_call_tab(lab):  # noqa: F811
+    """A configuration whose every run was disturbed is marked on every plot: on the First call tab its cold and its
+    warm row alike (the rows a configuration's kinds of first call split into)."""
+    run_sweep(lab, {False: (15.0, 2.5), True: (16.0, 3.0)}, {False: 2.87, True: 1.4}, disturbed=True)
+    axis = spec(ok(page("results", view="First call")), "plot_breakdown")["layout"]["yaxis"]
+    rows = dict(zip(axis["tickvals"], axis["ticktext"]))
+    assert sorted(r.rsplit(" · ", 1)[1] for r in rows) == ["cold first call"] * 2 + ["warm first call"] * 2
+    assert all("⚠ noisy" in text for text in rows.values()), rows
