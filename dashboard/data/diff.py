@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dashboard.data.plot_data import answering
-from lab import axes
+from dashboard.data.plot_data import answering, first_call_kinds
+from lab import axes, first_call
 
 ENV = ("torch_version", "triton_version", "device_name", "cuda_version", "hostname", "worker")
 # sweep jobs are matched on what varies inside a sweep
@@ -12,8 +12,14 @@ MATCH = axes.FIELDS
 # metric -> True when bigger is better
 # (speedup is latency's, the headline; throughput_speedup and gpu_speedup are the other clocks', by name)
 METRICS = {"speedup": True, "throughput_speedup": True, "gpu_speedup": True, "eager_ms": False, "compiled_ms": False,
-           "compiled_gpu_ms": False, "compiled_first_call_s": False, "compiled_second_call_s": False,
-           "break_even_calls": False, "peak_mem_compiled_mb": False}
+           "compiled_gpu_ms": False, "compiled_first_call_s": False, "first_call_cold_s": False,
+           "compiled_second_call_s": False, "break_even_calls": False, "peak_mem_compiled_mb": False}
+# Two sweeps: a combination's compiled first call is its cold runs' (lab.first_call, the answer table's "first call
+# cold s"): a process repeat compiles from its first run's cache, and a median over both is a first call no run had.
+# Two runs: each one's own first call, whatever it compiled from.
+COLD = "first_call_cold_s"
+SWEEP_METRICS = tuple(m for m in METRICS if m != "compiled_first_call_s")
+RUN_METRICS = tuple(m for m in METRICS if m != COLD)
 GPU_METRICS = ("gpu_speedup", "compiled_gpu_ms")  # the GPU clock's: none on CPU-only data
 NOTABLE = 0.10  # a relative change this large is highlighted
 # steady-state numbers move with the runs' own noise: a change smaller than NOISE_FACTOR x the larger side's
@@ -65,12 +71,27 @@ def compared(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, tuple[str, str]]:
     return out
 
 
-ANSWERED = ("speedup", "eager_ms", "compiled_ms", "break_even_calls")  # the numbers the answer itself gives
+ANSWERED = ("speedup", "eager_ms", "compiled_ms", "break_even_calls", COLD)  # the numbers the answer itself gives
+
+
+def cold_first_calls(ok: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """Per combination of `keys` (a groupby's index), the compiled first call of its succeeded runs that compiled
+    from an empty cache, as lab.first_call separates them for the answer table; NaN where none did."""
+    if ok.empty:
+        return pd.Series(dtype=float)
+    kinds = pd.Series(first_call_kinds(ok), index=ok.index)
+
+    def cold(rows: pd.DataFrame) -> float:
+        calls = first_call.separate(rows["job_id"], rows["compiled_first_call_s"], kinds[rows.index])
+        return calls["cold"].seconds if "cold" in calls else float("nan")
+
+    return ok.groupby(keys, dropna=False)[["job_id", "compiled_first_call_s"]].apply(cold)
 
 
 def numbers(a: pd.DataFrame, b: pd.DataFrame, answers: dict | None = None) -> pd.DataFrame:
     """Sweep jobs matched on batch size and compile settings, except those that set the sweeps apart
-    (`compared`: their column reads "A's → B's"): medians of A and B, and B's change in %. A combination
+    (`compared`: their column reads "A's → B's"): medians of A and B (the first call: the cold runs', COLD), and B's
+    change in %. A combination
     only one side ran, or that failed on one side, keeps its row with that side's status. `answers` (job id -> its
     configuration's answer row, lab.answer): where a side's combination is one configuration of the answer, its
     speedup, latencies and break-even are the answer's, the same numbers Results and `runner report` give."""
@@ -94,6 +115,7 @@ def numbers(a: pd.DataFrame, b: pd.DataFrame, answers: dict | None = None) -> pd
     def side(df: pd.DataFrame) -> pd.DataFrame:
         df = df.assign(_all="")
         ok = df[df["status"] == "succeeded"]
+        cold = cold_first_calls(ok, keys)  # over every succeeded run, disturbed or not, as the answer's
         # as the answer does (lab.noise): disturbed runs are left out where an undisturbed one exists; a combination
         # whose every run was disturbed keeps their medians, flagged `noisy`, and is never coloured better or worse
         answers = answering(ok, keys)
@@ -101,7 +123,9 @@ def numbers(a: pd.DataFrame, b: pd.DataFrame, answers: dict | None = None) -> pd
         every = disturbed.groupby([ok[c] for c in keys], dropna=False).transform("all").astype(bool)
         ok = ok[answers]
         grouped = ok.groupby(keys, dropna=False)
-        med = answered(df[df["status"] == "succeeded"], grouped[list(METRICS)].median())
+        med = grouped[[m for m in SWEEP_METRICS if m != COLD]].median()
+        med[COLD] = cold.reindex(med.index)
+        med = answered(df[df["status"] == "succeeded"], med)
         med["noisy"] = every[ok.index].groupby([ok[c] for c in keys], dropna=False).all()
         spread = ok[[c for c in ("eager_spread", "compiled_spread") if c in ok]].max(axis=1)
         med["spread"] = spread.groupby([ok[c] for c in keys], dropna=False).median() if len(spread) else float("nan")
@@ -116,10 +140,10 @@ def numbers(a: pd.DataFrame, b: pd.DataFrame, answers: dict | None = None) -> pd
     for col in ("noisy A", "noisy B"):
         both[col] = both[col].eq(True)
     both["noise %"] = 100.0 * both[["spread A", "spread B"]].max(axis=1)  # each side: the median run's spread
-    for metric in METRICS:
+    for metric in SWEEP_METRICS:
         both[f"{metric} Δ%"] = (both[f"{metric} B"] / both[f"{metric} A"] - 1.0) * 100.0
     cols = list(MATCH) + ["status A", "status B", "noisy A", "noisy B", "noise %"]
-    for metric in METRICS:
+    for metric in SWEEP_METRICS:
         cols += [f"{metric} A", f"{metric} B", f"{metric} Δ%"]
     return both[cols].sort_values(list(MATCH)).reset_index(drop=True)
 
@@ -191,9 +215,9 @@ def run_numbers(a: dict, b: dict) -> pd.DataFrame:
     rows = []
     spreads = [_number(r.get(k)) for r in (a, b) for k in ("eager_spread", "compiled_spread")]
     noise = 100.0 * max((x for x in spreads if not pd.isna(x)), default=float("nan"))
-    changes = {m: _change(_number(a.get(m)), _number(b.get(m))) for m in METRICS}
+    changes = {m: _change(_number(a.get(m)), _number(b.get(m))) for m in RUN_METRICS}
     eager = changes["eager_ms"] if same_workload(a, b) else float("nan")
-    for metric in METRICS:
+    for metric in RUN_METRICS:
         va, vb = (_number(r.get(metric)) for r in (a, b))
         rows.append({"metric": metric, "A": va, "B": vb, "Δ%": changes[metric],
                      "note": _note(metric, changes[metric], noise, eager)})

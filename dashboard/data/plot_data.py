@@ -219,28 +219,37 @@ def timing_methods(df: pd.DataFrame) -> list[str]:
 
 
 def breakdown_frame(view: pd.DataFrame) -> pd.DataFrame:
-    """The first calls per `series`, long: the compiled first call cut into compile_breakdown_s parts, and
-    the eager first call. Parts come from one real job, the one with the median compiled first call (parts
-    of different runs' medians would not add up); the eager bar is the median over the series' runs."""
-    cols = ["series", "config", "batch_size", "bar", "part", "seconds", "job_id", "runs", "cache", "cache_hits"]
-    needed = ["series", "config", "batch_size", "job_id", "cache_state", "cache_hits", "compile_breakdown_s",
+    """The first calls per `series`, long: the compiled first call cut into compile_breakdown_s parts, and the eager
+    first call. A series' runs are separated by what their first call compiled from (lab.first_call.kind, as the
+    Warmup chart and the answer table separate them): where one series holds more than one kind, each is a row of its
+    own (" · cold first call", " · warm first call"), so a process repeat's warm first call is never drawn as a cold
+    one. Parts come from one real job of a row, the one with the median compiled first call (parts of different runs'
+    medians would not add up); the eager bar is the median over the row's runs. `cache`: the row's kind; `of`: the
+    series the row belongs to."""
+    cols = ["series", "config", "batch_size", "bar", "part", "seconds", "job_id", "runs", "cache", "cache_hits", "of"]
+    needed = ["series", "config", "batch_size", "job_id", "cache_hits", "compile_breakdown_s",
               "compiled_first_call_s", "eager_first_call_s"]
     view = with_cache_state(view)
-    ok = view.loc[(view["status"] == "succeeded") & view["compiled_first_call_s"].notna(), needed]
+    ok = view.loc[(view["status"] == "succeeded") & view["compiled_first_call_s"].notna()]
     if ok.empty:  # typed, so sums and cumsums over it work (object columns refuse cumsum)
         return pd.DataFrame(columns=cols).astype({"seconds": float, "batch_size": float, "runs": float})
+    made = pd.Series(first_call_kinds(ok), index=ok.index)
+    mixed = made.groupby(ok["series"]).transform("nunique") > 1
+    ok = ok[needed].assign(cache=made, of=ok["series"],
+                           series=ok["series"].where(~mixed, ok["series"] + " · " + made + " first call"))
     order = ok.sort_values(["series", "compiled_first_call_s", "job_id"])
     grouped = order.groupby("series", sort=False)
     runs = grouped["job_id"].transform("size")
     picked = order[grouped.cumcount() == (runs - 1) // 2].assign(runs=runs)
     rows = []
-    for r in picked.itertuples():  # one per series
+    for r in picked.itertuples():  # one per row of the plot
         parts, hits = _parts(r.compile_breakdown_s, r.compiled_first_call_s), _hits_text(r.cache_hits)
         rows += [{"series": r.series, "config": r.config, "batch_size": r.batch_size, "bar": "compiled", "part": p,
-                  "seconds": s, "job_id": r.job_id, "runs": r.runs, "cache": r.cache_state, "cache_hits": hits}
+                  "seconds": s, "job_id": r.job_id, "runs": r.runs, "cache": r.cache, "cache_hits": hits, "of": r.of}
                  for p, s in parts.items()]
-    eager = grouped.agg(config=("config", "first"), batch_size=("batch_size", "first"), cache=("cache_state", "first"),
-                        seconds=("eager_first_call_s", "median"), runs=("job_id", "size")).reset_index()
+    eager = grouped.agg(config=("config", "first"), batch_size=("batch_size", "first"), cache=("cache", "first"),
+                        of=("of", "first"), seconds=("eager_first_call_s", "median"),
+                        runs=("job_id", "size")).reset_index()
     eager = eager.assign(bar="eager", part="eager first call", job_id=None, cache_hits=None)
     return pd.concat([pd.DataFrame(rows), eager.dropna(subset=["seconds"])], ignore_index=True)[cols]
 

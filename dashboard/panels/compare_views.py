@@ -84,20 +84,21 @@ def _sweeps_tables(pair: dict, sweep_a, sweep_b) -> None:
                    "and these sweeps share no such combination with a succeeded job on each side (compare two runs "
                    "instead to set any two jobs side by side).")
     on_gpu = bool(pd.concat([rows_a["device"], rows_b["device"]]).eq("cuda").any())
-    offered = [m for m in diff.METRICS if on_gpu or m not in diff.GPU_METRICS]  # no GPU clock on CPU-only data
+    offered = [m for m in diff.SWEEP_METRICS if on_gpu or m not in diff.GPU_METRICS]  # no GPU clock on CPU-only data
     if any(m not in offered for m in st.session_state.get("metric") or []):
         st.session_state["metric"] = [m for m in st.session_state["metric"] if m in offered]
     metrics = st.pills("Metrics", offered, selection_mode="multi", key="metric", bind="query-params",
                        default=[m for m in ("speedup", "throughput_speedup", "gpu_speedup", "compiled_ms",
-                                            "compiled_first_call_s") if m in offered]) or ["speedup"]
+                                            diff.COLD) if m in offered]) or ["speedup"]
     table = diff.long_form(nums, metrics, same_workload=diff.same_workload(rows_a, rows_b))
     judge = tables.judged(by_id[a].request.get("model"), by_id[b].request.get("model"))
     st.dataframe(tables.highlight_changes(table, judge=judge), hide_index=True, width="stretch",
                  height=min(tables.fit(len(table)), 600))
     st.caption(("; ".join(f"**{c}** sets the sweeps apart ({va} → {vb}): jobs are not matched on it" for c, (va, vb)
                           in apart.items()) + ". " if apart else "")
-               + f"Jobs are matched on {', '.join(matched) or 'nothing else'}; speedup, latencies and break-even are "
-               "each sweep's answer (as on Results), the other numbers medians over repeats. Δ% is B against A: green "
+               + f"Jobs are matched on {', '.join(matched) or 'nothing else'}; speedup, latencies, break-even and "
+               "the cold first call (first_call_cold_s: runs that compiled from an empty cache) are each sweep's "
+               "answer (as on Results), the other numbers medians over repeats. Δ% is B against A: green "
                f"where B is at least {diff.NOTABLE:.0%} better, red where worse; never for a steady-state change "
                f"smaller than {diff.NOISE_FACTOR:g}× the runs' spread (IQR / median of a job's round medians): inside "
                "the noise it is no finding. With one eager workload on both sides, eager is the control: it runs no "

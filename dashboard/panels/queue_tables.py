@@ -72,8 +72,9 @@ def jobs_table(rows: list[dict], workers: list, by: dict | None = None, est=None
                     "attempts": f"{r['attempts']}/{r['max_attempts']}",
                     "elapsed": f"{r['elapsed_s']:.1f} s" if r["elapsed_s"] is not None else "",
                     "note": note, "worker": r["worker"] or "", "submitted by": by.get(r["sweep_id"], "")})
-    return pd.DataFrame(out, columns=["job", "status", "↻", "what", "submitted by", "phase", "progress", "elapsed",
-                                      "ETA", "attempts", "note", "worker", "sweep"])
+    # the ETA beside the status, in view without scrolling sideways (the table is wider than a window)
+    return pd.DataFrame(out, columns=["job", "status", "ETA", "↻", "what", "submitted by", "phase", "progress",
+                                      "elapsed", "attempts", "note", "worker", "sweep"])
 
 
 @quiet.live("2s")
@@ -120,6 +121,10 @@ def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
                      key="queue_rows", on_select="rerun", selection_mode="single-row", column_config={
                          "job": st.column_config.NumberColumn("job", format="%d", width="small"),
                          "sweep": st.column_config.NumberColumn("sweep", format="%d", width="small"),
+                         "ETA": st.column_config.TextColumn(
+                             "ETA", width="medium", help="From the lab's history of similar jobs (the same settings, else "
+                             "the same model): a running job's time left; a queued job's start, after the queue ahead "
+                             "on the live workers"),
                          "↻": st.column_config.TextColumn(
                              "↻", width="medium", help="A job queued by itself: a re-run of a noisy job, or a repeat in "
                                                       "a separate process of a host-sensitive one (the note says why)"),
@@ -127,10 +132,6 @@ def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
                          "phase": st.column_config.TextColumn("phase", width="medium"),
                          "progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0,
                                                                      format="percent", width="small"),
-                         "ETA": st.column_config.TextColumn(
-                             "ETA", width="medium", help="From the lab's history of similar jobs (the same settings, else "
-                             "the same model): a running job's time left; a queued job's start, after the queue ahead "
-                             "on the live workers"),
                          "note": st.column_config.TextColumn("error / why it waits", width="large")})
         chosen = [int(table["job"].iloc[i]) for i in picked.selection.rows if i < len(table)]
         if chosen:  # a row picked in the table opens its job (no id to type)

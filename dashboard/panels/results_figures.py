@@ -106,7 +106,8 @@ def launch_parts(v: ModelView, view: pd.DataFrame) -> LaunchFigures:
     """The First call tab's figures of one model's view, from its rows with their first-call numbers (`view`)."""
     parts = plot_data.breakdown_frame(series_labels.split_by_graph_cache(view))
     host = plot_data.gpu_latency_frame(v.agg)
-    noisy = plot_data.noisy_series(plot_data.first_calls(view))  # the breakdown's rows: hits and misses apart
+    noisy = plot_data.noisy_series(plot_data.first_calls(view))
+    noisy |= set(parts.loc[parts["of"].isin(noisy), "series"])  # its rows of one kind of first call each
     rows = diagnosis.breakdown_rows(parts, v.fails)
     return LaunchFigures(breakdown=diagnosis.warmup_breakdown(parts, v.fails, noisy),
                          host=None if host.empty else diagnosis.gpu_in_latency(host, v.fails, rows),

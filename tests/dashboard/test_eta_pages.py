@@ -57,6 +57,7 @@ def test_queue_shows_a_running_compiles_usual_range_time_so_far_and_the_queues_e
     at = ok(page("queue"))
     (bar,) = [plain(p.proto.text) for p in at.get("progress") if f"#{claim.job_id}" in p.proto.text]
     assert re.search(r"— \*\*compiling\*\* · \d+ s · usually 4\d-\d\d s, 2\d s so far; about \d+ s left", bar), bar
+    assert list(at.dataframe[0].value.columns[:3]) == ["job", "status", "ETA"]  # in view, not past the table's edge
     table = at.dataframe[0].value.set_index("job")
     assert re.fullmatch(r"~\d+ s left", table.loc[claim.job_id, "ETA"])
     first, second = (table.loc[i, "ETA"] for i in ids[1:])
@@ -65,6 +66,26 @@ def test_queue_shows_a_running_compiles_usual_range_time_so_far_and_the_queues_e
     assert start(second) > start(first)  # behind it on the one worker
     assert any(c.startswith(":material/schedule: Queue: done in about ") and "history of similar jobs" in c
                for c in texts(at.caption))
+
+
+def test_queue_says_when_each_unfinished_sweep_is_done(lab):
+    """The line above the table: per unfinished sweep, when its last job ends (eta.done_in over its jobs), the same
+    times as the table's ETA cells: the running job's sweep when it has no time left, the next sweep when the last
+    queued job starts on the one worker, the last when the queue is done. A finished sweep is not named; picking a
+    sweep names it alone."""
+    claim, ids = compiling_for(lab, [40.0, 45.0, 50.0, 60.0], 25.0)
+    at = ok(page("queue"))
+    (line,) = [c for c in texts(at.caption) if c.startswith(":material/schedule: Queue: done in about ")]
+    done = dict(re.findall(r"sweep (\d+) done in about ([\d a-z]+?)(?= ·| \()", line))
+    table = at.dataframe[0].value.set_index("job")
+    sweep_of = {job: str(table.loc[job, "sweep"]) for job in ids}
+    assert sorted(done) == sorted(sweep_of.values())  # the three unfinished sweeps, none of the four finished
+    assert done[sweep_of[claim.job_id]] == re.fullmatch(r"~(.+) left", table.loc[claim.job_id, "ETA"]).group(1)
+    assert done[sweep_of[ids[1]]] == re.fullmatch(r"starts in (.+)", table.loc[ids[2], "ETA"]).group(1)
+    assert line.startswith(f":material/schedule: Queue: done in about {done[sweep_of[ids[2]]]} · ")
+    at.multiselect(key="qsweep").set_value([int(sweep_of[ids[1]])]).run()
+    (picked,) = [c for c in texts(ok(at).caption) if c.startswith(":material/schedule:")]
+    assert re.match(rf":material/schedule: sweep {sweep_of[ids[1]]} done in about [\d a-z]+ \(from the lab's", picked)
 
 
 def test_the_job_page_says_a_queued_jobs_start_and_a_running_jobs_time_left(lab):

@@ -45,3 +45,53 @@ def test_an_all_disturbed_sweep_keeps_its_numbers_on_the_header_and_the_n_calls_
     assert any("every run of every configuration here was disturbed" in t for t in texts(at.caption))
     at = ok(page("results", chart="Break-even"))
     assert not any("No configuration in view has a steady state" in t for t in texts(at.caption))
+
+
+def test_the_first_call_tab_draws_a_cold_run_as_cold_and_its_process_repeat_as_warm(lab):  # noqa: F811
+    """Where the compiled first call goes (First call tab): one real run per bar, and that run of the kind the bar
+    says (lab.first_call, as the answer table and the Warmup chart separate them): the cold bar is the 15.72 s first
+    run, never the 2.44 s process repeat labelled cold."""
+    mine = run_sweep(lab, FIRST, {False: 1.31, True: 1.12}, name="coldwarm")
+    at = ok(page("results", sweep="#1 coldwarm", view="First call"))
+    drawn = {}  # per row: its total, its job, its cache kind and whether it is hatched
+    for t in spec(at, "plot_breakdown")["data"]:
+        if t.get("type") != "bar" or t.get("offsetgroup") != "compiled" or not t.get("customdata"):
+            continue
+        for y, data, shape in zip(t["y"], t["customdata"], t["marker"]["pattern"]["shape"]):
+            drawn[y] = (data[1], data[2], data[4], shape == "/")
+    assert len(drawn) == 2 * len(FIRST)
+    for dyn, (cold, warm) in FIRST.items():
+        first, repeat = sorted(j for j, r in mine.items() if r["dynamic"] is dyn)
+        rows = {y: d for y, d in drawn.items() if f"dynamic={str(dyn).lower()}" in y}
+        assert sorted(rows.values()) == [(warm, repeat, "warm", True), (cold, first, "cold", False)]
+        assert [y for y, d in rows.items() if d[2] == "cold"][0].endswith("cold first call")
+        assert [y for y, d in rows.items() if d[2] == "warm"][0].endswith("warm first call")
+
+
+def test_compare_gives_each_sweeps_cold_first_call_as_the_answer_table_does(lab):  # noqa: F811
+    """Compare's first call is the cold runs' (lab.first_call), named so: a plain median over a cold 15.72 s run and
+    its warm 2.44 s process repeat gave 9.08 s, a first call no run had and not the answer table's."""
+    run_sweep(lab, FIRST, {False: 1.31, True: 1.12}, name="coldwarm")
+    again = {False: (31.0, 6.5), True: (29.0, 7.5)}
+    run_sweep(lab, again, {False: 1.3, True: 1.1}, name="again")
+    at = ok(page("compare", a="1", b="2"))
+    metrics = at.button_group(key="metric")
+    assert "first_call_cold_s" in metrics.value and "compiled_first_call_s" not in metrics.options
+    numbers = at.dataframe[2].value
+    cold = numbers[numbers["metric"] == "first_call_cold_s"].set_index("dynamic")
+    for dyn in (False, True):
+        row = cold.loc[str(dyn).lower()]
+        assert (row["A"], row["B"]) == (f"{FIRST[dyn][0]:.4g}", f"{again[dyn][0]:.4g}")
+        assert row["Δ%"] == f"{(again[dyn][0] / FIRST[dyn][0] - 1) * 100:+.1f}%"
+    table = answer_table(ok(page("results", sweep="#1 coldwarm"))).set_index("configuration")
+    assert sorted(table["first call cold s"]) == sorted(cold["A"])  # the answer table's own figures
+
+
+def test_an_all_disturbed_sweeps_cold_and_warm_rows_are_each_marked_on_the_first_call_tab(lab):  # noqa: F811
+    """A configuration whose every run was disturbed is marked on every plot: on the First call tab its cold and its
+    warm row alike (the rows a configuration's kinds of first call split into)."""
+    run_sweep(lab, {False: (15.0, 2.5), True: (16.0, 3.0)}, {False: 2.87, True: 1.4}, disturbed=True)
+    axis = spec(ok(page("results", view="First call")), "plot_breakdown")["layout"]["yaxis"]
+    rows = dict(zip(axis["tickvals"], axis["ticktext"]))
+    assert sorted(r.rsplit(" · ", 1)[1] for r in rows) == ["cold first call"] * 2 + ["warm first call"] * 2
+    assert all("⚠ noisy" in text for text in rows.values()), rows

@@ -217,7 +217,7 @@ def test_compare_sweeps_and_runs(results):
     assert len(numbers) == 120 and list(numbers.columns[-5:]) == ["metric", "A", "B", "Δ%", "note"]
     # the three clocks' speedups, each under its own name
     assert set(numbers["metric"]) == {"speedup", "throughput_speedup", "gpu_speedup", "compiled_ms",
-                                      "compiled_first_call_s"}
+                                      "first_call_cold_s"}  # the cold runs' first call, as the answer's
     assert "background-color" in at.dataframe[2].proto.arrow_data.styler.styles  # one model: changes are judged
     assert len(at.get("vega_lite_chart")) == 1  # A's and B's speedups
     at = ok(page("compare", kind="runs"))

@@ -2,7 +2,8 @@
 watched on Queue in a real browser from before its first claim to its last result, and the app's server and browser
 together stay under what the lab names a disturbance in every run's rounds (runner.child.disturbance lists each other
 process that used 5% of a core or more, and names a disturbance from 10% of the job's cores). Refreshing every 2 s
-through the rounds, they took 0.25 of this box's two cores (12.6%) and were the disturbance."""
+through the rounds, they took 0.25 of this box's two cores (12.6%) and were the disturbance. While a job is timed the
+page says it paused, naming that job."""
 import os
 import re
 from pathlib import Path
@@ -15,6 +16,7 @@ from db.database import get_engine
 from db.engine import reading
 from db.models import Job, Result
 from lab.sweep import SweepRequest
+from lab.timeline import TIMED_PROGRESS
 from runner import zoo
 from runner.child.disturbance import CPU_SHARE, _descendants, _processes
 from tests.conftest import start_worker, wait_until
@@ -53,16 +55,24 @@ def test_a_sweep_watched_on_queue_is_not_disturbed_by_the_app(db_url, tmp_path, 
         page.get_by_text("Pick a row (its left edge) to open that job.").wait_for()
         worker = start_worker(db_url, tmp_path / "home", "--max-jobs", str(len(ids)))
         try:
+            # the page says it paused, naming a job of this sweep timed here: its first tick after the timing began
+            # (the warm-up comes before the rounds, so this wait is over by the time the rounds are)
+            notice = page.get_by_text("Paused refreshing while").first
+            notice.wait_for(state="visible", timeout=600_000)
+            said = notice.inner_text()
             # the test waits on the database, once a second: the browser and the server are what is watched
             wait_until(lambda: worker.poll() is not None, 900, "the worker to run the sweep", interval=1.0)
             app = app_processes(port, worker.pid)
-            page.get_by_text("Paused refreshing while").wait_for(state="hidden")  # live again once the timing ended
+            notice.wait_for(state="hidden")  # live again once the timing ended
             # a fragment's rerun may show its old caption beside the new one for a moment: either says it is live
             page.get_by_text(re.compile(r"Updated \d\d:\d\d:\d\d; refreshes every 2 s")).first.wait_for()
         finally:
             if worker.poll() is None:
                 worker.kill()
                 worker.wait(30)
+    paused = re.search(rf"Paused refreshing while job (\d+) is timed on this machine \(({'|'.join(TIMED_PROGRESS)})\)",
+                       said)
+    assert paused and int(paused.group(1)) in ids, said
     assert any(name.startswith(("chrom", "headless")) for name in app.values()), app  # the browser was found
     with reading(engine) as s:
         done = s.execute(select(Job.id, Job.status, Result.detail).join(Result, Result.job_id == Job.id)

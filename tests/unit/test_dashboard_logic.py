@@ -226,6 +226,29 @@ def test_two_sweeps_that_differ_in_one_setting_are_compared_on_it():
     assert set(diff.numbers(both_modes, b)["mode"]) == {"default", "reduce-overhead"}
 
 
+def test_a_sweeps_first_call_is_its_cold_runs_never_a_median_over_cold_and_warm():
+    """Two sweeps of one configuration, each a cold first run and its warm process repeat (the run recorded
+    first_call_cache="warm"): the first call Compare sets side by side is the cold run's (lab.first_call), not the
+    median over both (9.08 s, a first call no run had); a warm run whose graph missed the cache compiled cold."""
+    def side(cold, warm, sweep_id, **warm_run):
+        rows = jobs(("default", 1.0, 2.0), ("default", 1.0, 2.0), sweep_id=sweep_id)
+        rows = rows.assign(compiled_first_call_s=[cold, warm], first_call_cache=["cold", "warm"],
+                           graph_cache_hit=[False, True], job_id=rows["job_id"] + 10 * sweep_id)
+        rest = {m: np.nan for m in diff.METRICS if m not in rows.columns and m != diff.COLD}
+        return rows.assign(**rest, **{k: [None, v] for k, v in warm_run.items()})
+    a, b = side(15.72, 2.44, 1), side(31.0, 6.5, 2)
+    nums = diff.numbers(a, b).iloc[0]
+    assert (nums["first_call_cold_s A"], nums["first_call_cold_s B"]) == (15.72, 31.0)
+    assert nums["first_call_cold_s Δ%"] == pytest.approx((31.0 / 15.72 - 1) * 100)
+    assert "compiled_first_call_s A" not in nums.index and diff.verdict(diff.COLD, -40.0) == "better"
+    missed = diff.numbers(side(15.72, 2.44, 1, graph_cache_hit=False), b).iloc[0]
+    assert missed["first_call_cold_s A"] == pytest.approx((15.72 + 2.44) / 2)  # both compiled from nothing
+    nothing = diff.numbers(a.assign(first_call_cache="warm", graph_cache_hit=True), b).iloc[0]
+    assert np.isnan(nothing["first_call_cold_s A"])  # no run of A compiled cold: no cold figure, never a warm one
+    # two single runs: each one's own first call, whatever it compiled from
+    assert "compiled_first_call_s" in set(diff.run_numbers({}, {})["metric"])
+
+
 def test_when_eager_moved_as_much_a_compiled_change_is_the_machine_not_the_setting():
     """Two CPU sweeps of mlp bs 64 (this session, dynamic false vs true), run a minute apart: eager went from
     14.51 to 8.43 ms and compiled from 14.95 to 8.71 ms, each job steady (spread 3%). Eager runs no compiled
@@ -423,7 +446,7 @@ def test_a_side_with_disturbed_runs_only_colours_no_metric(engine, synthetic):
     a, b = both[both["sweep_id"] == 1].copy(), both[both["sweep_id"] == 5].copy()
     b["disturbed"] = True
     b["noisy"] = True
-    table = diff.long_form(diff.numbers(a, b), ["throughput_speedup", "compiled_first_call_s", "speedup"])
+    table = diff.long_form(diff.numbers(a, b), ["throughput_speedup", "first_call_cold_s", "speedup"])
     compared = table["Δ%"].notna()
     assert compared.any() and table.loc[compared, "note"].str.startswith("⚠ B: every run disturbed").all()
     assert not any(diff.verdict(r["metric"], r["Δ%"], r["note"]) for r in table.loc[compared].to_dict(orient="records"))

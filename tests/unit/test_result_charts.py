@@ -114,9 +114,9 @@ def test_a_warm_job_that_found_no_cached_graph_is_not_labelled_plain_warm(synthe
     configs = before.loc[warm.index, "config"]
     all_missed, some_missed = configs.unique()[:2]
     miss = json.dumps({"inductor_fx_local_cache_hit_count": 0, "inductor_fx_local_cache_miss_count": 1})
-    sincos.loc[configs.index[configs == all_missed], "cache_hits"] = miss
+    sincos.loc[configs.index[configs == all_missed], ["cache_hits", "graph_cache_hit"]] = [miss, False]
     partly = configs.index[configs == some_missed]
-    sincos.loc[partly[:1], "cache_hits"] = miss
+    sincos.loc[partly[:1], ["cache_hits", "graph_cache_hit"]] = [miss, False]  # recorded as a run records both
     sincos = frame._finish(sincos.drop(columns=["cache_state"]))
     view = series_labels.label_series(sincos)
     assert view["config"].nunique() == before["config"].nunique()  # labels change, series do not split
