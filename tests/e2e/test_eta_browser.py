@@ -62,7 +62,6 @@ def test_queue_and_job_page_say_how_long_a_compile_usually_takes_and_what_is_lef
         assert re.search(r"compiling.* · \d+ s · usually \d+-\d+ s, [23]\d s so far; about [\d a-z]+ left", said), said
         line = page.get_by_text(re.compile(r"Queue: done in")).inner_text()
         assert "history of similar jobs" in line
-        page.screenshot(path=str(shots / "queue-eta-long-compile-cpu.png"), full_page=True)
         # the table draws on a canvas; its accessibility table holds the cells of the columns in view alone: at a
         # 1400 px window, the queued job's row says when it starts, with no scrolling sideways
         page.set_viewport_size({"width": 1400, "height": 1100})
@@ -72,6 +71,7 @@ def test_queue_and_job_page_say_how_long_a_compile_usually_takes_and_what_is_lef
         eta = row.locator('td[role="gridcell"]').filter(has_text=re.compile(r"^starts in \d"))
         eta.wait_for(state="attached")
         assert re.fullmatch(r"starts in [\d a-z]+", eta.inner_text()), eta.inner_text()  # its model's history
+        page.screenshot(path=str(shots / "queue-eta-long-compile-cpu.png"), full_page=True)  # the table drawn
 
         page.goto(f"http://localhost:{port}/job?job={watched}")
         info = page.get_by_text(re.compile(r"Running: compiling, usually"))
