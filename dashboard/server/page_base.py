@@ -5,8 +5,8 @@ path first: it asks /results/_stcore/health, gets a 404, waits 100 ms and only t
 page's first message. A script names the folder above the page instead (window.__streamlit.BACKEND_BASE_URL, which
 that code reads), so the first question is the right one.
 
-The elements' code, on Results: the browser fetches an element's code (plotly's chart: 4.7 MB) only once its message
-has come, then evaluates it, and the first chart waited for that. Named in Results' HTML (modulepreload), it is
+Plotly's code, on Results: the browser fetches an element's code (plotly's chart: 4.7 MB) only once its message has
+come, then evaluates it, and the first chart waited for that. Named in Results' HTML (modulepreload), it is
 fetched and compiled while the page's other code loads and its data are read."""
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ from dashboard.server import base_path
 # as the browser resolves "." against the page's address (also behind a proxy that strips a prefix of its own).
 SCRIPT = b'<script>window.__streamlit={BACKEND_BASE_URL:new URL(".",location.href).href}</script>'
 HEAD = b"<head>"
-# The code of the elements Results draws in its first run, named in its HTML (modulepreload) with every module they
-# import: fetched and compiled while the page's other code loads and its data are read, not once each element's
-# message has come. Plotly's chart (4.7 MB) is most of it; the metrics, button groups, buttons and HTML blocks drawn
-# beside it were fetched after the page's messages came and held the first chart back until they had.
-PRELOADS = {"results": ("PlotlyChart", "Metric", "ButtonGroup", "Button", "Html")}
+# The code of the elements a page draws first, named in its HTML (modulepreload) with every module it imports: fetched
+# and compiled while the page's other code loads and its data are read, not once the element's message has come.
+# Plotly's chart (4.7 MB) on Results; naming the metrics', button groups', buttons' and HTML blocks' code too made no
+# difference the bench could tell from its noise (1.15-1.27x either way, bench/results/browser_first_plot_100k_tooltips.txt).
+PRELOADS = {"results": ("PlotlyChart",)}
 IMPORTS = re.compile(rb'(?:from|import)\s*"\./([\w.-]+\.js)"')
 
 
