@@ -218,6 +218,16 @@ def timing_methods(df: pd.DataFrame) -> list[str]:
     return out
 
 
+def first_rows(parts: pd.DataFrame) -> dict:
+    """breakdown_frame's configurations (`of`) -> the row each is first drawn on: its cold first call's where it has
+    one, else its first row."""
+    if parts.empty:
+        return {}
+    comp = parts[parts["bar"] == "compiled"]
+    comp = comp.iloc[comp["cache"].ne("cold").argsort(kind="stable")]  # cold rows first, each kind in its order
+    return comp.drop_duplicates("of").set_index("of")["series"].to_dict()
+
+
 def breakdown_frame(view: pd.DataFrame) -> pd.DataFrame:
     """The first calls per `series`, long: the compiled first call cut into compile_breakdown_s parts, and the eager
     first call. A series' runs are separated by what their first call compiled from (lab.first_call.kind, as the

@@ -105,12 +105,17 @@ def launch_figures(key: tuple, _shown, model: str, _store) -> LaunchFigures:
 def launch_parts(v: ModelView, view: pd.DataFrame) -> LaunchFigures:
     """The First call tab's figures of one model's view, from its rows with their first-call numbers (`view`)."""
     parts = plot_data.breakdown_frame(series_labels.split_by_graph_cache(view))
-    host = plot_data.gpu_latency_frame(v.agg)
     noisy = plot_data.noisy_series(plot_data.first_calls(view))
     noisy |= set(parts.loc[parts["of"].isin(noisy), "series"])  # its rows of one kind of first call each
-    rows = diagnosis.breakdown_rows(parts, v.fails)
-    return LaunchFigures(breakdown=diagnosis.warmup_breakdown(parts, v.fails, noisy),
-                         host=None if host.empty else diagnosis.gpu_in_latency(host, v.fails, rows),
+    # a configuration split into a cold and a warm row: its failures and its GPU time go on its cold row (the first),
+    # not on a row of their own, so both plots read across row by row
+    on_row = plot_data.first_rows(parts)
+    fails = v.fails.assign(series=v.fails["series"].map(on_row).fillna(v.fails["series"])) if len(v.fails) else v.fails
+    host = plot_data.gpu_latency_frame(v.agg)
+    host = host.assign(series=host["series"].map(on_row).fillna(host["series"])) if len(host) else host
+    rows = diagnosis.breakdown_rows(parts, fails)
+    return LaunchFigures(breakdown=diagnosis.warmup_breakdown(parts, fails, noisy),
+                         host=None if host.empty else diagnosis.gpu_in_latency(host, fails, rows),
                          rows=len(rows), empty=parts.empty,
                          no_breakdown=bool((parts["part"] == plot_data.NO_BREAKDOWN).any()),
                          caches=cachecompare.side_by_side(view), noisy_note=plot_data.noisy_note(v.agg))

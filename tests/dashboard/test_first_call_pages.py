@@ -95,3 +95,25 @@ def test_an_all_disturbed_sweeps_cold_and_warm_rows_are_each_marked_on_the_first
     rows = dict(zip(axis["tickvals"], axis["ticktext"]))
     assert sorted(r.rsplit(" · ", 1)[1] for r in rows) == ["cold first call"] * 2 + ["warm first call"] * 2
     assert all("⚠ noisy" in text for text in rows.values()), rows
+
+
+def test_a_configurations_failures_are_marked_on_its_cold_row_not_a_row_of_their_own(lab):  # noqa: F811
+    """A configuration drawn as a cold and a warm row: a failed run of it is marked at its cold row's end, and the
+    chart has no third, empty row for it."""
+    from db import queue
+    from db.models import JobStatus
+    from lab.sweep import SweepRequest
+    from runner import zoo
+
+    run_sweep(lab, FIRST, {False: 1.31, True: 1.12}, name="coldwarm")
+    request = SweepRequest(model="simplenet", batch_sizes=(8,), device="cpu", dynamics=(False,), process_repeats=1,
+                           name="broken")
+    queue.submit(lab, request, zoo.model_infos(zoo.catalog()))
+    claim = queue.claim_next(lab, "host:1:any:test", ["cpu"], ["simplenet"], 60)
+    queue.finish(lab, claim.job_id, claim.token, JobStatus.FAILED, error="RuntimeError: the compile broke")
+    at = ok(page("results", view="First call"))
+    figure = spec(at, "plot_breakdown")
+    rows = figure["layout"]["yaxis"]["categoryarray"]
+    assert len(rows) == 2 * len(FIRST) and all(r.endswith(("cold first call", "warm first call")) for r in rows), rows
+    (mark,) = [a for a in figure["layout"]["annotations"] if "✕" in a.get("text", "")]
+    assert "dynamic=false" in mark["y"] and mark["y"].endswith("cold first call"), mark["y"]
