@@ -130,5 +130,6 @@ def known_fields(cls, d: Mapping) -> dict:
     if extra and (cls.__name__, extra) not in _unknown_logged:
         _unknown_logged.add((cls.__name__, extra))
         logging.getLogger("compile_lab.spec").warning(
-            "ignoring unknown %s field(s) %s (published by a newer worker?)", cls.__name__, ", ".join(extra))
+            "ignoring %s of %s unknown here: %s (published by a newer worker?)",
+            "a field" if len(extra) == 1 else f"{len(extra)} fields", cls.__name__, ", ".join(extra))
     return {k: v for k, v in d.items() if k in known}

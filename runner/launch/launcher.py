@@ -16,6 +16,7 @@ from db import cluster
 from db.database import get_engine
 from db.engine import absolute_sqlite, resolve_url
 from lab import scheduler
+from lab.wording import count, ids
 from runner.launch import sizing, slurm
 from runner.launch.config import LaunchConfig
 
@@ -69,8 +70,8 @@ class SlurmLauncher:
             for line in said:
                 log.info("%s", line)
             if needs and needs[0].waiting:
-                log.warning("%d queued job(s) no pool serves (their device, torch or model): see [[pool]] in %s",
-                            needs[0].waiting, self.cfg.source)
+                log.warning("%s that no pool serves (their device, torch or model): see [[pool]] in %s",
+                            count(needs[0].waiting, "queued job"), self.cfg.source)
             self.last_said = said
         return needs
 
@@ -98,7 +99,7 @@ class SlurmLauncher:
                    for t in fresh if t.state != "COMPLETED"}
         noted = cluster.note_ended(self.engine, endings)
         if noted:
-            log.info("lab job(s) %s: lost with a worker the scheduler ended; said on them", ", ".join(map(str, noted)))
+            log.info("lab job %s: lost with a worker the scheduler ended; said on them", ids(noted))
 
     def _publish(self, pending: list[slurm.Task]) -> None:
         jobs = [{"kind": scheduler.SLURM, "name": t.name, "job_id": t.job_id, "pool": self.pools[t.name].name,

@@ -23,6 +23,7 @@ from lab.errors import first_line
 from lab.noise import cpus_text
 from lab.spec import ExperimentSpec
 from lab.timeline import Phases
+from lab.wording import count
 from runner import zoo
 from runner.child import preload
 from runner.child.disturbance import my_cpus
@@ -317,7 +318,7 @@ class Worker:
                 self._starting.join(timeout=self.cfg.lease_s)
             self.spawner.close()
             self.store.note("stopped")
-        log.info("worker %s stopped after %d job(s)", self.id, done)
+        log.info("worker %s stopped after %s", self.id, count(done, "job"))
         return done
 
     # -- one job ----------------------------------------------------------------------------------
