@@ -39,7 +39,7 @@ def test_a_worker_row_with_an_unknown_field_is_harmless_and_logged_once(db_url, 
     with caplog.at_level(logging.WARNING, logger="compile_lab.spec"):
         assert "tiny" in queue.published_catalog(engine) and "tiny" in queue.published_catalog(engine)
     assert sorted(r.getMessage().split(" (")[0] for r in caplog.records) == [  # once each, not per model or read
-        "ignoring unknown ModelInfo field(s) licence", "ignoring unknown ParamInfo field(s) unit"]
+        "ignoring a field of ModelInfo unknown here: licence", "ignoring a field of ParamInfo unknown here: unit"]
     done = run_cli("submit", "--db", db_url, "--model", "tiny", "--batch", "2", "--device", "cpu")
     assert done.returncode == 0, done.stderr
 
