@@ -165,6 +165,8 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", type=int, default=100_000)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--ports", type=int, nargs=2, default=[8650, 8651], help="the app's and the reference's")
+    p.add_argument("--reference", default="bench/one_chart.py",
+                   help="the reference page (bench/one_chart_in_frame.py: the same chart inside a frame like the app's)")
     p.add_argument("--model", default=None, help="the model Results plots (default: the newest job's)")
     p.add_argument("--out", type=Path, default=None, help="also write the table to this file")
     p.add_argument("--cache", type=Path, default=None, help="keep the 100k fill here for later runs (bench.synthetic)")
@@ -190,7 +192,7 @@ def main(argv=None) -> int:
         env = bytecode_kept({**os.environ, "DATABASE_URL": f"sqlite:///{db}", "COMPILE_LAB_EMBEDDED_WORKER": "0"},
                             tmp / "pycache")
         app = Server("dashboard/app.py", args.ports[0], env, tmp / "app.log")
-        ref = Server("bench/one_chart.py", args.ports[1], env, tmp / "reference.log")
+        ref = Server(args.reference, args.ports[1], env, tmp / "reference.log")
         results_path = "/results" + (f"?plot={args.model}" if args.model else "")
         pages = {"reference": (ref, ""), "results": (app, results_path)}
         times = {(name, when): [] for name in pages for when in ("restart", "running")}
@@ -223,7 +225,7 @@ def main(argv=None) -> int:
                 ref.stop()
     say()
     say(f"{'page':<34} {'after restart s':>16} {'running server s':>17}  {'WS kB':>7} {'elements before':>15}")
-    for name, label in (("reference", "one-chart page (bench/one_chart.py)"),
+    for name, label in (("reference", f"one-chart page ({Path(args.reference).name})"),
                         ("results", f"Results{' ' + args.model if args.model else ''}, {args.jobs:,} jobs")):
         cells = []
         for when in ("restart", "running"):
