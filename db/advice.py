@@ -150,7 +150,8 @@ def load(engine: Engine, sweep_id: int) -> State | None:
             # every process that ran counts toward the search's limit, a disturbed one too (the answer leaves it
             # out while an undisturbed one exists): a box that disturbs every run must not make the race endless
             ran = sum(j.status == JobStatus.SUCCEEDED.value for j in mine)
-            m = replace(m, processes=max(row.runs, ran), speedup=row.speedup, low=row.speedup_ci_low, high=row.speedup_ci_high,
+            m = replace(m, processes=max(row.runs, ran), answered=row.runs, speedup=row.speedup,
+                        low=row.speedup_ci_low, high=row.speedup_ci_high,
                         eager_first_s=row.eager_first_call_s, cold_first_s=row.first_call_cold_s,
                         portable_first_s=row.first_call_portable_s, eager_ms=row.eager_ms, compiled_ms=row.compiled_ms,
                         break_even=row.break_even_calls, peak_eager_mb=row.peak_mem_eager_mb,

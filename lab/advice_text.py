@@ -17,6 +17,7 @@ from lab.advise import (
     settings_words,
     varying,
 )
+from lab.wording import count
 
 
 @dataclass(frozen=True)
@@ -29,10 +30,17 @@ class Line:
     processes: int
     seconds: float  # device-seconds its processes took
     why: str
+    answered: int | None = None  # the processes its answer draws on, where fewer (disturbed ones left out)
+
+    def runs(self) -> str:
+        """"3 processes", or "3 processes, 2 in its answer, 1 disturbed and left out" (the answer leaves those out)."""
+        said = count(self.processes, "process", "processes")
+        if self.answered is not None and self.answered < self.processes:
+            said += f", {self.answered:,} in its answer, {self.processes - self.answered:,} disturbed and left out"
+        return said
 
     def text(self) -> str:
-        return f"{self.settings}: {self.status}; {self.speedup} ({self.processes} process" \
-               f"{'es' * (self.processes != 1)}){': ' + self.why if self.why else ''}"
+        return f"{self.settings}: {self.status}; {self.speedup} ({self.runs()}){': ' + self.why if self.why else ''}"
 
 
 def _x(p) -> str:
@@ -102,7 +110,8 @@ def lines(measured: Mapping[str, Measured], rounds: Sequence[Round]) -> list[Lin
             why = last.why
         else:
             status, why = "in contention", ""
-        out.append(Line(settings_words(m.settings, vary), status, _x(payoff(m)), m.processes, m.spent_s, why))
+        out.append(Line(settings_words(m.settings, vary), status, _x(payoff(m)), m.processes, m.spent_s, why,
+                        m.answered))
     order = {"recommended": 0, "leader": 0, "in contention": 1, "to run": 2}
     return sorted(out, key=lambda c: (order.get(c.status, 3), c.status.startswith("not run"), c.status, c.settings))
 

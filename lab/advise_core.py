@@ -83,7 +83,8 @@ class Measured:
 
     key: str  # its configuration (jobs.config)
     settings: Mapping  # backend, mode, dynamic, scope
-    processes: int  # undisturbed succeeded processes its answer draws on
+    processes: int  # succeeded processes the search counts toward its limit (a disturbed one too)
+    answered: int | None = None  # of them, those its answer draws on (the answer leaves disturbed ones out); None: all
     failed: int = 0
     error: str | None = None
     speedup: float | None = None  # what the caller is judged on (steady state, or the stream's ratio)

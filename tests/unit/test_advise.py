@@ -229,3 +229,16 @@ def test_a_leader_too_close_to_eager_for_the_limit_to_settle_stops_now():
     assert got.outcome is Outcome.DONT_COMPILE and "more processes would not settle" in got.why, got
     # 8% above eager: 6 processes could separate it, so it gets another
     assert decide({"a": cand("a", "default", s=1.08, lo=0.98, hi=1.19)}, set(), Search(), 10).more == ("a",)
+
+
+def test_a_candidate_line_says_how_many_of_its_processes_its_answer_draws_on():
+    """The search counts a disturbed process toward its limit, the answer leaves it out: the line says both."""
+    settings = {"backend": "inductor", "mode": "default", "dynamic": False, "scope": "model"}
+    base = Measured(key="a", settings=settings, processes=3, speedup=1.4, low=1.3, high=1.5, first_s=10.0,
+                    later_s=(3.0, 3.0))
+    (line,) = advice_text.lines({"a": replace(base, answered=2)}, [])
+    assert "(3 processes, 2 in its answer, 1 disturbed and left out)" in line.text()
+    (line,) = advice_text.lines({"a": replace(base, answered=3)}, [])
+    assert "(3 processes)" in line.text()
+    (line,) = advice_text.lines({"a": replace(base, processes=1, answered=1, later_s=())}, [])
+    assert "(1 process)" in line.text()
