@@ -1,51 +1,21 @@
 """A full disk is an outage: a worker whose home (a small, real tmpfs) fills up while its child runs a real
 torch.compile hands the job back uncounted with the cause named, pauses claiming (its row says so, its heartbeat
 goes on), and once the space is back runs the same job to success, one attempt counted."""
-import os
-import subprocess
-from pathlib import Path
 
 import pytest
 
 from runner.child.diskspace import MIN_FREE_ENV
 from runner.worker.lease import read_progress
 from tests.conftest import job_row, records, result_count, run_cli, start_worker, submit, wait_until
+from tests.tmpfs import fill, mounted
 
 COMPILE = ["--model", "tiny", "--batch", "2", "--device", "cpu", "--backend", "inductor", "--iters", "2"]
 
 
 @pytest.fixture
 def small_home(tmp_path):
-    """A 64 MB tmpfs of its own (a full disk that fills in milliseconds and cannot touch the box's), unmounted after."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    where = tmp_path / "small"
-    where.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(where)], capture_output=True,
-                             text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
+    with mounted(tmp_path / "small", "64m") as where:
         yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=True)
-
-
-def fill(folder: Path) -> Path:
-    """A file written until its file system refuses with ENOSPC."""
-    filler = folder / "filler"
-    with open(filler, "wb", buffering=0) as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-        except OSError as e:
-            assert e.errno == 28, e
-        try:  # the last pages, less than a chunk
-            while True:
-                f.write(b"\0" * 4096)
-        except OSError:
-            pass
-    return filler
 
 
 def worker_row(db_url: str):

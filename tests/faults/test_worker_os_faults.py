@@ -11,6 +11,7 @@ import pytest
 from db.models import utcnow
 from runner.child.diskspace import MIN_FREE_ENV
 from tests.conftest import job_row, pid_alive, read_pids, records, result_count, start_worker, submit, wait_until
+from tests.tmpfs import fill, mounted
 
 NAPPER = ["--model", "napper", "--batch", "2", "--device", "cpu", "--backend", "eager", "--iters", "2"]
 TINY = ["--model", "tiny", "--batch", "2", "--device", "cpu", "--backend", "eager", "--iters", "2"]
@@ -56,25 +57,8 @@ def test_unwritable_lock_file_the_worker_hands_the_job_back_and_lives_on(db_url,
 
 @pytest.fixture
 def small_tmpfs(tmp_path):
-    where = tmp_path / "small"
-    where.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(where)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here (not root, or no CAP_SYS_ADMIN)")
-    try:
+    with mounted(tmp_path / "small", "2m") as where:
         yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=True)
-
-
-def fill(folder) -> None:
-    """Write until the file system is full (ENOSPC)."""
-    with open(folder / "filler", "wb", buffering=0) as f:
-        try:
-            while True:
-                f.write(b"\0" * 4096)
-        except OSError:
-            pass
 
 
 def test_full_home_the_job_is_handed_back_and_runs_once_when_space_returns(db_url, tmp_path, small_tmpfs):

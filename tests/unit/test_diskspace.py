@@ -4,7 +4,6 @@ new block, and the real file system's statvfs for a child that could say nothing
 import contextlib
 import errno
 import os
-import subprocess
 import sys
 import threading
 
@@ -20,6 +19,7 @@ from runner.child import process as child
 from runner.worker import diskpause
 from runner.worker.attempt import log_tail
 from tests.conftest import wait_until
+from tests.tmpfs import mounted
 
 
 def raised(make):
@@ -108,18 +108,8 @@ def test_a_child_that_said_nothing_is_judged_by_the_homes_free_space(tmp_path, m
 
 @pytest.fixture
 def full_tmpfs(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    where = tmp_path / "small"
-    where.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)], capture_output=True,
-                             text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
+    with mounted(tmp_path / "small", "1m") as where:
         yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=True)
 
 
 def test_on_a_full_disk_the_marker_still_takes_the_childs_word_and_the_log_tail_keeps_its_end(full_tmpfs):
