@@ -115,7 +115,7 @@ def pending_line(jobs: list[Mapping]) -> str:
 
 
 def utc_text(when) -> str:
-    """A time as "2026-11-28 17:05:00 UTC": a datetime (naive ones are the database's UTC) or an ISO string with its
+    """A time as "YYYY-MM-DD HH:MM:SS UTC": a datetime (naive ones are the database's UTC) or an ISO string with its
     offset (the launcher stores Slurm's local submit time with one). Anything else is shown as it is."""
     if isinstance(when, str):
         try:
