@@ -1,12 +1,14 @@
 """What every `python -m runner` command module shares for its arguments (runner.cli.main, runner.cli.sweeps,
-runner.cli.diff, runner.cli.advise): the usage error the CLI prints as one line, a job or sweep id, a count and
-model arguments as typed."""
+runner.cli.diff, runner.cli.advise, runner.cli.work, ...): the usage error the CLI prints as one line, a job or sweep
+id, a count, model arguments as typed and the variable naming the model folders when --models-dir is left out."""
 from __future__ import annotations
 
 import argparse
 import re
 
 from lab.checks import integer
+
+MODELS_ENV = "COMPILE_LAB_MODELS_DIR"  # the model folders of a worker started without --models-dir
 
 
 class UsageError(Exception):
