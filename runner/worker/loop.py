@@ -99,6 +99,7 @@ class Worker:
         began = time.monotonic()
         self.spawner.prepare()  # the preloaded parent imports torch and the compiler now
         known = hostfacts.load(self.home, self._env()) or hostfacts.read_quickly(self._env())  # runner.worker.quick_probe
+        starting = None
         if known is None:
             self._get_ready(None)
             how = "probed"
@@ -106,13 +107,17 @@ class Worker:
             self.probe, self.first_call_imports_s = known["probe"], known.get("first_call_imports_s") or 0.0
             self.capabilities = self._capabilities(self.probe)
             self._started.clear()
-            self._starting = threading.Thread(target=self._get_ready, args=(known,), daemon=True, name="start")
-            self._starting.start()
+            starting = threading.Thread(target=self._get_ready, args=(known,), daemon=True, name="start")
             facts = "read without torch" if known.get("quick") else f"kept in {hostfacts.path(self.home, self._env())}"
             how = f"host facts {facts}; the preloaded parent is still loading"
         queue.register_worker(self.engine, self.id, self.hostname, os.getpid(), self.cfg.gpu, self.capabilities)
         self.more.start(self._env(), PROJECT_ROOT, gpu="cuda" in self.capabilities["devices"], home=self.home)
         self.rescan_models()  # a listing kept from an earlier start (runner.worker.listing_cache): offered now
+        if starting is not None:
+            # only now: what the start finds replaces the facts registered above, never the other way round (started
+            # before the registration, a quick probe could publish first and be overwritten by the older facts)
+            self._starting = starting
+            starting.start()
         devices, probe = self.capabilities["devices"], self.probe
         log.info("worker %s ready: devices %s%s, %d models, %s children, CPUs %s, torch threads %d; started in %.1f s "
                  "(%s)", self.id, ",".join(devices), f" ({probe.get('device_name')})" if probe.get("device_name") else "",

@@ -186,6 +186,36 @@ def test_a_first_start_is_ready_from_facts_read_without_torch_and_keeps_the_prob
     assert hostfacts.load(w.home, w._env())["probe"] == read  # what the probe said is kept for the next start
 
 
+def test_the_start_publishes_its_facts_after_the_registration_never_before_it(make_worker, monkeypatch):
+    """The start's probe can end before the worker registers (a fast probe, a slow database): its facts must still
+    win. The registration here waits (bounded) for a publish to have happened first: begun before the registration,
+    the start published 2.99 and the registration then wrote the quick read over it."""
+    from runner.worker import quick_probe
+
+    read = quick_probe.probe({})
+    published, register = threading.Event(), queue.register_worker
+    monkeypatch.setattr(queue, "publish_capabilities", _noting(queue.publish_capabilities, published))
+
+    def slow_register(*args, **kwargs):
+        published.wait(2)  # a start that publishes first does so meanwhile; one that waits its turn does not
+        return register(*args, **kwargs)
+
+    monkeypatch.setattr(queue, "register_worker", slow_register)
+    w = make_worker(Gate(answer={**read, "torch_version": "2.99.0"}, until=lambda: True), quick=quick_probe.probe)
+    w.start()
+    assert w._started.wait(30)
+    with reading(w.engine) as s:
+        assert s.get(WorkerRow, w.id).capabilities["torch_version"] == "2.99.0"
+
+
+def _noting(publish, happened: threading.Event):
+    def noted(*args, **kwargs):
+        got = publish(*args, **kwargs)
+        happened.set()
+        return got
+    return noted
+
+
 def test_a_probe_that_disagrees_with_the_quick_read_is_published(make_worker):
     from runner.worker import quick_probe
 
