@@ -225,9 +225,11 @@ def advance(engine: Engine, sweep_id: int) -> list[int]:
             if free.jobs < len(step.more) + len(step.start):
                 live = {k: st.measured[k] for k in step.more} or {
                     k: m for k, m in st.measured.items() if m.started and m.processes and k not in st.out}
-                if not live or step.leader not in live:
-                    step = Step(Outcome.DONT_COMPILE, None, dropped=step.dropped,
-                                why=f"stopped before every setting ran: {free.why}")
+                if not live or step.leader not in live:  # what ran does not pay off; the rest is said as not run
+                    unrun = tuple(advise.Drop(k, f"not run: {free.why}", "unrun") for k in step.start)
+                    step = Step(Outcome.DONT_COMPILE, None, dropped=step.dropped + unrun,
+                                why=f"stopped before every setting ran: {free.why}"
+                                    + (f" ({len(unrun)} not run)" if unrun else ""))
                 else:
                     step = advise.undecided(step.leader, live, list(step.dropped), free.why)
         number = len(st.rounds) + 1

@@ -177,6 +177,9 @@ def decide(measured: Mapping[str, Measured], out: Mapping[str, str] | set[str], 
         dropped += [Drop(k, f"not run: {stop}", "unrun") for k in waiting]
         if live:
             return undecided(leader, live, dropped, stop)
+        # what was run does not pay off; what was not run is said as not run, not judged
+        return Step(Outcome.DONT_COMPILE, None, dropped=tuple(dropped),
+                    why=f"no setting that ran pays off for the caller{in_calls}; {len(waiting)} not run: {stop}")
     if not live:
         return Step(Outcome.DONT_COMPILE, None, dropped=tuple(dropped),
                     why=f"no setting pays off for the caller{in_calls}")

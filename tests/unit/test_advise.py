@@ -242,3 +242,14 @@ def test_a_candidate_line_says_how_many_of_its_processes_its_answer_draws_on():
     assert "(3 processes)" in line.text()
     (line,) = advice_text.lines({"a": replace(base, processes=1, answered=1, later_s=())}, [])
     assert "(1 process)" in line.text()
+
+
+def test_a_budget_spent_before_every_setting_ran_says_what_was_not_run_instead_of_judging_it():
+    """default is slower than eager; reduce-overhead never ran: the answer is about what ran, and says the rest did
+    not run and why, rather than 'no setting pays off'."""
+    ms = {"d": cand("d", "default", s=0.76, lo=0.68, hi=0.85), "ro": cand("ro", "reduce-overhead")}
+    got = decide(ms, set(), Search(budget_s=30), spent_s=40)
+    assert got.outcome is Outcome.DONT_COMPILE and got.start == ()
+    assert got.why.startswith("no setting that ran pays off for the caller; 1 not run: the budget")
+    assert {d.key: d.kind for d in got.dropped} == {"d": "slower", "ro": "unrun"}
+    assert decide(ms, set(), Search(budget_s=3000), spent_s=40).start == ("ro",)  # with budget left it runs
