@@ -117,7 +117,7 @@ def requeue_ended(engine: Engine, job_id: int, token: str, words: str, counted: 
             values = {"status": JobStatus.FAILED.value, "finished_at": utcnow(),
                       "error": f"{LOST}{words} on attempt {attempts} of {most}"}
         s.execute(update(Job).where(Job.id == job_id, Job.lease_token == token)
-                  .values(**values, lease_token=None, lease_expires_at=None, phase=None, progress=None, **kept))
+                  .values(**values, lease_token=None, lease_expires_at=None, phase=None, phase_at=None, progress=None, **kept))
         return True
 
 

@@ -116,7 +116,7 @@ def requeue_expired(engine: Engine, now: datetime | None = None) -> list[int]:
                 values = {"status": JobStatus.FAILED.value, "finished_at": now,
                           "error": f"{LOST}{who} stopped heartbeating on attempt {attempts} of {max_attempts}"}
             s.execute(update(Job).where(Job.id == job_id, Job.lease_token == token)
-                      .values(**values, lease_token=None, lease_expires_at=None, phase=None, progress=None))
+                      .values(**values, lease_token=None, lease_expires_at=None, phase=None, phase_at=None, progress=None))
         return [r.id for r in rows]
 
 
@@ -199,7 +199,7 @@ def finish(engine: Engine, job_id: int, token: str, status: JobStatus, error: st
                                 Job.status == JobStatus.RUNNING.value)
                          .values(status=status.value, error=error, finished_at=utcnow(),
                                  lease_token=None, lease_expires_at=None, log_tail=log_tail,
-                                 phase=None, progress=None))
+                                 phase=None, phase_at=None, progress=None))
         if done.rowcount != 1:
             return False
         if row is not None:
@@ -228,7 +228,7 @@ def finish_kept(engine: Engine, job_id: int, token: str, worker_id: str, attempt
                          .where(Job.id == job_id, Job.lease_token.is_(None), Job.worker_id == worker_id,
                                 Job.attempts == attempt, taken_back)
                          .values(status=status.value, error=error, finished_at=utcnow(), lease_expires_at=None,
-                                 log_tail=log_tail, phase=None, progress=None))
+                                 log_tail=log_tail, phase=None, phase_at=None, progress=None))
         if done.rowcount != 1:
             return False
         if row is not None:
@@ -253,7 +253,7 @@ def release(engine: Engine, job_id: int, token: str, reason: str, log_tail: str 
                                 Job.status == JobStatus.RUNNING.value)
                          .values(status=JobStatus.QUEUED.value, attempts=Job.attempts - 1, error=reason,
                                  lease_token=None, lease_expires_at=None, worker_id=None,
-                                 phase=None, progress=None, **kept))
+                                 phase=None, phase_at=None, progress=None, **kept))
         return done.rowcount == 1
 
 
