@@ -20,6 +20,7 @@ from sqlalchemy.exc import OperationalError
 
 from db import queue
 from lab.errors import first_line
+from lab.timeline import TIMED_PROGRESS
 from runner.child.lease_deadline import LeaseFile
 
 log = logging.getLogger("compile_lab.worker")
@@ -67,14 +68,16 @@ class LeaseKeeper(threading.Thread):
         return self.renewed_at + self.lease_s - self.beat_s / 4
 
     def _wait(self, seconds: float, published: str | None) -> bool:
-        """Wait up to `seconds` for the end (True), or until the child names a new phase: that goes out at once, so
-        that a page on this host pauses its refresh before a timed phase begins, not a beat into it (its progress
-        within a phase waits for the beat: a renewal per round would be this worker's own noise in the rounds)."""
+        """Wait up to `seconds` for the end (True), or until the child enters its timed phases (False): that goes out
+        at once, while it warms up, so that a page on this host pauses its refresh before the rounds begin, not a beat
+        into them. Every other change waits for the beat: the child names a phase right as its timed work starts
+        (the first calls, each round), and a renewal then would be this worker's own noise in what it times."""
         end = time.monotonic() + seconds
         while (left := end - time.monotonic()) > 0:
             if self.done.wait(min(left, PHASE_LOOK_S)):
                 return True
-            if published is not None and read_progress(self.progress_file)[0] != published:
+            if published is not None and published not in TIMED_PROGRESS \
+                    and read_progress(self.progress_file)[0] in TIMED_PROGRESS:
                 return False
         return self.done.is_set()
 

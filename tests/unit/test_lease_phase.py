@@ -1,6 +1,7 @@
-"""runner.worker.lease: a new phase from the child goes out at once, not at the next beat (a page on this host pauses
-its refresh before the rounds begin, dashboard.state.quiet), while its progress within a phase waits for the beat (a
-renewal per round would be the worker's own noise in the rounds)."""
+"""runner.worker.lease: the child entering its timed phases goes out at once, not at the next beat (a page on this
+host pauses its refresh before the rounds begin, dashboard.state.quiet); every other change of phase and its progress
+within a phase wait for the beat (a renewal as the eager or compiled first call or a round starts would be the
+worker's own noise in what the child times)."""
 import json
 import threading
 import time
@@ -35,3 +36,15 @@ def test_a_new_phase_ends_the_wait_at_once_and_progress_does_not(tmp_path):
     assert time.monotonic() - started < 0.1 + PHASE_LOOK_S + 5  # the new phase, not the 30 s beat (a loaded host)
     threading.Timer(0.1, k.done.set).start()
     assert k._wait(30.0, "warming up") is True  # the end still ends it
+
+
+def test_a_phase_named_as_timed_work_starts_waits_for_the_beat(tmp_path):
+    """'eager first call' and 'compiling' are named just before those calls are timed, 'measuring' after the first
+    round: none of them ends the wait (only entering the timed phases from an untimed one does, during warm-up)."""
+    k = keeper(tmp_path)
+    for before, after in (("building", "eager first call"), ("eager first call", "compiling"),
+                          ("warming up", "measuring")):
+        say(k.progress_file, after)
+        started = time.monotonic()
+        assert k._wait(0.6, before) is False
+        assert time.monotonic() - started >= 0.6, (before, after)
