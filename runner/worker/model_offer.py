@@ -62,8 +62,14 @@ class MoreModels:
             k = listing_cache.key(self.families, self.imports, gpu)
             self._cache = (home, k)
             kept = listing_cache.load(home, k)
+            try:
+                if kept is not None:
+                    self._take(kept, quiet=True)
+            except (KeyError, TypeError, ValueError, AttributeError) as e:  # a file that does not read: listed anew
+                log.warning("worker: the kept listing %s does not read (%s); listing again", listing_cache.path(home, k),
+                            first_line(e))
+                kept, self.entries, self.refused, self.versions = None, {}, {}, {}
             if kept is not None:
-                self._take(kept, quiet=True)
                 self.from_cache = True
                 log.info("worker: offering the listing kept in %s while listing again", listing_cache.path(home, k))
                 self.changed.set()
@@ -124,7 +130,10 @@ class MoreModels:
 
     def _take(self, listed: dict, quiet: bool) -> None:
         self._kept = listed
-        self.entries = {name: zoo.ZooEntry(info=info, path=None) for name, info in families.infos(listed).items()}
+        # only what this worker was asked to offer: its families' members and its own import paths (a listing file
+        # in the home naming any other import path would have the child import and run it)
+        self.entries = {name: zoo.ZooEntry(info=info, path=None) for name, info in families.infos(listed).items()
+                        if families.family_of(name) in self.families or name in self.imports}
         self.refused, self.versions = listed.get("refused", {}), listed.get("families", {})
         if quiet:
             return
