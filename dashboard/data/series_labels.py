@@ -116,18 +116,3 @@ def _with_warm_state(labels: pd.Series, cache: pd.Series, state: pd.Series, code
         parts = [text[i] if p == "warm cache" else p for p in parts]
         out[i] = " · ".join(parts if text[i] in parts else parts + [text[i]])
     return out
-
-
-def split_by_graph_cache(view: pd.DataFrame) -> pd.DataFrame:
-    """For first-call views: where the warm-cache runs of one configuration and batch size did not all find
-    their graph cached, hits and misses become two series (" · hit" / " · miss"): a median over a miss and
-    a hit is a first call no run had. Steady-state views keep one series (the compiled code is the same)."""
-    warm = view["cache_state"].isin(["warm", WARM_MISS]) & (view["cache"] == "warm")
-    keys = ["config", "batch_size"]
-    states = view[warm].groupby(keys)["cache_state"].transform("nunique")
-    split = pd.Series(False, index=view.index)
-    split[states.index] = states.to_numpy() > 1
-    if not split.any():
-        return view
-    suffix = view["cache_state"].map({"warm": " · hit", WARM_MISS: " · miss"}).where(split, "")
-    return view.assign(series=view["series"] + suffix, config=view["config"] + suffix)

@@ -104,7 +104,7 @@ def launch_figures(key: tuple, _shown, model: str, _store) -> LaunchFigures:
 
 def launch_parts(v: ModelView, view: pd.DataFrame) -> LaunchFigures:
     """The First call tab's figures of one model's view, from its rows with their first-call numbers (`view`)."""
-    parts = plot_data.breakdown_frame(series_labels.split_by_graph_cache(view))
+    parts = plot_data.breakdown_frame(view)  # a warm-cache run that missed is a cold first call there
     noisy = plot_data.noisy_series(plot_data.first_calls(view))
     noisy |= set(parts.loc[parts["of"].isin(noisy), "series"])  # its rows of one kind of first call each
     # a configuration split into a cold and a warm row: its failures and its GPU time go on its cold row (the first),

@@ -143,7 +143,7 @@ def test_a_warm_job_that_found_no_cached_graph_is_not_labelled_plain_warm(synthe
     assert len(row) == 1 and row["cold_runs"].item() == 1 and row["warm_runs"].item() == len(hits)
     assert row["first_call_cold_s"].item() == hit["compiled_first_call_s"] * 5
     assert row["first_call_warm_s"].item() == pytest.approx(hits["compiled_first_call_s"].median())
-    got = plot_data.breakdown_frame(series_labels.split_by_graph_cache(view))
+    got = plot_data.breakdown_frame(view)
     hatched = diagnosis.warmup_breakdown(got, plot_data.failures(view))
     shapes = [shape for t in hatched.data if t.marker and t.marker.pattern and t.marker.pattern.shape is not None
               for shape, series in zip(t.marker.pattern.shape, t.y) if "not cached" in str(series)]
