@@ -72,6 +72,7 @@ class Worker:
         self._started = threading.Event()  # no start in progress: its imports, probe and checks are done (_get_ready)
         self._started.set()
         self._starting: threading.Thread | None = None
+        self._publishing = threading.Lock()  # one read-modify-write and publish of the capabilities at a time
         self._start_error: BaseException | None = None
         self._kept: list[Kept] = []  # outcomes earlier workers of this home could not store (runner.worker.store)
         self.full_disk = diskpause.Strikes()  # a job that fills the disk itself ends failed (runner.worker.diskpause)
@@ -138,8 +139,9 @@ class Worker:
                    or problems != self.capabilities.get(PROBLEMS, []))
         self.entries = entries  # the code may have changed alone: each job's child reads its file anew
         if offered and self.capabilities:
-            self.capabilities = {**self.capabilities, **self._offer(), PROBLEMS: list(problems)}
-            self.store.publish("the models", self.capabilities)
+            with self._publishing:  # the start's thread may publish the host's facts meanwhile: neither loses the other's
+                self.capabilities = {**self.capabilities, **self._offer(), PROBLEMS: list(problems)}
+                self.store.publish("the models", self.capabilities)
         if offered:
             log.info("worker %s: models changed; now offering %d", self.id, len(entries))
         return offered
@@ -186,8 +188,9 @@ class Worker:
                 log.warning("worker %s: this host's facts differ from those %s (%s); publishing the new ones", self.id,
                             "read without torch" if known.get("quick") else "kept",
                             hostfacts.path(self.home, self._env()))
-                self.capabilities = caps = self._capabilities(probe)
-                self.store.publish("the host's facts", caps)
+                with self._publishing:  # built from the models offered now, under the lock rescan_models takes
+                    self.capabilities = caps = {**self._capabilities(probe), PROBLEMS: self.capabilities.get(PROBLEMS, [])}
+                    self.store.publish("the host's facts", caps)
             elif known is None:
                 self.capabilities = self._capabilities(probe)
         except BaseException as e:  # said to the first job waiting, which hands its job back and stops the worker
@@ -371,7 +374,8 @@ class Worker:
         if shares:
             log.warning("worker %s shares CPUs %s with %s: their timings disturb each other's", self.id,
                         cpus_text(self.cpus), ", ".join(shares))
-        self.store.publish("what the worker shares", {**self.capabilities, "shares_cores_with": shares})
+        with self._publishing:
+            self.store.publish("what the worker shares", {**self.capabilities, "shares_cores_with": shares})
         return shares
 
     def rebuild_spec(self, stored) -> ExperimentSpec:
