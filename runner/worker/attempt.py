@@ -276,7 +276,8 @@ class Attempt:
             log_outcome(claim.job_id, outcome)
         if stored:  # its child gone and its outcome stored: tlparse's report, on no job's time (runner.worker.reports)
             reports.make(self.store.engine, claim.job_id, self.paths.folder, finished.result,
-                         beat=lambda: queue.heartbeat_worker(self.store.engine, self.store.worker_id, "idle"))
+                         # busy with this job still: a neighbour's rounds name it if its report disturbs them
+                         beat=lambda: queue.heartbeat_worker(self.store.engine, self.store.worker_id, "busy", claim.job_id))
         if not self.lent.keep_folder:
             shutil.rmtree(self.paths.folder, ignore_errors=True)
         self.store.note("idle")

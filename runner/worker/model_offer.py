@@ -13,7 +13,6 @@ import importlib.util
 import json
 import logging
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,7 @@ from pathlib import Path
 from lab.errors import first_line
 from lab.spec import ModelInfo
 from runner import zoo
+from runner.child.capture.tlparse_report import NICE
 from runner.worker import listing_cache
 from runner.zoo import families
 
@@ -99,7 +99,7 @@ class MoreModels:
         with tempfile.TemporaryDirectory(prefix="compile-lab-models-") as tmp:
             out = Path(tmp) / "listing.json"
             # at the lowest CPU priority: a job's child may be compiling or timing beside it
-            cmd = [*_NICE, sys.executable, "-m", "runner.zoo.families", "list", "--out", str(out)]
+            cmd = [*NICE, sys.executable, "-m", "runner.zoo.families", "list", "--out", str(out)]
             cmd += [a for f in self.families for a in ("--family", f)]
             cmd += [a for name in self.imports for a in ("--import", name)]
             cmd += ["--gpu"] if gpu else []
@@ -145,7 +145,6 @@ class MoreModels:
             + [n for n in self.entries if families.is_import_path(n)]) or "nothing more")
 
 
-_NICE = ["nice", "-n", "19"] if shutil.which("nice") else []
 
 
 def _tail(text: str) -> str:

@@ -45,6 +45,10 @@ def pending() -> str:
     return PENDING if executable() else f"tlparse was not found on the worker (not on its PATH, nor beside its Python): {INSTALL}"
 
 
+# at the lowest CPU priority: a neighbouring worker's job may be timing its rounds beside it (also the listing child's)
+NICE = ["nice", "-n", "19"] if shutil.which("nice") else []
+
+
 def report(trace: str, timeout_s: float = TIMEOUT_S) -> tuple[bytes | None, str | None]:
     """The zipped report of `trace` (TORCH_TRACE lines), or None and why there is none, in words for the job page."""
     exe = executable()
@@ -56,7 +60,7 @@ def report(trace: str, timeout_s: float = TIMEOUT_S) -> tuple[bytes | None, str 
         log, out = Path(tmp) / "trace.log", Path(tmp) / "report"
         log.write_text(trace)
         try:
-            done = subprocess.run([exe, str(log), "-o", str(out), "--overwrite", "--no-browser"], capture_output=True,
+            done = subprocess.run([*NICE, exe, str(log), "-o", str(out), "--overwrite", "--no-browser"], capture_output=True,
                                   text=True, errors="replace", timeout=timeout_s, check=False)
         except subprocess.TimeoutExpired:
             return None, f"tlparse took longer than {timeout_s:g} s and was stopped"
