@@ -200,7 +200,8 @@ class Store:
             if stored:  # the report its own worker did not get to make (runner.worker.reports)
                 from runner.worker import reports
 
-                reports.make(self.engine, k.job_id, k.path.parent, k.result)
+                reports.make(self.engine, k.job_id, k.path.parent, k.result,  # the heartbeat kept up meanwhile
+                             beat=lambda: queue.heartbeat_worker(self.engine, self.worker_id, "idle"))
 
 
 def keep(jobdir: Path, job_id: int, token: str, attempt: int, worker_id: str, status: JobStatus,
