@@ -85,15 +85,15 @@ def latency(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> g
     its points hollow and ringed."""
     fig = go.Figure()
     noisy = plot_data.only_noisy(agg)
-    comp = agg  # a configuration disturbed in every run answers with their numbers: on its line, hollow
+    # a configuration disturbed in every run answers with their numbers: on its line, hollow
     # eager: the rows that count at each batch size (lab.noise: the undisturbed ones, or all where none is)
-    counted = comp[np.array(noise.counting(noisy.tolist(), zip(comp["baseline"], comp["batch_size"])), dtype=bool)]
+    counted = agg[np.array(noise.counting(noisy.tolist(), zip(agg["baseline"], agg["batch_size"])), dtype=bool)]
     eager = counted.groupby(["baseline", "batch_size"], as_index=False)[
         ["eager_ms", "eager_p10_ms", "eager_p90_ms", "runs"]].agg(
         {"eager_ms": "median", "eager_p10_ms": "median", "eager_p90_ms": "median", "runs": "sum"})
     series = [(f"{b}", sub, "eager_ms", "eager_p10_ms", "eager_p90_ms", "dash") for b, sub in eager.groupby("baseline")]
     series += [(f"{c}", sub, "compiled_ms", "compiled_p10_ms", "compiled_p90_ms", "solid")
-               for c, sub in comp.groupby("config")]
+               for c, sub in agg.groupby("config")]
     palette = colors(agg["config"])  # the same colours as the speedup plot; eager in greys
     greys = ["#555555", "#8c8c8c", "#b0b0b0", "#3a3a3a"]
     palette.update({b: greys[i % len(greys)] for i, b in enumerate(sorted(eager["baseline"].unique()))})

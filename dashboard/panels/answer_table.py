@@ -202,7 +202,8 @@ def header(slots, answer_rows: list[dict], model: str) -> None:
     best = max(measured, key=lambda r: r["speedup"]) if measured else None
     slots[0].metric(f"Median speedup · {md(model)}", "–" if med is None else f"{med:.2f}×",
                     delta=disturbed or None, delta_color="off", delta_arrow="off",
-                    help=f"{md(model)}: the median over its configurations in view (disturbed runs left out); never a "
+                    help=f"{md(model)}: the median over its configurations in view (disturbed runs left out where an "
+                         "undisturbed one exists); never a "
                          "median across models")
     slots[1].metric(f"Best speedup · {md(model)}", "–" if best is None else f"{best['speedup']:.2f}×",
                     delta=None if best is None else md(f"{best['config']} · bs {best['batch_size']}"), delta_color="off",

@@ -26,12 +26,9 @@ def queue_line(est: estimates.Estimates, sweep_ids: list[int]) -> None:
         st.caption(f":material/schedule: {' · '.join(parts)} ({HOW}).")
 
 
+@quiet.live("5s")
 def job_line(job_id: int) -> None:
     """The Job page's estimate for a queued or running job; nothing for a finished one."""
-    quiet.live("5s")(_job_line)(job_id)
-
-
-def _job_line(job_id: int) -> None:
     with resources.database_errors(stop=False):
         engine = resources.engine()
         status, est, basis = estimates.job_estimate(engine, job_id, jobs.live_workers(engine))
