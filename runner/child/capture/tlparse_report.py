@@ -56,6 +56,8 @@ def report(trace: str, timeout_s: float = TIMEOUT_S) -> tuple[bytes | None, str 
         return None, f"tlparse was not found on the worker (not on its PATH, nor beside its Python): {INSTALL}"
     if not trace:
         return None, "the compile left no trace for tlparse to read"
+    if not os.access(exe, os.X_OK):  # said here: run under `nice`, a missing program is nice's exit 127
+        return None, f"tlparse could not be run ({exe} is not an executable file): {INSTALL}"
     with tempfile.TemporaryDirectory(prefix="tlparse-") as tmp:
         log, out = Path(tmp) / "trace.log", Path(tmp) / "report"
         log.write_text(trace)
