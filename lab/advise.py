@@ -4,7 +4,8 @@ caller's number of calls. Pure: the candidates' answers (lab.answer's numbers an
 out; db.advice stores the search and queues what a Step asks for.
 
 The race. Candidates are screened in stages, one process each (lab.advise_plan: the simpler and likely-good ones
-first, a variant only while its base is in contention, where calls count a scout alone first; lab.advise_screen
+first, a dynamic or scope variant only where the caller's calls or traffic can reward it, where calls count a
+scout alone first; lab.advise_screen
 leaves out those that cannot win). After each round a candidate is dropped when it failed, when even its interval's
 top cannot pay off for the caller (below eager for N calls, or slower), or when its interval's top lies below the
 leader's bottom. Once every stage has run, the leader is recommended when it is the only one left and its interval's

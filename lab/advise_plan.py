@@ -5,13 +5,14 @@ Order. Candidates are screened in stages, cheap and likely-good first:
     None before True, scope model before blocks); the others of that backend and mode are its *variants*;
   - at steady state the bases of mode default and reduce-overhead run in the first round, then max-autotune, then
     max-autotune-no-cudagraphs while it could still win (the four modes are autotuning x CUDA graphs: the fourth's
-    number is predicted from the other three, autotuning taken to gain the same with CUDA graphs as without), and a
-    variant runs only while its base is still in contention: at one batch size, marking shapes dynamic or
-    compiling block by block changes how much is compiled, not how fast a setting's kernels run, so a variant of a
-    base clearly worse than the leader is not run (with a traffic stream, whose sizes vary, every variant runs);
+    number is predicted from the other three, autotuning taken to gain the same with CUDA graphs as without); the
+    variants are not run: at one batch size, marking shapes dynamic or compiling block by block changes how much is
+    compiled, not how fast a setting's kernels run, so no variant can beat its base at steady state (one whose base
+    failed runs; with a traffic stream, whose sizes vary, or calls that weigh the compile, variants run);
   - where the caller's calls count (--calls, a traffic stream), the first round is one setting, the lightest to
     compile (the scout), so that "don't compile" can be answered after one process; then the other bases that do
-    not autotune, then the autotuning ones (only while they could still win), then the variants.
+    not autotune, then the autotuning ones (only while they could still win), then the variants (only while their
+    base is in contention).
 
 Indifference zone. Candidates whose numbers for the caller lie within ZONE of the leader's and inside each other's
 intervals are equal within the measurement: the race between them stops, and the one cheapest to compile (measured

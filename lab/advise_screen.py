@@ -29,32 +29,45 @@ def compile_floor(measured: Mapping[str, Measured], search: Search) -> str | Non
 
 def cannot_win(measured: Mapping[str, Measured], waiting: Mapping[str, Measured], gone: Mapping[str, str],
                search: Search, lead: tuple[float, float, float] | None, leader: Measured | None = None) -> list[Drop]:
-    """Candidates not run yet that are left out: a variant whose base was clearly worse (at steady state); the fourth
-    of the autotuning x CUDA graphs square, predicted from the other three, where it would not beat the leader by
-    more than the zone (or would tie it and compile slower); an autotuning mode whose compile alone, at least its
+    """Candidates not run yet that are left out: at steady state, a variant once its base ran (it cannot run faster
+    than its base at one batch size; where the base failed it runs); the fourth of the autotuning x CUDA
+    graphs square, predicted from the other three, where it would not beat the leader by more than the zone (or would
+    tie it without compiling faster); an autotuning mode whose compile alone, at least its
     sibling's, leaves it below the leader for the caller."""
     base_of = plan.bases({k: m.settings for k, m in measured.items()})
-    out = []
-    for key, w in waiting.items():
+    out: list[Drop] = []
+    gone = dict(gone)
+
+    def leave(d: Drop) -> None:
+        out.append(d)
+        gone[d.key] = d.kind  # a variant read after its base sees the base left out
+
+    for key, w in sorted(waiting.items(), key=lambda kv: (plan.rank(kv[1].settings), kv[0])):  # bases first
         base = base_of[key]
-        if (base != key and not search.traffic and search.calls is None
-                and gone.get(base) in ("below", "slower", "equal")):
+        steady = not search.traffic and search.calls is None
+        if steady and base != key and gone.get(base) == "unrun":
+            leave(Drop(key, "not run: at one batch size and steady state it cannot beat its base setting, "
+                       f"{settings_words(measured[base].settings)}, which was left out itself", "unrun"))
+            continue
+        if steady and base != key and measured[base].started and gone.get(base) != "failed":
             b = measured[base]
-            out.append(Drop(key, f"not run: its base setting, {settings_words(b.settings)}, was dropped ("
-                                 f"{_x(payoff(b))}); at one batch size, marking shapes dynamic or compiling block by "
-                                 "block does not make a setting's kernels faster", "unrun"))
+            leave(Drop(key, f"not run: at one batch size and steady state it cannot beat its base setting, "
+                       f"{settings_words(b.settings)} ({_x(payoff(b))}): marking shapes dynamic or "
+                       "compiling block by block changes how much is compiled, not how fast the kernels "
+                       "run; give a number of calls to weigh its compile, or traffic to judge varying "
+                       "sizes", "unrun"))
             continue
         guess = _square(measured, w)
         ref = lead or (1.0, 1.0, 1.0)  # with none left in contention, it has to beat eager
         if guess is not None and _cannot_beat(guess[0], guess[1], ref, leader):
             against = f"the leader's {lead[0]:.2f}x" if lead else "eager"
-            out.append(Drop(key, f"not run: {guess[2]}, against {against}", "unrun"))
+            leave(Drop(key, f"not run: {guess[2]}, against {against}", "unrun"))
             continue
         bound = _autotune_bound(measured, w)
         if bound is not None and lead is not None and bound[0] < lead[1]:
-            out.append(Drop(key, f"not run: it compiles at least as long as {settings_words(bound[1].settings)} "
-                                 f"({bound[1].cold_first_s:.1f} s cold), so for the caller it could reach at most "
-                                 f"{bound[0]:.2f}x, below the leader's {lead[1]:.2f}x", "unrun"))
+            leave(Drop(key, f"not run: it compiles at least as long as {settings_words(bound[1].settings)} "
+                       f"({bound[1].cold_first_s:.1f} s cold), so for the caller it could reach at most "
+                       f"{bound[0]:.2f}x, below the leader's {lead[1]:.2f}x", "unrun"))
     return out
 
 
@@ -80,12 +93,13 @@ def _square(measured: Mapping[str, Measured], w: Measured) -> tuple[float, float
 
 
 def _cannot_beat(guess: float, cold: float | None, lead: tuple[float, float, float], leader: Measured | None) -> bool:
-    """A predicted number below the leader's by more than the zone, or within it with a slower compile."""
+    """A predicted number below the leader's by more than the zone, or within it without a faster compile (a tie
+    that compiles no faster would not be chosen: the zone's difference is not worth its cold compile)."""
     if guess < lead[0] / (1 + plan.ZONE):
         return True
-    slower = cold is not None and leader is not None and leader.cold_first_s is not None \
-        and cold > leader.cold_first_s
-    return guess <= lead[0] * (1 + plan.ZONE) and slower
+    faster = cold is not None and leader is not None and leader.cold_first_s is not None \
+        and cold < leader.cold_first_s
+    return guess <= lead[0] * (1 + plan.ZONE) and not faster
 
 
 def _autotune_bound(measured: Mapping[str, Measured], w: Measured) -> tuple[float, Measured] | None:
