@@ -191,7 +191,11 @@ def decide(measured: Mapping[str, Measured], out: Mapping[str, str] | set[str], 
         live = {leader: live[leader]}
         lead = payoff(live[leader])
     if len(live) == 1 and lead[1] > 1:
-        why = "separable from every other setting and from eager at 95%"
+        settled_ = sum(kind in ("equal", "futile") for kind in (*kinds.values(), *(d.kind for d in dropped)))
+        why = ("separable from every other setting and from eager at 95%" if not settled_ else
+               f"separable from eager at 95%; {settled_} other setting{'s' * (settled_ != 1)} equal to it within the "
+               f"measurement or not separable from it, and slower to compile, {'was' if settled_ == 1 else 'were'} "
+               "left out of the race")
         return Step(Outcome.RECOMMEND, leader, dropped=tuple(dropped),
                     why=f"{zone_why}; separable from eager at 95%" if zone is not None else why)
     more = tuple(sorted(live, key=lambda k: (k != leader, k)))
