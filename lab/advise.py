@@ -248,16 +248,27 @@ def full_sweep_cost(measured: Mapping[str, Measured], processes: int = FULL_PROC
     """What a plain sweep of the same candidates, `processes` each, would have cost: each candidate's first process
     as measured, its later ones as measured where it ran them, else at the search's repeat share."""
     share = repeat_share(measured)
-    firsts = sorted(m.first_s for m in measured.values() if m.first_s)
-    typical = firsts[len(firsts) // 2] if firsts else 0.0  # a candidate not run: a typical first process
     total = 0.0
     for m in measured.values():
         if not m.started:
-            m = replace(m, first_s=typical)
+            m = replace(m, first_s=_like(measured, m))
         later = list(m.later_s[:processes - 1])
         mean = sum(later) / len(later) if later else (m.first_s or 0.0) * share
         total += (m.first_s or 0.0) + sum(later) + mean * (processes - 1 - len(later))
     return total
+
+
+def _like(measured: Mapping[str, Measured], m: Measured) -> float:
+    """A candidate not run, priced as the first processes of those most like it that ran: its mode's, else (an
+    autotuning mode, whose compile can be minutes) the other autotuning mode's, else a typical one's (the median)."""
+    ran = [x for x in measured.values() if x.started and x.first_s]
+    mode = m.settings.get("mode")
+    for same in ([x for x in ran if x.settings.get("mode") == mode],
+                 [x for x in ran if mode in plan.AUTOTUNES and x.settings.get("mode") in plan.AUTOTUNES], ran):
+        if same:
+            firsts = sorted(x.first_s for x in same)
+            return firsts[len(firsts) // 2]
+    return 0.0
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,18 @@ def test_full_sweep_cost_prices_missing_repeats_at_the_measured_share():
     assert full_sweep_cost(ms) == pytest.approx(20 + 5 + 40 + 40 * 0.25)
 
 
+def test_full_sweep_cost_prices_a_setting_not_run_like_its_mode_or_the_other_autotuning_mode():
+    """An H200's resnet18: max-autotune compiled in 475 s, default in 14 s; the autotuning settings not run are priced
+    like max-autotune, not like a typical first process."""
+    ms = {"d": cand("d", "default", s=1.5, lo=1.3, hi=1.7, first_s=18.0),
+          "ro": cand("ro", "reduce-overhead", s=1.6, lo=1.3, hi=2.0, first_s=15.0),
+          "ma": cand("ma", "max-autotune", s=1.59, lo=1.3, hi=2.0, first_s=479.0),
+          "manc": cand("manc", "max-autotune-no-cudagraphs"), "ma_dyn": cand("ma_dyn", "max-autotune", True),
+          "d_dyn": cand("d_dyn", "default", True)}
+    firsts = 18 + 15 + 479 + 479 + 479 + 18
+    assert full_sweep_cost(ms) == pytest.approx(firsts * 1.32)  # each first, and one more at the repeat share
+
+
 def test_words_recommendation_first_then_dropped_with_round():
     ms = {"a": m("a", 1.5, 1.4, 1.6, cold_first_s=14.0, portable_first_s=2.1, break_even=9800,
                  peak_eager_mb=100.0, peak_compiled_mb=106.0),
