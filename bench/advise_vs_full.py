@@ -12,6 +12,8 @@ processes, re-runs on), through one real worker on one device, and prints side b
     python -m bench.advise_vs_full --out DIR --cpu --model mlp               # on the CPU: tiny sizes, end to end
     python -m bench.advise_vs_full --out DIR --model gpt2 --part search     # where one call cannot hold both: the
     python -m bench.advise_vs_full --out DIR --model gpt2 --part full       # search, then (DIR carried) the full sweep
+    python -m bench.advise_vs_full --out DIR --model gpt2 --part full --half 1   # a full sweep too long for one call:
+    python -m bench.advise_vs_full --out DIR --model gpt2 --part full --half 2   # half its modes a call, DIR carried
 
 The search runs first, then the full sweep, in one database (DIR/advise_vs_full.db; a later invocation with the
 same DIR adds its model's row, and the searches see the spread between processes the earlier sweeps showed on this
@@ -35,6 +37,9 @@ MODELS = {  # name: the flags that pick the workload
     "gpt2 (hf, 4 layers)": ["--model", "hf:GPT2LMHeadModel", "--batch", "8", "--arg", "seq_len=128",
                             "--arg", "n_layer=4"],
     "resnet18 (timm)": ["--model", "timm:resnet18", "--batch", "32"],
+    # a timm model whose full sweep fits a session's device time: on an H200 max-autotune tuned resnet18's
+    # convolutions for 475 s, and its full sweep holds four such compiles
+    "vit_tiny (timm)": ["--model", "timm:vit_tiny_patch16_224", "--batch", "32"],
 }
 SMALL = {
     "mlp": ["--model", "mlp", "--batch", "8", "--arg", "dim=64", "--arg", "hidden=128"],
@@ -101,8 +106,9 @@ def _sweep_named(engine, name: str) -> int | None:
         return s.scalar(select(Sweep.id).where(Sweep.name == name).order_by(Sweep.id.desc()).limit(1))
 
 
-def full_flags(engine, search_id: int) -> list[str]:
-    """The full sweep's settings flags: exactly the lists the search raced (its stored request)."""
+def full_flags(engine, search_id: int, half: int | None = None) -> list[str]:
+    """The full sweep's settings flags: exactly the lists the search raced (its stored request); with `half` (1 or 2),
+    the first or the second half of its modes (the full sweep in two sweeps, where one call cannot hold it)."""
     from sqlalchemy import select
 
     from db.engine import reading
@@ -114,23 +120,35 @@ def full_flags(engine, search_id: int) -> list[str]:
         request = s.scalar(select(Sweep.request).where(Sweep.id == search_id))
     out = []
     for field in ("backend", "mode", "dynamic", "scope"):
-        for value in request.get(BY_FIELD[field].plural) or ():
+        values = list(request.get(BY_FIELD[field].plural) or ())
+        if field == "mode" and half:
+            cut = (len(values) + 1) // 2
+            values = values[:cut] if half == 1 else values[cut:]
+        for value in values:
             out += [BY_FIELD[field].flag, dynamic_name(value) if field == "dynamic" else str(value)]
     return out
 
 
-def compare(engine, name: str, search_id: int, full_id: int | None) -> dict:
-    """One model's row: the search's answer beside the full sweep's best."""
+def _full_sweeps(engine, name: str) -> list[int]:
+    """The full sweep of this model: one sweep, or its two halves (each the newest of its name)."""
+    whole = _sweep_named(engine, f"full {name}")
+    if whole is not None:
+        return [whole]
+    return [i for h in (1, 2) if (i := _sweep_named(engine, f"full {name} ({h}/2)")) is not None]
+
+
+def compare(engine, name: str, search_id: int, full_ids: list[int]) -> dict:
+    """One model's row: the search's answer beside the full sweep's best (over its halves, where it ran in two)."""
     from db import advice, reports
     from lab.advise import payoff, settings_words
 
     st = advice.load(engine, search_id)
     last = st.last
     lead = st.measured.get(last.leader) if last and last.leader else None
-    rows = [r for r in reports.report(engine, sweep_ids=[full_id]) if r.speedup is not None] if full_id else []
+    rows = [r for r in reports.report(engine, sweep_ids=full_ids) if r.speedup is not None] if full_ids else []
     best = max(rows, key=lambda r: r.speedup) if rows else None
-    full_s = _seconds(engine, full_id)[0] if full_id else 0.0
-    row = {"model": name, "search_sweep": search_id, "full_sweep": full_id,
+    full_s = sum(_seconds(engine, i)[0] for i in full_ids)
+    row = {"model": name, "search_sweep": search_id, "full_sweep": full_ids[0] if len(full_ids) == 1 else full_ids,
            "outcome": last.outcome.value if last else "unfinished", "search_s": st.spent_s, "full_s": full_s,
            "share": st.spent_s / full_s if full_s else None, "candidates": len(st.measured),
            "search_jobs": sum(m.processes for m in st.measured.values()),
@@ -181,7 +199,12 @@ def main() -> int:
                     help="search: only the search (its row without the full sweep); full: the full sweep of the "
                          "search this --out's database holds for the model (a search cut short runs on first): the "
                          "two in two calls where one does not fit, the same --out carried between them")
+    ap.add_argument("--half", type=int, choices=(1, 2),
+                    help="with --part full: the first or second half of the search's modes, one sweep each (the full "
+                         "sweep in two calls where one cannot hold it; the row compares over both once both ran)")
     args = ap.parse_args()
+    if args.half and args.part != "full":
+        raise SystemExit("--half: only with --part full")
     start = time.monotonic()
     deadline = start + args.deadline
     args.out.mkdir(parents=True, exist_ok=True)
@@ -220,14 +243,18 @@ def main() -> int:
                 search_id = int(re.search(r"search: sweep ([0-9]+)", done.stderr).group(1))
             finished = _wait(lambda i=search_id: advice.load(engine, i).finished, f"the search of {name}", deadline)
             print(f"{name}: search done at {time.monotonic() - start:.0f} s", file=sys.stderr)
-            full_id = None
+            full_ids: list[int] = []
             if args.part != "search":
-                done = _cli("submit", "--db", db, *flags, *common, *full_flags(engine, search_id),
-                            "--name", f"full {name}")
+                label = f"full {name}" + (f" ({args.half}/2)" if args.half else "")
+                done = _cli("submit", "--db", db, *flags, *common, *full_flags(engine, search_id, args.half),
+                            "--name", label)
                 full_id = int(re.search(r"sweep ([0-9]+):", done.stderr).group(1))
                 finished = _wait(lambda i=full_id: _seconds(engine, i)[1] == 0, f"the full sweep of {name}",
                                  deadline) and finished
-            rows.append(compare(engine, name, search_id, full_id) | {"complete": finished})
+                full_ids = _full_sweeps(engine, name)
+                finished = finished and (not args.half or len(full_ids) == 2) and \
+                    all(_seconds(engine, i)[1] == 0 for i in full_ids)
+            rows.append(compare(engine, name, search_id, full_ids) | {"complete": finished})
             (args.out / "advise_vs_full.json").write_text(json.dumps(rows, indent=1))
             (args.out / "advise_vs_full.md").write_text(table(rows))
             print(f"{name}: done at {time.monotonic() - start:.0f} s", file=sys.stderr)
