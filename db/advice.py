@@ -155,7 +155,7 @@ def load(engine: Engine, sweep_id: int) -> State | None:
                         eager_first_s=row.eager_first_call_s, cold_first_s=row.first_call_cold_s,
                         portable_first_s=row.first_call_portable_s, eager_ms=row.eager_ms, compiled_ms=row.compiled_ms,
                         break_even=row.break_even_calls, peak_eager_mb=row.peak_mem_eager_mb,
-                        peak_compiled_mb=row.peak_mem_compiled_mb, label=row.config)
+                        peak_compiled_mb=row.peak_mem_compiled_mb, recompiles=row.recompiles, label=row.config)
             if search.traffic:
                 if prior is None:
                     prior = _prior(engine, {j.device_name for j in jobs if j.device_name})

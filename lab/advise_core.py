@@ -99,6 +99,7 @@ class Measured:
     break_even: int | None = None
     peak_eager_mb: float | None = None
     peak_compiled_mb: float | None = None
+    recompiles: int | None = None  # the most any of its processes recompiled (shapes that change inside the model)
     first_s: float | None = None  # device-seconds of its first process
     later_s: tuple[float, ...] = ()  # device-seconds of each later process
     label: str = ""

@@ -8,7 +8,8 @@ Order. Candidates are screened in stages, cheap and likely-good first:
     number is predicted from the other three, autotuning taken to gain the same with CUDA graphs as without); the
     variants are not run: at one batch size, marking shapes dynamic or compiling block by block changes how much is
     compiled, not how fast a setting's kernels run, so no variant can beat its base at steady state (one whose base
-    failed runs; with a traffic stream, whose sizes vary, or calls that weigh the compile, variants run);
+    failed, or recompiled in its rounds, runs; with a traffic stream, whose sizes vary, or calls that weigh the
+    compile, variants run);
   - where the caller's calls count (--calls, a traffic stream), the first round is one setting, the lightest to
     compile (the scout), so that "don't compile" can be answered after one process; then the other bases that do
     not autotune, then the autotuning ones (only while they could still win), then the variants (only while their

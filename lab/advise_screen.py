@@ -30,7 +30,8 @@ def compile_floor(measured: Mapping[str, Measured], search: Search) -> str | Non
 def cannot_win(measured: Mapping[str, Measured], waiting: Mapping[str, Measured], gone: Mapping[str, str],
                search: Search, lead: tuple[float, float, float] | None, leader: Measured | None = None) -> list[Drop]:
     """Candidates not run yet that are left out: at steady state, a variant once its base ran (it cannot run faster
-    than its base at one batch size; where the base failed it runs); the fourth of the autotuning x CUDA
+    than its base at one batch size; where the base failed, or recompiled because shapes change inside the model,
+    it runs); the fourth of the autotuning x CUDA
     graphs square, predicted from the other three, where it would not beat the leader by more than the zone (or would
     tie it without compiling faster); an autotuning mode whose compile alone, at least its
     sibling's, leaves it below the leader for the caller."""
@@ -49,7 +50,8 @@ def cannot_win(measured: Mapping[str, Measured], waiting: Mapping[str, Measured]
             leave(Drop(key, "not run: at one batch size and steady state it cannot beat its base setting, "
                        f"{settings_words(measured[base].settings)}, which was left out itself", "unrun"))
             continue
-        if steady and base != key and measured[base].started and gone.get(base) != "failed":
+        if (steady and base != key and measured[base].started and gone.get(base) != "failed"
+                and not measured[base].recompiles):
             b = measured[base]
             leave(Drop(key, f"not run: at one batch size and steady state it cannot beat its base setting, "
                        f"{settings_words(b.settings)} ({_x(payoff(b))}): marking shapes dynamic or "

@@ -164,6 +164,9 @@ def test_at_steady_state_no_variant_runs_once_its_base_ran_unless_the_base_faile
     assert {d.key: d.kind for d in got.dropped} == {"ro": "failed", "d_dyn": "unrun"}
     # with a traffic stream, whose sizes vary, the variants are judged
     assert set(decide(ms, set(), Search(traffic=True), 60).start) >= {"ro_dyn", "ro_blk"}
+    # so are those of a base that recompiled in its rounds at one batch size (shapes change inside the model)
+    again = {**ms, "ro": replace(ms["ro"], recompiles=3)}
+    assert decide(again, set(), Search(), 60).start == ("ro_blk", "ro_dyn")
 
 
 def test_few_calls_stop_after_the_scouts_first_process_with_the_evidence():
