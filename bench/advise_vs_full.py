@@ -108,7 +108,9 @@ def _sweep_named(engine, name: str) -> int | None:
 
 def full_flags(engine, search_id: int, half: int | None = None) -> list[str]:
     """The full sweep's settings flags: exactly the lists the search raced (its stored request); with `half` (1 or 2),
-    the first or the second half of its modes (the full sweep in two sweeps, where one call cannot hold it)."""
+    every other of its modes, from the first or the second (the full sweep in two sweeps, where one call cannot hold
+    it; the modes default, reduce-overhead, max-autotune-no-cudagraphs, max-autotune split so that each half holds one
+    autotuning mode)."""
     from sqlalchemy import select
 
     from db.engine import reading
@@ -121,9 +123,8 @@ def full_flags(engine, search_id: int, half: int | None = None) -> list[str]:
     out = []
     for field in ("backend", "mode", "dynamic", "scope"):
         values = list(request.get(BY_FIELD[field].plural) or ())
-        if field == "mode" and half:
-            cut = (len(values) + 1) // 2
-            values = values[:cut] if half == 1 else values[cut:]
+        if field == "mode" and half:  # every other mode: each half holds one autotuning mode (the long compiles)
+            values = values[half - 1::2]
         for value in values:
             out += [BY_FIELD[field].flag, dynamic_name(value) if field == "dynamic" else str(value)]
     return out
