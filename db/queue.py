@@ -353,6 +353,19 @@ def bundle_signers(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> tuple[int
     return sum(bool(w.capabilities.get("signs_bundles")) for w in live), len(live)
 
 
+def published_listing(engine: Engine, key: str) -> dict | None:
+    """The families' listing ({"models", "refused", "families"}) the newest worker with this listing key published
+    (runner.worker.listing_cache: same interpreter, packages and listing code), or None."""
+    with reading(engine) as s:
+        row = s.scalars(select(WorkerRow).where(WorkerRow.capabilities["listing"]["key"].as_string() == key)
+                        .order_by(WorkerRow.heartbeat_at.desc()).limit(1)).first()
+    caps = row.capabilities if row is not None and isinstance(row.capabilities, dict) else None
+    listing = caps.get("listing") if caps else None
+    if not isinstance(listing, dict) or not isinstance(caps.get("models"), list):
+        return None
+    return {"models": caps["models"], "refused": caps.get("refused_models") or {}, "families": listing.get("families") or {}}
+
+
 def published_catalog(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> dict[str, ModelInfo]:
     """The models that live workers offer (what the dashboard's Submit page lists)."""
     catalog: dict[str, ModelInfo] = {}
@@ -365,6 +378,6 @@ def published_catalog(engine: Engine, fresh_s: float = WORKER_FRESH_S) -> dict[s
 __all__ = [
     "Claim", "QueueError", "submit", "submit_many", "requeue_expired", "claim_next", "heartbeat_job", "finish", "release",
     "cancel", "hand_back", "resubmit", "register_worker", "publish_capabilities", "heartbeat_worker", "live_workers",
-    "published_catalog", "live_torch_versions",
+    "published_catalog", "published_listing", "live_torch_versions",
     "status_counts", "jobs_overview", "timed_on_host", "waiting_reason",
 ]

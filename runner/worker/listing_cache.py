@@ -3,7 +3,9 @@ models as soon as it starts instead of after the listing child's imports (transf
 H200 host). Kept per key: what was asked (families, import paths, GPU-sized defaults) and everything the answer
 depends on that can be read without importing anything: the interpreter, the installed versions of torch and of
 the families' packages, and the lab's listing code (its files' modification times). A worker that starts from a
-kept listing still lists in the background and publishes the new one where it differs.
+kept listing still lists in the background and publishes the new one where it differs. A worker starting in an empty
+home (a Kubernetes pod's emptyDir) takes the families' listing that a worker with the same key published in the
+database (db.queue.published_listing), and keeps it.
 """
 from __future__ import annotations
 
@@ -52,9 +54,13 @@ def key(family_names: list[str], imports: list[str], gpu: bool) -> dict:
             "import_files": {n: _import_origin(n) for n in sorted(imports)}}
 
 
+def digest(k: dict) -> str:
+    """The key's short hash: the kept file's name, and what a worker publishes for others with the same key."""
+    return hashlib.sha256(json.dumps(k, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
 def path(home: Path, k: dict) -> Path:
-    digest = hashlib.sha256(json.dumps(k, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    return home / FILE.replace("*", digest)
+    return home / FILE.replace("*", digest(k))
 
 
 def load(home: Path, k: dict) -> dict | None:

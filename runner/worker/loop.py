@@ -112,7 +112,8 @@ class Worker:
             facts = "read without torch" if known.get("quick") else f"kept in {hostfacts.path(self.home, self._env())}"
             how = f"host facts {facts}; the preloaded parent is still loading"
         queue.register_worker(self.engine, self.id, self.hostname, os.getpid(), self.cfg.gpu, self.capabilities)
-        self.more.start(self._env(), PROJECT_ROOT, gpu="cuda" in self.capabilities["devices"], home=self.home)
+        self.more.start(self._env(), PROJECT_ROOT, gpu="cuda" in self.capabilities["devices"], home=self.home,
+                        published=lambda key: queue.published_listing(self.engine, key))
         self.rescan_models()  # a listing kept from an earlier start (runner.worker.listing_cache): offered now
         if starting is not None:
             # only now: what the start finds replaces the facts registered above, never the other way round (started
@@ -147,7 +148,8 @@ class Worker:
         return offered
 
     def _offer(self) -> dict:
-        return {"models": [e.info.to_dict() for e in self.entries.values()], "refused_models": dict(self.more.refused)}
+        return {"models": [e.info.to_dict() for e in self.entries.values()], "refused_models": dict(self.more.refused),
+                "listing": self.more.published_record()}
 
     def _capabilities(self, probe: dict) -> dict:
         devices = (["cuda", "cpu"] if probe.get("cuda") else ["cpu"])

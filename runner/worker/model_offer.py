@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from typing import Callable
 
 from lab.errors import first_line
 from lab.spec import ModelInfo
@@ -48,35 +49,61 @@ class MoreModels:
         self._cache: tuple[Path, dict] | None = None  # where the listing is kept, and its key
         self._kept: dict | None = None  # the listing offered now, as listed
         self._later: tuple | None = None  # a kept listing's check, waiting for the worker to be idle
+        self.key: str | None = None  # the listing's key, hashed (listing_cache.digest): published for other workers
 
     @property
     def wanted(self) -> bool:
         return bool(self.families or self.imports)
 
-    def start(self, env: dict, cwd: Path, gpu: bool, home: Path | None = None) -> None:
-        """List in the background; with `home`, offer its kept listing for this key at once (`changed` set)."""
+    def start(self, env: dict, cwd: Path, gpu: bool, home: Path | None = None,
+              published: Callable[[str], dict | None] | None = None) -> None:
+        """List in the background; with `home`, offer its kept listing for this key at once (`changed` set), else
+        the families' listing `published(key)` finds (one a worker with the same key published), kept in the home."""
         if not self.wanted:
             self.known.set()
             return
         if home is not None:
             k = listing_cache.key(self.families, self.imports, gpu)
-            self._cache = (home, k)
-            kept = listing_cache.load(home, k)
+            self._cache, self.key = (home, k), listing_cache.digest(k)
+            kept, where = listing_cache.load(home, k), str(listing_cache.path(home, k))
+            if kept is None and published is not None and self.families:
+                kept, where = self._families_only(published(self.key)), "the database (another worker's, same key)"
             try:
                 if kept is not None:
                     self._take(kept, quiet=True)
             except (KeyError, TypeError, ValueError, AttributeError) as e:  # a file that does not read: listed anew
-                log.warning("worker: the kept listing %s does not read (%s); listing again", listing_cache.path(home, k),
-                            first_line(e))
+                log.warning("worker: the kept listing %s does not read (%s); listing again", where, first_line(e))
                 kept, self.entries, self.refused, self.versions = None, {}, {}, {}
             if kept is not None:
+                if where != str(listing_cache.path(home, k)):
+                    listing_cache.save(home, k, kept)
                 self.from_cache = True
-                log.info("worker: offering the listing kept in %s while listing again", listing_cache.path(home, k))
+                log.info("worker: offering the listing kept in %s while listing again", where)
                 self.changed.set()
                 self.known.set()
                 self._later = (env, cwd, gpu)  # listed again once the worker is idle (refresh)
                 return
         self._begin(env, cwd, gpu)
+
+    def _families_only(self, listed: dict | None) -> dict | None:
+        """A listing published by another worker, cut to this worker's families (its import paths it lists itself:
+        their entries are its own to make); None where it names none of them."""
+        if not isinstance(listed, dict) or not isinstance(listed.get("models"), list):
+            return None
+        mine = [m for m in listed["models"] if isinstance(m, dict) and families.family_of(str(m.get("name", "")))
+                in self.families]
+        if not mine:
+            return None
+        refused = {n: why for n, why in (listed.get("refused") or {}).items() if n.endswith(":*")
+                   and n[:-2] in self.families}
+        return {"models": mine, "refused": refused, "families": dict(listed.get("families") or {})}
+
+    def published_record(self) -> dict | None:
+        """What the worker publishes of its listing for others with the same key: the key and the families'
+        versions (the entries themselves are its published models)."""
+        if self.key is None or not self.versions or not self.entries:
+            return None
+        return {"key": self.key, "families": dict(self.versions)}
 
     def refresh(self) -> None:
         """The worker is idle: list again now, where a kept listing is offered and has not been checked yet. Not at

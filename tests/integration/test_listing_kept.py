@@ -70,6 +70,39 @@ def test_a_kept_listing_is_offered_at_once_and_its_jobs_run_while_the_listing_re
         second.wait(timeout=120)
 
 
+def test_a_worker_in_an_empty_home_offers_the_listing_another_worker_published(db_url, tmp_path):
+    """A Kubernetes pod's home is an emptyDir: without a kept listing it takes the one a worker with the same packages
+    and code published in the database, offers it while its own listing child is held, and keeps it in its home."""
+    engine = get_engine(db_url)
+    env = {"COMPILE_LAB_FAMILIES": "1"}
+    first = start_worker(db_url, tmp_path / "first", "--no-calibrate", env=env)
+    try:
+        wait_until(lambda: _offers(engine, first.pid), 300, "the first worker's listing")
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=120)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(GATE)
+    gate = tmp_path / "gate"
+    home = tmp_path / "pod"  # empty
+    launched = time.monotonic()
+    second = start_worker(db_url, home, "--no-calibrate",
+                          env={**env, "PYTHONPATH": f"{site}", "LISTING_GATE": str(gate)})
+    try:
+        wait_until(lambda: _offers(engine, second.pid), 120, "the second worker to offer the published listing")
+        offered_s = time.monotonic() - launched
+        assert not gate.exists()  # its own listing child has not been let through: the listing came from the database
+        assert list(home.glob("model-listing-*.json")), "the published listing is kept in the empty home"
+        log = second.log_path.read_text()
+        assert "offering the listing kept in the database" in log, log[-2000:]
+        print(f"start to offering {MODEL} in an empty home, from the database: {offered_s:.1f} s")
+    finally:
+        gate.touch()
+        second.send_signal(signal.SIGTERM)
+        second.wait(timeout=120)
+
+
 def _offers(engine, pid: int) -> bool:
     return any(w.capabilities.get("pid") == pid and any(m.get("name") == MODEL for m in w.capabilities.get("models", []))
                for w in queue.live_workers(engine))

@@ -31,3 +31,38 @@ def test_a_kept_listing_that_does_not_read_is_listed_again(tmp_path, monkeypatch
     more.start({}, tmp_path, gpu=False, home=tmp_path)
     assert begun and more.entries == {} and not more.from_cache
     assert json.loads(listing_cache.path(tmp_path, key).read_text())  # the file is left for the listing to replace
+
+
+def test_a_listing_another_worker_published_is_offered_cut_to_this_workers_families_and_kept(tmp_path, monkeypatch):
+    """An empty home (a pod's emptyDir): the families' listing a worker with the same key published is offered at
+    once, only this worker's families' members (never an import path: those it lists itself), and kept in the home."""
+    more = MoreModels(["labpkg.models:make"], use_families=False)
+    more.families = ["hf"]
+    published = {"models": [model("hf:GPT2LMHeadModel"), model("timm:resnet18"), model("labpkg.models:make"),
+                            model("evilpkg.payload:run")],
+                 "refused": {"hf:*": "not here", "labpkg.models:make": "no such module"}, "families": {"hf": "5.0"}}
+    asked = []
+    monkeypatch.setattr(MoreModels, "_begin", lambda self, *a: None)  # no listing child here
+    more.start({}, tmp_path, gpu=False, home=tmp_path, published=lambda key: asked.append(key) or published)
+    key = listing_cache.key(more.families, more.imports, False)
+    assert asked == [listing_cache.digest(key)]
+    assert set(more.entries) == {"hf:GPT2LMHeadModel"} and more.from_cache and more.changed.is_set()
+    assert more.refused == {"hf:*": "not here"}
+    assert set(families_of(listing_cache.load(tmp_path, key))) == {"hf:GPT2LMHeadModel"}  # kept for the next start
+    assert more.published_record() == {"key": asked[0], "families": {"hf": "5.0"}}
+    # a home that keeps its own listing does not ask the database
+    again = MoreModels(["labpkg.models:make"], use_families=False)
+    again.families = ["hf"]
+    again.start({}, tmp_path, gpu=False, home=tmp_path, published=lambda key: asked.append(key) or None)
+    assert len(asked) == 1 and set(again.entries) == {"hf:GPT2LMHeadModel"}
+    # nothing published for this key: listed by the child
+    begun = []
+    monkeypatch.setattr(MoreModels, "_begin", lambda self, *a: begun.append(a))
+    fresh = MoreModels([], use_families=False)
+    fresh.families = ["hf"]
+    fresh.start({}, tmp_path / "empty", gpu=False, home=tmp_path / "empty", published=lambda key: None)
+    assert begun and fresh.entries == {} and not fresh.from_cache
+
+
+def families_of(listed: dict) -> list[str]:
+    return [m["name"] for m in listed["models"]]
