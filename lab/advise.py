@@ -169,7 +169,7 @@ def decide(measured: Mapping[str, Measured], out: Mapping[str, str] | set[str], 
             waiting.pop(d.key)
     if waiting:
         start = screen.next_stage(measured, waiting, search)
-        cost = screen.first_cost(measured) * len(start)
+        cost = sum(_like(measured, measured[k]) for k in start)  # an autotuning stage priced as autotuning
         if spent_s + cost <= search.budget_s:
             return Step(Outcome.CONTINUE, leader, start=start, dropped=tuple(dropped),
                         why=f"screening: {len(start)} more setting{'s' * (len(start) != 1)}, one process each")
@@ -191,7 +191,7 @@ def decide(measured: Mapping[str, Measured], out: Mapping[str, str] | set[str], 
         live = {leader: live[leader]}
         lead = payoff(live[leader])
     if len(live) == 1 and lead[1] > 1:
-        settled_ = sum(kind in ("equal", "futile") for kind in (*kinds.values(), *(d.kind for d in dropped)))
+        settled_ = _still_tied(measured, {**kinds, **{d.key: d.kind for d in dropped}}, leader, search)
         why = ("separable from every other setting and from eager at 95%" if not settled_ else
                f"separable from eager at 95%; {settled_} other setting{'s' * (settled_ != 1)} equal to it within the "
                f"measurement or not separable from it, and slower to compile, {'was' if settled_ == 1 else 'were'} "
@@ -215,6 +215,19 @@ def decide(measured: Mapping[str, Measured], out: Mapping[str, str] | set[str], 
     if zone is not None:
         why = f"{zone_why}; {why}"
     return Step(Outcome.CONTINUE, leader, more=more, dropped=tuple(dropped), why=why)
+
+
+def _still_tied(measured: Mapping[str, Measured], kinds: Mapping[str, str], leader: str, search: Search) -> int:
+    """How many settings settled as equal (or not separable) are so against this leader too: one settled against
+    an earlier leader may lie well below a later one."""
+    lead, n_lead = payoff(measured[leader]), measured[leader].processes
+    count = 0
+    for key, kind in kinds.items():
+        p = payoff(measured[key]) if kind in ("equal", "futile") and key in measured else None
+        if p is not None and (plan.equal(p, lead) or
+                              plan.futile(p, measured[key].processes, lead, n_lead, search.max_processes)):
+            count += 1
+    return count
 
 
 def undecided(leader: str, live: Mapping[str, Measured], dropped: list[Drop], stop: str) -> Step:

@@ -63,7 +63,12 @@ def cannot_win(measured: Mapping[str, Measured], waiting: Mapping[str, Measured]
         ref = lead or (1.0, 1.0, 1.0)  # with none left in contention, it has to beat eager
         if guess is not None and _cannot_beat(guess[0], guess[1], ref, leader):
             against = f"the leader's {lead[0]:.2f}x" if lead else "eager"
-            leave(Drop(key, f"not run: {guess[2]}, against {against}", "unrun"))
+            tie = ""
+            if guess[0] >= ref[0] / (1 + plan.ZONE):  # not below: a tie that would compile no faster
+                cold = f" ({guess[1]:.1f} s against {leader.cold_first_s:.1f} s cold)" \
+                    if guess[1] is not None and leader is not None and leader.cold_first_s is not None else ""
+                tie = f": within {plan.ZONE:.0%}, and it would compile no faster{cold}"
+            leave(Drop(key, f"not run: {guess[2]}, against {against}{tie}", "unrun"))
             continue
         bound = _autotune_bound(measured, w)
         if bound is not None and lead is not None and bound[0] < lead[1]:
@@ -122,12 +127,6 @@ def next_stage(measured: Mapping[str, Measured], waiting: Mapping[str, Measured]
                         search.calls is not None or search.traffic)
     first = min(stage[k] for k in waiting)
     return tuple(sorted((k for k in waiting if stage[k] == first), key=lambda k: (plan.rank(waiting[k].settings), k)))
-
-
-def first_cost(measured: Mapping[str, Measured]) -> float:
-    """About what a candidate's first process costs: the median of those run (0 before any ran)."""
-    firsts = sorted(m.first_s for m in measured.values() if m.first_s)
-    return firsts[len(firsts) // 2] if firsts else 0.0
 
 
 def _x(p) -> str:

@@ -66,8 +66,13 @@ class MoreModels:
             k = listing_cache.key(self.families, self.imports, gpu)
             self._cache, self.key = (home, k), listing_cache.digest(k)
             kept, where = listing_cache.load(home, k), str(listing_cache.path(home, k))
-            if kept is None and published is not None and self.families:
-                kept, where = self._families_only(published(self.key)), "the database (another worker's, same key)"
+            if kept is None and published is not None and self.families and not self.imports:
+                # only without import paths: those it lists itself, before a draining worker's first claim
+                try:  # a speed-up: a database error or a row that does not read only costs the listing's wait
+                    kept, where = self._families_only(published(self.key)), "the database (another worker's, same key)"
+                except Exception as e:  # noqa: BLE001
+                    log.warning("worker: no published listing taken (%s); listing", first_line(e))
+                    kept = None
             try:
                 if kept is not None:
                     self._take(kept, quiet=True)
@@ -94,9 +99,12 @@ class MoreModels:
                 in self.families]
         if not mine:
             return None
-        refused = {n: why for n, why in (listed.get("refused") or {}).items() if n.endswith(":*")
+        refused, versions = listed.get("refused") or {}, listed.get("families") or {}
+        if not isinstance(refused, dict) or not isinstance(versions, dict):
+            return None
+        refused = {n: str(why) for n, why in refused.items() if isinstance(n, str) and n.endswith(":*")
                    and n[:-2] in self.families}
-        return {"models": mine, "refused": refused, "families": dict(listed.get("families") or {})}
+        return {"models": mine, "refused": refused, "families": {str(f): str(v) for f, v in versions.items()}}
 
     def published_record(self) -> dict | None:
         """What the worker publishes of its listing for others with the same key: the key and the families'

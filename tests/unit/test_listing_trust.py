@@ -35,8 +35,8 @@ def test_a_kept_listing_that_does_not_read_is_listed_again(tmp_path, monkeypatch
 
 def test_a_listing_another_worker_published_is_offered_cut_to_this_workers_families_and_kept(tmp_path, monkeypatch):
     """An empty home (a pod's emptyDir): the families' listing a worker with the same key published is offered at
-    once, only this worker's families' members (never an import path: those it lists itself), and kept in the home."""
-    more = MoreModels(["labpkg.models:make"], use_families=False)
+    once, only this worker's families' members, and kept in the home."""
+    more = MoreModels([], use_families=False)
     more.families = ["hf"]
     published = {"models": [model("hf:GPT2LMHeadModel"), model("timm:resnet18"), model("labpkg.models:make"),
                             model("evilpkg.payload:run")],
@@ -51,17 +51,34 @@ def test_a_listing_another_worker_published_is_offered_cut_to_this_workers_famil
     assert set(families_of(listing_cache.load(tmp_path, key))) == {"hf:GPT2LMHeadModel"}  # kept for the next start
     assert more.published_record() == {"key": asked[0], "families": {"hf": "5.0"}}
     # a home that keeps its own listing does not ask the database
-    again = MoreModels(["labpkg.models:make"], use_families=False)
+    again = MoreModels([], use_families=False)
     again.families = ["hf"]
     again.start({}, tmp_path, gpu=False, home=tmp_path, published=lambda key: asked.append(key) or None)
     assert len(asked) == 1 and set(again.entries) == {"hf:GPT2LMHeadModel"}
-    # nothing published for this key: listed by the child
+
+
+def test_without_a_good_published_listing_the_child_lists(tmp_path, monkeypatch):
+    """Nothing published, a row that does not read, a database that fails, or import paths of its own (listed before
+    a draining worker claims): the worker starts and its listing child lists."""
     begun = []
     monkeypatch.setattr(MoreModels, "_begin", lambda self, *a: begun.append(a))
-    fresh = MoreModels([], use_families=False)
-    fresh.families = ["hf"]
-    fresh.start({}, tmp_path / "empty", gpu=False, home=tmp_path / "empty", published=lambda key: None)
-    assert begun and fresh.entries == {} and not fresh.from_cache
+
+    def fails(key):
+        raise RuntimeError("database is locked")
+
+    forged = [None, {"models": [1, "x"], "families": "abc"}, {"models": [model("hf:A")], "refused": ["a"]},
+              {"models": [model("hf:A")], "families": [1]}, {"models": [{"name": "hf:A", "params": "x"}]}]
+    for n, got in enumerate([*(lambda key, g=g: g for g in forged), fails]):
+        more = MoreModels([], use_families=False)
+        more.families = ["hf"]
+        more.start({}, tmp_path / str(n), gpu=False, home=tmp_path / str(n), published=got)
+        assert len(begun) == n + 1 and more.entries == {} and not more.from_cache, n
+    asked = []
+    mine = MoreModels(["labpkg.models:make"], use_families=False)
+    mine.families = ["hf"]
+    mine.start({}, tmp_path / "imports", gpu=False, home=tmp_path / "imports",
+               published=lambda key: asked.append(key) or {"models": [model("hf:A")]})
+    assert asked == [] and mine.entries == {} and len(begun) == len(forged) + 2
 
 
 def families_of(listed: dict) -> list[str]:
