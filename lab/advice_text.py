@@ -13,6 +13,7 @@ from lab.advise import (
     Round,
     Search,
     full_sweep_cost,
+    interval_words,
     payoff,
     settings_words,
     varying,
@@ -43,10 +44,6 @@ class Line:
         return f"{self.settings}: {self.status}; {self.speedup} ({self.runs()}){': ' + self.why if self.why else ''}"
 
 
-def _x(p) -> str:
-    return f"{p[0]:.2f}x [{p[1]:.2f}, {p[2]:.2f}]" if p else "–"
-
-
 def unit(device: str) -> str:
     return "GPU-seconds" if device == "cuda" else "CPU-seconds"
 
@@ -56,7 +53,7 @@ def facts(m: Measured, calls: int | None) -> str:
     after 9,800 calls; peak memory +6%'."""
     p = payoff(m)
     who = f"for the caller's {calls:,} calls" if calls and m.base_s is not None else "for the caller"
-    parts = [f"{_x(p)} {who}" + (f" ({m.speedup:.2f}x a call)" if calls and m.base_s is not None else "")]
+    parts = [f"{interval_words(p)} {who}" + (f" ({m.speedup:.2f}x a call)" if calls and m.base_s is not None else "")]
     if m.cold_first_s is not None:
         cost = f"compiling costs {m.cold_first_s:.1f} s cold"
         if m.portable_first_s is not None:
@@ -80,7 +77,7 @@ def headline(search: Search, measured: Mapping[str, Measured], rounds: Sequence[
 
     if last is None or last.outcome is Outcome.CONTINUE:
         where = f"searching: round {len(rounds) + 1}, {pending} job{'s' * (pending != 1)} to run"
-        return where + (f"; leading so far: {name(lead)}: {_x(payoff(lead))}" if lead else "")
+        return where + (f"; leading so far: {name(lead)}: {interval_words(payoff(lead))}" if lead else "")
     if last.outcome is Outcome.RECOMMEND:
         text = f"use {name(lead)}: {facts(lead, search.calls)}"
         zone = last.why.removesuffix("; separable from eager at 95%")
@@ -110,7 +107,7 @@ def lines(measured: Mapping[str, Measured], rounds: Sequence[Round]) -> list[Lin
             why = last.why
         else:
             status, why = "in contention", ""
-        out.append(Line(settings_words(m.settings, vary), status, _x(payoff(m)), m.processes, m.spent_s, why,
+        out.append(Line(settings_words(m.settings, vary), status, interval_words(payoff(m)), m.processes, m.spent_s, why,
                         m.answered))
     order = {"recommended": 0, "leader": 0, "in contention": 1, "to run": 2}
     return sorted(out, key=lambda c: (order.get(c.status, 3), c.status.startswith("not run"), c.status, c.settings))

@@ -44,6 +44,7 @@ from lab.advise_core import (  # noqa: F401 (re-exported: lab.advise is where ca
     Search,
     Step,
     for_caller,
+    interval_words,
     payoff,
     settings_words,
     varying,
@@ -108,7 +109,7 @@ def shown(m: Measured) -> str:
     p = payoff(m)
     if p is None:
         return "no speedup measured"
-    text = f"{p[0]:.2f}x [{p[1]:.2f}, {p[2]:.2f}]"
+    text = interval_words(p)
     if m.base_s is not None and m.cold_first_s is not None:
         text += f" over the caller's workload ({m.speedup:.2f}x per call, {m.cold_first_s:.1f} s to compile)"
     return text

@@ -110,6 +110,11 @@ class Measured:
         return (self.first_s or 0.0) + sum(self.later_s)
 
 
+def interval_words(p: tuple[float, float, float] | None, missing: str = "–") -> str:
+    """'1.42x [1.36, 1.48]', or `missing` where nothing was measured."""
+    return f"{p[0]:.2f}x [{p[1]:.2f}, {p[2]:.2f}]" if p else missing
+
+
 def for_caller(m: Measured, s: float) -> float:
     """Speedup s as the caller's time over their workload, first calls included (the module's formula)."""
     if m.base_s is None or m.cold_first_s is None:

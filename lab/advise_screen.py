@@ -7,7 +7,7 @@ import math
 from typing import Mapping
 
 from lab import advise_plan as plan
-from lab.advise_core import Drop, Measured, Search, payoff, settings_words, varying
+from lab.advise_core import Drop, Measured, Search, interval_words, payoff, settings_words, varying
 
 
 def compile_floor(measured: Mapping[str, Measured], search: Search) -> str | None:
@@ -54,7 +54,8 @@ def cannot_win(measured: Mapping[str, Measured], waiting: Mapping[str, Measured]
                 and not measured[base].recompiles):
             b = measured[base]
             leave(Drop(key, f"not run: at one batch size and steady state it cannot beat its base setting, "
-                       f"{settings_words(b.settings)} ({_x(payoff(b))}): marking shapes dynamic or "
+                       f"{settings_words(b.settings)} ({interval_words(payoff(b), 'no speedup measured')}): "
+                       "marking shapes dynamic or "
                        "compiling block by block changes how much is compiled, not how fast the kernels "
                        "run; give a number of calls to weigh its compile, or traffic to judge varying "
                        "sizes", "unrun"))
@@ -127,10 +128,6 @@ def next_stage(measured: Mapping[str, Measured], waiting: Mapping[str, Measured]
                         search.calls is not None or search.traffic)
     first = min(stage[k] for k in waiting)
     return tuple(sorted((k for k in waiting if stage[k] == first), key=lambda k: (plan.rank(waiting[k].settings), k)))
-
-
-def _x(p) -> str:
-    return f"{p[0]:.2f}x [{p[1]:.2f}, {p[2]:.2f}]" if p else "no speedup measured"
 
 
 def _cold(m: Measured) -> float:
