@@ -7,13 +7,7 @@
 #   bash bench/gpu_advise.sh gpt2-half2   # ... reduce-overhead and max-autotune
 #   bash bench/gpu_advise.sh vit-full     # vit_tiny's full sweep (or vit-half1 / vit-half2 where it does not fit)
 set -uo pipefail
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    || exit 1
-  export PYTHONPATH=/tmp/site PATH="/tmp/site/bin:$PATH"
-fi
-[ -x /tmp/site/bin/tlparse ] && export COMPILE_LAB_TLPARSE=/tmp/site/bin/tlparse
-export PYTHONUNBUFFERED=1
+. bench/device_wheels.sh
 out=.advout
 mkdir -p "$out"
 start=$(date +%s)

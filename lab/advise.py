@@ -4,16 +4,15 @@ caller's number of calls. Pure: the candidates' answers (lab.answer's numbers an
 out; db.advice stores the search and queues what a Step asks for.
 
 The race. Candidates are screened in stages, one process each (lab.advise_plan: the simpler and likely-good ones
-first, a dynamic or scope variant only where the caller's calls or traffic can reward it, where calls count a
-scout alone first; lab.advise_screen
-leaves out those that cannot win). After each round a candidate is dropped when it failed, when even its interval's
-top cannot pay off for the caller (below eager for N calls, or slower), or when its interval's top lies below the
-leader's bottom. Once every stage has run, the leader is recommended when it is the only one left and its interval's
-bottom is above eager's (the caller gains, at 95%); candidates equal to it within the measurement stop racing (the
-indifference zone: the one cheapest to compile is chosen); the others get one more process each, while the budget
-and the process limit allow. Compiling is not worth it ("don't compile") when every candidate is dropped, when the
-lightest compile measured cannot be repaid by the caller's calls, or when the search ends with the leader not
-separable from eager.
+first, a dynamic or scope variant only where the caller's calls or traffic can reward it, where calls count a scout
+alone first; lab.advise_screen leaves out those that cannot win). After each round a candidate is dropped when it
+failed, when even its interval's top cannot pay off for the caller (below eager for N calls, or slower), or when its
+interval's top lies below the leader's bottom. Once every stage has run, the leader is recommended when it is the only
+one left and its interval's bottom is above eager's (the caller gains, at 95%); candidates equal to it within the
+measurement stop racing (the indifference zone: the one cheapest to compile is chosen); the others get one more
+process each, while the budget and the process limit allow. Compiling is not worth it ("don't compile") when every
+candidate is dropped, when the lightest compile measured cannot be repaid by the caller's calls, or when the search
+ends with the leader not separable from eager.
 
 What "for the caller" means: with no number of calls, the steady-state latency speedup (the answer's number). With
 N calls, the time of the caller's N calls, eager against compiled, first calls included:

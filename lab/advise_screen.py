@@ -29,12 +29,11 @@ def compile_floor(measured: Mapping[str, Measured], search: Search) -> str | Non
 
 def cannot_win(measured: Mapping[str, Measured], waiting: Mapping[str, Measured], gone: Mapping[str, str],
                search: Search, lead: tuple[float, float, float] | None, leader: Measured | None = None) -> list[Drop]:
-    """Candidates not run yet that are left out: at steady state, a variant once its base ran (it cannot run faster
-    than its base at one batch size; where the base failed, or recompiled because shapes change inside the model,
-    it runs); the fourth of the autotuning x CUDA
-    graphs square, predicted from the other three, where it would not beat the leader by more than the zone (or would
-    tie it without compiling faster); an autotuning mode whose compile alone, at least its
-    sibling's, leaves it below the leader for the caller."""
+    """Candidates not run yet that are left out: at steady state, a variant once its base ran or was left out (it
+    cannot run faster than its base at one batch size; where the base failed, or recompiled because shapes change
+    inside the model, it runs); the fourth of the autotuning x CUDA graphs square, predicted from the other three,
+    where it would not beat the leader by more than the zone (or would tie it without compiling faster); an
+    autotuning mode whose compile alone, at least its sibling's, leaves it below the leader for the caller."""
     base_of = plan.bases({k: m.settings for k, m in measured.items()})
     out: list[Drop] = []
     gone = dict(gone)
@@ -43,9 +42,9 @@ def cannot_win(measured: Mapping[str, Measured], waiting: Mapping[str, Measured]
         out.append(d)
         gone[d.key] = d.kind  # a variant read after its base sees the base left out
 
+    steady = not search.traffic and search.calls is None
     for key, w in sorted(waiting.items(), key=lambda kv: (plan.rank(kv[1].settings), kv[0])):  # bases first
         base = base_of[key]
-        steady = not search.traffic and search.calls is None
         if steady and base != key and gone.get(base) == "unrun":
             leave(Drop(key, "not run: at one batch size and steady state it cannot beat its base setting, "
                        f"{settings_words(measured[base].settings)}, which was left out itself", "unrun"))
@@ -55,10 +54,9 @@ def cannot_win(measured: Mapping[str, Measured], waiting: Mapping[str, Measured]
             b = measured[base]
             leave(Drop(key, f"not run: at one batch size and steady state it cannot beat its base setting, "
                        f"{settings_words(b.settings)} ({interval_words(payoff(b), 'no speedup measured')}): "
-                       "marking shapes dynamic or "
-                       "compiling block by block changes how much is compiled, not how fast the kernels "
-                       "run; give a number of calls to weigh its compile, or traffic to judge varying "
-                       "sizes", "unrun"))
+                       "marking shapes dynamic or compiling block by block changes how much is compiled, not how "
+                       "fast the kernels run; give a number of calls to weigh its compile, or traffic to judge "
+                       "varying sizes", "unrun"))
             continue
         guess = _square(measured, w)
         ref = lead or (1.0, 1.0, 1.0)  # with none left in contention, it has to beat eager

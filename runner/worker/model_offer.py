@@ -66,13 +66,9 @@ class MoreModels:
             k = listing_cache.key(self.families, self.imports, gpu)
             self._cache, self.key = (home, k), listing_cache.digest(k)
             kept, where = listing_cache.load(home, k), str(listing_cache.path(home, k))
-            if kept is None and published is not None and self.families and not self.imports:
-                # only without import paths: those it lists itself, before a draining worker's first claim
-                try:  # a speed-up: a database error or a row that does not read only costs the listing's wait
-                    kept, where = self._families_only(published(self.key)), "the database (another worker's, same key)"
-                except Exception as e:  # noqa: BLE001
-                    log.warning("worker: no published listing taken (%s); listing", first_line(e))
-                    kept = None
+            from_db = kept is None and published is not None and (kept := self._published(published)) is not None
+            if from_db:
+                where = "the database (another worker's, same key)"
             try:
                 if kept is not None:
                     self._take(kept, quiet=True)
@@ -80,7 +76,7 @@ class MoreModels:
                 log.warning("worker: the kept listing %s does not read (%s); listing again", where, first_line(e))
                 kept, self.entries, self.refused, self.versions = None, {}, {}, {}
             if kept is not None:
-                if where != str(listing_cache.path(home, k)):
+                if from_db:
                     listing_cache.save(home, k, kept)
                 self.from_cache = True
                 log.info("worker: offering the listing kept in %s while listing again", where)
@@ -89,6 +85,18 @@ class MoreModels:
                 self._later = (env, cwd, gpu)  # listed again once the worker is idle (refresh)
                 return
         self._begin(env, cwd, gpu)
+
+    def _published(self, published: Callable[[str], dict | None]) -> dict | None:
+        """The families' part of the listing a worker with this key published; None where there is none, where this
+        worker has import paths (it lists those itself, before a draining worker's first claim), or where the
+        lookup fails (a speed-up: a database error or a row that does not read only costs the listing's wait)."""
+        if not self.families or self.imports:
+            return None
+        try:
+            return self._families_only(published(self.key))
+        except Exception as e:  # noqa: BLE001
+            log.warning("worker: no published listing taken (%s); listing", first_line(e))
+            return None
 
     def _families_only(self, listed: dict | None) -> dict | None:
         """A listing published by another worker, cut to this worker's families (its import paths it lists itself:

@@ -34,20 +34,10 @@ TINY = ["--arg", "seq_len=16", "--arg", "n_layer=1", "--arg", "n_embd=32", "--ar
 def test_a_kept_listing_is_offered_at_once_and_its_jobs_run_while_the_listing_refreshes(db_url, tmp_path):
     engine = get_engine(db_url)
     home = tmp_path / "home"
-    env = {"COMPILE_LAB_FAMILIES": "1"}
-    first = start_worker(db_url, home, "--no-calibrate", env=env)
-    try:  # the first start lists in its child and keeps the listing (and the host's facts)
-        wait_until(lambda: MODEL in queue.published_catalog(engine), 300, "the first worker's listing")
-        wait_until(lambda: list(home.glob("model-listing-*.json")) and list(home.glob("host-facts-*.json")), 60,
-                   "the kept listing and host facts")
-    finally:
-        first.send_signal(signal.SIGTERM)
-        first.wait(timeout=120)
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(GATE)
-    gate = tmp_path / "gate"
-    env = {**env, "PYTHONPATH": f"{site}", "LISTING_GATE": str(gate)}
+    _listed_by_a_first_worker(db_url, home)  # it lists in its child and keeps the listing (and the host's facts)
+    wait_until(lambda: list(home.glob("model-listing-*.json")) and list(home.glob("host-facts-*.json")), 60,
+               "the kept listing and host facts")
+    gate, env = _gated(tmp_path)
     launched = time.monotonic()
     second = start_worker(db_url, home, "--no-calibrate", env=env)
     try:
@@ -74,21 +64,11 @@ def test_a_worker_in_an_empty_home_offers_the_listing_another_worker_published(d
     """A Kubernetes pod's home is an emptyDir: without a kept listing it takes the one a worker with the same packages
     and code published in the database, offers it while its own listing child is held, and keeps it in its home."""
     engine = get_engine(db_url)
-    env = {"COMPILE_LAB_FAMILIES": "1"}
-    first = start_worker(db_url, tmp_path / "first", "--no-calibrate", env=env)
-    try:
-        wait_until(lambda: _offers(engine, first.pid), 300, "the first worker's listing")
-    finally:
-        first.send_signal(signal.SIGTERM)
-        first.wait(timeout=120)
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(GATE)
-    gate = tmp_path / "gate"
+    _listed_by_a_first_worker(db_url, tmp_path / "first")
+    gate, env = _gated(tmp_path)
     home = tmp_path / "pod"  # empty
     launched = time.monotonic()
-    second = start_worker(db_url, home, "--no-calibrate",
-                          env={**env, "PYTHONPATH": f"{site}", "LISTING_GATE": str(gate)})
+    second = start_worker(db_url, home, "--no-calibrate", env=env)
     try:
         wait_until(lambda: _offers(engine, second.pid), 120, "the second worker to offer the published listing")
         offered_s = time.monotonic() - launched
@@ -101,6 +81,28 @@ def test_a_worker_in_an_empty_home_offers_the_listing_another_worker_published(d
         gate.touch()
         second.send_signal(signal.SIGTERM)
         second.wait(timeout=120)
+
+
+FAMILIES = {"COMPILE_LAB_FAMILIES": "1"}
+
+
+def _listed_by_a_first_worker(db_url: str, home) -> None:
+    """A worker started in `home` until it offers MODEL (its listing child listed it), then stopped."""
+    first = start_worker(db_url, home, "--no-calibrate", env=FAMILIES)
+    try:
+        wait_until(lambda: _offers(get_engine(db_url), first.pid), 300, "the first worker's listing")
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=120)
+
+
+def _gated(tmp_path):
+    """(the gate file, a worker's environment whose listing child waits at its start until the gate exists)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(GATE)
+    gate = tmp_path / "gate"
+    return gate, {**FAMILIES, "PYTHONPATH": f"{site}", "LISTING_GATE": str(gate)}
 
 
 def _offers(engine, pid: int) -> bool:
