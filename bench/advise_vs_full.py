@@ -237,7 +237,9 @@ def main() -> int:
         for name, flags in models.items():
             from db import advice
 
-            search_id = _sweep_named(engine, f"advise {name}") if args.part == "full" else None
+            search_id = _sweep_named(engine, f"advise {name}")
+            if search_id is not None and args.part != "full" and advice.load(engine, search_id).finished:
+                search_id = None  # a finished search: this call starts a new one (else it resumes a cut one)
             if search_id is None:
                 done = _cli("advise", "--db", db, "--no-wait", *flags, *common, *candidates, "--name",
                             f"advise {name}")
@@ -247,9 +249,11 @@ def main() -> int:
             full_ids: list[int] = []
             if args.part != "search":
                 label = f"full {name}" + (f" ({args.half}/2)" if args.half else "")
-                done = _cli("submit", "--db", db, *flags, *common, *full_flags(engine, search_id, args.half),
-                            "--name", label)
-                full_id = int(re.search(r"sweep ([0-9]+):", done.stderr).group(1))
+                full_id = _sweep_named(engine, label)
+                if full_id is None or full_id < search_id:  # else a call cut short left it: its queue goes on
+                    done = _cli("submit", "--db", db, *flags, *common, *full_flags(engine, search_id, args.half),
+                                "--name", label)
+                    full_id = int(re.search(r"sweep ([0-9]+):", done.stderr).group(1))
                 finished = _wait(lambda i=full_id: _seconds(engine, i)[1] == 0, f"the full sweep of {name}",
                                  deadline) and finished
                 full_ids = _full_sweeps(engine, name)
@@ -262,10 +266,16 @@ def main() -> int:
             if not finished:
                 break
     finally:
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(60)
-        except subprocess.TimeoutExpired:
+        # at the deadline a running job is stopped at once (a second signal ends its grace) and re-queued: the next
+        # call with this --out runs it again
+        for grace in (5, 60):
+            worker.send_signal(signal.SIGTERM)
+            try:
+                worker.wait(grace)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        else:
             worker.kill()
         log.close()
     sys.stdout.write(table(rows))

@@ -12,7 +12,7 @@ set -uo pipefail
 out=.advout
 mkdir -p "$out"
 start=$(date +%s)
-left() { echo $((560 - ($(date +%s) - start))); }
+left() { echo $((545 - ($(date +%s) - start))); }
 run() { python3 -m bench.advise_vs_full --out "$out" "$@"; }
 step() {
   case "$1" in
@@ -28,6 +28,7 @@ step() {
        exit 2 ;;
   esac
   cp "$out"/worker.log "${OUT:-.}/worker_$1.log" 2>/dev/null
+  cp "$out"/advise_vs_full.db "$out"/advise_vs_full.json "$out"/advise_vs_full.md "${OUT:-.}/" 2>/dev/null
 }
 [ $# -gt 0 ] || set -- help
 for s in "$@"; do  # several steps in one call share its 560 s, each given what is left

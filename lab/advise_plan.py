@@ -82,7 +82,7 @@ def ordered(specs: list[dict]) -> list[dict]:
     return sorted(specs, key=lambda s: rank(s))
 
 
-def _log_half(p: tuple[float, float, float]) -> float:
+def log_half(p: tuple[float, float, float]) -> float:
     return (math.log(p[2]) - math.log(p[1])) / 2 if p[1] > 0 and p[2] > 0 else math.inf
 
 
@@ -98,5 +98,5 @@ def futile(p: tuple[float, float, float], n: int, lead: tuple[float, float, floa
     if p[0] <= 0 or lead[0] <= 0:
         return None
     d = abs(math.log(lead[0] / p[0]))
-    h = math.sqrt(_log_half(p) ** 2 * max(n, 1) / limit + _log_half(lead) ** 2 * max(n_lead, 1) / limit)
+    h = math.sqrt(log_half(p) ** 2 * max(n, 1) / limit + log_half(lead) ** 2 * max(n_lead, 1) / limit)
     return (math.exp(d) - 1, math.exp(h) - 1) if d < h else None

@@ -60,14 +60,15 @@ def cannot_win(measured: Mapping[str, Measured], waiting: Mapping[str, Measured]
             continue
         guess = _square(measured, w)
         ref = lead or (1.0, 1.0, 1.0)  # with none left in contention, it has to beat eager
-        if guess is not None and _cannot_beat(guess[0], guess[1], ref, leader):
+        why = guess and _cannot_beat(guess[0], guess[1], guess[3], ref, leader, search.max_processes)
+        if why:
             against = f"the leader's {lead[0]:.2f}x" if lead else "eager"
-            tie = ""
-            if guess[0] >= ref[0] / (1 + plan.ZONE):  # not below: a tie that would compile no faster
+            if why != "below":  # a tie, or a difference the race could not settle, that would compile no faster
                 cold = f" ({guess[1]:.1f} s against {leader.cold_first_s:.1f} s cold)" \
                     if guess[1] is not None and leader is not None and leader.cold_first_s is not None else ""
-                tie = f": within {plan.ZONE:.0%}, and it would compile no faster{cold}"
-            leave(Drop(key, f"not run: {guess[2]}, against {against}{tie}", "unrun"))
+                why = f"{why}, and it would compile no faster{cold}"
+            leave(Drop(key, f"not run: {guess[2]}, against {against}" + ("" if why == "below" else f": {why}"),
+                       "unrun"))
             continue
         bound = _autotune_bound(measured, w)
         if bound is not None and lead is not None and bound[0] < lead[1]:
@@ -77,9 +78,10 @@ def cannot_win(measured: Mapping[str, Measured], waiting: Mapping[str, Measured]
     return out
 
 
-def _square(measured: Mapping[str, Measured], w: Measured) -> tuple[float, float | None, str] | None:
+def _square(measured: Mapping[str, Measured], w: Measured) -> tuple[float, float | None, str, float] | None:
     """(the number predicted for an autotuning mode from the other three modes of its square, its compile as its
-    autotuning partner's, the words), or None where the three are not all measured."""
+    autotuning partner's, the words, the half-width (log) one process of it would likely have: the narrower of the
+    two it is predicted from), or None where the three are not all measured."""
     modes = plan.SQUARE.get(w.settings.get("mode"))
     if not modes:
         return None
@@ -95,17 +97,27 @@ def _square(measured: Mapping[str, Measured], w: Measured) -> tuple[float, float
     guess = payoff(a)[0] * gain
     words = (f"{b.settings['mode']} against {c.settings['mode']} gave {gain:.2f}x; the same applied to "
              f"{a.settings['mode']} ({payoff(a)[0]:.2f}x) predicts about {guess:.2f}x for mode={w.settings['mode']}")
-    return guess, b.cold_first_s, words
+    return guess, b.cold_first_s, words, min(plan.log_half(payoff(a)), plan.log_half(payoff(b)))
 
 
-def _cannot_beat(guess: float, cold: float | None, lead: tuple[float, float, float], leader: Measured | None) -> bool:
-    """A predicted number below the leader's by more than the zone, or within it without a faster compile (a tie
-    that compiles no faster would not be chosen: the zone's difference is not worth its cold compile)."""
+def _cannot_beat(guess: float, cold: float | None, half: float, lead: tuple[float, float, float],
+                 leader: Measured | None, limit: int) -> str:
+    """Why a predicted number cannot win ('' where it could): below the leader's by more than the zone; or, without
+    a faster compile than the leader's, within the zone (a tie goes to the faster compile) or closer to the leader
+    than the race could tell apart by the process limit (it would end equal within the measurement, and be settled
+    for its slower compile: an H200's gpt2 ran max-autotune-no-cudagraphs, predicted 1.50x against default's 1.40x
+    [1.21, 1.63], for 95 s of autotuning, to read 1.26x)."""
     if guess < lead[0] / (1 + plan.ZONE):
-        return True
-    faster = cold is not None and leader is not None and leader.cold_first_s is not None \
-        and cold < leader.cold_first_s
-    return guess <= lead[0] * (1 + plan.ZONE) and not faster
+        return "below"
+    if cold is not None and leader is not None and leader.cold_first_s is not None and cold < leader.cold_first_s:
+        return ""
+    if guess <= lead[0] * (1 + plan.ZONE):
+        return f"within {plan.ZONE:.0%}"
+    if leader is None:
+        return ""
+    near = plan.futile((guess, guess * math.exp(-half), guess * math.exp(half)), 1, lead, leader.processes, limit)
+    return (f"a difference of {near[0]:.0%} the race could not tell apart by {limit} processes "
+            f"(about +-{near[1]:.0%} by then)") if near else ""
 
 
 def _autotune_bound(measured: Mapping[str, Measured], w: Measured) -> tuple[float, Measured] | None:
