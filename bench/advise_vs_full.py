@@ -83,6 +83,22 @@ def _seconds(engine, sweep_id: int) -> tuple[float, int]:
     return spent, sum(status in ("queued", "running") for status, _, _ in jobs)
 
 
+def _lost_cache_s(engine, sweep_ids: list[int]) -> float:
+    """Device-seconds of the full sweep's process repeats that compiled cold: a repeat compiles from its first run's
+    cache, so a cold one means that cache was gone (a call cut between them on a machine started afresh). They are
+    left out of the full sweep's cost for the share, which is then a bound: the share is at most what it says."""
+    from sqlalchemy import select
+
+    from db.engine import reading
+    from db.models import Job, Result
+
+    with reading(engine) as s:
+        jobs = s.execute(select(Job.claimed_at, Job.finished_at).join(Result, Result.job_id == Job.id)
+                         .where(Job.sweep_id.in_(sweep_ids), Job.follow_up_of.is_not(None),
+                                Result.first_call_cache == "cold")).all()
+    return sum((f - c).total_seconds() for c, f in jobs if c and f)
+
+
 def _settings(engine, job_ids: str) -> dict:
     from sqlalchemy import select
 
@@ -149,9 +165,12 @@ def compare(engine, name: str, search_id: int, full_ids: list[int]) -> dict:
     rows = [r for r in reports.report(engine, sweep_ids=full_ids) if r.speedup is not None] if full_ids else []
     best = max(rows, key=lambda r: r.speedup) if rows else None
     full_s = sum(_seconds(engine, i)[0] for i in full_ids)
+    lost_s = _lost_cache_s(engine, full_ids) if full_ids else 0.0
+    counted = full_s - lost_s
     row = {"model": name, "search_sweep": search_id, "full_sweep": full_ids[0] if len(full_ids) == 1 else full_ids,
            "outcome": last.outcome.value if last else "unfinished", "search_s": st.spent_s, "full_s": full_s,
-           "share": st.spent_s / full_s if full_s else None, "candidates": len(st.measured),
+           "lost_cache_s": lost_s, "share": st.spent_s / counted if counted > 0 else None,
+           "candidates": len(st.measured),
            "search_jobs": sum(m.processes for m in st.measured.values()),
            "not_run": sum(not m.started for m in st.measured.values()), "search_why": last.why if last else ""}
     if lead is not None:
@@ -168,6 +187,12 @@ def compare(engine, name: str, search_id: int, full_ids: list[int]) -> dict:
     return row
 
 
+def _lost(r: dict) -> str:
+    lost = r.get("lost_cache_s") or 0.0
+    return f" (share over {r['full_s'] - lost:.0f}: {lost:.0f} s of repeats that lost their cache left out)" \
+        if lost else ""
+
+
 def table(rows: list[dict]) -> str:
     def x(r, side):
         if f"{side}_x" not in r:
@@ -182,7 +207,7 @@ def table(rows: list[dict]) -> str:
         lines.append(f"| {r['model']} | {r['candidates']} ({r.get('not_run', 0)}) | {says} ({r['outcome']}) | "
                      f"{x(r, 'search')} | {r.get('full_best', '–')} | "
                      f"{x(r, 'full')} | {r.get('overlap', '–')} | {r.get('same', '–')} | {r['search_s']:.0f} | "
-                     f"{r['full_s']:.0f} | {share} |")
+                     f"{r['full_s']:.0f}{_lost(r)} | {share} |")
     lines += [f"\n{r['model']}: {r['search_why']}" for r in rows if r.get("search_why")]
     return "\n".join(lines) + "\n"
 
@@ -195,6 +220,9 @@ def main() -> int:
     ap.add_argument("--model", default="mlp", help="the model of this invocation (the first word of a table name: "
                                                    "mlp, gpt2, resnet18; with --cpu: mlp, transformer)")
     ap.add_argument("--modes", help="only these inductor modes (comma separated; default: every mode)")
+    ap.add_argument("--home", type=Path,
+                    help="the worker's home (default OUT/home): outside a folder carried between calls, so that a "
+                         "process repeat run in a later call on the same machine finds its first run's cache")
     ap.add_argument("--deadline", type=float, default=540, help="seconds for the whole run (default 540)")
     ap.add_argument("--part", choices=("both", "search", "full"), default="both",
                     help="search: only the search (its row without the full sweep); full: the full sweep of the "
@@ -221,7 +249,8 @@ def main() -> int:
 
     engine = get_engine(db)
     log = open(args.out / "worker.log", "w")
-    worker = subprocess.Popen([sys.executable, "-m", "runner", "work", "--db", db, "--home", str(args.out / "home"),
+    worker = subprocess.Popen([sys.executable, "-m", "runner", "work", "--db", db, "--home", str(args.home or
+                                                                                              args.out / "home"),
                                "--no-calibrate"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     kept = args.out / "advise_vs_full.json"
     rows: list[dict] = [r for r in (json.loads(kept.read_text()) if kept.exists() else [])

@@ -13,7 +13,8 @@ out=.advout
 mkdir -p "$out"
 start=$(date +%s)
 left() { echo $((545 - ($(date +%s) - start))); }
-run() { python3 -m bench.advise_vs_full --out "$out" "$@"; }
+# the worker's home outside the carried .advout: a later call on the still-warm machine keeps the compile caches
+run() { python3 -m bench.advise_vs_full --out "$out" --home /tmp/advise_home "$@"; }
 step() {
   case "$1" in
     searches) run --model gpt2 --part search --deadline 270; run --model vit_tiny --part search --deadline "$(left)" ;;
