@@ -23,6 +23,13 @@ import time
 FIRST_CALL_MODULES = ("triton", "triton.compiler", "torch._inductor.runtime.triton_heuristics",
                       "torch._inductor.codegen.triton")
 COMPILE_PART = "compiler imports (preloaded; a fresh process's cost)"
+# what building a family's model imports before its first call, common to the family's members: a script imports
+# them before its compile line too, so preloading them changes no measured number; they leave the child's "model
+# build" phase (lab overhead: 1.6 s of GPT-2's on this 2-core box, timm's import 1.5 s). A member's own module
+# (transformers' modeling_gpt2) is left to the child
+FAMILY_MODULES = {"hf": ("transformers", "transformers.modeling_utils", "transformers.generation"),
+                  "timm": ("timm",)}
+FAMILIES_ENV = "COMPILE_LAB_PRELOAD_FAMILIES"  # the families the worker offers, comma separated (set for the parent)
 ENV = "COMPILE_LAB_FIRST_CALL_IMPORTS_S"  # set by the worker for forked children: the probe's measure
 SWITCH = "COMPILE_LAB_PRELOAD_COMPILER"  # 0: the preloaded parent imports torch only (the children the rest)
 
@@ -58,6 +65,20 @@ def measure() -> dict:
     compile_line()
     line_s = time.perf_counter() - started
     return {"compile_line_import_s": line_s, "first_call_imports_s": first_call_modules()}
+
+
+def family_modules() -> list[str]:
+    """Import FAMILY_MODULES of the families FAMILIES_ENV names; the modules imported (one that fails to import is
+    left to the child, which then fails or succeeds as it would have)."""
+    done = []
+    for family in os.environ.get(FAMILIES_ENV, "").split(","):
+        for name in FAMILY_MODULES.get(family.strip(), ()):
+            try:
+                importlib.import_module(name)
+                done.append(name)
+            except Exception:  # noqa: BLE001 - a broken install: the child's build says why
+                break
+    return done
 
 
 def cudnn_libraries() -> list[str]:

@@ -131,7 +131,9 @@ def probe(out: str) -> None:
             # with the versions, what keys a portable compile cache (db.caches)
             "capability": ".".join(map(str, torch.cuda.get_device_capability(0))) if cuda else None,
             "triton_version": cpu_env["triton_version"], "cpu_name": cpu_env["device_name"],
-            "driver": nvidia_driver() if cuda else None}
+            "driver": nvidia_driver() if cuda else None,
+            # the families' packages this child found imported already (by the preloaded parent it was forked from)
+            "preloaded": sorted(m for m in ("transformers", "timm") if m in sys.modules)}
     write_atomic(out, info)
 
 

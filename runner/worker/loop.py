@@ -68,7 +68,9 @@ class Worker:
         self.probe: dict = {}  # torch, triton, devices: what keys a portable compile cache (runner.worker.cache_bundle)
         self.cpus = my_cpus()  # its affinity: published, so workers on one host can tell they share cores
         self.threads = cfg.threads or len(self.cpus)
-        self.spawner = make_spawner(cfg.spawn, self._env(), PROJECT_ROOT)
+        # the preloaded parent imports what building a model of the offered families imports (runner/child/preload.py)
+        self.spawner = make_spawner(cfg.spawn, {**self._env(), preload.FAMILIES_ENV: ",".join(self.more.families)},
+                                    PROJECT_ROOT)
         self._started = threading.Event()  # no start in progress: its imports, probe and checks are done (_get_ready)
         self._started.set()
         self._starting: threading.Thread | None = None

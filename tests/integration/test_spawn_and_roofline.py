@@ -1,5 +1,6 @@
 """The preloaded parent (fork) and the plain interpreter (fresh) run the same job the same way; a
 calibrated device puts results on its roofline."""
+import json
 import os
 import signal
 from pathlib import Path
@@ -145,3 +146,18 @@ def test_a_forked_child_says_its_result_is_ready_before_its_exit(tmp_path):
         assert child.pid not in spawner._exits and child.pid not in spawner._results
     finally:
         spawner.close()
+
+
+def test_the_preloaded_parent_imports_the_offered_families_for_its_children(tmp_path):
+    """A forked child finds transformers imported where the worker offers hf: (model build is lab overhead: the
+    family's common imports are paid once per worker); not where it offers none."""
+    from runner.child import preload
+
+    for families, expected in (("hf", ["transformers"]), ("", [])):
+        spawner = ForkSpawner({**_env(), preload.FAMILIES_ENV: families}, ROOT)
+        try:
+            out = tmp_path / f"probe-{families or 'none'}.json"
+            assert spawner.start(["--probe", str(out)], _env(), tmp_path, tmp_path / "log").wait(120) == 0
+            assert json.loads(out.read_text())["preloaded"] == expected
+        finally:
+            spawner.close()
