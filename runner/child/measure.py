@@ -190,8 +190,13 @@ def first_calls(job: Setup, report: Report, check: bool = True) -> FirstCalls:
     with phase("accuracy"):
         eager_ref = reference(out, job.eager_model if training else None, training) if check else None
         del out
-        wide = float64_run(before if training else pristine(job.eager_model), inputs, training,
-                           _float64_step(job)) if check else None
+        if check and training:  # from the weights before eager's step (held until now; freed before its window)
+            wide = float64_run(before, inputs, True, _float64_step(job))
+        elif check:  # run only where the compiled side lies past the tolerance (accuracy.compare): inference leaves
+            # the eager model as it was, so the float64 run can wait for the compiled first call
+            wide = lambda: float64_run(pristine(job.eager_model), inputs, False, _float64_step(job))  # noqa: E731
+        else:
+            wide = None
         del before
         held = sum(getattr(r, "held", 0) for r in (eager_ref, wide))
     with phase("memory"):

@@ -218,6 +218,30 @@ def test_float64_run_clears_what_rounding_moved_and_still_fails_a_wrong_tensor()
     assert "grad emb.weight" in wrong["note"]
 
 
+def test_the_float64_run_is_asked_for_only_where_a_tensor_lies_past_the_tolerance():
+    """Inference hands compare a function that runs the float64 call: within allclose it is never run (its cost, a
+    model copy and a float64 call, is lab overhead), and the record says so; past it, it runs once and judges."""
+    g = torch.Generator().manual_seed(0)
+    truth = torch.randn(1000, generator=g, dtype=torch.float64)
+    eager = (truth + torch.randn(1000, generator=g, dtype=torch.float64) * 3e-4).float()
+    moved = (truth + torch.randn(1000, generator=g, dtype=torch.float64) * 3e-4).float()  # rounding, past 1e-4
+    ref = accuracy.Produced(["output 0"], [eager])
+    runs = []
+
+    def wide():
+        runs.append(1)
+        return accuracy.Produced(["output 0"], [truth])
+
+    close = compare(ref, accuracy.Produced(["output 0"], [eager.clone()]), "float32", None, wide)
+    assert close["ok"] and runs == [], close
+    assert close["detail"]["reference"] == f"none: {accuracy.NOT_NEEDED}"
+    assert "every tensor within it (no float64 run needed)" in close["note"]
+    judged = compare(ref, accuracy.Produced(["output 0"], [moved]), "float32", None, wide)
+    assert runs == [1] and judged["ok"] and judged["detail"]["reference"] == "float64", judged
+    wrong = compare(ref, accuracy.Produced(["output 0"], [moved + 3e-3]), "float32", None, wide)
+    assert runs == [1, 1] and not wrong["ok"] and wrong["detail"]["failing"] == ["output 0"]
+
+
 def test_float64_run_follows_the_step_and_says_why_when_it_cannot():
     model = torch.nn.Linear(4, 2)
     x = (torch.randn(3, 4),)
