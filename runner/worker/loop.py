@@ -40,6 +40,7 @@ from runner.worker.model_offer import PROBLEMS, MoreModels
 from runner.worker.neighbours import sharing
 from runner.worker.spawn import SpawnError, make_spawner
 from runner.worker.store import HANDED_BACK, Kept, Outcome, Store, found
+from runner.zoo import families
 
 log = logging.getLogger("compile_lab.worker")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -137,7 +138,10 @@ class Worker:
         if entries is None and not listed:
             return False
         problems = self.model_folders.problems
-        entries = {**(self.entries if entries is None else entries), **self.more.entries}
+        # the listing's entries as it has them now: one it no longer has (a refresh dropped it, the child failed) goes
+        files = {n: e for n, e in (self.entries if entries is None else entries).items()
+                 if not (families.family_of(n) or families.is_import_path(n))}
+        entries = {**files, **self.more.entries}
         offered = (listed or {n: e.info for n, e in entries.items()} != {n: e.info for n, e in self.entries.items()}
                    or problems != self.capabilities.get(PROBLEMS, []))
         self.entries = entries  # the code may have changed alone: each job's child reads its file anew

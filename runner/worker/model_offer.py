@@ -5,7 +5,9 @@ They are listed by one child process in the background (runner.zoo.families: it 
 lab's code, which the worker never does); until it ends the worker offers its files alone, and then publishes the
 rest, with each import path it could not offer and why (the Submit page and `submit` say it when one is asked for).
 A listing kept in the worker's home for the same packages and code (runner.worker.listing_cache) is offered at once,
-while the child lists again in the background; what it finds replaces it where it differs.
+while the child lists again in the background; what it finds replaces it where it differs. With none kept or
+published, the families as their sources say them (runner.zoo.quick_listing: read as text, nothing imported) are
+offered while the child lists.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from lab.spec import ModelInfo
 from runner import zoo
 from runner.child.capture.tlparse_report import NICE
 from runner.worker import listing_cache
-from runner.zoo import families
+from runner.zoo import families, quick_listing
 
 log = logging.getLogger("compile_lab.worker")
 PROBLEMS = "model_file_problems"  # the capability naming each model file that does not read, and why
@@ -50,6 +52,7 @@ class MoreModels:
         self._kept: dict | None = None  # the listing offered now, as listed
         self._later: tuple | None = None  # a kept listing's check, waiting for the worker to be idle
         self.key: str | None = None  # the listing's key, hashed (listing_cache.digest): published for other workers
+        self.quick = False  # what is offered was read from the families' sources; the child has not ended yet
 
     @property
     def wanted(self) -> bool:
@@ -84,7 +87,26 @@ class MoreModels:
                 self.known.set()
                 self._later = (env, cwd, gpu)  # listed again once the worker is idle (refresh)
                 return
+            self._quick(gpu)
         self._begin(env, cwd, gpu)
+
+    def _quick(self, gpu: bool) -> None:
+        """Offer the families as their sources say them while the child lists (not where this worker has import
+        paths: those are the child's alone to read). Not `known`: a draining worker waits for the child's."""
+        if not self.families or self.imports:
+            return
+        try:
+            found = quick_listing.listing(self.families, gpu)
+        except Exception as e:  # noqa: BLE001 - a speed-up: the child's listing is the answer either way
+            log.warning("worker: could not read the families' sources (%s); listing", first_line(e))
+            return
+        if found is None:
+            return
+        self._take(found, quiet=True)
+        self.quick = True
+        log.info("worker: offering %s read from the families' sources while listing", ", ".join(
+            f"{f} {v} ({sum(n.startswith(f + ':') for n in self.entries)} models)" for f, v in self.versions.items()))
+        self.changed.set()
 
     def _published(self, published: Callable[[str], dict | None]) -> dict | None:
         """The families' part of the listing a worker with this key published; None where there is none, where this
@@ -117,8 +139,8 @@ class MoreModels:
     def published_record(self) -> dict | None:
         """What the worker publishes of its listing for others with the same key: the key and the families'
         versions (the entries themselves are its published models)."""
-        if self.key is None or not self.versions or not self.entries:
-            return None
+        if self.key is None or not self.versions or not self.entries or self.quick:
+            return None  # what the sources said is not offered to others as this key's listing
         return {"key": self.key, "families": dict(self.versions)}
 
     def refresh(self) -> None:
@@ -158,17 +180,20 @@ class MoreModels:
                 log.warning("worker: could not list its families and imported models again (%s); offering the kept "
                             "listing", why)
             else:
+                if self.quick:  # the sources' listing goes too: the packages did not list, their jobs would fail
+                    self.entries, self.versions, self.quick = {}, {}, False
                 self.refused = {**{f"{f}:*": why for f in self.families}, **{n: why for n in self.imports}}
                 log.warning("worker: could not list its families and imported models: %s", why)
                 self.changed.set()
         else:
             same = self.from_cache and json.dumps(listed, sort_keys=True) == json.dumps(self._kept, sort_keys=True)
+            self.quick = False  # before `changed`: what the worker then publishes is the child's listing
             if self._cache is not None:
                 listing_cache.save(*self._cache, listed)
             if not same:
                 self._take(listed, quiet=False)
                 self.changed.set()
-        self.from_cache = False
+        self.from_cache = self.quick = False
         self.known.set()
 
     def _take(self, listed: dict, quiet: bool) -> None:

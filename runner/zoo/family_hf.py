@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import torch
 
-DESCRIPTION = "Hugging Face transformers, {cls}: its default config, random weights"
+from runner.zoo import family_entries
+from runner.zoo.family_entries import HF_HEADS as HEADS
+
 REQUIRES = ("transformers",)
 SIZE_DIM = "seq_len"
-# the heads whose inputs are token ids and whose labels the suite knows how to draw
-HEADS = {"MODEL_FOR_CAUSAL_LM_MAPPING_NAMES": "tokens", "MODEL_FOR_MASKED_LM_MAPPING_NAMES": "tokens",
-         "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES": "class",
-         "MODEL_FOR_TOKEN_CLASSIFICATION_MAPPING_NAMES": "token_class"}
-SEQ_LEN = {"gpu": 512, "cpu": 64}  # the suite's common length on a GPU; a CPU-sized default where there is none
 KEPT = frozenset({"seq_len"})  # the size parameter; every other argument is a config field
 
 
@@ -111,8 +108,4 @@ def example_inputs(member: str, task: str, batch_size: int, seq_len: int, **over
 
 def listing(gpu: bool) -> list[dict]:
     """What a worker publishes: each class with its size parameter (a GPU's or a CPU's default length)."""
-    seq = SEQ_LEN["gpu" if gpu else "cpu"]
-    return [{"name": f"hf:{cls}", "description": DESCRIPTION.format(cls=cls), "size_dim": "seq_len",
-             "params": [{"name": "seq_len", "default": seq, "minimum": 1, "maximum": 131072,
-                         "help": "tokens per sequence (the schedule can vary it)"}],
-             "open_args": True} for cls in names()]
+    return [family_entries.hf(cls, gpu) for cls in names()]

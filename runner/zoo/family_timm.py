@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import torch
 
-DESCRIPTION = "timm {name}, random weights"
+from runner.zoo import family_entries
+
 REQUIRES = ("timm", "torchvision")
 SIZE_DIM = "batch"
-CPU_IMAGE = 64  # a CPU-sized default where the worker has no GPU
 
 
 def names() -> list[str]:
@@ -66,10 +66,5 @@ def _classes(member: str) -> int:
 
 def listing(gpu: bool) -> list[dict]:
     """What a worker publishes: every name with its default input size (a CPU-sized one without a GPU)."""
-    out = []
-    for name in names():
-        size = default_size(name) if gpu else CPU_IMAGE
-        out.append({"name": f"timm:{name}", "description": DESCRIPTION.format(name=name),
-                    "params": [{"name": "image_size", "default": size, "minimum": 16, "maximum": 2048,
-                                "help": "input height and width"}]})
-    return out
+    return [family_entries.timm(name, default_size(name) if gpu else family_entries.CPU_IMAGE, gpu)
+            for name in names()]

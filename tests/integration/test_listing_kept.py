@@ -21,6 +21,8 @@ try:
     cmdline = open("/proc/self/cmdline", "rb").read()
 except OSError:
     cmdline = b""
+if b"runner.zoo.families" in cmdline and os.environ.get("LISTING_FAILS"):
+    raise SystemExit("this listing child fails (LISTING_FAILS)")
 if b"runner.zoo.families" in cmdline and os.environ.get("LISTING_GATE"):
     open(os.environ["LISTING_GATE"] + ".waiting", "w").close()
     deadline = time.monotonic() + 300
@@ -83,14 +85,58 @@ def test_a_worker_in_an_empty_home_offers_the_listing_another_worker_published(d
         second.wait(timeout=120)
 
 
+def test_a_first_start_offers_the_families_read_from_their_sources_while_its_child_lists(db_url, tmp_path):
+    """No listing kept, none published: the worker offers the hf: models as transformers' sources name them (read as
+    text, nothing imported) while its listing child is held, runs a job for one, and publishes the child's listing
+    for others only once it ended."""
+    engine = get_engine(db_url)
+    gate, env = _gated(tmp_path)
+    launched = time.monotonic()
+    worker = start_worker(db_url, tmp_path / "home", "--no-calibrate", env=env)
+    try:
+        wait_until(lambda: _offers(engine, worker.pid), 120, "the worker to offer the families' sources")
+        offered_s = time.monotonic() - launched
+        assert not gate.exists() and _listing_record(engine, worker.pid) is None  # nothing of it published as a listing
+        assert "read from the families' sources while listing" in worker.log_path.read_text()
+        done = run_cli("submit", "--db", db_url, "--model", MODEL, "--batch", "2", *TINY, "--device", "cpu",
+                       "--backend", "eager", "--reruns", "0", "--process-repeats", "1")
+        assert done.returncode == 0, done.stderr
+        (job,) = [int(x) for x in done.stdout.split()]
+        wait_until(lambda: records(db_url)[job]["status"] not in ("queued", "running"), 300, "the hf: job")
+        assert records(db_url)[job]["status"] == "succeeded", records(db_url)[job]["error"]
+        gate.touch()
+        wait_until(lambda: _listing_record(engine, worker.pid) is not None, 300, "the child's listing published")
+        print(f"start to offering {MODEL} in an empty home and database, from the sources: {offered_s:.1f} s")
+    finally:
+        gate.touch()
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=120)
+
+
+def test_a_listing_child_that_fails_takes_the_sources_listing_back(db_url, tmp_path):
+    """Where the child cannot list (a broken install), what the sources said is no longer offered: its jobs would
+    fail. The family is refused with the child's reason instead."""
+    engine = get_engine(db_url)
+    _, env = _gated(tmp_path)
+    worker = start_worker(db_url, tmp_path / "home", "--no-calibrate", env={**env, "LISTING_FAILS": "1"})
+    try:
+        wait_until(lambda: _refused(engine, worker.pid), 120, "the family refused after the child failed")
+        assert not _offers(engine, worker.pid)
+        assert "read from the families' sources while listing" in worker.log_path.read_text()
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=120)
+
+
 FAMILIES = {"COMPILE_LAB_FAMILIES": "1"}
 
 
 def _listed_by_a_first_worker(db_url: str, home) -> None:
-    """A worker started in `home` until it offers MODEL (its listing child listed it), then stopped."""
+    """A worker started in `home` until its listing child listed MODEL (published as its listing), then stopped."""
     first = start_worker(db_url, home, "--no-calibrate", env=FAMILIES)
     try:
-        wait_until(lambda: _offers(get_engine(db_url), first.pid), 300, "the first worker's listing")
+        wait_until(lambda: _offers(get_engine(db_url), first.pid) and _listing_record(get_engine(db_url), first.pid),
+                   300, "the first worker's listing")
     finally:
         first.send_signal(signal.SIGTERM)
         first.wait(timeout=120)
@@ -108,3 +154,15 @@ def _gated(tmp_path):
 def _offers(engine, pid: int) -> bool:
     return any(w.capabilities.get("pid") == pid and any(m.get("name") == MODEL for m in w.capabilities.get("models", []))
                for w in queue.live_workers(engine))
+
+
+def _mine(engine, pid: int) -> dict:
+    return next((w.capabilities for w in queue.live_workers(engine) if w.capabilities.get("pid") == pid), {})
+
+
+def _listing_record(engine, pid: int) -> dict | None:
+    return _mine(engine, pid).get("listing")
+
+
+def _refused(engine, pid: int) -> bool:
+    return "hf:*" in (_mine(engine, pid).get("refused_models") or {})

@@ -42,3 +42,30 @@ def test_a_timm_model_by_name_runs_inference_and_a_training_step():
     assert train["inputs"] == [[2, 3, 64, 64], [2]] and train["shape"] == [] and train["finite"]
     assert 0 < train["loss"] < 20  # a cross-entropy over the model's classes from random weights
     assert got["inference"]["size_dim"] == "batch"
+
+
+QUICK = r'''
+import json, sys, timm
+from runner.zoo import family_timm, quick_listing
+out = {}
+for gpu in (True, False):
+    read = quick_listing.listing(["timm"], gpu)
+    listed = {m["name"]: m for m in family_timm.listing(gpu)}
+    out[str(gpu)] = {"read": len(read["models"]), "listed": len(listed), "version": read["families"]["timm"],
+                     "differ": [m["name"] for m in read["models"] if listed.get(m["name"]) != m][:5]}
+out["timm"] = timm.__version__
+print(json.dumps(out))
+'''
+
+
+def test_the_timm_listing_read_from_its_sources_is_the_childs_where_it_says_anything():
+    """runner.zoo.quick_listing, read as text: every entry it makes is the listing child's own (name and default
+    input size); on a GPU it leaves out only the models whose size the sources do not say plainly, on a CPU none."""
+    done = subprocess.run([str(EXTRAS_PYTHON), "-c", QUICK], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    gpu, cpu = got["True"], got["False"]
+    assert gpu["differ"] == [] and cpu["differ"] == [], got
+    assert cpu["read"] == cpu["listed"] and 0.7 * gpu["listed"] <= gpu["read"] <= gpu["listed"], got
+    assert gpu["version"] == got["timm"]

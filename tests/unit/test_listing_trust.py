@@ -5,6 +5,7 @@ import json
 
 from runner.worker import listing_cache
 from runner.worker.model_offer import MoreModels
+from runner.zoo import quick_listing
 
 
 def model(name: str) -> dict:
@@ -68,11 +69,13 @@ def test_without_a_good_published_listing_the_child_lists(tmp_path, monkeypatch)
 
     forged = [None, {"models": [1, "x"], "families": "abc"}, {"models": [model("hf:A")], "refused": ["a"]},
               {"models": [model("hf:A")], "families": [1]}, {"models": [{"name": "hf:A", "params": "x"}]}]
+    sources = quick_listing.listing(["hf"], False)  # what the worker offers meanwhile where transformers is here
     for n, got in enumerate([*(lambda key, g=g: g for g in forged), fails]):
         more = MoreModels([], use_families=False)
         more.families = ["hf"]
         more.start({}, tmp_path / str(n), gpu=False, home=tmp_path / str(n), published=got)
-        assert len(begun) == n + 1 and more.entries == {} and not more.from_cache, n
+        assert len(begun) == n + 1 and not more.from_cache and more.published_record() is None, n
+        assert set(more.entries) == set(families_of(sources) if sources else ()), n  # nothing of the forged rows
     asked = []
     mine = MoreModels(["labpkg.models:make"], use_families=False)
     mine.families = ["hf"]

@@ -73,3 +73,22 @@ def test_config_values_are_cast_to_each_fields_type_and_dropout_is_off():
         family_hf.config_for("GPT2LMHeadModel", {"no_such_field": 1})
     with pytest.raises(ValueError, match="expected true or false"):
         family_hf.config_for("GPT2LMHeadModel", {"scale_attn_weights": "maybe"})
+
+
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="transformers not installed")
+def test_the_hf_listing_read_from_transformers_sources_is_the_childs_and_imports_nothing(tmp_path):
+    """runner.zoo.quick_listing reads transformers' auto mappings as text: the same entries the listing child makes
+    by importing them, in a process that then has imported neither torch nor transformers."""
+    import json
+    import subprocess
+    import sys
+
+    from runner.zoo import family_hf, quick_listing
+    from tests.conftest import ROOT
+
+    for gpu in (True, False):
+        assert quick_listing.listing(["hf"], gpu)["models"] == family_hf.listing(gpu)
+    code = ("import json, sys; from runner.zoo import quick_listing as q; n = len(q.listing(['hf'], True)['models']); "
+            "print(json.dumps([n, 'torch' in sys.modules, 'transformers' in sys.modules]))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert json.loads(done.stdout) == [len(family_hf.names()), False, False], done.stderr
