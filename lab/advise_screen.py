@@ -113,7 +113,7 @@ def _cannot_beat(guess: float, cold: float | None, half: float, lead: tuple[floa
         return ""
     if guess <= lead[0] * (1 + plan.ZONE):
         return f"within {plan.ZONE:.0%}"
-    if leader is None:
+    if leader is None or not math.isfinite(half + plan.log_half(lead)):  # an interval reaching 0: it runs
         return ""
     near = plan.futile((guess, guess * math.exp(-half), guess * math.exp(half)), 1, lead, leader.processes, limit)
     return (f"a difference of {near[0]:.0%} the race could not tell apart by {limit} processes "

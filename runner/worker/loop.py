@@ -40,7 +40,6 @@ from runner.worker.model_offer import PROBLEMS, MoreModels
 from runner.worker.neighbours import sharing
 from runner.worker.spawn import SpawnError, make_spawner
 from runner.worker.store import HANDED_BACK, Kept, Outcome, Store, found
-from runner.zoo import families
 
 log = logging.getLogger("compile_lab.worker")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -66,12 +65,12 @@ class Worker:
         self.model_folders = ModelFolders(cfg.models_dirs)  # watched while idle (rescan_models)
         self.more = MoreModels(cfg.model_imports, cfg.families)  # families and import paths, listed by a child
         self.capabilities: dict = {}
+        self._refused, self._listing = {}, None  # the listing's refusals and record, taken with its entries
         self.probe: dict = {}  # torch, triton, devices: what keys a portable compile cache (runner.worker.cache_bundle)
         self.cpus = my_cpus()  # its affinity: published, so workers on one host can tell they share cores
         self.threads = cfg.threads or len(self.cpus)
-        # the preloaded parent imports what building a model of the offered families imports (runner/child/preload.py)
         self.spawner = make_spawner(cfg.spawn, {**self._env(), preload.FAMILIES_ENV: ",".join(self.more.families)},
-                                    PROJECT_ROOT)
+                                    PROJECT_ROOT)  # its preloaded parent imports the offered families' modules too
         self._started = threading.Event()  # no start in progress: its imports, probe and checks are done (_get_ready)
         self._started.set()
         self._starting: threading.Thread | None = None
@@ -129,19 +128,17 @@ class Worker:
                  len(self.entries), self.cfg.spawn, cpus_text(self.cpus), self.threads, time.monotonic() - began, how)
 
     def rescan_models(self) -> bool:
-        """While idle: its models folders read again when a file changed (runner.worker.model_folders), and the
-        families' listing child's result taken in once it ended; what it offers then published (the Submit page
-        offers what live workers publish). True when the offer changed."""
+        """While idle, or after a job once the listing child ended: its models folders read again where a file
+        changed (runner.worker.model_folders) and the listing taken in; the offer published. True when it changed."""
         listed = self.more.changed.is_set()  # the listing child ended: publish what it found, and refused, once
         self.more.changed.clear()
         entries = self.model_folders.changed(self.entries)
         if entries is None and not listed:
             return False
         problems = self.model_folders.problems
-        # the listing's entries as it has them now: one it no longer has (a refresh dropped it, the child failed) goes
-        files = {n: e for n, e in (self.entries if entries is None else entries).items()
-                 if not (families.family_of(n) or families.is_import_path(n))}
-        entries = {**files, **self.more.entries}
+        more, self._refused, self._listing = self.more.snapshot()  # one listing's entries, refusals and record
+        # the files' entries, then the listing's as it is now (one it dropped, or a failed child's sources', goes)
+        entries = {**{n: e for n, e in (self.entries if entries is None else entries).items() if e.path}, **more}
         offered = (listed or {n: e.info for n, e in entries.items()} != {n: e.info for n, e in self.entries.items()}
                    or problems != self.capabilities.get(PROBLEMS, []))
         self.entries = entries  # the code may have changed alone: each job's child reads its file anew
@@ -154,8 +151,8 @@ class Worker:
         return offered
 
     def _offer(self) -> dict:
-        return {"models": [e.info.to_dict() for e in self.entries.values()], "refused_models": dict(self.more.refused),
-                "listing": self.more.published_record()}
+        return {"models": [e.info.to_dict() for e in self.entries.values()], "refused_models": dict(self._refused),
+                "listing": self._listing}
 
     def _capabilities(self, probe: dict) -> dict:
         devices = (["cuda", "cpu"] if probe.get("cuda") else ["cpu"])
@@ -326,6 +323,8 @@ class Worker:
                     self.stop.wait(max(self.cfg.poll_s, 1.0))  # our own files failed: not the job's turn yet
                     continue
                 done, idle_since = done + 1, time.monotonic()
+                if self.more.changed.is_set() and self.rescan_models():  # the listing ended while the job ran
+                    models = list(self.entries)
         except DatabaseGone as e:
             log.error("worker %s: %s", self.id, e)
             raise

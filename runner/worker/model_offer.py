@@ -53,6 +53,7 @@ class MoreModels:
         self._later: tuple | None = None  # a kept listing's check, waiting for the worker to be idle
         self.key: str | None = None  # the listing's key, hashed (listing_cache.digest): published for other workers
         self.quick = False  # what is offered was read from the families' sources; the child has not ended yet
+        self._lock = threading.Lock()  # entries, refused, versions and quick change together (the listing thread)
 
     @property
     def wanted(self) -> bool:
@@ -102,8 +103,9 @@ class MoreModels:
             return
         if found is None:
             return
-        self._take(found, quiet=True)
-        self.quick = True
+        with self._lock:
+            self._take(found, quiet=True)
+            self.quick = True
         log.info("worker: offering %s read from the families' sources while listing", ", ".join(
             f"{f} {v} ({sum(n.startswith(f + ':') for n in self.entries)} models)" for f, v in self.versions.items()))
         self.changed.set()
@@ -139,9 +141,18 @@ class MoreModels:
     def published_record(self) -> dict | None:
         """What the worker publishes of its listing for others with the same key: the key and the families'
         versions (the entries themselves are its published models)."""
+        with self._lock:
+            return self._record()
+
+    def _record(self) -> dict | None:
         if self.key is None or not self.versions or not self.entries or self.quick:
             return None  # what the sources said is not offered to others as this key's listing
         return {"key": self.key, "families": dict(self.versions)}
+
+    def snapshot(self) -> tuple[dict[str, zoo.ZooEntry], dict[str, str], dict | None]:
+        """(entries, refused, the published record) of one listing: the listing thread may replace it meanwhile."""
+        with self._lock:
+            return dict(self.entries), dict(self.refused), self._record()
 
     def refresh(self) -> None:
         """The worker is idle: list again now, where a kept listing is offered and has not been checked yet. Not at
@@ -175,25 +186,26 @@ class MoreModels:
                 why = None if listed else f"the listing child exited {done.returncode}: {_tail(done.stderr)}"
             except (OSError, subprocess.TimeoutExpired, ValueError) as e:
                 listed, why = None, first_line(e)
-        if listed is None:
-            if self.from_cache:  # the kept listing stays offered: this listing's failure may be passing
+        if listed is not None and self._cache is not None:
+            listing_cache.save(*self._cache, listed)
+        with self._lock:  # what the worker reads (snapshot) is one listing, never half of two
+            changed = True
+            if listed is None and self.from_cache:  # the kept listing stays offered: the failure may be passing
+                changed = False
                 log.warning("worker: could not list its families and imported models again (%s); offering the kept "
                             "listing", why)
-            else:
+            elif listed is None:
                 if self.quick:  # the sources' listing goes too: the packages did not list, their jobs would fail
-                    self.entries, self.versions, self.quick = {}, {}, False
+                    self.entries, self.versions = {}, {}
                 self.refused = {**{f"{f}:*": why for f in self.families}, **{n: why for n in self.imports}}
                 log.warning("worker: could not list its families and imported models: %s", why)
-                self.changed.set()
-        else:
-            same = self.from_cache and json.dumps(listed, sort_keys=True) == json.dumps(self._kept, sort_keys=True)
-            self.quick = False  # before `changed`: what the worker then publishes is the child's listing
-            if self._cache is not None:
-                listing_cache.save(*self._cache, listed)
-            if not same:
+            elif self.from_cache and json.dumps(listed, sort_keys=True) == json.dumps(self._kept, sort_keys=True):
+                changed = False  # the same listing: nothing to publish again
+            else:
                 self._take(listed, quiet=False)
-                self.changed.set()
-        self.from_cache = self.quick = False
+            self.from_cache = self.quick = False
+        if changed:
+            self.changed.set()
         self.known.set()
 
     def _take(self, listed: dict, quiet: bool) -> None:

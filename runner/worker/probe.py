@@ -32,6 +32,7 @@ def probe(spawner, env: dict, home: Path) -> dict:
         subprocess.run([sys.executable, "-m", "runner.child", "--probe", str(out)], env=env, check=True, timeout=600,
                        stdout=subprocess.DEVNULL)
     info = json.loads(out.read_text())
+    info.pop("preloaded", None)  # what the parent preloaded is this worker's choice, not a fact of the host
     out.unlink()
     log_file.unlink(missing_ok=True)
     return info

@@ -11,8 +11,8 @@ files in about a second.
   key of that architecture, its `input_size=` or the config helper's literal default. A model whose size is not
   plain there is left to the child (about 250 of timm 1.0.31's 1,371; the 1,125 read agree with timm's own).
 
-Anything unexpected (a package laid out otherwise, a file that does not parse) gives None for that family: the
-child's listing is then the only one, as before."""
+Anything unexpected (a package laid out otherwise, a file that does not parse) leaves that family out: the child's
+listing is then its only one, as before."""
 from __future__ import annotations
 
 import ast
@@ -139,24 +139,21 @@ def timm_sizes(root: Path) -> dict[str, int | None] | None:
 
 
 def listing(families: list[str], gpu: bool) -> dict | None:
-    """The listing child's answer for these families, as far as the sources say it plainly; None where a family
-    cannot be read this way. On a CPU worker every timm model is offered (its default size is the CPU's)."""
+    """The listing child's answer for these families, as far as the sources say it plainly (a family they do not
+    say is left out); None where they say nothing. On a CPU worker every timm model is offered (its size is the
+    CPU's default)."""
     out: dict = {"models": [], "refused": {}, "families": {}}
     for family in families:
         package = {"hf": "transformers", "timm": "timm"}.get(family)
         root, version = (_package_dir(package), _version(package)) if package else (None, None)
         if root is None or version is None:
-            return None
-        if family == "hf":
-            names = hf_names(root)
-            if names is None:
-                return None
+            continue
+        if family == "hf" and (names := hf_names(root)) is not None:
             out["models"] += [family_entries.hf(cls, gpu) for cls in names]
-        else:
-            sizes = timm_sizes(root)
-            if sizes is None:
-                return None
+        elif family == "timm" and (sizes := timm_sizes(root)) is not None:
             out["models"] += [family_entries.timm(name, size or 0, gpu) for name, size in sorted(sizes.items())
                               if size is not None or not gpu]
+        else:
+            continue
         out["families"][family] = version
-    return out
+    return out if out["families"] else None

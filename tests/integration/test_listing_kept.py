@@ -10,7 +10,7 @@ import pytest
 
 from db import queue
 from db.database import get_engine
-from tests.conftest import records, run_cli, start_worker, wait_until
+from tests.conftest import records, run_cli, start_worker, submit, wait_until
 
 pytestmark = [pytest.mark.subprocess,
               pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="needs transformers")]
@@ -115,12 +115,16 @@ def test_a_first_start_offers_the_families_read_from_their_sources_while_its_chi
 
 def test_a_listing_child_that_fails_takes_the_sources_listing_back(db_url, tmp_path):
     """Where the child cannot list (a broken install), what the sources said is no longer offered: its jobs would
-    fail. The family is refused with the child's reason instead."""
+    fail. The family is refused with the child's reason instead, by a busy worker too (after the job it was running,
+    not once its queue is empty)."""
     engine = get_engine(db_url)
     _, env = _gated(tmp_path)
+    jobs = submit(db_url, "--model", "tiny", *(a for b in range(2, 8) for a in ("--batch", str(b))), "--device",
+                  "cpu", "--backend", "eager", "--iters", "2")
     worker = start_worker(db_url, tmp_path / "home", "--no-calibrate", env={**env, "LISTING_FAILS": "1"})
     try:
         wait_until(lambda: _refused(engine, worker.pid), 120, "the family refused after the child failed")
+        assert any(r["status"] in ("queued", "running") for j, r in records(db_url).items() if j in jobs)
         assert not _offers(engine, worker.pid)
         assert "read from the families' sources while listing" in worker.log_path.read_text()
     finally:

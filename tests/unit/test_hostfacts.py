@@ -225,3 +225,28 @@ def test_a_probe_that_disagrees_with_the_quick_read_is_published(make_worker):
     w._started.wait(30)
     with reading(w.engine) as s:
         assert s.get(WorkerRow, w.id).capabilities["torch_version"] == "2.99.0"
+
+
+def test_the_offer_drops_what_the_listing_no_longer_has_and_keeps_every_file(tmp_path, db_url, monkeypatch):
+    """A model file named with a dot (`my.model.py`) stays offered; a family member the listing withdrew (the sources'
+    listing after a failed child) goes, and the record published is the one taken with the entries."""
+    import shutil
+
+    from runner import zoo
+    from tests.conftest import FIXTURE_MODELS
+
+    models = tmp_path / "models"
+    models.mkdir()
+    shutil.copy(FIXTURE_MODELS / "perturbed.py", models / "my.model.py")
+    w = next(gated_workers(monkeypatch, tmp_path / "home", db_url=db_url, models_dirs=[str(models)]))(Gate())
+    assert "my.model" in w.entries
+    info = ModelInfo(name="hf:GPT2LMHeadModel", description="d")
+    w.more.entries, w.more.versions, w.more.key, w.more.quick = ({info.name: zoo.ZooEntry(info=info, path=None)},
+                                                                  {"hf": "5"}, "k", True)
+    w.more.changed.set()
+    assert w.rescan_models() and {"my.model", "hf:GPT2LMHeadModel"} <= set(w.entries)
+    assert w._offer()["listing"] is None  # the sources' listing is not offered to others as the key's
+    w.more.entries, w.more.refused, w.more.quick = {}, {"hf:*": "the listing child exited 1"}, False
+    w.more.changed.set()
+    assert w.rescan_models() and "hf:GPT2LMHeadModel" not in w.entries and "my.model" in w.entries
+    assert w._offer()["refused_models"] == {"hf:*": "the listing child exited 1"}
