@@ -47,12 +47,7 @@ def test_a_kept_listing_is_offered_at_once_and_its_jobs_run_while_the_listing_re
         ready_s = time.monotonic() - launched
         wait_until(lambda: gate.with_suffix(".waiting").exists(), 120, "the listing child to reach its gate")
         assert not gate.exists()  # the listing child is still held: what is offered is the kept listing
-        done = run_cli("submit", "--db", db_url, "--model", MODEL, "--batch", "2", *TINY, "--device", "cpu",
-                       "--backend", "eager", "--reruns", "0", "--process-repeats", "1")
-        assert done.returncode == 0, done.stderr
-        (job,) = [int(x) for x in done.stdout.split()]
-        wait_until(lambda: records(db_url)[job]["status"] not in ("queued", "running"), 300, "the hf: job")
-        assert records(db_url)[job]["status"] == "succeeded", records(db_url)[job]["error"]
+        _an_hf_job_succeeds(db_url)
         assert not gate.exists()  # claimed, run and stored while the listing was held
         gate.touch()  # the listing ends; the same listing: nothing to publish again
         print(f"start to offering {MODEL} with the listing and host facts kept: {ready_s:.1f} s")
@@ -98,12 +93,7 @@ def test_a_first_start_offers_the_families_read_from_their_sources_while_its_chi
         offered_s = time.monotonic() - launched
         assert not gate.exists() and _listing_record(engine, worker.pid) is None  # nothing of it published as a listing
         assert "read from the families' sources while listing" in worker.log_path.read_text()
-        done = run_cli("submit", "--db", db_url, "--model", MODEL, "--batch", "2", *TINY, "--device", "cpu",
-                       "--backend", "eager", "--reruns", "0", "--process-repeats", "1")
-        assert done.returncode == 0, done.stderr
-        (job,) = [int(x) for x in done.stdout.split()]
-        wait_until(lambda: records(db_url)[job]["status"] not in ("queued", "running"), 300, "the hf: job")
-        assert records(db_url)[job]["status"] == "succeeded", records(db_url)[job]["error"]
+        _an_hf_job_succeeds(db_url)
         gate.touch()
         wait_until(lambda: _listing_record(engine, worker.pid) is not None, 300, "the child's listing published")
         print(f"start to offering {MODEL} in an empty home and database, from the sources: {offered_s:.1f} s")
@@ -158,6 +148,15 @@ def _gated(tmp_path):
 def _offers(engine, pid: int) -> bool:
     return any(w.capabilities.get("pid") == pid and any(m.get("name") == MODEL for m in w.capabilities.get("models", []))
                for w in queue.live_workers(engine))
+
+
+def _an_hf_job_succeeds(db_url: str) -> None:
+    done = run_cli("submit", "--db", db_url, "--model", MODEL, "--batch", "2", *TINY, "--device", "cpu", "--backend",
+                   "eager", "--reruns", "0", "--process-repeats", "1")
+    assert done.returncode == 0, done.stderr
+    (job,) = [int(x) for x in done.stdout.split()]
+    wait_until(lambda: records(db_url)[job]["status"] not in ("queued", "running"), 300, "the hf: job")
+    assert records(db_url)[job]["status"] == "succeeded", records(db_url)[job]["error"]
 
 
 def _mine(engine, pid: int) -> dict:
