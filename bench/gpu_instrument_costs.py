@@ -65,7 +65,7 @@ def worker(db: str, home: Path, device: str, log: Path, extra: tuple[str, ...] =
     cmd = [sys.executable, "-m", "runner", "work", "--drain", "--no-calibrate", "--db", db, "--home", str(home),
            *(["--gpu", "0"] if device == "cuda" else []), *extra]
     t0 = time.perf_counter()
-    marks: dict = {"ready_s": None, "listing_s": None}
+    marks: dict = {"ready_s": None, "listing_s": None, "listed_s": None}
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.PIPE, text=True)
         for line in proc.stderr:
@@ -73,8 +73,11 @@ def worker(db: str, home: Path, device: str, log: Path, extra: tuple[str, ...] =
             now = time.perf_counter() - t0
             if marks["ready_s"] is None and " ready: " in line:
                 marks["ready_s"] = now
-            if marks["listing_s"] is None and ("now offering" in line or "offering the listing kept" in line):
-                marks["listing_s"] = now
+            if marks["listing_s"] is None and ("now offering" in line or "offering the listing kept" in line
+                                               or "read from the families' sources" in line):
+                marks["listing_s"] = now  # offered: kept, published, read from the sources, or listed
+            if marks["listed_s"] is None and "now offering" in line:
+                marks["listed_s"] = now  # the listing child's own, where it listed
         rc = proc.wait()
     marks["total_s"], marks["rc"] = time.perf_counter() - t0, rc
     return marks
@@ -155,7 +158,7 @@ def table(configs: dict, scripts: dict, jobs: dict, starts: dict, device: str) -
               f"(target <= {TARGETS['overhead_p90_s']} s)"]
     for what, m in starts.items():
         lines.append(f"worker {what}: ready {_s(m.get('ready_s'))}, hf:/timm: listing offered {_s(m.get('listing_s'))}"
-                     f" (target <= {TARGETS['ready_s']} s)")
+                     f" (target <= {TARGETS['ready_s']} s), the listing child's {_s(m.get('listed_s'))}")
     lines += ["", "the first call's parts, s: worker | scripts' median"]
     for name in configs:
         worker_parts = (jobs.get(name) or {}).get("breakdown") or {}
