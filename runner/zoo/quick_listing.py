@@ -8,8 +8,9 @@ files in about a second.
   transformers/models/auto/modeling_auto.py, where they are literal (model type, class name) pairs.
 - timm: the functions decorated with `register_model` in timm/models/*.py (what `timm.list_models()` gives), each
   with its default input size where its default pretrained config says it plainly: the first `generate_default_cfgs`
-  key of that architecture, its `input_size=` or the config helper's literal default. A model whose size is not
-  plain there is left to the child (about 250 of timm 1.0.31's 1,371; the 1,125 read agree with timm's own).
+  key of that architecture, its `input_size=` (or in a `**dict({...})`) or its config helper's literal default,
+  through helpers that call helpers. A model whose size is not plain there is left to the child (30 of timm
+  1.0.31's 1,371; the 1,341 read agree with timm's own).
 
 Anything unexpected (a package laid out otherwise, a file that does not parse) leaves that family out: the child's
 listing is then its only one, as before."""
@@ -70,29 +71,75 @@ def _registered(fn: ast.FunctionDef) -> bool:
                or (isinstance(d, ast.Attribute) and d.attr == "register_model") for d in fn.decorator_list)
 
 
-def _helper_sizes(tree: ast.Module) -> dict[str, tuple]:
-    """Module-level functions that return a dict literal with a literal 'input_size' (`_cfg`): name -> that size."""
-    out = {}
+def _helper_sizes(tree: ast.Module) -> dict[str, tuple | None]:
+    """Module-level config helpers (`_cfg`) -> the 'input_size' they return: from a returned dict literal, or from a
+    returned call of another helper with `**dict({...}, **kwargs)` (timm's `_tcfg` over `_cfg`); None where a helper
+    is not read this way."""
+    returns = {}
     for fn in tree.body:
-        if not isinstance(fn, ast.FunctionDef):
-            continue
-        for node in fn.body:
-            if isinstance(node, ast.Return) and isinstance(node.value, ast.Dict):
-                for k, v in zip(node.value.keys, node.value.values):
-                    if isinstance(k, ast.Constant) and k.value == "input_size":
-                        try:
-                            out[fn.name] = ast.literal_eval(v)
-                        except (ValueError, TypeError, SyntaxError):
-                            pass
-    return out
+        if isinstance(fn, ast.FunctionDef):
+            found = [n.value for n in fn.body if isinstance(n, ast.Return) and n.value is not None]
+            if len(found) == 1:
+                returns[fn.name] = found[0]
+    out: dict[str, tuple | None] = {}
+
+    def size(name: str, seen: tuple = ()) -> tuple | None:
+        if name in out or name in seen or name not in returns:
+            return out.get(name)
+        value, got = returns[name], None
+        if isinstance(value, ast.Dict):
+            got = _literal_key(value, "input_size")
+        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+            got = _kwargs_size(value) or size(value.func.id, (*seen, name))
+        out[name] = got
+        return got
+
+    for name in returns:
+        size(name)
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _literal_key(d: ast.Dict, key: str):
+    for k, v in zip(d.keys, d.values):
+        if isinstance(k, ast.Constant) and k.value == key:
+            try:
+                return ast.literal_eval(v)
+            except (ValueError, TypeError, SyntaxError):
+                return None
+    return None
+
+
+def _kwargs_size(call: ast.Call):
+    """'input_size' given to a call: `input_size=...`, or inside `**dict({...}, **kwargs)` / `**{...}`."""
+    for kw in call.keywords:
+        if kw.arg == "input_size":
+            try:
+                return ast.literal_eval(kw.value)
+            except (ValueError, TypeError, SyntaxError):
+                return None
+        if kw.arg is None:
+            v = kw.value
+            if isinstance(v, ast.Call) and getattr(v.func, "id", None) == "dict" and v.args \
+                    and isinstance(v.args[0], ast.Dict):
+                v = v.args[0]
+            if isinstance(v, ast.Dict) and (got := _literal_key(v, "input_size")) is not None:
+                return got
+    return None
 
 
 def _default_cfgs(tree: ast.Module) -> ast.Dict | None:
+    """The dict given to `generate_default_cfgs`: written in the call, or assigned to the name it is given."""
+    dicts = {}
     for node in tree.body:
-        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-                and getattr(node.value.func, "id", None) == "generate_default_cfgs" and node.value.args
-                and isinstance(node.value.args[0], ast.Dict)):
-            return node.value.args[0]
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        value = node.value
+        if isinstance(value, ast.Dict):
+            dicts[node.targets[0].id] = value
+        elif (isinstance(value, ast.Call) and getattr(value.func, "id", None) == "generate_default_cfgs"
+              and value.args):
+            arg = value.args[0]
+            return arg if isinstance(arg, ast.Dict) else dicts.get(arg.id) if isinstance(arg, ast.Name) else None
     return None
 
 
@@ -100,19 +147,18 @@ def _size_of(cfg: ast.expr, helpers: dict[str, tuple]) -> int | None:
     """The input size a default pretrained config says plainly, or None."""
     if not isinstance(cfg, ast.Call):
         return None
-    size = None
-    for kw in cfg.keywords:
-        if kw.arg == "input_size":
-            try:
-                size = ast.literal_eval(kw.value)
-            except (ValueError, TypeError, SyntaxError):
-                return None
-        elif kw.arg is None:  # **more: anything may be in it
-            return None
+    size = _kwargs_size(cfg)
+    if size is None and any(kw.arg is None and not _plain_dict(kw.value) for kw in cfg.keywords):
+        return None  # **more: anything may be in it
     if size is None:
         size = helpers.get(getattr(cfg.func, "id", ""))
     ok = isinstance(size, tuple) and len(size) == 3 and all(isinstance(n, int) for n in size)
     return size[-1] if ok else None
+
+
+def _plain_dict(v: ast.expr) -> bool:
+    return isinstance(v, ast.Dict) or (isinstance(v, ast.Call) and getattr(v.func, "id", None) == "dict"
+                                       and bool(v.args) and isinstance(v.args[0], ast.Dict))
 
 
 def timm_sizes(root: Path) -> dict[str, int | None] | None:
