@@ -131,13 +131,13 @@ class Worker:
         """While idle, or after a job once the listing child ended: its models folders read again where a file
         changed (runner.worker.model_folders) and the listing taken in; the offer published. True when it changed."""
         listed = self.more.changed.is_set()  # the listing child ended: publish what it found, and refused, once
-        self.more.changed.clear()
+        if listed:  # (cleared only when seen: one set between the two would be lost)
+            self.more.changed.clear()
         entries = self.model_folders.changed(self.entries)
         if entries is None and not listed:
             return False
         problems = self.model_folders.problems
-        more, self._refused, self._listing = self.more.snapshot()  # one listing's entries, refusals and record
-        # the files' entries, then the listing's as it is now (one it dropped, or a failed child's sources', goes)
+        more, self._refused, self._listing = self.more.snapshot()  # one listing's; it replaces the last, files stay
         entries = {**{n: e for n, e in (self.entries if entries is None else entries).items() if e.path}, **more}
         offered = (listed or {n: e.info for n, e in entries.items()} != {n: e.info for n, e in self.entries.items()}
                    or problems != self.capabilities.get(PROBLEMS, []))

@@ -7,10 +7,11 @@ files in about a second.
 - hf: the class names of transformers' auto mappings (the heads family_hf offers), read from
   transformers/models/auto/modeling_auto.py, where they are literal (model type, class name) pairs.
 - timm: the functions decorated with `register_model` in timm/models/*.py (what `timm.list_models()` gives), each
-  with its default input size where its default pretrained config says it plainly: the first `generate_default_cfgs`
-  key of that architecture, its `input_size=` (or in a `**dict({...})`) or its config helper's literal default,
-  through helpers that call helpers. A model whose size is not plain there is left to the child (30 of timm
-  1.0.31's 1,371; the 1,341 read agree with timm's own).
+  with its default input size where its pretrained configs say it plainly: the `generate_default_cfgs` keys of that
+  architecture, its `input_size=` (or in a `**dict({...})`) or its config helper's literal default,
+  through helpers that call helpers, where every tag of the architecture says the same (timm picks the default tag,
+  weights first). Anything said otherwise (a name, a helper doing more than return, one that could put its own size
+  over the caller's) leaves the model to the child: 103 of timm 1.0.31's 1,371; the 1,268 read agree with timm's.
 
 Anything unexpected (a package laid out otherwise, a file that does not parse) leaves that family out: the child's
 listing is then its only one, as before."""
@@ -71,59 +72,89 @@ def _registered(fn: ast.FunctionDef) -> bool:
                or (isinstance(d, ast.Attribute) and d.attr == "register_model") for d in fn.decorator_list)
 
 
-def _helper_sizes(tree: ast.Module) -> dict[str, tuple | None]:
-    """Module-level config helpers (`_cfg`) -> the 'input_size' they return: from a returned dict literal, or from a
-    returned call of another helper with `**dict({...}, **kwargs)` (timm's `_tcfg` over `_cfg`); None where a helper
-    is not read this way."""
-    returns = {}
+UNREAD = "unread"  # said in a way not read here (not a literal, a helper doing more than return): left to the child
+
+
+def _helper_sizes(tree: ast.Module) -> dict[str, tuple | str | None]:
+    """Module-level config helpers (`_cfg`) -> the 'input_size' they give when the caller gives none: from a returned
+    dict literal, or from a returned call of another helper (timm's `_tcfg` returns `_cfg(**dict({...}, **kwargs))`);
+    None where a helper gives none, UNREAD where it is not read this way (a helper doing more than return)."""
+    returns: dict[str, ast.expr | None] = {}
     for fn in tree.body:
         if isinstance(fn, ast.FunctionDef):
-            found = [n.value for n in fn.body if isinstance(n, ast.Return) and n.value is not None]
-            if len(found) == 1:
-                returns[fn.name] = found[0]
-    out: dict[str, tuple | None] = {}
+            body = [n for n in fn.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+            ok = len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None
+            returns[fn.name] = body[0].value if ok else None
+    out: dict[str, tuple | str | None] = {}
 
-    def size(name: str, seen: tuple = ()) -> tuple | None:
-        if name in out or name in seen or name not in returns:
-            return out.get(name)
-        value, got = returns[name], None
+    def size(name: str, seen: tuple = ()) -> tuple | str | None:
+        if name in out:
+            return out[name]
+        if name in seen or returns.get(name) is None:
+            return UNREAD
+        value = returns[name]
+        fn = next(f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == name)
+        own = {fn.args.kwarg.arg} if fn.args.kwarg else set()  # its **kwargs: the caller's, passed on
         if isinstance(value, ast.Dict):
-            got = _literal_key(value, "input_size")
-        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
-            got = _kwargs_size(value) or size(value.func.id, (*seen, name))
+            got = _dict_size(value, own)
+        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name):  # the inner helper has the last word
+            inner, got = size(value.func.id, (*seen, name)), _kwargs_size(value, own)  # where it is not read
+            got = UNREAD if inner == UNREAD else inner if got is None else got
+        else:
+            got = UNREAD
         out[name] = got
         return got
 
     for name in returns:
         size(name)
-    return {k: v for k, v in out.items() if v is not None}
+    return out
 
 
-def _literal_key(d: ast.Dict, key: str):
+def _literal(v: ast.expr) -> tuple | str:
+    try:
+        got = ast.literal_eval(v)
+    except (ValueError, TypeError, SyntaxError):
+        return UNREAD
+    return got if isinstance(got, tuple) else UNREAD
+
+
+def _dict_size(d: ast.Dict, passed: set[str]) -> tuple | str | None:
+    """'input_size' in a dict literal as the caller's keywords would leave it: a `**` of anything but the caller's own
+    keywords, or the caller's before the key (the helper's value would win over the caller's), is not read."""
+    caller_seen = False
     for k, v in zip(d.keys, d.values):
-        if isinstance(k, ast.Constant) and k.value == key:
-            try:
-                return ast.literal_eval(v)
-            except (ValueError, TypeError, SyntaxError):
-                return None
+        if k is None:
+            if not (isinstance(v, ast.Name) and v.id in passed):
+                return UNREAD
+            caller_seen = True
+        elif isinstance(k, ast.Constant) and k.value == "input_size":
+            return UNREAD if caller_seen else _literal(v)
     return None
 
 
-def _kwargs_size(call: ast.Call):
-    """'input_size' given to a call: `input_size=...`, or inside `**dict({...}, **kwargs)` / `**{...}`."""
+def _kwargs_size(call: ast.Call, passed: set[str]) -> tuple | str | None:
+    """'input_size' a call gives: `input_size=...`, or inside `**{...}` / `**dict({...}, k=v, **kwargs)` (its
+    keywords before its dict, as Python merges them); `**name` other than the caller's own keywords is not read."""
     for kw in call.keywords:
         if kw.arg == "input_size":
-            try:
-                return ast.literal_eval(kw.value)
-            except (ValueError, TypeError, SyntaxError):
-                return None
-        if kw.arg is None:
-            v = kw.value
-            if isinstance(v, ast.Call) and getattr(v.func, "id", None) == "dict" and v.args \
-                    and isinstance(v.args[0], ast.Dict):
-                v = v.args[0]
-            if isinstance(v, ast.Dict) and (got := _literal_key(v, "input_size")) is not None:
-                return got
+            return _literal(kw.value)
+    for kw in call.keywords:
+        if kw.arg is not None:
+            continue
+        v = kw.value
+        if isinstance(v, ast.Name) and v.id in passed:
+            continue
+        if isinstance(v, ast.Dict):
+            got = _dict_size(v, passed)
+        elif isinstance(v, ast.Call) and getattr(v.func, "id", None) == "dict" and len(v.args) <= 1 \
+                and (not v.args or isinstance(v.args[0], ast.Dict)):
+            got = _kwargs_size(ast.Call(func=v.func, args=[], keywords=v.keywords), passed)
+            if got is None and v.args:
+                got = _dict_size(v.args[0], passed)
+        else:
+            got = UNREAD
+        if got is not None:
+            return got
     return None
 
 
@@ -143,22 +174,17 @@ def _default_cfgs(tree: ast.Module) -> ast.Dict | None:
     return None
 
 
-def _size_of(cfg: ast.expr, helpers: dict[str, tuple]) -> int | None:
-    """The input size a default pretrained config says plainly, or None."""
-    if not isinstance(cfg, ast.Call):
+def _size_of(cfg: ast.expr, helpers: dict[str, tuple | str | None]) -> tuple | None:
+    """The input size one pretrained config says plainly, or None."""
+    if not isinstance(cfg, ast.Call) or not isinstance(cfg.func, ast.Name):
         return None
-    size = _kwargs_size(cfg)
-    if size is None and any(kw.arg is None and not _plain_dict(kw.value) for kw in cfg.keywords):
-        return None  # **more: anything may be in it
+    helper, size = helpers.get(cfg.func.id, UNREAD), _kwargs_size(cfg, set())
+    if helper == UNREAD:  # a helper not read might put its own size over the caller's
+        return None
     if size is None:
-        size = helpers.get(getattr(cfg.func, "id", ""))
+        size = helper
     ok = isinstance(size, tuple) and len(size) == 3 and all(isinstance(n, int) for n in size)
-    return size[-1] if ok else None
-
-
-def _plain_dict(v: ast.expr) -> bool:
-    return isinstance(v, ast.Dict) or (isinstance(v, ast.Call) and getattr(v.func, "id", None) == "dict"
-                                       and bool(v.args) and isinstance(v.args[0], ast.Dict))
+    return size if ok else None
 
 
 def timm_sizes(root: Path) -> dict[str, int | None] | None:
@@ -178,9 +204,10 @@ def timm_sizes(root: Path) -> dict[str, int | None] | None:
         helpers, cfgs, sizes = _helper_sizes(tree), _default_cfgs(tree), {}
         for key, cfg in zip(cfgs.keys, cfgs.values) if cfgs is not None else ():
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                sizes.setdefault(key.value.split(".")[0], _size_of(cfg, helpers))  # the first tag is the default
-        for name in names:
-            out[name] = sizes.get(name)
+                sizes.setdefault(key.value.split(".")[0], []).append(_size_of(cfg, helpers))
+        for name in names:  # which tag is the default is timm's choice (weights first): read only where all agree
+            said = sizes.get(name) or [None]
+            out[name] = said[0][-1] if said[0] is not None and all(x == said[0] for x in said) else None
     return out or None
 
 

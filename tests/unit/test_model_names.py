@@ -92,3 +92,18 @@ def test_the_hf_listing_read_from_transformers_sources_is_the_childs_and_imports
             "print(json.dumps([n, 'torch' in sys.modules, 'transformers' in sys.modules]))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert json.loads(done.stdout) == [len(family_hf.names()), False, False], done.stderr
+
+
+def test_the_timm_sizes_read_from_sources_are_right_or_left_to_the_child():
+    """Each way a default input size can be said (a literal, a helper's default, `**dict(...)` keywords, a helper that
+    puts its own size over the caller's, one that sets it in its body, a tag without weights before one with):
+    the size timm itself would give, or None (the listing child's then), never another number."""
+    from pathlib import Path
+
+    from runner.zoo import quick_listing
+    from tests.conftest import TESTS
+
+    got = quick_listing.timm_sizes(Path(TESTS / "fixtures" / "timm_like"))
+    # timm: m1 384 (a name, not a literal), m2 384, m3 384 (dict's keyword over its dict), m4 384 (set in the
+    # helper's body), m5 384 (the tag with weights is the default), m6 384 (the helper's over the caller's), m7 224
+    assert got == {"m1": None, "m2": 384, "m3": 384, "m4": None, "m5": None, "m6": None, "m7": 224}
