@@ -121,6 +121,7 @@ def probe(out: str) -> None:
     """What this host's child can do: torch version, whether CUDA is visible, and the device name."""
     import torch
 
+    from runner.child import preload
     from runner.child.driver import nvidia_driver
     from runner.child.environment import environment
 
@@ -133,7 +134,7 @@ def probe(out: str) -> None:
             "triton_version": cpu_env["triton_version"], "cpu_name": cpu_env["device_name"],
             "driver": nvidia_driver() if cuda else None,
             # the families' packages this child found imported already (by the preloaded parent it was forked from)
-            "preloaded": sorted(m for m in ("transformers", "timm") if m in sys.modules)}
+            "preloaded": sorted(m[0] for m in preload.FAMILY_MODULES.values() if m[0] in sys.modules)}
     write_atomic(out, info)
 
 

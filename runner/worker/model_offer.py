@@ -106,8 +106,7 @@ class MoreModels:
         with self._lock:
             self._take(found, quiet=True)
             self.quick = True
-        log.info("worker: offering %s read from the families' sources while listing", ", ".join(
-            f"{f} {v} ({sum(n.startswith(f + ':') for n in self.entries)} models)" for f, v in self.versions.items()))
+        log.info("worker: offering %s read from the families' sources while listing", self._offered())
         self.changed.set()
 
     def _published(self, published: Callable[[str], dict | None]) -> dict | None:
@@ -138,13 +137,9 @@ class MoreModels:
                    and n[:-2] in self.families}
         return {"models": mine, "refused": refused, "families": {str(f): str(v) for f, v in versions.items()}}
 
-    def published_record(self) -> dict | None:
+    def _record(self) -> dict | None:
         """What the worker publishes of its listing for others with the same key: the key and the families'
         versions (the entries themselves are its published models)."""
-        with self._lock:
-            return self._record()
-
-    def _record(self) -> dict | None:
         if self.key is None or not self.versions or not self.entries or self.quick:
             return None  # what the sources said is not offered to others as this key's listing
         return {"key": self.key, "families": dict(self.versions)}
@@ -219,12 +214,13 @@ class MoreModels:
             return
         for name, reason in self.refused.items():
             log.warning("worker: not offering %s: %s", name, reason)
+        log.info("worker: now offering %s", self._offered())
+
+    def _offered(self) -> str:
+        """Each family with its version and count of models, then each import path: what the log says is offered."""
         counts = {f: sum(n.startswith(f + ":") for n in self.entries) for f in self.versions}
-        log.info("worker: now offering %s", ", ".join(
-            [f"{f} {self.versions[f]} ({counts[f]} models)" for f in self.versions]
-            + [n for n in self.entries if families.is_import_path(n)]) or "nothing more")
-
-
+        return ", ".join([f"{f} {v} ({counts[f]} models)" for f, v in self.versions.items()]
+                         + [n for n in self.entries if families.is_import_path(n)]) or "nothing more"
 
 
 def _tail(text: str) -> str:

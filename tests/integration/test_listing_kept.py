@@ -2,6 +2,7 @@
 listing child lists again in the background: real workers, a real listing child held at its start by a gate (a
 sitecustomize that waits for a file, in the listing child only), and a real job for an hf: model claimed and run
 while the listing is still held. Start to ready, with the host's facts and the listing kept, is printed."""
+import contextlib
 import importlib.util
 import signal
 import time
@@ -41,8 +42,7 @@ def test_a_kept_listing_is_offered_at_once_and_its_jobs_run_while_the_listing_re
                "the kept listing and host facts")
     gate, env = _gated(tmp_path)
     launched = time.monotonic()
-    second = start_worker(db_url, home, "--no-calibrate", env=env)
-    try:
+    with _running(db_url, home, env, gate) as second:
         wait_until(lambda: _offers(engine, second.pid), 120, "the second worker to offer the kept listing")
         ready_s = time.monotonic() - launched
         wait_until(lambda: gate.with_suffix(".waiting").exists(), 120, "the listing child to reach its gate")
@@ -51,10 +51,6 @@ def test_a_kept_listing_is_offered_at_once_and_its_jobs_run_while_the_listing_re
         assert not gate.exists()  # claimed, run and stored while the listing was held
         gate.touch()  # the listing ends; the same listing: nothing to publish again
         print(f"start to offering {MODEL} with the listing and host facts kept: {ready_s:.1f} s")
-    finally:
-        gate.touch()
-        second.send_signal(signal.SIGTERM)
-        second.wait(timeout=120)
 
 
 def test_a_worker_in_an_empty_home_offers_the_listing_another_worker_published(db_url, tmp_path):
@@ -65,8 +61,7 @@ def test_a_worker_in_an_empty_home_offers_the_listing_another_worker_published(d
     gate, env = _gated(tmp_path)
     home = tmp_path / "pod"  # empty
     launched = time.monotonic()
-    second = start_worker(db_url, home, "--no-calibrate", env=env)
-    try:
+    with _running(db_url, home, env, gate) as second:
         wait_until(lambda: _offers(engine, second.pid), 120, "the second worker to offer the published listing")
         offered_s = time.monotonic() - launched
         assert not gate.exists()  # its own listing child has not been let through: the listing came from the database
@@ -74,10 +69,6 @@ def test_a_worker_in_an_empty_home_offers_the_listing_another_worker_published(d
         log = second.log_path.read_text()
         assert "offering the listing kept in the database" in log, log[-2000:]
         print(f"start to offering {MODEL} in an empty home, from the database: {offered_s:.1f} s")
-    finally:
-        gate.touch()
-        second.send_signal(signal.SIGTERM)
-        second.wait(timeout=120)
 
 
 def test_a_first_start_offers_the_families_read_from_their_sources_while_its_child_lists(db_url, tmp_path):
@@ -87,8 +78,7 @@ def test_a_first_start_offers_the_families_read_from_their_sources_while_its_chi
     engine = get_engine(db_url)
     gate, env = _gated(tmp_path)
     launched = time.monotonic()
-    worker = start_worker(db_url, tmp_path / "home", "--no-calibrate", env=env)
-    try:
+    with _running(db_url, tmp_path / "home", env, gate) as worker:
         wait_until(lambda: _offers(engine, worker.pid), 120, "the worker to offer the families' sources")
         offered_s = time.monotonic() - launched
         assert not gate.exists() and _listing_record(engine, worker.pid) is None  # nothing of it published as a listing
@@ -97,10 +87,6 @@ def test_a_first_start_offers_the_families_read_from_their_sources_while_its_chi
         gate.touch()
         wait_until(lambda: _listing_record(engine, worker.pid) is not None, 300, "the child's listing published")
         print(f"start to offering {MODEL} in an empty home and database, from the sources: {offered_s:.1f} s")
-    finally:
-        gate.touch()
-        worker.send_signal(signal.SIGTERM)
-        worker.wait(timeout=120)
 
 
 def test_a_listing_child_that_fails_takes_the_sources_listing_back(db_url, tmp_path):
@@ -111,15 +97,11 @@ def test_a_listing_child_that_fails_takes_the_sources_listing_back(db_url, tmp_p
     _, env = _gated(tmp_path)
     jobs = submit(db_url, "--model", "tiny", *(a for b in range(2, 8) for a in ("--batch", str(b))), "--device",
                   "cpu", "--backend", "eager", "--iters", "2")
-    worker = start_worker(db_url, tmp_path / "home", "--no-calibrate", env={**env, "LISTING_FAILS": "1"})
-    try:
+    with _running(db_url, tmp_path / "home", {**env, "LISTING_FAILS": "1"}) as worker:
         wait_until(lambda: _refused(engine, worker.pid), 120, "the family refused after the child failed")
         assert any(r["status"] in ("queued", "running") for j, r in records(db_url).items() if j in jobs)
         assert not _offers(engine, worker.pid)
         assert "read from the families' sources while listing" in worker.log_path.read_text()
-    finally:
-        worker.send_signal(signal.SIGTERM)
-        worker.wait(timeout=120)
 
 
 FAMILIES = {"COMPILE_LAB_FAMILIES": "1"}
@@ -127,13 +109,9 @@ FAMILIES = {"COMPILE_LAB_FAMILIES": "1"}
 
 def _listed_by_a_first_worker(db_url: str, home) -> None:
     """A worker started in `home` until its listing child listed MODEL (published as its listing), then stopped."""
-    first = start_worker(db_url, home, "--no-calibrate", env=FAMILIES)
-    try:
+    with _running(db_url, home, FAMILIES) as first:
         wait_until(lambda: _offers(get_engine(db_url), first.pid) and _listing_record(get_engine(db_url), first.pid),
                    300, "the first worker's listing")
-    finally:
-        first.send_signal(signal.SIGTERM)
-        first.wait(timeout=120)
 
 
 def _gated(tmp_path):
@@ -148,6 +126,19 @@ def _gated(tmp_path):
 def _offers(engine, pid: int) -> bool:
     return any(w.capabilities.get("pid") == pid and any(m.get("name") == MODEL for m in w.capabilities.get("models", []))
                for w in queue.live_workers(engine))
+
+
+@contextlib.contextmanager
+def _running(db_url: str, home, env: dict, gate=None):
+    """A worker started in `home` for the block; after it, its listing gate (if any) opened and the worker stopped."""
+    worker = start_worker(db_url, home, "--no-calibrate", env=env)
+    try:
+        yield worker
+    finally:
+        if gate is not None:
+            gate.touch()
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=120)
 
 
 def _an_hf_job_succeeds(db_url: str) -> None:

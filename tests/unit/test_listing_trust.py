@@ -50,7 +50,7 @@ def test_a_listing_another_worker_published_is_offered_cut_to_this_workers_famil
     assert set(more.entries) == {"hf:GPT2LMHeadModel"} and more.from_cache and more.changed.is_set()
     assert more.refused == {"hf:*": "not here"}
     assert set(families_of(listing_cache.load(tmp_path, key))) == {"hf:GPT2LMHeadModel"}  # kept for the next start
-    assert more.published_record() == {"key": asked[0], "families": {"hf": "5.0"}}
+    assert more.snapshot()[2] == {"key": asked[0], "families": {"hf": "5.0"}}
     # a home that keeps its own listing does not ask the database
     again = MoreModels([], use_families=False)
     again.families = ["hf"]
@@ -74,7 +74,7 @@ def test_without_a_good_published_listing_the_child_lists(tmp_path, monkeypatch)
         more = MoreModels([], use_families=False)
         more.families = ["hf"]
         more.start({}, tmp_path / str(n), gpu=False, home=tmp_path / str(n), published=got)
-        assert len(begun) == n + 1 and not more.from_cache and more.published_record() is None, n
+        assert len(begun) == n + 1 and not more.from_cache and more.snapshot()[2] is None, n
         assert set(more.entries) == set(families_of(sources) if sources else ()), n  # nothing of the forged rows
     asked = []
     mine = MoreModels(["labpkg.models:make"], use_families=False)
