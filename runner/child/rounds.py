@@ -19,8 +19,17 @@ class ExperimentFailed(Exception):
 
 
 def warmup(timer, fn) -> tuple[float, float]:
-    """Run until at least WARMUP_MIN_CALLS calls and WARMUP_MIN_S seconds. Returns the medians (of the
-    later half) of a synchronous call's time and of the host's time to issue it (ms)."""
+    """Settle, then estimate: calls until at least WARMUP_MIN_CALLS and WARMUP_MIN_S seconds (the first calls' lazy
+    work), then as many again for the estimate, the medians of a synchronous call's time and of the host's time to
+    issue it (ms). The rounds are sized from it (timer.plan): a slow spell at the start taken as the call's time (three
+    calls of 40 ms ending the warm-up of a 0.1 ms call) would shrink every round to one call a side, and 300 rounds to
+    a third of a second, over before a page on this host can pause for them."""
+    _calls(timer, fn)
+    calls, issues = _calls(timer, fn)
+    return percentile(calls, 50), percentile(issues, 50)
+
+
+def _calls(timer, fn) -> tuple[list[float], list[float]]:
     calls, issues, spent = [], [], 0.0
     while len(calls) < WARMUP_MIN_CALLS or spent < WARMUP_MIN_S:
         seconds, issue_s = timer.once_and_issue(fn)
@@ -29,8 +38,7 @@ def warmup(timer, fn) -> tuple[float, float]:
         spent += seconds
         if len(calls) >= 1000:
             break
-    half = len(calls) // 2
-    return percentile(calls[half:], 50), percentile(issues[half:], 50)
+    return calls, issues
 
 
 BLOCK_CLOCKS = {"throughput": "throughput", "gpu": "gpu_time"}  # clock -> timer method, one side at a time

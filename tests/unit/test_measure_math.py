@@ -1,6 +1,7 @@
 """The arithmetic the record is built from: percentiles, break-even, accuracy."""
 import logging
 import math
+import time
 
 import pytest
 import torch
@@ -270,3 +271,25 @@ def test_float64_run_follows_the_step_and_says_why_when_it_cannot():
         return step
     why = accuracy.float64_run(accuracy.pristine(model), x, False, broken)
     assert why == "the model does not run in float64 (RuntimeError: no float64 kernel)"
+
+
+def test_a_slow_start_of_the_warm_up_does_not_size_the_rounds():
+    """Three slow first calls (lazy work, or another process's burst as the warm-up began) ended the old warm-up,
+    whose estimate was their median: rounds of one call a side, 300 of them over in a third of a second (a CI run:
+    too short for a page on the host to pause). The estimate comes from calls after the settling ones."""
+    from runner.child.rounds import warmup
+    from runner.child.timing import MAX_CALLS, CpuTimer
+
+    calls = []
+
+    def fn():  # a real call's time on the host's clock: 40 ms for the first three, 0.2 ms after
+        calls.append(None)
+        end = time.perf_counter() + (0.040 if len(calls) <= 3 else 0.0002)
+        while time.perf_counter() < end:
+            pass
+
+    timer = CpuTimer()
+    call_ms, issue_ms = warmup(timer, fn)
+    assert call_ms < 5, call_ms  # not the slow start's 40 ms
+    timer.plan(call_ms, issue_ms)
+    assert timer.latency_calls == MAX_CALLS
