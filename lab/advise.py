@@ -9,7 +9,8 @@ alone first; lab.advise_screen leaves out those that cannot win). After each rou
 failed, when even its interval's top cannot pay off for the caller (below eager for N calls, or slower), or when its
 interval's top lies below the leader's bottom. Once every stage has run, the leader is recommended when it is the only
 one left and its interval's bottom is above eager's (the caller gains, at 95%); candidates equal to it within the
-measurement stop racing (the indifference zone: the one cheapest to compile is chosen); the others get one more
+measurement, or that more processes could not tell from it, stop racing (the one cheapest to compile is chosen;
+over the best measured only where it compiles clearly faster: lab.advise_screen.indifferent); the others get one more
 process each, while the budget and the process limit allow. Compiling is not worth it ("don't compile") when every
 candidate is dropped, when the lightest compile measured cannot be repaid by the caller's calls, or when the search
 ends with the leader not separable from eager.

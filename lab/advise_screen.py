@@ -144,6 +144,24 @@ def _cold(m: Measured) -> float:
     return m.cold_first_s if m.cold_first_s is not None else math.inf
 
 
+COMPILE_SHARE = 0.8  # a setting not separable from the leader is chosen over it when it compiles in under this share
+
+
+def _cold_words(m: Measured) -> str:
+    return f"{m.cold_first_s:.1f} s" if m.cold_first_s is not None else "unmeasured"
+
+
+def _slower_than(live: Mapping[str, Measured], k: str, chosen: str, name: Mapping[str, str],
+                 leaders: tuple[float, float], limit: int) -> str:
+    """Why a setting measured faster than the chosen one was not chosen: not separable from it, and slower to compile
+    (`leaders`: the chosen one's distance from the leader, where the two at hand are not compared)."""
+    q, p = payoff(live[k]), payoff(live[chosen])
+    apart = plan.futile(q, live[k].processes, p, live[chosen].processes, limit) or leaders
+    return (f"{q[0]:.2f}x against {name[chosen]}'s {p[0]:.2f}x: {apart[0]:.0%} apart, not separable by {limit} "
+            f"processes (about ±{apart[1]:.0%} at the limit), and slower to compile ({_cold_words(live[k])} against "
+            f"{live[chosen].cold_first_s:.1f} s cold)")
+
+
 def indifferent(live: Mapping[str, Measured], leader: str, search: Search) -> tuple[str, list[Drop], str] | None:
     """Where every candidate in contention besides the leader is equal to it within the measurement, or could not be
     told apart from it by the process limit: (the one chosen, the others dropped with why, the words of the choice);
@@ -158,35 +176,53 @@ def indifferent(live: Mapping[str, Measured], leader: str, search: Search) -> tu
     if any(v is None for v in futile.values()):
         return None
     tied = [leader, *equal]
-    pick = min(tied, key=lambda k: (_cold(live[k]), plan.rank(live[k].settings), k))
-    vary = varying(live[k].settings for k in tied) or None
+    chosen = min(tied, key=lambda k: (_cold(live[k]), plan.rank(live[k].settings), k))  # the zone's choice
+    # one the process limit cannot tell from the leader is as good an answer, as far as the race can know: where it
+    # compiles clearly faster it is chosen (the leader's lead is not established, the compile time it costs is)
+    cheaper = sorted((k for k in futile if _cold(live[k]) < COMPILE_SHARE * _cold(live[chosen])),
+                     key=lambda k: (_cold(live[k]), k))
+    apart = cheaper[0] if cheaper else None
+    pick = apart or chosen
+    vary = varying(live[k].settings for k in (*tied, *futile)) or None
     name = {k: settings_words(live[k].settings, vary) if vary else settings_words(live[k].settings) for k in live}
     p = payoff(live[pick])
+    limit = search.max_processes
     dropped, why = [], ""
     if len(tied) > 1:
         nums = " and ".join(f"{payoff(live[k])[0]:.2f}x" for k in tied)
         names = " and ".join(name[k] for k in tied)
-        if _cold(live[pick]) < math.inf and len({_cold(live[k]) for k in tied}) > 1:
+        if _cold(live[chosen]) < math.inf and len({_cold(live[k]) for k in tied}) > 1:
             because = "it compiles fastest" if len(tied) > 2 else "it compiles faster"
             colds = ", ".join(f"{live[k].cold_first_s:.1f} s" if live[k].cold_first_s is not None else "?"
-                              for k in [pick, *(k for k in tied if k != pick)])
+                              for k in [chosen, *(k for k in tied if k != chosen)])
             because += f" ({colds} cold)"
         else:
             because = "the simpler setting"
-        why = f"{names} are equal within {plan.ZONE:.0%} ({nums}); chose {name[pick]}: {because}"
+        why = f"{names} are equal within {plan.ZONE:.0%} ({nums}); chose {name[chosen]}: {because}"
         for k in tied:
-            if k != pick:
+            if k != chosen:
                 q = payoff(live[k])
-                dropped.append(Drop(k, f"equal to {name[pick]} within {plan.ZONE:.0%} ({q[0]:.2f}x against "
-                                       f"{p[0]:.2f}x, inside each other's intervals); the chosen one compiles faster "
-                                       "or is the simpler setting", "equal"))
+                dropped.append(Drop(k, f"equal to {name[chosen]} within {plan.ZONE:.0%} ({q[0]:.2f}x against "
+                                       f"{payoff(live[chosen])[0]:.2f}x, inside each other's intervals); the chosen one "
+                                       "compiles faster or is the simpler setting", "equal"))
+        if apart:
+            dropped.append(Drop(chosen, _slower_than(live, chosen, apart, name, futile[apart], limit), "futile"))
+    elif apart:
+        dropped.append(Drop(leader, _slower_than(live, leader, apart, name, futile[apart], limit), "futile"))
     for k, (d, h) in futile.items():
-        dropped.append(Drop(k, f"cannot be told apart from {name[leader]} within {search.max_processes} processes: "
-                               f"{d:.0%} apart, their intervals would still be about ±{h:.0%} at the limit; the best "
-                               "measured was kept", "futile"))
+        if k == apart:
+            continue
+        dropped.append(Drop(k, f"cannot be told apart from {name[leader]} within {limit} processes: {d:.0%} apart, "
+                               f"their intervals would still be about ±{h:.0%} at the limit; "
+                               + (f"{name[apart]}, as close, compiles faster" if apart else "the best measured was kept"),
+                            "futile"))
         why = (why + "; " if why else "") + f"{name[k]} cannot be told apart from {name[leader]} by more processes"
-    if pick != leader and futile:
-        why += f" (the leader, {name[leader]}, equal to {name[pick]})"
+    if apart:
+        d, h = futile[apart]
+        why = (why + "; " if why else "") + (
+            f"{name[apart]} ({p[0]:.2f}x) cannot be told apart from {name[leader]} ({lead[0]:.2f}x) by {limit} "
+            f"processes ({d:.0%} apart, about ±{h:.0%} at the limit); chose {name[apart]}: it compiles faster "
+            f"({live[apart].cold_first_s:.1f} s against {_cold_words(live[leader])} cold)")
     return pick, dropped, why
 
 

@@ -145,6 +145,30 @@ def test_a_race_that_cannot_separate_by_the_limit_stops_with_the_best_measured()
     assert got.dropped[0].kind == "futile" and "cannot be told apart" in got.dropped[0].why
 
 
+def test_a_setting_not_separable_from_the_leader_and_much_faster_to_compile_is_chosen():
+    """An H200 search (gpt2, 4 layers): max-autotune 1.36x [1.12, 1.65] after a 79 s cold compile, reduce-overhead
+    1.30x [1.15, 1.47] after 8.2 s. Six processes each would not tell them apart: the 4% is not established, the 71 s
+    are. The faster compile is chosen and the other is listed with both numbers; where it does not compile clearly
+    faster, the best measured stays."""
+    race = {"ma": cand("ma", "max-autotune", s=1.36, lo=1.12, hi=1.65, processes=3, cold_first_s=79.0),
+            "ro": cand("ro", "reduce-overhead", s=1.30, lo=1.15, hi=1.47, processes=3, cold_first_s=8.2)}
+    got = decide(race, set(), Search(), 300)
+    assert got.outcome is Outcome.RECOMMEND and got.leader == "ro", got
+    assert "mode=reduce-overhead (1.30x) cannot be told apart from mode=max-autotune (1.36x) by 6 processes" in got.why \
+        and "chose mode=reduce-overhead: it compiles faster (8.2 s against 79.0 s cold)" in got.why, got.why
+    (drop,) = got.dropped
+    assert drop.key == "ma" and drop.kind == "futile", drop
+    assert drop.why.startswith("1.36x against mode=reduce-overhead's 1.30x: 5% apart, not separable by 6 processes") \
+        and drop.why.endswith("slower to compile (79.0 s against 8.2 s cold)"), drop.why
+    head = advice_text.report(Search(), race, [Round(1, got, 300.0)], 300.0, "cuda", 0).splitlines()[0]
+    assert head.startswith("use mode=reduce-overhead: 1.30x [1.15, 1.47] for the caller; compiling costs 8.2 s cold"), \
+        head
+    # 10% less compile time is not worth a lead the race could not establish either way: the best measured stays
+    close = {**race, "ro": replace(race["ro"], cold_first_s=72.0)}
+    got = decide(close, set(), Search(), 300)
+    assert got.leader == "ma" and got.dropped[0].key == "ro" and "the best measured was kept" in got.dropped[0].why
+
+
 def test_at_steady_state_no_variant_runs_once_its_base_ran_unless_the_base_failed():
     """At one batch size a dynamic or blocks variant cannot run faster than its base: the search says so and runs
     none of them, the leader's included; a variant whose base failed is the way left to compile, so it runs."""
