@@ -273,23 +273,28 @@ def test_float64_run_follows_the_step_and_says_why_when_it_cannot():
     assert why == "the model does not run in float64 (RuntimeError: no float64 kernel)"
 
 
-def test_a_slow_start_of_the_warm_up_does_not_size_the_rounds():
-    """Three slow first calls (lazy work, or another process's burst as the warm-up began) ended the old warm-up,
-    whose estimate was their median: rounds of one call a side, 300 of them over in a third of a second (a CI run:
-    too short for a page on the host to pause). The estimate comes from calls after the settling ones."""
+def test_a_slow_spell_in_the_warm_up_does_not_size_the_rounds():
+    """Slow calls as the warm-up begins (lazy work, or another process drawing on the host) ended the old warm-up
+    after three calls, and their median was taken for the call's time: rounds of one call a side, 300 of them over in
+    a third of a second (a CI run: too short for a page on the host to pause). Settled first, then sized from the
+    fastest call of the estimate, stalls there included, the rounds get their full calls."""
     from runner.child.rounds import warmup
     from runner.child.timing import MAX_CALLS, CpuTimer
 
-    calls = []
+    def step(slow: set[int], ms: float):
+        calls = []
 
-    def fn():  # a real call's time on the host's clock: 40 ms for the first three, 0.2 ms after
-        calls.append(None)
-        end = time.perf_counter() + (0.040 if len(calls) <= 3 else 0.0002)
-        while time.perf_counter() < end:
-            pass
+        def fn():  # a real call's time on the host's clock: `ms` for the calls in `slow`, 0.2 ms for the others
+            calls.append(None)
+            end = time.perf_counter() + (ms if len(calls) in slow else 0.2) / 1e3
+            while time.perf_counter() < end:
+                pass
+        return fn
 
-    timer = CpuTimer()
-    call_ms, issue_ms = warmup(timer, fn)
-    assert call_ms < 5, call_ms  # not the slow start's 40 ms
-    timer.plan(call_ms, issue_ms)
-    assert timer.latency_calls == MAX_CALLS
+    for slow, ms in (({1, 2, 3}, 40.0),  # the settling calls slow
+                     ({1, 2, 3, 4, 5}, 60.0)):  # and two stalled calls opening the estimate (three 40 ms: 0.12 s)
+        timer = CpuTimer()
+        call_ms, issue_ms = warmup(timer, step(slow, ms))
+        assert call_ms < 1, (slow, call_ms)
+        timer.plan(call_ms, issue_ms)
+        assert timer.latency_calls == MAX_CALLS
