@@ -14,8 +14,8 @@ _lock = threading.Lock()
 
 
 def _history(engine, configs, models, running) -> dict:
-    key = (id(engine), views.data_version(engine), tuple(sorted(configs)), tuple(sorted(models)),
-           tuple(sorted(running)))
+    key = (id(engine), views.data_version(engine), tuple(sorted(configs)),
+           tuple(sorted((m, tuple(sorted(c or "" for c in of))) for m, of in models.items())), tuple(sorted(running)))
     with _lock:
         if key in _cache:
             return _cache[key]

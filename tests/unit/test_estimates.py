@@ -51,14 +51,22 @@ def test_history_per_configuration_and_per_model(any_db_url):
     sweep(engine, "mlp")
     run(engine, 5.0, 1.0)
     (config,) = {r["config"] for r in _configs(engine, 8)}
-    found = estimates.history(engine, [config], [("simplenet", "cpu"), ("mlp", "cpu"), ("resnet", "cpu")], [config])
+    # each model asked for with no configuration of its own (a queued job's new settings): its history is read
+    found = estimates.history(engine, [config], {("simplenet", "cpu"): ["new"], ("mlp", "cpu"): [None],
+                                                 ("resnet", "cpu"): []}, [config])
     assert sorted(j["seconds"] for j in found["config"][config]) == [70.0, 90.0]
     assert all(j["timeline"] for j in found["config"][config])  # asked for: a running job's stages
     assert sorted(j["seconds"] for j in found["model"][("simplenet", "cpu")]) == [70.0, 90.0, 200.0]
     assert [j["seconds"] for j in found["model"][("mlp", "cpu")]] == [5.0]
     assert found["model"][("resnet", "cpu")] == []
-    plain = estimates.history(engine, [config], [], [])
+    plain = estimates.history(engine, [config], {}, [])
     assert all(j["timeline"] is None for j in plain["config"][config])  # not asked for: not read
+    # a model whose every configuration asked for has a history of its own: its own is not read (lab.eta would not
+    # take it), only where one has none
+    known = estimates.history(engine, [config], {("simplenet", "cpu"): [config]}, [])
+    assert known["model"] == {} and len(known["config"][config]) == 2
+    mixed = estimates.history(engine, [config, "new"], {("simplenet", "cpu"): [config, "new"]}, [])
+    assert len(mixed["model"][("simplenet", "cpu")]) == 3
 
 
 def _configs(engine, bs):
