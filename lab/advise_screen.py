@@ -144,22 +144,41 @@ def _cold(m: Measured) -> float:
     return m.cold_first_s if m.cold_first_s is not None else math.inf
 
 
-COMPILE_SHARE = 0.8  # a setting not separable from the leader is chosen over it when it compiles in under this share
+COMPILE_SHARE = 0.8  # a setting the race cannot tell from the leader is chosen over it when it compiles in under this
 
 
 def _cold_words(m: Measured) -> str:
-    return f"{m.cold_first_s:.1f} s" if m.cold_first_s is not None else "unmeasured"
+    return f"{m.cold_first_s:.1f} s" if m.cold_first_s is not None else "an unmeasured time"
 
 
-def _slower_than(live: Mapping[str, Measured], k: str, chosen: str, name: Mapping[str, str],
-                 leaders: tuple[float, float], limit: int) -> str:
-    """Why a setting measured faster than the chosen one was not chosen: not separable from it, and slower to compile
-    (`leaders`: the chosen one's distance from the leader, where the two at hand are not compared)."""
-    q, p = payoff(live[k]), payoff(live[chosen])
-    apart = plan.futile(q, live[k].processes, p, live[chosen].processes, limit) or leaders
-    return (f"{q[0]:.2f}x against {name[chosen]}'s {p[0]:.2f}x: {apart[0]:.0%} apart, not separable by {limit} "
-            f"processes (about ±{apart[1]:.0%} at the limit), and slower to compile ({_cold_words(live[k])} against "
-            f"{live[chosen].cold_first_s:.1f} s cold)")
+def _versus(live: Mapping[str, Measured], k: str, other: str, name: Mapping[str, str], limit: int) -> str | None:
+    """k against `other` in words where the race cannot tell them apart (equal within the zone, or not separable by
+    the process limit); None where it can."""
+    q, p = payoff(live[k]), payoff(live[other])
+    if plan.equal(*((q, p) if q[0] <= p[0] else (p, q))):  # the lower against the higher, as the zone is drawn
+        return f"equal to {name[other]} within {plan.ZONE:.0%} ({q[0]:.2f}x against {p[0]:.2f}x)"
+    far = plan.futile(q, live[k].processes, p, live[other].processes, limit)
+    if far is None:
+        return None
+    return (f"not separable from {name[other]} by {limit} processes ({q[0]:.2f}x against {p[0]:.2f}x: {far[0]:.0%} "
+            f"apart, about ±{far[1]:.0%} at the limit)")
+
+
+def _cheaper(live: Mapping[str, Measured], chosen: str, tied: list[str], futile: Mapping, limit: int) -> str | None:
+    """Among the settings the race cannot tell from the leader, one that compiles clearly faster than the zone's
+    choice (both measured cold, under COMPILE_SHARE of it), as sure to gain over eager, and that the race cannot tell
+    from any setting measured faster than it either: the best measured of those; None where there is none."""
+    def qualifies(k: str) -> bool:
+        m, c, q = live[k], live[chosen], payoff(live[k])
+        if m.cold_first_s is None or c.cold_first_s is None or m.cold_first_s >= COMPILE_SHARE * c.cold_first_s:
+            return False
+        if payoff(c)[1] > 1 >= q[1]:  # the zone's choice is separable from eager and this one is not
+            return False
+        faster = [o for o in (*tied, *futile) if o != k and (o in tied or payoff(live[o])[0] > q[0])]
+        return all(_versus(live, k, o, {o: o, k: k}, limit) is not None for o in faster)
+
+    found = [k for k in futile if qualifies(k)]
+    return max(found, key=lambda k: (payoff(live[k])[0], -_cold(live[k]), k)) if found else None
 
 
 def indifferent(live: Mapping[str, Measured], leader: str, search: Search) -> tuple[str, list[Drop], str] | None:
@@ -177,18 +196,29 @@ def indifferent(live: Mapping[str, Measured], leader: str, search: Search) -> tu
         return None
     tied = [leader, *equal]
     chosen = min(tied, key=lambda k: (_cold(live[k]), plan.rank(live[k].settings), k))  # the zone's choice
+    limit = search.max_processes
     # one the process limit cannot tell from the leader is as good an answer, as far as the race can know: where it
     # compiles clearly faster it is chosen (the leader's lead is not established, the compile time it costs is)
-    cheaper = sorted((k for k in futile if _cold(live[k]) < COMPILE_SHARE * _cold(live[chosen])),
-                     key=lambda k: (_cold(live[k]), k))
-    apart = cheaper[0] if cheaper else None
+    apart = _cheaper(live, chosen, tied, futile, limit)
     pick = apart or chosen
     vary = varying(live[k].settings for k in (*tied, *futile)) or None
     name = {k: settings_words(live[k].settings, vary) if vary else settings_words(live[k].settings) for k in live}
     p = payoff(live[pick])
-    limit = search.max_processes
     dropped, why = [], ""
-    if len(tied) > 1:
+    if apart:
+        d, h = futile[apart]
+        others = [k for k in tied if k != leader]
+        why = (f"{name[apart]} ({p[0]:.2f}x) cannot be told apart from {name[leader]} ({lead[0]:.2f}x), the best "
+               f"measured, by {limit} processes ({d:.0%} apart, about ±{h:.0%} at the limit)"
+               + (f", nor from {' and '.join(name[k] for k in others)}" if others else "")
+               + f"; chose {name[apart]}: it compiles faster ({live[apart].cold_first_s:.1f} s cold against "
+               f"{live[chosen].cold_first_s:.1f} s{'' if chosen == leader else ' for ' + name[chosen]})")
+        for k in tied:
+            compiles = (f"slower to compile ({live[k].cold_first_s:.1f} s against {live[apart].cold_first_s:.1f} s cold)"
+                        if live[k].cold_first_s is not None else
+                        f"its cold compile not measured ({name[apart]}'s: {live[apart].cold_first_s:.1f} s)")
+            dropped.append(Drop(k, f"{_versus(live, k, apart, name, limit)}, and {compiles}", "futile"))
+    elif len(tied) > 1:
         nums = " and ".join(f"{payoff(live[k])[0]:.2f}x" for k in tied)
         names = " and ".join(name[k] for k in tied)
         if _cold(live[chosen]) < math.inf and len({_cold(live[k]) for k in tied}) > 1:
@@ -203,26 +233,19 @@ def indifferent(live: Mapping[str, Measured], leader: str, search: Search) -> tu
             if k != chosen:
                 q = payoff(live[k])
                 dropped.append(Drop(k, f"equal to {name[chosen]} within {plan.ZONE:.0%} ({q[0]:.2f}x against "
-                                       f"{payoff(live[chosen])[0]:.2f}x, inside each other's intervals); the chosen one "
+                                       f"{p[0]:.2f}x, inside each other's intervals); the chosen one "
                                        "compiles faster or is the simpler setting", "equal"))
-        if apart:
-            dropped.append(Drop(chosen, _slower_than(live, chosen, apart, name, futile[apart], limit), "futile"))
-    elif apart:
-        dropped.append(Drop(leader, _slower_than(live, leader, apart, name, futile[apart], limit), "futile"))
     for k, (d, h) in futile.items():
         if k == apart:
             continue
-        dropped.append(Drop(k, f"cannot be told apart from {name[leader]} within {limit} processes: {d:.0%} apart, "
-                               f"their intervals would still be about ±{h:.0%} at the limit; "
-                               + (f"{name[apart]}, as close, compiles faster" if apart else "the best measured was kept"),
-                            "futile"))
-        why = (why + "; " if why else "") + f"{name[k]} cannot be told apart from {name[leader]} by more processes"
-    if apart:
-        d, h = futile[apart]
-        why = (why + "; " if why else "") + (
-            f"{name[apart]} ({p[0]:.2f}x) cannot be told apart from {name[leader]} ({lead[0]:.2f}x) by {limit} "
-            f"processes ({d:.0%} apart, about ±{h:.0%} at the limit); chose {name[apart]}: it compiles faster "
-            f"({live[apart].cold_first_s:.1f} s against {_cold_words(live[leader])} cold)")
+        near = _versus(live, k, pick, name, limit) if apart else None
+        cold = f"{name[pick]} compiles in {_cold_words(live[pick])} cold, this one in {_cold_words(live[k])}"
+        dropped.append(Drop(k, f"{near}; {name[pick]} was chosen ({cold})" if near else
+                            f"cannot be told apart from {name[leader]} within {limit} processes: {d:.0%} apart, their "
+                            f"intervals would still be about ±{h:.0%} at the limit; {name[pick]} was chosen"
+                            + (f" ({cold})" if apart else ""), "futile"))
+        if not apart:
+            why = (why + "; " if why else "") + f"{name[k]} cannot be told apart from {name[leader]} by more processes"
     return pick, dropped, why
 
 

@@ -31,8 +31,9 @@ def search_form(engine, catalog: dict, devices: set[str]) -> None:
         st.markdown("##### Find the best settings")
         st.caption("A racing search: each mode runs once (its dynamic and scope variants only where calls or traffic "
                    "could reward them: at one batch size they cannot run faster), clearly worse ones are dropped, more "
-                   "processes go to those still in contention until one is separable at 95%, those equal within 3% (or "
-                   "that more processes could not tell apart) are settled by the faster compile, "
+                   "processes go to those still in contention until one is separable at 95%, those equal within 3% are "
+                   "settled by the faster compile (so are those more processes could not tell apart, where one "
+                   "compiles clearly faster), "
                    "or the budget is spent. With a number of calls it tries the lightest "
                    "compile first and stops there when compiling cannot pay off. Workers drive it: leaving this page "
                    "stops nothing.")

@@ -63,10 +63,12 @@ def preloads(page: str) -> tuple[str, ...]:
 def head(path: str, html: bytes = b"") -> bytes:
     """What goes right after <head> in the HTML of the page at `path`: SCRIPT, a link for each of its preloads that
     the HTML does not load already (Streamlit's own entry code), and a script that runs the element's code."""
-    files = [f for f in preloads(path.rsplit("/", 1)[-1]) if f.encode() not in html]
+    page = path.rsplit("/", 1)[-1]
+    files = [f for f in preloads(page) if f.encode() not in html]
     links = b"".join(f'<link rel="modulepreload" crossorigin href="./static/js/{f}">'.encode() for f in files)
-    # the element's own code run now, not once its message has come (an import of the same file then finds it run)
-    run = b"".join(f'<script type="module">import("./static/js/{f}")</script>'.encode() for f in files[-1:])
+    # the elements' own code run now, not once their message has come (an import of the same file then finds it run)
+    own = [f for f in files if f.split(".", 1)[0] in PRELOADS.get(page, ())]
+    run = b"".join(f'<script type="module">import("./static/js/{f}")</script>'.encode() for f in own)
     return SCRIPT + links + run
 
 

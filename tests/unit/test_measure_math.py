@@ -1,7 +1,6 @@
 """The arithmetic the record is built from: percentiles, break-even, accuracy."""
 import logging
 import math
-import time
 
 import pytest
 import torch
@@ -277,24 +276,26 @@ def test_a_slow_spell_in_the_warm_up_does_not_size_the_rounds():
     """Slow calls as the warm-up begins (lazy work, or another process drawing on the host) ended the old warm-up
     after three calls, and their median was taken for the call's time: rounds of one call a side, 300 of them over in
     a third of a second (a CI run: too short for a page on the host to pause). Settled first, then sized from the
-    fastest call of the estimate, stalls there included, the rounds get their full calls."""
+    fastest call of the estimate, stalls there included, the rounds get their full calls. The calls' times are
+    scripted (a timer that reports them), so a loaded box cannot move them."""
     from runner.child.rounds import warmup
     from runner.child.timing import MAX_CALLS, CpuTimer
 
-    def step(slow: set[int], ms: float):
-        calls = []
+    class Scripted(CpuTimer):
+        def __init__(self, slow: set[int], ms: float):
+            super().__init__()
+            self.slow, self.ms, self.n = slow, ms, 0
 
-        def fn():  # a real call's time on the host's clock: `ms` for the calls in `slow`, 0.2 ms for the others
-            calls.append(None)
-            end = time.perf_counter() + (ms if len(calls) in slow else 0.2) / 1e3
-            while time.perf_counter() < end:
-                pass
-        return fn
+        def once_and_issue(self, fn):
+            fn()
+            self.n += 1
+            seconds = (self.ms if self.n in self.slow else 0.2) / 1e3
+            return seconds, seconds
 
     for slow, ms in (({1, 2, 3}, 40.0),  # the settling calls slow
                      ({1, 2, 3, 4, 5}, 60.0)):  # and two stalled calls opening the estimate (three 40 ms: 0.12 s)
-        timer = CpuTimer()
-        call_ms, issue_ms = warmup(timer, step(slow, ms))
-        assert call_ms < 1, (slow, call_ms)
+        timer = Scripted(slow, ms)
+        call_ms, issue_ms = warmup(timer, lambda: None)
+        assert call_ms == 0.2 and timer.n >= 6, (slow, call_ms, timer.n)
         timer.plan(call_ms, issue_ms)
         assert timer.latency_calls == MAX_CALLS
