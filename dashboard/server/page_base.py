@@ -7,9 +7,7 @@ that code reads), so the first question is the right one.
 
 Plotly's code, on Results: the browser fetches an element's code (plotly's chart: 4.7 MB) only once its message has
 come, then evaluates it, and the first chart waited for that. Named in Results' HTML (modulepreload), it is
-fetched and compiled while the page's other code loads and its data are read; imported there too, it is evaluated
-then (about 0.6 s of the browser's one thread on a 2-core box), not after the frame and the page's first elements
-are drawn: docs/dashboard-internals.md has the timeline."""
+fetched and compiled while the page's other code loads and its data are read."""
 from __future__ import annotations
 
 import functools
@@ -61,15 +59,10 @@ def preloads(page: str) -> tuple[str, ...]:
 
 
 def head(path: str, html: bytes = b"") -> bytes:
-    """What goes right after <head> in the HTML of the page at `path`: SCRIPT, a link for each of its preloads that
-    the HTML does not load already (Streamlit's own entry code), and a script that runs the element's code."""
-    page = path.rsplit("/", 1)[-1]
-    files = [f for f in preloads(page) if f.encode() not in html]
-    links = b"".join(f'<link rel="modulepreload" crossorigin href="./static/js/{f}">'.encode() for f in files)
-    # the elements' own code run now, not once their message has come (an import of the same file then finds it run)
-    own = [f for f in files if f.split(".", 1)[0] in PRELOADS.get(page, ())]
-    run = b"".join(f'<script type="module">import("./static/js/{f}")</script>'.encode() for f in own)
-    return SCRIPT + links + run
+    """What goes right after <head> in the HTML of the page at `path`: SCRIPT, and a link for each of its preloads
+    that the HTML does not load already (Streamlit's own entry code)."""
+    return SCRIPT + b"".join(f'<link rel="modulepreload" crossorigin href="./static/js/{f}">'.encode()
+                             for f in preloads(path.rsplit("/", 1)[-1]) if f.encode() not in html)
 
 
 def is_page(path: str) -> bool:

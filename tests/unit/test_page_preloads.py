@@ -1,6 +1,5 @@
 """Results' HTML names its first chart's code and every module that code imports (dashboard.server.page_base), so the
-browser fetches it while the page's data are read, and imports it, so the browser runs it then too; modules the HTML
-loads already are not named twice."""
+browser fetches it while the page's data are read; modules the HTML loads already are not named twice."""
 from dashboard.server import page_base
 
 
@@ -30,9 +29,4 @@ def test_results_html_names_plotly_and_what_it_imports_but_not_what_it_loads_alr
     already = files[0]  # say the entry HTML loads this one itself
     head = page_base.head("/results", f'<script type="module" src="./static/js/{already}">'.encode())
     assert already.encode() not in head and b"PlotlyChart." in head and b"BACKEND_BASE_URL" in head
-    # plotly's chart code is run at once, not only fetched: one import, of that file (its imports come with it)
-    assert head.count(b"import(") == 1 and f'import("./static/js/{files[-1]}")'.encode() in head
-    # an HTML that loads plotly's chart code itself: nothing else is imported in its place
-    own = page_base.head("/results", f'<script type="module" src="./static/js/{files[-1]}">'.encode())
-    assert b"import(" not in own and files[0].encode() in own
     assert page_base.head("/queue") == page_base.SCRIPT  # other pages: where the server is, nothing fetched ahead
