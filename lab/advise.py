@@ -192,11 +192,14 @@ def decide(measured: Mapping[str, Measured], out: Mapping[str, str] | set[str], 
         live = {leader: live[leader]}
         lead = payoff(live[leader])
     if len(live) == 1 and lead[1] > 1:
-        settled_ = _still_tied(measured, {**kinds, **{d.key: d.kind for d in dropped}}, leader, search)
-        why = ("separable from every other setting and from eager at 95%" if not settled_ else
-               f"separable from eager at 95%; {settled_} other setting{'s' * (settled_ != 1)} equal to it within the "
-               f"measurement or not separable from it, and slower to compile, {'was' if settled_ == 1 else 'were'} "
-               "left out of the race")
+        tied = _still_tied(measured, {**kinds, **{d.key: d.kind for d in dropped}}, leader, search)
+        n, mine = len(tied), measured[leader].cold_first_s
+        slower = mine is not None and all(measured[k].cold_first_s is not None and measured[k].cold_first_s >= mine
+                                          for k in tied)
+        why = ("separable from every other setting and from eager at 95%" if not n else
+               f"separable from eager at 95%; {n} other setting{'s' * (n != 1)} equal to it within the "
+               f"measurement or not separable from it{', and slower to compile,' if slower else ''} "
+               f"{'was' if n == 1 else 'were'} left out of the race")
         return Step(Outcome.RECOMMEND, leader, dropped=tuple(dropped),
                     why=f"{zone_why}; separable from eager at 95%" if zone is not None else why)
     more = tuple(sorted(live, key=lambda k: (k != leader, k)))
@@ -218,17 +221,17 @@ def decide(measured: Mapping[str, Measured], out: Mapping[str, str] | set[str], 
     return Step(Outcome.CONTINUE, leader, more=more, dropped=tuple(dropped), why=why)
 
 
-def _still_tied(measured: Mapping[str, Measured], kinds: Mapping[str, str], leader: str, search: Search) -> int:
-    """How many settings settled as equal (or not separable) are so against this leader too: one settled against
+def _still_tied(measured: Mapping[str, Measured], kinds: Mapping[str, str], leader: str, search: Search) -> list[str]:
+    """The settings settled as equal (or not separable) that are so against this leader too: one settled against
     an earlier leader may lie well below a later one."""
     lead, n_lead = payoff(measured[leader]), measured[leader].processes
-    count = 0
+    out = []
     for key, kind in kinds.items():
         p = payoff(measured[key]) if kind in ("equal", "futile") and key in measured else None
         if p is not None and (plan.equal(p, lead) or
                               plan.futile(p, measured[key].processes, lead, n_lead, search.max_processes)):
-            count += 1
-    return count
+            out.append(key)
+    return out
 
 
 def undecided(leader: str, live: Mapping[str, Measured], dropped: list[Drop], stop: str) -> Step:

@@ -165,20 +165,37 @@ def _versus(live: Mapping[str, Measured], k: str, other: str, name: Mapping[str,
 
 
 def _cheaper(live: Mapping[str, Measured], chosen: str, tied: list[str], futile: Mapping, limit: int) -> str | None:
-    """Among the settings the race cannot tell from the leader, one that compiles clearly faster than the zone's
-    choice (both measured cold, under COMPILE_SHARE of it), as sure to gain over eager, and that the race cannot tell
-    from any setting measured faster than it either: the best measured of those; None where there is none."""
-    def qualifies(k: str) -> bool:
-        m, c, q = live[k], live[chosen], payoff(live[k])
-        if m.cold_first_s is None or c.cold_first_s is None or m.cold_first_s >= COMPILE_SHARE * c.cold_first_s:
-            return False
-        if payoff(c)[1] > 1 >= q[1]:  # the zone's choice is separable from eager and this one is not
-            return False
-        faster = [o for o in (*tied, *futile) if o != k and (o in tied or payoff(live[o])[0] > q[0])]
-        return all(_versus(live, k, o, {o: o, k: k}, limit) is not None for o in faster)
+    """Among the settings the race cannot tell from the leader, one chosen over the zone's choice for its compile:
+    it compiles clearly faster (both measured cold, under COMPILE_SHARE), it is separable from eager itself, and the
+    race cannot tell it from any setting measured faster than it either. Of several, the best measured, and among
+    those equal to that one within the zone the fastest compile (the zone's own rule); None where there is none."""
+    found = [k for k in futile if not _passed_over(live, k, chosen, tied, futile, limit)]
+    if not found:
+        return None
+    best = max(found, key=lambda k: (payoff(live[k])[0], -_cold(live[k]), k))
+    near = [k for k in found if k == best or plan.equal(payoff(live[k]), payoff(live[best]))]
+    return min(near, key=lambda k: (_cold(live[k]), plan.rank(live[k].settings), k))
 
-    found = [k for k in futile if qualifies(k)]
-    return max(found, key=lambda k: (payoff(live[k])[0], -_cold(live[k]), k)) if found else None
+
+def _passed_over(live: Mapping[str, Measured], k: str, chosen: str, tied: list[str], futile: Mapping,
+                 limit: int, name: Mapping[str, str] | None = None) -> str | None:
+    """Why futile setting k cannot be chosen over the zone's choice for its compile, in words (None: it can)."""
+    m, c, q = live[k], live[chosen], payoff(live[k])
+    name = name or {}
+    if m.cold_first_s is None or c.cold_first_s is None:
+        return "a cold compile time not measured"
+    if m.cold_first_s >= c.cold_first_s:
+        return f"slower to compile ({m.cold_first_s:.1f} s against {c.cold_first_s:.1f} s cold)"
+    if m.cold_first_s >= COMPILE_SHARE * c.cold_first_s:
+        return (f"its compile not clearly faster ({m.cold_first_s:.1f} s against {c.cold_first_s:.1f} s cold, under "
+                f"{1 - COMPILE_SHARE:.0%} less)")
+    if q[1] <= 1:
+        return f"compiles faster ({m.cold_first_s:.1f} s cold) but is not separable from eager ([{q[1]:.2f}, {q[2]:.2f}])"
+    for o in (*tied, *futile):
+        if o != k and (o in tied or payoff(live[o])[0] > q[0]) and _versus(live, k, o, {o: o, k: k}, limit) is None:
+            return (f"compiles faster ({m.cold_first_s:.1f} s cold) but lies below {name.get(o, o)} "
+                    f"({q[0]:.2f}x against {payoff(live[o])[0]:.2f}x), separable from it")
+    return None
 
 
 def indifferent(live: Mapping[str, Measured], leader: str, search: Search) -> tuple[str, list[Drop], str] | None:
@@ -210,7 +227,8 @@ def indifferent(live: Mapping[str, Measured], leader: str, search: Search) -> tu
         others = [k for k in tied if k != leader]
         why = (f"{name[apart]} ({p[0]:.2f}x) cannot be told apart from {name[leader]} ({lead[0]:.2f}x), the best "
                f"measured, by {limit} processes ({d:.0%} apart, about ±{h:.0%} at the limit)"
-               + (f", nor from {' and '.join(name[k] for k in others)}" if others else "")
+               + (f", nor from {' and '.join(f'{name[k]} ({payoff(live[k])[0]:.2f}x)' for k in others)}"
+                  if others else "")
                + f"; chose {name[apart]}: it compiles faster ({live[apart].cold_first_s:.1f} s cold against "
                f"{live[chosen].cold_first_s:.1f} s{'' if chosen == leader else ' for ' + name[chosen]})")
         for k in tied:
@@ -232,18 +250,30 @@ def indifferent(live: Mapping[str, Measured], leader: str, search: Search) -> tu
         for k in tied:
             if k != chosen:
                 q = payoff(live[k])
-                dropped.append(Drop(k, f"equal to {name[chosen]} within {plan.ZONE:.0%} ({q[0]:.2f}x against "
-                                       f"{p[0]:.2f}x, inside each other's intervals); the chosen one "
-                                       "compiles faster or is the simpler setting", "equal"))
+                dropped.append(Drop(k, f"equal to {name[chosen]} within {plan.ZONE:.0%} of the leader ({q[0]:.2f}x "
+                                       f"against {p[0]:.2f}x); the chosen one compiles faster or is the simpler setting",
+                                    "equal"))
     for k, (d, h) in futile.items():
         if k == apart:
             continue
-        near = _versus(live, k, pick, name, limit) if apart else None
-        cold = f"{name[pick]} compiles in {_cold_words(live[pick])} cold, this one in {_cold_words(live[k])}"
-        dropped.append(Drop(k, f"{near}; {name[pick]} was chosen ({cold})" if near else
-                            f"cannot be told apart from {name[leader]} within {limit} processes: {d:.0%} apart, their "
-                            f"intervals would still be about ±{h:.0%} at the limit; {name[pick]} was chosen"
-                            + (f" ({cold})" if apart else ""), "futile"))
+        near = _versus(live, k, pick, name, limit)
+        q = payoff(live[k])
+        if near is None:  # the race tells it from the one chosen: below it
+            said = f"below {name[pick]} ({q[0]:.2f}x against {p[0]:.2f}x), separable from it"
+        elif apart:
+            said = f"{near}; {name[pick]} was chosen"
+        else:
+            said = (f"cannot be told apart from {name[leader]} within {limit} processes: {d:.0%} apart, their "
+                    f"intervals would still be about ±{h:.0%} at the limit; {name[pick]} was chosen")
+        faster = live[k].cold_first_s is not None and live[pick].cold_first_s is not None and \
+            live[k].cold_first_s < live[pick].cold_first_s
+        over = _passed_over(live, k, chosen, tied, futile, limit, name) if faster else None
+        if over:  # it compiles faster than the one chosen: why that did not make it the choice
+            said += f"; it {over}" if over.startswith("compiles") else f"; {over}"
+        elif faster:  # as good a choice as the one chosen but measured lower (the best measured of those is chosen)
+            said += (f"; it compiles faster ({live[k].cold_first_s:.1f} s cold) but {name[pick]}, as open a choice, "
+                     f"measured higher ({p[0]:.2f}x against {q[0]:.2f}x)")
+        dropped.append(Drop(k, said, "futile"))
         if not apart:
             why = (why + "; " if why else "") + f"{name[k]} cannot be told apart from {name[leader]} by more processes"
     return pick, dropped, why

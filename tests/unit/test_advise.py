@@ -191,8 +191,31 @@ def test_a_faster_compile_is_not_chosen_over_a_tied_setting_it_is_separable_from
     got = decide(two, set(), Search(), 300)
     assert got.leader == "A", got
     b = next(d for d in got.dropped if d.key == "B")
-    assert b.why.endswith("mode=reduce-overhead was chosen (mode=reduce-overhead compiles in 10.0 s cold, this one in "
-                          "9.9 s)"), b.why
+    assert b.why.endswith("mode=reduce-overhead was chosen; it compiles faster (9.9 s cold) but is not separable from "
+                          "eager ([1.00, 1.40])"), b.why
+    # of two that could be chosen and are equal within the zone, the faster compile (the zone's own rule)
+    zone = {"L": cand("L", "max-autotune", s=1.50, lo=1.20, hi=1.85, processes=3, cold_first_s=90.0),
+            "c": cand("c", "reduce-overhead", False, s=1.40, lo=1.20, hi=1.62, processes=3, cold_first_s=10.0),
+            "d": cand("d", "reduce-overhead", True, s=1.38, lo=1.18, hi=1.60, processes=3, cold_first_s=7.0)}
+    assert decide(zone, set(), Search(), 300).leader == "d"
+    # one clearly below the chosen one says so, though it compiles faster still
+    below = {"MA": cand("MA", "max-autotune", s=1.80, lo=1.45, hi=2.25, processes=3, cold_first_s=75.0),
+             "RO": cand("RO", "reduce-overhead", s=1.70, lo=1.67, hi=1.73, processes=3, cold_first_s=12.0),
+             "D": cand("D", "default", s=1.60, lo=1.58, hi=1.62, processes=3, cold_first_s=4.0)}
+    got = decide(below, set(), Search(), 300)
+    d = next(x for x in got.dropped if x.key == "D")
+    assert got.leader == "RO" and d.why.startswith("below mode=reduce-overhead (1.60x against 1.70x), separable from "
+                                                   "it"), d.why
+
+
+def test_a_faster_compile_not_separable_from_eager_never_turns_the_answer_into_dont_compile():
+    """Max-autotune 1.15x [0.97, 1.36] after 60 s, reduce-overhead 1.05x [0.95, 1.16] after 8 s: the race goes on
+    with max-autotune (six processes may separate it from eager), not with a setting whose race against eager is lost."""
+    race = {"ma": cand("ma", "max-autotune", s=1.15, lo=0.97, hi=1.36, processes=3, cold_first_s=60.0),
+            "ro": cand("ro", "reduce-overhead", s=1.05, lo=0.95, hi=1.16, processes=3, cold_first_s=8.0)}
+    got = decide(race, set(), Search(), 300)
+    assert got.outcome is Outcome.CONTINUE and got.leader == "ma", got
+    assert "is not separable from eager ([0.95, 1.16])" in next(d.why for d in got.dropped if d.key == "ro")
 
 
 def test_at_steady_state_no_variant_runs_once_its_base_ran_unless_the_base_failed():
