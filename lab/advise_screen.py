@@ -250,9 +250,9 @@ def indifferent(live: Mapping[str, Measured], leader: str, search: Search) -> tu
         for k in tied:
             if k != chosen:
                 q = payoff(live[k])
-                dropped.append(Drop(k, f"equal to {name[chosen]} within {plan.ZONE:.0%} of the leader ({q[0]:.2f}x "
-                                       f"against {p[0]:.2f}x); the chosen one compiles faster or is the simpler setting",
-                                    "equal"))
+                dropped.append(Drop(k, f"in the zone with {name[chosen]} (both within {plan.ZONE:.0%} of the best "
+                                       f"measured; {q[0]:.2f}x against {p[0]:.2f}x); the chosen one compiles faster or "
+                                       "is the simpler setting", "equal"))
     for k, (d, h) in futile.items():
         if k == apart:
             continue

@@ -21,11 +21,12 @@ class ExperimentFailed(Exception):
 def warmup(timer, fn) -> tuple[float, float]:
     """Settle, then estimate: calls until at least WARMUP_MIN_CALLS and WARMUP_MIN_S seconds (the first calls' lazy
     work), then calls until the same again, for the estimate: the fastest synchronous call, and the median time the
-    host took to issue one (ms). The rounds are sized from the call's time (timer.plan), so a slow spell must not be taken for it:
-    a call stalled by another process (a page drawing on the host as the warm-up began) ended the old warm-up of a
-    0.2 ms call after three calls, their median made every round one call a side, and 300 rounds were over in a third
-    of a second. Sized from the fastest, a slow spell can only make the rounds longer than planned (at most MAX_CALLS
-    a side), never shorter. The issue time stays a median: the GPU clock's head start must not be too short."""
+    host took to issue one (ms). The rounds are sized from the call's time (timer.plan), so a slow spell must not be
+    taken for it: a call stalled by another process (a page drawing on the host as the warm-up began) ended the old
+    warm-up of a 0.2 ms call after three calls, their median made every round one call a side, and 300 rounds were
+    over in a third of a second. Sized from the fastest, a slow spell can only make the rounds longer than planned
+    (at most MAX_CALLS a side), never shorter. The issue time stays a median: the GPU clock's head start must not be
+    too short."""
     _calls(timer, fn)
     calls, issues = _calls(timer, fn)
     return min(calls), percentile(issues, 50)
