@@ -5,7 +5,7 @@ import os
 import streamlit as st
 
 from dashboard.panels import sidebar_status
-from dashboard.server import downloads
+from dashboard.server import downloads, page_base
 from dashboard.state import auth, quiet, resources
 
 st.set_page_config(page_title="Compile Lab", page_icon=":material/science:", layout="wide")  # an emoji icon
@@ -26,7 +26,7 @@ if os.environ.get("COMPILE_LAB_ALLOW_REMOTE") != "1" and (
 who = auth.gate()  # with sign-in on, nobody gets past this without it: no page, no sidebar, no data, no submit
 
 PAGES = [
-    st.Page("screens/submit.py", title="Submit", icon=":material/send:", url_path="submit"),
+    st.Page("screens/submit.py", title="Submit", icon=":material/send:", url_path=page_base.DEFAULT),  # at the base
     st.Page("screens/queue.py", title="Queue", icon=":material/list:", url_path="queue"),
     st.Page("screens/job.py", title="Job", icon=":material/description:", url_path="job"),
     st.Page("screens/results.py", title="Results", icon=":material/monitoring:", url_path="results"),

@@ -18,6 +18,7 @@ from dashboard.server import base_path
 
 # Every page is one path segment under the server's base (st.Page url_path): the server is the folder above it,
 # as the browser resolves "." against the page's address (also behind a proxy that strips a prefix of its own).
+DEFAULT = "submit"  # the first page's url_path (dashboard/main.py): Streamlit serves it at the base itself
 SCRIPT = b'<script>window.__streamlit={BACKEND_BASE_URL:new URL(".",location.href).href}</script>'
 HEAD = b"<head>"
 # The code of the elements a page draws first, named in its HTML (modulepreload) with every module it imports: fetched
@@ -76,12 +77,21 @@ def is_page(path: str) -> bool:
 
 class PageBase:
     """ASGI middleware (dashboard/app.py): the HTML of a page's own address carries SCRIPT. Only there: at the
-    base itself the browser's first question is already the right one."""
+    base itself the browser's first question is already the right one. The default page's own address (DEFAULT)
+    is sent to the base, where Streamlit serves that page: asked for by its name, Streamlit's browser code says
+    "Page not found" over it."""
 
     def __init__(self, app):
         self.app = app
 
     async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["method"] in ("GET", "HEAD") \
+                and scope.get("path", "") == f"{base_path()}/{DEFAULT}":
+            query = scope.get("query_string", b"").decode("latin-1")
+            where = f"{base_path()}/" + (f"?{query}" if query else "")
+            await send({"type": "http.response.start", "status": 307,
+                        "headers": [(b"location", where.encode("latin-1")), (b"content-length", b"0")]})
+            return await send({"type": "http.response.body", "body": b""})
         if scope["type"] != "http" or scope["method"] != "GET" or not is_page(scope.get("path", "")):
             return await self.app(scope, receive, send)
         # the HTML uncompressed (8 kB, once a visit) and held until whole, so that the lines can go in

@@ -50,3 +50,14 @@ def test_under_a_base_path_too(tmp_path, browser):  # noqa: F811
     with running_app(tmp_path, f"sqlite:///{tmp_path / 'lab.db'}", None, "--server.baseUrlPath", "lab") as port:
         asked = visit(browser, f"http://localhost:{port}/lab/results")
         assert "/lab/_stcore/health" in asked and "/lab/results/_stcore/health" not in asked, asked
+        # the Submit page by its name: sent to the base, where Streamlit serves it; no "Page not found" over it
+        context = browser.new_context()
+        try:
+            page = context.new_page()
+            page.goto(f"http://localhost:{port}/lab/submit")
+            page.get_by_text("Submit a sweep").wait_for(timeout=60_000)
+            assert page.url == f"http://localhost:{port}/lab/"
+            page.get_by_text("Workers alive").wait_for(timeout=60_000)  # the frame drawn with the page
+            assert page.get_by_text("Page not found").count() == 0
+        finally:
+            context.close()

@@ -30,3 +30,36 @@ def test_results_html_names_plotly_and_what_it_imports_but_not_what_it_loads_alr
     head = page_base.head("/results", f'<script type="module" src="./static/js/{already}">'.encode())
     assert already.encode() not in head and b"PlotlyChart." in head and b"BACKEND_BASE_URL" in head
     assert page_base.head("/queue") == page_base.SCRIPT  # other pages: where the server is, nothing fetched ahead
+
+
+def test_the_default_pages_own_address_is_sent_to_the_base_with_its_query(monkeypatch):
+    """Streamlit serves the default page (Submit) at the base: asked for as /submit, its browser code said "Page not
+    found" over it. The server sends that address to the base, query kept; other pages and methods pass through."""
+    import asyncio
+
+    passed, sent = [], []
+
+    async def app(scope, receive, send):
+        passed.append(scope["path"])
+
+    async def send(message):
+        sent.append(message)
+
+    async def call(path: str, query: bytes = b"", method: str = "GET"):
+        scope = {"type": "http", "method": method, "path": path, "query_string": query, "headers": []}
+        await page_base.PageBase(app)(scope, None, send)
+
+    for base in ("", "/lab"):
+        monkeypatch.setattr(page_base, "base_path", lambda b=base: b)
+        passed.clear()
+        sent.clear()
+        asyncio.run(call(f"{base}/{page_base.DEFAULT}", b"preset=mlp"))
+        assert sent[0]["status"] == 307 and dict(sent[0]["headers"])[b"location"] == f"{base}/?preset=mlp".encode()
+        assert passed == []
+        sent.clear()
+        asyncio.run(call(f"{base}/{page_base.DEFAULT}"))
+        assert dict(sent[0]["headers"])[b"location"] == f"{base}/".encode()
+        sent.clear()
+        asyncio.run(call(f"{base}/{page_base.DEFAULT}", method="POST"))  # not a page visit: passes
+        asyncio.run(call(f"{base}/submitted"))
+        assert passed == [f"{base}/{page_base.DEFAULT}", f"{base}/submitted"]
