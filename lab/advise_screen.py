@@ -147,18 +147,21 @@ def _cold(m: Measured) -> float:
 COMPILE_SHARE = 0.8  # a setting the race cannot tell from the leader is chosen over it when it compiles in under this
 
 
-def _cold_words(m: Measured) -> str:
-    return f"{m.cold_first_s:.1f} s" if m.cold_first_s is not None else "an unmeasured time"
+def _near(live: Mapping[str, Measured], k: str, other: str, limit: int) -> tuple[float, float] | bool:
+    """Whether the race cannot tell k from `other`: True where they are equal within the zone, (their difference,
+    the half-width at the limit) where the process limit would not separate them, False where it can."""
+    q, p = payoff(live[k]), payoff(live[other])
+    if plan.equal(*((q, p) if q[0] <= p[0] else (p, q))):  # the lower against the higher, as the zone is drawn
+        return True
+    return plan.futile(q, live[k].processes, p, live[other].processes, limit) or False
 
 
 def _versus(live: Mapping[str, Measured], k: str, other: str, name: Mapping[str, str], limit: int) -> str | None:
-    """k against `other` in words where the race cannot tell them apart (equal within the zone, or not separable by
-    the process limit); None where it can."""
-    q, p = payoff(live[k]), payoff(live[other])
-    if plan.equal(*((q, p) if q[0] <= p[0] else (p, q))):  # the lower against the higher, as the zone is drawn
+    """k against `other` in words where the race cannot tell them apart (_near); None where it can."""
+    q, p, far = payoff(live[k]), payoff(live[other]), _near(live, k, other, limit)
+    if far is True:
         return f"equal to {name[other]} within {plan.ZONE:.0%} ({q[0]:.2f}x against {p[0]:.2f}x)"
-    far = plan.futile(q, live[k].processes, p, live[other].processes, limit)
-    if far is None:
+    if not far:
         return None
     return (f"not separable from {name[other]} by {limit} processes ({q[0]:.2f}x against {p[0]:.2f}x: {far[0]:.0%} "
             f"apart, about ±{far[1]:.0%} at the limit)")
@@ -192,7 +195,7 @@ def _passed_over(live: Mapping[str, Measured], k: str, chosen: str, tied: list[s
     if q[1] <= 1:
         return f"compiles faster ({m.cold_first_s:.1f} s cold) but is not separable from eager ([{q[1]:.2f}, {q[2]:.2f}])"
     for o in (*tied, *futile):
-        if o != k and (o in tied or payoff(live[o])[0] > q[0]) and _versus(live, k, o, {o: o, k: k}, limit) is None:
+        if o != k and (o in tied or payoff(live[o])[0] > q[0]) and not _near(live, k, o, limit):
             return (f"compiles faster ({m.cold_first_s:.1f} s cold) but lies below {name.get(o, o)} "
                     f"({q[0]:.2f}x against {payoff(live[o])[0]:.2f}x), separable from it")
     return None

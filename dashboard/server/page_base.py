@@ -85,10 +85,10 @@ class PageBase:
         self.app = app
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "http" and scope["method"] in ("GET", "HEAD") \
-                and scope.get("path", "") == f"{base_path()}/{DEFAULT}":
+        base = base_path()
+        if scope["type"] == "http" and scope["method"] in ("GET", "HEAD") and scope.get("path", "") == f"{base}/{DEFAULT}":
             query = scope.get("query_string", b"").decode("latin-1")
-            where = f"{base_path()}/" + (f"?{query}" if query else "")
+            where = f"{base}/" + (f"?{query}" if query else "")
             await send({"type": "http.response.start", "status": 307,
                         "headers": [(b"location", where.encode("latin-1")), (b"content-length", b"0")]})
             return await send({"type": "http.response.body", "body": b""})
