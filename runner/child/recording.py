@@ -102,7 +102,7 @@ def detail(job: Setup, first: FirstCalls, steady: SteadyState, work: dict, kerne
     return {
         "eager_second_call_s": first.eager_second_s,
         "calls_per_round": {"latency": timer.latency_calls, "throughput": timer.block_calls,
-                            "gpu": getattr(timer, "gpu_calls", None)},
+                            "gpu": getattr(timer, "gpu_calls", None), "replanned": timer.replans},
         **paired_spread(steady.samples),
         "work": work,
         "graph_break_reasons": job.breaks.reasons(),

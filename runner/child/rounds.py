@@ -74,8 +74,13 @@ def measure_rounds(timer, watch, sides: dict[str, Callable], rounds: int, report
     for r in range(rounds):
         order = names if r % 2 == 0 else names[::-1]
         if latency:
-            for name, block in zip(order, timer.latency([sides[n] for n in order], watch)):
+            timed = timer.latency([sides[n] for n in order], watch)
+            for name, block in zip(order, timed):
                 keep(name, "latency", r, block)
+            fastest = [min(ms for ms, compiled in block if not compiled) for block in timed
+                       if not all(compiled for _, compiled in block)]
+            if len(fastest) == len(timed):  # the slower side's fastest call, as the warm-up's estimate
+                timer.follow(max(fastest), r)
         for clock in blocks:
             for name in order:
                 keep(name, clock, r, getattr(timer, BLOCK_CLOCKS[clock])(sides[name], watch))

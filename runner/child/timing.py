@@ -19,6 +19,7 @@ FLUSH_BYTES = 256 * 1024 * 1024  # larger than any current GPU's L2 (H100: 50 MB
 ROUND_MS = 20.0  # time one clock of one side of one round takes, roughly
 MAX_CALLS = 25  # per-call samples per side per round, at most (latency, gpu)
 MIN_BLOCK, MAX_BLOCK = 2, 100  # back-to-back calls in one throughput block
+REPLAN = 2.0  # a round whose calls ran this many times faster than the plan's estimate sizes the rounds after it
 HEAD_START = 1.25  # spin this many times the host's time to issue one call
 HEAD_START_EXTRA_S = 20e-6
 CLOCKS = ("latency", "throughput", "gpu")  # the order within a round
@@ -46,6 +47,8 @@ class CpuTimer:
     def __init__(self):
         self.latency_calls = 1
         self.block_calls = MIN_BLOCK
+        self.call_ms = self.issue_ms = None
+        self.replans: list[dict] = []
 
     def sync(self) -> None:
         pass
@@ -69,8 +72,24 @@ class CpuTimer:
 
     def plan(self, call_ms: float, issue_ms: float) -> None:
         """Size the rounds from the slower side's warm-up estimates (ms per synchronous call, ms to issue)."""
+        self.call_ms, self.issue_ms = call_ms, issue_ms
         self.latency_calls = _fit(ROUND_MS / max(call_ms, 1e-6), 1, MAX_CALLS)
         self.block_calls = _fit(ROUND_MS / max(call_ms, 1e-6), MIN_BLOCK, MAX_BLOCK)
+
+    def follow(self, call_ms: float, after_round: int) -> None:
+        """Re-plan from a round's calls when the slower side's fastest call ran REPLAN times faster than planned:
+        the warm-up was slowed from outside all along (a page on the host drawing as it began: in a CI run every
+        estimate call of a 0.1 ms step took 5 ms or more, the rounds got 3 calls a side, and 300 were over in
+        0.73 s). Only
+        ever towards more calls; each re-plan is recorded (`calls_per_round.replanned`). Rounds of different sizes
+        are still paired rounds: each round's medians and its ratio stand on their own (lab.interval)."""
+        if self.call_ms is None or call_ms * REPLAN > self.call_ms:
+            return
+        before = {"latency": self.latency_calls, "throughput": self.block_calls}
+        self.plan(call_ms, self.issue_ms)
+        if before != {"latency": self.latency_calls, "throughput": self.block_calls}:
+            self.replans.append({"after_round": after_round, "call_ms": round(call_ms, 6), "before": before,
+                                 "latency": self.latency_calls, "throughput": self.block_calls})
 
     def latency(self, fns: list[Callable[[], object]], watch: CompileWatch) -> list[list[Sample]]:
         """Per side (in `fns`' order, which leads), one sample per synchronous call, the sides' calls

@@ -166,7 +166,7 @@ def test_cpu_timer_clocks_and_interleaved_rounds():
     assert (timer.latency_calls, timer.block_calls) == (4, 4)
     timer.plan(call_ms=100.0, issue_ms=100.0)
     assert (timer.latency_calls, timer.block_calls) == (1, MIN_BLOCK)
-    timer.plan(call_ms=1.0, issue_ms=1.0)
+    timer.plan(call_ms=1e-6, issue_ms=1e-6)  # the most calls: no call is faster, so the rounds keep this plan
     order = []
     watch = FakeWatch(compile_on={3})  # the third call of the job compiles (a guard failed, say)
 
@@ -299,3 +299,38 @@ def test_a_slow_spell_in_the_warm_up_does_not_size_the_rounds():
         assert call_ms == 0.2 and timer.n >= 6, (slow, call_ms, timer.n)
         timer.plan(call_ms, issue_ms)
         assert timer.latency_calls == MAX_CALLS
+
+
+def test_rounds_sized_from_a_slowed_warm_up_are_re_planned_from_their_own_calls():
+    """A warm-up slowed from outside for all its length (a page on the host drawing as it began: a CI run's 0.2 ms
+    step read as 7 ms) sized the rounds at a few calls a side, and 300 rounds were over in 0.7 s. The first round's
+    own calls re-plan the rest, towards more calls only, and the record says so; calls as fast as planned leave the
+    plan alone. The calls' times are scripted (a timer that reports them)."""
+    from runner.child.rounds import measure_rounds
+    from runner.child.timing import MAX_CALLS, CpuTimer
+
+    class Scripted(CpuTimer):
+        def __init__(self, ms: float):
+            super().__init__()
+            self.ms = ms
+
+        def latency(self, fns, watch):
+            return [[(self.ms, False)] * self.latency_calls for _ in fns]
+
+        def throughput(self, fn, watch):
+            return [(self.ms, False)]
+
+    timer = Scripted(ms=0.2)
+    timer.plan(call_ms=7.0, issue_ms=7.0)  # the slowed warm-up's estimate: 2 calls a side
+    assert timer.latency_calls == 2
+    samples = measure_rounds(timer, FakeWatch(), {"eager": lambda: None, "compiled": lambda: None}, 4,
+                             lambda *_: None)
+    assert [len(b) for b in samples["eager"]] == [2, MAX_CALLS, MAX_CALLS, MAX_CALLS]
+    assert timer.replans == [{"after_round": 0, "call_ms": 0.2, "before": {"latency": 2, "throughput": 2},
+                              "latency": MAX_CALLS, "throughput": 100}]
+
+    steady = Scripted(ms=0.15)  # a little faster than the warm-up said: the spread of a quiet host, not a slow spell
+    steady.plan(call_ms=0.2, issue_ms=0.2)
+    samples = measure_rounds(steady, FakeWatch(), {"eager": lambda: None, "compiled": lambda: None}, 3,
+                             lambda *_: None)
+    assert steady.replans == [] and [len(b) for b in samples["compiled"]] == [MAX_CALLS] * 3
