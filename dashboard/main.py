@@ -33,18 +33,28 @@ PAGES = [
     st.Page("screens/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
 ]
 
+
+
+def sidebar() -> None:
+    with st.sidebar:
+        st.markdown("### :material/science: Compile Lab")
+        auth.sidebar(who)
+        sidebar_status.show()
+
+
 page = st.navigation(PAGES)
 quiet.begin()  # a job timed on this host: live refresh pauses (dashboard.state.quiet)
-with st.sidebar:
-    st.markdown("### :material/science: Compile Lab")
-    auth.sidebar(who)
-    sidebar_status.show()
 resources.warm_results()  # the first visit to Results finds the table loaded (or loading)
 with downloads.drawing():  # downloads wait while pages are drawn (dashboard.server.downloads)
     try:
         with resources.database_errors():
             quiet.notice()
             page.run()
-    finally:  # st.stop() and reruns end a page by raising: the snapshot is still written, unless a job here is timed
-        if not quiet.paused():
-            resources.save_results_snapshot()
+    except resources.PageEnd:  # a page's early end (resources.end_page; st.stop() would forbid the sidebar)
+        pass
+    finally:  # reruns end a page by raising: the sidebar is drawn, and the snapshot still written
+        try:  # the sidebar after the page (its place on screen is the same): the page's first chart is not sent
+            sidebar()  # behind the sidebar's elements and its queries
+        finally:
+            if not quiet.paused():  # unless a job here is timed
+                resources.save_results_snapshot()

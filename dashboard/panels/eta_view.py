@@ -29,7 +29,7 @@ def queue_line(est: estimates.Estimates, sweep_ids: list[int]) -> None:
 @quiet.live("5s")
 def job_line(job_id: int) -> None:
     """The Job page's estimate for a queued or running job; nothing for a finished one."""
-    with resources.database_errors(stop=False):
+    with resources.database_errors():
         engine = resources.engine()
         status, est, basis = estimates.job_estimate(engine, job_id, jobs.live_workers(engine))
         if status == "running":

@@ -14,7 +14,7 @@ from dashboard.state import quiet, resources
 @quiet.live("5s")
 def show() -> None:
     """Database, workers alive, GPU or CPU; also (re)starts the embedded worker when none is alive."""
-    with resources.database_errors(stop=False):  # the page says it too; the sidebar must not hide the page
+    with resources.database_errors():  # the page says it too; the sidebar must not hide the page
         _sidebar_status()
 
 

@@ -12,7 +12,7 @@ engine = resources.engine()
 summaries = sweeps.sweeps(engine)
 if not summaries:
     st.info("Nothing to compare yet: submit a sweep first.")
-    st.stop()
+    resources.end_page()
 kind = st.segmented_control("Compare", ["sweeps", "runs", "torch versions"], key="kind", bind="query-params",
                             default="sweeps", required=True)
 # the team's record (db.team): archived sweeps out of the pickers unless asked for (or named in the link); each

@@ -13,11 +13,11 @@ st.title("Job")
 job_id = url_params.job_id_input("Job id", placeholder="a job id")
 if job_id is None:
     st.info("Type a job id, or open a job from the Queue page.")
-    st.stop()
+    resources.end_page()
 detail = jobs.job_detail(resources.engine(), int(job_id))
 if detail is None:
     st.warning(f"No job #{job_id}.")
-    st.stop()
+    resources.end_page()
 (record,) = jobs.export_records(resources.engine(), job_ids=[int(job_id)])
 st.markdown(f"**#{detail['job_id']}** {queue_tables.STATUS_ICONS.get(detail['status'], '')} {detail['status']}")
 if detail["status"] in ("queued", "running"):  # when it starts, how long its phase usually takes, the time left

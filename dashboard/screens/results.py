@@ -23,7 +23,7 @@ if df.empty:
     st.page_link("screens/submit.py", label="Submit a sweep", icon=":material/send:")
     refresh.drawn(df, {})
     refresh.watch({})
-    st.stop()
+    resources.end_page()
 
 df, metas = team_filters.apply(engine, df, view.frame_key(df))  # tags, submitter, archived (db.team)
 
@@ -50,7 +50,7 @@ if shown.empty:
         refresh.drawn(df, selected)
         refresh.watch(selected)
     st.warning("No job matches these filters.")
-    st.stop()
+    resources.end_page()
 
 picker = st.container()
 # in a popover: two download links, drawn before the chart on every visit, for a click now and then

@@ -13,7 +13,7 @@ engine = resources.engine()
 catalog = resources.catalog(engine)
 if not catalog:
     submit_form.wait_for_workers()
-    st.stop()
+    resources.end_page()
 live = jobs.live_workers(engine)
 devices = {d for w in live for d in w.capabilities.get("devices", [])}
 # model files a worker's folder holds that do not read (runner.model_offer.PROBLEMS), each with where and why: the
@@ -37,7 +37,7 @@ problem = chosen and submit_form.preset_problem(chosen, catalog)
 if problem:  # the form would still hold the previous preset's values, submittable under this one's heading
     st.caption(PRESETS[chosen].question)
     st.warning(problem, icon=":material/block:")
-    st.stop()
+    resources.end_page()
 gpu_sizes = submit_form.preset_sizes_ui(chosen, devices)
 if not chosen:
     st.session_state.pop("preset_applied", None)

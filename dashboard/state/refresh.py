@@ -39,7 +39,7 @@ def fresh_in_view(df: pd.DataFrame, since, selected: dict) -> int:
 def watch(selected: dict) -> None:
     """Check for new results; rerun the page when some land in view. Draws one caption line."""
     seen, tick = st.session_state.get(SEEN), not st.session_state.pop(JUST_DRAWN, False)
-    with resources.database_errors(stop=False):
+    with resources.database_errors():
         if tick and seen is not None and jobs.data_version(resources.engine()) != seen[0]:
             df = resources.results()  # appends only the rows finished since (dashboard.data.store)
             if fresh_in_view(df, seen[1], selected):

@@ -7,7 +7,7 @@ import logging
 import sqlite3
 import sys
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterator, NoReturn
 
 import streamlit as st
 from sqlalchemy import Engine
@@ -47,18 +47,26 @@ def driver_errors() -> tuple[type[Exception], ...]:
     return (DBAPIError, sqlite3.Error) + ((psycopg.Error,) if psycopg is not None else ())
 
 
+class PageEnd(Exception):
+    """A page that has said all it has (end_page). The frame (dashboard/main.py) ends the page and draws the
+    sidebar after it, which st.stop() would forbid: once a run is stopped, every element it draws raises."""
+
+
+def end_page() -> NoReturn:
+    """The rest of this page is not drawn (a page script's early end, in place of st.stop())."""
+    raise PageEnd
+
+
 @contextmanager
-def database_errors(stop: bool = True) -> Iterator[None]:
+def database_errors() -> Iterator[None]:
     """A database that fails under a page (the server stopped, a SQLite page damaged) becomes one
-    readable message on the page (which then stops, unless told not to); the traceback goes to the
+    readable message where it failed, and what was inside the block ends; the traceback goes to the
     server's log."""
     try:
         yield
     except driver_errors() as e:
         logging.getLogger("compile_lab.dashboard").exception("database error under a page")
         st.error(database_message(e), icon=":material/database:")
-        if stop:
-            st.stop()
 
 
 def database_message(e: Exception) -> str:

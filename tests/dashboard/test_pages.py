@@ -458,3 +458,14 @@ def test_a_running_compile_says_what_its_configurations_last_cold_compile_took(w
     at = ok(page("queue"))
     (bar,) = [p.proto.text for p in at.get("progress") if f"#{ids[1]}" in p.proto.text]
     assert "compiling" in bar and "its configuration's last cold compile took 17.2 s" in bar
+
+
+@pytest.mark.parametrize("name, query", [("submit", {}), ("results", {}), ("compare", {}), ("job", {}),
+                                         ("job", {"job": "99"}), ("queue", {})])
+def test_a_page_that_ends_early_still_has_the_sidebar(lab, name, query):
+    """The frame draws the sidebar after the page (dashboard/main.py: the page's first chart is not sent behind
+    it). A page that ends early (no worker, no results, no such job) ends with resources.end_page: an st.stop()
+    there would leave the sidebar undrawn, as every element drawn after it raises."""
+    at = ok(page(name, **query))
+    assert "Workers alive" in [m.label for m in at.sidebar.metric], (name, query)
+    assert at.sidebar.markdown and "Compile Lab" in at.sidebar.markdown[0].value
