@@ -1,5 +1,5 @@
-"""The frame every page is drawn in: sign-in first (dashboard.state.auth, off by default), then the sidebar (who is
-signed in, database, workers) and the navigation. Experiments run in worker processes, never here."""
+"""The frame every page is drawn in: sign-in first (dashboard.state.auth, off by default), the navigation, the page,
+then the sidebar (who is signed in, database, workers). Experiments run in worker processes, never here."""
 import os
 
 import streamlit as st
