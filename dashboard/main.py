@@ -1,5 +1,6 @@
 """The frame every page is drawn in: sign-in first (dashboard.state.auth, off by default), the navigation, the page,
 then the sidebar (who is signed in, database, workers). Experiments run in worker processes, never here."""
+import logging
 import os
 
 import streamlit as st
@@ -34,8 +35,9 @@ PAGES = [
 ]
 
 
-
 def sidebar() -> None:
+    """Drawn after the page (its place on screen is the same): the page's first chart is not sent behind the
+    sidebar's elements and its queries."""
     with st.sidebar:
         st.markdown("### :material/science: Compile Lab")
         auth.sidebar(who)
@@ -46,15 +48,20 @@ page = st.navigation(PAGES)
 quiet.begin()  # a job timed on this host: live refresh pauses (dashboard.state.quiet)
 resources.warm_results()  # the first visit to Results finds the table loaded (or loading)
 with downloads.drawing():  # downloads wait while pages are drawn (dashboard.server.downloads)
-    try:
-        with resources.database_errors():
-            quiet.notice()
-            page.run()
-    except resources.PageEnd:  # a page's early end (resources.end_page; st.stop() would forbid the sidebar)
-        pass
-    finally:  # reruns end a page by raising: the sidebar is drawn, and the snapshot still written
-        try:  # the sidebar after the page (its place on screen is the same): the page's first chart is not sent
-            sidebar()  # behind the sidebar's elements and its queries
-        finally:
-            if not quiet.paused():  # unless a job here is timed
-                resources.save_results_snapshot()
+    try:  # st.stop() and reruns end a page by raising (not an Exception): no sidebar for a run that is thrown away
+        try:
+            with resources.database_errors():
+                quiet.notice()
+                page.run()
+        except resources.PageEnd:  # a page's early end (resources.end_page; st.stop() would forbid the sidebar)
+            pass
+        except Exception:  # a page that failed still has its frame; the page's error is the one shown
+            try:
+                sidebar()
+            except Exception:
+                logging.getLogger("compile_lab.dashboard").exception("the sidebar under a failed page")
+            raise
+        sidebar()
+    finally:  # the snapshot is still written, unless a job here is timed
+        if not quiet.paused():
+            resources.save_results_snapshot()

@@ -101,8 +101,7 @@ def detail(job: Setup, first: FirstCalls, steady: SteadyState, work: dict, kerne
         breakdown[preload.COMPILE_PART] = preloaded
     return {
         "eager_second_call_s": first.eager_second_s,
-        "calls_per_round": {"latency": timer.latency_calls, "throughput": timer.block_calls,
-                            "gpu": getattr(timer, "gpu_calls", None), "replanned": timer.replans},
+        "calls_per_round": timer.sizes() | {"replanned": timer.replans},
         **paired_spread(steady.samples),
         "work": work,
         "graph_break_reasons": job.breaks.reasons(),

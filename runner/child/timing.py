@@ -80,16 +80,20 @@ class CpuTimer:
         """Re-plan from a round's calls when the slower side's fastest call ran REPLAN times faster than planned:
         the warm-up was slowed from outside all along (a page on the host drawing as it began: in a CI run every
         estimate call of a 0.1 ms step took 5 ms or more, the rounds got 3 calls a side, and 300 were over in
-        0.73 s). Only
-        ever towards more calls; each re-plan is recorded (`calls_per_round.replanned`). Rounds of different sizes
-        are still paired rounds: each round's medians and its ratio stand on their own (lab.interval)."""
+        0.73 s). Only ever towards more calls; each re-plan is recorded (`calls_per_round.replanned`). The issue
+        time stays the warm-up's: a GPU head start too long is safe, one too short is not. Rounds of different
+        sizes are still paired rounds: each round's medians and its ratio stand on their own (lab.interval)."""
         if self.call_ms is None or call_ms * REPLAN > self.call_ms:
             return
-        before = {"latency": self.latency_calls, "throughput": self.block_calls}
+        before = self.sizes()
         self.plan(call_ms, self.issue_ms)
-        if before != {"latency": self.latency_calls, "throughput": self.block_calls}:
+        if before != self.sizes():
             self.replans.append({"after_round": after_round, "call_ms": round(call_ms, 6), "before": before,
-                                 "latency": self.latency_calls, "throughput": self.block_calls})
+                                 "after": self.sizes()})
+
+    def sizes(self) -> dict:
+        """Calls per round of each clock (the record's `calls_per_round`)."""
+        return {"latency": self.latency_calls, "throughput": self.block_calls, "gpu": getattr(self, "gpu_calls", None)}
 
     def latency(self, fns: list[Callable[[], object]], watch: CompileWatch) -> list[list[Sample]]:
         """Per side (in `fns`' order, which leads), one sample per synchronous call, the sides' calls

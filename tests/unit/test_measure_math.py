@@ -302,35 +302,45 @@ def test_a_slow_spell_in_the_warm_up_does_not_size_the_rounds():
 
 
 def test_rounds_sized_from_a_slowed_warm_up_are_re_planned_from_their_own_calls():
-    """A warm-up slowed from outside for all its length (a page on the host drawing as it began: a CI run's 0.2 ms
-    step read as 7 ms) sized the rounds at a few calls a side, and 300 rounds were over in 0.7 s. The first round's
-    own calls re-plan the rest, towards more calls only, and the record says so; calls as fast as planned leave the
-    plan alone. The calls' times are scripted (a timer that reports them)."""
+    """A warm-up slowed from outside for all its length (a page on the host drawing as it began: a CI run's 0.1 ms
+    step read as 5 ms or more) sized the rounds at a few calls a side, and 300 rounds were over in 0.73 s. The first
+    round's own calls re-plan the rest from the slower side's fastest call that did not compile, towards more calls
+    only, and the record says so; calls a little faster than planned, or slower, leave the plan alone. The calls'
+    times are scripted (a timer that reports them)."""
     from runner.child.rounds import measure_rounds
     from runner.child.timing import MAX_CALLS, CpuTimer
 
     class Scripted(CpuTimer):
-        def __init__(self, ms: float):
+        def __init__(self, ms: dict[str, list[float]], compiled_first: bool = False):
             super().__init__()
-            self.ms = ms
+            self.ms, self.compiled_first = ms, compiled_first
 
-        def latency(self, fns, watch):
-            return [[(self.ms, False)] * self.latency_calls for _ in fns]
+        def latency(self, fns, watch):  # fns are the sides' names here, in the round's order
+            out = []
+            for name in fns:
+                times = [(t, False) for t in (self.ms[name] * self.latency_calls)[:self.latency_calls]]
+                if self.compiled_first:  # the round's first call compiled (fast here, so it would count if read)
+                    times[0] = (0.01, True)
+                out.append(times)
+            self.compiled_first = False
+            return out
 
-        def throughput(self, fn, watch):
-            return [(self.ms, False)]
+    def run(timer, rounds):
+        return measure_rounds(timer, FakeWatch(), {"eager": "eager", "compiled": "compiled"}, rounds, lambda *_: None)
 
-    timer = Scripted(ms=0.2)
+    # eager's fastest call is 0.25 ms, compiled's 0.2 ms; each side's first call compiled at 0.01 ms, not counted
+    timer = Scripted({"eager": [0.4, 0.25], "compiled": [0.3, 0.2]}, compiled_first=True)
     timer.plan(call_ms=7.0, issue_ms=7.0)  # the slowed warm-up's estimate: 2 calls a side
     assert timer.latency_calls == 2
-    samples = measure_rounds(timer, FakeWatch(), {"eager": lambda: None, "compiled": lambda: None}, 4,
-                             lambda *_: None)
-    assert [len(b) for b in samples["eager"]] == [2, MAX_CALLS, MAX_CALLS, MAX_CALLS]
-    assert timer.replans == [{"after_round": 0, "call_ms": 0.2, "before": {"latency": 2, "throughput": 2},
-                              "latency": MAX_CALLS, "throughput": 100}]
+    samples = run(timer, 4)
+    assert [len(b) for b in samples["eager"]] == [1, MAX_CALLS, MAX_CALLS, MAX_CALLS]
+    assert timer.replans == [{"after_round": 0, "call_ms": 0.25,
+                              "before": {"latency": 2, "throughput": 2, "gpu": None},
+                              "after": {"latency": MAX_CALLS, "throughput": 80, "gpu": None}}]
 
-    steady = Scripted(ms=0.15)  # a little faster than the warm-up said: the spread of a quiet host, not a slow spell
-    steady.plan(call_ms=0.2, issue_ms=0.2)
-    samples = measure_rounds(steady, FakeWatch(), {"eager": lambda: None, "compiled": lambda: None}, 3,
-                             lambda *_: None)
-    assert steady.replans == [] and [len(b) for b in samples["compiled"]] == [MAX_CALLS] * 3
+    for planned, ms in ((2.0, 1.5),  # a little faster than the warm-up said: a quiet host's spread, not a slow spell
+                        (2.0, 20.0)):  # slower: never fewer calls
+        steady = Scripted({"eager": [ms], "compiled": [ms]})
+        steady.plan(call_ms=planned, issue_ms=planned)
+        samples = run(steady, 3)
+        assert steady.replans == [] and [len(b) for b in samples["compiled"]] == [10] * 3, (planned, ms)
