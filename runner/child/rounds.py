@@ -24,9 +24,9 @@ def warmup(timer, fn) -> tuple[float, float]:
     host took to issue one (ms). The rounds are sized from the call's time (timer.plan), so a slow spell must not be
     taken for it: a call stalled by another process (a page drawing on the host as the warm-up began) ended the old
     warm-up of a 0.2 ms call after three calls, their median made every round one call a side, and 300 rounds were
-    over in a third of a second. Sized from the fastest, a slow spell can only make the rounds longer than planned
-    (at most MAX_CALLS a side), never shorter. The issue time stays a median: the GPU clock's head start must not be
-    too short."""
+    over in a third of a second. Sized from the fastest, a few stalled calls cannot shorten the rounds; a warm-up
+    slowed all along is caught by the rounds' own calls (timer.follow). The issue time stays a median: the GPU
+    clock's head start must not be too short."""
     _calls(timer, fn)
     calls, issues = _calls(timer, fn)
     return min(calls), percentile(issues, 50)
@@ -77,10 +77,7 @@ def measure_rounds(timer, watch, sides: dict[str, Callable], rounds: int, report
             timed = timer.latency([sides[n] for n in order], watch)
             for name, block in zip(order, timed):
                 keep(name, "latency", r, block)
-            fastest = [min(ms for ms, compiled in block if not compiled) for block in timed
-                       if not all(compiled for _, compiled in block)]
-            if len(fastest) == len(timed):  # the slower side's fastest call, as the warm-up's estimate
-                timer.follow(max(fastest), r)
+            timer.follow(timed, r)
         for clock in blocks:
             for name in order:
                 keep(name, clock, r, getattr(timer, BLOCK_CLOCKS[clock])(sides[name], watch))

@@ -76,15 +76,19 @@ class CpuTimer:
         self.latency_calls = _fit(ROUND_MS / max(call_ms, 1e-6), 1, MAX_CALLS)
         self.block_calls = _fit(ROUND_MS / max(call_ms, 1e-6), MIN_BLOCK, MAX_BLOCK)
 
-    def follow(self, call_ms: float, after_round: int) -> None:
-        """Re-plan from a round's calls when the slower side's fastest call ran REPLAN times faster than planned:
-        the warm-up was slowed from outside all along (a page on the host drawing as it began: in a CI run every
-        estimate call of a 0.1 ms step took 5 ms or more, the rounds got 3 calls a side, and 300 were over in
-        0.73 s). Only ever towards more calls; each re-plan is recorded (`calls_per_round.replanned`). The issue
-        time stays the warm-up's: a GPU head start too long is safe, one too short is not. Rounds of different
-        sizes are still paired rounds: each round's medians and its ratio stand on their own (lab.interval)."""
-        if self.call_ms is None or call_ms * REPLAN > self.call_ms:
+    def follow(self, timed: list[list[Sample]], after_round: int) -> None:
+        """Re-plan from a latency round's calls (`timed`, per side) when the slower side's fastest call that did not
+        compile ran REPLAN times faster than planned: the warm-up was slowed from outside all along (a page on the
+        host drawing as it began: in a CI run every estimate call of a 0.1 ms step took 5 ms or more, the rounds got
+        3 calls a side, and 300 were over in 0.73 s). Only ever towards more calls; each re-plan is recorded
+        (`calls_per_round.replanned`). The issue time stays the warm-up's: a GPU head start too long is safe, one
+        too short is not. Rounds of different sizes are still paired rounds: each round's medians and its ratio
+        stand on their own (lab.interval)."""
+        fastest = [min(ms for ms, compiled in side if not compiled) for side in timed
+                   if not all(compiled for _, compiled in side)]
+        if self.call_ms is None or not fastest or len(fastest) < len(timed) or max(fastest) * REPLAN > self.call_ms:
             return
+        call_ms = max(fastest)
         before = self.sizes()
         self.plan(call_ms, self.issue_ms)
         if before != self.sizes():
