@@ -232,6 +232,7 @@ def _sweep_rows(db_file: Path, shared: Path | None = None, offset: int = 0) -> d
              # it is done waits for it in its timeline's "worker start"; counted apart
              "overhead_s": timeline.overhead_s(tl) - _start_s(tl) if tl else None,
              "worker_start_s": _start_s(tl) if tl else 0.0, "name": name, "timeline": tl,
+             "model_build": detail.get("model_build") if isinstance(detail, dict) else None,
              "sweep": sweep_name.split(": ", 1)[0]})
     for row in rows:
         ids = {int(j) - offset for j in row["job_ids"].split()}
@@ -377,6 +378,10 @@ def _overhead_lines(jobs: list[dict], top: int = 6) -> list[str]:
         parts = ", ".join(f"{ph} {sec:.2f}" for ph, sec in sorted(phases.items(), key=lambda x: -x[1]) if sec > 0.05)
         again = " (follow-up)" if j["follow_up"] else ""
         out.append(f"  {j['overhead_s']:.2f} s sweep {j['sweep']} job {j['job_id']} {j['name']}{again}: {parts}")
+        built = j.get("model_build") or {}
+        if phases.get("model build", 0) > 0.3 and built:  # where a long build went (runner.child.build._Parts)
+            inside = ", ".join(f"{k} {v:.2f}" for k, v in built.get("seconds", {}).items() if v > 0.02)
+            out.append(f"      model build: weights made {built.get('weights_made')}; {inside}")
     return out
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import copy
 import functools
 import random
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
@@ -50,6 +51,8 @@ class Setup:
     breaks: GraphBreakLog
     trace: CompileTrace
     phases: Phases
+    # the model build's parts, seconds each, and where the weights were made (the host where the device refused)
+    build_parts: dict = field(default_factory=dict)
 
 
 def build(spec: ExperimentSpec, entry: ZooEntry, phases: Phases, trace: bool = True) -> Setup:
@@ -73,15 +76,21 @@ def _build(spec: ExperimentSpec, entry: ZooEntry, phases: Phases, device, dtype,
     breaks = GraphBreakLog()
     cudagraphs_health.listen()
     trace = CompileTrace(attach=trace_on)  # after GraphBreakLog: its set_logs resets torch's handlers (never ours)
+    parts = _Parts(device)
     module = load_module(entry, spec.task)
     params = dict(spec.model_args)
     seed(0)
-    eager_model = build_on(device, module, params)
+    parts.mark("setup")
+    eager_model, parts.where = build_on(device, module, params)
+    parts.mark("weights")
     compiled_base = copy.deepcopy(eager_model)  # same weights on both sides
+    parts.mark("copy")
     for m in (eager_model, compiled_base):
         m.to(device=device, dtype=dtype)
         m.train(training)
+    parts.mark("to device and dtype")
     inputs = inputs_for(module, entry, spec, rounds_size(spec, entry), device, dtype)
+    parts.mark("inputs")
     compile_fn = functools.partial(torch.compile, backend=spec.backend,
                                    mode=spec.mode if spec.backend == "inductor" else None,
                                    dynamic=spec.dynamic, fullgraph=spec.fullgraph)
@@ -100,7 +109,29 @@ def _build(spec: ExperimentSpec, entry: ZooEntry, phases: Phases, device, dtype,
                  compiled_step=make_step(compiled_model, compiled_base.parameters(), training,
                                          mark_cudagraph_step=cudagraphs, autocast=amp, device_type=device.type),
                  inputs=inputs, timer=make_timer(spec.device), watch=CompileWatch(), breaks=breaks, trace=trace,
-                 phases=phases)
+                 phases=phases, build_parts=parts.done())
+
+
+class _Parts:
+    """Seconds of each part of the model build, each ended once the device has finished it (the build is not timed
+    work: a synchronisation here costs the lab microseconds and makes each part its own)."""
+
+    def __init__(self, device: torch.device):
+        self.cuda = device.type == "cuda"
+        self.where = ""
+        self.seconds: dict[str, float] = {}
+        self._t = time.perf_counter()
+
+    def mark(self, part: str) -> None:
+        if self.cuda:
+            torch.cuda.synchronize()
+        now = time.perf_counter()
+        self.seconds[part] = round(now - self._t, 4)
+        self._t = now
+
+    def done(self) -> dict:
+        self.mark("the compiled wrapper and steps")
+        return {"weights_made": self.where, "seconds": self.seconds}
 
 
 def _device(name: str) -> torch.device:
@@ -179,17 +210,18 @@ def make_step(model, parameters, training: bool, mark_cudagraph_step: bool, auto
     return step
 
 
-def build_on(device: torch.device, module, params: dict) -> torch.nn.Module:
+def build_on(device: torch.device, module, params: dict) -> tuple[torch.nn.Module, str]:
     """The model, its weights initialised on the device it runs on (on the host, ResNet-18's took 0.4 s); a model
-    whose construction needs the host (numpy on a parameter, say) is built there instead."""
+    whose construction needs the host (numpy on a parameter, say) is built there instead. With it, where its
+    weights were made, and why not on the device where that failed."""
     if device.type == "cpu":
-        return module.build(**params)
+        return module.build(**params), "on the host (a CPU job)"
     try:
         with torch.device(device):
-            return module.build(**params)
-    except Exception:  # built on the host, as a script would: the same model, its first numbers drawn there
+            return module.build(**params), "on the device"
+    except Exception as e:  # built on the host, as a script would: the same model, its first numbers drawn there
         seed(0)
-        return module.build(**params)
+        return module.build(**params), f"on the host: building on the device raised {type(e).__name__}: {e}"[:300]
 
 
 def compile_blocks(model: torch.nn.Module, containers: tuple[str, ...], compile_fn) -> torch.nn.Module:

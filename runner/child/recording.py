@@ -124,6 +124,7 @@ def detail(job: Setup, first: FirstCalls, steady: SteadyState, work: dict, kerne
         "accuracy_note": first.accuracy["note"],
         "accuracy_check": first.accuracy["detail"],  # what was compared, against what, tensor by tensor's worst
         "memory_method": first.memory_method,
+        "model_build": job.build_parts,  # lab overhead: where the build's seconds went, where the weights were made
         "cudagraph_steps_marked": job.cudagraphs,
         "cudagraphs": steady.cudagraphs,  # CUDA graphs health (runner.child.capture.cudagraphs); None when not used
         "crosscheck": steady.crosscheck,

@@ -25,6 +25,12 @@ def test_a_follow_up_times_the_headline_alone_and_the_first_run_every_step(tmp_p
     assert first.accuracy_ok is not None and "follow_up_protocol" not in first.detail
     assert "mega_cache" in first.detail and "work_cached" in first.detail
     assert (tmp_path / "first").is_dir()
+    built = first.detail["model_build"]  # where the build's seconds went: parts of the phase, each once
+    assert built["weights_made"] == "on the host (a CPU job)"
+    assert list(built["seconds"]) == ["setup", "weights", "copy", "to device and dtype", "inputs",
+                                      "the compiled wrapper and steps"]
+    (phase,) = [iv["end"] - iv["start"] for iv in first_phases.intervals if iv["phase"] == "model build"]
+    assert 0 < sum(built["seconds"].values()) <= phase + 0.01
 
     again_phases = Phases()
     again = measure.run(spec, entry, lambda *_: None, tmp_path / "again", again_phases,
