@@ -306,22 +306,41 @@ def _row(runs: Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray,
     if row.failed_runs and not (row.runs or row.noisy_runs):
         error = next((cols["error"][i] for i in idx if cols["error"][i]), None) or cols["status"][idx[0]]
     return replace(row, verdict=verdict(row, interval, runs.median("speedup_spread", quiet), error,
-                                        cols["device"][idx[0]], folded))
+                                        cols["device"][idx[0]], folded, sides_moved(runs, quiet)))
+
+
+def sides_moved(runs: Runs, quiet: np.ndarray) -> str | None:
+    """Which side's calls moved between these processes, as each process's medians read: "eager's calls took 3.71-6.53
+    ms in them, compiled's 3.42-3.74 ms". Where one side held and the other moved, the spread between processes is
+    that side's (on a GPU, eager on the edge of keeping the GPU busy moves with the host's speed)."""
+    e, c = runs.num["eager_ms"][quiet], runs.num["compiled_ms"][quiet]
+    keep = ~np.isnan(e) & ~np.isnan(c) & (e > 0) & (c > 0)
+    if keep.sum() < 2:
+        return None
+    e, c = e[keep], c[keep]
+    return f"eager's calls took {_ms(e)} ms in them, compiled's {_ms(c)} ms"
+
+
+def _ms(v: np.ndarray) -> str:
+    """Their range in ms, 3 significant digits ("4.41-6.53"); one number where both ends read the same."""
+    lo, hi = (f"{x:.3g}" if x < 1000 else f"{x:,.0f}" for x in (v.min(), v.max()))
+    return lo if lo == hi else f"{lo}-{hi}"
 
 
 def verdict(row: AnswerRow, interval: Interval | None = None, round_spread: float | None = None, error: str | None = None,
-            device: str | None = None, folded: Iterable[str] = ()) -> str:
+            device: str | None = None, folded: Iterable[str] = (), moved: str | None = None) -> str:
     """The row in words: "1.42x [1.38, 1.46], a re-run reads 1.33x to 1.52x; pays off after 1,900 calls", "not
     separable from eager: ...", "slower: ..."; a wide interval says how wide and why ("1.30x, but anywhere from 1.10x
     to 1.50x: the rounds scatter 12%"). `error`: its runs' first error (or status), `device`, `folded`: the modes its
-    runs were stored as and are counted under this one's (lab.axes.fold_note)."""
+    runs were stored as and are counted under this one's (lab.axes.fold_note); `moved`: which side's calls moved
+    between its processes (sides_moved), said where their disagreement is what widens it."""
     if row.failed_runs and not (row.runs or row.noisy_runs):
         return f"did not succeed ({row.failed_runs} run{'s' * (row.failed_runs > 1)}): {error}"
     s, lo, hi = row.speedup, row.speedup_ci_low, row.speedup_ci_high
     if s is None:
         return "no latency measured (timed before caller latency was: timing protocol 1)"
     if interval is not None and interval.wide:
-        shown = f"{s:.2f}x, but anywhere from {lo:.2f}x to {hi:.2f}x: {interval.why_wide(round_spread)}"
+        shown = f"{s:.2f}x, but anywhere from {lo:.2f}x to {hi:.2f}x: {interval.why_wide(round_spread, moved)}"
     else:
         shown = f"{s:.2f}x [{lo:.2f}, {hi:.2f}]"
     if row.rerun_low is not None and row.rerun_high is not None:

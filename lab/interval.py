@@ -175,8 +175,9 @@ class Interval:
     def wide(self) -> bool:
         return self.half_width > WIDE
 
-    def why_wide(self, round_spread: float | None) -> str:
-        """What widens it, in words: the rounds' scatter, the processes' disagreement, or one process only."""
+    def why_wide(self, round_spread: float | None, moved: str | None = None) -> str:
+        """What widens it, in words: the rounds' scatter, the processes' disagreement (with `moved`, which side's calls
+        moved between them, where the caller knows), or one process only."""
         if self.processes == 1 and not self.spread_processes:
             if self.prior_measured:
                 return f"one process only: widened by this device's spread between fresh processes ({self.prior_sd:.0%})"
@@ -187,7 +188,7 @@ class Interval:
         apart = self.process_part * math.sqrt(self.processes)
         if self.spread_processes:
             return f"its {self.spread_processes} processes on this device, over every sweep of it, disagree by {apart:.0%}"
-        return f"its {self.processes} processes disagree by {apart:.0%}"
+        return f"its {self.processes} processes disagree by {apart:.0%}" + (f": {moved}" if moved else "")
 
 
 def combine(centers: Sequence[float], errors: Sequence[float | None], prior: Prior,

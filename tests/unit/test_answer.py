@@ -231,3 +231,22 @@ def test_medians_that_read_another_ratio_than_the_speedup_are_explained_in_the_v
     assert "Repeats" in row["verdict"] and row["verdict"].startswith("slower: 0.73x")
     (row,) = answer_rows([job(i, 0.73, 0.02, eager_ms=2.15, compiled_ms=2.95) for i in (1, 2)])
     assert "median calls" not in row["verdict"]
+
+
+def test_processes_that_disagree_say_which_side_moved_between_them():
+    """vit_tiny on an H200: eager's per-process medians moved 3.7-6.5 ms while compiled's held at ~3.5 ms (eager's GPU
+    work the same in each; the host's launch speed was not). The verdict that blames the processes' disagreement says
+    which side's calls moved, as each process read them; one process, or rounds that scatter, say nothing of it."""
+    runs = [job(1, 1.35, 0.005, eager_ms=4.94, compiled_ms=3.67), job(2, 1.82, 0.005, eager_ms=6.53, compiled_ms=3.59),
+            job(3, 1.29, 0.005, eager_ms=4.41, compiled_ms=3.41)]
+    (row,) = answer_rows(runs)
+    assert "its 3 processes disagree by" in row["verdict"]
+    assert "eager's calls took 4.41-6.53 ms in them, compiled's 3.41-3.67 ms" in row["verdict"]
+    (one,) = answer_rows(runs[:1])
+    assert "calls took" not in one["verdict"]
+    (held,) = answer_rows([job(1, 1.3, 0.005, eager_ms=4.6, compiled_ms=3.5), job(2, 1.8, 0.005, eager_ms=6.3,
+                                                                                  compiled_ms=3.5)])
+    assert "eager's calls took 4.6-6.3 ms in them, compiled's 3.5 ms" in held["verdict"]
+    scatter = [job(i, 1.4, 0.6, seed=7, eager_ms=e, compiled_ms=3.5, speedup_spread=0.6) for i, e in ((1, 4.9), (2, 4.8))]
+    (scattered,) = answer_rows(scatter)
+    assert "the rounds scatter" in scattered["verdict"] and "calls took" not in scattered["verdict"]
