@@ -250,3 +250,16 @@ def test_processes_that_disagree_say_which_side_moved_between_them():
     scatter = [job(i, 1.4, 0.6, seed=7, eager_ms=e, compiled_ms=3.5, speedup_spread=0.6) for i, e in ((1, 4.9), (2, 4.8))]
     (scattered,) = answer_rows(scatter)
     assert "the rounds scatter" in scattered["verdict"] and "calls took" not in scattered["verdict"]
+
+
+def test_processes_that_agree_say_so_where_the_devices_spread_widens_them():
+    """Two processes that read the same number are not said to disagree: where the device's spread between fresh
+    processes (its other configurations') is what widens the interval, the words say that, and how close they read."""
+    gpu = {"device": "cuda", "device_name": "H200"}
+    spread = [job(1, 1.2, 0.005, **gpu), job(2, 1.7, 0.005, **gpu), job(3, 0.9, 0.005, mode="max-autotune", **gpu),
+              job(4, 1.3, 0.005, mode="max-autotune", **gpu)]
+    agree = [job(i, 1.4, 0.005, seed=9, mode="reduce-overhead", **gpu) for i in (5, 6)]
+    (row,) = [r for r in answer_rows(spread + agree) if r["config"].startswith("reduce-overhead")]
+    assert row["speedup_ci_high"] / row["speedup"] - 1 > 0.10
+    assert "its 2 processes read within 1% of each other, widened by this device's spread" in row["verdict"]
+    assert "disagree" not in row["verdict"]
