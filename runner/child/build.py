@@ -218,7 +218,10 @@ def build_on(device: torch.device, module, params: dict) -> tuple[torch.nn.Modul
         return module.build(**params), "on the host (a CPU job)"
     try:
         with torch.device(device):
-            return module.build(**params), "on the device"
+            model = module.build(**params)
+        made = sorted({t.device.type for t in model.parameters()} - {device.type})
+        # a model's own code may name the host for its weights (device="cpu"): then .to() moves them, as it says
+        return model, "on the device" if not made else f"on {', '.join(made)} too: the model's own code put weights there"
     except Exception as e:  # built on the host, as a script would: the same model, its first numbers drawn there
         seed(0)
         return module.build(**params), f"on the host: building on the device raised {type(e).__name__}: {e}"[:300]

@@ -22,3 +22,14 @@ def test_a_device_that_refuses_the_build_gets_a_host_model_and_the_record_says_w
     model, where = build_on(torch.device("cuda"), _mlp(), {"dim": 8, "hidden": 16})
     assert {p.device.type for p in model.parameters()} == {"cpu"}
     assert where.startswith("on the host: building on the device raised ") and len(where) <= 300
+
+
+def test_weights_the_models_own_code_puts_on_the_host_are_said_to_be_there():
+    class HostOnly:
+        @staticmethod
+        def build():
+            return torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 4, device="cpu"))
+
+    model, where = build_on(torch.device("meta"), HostOnly, {})
+    assert where == "on cpu too: the model's own code put weights there"
+    assert {p.device.type for p in model.parameters()} == {"meta", "cpu"}
