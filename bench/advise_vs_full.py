@@ -164,8 +164,8 @@ def compare(engine, name: str, search_id: int, full_ids: list[int]) -> dict:
     lead = st.measured.get(last.leader) if last and last.leader else None
     rows = [r for r in reports.report(engine, sweep_ids=full_ids) if r.speedup is not None] if full_ids else []
     best = max(rows, key=lambda r: r.speedup) if rows else None
-    full_s = sum(_seconds(engine, i)[0] for i in full_ids)
-    unrun = sum(_seconds(engine, i)[1] for i in full_ids)
+    spent = [_seconds(engine, i) for i in full_ids]
+    full_s, unrun = sum(s for s, _ in spent), sum(n for _, n in spent)
     lost_s = _lost_cache_s(engine, full_ids) if full_ids else 0.0
     counted = full_s - lost_s
     row = {"model": name, "search_sweep": search_id, "full_sweep": full_ids[0] if len(full_ids) == 1 else full_ids,

@@ -162,8 +162,7 @@ class Interval:
     prior_sd: float
     prior_measured: bool  # the prior came (partly) from this device's own repeated configurations
     spread_processes: int = 0  # the processes its spread was judged from, where more than its own (other sweeps')
-    own_sd: float | None = None  # how far its own processes' numbers spread (log standard deviation), 2 or more
-    own_range: float | None = None  # and how far apart its highest and lowest read (a ratio less 1)
+    own_range: float | None = None  # how far apart its own processes' highest and lowest read (ratio less 1), 2+
     # where a re-run of the configuration (a new sweep of as many processes) should read, 95 times in 100
     rerun_low: float | None = None
     rerun_high: float | None = None
@@ -190,11 +189,10 @@ class Interval:
         apart = self.process_part * math.sqrt(self.processes)
         if self.spread_processes:
             return f"its {self.spread_processes} processes on this device, over every sweep of it, disagree by {apart:.0%}"
-        if self.own_sd is not None and self.own_sd < apart / 2:  # they agree: the device's spread is what widens it
+        if self.own_range is not None and self.own_range < apart / 2:  # they agree: the device's spread widens it
             whose = "this device's" if self.prior_measured else "the usual"
-            within = max(self.own_range or 0.0, 0.01)
-            return (f"its {self.processes} processes read within {within:.0%} of each other, widened by {whose} "
-                    f"spread between fresh processes ({apart:.0%})")
+            return (f"its {self.processes} processes read within {max(self.own_range, 0.01):.0%} of each other, "
+                    f"widened by {whose} spread between fresh processes ({apart:.0%})")
         return f"its {self.processes} processes disagree by {apart:.0%}" + (f": {moved}" if moved else "")
 
 
@@ -231,5 +229,4 @@ def combine(centers: Sequence[float], errors: Sequence[float | None], prior: Pri
                     processes=k, df=df, rounds_part=rounds_part,
                     process_part=math.sqrt(max(0.0, var - w) / k), prior_sd=prior.sd,
                     prior_measured=prior.measured_df > 0, spread_processes=judged if judged > k else 0,
-                    own_sd=math.sqrt(float(np.var(m, ddof=1))) if k >= 2 else None,
                     own_range=math.exp(float(m.max() - m.min())) - 1 if k >= 2 else None)

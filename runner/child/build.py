@@ -81,7 +81,7 @@ def _build(spec: ExperimentSpec, entry: ZooEntry, phases: Phases, device, dtype,
     params = dict(spec.model_args)
     seed(0)
     parts.mark("setup")
-    eager_model, parts.where = build_on(device, module, params)
+    eager_model, where = build_on(device, module, params)
     parts.mark("weights")
     compiled_base = copy.deepcopy(eager_model)  # same weights on both sides
     parts.mark("copy")
@@ -109,7 +109,7 @@ def _build(spec: ExperimentSpec, entry: ZooEntry, phases: Phases, device, dtype,
                  compiled_step=make_step(compiled_model, compiled_base.parameters(), training,
                                          mark_cudagraph_step=cudagraphs, autocast=amp, device_type=device.type),
                  inputs=inputs, timer=make_timer(spec.device), watch=CompileWatch(), breaks=breaks, trace=trace,
-                 phases=phases, build_parts=parts.done())
+                 phases=phases, build_parts=parts.done(where))
 
 
 class _Parts:
@@ -118,7 +118,6 @@ class _Parts:
 
     def __init__(self, device: torch.device):
         self.cuda = device.type == "cuda"
-        self.where = ""
         self.seconds: dict[str, float] = {}
         self._t = time.perf_counter()
 
@@ -129,9 +128,9 @@ class _Parts:
         self.seconds[part] = round(now - self._t, 4)
         self._t = now
 
-    def done(self) -> dict:
+    def done(self, weights_made: str) -> dict:
         self.mark("the compiled wrapper and steps")
-        return {"weights_made": self.where, "seconds": self.seconds}
+        return {"weights_made": weights_made, "seconds": self.seconds}
 
 
 def _device(name: str) -> torch.device:
