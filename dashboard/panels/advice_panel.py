@@ -53,8 +53,11 @@ def search_form(engine, catalog: dict, devices: set[str]) -> None:
             budget = right.text_input("Budget", "30m", key="a_budget", help="device time the search may spend")
             rounds = left.number_input("Rounds", 1, 10_000, 30, key="a_rounds")
             go = st.form_submit_button("Start the search", type="primary")
-        if go:
-            _start(engine, catalog, model, batch, device, backends, modes, dynamics, scopes, calls, budget, rounds)
+        said = st.container()  # drawn on every run: the live progress below keeps one place whether or not a search
+        if go:                 # was just started (a fragment that moves between runs can be drawn twice meanwhile)
+            with said:
+                _start(engine, catalog, model, batch, device, backends, modes, dynamics, scopes, calls, budget,
+                       rounds)
         if STARTED in st.session_state:
             _progress(engine)
 
