@@ -30,7 +30,7 @@ def test_a_wrong_compile_fails_the_check_and_says_which_tensor(db_url, tmp_path)
 @pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="transformers is not installed")
 def test_a_hugging_face_training_step_compiled_by_inductor_passes(db_url, tmp_path):
     engine = get_engine(db_url)
-    proc = start_worker(db_url, tmp_path / "home", "--no-calibrate", "--spawn", "fresh",
+    proc = start_worker(db_url, tmp_path / "home", "--no-calibrate",
                         env={"COMPILE_LAB_FAMILIES": "1"})
     try:
         wait_until(lambda: "hf:BertForMaskedLM" in queue.published_catalog(engine), 300,

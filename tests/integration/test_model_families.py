@@ -57,7 +57,7 @@ def test_models_by_import_path_and_by_hugging_face_name(db_url, tmp_path):
     env = {"PYTHONPATH": str(tmp_path / "site"), "COMPILE_LAB_FAMILIES": "1"}
     engine = get_engine(db_url)
     imports = [a for name in (GOOD, BROKEN, HUB, MISSING) for a in ("--model-import", name)]
-    proc = start_worker(db_url, tmp_path / "home", "--no-calibrate", "--spawn", "fresh", *imports, env=env)
+    proc = start_worker(db_url, tmp_path / "home", "--no-calibrate", *imports, env=env)
     try:
         def refused():
             return {n: why for w in queue.live_workers(engine)
