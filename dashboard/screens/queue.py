@@ -15,8 +15,9 @@ sweep_ids = f1.multiselect("Sweep", list(labels), format_func=lambda i: labels[i
                            bind="query-params", placeholder="all sweeps")
 statuses = f2.pills("Status", queue_tables.STATUSES, selection_mode="multi", key="qstatus", bind="query-params",
                     wrap=True)  # plain names: a bound widget's URL holds the shown text (?qstatus=failed)
-for sid in sweep_ids:  # where the picked sweeps' time went (lab.timeline)
-    timeline_panel.sweep_caption(labels.get(sid, f"#{sid}"), jobs.sweep_measurement(engine, sid))
+with st.container():  # one place whatever is picked: the live table below keeps its own (see advice_panel)
+    for sid in sweep_ids:  # where the picked sweeps' time went (lab.timeline)
+        timeline_panel.sweep_caption(labels.get(sid, f"#{sid}"), jobs.sweep_measurement(engine, sid))
 # a link naming a job (?job=12) opens its detail first; the bound widget fills session state only once drawn
 named = bool(st.session_state.get("job")) or bool(st.query_params.get("job"))
 top = st.container()
