@@ -24,6 +24,7 @@ from dashboard.charts.styling import (
     seconds_text,
 )
 from dashboard.data.plot_data import NOISY
+from dashboard.markup import plot
 
 
 def schedule_frame(df: pd.DataFrame, calls: dict[int, list[dict]]) -> pd.DataFrame:
@@ -252,7 +253,7 @@ def repeat_spread(runs: pd.DataFrame, spans: pd.DataFrame, groups: list[str]) ->
     """Per comparison group (one sweep, one size), every run's ms per configuration and eager, with the
     min–max range as a bar: ranges that do not overlap are separated. Hollow: a noisy run."""
     rows = len(groups)
-    titles = [f"<b>{g}</b>" for g in groups]
+    titles = [f"<b>{plot(g)}</b>" for g in groups]  # a group names its sweep: the user's text, shown as typed
     heights = [spans.loc[spans["group"] == g, "candidate"].nunique() for g in groups]
     height = 110 + sum(70 + 30 * h for h in heights)
     fig = make_subplots(rows=rows, cols=1, subplot_titles=titles, row_heights=[30 * h + 20 for h in heights],
