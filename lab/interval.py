@@ -187,13 +187,17 @@ class Interval:
         if self.rounds_part >= self.process_part and round_spread is not None:
             return f"the rounds scatter {round_spread:.0%}"
         apart = self.process_part * math.sqrt(self.processes)
-        if self.spread_processes:
-            return f"its {self.spread_processes} processes on this device, over every sweep of it, disagree by {apart:.0%}"
+        if self.spread_processes:  # no range of those is kept: their standard deviation, said as one
+            return (f"its {self.spread_processes} processes on this device, over every sweep of it, spread "
+                    f"{apart:.0%} (one standard deviation)")
         if self.own_range is not None and self.own_range < apart / 2:  # they agree: the device's spread widens it
             whose = "this device's" if self.prior_measured else "the usual"
             return (f"its {self.processes} processes read within {max(self.own_range, 0.01):.0%} of each other, "
                     f"widened by {whose} spread between fresh processes ({apart:.0%})")
-        return f"its {self.processes} processes disagree by {apart:.0%}" + (f": {moved}" if moved else "")
+        # the range a reader can check against the processes' own numbers (highest over lowest), as lab.noise says
+        # it when it asks for one more process; the interval's width comes from their pooled spread
+        return (f"its {self.processes} processes disagree by {max(self.own_range or 0.0, 0.01):.0%}"
+                + (f": {moved}" if moved else ""))
 
 
 def combine(centers: Sequence[float], errors: Sequence[float | None], prior: Prior,

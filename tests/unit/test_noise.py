@@ -261,7 +261,7 @@ def test_a_sweep_whose_processes_agree_takes_the_spread_its_configuration_showed
     second = sweep({8: [2.0, 2.01], **{bs: list(c) for bs, c in quiet.items()}})
     own = {r["batch_size"]: r for r in report(engine, sweep_ids=[second])}[8]
     assert own["runs"] == 2 and own["speedup"] == pytest.approx((2.0 * 2.01) ** 0.5)
-    assert "its 5 processes on this device, over every sweep of it, disagree by" in own["verdict"]
+    assert "its 5 processes on this device, over every sweep of it, spread" in own["verdict"]
     # the same two processes judged by themselves and the device's prior alone: far tighter
     alone = combine([2.0, 2.01], [0.001, 0.001], spreads(engine).devices["box"])
     assert own["speedup_ci_high"] / own["speedup"] - 1 > 1.4 * (alone.high / alone.speedup - 1)
