@@ -114,11 +114,14 @@ def lines(measured: Mapping[str, Measured], rounds: Sequence[Round]) -> list[Lin
 
 
 def cost(measured: Mapping[str, Measured], spent_s: float, device: str) -> str:
-    """'the search spent 412 GPU-seconds; the full sweep of these 6 settings (2 processes each) about 1,380 (30%)'."""
+    """'the search spent 412 GPU-seconds; the full sweep of these 6 settings (2 processes each) about 1,380
+    GPU-seconds (30%)'."""
     full = full_sweep_cost(measured)
-    share = f" ({spent_s / full:.0%})" if full > 0 else ""
-    return (f"the search spent {spent_s:,.0f} {unit(device)}; the full sweep of these {len(measured)} settings "
-            f"({FULL_PROCESSES} processes each) about {full:,.0f}{share}")
+    said = f"the search spent {spent_s:,.0f} {unit(device)}; the full sweep of these {len(measured)} settings " \
+           f"({FULL_PROCESSES} processes each)"
+    if full <= 0:  # priced from the search's own processes: none has ended yet
+        return f"{said} is priced once a first process ends"
+    return f"{said} about {full:,.0f} {unit(device)} ({spent_s / full:.0%})"
 
 
 def report(search: Search, measured: Mapping[str, Measured], rounds: Sequence[Round], spent_s: float, device: str,

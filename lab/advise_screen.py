@@ -53,7 +53,8 @@ def cannot_win(measured: Mapping[str, Measured], waiting: Mapping[str, Measured]
                 and not measured[base].recompiles):
             b = measured[base]
             leave(Drop(key, f"not run: at one batch size and steady state it cannot beat its base setting, "
-                       f"{settings_words(b.settings)} ({interval_words(payoff(b), 'no speedup measured')}): "
+                       f"{settings_words(b.settings)} ({interval_words(payoff(b), 'no speedup measured')} when this "
+                       "was decided): "
                        "marking shapes dynamic or compiling block by block changes how much is compiled, not how "
                        "fast the kernels run; give a number of calls to weigh its compile, or traffic to judge "
                        "varying sizes", "unrun"))

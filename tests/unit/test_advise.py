@@ -230,7 +230,8 @@ def test_at_steady_state_no_variant_runs_once_its_base_ran_unless_the_base_faile
     assert kinds == {"d": "below", "d_dyn": "unrun", "ro_dyn": "unrun", "ro_blk": "unrun"}
     why = next(d.why for d in got.dropped if d.key == "ro_dyn")
     assert why.startswith("not run: at one batch size and steady state it cannot beat its base setting, ") and \
-        "mode=reduce-overhead" in why and "1.60x [1.50, 1.70]" in why, why
+        "mode=reduce-overhead" in why and "(1.60x [1.50, 1.70] when this was decided)" in why, why  # a later line
+    # shows the base's interval as it reads then: this one is the figure the decision was made on
     failed = {**ms, "ro": Measured(key="ro", settings=ms["ro"].settings, processes=0, failed=1, error="boom")}
     got = decide(failed, set(), Search(), 60)
     assert got.outcome is Outcome.CONTINUE and got.start == ("ro_blk", "ro_dyn"), got  # the failed base's variants
@@ -406,3 +407,12 @@ def test_a_budget_spent_before_every_setting_ran_says_what_was_not_run_instead_o
     assert got.why.startswith("no setting that ran pays off for the caller; 1 not run: the budget")
     assert {d.key: d.kind for d in got.dropped} == {"d": "slower", "ro": "unrun"}
     assert decide(ms, set(), Search(budget_s=3000), spent_s=40).start == ("ro",)  # with budget left it runs
+
+
+def test_the_cost_line_names_its_unit_and_waits_for_a_first_process_to_price_the_full_sweep():
+    waiting = {k: replace(m(k, None, None, None, processes=0), first_s=None, started=False) for k in ("a", "b")}
+    assert advice_text.cost(waiting, 0.0, "cpu") == ("the search spent 0 CPU-seconds; the full sweep of these 2 "
+                                                     "settings (2 processes each) is priced once a first process ends")
+    ran = {**waiting, "a": m("a", 1.2, 1.1, 1.3, first_s=20.0, later_s=(5.0,))}  # b priced like a: 20 s + 5 s
+    assert advice_text.cost(ran, 23.0, "cuda") == ("the search spent 23 GPU-seconds; the full sweep of these 2 "
+                                                   "settings (2 processes each) about 50 GPU-seconds (46%)")
