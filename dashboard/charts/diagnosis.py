@@ -106,6 +106,10 @@ def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") ->
     only = placed["only_noisy"].eq(True) if "only_noisy" in placed else pd.Series(False, index=placed.index)
     placed["noisy_text"] = (" · ⚠ " + placed["noisy_runs"].astype(int).astype(str) + " disturbed, left out").where(
         placed["noisy_runs"] > 0, "").where(~only, f"<br>{NOISY}: every run disturbed, so these are their numbers")
+    if "rates_disturbed" in placed:  # a GPU's rates: its GPU clock, kept by first runs only
+        placed["noisy_text"] += pd.Series("<br>its rates read on the disturbed run: the processes that answer time "
+                                          "the caller's clock only", index=placed.index).where(
+            placed["rates_disturbed"].eq(True), "")
     palette = colors(as_text(placed[color_by]))
     names = sorted(placed["device_name"].dropna().unique())
     symbol = {d: DEVICE_SYMBOLS[i % len(DEVICE_SYMBOLS)] if len(names) > 1 else "circle" for i, d in enumerate(names)}

@@ -16,21 +16,31 @@ CEILING_COLUMNS = ["device_name", "dtype", "copy_gbps", "matmul_tflops", "hostna
 
 
 def points(shown: pd.DataFrame) -> pd.DataFrame:
-    """One point per configuration for the succeeded jobs with a FLOP count, as the other plots draw it: medians over
-    the runs that answer (dashboard.data.plot_data.answering: lab.noise), flagged `only_noisy` where every run was disturbed;
-    off CUDA under the mode it ran (series_labels.fold_modes). `ai`, `label` (the spec in words), `runs` (the runs the point
-    is the median of), `noisy_runs` (disturbed and left out), and `on_plot` (FLOPs and bytes > 0)."""
+    """One point per configuration with a FLOP count, as the other plots draw it: medians over the runs that answer
+    (dashboard.data.plot_data.answering: lab.noise), flagged `only_noisy` where every run of it was disturbed; off CUDA
+    under the mode it ran (series_labels.fold_modes). The work is the configuration's (its first run counts it; its
+    process repeats and re-runs time the same call): on the host clock their rates follow from their compiled ms. A
+    GPU's rates are read on its GPU clock, which only first runs keep: where those were disturbed and left out, the
+    point is theirs, flagged `rates_disturbed`. `ai`, `label` (the spec in words), `runs` (the runs the point is the
+    median of), `noisy_runs` (disturbed and left out), and `on_plot` (FLOPs and bytes > 0)."""
     shown = fold_modes(shown)
-    ok = shown.loc[(shown["status"] == "succeeded") & shown["flops"].notna()]
-    ok = ok.assign(_config=ok.groupby(KEYS, dropna=False, sort=True).ngroup())  # one integer key per configuration
+    done = shown.loc[shown["status"] == "succeeded"]
+    done = done.assign(_config=done.groupby(KEYS, dropna=False, sort=True).ngroup())  # one integer key per configuration
+    done = _with_work(done)
+    ok = done.loc[done["flops"].notna()]
     answers = answering(ok, ["_config"]) if len(ok) else pd.Series(dtype=bool)
     disturbed = ok["disturbed"].eq(True) if "disturbed" in ok else pd.Series(False, index=ok.index)
-    use = ok.loc[answers, KEYS + VALUES + ["roofline_bound", "_config"]]  # every configuration keeps rows
+    rated = ok["achieved_tflops"].notna()
+    good = answers & rated
+    any_good = good.groupby(ok["_config"]).transform("any") if len(ok) else good
+    use = ok.loc[good | ~any_good, KEYS + VALUES + ["roofline_bound", "_config"]]  # every configuration keeps rows
     g = use.groupby("_config", sort=True)  # in the keys' sorted order (ngroup above)
     out = g[KEYS].first().join(g[VALUES].median())  # a group's keys are its rows' (first: a missing one stays missing)
-    out["runs"] = g.size()
+    out["runs"] = g["achieved_tflops"].count()
     out["noisy_runs"] = (~answers).groupby(ok["_config"]).sum() if len(ok) else 0
     out["only_noisy"] = disturbed.groupby(ok["_config"]).all() if len(ok) else False
+    out["rates_disturbed"] = (~any_good & rated).groupby(ok["_config"]).any() & ~out["only_noisy"] if len(ok) \
+        else False
     out["roofline_bound"] = g["roofline_bound"].first()
     out = out.reset_index(drop=True)
     out["ai"] = out["flops"] / out["min_bytes"].where(out["min_bytes"] > 0)
@@ -41,6 +51,26 @@ def points(shown: pd.DataFrame) -> pd.DataFrame:
                     + " · dynamic=" + out["dynamic"].astype(str) + " · fullgraph=" + out["fullgraph"].astype(str)
                     + " · " + out["cache"] + " cache · " + out["dtype"] + " · " + out["task"])
     return out
+
+
+def _with_work(done: pd.DataFrame) -> pd.DataFrame:
+    """Each run with its configuration's work (FLOPs, minimum bytes), and off CUDA its rates from its own compiled ms
+    (lab.roofline's fields scale as 1 / ms: the ceilings and the work are the configuration's)."""
+    if done.empty:
+        return done
+    work = done.groupby("_config")[["flops", "min_bytes"]].transform("first")
+    done = done.assign(flops=work["flops"], min_bytes=work["min_bytes"])
+    ref = done.loc[done["achieved_tflops"].notna(), ["_config", "compiled_ms", "roofline_pct", "mfu", "roofline_bound"]]
+    ref = ref.groupby("_config").first()
+    ms = done["compiled_ms"].where(done["compiled_ms"] > 0)
+    fill = done["achieved_tflops"].isna() & done["device"].ne("cuda") & ms.notna()
+    scale = done["_config"].map(ref["compiled_ms"]) / ms
+    return done.assign(
+        achieved_tflops=done["achieved_tflops"].where(~fill, done["flops"] / (ms / 1e3) / 1e12),
+        achieved_gbps=done["achieved_gbps"].where(~fill, done["min_bytes"] / (ms / 1e3) / 1e9),
+        roofline_pct=done["roofline_pct"].where(~fill, done["_config"].map(ref["roofline_pct"]) * scale),
+        mfu=done["mfu"].where(~fill, done["_config"].map(ref["mfu"]) * scale),
+        roofline_bound=done["roofline_bound"].where(~fill, done["_config"].map(ref["roofline_bound"])))
 
 
 def ceilings_in_view(ceilings: list[dict], pts: pd.DataFrame) -> pd.DataFrame:

@@ -103,6 +103,37 @@ def test_the_roofline_draws_a_configuration_with_noisy_runs_only_in_its_colour_r
     assert styling.NOISY_LEGEND in {t.name for t in fig.data}
 
 
+def test_a_disturbed_first_run_whose_follow_ups_answer_is_not_drawn_as_every_run_disturbed():
+    """Process repeats and re-runs count no FLOPs (the first run counts the configuration's work): the point is the
+    runs that answer, not the disturbed first run they replaced. On the CPU their rates follow from their compiled ms;
+    on a GPU (rates on its GPU clock, which follow-ups do not keep) the point stays the first run's, said so."""
+    row = {"status": "succeeded", "model": "simplenet", "variant": "", "task": "inference", "device": "cpu",
+           "device_name": "AMD EPYC", "dtype": "float32", "batch_size": 8, "backend": "inductor", "mode": "default",
+           "dynamic": "none", "fullgraph": "false", "scope": "model", "cache": "cold", "flops": 3e7, "min_bytes": 1e6,
+           "achieved_tflops": 3e7 / 0.4e-3 / 1e12, "achieved_gbps": 1e6 / 0.4e-3 / 1e9, "roofline_pct": 20.0,
+           "roofline_bound": "memory", "mfu": None, "compiled_ms": 0.4, "disturbed": True}
+    repeat = {**row, "flops": None, "min_bytes": None, "achieved_tflops": None, "achieved_gbps": None,
+              "roofline_pct": None, "roofline_bound": None, "disturbed": False}
+    cpu = [row, {**repeat, "compiled_ms": 0.3}, {**repeat, "compiled_ms": 0.2}]
+    gpu = [{**r, "device": "cuda", "device_name": "H200"} for r in cpu]
+    pts = roofline_points.points(pd.DataFrame(cpu + gpu)).set_index("device")
+    assert not pts["only_noisy"].any() and (pts["noisy_runs"] == 1).all()
+    host = pts.loc["cpu"]
+    assert host["runs"] == 2 and host["compiled_ms"] == pytest.approx(0.25)
+    assert host["achieved_tflops"] == pytest.approx((0.1 + 0.15) / 2)  # the answering runs' median rate (3e7 / ms)
+    assert host["roofline_pct"] == pytest.approx((20.0 * 0.4 / 0.3 + 20.0 * 0.4 / 0.2) / 2)  # as 1 / ms
+    assert host["roofline_bound"] == "memory"
+    assert not host["rates_disturbed"]
+    device = pts.loc["cuda"]
+    assert device["runs"] == 1 and device["achieved_tflops"] == pytest.approx(row["achieved_tflops"])
+    assert device["rates_disturbed"]
+    fig = diagnosis.roofline(pts.reset_index(), pd.DataFrame(columns=["device_name", "dtype", "ai", "tflops"]),
+                             "device")
+    hover = {t.name: t.customdata[0][6] for t in fig.data if t.x[0] is not None and t.customdata is not None}
+    assert "its rates read on the disturbed run" in hover["cuda"] and "rates" not in hover["cpu"]
+    assert styling.NOISY_LEGEND not in {t.name for t in fig.data}
+
+
 def test_a_warm_job_that_found_no_cached_graph_is_not_labelled_plain_warm(synthetic):
     """cache=warm asks for the worker's cache; the first job of its kind finds its graph missing and
     compiles it anyway. Its configuration's label says how many runs found the graph cached (the series stays
