@@ -176,9 +176,14 @@ def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame, noisy: set = froz
     comp["total"] = comp.groupby("series")["seconds"].transform("sum")
     comp["share"] = comp["seconds"] / comp["total"]
     last = comp.groupby("series").cumcount(ascending=False) == 0
-    comp["end_text"] = comp["total"].map(seconds_text).where(last, "")
+    # the drawn job's total; where the row's median lies between two runs (the answer table's figure), both
+    apart = (comp["median_s"] / comp["total"] - 1).abs() > 0.005 if "median_s" in comp else comp["total"].ne(comp["total"])
+    comp["end_text"] = comp["total"].map(seconds_text).where(
+        ~apart, comp["total"].map(seconds_text) + " (job " + comp["job_id"].map(lambda j: f"{j:.0f}") + "; median of "
+        + comp["runs"].astype(str) + " runs " + comp.get("median_s", comp["total"]).map(seconds_text) + ")"
+    ).where(last, "")
     hover = ("<b>%{y}</b><br>%{fullData.name}: %{x:.3g} s (%{customdata[0]:.0%} of the first call, "
-             "%{customdata[1]:.3g} s)<br>job #%{customdata[2]} (median, runs: %{customdata[3]}); "
+             "%{customdata[1]:.3g} s)<br>job #%{customdata[2]} (the run at the median, runs: %{customdata[3]}); "
              "%{customdata[4]} cache %{customdata[5]}<extra></extra>")
     for part in list(PART_COLORS) + sorted(set(comp["part"]) - set(PART_COLORS)):
         sub = comp[comp["part"] == part]

@@ -208,6 +208,19 @@ def test_breakdown_frame_takes_one_real_job_per_series(synthetic):
     fig = diagnosis.warmup_breakdown(got, plot_data.failures(view))
     assert {t.name for t in fig.data} >= {"dynamo tracing", "codegen + kernel compile", "eager first call",
                                           "hatched: warm compile cache"}
+    # a bar's end: the drawn job's total, and where the row's median lies between two runs (the answer table's
+    # "cold s" / "warm s"), that median beside it
+    ends = {y: t for tr in fig.data if tr.text is not None and tr.name != "eager first call"
+            for y, t in zip(tr.y, tr.text) if t}
+    for series, parts in comp.groupby("series"):
+        firsts = ok.loc[ok["series"] == series, "compiled_first_call_s"]
+        drawn = parts["seconds"].sum()
+        if abs(firsts.median() / drawn - 1) > 0.005:
+            assert ends[series] == (f"{styling.seconds_text(drawn)} (job {parts['job_id'].iloc[0]}; median of "
+                                    f"{len(firsts)} runs {styling.seconds_text(firsts.median())})"), ends[series]
+        else:
+            assert ends[series] == styling.seconds_text(drawn)
+    assert any("median of" in t for t in ends.values()), ends  # the synthetic runs' first calls differ
 
 
 def test_breakdown_without_a_recorded_breakdown_and_a_failed_only_series():
