@@ -88,10 +88,11 @@ def label_for(field_name: str) -> str:
     return LABELS.get(field_name, field_name)
 
 
-def message(error: SpecError) -> str:
-    """The error as a person reads it next to the widget: the label, then what is wrong."""
+def message(error: SpecError, labels: Mapping[str, str] | None = None) -> str:
+    """The error as a person reads it next to the widget: the label (`labels`' where a form names a field its own
+    way), then what is wrong."""
     text = str(error).split(": ", 1)[1] if ": " in str(error) else str(error)
-    return f"{label_for(error.field)}: {text}"
+    return f"{(labels or {}).get(error.field) or label_for(error.field)}: {text}"
 
 
 def _arg_combinations(params: Mapping) -> list[dict]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.data import jobs, sweeps
+from dashboard.data.submission import message
 from dashboard.markup import md
 from dashboard.state import auth, quiet
 from lab import advice_text
@@ -16,6 +17,8 @@ from lab.wording import count
 
 STARTED = "advise_sweep"  # the session's last search started here: its sweep id
 OPEN = "advise_open"  # the search form was asked for in this session
+LABELS = {"batch_sizes": "Batch size", "batch_size": "Batch size", "budget": "Budget", "calls": "Calls",
+          "backends": "Backends", "modes": "Modes", "dynamics": "Dynamic", "scopes": "Scope"}  # this form's words
 MAX_SHOWN = 3  # Results shows the searches in view only when a few sweeps are (one is the usual case)
 
 
@@ -72,7 +75,10 @@ def _start(engine, catalog, model, batch, device, backends, modes, dynamics, sco
         search = Search(calls=calls.strip() or None, budget_s=parse_budget(budget))
         sweep_id, job_ids, more = sweeps.start_search(engine, SweepRequest.from_dict(fields), search, catalog,
                                                       who.id if who else jobs.whoami())
-    except (SpecError, jobs.QueueError) as e:
+    except SpecError as e:
+        st.error(md(message(e, LABELS)), icon=":material/error:")
+        return
+    except jobs.QueueError as e:
         st.error(md(str(e)), icon=":material/error:")
         return
     st.session_state[STARTED] = sweep_id

@@ -29,3 +29,30 @@ def test_a_started_searchs_progress_keeps_its_place_on_the_next_run(worker):  # 
     assert started is not None
     ok(at.run())  # the next full run: no search started on it, its message gone
     assert not at.success and where(at.main, "**searching") == started
+
+
+def test_the_search_forms_errors_name_its_fields_and_store_nothing(worker):  # noqa: F811
+    at = ok(page("submit"))
+    ok(at.button(key="a_open").click().run())
+    for key, value, said in (("a_batch", "abc", "Batch size: expected an integer, got 'abc'"),
+                             ("a_batch", "0", "Batch size: must be a positive integer"),
+                             ("a_budget", "soon", "Budget: expected a duration like 10m, 600s or 1h, got 'soon'")):
+        at.text_input(key="a_batch").input("4")
+        at.text_input(key="a_budget").input("30m")
+        at.text_input(key=key).input(value)
+        ok(at.button[[b.label for b in at.button].index("Start the search")].click().run())
+        errors = [e.value for e in at.error]
+        assert len(errors) == 1, (value, errors)
+        error = errors[0]
+        assert error.replace("\\", "").startswith(said), error
+    assert not at.success and sweeps_stored(worker) == 0
+
+
+def sweeps_stored(engine) -> int:
+    from sqlalchemy import func, select
+
+    from db.engine import reading
+    from db.models import Sweep
+
+    with reading(engine) as s:
+        return s.scalar(select(func.count(Sweep.id)))
