@@ -5,6 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.data import jobs, sweeps
+from dashboard.data.model_order import label as model_label
+from dashboard.data.model_order import ordered
 from dashboard.data.submission import message
 from dashboard.markup import md
 from dashboard.state import auth, quiet
@@ -42,7 +44,10 @@ def search_form(engine, catalog: dict, devices: set[str]) -> None:
                    "stops nothing.")
         with st.form("advise_form"):
             left, mid, right = st.columns(3)
-            model = left.selectbox("Model", sorted(catalog), key="a_model")
+            names = ordered(catalog)  # as the sweep form lists them; at first, the model the sweep form holds
+            if "a_model" not in st.session_state and st.session_state.get("f_model") in names:
+                st.session_state["a_model"] = st.session_state["f_model"]
+            model = left.selectbox("Model", names, key="a_model", format_func=model_label)
             batch = mid.text_input("Batch size", "8", key="a_batch")
             device = right.selectbox("Device", sorted(devices) or ["cpu"], key="a_device")
             backends = left.multiselect("Backends", BACKENDS, ["inductor"], key="a_backends")

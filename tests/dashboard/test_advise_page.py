@@ -33,7 +33,9 @@ def test_a_started_searchs_progress_keeps_its_place_on_the_next_run(worker):  # 
 
 def test_the_search_forms_errors_name_its_fields_and_store_nothing(worker):  # noqa: F811
     at = ok(page("submit"))
+    at.selectbox(key="f_model").set_value("mlp").run()
     ok(at.button(key="a_open").click().run())
+    assert at.selectbox(key="a_model").value == "mlp"  # the model the sweep form holds, at first
     for key, value, said in (("a_batch", "abc", "Batch size: expected an integer, got 'abc'"),
                              ("a_batch", "0", "Batch size: must be a positive integer"),
                              ("a_budget", "soon", "Budget: expected a duration like 10m, 600s or 1h, got 'soon'")):
