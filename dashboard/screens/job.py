@@ -20,6 +20,8 @@ if detail is None:
     resources.end_page()
 (record,) = jobs.export_records(resources.engine(), job_ids=[int(job_id)])
 st.markdown(f"**#{detail['job_id']}** {queue_tables.STATUS_ICONS.get(detail['status'], '')} {detail['status']}")
+st.page_link("screens/results.py", label=f"of sweep {md(detail['sweep_label'])}: its results",  # the user's name: text
+             icon=":material/monitoring:", query_params={"sweep": [detail["sweep_label"]]})
 if detail["status"] in ("queued", "running"):  # when it starts, how long its phase usually takes, the time left
     eta_view.job_line(int(job_id))
 st.code(", ".join(f"{k}={words(v) if k == 'traffic' else v}" for k, v in detail["spec"].items()

@@ -23,6 +23,9 @@ def test_a_link_naming_a_job_still_opens_it(worker):  # noqa: F811 (the fixture)
     (job_id, _) = submit_some(worker, 2)
     at = ok(page("job", job=str(job_id)))
     assert not at.error and any(f"#{job_id}" in m.value for m in at.markdown)
+    (sweep,) = [link.proto for link in at.get("page_link") if "its results" in link.proto.label]  # names its sweep
+    assert sweep.label.replace("\\", "").startswith("of sweep #1 ") and sweep.page == "results" and \
+        sweep.query_string.startswith("sweep=%231+"), sweep
     at = ok(page("queue", job=str(job_id)))
     assert not at.error and any(f"#{job_id}" in m.value for m in at.markdown)
 
