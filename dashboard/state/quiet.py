@@ -95,8 +95,8 @@ def paused() -> bool:
 def sentence(timed: list[tuple[int, str]]) -> str:
     ids = ", ".join(f"{job_id}" for job_id, _ in timed)
     which = f"job {ids} is" if len(timed) == 1 else f"jobs {ids} are"
-    return (f"Paused refreshing while {which} timed on this machine ({md(timed[0][1])}), so the page does not disturb "
-            "it; it resumes by itself when the timing ends.")
+    return (f"Paused refreshing while {which} timed on this machine (now {md(timed[0][1])}), so the page does not "
+            "disturb it: what it shows is as it was when the timing began. It resumes by itself when the timing ends.")
 
 
 def live(every: str):

@@ -70,7 +70,7 @@ def test_a_sweep_watched_on_queue_is_not_disturbed_by_the_app(db_url, tmp_path, 
             if worker.poll() is None:
                 worker.kill()
                 worker.wait(30)
-    paused = re.search(rf"Paused refreshing while job (\d+) is timed on this machine \(({'|'.join(TIMED_PROGRESS)})\)",
+    paused = re.search(rf"Paused refreshing while job (\d+) is timed on this machine \(now ({'|'.join(TIMED_PROGRESS)})\)",
                        said)
     assert paused and int(paused.group(1)) in ids, said
     assert any(name.startswith(("chrom", "headless")) for name in app.values()), app  # the browser was found
