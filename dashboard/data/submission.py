@@ -121,6 +121,14 @@ def plan(values: FormValues, catalog: Mapping[str, ModelInfo], live_torch: list[
             if slot_for(e.field) not in slots:  # one message per widget
                 slots.add(slot_for(e.field))
                 out.errors.append(e)
+    if out.error is None and out.jobs and (values.process_repeats > 1 or values.reruns > 0):  # what follows them
+        more = out.jobs * (values.process_repeats - 1)
+        repeats = (f"{more:,} more follow as these end: each configuration runs in {values.process_repeats} fresh "
+                   "processes" if more else "each configuration runs in one process")
+        reruns = (f"; up to {out.jobs * values.reruns:,} re-runs replace runs a measured cause disturbed"
+                  if values.reruns else "")
+        extra = "; one more process where a configuration's processes disagree" if values.process_repeats >= 2 else ""
+        out.notes.append(f"{repeats}{reruns}{extra} (Queue shows each as it is queued).")
     if out.error is None and values.device == "cpu":  # what a seed-note preset means on a CPU-only lab
         if any(m.startswith("max-autotune") for m in values.modes):
             out.notes.append(f"max-autotune on the CPU benchmarks kernel choices while it compiles: on conv models "

@@ -54,3 +54,17 @@ def test_five_bad_fields_of_every_kind_are_named_in_one_round(worker):  # noqa: 
         assert sum(t.startswith(label) for t in shown) == 1, (label, shown)
     assert len(shown) == 5, shown
     assert at.button(key="f_submit").disabled
+
+
+def test_the_count_says_what_follows_the_jobs_it_creates(worker):  # noqa: F811 (the fixture)
+    """'2 jobs will be created' and then 6 on Queue read as a miscount: the jobs a sweep queues later (process repeats,
+    re-runs of disturbed runs, one more process where they disagree) are said beside the count."""
+    at = ok(page("submit"))
+    at.text_input(key="f_batch").input("8, 16").run()
+    follows = [unescape(c.value) for c in at.caption if "follow as these end" in c.value]
+    assert follows == ["2 more follow as these end: each configuration runs in 2 fresh processes; up to 4 re-runs "
+                       "replace runs a measured cause disturbed; one more process where a configuration's processes "
+                       "disagree (Queue shows each as it is queued)."], follows
+    at.number_input(key="f_process_repeats").set_value(1).run()
+    at.number_input(key="f_reruns").set_value(0).run()
+    assert not [c.value for c in at.caption if "follow as these end" in c.value or "re-runs" in c.value]
