@@ -107,9 +107,10 @@ def roofline(pts: pd.DataFrame, lines: pd.DataFrame, color_by: str = "model") ->
     placed["noisy_text"] = (" · ⚠ " + placed["noisy_runs"].astype(int).astype(str) + " disturbed, left out").where(
         placed["noisy_runs"] > 0, "").where(~only, f"<br>{NOISY}: every run disturbed, so these are their numbers")
     if "rates_disturbed" in placed:  # a GPU's rates: its GPU clock, kept by first runs only
-        placed["noisy_text"] += pd.Series("<br>its rates read on the disturbed run: the processes that answer time "
-                                          "the caller's clock only", index=placed.index).where(
-            placed["rates_disturbed"].eq(True), "")
+        placed["noisy_text"] = placed["noisy_text"].where(
+            ~placed["rates_disturbed"].eq(True),
+            " · ⚠ its rates read on its disturbed first run: the runs that answer (their compiled time here) keep no "
+            "GPU clock")
     palette = colors(as_text(placed[color_by]))
     names = sorted(placed["device_name"].dropna().unique())
     symbol = {d: DEVICE_SYMBOLS[i % len(DEVICE_SYMBOLS)] if len(names) > 1 else "circle" for i, d in enumerate(names)}
@@ -177,11 +178,13 @@ def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame, noisy: set = froz
     comp["share"] = comp["seconds"] / comp["total"]
     last = comp.groupby("series").cumcount(ascending=False) == 0
     # the drawn job's total; where the row's median lies between two runs (the answer table's figure), both
-    medians = comp["median_s"] if "median_s" in comp else comp["total"]
+    medians = comp["median_s"] if "median_s" in comp else pd.Series(float("nan"), index=comp.index)
+    drawn = comp["drawn_s"] if "drawn_s" in comp else comp["total"]
     comp["end_text"] = [
-        "" if not end else seconds_text(total) if not total > 0 or not abs(median / total - 1) > 0.005 else
-        f"{seconds_text(total)} (job {job:.0f}; median of {runs:.0f} runs {seconds_text(median)})"
-        for end, total, median, job, runs in zip(last, comp["total"], medians, comp["job_id"], comp["runs"])]
+        "" if not end else seconds_text(total) if not (median > 0 and first > 0 and abs(median / first - 1) > 0.005)
+        else f"{seconds_text(total)} (job {job:.0f}; median of {runs:.0f} runs {seconds_text(median)})"
+        for end, total, median, first, job, runs in zip(last, comp["total"], medians, drawn, comp["job_id"],
+                                                        comp["runs"])]
     hover = ("<b>%{y}</b><br>%{fullData.name}: %{x:.3g} s (%{customdata[0]:.0%} of the first call, "
              "%{customdata[1]:.3g} s)<br>job #%{customdata[2]} (the run at the median, runs: %{customdata[3]}); "
              "%{customdata[4]} cache %{customdata[5]}<extra></extra>")

@@ -235,10 +235,10 @@ def breakdown_frame(view: pd.DataFrame) -> pd.DataFrame:
     own (" · cold first call", " · warm first call"), so a process repeat's warm first call is never drawn as a cold
     one. Parts come from one real job of a row, the one with the median compiled first call (parts of different runs'
     medians would not add up); the eager bar is the median over the row's runs. `cache`: the row's kind; `of`: the
-    series the row belongs to; `median_s`: the row's median compiled first call (an even count of runs: between its
-    two middle ones, so not the drawn job's)."""
+    series the row belongs to; `median_s`: where the row's runs are an even count, their median compiled first call
+    (between the middle two, so no run's own; else empty); `drawn_s`: the drawn job's compiled first call."""
     cols = ["series", "config", "batch_size", "bar", "part", "seconds", "job_id", "runs", "cache", "cache_hits", "of",
-            "median_s"]
+            "median_s", "drawn_s"]
     needed = ["series", "config", "batch_size", "job_id", "cache_hits", "compile_breakdown_s",
               "compiled_first_call_s", "eager_first_call_s"]
     view = with_cache_state(view)
@@ -252,18 +252,20 @@ def breakdown_frame(view: pd.DataFrame) -> pd.DataFrame:
     order = ok.sort_values(["series", "compiled_first_call_s", "job_id"])
     grouped = order.groupby("series", sort=False)
     runs = grouped["job_id"].transform("size")
-    median = grouped["compiled_first_call_s"].transform("median")  # the answer table's figure (an even count: between)
+    # the answer table's figure where it is no run's own (an even count of runs: between the middle two)
+    median = grouped["compiled_first_call_s"].transform("median").where(runs % 2 == 0)
     picked = order[grouped.cumcount() == (runs - 1) // 2].assign(runs=runs, median_s=median)
     rows = []
     for r in picked.itertuples():  # one per row of the plot
         parts, hits = _parts(r.compile_breakdown_s, r.compiled_first_call_s), _hits_text(r.cache_hits)
         rows += [{"series": r.series, "config": r.config, "batch_size": r.batch_size, "bar": "compiled", "part": p,
                   "seconds": s, "job_id": r.job_id, "runs": r.runs, "cache": r.cache, "cache_hits": hits, "of": r.of,
-                  "median_s": r.median_s} for p, s in parts.items()]
+                  "median_s": r.median_s, "drawn_s": r.compiled_first_call_s} for p, s in parts.items()]
     eager = grouped.agg(config=("config", "first"), batch_size=("batch_size", "first"), cache=("cache", "first"),
                         of=("of", "first"), seconds=("eager_first_call_s", "median"),
                         runs=("job_id", "size")).reset_index()
-    eager = eager.assign(bar="eager", part="eager first call", job_id=None, cache_hits=None, median_s=None)
+    eager = eager.assign(bar="eager", part="eager first call", job_id=None, cache_hits=None, median_s=None,
+                         drawn_s=None)
     return pd.concat([pd.DataFrame(rows), eager.dropna(subset=["seconds"])], ignore_index=True)[cols]
 
 

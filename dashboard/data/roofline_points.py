@@ -37,6 +37,9 @@ def points(shown: pd.DataFrame) -> pd.DataFrame:
     g = use.groupby("_config", sort=True)  # in the keys' sorted order (ngroup above)
     out = g[KEYS].first().join(g[VALUES].median())  # a group's keys are its rows' (first: a missing one stays missing)
     out["runs"] = g["achieved_tflops"].count()
+    # the compiled time beside it is the answer's: the runs that answer, as on every plot
+    out["compiled_ms"] = ok.loc[answers, "compiled_ms"].groupby(ok.loc[answers, "_config"]).median() \
+        .reindex(out.index).fillna(out["compiled_ms"]) if len(ok) else out["compiled_ms"]
     out["noisy_runs"] = (~answers).groupby(ok["_config"]).sum() if len(ok) else 0
     out["only_noisy"] = disturbed.groupby(ok["_config"]).all() if len(ok) else False
     out["rates_disturbed"] = (~any_good & rated).groupby(ok["_config"]).any() & ~out["only_noisy"] if len(ok) \
@@ -54,23 +57,28 @@ def points(shown: pd.DataFrame) -> pd.DataFrame:
 
 
 def _with_work(done: pd.DataFrame) -> pd.DataFrame:
-    """Each run with its configuration's work (FLOPs, minimum bytes), and off CUDA its rates from its own compiled ms
-    (lab.roofline's fields scale as 1 / ms: the ceilings and the work are the configuration's)."""
+    """Each run with its configuration's work (FLOPs, minimum bytes) where it counted none (a process repeat or re-run:
+    its sweep's first run counted it, on the same host and torch), and off CUDA its rates from its own compiled ms:
+    lab.roofline's fields scale as 1 / ms from one whole run of the same sweep that has them (its ceilings)."""
     if done.empty:
         return done
-    work = done.groupby("_config")[["flops", "min_bytes"]].transform("first")
-    done = done.assign(flops=work["flops"], min_bytes=work["min_bytes"])
-    ref = done.loc[done["achieved_tflops"].notna(), ["_config", "compiled_ms", "roofline_pct", "mfu", "roofline_bound"]]
-    ref = ref.groupby("_config").first()
+    keys = ["_config", "sweep_id"] if "sweep_id" in done else ["_config"]
+    by = [done[k] for k in keys]
+    done = done.assign(flops=done["flops"].fillna(done.groupby(by, dropna=False)["flops"].transform("first")),
+                       min_bytes=done["min_bytes"].fillna(done.groupby(by, dropna=False)["min_bytes"].transform("first")))
+    whole = done.loc[done["achieved_tflops"].notna() & (done["compiled_ms"] > 0)]
+    ref = whole.sort_values("roofline_pct", na_position="last").drop_duplicates(keys)  # one run's fields, all of them
+    ref = done[keys].merge(ref[keys + ["compiled_ms", "roofline_pct", "mfu", "roofline_bound"]], how="left",
+                           on=keys).set_index(done.index)
     ms = done["compiled_ms"].where(done["compiled_ms"] > 0)
-    fill = done["achieved_tflops"].isna() & done["device"].ne("cuda") & ms.notna()
-    scale = done["_config"].map(ref["compiled_ms"]) / ms
+    fill = done["achieved_tflops"].isna() & done["device"].ne("cuda") & ms.notna() & done["flops"].notna()
+    scale = ref["compiled_ms"] / ms
     return done.assign(
         achieved_tflops=done["achieved_tflops"].where(~fill, done["flops"] / (ms / 1e3) / 1e12),
         achieved_gbps=done["achieved_gbps"].where(~fill, done["min_bytes"] / (ms / 1e3) / 1e9),
-        roofline_pct=done["roofline_pct"].where(~fill, done["_config"].map(ref["roofline_pct"]) * scale),
-        mfu=done["mfu"].where(~fill, done["_config"].map(ref["mfu"]) * scale),
-        roofline_bound=done["roofline_bound"].where(~fill, done["_config"].map(ref["roofline_bound"])))
+        roofline_pct=done["roofline_pct"].where(~fill, ref["roofline_pct"] * scale),
+        mfu=done["mfu"].where(~fill, ref["mfu"] * scale),
+        roofline_bound=done["roofline_bound"].where(~fill, ref["roofline_bound"]))
 
 
 def ceilings_in_view(ceilings: list[dict], pts: pd.DataFrame) -> pd.DataFrame:

@@ -122,13 +122,18 @@ def plan(values: FormValues, catalog: Mapping[str, ModelInfo], live_torch: list[
                 slots.add(slot_for(e.field))
                 out.errors.append(e)
     if out.error is None and out.jobs and (values.process_repeats > 1 or values.reruns > 0):  # what follows them
-        more = out.jobs * (values.process_repeats - 1)
-        repeats = (f"{more:,} more follow as these end: each configuration runs in {values.process_repeats} fresh "
-                   "processes" if more else "each configuration runs in one process")
-        reruns = (f"; up to {out.jobs * values.reruns:,} re-runs replace runs a measured cause disturbed"
-                  if values.reruns else "")
-        extra = "; one more process where a configuration's processes disagree" if values.process_repeats >= 2 else ""
-        out.notes.append(f"{repeats}{reruns}{extra} (Queue shows each as it is queued).")
+        # a configuration's `repeat` copies are its processes already (lab.noise counts them); re-runs are per
+        # configuration; earlier disagreement on the device can plan more processes (lab.history): at least
+        configs = out.jobs // max(values.repeat, 1)
+        processes = max(values.process_repeats, values.repeat)
+        more = configs * (processes - values.repeat)
+        said = [f"at least {more:,} more follow as these end: each configuration runs in {processes} fresh processes"
+                ] if more else []
+        if values.reruns:
+            said.append(f"up to {configs * values.reruns:,} re-runs replace runs a measured cause disturbed")
+        if values.process_repeats >= 2:
+            said.append("one more process where a configuration's processes disagree")
+        out.notes.append("; ".join(said)[:1].upper() + "; ".join(said)[1:] + " (Queue shows each as it is queued).")
     if out.error is None and values.device == "cpu":  # what a seed-note preset means on a CPU-only lab
         if any(m.startswith("max-autotune") for m in values.modes):
             out.notes.append(f"max-autotune on the CPU benchmarks kernel choices while it compiles: on conv models "

@@ -96,7 +96,8 @@ def sentence(timed: list[tuple[int, str]]) -> str:
     ids = ", ".join(f"{job_id}" for job_id, _ in timed)
     which = f"job {ids} is" if len(timed) == 1 else f"jobs {ids} are"
     return (f"Paused refreshing while {which} timed on this machine (now {md(timed[0][1])}), so the page does not "
-            "disturb it: what it shows is as it was when the timing began. It resumes by itself when the timing ends.")
+            "disturb it: what it shows is as of the timing's start or your last action. It resumes by itself when "
+            "the timing ends.")
 
 
 def live(every: str):

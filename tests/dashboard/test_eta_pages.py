@@ -115,8 +115,8 @@ def test_a_job_timed_on_this_host_pauses_the_pages_refresh_and_says_so(lab):
     quiet._last.clear()  # the look shared for a second
     at = ok(page("queue"))
     assert (f"Paused refreshing while job {claim.job_id} is timed on this machine (now measuring), so the page does "
-            "not disturb it: what it shows is as it was when the timing began. It resumes by itself when the timing "
-            "ends.") in texts(at.info)
+            "not disturb it: what it shows is as of the timing's start or your last action. It resumes by itself "
+            "when the timing ends.") in texts(at.info)
     assert at.dataframe[0].value.set_index("job").loc[claim.job_id, "phase"] == "measuring"  # drawn once, kept
     queue.heartbeat_job(lab, claim.job_id, claim.token, 60, "counting kernels", None)
     quiet._last.clear()

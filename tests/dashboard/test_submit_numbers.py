@@ -62,9 +62,14 @@ def test_the_count_says_what_follows_the_jobs_it_creates(worker):  # noqa: F811 
     at = ok(page("submit"))
     at.text_input(key="f_batch").input("8, 16").run()
     follows = [unescape(c.value) for c in at.caption if "follow as these end" in c.value]
-    assert follows == ["2 more follow as these end: each configuration runs in 2 fresh processes; up to 4 re-runs "
-                       "replace runs a measured cause disturbed; one more process where a configuration's processes "
-                       "disagree (Queue shows each as it is queued)."], follows
+    assert follows == ["At least 2 more follow as these end: each configuration runs in 2 fresh processes; up to 4 "
+                       "re-runs replace runs a measured cause disturbed; one more process where a configuration's "
+                       "processes disagree (Queue shows each as it is queued)."], follows
+    at.number_input(key="f_repeat").set_value(2).run()  # two copies of each: its two processes already
+    follows = [unescape(c.value) for c in at.caption if "re-runs replace" in c.value]
+    assert follows == ["Up to 4 re-runs replace runs a measured cause disturbed; one more process where a "
+                       "configuration's processes disagree (Queue shows each as it is queued)."], follows
+    at.number_input(key="f_repeat").set_value(1).run()
     at.number_input(key="f_process_repeats").set_value(1).run()
     at.number_input(key="f_reruns").set_value(0).run()
     assert not [c.value for c in at.caption if "follow as these end" in c.value or "re-runs" in c.value]
