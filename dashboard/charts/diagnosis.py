@@ -178,13 +178,11 @@ def warmup_breakdown(frame: pd.DataFrame, fails: pd.DataFrame, noisy: set = froz
     comp["share"] = comp["seconds"] / comp["total"]
     last = comp.groupby("series").cumcount(ascending=False) == 0
     # the drawn job's total; where the row's median lies between two runs (the answer table's figure), both
-    medians = comp["median_s"] if "median_s" in comp else pd.Series(float("nan"), index=comp.index)
-    drawn = comp["drawn_s"] if "drawn_s" in comp else comp["total"]
     comp["end_text"] = [
         "" if not end else seconds_text(total) if not (median > 0 and first > 0 and abs(median / first - 1) > 0.005)
         else f"{seconds_text(total)} (job {job:.0f}; median of {runs:.0f} runs {seconds_text(median)})"
-        for end, total, median, first, job, runs in zip(last, comp["total"], medians, drawn, comp["job_id"],
-                                                        comp["runs"])]
+        for end, total, median, first, job, runs in zip(last, comp["total"], comp["median_s"], comp["drawn_s"],
+                                                        comp["job_id"], comp["runs"])]
     hover = ("<b>%{y}</b><br>%{fullData.name}: %{x:.3g} s (%{customdata[0]:.0%} of the first call, "
              "%{customdata[1]:.3g} s)<br>job #%{customdata[2]} (the run at the median, runs: %{customdata[3]}); "
              "%{customdata[4]} cache %{customdata[5]}<extra></extra>")

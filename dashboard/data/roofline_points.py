@@ -63,9 +63,8 @@ def _with_work(done: pd.DataFrame) -> pd.DataFrame:
     if done.empty:
         return done
     keys = ["_config", "sweep_id"] if "sweep_id" in done else ["_config"]
-    by = [done[k] for k in keys]
-    done = done.assign(flops=done["flops"].fillna(done.groupby(by, dropna=False)["flops"].transform("first")),
-                       min_bytes=done["min_bytes"].fillna(done.groupby(by, dropna=False)["min_bytes"].transform("first")))
+    work = done.groupby(keys, dropna=False)[["flops", "min_bytes"]].transform("first")
+    done = done.assign(flops=done["flops"].fillna(work["flops"]), min_bytes=done["min_bytes"].fillna(work["min_bytes"]))
     whole = done.loc[done["achieved_tflops"].notna() & (done["compiled_ms"] > 0)]
     ref = whole.sort_values("roofline_pct", na_position="last").drop_duplicates(keys)  # one run's fields, all of them
     ref = done[keys].merge(ref[keys + ["compiled_ms", "roofline_pct", "mfu", "roofline_bound"]], how="left",

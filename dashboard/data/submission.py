@@ -133,7 +133,8 @@ def plan(values: FormValues, catalog: Mapping[str, ModelInfo], live_torch: list[
             said.append(f"up to {configs * values.reruns:,} re-runs replace runs a measured cause disturbed")
         if values.process_repeats >= 2:
             said.append("one more process where a configuration's processes disagree")
-        out.notes.append("; ".join(said)[:1].upper() + "; ".join(said)[1:] + " (Queue shows each as it is queued).")
+        text = "; ".join(said)
+        out.notes.append(f"{text[0].upper()}{text[1:]} (Queue shows each as it is queued).")
     if out.error is None and values.device == "cpu":  # what a seed-note preset means on a CPU-only lab
         if any(m.startswith("max-autotune") for m in values.modes):
             out.notes.append(f"max-autotune on the CPU benchmarks kernel choices while it compiles: on conv models "

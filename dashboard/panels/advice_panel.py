@@ -19,8 +19,8 @@ from lab.wording import count
 
 STARTED = "advise_sweep"  # the session's last search started here: its sweep id
 OPEN = "advise_open"  # the search form was asked for in this session
-LABELS = {"batch_sizes": "Batch size", "batch_size": "Batch size", "budget": "Budget", "calls": "Calls",
-          "backends": "Backends", "modes": "Modes", "dynamics": "Dynamic", "scopes": "Scope"}  # this form's words
+# this form's words where they are not the sweep form's (dashboard.data.submission.LABELS names the rest)
+LABELS = {"batch_sizes": "Batch size", "batch_size": "Batch size", "budget": "Budget", "scopes": "Scope"}
 MAX_SHOWN = 3  # Results shows the searches in view only when a few sweeps are (one is the usual case)
 
 
