@@ -85,8 +85,9 @@ def _seconds(engine, sweep_id: int) -> tuple[float, int]:
 
 def _lost_cache_s(engine, sweep_ids: list[int]) -> float:
     """Device-seconds of the full sweep's process repeats that compiled cold: a repeat compiles from its first run's
-    cache, so a cold one means that cache was gone (a call cut between them on a machine started afresh). They are
-    left out of the full sweep's cost for the share, which is then a bound: the share is at most what it says."""
+    cache, so a cold one mostly means that cache was gone (a call cut between them on a machine started afresh; on the
+    H200 max-autotune with dynamic=True also compiled cold on a warm machine). They are left out of the full sweep's
+    cost for the share, which is then a bound: the share is at most what it says."""
     from sqlalchemy import select
 
     from db.engine import reading
@@ -190,7 +191,7 @@ def compare(engine, name: str, search_id: int, full_ids: list[int]) -> dict:
 
 def _lost(r: dict) -> str:
     lost = r.get("lost_cache_s") or 0.0
-    return f" (share over {r['full_s'] - lost:.0f}: {lost:.0f} s of repeats that lost their cache left out)" \
+    return f" (share over {r['full_s'] - lost:.0f}: {lost:.0f} s of repeats that compiled cold left out)" \
         if lost else ""
 
 

@@ -10,7 +10,7 @@ with the checks the answer must pass:
     should read, lab.interval) in >= 90%;
   - <= 10% of jobs disturbed (each with its cause);
   - the follow-up jobs' GPU time (claim to stored) <= 0.5x the first runs';
-  - the per-job overhead (claim to stored, less the measurement) p90 <= 1.5 s.
+  - the per-job overhead (claim to stored, less the measurement) p90 <= 1.0 s (issue 41's target on a GPU).
 
     python -m bench.honest_answers sweep --out DIR --label A     # one sweep of every configuration, drained
     python -m bench.honest_answers reference --out DIR           # 3 harness processes per configuration
@@ -345,7 +345,7 @@ def table(args) -> None:
          f"{sum(filter(None, first_s)):.0f} s)", "<= 0.5", ratio <= 0.5),
         ("per-job overhead p90, s (worker start apart)",
          f"{p90:.2f} (median {_pct(0.5, overheads):.2f}, max {max(filter(None, overheads)):.2f})"
-         if p90 is not None else "-", "<= 1.5", p90 is not None and p90 <= 1.5),
+         if p90 is not None else "-", "<= 1.0", p90 is not None and p90 <= 1.0),
     ]
     lines += [f"{'check':<46}{'measured':<34}{'target':<9}holds"]
     lines += [f"{what:<46}{value:<34}{target:<9}{'yes' if held else 'NO'}" for what, value, target, held in summary]
