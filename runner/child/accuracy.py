@@ -21,6 +21,9 @@ TOLERANCE = {"float32": 1e-4, "bfloat16": 3e-2, "float16": 5e-3, "amp-bfloat16":
 MULTIPLIER = {"float32": 2.0, "bfloat16": 3.0, "float16": 3.0, "amp-bfloat16": 3.0, "amp-float16": 3.0}
 COMPARE_CHUNK = 1 << 22  # elements compared at once, in float64
 DEVICE_SHARE = 0.1  # of the GPU's free memory, that an accuracy reference may hold there
+# a tensor this small is compared on the host: copying it there costs less than the GPU's first launch of each
+# float64 kernel the comparison uses (each loaded on first use, in every fresh child)
+HOST_COMPARE = 1 << 16
 
 
 @dataclass
@@ -187,21 +190,22 @@ def _note(d: dict, dtype: str) -> str:
 
 
 def _tensor_sums(a: torch.Tensor, b: torch.Tensor, w: torch.Tensor | None, tol: float) -> dict:
-    """One tensor's sums over its chunks, in float64 on `b`'s device: squared differences (compiled - eager), squared
-    eager, largest |difference|, whether all are within tol (allclose), and with the float64 run `w` both sides'
-    squared distance from it. Places where either side is not finite are left out and must be alike (`odd`)."""
+    """One tensor's sums over its chunks, in float64 on `b`'s device (a small one on the host): squared differences
+    (compiled - eager), squared eager, largest |difference|, whether all are within tol (allclose), and with the
+    float64 run `w` both sides' squared distance from it. Places where either side is not finite are left out and
+    must be alike (`odd`)."""
     if not (a.is_floating_point() or a.is_complex()):  # integer outputs (token ids, argmax): equal or not
         same = bool(torch.equal(a.to(b.device), b))
         return {"diff_sq": 0.0 if same else 1.0, "ref_sq": 1.0, "max_abs": 0.0 if same else float("inf"),
                 "close": same, "odd": False, "count": a.numel(), "out_wide_sq": 0.0, "ref_wide_sq": 0.0}
-    device = b.device
+    device = torch.device("cpu") if b.numel() <= HOST_COMPARE else b.device
     zero = torch.zeros((), dtype=torch.float64, device=device)
     sums = {k: zero for k in ("diff_sq", "ref_sq", "max_abs", "out_wide_sq", "ref_wide_sq", "excess")}
     odd = torch.zeros((), dtype=torch.bool, device=device)
     count = 0
     ws = w.reshape(-1).split(COMPARE_CHUNK) if w is not None else None
     for i, (a64, b64) in enumerate(zip(a.reshape(-1).split(COMPARE_CHUNK), b.reshape(-1).split(COMPARE_CHUNK))):
-        a64, b64 = a64.to(device).double(), b64.double()
+        a64, b64 = a64.to(device).double(), b64.to(device).double()
         finite = a64.isfinite() & b64.isfinite()
         same = (a64 == b64) | (a64.isnan() & b64.isnan())
         odd = odd | (~finite & ~same).any()
