@@ -150,20 +150,28 @@ def cpus_text(cpus: list[int]) -> str:
 
 
 def short(follow_up: dict | None, of_job: int | None) -> str:
-    """A follow-up job in a few characters, for a table column: "re-run 1/2 of #12", "" for a first run."""
+    """A follow-up job in a few characters, for a table column: "re-run 1/2 of #12", "repeat 2 of #12", "" for a
+    first run. A re-run counts against its budget; a process repeat has no fixed total (one more process can follow
+    where they disagree), so none is shown."""
     if not follow_up:
         return ""
-    what = "re-run" if follow_up.get("kind") == NOISY_RERUN else "process"
-    return f"{what} {follow_up.get('n')}/{follow_up.get('total')}" + (f" of #{of_job}" if of_job is not None else "")
+    of = f" of #{of_job}" if of_job is not None else ""
+    if follow_up.get("kind") == NOISY_RERUN:
+        return f"re-run {follow_up.get('n')}/{follow_up.get('total')}{of}"
+    return f"repeat {follow_up.get('n')}{of}"
 
 
 def describe(follow_up: dict | None, of_job: int | None) -> str | None:
-    """A follow-up job in words, as the Queue and Job pages show it: "re-run 1 of 2 of job 12, because: ..."."""
+    """A follow-up job in words, as the Queue and Job pages show it: "re-run 1 of 2 of job 12, because: ...",
+    "process repeat 2 of job 12, because: ..." (a repeat's number without a total: see short)."""
     if not follow_up:
         return None
-    what = "re-run" if follow_up.get("kind") == NOISY_RERUN else "process repeat"
     where = f" of job {of_job}" if of_job is not None else ""
-    return f"{what} {follow_up.get('n')} of {follow_up.get('total')}{where}, because: {follow_up.get('because')}"
+    if follow_up.get("kind") == NOISY_RERUN:
+        what = f"re-run {follow_up.get('n')} of {follow_up.get('total')}"
+    else:
+        what = f"process repeat {follow_up.get('n')}"
+    return f"{what}{where}, because: {follow_up.get('because')}"
 
 
 def rerun_outcome(reruns: int, rerun_ids: list[int]) -> str:

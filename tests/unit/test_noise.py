@@ -59,6 +59,11 @@ def test_a_configuration_runs_in_several_processes_and_they_answer_together(engi
     (extra,) = [j for j in jobs(engine).values() if j.status == "queued"]
     assert (extra.follow_up_of, extra.follow_up["kind"], extra.follow_up["n"]) == (last, "process", 3)
     assert "its 3 processes disagree by 20%" in extra.follow_up["because"]
+    # the words number each repeat without a total: the extra one would otherwise read "3 of 3" after "1 of 2"
+    said = {r["job_id"]: (r["follow_up"], r["follow_up_short"]) for r in views.job_rows(engine)}
+    assert said[repeats[0].id][0].startswith(f"process repeat 1 of job {first}, because: ")
+    assert said[extra.id] == (f"process repeat 3 of job {last}, because: {extra.follow_up['because']}",
+                              f"repeat 3 of #{last}")
     run_next(engine, QUIET)
     assert len(jobs(engine)) == 4
     (row,) = report(engine)
