@@ -108,7 +108,7 @@ class ParamInfo:
             return value
         value = integer(value, where)
         if not self.minimum <= value <= self.maximum:
-            raise SpecError(where, f"{value} is outside {self.minimum}..{self.maximum}")
+            raise SpecError(where, f"{value:,} is outside {self.minimum:,}..{self.maximum:,}")
         return value
 
 
@@ -199,7 +199,7 @@ class ExperimentSpec:
         put("model", check_text(self.model, "model", max_len=100))
         put("batch_size", integer(self.batch_size, "batch_size"))
         if not 1 <= self.batch_size <= MAX_BATCH:
-            raise SpecError("batch_size", f"must be a positive integer up to {MAX_BATCH}, got {self.batch_size}")
+            raise SpecError("batch_size", f"must be a positive integer up to {MAX_BATCH:,}, got {self.batch_size:,}")
         if not isinstance(self.model_args, Mapping):
             raise SpecError("model_args", "expected an object of size parameters")
         put("model_args", dict(sorted(self.model_args.items())))
@@ -218,7 +218,7 @@ class ExperimentSpec:
             raise SpecError("schedule", "expected a list of sizes")
         put("schedule", tuple(integer(v, "schedule") for v in self.schedule))
         if len(self.schedule) > MAX_SCHEDULE:
-            raise SpecError("schedule", f"at most {MAX_SCHEDULE} calls")
+            raise SpecError("schedule", f"at most {MAX_SCHEDULE:,} calls")
         if any(not 1 <= v <= MAX_BATCH for v in self.schedule):
             raise SpecError("schedule", "every size must be a positive integer")
         put("traffic", traffic_stream.check(self.traffic, MAX_BATCH))
@@ -226,10 +226,10 @@ class ExperimentSpec:
             raise SpecError("traffic", "a job replays traffic or runs a schedule, not both")
         put("iters", integer(self.iters, "iters"))
         if not 1 <= self.iters <= MAX_ITERS:
-            raise SpecError("iters", f"must be between 1 and {MAX_ITERS}, got {self.iters}")
+            raise SpecError("iters", f"must be between 1 and {MAX_ITERS:,}, got {self.iters:,}")
         put("timeout_s", integer(self.timeout_s, "timeout_s"))
         if not 1 <= self.timeout_s <= MAX_TIMEOUT_S:
-            raise SpecError("timeout_s", f"must be between 1 and {MAX_TIMEOUT_S} seconds, got {self.timeout_s}")
+            raise SpecError("timeout_s", f"must be between 1 and {MAX_TIMEOUT_S:,} seconds, got {self.timeout_s:,}")
         if self.backend != "inductor" and self.mode != "default":
             raise SpecError("mode", f"mode {self.mode!r} applies to backend inductor only, not {self.backend!r}")
         if self.backend == "cudagraphs" and self.device != "cuda":

@@ -61,7 +61,7 @@ def draw(text: str, calls: int | None = None, max_size: int = 1 << 24) -> tuple[
             sizes.append(_size(int(word), max_size, where))
     n = n or len(sizes)
     if n > MAX_CALLS:
-        raise SpecError("traffic", f"{n} calls: at most {MAX_CALLS}")
+        raise SpecError("traffic", f"{n:,} calls: at most {MAX_CALLS:,}")
     return f"{len(sizes)} sizes as given", [sizes[i % len(sizes)] for i in range(n)]
 
 
@@ -83,7 +83,7 @@ def _histogram(lines: list[tuple[int, str]], n: int | None, max_size: int, many:
     rng = random.Random(SEED)
     if n is None:
         if total > MAX_CALLS:
-            raise SpecError("traffic", f"the histogram counts {total} calls: at most {MAX_CALLS} (or give Calls, "
+            raise SpecError("traffic", f"the histogram counts {total:,} calls: at most {MAX_CALLS:,} (or give Calls, "
                                        "to draw that many in its proportions)")
         calls = [size for size, count in weights.items() for _ in range(count)]
         rng.shuffle(calls)
@@ -93,7 +93,7 @@ def _histogram(lines: list[tuple[int, str]], n: int | None, max_size: int, many:
 
 def _size(v: int, max_size: int, where: str) -> int:
     if not 1 <= v <= max_size:
-        raise SpecError("traffic", f"{where}: a size must be within 1..{max_size}")
+        raise SpecError("traffic", f"{where}: a size must be within 1..{max_size:,}")
     return v
 
 
@@ -102,7 +102,7 @@ def _calls(calls) -> int | None:
         return None
     n = integer(calls, "calls")
     if not 1 <= n <= MAX_CALLS:
-        raise SpecError("calls", f"must be between 1 and {MAX_CALLS}, got {n}")
+        raise SpecError("calls", f"must be between 1 and {MAX_CALLS:,}, got {n:,}")
     return n
 
 
@@ -119,7 +119,7 @@ def check(value, max_size: int = 1 << 24) -> dict:
     if isinstance(sizes, (str, bytes)) or not isinstance(sizes, (list, tuple)) or not sizes:
         raise SpecError("traffic.sizes", "expected a list of sizes")
     if len(sizes) > MAX_CALLS:
-        raise SpecError("traffic.sizes", f"{len(sizes)} calls: at most {MAX_CALLS}")
+        raise SpecError("traffic.sizes", f"{len(sizes):,} calls: at most {MAX_CALLS:,}")
     sizes = [_size(integer(v, "traffic.sizes"), max_size, f"call {i}") for i, v in enumerate(sizes, 1)]
     bucket = value.get("bucket")
     if bucket not in (None, 0):

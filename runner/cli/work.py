@@ -57,7 +57,7 @@ def cmd_work(args) -> int:
     if args.max_jobs is not None and args.max_jobs < 1:
         raise UsageError("--max-jobs must be at least 1")
     if not 1 <= args.lease <= 24 * 3600:
-        raise UsageError(f"--lease must be between 1 and 86400 seconds, got {args.lease:g}")
+        raise UsageError(f"--lease must be between 1 and 86,400 seconds, got {args.lease:,g}")
     if args.threads is not None:
         from runner.child.disturbance import my_cpus
 
@@ -68,7 +68,7 @@ def cmd_work(args) -> int:
     if args.idle_exit and not args.drain or not 0 <= args.idle_exit <= 7 * 24 * 3600:
         raise UsageError(f"--idle-exit goes with --drain, between 0 and 604800 seconds (got {args.idle_exit:g})")
     if not 0 <= args.grace <= 24 * 3600:
-        raise UsageError(f"--grace must be between 0 and 86400 seconds, got {args.grace:g}")
+        raise UsageError(f"--grace must be between 0 and 86,400 seconds, got {args.grace:,g}")
     signer = cache_key.load(args.cache_key_file)  # read once, at start; a file that cannot be used stops here
     if args.gpus is not None:
         listed = gpus.parse_gpus(args.gpus)

@@ -15,11 +15,11 @@ def unescape(text: str) -> str:
 def test_rounds_0_and_timeout_minus_1_show_errors_and_disable_submit(worker):  # noqa: F811 (the fixture)
     at = ok(page("submit"))
     at.number_input(key="f_iters").set_value(0).run()
-    assert "Rounds: must be between 1 and 10000, got 0" in [unescape(e.value) for e in at.error]
+    assert "Rounds: must be between 1 and 10,000, got 0" in [unescape(e.value) for e in at.error]
     assert at.button(key="f_submit").disabled
     at.number_input(key="f_iters").set_value(3)
     at.number_input(key="f_timeout").set_value(-1).run()
-    assert [unescape(e.value) for e in at.error] == ["Timeout (s): must be between 1 and 86400 seconds, got -1"]
+    assert [unescape(e.value) for e in at.error] == ["Timeout (s): must be between 1 and 86,400 seconds, got -1"]
     assert at.button(key="f_submit").disabled
     at.number_input(key="f_timeout").set_value(60)
     at.number_input(key="f_repeat").set_value(0).run()
@@ -37,8 +37,8 @@ def test_two_wrong_numbers_each_get_their_error_at_once(worker):  # noqa: F811 (
     at = ok(page("submit"))
     at.number_input(key="f_iters").set_value(0)
     at.number_input(key="f_timeout").set_value(-1).run()
-    assert sorted(unescape(e.value) for e in at.error) == ["Rounds: must be between 1 and 10000, got 0",
-                                                           "Timeout (s): must be between 1 and 86400 seconds, got -1"]
+    assert sorted(unescape(e.value) for e in at.error) == ["Rounds: must be between 1 and 10,000, got 0",
+                                                           "Timeout (s): must be between 1 and 86,400 seconds, got -1"]
     assert at.button(key="f_submit").disabled
 
 

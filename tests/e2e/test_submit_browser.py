@@ -31,9 +31,9 @@ def test_rounds_0_and_timeout_minus_1_show_two_errors_and_disable_submit(tmp_pat
             box.fill(value)
             box.press("Tab")  # typed, then left: what a person does
         errors = page.locator('[data-testid="stAlertContentError"]')
-        errors.filter(has_text="Timeout (s): must be between 1 and 86400 seconds, got -1").wait_for()
+        errors.filter(has_text="Timeout (s): must be between 1 and 86,400 seconds, got -1").wait_for()
         texts = [t.replace("\\", "") for t in errors.all_inner_texts()]
-        assert any("Rounds: must be between 1 and 10000, got 0" in t for t in texts), texts
+        assert any("Rounds: must be between 1 and 10,000, got 0" in t for t in texts), texts
         button = page.get_by_role("button", name="Submit", exact=True)
         assert button.is_disabled()
         # each its own message, under the row of number fields (the boxes are too narrow for one beneath each)

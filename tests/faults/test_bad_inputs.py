@@ -29,12 +29,12 @@ BAD_ROWS = [
     ("batch not a number", json.dumps({**GOOD, "batch_size": "lots"}),
      "stored spec is invalid: batch_size: expected an integer, got 'lots'"),
     ("negative timeout", json.dumps({**GOOD, "timeout_s": -5}),
-     "stored spec is invalid: timeout_s: must be between 1 and 86400 seconds, got -5"),
-    ("zero iters", json.dumps({**GOOD, "iters": 0}), "stored spec is invalid: iters: must be between 1 and 10000"),
+     "stored spec is invalid: timeout_s: must be between 1 and 86,400 seconds, got -5"),
+    ("zero iters", json.dumps({**GOOD, "iters": 0}), "stored spec is invalid: iters: must be between 1 and 10,000"),
     ("unknown model parameter", json.dumps({**GOOD, "model_args": {"width": 16, "depth": 3}}),
      "stored spec is invalid: model_args.depth: unknown parameter of 'tiny'; it takes: width"),
     ("model parameter out of range", json.dumps({**GOOD, "model_args": {"width": -1}}),
-     "stored spec is invalid: model_args.width: -1 is outside 1..16777216"),
+     "stored spec is invalid: model_args.width: -1 is outside 1..16,777,216"),
 ]
 
 

@@ -71,7 +71,7 @@ def test_cli_refuses_bad_gpu_lists_with_exit_2(db_url):
     assert done.returncode == 2 and done.stderr.strip() == (
         "error: --gpus: 'x' is not a GPU index or UUID; use all or a list like 0,1")
     done = run_cli("work", "--db", db_url, "--lease", "-5")
-    assert done.returncode == 2 and "--lease must be between 1 and 86400 seconds, got -5" in done.stderr
+    assert done.returncode == 2 and "--lease must be between 1 and 86,400 seconds, got -5" in done.stderr
     done = run_cli("work", "--db", db_url, "--gpu", "0", "--gpus", "0,1")
     assert done.returncode == 2 and "not allowed with argument" in done.stderr
 

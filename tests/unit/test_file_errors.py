@@ -31,7 +31,7 @@ def refused(done, *said: str) -> str:
     (f"8: 30\npassword: hunter2 {SECRET}\n", "line 2 is not a histogram line"),
     (f"PATH=/usr/bin:/bin\0TOKEN={SECRET}\0HOME=/root\0", "it is not a histogram"),  # an environ's shape
     ("8\n4815162342\n", "line 2, item 1 is not a size"),  # more digits than a size has
-    ("8\n481516234\n", "line 2, item 1: a size must be within 1..16777216"),
+    ("8\n481516234\n", "line 2, item 1: a size must be within 1..16,777,216"),
 ])
 def test_a_traffic_file_that_is_no_stream_is_named_with_where_never_quoted(db_url, tmp_path, content, where):
     stream = tmp_path / "calls.txt"
