@@ -81,7 +81,7 @@ def oidc_lab(tmp_path):
 
 def sign_in(chromium, lab: dict, account: str):
     """A fresh browser context signed in at the provider as `account` (one of its predefined users); its page, on
-    Submit with the form drawn."""
+    Submit with the form and the sidebar's account block drawn."""
     page = chromium.new_page(viewport={"width": 1400, "height": 1100})
     page.set_default_timeout(60_000)
     page.goto(lab["url"])
@@ -90,6 +90,8 @@ def sign_in(chromium, lab: dict, account: str):
     page.get_by_role("button", name=account, exact=True).click()  # its predefined user
     page.wait_for_url(re.compile(r"^http://localhost:\d+/"))
     page.get_by_role("button", name="Submit 1 job").wait_for()
+    # the sidebar's account block can be drawn after the form: read the sidebar only once it is there
+    page.locator('[data-testid="stSidebar"]').get_by_text("Signed in as").first.wait_for()
     return page
 
 
