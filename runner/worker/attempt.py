@@ -82,7 +82,7 @@ class Child:
 
     argv: list[str]
     env: dict
-    cold_dir: Path | None  # a first run's fresh compile cache, kept for its follow-ups if it succeeds
+    cold_dir: Path | None  # a fresh compile cache, kept for the configuration's follow-ups if the job succeeds
     bundle: dict | None  # a portable cache bundle's note (runner.worker.cache_bundle)
     lease: LeaseKeeper | None = None
     watch: Watch | None = None
@@ -115,8 +115,9 @@ class Attempt:
                     self._stop_lease(child, proc)
                 outcome = ended_as if isinstance(ended_as, Outcome) else self._ended(ended_as, child)
             finally:
-                if child.cold_dir is not None:  # a first run's cache stays for its follow-ups; any other cold one goes
-                    cache_repeat.settle(child.cold_dir, keep=not self.claim.follow_up and outcome is not None
+                if child.cold_dir is not None:  # a cold compile that succeeded stays for the configuration's
+                    # follow-ups: a first run's, or a follow-up's that found none here (its first run ran elsewhere)
+                    cache_repeat.settle(child.cold_dir, keep=outcome is not None
                                         and outcome.status is JobStatus.SUCCEEDED)
         except OSError as e:  # the worker's own folder failed (full, unwritable): not the experiment's fault
             return self.hand_back(f"cannot use its job folder {self.paths.folder} ({first_line(e)})", e)

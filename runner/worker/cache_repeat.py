@@ -6,7 +6,8 @@ A first run compiles in a fresh folder under the worker's home, named by its con
 where it is: inductor's cache records where its kernels and their tuned launch settings lie, and a folder moved
 after the compile gives slower kernels (docs/measurement.md). A follow-up of
 that configuration on this worker compiles in the newest such folder. A follow-up on another worker, or after its
-folder was pruned, compiles cold and its record says so. The newest KEEP folders are kept. No torch here.
+folder was pruned, compiles cold and its record says so; its folder is then kept like a first run's, so the
+configuration's later follow-ups here compile warm. The newest KEEP folders are kept. No torch here.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def key(spec: dict, torch_version: str | None) -> str:
 
 
 def fresh(home: Path, name: str, job_id: int) -> Path:
-    """An empty folder for a first run of configuration `name` to compile in, and to leave for its follow-ups."""
+    """An empty folder for a cold run of configuration `name` to compile in, and to leave for its follow-ups."""
     path = Path(home) / FOLDER / f"{name}-{job_id}"
     shutil.rmtree(path, ignore_errors=True)  # a handed-back attempt of the same job starts afresh
     path.mkdir(parents=True)
@@ -43,7 +44,7 @@ def find(home: Path, name: str) -> Path | None:
 
 
 def settle(path: Path, keep: bool) -> None:
-    """After a first run: its folder stays for the follow-ups (the oldest beyond KEEP go), or goes now."""
+    """After a cold run: its folder stays for the follow-ups (the oldest beyond KEEP go), or goes now."""
     if not keep:
         shutil.rmtree(path, ignore_errors=True)
         return
