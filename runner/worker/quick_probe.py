@@ -17,10 +17,10 @@ from runner.child.driver import cpu_model, nvidia_driver
 
 def probe(env: dict) -> dict | None:
     """runner.child.process.probe's answer, or None where only the real probe can tell."""
-    torch_version = _version("torch")
+    torch_version = _torch_file("__version__") or _version("torch")
     if torch_version is None:
         return None
-    built_cuda = _torch_cuda()
+    built_cuda = _torch_file("cuda")
     gpus = _visible(env.get("CUDA_VISIBLE_DEVICES"))
     if gpus is None:
         return None
@@ -40,8 +40,9 @@ def _version(name: str) -> str | None:
         return None
 
 
-def _torch_cuda() -> str | None:
-    """torch.version.cuda, read from torch/version.py's text (None: a CPU build, or unreadable)."""
+def _torch_file(name: str) -> str | None:
+    """torch.version's `name`, read from torch/version.py's text: __version__ as torch says it ('2.14.1+cu130', where
+    a CUDA wheel's package metadata says '2.14.1'), cuda (None: a CPU build); None where unreadable."""
     spec = importlib.util.find_spec("torch")
     if spec is None or not spec.origin:
         return None
@@ -49,7 +50,7 @@ def _torch_cuda() -> str | None:
         text = (Path(spec.origin).parent / "version.py").read_text()
     except OSError:
         return None
-    found = re.search(r"^cuda\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
+    found = re.search(rf"^{re.escape(name)}\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
     return found.group(1) if found else None
 
 
