@@ -353,6 +353,8 @@ class Worker:
         waited = self._await_start(job, renewed)
         if waited is HANDED_BACK:
             return waited
+        if waited is None:  # what it borrows read now, the start done: the probe's facts (which key its compile
+            job = self._job(claim, spec, steps)  # caches) and the spawner, not those read before it
         outcome = job.record(waited) if waited is not None else job.execute(renewed.at)
         if job.spawn_error is not None:  # its preloaded parent failed: later children start as fresh interpreters
             self.spawner.close()

@@ -16,6 +16,7 @@ from lab.sweep import SweepRequest
 from lab.timeline import Phases
 from runner.worker import hostfacts
 from runner.worker import loop as worker
+from runner.worker.store import Outcome
 
 PROBE = {"torch_version": "2.13.0+cpu", "cuda": False, "device_count": 0, "device_name": None, "capability": None,
          "triton_version": None, "cpu_name": "test cpu", "driver": None}
@@ -250,3 +251,26 @@ def test_the_offer_drops_what_the_listing_no_longer_has_and_keeps_every_file(tmp
     w.more.changed.set()
     assert w.rescan_models() and "hf:GPT2LMHeadModel" not in w.entries and "my.model" in w.entries
     assert w._offer()["refused_models"] == {"hf:*": "the listing child exited 1"}
+
+
+def test_the_first_job_borrows_the_probed_facts_not_those_read_before_the_start_ended(make_worker, monkeypatch):
+    """A first start is ready from the quick read; its first job waits for the real probe, and must then use what the
+    probe said: its compile cache and portable bundle are keyed by the torch version (a CUDA wheel's package metadata
+    says '2.11.0' where torch says '2.11.0+cu130'), and later jobs, the repeats among them, look under the probe's."""
+    from runner.worker.attempt import Attempt
+
+    quick = {**PROBE, "torch_version": "2.11.0"}
+    real = {**PROBE, "torch_version": "2.11.0+cu130"}
+    holder = {}
+    gate = Gate(answer=real, until=lambda: holder.get("job") is not None
+                and job(holder["w"], holder["job"])[1] == "waiting for the worker's start")
+    w = make_worker(gate, quick=lambda env: dict(quick))
+    w.start()
+    holder["w"] = w
+    assert not w._started.is_set() and w.probe["torch_version"] == "2.11.0"
+    borrowed = []
+    monkeypatch.setattr(Attempt, "execute", lambda self, renewed_at: borrowed.append(self.lent.probe) or Outcome(None))
+    claim = claim_one(w)
+    holder["job"] = claim.job_id
+    w.run_claim(claim)
+    assert [p["torch_version"] for p in borrowed] == ["2.11.0+cu130"]
