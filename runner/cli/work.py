@@ -66,7 +66,7 @@ def cmd_work(args) -> int:
             raise UsageError(f"--threads must be between 1 and {cpus} (the CPUs this worker may run on), "
                              f"got {args.threads}")
     if args.idle_exit and not args.drain or not 0 <= args.idle_exit <= 7 * 24 * 3600:
-        raise UsageError(f"--idle-exit goes with --drain, between 0 and 604800 seconds (got {args.idle_exit:g})")
+        raise UsageError(f"--idle-exit goes with --drain, between 0 and 604,800 seconds (got {args.idle_exit:,g})")
     if not 0 <= args.grace <= 24 * 3600:
         raise UsageError(f"--grace must be between 0 and 86,400 seconds, got {args.grace:,g}")
     signer = cache_key.load(args.cache_key_file)  # read once, at start; a file that cannot be used stops here
