@@ -1,5 +1,6 @@
 """A configuration's compiled first calls, separated by what each one compiled from: cold (an empty cache), warm (a
-cache that already held the configuration: the worker's, or its first run's for a process repeat) and portable (a
+cache that already held the configuration: the worker's, or for a process repeat the one its first run, or an
+earlier follow-up on that worker, left) and portable (a
 fresh cache loaded with a colleague's bundle). The answer table, the Warmup chart, the First call tab and the job page
 all separate them here, so they print the same cold and warm figures. No torch, pandas or SQLAlchemy."""
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Iterable
 
 KINDS = ("cold", "warm", "portable")  # in the order the pages show them
 WORDS = {"cold": "compiled from an empty cache",
-         "warm": "compiled from a cache that held it (the worker's, or its first run's for a process repeat)",
+         "warm": "compiled from a cache that held it (the worker's, or for a process repeat its configuration's kept one)",
          "portable": "loaded a colleague's bundle into a fresh cache"}
 
 
@@ -18,7 +19,8 @@ def kind(recorded: str | None, cache: str | None, graph_hit: bool | None) -> str
     """What one run's compiled first call compiled from: as the run recorded it (lab.record.first_call_cache), or,
     for a run stored before that was, its spec's cache setting. A warm run whose compiled graph missed the cache
     (`graph_hit` False) compiled from nothing: cold. Never the spec's setting alone where the run recorded what it
-    did: a process repeat of a cold-cache configuration compiles from its first run's cache, so it is warm."""
+    did: a process repeat of a cold-cache configuration compiles from its first run's (or an earlier follow-up's) cache,
+    so it is warm."""
     made = recorded or cache or "cold"
     if made == "warm":
         return "cold" if graph_hit is False else "warm"

@@ -38,7 +38,7 @@ def draw(text: str, calls: int | None = None, max_size: int = 1 << 24) -> tuple[
     if m:
         kind, lo, hi = m.group(1), int(m.group(2)), int(m.group(3))
         if not 1 <= lo <= hi <= max_size:
-            raise SpecError("traffic", f"{kind}:A..B: the range must run from 1 up, low to high (at most {max_size})")
+            raise SpecError("traffic", f"{kind}:A..B: the range must run from 1 up, low to high (at most {max_size:,})")
         rng = random.Random(SEED)
         n = n or DEFAULT_CALLS
         if kind == "uniform":

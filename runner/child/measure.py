@@ -42,7 +42,8 @@ class Role:
     rest: it is there to show how the headline moves between processes, at a fraction of the first run's cost."""
 
     repeat: bool = False
-    cache_from_first_run: bool = False  # the compile cache holds the first run's compile: a warm first call
+    cache_from_first_run: bool = False  # the cache holds its configuration's compile (its first run's, or an earlier
+    # follow-up's on this worker): a warm first call
 
 
 @dataclass(frozen=True)

@@ -142,7 +142,7 @@ class Attempt:
         if first_run is not None:
             cache = first_run
         elif spec.cache in ("cold", "portable"):  # a fresh, empty compile cache, kept for its follow-ups
-            cache = cold_dir = cache_repeat.fresh(lent.home, name, claim.job_id)
+            cache = cold_dir = cache_repeat.fresh(lent.home, name, claim.job_id, follow_up=bool(claim.follow_up))
         else:  # the worker's persistent cache, shared by its warm jobs
             cache = lent.home / "cache"
         env["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")

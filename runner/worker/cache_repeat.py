@@ -4,20 +4,26 @@ their first call is a warm one (recorded so) and they cost a sweep little beyond
 
 A first run compiles in a fresh folder under the worker's home, named by its configuration and job, which stays
 where it is: inductor's cache records where its kernels and their tuned launch settings lie, and a folder moved
-after the compile gives slower kernels (docs/measurement.md). A follow-up of
-that configuration on this worker compiles in the newest such folder. A follow-up on another worker, or after its
-folder was pruned, compiles cold and its record says so; its folder is then kept like a first run's, so the
-configuration's later follow-ups here compile warm. The newest KEEP folders are kept. No torch here.
+after the compile gives slower kernels (docs/measurement.md). A follow-up of that configuration on this worker
+compiles in the newest such folder. A follow-up on another worker, or after its folder was pruned, compiles cold
+and its record says so; its folder (named apart, `-r<job>`) is then kept too, so the configuration's later
+follow-ups here compile warm. A folder is found only once its run succeeded and it was kept (its KEPT marker): a
+sibling worker sharing the home never compiles in one still being filled, or about to go. The newest KEEP folders of
+first runs and the newest KEEP of follow-ups are kept, each apart: follow-ups never push a first run's out. No torch
+here.
 """
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 from lab.spec import spec_key
 
 KEEP = 32
 FOLDER = "repeat-cache"
+KEPT = ".kept"  # written once the run that filled the folder succeeded
+STALE_S = 2 * 86400  # an unkept folder this old was left by a worker that died mid-job (a job runs 1 day at most)
 
 
 def key(spec: dict, torch_version: str | None) -> str:
@@ -25,38 +31,48 @@ def key(spec: dict, torch_version: str | None) -> str:
     return spec_key({"spec": spec, "torch": torch_version})
 
 
-def fresh(home: Path, name: str, job_id: int) -> Path:
+def fresh(home: Path, name: str, job_id: int, follow_up: bool = False) -> Path:
     """An empty folder for a cold run of configuration `name` to compile in, and to leave for its follow-ups."""
-    path = Path(home) / FOLDER / f"{name}-{job_id}"
+    path = Path(home) / FOLDER / f"{name}-{'r' if follow_up else ''}{job_id}"
     shutil.rmtree(path, ignore_errors=True)  # a handed-back attempt of the same job starts afresh
     path.mkdir(parents=True)
     return path
 
 
 def find(home: Path, name: str) -> Path | None:
-    """The newest kept cache of a configuration on this worker, if any."""
+    """The newest kept cache of a configuration on this worker, if any (a first run's or a follow-up's)."""
     root = Path(home) / FOLDER
     try:
-        kept = [p for p in root.glob(f"{name}-*") if p.is_dir()]
+        kept = [p for p in root.glob(f"{name}-*") if (p / KEPT).is_file()]
     except OSError:
         return None
-    return max(kept, key=lambda p: p.stat().st_mtime, default=None)
+    return max(kept, key=lambda p: (p / KEPT).stat().st_mtime, default=None)
 
 
 def settle(path: Path, keep: bool) -> None:
-    """After a cold run: its folder stays for the follow-ups (the oldest beyond KEEP go), or goes now."""
+    """After a cold run: its folder stays for the follow-ups (the oldest of its kind beyond KEEP go), or goes now."""
     if not keep:
         shutil.rmtree(path, ignore_errors=True)
         return
-    path.touch()  # the newest kept
+    (path / KEPT).touch()  # found from now on; the newest kept
     prune(path.parent)
 
 
+def _follow_up(path: Path) -> bool:
+    return path.name.rsplit("-", 1)[-1].startswith("r")
+
+
 def prune(root: Path, keep_n: int = KEEP) -> None:
-    """Remove all but the newest `keep_n` kept caches."""
+    """Remove all but the newest `keep_n` kept caches of first runs, and of follow-ups, each apart, and the unkept
+    folders a worker that died mid-job left (older than STALE_S: a younger one may be filling now)."""
     try:
-        kept = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
+        folders = [p for p in root.iterdir() if p.is_dir()]
+        kept = sorted((p for p in folders if (p / KEPT).is_file()), key=lambda p: (p / KEPT).stat().st_mtime,
+                      reverse=True)
+        stale = [p for p in folders if p not in kept and time.time() - p.stat().st_mtime > STALE_S]
     except OSError:
         return
-    for old in kept[keep_n:]:
+    for kind in (False, True):
+        stale += [p for p in kept if _follow_up(p) == kind][keep_n:]
+    for old in stale:
         shutil.rmtree(old, ignore_errors=True)

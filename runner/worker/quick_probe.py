@@ -1,9 +1,10 @@
-"""What a worker's children can do, read without importing torch: the installed torch's and triton's versions (their
-packages' metadata), whether that torch was built with CUDA (its version file), and the visible GPUs from NVML (the
-driver's library, through ctypes). A worker on a host it has never started on is ready with these at once, instead of
-after its preloaded parent's imports and the probe (15 s on an H200 host); the real probe (runner.worker.probe) runs
-in the background before the first job's child starts, and where it says otherwise the worker publishes its answer.
-None where the answer could be wrong in a way that matters (visible GPUs named by UUID or MIG instance, say)."""
+"""What a worker's children can do, read without importing torch: the installed torch's version as torch says it and
+whether it was built with CUDA (its version file), triton's version (its package's metadata), and the visible GPUs
+from NVML (the driver's library, through ctypes). A worker on a host it has never started on is ready with these at
+once, instead of after its preloaded parent's imports and the probe (15 s on an H200 host); the real probe
+(runner.worker.probe) runs in the background before the first job's child starts, and where it says otherwise the
+worker publishes its answer. None where the answer could be wrong in a way that matters (visible GPUs named by UUID
+or MIG instance, say)."""
 from __future__ import annotations
 
 import ctypes

@@ -238,4 +238,4 @@ def test_a_repeat_that_compiled_cold_leaves_its_cache_for_the_next_repeat(db_url
     hits = [recs[i]["cache_hits"]["inductor_fx_local_cache_hit_count"] for i in repeats]
     assert [recs[i]["first_call_cache"] for i in repeats] == ["cold", "warm"] and hits[0] == 0 and hits[1] >= 1, hits
     kept = list((tmp_path / "other" / "repeat-cache").iterdir())
-    assert [p.name.rsplit("-", 1)[1] for p in kept] == [str(repeats[0])]  # the cold repeat's folder, kept
+    assert [p.name.rsplit("-", 1)[1] for p in kept] == [f"r{repeats[0]}"]  # the cold repeat's folder, kept
