@@ -198,6 +198,9 @@ def _tensor_sums(a: torch.Tensor, b: torch.Tensor, w: torch.Tensor | None, tol: 
         same = bool(torch.equal(a.to(b.device), b))
         return {"diff_sq": 0.0 if same else 1.0, "ref_sq": 1.0, "max_abs": 0.0 if same else float("inf"),
                 "close": same, "odd": False, "count": a.numel(), "out_wide_sq": 0.0, "ref_wide_sq": 0.0}
+    if a.is_complex():  # both parts compared (a cast to float64 would keep the real one alone)
+        a, b = (torch.view_as_real(x.resolve_conj()) for x in (a, b))
+        w = torch.view_as_real(w.resolve_conj()) if w is not None and w.is_complex() else w
     device = torch.device("cpu") if b.numel() <= HOST_COMPARE else b.device
     zero = torch.zeros((), dtype=torch.float64, device=device)
     sums = {k: zero for k in ("diff_sq", "ref_sq", "max_abs", "out_wide_sq", "ref_wide_sq", "excess")}

@@ -344,3 +344,13 @@ def test_rounds_sized_from_a_slowed_warm_up_are_re_planned_from_their_own_calls(
         steady.plan(call_ms=planned, issue_ms=planned)
         samples = run(steady, 3)
         assert steady.replans == [] and [len(b) for b in samples["compiled"]] == [10] * 3, (planned, ms)
+
+
+def test_a_complex_output_is_judged_on_both_its_parts():
+    eager = torch.ones(10, dtype=torch.complex64) * (1 + 2j)
+    assert compare([eager], [eager.clone()], "float32", None)["ok"]
+    off = eager.clone()
+    off.imag += 0.5  # the real parts agree: a float64 cast of each side would see no difference
+    got = compare([eager], [off], "float32", None)
+    assert not got["ok"] and got["max_abs_error"] == pytest.approx(0.5)
+    assert compare([eager.conj()], [eager.conj().clone()], "float32", None)["ok"]  # a lazily conjugated view
