@@ -349,12 +349,10 @@ class Worker:
         except SpecError as e:
             return self._job(claim, None, steps).record(Outcome(JobStatus.FAILED, f"stored spec is invalid: {e}"))
         renewed = Renewed(claimed_at or time.monotonic())  # the lease keeper counts from the last renewal
-        job = self._job(claim, spec, steps)
-        waited = self._await_start(job, renewed)
+        waited = self._await_start(self._job(claim, spec, steps), renewed)
         if waited is HANDED_BACK:
             return waited
-        if waited is None:  # what it borrows read now, the start done: the probe's facts (which key its compile
-            job = self._job(claim, spec, steps)  # caches) and the spawner, not those read before it
+        job = self._job(claim, spec, steps)  # after the start: its probe's facts (they key caches) and spawner
         outcome = job.record(waited) if waited is not None else job.execute(renewed.at)
         if job.spawn_error is not None:  # its preloaded parent failed: later children start as fresh interpreters
             self.spawner.close()
