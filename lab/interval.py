@@ -196,7 +196,8 @@ class Interval:
                     f"widened by {whose} spread between fresh processes ({apart:.0%})")
         # the range a reader can check against the processes' own numbers (highest over lowest), as lab.noise says
         # it when it asks for one more process; the interval's width comes from their pooled spread
-        return (f"its {self.processes} processes disagree by {max(self.own_range or 0.0, 0.01):.0%}"
+        said = apart if self.own_range is None else max(self.own_range, 0.01)  # (no range of one process)
+        return (f"its {self.processes} processes disagree by {said:.0%}"
                 + (f": {moved}" if moved else ""))
 
 
