@@ -141,6 +141,7 @@ class Attempt:
             first_run = cache_repeat.find(lent.home, name)
         if first_run is not None:
             cache = first_run
+            cache_repeat.retune(cache)  # its own autotuner's picks, as a fresh process makes them
         elif spec.cache in ("cold", "portable"):  # a fresh, empty compile cache, kept for its follow-ups
             cache = cold_dir = cache_repeat.fresh(lent.home, name, claim.job_id, follow_up=bool(claim.follow_up))
         else:  # the worker's persistent cache, shared by its warm jobs

@@ -227,11 +227,16 @@ def test_a_repeat_that_compiled_cold_leaves_its_cache_for_the_next_repeat(db_url
     """A configuration's first run on one worker, its repeats on another: the first repeat there finds no cache and
     compiles cold (and says so); the second compiles from what the first left, as a repeat does after its first run.
     (On an H200 every repeat of a configuration whose first run ran on another machine compiled cold: 13.6 s against
-    a first run's 11.4 s, 231 s and 255 s for max-autotune.)"""
+    a first run's 11.4 s, 231 s and 255 s for max-autotune.) The autotuner's picks are not taken from the folder."""
     (first,) = submit(db_url, "--model", "tiny", "--batch", "4", "--device", "cpu", "--iters", "3", "--cache", "cold",
                       "--process-repeats", "3")
     work(db_url, tmp_path / "one", "--once")
-    work(db_url, tmp_path / "other", "--max-jobs", "2")
+    work(db_url, tmp_path / "other", "--once")
+    (left,) = (tmp_path / "other" / "repeat-cache").iterdir()
+    pick = next((left / "inductor").iterdir()) / "k.best_config"  # an autotuner's pick, as a GPU's first call leaves
+    pick.write_text('{"XBLOCK": 1024}')
+    work(db_url, tmp_path / "other", "--once")
+    assert not pick.exists()  # the next repeat compiled from the folder but picked its launch settings itself
     recs = records(db_url)
     repeats = sorted(i for i, r in recs.items() if i != first)[:2]
     assert [recs[i]["status"] for i in (first, *repeats)] == ["succeeded"] * 3, [recs[i]["error"] for i in recs]

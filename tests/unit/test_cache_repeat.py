@@ -36,3 +36,19 @@ def test_follow_ups_never_push_a_first_runs_folder_out_and_stale_unkept_ones_go(
     cr.prune(tmp_path / cr.FOLDER, keep_n=2)
     left = {p.name for p in (tmp_path / cr.FOLDER).iterdir()}
     assert left == {firsts[1].name, firsts[2].name, repeats[3].name, repeats[4].name, filling.name}, left
+
+
+def test_a_follow_up_keeps_the_compiled_kernels_but_picks_its_own_launch_settings(tmp_path):
+    first = cr.fresh(tmp_path, "cfg", 1)
+    kernel = first / "inductor" / "ji" / "cjivfv.py"
+    kernel.parent.mkdir(parents=True)
+    kernel.write_text("# a kernel's source")
+    pick = kernel.parent / "abc123.best_config"
+    pick.write_text('{"XBLOCK": 1024, "num_warps": 4}')
+    cubin = first / "triton" / "x" / "k.cubin"
+    cubin.parent.mkdir(parents=True)
+    cubin.write_bytes(b"\x7fELF")
+    cr.settle(first, keep=True)
+    assert cr.retune(cr.find(tmp_path, "cfg")) == 1
+    assert not pick.exists() and kernel.exists() and cubin.exists() and (first / cr.KEPT).exists()
+    assert cr.retune(first) == 0
