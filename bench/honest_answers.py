@@ -237,6 +237,7 @@ def _sweep_rows(db_file: Path, shared: Path | None = None, offset: int = 0) -> d
              "overhead_s": timeline.overhead_s(tl) - _start_s(tl) if tl else None,
              "worker_start_s": _start_s(tl) if tl else 0.0, "name": name, "timeline": tl,
              "model_build": detail.get("model_build") if isinstance(detail, dict) else None,
+             "picks": (detail.get("autotune_picks") or {}).get("picks") if isinstance(detail, dict) else None,
              "sweep": sweep_name.split(": ", 1)[0]})
     for row in rows:
         ids = {int(j) - offset for j in row["job_ids"].split()}
@@ -371,7 +372,7 @@ def table(args) -> None:
     lines += [f"{what:<52}{value:<34}{target:<9}{'yes' if held else 'NO'}" for what, value, target, held in summary]
     lines += [f"worker start (once per worker, not in the per-job overhead): {j['worker_start_s']:.1f} s in job "
               f"{j['job_id']}'s timeline" for j in jobs if j.get("worker_start_s")]
-    lines += [""] + cold_lines + _overhead_lines(jobs)
+    lines += [""] + cold_lines + _pick_lines(jobs) + _overhead_lines(jobs)
     lines += [f"disturbed: job {j['job_id']}: {j['note']}" for j in disturbed]
     lines += [f"reference failed: {n}: {e[0]}" for n, e in ref_errors.items()]
     text = "\n".join(lines)
@@ -402,6 +403,21 @@ def _overhead_lines(jobs: list[dict], top: int = 6) -> list[str]:
         if phases.get("model build", 0) > 0.3 and built:  # where a long build went (runner.child.build._Parts)
             inside = ", ".join(f"{k} {v:.2f}" for k, v in built.get("seconds", {}).items() if v > 0.02)
             out.append(f"      model build: weights made {built.get('weights_made')}; {inside}")
+    return out
+
+
+def _pick_lines(jobs: list[dict]) -> list[str]:
+    """Per configuration whose processes' autotuner picks differ: each job's picks (runner.child.capture
+    .autotune_picks), and its speedup where stored; a warm job picks nothing (its cache's picks)."""
+    by_name: dict[str, list[dict]] = {}
+    for j in jobs:
+        if j.get("picks"):
+            by_name.setdefault(j["name"], []).append(j)
+    out = []
+    for name, js in by_name.items():
+        if len({json.dumps(j["picks"], sort_keys=True) for j in js}) > 1:
+            out.append(f"autotune picks differ: {name}: " + "; ".join(
+                f"sweep {j['sweep']} job {j['job_id']}: {json.dumps(j['picks'], sort_keys=True)[:160]}" for j in js))
     return out
 
 

@@ -18,8 +18,8 @@ from lab.timeline import Phases
 from runner.child import cache_bundle, compile_workers, traffic
 from runner.child.accuracy import NOT_COMPARED, compare, float64_run, on_device, pristine, reference, skip_reason
 from runner.child.build import Setup, build, inputs_for, make_step, seed, timed_once, warm_libraries
+from runner.child.capture import autotune_picks, recompiles, tlparse_report
 from runner.child.capture import cudagraphs as cudagraphs_health
-from runner.child.capture import recompiles, tlparse_report
 from runner.child.capture.introspect import describe_compile_failure, metrics
 from runner.child.capture.memory import Memory
 from runner.child.capture.profile_counts import count_both
@@ -64,7 +64,7 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
     A follow-up process (`role`) runs the same line with the headline clock alone: no compile trace, accuracy check,
     diagnosis clocks, analyses, artifacts, portable cache or traffic (its first run has them). Each step is a phase
     in `phases` (lab.timeline): the worker builds the job's timeline from them."""
-    started = time.perf_counter()
+    started, started_wall = time.perf_counter(), time.time()
     phases = phases if phases is not None else Phases()
     role = role or Role()
     first_run = not role.repeat
@@ -109,6 +109,7 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
     else:
         result.detail["follow_up_protocol"] = ("the headline clock only; accuracy, diagnosis clocks, kernel counts "
                                                "and artifacts are its configuration's first run's")
+    result.detail["autotune_picks"] = autotune_picks.picked_since(started_wall)  # this process's, not the cache's
     result.detail["measure_s"] = time.perf_counter() - started
     return result
 
