@@ -30,6 +30,7 @@ import torch
 from runner import zoo
 from runner.child import compile_workers
 from runner.child.build import make_step
+from runner.child.disturbance import Watch, my_cpus
 
 MIN_REPEATS, MIN_SECONDS, WARMUP_S = 50, 2.0, 0.5
 DYNAMIC = {"none": None, "true": True, "false": False}
@@ -110,16 +111,24 @@ def main() -> int:
     if stop:
         pool_s += stop_pool()
     times: dict[str, list[float]] = {name: [] for name in steps}
-    started = time.perf_counter()
+    # what the worker's child would call a disturbance (another process on the cores or the GPU, throttled clocks),
+    # read around the loop and only reported: the reference keeps every process, as the harness does
+    watch = Watch(device, my_cpus())
+    watch.start()
+    started = looked = time.perf_counter()
     with compile_workers.none_started() if stop else contextlib.nullcontext():  # as the worker's child times
         while len(times["eager"]) < MIN_REPEATS or time.perf_counter() - started < MIN_SECONDS:
             for name, step in steps.items():
                 times[name].append(timed(step, inputs, device) * 1e3)
+            if time.perf_counter() - looked > 0.25:  # the GPU's clocks read now and then, never between every call
+                watch.between()
+                looked = time.perf_counter()
+    causes, _ = watch.stop()
     eager_ms, compiled_ms = (float(torch.tensor(times[n]).median()) for n in ("eager", "compiled"))
     print(json.dumps({"eager_ms": eager_ms, "compiled_ms": compiled_ms, "speedup": eager_ms / compiled_ms,
                       "repeats": len(times["eager"]), "seconds": time.perf_counter() - started,
                       "pool_stop_s": pool_s, "eager_first_call_s": first["eager"],
-                      "compiled_first_call_s": first["compiled"], "torch": torch.__version__}))
+                      "compiled_first_call_s": first["compiled"], "disturbed": causes, "torch": torch.__version__}))
     return 0
 
 

@@ -273,11 +273,15 @@ def table(args) -> None:
     refs: dict[str, list[float]] = {}
     ref_cold: dict[str, list[float]] = {}  # the cold processes' compiled first calls (a fresh script's), s
     ref_errors: dict[str, list[str]] = {}
+    ref_disturbed: list[str] = []  # the reference keeps every process; what the worker would have called disturbed
     for out in outs:
         for line in (out / "reference.jsonl").read_text().splitlines() if (out / "reference.jsonl").exists() else []:
             r = json.loads(line)
             if "speedup" in r:
                 refs.setdefault(r["config"], []).append(r["speedup"])
+                if r.get("disturbed"):
+                    ref_disturbed.append(f"reference disturbed: {r['config']} process {r['process']} "
+                                         f"({r['speedup']:.3f}x): {'; '.join(r['disturbed'])}")
                 if r.get("cold") and r.get("compiled_first_call_s"):
                     ref_cold.setdefault(r["config"], []).append(r["compiled_first_call_s"])
             else:
@@ -374,7 +378,7 @@ def table(args) -> None:
               f"{j['job_id']}'s timeline" for j in jobs if j.get("worker_start_s")]
     lines += [""] + cold_lines + _pick_lines(jobs) + _overhead_lines(jobs)
     lines += [f"disturbed: job {j['job_id']}: {j['note']}" for j in disturbed]
-    lines += [f"reference failed: {n}: {e[0]}" for n, e in ref_errors.items()]
+    lines += [f"reference failed: {n}: {e[0]}" for n, e in ref_errors.items()] + ref_disturbed
     text = "\n".join(lines)
     print(text)
     if args.write:
