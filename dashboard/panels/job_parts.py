@@ -72,6 +72,9 @@ def compiler(r: dict) -> None:
     st.caption(md(why) if why else "This result has no per-layer cache counts (measured before they were recorded).")
     if r.get("cache") == "warm" and why and why.startswith("A warm job, yet"):
         st.caption(md(story.warm_miss_line(artifacts.warm_nearest(resources.engine(), r["job_id"]), r)))
+    picks = story.picks_line(r)
+    if picks:
+        st.caption(md(picks))  # kernel names and settings from the worker's record: text, never markup
     graphs = r["cudagraphs"]
     if graphs:  # reduce-overhead, max-autotune or the cudagraphs backend, on CUDA (runner/cudagraphs.py)
         st.subheader("CUDA graphs")

@@ -60,3 +60,22 @@ def test_a_warm_miss_names_what_differs_from_the_nearest_compile_on_its_host(wor
     same = _finish(engine, SweepRequest(batch_sizes=[8], modes=["max-autotune"], **warm), 9.4, 2)
     text = " ".join(c.value for c in ok(page("job", job=str(same))).caption).replace("\\", "")
     assert f"Job #{again} compiled these same settings with the same torch on gpu-box before" in text
+
+
+def test_the_job_page_names_the_launch_settings_its_process_picked(worker):  # noqa: F811
+    """A GPU job's record keeps the autotuner picks its process made (runner.child.capture.autotune_picks); its job
+    page names them under Caches, as text: a kernel name with markup characters is not rendered as markup."""
+    engine = worker
+    _, (job_id,), _ = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu",
+                                                        process_repeats=1), zoo.model_infos(zoo.catalog()))
+    claim = queue.claim_next(engine, "host:1:any:test", ["cpu"], ["simplenet"], 60)
+    picks = {"count": 2, "picks": {"ji/cjivfv5kadjx": {"XBLOCK": 1024, "num_warps": 4, "num_stages": 1},
+                                   "**k2**/<b>x</b>": {"XBLOCK": 64, "num_warps": 2}}}
+    queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED,
+                 result={"eager_ms": 0.68, "compiled_ms": 0.34, "speedup": 2.0, "compiled_first_call_s": 2.7,
+                         "eager_first_call_s": 0.02, "detail": {"autotune_picks": picks}})
+    at = ok(page("job", job=str(job_id)))
+    (line,) = [c.value for c in at.caption if "autotuner picked" in c.value]
+    text = line.replace("\\", "")
+    assert "launch settings of 2 kernels" in text and "ji/cjivfv5kadjx: XBLOCK 1024, num_warps 4, num_stages 1" in text
+    assert "\\*\\*k2\\*\\*" in line and "\\<b\\>" in line  # escaped: never bold, never a tag

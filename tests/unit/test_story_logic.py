@@ -43,3 +43,15 @@ def test_why_a_warm_job_paid_names_the_layer_that_missed_and_a_full_hit_names_wh
                                       "compiled code.")
     assert story.why_it_paid({"cache_layers": {}}) is None
     assert story.kernels_line({"eager_kernels": 3, "compiled_kernels": 1}) == "3 → 1 kernels per call (-2)"
+
+
+def test_the_autotuner_picks_line_names_a_few_and_counts_the_rest_and_is_absent_without_picks():
+    picks = {"count": 8, "picks": {f"k{i}/abc{i}": {"XBLOCK": 1024 >> i, "num_warps": 4} for i in range(8)}}
+    line = story.picks_line({"autotune_picks": picks})
+    assert line.startswith("This process's autotuner picked the launch settings of 8 kernels in its first call")
+    assert "k0/abc0: XBLOCK 1024, num_warps 4" in line and "k5/abc5" in line and "k6/abc6" not in line
+    assert "(and 2 more)" in line
+    one = story.picks_line({"autotune_picks": {"count": 1, "picks": {"ji/x": {"XBLOCK": 512}}}})
+    assert "of 1 kernel in" in one and "more" not in one
+    assert story.picks_line({"autotune_picks": {"count": 0, "picks": {}}}) is None
+    assert story.picks_line({}) is None and story.picks_line({"autotune_picks": None}) is None
