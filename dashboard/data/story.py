@@ -136,12 +136,14 @@ def accuracy_lines(record: dict) -> list[str]:
 def picks_line(record: dict, shown: int = 6) -> str | None:
     """The launch settings this process's autotuner picked in its first call (runner.child.capture.autotune_picks),
     a few of them; None where it picked none (a CPU job, a warm job whose picks were its cache's, an older result)."""
-    picks = record.get("autotune_picks") or {}
-    count = picks.get("count") or 0
-    if not count:
+    picks = record.get("autotune_picks")  # a hand-made row may hold anything: anything else is no line, never a crash
+    count = picks.get("count") if isinstance(picks, dict) else None
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
         return None
-    listed = "; ".join(f"{name}: " + ", ".join(f"{k} {v}" for k, v in settings.items())
-                       for name, settings in list((picks.get("picks") or {}).items())[:shown])
+    each = picks.get("picks") if isinstance(picks.get("picks"), dict) else {}
+    listed = "; ".join(f"{name}: " + (", ".join(f"{k} {v}" for k, v in settings.items())
+                                      if isinstance(settings, dict) else str(settings))
+                       for name, settings in list(each.items())[:shown])
     more = f" (and {count - shown:,} more)" if count > shown else ""
     return (f"This process's autotuner picked the launch settings of {count:,} kernel{'s' if count != 1 else ''} in "
             f"its first call, timing each one's candidates: {listed}{more}. The pick can differ between processes, "

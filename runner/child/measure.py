@@ -64,7 +64,7 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
     A follow-up process (`role`) runs the same line with the headline clock alone: no compile trace, accuracy check,
     diagnosis clocks, analyses, artifacts, portable cache or traffic (its first run has them). Each step is a phase
     in `phases` (lab.timeline): the worker builds the job's timeline from them."""
-    started, started_wall = time.perf_counter(), time.time()
+    started = time.perf_counter()
     phases = phases if phases is not None else Phases()
     role = role or Role()
     first_run = not role.repeat
@@ -75,6 +75,7 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
     loaded = cache_bundle.load() if first_run else None  # a portable job: a colleague's artifacts, before any compile
     report("building", None)
     job = build(spec, entry, phases, trace=first_run)
+    cached_picks = autotune_picks.before()  # a warm cache's or a portable bundle's: not this process's
     try:
         first = first_calls(job, report, check=first_run)
         steady = steady_state(job, report, diagnose=first_run)
@@ -109,7 +110,7 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
     else:
         result.detail["follow_up_protocol"] = ("the headline clock only; accuracy, diagnosis clocks, kernel counts "
                                                "and artifacts are its configuration's first run's")
-    result.detail["autotune_picks"] = autotune_picks.picked_since(started_wall)  # this process's, not the cache's
+    result.detail["autotune_picks"] = autotune_picks.picked(cached_picks)  # this process's, not the cache's
     result.detail["measure_s"] = time.perf_counter() - started
     return result
 

@@ -89,6 +89,7 @@ class Child:
     deadline: float = 0.0
     stop_deadline: float | None = None
     shares: list[str] = field(default_factory=list)  # the workers that shared this worker's cores meanwhile
+    held: int | None = None  # the lock on its first run's folder (runner.worker.cache_repeat.hold), till it ends
 
 
 class Attempt:
@@ -115,6 +116,7 @@ class Attempt:
                     self._stop_lease(child, proc)
                 outcome = ended_as if isinstance(ended_as, Outcome) else self._ended(ended_as, child)
             finally:
+                cache_repeat.release(child.held)
                 if child.cold_dir is not None:  # a cold compile that succeeded stays for the configuration's
                     # follow-ups: a first run's, or a follow-up's that found none here (its first run ran elsewhere)
                     cache_repeat.settle(child.cold_dir, keep=outcome is not None
@@ -137,8 +139,11 @@ class Attempt:
         env = dict(lent.env)
         cold_dir = first_run = None
         name = cache_repeat.key(spec.to_dict(), lent.probe.get("torch_version"))
+        held = None
         if spec.cache in ("cold", "portable") and claim.follow_up:  # its configuration's first run's cache, if here
             first_run = cache_repeat.find(lent.home, name)
+            held = None if first_run is None else cache_repeat.hold(first_run)
+            first_run = first_run if held is not None else None  # a sibling's follow-up compiles in it now: cold
         if first_run is not None:
             cache = first_run
             cache_repeat.retune(cache)  # its own autotuner's picks, as a fresh process makes them
@@ -157,7 +162,7 @@ class Attempt:
         argv += ["--cache-from-first-run"] if first_run is not None else []
         for d in lent.models_dirs:
             argv += ["--models-dir", str(Path(d).resolve())]
-        return Child(argv, env, cold_dir, bundle)
+        return Child(argv, env, cold_dir, bundle, held=held)
 
     # -- run the child ----------------------------------------------------------------------------
     def run_child(self, child: Child, renewed_at: float):

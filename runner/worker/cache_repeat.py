@@ -15,10 +15,14 @@ A follow-up takes the compiled code, not the launch settings the first run's aut
 kernel's settings are picked by timing its candidates in the first call, a pick that differs between fresh processes
 (on an H200, sincos bs 10000 read 1.73x and 1.69x in two processes sharing one pick, 1.94-2.01x in five processes
 that picked their own). Each process picks for itself, as a fresh process of the user's program does, so the spread
-between processes holds the pick's. No torch here.
+between processes holds the pick's. A follow-up holds the folder (an exclusive lock) from its retune until its child
+has ended: a sibling's follow-up of the same configuration that finds it held compiles cold in its own folder rather
+than read a pick it did not make. No torch here.
 """
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
 import time
 from pathlib import Path
@@ -28,6 +32,7 @@ from lab.spec import spec_key
 KEEP = 32
 FOLDER = "repeat-cache"
 KEPT = ".kept"  # written once the run that filled the folder succeeded
+HELD = ".held"  # locked (flock) by the follow-up compiling in the folder now
 STALE_S = 2 * 86400  # an unkept folder this old was left by a worker that died mid-job (a job runs 1 day at most)
 
 
@@ -54,16 +59,34 @@ def find(home: Path, name: str) -> Path | None:
     return max(kept, key=lambda p: (p / KEPT).stat().st_mtime, default=None)
 
 
+def hold(path: Path) -> int | None:
+    """Lock a kept folder for one follow-up (a file descriptor, for release), or None where another holds it."""
+    fd = os.open(Path(path) / HELD, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def release(fd: int | None) -> None:
+    if fd is not None:
+        os.close(fd)  # closing the descriptor drops its lock
+
+
 def retune(path: Path) -> int:
     """Before a follow-up compiles in a kept folder: remove the autotuner's picks (inductor's `.best_config` files,
     beside each kernel's source), so its first call picks again; the kernels stay compiled. How many went."""
     gone = 0
-    for pick in Path(path).glob("inductor/**/*.best_config"):
-        try:
-            pick.unlink()
-            gone += 1
-        except FileNotFoundError:  # a sibling worker's follow-up of the same configuration removed it first
-            pass
+    for folder, _, names in os.walk(Path(path) / "inductor"):  # a folder gone meanwhile is skipped, never an error
+        for name in names:
+            if name.endswith(".best_config"):
+                try:
+                    os.unlink(os.path.join(folder, name))
+                    gone += 1
+                except OSError:
+                    pass
     return gone
 
 

@@ -1,39 +1,58 @@
 """This process's autotuner picks (runner.child.capture.autotune_picks), read from a real cache folder: the picks
-written since the process began are its own; older ones (a warm cache's, an earlier process's) are not."""
+written or rewritten after the snapshot taken before the first calls are its own; those already there (a warm
+cache's, a portable bundle's) are not; a folder it cannot read never fails the job."""
 import json
 import os
-import time
 
 from runner.child.capture import autotune_picks
 
 
-def _pick(folder, name, data, age_s=0.0):
+def _pick(folder, name, data):
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.best_config"
-    path.write_text(json.dumps(data))
-    then = time.time() - age_s
-    os.utime(path, (then, then))
+    path.write_text(json.dumps(data) if not isinstance(data, str) else data)
     return path
 
 
-def test_only_the_picks_this_process_made_are_its_own(tmp_path):
-    began = time.time() - 5
-    inductor = tmp_path / "inductor"
-    _pick(inductor / "ji", "aaaabbbbccccdddd", {"XBLOCK": 1024, "num_warps": 4, "num_stages": 1,
+def test_only_the_picks_written_after_the_snapshot_are_this_processes(tmp_path):
+    cached = _pick(tmp_path / "old", "0000", {"XBLOCK": 512, "num_warps": 8})  # a bundle's, loaded before
+    rewritten = _pick(tmp_path / "re", "1111", {"XBLOCK": 128, "num_warps": 4})
+    earlier = autotune_picks.before(str(tmp_path))
+    _pick(tmp_path / "ji", "aaaabbbbccccdddd", {"XBLOCK": 1024, "num_warps": 4, "num_stages": 1,
                                                 "configs_hash": "h", "time_taken_ms": 70})
-    _pick(inductor / "k2", "eeeeffff", {"XBLOCK": 64, "R0_BLOCK": 8, "num_warps": 2, "num_stages": 1})
-    _pick(inductor / "old", "0000", {"XBLOCK": 512, "num_warps": 8}, age_s=3600)  # an earlier process's
-    (inductor / "ji" / "broken.best_config").write_text("{not json")
-    got = autotune_picks.picked_since(began, str(inductor))
-    assert got["count"] == 2
-    assert got["picks"] == {"ji/aaaabbbbcccc": {"XBLOCK": 1024, "num_warps": 4, "num_stages": 1},
-                            "k2/eeeeffff": {"XBLOCK": 64, "R0_BLOCK": 8, "num_warps": 2, "num_stages": 1}}
-    assert autotune_picks.picked_since(began, str(tmp_path / "none")) == {"count": 0, "picks": {}}
+    _pick(tmp_path / "k2", "eeeeffff", {"XBLOCK": 64, "R0_BLOCK": 8, "num_warps": 2, "num_stages": 1})
+    _pick(tmp_path / "ji", "broken", "{not json")
+    rewritten.write_text(json.dumps({"XBLOCK": 256, "num_warps": 4}))
+    os.utime(rewritten, ns=(os.stat(rewritten).st_atime_ns, earlier[str(rewritten)] + 1_000_000))
+    got = autotune_picks.picked(earlier, str(tmp_path))
+    assert got == {"count": 3, "picks": {"ji/aaaabbbbcccc": {"XBLOCK": 1024, "num_warps": 4, "num_stages": 1},
+                                         "k2/eeeeffff": {"XBLOCK": 64, "R0_BLOCK": 8, "num_warps": 2,
+                                                            "num_stages": 1},
+                                         "re/1111": {"XBLOCK": 256, "num_warps": 4}}}
+    assert str(cached) in earlier
+
+
+def test_no_cache_folder_means_no_picks_not_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _pick(tmp_path / "stray", "x", {"XBLOCK": 1})  # in the working directory: not a cache
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    assert autotune_picks.before() == {} and autotune_picks.picked({}) == {"count": 0, "picks": {}}
+    assert autotune_picks.picked({}, str(tmp_path / "none")) == {"count": 0, "picks": {}}
 
 
 def test_the_picks_kept_are_capped_but_all_are_counted(tmp_path, monkeypatch):
     monkeypatch.setattr(autotune_picks, "LIMIT", 3)
     for i in range(5):
         _pick(tmp_path / f"d{i}", f"p{i}", {"XBLOCK": 2 ** i, "num_warps": 1})
-    got = autotune_picks.picked_since(time.time() - 60, str(tmp_path))
+    got = autotune_picks.picked({}, str(tmp_path))
     assert got["count"] == 5 and len(got["picks"]) == 3
+
+
+def test_a_cache_that_cannot_be_read_gives_an_error_note_never_an_exception(tmp_path, monkeypatch):
+    def broken(root):
+        raise FileNotFoundError("a folder went while walking")
+
+    monkeypatch.setattr(autotune_picks, "_files", broken)
+    got = autotune_picks.picked({}, str(tmp_path))
+    assert got["count"] == 0 and got["error"].startswith("FileNotFoundError")
+    assert autotune_picks.before(str(tmp_path)) == {}

@@ -52,3 +52,49 @@ def test_a_follow_up_keeps_the_compiled_kernels_but_picks_its_own_launch_setting
     assert cr.retune(cr.find(tmp_path, "cfg")) == 1
     assert not pick.exists() and kernel.exists() and cubin.exists() and (first / cr.KEPT).exists()
     assert cr.retune(first) == 0
+
+
+def test_a_held_folder_is_one_follow_ups_at_a_time(tmp_path):
+    folder = cr.fresh(tmp_path, "cfg", 1)
+    cr.settle(folder, keep=True)
+    mine = cr.hold(folder)
+    assert mine is not None and cr.hold(folder) is None  # a sibling worker's follow-up: not while it is held
+    cr.release(mine)
+    again = cr.hold(folder)
+    assert again is not None
+    cr.release(again)
+
+
+def test_a_follow_up_that_finds_its_first_runs_folder_held_compiles_cold_in_its_own(tmp_path):
+    """runner.worker.attempt.Attempt.prepare, on a real folder: the free folder is taken (held, its picks removed);
+    a held one is left to its holder, and the follow-up gets a fresh folder of its own, kept for later ones."""
+    import threading
+    from types import SimpleNamespace
+
+    from db.queue import Claim
+    from lab.spec import ExperimentSpec
+    from runner.worker.attempt import Attempt, JobPaths, Lent
+
+    spec = ExperimentSpec(model="simplenet", batch_size=8, device="cpu", cache="cold")
+    lent = Lent(env={}, spawner=None, home=tmp_path, models_dirs=[], probe={"torch_version": "2.13.0+cpu"},
+                signer=None, worker_id="w", hostname="h", cpus=[0], threads=1, beat_s=1.0, grace_s=1.0,
+                stop=threading.Event(), hurry=threading.Event(), strikes=None)
+    name = cr.key(spec.to_dict(), "2.13.0+cpu")
+    first = cr.fresh(tmp_path, name, 1)
+    pick = first / "inductor" / "ji" / "p.best_config"
+    pick.parent.mkdir(parents=True)
+    pick.write_text("{}")
+    cr.settle(first, keep=True)
+
+    def prepared(job_id):
+        claim = Claim(job_id=job_id, token="t", attempt=1, spec=spec.to_dict(), follow_up={"kind": "process"})
+        return Attempt(claim, spec, JobPaths.under(tmp_path, claim), SimpleNamespace(engine=None), lent,
+                       None).prepare()
+
+    taken = prepared(2)
+    assert taken.env["TORCHINDUCTOR_CACHE_DIR"] == str(first / "inductor") and taken.held is not None
+    assert taken.cold_dir is None and not pick.exists()
+    sibling = prepared(3)  # while the first follow-up's child runs
+    assert sibling.held is None and sibling.cold_dir == tmp_path / cr.FOLDER / f"{name}-r3"
+    assert sibling.env["TORCHINDUCTOR_CACHE_DIR"] == str(sibling.cold_dir / "inductor")
+    cr.release(taken.held)

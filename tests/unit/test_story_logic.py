@@ -55,3 +55,7 @@ def test_the_autotuner_picks_line_names_a_few_and_counts_the_rest_and_is_absent_
     assert "of 1 kernel in" in one and "more" not in one
     assert story.picks_line({"autotune_picks": {"count": 0, "picks": {}}}) is None
     assert story.picks_line({}) is None and story.picks_line({"autotune_picks": None}) is None
+    for odd in ([1, 2], "picks", {"count": "3"}, {"count": True}, {"count": 2, "picks": [1]}):
+        line = story.picks_line({"autotune_picks": odd})  # a hand-made row: a line or none, never a crash
+        assert line is None or line.startswith("This process's autotuner picked the launch settings of 2 kernels")
+    assert "k: 5" in story.picks_line({"autotune_picks": {"count": 1, "picks": {"k": 5}}})
