@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# bench.honest_answers on the device machine, one or more steps a call (each call <= 10 minutes), from the repo root
+# with the wheels carried (carry: .whl). Each step writes under $OUT/ha (the seed sweeps and their reference) or
+# $OUT/real (models by name); copy them back and read the table here:
+#   python -m bench.honest_answers table --out DIR --one-database
+#   bash bench/gpu_honest.sh sweeps        # sweeps A and B of the seed configurations (about 190 s + 200 s on an H200)
+#   bash bench/gpu_honest.sh ref1 ref2     # the cold harness reference in two halves (about 490 s + 430 s): each call
+#                                          # one; or reuse bench/results/h200_harness_reference_cold_2026-11-29.jsonl
+#   bash bench/gpu_honest.sh timm          # timm resnet50 inference by name beside 2 script processes (about 250 s)
+#   bash bench/gpu_honest.sh bert-ref      # BERT masked-LM training's reference, to 2 processes
+set -uo pipefail
+. bench/device_wheels.sh
+start=$(date +%s)
+left() { echo $((560 - ($(date +%s) - start))); }
+mkdir -p "${OUT:-.}/ha" "${OUT:-.}/real"
+ha() { timeout "$(left)" python3 -m bench.honest_answers "$@"; }
+step() {
+  case "$1" in
+    sweeps) ha sweep --out "$OUT/ha" --label A --device cuda; ha sweep --out "$OUT/ha" --label B --device cuda ;;
+    ref1) ha reference --out "$OUT/ha" --device cuda --cold --only simplenet --only "mlp bs64" --only sincos ;;
+    ref2) ha reference --out "$OUT/ha" --device cuda --cold --only complexnet --only convnetmix --only resnet18 ;;
+    timm) ha sweep --out "$OUT/real" --label A --set real --only "resnet50 bs32 inference"
+          ha reference --out "$OUT/real" --set real --only "resnet50 bs32 inference" --ref-processes 2 ;;
+    bert-ref) ha reference --out "$OUT/real" --set real --only "bert-mlm bs32 seq512 training" --ref-processes 2 ;;
+    *) echo "step: sweeps, ref1, ref2, timm, bert-ref" >&2; exit 2 ;;
+  esac
+}
+[ $# -gt 0 ] || set -- help
+for s in "$@"; do
+  [ "$(left)" -gt 60 ] || { echo "no time left for $s" >&2; break; }
+  step "$s"
+done
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > "$OUT/gpu.txt" 2>/dev/null
+git log --oneline -1 >> "$OUT/gpu.txt" 2>/dev/null
+exit 0
