@@ -4,6 +4,7 @@ and why."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +79,8 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
     cached_picks = autotune_picks.before()  # a warm cache's or a portable bundle's: not this process's
     try:
         first = first_calls(job, report, check=first_run)
+        if role.cache_from_first_run:  # its cache's picks were removed (runner.worker.cache_repeat.retune): timing them
+            first = dataclasses.replace(first, retimed_s=first.autotune_s)  # again is not a warm first call's cost
         steady = steady_state(job, report, diagnose=first_run)
         more = analyse(job, report) if first_run else Analyses()
     except BaseException:  # the compiler's texts of a failed job say why; its error names the phase it failed in
@@ -94,6 +97,7 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
                         first_call_cache(spec, role, loaded))
     # the trace is captured while compiling; torch times that share, which is lab overhead, not the compile's
     phases.carve("compiled first call", "trace capture", trace_overhead(first.metrics))
+    phases.carve("compiled first call", "launch settings re-timed", first.retimed_s)  # the lab's choice, not the call's
     if first_run:
         saved = cache_bundle.save()  # a cold job: what a portable job of the same settings will load
         if spec.traffic:  # last: it resets dynamo (runner.child.traffic), and a portable bundle holds the job's compile only
@@ -216,8 +220,10 @@ def first_calls(job: Setup, report: Report, check: bool = True) -> FirstCalls:
     n_metrics = len(metrics())
     seed(2)
     try:
+        tuned_before = autotune_picks.runtime_autotune_us()
         with phase("compiled first call"), Pauses() as gc_pauses:  # the collector's share named (runner.child.gcpause)
             compiled_first_s, out = timed_once(timer, job.compiled_step, inputs)
+        autotune_s = (autotune_picks.runtime_autotune_us() - tuned_before) / 1e6
     except Exception as exc:
         raise ExperimentFailed(describe_compile_failure(exc, job.spec, metrics()[n_metrics:])) from exc
     with phase("accuracy"):
@@ -236,7 +242,7 @@ def first_calls(job: Setup, report: Report, check: bool = True) -> FirstCalls:
     return FirstCalls(eager_first_s=eager_first_s, eager_second_s=eager_second_s, compiled_first_s=compiled_first_s,
                       compiled_second_s=compiled_second_s, peak_eager=peak_eager, peak_compiled=mem.peak_mb(),
                       memory_method=mem.method, metrics=first_metrics, graph_count=graph_count, accuracy=accuracy,
-                      gc_pauses=gc_pauses.as_dict())
+                      gc_pauses=gc_pauses.as_dict(), autotune_s=max(0.0, autotune_s))
 
 
 def _float64_step(job: Setup):

@@ -56,3 +56,31 @@ def test_a_cache_that_cannot_be_read_gives_an_error_note_never_an_exception(tmp_
     got = autotune_picks.picked({}, str(tmp_path))
     assert got["count"] == 0 and got["error"].startswith("FileNotFoundError")
     assert autotune_picks.before(str(tmp_path)) == {}
+
+
+def test_a_follow_ups_re_timing_is_left_out_of_its_warm_first_call(monkeypatch):
+    """runner.child.recording.fresh_first_call_s: a follow-up that timed its kernels' launch settings again, only
+    because its cache's picks were removed, reports the warm first call a cache holding them pays; a first run's
+    runtime autotuning stays in (a fresh process pays it). And torch's count is read where torch keeps it."""
+    from types import SimpleNamespace
+
+    import torch._dynamo.utils as dynamo_utils
+
+    from runner.child.recording import FirstCalls, fresh_first_call_s
+
+    def calls(retimed_s, autotune_s=0.5):
+        return FirstCalls(eager_first_s=0.1, eager_second_s=0.01, compiled_first_s=2.0, compiled_second_s=0.01,
+                          peak_eager=None, peak_compiled=None, memory_method="", metrics=[], graph_count=1,
+                          accuracy={}, autotune_s=autotune_s, retimed_s=retimed_s)
+
+    assert fresh_first_call_s(calls(0.0), 0.0) == 2.0  # a first run: its autotuning is a fresh process's cost
+    assert abs(fresh_first_call_s(calls(0.5), 0.0) - 1.5) < 1e-9
+    assert fresh_first_call_s(calls(5.0), 0.0) == 0.0  # never below nothing
+    monkeypatch.setattr(dynamo_utils, "get_compilation_metrics",
+                        lambda: [SimpleNamespace(runtime_triton_autotune_time_us=70_000),
+                                 SimpleNamespace(runtime_triton_autotune_time_us=None)])
+    monkeypatch.setattr(dynamo_utils, "get_runtime_metrics_context",
+                        lambda: SimpleNamespace(_metrics={"runtime_triton_autotune_time_us": 6_000}))
+    assert autotune_picks.runtime_autotune_us() == 76_000
+    monkeypatch.setattr(dynamo_utils, "get_runtime_metrics_context", lambda: 1 / 0)
+    assert autotune_picks.runtime_autotune_us() == 0  # a torch that keeps no such count: nothing taken off

@@ -66,3 +66,18 @@ def picked(earlier: dict[str, int], cache_dir: str | None = None) -> dict:
     except Exception as e:  # noqa: BLE001 - reading the cache must never fail the job
         out["error"] = f"{type(e).__name__}: {e}"[:200]
     return out
+
+
+def runtime_autotune_us() -> int:
+    """The microseconds this process has spent timing kernels' candidate launch settings at run time so far (torch
+    counts them as runtime_triton_autotune_time_us: those already in its compilation metrics, and those it holds until
+    its next compile). The difference around a call is that call's. 0 where this torch keeps no such count."""
+    try:
+        from torch._dynamo.utils import get_compilation_metrics, get_runtime_metrics_context
+
+        flushed = sum(getattr(m, "runtime_triton_autotune_time_us", None) or 0 for m in get_compilation_metrics())
+        pending = (getattr(get_runtime_metrics_context(), "_metrics", None) or {}).get(
+            "runtime_triton_autotune_time_us") or 0
+        return int(flushed) + int(pending)
+    except Exception:  # noqa: BLE001 - an older torch, or a count it keeps elsewhere: nothing known, nothing taken off
+        return 0
