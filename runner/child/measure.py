@@ -80,7 +80,7 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
     try:
         first = first_calls(job, report, check=first_run)
         if role.cache_from_first_run:  # its cache's picks were removed (runner.worker.cache_repeat.retune): timing them
-            first = dataclasses.replace(first, retimed_s=first.autotune_s)  # again is not a warm first call's cost
+            first = dataclasses.replace(first, retimed_s=first.autotune_s or 0.0)  # again: not a warm first call's
         steady = steady_state(job, report, diagnose=first_run)
         more = analyse(job, report) if first_run else Analyses()
     except BaseException:  # the compiler's texts of a failed job say why; its error names the phase it failed in
@@ -223,7 +223,8 @@ def first_calls(job: Setup, report: Report, check: bool = True) -> FirstCalls:
         tuned_before = autotune_picks.runtime_autotune_us()
         with phase("compiled first call"), Pauses() as gc_pauses:  # the collector's share named (runner.child.gcpause)
             compiled_first_s, out = timed_once(timer, job.compiled_step, inputs)
-        autotune_s = (autotune_picks.runtime_autotune_us() - tuned_before) / 1e6
+        tuned_after = autotune_picks.runtime_autotune_us()
+        autotune_s = None if None in (tuned_before, tuned_after) else max(0.0, (tuned_after - tuned_before) / 1e6)
     except Exception as exc:
         raise ExperimentFailed(describe_compile_failure(exc, job.spec, metrics()[n_metrics:])) from exc
     with phase("accuracy"):
@@ -242,7 +243,7 @@ def first_calls(job: Setup, report: Report, check: bool = True) -> FirstCalls:
     return FirstCalls(eager_first_s=eager_first_s, eager_second_s=eager_second_s, compiled_first_s=compiled_first_s,
                       compiled_second_s=compiled_second_s, peak_eager=peak_eager, peak_compiled=mem.peak_mb(),
                       memory_method=mem.method, metrics=first_metrics, graph_count=graph_count, accuracy=accuracy,
-                      gc_pauses=gc_pauses.as_dict(), autotune_s=max(0.0, autotune_s))
+                      gc_pauses=gc_pauses.as_dict(), autotune_s=autotune_s)
 
 
 def _float64_step(job: Setup):

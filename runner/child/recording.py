@@ -42,7 +42,7 @@ class FirstCalls:
     graph_count: int
     accuracy: dict  # {max_abs_error, rel_error, ok, note} (runner.child.accuracy.compare)
     gc_pauses: dict | None = None  # the garbage collector's pauses inside the compiled first call (runner.child.gcpause)
-    autotune_s: float = 0.0  # timing kernels' candidate launch settings inside the compiled first call (torch counts it)
+    autotune_s: float | None = None  # timing kernels' launch settings in the compiled first call (None: torch says not)
     retimed_s: float = 0.0  # of that, what a follow-up paid because its cache's picks were removed: left out
 
 
@@ -96,7 +96,7 @@ def detail(job: Setup, first: FirstCalls, steady: SteadyState, work: dict, kerne
     """The record's `detail`: what the compiler said and did, the calls each clock made per round, and the host and
     GPU around the rounds (the raw material behind the numbers; db.results exports some of it as columns)."""
     spec, timer = job.spec, job.timer
-    breakdown = compile_breakdown(first.metrics, first.compiled_first_s - traced_s(first))
+    breakdown = compile_breakdown(first.metrics, first.compiled_first_s - lab_in_first_call_s(first))
     if preloaded:
         breakdown[preload.COMPILE_PART] = preloaded
     return {
@@ -141,8 +141,12 @@ def fresh_first_call_s(first: FirstCalls, preloaded: float) -> float:
     """What a fresh process's compiled first call takes: the one timed here, less what capturing the trace added inside
     it (torch measures it) and the launch settings a follow-up timed again only because its cache's picks were removed
     (a warm cache holds them: runner.worker.cache_repeat.retune), plus the imports the preloaded parent spared it."""
-    lab_s = min(traced_s(first) + max(0.0, first.retimed_s), first.compiled_first_s)
-    return first.compiled_first_s - lab_s + preloaded
+    return first.compiled_first_s - lab_in_first_call_s(first) + preloaded
+
+
+def lab_in_first_call_s(first: FirstCalls) -> float:
+    """What the lab added inside the compiled first call: capturing the trace, a follow-up's re-timing (at most all)."""
+    return min(traced_s(first) + max(0.0, first.retimed_s), first.compiled_first_s)
 
 
 def preloaded_imports_s(spec: ExperimentSpec) -> float:

@@ -137,13 +137,23 @@ class Attempt:
             stale.unlink(missing_ok=True)
         shutil.rmtree(p.folder / "artifacts", ignore_errors=True)
         env = dict(lent.env)
-        cold_dir = first_run = None
+        first_run = None
         name = cache_repeat.key(spec.to_dict(), lent.probe.get("torch_version"))
         held = None
         if spec.cache in ("cold", "portable") and claim.follow_up:  # its configuration's first run's cache, if here
             first_run = cache_repeat.find(lent.home, name)
             held = None if first_run is None else cache_repeat.hold(first_run)
             first_run = first_run if held is not None else None  # a sibling's follow-up compiles in it now: cold
+        try:
+            return self._child(first_run, held, name, env)
+        except BaseException:
+            cache_repeat.release(held)  # no child will end to release it
+            raise
+
+    def _child(self, first_run: Path | None, held: int | None, name: str, env: dict) -> Child:
+        """The child's compile cache, bundle and arguments (`held`: the lock on first_run, handed to the Child)."""
+        p, spec, claim, lent = self.paths, self.spec, self.claim, self.lent
+        cold_dir = None
         if first_run is not None:
             cache = first_run
             cache_repeat.retune(cache)  # its own autotuner's picks, as a fresh process makes them

@@ -21,6 +21,7 @@ than read a pick it did not make. No torch here.
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import shutil
@@ -60,18 +61,26 @@ def find(home: Path, name: str) -> Path | None:
 
 
 def hold(path: Path) -> int | None:
-    """Lock a kept folder for one follow-up (a file descriptor, for release), or None where another holds it."""
-    fd = os.open(Path(path) / HELD, os.O_RDWR | os.O_CREAT, 0o644)
+    """Lock a kept folder for one follow-up (a file descriptor, for release), or None where another holds it or it has
+    gone (pruned since it was found). A home whose file system takes no locks (an NFS mount without them) is not held
+    by anyone: the follow-up uses it unlocked (-1), as before locks were taken."""
+    try:
+        fd = os.open(Path(path) / HELD, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    except OSError as e:
+        os.close(fd)
+        return None if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN) else -1
+    if not (Path(path) / KEPT).is_file():  # pruned between find and the lock
         os.close(fd)
         return None
     return fd
 
 
 def release(fd: int | None) -> None:
-    if fd is not None:
+    if fd is not None and fd >= 0:
         os.close(fd)  # closing the descriptor drops its lock
 
 
@@ -116,4 +125,8 @@ def prune(root: Path, keep_n: int = KEEP) -> None:
     for kind in (False, True):
         stale += [p for p in kept if _follow_up(p) == kind][keep_n:]
     for old in stale:
+        held = hold(old) if (old / KEPT).is_file() else -1  # a follow-up compiling in it now: left for the next prune
+        if held is None:
+            continue
         shutil.rmtree(old, ignore_errors=True)
+        release(held)

@@ -98,3 +98,22 @@ def test_a_follow_up_that_finds_its_first_runs_folder_held_compiles_cold_in_its_
     assert sibling.held is None and sibling.cold_dir == tmp_path / cr.FOLDER / f"{name}-r3"
     assert sibling.env["TORCHINDUCTOR_CACHE_DIR"] == str(sibling.cold_dir / "inductor")
     cr.release(taken.held)
+
+
+def test_a_folder_pruned_since_it_was_found_is_not_held_and_prune_leaves_a_held_one(tmp_path):
+    gone = cr.fresh(tmp_path, "gone", 1)
+    cr.settle(gone, keep=True)
+    import shutil
+
+    shutil.rmtree(gone)
+    assert cr.hold(gone) is None  # a sibling's prune took it between find and hold: compile cold, not a hand-back
+    folders = [cr.fresh(tmp_path, f"c{i}", i) for i in range(3)]
+    for age, p in enumerate(reversed(folders)):
+        cr.settle(p, keep=True)
+        os.utime(p / cr.KEPT, (time.time() - age, time.time() - age))
+    busy = cr.hold(folders[0])  # the oldest, beyond keep_n, but a follow-up compiles in it now
+    cr.prune(tmp_path / cr.FOLDER, keep_n=1)
+    assert folders[0].exists() and not folders[1].exists() and folders[2].exists()
+    cr.release(busy)
+    cr.prune(tmp_path / cr.FOLDER, keep_n=1)
+    assert not folders[0].exists()

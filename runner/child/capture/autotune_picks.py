@@ -68,10 +68,11 @@ def picked(earlier: dict[str, int], cache_dir: str | None = None) -> dict:
     return out
 
 
-def runtime_autotune_us() -> int:
+def runtime_autotune_us() -> int | None:
     """The microseconds this process has spent timing kernels' candidate launch settings at run time so far (torch
     counts them as runtime_triton_autotune_time_us: those already in its compilation metrics, and those it holds until
-    its next compile). The difference around a call is that call's. 0 where this torch keeps no such count."""
+    its next compile; a flush moves them from one to the other). The difference around a call is that call's. None
+    where this torch keeps no such count (not the same as none spent). Compiling the candidates is not in it."""
     try:
         from torch._dynamo.utils import get_compilation_metrics, get_runtime_metrics_context
 
@@ -80,4 +81,4 @@ def runtime_autotune_us() -> int:
             "runtime_triton_autotune_time_us") or 0
         return int(flushed) + int(pending)
     except Exception:  # noqa: BLE001 - an older torch, or a count it keeps elsewhere: nothing known, nothing taken off
-        return 0
+        return None
