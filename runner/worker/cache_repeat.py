@@ -14,10 +14,10 @@ first runs and the newest KEEP of follow-ups are kept, each apart: follow-ups ne
 A follow-up takes the compiled code, not the launch settings the first run's autotuner picked (retune): a pointwise
 kernel's settings are picked by timing its candidates in the first call, a pick that can differ between fresh
 processes (on an H200, sincos bs 10000 read 1.73x and 1.69x in two processes sharing one pick, 1.94-2.01x in five
-processes that picked their own, with the same kernel source). Each process picks for itself, as a fresh process of the user's program does, so the spread
-between processes holds the pick's. A follow-up holds the folder (an exclusive lock) from its retune until its child
-has ended: a sibling's follow-up of the same configuration that finds it held compiles cold in its own folder rather
-than read a pick it did not make. No torch here.
+processes that picked their own, with the same kernel source). Each process picks for itself, as a fresh process
+of the user's program does, so the spread between processes holds the pick's. A follow-up holds the folder (an
+exclusive lock) from its retune until its child has ended: a sibling's follow-up of the same configuration that finds
+it held compiles cold in its own folder rather than read a pick it did not make. No torch here.
 """
 from __future__ import annotations
 
