@@ -4,9 +4,8 @@ and why."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -76,11 +75,12 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
     loaded = cache_bundle.load() if first_run else None  # a portable job: a colleague's artifacts, before any compile
     report("building", None)
     job = build(spec, entry, phases, trace=first_run)
-    cached_picks = autotune_picks.before()  # a warm cache's or a portable bundle's: not this process's
+    # runtime launch-setting picks are a GPU's (triton's autotuner): elsewhere the cache is not walked for them
+    cached_picks = autotune_picks.before() if spec.device == "cuda" else None  # a warm cache's or a bundle's
     try:
         first = first_calls(job, report, check=first_run)
         if role.cache_from_first_run:  # its cache's picks were removed (runner.worker.cache_repeat.retune): timing them
-            first = dataclasses.replace(first, retimed_s=first.autotune_s or 0.0)  # again: not a warm first call's
+            first = replace(first, retimed_s=first.autotune_s or 0.0)  # again: not a warm first call's
         steady = steady_state(job, report, diagnose=first_run)
         more = analyse(job, report) if first_run else Analyses()
     except BaseException:  # the compiler's texts of a failed job say why; its error names the phase it failed in
@@ -114,7 +114,8 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
     else:
         result.detail["follow_up_protocol"] = ("the headline clock only; accuracy, diagnosis clocks, kernel counts "
                                                "and artifacts are its configuration's first run's")
-    result.detail["autotune_picks"] = autotune_picks.picked(cached_picks)  # this process's, not the cache's
+    if cached_picks is not None:
+        result.detail["autotune_picks"] = autotune_picks.picked(cached_picks)  # this process's, not the cache's
     result.detail["measure_s"] = time.perf_counter() - started
     return result
 

@@ -146,7 +146,7 @@ def fresh_first_call_s(first: FirstCalls, preloaded: float) -> float:
 
 def lab_in_first_call_s(first: FirstCalls) -> float:
     """What the lab added inside the compiled first call: capturing the trace, a follow-up's re-timing (at most all)."""
-    return min(traced_s(first) + max(0.0, first.retimed_s), first.compiled_first_s)
+    return min(traced_s(first) + first.retimed_s, first.compiled_first_s)
 
 
 def preloaded_imports_s(spec: ExperimentSpec) -> float:

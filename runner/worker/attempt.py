@@ -140,10 +140,8 @@ class Attempt:
         first_run = None
         name = cache_repeat.key(spec.to_dict(), lent.probe.get("torch_version"))
         held = None
-        if spec.cache in ("cold", "portable") and claim.follow_up:  # its configuration's first run's cache, if here
-            first_run = cache_repeat.find(lent.home, name)
-            held = None if first_run is None else cache_repeat.hold(first_run)
-            first_run = first_run if held is not None else None  # a sibling's follow-up compiles in it now: cold
+        if spec.cache in ("cold", "portable") and claim.follow_up:  # its configuration's kept cache, if here and free
+            first_run, held = cache_repeat.take(lent.home, name)
         try:
             return self._child(first_run, held, name, env)
         except BaseException:
@@ -156,7 +154,6 @@ class Attempt:
         cold_dir = None
         if first_run is not None:
             cache = first_run
-            cache_repeat.retune(cache)  # its own autotuner's picks, as a fresh process makes them
         elif spec.cache in ("cold", "portable"):  # a fresh, empty compile cache, kept for its follow-ups
             cache = cold_dir = cache_repeat.fresh(lent.home, name, claim.job_id, follow_up=bool(claim.follow_up))
         else:  # the worker's persistent cache, shared by its warm jobs

@@ -84,6 +84,18 @@ def release(fd: int | None) -> None:
         os.close(fd)  # closing the descriptor drops its lock
 
 
+def take(home: Path, name: str) -> tuple[Path | None, int | None]:
+    """For a follow-up: its configuration's newest kept folder, held (hold) and retuned (retune), with the lock to
+    release once its child has ended; (None, None) where there is none here or a sibling's follow-up holds it (the
+    follow-up then compiles cold in a fresh folder of its own)."""
+    folder = find(home, name)
+    held = None if folder is None else hold(folder)
+    if held is None:
+        return None, None
+    retune(folder)  # its own autotuner's picks, as a fresh process makes them
+    return folder, held
+
+
 def retune(path: Path) -> int:
     """Before a follow-up compiles in a kept folder: remove the autotuner's picks (inductor's `.best_config` files,
     beside each kernel's source), so its first call picks again; the kernels stay compiled. How many went."""
