@@ -190,6 +190,8 @@ def main() -> int:
     p.add_argument("-o", "--output", help="also write the table to this file")
     p.add_argument("--worker-first", action="store_true",
                    help="the worker's jobs before any script (a short budget then spends itself on scripts)")
+    p.add_argument("--worker-arg", action="append", default=[],
+                   help="passed to `runner work` (e.g. --worker-arg=--spawn --worker-arg=fresh: children not forked)")
     args = p.parse_args()
     device = "cpu" if args.cpu else "cuda"
     configs = QUICK if args.quick else {n: f + (SMALL.get(f[1], []) if args.cpu else []) for n, f in CONFIGS.items()}
@@ -224,7 +226,7 @@ def main() -> int:
         db = f"sqlite:///{tmp / 'lab.db'}"
         submit(db, configs, device, iters)
         say(f"the worker drains {len(configs)} job(s) from an empty home (its first start)")
-        starts["first start"] = worker(db, tmp / "home", device, tmp / "worker-1.log")
+        starts["first start"] = worker(db, tmp / "home", device, tmp / "worker-1.log", tuple(args.worker_arg))
         jobs = worker_jobs(db)
         for n, j in jobs.items():
             say(f"worker {n}: {j['status']}, first call {j['first_s']}, overhead {j['overhead_s']}")

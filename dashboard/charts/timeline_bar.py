@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from dashboard.markup import md, plot
 from lab import timeline as tl_math
 
-MEASURED_COLORS = ["#1f77b4", "#4c9bd6", "#2a5d8f", "#7fb8e6", "#08519c", "#9ecae1"]  # MEASURED phases, in order
+MEASURED_COLORS = ["#1f77b4", "#4c9bd6", "#6baed6", "#2a5d8f", "#7fb8e6", "#08519c", "#9ecae1"]  # MEASURED phases, in order
 
 
 def _warm(color: str) -> bool:

@@ -14,7 +14,7 @@ from lab.artifact_files import write_dir
 from lab.errors import first_line
 from lab.record import ResultRecord
 from lab.spec import ExperimentSpec
-from lab.timeline import Phases
+from lab.timeline import RETIMED, Phases
 from runner.child import cache_bundle, compile_workers, traffic
 from runner.child.accuracy import NOT_COMPARED, compare, float64_run, on_device, pristine, reference, skip_reason
 from runner.child.build import Setup, build, inputs_for, make_step, seed, timed_once, warm_libraries
@@ -97,7 +97,7 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
                         first_call_cache(spec, role, loaded))
     # the trace is captured while compiling; torch times that share, which is lab overhead, not the compile's
     phases.carve("compiled first call", "trace capture", trace_overhead(first.metrics))
-    phases.carve("compiled first call", "launch settings re-timed", first.retimed_s)  # the lab's choice, not the call's
+    phases.carve("compiled first call", RETIMED, first.retimed_s)  # not the warm call's: a fresh process's (lab.timeline)
     if first_run:
         saved = cache_bundle.save()  # a cold job: what a portable job of the same settings will load
         if spec.traffic:  # last: it resets dynamo (runner.child.traffic), and a portable bundle holds the job's compile only

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from lab.break_even import break_even_calls
 from lab.record import ResultRecord, graph_cache_hit
 from lab.spec import ExperimentSpec
-from runner.child import preload
+from runner.child import preload, prewarm
 from runner.child.build import AUTOCAST, Setup
 from runner.child.capture import recompiles
 from runner.child.capture.introspect import cache_hits, compile_breakdown, compile_phases, metrics
@@ -126,6 +126,7 @@ def detail(job: Setup, first: FirstCalls, steady: SteadyState, work: dict, kerne
         "accuracy_check": first.accuracy["detail"],  # what was compared, against what, tensor by tensor's worst
         "memory_method": first.memory_method,
         "model_build": job.build_parts,  # lab overhead: where the build's seconds went, where the weights were made
+        "prewarmed": prewarm.note(),  # its CUDA context and library handle, made before the job came (None: not)
         "cudagraph_steps_marked": job.cudagraphs,
         "cudagraphs": steady.cudagraphs,  # CUDA graphs health (runner.child.capture.cudagraphs); None when not used
         "crosscheck": steady.crosscheck,

@@ -11,7 +11,10 @@ how the third is added back to the compiled first call.
 
 Protocol, one JSON object per line: we say {"ready": true} once preloaded; the worker writes {"argv", "env",
 "cwd", "log"} on our stdin; we answer {"pid"} once forked, then {"pid", "returncode"} when that child exits
-(negative: signal).
+(negative: signal). {"warm": true, "env"} (no answer) forks the next job's child ahead of its job, on a CUDA worker
+once a job's GPU work is done: it makes its CUDA context and math library handles (runner.child.prewarm) beside the
+last job's end, then waits. A job request with "warm_ok" (a CUDA job, the device's environment unchanged) is handed
+to it; otherwise, or after WARM_KEEP_S unused (an idle worker holds no GPU context), it is killed unheard of.
 """
 from __future__ import annotations
 
@@ -21,6 +24,12 @@ import os
 import select
 import signal
 import sys
+import time
+
+WARM_KEEP_S = float(os.environ.get("COMPILE_LAB_WARM_KEEP_S") or 30)  # a child warmed ahead and unused by then is killed
+# what may differ between the environment a child was warmed in and its job's: read after the job starts (ours, the
+# compile caches' places), not by the CUDA runtime or its libraries when they start
+JOB_ENV_PREFIXES = ("COMPILE_LAB_", "TORCHINDUCTOR_", "TRITON_")
 
 
 def _preload() -> None:
@@ -131,13 +140,13 @@ def _forks_can_use_cuda() -> bool:
     return os.waitstatus_to_exitcode(status) == 0
 
 
-def _run_child(request: dict, result_fd: int) -> None:
-    """In the forked child: become a job process, run runner.child.process's main, never return."""
+def _run_child(request: dict, result_fd: int, warmed: dict | None = None) -> None:
+    """In the forked child: become a job process, run runner.child.process's main, never return. `warmed`: what
+    this child did before its job came (_warm_child), said to the job (runner.child.prewarm.ENV)."""
     code = 1
     try:
-        os.setsid()  # its own process group: the worker kills the whole group on timeout or cancel
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.set_wakeup_fd(-1)
+        if warmed is None:
+            _become_own_group()
         os.chdir(request["cwd"])
         log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         devnull = os.open(os.devnull, os.O_RDONLY)
@@ -146,9 +155,12 @@ def _run_child(request: dict, result_fd: int) -> None:
         os.dup2(log, 2)
         os.environ.clear()
         os.environ.update(request["env"])
+        from runner.child import prewarm
         from runner.child import process as child
 
         os.environ[child.RESULT_FD_ENV] = str(result_fd)
+        if warmed is not None:
+            os.environ[prewarm.ENV] = json.dumps(warmed)
 
         code = child.main(request["argv"])
     except SystemExit as e:
@@ -163,6 +175,48 @@ def _run_child(request: dict, result_fd: int) -> None:
             sys.stderr.flush()
         finally:
             os._exit(code)
+
+
+def _become_own_group() -> None:
+    os.setsid()  # its own process group: the worker kills the whole group on timeout or cancel
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.set_wakeup_fd(-1)
+
+
+def _warm_child(request: dict, job_r: int, warmed_w: int, result_fd: int) -> None:
+    """In a child forked ahead of its job: its own group, the worker's environment, its CUDA context and math
+    libraries' handles made (runner.child.prewarm.warm); one byte on `warmed_w` says so. Then its job request is read
+    from `job_r` (to its end) and run as any forked child's; none (the pipe closed): it exits. Never returns."""
+    try:
+        _become_own_group()
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # until its job's log is known, what it says goes nowhere
+            os.dup2(devnull, fd)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        from runner.child import prewarm
+        from runner.child.process import _die_with_parent
+
+        _die_with_parent()
+        warmed = prewarm.warm()
+        os.write(warmed_w, b"w")
+        os.close(warmed_w)
+        began, chunks = time.monotonic(), []
+        while chunk := os.read(job_r, 65536):
+            chunks.append(chunk)
+        if not chunks:
+            os._exit(0)
+        job = json.loads(b"".join(chunks))
+    except BaseException:
+        os._exit(1)
+    _run_child(job, result_fd, warmed | {"waited_s": round(time.monotonic() - began, 3)})
+
+
+def _same_device_env(a: dict, b: dict) -> bool:
+    """Whether a child warmed in environment `a` may run a job meant for environment `b`."""
+    def device(env: dict) -> dict:
+        return {k: v for k, v in env.items() if not k.startswith(JOB_ENV_PREFIXES)}
+    return device(a) == device(b)
 
 
 def main() -> int:
@@ -204,12 +258,86 @@ def main() -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())  # and no second error flushing at exit
         return 0
 
+    warm: dict | None = None  # the child forked ahead of its job: pid, job_w, warmed_r (None once warm), env, until
+    unheard_of: set[int] = set()  # warm children killed unused: the worker never learnt their pids
+
+    def fork(request: dict, warm_first: bool) -> int:
+        out.flush()
+        said_r, said_w = os.pipe()
+        job_r, job_w = os.pipe() if warm_first else (-1, -1)
+        warmed_r, warmed_w = os.pipe() if warm_first else (-1, -1)
+        pid = os.fork()
+        if pid == 0:
+            for fd in (said_r, job_w, warmed_r):
+                if fd >= 0:
+                    os.close(fd)
+            _warm_child(request, job_r, warmed_w, said_w) if warm_first else _run_child(request, said_w)
+        for fd in (said_w, job_r, warmed_w):
+            if fd >= 0:
+                os.close(fd)
+        children[pid] = said_r
+        if warm_first:
+            nonlocal warm
+            warm = {"pid": pid, "job_w": job_w, "warmed_r": warmed_r, "env": request["env"],
+                    "until": time.monotonic() + WARM_KEEP_S}
+        return pid
+
+    def warmed(w: dict) -> None:
+        """Its byte read: warmed ("ok"), or it died trying (none), or it is still warming (left to the next look)."""
+        os.set_blocking(w["warmed_r"], False)
+        try:
+            w["ok"] = os.read(w["warmed_r"], 1) == b"w"
+        except BlockingIOError:
+            return
+        os.close(w["warmed_r"])
+        w["warmed_r"] = None
+
+    def drop_warm() -> None:
+        """Kill the child warmed ahead (unused); its exit is not said (the worker never knew its pid)."""
+        nonlocal warm
+        if warm is None:
+            return
+        unheard_of.add(warm["pid"])
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(warm["pid"], signal.SIGKILL)
+        for fd in (warm["job_w"], warm["warmed_r"]):
+            if fd is not None:
+                os.close(fd)
+        warm = None
+
+    def hand_to_warm(request: dict) -> int | None:
+        """The job handed to the warmed child if it may run it (its pid), else None (the warmed child killed)."""
+        nonlocal warm
+        if warm is None:
+            return None
+        fits = request.get("warm_ok") and _same_device_env(warm["env"], request["env"])
+        if fits and warm["warmed_r"] is not None:  # still warming: what a new child would do too
+            select.select([warm["warmed_r"]], [], [], max(0.0, warm["until"] - time.monotonic()))
+            warmed(warm)
+        if not fits or not warm.get("ok") or warm["pid"] not in children:
+            drop_warm()
+            return None
+        pid, job_w = warm["pid"], warm["job_w"]
+        warm = None
+        try:
+            with os.fdopen(job_w, "wb") as pipe:
+                pipe.write(json.dumps(request).encode())
+        except BrokenPipeError:  # it died meanwhile: its exit is reported as any child's
+            pass
+        return pid
+
     while True:
         listening = {fd: pid for pid, fd in children.items() if fd is not None}
-        ready, _, _ = select.select([stdin, wake_r, *listening], [], [])
+        warming = [warm["warmed_r"]] if warm is not None and warm["warmed_r"] is not None else []
+        timeout = None if warm is None else max(0.0, warm["until"] - time.monotonic())
+        ready, _, _ = select.select([stdin, wake_r, *listening, *warming], [], [], timeout)
+        if warm is not None and time.monotonic() >= warm["until"]:
+            drop_warm()  # unused too long: an idle worker holds no GPU context
         for fd in ready:
             if fd in listening:
                 hear(listening[fd])
+            if warm is not None and fd == warm["warmed_r"]:
+                warmed(warm)
         if wake_r in ready:
             os.read(wake_r, 4096)
         while children:  # reap every child that has exited
@@ -223,25 +351,27 @@ def main() -> int:
             unheard = children.pop(pid, None)
             if unheard is not None:  # no byte (it died first); its keeper may still hold the other end
                 os.close(unheard)
+            if warm is not None and warm["pid"] == pid:  # it died before its job came
+                drop_warm()
+            if pid in unheard_of:
+                unheard_of.discard(pid)
+                continue
             send({"pid": pid, "returncode": os.waitstatus_to_exitcode(status)})
         if stdin in ready:
             chunk = os.read(stdin, 65536)
             if not chunk:  # the worker closed the pipe: stop
+                drop_warm()
                 return 0
             buffer += chunk
             while b"\n" in buffer:
                 line, buffer = buffer.split(b"\n", 1)
                 request = json.loads(line)
-                out.flush()
-                said_r, said_w = os.pipe()
-                pid = os.fork()
-                if pid == 0:
-                    os.close(said_r)
-                    _run_child(request, said_w)
-                os.close(said_w)
-                children[pid] = said_r
-                send({"pid": pid})
-
+                if request.get("warm"):
+                    drop_warm()
+                    fork(request, warm_first=True)
+                    continue
+                pid = hand_to_warm(request)
+                send({"pid": pid if pid is not None else fork(request, warm_first=False)})
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -183,7 +183,8 @@ class Attempt:
         child.watch.sample(force=True)
         self.steps.marks["spawned"] = spawned = time.time()
         self.steps.add("job setup", self.steps.intervals[-1]["end"], spawned)
-        return self.lent.spawner.start(child.argv, child.env, self.paths.folder, self.paths.log)
+        return self.lent.spawner.start(child.argv, child.env, self.paths.folder, self.paths.log,
+                                       warm_ok=self.spec.device == "cuda")  # a child warmed ahead holds a CUDA context
 
     # -- watch it ---------------------------------------------------------------------------------
     def watch(self, proc, child: Child) -> Outcome | int:
@@ -196,6 +197,8 @@ class Attempt:
         # when the worker learned the child exited, or (a forked child) that its result is complete while its
         # exit, the CUDA context's teardown, goes on (runner.child.process.result_ready): closes "result write"
         self.steps.marks["child exited"] = time.time()
+        if self.lent.probe.get("cuda") and not self.lent.stop.is_set():  # its GPU work done: the next child warms
+            self.lent.spawner.prewarm(self.lent.env)  # beside this job's end and the next claim (runner.child.prewarm)
         return 0 if rc is None else rc
 
     def _look(self, proc, child: Child) -> Outcome | None:

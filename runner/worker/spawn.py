@@ -3,6 +3,7 @@ parent (`fork`, runner/child/zygote.py, the default). Both give a child in its o
 stdout/stderr go to the job's log; the worker supervises either through the same small handle."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -59,7 +60,11 @@ class Spawner:
     def wait_ready(self, timeout: float = 600) -> None:
         """Until a first child can start at once."""
 
-    def start(self, argv: list[str], env: dict, cwd: Path, log: Path):
+    def prewarm(self, env: dict) -> None:
+        """Start the next job's child now, ahead of its job (only the preloaded parent can)."""
+
+    def start(self, argv: list[str], env: dict, cwd: Path, log: Path, warm_ok: bool = False):
+        """`warm_ok`: a child started ahead (prewarm) may run it (a CUDA job)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -69,7 +74,7 @@ class Spawner:
 class FreshSpawner(Spawner):
     method = "fresh"
 
-    def start(self, argv: list[str], env: dict, cwd: Path, log: Path) -> FreshChild:
+    def start(self, argv: list[str], env: dict, cwd: Path, log: Path, warm_ok: bool = False) -> FreshChild:
         return FreshChild(argv, env, cwd, log)
 
 
@@ -152,10 +157,21 @@ class ForkSpawner(Spawner):
         else:
             self._results.discard(pid)
 
-    def start(self, argv: list[str], env: dict, cwd: Path, log: Path) -> ForkedChild:
+    def prewarm(self, env: dict) -> None:
+        """Ask the preloaded parent, if it is up, to fork the next job's child now: it makes its CUDA context and
+        library handles while this job ends and the next is claimed (runner.child.zygote, runner.child.prewarm)."""
+        proc = self._proc
+        if proc is None or proc.poll() is not None or not self._ready:
+            return
+        with contextlib.suppress(BrokenPipeError):  # it died: the next start finds out and starts another
+            proc.stdin.write((json.dumps({"warm": True, "env": {**env, WORKER_PID_ENV: str(proc.pid)}}) + "\n").encode())
+            proc.stdin.flush()
+
+    def start(self, argv: list[str], env: dict, cwd: Path, log: Path, warm_ok: bool = False) -> ForkedChild:
         proc = self._ensure()
         # the job's parent is the preloaded parent: the child checks that pid (runner.child.process)
-        request = {"argv": argv, "env": {**env, WORKER_PID_ENV: str(proc.pid)}, "cwd": str(cwd), "log": str(log)}
+        request = {"argv": argv, "env": {**env, WORKER_PID_ENV: str(proc.pid)}, "cwd": str(cwd), "log": str(log),
+                   "warm_ok": warm_ok}
         try:
             proc.stdin.write((json.dumps(request) + "\n").encode())
             proc.stdin.flush()
@@ -237,7 +253,7 @@ class InlineSpawner(Spawner):
 
     method = "inline"
 
-    def start(self, argv: list[str], env: dict, cwd: Path, log: Path) -> InlineChild:
+    def start(self, argv: list[str], env: dict, cwd: Path, log: Path, warm_ok: bool = False) -> InlineChild:
         from runner.child.process import parse_args, run_job
 
         saved = {k: os.environ.get(k) for k in env}

@@ -1,0 +1,115 @@
+"""The next job's child forked ahead of its job (runner.child.zygote, runner.child.prewarm), with a real preloaded
+parent and real jobs on the CPU. On a GPU the warmed child makes its CUDA context and cuBLAS handle before the job
+comes; here there is none, so these tests hold the hand-over itself: which job a warmed child may run, that one it
+may not run is killed and never heard of, and that one left unused ends by itself."""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from lab.spec import ExperimentSpec
+from runner.worker.spawn import ForkSpawner
+from tests.conftest import FIXTURE_MODELS, ROOT, wait_until
+
+pytestmark = pytest.mark.subprocess
+
+
+def _job(tmp_path: Path, name: str) -> list[str]:
+    folder = tmp_path / name
+    folder.mkdir()
+    spec = ExperimentSpec.from_dict({"model": "tiny", "batch_size": 2, "device": "cpu", "backend": "eager",
+                                     "iters": 2, "model_args": {"width": 8}})
+    (folder / "spec.json").write_text(spec.to_json())
+    return ["--spec", str(folder / "spec.json"), "--result", str(folder / "result.json"),
+            "--progress", str(folder / "progress.jsonl"), "--models-dir", str(FIXTURE_MODELS)]
+
+
+def _run(spawner: ForkSpawner, tmp_path: Path, name: str, env: dict, warm_ok: bool) -> dict:
+    """One job through the spawner to its result; the result's detail."""
+    child = spawner.start(_job(tmp_path, name), env, tmp_path / name, tmp_path / name / "log", warm_ok=warm_ok)
+    while child.wait(120) is None and not child.result_ready:
+        pass
+    result = json.loads((tmp_path / name / "result.json").read_text())
+    assert result["status"] == "succeeded", result["error"]
+    return result["result"]["detail"]
+
+
+def _children(pid: int) -> set[int]:
+    return {int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+
+
+@pytest.fixture
+def spawner():
+    env = dict(os.environ)
+    s = ForkSpawner(env, ROOT)
+    s.prepare()
+    s.wait_ready()
+    yield s
+    s.close()
+
+
+def test_a_child_warmed_ahead_runs_the_next_job_and_says_so(spawner, tmp_path):
+    env = dict(os.environ)
+    assert _run(spawner, tmp_path, "cold", env, warm_ok=True)["prewarmed"] is None  # nothing was warmed: forked
+    spawner.prewarm(env)
+    # its own compile cache places may differ (the job's): they are read after the job starts
+    detail = _run(spawner, tmp_path, "warm", {**env, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "c")}, warm_ok=True)
+    assert detail["prewarmed"] is not None and detail["prewarmed"]["cuda"] is False  # no GPU here: nothing made
+    assert detail["prewarmed"]["waited_s"] >= 0
+
+
+@pytest.mark.parametrize("why", ["not warm_ok", "device env differs"])
+def test_a_warmed_child_is_not_given_a_job_it_may_not_run_and_is_never_heard_of(spawner, tmp_path, why):
+    env = dict(os.environ)
+    spawner.prewarm(env)
+    wait_until(lambda: len(_children(spawner._proc.pid)) == 1, 60, "the warmed child")
+    warmed = _children(spawner._proc.pid)
+    job_env = env if why == "not warm_ok" else {**env, "CUDA_VISIBLE_DEVICES": "7"}  # read when CUDA starts
+    detail = _run(spawner, tmp_path, "job", job_env, warm_ok=why != "not warm_ok")
+    assert detail["prewarmed"] is None  # a child forked for it ran it
+    wait_until(lambda: not (_children(spawner._proc.pid) & warmed), 60, "the warmed child killed")
+    probe = spawner.start(["--probe", str(tmp_path / "p.json")], env, tmp_path, tmp_path / "plog")
+    assert probe.wait(120) == 0
+    assert not warmed & set(spawner._exits)  # its exit was not said: the worker never knew its pid
+
+
+def test_a_warmed_child_left_unused_ends_by_itself(tmp_path):
+    env = {**os.environ, "COMPILE_LAB_WARM_KEEP_S": "0.5"}
+    spawner = ForkSpawner(env, ROOT)
+    try:
+        spawner.prepare()
+        spawner.wait_ready()
+        spawner.prewarm(env)
+        wait_until(lambda: len(_children(spawner._proc.pid)) == 1, 60, "the warmed child")
+        wait_until(lambda: not _children(spawner._proc.pid), 60, "the unused warmed child ended")
+        assert _run(spawner, tmp_path, "later", env, warm_ok=True)["prewarmed"] is None
+    finally:
+        spawner.close()
+
+
+@pytest.mark.parametrize(("cuda", "stopping", "asked"), [(True, False, True), (False, False, False),
+                                                         (True, True, False)])
+def test_the_worker_asks_for_a_warmed_child_once_a_cuda_jobs_child_is_done(tmp_path, cuda, stopping, asked):
+    """runner.worker.attempt.Attempt.watch: on a CUDA worker that is not stopping, the next child is asked for as the
+    last one's work ends; never on a CPU-only worker (nothing to warm, and a context would be lab overhead)."""
+    from db.queue import Claim
+    from runner.worker.attempt import Attempt, JobPaths, Lent
+
+    asked_for = []
+    stop = threading.Event()
+    if stopping:
+        stop.set()
+    lent = Lent(env={"A": "1"}, spawner=SimpleNamespace(prewarm=asked_for.append), home=tmp_path, models_dirs=[],
+                probe={"cuda": cuda}, signer=None, worker_id="w", hostname="h", cpus=[0], threads=1, beat_s=1.0,
+                grace_s=1.0, stop=stop, hurry=threading.Event(), strikes=None)
+    spec = ExperimentSpec(model="tiny", batch_size=2, device="cpu")
+    claim = Claim(job_id=1, token="t", attempt=1, spec=spec.to_dict(), follow_up=None)
+    job = Attempt(claim, spec, JobPaths.under(tmp_path, claim), SimpleNamespace(engine=None), lent,
+                  SimpleNamespace(marks={}))
+    assert job.watch(SimpleNamespace(wait=lambda timeout: 0), None) == 0
+    assert asked_for == ([{"A": "1"}] if asked else [])
