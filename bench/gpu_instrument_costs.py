@@ -190,6 +190,8 @@ def main() -> int:
     p.add_argument("-o", "--output", help="also write the table to this file")
     p.add_argument("--worker-first", action="store_true",
                    help="the worker's jobs before any script (a short budget then spends itself on scripts)")
+    p.add_argument("--scripts-only", action="store_true",
+                   help="the fresh scripts alone (beside a sweep's worker on the same machine: bench/gpu_honest.sh)")
     p.add_argument("--worker-arg", action="append", default=[],
                    help="passed to `runner work` (e.g. --worker-arg=--spawn --worker-arg=fresh: children not forked)")
     args = p.parse_args()
@@ -223,6 +225,11 @@ def main() -> int:
                                                             else f"failed: {r['error']}"))
         if not args.worker_first:
             script_round(0)
+        if args.scripts_only:
+            for i in range(1, processes):
+                script_round(i)
+            print(json.dumps({"scripts": scripts}), flush=True)
+            return 0
         db = f"sqlite:///{tmp / 'lab.db'}"
         submit(db, configs, device, iters)
         say(f"the worker drains {len(configs)} job(s) from an empty home (its first start)")
