@@ -26,12 +26,12 @@ COMPILE_PART = "compiler imports (preloaded; a fresh process's cost)"
 # what building a family's model imports before its first call, common to the family's members: a script imports
 # them before its compile line too, so preloading them changes no measured number; they leave the child's "model
 # build" phase (lab overhead: 1.6 s of GPT-2's on this 2-core box, timm's import 1.5 s). A member's own module
-# (transformers' modeling_gpt2) is left to the child. The price: a job of another family, or of a model file, carries
-# their objects too, and a full collection in its first call walks them (on this box one such collection took about
-# 0.03 s longer with transformers preloaded; the collector's pauses in a first call are named apart, runner.child.gcpause)
+# (transformers' modeling_gpt2) is left to the child. Each family's jobs have a parent of their own
+# (runner.worker.spawn.FamilySpawner): preloaded for every job, they slowed a zoo model's first compile (its dynamo
+# tracing 3x on this box), which no script of that model pays
 FAMILY_MODULES = {"hf": ("transformers", "transformers.modeling_utils", "transformers.generation"),
                   "timm": ("timm",)}
-FAMILIES_ENV = "COMPILE_LAB_PRELOAD_FAMILIES"  # the families the worker offers, comma separated (set for the parent)
+FAMILIES_ENV = "COMPILE_LAB_PRELOAD_FAMILIES"  # the worker's offered families; for a parent, the one it serves
 ENV = "COMPILE_LAB_FIRST_CALL_IMPORTS_S"  # set by the worker for forked children: the probe's measure
 SWITCH = "COMPILE_LAB_PRELOAD_COMPILER"  # 0: the preloaded parent imports torch only (the children the rest)
 

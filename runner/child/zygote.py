@@ -5,9 +5,9 @@ interpreter and `import torch` (8-10 s on a GPU host) every time.
 Each forked child still gets its own process (and process group), its own CUDA context (CUDA is
 first initialised in the child), its own environment (compile cache dirs) and its own log.
 Preloaded: torch, what a `torch.compile(model)` line imports (dynamo, inductor's front), what a CUDA job's
-first compiled call imports (triton) and what building a model of the families the worker offers imports
-(transformers, timm): runner/child/preload.py says why the first two and the last change no measured number and
-how the third is added back to the compiled first call.
+first compiled call imports (triton) and, in a family's own parent (runner.worker.spawn.FamilySpawner), what
+building a model of that family imports (transformers; timm): runner/child/preload.py says why the first two and
+the last change no measured number and how the third is added back to the compiled first call.
 
 Protocol, one JSON object per line: we say {"ready": true} once preloaded; the worker writes {"argv", "env",
 "cwd", "log"} on our stdin; we answer {"pid"} once forked, then {"pid", "returncode"} when that child exits
@@ -53,7 +53,7 @@ def _preload() -> None:
             preload.compile_line()
             preload.first_call_modules()
             preload.cudnn_libraries()
-            preload.family_modules()  # the families the worker offers (their imports may ask about the GPU: here)
+            preload.family_modules()  # this parent's family, if any (its imports may ask about the GPU: here)
     os.environ.pop("PYTORCH_NVML_BASED_CUDA_CHECK", None)
     if torch.cuda.is_initialized() or not _forks_can_use_cuda():  # the worker then preloads less, or uses fresh ones
         sys.exit("compile-lab: a child forked from the preloaded parent cannot use CUDA (preloading touched it); "

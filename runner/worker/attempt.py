@@ -28,7 +28,7 @@ from runner.launch import ended
 from runner.worker import cache_bundle, cache_repeat, ceilings, diskpause, reports
 from runner.worker.lease import LeaseKeeper, read_progress
 from runner.worker.neighbours import Watch, with_neighbours
-from runner.worker.spawn import SpawnError
+from runner.worker.spawn import SpawnError, family_of
 from runner.worker.store import FILE as KEPT_FILE
 from runner.worker.store import HANDED_BACK, Outcome, Store, keep_or_hold, log_outcome, read_outcome
 
@@ -184,7 +184,8 @@ class Attempt:
         self.steps.marks["spawned"] = spawned = time.time()
         self.steps.add("job setup", self.steps.intervals[-1]["end"], spawned)
         return self.lent.spawner.start(child.argv, child.env, self.paths.folder, self.paths.log,
-                                       warm_ok=self.spec.device == "cuda")  # a child warmed ahead holds a CUDA context
+                                       warm_ok=self.spec.device == "cuda",  # a child warmed ahead holds a CUDA context
+                                       family=family_of(self.spec.model))  # its family's preloaded parent
 
     # -- watch it ---------------------------------------------------------------------------------
     def watch(self, proc, child: Child) -> Outcome | int:
@@ -198,7 +199,8 @@ class Attempt:
         # exit, the CUDA context's teardown, goes on (runner.child.process.result_ready): closes "result write"
         self.steps.marks["child exited"] = time.time()
         if self.lent.probe.get("cuda") and not self.lent.stop.is_set():  # its GPU work done: the next child warms
-            self.lent.spawner.prewarm(self.lent.env)  # beside this job's end and the next claim (runner.child.prewarm)
+            # beside this job's end and the next claim (runner.child.prewarm), for a job of this one's family
+            self.lent.spawner.prewarm(self.lent.env, family_of(self.spec.model))
         return 0 if rc is None else rc
 
     def _look(self, proc, child: Child) -> Outcome | None:

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from runner.child.preload import FAMILIES_ENV, FAMILY_MODULES
 from runner.child.process import WORKER_PID_ENV
 
 SPAWN_METHODS = ("fork", "fresh", "inline")
@@ -60,11 +61,11 @@ class Spawner:
     def wait_ready(self, timeout: float = 600) -> None:
         """Until a first child can start at once."""
 
-    def prewarm(self, env: dict) -> None:
+    def prewarm(self, env: dict, family: str = "") -> None:
         """Start the next job's child now, ahead of its job (only the preloaded parent can)."""
 
-    def start(self, argv: list[str], env: dict, cwd: Path, log: Path, warm_ok: bool = False):
-        """`warm_ok`: a child started ahead (prewarm) may run it (a CUDA job)."""
+    def start(self, argv: list[str], env: dict, cwd: Path, log: Path, warm_ok: bool = False, family: str = ""):
+        """`warm_ok`: a child started ahead (prewarm) may run it (a CUDA job); `family`: its model's (family_of)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -74,7 +75,8 @@ class Spawner:
 class FreshSpawner(Spawner):
     method = "fresh"
 
-    def start(self, argv: list[str], env: dict, cwd: Path, log: Path, warm_ok: bool = False) -> FreshChild:
+    def start(self, argv: list[str], env: dict, cwd: Path, log: Path, warm_ok: bool = False,
+              family: str = "") -> FreshChild:
         return FreshChild(argv, env, cwd, log)
 
 
@@ -232,6 +234,50 @@ class ForkSpawner(Spawner):
                 self._proc.wait()
 
 
+class FamilySpawner(Spawner):
+    """One preloaded parent per kind of job (runner.child.preload): the plain one (torch and the compiler) for a model
+    file and an import path, and one per model family the worker offers (hf:, timm:), started at that family's first
+    job, with the family's common imports too. A fresh script of a zoo model imports no transformers, and with it
+    preloaded that model's first compile ran slower (dynamo tracing 0.54 s against a script's 0.17, this 2-core box:
+    bench/README.md); a GPT-2 script imports transformers but not timm."""
+
+    method = "fork"
+
+    def __init__(self, env: dict, cwd: Path):
+        self._env, self._cwd = {k: v for k, v in env.items() if k != FAMILIES_ENV}, cwd
+        self.families = [f for f in env.get(FAMILIES_ENV, "").split(",") if f in FAMILY_MODULES]
+        self.parents = {"": ForkSpawner(self._env, cwd)}
+
+    def parent(self, family: str = "") -> ForkSpawner:
+        family = family if family in self.families else ""
+        if family not in self.parents:
+            self.parents[family] = ForkSpawner({**self._env, FAMILIES_ENV: family}, self._cwd)
+        return self.parents[family]
+
+    def prepare(self) -> None:
+        self.parent().prepare()
+
+    def wait_ready(self, timeout: float = 600) -> None:
+        self.parent().wait_ready(timeout)
+
+    def prewarm(self, env: dict, family: str = "") -> None:
+        self.parent(family).prewarm(env)
+
+    def start(self, argv: list[str], env: dict, cwd: Path, log: Path, warm_ok: bool = False,
+              family: str = "") -> ForkedChild:
+        return self.parent(family).start(argv, env, cwd, log, warm_ok)
+
+    def close(self) -> None:
+        for parent in self.parents.values():
+            parent.close()
+
+
+def family_of(model: str) -> str:
+    """The family whose preloaded parent runs a job of this model ("": the plain one)."""
+    prefix = model.split(":", 1)[0] if ":" in model else ""
+    return prefix if prefix in FAMILY_MODULES else ""
+
+
 class InlineChild:
     """A job that already ran in the worker's own process: nothing to wait for, nothing to kill."""
 
@@ -253,7 +299,8 @@ class InlineSpawner(Spawner):
 
     method = "inline"
 
-    def start(self, argv: list[str], env: dict, cwd: Path, log: Path, warm_ok: bool = False) -> InlineChild:
+    def start(self, argv: list[str], env: dict, cwd: Path, log: Path, warm_ok: bool = False,
+              family: str = "") -> InlineChild:
         from runner.child.process import parse_args, run_job
 
         saved = {k: os.environ.get(k) for k in env}
@@ -272,4 +319,4 @@ class InlineSpawner(Spawner):
 def make_spawner(method: str, env: dict, cwd: Path):
     if method not in SPAWN_METHODS:
         raise ValueError(f"spawn method must be one of {', '.join(SPAWN_METHODS)}, got {method!r}")
-    return {"fork": lambda: ForkSpawner(env, cwd), "fresh": FreshSpawner, "inline": InlineSpawner}[method]()
+    return {"fork": lambda: FamilySpawner(env, cwd), "fresh": FreshSpawner, "inline": InlineSpawner}[method]()

@@ -104,7 +104,8 @@ def test_the_worker_asks_for_a_warmed_child_once_a_cuda_jobs_child_is_done(tmp_p
     stop = threading.Event()
     if stopping:
         stop.set()
-    lent = Lent(env={"A": "1"}, spawner=SimpleNamespace(prewarm=asked_for.append), home=tmp_path, models_dirs=[],
+    spawner = SimpleNamespace(prewarm=lambda env, family: asked_for.append((env, family)))
+    lent = Lent(env={"A": "1"}, spawner=spawner, home=tmp_path, models_dirs=[],
                 probe={"cuda": cuda}, signer=None, worker_id="w", hostname="h", cpus=[0], threads=1, beat_s=1.0,
                 grace_s=1.0, stop=stop, hurry=threading.Event(), strikes=None)
     spec = ExperimentSpec(model="tiny", batch_size=2, device="cpu")
@@ -112,4 +113,4 @@ def test_the_worker_asks_for_a_warmed_child_once_a_cuda_jobs_child_is_done(tmp_p
     job = Attempt(claim, spec, JobPaths.under(tmp_path, claim), SimpleNamespace(engine=None), lent,
                   SimpleNamespace(marks={}))
     assert job.watch(SimpleNamespace(wait=lambda timeout: 0), None) == 0
-    assert asked_for == ([{"A": "1"}] if asked else [])
+    assert asked_for == ([({"A": "1"}, "")] if asked else [])  # a zoo model's: the plain preloaded parent

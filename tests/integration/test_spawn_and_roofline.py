@@ -149,15 +149,26 @@ def test_a_forked_child_says_its_result_is_ready_before_its_exit(tmp_path):
 
 
 def test_the_preloaded_parent_imports_the_offered_families_for_its_children(tmp_path):
-    """A forked child finds transformers imported where the worker offers hf: (model build is lab overhead: the
-    family's common imports are paid once per worker); not where it offers none."""
+    """A child forked for a job of an offered family (hf:) finds its common imports made (model build is lab
+    overhead: paid once per worker); a zoo model's child, and any where the worker offers none, find none: a fresh
+    script of that model imports no transformers, and preloading it slowed that model's first compile."""
     from runner.child import preload
+    from runner.worker.spawn import make_spawner
 
-    for families, expected in (("hf", ["transformers"]), ("", [])):
-        spawner = ForkSpawner({**_env(), preload.FAMILIES_ENV: families}, ROOT)
+    for families, family, expected in (("hf", "hf", ["transformers"]), ("hf", "", []), ("", "hf", [])):
+        spawner = make_spawner("fork", {**_env(), preload.FAMILIES_ENV: families}, ROOT)
         try:
-            out = tmp_path / f"probe-{families or 'none'}.json"
-            assert spawner.start(["--probe", str(out)], _env(), tmp_path, tmp_path / "log").wait(120) == 0
+            out = tmp_path / f"probe-{families or 'none'}-{family or 'zoo'}.json"
+            child = spawner.start(["--probe", str(out)], _env(), tmp_path, tmp_path / "log", family=family)
+            assert child.wait(120) == 0
             assert json.loads(out.read_text())["preloaded"] == expected
         finally:
             spawner.close()
+
+
+@pytest.mark.parametrize(("model", "family"), [("hf:GPT2LMHeadModel", "hf"), ("timm:resnet50", "timm"),
+                                               ("mypkg.models:Net", ""), ("simplenet", "")])
+def test_a_jobs_preloaded_parent_is_its_model_familys(model, family):
+    from runner.worker.spawn import family_of
+
+    assert family_of(model) == family
