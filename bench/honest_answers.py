@@ -26,6 +26,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
 import sqlite3
 import statistics
@@ -181,6 +182,24 @@ def reference(args) -> None:
             shutil.rmtree(cache, ignore_errors=True)
 
 
+def _cold_scripts(files: list[str]) -> dict[str, list[float]]:
+    """{configuration: compiled first calls, s} from bench.gpu_instrument_costs --scripts-only outputs (their last
+    line): a cold first call is judged against fresh scripts on the same machine, not on another one of its kind."""
+    out: dict[str, list[float]] = {}
+    for f in files:
+        text = Path(f).read_text().strip()
+        try:
+            runs = json.loads(text.splitlines()[-1])["scripts"]
+            said = {n: [r["compiled_first_call_s"] for r in rs if "compiled_first_call_s" in r] for n, rs in runs.items()}
+        except (ValueError, KeyError, IndexError):  # stopped before its last line: its progress lines say as much
+            said = {}
+            for name, secs in re.findall(r"script \d+/\d+ (.+): ([0-9.]+) s$", text, re.M):
+                said.setdefault(name, []).append(float(secs))
+        for name, firsts in said.items():
+            out.setdefault(name, []).extend(firsts)
+    return {k: v for k, v in out.items() if v}
+
+
 def _one_database(db_files: list[Path], into: Path) -> Path:
     """The sweeps' databases as one, as a lab's would hold them (each sweep's jobs, results and sweep rows, ids moved
     past the ones before): the answer then judges the device's spread between processes from both sweeps' runs."""
@@ -238,6 +257,7 @@ def _sweep_rows(db_file: Path, shared: Path | None = None, offset: int = 0) -> d
              "worker_start_s": _start_s(tl) if tl else 0.0, "name": name, "timeline": tl,
              "model_build": detail.get("model_build") if isinstance(detail, dict) else None,
              "picks": (detail.get("autotune_picks") or {}).get("picks") if isinstance(detail, dict) else None,
+             "prewarmed": detail.get("prewarmed") if isinstance(detail, dict) else None,
              "sweep": sweep_name.split(": ", 1)[0]})
     for row in rows:
         ids = {int(j) - offset for j in row["job_ids"].split()}
@@ -295,6 +315,8 @@ def table(args) -> None:
                     ref_cold.setdefault(r["config"], []).append(r["compiled_first_call_s"])
             else:
                 ref_errors.setdefault(r["config"], []).append(r.get("error", "?"))
+    if args.cold_scripts:  # fresh scripts run on the sweeps' own machine (gpu_instrument_costs --scripts-only)
+        ref_cold = _cold_scripts(args.cold_scripts)
     labels = sorted(sweeps)
     lines = [f"{'configuration':<34}{'reference (3 processes)':<26}"
              + "".join(f"{'sweep ' + lb + ': answer [95%]':<34}{'jobs':>5}   " for lb in labels)]
@@ -405,7 +427,17 @@ def _overhead_lines(jobs: list[dict], top: int = 6) -> list[str]:
         return []
     seconds = {ph: [phases.get(ph, 0.0) for _, phases in per_job] for _, phases in per_job for ph in phases}
     stats = sorted(((ph, _pct(0.5, s), _pct(0.9, s)) for ph, s in seconds.items()), key=lambda x: -x[2])
-    out = ["", "overhead per phase over the jobs, s: median / p90"]
+    retimed = [(j["overhead_s"] or 0) + timeline.by_phase(j["timeline"]).get(timeline.RETIMED, 0.0) for j, _ in per_job]
+    warmed = [j for j, _ in per_job if j.get("prewarmed")]
+    out = ["", f"a repeat's re-timed launch settings counted as overhead instead (lab.timeline says why they are "
+               f"measurement): p90 {_pct(0.9, retimed):.2f} s",
+           f"children warmed ahead of their job (runner.child.prewarm): {len(warmed)} of {len(per_job)} jobs"]
+    if warmed:
+        starts = [timeline.by_phase(j["timeline"]).get("child start", 0.0) for j in warmed]
+        ahead = [j["prewarmed"].get("cuda_context_s") or 0.0 for j in warmed]
+        out[-1] += (f"; their child start median {_pct(0.5, starts):.3f} s (the rest of the warming, where the job "
+                    f"came first), their CUDA context made ahead median {_pct(0.5, ahead):.3f} s")
+    out += ["", "overhead per phase over the jobs, s: median / p90"]
     out += [f"  {ph:<24}{med:6.3f} / {p90:6.3f}" for ph, med, p90 in stats if p90 >= 0.005]
     out.append(f"the {top} jobs with the most overhead, their phases over 0.05 s:")
     for j, phases in sorted(per_job, key=lambda x: -(x[0]["overhead_s"] or 0))[:top]:
@@ -458,6 +490,9 @@ def main() -> int:
     p.add_argument("--set", choices=tuple(SETS), default="seeds", help="seeds: the seed notes' configurations; "
                    "real: Hugging Face and timm models by name (issue 26)")
     p.add_argument("--ref-processes", type=int, default=REF_PROCESSES)
+    p.add_argument("--cold-scripts", action="append", default=[], metavar="FILE",
+                   help="table: judge cold first calls against these fresh scripts (gpu_instrument_costs --scripts-only "
+                        "output, run on the sweeps' machine) instead of the reference's cold processes")
     caches = p.add_mutually_exclusive_group()
     caches.add_argument("--cold", action="store_true",
                         help="reference: each process its own empty compile cache (its first call: a fresh script's)")
