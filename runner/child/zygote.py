@@ -14,7 +14,8 @@ Protocol, one JSON object per line: we say {"ready": true} once preloaded; the w
 (negative: signal). {"warm": true, "env"} (no answer) forks the next job's child ahead of its job, on a CUDA worker
 once a job's GPU work is done: it makes its CUDA context and math library handles (runner.child.prewarm) beside the
 last job's end, then waits. A job request with "warm_ok" (a CUDA job, the device's environment unchanged) is handed
-to it; otherwise, or after WARM_KEEP_S unused (an idle worker holds no GPU context), it is killed unheard of.
+to it; otherwise, on {"drop": true} (another parent's child runs the next job), or after WARM_KEEP_S unused (an idle
+worker holds no GPU context), it is killed unheard of.
 """
 from __future__ import annotations
 
@@ -366,9 +367,10 @@ def main() -> int:
             while b"\n" in buffer:
                 line, buffer = buffer.split(b"\n", 1)
                 request = json.loads(line)
-                if request.get("warm"):
+                if request.get("warm") or request.get("drop"):  # {"drop"}: another parent's child runs the next job
                     drop_warm()
-                    fork(request, warm_first=True)
+                    if request.get("warm"):
+                        fork(request, warm_first=True)
                     continue
                 pid = hand_to_warm(request)
                 send({"pid": pid if pid is not None else fork(request, warm_first=False)})

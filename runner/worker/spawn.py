@@ -162,11 +162,20 @@ class ForkSpawner(Spawner):
     def prewarm(self, env: dict) -> None:
         """Ask the preloaded parent, if it is up, to fork the next job's child now: it makes its CUDA context and
         library handles while this job ends and the next is claimed (runner.child.zygote, runner.child.prewarm)."""
+        if self._proc is not None and self._ready:
+            self._say({"warm": True, "env": {**env, WORKER_PID_ENV: str(self._proc.pid)}})
+
+    def drop_warm(self) -> None:
+        """Ask the preloaded parent to kill the child it warmed ahead, if any: another parent's child is about to
+        run a job, and an idle CUDA context on its GPU would be another process there (a disturbance)."""
+        self._say({"drop": True})
+
+    def _say(self, request: dict) -> None:
         proc = self._proc
-        if proc is None or proc.poll() is not None or not self._ready:
+        if proc is None or proc.poll() is not None:
             return
         with contextlib.suppress(BrokenPipeError):  # it died: the next start finds out and starts another
-            proc.stdin.write((json.dumps({"warm": True, "env": {**env, WORKER_PID_ENV: str(proc.pid)}}) + "\n").encode())
+            proc.stdin.write((json.dumps(request) + "\n").encode())
             proc.stdin.flush()
 
     def start(self, argv: list[str], env: dict, cwd: Path, log: Path, warm_ok: bool = False) -> ForkedChild:
@@ -265,7 +274,20 @@ class FamilySpawner(Spawner):
 
     def start(self, argv: list[str], env: dict, cwd: Path, log: Path, warm_ok: bool = False,
               family: str = "") -> ForkedChild:
-        return self.parent(family).start(argv, env, cwd, log, warm_ok)
+        """A child from its family's parent; where that parent cannot fork one (its imports touched CUDA, say), the
+        family's jobs go to the plain parent from then on (they import the family themselves, in *model build*)."""
+        family = family if family in self.families else ""
+        for other, parent in self.parents.items():
+            if other != family:
+                parent.drop_warm()  # its child warmed ahead would sit on the GPU beside this job
+        try:
+            return self.parent(family).start(argv, env, cwd, log, warm_ok)
+        except SpawnError:
+            if not family:
+                raise
+        self.families.remove(family)
+        self.parents.pop(family).close()
+        return self.parent().start(argv, env, cwd, log, warm_ok)
 
     def close(self) -> None:
         for parent in self.parents.values():

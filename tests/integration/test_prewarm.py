@@ -78,6 +78,17 @@ def test_a_warmed_child_is_not_given_a_job_it_may_not_run_and_is_never_heard_of(
     assert not warmed & set(spawner._exits)  # its exit was not said: the worker never knew its pid
 
 
+def test_a_warmed_child_is_dropped_when_another_parent_runs_the_next_job(spawner, tmp_path):
+    env = dict(os.environ)
+    spawner.prewarm(env)
+    wait_until(lambda: len(_children(spawner._proc.pid)) == 1, 60, "the warmed child")
+    warmed = _children(spawner._proc.pid)
+    spawner.drop_warm()
+    wait_until(lambda: not _children(spawner._proc.pid), 60, "the warmed child killed")
+    assert _run(spawner, tmp_path, "next", env, warm_ok=True)["prewarmed"] is None
+    assert not warmed & set(spawner._exits)
+
+
 def test_a_warmed_child_left_unused_ends_by_itself(tmp_path):
     env = {**os.environ, "COMPILE_LAB_WARM_KEEP_S": "0.5"}
     spawner = ForkSpawner(env, ROOT)

@@ -59,3 +59,46 @@ def test_a_parent_that_cannot_fork_cuda_children_is_restarted_with_torch_alone_t
 
 def test_the_canary_forks_a_child_that_may_use_cuda_where_there_is_none():
     assert zygote._forks_can_use_cuda() is True  # CPU torch: nothing to initialise, the child exits 0
+
+
+def test_a_family_parent_that_cannot_fork_sends_its_jobs_to_the_plain_parent():
+    """runner.worker.spawn.FamilySpawner: the hf: parent failed (its imports touched CUDA, say): the job runs in a
+    child of the plain parent, and so do the family's later jobs; the plain parent's own failure is the worker's."""
+    import pytest
+
+    from runner.child.preload import FAMILIES_ENV
+    from runner.worker.spawn import FamilySpawner, SpawnError
+
+    started = []
+
+    class Parent:
+        def __init__(self, name, fails):
+            self.name, self.fails, self.closed = name, fails, False
+
+        def start(self, argv, env, cwd, log, warm_ok=False):
+            if self.fails:
+                raise SpawnError(f"{self.name} exited")
+            started.append(self.name)
+            return self.name
+
+        def close(self):
+            self.closed = True
+
+        def drop_warm(self):
+            dropped.append(self.name)
+
+    dropped = []
+    spawner = FamilySpawner({FAMILIES_ENV: "hf,timm"}, None)
+    hf = Parent("hf", fails=True)
+    spawner.parents.update({"": Parent("plain", fails=False), "hf": hf})
+    assert spawner.start([], {}, None, None, family="hf") == "plain" and hf.closed
+    assert spawner.families == ["timm"] and "hf" not in spawner.parents
+    assert spawner.start([], {}, None, None, family="hf") == "plain"  # from then on, without trying again
+    spawner.parents[""] = Parent("plain", fails=True)
+    with pytest.raises(SpawnError):
+        spawner.start([], {}, None, None, family="")
+    assert started == ["plain", "plain"]
+    spawner.parents.update({"": Parent("plain", fails=False), "timm": Parent("timm", fails=False)})
+    dropped.clear()
+    assert spawner.start([], {}, None, None, family="timm") == "timm"
+    assert dropped == ["plain"]  # its child warmed ahead would sit on the GPU beside the timm job's
