@@ -14,19 +14,19 @@ ENV = "COMPILE_LAB_PREWARMED"  # set for the job by the warmed child: what it ma
 
 
 def warm() -> dict:
-    """The CUDA context and cuBLAS's handle, on this process's device; the seconds each took. Nothing where there is
-    no GPU (such a worker asks for no warmed child; a test of the hand-over does)."""
+    """The CUDA context and cuBLAS's handle, on this process's device; the seconds each took. No kernel runs: the
+    job's library warm-up still loads its dtype's (runner.child.build.warm_libraries), as a fresh child's does.
+    Nothing where there is no GPU (such a worker asks for no warmed child; a test of the hand-over does)."""
     import torch
 
     if not torch.cuda.is_available():
         return {"cuda": False}
     began = time.perf_counter()
-    torch.cuda.init()
+    torch.cuda.init()  # as the job's own "CUDA context" phase does (runner.child.build.build)
     torch.empty(1, device="cuda")
     torch.cuda.synchronize()
     context = time.perf_counter()
-    a = torch.randn(64, 64, device="cuda")
-    (a @ a).sum().item()
+    torch.cuda.current_blas_handle()  # the handle alone: no kernel of any dtype loaded that a fresh child lacks
     return {"cuda": True, "cuda_context_s": round(context - began, 3),
             "libraries_s": round(time.perf_counter() - context, 3)}
 

@@ -51,14 +51,16 @@ def _start_group_keeper(lease_file: str | None) -> None:
     the parent-death signal ends only this child, and a grandchild (a helper process a model starts)
     would live on, holding memory or a GPU; and when the worker is frozen, nobody would stop this
     child before another worker runs the same job. The keeper's own parent-death signal fires when
-    this child dies, by any means; it then SIGKILLs the group, itself included. Forked before torch
-    is imported, so it costs a few MB."""
+    this child dies, by any means; it then SIGKILLs the group, itself included. Forked before the job's
+    work, so it costs a few MB; it keeps no descriptor but its output (a child warmed ahead has a CUDA
+    context by then, whose device files must close with the child, and its result pipe)."""
     child = os.getpid()
     sys.stdout.flush()
     sys.stderr.flush()
     if os.fork() != 0:
         return
     try:
+        os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024)
         signal.signal(signal.SIGTERM, lambda *_: os.killpg(0, signal.SIGKILL))
         set_pdeathsig(signal.SIGTERM)
         if os.getppid() != child:  # the child died before prctl took effect

@@ -294,17 +294,27 @@ def main() -> int:
         w["warmed_r"] = None
 
     def drop_warm() -> None:
-        """Kill the child warmed ahead (unused); its exit is not said (the worker never knew its pid)."""
+        """Kill the child warmed ahead (unused) and wait for its end, so its CUDA context is gone before another
+        child makes one; its exit is not said (the worker never knew its pid)."""
         nonlocal warm
         if warm is None:
             return
-        unheard_of.add(warm["pid"])
+        pid = warm["pid"]
+        unheard_of.add(pid)
         with contextlib.suppress(ProcessLookupError):
-            os.kill(warm["pid"], signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
         for fd in (warm["job_w"], warm["warmed_r"]):
             if fd is not None:
                 os.close(fd)
         warm = None
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:  # reaped already, by the loop below, which says nothing of it
+            return
+        unheard_of.discard(pid)
+        said_r = children.pop(pid, None)
+        if said_r is not None:
+            os.close(said_r)
 
     def hand_to_warm(request: dict) -> int | None:
         """The job handed to the warmed child if it may run it (its pid), else None (the warmed child killed)."""
@@ -323,8 +333,9 @@ def main() -> int:
         try:
             with os.fdopen(job_w, "wb") as pipe:
                 pipe.write(json.dumps(request).encode())
-        except BrokenPipeError:  # it died meanwhile: its exit is reported as any child's
-            pass
+        except BrokenPipeError:  # it died since it said it was warm: never the job's; a child is forked for it
+            unheard_of.add(pid)
+            return None
         return pid
 
     while True:
@@ -367,10 +378,13 @@ def main() -> int:
             while b"\n" in buffer:
                 line, buffer = buffer.split(b"\n", 1)
                 request = json.loads(line)
-                if request.get("warm") or request.get("drop"):  # {"drop"}: another parent's child runs the next job
+                if request.get("drop"):  # another parent's child runs the next job: answered once it is gone
                     drop_warm()
-                    if request.get("warm"):
-                        fork(request, warm_first=True)
+                    send({"dropped": True})
+                    continue
+                if request.get("warm"):
+                    drop_warm()
+                    fork(request, warm_first=True)
                     continue
                 pid = hand_to_warm(request)
                 send({"pid": pid if pid is not None else fork(request, warm_first=False)})

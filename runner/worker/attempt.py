@@ -198,8 +198,9 @@ class Attempt:
         # when the worker learned the child exited, or (a forked child) that its result is complete while its
         # exit, the CUDA context's teardown, goes on (runner.child.process.result_ready): closes "result write"
         self.steps.marks["child exited"] = time.time()
-        if self.lent.probe.get("cuda") and not self.lent.stop.is_set():  # its GPU work done: the next child warms
-            # beside this job's end and the next claim (runner.child.prewarm), for a job of this one's family
+        if self.spec.device == "cuda" and self.lent.probe.get("cuda") and not self.lent.stop.is_set():
+            # its GPU work done: the next child warms beside this job's end and the next claim (runner.child.prewarm),
+            # in the parent of this job's family
             self.lent.spawner.prewarm(self.lent.env, family_of(self.spec.model))
         return 0 if rc is None else rc
 

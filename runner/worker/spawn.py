@@ -159,16 +159,20 @@ class ForkSpawner(Spawner):
         else:
             self._results.discard(pid)
 
-    def prewarm(self, env: dict) -> None:
+    def prewarm(self, env: dict, family: str = "") -> None:
         """Ask the preloaded parent, if it is up, to fork the next job's child now: it makes its CUDA context and
         library handles while this job ends and the next is claimed (runner.child.zygote, runner.child.prewarm)."""
         if self._proc is not None and self._ready:
             self._say({"warm": True, "env": {**env, WORKER_PID_ENV: str(self._proc.pid)}})
 
     def drop_warm(self) -> None:
-        """Ask the preloaded parent to kill the child it warmed ahead, if any: another parent's child is about to
-        run a job, and an idle CUDA context on its GPU would be another process there (a disturbance)."""
+        """Have the preloaded parent kill the child it warmed ahead, if any, and wait until it is gone: another
+        parent's child is about to run a job, and an idle CUDA context on its GPU would be another process there."""
+        if self._proc is None or not self._ready:
+            return
         self._say({"drop": True})
+        while (msg := self._read(timeout=60)) is not None and not msg.get("dropped"):
+            self._take(msg)  # exits and results of this parent's children, heard meanwhile
 
     def _say(self, request: dict) -> None:
         proc = self._proc

@@ -44,7 +44,8 @@ def _children(pid: int) -> set[int]:
 
 
 @pytest.fixture
-def spawner():
+def spawner(monkeypatch):
+    monkeypatch.setenv("COMPILE_LAB_WARM_KEEP_S", "600")  # a warmed child is killed by what the test does, not by age
     env = dict(os.environ)
     s = ForkSpawner(env, ROOT)
     s.prepare()
@@ -70,9 +71,12 @@ def test_a_warmed_child_is_not_given_a_job_it_may_not_run_and_is_never_heard_of(
     wait_until(lambda: len(_children(spawner._proc.pid)) == 1, 60, "the warmed child")
     warmed = _children(spawner._proc.pid)
     job_env = env if why == "not warm_ok" else {**env, "CUDA_VISIBLE_DEVICES": "7"}  # read when CUDA starts
-    detail = _run(spawner, tmp_path, "job", job_env, warm_ok=why != "not warm_ok")
-    assert detail["prewarmed"] is None  # a child forked for it ran it
-    wait_until(lambda: not (_children(spawner._proc.pid) & warmed), 60, "the warmed child killed")
+    child = spawner.start(_job(tmp_path, "job"), job_env, tmp_path / "job", tmp_path / "job" / "log",
+                          warm_ok=why != "not warm_ok")
+    assert child.pid not in warmed and not (_children(spawner._proc.pid) & warmed)  # gone before the job's child
+    while child.wait(120) is None and not child.result_ready:
+        pass
+    assert json.loads((tmp_path / "job" / "result.json").read_text())["result"]["detail"]["prewarmed"] is None
     probe = spawner.start(["--probe", str(tmp_path / "p.json")], env, tmp_path, tmp_path / "plog")
     assert probe.wait(120) == 0
     assert not warmed & set(spawner._exits)  # its exit was not said: the worker never knew its pid
@@ -84,7 +88,7 @@ def test_a_warmed_child_is_dropped_when_another_parent_runs_the_next_job(spawner
     wait_until(lambda: len(_children(spawner._proc.pid)) == 1, 60, "the warmed child")
     warmed = _children(spawner._proc.pid)
     spawner.drop_warm()
-    wait_until(lambda: not _children(spawner._proc.pid), 60, "the warmed child killed")
+    assert not _children(spawner._proc.pid)  # gone when the parent answers: no context left beside the next job
     assert _run(spawner, tmp_path, "next", env, warm_ok=True)["prewarmed"] is None
     assert not warmed & set(spawner._exits)
 
@@ -103,11 +107,14 @@ def test_a_warmed_child_left_unused_ends_by_itself(tmp_path):
         spawner.close()
 
 
-@pytest.mark.parametrize(("cuda", "stopping", "asked"), [(True, False, True), (False, False, False),
-                                                         (True, True, False)])
-def test_the_worker_asks_for_a_warmed_child_once_a_cuda_jobs_child_is_done(tmp_path, cuda, stopping, asked):
-    """runner.worker.attempt.Attempt.watch: on a CUDA worker that is not stopping, the next child is asked for as the
-    last one's work ends; never on a CPU-only worker (nothing to warm, and a context would be lab overhead)."""
+@pytest.mark.parametrize(("cuda", "job_on_gpu", "stopping", "asked"),
+                         [(True, True, False, True), (False, False, False, False), (True, False, False, False),
+                          (True, True, True, False)])
+def test_the_worker_asks_for_a_warmed_child_once_a_cuda_jobs_child_is_done(tmp_path, cuda, job_on_gpu, stopping,
+                                                                           asked):
+    """runner.worker.attempt.Attempt.watch: on a CUDA worker that is not stopping, after a CUDA job the next child is
+    asked for as the last one's work ends; never after a CPU job (CPU sweeps: a context made and killed per job
+    would burn the cores a neighbour measures on) nor on a CPU-only worker."""
     from db.queue import Claim
     from runner.worker.attempt import Attempt, JobPaths, Lent
 
@@ -119,7 +126,7 @@ def test_the_worker_asks_for_a_warmed_child_once_a_cuda_jobs_child_is_done(tmp_p
     lent = Lent(env={"A": "1"}, spawner=spawner, home=tmp_path, models_dirs=[],
                 probe={"cuda": cuda}, signer=None, worker_id="w", hostname="h", cpus=[0], threads=1, beat_s=1.0,
                 grace_s=1.0, stop=stop, hurry=threading.Event(), strikes=None)
-    spec = ExperimentSpec(model="tiny", batch_size=2, device="cpu")
+    spec = ExperimentSpec(model="tiny", batch_size=2, device="cuda" if job_on_gpu else "cpu")
     claim = Claim(job_id=1, token="t", attempt=1, spec=spec.to_dict(), follow_up=None)
     job = Attempt(claim, spec, JobPaths.under(tmp_path, claim), SimpleNamespace(engine=None), lent,
                   SimpleNamespace(marks={}))
