@@ -87,6 +87,7 @@ def summary(timeline: list[dict]) -> str:
     parts = sorted(((s, p) for p, s in phases.items() if p not in tl_math.MEASURED), reverse=True)[:3]
     largest = ", ".join(f"{md(p)} {s:.2f} s" for s, p in parts if s > 0)
     asked = [p for p in ("schedule", "traffic") if p in phases]  # calls the job was asked to make
-    what = ", ".join(["first calls", "warm-up", "rounds", *asked])
+    retimed = ["launch settings re-timed"] if tl_math.RETIMED in phases else []  # a repeat's: a fresh process's
+    what = ", ".join(["first calls", *retimed, "warm-up", "rounds", *asked])
     return (f"Claim to stored **{total:.2f} s**: measurement ({what}) {measured:.2f} s "
             f"({measured / total:.0%}), overhead {total - measured:.2f} s" + (f"; largest: {largest}" if largest else ""))

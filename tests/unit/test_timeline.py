@@ -133,3 +133,20 @@ def test_the_timeline_bars_legend_names_the_long_steps_and_groups_the_short_ones
     assert timeline_bar.OTHER_STEPS in legend
     hovered = {name for t in fig.data for name in (row[3] for row in t.customdata)}
     assert {f"step {i}" for i in range(20)} <= hovered
+
+
+def test_a_repeats_re_timed_launch_settings_are_measurement_and_named_so():
+    """A repeat's re-timing is what a fresh process's first call pays to pick its launch settings: measurement, drawn
+    in the measurement's colours and named in the sentence under the bar; not the lab's overhead."""
+    from dashboard.charts import timeline_bar
+
+    tl = [{"phase": "child start", "start": 0.0, "seconds": 0.3},
+          {"phase": "compiled first call", "start": 0.3, "seconds": 1.2},
+          {"phase": timeline.RETIMED, "start": 1.5, "seconds": 1.0},
+          {"phase": "rounds", "start": 2.5, "seconds": 1.5}]
+    assert timeline.overhead_s(tl) == pytest.approx(0.3)
+    sentence = timeline_bar.summary(tl)
+    assert "first calls, launch settings re-timed, warm-up, rounds) 3.70 s" in sentence and "overhead 0.30 s" in sentence
+    kinds = dict(zip(timeline_bar.frame(tl)["phase"], timeline_bar.frame(tl)["kind"]))
+    assert kinds[timeline.RETIMED] == "measurement"
+    assert timeline_bar.colors(timeline_bar.frame(tl))[timeline.RETIMED] in timeline_bar.MEASURED_COLORS
