@@ -196,8 +196,8 @@ class ForkSpawner(Spawner):
             msg = self._read(timeout=600)
             if msg is None:
                 raise SpawnError("the preloaded parent did not answer within 600 s")
-            if "returncode" in msg or msg.get("ready") or msg.get("result"):
-                self._take(msg)
+            if "returncode" in msg or msg.get("ready") or msg.get("result") or msg.get("dropped"):
+                self._take(msg)  # ("dropped": a drop_warm's answer come too late for it)
             else:
                 self._exits.pop(msg["pid"], None)  # a reused pid: an old exit is not this child's
                 self._results.discard(msg["pid"])
