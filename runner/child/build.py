@@ -14,6 +14,7 @@ import torch
 
 from lab.spec import ExperimentSpec
 from lab.timeline import Phases
+from runner.child import prewarm
 from runner.child.accuracy import tensors
 from runner.child.capture import cudagraphs as cudagraphs_health
 from runner.child.capture.introspect import GraphBreakLog
@@ -65,9 +66,7 @@ def build(spec: ExperimentSpec, entry: ZooEntry, phases: Phases, trace: bool = T
     else:  # its own phase: else the first tensor moved to the device pays it, unnamed; the driver's start with it
         with phases.phase("CUDA context"):  # (0.1-0.2 s on an H100: asking for the device count starts the driver)
             device = _device(spec.device)
-            torch.cuda.init()
-            torch.empty(1, device=device)
-            torch.cuda.synchronize()
+            prewarm.cuda_context(device)  # what a child warmed ahead did already: then at once
     with phases.phase("model build"):
         return _build(spec, entry, phases, device, dtype, training, trace)
 

@@ -22,9 +22,7 @@ def warm() -> dict:
     if not torch.cuda.is_available():
         return {"cuda": False}
     began = time.perf_counter()
-    torch.cuda.init()  # as the job's own "CUDA context" phase does (runner.child.build.build)
-    torch.empty(1, device="cuda")
-    torch.cuda.synchronize()
+    cuda_context("cuda")  # as the job's own "CUDA context" phase does (runner.child.build.build)
     context = time.perf_counter()
     torch.cuda.current_blas_handle()  # the handle alone: no kernel of any dtype loaded that a fresh child lacks
     return {"cuda": True, "cuda_context_s": round(context - began, 3),
@@ -38,3 +36,12 @@ def note() -> dict | None:
     except ValueError:
         return None
     return said if isinstance(said, dict) else None
+
+
+def cuda_context(device) -> None:
+    """Start the driver and make this process's context on `device` (a CUDA device), waiting until it is made."""
+    import torch
+
+    torch.cuda.init()
+    torch.empty(1, device=device)
+    torch.cuda.synchronize()
