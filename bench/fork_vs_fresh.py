@@ -1,10 +1,12 @@
 """Where a forked job's compiled first call differs from a fresh process's: the same plain job (bench/plain_job.py)
 run in a fresh interpreter, and forked from a parent that preloaded what the worker's preloaded parent does
-(runner.child.zygote._preload), with and without gc.freeze() before the fork. Repeats alternate the three.
+(runner.child.zygote._preload), with and without gc.freeze() before the fork, and with the child's heap made its own
+before the job as the worker's children do (runner.child.prewarm.own_heap). Repeats alternate the four.
 
     python -m bench.fork_vs_fresh --device cuda --model simplenet:32 --model complexnet:32 --repeat 3 [-o FILE]
 
-Prints, per model and way, the compiled first call's median [min, max] and its parts' medians
+Prints, per model and way, the compiled first call's median [min, max], each process's steady-state latencies, the
+collector's full collections in the first call, and its parts' medians
 (runner.child.capture.introspect.compile_breakdown). No worker, no database: only how the child process came to be differs.
 """
 from __future__ import annotations
@@ -21,12 +23,12 @@ from pathlib import Path
 from bench.sweep_overhead import emit, median
 
 ROOT = Path(__file__).resolve().parent.parent
-WAYS = ("fresh", "forked", "forked + gc.freeze")
+WAYS = ("fresh", "forked", "forked + gc.freeze", "forked + own heap")  # own heap: runner.child.prewarm.own_heap
 
 
-def job_argv(model: str, batch: int, device: str) -> list[str]:
-    return ["--model", model, "--batch", str(batch), "--mode", "default", "--dynamic", "false", "--device", device,
-            "--iters", "3"]
+def job_argv(model: str, batch: int, device: str, mode: str = "default", iters: int = 3) -> list[str]:
+    return ["--model", model, "--batch", str(batch), "--mode", mode, "--dynamic", "false", "--device", device,
+            "--iters", str(iters)]
 
 
 def caches(folder: Path) -> dict:
@@ -39,7 +41,7 @@ def fresh(argv: list[str], folder: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def forked(argv: list[str], folder: Path, freeze: bool) -> dict:
+def forked(argv: list[str], folder: Path, freeze: bool, own: bool = False) -> dict:
     out = folder / "out.json"
     folder.mkdir(parents=True, exist_ok=True)
     if freeze:
@@ -49,6 +51,10 @@ def forked(argv: list[str], folder: Path, freeze: bool) -> dict:
         code = 1
         try:
             os.environ.update(caches(folder))
+            if own:  # as the worker's zygote does in each child before its job
+                from runner.child.prewarm import own_heap
+
+                own_heap()
             fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.dup2(fd, 1)
             from bench import plain_job
@@ -69,7 +75,8 @@ def forked(argv: list[str], folder: Path, freeze: bool) -> dict:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
-    p.add_argument("--model", action="append", metavar="MODEL:BATCH")
+    p.add_argument("--model", action="append", metavar="MODEL:BATCH[:MODE]")
+    p.add_argument("--iters", type=int, default=3, help="rounds of the steady state (plain_job --iters)")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("-o", "--output")
     args = p.parse_args()
@@ -81,19 +88,31 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.repeat):
             for m in models:
-                name, _, batch = m.partition(":")
-                argv = job_argv(name, int(batch or 32), args.device)
+                name, _, rest = m.partition(":")
+                batch, _, mode = rest.partition(":")
+                argv = job_argv(name, int(batch or 32), args.device, mode or "default", args.iters)
                 for w, way in enumerate(WAYS):
                     folder = Path(tmp) / f"{i}-{name}-{w}"
-                    row = fresh(argv, folder) if way == "fresh" else forked(argv, folder, way.endswith("freeze"))
+                    row = fresh(argv, folder) if way == "fresh" else \
+                        forked(argv, folder, way.endswith("freeze"), way.endswith("own heap"))
                     got.setdefault((m, way), []).append(row)
+                    print(json.dumps({"model": m, "way": way, "repeat": i, **row}), file=sys.stderr, flush=True)
             print(f"repeat {i + 1} of {args.repeat} done", file=sys.stderr)
-    lines = [f"fork_vs_fresh: {args.device}, {args.repeat} repeat(s), mode default, dynamic=false, cold cache",
-             f"{'model':<16}{'way':<22}{'compiled first call: median [min, max] s':>42}"]
+    lines = [f"fork_vs_fresh: {args.device}, {args.repeat} repeat(s), dynamic=false, cold cache",
+             f"{'model':<28}{'way':<22}{'compiled first call: median [min, max] s':>42}   steady state, ms: eager / "
+             f"compiled (each process)"]
     for m in models:
         for way in WAYS:
-            xs = [r["compiled_first_call_s"] for r in got[(m, way)]]
-            lines.append(f"{m:<16}{way:<22}{median(xs):>20.3f} [{min(xs):.3f}, {max(xs):.3f}]")
+            rs = got[(m, way)]
+            xs = [r["compiled_first_call_s"] for r in rs]
+            steady = ", ".join(f"{r['eager_ms']:.3f} / {r['compiled_ms']:.3f}" for r in rs if "eager_ms" in r)
+            lines.append(f"{m:<28}{way:<22}{median(xs):>20.3f} [{min(xs):.3f}, {max(xs):.3f}]   {steady}")
+    lines += ["", "the collector's full collections in the compiled first call, s: median [min, max]"]
+    for m in models:
+        for way in WAYS:
+            xs = [r["gc_pauses"]["full_seconds"] for r in got[(m, way)] if "full_seconds" in r.get("gc_pauses", {})]
+            if xs:
+                lines.append(f"  {m:<28}{way:<22}{median(xs):.3f} [{min(xs):.3f}, {max(xs):.3f}]")
     lines.append("")
     lines.append("parts, medians (s): " + " | ".join(WAYS))
     for m in models:

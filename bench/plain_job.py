@@ -18,6 +18,7 @@ STARTED = time.perf_counter()
 import argparse  # noqa: E402
 import importlib.util  # noqa: E402
 import json  # noqa: E402
+import statistics  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
@@ -85,6 +86,8 @@ def main() -> int:
                              lambda *_: None)
     out["rounds_s"] = time.perf_counter() - t
     out["samples"] = sum(len(b) for b in samples["compiled"])
+    for side in ("eager", "compiled"):  # the steady state's per-call latency, ms: the median over every round's calls
+        out[f"{side}_ms"] = statistics.median(x for b in samples[side] for x in b)
     out["in_process_s"] = time.perf_counter() - STARTED
     print(json.dumps(out))
     return 0

@@ -127,6 +127,7 @@ def detail(job: Setup, first: FirstCalls, steady: SteadyState, work: dict, kerne
         "memory_method": first.memory_method,
         "model_build": job.build_parts,  # lab overhead: where the build's seconds went, where the weights were made
         "prewarmed": prewarm.note(),  # its CUDA context and library handle, made before the job came (None: not)
+        "own_heap": prewarm.note(prewarm.HEAP_ENV),  # its memory made its own after the fork, before the job
         "cudagraph_steps_marked": job.cudagraphs,
         "cudagraphs": steady.cudagraphs,  # CUDA graphs health (runner.child.capture.cudagraphs); None when not used
         "crosscheck": steady.crosscheck,

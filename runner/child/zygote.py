@@ -141,13 +141,17 @@ def _forks_can_use_cuda() -> bool:
     return os.waitstatus_to_exitcode(status) == 0
 
 
-def _run_child(request: dict, result_fd: int, warmed: dict | None = None) -> None:
+def _run_child(request: dict, result_fd: int, warmed: dict | None = None, heap: dict | None = None) -> None:
     """In the forked child: become a job process, run runner.child.process's main, never return. `warmed`: what
-    this child did before its job came (_warm_child), said to the job (runner.child.prewarm.ENV)."""
+    this child did before its job came (_warm_child), said to the job (runner.child.prewarm.ENV); `heap`: how its
+    memory was made its own (runner.child.prewarm.own_heap; here, if it was not while warming)."""
     code = 1
     try:
         if warmed is None:
             _become_own_group()
+            from runner.child.prewarm import own_heap
+
+            heap = own_heap()
         os.chdir(request["cwd"])
         log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         devnull = os.open(os.devnull, os.O_RDONLY)
@@ -162,6 +166,7 @@ def _run_child(request: dict, result_fd: int, warmed: dict | None = None) -> Non
         os.environ[child.RESULT_FD_ENV] = str(result_fd)
         if warmed is not None:
             os.environ[prewarm.ENV] = json.dumps(warmed)
+        os.environ[prewarm.HEAP_ENV] = json.dumps(heap)
 
         code = child.main(request["argv"])
     except SystemExit as e:
@@ -186,8 +191,9 @@ def _become_own_group() -> None:
 
 def _warm_child(request: dict, job_r: int, warmed_w: int, result_fd: int) -> None:
     """In a child forked ahead of its job: its own group, the worker's environment, its CUDA context and math
-    libraries' handles made (runner.child.prewarm.warm); one byte on `warmed_w` says so. Then its job request is read
-    from `job_r` (to its end) and run as any forked child's; none (the pipe closed): it exits. Never returns."""
+    libraries' handles made (runner.child.prewarm.warm), its heap its own (prewarm.own_heap); one byte on `warmed_w`
+    says so. Then its job request is read from `job_r` (to its end) and run as any forked child's; none (the pipe
+    closed): it exits. Never returns."""
     try:
         _become_own_group()
         devnull = os.open(os.devnull, os.O_RDWR)
@@ -199,6 +205,7 @@ def _warm_child(request: dict, job_r: int, warmed_w: int, result_fd: int) -> Non
         from runner.child.process import _die_with_parent
 
         _die_with_parent()
+        heap = prewarm.own_heap()  # before the CUDA context: the driver's own mappings are this child's already
         warmed = prewarm.warm()
         os.write(warmed_w, b"w")
         os.close(warmed_w)
@@ -210,7 +217,7 @@ def _warm_child(request: dict, job_r: int, warmed_w: int, result_fd: int) -> Non
         job = json.loads(b"".join(chunks))
     except BaseException:
         os._exit(1)
-    _run_child(job, result_fd, warmed | {"waited_s": round(time.monotonic() - began, 3)})
+    _run_child(job, result_fd, warmed | {"waited_s": round(time.monotonic() - began, 3)}, heap)
 
 
 def _same_device_env(a: dict, b: dict) -> bool:

@@ -56,12 +56,16 @@ def spawner(monkeypatch):
 
 def test_a_child_warmed_ahead_runs_the_next_job_and_says_so(spawner, tmp_path):
     env = dict(os.environ)
-    assert _run(spawner, tmp_path, "cold", env, warm_ok=True)["prewarmed"] is None  # nothing was warmed: forked
+    cold = _run(spawner, tmp_path, "cold", env, warm_ok=True)
+    assert cold["prewarmed"] is None  # nothing was warmed: forked for its job
+    # either way its memory was made its own before the job (runner.child.prewarm.own_heap): torch's, copied
+    assert cold["own_heap"]["how"] in ("pages", "objects") and cold["own_heap"]["s"] > 0
     spawner.prewarm(env)
     # its own compile cache places may differ (the job's): they are read after the job starts
     detail = _run(spawner, tmp_path, "warm", {**env, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "c")}, warm_ok=True)
     assert detail["prewarmed"] is not None and detail["prewarmed"]["cuda"] is False  # no GPU here: nothing made
     assert detail["prewarmed"]["waited_s"] >= 0
+    assert detail["own_heap"]["how"] == cold["own_heap"]["how"] and detail["own_heap"]["s"] > 0
 
 
 @pytest.mark.parametrize("why", ["not warm_ok", "device env differs"])

@@ -1,0 +1,55 @@
+"""runner.child.prewarm.own_heap: a forked child copies the pages it shares with its parent before its job, and
+leaves the collector's generations as the parent left them (no collection)."""
+import gc
+import json
+import os
+
+import pytest
+
+from runner.child import prewarm
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/smaps_rollup"), reason="needs Linux's smaps_rollup")
+
+
+def _private_kb() -> int:
+    with open("/proc/self/smaps_rollup") as f:
+        return sum(int(line.split()[1]) for line in f if line.startswith(("Private_Dirty", "Private_Clean")))
+
+
+def _in_a_fork(touch: bool, pages: bool = True) -> dict:
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if not pages:  # as on a kernel without MADV_POPULATE_WRITE
+                prewarm._populate_private = lambda: None
+            before, full = _private_kb(), gc.get_stats()[2]["collections"]
+            heap = prewarm.own_heap() if touch else None
+            said = {"grew_kb": _private_kb() - before, "full": gc.get_stats()[2]["collections"] - full, "heap": heap}
+            os.write(w, json.dumps(said).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        said = json.loads(f.read())
+    os.waitpid(pid, 0)
+    return said
+
+
+@pytest.mark.parametrize("pages", [True, False], ids=["pages", "objects"])
+def test_a_fork_makes_the_parents_objects_its_own_and_collects_nothing(pages):
+    held = [{"n": i, "s": [i]} for i in range(300_000)]  # ~100 MB of tracked objects the parent holds
+    gc.disable()  # no collection of its own may happen in the child between the two looks
+    try:
+        idle = _in_a_fork(touch=False)
+        owned = _in_a_fork(touch=True, pages=pages)
+    finally:
+        gc.enable()
+    assert owned["full"] == 0 and idle["full"] == 0
+    # each of the held objects' pages was written once: copied into the child (tens of MB), the idle fork copied none
+    assert owned["grew_kb"] > 20_000, owned
+    assert idle["grew_kb"] < owned["grew_kb"] / 10, (idle, owned)
+    assert owned["heap"]["how"] == ("pages" if pages else "objects") and owned["heap"]["s"] > 0
+    if pages:  # every page the parent had filled: at least the held objects' ~100 MB
+        assert owned["heap"]["mb"] >= 80 and owned["grew_kb"] > 80_000, owned
+    del held
