@@ -54,7 +54,7 @@ lint: setup-dev
 # need the cores to themselves (another process on them is a disturbance the lab names): they run after, serially.
 test: setup-dev $(EXTRAS)/.setup-worker
 	@eval "$$(.ci/services.sh)"; \
-	$(PY) -m pytest -q -n 2 --dist worksteal -m "not alone" --durations=15 tests && \
+	$(PY) -m pytest -q -n 2 --dist worksteal -m "not alone" --durations=60 tests && \
 	$(PY) -m pytest -q -m alone tests
 
 # the in-process tier, in two test processes as `make test` runs (the other folders hold no in-process test)
