@@ -8,6 +8,10 @@
 #                                          # one; or reuse bench/results/h200_harness_reference_cold_2026-11-29.jsonl
 #   bash bench/gpu_honest.sh timm          # timm resnet50 inference by name beside 2 script processes (about 250 s)
 #   bash bench/gpu_honest.sh bert-ref      # BERT masked-LM training's reference, to 2 processes
+#   bash bench/gpu_honest.sh fork          # bench.fork_vs_fresh: fresh, forked, forked + gc.freeze, forked + own heap
+#                                          # (runner.child.prewarm.own_heap), 2 processes a way (about 330 s) -> $OUT/fork
+#   bash bench/gpu_honest.sh ref-more      # the launch-bound configurations' reference to 6 processes (3 more each
+#                                          # where $OUT/ha/reference.jsonl already holds 3: copy the kept one there first)
 set -uo pipefail
 . bench/device_wheels.sh
 start=$(date +%s)
@@ -22,7 +26,12 @@ step() {
     timm) ha sweep --out "$OUT/real" --label A --set real --only "resnet50 bs32 inference"
           ha reference --out "$OUT/real" --set real --only "resnet50 bs32 inference" --ref-processes 2 ;;
     bert-ref) ha reference --out "$OUT/real" --set real --only "bert-mlm bs32 seq512 training" --ref-processes 2 ;;
-    *) echo "step: sweeps, ref1, ref2, timm, bert-ref" >&2; exit 2 ;;
+    fork) mkdir -p "$OUT/fork"
+          timeout "$(left)" python3 -m bench.fork_vs_fresh --device cuda --model mlp:64 --model simplenet:32:reduce-overhead \
+            --model complexnet:32 --repeat 2 --iters 10 -o "$OUT/fork/fork_vs_fresh.txt" 2> "$OUT/fork/runs.log" ;;
+    ref-more) ha reference --out "$OUT/ha" --device cuda --cold --ref-processes 6 --only "mlp bs64 default" \
+                --only "simplenet bs32 reduce-overhead" --only "complexnet bs32 reduce-overhead" ;;
+    *) echo "step: sweeps, ref1, ref2, timm, bert-ref, fork, ref-more" >&2; exit 2 ;;
   esac
 }
 [ $# -gt 0 ] || set -- help
