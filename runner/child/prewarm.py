@@ -37,8 +37,8 @@ def own_heap() -> dict:
     MADV_POPULATE_WRITE, 5.14+), which copies its shared pages (copy-on-write); where the kernel cannot, each object
     the collector tracks is referenced once (gc.get_objects), which copies the pages those lie on. A fork that did
     neither pays the copies in its first compile, at first touch and at the first full collection, which walks the
-    parent's objects: on an H200 a small model's compiled first call took 0.1-0.7 s more forked than fresh, that
-    collection 0.26-0.33 s against 0.18-0.21 (docs/measurement.md, bench.fork_vs_fresh). Nothing is
+    parent's objects: on an H200 a small model's compiled first call took 0.24-0.45 s more forked than fresh (medians),
+    that collection 0.25-0.33 s against 0.18-0.22 (docs/measurement.md, bench.fork_vs_fresh). Nothing is
     collected: the collector's generations stay as the parent left them, so the job's first call still pays the full
     collections a fresh process pays. What was done: {"how", "mb", "s"}."""
     began = time.perf_counter()
