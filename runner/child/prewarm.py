@@ -68,12 +68,19 @@ def _populate_private() -> int | None:
     done, mapping = 0, None
     for line in text.splitlines():
         head = line.split()
-        if "-" in head[0] and len(head) >= 2 and ":" not in head[0]:  # a mapping's first line: range, perms, ...
-            lo, hi = (int(x, 16) for x in head[0].split("-"))
-            mapping = (lo, hi) if head[1] == "rw-p" else None
-        elif mapping is not None and head[0] == "Rss:":
+        if len(head) < 2:
+            continue
+        try:
+            if "-" in head[0] and ":" not in head[0]:  # a mapping's first line: range, perms, ...
+                lo, hi = (int(x, 16) for x in head[0].split("-"))
+                mapping = (lo, hi) if head[1] == "rw-p" else None
+                continue
+            resident = int(head[1]) * 1024 if mapping is not None and head[0] == "Rss:" else None
+        except ValueError:  # a line not as smaps writes it: nothing is written through from it on
+            return None if done == 0 else done
+        if resident is not None:
             lo, hi = mapping
-            if int(head[1]) * 1024 * 2 >= hi - lo:
+            if resident * 2 >= hi - lo:
                 if madvise(lo, hi - lo, POPULATE_WRITE) != 0:
                     if ctypes.get_errno() == 22 and done == 0:  # EINVAL at the first: a kernel before 5.14
                         return None

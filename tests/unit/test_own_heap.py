@@ -53,3 +53,12 @@ def test_a_fork_makes_the_parents_objects_its_own_and_collects_nothing(pages):
     if pages:  # every page the parent had filled: at least the held objects' ~100 MB
         assert owned["heap"]["mb"] >= 80 and owned["grew_kb"] > 80_000, owned
     del held
+
+
+def test_smaps_not_as_the_kernel_writes_it_falls_back_to_the_objects(monkeypatch):
+    import io
+
+    garbled = "\n55d0-55d1 rw-p 00000000 00:00 0\nRss:   many kB\n"  # an empty line, then a size that is no number
+    monkeypatch.setattr(prewarm, "open", lambda *a, **k: io.StringIO(garbled), raising=False)
+    assert prewarm._populate_private() is None
+    assert prewarm.own_heap()["how"] == "objects"
