@@ -330,6 +330,7 @@ def table(args) -> None:
                 ref_errors.setdefault(r["config"], []).append(r.get("error", "?"))
     if args.cold_scripts:  # fresh scripts run on the sweeps' own machine (gpu_instrument_costs --scripts-only)
         ref_cold = _cold_scripts(args.cold_scripts)
+        ref_parts = {}  # the reference's parts are of its own cold processes, not of these scripts'
     labels = sorted(sweeps)
     lines = [f"{'configuration':<34}{'reference (3 processes)':<26}"
              + "".join(f"{'sweep ' + lb + ': answer [95%]':<34}{'jobs':>5}   " for lb in labels)]

@@ -43,6 +43,21 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(reason="no GPU here (nvidia-smi not found)"))
 
 
+# what a whole run writes under the temporary folder at its peak (workers' homes, compile caches, databases, browser
+# profiles) is about 2.2 GB; on a fuller disk the workers hand their jobs back for want of space and wait for it, and the
+# run times out an hour later instead of failing at once
+NEEDS_FREE_GB = 4
+
+
+def pytest_sessionstart(session):
+    import tempfile
+
+    free_gb = shutil.disk_usage(tempfile.gettempdir()).free / 2 ** 30
+    if free_gb < NEEDS_FREE_GB and not os.environ.get("PYTEST_XDIST_WORKER"):
+        pytest.exit(f"only {free_gb:.1f} GB free under {tempfile.gettempdir()}; the tests need {NEEDS_FREE_GB} GB "
+                    "(free some space, or point TMPDIR at a disk that has it)", returncode=3)
+
+
 REQUIRE_ENV = "COMPILE_LAB_REQUIRE_TIERS"  # e.g. postgres,browser (.ci/run): skipping one of these fails the run
 
 
