@@ -62,3 +62,21 @@ def test_smaps_not_as_the_kernel_writes_it_falls_back_to_the_objects(monkeypatch
     monkeypatch.setattr(prewarm, "open", lambda *a, **k: io.StringIO(garbled), raising=False)
     assert prewarm._populate_private() is None
     assert prewarm.own_heap()["how"] == "objects"
+
+
+def test_a_large_file_mapped_private_is_left_to_the_page_cache(tmp_path):
+    import mmap
+
+    weights = tmp_path / "weights.bin"
+    weights.write_bytes(b"\1" * (64 * 2 ** 20))  # a model's weights, mapped in as a loader maps them (private)
+    with open(weights, "r+b") as f:
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+    assert sum(mapped[i] for i in range(0, len(mapped), 4096)) == len(mapped) // 4096  # every page resident
+    try:
+        said = _in_a_fork(touch=True)
+    finally:
+        mapped.close()
+    assert said["heap"]["how"] == "pages", said
+    # the 64 MB were not copied into the child: a fork does not copy the page tables of a file mapping the parent
+    # only read (the child refaults its pages from the page cache), so none of it counts as resident there
+    assert said["grew_kb"] < 48 * 1024, said
