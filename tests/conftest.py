@@ -58,6 +58,14 @@ def pytest_sessionstart(session):
                     "(free some space, or point TMPDIR at a disk that has it)", returncode=3)
 
 
+def pytest_runtest_logreport(report):
+    """A failure named the moment it happens, not only in the summary: a run a watchdog stops has no summary."""
+    if report.failed and not os.environ.get("PYTEST_XDIST_WORKER"):
+        crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", None) or str(report.longrepr)
+        said = " ".join(crash.split())[:300]
+        print(f"\nFAILED {report.nodeid} ({report.when}): {said}", flush=True)
+
+
 REQUIRE_ENV = "COMPILE_LAB_REQUIRE_TIERS"  # e.g. postgres,browser (.ci/run): skipping one of these fails the run
 
 
