@@ -52,9 +52,10 @@ NEEDS_FREE_GB = 4
 def pytest_sessionstart(session):
     import tempfile
 
-    free_gb = shutil.disk_usage(tempfile.gettempdir()).free / 2 ** 30
+    where = tempfile.gettempdir()
+    free_gb = shutil.disk_usage(where).free / 2 ** 30
     if free_gb < NEEDS_FREE_GB and not os.environ.get("PYTEST_XDIST_WORKER"):
-        pytest.exit(f"only {free_gb:.1f} GB free under {tempfile.gettempdir()}; the tests need {NEEDS_FREE_GB} GB "
+        pytest.exit(f"only {free_gb:.1f} GB free under {where}; the tests need {NEEDS_FREE_GB} GB "
                     "(free some space, or point TMPDIR at a disk that has it)", returncode=3)
 
 

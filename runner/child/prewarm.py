@@ -75,18 +75,18 @@ def _populate_private() -> int | None:
                 lo, hi = (int(x, 16) for x in head[0].split("-"))
                 mapping = (lo, hi) if head[1] == "rw-p" else None
                 continue
-            resident = int(head[1]) * 1024 if mapping is not None and head[0] == "Rss:" else None
+            if mapping is None or head[0] != "Rss:":
+                continue
+            resident = int(head[1]) * 1024
         except ValueError:  # a line not as smaps writes it: nothing is written through from it on
             return None if done == 0 else done
-        if resident is not None:
-            lo, hi = mapping
-            if resident * 2 >= hi - lo:
-                if madvise(lo, hi - lo, POPULATE_WRITE) != 0:
-                    if ctypes.get_errno() == 22 and done == 0:  # EINVAL at the first: a kernel before 5.14
-                        return None
-                    continue
-                done += hi - lo
-            mapping = None
+        (lo, hi), mapping = mapping, None
+        if resident * 2 < hi - lo:
+            continue
+        if madvise(lo, hi - lo, POPULATE_WRITE) == 0:
+            done += hi - lo
+        elif ctypes.get_errno() == 22 and done == 0:  # EINVAL at the first: a kernel before 5.14
+            return None
     return done
 
 

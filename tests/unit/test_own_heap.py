@@ -16,17 +16,13 @@ def _private_kb() -> int:
         return sum(int(line.split()[1]) for line in f if line.startswith(("Private_Dirty", "Private_Clean")))
 
 
-def _in_a_fork(touch: bool, pages: bool = True) -> dict:
+def _in_a_child(what) -> dict:
+    """`what()` in a forked child; what it said (a dict, through a pipe)."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
-            if not pages:  # as on a kernel without MADV_POPULATE_WRITE
-                prewarm._populate_private = lambda: None
-            before, full = _private_kb(), gc.get_stats()[2]["collections"]
-            heap = prewarm.own_heap() if touch else None
-            said = {"grew_kb": _private_kb() - before, "full": gc.get_stats()[2]["collections"] - full, "heap": heap}
-            os.write(w, json.dumps(said).encode())
+            os.write(w, json.dumps(what()).encode())
         finally:
             os._exit(0)
     os.close(w)
@@ -34,6 +30,17 @@ def _in_a_fork(touch: bool, pages: bool = True) -> dict:
         said = json.loads(f.read())
     os.waitpid(pid, 0)
     return said
+
+
+def _in_a_fork(touch: bool, pages: bool = True) -> dict:
+    def what():
+        if not pages:  # as on a kernel without MADV_POPULATE_WRITE
+            prewarm._populate_private = lambda: None
+        before, full = _private_kb(), gc.get_stats()[2]["collections"]
+        heap = prewarm.own_heap() if touch else None
+        return {"grew_kb": _private_kb() - before, "full": gc.get_stats()[2]["collections"] - full, "heap": heap}
+
+    return _in_a_child(what)
 
 
 @pytest.mark.parametrize("pages", [True, False], ids=["pages", "objects"])
@@ -85,19 +92,10 @@ def test_a_large_file_mapped_private_is_left_to_the_page_cache(tmp_path):
     with open(weights, "r+b") as f:
         mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
     assert sum(mapped[i] for i in range(0, len(mapped), 4096)) == len(mapped) // 4096  # every page resident
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            heap = prewarm.own_heap()
-            os.write(w, json.dumps({"heap": heap, "kb": _private_dirty_kb_of(str(weights))}).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    with os.fdopen(r) as f:
-        said = json.loads(f.read())
-    os.waitpid(pid, 0)
-    mapped.close()
+    try:
+        said = _in_a_child(lambda: {"heap": prewarm.own_heap(), "kb": _private_dirty_kb_of(str(weights))})
+    finally:
+        mapped.close()
     assert said["heap"]["how"] == "pages", said
     # not copied into the child: a fork does not copy the page tables of a file mapping the parent only read (the
     # child refaults its pages from the page cache), so none of it counts as resident there
