@@ -456,7 +456,7 @@ def _overhead_lines(jobs: list[dict], top: int = 6) -> list[str]:
     seconds = {ph: [phases.get(ph, 0.0) for _, phases in per_job] for _, phases in per_job for ph in phases}
     stats = sorted(((ph, _pct(0.5, s), _pct(0.9, s)) for ph, s in seconds.items()), key=lambda x: -x[2])
     retimed = [(j["overhead_s"] or 0) + timeline.by_phase(j["timeline"]).get(timeline.RETIMED, 0.0) for j, _ in per_job]
-    warmed = [j for j, _ in per_job if j.get("prewarmed")]
+    warmed = [j for j, _ in per_job if (j.get("prewarmed") or {}).get("ahead", True)]  # not those warmed for their job
     out = ["", f"a repeat's re-timed launch settings counted as overhead instead (lab.timeline says why they are "
                f"measurement): p90 {_pct(0.9, retimed):.2f} s",
            f"children warmed ahead of their job (runner.child.prewarm): {len(warmed)} of {len(per_job)} jobs"]

@@ -2,8 +2,10 @@
 job's GPU work is done, the next job's child makes its CUDA context and the math library's handle beside that job's
 end (its result stored, its compile report made, the next claim), instead of on the next job's time. The job then
 finds them made: its "CUDA context" phase and its library warm-up take almost nothing, and its record says what was
-made before it came (`detail.prewarmed`). What the job measures is unchanged: its first calls still follow its own
-library warm-up (runner.child.build.warm_libraries), as a fresh child's do."""
+made before it came (`detail.prewarmed`). A CUDA job none was warmed for (a worker's first, or one after a CPU job)
+gets a child warmed for it then, the same way (`ahead: false`), so every CUDA job's child is made alike. What the job
+measures is unchanged: its first calls still follow its own library warm-up (runner.child.build.warm_libraries), as
+a fresh child's do."""
 from __future__ import annotations
 
 import gc

@@ -14,8 +14,8 @@ Protocol, one JSON object per line: we say {"ready": true} once preloaded; the w
 (negative: signal). {"warm": true, "env"} (no answer) forks the next job's child ahead of its job, on a CUDA worker
 once a job's GPU work is done: it makes its CUDA context and math library handles (runner.child.prewarm) beside the
 last job's end, then waits. A job request with "warm_ok" (a CUDA job, the device's environment unchanged) is handed
-to it; otherwise, on {"drop": true} (another parent's child runs the next job), or after WARM_KEEP_S unused (an idle
-worker holds no GPU context), it is killed unheard of.
+to it, or to one warmed for it then (every CUDA job's child is made alike); else, on {"drop": true} (another parent's
+child runs the next job), or after WARM_KEEP_S unused (an idle worker holds no GPU context), it is killed unheard of.
 """
 from __future__ import annotations
 
@@ -217,14 +217,12 @@ def _warm_child(request: dict, job_r: int, warmed_w: int, result_fd: int) -> Non
         job = json.loads(b"".join(chunks))
     except BaseException:
         os._exit(1)
-    _run_child(job, result_fd, warmed | {"waited_s": round(time.monotonic() - began, 3)}, heap)
+    _run_child(job, result_fd, warmed | {"waited_s": round(time.monotonic() - began, 3), "ahead": "argv" not in request}, heap)
 
 
 def _same_device_env(a: dict, b: dict) -> bool:
     """Whether a child warmed in environment `a` may run a job meant for environment `b`."""
-    def device(env: dict) -> dict:
-        return {k: v for k, v in env.items() if not k.startswith(JOB_ENV_PREFIXES)}
-    return device(a) == device(b)
+    return all(a.get(k) == b.get(k) for k in {*a, *b} if not k.startswith(JOB_ENV_PREFIXES))
 
 
 def main() -> int:
@@ -394,6 +392,8 @@ def main() -> int:
                     fork(request, warm_first=True)
                     continue
                 pid = hand_to_warm(request)
+                if pid is None and request.get("warm_ok"):  # none warmed for a CUDA job (a worker's first): one now
+                    pid = fork(request, warm_first=True) and hand_to_warm(request)  # as every other's, ahead: false
                 send({"pid": pid if pid is not None else fork(request, warm_first=False)})
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The next job's child forked ahead of its job (runner.child.zygote, runner.child.prewarm), with a real preloaded
 parent and real jobs on the CPU. On a GPU the warmed child makes its CUDA context and cuBLAS handle before the job
 comes; here there is none, so these tests hold the hand-over itself: which job a warmed child may run, that one it
-may not run is killed and never heard of, and that one left unused ends by itself."""
+may not run is killed and never heard of, that one left unused ends by itself, and that a CUDA job none was warmed
+for (a worker's first) runs in a child warmed for it, made as every other's."""
 from __future__ import annotations
 
 import json
@@ -57,14 +58,16 @@ def spawner(monkeypatch):
 def test_a_child_warmed_ahead_runs_the_next_job_and_says_so(spawner, tmp_path):
     env = dict(os.environ)
     cold = _run(spawner, tmp_path, "cold", env, warm_ok=True)
-    assert cold["prewarmed"] is None  # nothing was warmed: forked for its job
+    # nothing was warmed ahead: a child is warmed for it then, the same way (here no GPU: nothing made)
+    assert cold["prewarmed"]["ahead"] is False and cold["prewarmed"]["cuda"] is False
+    assert _run(spawner, tmp_path, "cpu", env, warm_ok=False)["prewarmed"] is None  # a CPU job's: forked for it
     # either way its memory was made its own before the job (runner.child.prewarm.own_heap): torch's, copied
     assert cold["own_heap"]["how"] in ("pages", "objects") and cold["own_heap"]["s"] > 0
     spawner.prewarm(env)
     # its own compile cache places may differ (the job's): they are read after the job starts
     detail = _run(spawner, tmp_path, "warm", {**env, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "c")}, warm_ok=True)
     assert detail["prewarmed"] is not None and detail["prewarmed"]["cuda"] is False  # no GPU here: nothing made
-    assert detail["prewarmed"]["waited_s"] >= 0
+    assert detail["prewarmed"]["waited_s"] >= 0 and detail["prewarmed"]["ahead"] is True
     assert detail["own_heap"]["how"] == cold["own_heap"]["how"] and detail["own_heap"]["s"] > 0
 
 
@@ -80,7 +83,9 @@ def test_a_warmed_child_is_not_given_a_job_it_may_not_run_and_is_never_heard_of(
     assert child.pid not in warmed and not (_children(spawner._proc.pid) & warmed)  # gone before the job's child
     while child.wait(120) is None and not child.result_ready:
         pass
-    assert json.loads((tmp_path / "job" / "result.json").read_text())["result"]["detail"]["prewarmed"] is None
+    said = json.loads((tmp_path / "job" / "result.json").read_text())["result"]["detail"]["prewarmed"]
+    # a CPU job's child is forked for it; a CUDA job's of another device is warmed for it, in its own environment
+    assert said is None if why == "not warm_ok" else said["ahead"] is False
     probe = spawner.start(["--probe", str(tmp_path / "p.json")], env, tmp_path, tmp_path / "plog")
     assert probe.wait(120) == 0
     assert not warmed & set(spawner._exits)  # its exit was not said: the worker never knew its pid
@@ -93,7 +98,7 @@ def test_a_warmed_child_is_dropped_when_another_parent_runs_the_next_job(spawner
     warmed = _children(spawner._proc.pid)
     spawner.drop_warm()
     assert not _children(spawner._proc.pid)  # gone when the parent answers: no context left beside the next job
-    assert _run(spawner, tmp_path, "next", env, warm_ok=True)["prewarmed"] is None
+    assert _run(spawner, tmp_path, "next", env, warm_ok=True)["prewarmed"]["ahead"] is False  # warmed for it
     assert not warmed & set(spawner._exits)
 
 
@@ -106,7 +111,7 @@ def test_a_warmed_child_left_unused_ends_by_itself(tmp_path):
         spawner.prewarm(env)
         wait_until(lambda: len(_children(spawner._proc.pid)) == 1, 60, "the warmed child")
         wait_until(lambda: not _children(spawner._proc.pid), 60, "the unused warmed child ended")
-        assert _run(spawner, tmp_path, "later", env, warm_ok=True)["prewarmed"] is None
+        assert _run(spawner, tmp_path, "later", env, warm_ok=True)["prewarmed"]["ahead"] is False
     finally:
         spawner.close()
 
