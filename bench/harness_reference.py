@@ -101,8 +101,12 @@ def main() -> int:
              "compiled": make_step(compiled, base.parameters(), training, graphs, device_type=device)}
     if args.first_calls_only:  # a user's fresh script's cold first call, as bench/gpu_instrument_costs compares it
         return first_calls(steps, inputs, device)
-    first = {name: timed(step, inputs, device) for name, step in steps.items()}  # the first calls: the compile
     from runner.child.capture.introspect import compile_breakdown, metrics
+    from runner.child.gcpause import Pauses
+
+    first = {"eager": timed(steps["eager"], inputs, device)}  # the first calls: the compile
+    with Pauses() as gc_pauses:  # the collector's share, as the worker's child names it (a fork's differs)
+        first["compiled"] = timed(steps["compiled"], inputs, device)
 
     parts = compile_breakdown(metrics(), first["compiled"])  # where a cold first call went, beside the worker's
     stop = args.pool == "stop"
@@ -131,7 +135,8 @@ def main() -> int:
     print(json.dumps({"eager_ms": eager_ms, "compiled_ms": compiled_ms, "speedup": eager_ms / compiled_ms,
                       "repeats": len(times["eager"]), "seconds": time.perf_counter() - started,
                       "pool_stop_s": pool_s, "eager_first_call_s": first["eager"],
-                      "compiled_first_call_s": first["compiled"], "compile_breakdown_s": parts, "disturbed": causes,
+                      "compiled_first_call_s": first["compiled"], "compile_breakdown_s": parts,
+                      "gc": gc_pauses.as_dict(), "disturbed": causes,
                       "not_measured": measured.get("not_measured"), "torch": torch.__version__}))
     return 0
 

@@ -259,6 +259,7 @@ def _sweep_rows(db_file: Path, shared: Path | None = None, offset: int = 0) -> d
              "picks": (detail.get("autotune_picks") or {}).get("picks") if isinstance(detail, dict) else None,
              "prewarmed": detail.get("prewarmed") if isinstance(detail, dict) else None,
              "first_call_parts": detail.get("compile_breakdown_s") if isinstance(detail, dict) else None,
+             "first_call_gc": detail.get("first_call_gc") if isinstance(detail, dict) else None,
              "sweep": sweep_name.split(": ", 1)[0]})
     for row in rows:
         ids = {int(j) - offset for j in row["job_ids"].split()}
@@ -303,6 +304,7 @@ def table(args) -> None:
     refs: dict[str, list[float]] = {}
     ref_cold: dict[str, list[float]] = {}  # the cold processes' compiled first calls (a fresh script's), s
     ref_parts: dict[str, list[dict]] = {}  # and where they went (compile_breakdown_s)
+    ref_gc: dict[str, list[dict]] = {}  # and the collector's pauses in them (runner.child.gcpause), where recorded
     ref_errors: dict[str, list[str]] = {}
     ref_disturbed: list[str] = []  # the reference keeps every process; what the worker would have called disturbed
     ref_left_out: dict[str, list[float]] = {}
@@ -326,11 +328,13 @@ def table(args) -> None:
                     ref_cold.setdefault(r["config"], []).append(r["compiled_first_call_s"])
                     if r.get("compile_breakdown_s"):
                         ref_parts.setdefault(r["config"], []).append(r["compile_breakdown_s"])
+                    if r.get("gc"):
+                        ref_gc.setdefault(r["config"], []).append(r["gc"])
             else:
                 ref_errors.setdefault(r["config"], []).append(r.get("error", "?"))
     if args.cold_scripts:  # fresh scripts run on the sweeps' own machine (gpu_instrument_costs --scripts-only)
         ref_cold = _cold_scripts(args.cold_scripts)
-        ref_parts = {}  # the reference's parts are of its own cold processes, not of these scripts'
+        ref_parts, ref_gc = {}, {}  # the reference's parts are of its own cold processes, not of these scripts'
     labels = sorted(sweeps)
     lines = [f"{'configuration':<34}{'reference (3 processes)':<26}"
              + "".join(f"{'sweep ' + lb + ': answer [95%]':<34}{'jobs':>5}   " for lb in labels)]
@@ -384,6 +388,11 @@ def table(args) -> None:
                 cold_lines.append("  its parts, s, sweeps | reference (medians): " + "; ".join(
                     f"{k} {_median_of(parts, k):.2f} | {_median_of(ref_parts[name], k):.2f}"
                     for k in dict.fromkeys([*parts[0], *ref_parts[name][0]]) if k != "autotuning"))
+            gcs = [j["first_call_gc"] for j in entry_jobs(sweeps, name) if j.get("first_call_gc")]
+            if gcs and ref_gc.get(name):  # a fork inherits its parent's collector counts: fewer full collections?
+                cold_lines.append("  the collector's full collections in it, sweeps | reference (medians): " + "; ".join(
+                    f"{what} {_median_of(gcs, key):.2f} | {_median_of(ref_gc[name], key):.2f}"
+                    for what, key in (("count", "full_collections"), ("s", "full_seconds"), ("all pauses s", "seconds"))))
         for a in answers:
             for b in answers:
                 if a != b:
@@ -456,7 +465,7 @@ def _overhead_lines(jobs: list[dict], top: int = 6) -> list[str]:
     seconds = {ph: [phases.get(ph, 0.0) for _, phases in per_job] for _, phases in per_job for ph in phases}
     stats = sorted(((ph, _pct(0.5, s), _pct(0.9, s)) for ph, s in seconds.items()), key=lambda x: -x[2])
     retimed = [(j["overhead_s"] or 0) + timeline.by_phase(j["timeline"]).get(timeline.RETIMED, 0.0) for j, _ in per_job]
-    warmed = [j for j, _ in per_job if (j.get("prewarmed") or {}).get("ahead", True)]  # not those warmed for their job
+    warmed = [j for j, _ in per_job if j.get("prewarmed") and j["prewarmed"].get("ahead", True)]  # not those warmed for it
     out = ["", f"a repeat's re-timed launch settings counted as overhead instead (lab.timeline says why they are "
                f"measurement): p90 {_pct(0.9, retimed):.2f} s",
            f"children warmed ahead of their job (runner.child.prewarm): {len(warmed)} of {len(per_job)} jobs"]
