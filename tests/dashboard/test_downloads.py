@@ -152,6 +152,7 @@ READ_SYSCALL = {"x86_64": "0", "aarch64": "63"}  # read(2)'s number, as /proc/PI
 BUSY = "while True:\n    pass"  # an export working through a batch it has not written yet
 
 
+@pytest.mark.subprocess  # starts interpreters: the subprocess tier, not the in-process one
 def test_while_a_page_is_drawn_the_export_is_stopped_and_goes_on_after(monkeypatch):
     """Other sessions come first: while any page runs (dashboard/main.py holds drawing()), a real export process is
     stopped, even mid-batch; once the page is drawn it runs again; a page drawn past MAX_HOLD_S cannot stop a
@@ -227,6 +228,7 @@ def test_every_request_but_a_downloads_own_holds_downloads_as_a_page_does(monkey
     assert seen == {downloads.PREFIX + "/token/csv": False, "/static/js/index.js": True}
 
 
+@pytest.mark.subprocess  # starts interpreters: the subprocess tier, not the in-process one
 @pytest.mark.skipif(platform.machine() not in READ_SYSCALL, reason="read(2)'s number is known for x86_64 and aarch64")
 def test_a_stopped_export_dies_with_its_server(tmp_path):
     """A download's export may be held stopped; should the server die meanwhile, the export must not stay stopped

@@ -4,7 +4,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT, run_cli
+
+pytestmark = pytest.mark.subprocess  # each starts `python -m runner`: the subprocess tier
 
 
 def closed_pipe(*args: str) -> subprocess.CompletedProcess:

@@ -12,6 +12,8 @@ from lab.spec import ExperimentSpec, ModelInfo, ParamInfo
 from runner import zoo
 from tests.conftest import run_cli
 
+pytestmark = pytest.mark.subprocess  # each starts `python -m runner`: the subprocess tier
+
 SECRET = "ghp_Zx9SECRETtoken4815162342"
 
 

@@ -75,6 +75,7 @@ def test_config_values_are_cast_to_each_fields_type_and_dropout_is_off():
         family_hf.config_for("GPT2LMHeadModel", {"scale_attn_weights": "maybe"})
 
 
+@pytest.mark.subprocess  # starts interpreters: the subprocess tier, not the in-process one
 @pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="transformers not installed")
 def test_the_hf_listing_read_from_transformers_sources_is_the_childs_and_imports_nothing(tmp_path):
     """runner.zoo.quick_listing reads transformers' auto mappings as text: the same entries the listing child makes
