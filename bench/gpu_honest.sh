@@ -10,7 +10,7 @@
 #   bash bench/gpu_honest.sh bert-ref      # BERT masked-LM training's reference, to 2 processes
 #   bash bench/gpu_honest.sh fork          # bench.fork_vs_fresh: fresh, forked, forked + gc.freeze, forked + own heap
 #                                          # (runner.child.prewarm.own_heap), 2 processes a way (about 330 s) -> $OUT/fork
-#   bash bench/gpu_honest.sh ref-more      # the launch-bound configurations' reference to 6 processes (3 more each
+#   bash bench/gpu_honest.sh ref-more      # the bimodal configurations' reference to 6 processes (3 more each
 #                                          # where $OUT/ha/reference.jsonl already holds 3: copy the kept one there first)
 set -uo pipefail
 . bench/device_wheels.sh
@@ -30,7 +30,7 @@ step() {
           timeout "$(left)" python3 -m bench.fork_vs_fresh --device cuda --model mlp:64 --model simplenet:32:reduce-overhead \
             --model complexnet:32 --repeat 2 --iters 10 -o "$OUT/fork/fork_vs_fresh.txt" 2> "$OUT/fork/runs.log" ;;
     ref-more) ha reference --out "$OUT/ha" --device cuda --cold --ref-processes 6 --only "mlp bs64 default" \
-                --only "simplenet bs32 reduce-overhead" --only "complexnet bs32 reduce-overhead" ;;
+                --only "simplenet bs32 reduce-overhead" --only "complexnet bs32 reduce-overhead" --only sincos ;;
     *) echo "step: sweeps, ref1, ref2, timm, bert-ref, fork, ref-more" >&2; exit 2 ;;
   esac
 }
