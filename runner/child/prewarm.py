@@ -11,7 +11,9 @@ from __future__ import annotations
 import gc
 import json
 import os
+import threading
 import time
+from typing import Callable
 
 ENV = "COMPILE_LAB_PREWARMED"  # set for the job by the warmed child: what it made before the job came
 HEAP_ENV = "COMPILE_LAB_OWN_HEAP"  # set for the job by a forked child: how its memory was made its own (own_heap)
@@ -33,18 +35,18 @@ def warm() -> dict:
             "libraries_s": round(time.perf_counter() - context, 3)}
 
 
-def own_heap() -> dict:
+def own_heap(ranges: list[tuple[int, int]] | None = None) -> dict:
     """Make the memory this fork shares with its preloaded parent its own, before its job, as a fresh interpreter's
-    is: each private writable mapping the parent had filled is written through at once (Linux's
-    MADV_POPULATE_WRITE, 5.14+), which copies its shared pages (copy-on-write); where the kernel cannot, each object
-    the collector tracks is referenced once (gc.get_objects), which copies the pages those lie on. A fork that did
-    neither pays the copies in its first compile, at first touch and at the first full collection, which walks the
-    parent's objects: on an H200 a small model's compiled first call took 0.24-0.45 s more forked than fresh (medians),
-    that collection 0.25-0.33 s against 0.18-0.22 (docs/measurement.md, bench.fork_vs_fresh). Nothing is
+    is: each private writable mapping the parent had filled (`ranges`, else read now) is written through at once
+    (Linux's MADV_POPULATE_WRITE, 5.14+), which copies its shared pages (copy-on-write); where the kernel cannot, each
+    object the collector tracks is referenced once (gc.get_objects), which copies the pages those lie on. A fork that
+    did neither pays the copies in its first compile, at first touch and at the first full collection, which walks
+    the parent's objects: on an H200 a small model's compiled first call took 0.24-0.45 s more forked than fresh
+    (medians), that collection 0.25-0.33 s against 0.18-0.22 (docs/measurement.md, bench.fork_vs_fresh). Nothing is
     collected: the collector's generations stay as the parent left them, so the job's first call still pays the full
     collections a fresh process pays. What was done: {"how", "mb", "s"}."""
     began = time.perf_counter()
-    copied = _populate_private()
+    copied = _populate_private(ranges)
     if copied is None:
         held = gc.get_objects()
         del held
@@ -52,22 +54,34 @@ def own_heap() -> dict:
             "s": round(time.perf_counter() - began, 3)}
 
 
+def own_heap_beside(work: Callable[[], dict]) -> tuple[dict, dict]:
+    """own_heap in a thread while `work` (the CUDA context) runs here: the write-through leaves the interpreter's lock
+    while the kernel copies, and the mappings are read first, so those `work` makes are never written through.
+    (own_heap's answer, its seconds counting the read; `work`'s)."""
+    began = time.perf_counter()
+    ranges = _private_ranges()
+    read_s, heap = time.perf_counter() - began, {}
+    thread = threading.Thread(target=lambda: heap.update(own_heap(ranges)), name="own heap")
+    thread.start()
+    try:
+        done = work()
+    finally:
+        thread.join()
+    return heap | {"s": round(heap.get("s", 0.0) + read_s, 3)}, done
+
+
 POPULATE_WRITE = 23  # MADV_POPULATE_WRITE (linux/mman.h)
 
 
-def _populate_private() -> int | None:
-    """Write through each private writable mapping at least half of which is resident (what the parent filled; not
-    a reservation it never touched); the bytes, or None where the kernel does not know how (or this is not Linux)."""
+def _private_ranges() -> list[tuple[int, int]] | None:
+    """Each private writable mapping at least half of which is resident (what the parent filled; not a reservation
+    it never touched), up to a line not as smaps writes it; None where smaps cannot be read or names none."""
     try:
-        import ctypes
-
-        madvise = ctypes.CDLL(None, use_errno=True).madvise
-        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
         with open("/proc/self/smaps") as f:
             text = f.read()
-    except (OSError, AttributeError):
+    except OSError:
         return None
-    done, mapping = 0, None
+    ranges, mapping = [], None
     for line in text.splitlines():
         head = line.split()
         if len(head) < 2:
@@ -80,11 +94,29 @@ def _populate_private() -> int | None:
             if mapping is None or head[0] != "Rss:":
                 continue
             resident = int(head[1]) * 1024
-        except ValueError:  # a line not as smaps writes it: nothing is written through from it on
-            return None if done == 0 else done
+        except ValueError:  # nothing is taken from here on
+            break
         (lo, hi), mapping = mapping, None
-        if resident * 2 < hi - lo:
-            continue
+        if resident * 2 >= hi - lo:
+            ranges.append((lo, hi))
+    return ranges or None
+
+
+def _populate_private(ranges: list[tuple[int, int]] | None = None) -> int | None:
+    """Write through `ranges` (else _private_ranges()); the bytes, or None where there are none or the kernel does
+    not know how (or this is not Linux)."""
+    ranges = ranges if ranges is not None else _private_ranges()
+    if not ranges:
+        return None
+    try:
+        import ctypes
+
+        madvise = ctypes.CDLL(None, use_errno=True).madvise
+        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    except (OSError, AttributeError):
+        return None
+    done = 0
+    for lo, hi in ranges:
         if madvise(lo, hi - lo, POPULATE_WRITE) == 0:
             done += hi - lo
         elif ctypes.get_errno() == 22 and done == 0:  # EINVAL at the first: a kernel before 5.14

@@ -191,9 +191,9 @@ def _become_own_group() -> None:
 
 def _warm_child(request: dict, job_r: int, warmed_w: int, result_fd: int) -> None:
     """In a child forked ahead of its job: its own group, the worker's environment, its CUDA context and math
-    libraries' handles made (runner.child.prewarm.warm), its heap its own (prewarm.own_heap); one byte on `warmed_w`
-    says so. Then its job request is read from `job_r` (to its end) and run as any forked child's; none (the pipe
-    closed): it exits. Never returns."""
+    libraries' handles made (runner.child.prewarm.warm) while its heap is made its own (prewarm.own_heap_beside);
+    one byte on `warmed_w` says so. Then its job request is read from `job_r` (to its end) and run as any forked
+    child's; none (the pipe closed): it exits. Never returns."""
     try:
         _become_own_group()
         devnull = os.open(os.devnull, os.O_RDWR)
@@ -205,8 +205,7 @@ def _warm_child(request: dict, job_r: int, warmed_w: int, result_fd: int) -> Non
         from runner.child.process import _die_with_parent
 
         _die_with_parent()
-        heap = prewarm.own_heap()  # before the CUDA context: the driver's own mappings are this child's already
-        warmed = prewarm.warm()
+        heap, warmed = prewarm.own_heap_beside(prewarm.warm)  # its mappings read first: the driver's are its own
         os.write(warmed_w, b"w")
         os.close(warmed_w)
         began, chunks = time.monotonic(), []

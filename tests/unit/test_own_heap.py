@@ -35,7 +35,7 @@ def _in_a_child(what) -> dict:
 def _in_a_fork(touch: bool, pages: bool = True) -> dict:
     def what():
         if not pages:  # as on a kernel without MADV_POPULATE_WRITE
-            prewarm._populate_private = lambda: None
+            prewarm._populate_private = lambda *_: None
         before, full = _private_kb(), gc.get_stats()[2]["collections"]
         heap = prewarm.own_heap() if touch else None
         return {"grew_kb": _private_kb() - before, "full": gc.get_stats()[2]["collections"] - full, "heap": heap}
@@ -100,3 +100,51 @@ def test_a_large_file_mapped_private_is_left_to_the_page_cache(tmp_path):
     # not copied into the child: a fork does not copy the page tables of a file mapping the parent only read (the
     # child refaults its pages from the page cache), so none of it counts as resident there
     assert said["kb"] < 1024, said
+
+
+def _rss_kb_at(address: int) -> int:
+    """Rss of this process's mapping that holds `address`, kB."""
+    inside = False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split()
+            if head and "-" in head[0] and ":" not in head[0]:
+                lo, hi = (int(x, 16) for x in head[0].split("-"))
+                inside = lo <= address < hi
+            elif inside and head[0] == "Rss:":
+                return int(head[1])
+    raise AssertionError(f"no mapping holds {address:#x}")
+
+
+def test_beside_the_cuda_context_the_heap_is_still_made_its_own_and_the_contexts_mappings_are_left_alone():
+    """own_heap_beside, as a child warmed ahead calls it around its CUDA context: `work` runs here and its answer
+    comes back; the parent's objects are copied as own_heap copies them; and a mapping `work` makes (the driver's,
+    on a GPU) is not written through, though most of it is resident: what to write was read before `work` began."""
+    import ctypes
+    import mmap
+
+    held = [{"n": i, "s": [i]} for i in range(300_000)]  # ~100 MB of tracked objects the parent holds
+    size = 32 * 2 ** 20
+
+    def context() -> dict:  # a private mapping, 3/4 of it touched, as a driver's would be
+        made = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        for i in range(0, size * 3 // 4, mmap.PAGESIZE):
+            made[i] = 1
+        context.kept = made
+        return {"at": ctypes.addressof(ctypes.c_char.from_buffer(made))}
+
+    def what():
+        before = _private_kb()
+        heap, done = prewarm.own_heap_beside(context)
+        return {"heap": heap, "done": done, "grew_kb": _private_kb() - before, "rss_kb": _rss_kb_at(done["at"])}
+
+    gc.disable()
+    try:
+        said = _in_a_child(what)
+    finally:
+        gc.enable()
+    del held
+    assert said["heap"]["how"] == "pages" and said["heap"]["s"] > 0, said
+    assert said["heap"]["mb"] >= 80 and said["grew_kb"] > 80_000, said  # the held objects' pages: copied
+    # 3/4 of its 32 MB resident, as `context` left it: not written through (it would read 32,768 kB)
+    assert 20_000 < said["rss_kb"] < 28_000, said
