@@ -71,15 +71,16 @@ def test_smaps_not_as_the_kernel_writes_it_falls_back_to_the_objects(monkeypatch
     assert prewarm.own_heap()["how"] == "objects"
 
 
-def _private_dirty_kb_of(path: str) -> int:
-    """Private_Dirty of this process's mappings of the file at `path`, kB."""
+def _kb_of(field: str, mapping) -> int:
+    """`field` (Rss, Private_Dirty, ...) summed over this process's mappings whose smaps header line `mapping` holds
+    for, kB."""
     total, inside = 0, False
     with open("/proc/self/smaps") as f:
         for line in f:
             head = line.split()
             if head and "-" in head[0] and ":" not in head[0]:
-                inside = line.rstrip().endswith(path)
-            elif inside and head[0] == "Private_Dirty:":
+                inside = mapping(line.rstrip())
+            elif inside and head[0] == f"{field}:":
                 total += int(head[1])
     return total
 
@@ -93,27 +94,14 @@ def test_a_large_file_mapped_private_is_left_to_the_page_cache(tmp_path):
         mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
     assert sum(mapped[i] for i in range(0, len(mapped), 4096)) == len(mapped) // 4096  # every page resident
     try:
-        said = _in_a_child(lambda: {"heap": prewarm.own_heap(), "kb": _private_dirty_kb_of(str(weights))})
+        said = _in_a_child(lambda: {"heap": prewarm.own_heap(),
+                                    "kb": _kb_of("Private_Dirty", lambda head: head.endswith(str(weights)))})
     finally:
         mapped.close()
     assert said["heap"]["how"] == "pages", said
     # not copied into the child: a fork does not copy the page tables of a file mapping the parent only read (the
     # child refaults its pages from the page cache), so none of it counts as resident there
     assert said["kb"] < 1024, said
-
-
-def _rss_kb_at(address: int) -> int:
-    """Rss of this process's mapping that holds `address`, kB."""
-    inside = False
-    with open("/proc/self/smaps") as f:
-        for line in f:
-            head = line.split()
-            if head and "-" in head[0] and ":" not in head[0]:
-                lo, hi = (int(x, 16) for x in head[0].split("-"))
-                inside = lo <= address < hi
-            elif inside and head[0] == "Rss:":
-                return int(head[1])
-    raise AssertionError(f"no mapping holds {address:#x}")
 
 
 def test_beside_the_cuda_context_the_heap_is_still_made_its_own_and_the_contexts_mappings_are_left_alone():
@@ -133,10 +121,16 @@ def test_beside_the_cuda_context_the_heap_is_still_made_its_own_and_the_contexts
         context.kept = made
         return {"at": ctypes.addressof(ctypes.c_char.from_buffer(made))}
 
+    def holds(address: int):
+        def it(head: str) -> bool:
+            lo, hi = (int(x, 16) for x in head.split()[0].split("-"))
+            return lo <= address < hi
+        return it
+
     def what():
         before = _private_kb()
         heap, done = prewarm.own_heap_beside(context)
-        return {"heap": heap, "done": done, "grew_kb": _private_kb() - before, "rss_kb": _rss_kb_at(done["at"])}
+        return {"heap": heap, "done": done, "grew_kb": _private_kb() - before, "rss_kb": _kb_of("Rss", holds(done["at"]))}
 
     gc.disable()
     try:
