@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -58,12 +59,14 @@ class Analyses:
 
 
 def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Path | None = None,
-        phases: Phases | None = None, role: Role | None = None) -> ResultRecord:
+        phases: Phases | None = None, role: Role | None = None, measured: Callable[[], None] = lambda: None
+        ) -> ResultRecord:
     """Measure one job: build, the first calls (with the accuracy check), the steady state's rounds, the analyses,
     the record. The compiler's texts (runner.child.capture.trace) go to `artifacts_dir`, whether it succeeds or not.
     A follow-up process (`role`) runs the same line with the headline clock alone: no compile trace, accuracy check,
     diagnosis clocks, analyses, artifacts, portable cache or traffic (its first run has them). Each step is a phase
-    in `phases` (lab.timeline): the worker builds the job's timeline from them."""
+    in `phases` (lab.timeline): the worker builds the job's timeline from them. `measured` is called once the GPU's
+    part is over (the clocks, the analyses, a traffic replay): what follows runs on the host alone."""
     started = time.perf_counter()
     phases = phases if phases is not None else Phases()
     role = role or Role()
@@ -87,6 +90,8 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
         with contextlib.suppress(Exception):  # and keeping them must not replace that error
             keep_artifacts(job, artifacts_dir if first_run else None, None)
         raise
+    if not (first_run and spec.traffic):  # a traffic replay, after the record, is the GPU's last part
+        measured()
     if first_run:
         with phases.phase("artifacts"):
             no_tlparse = keep_artifacts(job, artifacts_dir, report)
@@ -104,6 +109,7 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
             report("traffic", 0.0)
             with phases.phase("traffic"):
                 result.detail["traffic"] = traffic.replay(job, report)
+            measured()
         if loaded is not None:
             loaded["kernel_libraries_built"] = cache_bundle.built_here(loaded)
             loaded.pop("restored", None)

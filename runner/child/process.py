@@ -207,7 +207,7 @@ def run_job(args: argparse.Namespace) -> int:
         phases.add("child setup", entered, time.time())  # imports (torch itself in a fresh interpreter), spec, zoo
         role = measure.Role(repeat=args.repeat, cache_from_first_run=args.cache_from_first_run)
         result = measure.run(spec, entry, progress.report, Path(result_file).parent / "artifacts",
-                             phases, role)
+                             phases, role, measured)
         # the write's own end is when the worker sees the child exit: it closes the timeline's "result write"
         ResultFile.succeeded(result, phases.intervals, time.time()).write(result_file)
     except Exception as exc:  # every failure becomes a recorded reason, never a vanished job
@@ -238,14 +238,26 @@ def result_ready() -> None:
     """Tell the preloaded parent (runner.child.zygote) that the result file is complete, the log flushed: the worker then
     stores the result while this process exits. Tearing a CUDA context down took 0.12-0.2 s per job on an H100,
     per-job overhead that no longer waits (a forked child only; elsewhere the worker waits for the exit)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    _say(b"r", last=True)
+
+
+def measured() -> None:
+    """Tell the preloaded parent that this job is done with the GPU (its clocks, its analyses): what is left (its
+    artifacts, its record) runs on the host alone, so the next job's child may make its CUDA context now, beside it
+    (runner.worker.attempt). Said once, before result_ready; a forked child only."""
+    _say(b"g", last=False)
+
+
+def _say(byte: bytes, last: bool) -> None:
     fd = os.environ.get(RESULT_FD_ENV)
     if not fd:
         return
-    sys.stdout.flush()
-    sys.stderr.flush()
     try:
-        os.write(int(fd), b"r")
-        os.close(int(fd))
+        os.write(int(fd), byte)
+        if last:
+            os.close(int(fd))
     except (OSError, ValueError):  # the parent is gone: the worker learns of this child's end from its exit
         pass
 

@@ -9,13 +9,14 @@ first compiled call imports (triton) and, in a family's own parent (runner.worke
 building a model of that family imports (transformers; timm): runner/child/preload.py says why the first two and
 the last change no measured number and how the third is added back to the compiled first call.
 
-Protocol, one JSON object per line: we say {"ready": true} once preloaded; the worker writes {"argv", "env",
-"cwd", "log"} on our stdin; we answer {"pid"} once forked, then {"pid", "returncode"} when that child exits
-(negative: signal). {"warm": true, "env"} (no answer) forks the next job's child ahead of its job, on a CUDA worker
-once a job's GPU work is done: it makes its CUDA context and math library handles (runner.child.prewarm) beside the
-last job's end, then waits. A job request with "warm_ok" (a CUDA job, the device's environment unchanged) is handed
-to it, or to one warmed for it then (every CUDA job's child is made alike); else, on {"drop": true} (another parent's
-child runs the next job), or after WARM_KEEP_S unused (an idle worker holds no GPU context), it is killed unheard of.
+Protocol, one JSON object per line: we say {"ready": true} once preloaded; the worker writes {"argv", "env", "cwd",
+"log"} on our stdin; we answer {"pid"} once forked, then {"pid", "returncode"} when that child exits (negative:
+signal), and {"pid", "measured"} once it is done with the GPU. {"warm": true, "env"} (no answer) forks the next job's
+child ahead of its job, on a CUDA worker once a job's GPU work is done: it makes its CUDA context and math library
+handles (runner.child.prewarm) beside the last job's end, then waits. A job request with "warm_ok" (a CUDA job, the
+device's environment unchanged) is handed to it, or to one warmed for it then (every CUDA job's child is made alike);
+else, on {"drop": true} (another parent's child runs the next job), or after WARM_KEEP_S unused (an idle worker holds
+no GPU context), it is killed unheard of.
 """
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ import signal
 import sys
 import time
 
+from runner.child import nvml_facts
+
 WARM_KEEP_S = float(os.environ.get("COMPILE_LAB_WARM_KEEP_S") or 30)  # a child warmed ahead and unused by then is killed
 # what may differ between the environment a child was warmed in and its job's: read after the job starts (ours, the
 # compile caches' places), not by the CUDA runtime or its libraries when they start
@@ -37,13 +40,13 @@ def _preload() -> None:
     # while preloading, "is there a GPU?" asks NVML, not the CUDA runtime: torch's runtime device count marks every
     # later fork as unable to use CUDA, and inductor's and triton's imports ask (on an H100, every forked job then
     # failed "Cannot re-initialize CUDA in forked subprocess" though torch.cuda.is_initialized() said False). NVML
-    # itself is asked once, by a forked helper, before anything here starts a thread (_nvml_facts says why).
-    nvml = _nvml_facts()
+    # itself is asked once, by a forked helper, before anything here starts a thread (nvml_facts.facts says why).
+    nvml = nvml_facts.facts()
     os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     import numpy  # noqa: F401
     import torch  # noqa: F401
 
-    with _nvml_answered(torch, nvml):
+    with nvml_facts.answered(torch, nvml):
         import lab.spec  # noqa: F401
         import runner.child.measure  # noqa: F401  (what every job imports: the protocol and its steps)
         import runner.child.process  # noqa: F401
@@ -59,68 +62,6 @@ def _preload() -> None:
     if torch.cuda.is_initialized() or not _forks_can_use_cuda():  # the worker then preloads less, or uses fresh ones
         sys.exit("compile-lab: a child forked from the preloaded parent cannot use CUDA (preloading touched it); "
                  "not forking children")
-
-
-def _nvml_facts() -> dict | None:
-    """NVML's device count and GPU UUIDs (what torch's NVML-based check reads), asked by a forked helper while this
-    process has its main thread alone: nvmlInit starts a thread that outlives nvmlShutdown, and with it every job's
-    fork would be a fork of a multi-threaded process (a lock that thread holds at the fork stays held in the child;
-    Python 3.12 warns at each fork). None where there is no NVML (no NVIDIA driver): torch then finds none either."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the helper: NVML through ctypes, nothing imported
-        try:
-            os.close(r)
-            os.write(w, json.dumps(_ask_nvml()).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    with os.fdopen(r, "rb") as answer:
-        text = answer.read()
-    os.waitpid(pid, 0)
-    try:
-        facts = json.loads(text)
-    except ValueError:  # the helper died: torch asks NVML itself, as it would without us
-        return None
-    return facts if isinstance(facts, dict) else None
-
-
-def _ask_nvml() -> dict | None:
-    import ctypes
-
-    try:
-        nvml = ctypes.CDLL("libnvidia-ml.so.1")
-    except OSError:
-        return None
-    count = ctypes.c_int(-1)
-    if nvml.nvmlInit() != 0 or nvml.nvmlDeviceGetCount_v2(ctypes.byref(count)) != 0:
-        return None
-    uuids = []
-    for i in range(count.value):
-        handle, buf = ctypes.c_void_p(), ctypes.create_string_buffer(96)
-        if nvml.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(handle)) or nvml.nvmlDeviceGetUUID(handle, buf, 96):
-            return {"count": count.value, "uuids": None}
-        uuids.append(buf.raw.decode("ascii").strip("\0"))
-    return {"count": count.value, "uuids": uuids}
-
-
-@contextlib.contextmanager
-def _nvml_answered(torch, facts: dict | None):
-    """While preloading, torch's NVML questions answered from `facts` instead of NVML itself (torch.cuda's two raw
-    NVML readers, which its NVML-based device count calls); left alone where there are no facts or no readers."""
-    cuda = torch.cuda
-    readers = ("_raw_device_count_nvml", "_raw_device_uuid_nvml")
-    if facts is None or not all(hasattr(cuda, name) for name in readers):
-        yield
-        return
-    saved = {name: getattr(cuda, name) for name in readers}
-    cuda._raw_device_count_nvml = lambda: facts["count"]
-    cuda._raw_device_uuid_nvml = lambda: list(facts["uuids"]) if facts["uuids"] is not None else None
-    try:
-        yield
-    finally:
-        for name, reader in saved.items():
-            setattr(cuda, name, reader)
 
 
 def _forks_can_use_cuda() -> bool:
@@ -243,7 +184,8 @@ def main() -> int:
         out.flush()
 
     def hear(pid: int) -> None:
-        """The child's "result ready" byte, if it wrote one: {"pid", "result": true} (always before its exit)."""
+        """What the child said, if it said more: "g" (done with the GPU: runner.child.process.measured) as {"pid",
+        "measured": true}, then its "result ready" byte as {"pid", "result": true} (always before its exit)."""
         fd = children.get(pid)
         if fd is None:
             return
@@ -252,6 +194,10 @@ def main() -> int:
             said = os.read(fd, 16)
         except BlockingIOError:
             return
+        if said[:1] == b"g":
+            send({"pid": pid, "measured": True})
+            if not (said := said[1:]):  # its result, or its end, is still to come
+                return
         children[pid] = None
         os.close(fd)
         if said:

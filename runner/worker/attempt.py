@@ -3,6 +3,7 @@ run the child in its own process group, watch it (timeout, lease, cancel, the wo
 `Attempt` is handed what it needs (claim, spec, paths, store, what its worker lends), never the worker."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -190,6 +191,9 @@ class Attempt:
     # -- watch it ---------------------------------------------------------------------------------
     def watch(self, proc, child: Child) -> Outcome | int:
         """Look at the running child every tick until it exits (its exit code) or must end now (an Outcome)."""
+        self.warm_asked = not (self.spec.device == "cuda" and self.lent.probe.get("cuda"))
+        if hasattr(proc, "when_measured"):  # a forked child says when it is done with the GPU, before its artifacts
+            proc.when_measured(self.warm_next)
         while (rc := proc.wait(SUPERVISE_TICK_S)) is None and not getattr(proc, "result_ready", False):
             ended_now = self._look(proc, child)
             if ended_now is not None:
@@ -198,11 +202,15 @@ class Attempt:
         # when the worker learned the child exited, or (a forked child) that its result is complete while its
         # exit, the CUDA context's teardown, goes on (runner.child.process.result_ready): closes "result write"
         self.steps.marks["child exited"] = time.time()
-        if self.spec.device == "cuda" and self.lent.probe.get("cuda") and not self.lent.stop.is_set():
-            # its GPU work done: the next child warms beside this job's end and the next claim (runner.child.prewarm),
-            # in the parent of this job's family
-            self.lent.spawner.prewarm(self.lent.env, family_of(self.spec.model))
+        self.warm_next()
         return 0 if rc is None else rc
+
+    def warm_next(self) -> None:
+        """Once this job's GPU work is done, the next child warms beside the rest: this job's artifacts, record and
+        store, and the next claim (runner.child.prewarm), in the parent of this job's family."""
+        if not self.warm_asked and not self.lent.stop.is_set():
+            self.lent.spawner.prewarm(self.lent.env, family_of(self.spec.model))
+        self.warm_asked = True
 
     def _look(self, proc, child: Child) -> Outcome | None:
         """One look at a running child: an Outcome if it must end now."""
@@ -365,10 +373,8 @@ def kill_group(proc) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:  # a child forked a moment ago may not lead its own group yet
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     except PermissionError:
         pass
     if running and getattr(proc, "result_ready", False):  # its result is stored; its exit is its own (and quick)

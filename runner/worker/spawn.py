@@ -10,6 +10,7 @@ import select
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from runner.child.preload import FAMILIES_ENV, FAMILY_MODULES
@@ -98,6 +99,11 @@ class ForkedChild:
         """The child said its result file is complete (runner.child.process.result_ready); it may still be exiting."""
         return self.pid in self._spawner._results
 
+    def when_measured(self, then: Callable[[], None]) -> None:
+        """Call `then` as soon as the child says it is done with the GPU (runner.child.process.measured), as that is
+        heard (while the worker waits on it); never, if it ends without saying so."""
+        self._spawner._when_measured[self.pid] = then
+
     def forget(self) -> None:
         """Its exit, when it comes, is nobody's business (the worker has what it needs and stopped its group)."""
         self._spawner.forget(self.pid)
@@ -114,6 +120,7 @@ class ForkSpawner(Spawner):
         self._buffer = b""
         self._exits: dict[int, int] = {}
         self._results: set[int] = set()  # children that said their result is ready
+        self._when_measured: dict[int, Callable[[], None]] = {}  # what to do once a child is done with the GPU
         self._forgotten: set[int] = set()  # children whose exit nobody waits for
         self._ready = False
 
@@ -146,7 +153,10 @@ class ForkSpawner(Spawner):
             self._ready = True
         elif msg.get("result"):
             self._results.add(msg["pid"])
+        elif msg.get("measured"):
+            self._when_measured.pop(msg["pid"], lambda: None)()
         elif "returncode" in msg:
+            self._when_measured.pop(msg["pid"], None)
             if msg["pid"] in self._forgotten:
                 self._forgotten.discard(msg["pid"])
                 self._results.discard(msg["pid"])
@@ -196,7 +206,7 @@ class ForkSpawner(Spawner):
             msg = self._read(timeout=600)
             if msg is None:
                 raise SpawnError("the preloaded parent did not answer within 600 s")
-            if "returncode" in msg or msg.get("ready") or msg.get("result") or msg.get("dropped"):
+            if "returncode" in msg or msg.get("ready") or msg.get("result") or msg.get("dropped") or msg.get("measured"):
                 self._take(msg)  # ("dropped": a drop_warm's answer come too late for it)
             else:
                 self._exits.pop(msg["pid"], None)  # a reused pid: an old exit is not this child's

@@ -141,3 +141,42 @@ def test_the_worker_asks_for_a_warmed_child_once_a_cuda_jobs_child_is_done(tmp_p
                   SimpleNamespace(marks={}))
     assert job.watch(SimpleNamespace(wait=lambda timeout: 0), None) == 0
     assert asked_for == ([({"A": "1"}, "")] if asked else [])  # a zoo model's: the plain preloaded parent
+
+
+def test_the_next_child_is_asked_for_when_the_job_says_it_is_done_with_the_gpu_and_only_then(tmp_path):
+    """A forked child says it is done with the GPU before its artifacts and record (runner.child.process.measured):
+    the next child is asked for as that is heard, while the job goes on, and not asked for again at its end."""
+    from db.queue import Claim
+    from runner.worker.attempt import Attempt, JobPaths, Lent
+
+    asked_for, registered, seen = [], [], []
+    spawner = SimpleNamespace(prewarm=lambda env, family: asked_for.append(env))
+    lent = Lent(env={"A": "1"}, spawner=spawner, home=tmp_path, models_dirs=[], probe={"cuda": True}, signer=None,
+                worker_id="w", hostname="h", cpus=[0], threads=1, beat_s=1.0, grace_s=1.0, stop=threading.Event(),
+                hurry=threading.Event(), strikes=None)
+    spec = ExperimentSpec(model="tiny", batch_size=2, device="cuda")
+    claim = Claim(job_id=1, token="t", attempt=1, spec=spec.to_dict(), follow_up=None)
+    job = Attempt(claim, spec, JobPaths.under(tmp_path, claim), SimpleNamespace(engine=None), lent,
+                  SimpleNamespace(marks={}))
+
+    def wait(timeout):  # the child says "measured" while the worker waits on it, then exits
+        registered[0]()
+        seen.append(len(asked_for))
+        return 0
+
+    assert job.watch(SimpleNamespace(wait=wait, when_measured=registered.append), None) == 0
+    assert seen == [1] and asked_for == [{"A": "1"}]
+
+
+def test_a_forked_child_says_it_is_done_with_the_gpu_after_its_analyses_and_before_its_result(spawner, tmp_path):
+    from runner.worker.lease import read_progress
+
+    folder = tmp_path / "job"
+    child = spawner.start(_job(tmp_path, "job"), dict(os.environ), folder, folder / "log")
+    heard = []
+    child.when_measured(lambda: heard.append((child.result_ready, (folder / "result.json").exists(),
+                                              read_progress(folder / "progress.jsonl")[0])))
+    while child.wait(120) is None and not child.result_ready:
+        pass
+    assert json.loads((folder / "result.json").read_text())["status"] == "succeeded"
+    assert heard == [(False, False, "counting kernels")]  # once: its kernels counted, its result not yet written
