@@ -10,8 +10,13 @@
 #   bash bench/gpu_honest.sh bert-ref      # BERT masked-LM training's reference, to 2 processes
 #   bash bench/gpu_honest.sh fork          # bench.fork_vs_fresh: fresh, forked, forked + gc.freeze, forked + own heap
 #                                          # (runner.child.prewarm.own_heap), 2 processes a way (about 330 s) -> $OUT/fork
-#   bash bench/gpu_honest.sh order         # complexnet reduce-overhead's cold first call alone in a worker, after
-#                                          # complexnet default in another, and in 2 fresh scripts -> $OUT/order
+#   bash bench/gpu_honest.sh paired1; ...paired2; ...paired3; ...sweepB   # sweep A beside the cold reference, a
+#                                          # configuration at a time (honest_answers paired: the machine's drift on
+#                                          # both alike), in three calls of about 500, 400 and 470 s, then a plain
+#                                          # sweep B (about 215 s: the per-job overhead); copy each call's ha/ to
+#                                          # DIR1..DIR4, then here:
+#     python -m bench.honest_answers merge --out DIR --label A --from DIR1 --from DIR2 --from DIR3
+#     cp DIR4/sweep-B.db DIR/ && python -m bench.honest_answers table --out DIR --one-database
 #   bash bench/gpu_honest.sh ref-more      # the bimodal configurations' reference to 6 processes (3 more each
 #                                          # where $OUT/ha/reference.jsonl already holds 3: copy the kept one there first)
 set -uo pipefail
@@ -33,17 +38,14 @@ step() {
             --model complexnet:32 --repeat 2 --iters 10 -o "$OUT/fork/fork_vs_fresh.txt" 2> "$OUT/fork/runs.log" ;;
     ref-more) ha reference --out "$OUT/ha" --device cuda --cold --ref-processes 6 --only "mlp bs64 default" \
                 --only "simplenet bs32 reduce-overhead" --only "complexnet bs32 reduce-overhead" --only sincos ;;
-    order) mkdir -p "$OUT/order"  # is a configuration's cold first call cheaper after a like one in the same worker?
-           du -s ~/.triton /tmp/torchinductor_* > "$OUT/order/shared_caches.txt" 2>&1
-           ha sweep --out "$OUT/order" --label X --device cuda --only "complexnet bs32 reduce-overhead"  # alone
-           ha sweep --out "$OUT/order" --label Y --device cuda --only "complexnet bs32"  # default, then reduce-overhead
-           du -s ~/.triton /tmp/torchinductor_* >> "$OUT/order/shared_caches.txt" 2>&1
-           for i in 1 2; do  # fresh scripts' first calls, each its own empty caches
-             d=$(mktemp -d) && TORCHINDUCTOR_CACHE_DIR="$d/inductor" TRITON_CACHE_DIR="$d/triton" timeout "$(left)" \
-               python3 -m bench.harness_reference --model complexnet --batch 32 --mode reduce-overhead --device cuda \
-               --first-calls-only >> "$OUT/order/fresh.jsonl"
-           done ;;
-    *) echo "step: sweeps, ref1, ref2, timm, bert-ref, fork, ref-more, order" >&2; exit 2 ;;
+    paired1) ha paired --out "$OUT/ha" --device cuda --cold --sides A --only simplenet --only "mlp bs64 default" ;;
+    paired2) ha paired --out "$OUT/ha" --device cuda --cold --sides A --only "mlp bs64 reduce-overhead" --only sincos \
+               --only "complexnet bs32 default" ;;
+    paired3) ha paired --out "$OUT/ha" --device cuda --cold --sides A --only "complexnet bs32 reduce-overhead" \
+               --only convnetmix --only resnet18 ;;
+    sweepB) ha sweep --out "$OUT/ha" --label B --device cuda ;;
+    *) echo "step: sweeps, ref1, ref2, paired1, paired2, paired3, sweepB, timm, bert-ref, fork, ref-more" >&2
+       exit 2 ;;
   esac
 }
 [ $# -gt 0 ] || set -- help

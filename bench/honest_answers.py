@@ -16,6 +16,9 @@ with the checks the answer must pass:
 
     python -m bench.honest_answers sweep --out DIR --label A     # one sweep of every configuration, drained
     python -m bench.honest_answers reference --out DIR           # 3 harness processes per configuration
+    python -m bench.honest_answers paired --out DIR --cold        # A's jobs, the reference, B's jobs, a configuration
+                                                                  # at a time: the machine's drift on all three alike
+    python -m bench.honest_answers merge --out DIR --label A --from D1 --from D2  # one sweep from several steps
     python -m bench.honest_answers table --out DIR [--out DIR2 ...]  # the table, from what the steps left
 
 Each step writes into DIR as it goes (sweep-A.db, reference.jsonl), so a step cut short leaves what it finished.
@@ -110,18 +113,60 @@ def sweep(args) -> None:
             worker.terminate()
             worker.wait(timeout=120)
     print(f"{args.label}: drained in {time.time() - started:.0f} s", flush=True)
-    src = sqlite3.connect(work / "lab.db")
-    with sqlite3.connect(out / f"sweep-{args.label}.db") as dst:  # one file, whole: the WAL folded in
+    _keep(work / "lab.db", out / f"sweep-{args.label}.db")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def _settled(proc: subprocess.Popen, quiet_cpu_s: float = 0.05, every_s: float = 1.0, limit_s: float = 600) -> float:
+    """Wait until `proc` and its descendants (a worker: its preloaded parent, its probe, its model listing) burn under
+    `quiet_cpu_s` of CPU in `every_s`, read from /proc: its start is over. The seconds that took."""
+    from runner.child.reaper import descendants, proc_stats
+
+    def cpu_s() -> float:
+        stats = proc_stats()
+        ticks = sum(sum(map(int, stats[p][1][11:15])) for p in [proc.pid, *descendants(proc.pid)]
+                    if p in stats)  # its own and its reaped children's: an ended probe's CPU still counts
+        return ticks / os.sysconf("SC_CLK_TCK")
+
+    began, last = time.time(), cpu_s()
+    while time.time() - began < limit_s and proc.poll() is None:
+        time.sleep(every_s)
+        now = cpu_s()
+        if now - last < quiet_cpu_s:
+            return time.time() - began
+        last = now
+    raise SystemExit(f"the worker did not settle within {limit_s:.0f} s (exit code {proc.poll()})")
+
+
+def merge(args) -> None:
+    """One sweep's databases from several steps (paired calls, each of some configurations) as one sweep-LABEL.db in
+    OUT, as one worker's would hold them, and their reference.jsonl lines after OUT's."""
+    out = Path(args.out)
+    _one_database([Path(f) / f"sweep-{args.label}.db" for f in args.sources], out / f"sweep-{args.label}.db",
+                  compact=True)
+    for f in args.sources:
+        if (Path(f) / "reference.jsonl").exists():
+            with open(out / "reference.jsonl", "a") as into:
+                into.write((Path(f) / "reference.jsonl").read_text())
+
+
+def _keep(db_file: Path, into: Path) -> None:
+    """A sweep's database copied out as one file, whole (the WAL folded in), over an earlier copy."""
+    src = sqlite3.connect(db_file)
+    with sqlite3.connect(into) as dst:
         src.backup(dst)
     src.close()
-    shutil.rmtree(work, ignore_errors=True)
 
 
 def _submit_all(args, db: str, *extra: str) -> None:
     for name, flags in chosen(args).items():
-        done = _run(["-m", "runner", "submit", "--db", db, "--device", args.device, "--name", f"{args.label}: {name}",
-                     *flags, *extra])
-        print(f"{args.label}: {name}: {done.stdout.strip() or done.stderr.strip()}", flush=True)
+        _submit(args, db, args.label, name, flags, *extra)
+
+
+def _submit(args, db: str, label: str, name: str, flags: list[str], *extra: str) -> None:
+    done = _run(["-m", "runner", "submit", "--db", db, "--device", args.device, "--name", f"{label}: {name}",
+                 *flags, *extra])
+    print(f"{label}: {name}: {done.stdout.strip() or done.stderr.strip()}", flush=True)
 
 
 def _published(db: str) -> dict:
@@ -153,33 +198,82 @@ def _wait(done, what: str, limit_s: float = 600) -> None:
 def reference(args) -> None:
     """Per configuration, REF_PROCESSES fresh harness processes (one compile cache per configuration: the first
     compiles, the others find it), one JSON line each appended to reference.jsonl."""
-    out = Path(args.out)
     for name, flags in chosen(args).items():
-        cache = Path(args.ref_cache) if args.ref_cache else Path(tempfile.mkdtemp(prefix="ref-cache-"))
-        cmd = ["-m", "bench.harness_reference", "--model", flags[1], "--batch", _flag(flags, "--batch", "1"),
-               "--mode", _flag(flags, "--mode", "default"), "--dynamic", _flag(flags, "--dynamic", "none"),
-               "--task", _flag(flags, "--task", "inference"), "--device", args.device]
-        cmd += [x for i, x in enumerate(flags) if flags[i - 1] == "--arg" or x == "--arg"]
-        done_before = [json.loads(x) for x in (out / "reference.jsonl").read_text().splitlines()] \
-            if (out / "reference.jsonl").exists() else []
-        done_n = sum(r.get("config") == name and "speedup" in r for r in done_before)
-        for i in range(done_n, args.ref_processes):  # a step cut short and run again goes on where it stopped
-            # --cold: each process its own empty cache (its first call is a user's fresh script's on a new machine);
-            # else one cache for the configuration's processes here, whose first compiles it
-            where = cache / f"p{i}" if args.cold else cache
-            env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(where / "inductor"),
-                   "TRITON_CACHE_DIR": str(where / "triton")}
-            done = _run(cmd, env=env, timeout=900)
-            line = {"config": name, "process": i, "cold": bool(args.cold or i == done_n) and not args.ref_cache}
-            try:
-                line |= json.loads(done.stdout.strip().splitlines()[-1])
-            except (ValueError, IndexError):
-                line["error"] = (done.stderr.strip().splitlines() or ["no output"])[-1][:300]
-            with open(out / "reference.jsonl", "a") as f:
-                f.write(json.dumps(line) + "\n")
-            print(json.dumps(line), flush=True)
-        if not args.ref_cache:
-            shutil.rmtree(cache, ignore_errors=True)
+        _reference_of(args, name, flags)
+
+
+def _reference_of(args, name: str, flags: list[str]) -> None:
+    """One configuration's reference processes, appended to reference.jsonl as each ends."""
+    out = Path(args.out)
+    cache = Path(args.ref_cache) if args.ref_cache else Path(tempfile.mkdtemp(prefix="ref-cache-"))
+    cmd = ["-m", "bench.harness_reference", "--model", flags[1], "--batch", _flag(flags, "--batch", "1"),
+           "--mode", _flag(flags, "--mode", "default"), "--dynamic", _flag(flags, "--dynamic", "none"),
+           "--task", _flag(flags, "--task", "inference"), "--device", args.device]
+    cmd += [x for i, x in enumerate(flags) if flags[i - 1] == "--arg" or x == "--arg"]
+    done_before = [json.loads(x) for x in (out / "reference.jsonl").read_text().splitlines()] \
+        if (out / "reference.jsonl").exists() else []
+    done_n = sum(r.get("config") == name and "speedup" in r for r in done_before)
+    for i in range(done_n, args.ref_processes):  # a step cut short and run again goes on where it stopped
+        # --cold: each process its own empty cache (its first call is a user's fresh script's on a new machine);
+        # else one cache for the configuration's processes here, whose first compiles it
+        where = cache / f"p{i}" if args.cold else cache
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(where / "inductor"),
+               "TRITON_CACHE_DIR": str(where / "triton")}
+        done = _run(cmd, env=env, timeout=900)
+        line = {"config": name, "process": i, "cold": bool(args.cold or i == done_n) and not args.ref_cache}
+        try:
+            line |= json.loads(done.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            line["error"] = (done.stderr.strip().splitlines() or ["no output"])[-1][:300]
+        with open(out / "reference.jsonl", "a") as f:
+            f.write(json.dumps(line) + "\n")
+        print(json.dumps(line), flush=True)
+    if not args.ref_cache:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def paired(args) -> None:
+    """Sweeps A and B and the cold reference, configuration by configuration: A's jobs (its first run and the
+    follow-ups it calls for), then the reference's fresh processes, then B's jobs. Each sweep has its own worker,
+    started once and left waiting between its turns (a child warmed ahead is kept 3 s, so no idle CUDA context sits
+    beside another side's run). Run one after the other, a sweep and the reference were minutes apart, and on one
+    H200 lease the fresh scripts' cold first calls moved by up to 20% between calls while the worker's held: the
+    machine's own drift, which this order puts on all three sides alike. Each sweep's database is written out after
+    every configuration, so a step cut short keeps what it finished. Per-job overhead is a plain sweep's to judge:
+    here a configuration's first run finds no child warmed ahead (the reference ran since). `--sides A`: one sweep
+    beside the reference (a plain `sweep` of B then gives the per-job overhead; `merge` joins steps' databases)."""
+    if args.set != "seeds":
+        raise SystemExit("paired: the seed configurations only (a family's jobs wait for the worker's listing)")
+    out, work = Path(args.out), Path(tempfile.mkdtemp(prefix="honest-paired-"))
+    env = {**os.environ, "COMPILE_LAB_WARM_KEEP_S": "3"}
+    workers = {}
+    try:
+        for label in args.sides:  # one after the other, each left to finish its start: none takes a core from the other
+            db = f"sqlite:///{work / f'{label}.db'}"
+            cmd = [sys.executable, "-m", "runner", "work", "--no-calibrate", "--db", db, "--home", str(work / label),
+                   *(["--gpu", "0"] if args.device == "cuda" else [])]
+            with open(out / f"worker-{label}.log", "a") as log:
+                workers[label] = (db, subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
+            print(f"{label}: worker settled after {_settled(workers[label][1]):.0f} s", flush=True)
+        for name, flags in chosen(args).items():
+            for side in [args.sides[0], "reference", *args.sides[1:]]:
+                started = time.time()
+                if side == "reference":
+                    _reference_of(args, name, flags)
+                    continue
+                db, worker = workers[side]
+                _submit(args, db, side, name, flags)
+                _wait(lambda db=db, worker=worker: not _open_jobs(db) or worker.poll() is not None, f"{side}: {name}",
+                      limit_s=3600)
+                if worker.poll() is not None:
+                    raise SystemExit(f"worker {side} exited ({worker.returncode}); its log: {out}/worker-{side}.log")
+                _keep(work / f"{side}.db", out / f"sweep-{side}.db")
+                print(f"{side}: {name}: done in {time.time() - started:.0f} s", flush=True)
+    finally:
+        for _db, worker in workers.values():
+            worker.terminate()
+            worker.wait(timeout=120)
+    shutil.rmtree(work, ignore_errors=True)
 
 
 def _cold_scripts(files: list[str]) -> dict[str, list[float]]:
@@ -200,18 +294,22 @@ def _cold_scripts(files: list[str]) -> dict[str, list[float]]:
     return {k: v for k, v in out.items() if v}
 
 
-def _one_database(db_files: list[Path], into: Path) -> Path:
+def _one_database(db_files: list[Path], into: Path, compact: bool = False) -> Path:
     """The sweeps' databases as one, as a lab's would hold them (each sweep's jobs, results and sweep rows, ids moved
-    past the ones before): the answer then judges the device's spread between processes from both sweeps' runs."""
+    past the ones before): the answer then judges the device's spread between processes from both sweeps' runs. The
+    n-th database's ids move by fixed steps (sweeps 1000 n, jobs and results 100,000 n: _sweep_rows finds its own
+    jobs by them), or, `compact`, just past the ones before (merge: one sweep's steps, itself a database to join)."""
     shutil.copyfile(db_files[0], into)
     con = sqlite3.connect(into)
     for n, other in enumerate(db_files[1:], start=1):
         con.execute("ATTACH DATABASE ? AS other", (str(other),))
+        past = {t: con.execute(f"SELECT coalesce(max(id), 0) FROM main.{t}").fetchone()[0] if compact else step * n
+                for t, step in (("sweeps", 1000), ("jobs", 100_000), ("results", 100_000))}
         for table, moved in (("sweeps", {"id"}), ("jobs", {"id", "sweep_id", "follow_up_of"}),
                              ("results", {"id", "job_id"})):
             cols = [r[1] for r in con.execute(f"PRAGMA main.table_info({table})")]
-            shift = {"sweep_id": 1000 * n, "id": 1000 * n if table == "sweeps" else 100_000 * n}
-            picked = ", ".join(f"{c} + {shift.get(c, 100_000 * n)}" if c in moved else c for c in cols)
+            shift = {"sweep_id": past["sweeps"], "id": past[table]}
+            picked = ", ".join(f"{c} + {shift.get(c, past['jobs'])}" if c in moved else c for c in cols)
             con.execute(f"INSERT INTO main.{table} ({', '.join(cols)}) SELECT {picked} FROM other.{table}")
         con.commit()
         con.execute("DETACH DATABASE other")
@@ -513,7 +611,7 @@ def _share(flags: list[bool]) -> str:
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("step", choices=("sweep", "reference", "table"))
+    p.add_argument("step", choices=("sweep", "reference", "paired", "merge", "table"))
     p.add_argument("--out", action="append", dest="out_all", default=None)
     p.add_argument("--label", default="A")
     p.add_argument("--device", default="cuda")
@@ -524,6 +622,10 @@ def main() -> int:
                    help="table: each sweep's answer read from one database of every sweep in its folder, as a lab's "
                         "would hold them: the device's spread between processes judged from all of them")
     p.add_argument("--home", help="sweep: the worker's home (default: a fresh one)")
+    p.add_argument("--sides", default="AB", help="paired: the sweeps' labels, one letter each: the first runs before the "
+                   "reference, the others after it")
+    p.add_argument("--from", dest="sources", action="append", default=[], metavar="DIR",
+                   help="merge: a step's folder, with its sweep-LABEL.db (repeated: one per step)")
     p.add_argument("--set", choices=tuple(SETS), default="seeds", help="seeds: the seed notes' configurations; "
                    "real: Hugging Face and timm models by name (issue 26)")
     p.add_argument("--ref-processes", type=int, default=REF_PROCESSES)
@@ -538,7 +640,7 @@ def main() -> int:
     args.out_all = args.out_all or [os.environ.get("OUT") or tempfile.mkdtemp()]
     args.out = args.out_all[0]
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    {"sweep": sweep, "reference": reference, "table": table}[args.step](args)
+    {"sweep": sweep, "reference": reference, "paired": paired, "merge": merge, "table": table}[args.step](args)
     return 0
 
 
