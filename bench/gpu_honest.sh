@@ -10,12 +10,12 @@
 #   bash bench/gpu_honest.sh bert-ref      # BERT masked-LM training's reference, to 2 processes
 #   bash bench/gpu_honest.sh fork          # bench.fork_vs_fresh: fresh, forked, forked + gc.freeze, forked + own heap
 #                                          # (runner.child.prewarm.own_heap), 2 processes a way (about 330 s) -> $OUT/fork
-#   bash bench/gpu_honest.sh paired1; ...paired2; ...paired3; ...sweepB   # sweep A beside the cold reference, a
-#                                          # configuration at a time (honest_answers paired: the machine's drift on
-#                                          # both alike), in three calls of about 500, 400 and 470 s, then a plain
-#                                          # sweep B (about 215 s: the per-job overhead); copy each call's ha/ to
-#                                          # DIR1..DIR4, then here:
+#   bash bench/gpu_honest.sh paired1; ...paired2; ...paired3   # sweep A beside the cold reference, a configuration
+#                                          # at a time (honest_answers paired: the machine's drift on both alike), in
+#                                          # three calls of about 410, 360 and 420 s; copy each call's ha/ to DIR1..3:
 #     python -m bench.honest_answers merge --out DIR --label A --from DIR1 --from DIR2 --from DIR3
+#   cp DIR/sweep-A.db .whl/ && bash bench/gpu_honest.sh sweepB   # a plain sweep B (about 215 s: the per-job overhead)
+#                                          # in A's database, as a lab's second sweep: A's processes its history
 #     cp DIR4/sweep-B.db DIR/ && python -m bench.honest_answers table --out DIR --one-database
 #   bash bench/gpu_honest.sh ref-more      # the bimodal configurations' reference to 6 processes (3 more each
 #                                          # where $OUT/ha/reference.jsonl already holds 3: copy the kept one there first)
@@ -43,7 +43,7 @@ step() {
                --only "complexnet bs32 default" ;;
     paired3) ha paired --out "$OUT/ha" --device cuda --cold --sides A --only "complexnet bs32 reduce-overhead" \
                --only convnetmix --only resnet18 ;;
-    sweepB) ha sweep --out "$OUT/ha" --label B --device cuda ;;
+    sweepB) ha sweep --out "$OUT/ha" --label B --device cuda $([ -f .whl/sweep-A.db ] && echo --continue .whl/sweep-A.db) ;;
     *) echo "step: sweeps, ref1, ref2, paired1, paired2, paired3, sweepB, timm, bert-ref, fork, ref-more" >&2
        exit 2 ;;
   esac

@@ -97,6 +97,8 @@ def sweep(args) -> None:
     out = Path(args.out)
     work = Path(tempfile.mkdtemp(prefix="honest-"))  # the database: never under OUT until it is whole
     home = Path(args.home or work / "home")  # the worker's: its host facts and kept caches serve a second sweep
+    if args.continue_db:  # the earlier sweep's database, as a lab's holds it: its processes are this one's history
+        shutil.copyfile(args.continue_db, work / "lab.db")
     db = f"sqlite:///{work / 'lab.db'}"
     worker_cmd = [sys.executable, "-m", "runner", "work", "--no-calibrate", "--db", db, "--home", str(home),
                   *(["--gpu", "0"] if args.device == "cuda" else [])]
@@ -317,6 +319,12 @@ def _one_database(db_files: list[Path], into: Path, compact: bool = False) -> Pa
     return into
 
 
+def _labels(db_file: Path) -> set[str]:
+    """The sweeps' labels a database holds ("A" of "A: mlp bs64 default")."""
+    with sqlite3.connect(db_file) as con:
+        return {name.split(": ", 1)[0] for (name,) in con.execute("SELECT name FROM sweeps") if ": " in name}
+
+
 def _sweep_rows(db_file: Path, shared: Path | None = None, offset: int = 0) -> dict:
     """{config name: (answer row, [job records])} of one sweep database, and its jobs' timelines. `shared`: the
     answer read from this database of every sweep (_one_database), for this sweep's jobs only, whose ids there are
@@ -330,18 +338,16 @@ def _sweep_rows(db_file: Path, shared: Path | None = None, offset: int = 0) -> d
     from lab import timeline
 
     engine = get_engine(f"sqlite:///{db_file}")
-    if shared is None:
-        rows = report(engine)
-    else:
-        label = db_file.stem.removeprefix("sweep-")
-        whole = get_engine(f"sqlite:///{shared}")
-        with reading(whole) as s:
-            ids = s.scalars(select(Sweep.id).where(Sweep.name.startswith(f"{label}: "))).all()
-        rows = report(whole, sweep_ids=ids)
+    label = db_file.stem.removeprefix("sweep-")  # a database may hold earlier sweeps too (sweep --continue)
+    whole = get_engine(f"sqlite:///{shared or db_file}")
+    with reading(whole) as s:
+        ids = s.scalars(select(Sweep.id).where(Sweep.name.startswith(f"{label}: "))).all()
+    rows = report(whole, sweep_ids=ids)
     with reading(engine) as s:
         jobs = s.execute(select(Job.id, Sweep.name, Job.status, Job.follow_up, Job.claimed_at, Result.disturbed,
                                 Result.noise_note, Result.detail)
-                         .join(Sweep, Sweep.id == Job.sweep_id).outerjoin(Result, Result.job_id == Job.id)).all()
+                         .join(Sweep, Sweep.id == Job.sweep_id).outerjoin(Result, Result.job_id == Job.id)
+                         .where(Sweep.name.startswith(f"{label}: "))).all()
     by_name: dict = {}
     for job_id, sweep_name, status, follow_up, _claimed, disturbed, note, detail in jobs:
         name = sweep_name.split(": ", 1)[1]
@@ -395,9 +401,16 @@ def table(args) -> None:
     work = Path(tempfile.mkdtemp(prefix="honest-table-"))
     for n, out in enumerate(outs):
         dbs = sorted(out.glob("sweep-*.db"))
-        shared = _one_database(dbs, work / f"all-{n}.db") if args.one_database and dbs else None
-        for i, db in enumerate(dbs):
-            sweeps[db.stem.removeprefix("sweep-")] = _sweep_rows(db, shared, 100_000 * i if shared else 0)
+        whole = next((db for db in dbs if _labels(db) >= {d.stem.removeprefix("sweep-") for d in dbs}), None)
+        if args.one_database and whole is not None:  # a sweep continued in the others' database (sweep --continue)
+            shared, offsets = whole, [0] * len(dbs)  # holds them all, under their own ids
+        elif args.one_database and dbs:
+            shared, offsets = _one_database(dbs, work / f"all-{n}.db"), [100_000 * i for i in range(len(dbs))]
+        else:
+            shared, offsets = None, [0] * len(dbs)
+        for db, offset in zip(dbs, offsets):
+            label = db.stem.removeprefix("sweep-")
+            sweeps.setdefault(label, {}).update(_sweep_rows(db, shared, offset))
     shutil.rmtree(work, ignore_errors=True)
     refs: dict[str, list[float]] = {}
     ref_cold: dict[str, list[float]] = {}  # the cold processes' compiled first calls (a fresh script's), s
@@ -622,6 +635,8 @@ def main() -> int:
                    help="table: each sweep's answer read from one database of every sweep in its folder, as a lab's "
                         "would hold them: the device's spread between processes judged from all of them")
     p.add_argument("--home", help="sweep: the worker's home (default: a fresh one)")
+    p.add_argument("--continue", dest="continue_db", metavar="FILE",
+                   help="sweep: go on in this earlier sweep's database (its processes are this sweep's history)")
     p.add_argument("--sides", default="AB", help="paired: the sweeps' labels, one letter each: the first runs before the "
                    "reference, the others after it")
     p.add_argument("--from", dest="sources", action="append", default=[], metavar="DIR",
