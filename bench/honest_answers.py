@@ -235,15 +235,15 @@ def _reference_of(args, name: str, flags: list[str]) -> None:
 
 
 def paired(args) -> None:
-    """Sweeps A and B and the cold reference, configuration by configuration: A's jobs (its first run and the
-    follow-ups it calls for), then the reference's fresh processes, then B's jobs. Each sweep has its own worker,
-    started once and left waiting between its turns (a child warmed ahead is kept 3 s, so no idle CUDA context sits
-    beside another side's run). Run one after the other, a sweep and the reference were minutes apart, and on one
-    H200 lease the fresh scripts' cold first calls moved by up to 20% between calls while the worker's held: the
-    machine's own drift, which this order puts on all three sides alike. Each sweep's database is written out after
-    every configuration, so a step cut short keeps what it finished. Per-job overhead is a plain sweep's to judge:
-    here a configuration's first run finds no child warmed ahead (the reference ran since). `--sides A`: one sweep
-    beside the reference (a plain `sweep` of B then gives the per-job overhead; `merge` joins steps' databases)."""
+    """Sweeps A and B and the cold reference, configuration by configuration: A's jobs (its first run and the follow-ups
+    it calls for), then the reference's fresh processes, then B's jobs. Each sweep has its own worker, started once
+    and left waiting between its turns (a child warmed ahead is kept 3 s, so no idle CUDA context sits beside another
+    side's run). Run one after the other, a sweep and the reference are minutes apart: on two H200 leases the fresh
+    scripts' cold first calls, run after the sweeps, differed 10-30% while the worker's large models' under 3%. Whatever
+    the machine's speed does over minutes, this order puts on all three sides alike. Each sweep's database is written
+    out after every configuration, so a step cut short keeps what it finished. Per-job overhead is a plain sweep's to
+    judge: here a configuration's first run finds no child warmed ahead (the reference ran since). `--sides A`: one
+    sweep beside the reference (a plain `sweep` of B then gives the per-job overhead; `merge` joins steps' databases)."""
     if args.set != "seeds":
         raise SystemExit("paired: the seed configurations only (a family's jobs wait for the worker's listing)")
     out, work = Path(args.out), Path(tempfile.mkdtemp(prefix="honest-paired-"))
