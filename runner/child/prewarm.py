@@ -1,12 +1,11 @@
-"""What a child forked ahead of its job does before the job comes (runner.child.zygote): on a CUDA worker, once a
-job's child says its GPU work is done (runner.child.process.measured), the next job's child makes its CUDA context and
-the math library's handle beside that job's end (its artifacts and record, its result stored, its compile report made,
-the next claim), instead of on the next job's time. The job then
-finds them made: its "CUDA context" phase and its library warm-up take almost nothing, and its record says what was
-made before it came (`detail.prewarmed`). A CUDA job none was warmed for (a worker's first, or one after a CPU job)
-gets a child warmed for it then, the same way (`ahead: false`), so every CUDA job's child is made alike. What the job
-measures is unchanged: its first calls still follow its own library warm-up (runner.child.build.warm_libraries), as
-a fresh child's do."""
+"""What a child forked ahead of its job does before the job comes (runner.child.zygote): on a CUDA worker, once a job's
+child says its GPU work is done (runner.child.process.measured), the next job's child makes its CUDA context and the
+math library's handle beside that job's end (its artifacts and record, its result stored, its compile report made,
+the next claim), instead of on the next job's time. The job then finds them made: its "CUDA context" phase and its
+library warm-up take almost nothing, and its record says what was made before it came (`detail.prewarmed`). A CUDA
+job none was warmed for (a worker's first, or one after a CPU job) gets a child warmed for it then, the same way
+(`ahead: false`), so every CUDA job's child is made alike. What the job measures is unchanged: its first calls still
+follow its own library warm-up (runner.child.build.warm_libraries), as a fresh child's do."""
 from __future__ import annotations
 
 import gc
@@ -14,7 +13,7 @@ import json
 import os
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 ENV = "COMPILE_LAB_PREWARMED"  # set for the job by the warmed child: what it made before the job came
 HEAP_ENV = "COMPILE_LAB_OWN_HEAP"  # set for the job by a forked child: how its memory was made its own (own_heap)
