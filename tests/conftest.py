@@ -279,6 +279,18 @@ def records(db_url: str, **kw) -> dict[int, dict]:
     return {r["job_id"]: r for r in export_records(get_engine(db_url), include_raw=True, **kw)}
 
 
+def result_detail(db_url: str, job_id: int) -> dict:
+    """The stored result's whole detail (the export holds some of its keys)."""
+    from sqlalchemy import select
+
+    from db.database import get_engine
+    from db.engine import reading
+    from db.models import Result
+
+    with reading(get_engine(db_url)) as s:
+        return s.scalar(select(Result.detail).where(Result.job_id == job_id))
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -96,7 +96,8 @@ def detail(job: Setup, first: FirstCalls, steady: SteadyState, work: dict, kerne
     """The record's `detail`: what the compiler said and did, the calls each clock made per round, and the host and
     GPU around the rounds (the raw material behind the numbers; db.results exports some of it as columns)."""
     spec, timer = job.spec, job.timer
-    breakdown = compile_breakdown(first.metrics, first.compiled_first_s - lab_in_first_call_s(first))
+    traced = job.trace.shares.of(first.metrics)  # where in the compile capturing the trace took its share
+    breakdown = compile_breakdown(first.metrics, first.compiled_first_s - lab_in_first_call_s(first), traced)
     if preloaded:
         breakdown[preload.COMPILE_PART] = preloaded
     return {
@@ -113,7 +114,8 @@ def detail(job: Setup, first: FirstCalls, steady: SteadyState, work: dict, kerne
         # the compiled first call timed in this process, and the imports a preloading parent spared it
         # and what capturing the compile trace added inside it (left out of compiled_first_call_s: no script pays it)
         "first_call_parts": {"timed_in_child_s": first.compiled_first_s, "preloaded_imports_s": preloaded,
-                             "trace_capture_s": traced_s(first), "runtime_autotune_s": first.autotune_s,
+                             "trace_capture_s": traced_s(first), "trace_capture_by_part_s": traced,
+                             "runtime_autotune_s": first.autotune_s,
                              "retimed_left_out_s": first.retimed_s,
                              "gc_pause_s": (first.gc_pauses or {}).get("seconds")},
         "first_call_gc": first.gc_pauses,

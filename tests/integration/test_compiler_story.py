@@ -5,8 +5,10 @@ first keeps its trace too and, where the worker has tlparse (PyPI `tlparse`), it
 with --trace false, does not. A job whose compile fails keeps its trace."""
 import zipfile
 
+import pytest
+
 from runner.child.capture.tlparse_report import ENV, executable
-from tests.conftest import records, run_cli, submit, work
+from tests.conftest import records, result_detail, run_cli, submit, work
 
 
 def test_kernels_caches_and_output_code_of_a_real_compile(db_url, tmp_path):
@@ -28,6 +30,16 @@ def test_kernels_caches_and_output_code_of_a_real_compile(db_url, tmp_path):
         names = {a["name"]: a for a in r["artifacts"]}
         assert {"output_code", "fx_graphs"} <= set(names)
         assert 0 < names["output_code"]["stored_bytes"] < names["output_code"]["bytes"]  # compressed
+        # the first call's parts add up to it, each without what capturing the trace cost inside it (torch times that
+        # share; the first call leaves it out): the rest is not squeezed by it
+        parts, phases = r["compile_breakdown_s"], r["compile_phases_s"]
+        said = result_detail(db_url, job_id)["first_call_parts"]
+        traced = said["trace_capture_by_part_s"]
+        assert sum(parts.values()) == pytest.approx(r["compiled_first_call_s"], abs=1e-6)
+        assert sum(traced.values()) == pytest.approx(said["trace_capture_s"], rel=0.2, abs=2e-3)
+        assert traced["aot autograd"] > 0  # a first run captures the trace (--trace false only keeps none of it)
+        assert parts["aot autograd"] == pytest.approx(phases["aot_autograd"] - phases.get("inductor", 0.0)
+                                                      - traced["aot autograd"], abs=1e-6)
     failed = recs[broken]
     assert failed["status"] == "failed" and "fullgraph=True" in failed["error"]
     assert {a["name"] for a in failed["artifacts"]} == {"trace"} | ({"tlparse"} if tlparse else set())

@@ -12,20 +12,10 @@ from db.database import get_engine
 from db.models import JobStatus
 from db.reports import report
 from runner.worker.lease import read_progress
-from tests.conftest import job_row, records, start_worker, submit, wait_until
+from tests.conftest import job_row, records, result_detail, start_worker, submit, wait_until
 from tests.dashboard.test_pages import ok, page
 
 pytestmark = pytest.mark.alone  # another process on the cores is a disturbance these tests must not meet
-
-
-def stored_detail(db_url: str, job_id: int) -> dict:
-    from sqlalchemy import select
-
-    from db.engine import reading
-    from db.models import Result
-
-    with reading(get_engine(db_url)) as s:
-        return s.scalar(select(Result.detail).where(Result.job_id == job_id))
 
 
 COMMON = ("--model", "jittery", "--batch", "4", "--device", "cpu", "--backend", "eager")
@@ -52,7 +42,7 @@ def test_a_busy_neighbour_during_the_rounds_is_named_and_its_run_rerun_and_left_
     disturbed = recs[first]
     assert disturbed["status"] == "succeeded" and disturbed["disturbed"] is True and disturbed["noisy"] is True
     assert disturbed["noise_note"].startswith("other processes used ")
-    measured = stored_detail(db_url, first)["disturbance"]  # the busiest named in the note, the neighbour among them
+    measured = result_detail(db_url, first)["disturbance"]  # the busiest named in the note, the neighbour among them
     assert measured["others_share"] > 0.10 and neighbour.pid in [p["pid"] for p in measured["busiest_others"]]
     (rerun,) = [r for r in recs.values() if r["job_id"] != first]
     follow = job_row(db_url, rerun["job_id"])

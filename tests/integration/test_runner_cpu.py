@@ -7,18 +7,7 @@ import statistics
 
 import pytest
 
-from tests.conftest import FIXTURE_MODELS, job_row, records, run_cli, submit, work
-
-
-def result_detail(db_url: str, job_id: int) -> dict:
-    from sqlalchemy import select
-
-    from db.database import get_engine
-    from db.engine import reading
-    from db.models import Result
-
-    with reading(get_engine(db_url)) as s:
-        return s.scalar(select(Result.detail).where(Result.job_id == job_id))
+from tests.conftest import FIXTURE_MODELS, job_row, records, result_detail, run_cli, submit, work
 
 
 def assert_timeline_covers_the_job(db_url: str, job_id: int, tl: list[dict], *also: str) -> None:

@@ -37,12 +37,14 @@ class CompileTrace(logging.Handler):
         self.overflow = dict.fromkeys(self.texts, 0)  # bytes not kept past the limit
         self.setFormatter(TorchLogsFormatter(trace=True))
         self._log = trace_log
+        self.shares = TraceShares(attach)  # what the records cost, per compile and compile phase
         if attach:  # else torch emits no trace record at all (it builds them only for a handler): all stay empty
             trace_log.setLevel(logging.DEBUG)
             trace_log.addHandler(self)
 
     def close(self) -> None:
         self._log.removeHandler(self)
+        self.shares.close()
         super().close()
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -105,6 +107,62 @@ class CompileTrace(logging.Handler):
             out[name] = text
         return out
 
+
+class TraceShares:
+    """What capturing the trace cost inside each compile phase. torch times each trace record it builds and adds
+    the time to its compile's total (structured_logging_overhead); we are told each amount as torch adds it, and file
+    it under the innermost compile phase torch's own event stack is in, so the first call's parts can leave it out
+    where it was spent. Where this torch lacks either hook, nothing is filed (the parts then hold it, as before)."""
+
+    # torch's event for each part's timer, by the phase name its stack holds (its key where it has none)
+    PHASES = {"code_gen": "codegen + kernel compile", "GraphLowering.compile_to_module": "codegen + kernel compile",
+              "inductor_compile": "inductor lowering", "compile_fx_inner": "inductor lowering",
+              "backend_compile": "aot autograd", "OutputGraph.call_user_compiler": "aot autograd",
+              "entire_frame_compile": "dynamo tracing", "_compile.compile_inner": "dynamo tracing"}
+
+    def __init__(self, attach: bool = True):
+        self.by_compile: dict[str, dict[str, float]] = {}  # compile id ("0/0") -> {part: seconds}
+        self._internal = self._added = None
+        if not attach:
+            return
+        try:
+            from torch._dynamo.utils import get_chromium_event_logger
+            from torch._logging import _internal
+        except ImportError:
+            return
+        added = getattr(_internal, "add_structured_logging_overhead", None)
+        if added is None:
+            return
+        self._internal, self._added, self._events = _internal, added, get_chromium_event_logger()
+        _internal.add_structured_logging_overhead = self._add
+
+    def _add(self, seconds: float) -> None:
+        self._added(seconds)  # torch's own account first, unchanged
+        try:
+            import torch._guards
+
+            trace_id = torch._guards.CompileContext.current_trace_id()
+            if trace_id is None:  # torch files it under no compile either
+                return
+            stack = self._events.get_stack()
+            part = next((self.PHASES[e] for e in reversed(stack) if e in self.PHASES), "other (run, guards)")
+            shares = self.by_compile.setdefault(str(trace_id.compile_id), {})
+            shares[part] = shares.get(part, 0.0) + seconds
+        except Exception:  # the accounting must never fail a compile
+            return
+
+    def of(self, metrics: list) -> dict[str, float]:
+        """{part: seconds} summed over the compiles these CompilationMetrics are of."""
+        out: dict[str, float] = {}
+        for cid in {str(getattr(m, "compile_id", None)) for m in metrics}:
+            for part, seconds in self.by_compile.get(cid, {}).items():
+                out[part] = out.get(part, 0.0) + seconds
+        return out
+
+    def close(self) -> None:
+        if self._internal is not None and self._internal.add_structured_logging_overhead == self._add:
+            self._internal.add_structured_logging_overhead = self._added
+        self._internal = None
 
 
 _KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.\w+\(", re.M)
