@@ -16,7 +16,7 @@
 #     python -m bench.honest_answers merge --out DIR --label A --from DIR1 --from DIR2 --from DIR3
 #   cp DIR/sweep-A.db .whl/ && bash bench/gpu_honest.sh sweepB   # a plain sweep B (about 215 s: the per-job overhead)
 #                                          # in A's database, as a lab's second sweep: A's processes its history
-#     cp DIR4/sweep-B.db DIR/ && python -m bench.honest_answers table --out DIR --one-database
+#     cp DIR4/sweep-B.db DIR/ && python -m bench.honest_answers table --out DIR --one-database --overhead-of B
 #   bash bench/gpu_honest.sh ref-more      # the bimodal configurations' reference to 6 processes (3 more each
 #                                          # where $OUT/ha/reference.jsonl already holds 3: copy the kept one there first)
 set -uo pipefail
