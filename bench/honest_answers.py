@@ -634,7 +634,7 @@ def main() -> int:
     p.add_argument("--small", action="store_true", help="CPU-sized models (a smoke run of this script)")
     p.add_argument("--write", help="table: also write it to this file")
     p.add_argument("--overhead-of", metavar="LABELS", help="table: the sweeps whose jobs the per-job overhead counts "
-                   "(default: all): a paired sweep's first runs find no child warmed ahead, a plain sweep's do")
+                   "(default: all): a paired sweep's first runs wait out the reference, longer than a warmed child is kept")
     p.add_argument("--one-database", action="store_true",
                    help="table: each sweep's answer read from one database of every sweep in its folder, as a lab's "
                         "would hold them: the device's spread between processes judged from all of them")
