@@ -113,6 +113,15 @@ def main() -> int:
             xs = [r["gc_pauses"]["full_seconds"] for r in got[(m, way)] if "full_seconds" in r.get("gc_pauses", {})]
             if xs:
                 lines.append(f"  {m:<28}{way:<22}{median(xs):.3f} [{min(xs):.3f}, {max(xs):.3f}]")
+    thp = {r.get("pages", {}).get("thp") for rs in got.values() for r in rs} - {None}
+    lines += ["", f"anonymous memory after the first call, MB, and how much of it in huge pages (transparent huge pages: "
+              f"{', '.join(sorted(thp)) or 'not read'}): median per way"]
+    for m in models:
+        for way in WAYS:
+            rs = [r.get("pages", {}) for r in got[(m, way)]]
+            if any("AnonHugePages" in r for r in rs):
+                lines.append(f"  {m:<28}{way:<22}{median([r.get('Anonymous', 0) for r in rs]):.0f} MB, "
+                             f"huge {median([r.get('AnonHugePages', 0) for r in rs]):.0f} MB")
     lines.append("")
     lines.append("parts, medians (s): " + " | ".join(WAYS))
     for m in models:

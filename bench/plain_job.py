@@ -74,6 +74,7 @@ def main() -> int:
     with Pauses() as gc_pauses:  # the collector's share of the first call, as the worker's job names it
         out["compiled_first_call_s"] = timer.once(compiled)
     out["gc_pauses"] = gc_pauses.as_dict()
+    out["pages"] = huge_pages()  # a fork's copied pages are small ones where a fresh heap may have huge ones
     from runner.child.capture.introspect import compile_breakdown, metrics
 
     out["compile_breakdown_s"] = compile_breakdown(metrics(), out["compiled_first_call_s"])  # the worker's parts
@@ -91,6 +92,23 @@ def main() -> int:
     out["in_process_s"] = time.perf_counter() - STARTED
     print(json.dumps(out))
     return 0
+
+
+def huge_pages() -> dict:
+    """This process's anonymous memory and the part of it in transparent huge pages (MB, /proc/self/smaps_rollup),
+    and the kernel's setting for them (the bracketed word of /sys/kernel/mm/transparent_hugepage/enabled)."""
+    out: dict = {}
+    try:
+        with open("/proc/self/smaps_rollup") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key in ("Anonymous", "AnonHugePages"):
+                    out[key] = round(int(rest.split()[0]) / 1024)
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            out["thp"] = f.read().split("[", 1)[1].split("]", 1)[0]
+    except (OSError, IndexError, ValueError):
+        pass
+    return out
 
 
 if __name__ == "__main__":
