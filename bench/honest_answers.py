@@ -468,7 +468,7 @@ def table(args) -> None:
             jobs += entry["jobs"]
             for j in entry["jobs"]:
                 (follow_s if j["follow_up"] else first_s).append(j["total_s"])
-                if lb in (args.overhead_of or lb):
+                if lb in (args.overhead_of or lb).split(","):
                     overheads.append(j["overhead_s"])
                     counted.append(j)
             answered = row is not None and row["speedup"] is not None
@@ -633,7 +633,7 @@ def main() -> int:
     p.add_argument("--only", action="append", help="configurations whose name contains this")
     p.add_argument("--small", action="store_true", help="CPU-sized models (a smoke run of this script)")
     p.add_argument("--write", help="table: also write it to this file")
-    p.add_argument("--overhead-of", metavar="LABELS", help="table: the sweeps whose jobs the per-job overhead counts "
+    p.add_argument("--overhead-of", metavar="LABELS", help="table: the sweeps whose jobs the per-job overhead counts, A,B "
                    "(default: all): a paired sweep's first runs wait out the reference, longer than a warmed child is kept")
     p.add_argument("--one-database", action="store_true",
                    help="table: each sweep's answer read from one database of every sweep in its folder, as a lab's "

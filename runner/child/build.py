@@ -75,6 +75,15 @@ def _build(spec: ExperimentSpec, entry: ZooEntry, phases: Phases, device, dtype,
     breaks = GraphBreakLog()
     cudagraphs_health.listen()
     trace = CompileTrace(attach=trace_on)  # after GraphBreakLog: its set_logs resets torch's handlers (never ours)
+    try:
+        return _assemble(spec, entry, phases, device, dtype, training, breaks, trace)
+    except BaseException:  # a build that fails leaves no handler on torch's trace (`--spawn inline`: the next job's)
+        trace.close()
+        raise
+
+
+def _assemble(spec: ExperimentSpec, entry: ZooEntry, phases: Phases, device, dtype, training, breaks: GraphBreakLog,
+              trace: CompileTrace) -> Setup:
     parts = _Parts(device)
     module = load_module(entry, spec.task)
     params = dict(spec.model_args)

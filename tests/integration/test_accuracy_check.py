@@ -8,7 +8,7 @@ import pytest
 
 from db import queue
 from db.database import get_engine
-from tests.conftest import records, start_worker, submit, wait_until, work
+from tests.conftest import records, result_detail, start_worker, submit, wait_until, work
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.slow]
 TINY_BERT = ["--arg", "seq_len=16", "--arg", "num_hidden_layers=1", "--arg", "hidden_size=32", "--arg",
@@ -47,3 +47,8 @@ def test_a_hugging_face_training_step_compiled_by_inductor_passes(db_url, tmp_pa
     assert r["accuracy_ok"] is True, check
     assert check["reference"] == "float64" and check["failing"] == []
     assert check["compared"].startswith("the loss and ") and check["tensors"] > 10  # every parameter's gradient
+    # its first call's parts: the backward, compiled lazily in a row of its own, takes nothing off the forward's AOT
+    # autograd, and torch's running trace total (the backward's row holds the forward's too) is counted once
+    parts, said = r["compile_breakdown_s"], result_detail(db_url, job)["first_call_parts"]
+    assert parts["aot autograd"] > 0 and sum(parts.values()) == pytest.approx(r["compiled_first_call_s"], abs=1e-6)
+    assert sum(said["trace_capture_by_part_s"].values()) == pytest.approx(said["trace_capture_s"], rel=0.2, abs=2e-3)

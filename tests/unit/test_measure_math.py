@@ -1,6 +1,7 @@
 """The arithmetic the record is built from: percentiles, break-even, accuracy."""
 import logging
 import math
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -8,6 +9,8 @@ import torch
 from lab.break_even import break_even_calls
 from runner.child import accuracy
 from runner.child.accuracy import compare, reference
+from runner.child.capture.introspect import compile_breakdown
+from runner.child.recording import trace_overhead
 from runner.child.stats import percentile
 
 
@@ -354,3 +357,29 @@ def test_a_complex_output_is_judged_on_both_its_parts():
     got = compare([eager], [off], "float32", None)
     assert not got["ok"] and got["max_abs_error"] == pytest.approx(0.5)
     assert compare([eager.conj()], [eager.conj().clone()], "float32", None)["ok"]  # a lazily conjugated view
+
+
+def _row(compile_id, trace_s, dynamo=None, aot=None, inductor=None, codegen=None):
+    """A CompilationMetrics row as torch writes it (times in µs; a column a compile did not run is None)."""
+    return SimpleNamespace(compile_id=compile_id, structured_logging_overhead_s=trace_s,
+                           dynamo_cumulative_compile_time_us=dynamo, aot_autograd_cumulative_compile_time_us=aot,
+                           inductor_cumulative_compile_time_us=inductor,
+                           inductor_code_gen_cumulative_compile_time_us=codegen)
+
+
+def test_a_training_steps_backward_row_takes_nothing_off_the_forwards_aot_and_its_trace_total_counts_once():
+    # a tiny MLP's training step on this CPU, torch 2.13: the forward's row, then the backward's, compiled lazily
+    # under the same compile id, with no dynamo or AOT time, and torch's trace total so far (forward's included)
+    rows = [_row("0/0", 0.013131, dynamo=1_708_969, aot=1_410_074, inductor=611_591),
+            _row("0/0", 0.020327, inductor=1_038_406, codegen=936_285)]
+    assert trace_overhead(rows) == pytest.approx(0.020327)  # not 0.033458: the backward's row holds the forward's
+    assert trace_overhead(rows + [_row("!0/1/0", 0.004), _row("1/0", 0.003)]) == pytest.approx(0.024327)
+    parts = compile_breakdown(rows, 4.0)
+    assert parts["aot autograd"] == pytest.approx(1.410074 - 0.611591)  # the forward's inductor only
+    assert parts["dynamo tracing"] == pytest.approx(1.708969 - 1.410074)
+    assert parts["inductor lowering"] == pytest.approx(0.611591 + (1.038406 - 0.936285))
+    assert parts["codegen + kernel compile"] == pytest.approx(0.936285)
+    assert sum(parts.values()) == pytest.approx(4.0)
+    less = compile_breakdown(rows, 4.0, {"aot autograd": 0.01, "inductor lowering": 0.02})
+    assert less["aot autograd"] == pytest.approx(parts["aot autograd"] - 0.01)
+    assert less["other (run, guards)"] == pytest.approx(parts["other (run, guards)"] + 0.03)

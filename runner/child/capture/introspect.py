@@ -39,24 +39,30 @@ def compile_phases(metrics: list) -> dict:
 def compile_breakdown(metrics: list, first_call_s: float, left_out: dict | None = None) -> dict:
     """The compiled first call cut into disjoint parts that add up to it: dynamo tracing (without what
     it calls), AOT autograd, inductor lowering and scheduling, code generation and kernel compile,
-    autotuning, and the rest (guards, wrappers, the first run itself). `left_out`: {part: seconds} the lab spent
-    inside a part (capturing the trace: runner.child.capture.trace.TraceShares), taken out of that part as
-    `first_call_s` already leaves it out, so the rest is not squeezed by it."""
-    phases = compile_phases(metrics)
-    if not phases:
+    autotuning, and the rest (guards, wrappers, the first run itself). Each compile's row is cut on its own: a
+    training step's backward is compiled by inductor lazily, in a row of its own with no dynamo or AOT time, so
+    summed columns would take its inductor time off the forward's AOT autograd. `left_out`: {part: seconds} the
+    lab spent inside a part (capturing the trace: runner.child.capture.trace.TraceShares), taken out of that part
+    as `first_call_s` already leaves it out, so the rest is not squeezed by it."""
+    rows = [compile_phases([m]) for m in metrics]
+    rows = [r for r in rows if r]
+    if not rows:
         return {"other (run, guards)": first_call_s}
-    dynamo = phases.get("dynamo", 0.0)
-    aot = phases.get("aot_autograd", 0.0)
-    inductor = phases.get("inductor", 0.0)
-    codegen = phases.get("inductor_codegen", 0.0)
-    lowering = max(0.0, inductor - codegen)
-    # max-autotune benchmarks its choices while lowering; carve that out of lowering, then codegen
-    autotune = phases.get("autotune", 0.0)
-    from_lowering = min(autotune, lowering)
-    from_codegen = min(autotune - from_lowering, codegen)
-    parts = {"dynamo tracing": dynamo - aot, "aot autograd": aot - inductor,
-             "inductor lowering": lowering - from_lowering, "codegen + kernel compile": codegen - from_codegen,
-             "autotuning": from_lowering + from_codegen}
+    parts = dict.fromkeys(("dynamo tracing", "aot autograd", "inductor lowering", "codegen + kernel compile",
+                           "autotuning"), 0.0)
+    for row in rows:
+        dynamo, aot, inductor, codegen, autotune = (row.get(k, 0.0) for k in
+                                                    ("dynamo", "aot_autograd", "inductor", "inductor_codegen",
+                                                     "autotune"))
+        lowering = max(0.0, inductor - codegen)
+        # max-autotune benchmarks its choices while lowering; carve that out of lowering, then codegen
+        from_lowering = min(autotune, lowering)
+        from_codegen = min(autotune - from_lowering, codegen)
+        for part, seconds in (("dynamo tracing", dynamo - aot), ("aot autograd", aot - inductor),
+                              ("inductor lowering", lowering - from_lowering),
+                              ("codegen + kernel compile", codegen - from_codegen),
+                              ("autotuning", from_lowering + from_codegen)):
+            parts[part] += max(0.0, seconds)
     parts = {k: max(0.0, v - (left_out or {}).get(k, 0.0)) for k, v in parts.items()}
     parts["other (run, guards)"] = max(0.0, first_call_s - sum(parts.values()))
     return parts

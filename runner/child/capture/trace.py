@@ -138,6 +138,8 @@ class TraceShares:
 
     def _add(self, seconds: float) -> None:
         self._added(seconds)  # torch's own account first, unchanged
+        if self._internal is None:  # closed, though another's wrapper made later still calls this one
+            return
         try:
             import torch._guards
 
@@ -160,6 +162,7 @@ class TraceShares:
         return out
 
     def close(self) -> None:
+        """Stop filing; torch's own function is put back where this one is still the installed one."""
         if self._internal is not None and self._internal.add_structured_logging_overhead == self._add:
             self._internal.add_structured_logging_overhead = self._added
         self._internal = None
