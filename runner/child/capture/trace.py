@@ -37,7 +37,8 @@ class CompileTrace(logging.Handler):
         self.overflow = dict.fromkeys(self.texts, 0)  # bytes not kept past the limit
         self.setFormatter(TorchLogsFormatter(trace=True))
         self._log = trace_log
-        self.shares = TraceShares(attach)  # what the records cost, per compile and compile phase
+        # what the records cost, per compile and compile phase (without our handler torch still times its checks)
+        self.shares = TraceShares()
         if attach:  # else torch emits no trace record at all (it builds them only for a handler): all stay empty
             trace_log.setLevel(logging.DEBUG)
             trace_log.addHandler(self)
@@ -120,11 +121,9 @@ class TraceShares:
               "backend_compile": "aot autograd", "OutputGraph.call_user_compiler": "aot autograd",
               "entire_frame_compile": "dynamo tracing", "_compile.compile_inner": "dynamo tracing"}
 
-    def __init__(self, attach: bool = True):
+    def __init__(self):
         self.by_compile: dict[str, dict[str, float]] = {}  # compile id ("0/0") -> {part: seconds}
         self._internal = self._added = None
-        if not attach:
-            return
         try:
             from torch._dynamo.utils import get_chromium_event_logger
             from torch._logging import _internal
