@@ -452,7 +452,7 @@ def table(args) -> None:
     checks = {"answered": [], "within 10%": [], "covers reference": [], "inside other sweep": [],
               "inside other re-run": [], "cold within 10%": [], "within 5%": [], "config cold within 10%": []}
     cold_lines = []
-    jobs, first_s, follow_s, overheads, counted = [], [], [], [], []  # counted: the jobs whose overhead counts
+    jobs, first_s, follow_s, counted = [], [], [], []  # counted: the jobs whose overhead counts
     for name in SETS[args.set]:
         ref = refs.get(name) or ref_left_out.get(name, [])  # every process disturbed: all of them, as the worker
         ref_med = statistics.median(ref) if ref else None
@@ -469,7 +469,6 @@ def table(args) -> None:
             for j in entry["jobs"]:
                 (follow_s if j["follow_up"] else first_s).append(j["total_s"])
                 if lb in (args.overhead_of or lb).split(","):
-                    overheads.append(j["overhead_s"])
                     counted.append(j)
             answered = row is not None and row["speedup"] is not None
             checks["answered"].append(answered)
@@ -526,6 +525,7 @@ def table(args) -> None:
     disturbed = [j for j in jobs if j["disturbed"]]
     ok = [j for j in jobs if j["status"] == "succeeded"]
     ratio = sum(v for v in follow_s if v) / sum(v for v in first_s if v) if any(first_s) else math.nan
+    overheads = [j["overhead_s"] for j in counted]
     p90 = _pct(0.9, overheads)
     summary = [
         ("configurations answered", f"{sum(checks['answered'])} of {len(checks['answered'])}", "all",
@@ -634,7 +634,7 @@ def main() -> int:
     p.add_argument("--small", action="store_true", help="CPU-sized models (a smoke run of this script)")
     p.add_argument("--write", help="table: also write it to this file")
     p.add_argument("--overhead-of", metavar="LABELS", help="table: the sweeps whose jobs the per-job overhead counts, A,B "
-                   "(default: all): a paired sweep's first runs wait out the reference, longer than a warmed child is kept")
+                   "(default: all): a paired sweep's first runs find no child warmed ahead (it keeps one 3 s unused)")
     p.add_argument("--one-database", action="store_true",
                    help="table: each sweep's answer read from one database of every sweep in its folder, as a lab's "
                         "would hold them: the device's spread between processes judged from all of them")
