@@ -2,7 +2,7 @@
 as a worker's job and N times as a plain script in a fresh interpreter (bench/plain_job.py), alternating.
 
     python -m bench.cold_first_call [--device cuda] [--repeat 3] [--model simplenet:32 --model complexnet:32]
-                                    [--trace false] [-o FILE]
+                                    [--trace false|both] [-o FILE]
 
 The worker's figure is its reported compiled first call: what the child timed plus the named part preloading
 took from it (runner/child/preload.py). The target: the medians within ±15%. Both sides' first calls are cut into
@@ -27,25 +27,28 @@ def spread(xs: list[float]) -> str:
     return f"{median(xs):.3f} [{min(xs):.3f}, {max(xs):.3f}]"
 
 
-def report(models, worker: dict, scripts: dict, device: str, repeat: int, trace: str,
-           instrumented: dict) -> str:
+def report(models, workers: dict, scripts: dict, device: str, repeat: int, instrumented: dict) -> str:
+    """`workers`: per trace setting ("true", "false"), each model's worker records."""
     lines = [f"cold_first_call: {device}, {repeat} repeat(s) a side, mode default, dynamic=false, cold cache, "
-             f"the worker's jobs with trace={trace}",
+             f"the worker's jobs with trace={' and '.join(workers)}",
              f"{'configuration':<18}{'worker median [min, max] s':>30}{'script median [min, max] s':>30}"
              f"{'diff':>8}  holds (±{TARGET:.0%})"]
-    for m in models:
-        w = [r["compiled_first_call_s"] for r in worker[m]]
-        s = [r["compiled_first_call_s"] for r in scripts[m]]
-        diff = median(w) / median(s) - 1
-        lines.append(f"{m:<18}{spread(w):>30}{spread(s):>30}{diff:>+8.1%}  {'yes' if abs(diff) <= TARGET else 'NO'}")
+    for trace, worker in workers.items():
+        for m in models:
+            w = [r["compiled_first_call_s"] for r in worker[m]]
+            s = [r["compiled_first_call_s"] for r in scripts[m]]
+            diff = median(w) / median(s) - 1
+            name = m if len(workers) == 1 else f"{m} trace={trace}"
+            lines.append(f"{name:<18}{spread(w):>30}{spread(s):>30}{diff:>+8.1%}  "
+                         f"{'yes' if abs(diff) <= TARGET else 'NO'}")
     for m in models:
         if instrumented[m]:
             x = [r["compiled_first_call_s"] for r in instrumented[m]]
             s = [r["compiled_first_call_s"] for r in scripts[m]]
             lines.append(f"{m:<18}{'script + listeners':>30}{spread(x):>30}{median(x) / median(s) - 1:>+8.1%}  "
                          "(the plain script with the worker's compile listeners, against the plain script)")
-    sides = [("worker", worker), ("script", scripts)] + ([("script + listeners", instrumented)]
-                                                         if any(instrumented.values()) else [])
+    sides = [("worker" if len(workers) == 1 else f"worker trace={t}", w) for t, w in workers.items()]
+    sides += [("script", scripts)] + ([("script + listeners", instrumented)] if any(instrumented.values()) else [])
     lines.append("")
     lines.append("the first call's parts, medians (s): " + " | ".join(name for name, _ in sides))
     for m in models:
@@ -63,8 +66,9 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--iters", type=int, default=5)
     p.add_argument("--model", action="append", metavar="MODEL:BATCH", help=f"default: {' '.join(DEFAULT_MODELS)}")
-    p.add_argument("--trace", choices=("true", "false"), default="true",
-                   help="the worker's jobs keep their compile trace (the lab's default) or not")
+    p.add_argument("--trace", choices=("true", "false", "both"), default="true",
+                   help="the worker's jobs keep their compile trace (the lab's default) or not; both: a worker of "
+                        "each per repeat, one after the other")
     p.add_argument("--instrumented", action="store_true",
                    help="also a third side: the plain script with the worker's compile listeners attached")
     p.add_argument("-o", "--output", help="also write the report to this file")
@@ -73,7 +77,8 @@ def main() -> int:
     models = args.model or DEFAULT_MODELS
     cfgs = [{"model": m.partition(":")[0], "batch": int(m.partition(":")[2] or 32), "mode": "default",
              "dynamic": "false"} for m in models]
-    worker: dict = {m: [] for m in models}
+    traces = ("true", "false") if args.trace == "both" else (args.trace,)
+    workers: dict = {t: {m: [] for m in models} for t in traces}
     scripts: dict = {m: [] for m in models}
     instrumented: dict = {m: [] for m in models}
     with tempfile.TemporaryDirectory() as scratch:
@@ -85,15 +90,15 @@ def main() -> int:
                 for m, row in zip(models, run_scripts(cfgs, args.device, args.iters, tmp / f"instrumented-{i}",
                                                       ("--instrument",))):
                     instrumented[m].append(row)
-            db = f"sqlite:///{tmp / f'worker-{i}.db'}"
-            submit(db, cfgs, args.device, args.iters, ("--trace", args.trace))
-            run_worker(db, tmp / f"home-{i}", args.device, tmp / f"worker-{i}.log")
-            found = succeeded(db)
-            by_model = {f"{r['model']}:{r['batch_size']}": r for r in found}
-            for m in models:
-                worker[m].append(by_model[m])
+            for trace in traces if i % 2 == 0 else traces[::-1]:  # alternating which goes first
+                db = f"sqlite:///{tmp / f'worker-{i}-{trace}.db'}"
+                submit(db, cfgs, args.device, args.iters, ("--trace", trace))
+                run_worker(db, tmp / f"home-{i}-{trace}", args.device, tmp / f"worker-{i}-{trace}.log")
+                by_model = {f"{r['model']}:{r['batch_size']}": r for r in succeeded(db)}
+                for m in models:
+                    workers[trace][m].append(by_model[m])
             print(f"repeat {i + 1} of {args.repeat} done", file=sys.stderr)
-    text = report(models, worker, scripts, args.device, args.repeat, args.trace, instrumented)
+    text = report(models, workers, scripts, args.device, args.repeat, instrumented)
     emit(text, args.output)
     return 0
 

@@ -1,7 +1,8 @@
 """Where a forked job's compiled first call differs from a fresh process's: the same plain job (bench/plain_job.py)
 run in a fresh interpreter, and forked from a parent that preloaded what the worker's preloaded parent does
 (runner.child.zygote._preload), with and without gc.freeze() before the fork, and with the child's heap made its own
-before the job as the worker's children do (runner.child.prewarm.own_heap). Repeats alternate the four.
+before the job as the worker's children do (runner.child.prewarm.own_heap), and that heap then put in transparent
+huge pages (runner.child.prewarm.huge_heap), as a fresh heap may be. Repeats alternate the five.
 
     python -m bench.fork_vs_fresh --device cuda --model simplenet:32 --model complexnet:32 --repeat 3 [-o FILE]
 
@@ -23,7 +24,8 @@ from pathlib import Path
 from bench.sweep_overhead import emit, median
 
 ROOT = Path(__file__).resolve().parent.parent
-WAYS = ("fresh", "forked", "forked + gc.freeze", "forked + own heap")  # own heap: runner.child.prewarm.own_heap
+WAYS = ("fresh", "forked", "forked + gc.freeze", "forked + own heap", "forked + own + huge")
+# own heap: runner.child.prewarm.own_heap; + huge: then prewarm.huge_heap (its memory collapsed into huge pages)
 
 
 def job_argv(model: str, batch: int, device: str, mode: str = "default", iters: int = 3) -> list[str]:
@@ -41,7 +43,7 @@ def fresh(argv: list[str], folder: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def forked(argv: list[str], folder: Path, freeze: bool, own: bool = False) -> dict:
+def forked(argv: list[str], folder: Path, freeze: bool, own: bool = False, huge: bool = False) -> dict:
     out = folder / "out.json"
     folder.mkdir(parents=True, exist_ok=True)
     if freeze:
@@ -52,9 +54,11 @@ def forked(argv: list[str], folder: Path, freeze: bool, own: bool = False) -> di
         try:
             os.environ.update(caches(folder))
             if own:  # as the worker's zygote does in each child before its job
-                from runner.child.prewarm import own_heap
+                from runner.child.prewarm import huge_heap, own_heap
 
                 own_heap()
+                if huge:  # what it collapsed shows in the job's own pages report (plain_job.huge_pages)
+                    huge_heap()
             fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.dup2(fd, 1)
             from bench import plain_job
@@ -94,7 +98,7 @@ def main() -> int:
                 for w, way in enumerate(WAYS):
                     folder = Path(tmp) / f"{i}-{name}-{w}"
                     row = fresh(argv, folder) if way == "fresh" else \
-                        forked(argv, folder, way.endswith("freeze"), way.endswith("own heap"))
+                        forked(argv, folder, way.endswith("freeze"), "own" in way, way.endswith("huge"))
                     got.setdefault((m, way), []).append(row)
                     print(json.dumps({"model": m, "way": way, "repeat": i, **row}), file=sys.stderr, flush=True)
             print(f"repeat {i + 1} of {args.repeat} done", file=sys.stderr)

@@ -9,7 +9,9 @@
 #   bash bench/gpu_honest.sh timm          # timm resnet50 inference by name beside 2 script processes (about 250 s)
 #   bash bench/gpu_honest.sh bert-ref      # BERT masked-LM training's reference, to 2 processes
 #   bash bench/gpu_honest.sh fork          # bench.fork_vs_fresh: fresh, forked, forked + gc.freeze, forked + own heap
-#                                          # (runner.child.prewarm.own_heap), 2 processes a way (about 330 s) -> $OUT/fork
+#                                          # (runner.child.prewarm.own_heap), then + huge pages, 2 processes a way -> $OUT/fork
+#   bash bench/gpu_honest.sh cold-trace    # bench.cold_first_call, worker jobs with and without their compile trace
+#                                          # beside fresh scripts, 4 repeats (about 350 s) -> $OUT/cold
 #   bash bench/gpu_honest.sh paired1; ...paired2; ...paired3   # sweep A beside the cold reference, a configuration
 #                                          # at a time (honest_answers paired: the machine's drift on both alike), in
 #                                          # three calls of about 410, 360 and 420 s; copy each call's ha/ to DIR1..3:
@@ -35,7 +37,10 @@ step() {
     bert-ref) ha reference --out "$OUT/real" --set real --only "bert-mlm bs32 seq512 training" --ref-processes 2 ;;
     fork) mkdir -p "$OUT/fork"
           timeout "$(left)" python3 -m bench.fork_vs_fresh --device cuda --model mlp:64 --model simplenet:32:reduce-overhead \
-            --model complexnet:32 --repeat 2 --iters 10 -o "$OUT/fork/fork_vs_fresh.txt" 2> "$OUT/fork/runs.log" ;;
+            --model sincos:10000 --repeat 2 --iters 10 -o "$OUT/fork/fork_vs_fresh.txt" 2> "$OUT/fork/runs.log" ;;
+    cold-trace) mkdir -p "$OUT/cold"
+          timeout "$(left)" python3 -m bench.cold_first_call --device cuda --repeat 4 --trace both --model mlp:64 \
+            --model sincos:10000 -o "$OUT/cold/cold_first_call_trace_both.txt" 2> "$OUT/cold/runs.log" ;;
     ref-more) ha reference --out "$OUT/ha" --device cuda --cold --ref-processes 6 --only "mlp bs64 default" \
                 --only "simplenet bs32 reduce-overhead" --only "complexnet bs32 reduce-overhead" --only sincos ;;
     paired1) ha paired --out "$OUT/ha" --device cuda --cold --sides A --only simplenet --only "mlp bs64 default" ;;
@@ -44,7 +49,7 @@ step() {
     paired3) ha paired --out "$OUT/ha" --device cuda --cold --sides A --only "complexnet bs32 reduce-overhead" \
                --only convnetmix --only resnet18 ;;
     sweepB) ha sweep --out "$OUT/ha" --label B --device cuda $([ -f .whl/sweep-A.db ] && echo --continue .whl/sweep-A.db) ;;
-    *) echo "step: sweeps, ref1, ref2, paired1, paired2, paired3, sweepB, timm, bert-ref, fork, ref-more" >&2
+    *) echo "step: sweeps, ref1, ref2, paired1, paired2, paired3, sweepB, timm, bert-ref, fork, cold-trace, ref-more" >&2
        exit 2 ;;
   esac
 }

@@ -71,6 +71,35 @@ def own_heap_beside(work: Callable[[], dict]) -> tuple[dict, dict]:
 
 
 POPULATE_WRITE = 23  # MADV_POPULATE_WRITE (linux/mman.h)
+HUGEPAGE, COLLAPSE = 14, 25  # MADV_HUGEPAGE, MADV_COLLAPSE (6.1+)
+
+
+def thp_mode() -> str | None:
+    """The kernel's transparent huge page setting (always, madvise, never), None where it cannot be read."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            return f.read().split("[", 1)[1].split("]", 1)[0]
+    except (OSError, IndexError):
+        return None
+
+
+def huge_heap(ranges: list[tuple[int, int]] | None = None) -> int | None:
+    """Put the private writable mappings (`ranges`, else read now) back in transparent huge pages, as a fresh
+    interpreter's heap lies where the kernel gives them to every process (`always`): a fork's copy-on-write copies
+    are small pages. The bytes the kernel collapsed, None where it cannot (no MADV_COLLAPSE, not Linux)."""
+    ranges = ranges if ranges is not None else _private_ranges()
+    madvise = _madvise()
+    if not ranges or madvise is None:
+        return None
+    done, huge = 0, 2 ** 21
+    for lo, hi in ranges:
+        lo, hi = -(-lo // huge) * huge, hi // huge * huge  # only whole huge pages
+        if hi <= lo:
+            continue
+        madvise(lo, hi - lo, HUGEPAGE)
+        if madvise(lo, hi - lo, COLLAPSE) == 0:
+            done += hi - lo
+    return done
 
 
 def _private_ranges() -> list[tuple[int, int]] | None:
@@ -106,15 +135,11 @@ def _populate_private(ranges: list[tuple[int, int]] | None = None) -> int | None
     """Write through `ranges` (else _private_ranges()); the bytes, or None where there are none or the kernel does
     not know how (or this is not Linux)."""
     ranges = ranges if ranges is not None else _private_ranges()
-    if not ranges:
+    madvise = _madvise()
+    if not ranges or madvise is None:
         return None
-    try:
-        import ctypes
+    import ctypes
 
-        madvise = ctypes.CDLL(None, use_errno=True).madvise
-        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    except (OSError, AttributeError):
-        return None
     done = 0
     for lo, hi in ranges:
         if madvise(lo, hi - lo, POPULATE_WRITE) == 0:
@@ -122,6 +147,17 @@ def _populate_private(ranges: list[tuple[int, int]] | None = None) -> int | None
         elif ctypes.get_errno() == 22 and done == 0:  # EINVAL at the first: a kernel before 5.14
             return None
     return done
+
+
+def _madvise():
+    try:
+        import ctypes
+
+        madvise = ctypes.CDLL(None, use_errno=True).madvise
+        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        return madvise
+    except (OSError, AttributeError):
+        return None
 
 
 def note(name: str = ENV) -> dict | None:
