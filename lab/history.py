@@ -20,7 +20,10 @@ HISTORY_LIMIT = 64
 HISTORY_MIN = 3
 # the planned count: enough that the spread between processes alone puts the interval within this much either side
 # of the answer (Z975 * sd / sqrt(k) <= TARGET), at most MORE beyond the sweep's own count
-TARGET, MORE = 0.05, 2
+TARGET, MORE = 0.05, 4
+# earlier processes needed before they plan fewer than the sweep's own count (where they agree closely enough that
+# fewer pin the answer within TARGET): each of today's answers then rests on them
+FEWER_FROM = 6
 # the 97.5th percentile of the range of k standard normal draws (k = 2..8): how far apart k processes of a known
 # spread lie in 95 of 100 sweeps (k = 2: Z975 * sqrt(2))
 RANGE95 = {2: 2.772, 3: 3.314, 4: 3.633, 5: 3.858, 6: 4.030, 7: 4.170, 8: 4.286}
@@ -33,17 +36,32 @@ def past_spread(centers: Iterable[float | None]) -> Spread | None:
                           dtype=float))
     if len(m) < HISTORY_MIN:
         return None
-    return Spread(processes=len(m), var=float(np.var(m, ddof=1)))
+    return Spread(processes=len(m), var=float(np.var(m, ddof=1)), mean=float(np.mean(m)))
 
 
 def planned(process_repeats: int, past: Spread | None) -> int:
     """How many processes a configuration runs: the sweep's own count (`process_repeats`), or, where its earlier
-    processes disagreed, enough that their spread puts the interval within TARGET, at most MORE beyond. Never below
-    the sweep's count; a sweep of one process asked for no spread and gets one process."""
+    processes disagreed, enough that their spread puts the interval within TARGET, at most MORE beyond; where
+    FEWER_FROM or more of them agreed that closely with fewer, that many (one at least): today's processes are then
+    checked against them (departs). A sweep of one process asked for no spread and gets one process."""
     if past is None or process_repeats < 2:
         return process_repeats
     need = math.ceil((Z975 * math.sqrt(past.var) / TARGET) ** 2 - 1e-9)
+    if past.processes >= FEWER_FROM and past.mean is not None:
+        return min(process_repeats + MORE, max(1, need))
     return max(process_repeats, min(process_repeats + MORE, need))
+
+
+def departs(centers: Iterable[float | None], past: Spread | None) -> float | None:
+    """How far today's processes (their paired speedups) lie from the earlier ones' mean (ratio less 1, either way),
+    where further than the earlier spread explains (95 in 100: Z975 * sd * sqrt(1/k + 1/K)) and past TARGET; None
+    where they do not, or nothing to judge by."""
+    m = [math.log(c) for c in centers if isinstance(c, (int, float)) and math.isfinite(c) and c > 0]
+    if not m or past is None or past.mean is None:
+        return None
+    off = abs(sum(m) / len(m) - past.mean)
+    limit = max(math.log1p(TARGET), Z975 * math.sqrt(past.var * (1 / len(m) + 1 / past.processes)))
+    return math.expm1(off) if off > limit else None
 
 
 def expected_apart(processes: int, past: Spread | None) -> float:
@@ -53,6 +71,11 @@ def expected_apart(processes: int, past: Spread | None) -> float:
         return 0.0
     factor = RANGE95.get(processes, RANGE95[max(RANGE95)])
     return math.exp(factor * math.sqrt(past.var)) - 1
+
+
+def departs_because(processes: int, off: float, past: Spread, process_repeats: int) -> str:
+    return (f"its {processes} process{'es' * (processes != 1)} read {off:.0%} off what its {past.processes} earlier "
+            f"processes on this device did, more than their spread explains: the sweep's {process_repeats} run")
 
 
 def planned_because(process_repeats: int, want: int, past: Spread) -> str:

@@ -131,10 +131,11 @@ def pooled_prior(codes: np.ndarray, centers: np.ndarray, errors: np.ndarray) -> 
 @dataclass(frozen=True)
 class Spread:
     """One configuration's processes on one device over the whole database (every sweep of it): how many, and the
-    variance of their paired speedups on a log scale (ddof=1)."""
+    variance of their paired speedups on a log scale (ddof=1); `mean`, where the caller reads it, their mean log."""
 
     processes: int
     var: float
+    mean: float | None = None
 
 
 def config_spreads(codes: np.ndarray, centers: np.ndarray) -> dict[int, Spread]:

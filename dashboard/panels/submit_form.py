@@ -259,7 +259,8 @@ def sweep_form(catalog: dict, devices: set) -> None:
             "Processes", step=1, key=KEYS["process_repeats"], persist_state="session",
             help="Each combination runs in this many fresh processes: they differ, and the answer's interval holds "
                  "across them. The later ones compile from the first's cache and time the headline alone; "
-                 "where they disagree by more than 5%, one more runs "
+                 "where they disagree by more than 5%, one more runs. A combination that ran before on this device "
+                 "runs in up to 4 more where its earlier processes spread, or in one where 6 or more agreed closely "
                  f"(1 to {MAX_REPEAT}; 1: one process, its interval widened by the device's spread)")
         slots["reruns"], slots["process_repeats"] = st.empty(), st.empty()
         clear_stale_preset_name()

@@ -53,7 +53,8 @@ def add_parser(sub, add_db) -> None:
     s.add_argument("--process-repeats", help="run each combination in this many fresh processes, the later ones from "
                                              "the first's compile cache, so the answer's interval holds across "
                                              "processes (default 2, and one more where they disagree by more "
-                                             "than 5%%; 1: one)")
+                                             "than 5%%; 1: one); one that ran before on this device: up to 4 more "
+                                             "where its earlier processes spread, one where 6 or more agreed)")
     s.add_argument("--name", help="sweep name")
     cli_lab.add_submit_flags(s)
     s.add_argument("--models-dir", action="append", default=[],

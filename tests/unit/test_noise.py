@@ -395,24 +395,43 @@ def test_a_configurations_history_is_its_own_spec_device_kind_and_torch_only(eng
         assert list(s.scalars(follow_ups.past_processes(last + 1, config, "H100", "2.11.0"))) == [1.50]
 
 
-@pytest.mark.parametrize("earlier, planned", [([1.40, 1.60, 1.40, 1.60], 4), ([1.50, 1.51, 1.50, 1.49], 2)],
-                         ids=["history disagreed: 4", "history agreed: 2"])
-def test_a_configuration_whose_earlier_processes_disagreed_runs_in_more_processes(engine, earlier, planned):
-    """Earlier sweeps of the configuration on this device kind and torch plan today's processes: two modes 14% apart
-    call for 4 (the most: 2 beyond the sweep's own 2), saying why; processes that agreed leave it at the sweep's 2."""
+AGREED6 = [1.50, 1.51, 1.50, 1.49, 1.50, 1.51]
+
+
+def history_then_first(engine, earlier: list[float], today: float) -> tuple[int, list]:
+    """Sweeps of one process each (they call for no follow-up) at `earlier`, then a sweep of 2 processes whose first
+    reads `today`: its job id and the follow-ups queued."""
     result = {**QUIET, "device_name": "H200", "torch_version": "2.11.0"}
-    for center in earlier:  # sweeps of one process each: they call for no follow-up
+    for center in earlier:
         queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", process_repeats=1), CATALOG)
         run_next(engine, {**result, "round_speedup": center})
     assert not [j for j in jobs(engine).values() if j.status == "queued"]
     queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", process_repeats=2), CATALOG)
-    first = run_next(engine, {**result, "round_speedup": 1.5})
-    repeats = [j for j in jobs(engine).values() if j.status == "queued"]
+    first = run_next(engine, {**result, "round_speedup": today})
+    return first, [j for j in jobs(engine).values() if j.status == "queued"]
+
+
+@pytest.mark.parametrize("earlier, planned", [([1.40, 1.60, 1.40, 1.60], 6), ([1.50, 1.51, 1.50, 1.49], 2),
+                                              (AGREED6, 1)],
+                         ids=["history disagreed: 6", "4 agreed: 2", "6 agreed: 1"])
+def test_a_configuration_whose_earlier_processes_disagreed_runs_in_more_processes(engine, earlier, planned):
+    """Earlier sweeps of the configuration on this device kind and torch plan today's processes: two modes 14% apart
+    call for 6 (the most: 4 beyond the sweep's own 2), saying why; 4 that agreed leave it at the sweep's 2; 6 that
+    agreed within 1% plan one (its answer rests on them)."""
+    first, repeats = history_then_first(engine, earlier, 1.5)
     assert len(repeats) == planned - 1 and all(j.follow_up_of == first for j in repeats)
     if planned > 2:
-        assert "this one in 4: its 4 earlier processes on this device spread 8%" in repeats[0].follow_up["because"]
-    else:
+        assert "this one in 6: its 4 earlier processes on this device spread 8%" in repeats[0].follow_up["because"]
+    elif planned == 2:
         assert "each configuration runs in 2 fresh processes" in repeats[0].follow_up["because"]
+
+
+def test_a_first_process_off_its_agreeing_history_runs_the_sweeps_own_count(engine):
+    """6 earlier processes agreed at 1.50x, so one was planned; today's reads 1.70x, which their spread does not
+    explain: the sweep's 2 run after all, and the repeat says why."""
+    first, repeats = history_then_first(engine, AGREED6, 1.70)
+    assert len(repeats) == 1 and repeats[0].follow_up_of == first
+    assert "its 1 process read 13% off what its 6 earlier processes on this device did" in repeats[0].follow_up["because"]
 
 
 def test_a_configurations_history_is_read_through_the_config_index(tmp_path):
