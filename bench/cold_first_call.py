@@ -57,6 +57,14 @@ def report(models, workers: dict, scripts: dict, device: str, repeat: int, instr
         for part in parts:
             vals = [median([(r.get("compile_breakdown_s") or {}).get(part, 0.0) for r in side[m]]) for _, side in sides]
             lines.append(f"    {part:<52}" + " | ".join(f"{v:8.3f}" for v in vals))
+    lines += ["", "each repeat's compiled first calls, s, the worker's in the order it ran them (#: its place in that "
+              "worker) | the scripts'"]
+    for trace, worker in workers.items():
+        for i in range(repeat):
+            ran = sorted((w[i]["job_id"], m, w[i]["compiled_first_call_s"]) for m, w in worker.items() if len(w) > i)
+            said = "  ".join(f"#{n + 1} {m} {s:.3f}" for n, (_, m, s) in enumerate(ran))
+            plain = "  ".join(f"{m} {scripts[m][i]['compiled_first_call_s']:.3f}" for m in models if len(scripts[m]) > i)
+            lines.append(f"  repeat {i + 1}{f' trace={trace}' if len(workers) > 1 else ''}: {said} | {plain}")
     return "\n".join(lines)
 
 

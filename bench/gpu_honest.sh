@@ -12,6 +12,8 @@
 #                                          # (runner.child.prewarm.own_heap), then + huge pages, 2 processes a way -> $OUT/fork
 #   bash bench/gpu_honest.sh cold-trace    # bench.cold_first_call, worker jobs with and without their compile trace
 #                                          # beside fresh scripts, 4 repeats (about 350 s) -> $OUT/cold
+#   bash bench/gpu_honest.sh cold-order    # the same with the worker's jobs sincos first, 3 repeats: does a job's
+#                                          # place in its worker move its cold first call?
 #   bash bench/gpu_honest.sh paired1; ...paired2; ...paired3   # sweep A beside the cold reference, a configuration
 #                                          # at a time (honest_answers paired: the machine's drift on both alike), in
 #                                          # three calls of about 410, 360 and 420 s; copy each call's ha/ to DIR1..3:
@@ -38,6 +40,9 @@ step() {
     fork) mkdir -p "$OUT/fork"
           timeout "$(left)" python3 -m bench.fork_vs_fresh --device cuda --model mlp:64 --model simplenet:32:reduce-overhead \
             --model sincos:10000 --repeat 2 --iters 10 -o "$OUT/fork/fork_vs_fresh.txt" 2> "$OUT/fork/runs.log" ;;
+    cold-order) mkdir -p "$OUT/cold"
+          timeout "$(left)" python3 -m bench.cold_first_call --device cuda --repeat 3 --model sincos:10000 \
+            --model mlp:64 --model simplenet:32 -o "$OUT/cold/cold_first_call_order.txt" 2> "$OUT/cold/runs.log" ;;
     cold-trace) mkdir -p "$OUT/cold"
           timeout "$(left)" python3 -m bench.cold_first_call --device cuda --repeat 4 --trace both --model mlp:64 \
             --model sincos:10000 -o "$OUT/cold/cold_first_call_trace_both.txt" 2> "$OUT/cold/runs.log" ;;
@@ -49,7 +54,7 @@ step() {
     paired3) ha paired --out "$OUT/ha" --device cuda --cold --sides A --only "complexnet bs32 reduce-overhead" \
                --only convnetmix --only resnet18 ;;
     sweepB) ha sweep --out "$OUT/ha" --label B --device cuda $([ -f .whl/sweep-A.db ] && echo --continue .whl/sweep-A.db) ;;
-    *) echo "step: sweeps, ref1, ref2, paired1, paired2, paired3, sweepB, timm, bert-ref, fork, cold-trace, ref-more" >&2
+    *) echo "step: sweeps, ref1, ref2, paired1, paired2, paired3, sweepB, timm, bert-ref, fork, cold-trace, cold-order, ref-more" >&2
        exit 2 ;;
   esac
 }
