@@ -3,7 +3,8 @@
 # with the wheels carried (carry: .whl). Each step writes under $OUT/ha (the seed sweeps and their reference) or
 # $OUT/real (models by name); copy them back and read the table here:
 #   python -m bench.honest_answers table --out DIR --one-database
-#   bash bench/gpu_honest.sh sweeps        # sweeps A and B of the seed configurations (about 190 s + 200 s on an H200)
+#   bash bench/gpu_honest.sh sweeps        # sweeps A and B of the seed configurations (about 190 s + 200 s on an H200),
+#                                          # B in A's database (A's processes its history, as a lab's second sweep)
 #   bash bench/gpu_honest.sh ref1 ref2     # the cold harness reference in two halves (about 490 s + 430 s): each call
 #                                          # one; or reuse bench/results/h200_harness_reference_cold_2026-11-29.jsonl
 #   bash bench/gpu_honest.sh timm          # timm resnet50 inference by name beside 2 script processes (about 250 s)
@@ -31,7 +32,8 @@ mkdir -p "${OUT:-.}/ha" "${OUT:-.}/real"
 ha() { timeout "$(left)" python3 -m bench.honest_answers "$@"; }
 step() {
   case "$1" in
-    sweeps) ha sweep --out "$OUT/ha" --label A --device cuda; ha sweep --out "$OUT/ha" --label B --device cuda ;;
+    sweeps) ha sweep --out "$OUT/ha" --label A --device cuda
+            ha sweep --out "$OUT/ha" --label B --device cuda --continue "$OUT/ha/sweep-A.db" ;;
     ref1) ha reference --out "$OUT/ha" --device cuda --cold --only simplenet --only "mlp bs64" --only sincos ;;
     ref2) ha reference --out "$OUT/ha" --device cuda --cold --only complexnet --only convnetmix --only resnet18 ;;
     timm) ha sweep --out "$OUT/real" --label A --set real --only "resnet50 bs32 inference"
