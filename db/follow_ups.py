@@ -36,7 +36,7 @@ def queue_follow_ups(s: Session, job_id: int, row: Result) -> list[int]:
         past = history.past_spread(s.scalars(past_processes(job.sweep_id, key, row.device_name, row.torch_version)))
     # every follow-up the plan calls for (at most a re-run and the missing processes): the gate decides how many go in
     wanted = noise.plan_follow_ups(bool(row.disturbed), row.noise_note, reruns, process_repeats, runs,
-                                   room=history.planned(process_repeats, past) + 1, past=past)
+                                   room=process_repeats + history.MORE + 1, past=past)  # the most any plan asks
     if not wanted:
         return []
     try:

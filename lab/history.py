@@ -16,7 +16,7 @@ from lab.interval import Z975, Spread
 # the newest earlier processes of a configuration read (db.follow_ups.past_processes): enough to judge a spread,
 # bounded however often it ran
 HISTORY_LIMIT = 64
-# earlier processes needed before they plan: two say little of a spread (one degree of freedom)
+# earlier processes needed before their spread plans a count: two say little of it (one degree of freedom)
 HISTORY_MIN = 3
 # the planned count: enough that the spread between processes alone puts the interval within this much either side
 # of the answer (Z975 * sd / sqrt(k) <= TARGET), at most MORE beyond the sweep's own count
@@ -31,20 +31,30 @@ RANGE95 = {2: 2.772, 3: 3.314, 4: 3.633, 5: 3.858, 6: 4.030, 7: 4.170, 8: 4.286}
 
 def past_spread(centers: Iterable[float | None]) -> Spread | None:
     """The spread of a configuration's earlier processes (their paired speedups, lab.interval.run_center): the variance
-    of their logs (ddof=1) and how many; None below HISTORY_MIN usable ones."""
-    m = np.log(np.asarray([c for c in centers if isinstance(c, (int, float)) and math.isfinite(c) and c > 0],
-                          dtype=float))
-    if len(m) < HISTORY_MIN:
+    of their logs (ddof=1), their mean log and how many; None below two usable ones. Below HISTORY_MIN it plans no
+    count (planned) and explains no disagreement (expected_apart); today's processes are still checked against it
+    (departs)."""
+    m = _logs(centers)
+    if len(m) < 2:
         return None
     return Spread(processes=len(m), var=float(np.var(m, ddof=1)), mean=float(np.mean(m)))
 
 
+def with_today(past: Spread, centers: Iterable[float | None]) -> Spread:
+    """`past` and today's processes (`centers`) as one Spread: every process of the configuration on this device."""
+    m, k = _logs(centers), past.processes
+    n = k + len(m)
+    mean = (k * (past.mean or 0.0) + float(np.sum(m))) / n
+    squares = (k - 1) * past.var + k * ((past.mean or 0.0) - mean) ** 2 + float(np.sum((m - mean) ** 2))
+    return Spread(processes=n, var=squares / (n - 1), mean=mean)
+
+
 def planned(process_repeats: int, past: Spread | None) -> int:
-    """How many processes a configuration runs: the sweep's own count (`process_repeats`), or, where its earlier
-    processes disagreed, enough that their spread puts the interval within TARGET, at most MORE beyond; where
-    FEWER_FROM or more of them agreed that closely with fewer, that many (one at least): today's processes are then
-    checked against them (departs). A sweep of one process asked for no spread and gets one process."""
-    if past is None or process_repeats < 2:
+    """How many processes a configuration runs: the sweep's own count (`process_repeats`), or, where HISTORY_MIN or
+    more earlier processes disagreed, enough that their spread puts the interval within TARGET, at most MORE beyond;
+    where FEWER_FROM or more of them agreed that closely with fewer, that many (one at least): today's processes are
+    then checked against them (departs). A sweep of one process asked for no spread and gets one process."""
+    if past is None or past.processes < HISTORY_MIN or process_repeats < 2:
         return process_repeats
     need = math.ceil((Z975 * math.sqrt(past.var) / TARGET) ** 2 - 1e-9)
     if past.processes >= FEWER_FROM and past.mean is not None:
@@ -56,26 +66,32 @@ def departs(centers: Iterable[float | None], past: Spread | None) -> float | Non
     """How far today's processes (their paired speedups) lie from the earlier ones' mean (ratio less 1, either way),
     where further than the earlier spread explains (95 in 100: Z975 * sd * sqrt(1/k + 1/K)) and past TARGET; None
     where they do not, or nothing to judge by."""
-    m = [math.log(c) for c in centers if isinstance(c, (int, float)) and math.isfinite(c) and c > 0]
-    if not m or past is None or past.mean is None:
+    m = _logs(centers)
+    if not len(m) or past is None or past.mean is None:
         return None
-    off = abs(sum(m) / len(m) - past.mean)
+    off = abs(float(np.mean(m)) - past.mean)
     limit = max(math.log1p(TARGET), Z975 * math.sqrt(past.var * (1 / len(m) + 1 / past.processes)))
     return math.expm1(off) if off > limit else None
+
+
+def _logs(centers: Iterable[float | None]) -> np.ndarray:
+    return np.log(np.asarray([c for c in centers if isinstance(c, (int, float)) and math.isfinite(c) and c > 0],
+                             dtype=float))
 
 
 def expected_apart(processes: int, past: Spread | None) -> float:
     """How far apart (max/min - 1) this many processes may lie before it is news, given the earlier processes'
     spread: 95 in 100 sweeps of that spread lie within it. 0 without history."""
-    if past is None or processes < 2:
+    if past is None or past.processes < HISTORY_MIN or processes < 2:
         return 0.0
     factor = RANGE95.get(processes, RANGE95[max(RANGE95)])
     return math.exp(factor * math.sqrt(past.var)) - 1
 
 
-def departs_because(processes: int, off: float, past: Spread, process_repeats: int) -> str:
+def departs_because(processes: int, off: float, past: Spread, want: int) -> str:
     return (f"its {processes} process{'es' * (processes != 1)} read {off:.0%} off what its {past.processes} earlier "
-            f"processes on this device did, more than their spread explains: the sweep's {process_repeats} run")
+            f"processes on this device did, more than their spread explains: {want} run, as the spread of all of "
+            "them asks")
 
 
 def planned_because(process_repeats: int, want: int, past: Spread) -> str:

@@ -112,13 +112,13 @@ def plan_follow_ups(disturbed: bool, cause: str | None, reruns: int, process_rep
     `past`: the configuration's earlier processes on this device and torch (lab.history.past_spread), None where
     too few: where they disagreed, more processes are planned (lab.history.planned), and today's processes call for
     one more only where they lie further apart than that spread explains (lab.history.expected_apart); where many
-    agreed closely, fewer are planned, and the sweep's own count runs after all when today's read off them
-    (lab.history.departs)."""
+    agreed closely, fewer are planned. Where today's read off the earlier ones' mean (lab.history.departs), the
+    spread of all of them, today's included, plans the count, never below the sweep's own."""
     want = history.planned(process_repeats, past)
-    off = (history.departs([r.center for r in runs if r.answers], past)
-           if want < process_repeats and not any(r.pending for r in runs) else None)
-    if off is not None:  # fewer were planned by agreeing history, and today's read off it: the sweep's own count
-        want = process_repeats
+    today = [r.center for r in runs if r.answers]
+    off = history.departs(today, past) if process_repeats >= 2 and not any(r.pending for r in runs) else None
+    if off is not None and past is not None:  # today's read off the earlier ones: every process's spread plans
+        want = max(process_repeats, history.planned(process_repeats, history.with_today(past, today)))
     have = sum(r.pending or r.answers for r in runs)
     missing = max(0, want - have)
     out = []
@@ -138,7 +138,7 @@ def plan_follow_ups(disturbed: bool, cause: str | None, reruns: int, process_rep
         out.append(FollowUp(NOISY_RERUN, done + 1, reruns, cause or "disturbed"))
         missing -= 1
     made = sum(r.follow_up == PROCESS_REPEAT for r in runs)
-    because = (history.departs_because(have, off, past, process_repeats) if off is not None and past is not None
+    because = (history.departs_because(have, off, past, want) if off is not None and past is not None
                else repeats_because(process_repeats) if want == process_repeats or past is None
                else history.planned_because(process_repeats, want, past))
     out += [FollowUp(PROCESS_REPEAT, made + i + 1, made + missing, because) for i in range(missing)]
