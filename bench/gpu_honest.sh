@@ -5,6 +5,8 @@
 #   python -m bench.honest_answers table --out DIR --one-database
 #   bash bench/gpu_honest.sh sweeps        # sweeps A and B of the seed configurations (about 190 s + 200 s on an H200),
 #                                          # B in A's database (A's processes its history, as a lab's second sweep)
+#   bash bench/gpu_honest.sh sweeps-noisy  # the same for the three configurations whose processes scatter most
+#                                          # (about 200 s): how many processes B plans from A's
 #   bash bench/gpu_honest.sh ref1 ref2     # the cold harness reference in two halves (about 490 s + 430 s): each call
 #                                          # one; or reuse bench/results/h200_harness_reference_cold_2026-11-29.jsonl
 #   bash bench/gpu_honest.sh timm          # timm resnet50 inference by name beside 2 script processes (about 250 s)
@@ -34,6 +36,10 @@ step() {
   case "$1" in
     sweeps) ha sweep --out "$OUT/ha" --label A --device cuda
             ha sweep --out "$OUT/ha" --label B --device cuda --continue "$OUT/ha/sweep-A.db" ;;
+    sweeps-noisy) ha sweep --out "$OUT/ha" --label A --device cuda --only "mlp bs64 default" --only sincos \
+                    --only "simplenet bs32 dynamic=true"
+                  ha sweep --out "$OUT/ha" --label B --device cuda --continue "$OUT/ha/sweep-A.db" \
+                    --only "mlp bs64 default" --only sincos --only "simplenet bs32 dynamic=true" ;;
     ref1) ha reference --out "$OUT/ha" --device cuda --cold --only simplenet --only "mlp bs64" --only sincos ;;
     ref2) ha reference --out "$OUT/ha" --device cuda --cold --only complexnet --only convnetmix --only resnet18 ;;
     timm) ha sweep --out "$OUT/real" --label A --set real --only "resnet50 bs32 inference"
@@ -56,7 +62,7 @@ step() {
     paired3) ha paired --out "$OUT/ha" --device cuda --cold --sides A --only "complexnet bs32 reduce-overhead" \
                --only convnetmix --only resnet18 ;;
     sweepB) ha sweep --out "$OUT/ha" --label B --device cuda $([ -f .whl/sweep-A.db ] && echo --continue .whl/sweep-A.db) ;;
-    *) echo "step: sweeps, ref1, ref2, paired1, paired2, paired3, sweepB, timm, bert-ref, fork, cold-trace, cold-order, ref-more" >&2
+    *) echo "step: sweeps, sweeps-noisy, ref1, ref2, paired1, paired2, paired3, sweepB, timm, bert-ref, fork, cold-trace, cold-order, ref-more" >&2
        exit 2 ;;
   esac
 }
