@@ -43,7 +43,9 @@ def fresh(argv: list[str], folder: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def forked(argv: list[str], folder: Path, freeze: bool, own: bool = False, huge: bool = False) -> dict:
+def forked(argv: list[str], folder: Path, freeze: bool, own: bool = False, huge: bool = False,
+           shared_cache: Path | None = None) -> dict:
+    """The job forked from this process, its compile cache `folder`'s own (cold) or `shared_cache`'s."""
     out = folder / "out.json"
     folder.mkdir(parents=True, exist_ok=True)
     if freeze:
@@ -52,7 +54,7 @@ def forked(argv: list[str], folder: Path, freeze: bool, own: bool = False, huge:
     if pid == 0:
         code = 1
         try:
-            os.environ.update(caches(folder))
+            os.environ.update(caches(shared_cache or folder))
             if own:  # as the worker's zygote does in each child before its job
                 from runner.child.prewarm import huge_heap, own_heap
 

@@ -15,6 +15,8 @@
 #                                          # (runner.child.prewarm.own_heap), then + huge pages, 2 processes a way -> $OUT/fork
 #   bash bench/gpu_honest.sh cold-trace    # bench.cold_first_call, worker jobs with and without their compile trace
 #                                          # beside fresh scripts, 4 repeats (about 350 s) -> $OUT/cold
+#   bash bench/gpu_honest.sh parents       # bench.parent_effect: 3 preloaded parents x 3 forked children beside 9
+#                                          # fresh processes, one warm cache, mlp:64 then simplenet:32 (about 300 s)
 #   bash bench/gpu_honest.sh cold-order    # the same with the worker's jobs sincos first, 3 repeats: does a job's
 #                                          # place in its worker move its cold first call?
 #   bash bench/gpu_honest.sh paired1; ...paired2; ...paired3   # sweep A beside the cold reference, a configuration
@@ -48,6 +50,9 @@ step() {
     fork) mkdir -p "$OUT/fork"
           timeout "$(left)" python3 -m bench.fork_vs_fresh --device cuda --model mlp:64 --model simplenet:32:reduce-overhead \
             --model sincos:10000 --repeat 2 --iters 10 -o "$OUT/fork/fork_vs_fresh.txt" 2> "$OUT/fork/runs.log" ;;
+    parents) mkdir -p "$OUT/parents"
+          for m in mlp:64 simplenet:32; do timeout "$(left)" python3 -m bench.parent_effect --device cuda --model "$m" \
+            --parents 3 --children 3 -o "$OUT/parents/parent_effect_${m%%:*}.txt" 2>> "$OUT/parents/runs.log"; done ;;
     cold-order) mkdir -p "$OUT/cold"
           timeout "$(left)" python3 -m bench.cold_first_call --device cuda --repeat 3 --model sincos:10000 \
             --model mlp:64 --model simplenet:32 -o "$OUT/cold/cold_first_call_order.txt" 2> "$OUT/cold/runs.log" ;;
@@ -62,7 +67,7 @@ step() {
     paired3) ha paired --out "$OUT/ha" --device cuda --cold --sides A --only "complexnet bs32 reduce-overhead" \
                --only convnetmix --only resnet18 ;;
     sweepB) ha sweep --out "$OUT/ha" --label B --device cuda $([ -f .whl/sweep-A.db ] && echo --continue .whl/sweep-A.db) ;;
-    *) echo "step: sweeps, sweeps-noisy, ref1, ref2, paired1, paired2, paired3, sweepB, timm, bert-ref, fork, cold-trace, cold-order, ref-more" >&2
+    *) echo "step: sweeps, sweeps-noisy, ref1, ref2, paired1, paired2, paired3, sweepB, timm, bert-ref, fork, cold-trace, cold-order, parents, ref-more" >&2
        exit 2 ;;
   esac
 }
