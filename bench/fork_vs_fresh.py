@@ -2,7 +2,7 @@
 run in a fresh interpreter, and forked from a parent that preloaded what the worker's preloaded parent does
 (runner.child.zygote._preload), with and without gc.freeze() before the fork, and with the child's heap made its own
 before the job as the worker's children do (runner.child.prewarm.own_heap), and that heap then put in transparent
-huge pages (runner.child.prewarm.huge_heap), as a fresh heap may be. Repeats alternate the five.
+huge pages (huge_heap), as a fresh heap may be. Repeats alternate the five.
 
     python -m bench.fork_vs_fresh --device cuda --model simplenet:32 --model complexnet:32 --repeat 3 [-o FILE]
 
@@ -25,7 +25,7 @@ from bench.sweep_overhead import emit, median
 
 ROOT = Path(__file__).resolve().parent.parent
 WAYS = ("fresh", "forked", "forked + gc.freeze", "forked + own heap", "forked + own + huge")
-# own heap: runner.child.prewarm.own_heap; + huge: then prewarm.huge_heap (its memory collapsed into huge pages)
+# own heap: runner.child.prewarm.own_heap; + huge: then huge_heap below (its memory collapsed into huge pages)
 
 
 def job_argv(model: str, batch: int, device: str, mode: str = "default", iters: int = 3) -> list[str]:
@@ -43,6 +43,29 @@ def fresh(argv: list[str], folder: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+HUGEPAGE, COLLAPSE = 14, 25  # MADV_HUGEPAGE, MADV_COLLAPSE (Linux 6.1+)
+
+
+def huge_heap() -> int | None:
+    """Put this process's private writable mappings (runner.child.prewarm's reading of them) in transparent huge
+    pages, as a fresh interpreter's heap lies where the kernel gives them to every process (`always`): a fork's
+    copy-on-write copies are small pages. The bytes collapsed; None where the kernel cannot (no MADV_COLLAPSE)."""
+    from runner.child.prewarm import _madvise, _private_ranges
+
+    ranges, madvise = _private_ranges(), _madvise()
+    if not ranges or madvise is None:
+        return None
+    done, huge = 0, 2 ** 21
+    for lo, hi in ranges:
+        lo, hi = -(-lo // huge) * huge, hi // huge * huge  # only whole huge pages
+        if hi <= lo:
+            continue
+        madvise(lo, hi - lo, HUGEPAGE)
+        if madvise(lo, hi - lo, COLLAPSE) == 0:
+            done += hi - lo
+    return done
+
+
 def forked(argv: list[str], folder: Path, freeze: bool, own: bool = False, huge: bool = False,
            shared_cache: Path | None = None) -> dict:
     """The job forked from this process, its compile cache `folder`'s own (cold) or `shared_cache`'s."""
@@ -56,7 +79,7 @@ def forked(argv: list[str], folder: Path, freeze: bool, own: bool = False, huge:
         try:
             os.environ.update(caches(shared_cache or folder))
             if own:  # as the worker's zygote does in each child before its job
-                from runner.child.prewarm import huge_heap, own_heap
+                from runner.child.prewarm import own_heap
 
                 own_heap()
                 if huge:  # what it collapsed shows in the job's own pages report (plain_job.huge_pages)

@@ -71,35 +71,6 @@ def own_heap_beside(work: Callable[[], dict]) -> tuple[dict, dict]:
 
 
 POPULATE_WRITE = 23  # MADV_POPULATE_WRITE (linux/mman.h)
-HUGEPAGE, COLLAPSE = 14, 25  # MADV_HUGEPAGE, MADV_COLLAPSE (6.1+)
-
-
-def thp_mode() -> str | None:
-    """The kernel's transparent huge page setting (always, madvise, never), None where it cannot be read."""
-    try:
-        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
-            return f.read().split("[", 1)[1].split("]", 1)[0]
-    except (OSError, IndexError):
-        return None
-
-
-def huge_heap(ranges: list[tuple[int, int]] | None = None) -> int | None:
-    """Put the private writable mappings (`ranges`, else read now) back in transparent huge pages, as a fresh
-    interpreter's heap lies where the kernel gives them to every process (`always`): a fork's copy-on-write copies
-    are small pages. The bytes the kernel collapsed, None where it cannot (no MADV_COLLAPSE, not Linux)."""
-    ranges = ranges if ranges is not None else _private_ranges()
-    madvise = _madvise()
-    if not ranges or madvise is None:
-        return None
-    done, huge = 0, 2 ** 21
-    for lo, hi in ranges:
-        lo, hi = -(-lo // huge) * huge, hi // huge * huge  # only whole huge pages
-        if hi <= lo:
-            continue
-        madvise(lo, hi - lo, HUGEPAGE)
-        if madvise(lo, hi - lo, COLLAPSE) == 0:
-            done += hi - lo
-    return done
 
 
 def _private_ranges() -> list[tuple[int, int]] | None:
@@ -150,6 +121,7 @@ def _populate_private(ranges: list[tuple[int, int]] | None = None) -> int | None
 
 
 def _madvise():
+    """libc's madvise, typed; None where there is none (not Linux)."""
     try:
         import ctypes
 
