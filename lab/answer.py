@@ -353,10 +353,10 @@ def verdict(row: AnswerRow, interval: Interval | None = None, round_spread: floa
     else:
         text = f"slower: {shown}"
     extra = [f"{row.runs} processes"] if row.runs > 1 else []
-    if interval is not None and interval.processes == 1 and (interval.spread_processes > 1 or not interval.wide):
-        extra += [f"one process: its {interval.spread_processes} processes on this device, over every sweep of it, agree "
-                  "closely enough, and its interval holds their spread" if interval.spread_processes > 1
-                  else "one process: its interval holds this device's spread between processes"]
+    if interval is not None and interval.processes == 1 and (interval.spread_processes or not interval.wide):
+        held = (f"the spread of its {interval.spread_processes} processes on this device, over every sweep of it"
+                if interval.spread_processes > 1 else "this device's spread between processes")
+        extra += ["one process" if interval.wide else f"one process: its interval holds {held}"]
     if row.noisy:
         extra += [f"every run was disturbed, so these are their numbers: {row.noise_note}"]
     elif row.noisy_runs:
