@@ -97,4 +97,4 @@ def departs_because(processes: int, off: float, past: Spread, want: int) -> str:
 def planned_because(process_repeats: int, want: int, past: Spread) -> str:
     return (f"each configuration runs in {process_repeats} fresh processes, this one in {want}: its {past.processes} "
             f"earlier processes on this device spread {math.sqrt(past.var):.0%} (one standard deviation), and "
-            f"{want} pin its answer closer")
+            f"{want} pin its answer {'closer' if want > process_repeats else 'within 5%'}")

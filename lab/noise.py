@@ -3,9 +3,9 @@
 A run answers unless something from outside disturbed its rounds, measured and named (runner.child.disturbance); a
 disturbed run is re-run within the sweep's budget and left out while an undisturbed run of its configuration exists.
 Scatter alone is not a cause: it widens the interval (lab.interval). Every configuration runs in `process_repeats`
-fresh processes, more where its earlier processes on this device disagreed (lab.history); one more where they disagree
-past DISAGREE, or past what its earlier processes' spread explains. docs/measurement.md says why, with the figures. No
-torch, no SQLAlchemy."""
+fresh processes, more where its earlier processes on this device disagreed or today's read off them, fewer where many
+agreed (lab.history); one more where they disagree past DISAGREE, or past what its earlier processes' spread
+explains. docs/measurement.md says why, with the figures. No torch, no SQLAlchemy."""
 from __future__ import annotations
 
 import math
@@ -110,22 +110,26 @@ def plan_follow_ups(disturbed: bool, cause: str | None, reruns: int, process_rep
     a sweep of one process per configuration asked for no spread, and gets none); that one, disturbed, is re-run
     too (within the budget) while the undisturbed ones still disagree: the disagreement it was there to settle stands.
     `past`: the configuration's earlier processes on this device and torch (lab.history.past_spread), None where
-    too few: where they disagreed, more processes are planned (lab.history.planned), and today's processes call for
-    one more only where they lie further apart than that spread explains (lab.history.expected_apart); where many
-    agreed closely, fewer are planned. Where today's read off the earlier ones' mean (lab.history.departs), the
-    spread of all of them, today's included, plans the count, never below the sweep's own."""
+    fewer than two: from 3, where they disagreed, more processes are planned (lab.history.planned), and today's
+    processes call for one more only where they lie further apart than that spread explains
+    (lab.history.expected_apart); from 6 that agreed closely, fewer are planned, and today's that disagree run the
+    sweep's own count after all (then one more, as above). Where today's answered ones read off the earlier ones'
+    mean (lab.history.departs), the spread of all of them, today's included, plans the count, never below the
+    sweep's own."""
     want = history.planned(process_repeats, past)
     today = [r.center for r in runs if r.answers]
-    off = history.departs(today, past) if process_repeats >= 2 and not any(r.pending for r in runs) else None
+    off = history.departs(today, past) if process_repeats >= 2 else None  # by those answered so far
     if off is not None and past is not None:  # today's read off the earlier ones: every process's spread plans
         want = max(process_repeats, history.planned(process_repeats, history.with_today(past, today)))
     have = sum(r.pending or r.answers for r in runs)
+    apart = disagreement(runs)
+    disagree = (not any(r.pending for r in runs) and apart is not None
+                and apart > max(DISAGREE, history.expected_apart(have, past)))
+    broken = disagree and want < process_repeats  # fewer were planned by agreeing history: the sweep's count runs
+    want = process_repeats if broken else want
     missing = max(0, want - have)
     out = []
-    apart = disagreement(runs)
-    extra_wanted = (not missing and process_repeats >= 2 and have < max(want, process_repeats) + EXTRA_PROCESSES
-                    and not any(r.pending for r in runs) and apart is not None
-                    and apart > max(DISAGREE, history.expected_apart(have, past)))
+    extra_wanted = not missing and process_repeats >= 2 and have < want + EXTRA_PROCESSES and disagree
     if extra_wanted and not disturbed:
         made = sum(r.follow_up == PROCESS_REPEAT for r in runs)
         return [FollowUp(PROCESS_REPEAT, made + 1, made + 1, disagree_because(have, apart, past))][:max(0, room)]
@@ -139,6 +143,7 @@ def plan_follow_ups(disturbed: bool, cause: str | None, reruns: int, process_rep
         missing -= 1
     made = sum(r.follow_up == PROCESS_REPEAT for r in runs)
     because = (history.departs_because(have, off, past, want) if off is not None and past is not None
+               else disagree_because(have, apart or 0.0, past) if broken
                else repeats_because(process_repeats) if want == process_repeats or past is None
                else history.planned_because(process_repeats, want, past))
     out += [FollowUp(PROCESS_REPEAT, made + i + 1, made + missing, because) for i in range(missing)]
