@@ -19,6 +19,7 @@ import argparse
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,11 +35,8 @@ def speedup(row: dict) -> float:
     return row["eager_ms"] / row["compiled_ms"]
 
 
-def sd(xs: list[float]) -> float | None:
-    if len(xs) < 2:
-        return None
-    m = sum(xs) / len(xs)
-    return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+def sd(xs: list[float]) -> float:
+    return statistics.stdev(xs) if len(xs) > 1 else 0.0
 
 
 def parent(argv: list[str], cache: Path, children: int) -> int:
@@ -93,8 +91,8 @@ def main() -> int:
     lines += [f"  {k:<10} " + ", ".join(f"{x:.3f}" for x in v) for k, v in groups.items()]
     lines += ["spread of log speedups (one standard deviation):",
               f"  within a parent (pooled)        {pooled_within:.1%}",
-              f"  between the parents' means      {sd(means) or 0:.1%}",
-              f"  between fresh processes         {sd(logs['fresh']) or 0:.1%}"]
+              f"  between the parents' means      {sd(means):.1%}",
+              f"  between fresh processes         {sd(logs['fresh']):.1%}"]
     emit("\n".join(lines), args.output)
     return 0
 
