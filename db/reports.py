@@ -11,7 +11,7 @@ from sqlalchemy import Engine, func, select
 from db import views
 from db.engine import reading
 from db.models import Job, Result
-from lab import answer, versions
+from lab import answer, first_call, versions
 from lab import spreads as process_spreads
 from lab.answer import READ, AnswerRow, Runs
 from lab.checks import TRI
@@ -61,14 +61,15 @@ def report(engine: Engine, sweep_ids: Iterable[int] | None = None, job_ids: Iter
 def spreads(engine: Engine, devices: Iterable[str | None] | None = None) -> Spreads:
     """On these devices (or every one), the spread between processes (lab.spreads.Spreads): per device, what every
     configuration that ran in two or more undisturbed processes of one sweep showed (lab.interval.device_prior);
-    per configuration, its processes over every sweep. Read from the stored per-process numbers alone: on SQLite
-    from the answer's index, the jobs in id order (db.views.answer_sql; through the status index and each result's
-    row, 0.4-0.6 s at 100k jobs against 0.12 s)."""
+    per configuration, its processes over every sweep, and the first calls of those that compiled it cold. Read from
+    the stored per-process numbers alone: on SQLite from the answer's index, the jobs in id order (db.views.answer_sql;
+    through the status index and each result's row, 0.4-0.6 s at 100k jobs against 0.12 s)."""
     q = (select(Result.device_name, Result.torch_version, Job.sweep_id, Job.config, Result.round_speedup,
-                Result.round_speedup_se)
+                Result.round_speedup_se, Result.compiled_first_call_s, Result.first_call_cache, Result.graph_cache_hit)
          .select_from(Job).join(Result, Result.job_id == Job.id)
          .where(func.coalesce(Job.status, "") == "succeeded", Result.device_name.is_not(None), Job.config.is_not(None),
-                Result.round_speedup > 0, func.coalesce(Result.disturbed, False).is_(False)))
+                func.coalesce(Result.disturbed, False).is_(False),
+                (Result.round_speedup > 0) | (Result.first_call_cache.is_not(None) & (Result.compiled_first_call_s > 0))))
     if devices is not None:
         devices = [d for d in set(devices) if d is not None]
         if not devices:
@@ -83,9 +84,17 @@ def spreads(engine: Engine, devices: Iterable[str | None] | None = None) -> Spre
             cursor.close()
         if not rows:
             return Spreads()
-        device, torch, sweep, config, center, se = (list(c) for c in zip(*rows))
-        return process_spreads.spreads(device, torch, sweep, config, np.array(center, dtype=float),
-                              np.nan_to_num(np.array(se, dtype=float)))
+        device, torch, sweep, config, center, se, first, made, hit = (list(c) for c in zip(*rows))
+        center = np.nan_to_num(np.array(center, dtype=float))
+        timed = np.flatnonzero(center > 0).tolist()
+        # the processes that recorded compiling their first call cold (lab.first_call.kind: as the answer counts them)
+        cold = [i for i in range(len(rows)) if made[i] is not None and first[i] is not None and first[i] > 0
+                and first_call.kind(made[i], None, None if hit[i] is None else bool(hit[i])) == "cold"]
+        return process_spreads.spreads(
+            *([col[i] for i in timed] for col in (device, torch, sweep, config)), center[timed],
+            np.nan_to_num(np.array([se[i] for i in timed], dtype=float)),
+            colds=process_spreads.by_config(*([col[i] for i in cold] for col in (device, torch, config)),
+                                            np.array([first[i] for i in cold], dtype=float)))
 
 
 def version_report(engine: Engine, sweep_ids: Iterable[int] | None = None,

@@ -12,11 +12,11 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from lab import first_call, labels, noise, tabular
-from lab.axes import COMPILE_FIELDS, fold_note, folded_mode
+from lab.axes import COMPILE_FIELDS, folded_mode
 from lab.break_even import break_even_calls
-from lab.interval import Interval, Prior, Spread, combine, device_prior
-from lab.spreads import Spreads, codes, spreads
-from lab.wording import count
+from lab.interval import Prior, Spread, combine, device_prior
+from lab.spreads import Spreads, by_config, codes, spreads
+from lab.verdict import verdict
 
 # what makes two jobs the same workload, and the same compiled configuration of it: not the cache (it changes the
 # first call, reported cold and warm apart), nor the timing protocol (a failed job has none)
@@ -43,6 +43,11 @@ class AnswerRow(Mapping):
     compiled_ms: float | None
     eager_first_call_s: float | None
     first_call_cold_s: float | None
+    # a 95% interval for the cold first call a fresh process pays (lab.first_call.bounds), and how many processes
+    # that compiled it cold on this device (over every sweep of it) it rests on
+    first_call_cold_low: float | None
+    first_call_cold_high: float | None
+    cold_processes: int
     first_call_warm_s: float | None
     first_call_portable_s: float | None
     break_even_calls: int | None
@@ -118,10 +123,23 @@ def headline_cell(v) -> str:
     return str(v)
 
 
+def headline_value(row: Mapping, column: str) -> str:
+    """A row's headline cell: headline_cell, but the cold first call with its 95% interval ("2.71 [2.10, 3.50]"), or,
+    where too few processes compiled it cold on this device to give one, from how many it comes ("2.71 (one process)")."""
+    v = row.get(column)
+    if column != "first_call_cold_s" or v is None:
+        return headline_cell(v)
+    lo, hi = row.get("first_call_cold_low"), row.get("first_call_cold_high")
+    if lo is not None and hi is not None:
+        return f"{v:.3g} [{lo:.3g}, {hi:.3g}]"
+    n = row.get("cold_processes") or 1
+    return f"{v:.4g} ({'one process' if n == 1 else f'{n} processes'})"
+
+
 def rows_markdown(rows: Iterable[Mapping], headline: Mapping[str, str] = HEADLINE) -> str:
     """A Markdown table of the rows' headline columns (the CSV and JSON have every column)."""
     lines = ["| " + " | ".join(headline.values()) + " |", "|" + "---|" * len(headline)]
-    lines += ["| " + " | ".join(headline_cell(r[c]).replace("|", "\\|") for c in headline) + " |" for r in rows]
+    lines += ["| " + " | ".join(headline_value(r, c).replace("|", "\\|") for c in headline) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
 
@@ -159,17 +177,23 @@ class Runs:
         self.job_id = np.array(cols["job_id"], dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
 
     def spreads(self) -> Spreads:
-        """spreads over these runs (when they are the whole database)."""
+        """spreads over these runs (when they are the whole database), with the cold first calls' (cold_recorded)."""
         cols = self.cols
-        counted = (self.ok & ~self.disturbed & (np.nan_to_num(self.num["round_speedup"]) > 0)
-                   & np.array(_each(lambda d, c: d is not None and c is not None, cols["device_name"],
-                                    cols["config_key"]), dtype=bool))
-        idx = np.flatnonzero(counted)
-        if not len(idx):
-            return Spreads()
-        picked = idx.tolist()
-        return spreads(*([cols[c][i] for i in picked] for c in ("device_name", "torch_version", "sweep_id", "config_key")),
-                       self.num["round_speedup"][idx], np.nan_to_num(self.num["round_speedup_se"][idx]))
+        keyed = self.ok & ~self.disturbed & np.array(_each(lambda d, c: d is not None and c is not None,
+                                                           cols["device_name"], cols["config_key"]), dtype=bool)
+        idx = np.flatnonzero(keyed & (np.nan_to_num(self.num["round_speedup"]) > 0))
+        cold = np.flatnonzero(keyed & self.cold_recorded() & (np.nan_to_num(self.num["compiled_first_call_s"]) > 0))
+        keys = ("device_name", "torch_version", "sweep_id", "config_key")
+        picked, colds = idx.tolist(), cold.tolist()
+        return spreads(*([cols[c][i] for i in picked] for c in keys), self.num["round_speedup"][idx],
+                       np.nan_to_num(self.num["round_speedup_se"][idx]),
+                       colds=by_config(*([cols[c][i] for i in colds] for c in keys if c != "sweep_id"),
+                                       self.num["compiled_first_call_s"][cold]))
+
+    def cold_recorded(self) -> np.ndarray:
+        """The runs that recorded compiling their first call cold (not those stored before a run recorded it)."""
+        return np.array([r is not None and k == "cold" for r, k in zip(self.cols["first_call_cache"], self.kind)],
+                        dtype=bool)
 
     def median(self, name: str, idx: np.ndarray) -> float | None:
         v = self.num[name][idx]
@@ -221,8 +245,8 @@ def rows(runs: Runs, known: Spreads | None) -> list[AnswerRow]:
     eager_first = {w: runs.median("eager_first_call_s", np.concatenate(parts)) for w, parts in eager_first.items()}
     names = _labels(groups)
     out = [_row(runs, model, bs, names[model, key], idx, answering[model, bs, key], priors[key[DEVICE_AT]],
-                 _spread(runs, answering[model, bs, key], known.configs), eager_first[model, bs, key[:len(BASE_KEYS)]],
-                 folded.get((model, bs, key), set()))
+                 _spread(runs, answering[model, bs, key], known.configs), _spread(runs, idx, known.colds),
+                 eager_first[model, bs, key[:len(BASE_KEYS)]], folded.get((model, bs, key), set()))
             for (model, bs, key), idx in groups.items()]
     # a row the worker refused (its stored spec had no usable batch size) sorts last, never breaks the sort
     return sorted(out, key=lambda r: (r.model, r.batch_size is None, r.batch_size or 0, r.speedup is None,
@@ -263,7 +287,7 @@ def _configurations(runs: Runs) -> tuple[dict, dict]:
 
 
 def _spread(runs: Runs, quiet: np.ndarray, configs: dict) -> Spread | None:
-    """The configuration's processes over the whole database (Spreads.configs), found by its answering runs' keys."""
+    """The configuration's processes over the whole database (Spreads.configs or .colds), found by its runs' keys."""
     cols = runs.cols
     found = [configs[k] for k in {(cols["device_name"][i], cols["torch_version"][i], cols["config_key"][i])
                                   for i in quiet.tolist()} if k in configs]
@@ -271,13 +295,14 @@ def _spread(runs: Runs, quiet: np.ndarray, configs: dict) -> Spread | None:
 
 
 def _row(runs: Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray, prior: Prior, spread: Spread | None,
-         eager_first_s: float | None, folded: set) -> AnswerRow:
+         cold_spread: Spread | None, eager_first_s: float | None, folded: set) -> AnswerRow:
     cols = runs.cols
     ok = idx[runs.ok[idx]]
     ids = ok.tolist()
     calls = first_call.separate(runs.job_id[ok].tolist(), runs.num["compiled_first_call_s"][ok].tolist(),
                                 [runs.kind[i] for i in ids])
     kinds = {k: calls[k].seconds if k in calls else None for k in KINDS}
+    cold = first_call.bounds(calls["cold"], cold_spread) if "cold" in calls else None
     disturbed = ok[runs.disturbed[ok]]
     accuracy_known = ok[~runs.accuracy_none[ok]]
     eager_ms, compiled_ms = runs.median("eager_ms", quiet), runs.median("compiled_ms", quiet)
@@ -294,6 +319,8 @@ def _row(runs: Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray,
         speedup_ci_high=interval and interval.high, rerun_low=interval and interval.rerun_low,
         rerun_high=interval and interval.rerun_high, eager_ms=eager_ms, compiled_ms=compiled_ms,
         eager_first_call_s=eager_first_s, first_call_cold_s=kinds["cold"], first_call_warm_s=kinds["warm"],
+        first_call_cold_low=cold and cold[0], first_call_cold_high=cold and cold[1],
+        cold_processes=cold[2] if cold else calls["cold"].runs if "cold" in calls else 0,
         first_call_portable_s=kinds["portable"], break_even_calls=paid,
         recompiles=runs.most("recompiles", ok), graph_breaks=runs.most("graph_breaks", ok),
         peak_mem_eager_mb=runs.median("peak_mem_eager_mb", ok), peak_mem_compiled_mb=runs.median("peak_mem_compiled_mb", ok),
@@ -325,66 +352,6 @@ def _ms(v: np.ndarray) -> str:
     """Their range in ms, 3 significant digits ("4.41-6.53"); one number where both ends read the same."""
     lo, hi = (f"{x:.3g}" if x < 1000 else f"{x:,.0f}" for x in (v.min(), v.max()))
     return lo if lo == hi else f"{lo}-{hi}"
-
-
-def verdict(row: AnswerRow, interval: Interval | None = None, round_spread: float | None = None, error: str | None = None,
-            device: str | None = None, folded: Iterable[str] = (), moved: str | None = None) -> str:
-    """The row in words: "1.42x [1.38, 1.46], a re-run reads 1.33x to 1.52x; pays off after 1,900 calls", "not
-    separable from eager: ...", "slower: ..."; a wide interval says how wide and why ("1.30x, but anywhere from 1.10x
-    to 1.50x: the rounds scatter 12%"). `error`: its runs' first error (or status), `device`, `folded`: the modes its
-    runs were stored as and are counted under this one's (lab.axes.fold_note); `moved`: which side's calls moved
-    between its processes (sides_moved), said where their disagreement is what widens it."""
-    if row.failed_runs and not (row.runs or row.noisy_runs):
-        return f"did not succeed ({row.failed_runs} run{'s' * (row.failed_runs > 1)}): {error}"
-    s, lo, hi = row.speedup, row.speedup_ci_low, row.speedup_ci_high
-    if s is None:
-        return "no latency measured (timed before caller latency was: timing protocol 1)"
-    if interval is not None and interval.wide:
-        shown = f"{s:.2f}x, but anywhere from {lo:.2f}x to {hi:.2f}x: {interval.why_wide(round_spread, moved)}"
-    else:
-        shown = f"{s:.2f}x [{lo:.2f}, {hi:.2f}]"
-    if row.rerun_low is not None and row.rerun_high is not None:
-        shown += f", a re-run reads {row.rerun_low:.2f}x to {row.rerun_high:.2f}x"
-    if lo <= 1 <= hi:
-        text = f"not separable from eager: {shown}"
-    elif lo > 1:
-        be = row.break_even_calls
-        text = shown + (f"; pays off after {be:,} calls" if be is not None else "; faster per call")
-    else:
-        text = f"slower: {shown}"
-    extra = [f"{row.runs} processes"] if row.runs > 1 else []
-    if interval is not None and interval.processes == 1 and (interval.spread_processes or not interval.wide):
-        held = (f"the spread of its {interval.spread_processes} processes on this device, over every sweep of it"
-                if interval.spread_processes > 1 else "this device's spread between processes")
-        extra += ["one process" if interval.wide else f"one process: its interval holds {held}"]
-    if row.noisy:
-        extra += [f"every run was disturbed, so these are their numbers: {row.noise_note}"]
-    elif row.noisy_runs:
-        extra += [f"{count(row.noisy_runs, 'disturbed run')} left out"]
-    extra += [f"{row.failed_runs} failed"] if row.failed_runs else []
-    extra += [f"{fold_note(m, device)}: its runs are counted here" for m in sorted(folded)]
-    apart = medians_apart(row)
-    if apart:
-        extra += [apart]
-    return text + (f" ({'; '.join(extra)})" if extra else "")
-
-
-APART = 1.25  # how far the medians' ratio may lie outside the interval before the row says so
-
-
-def medians_apart(row: AnswerRow) -> str | None:
-    """Where the eager and compiled ms columns (each side's median call over its rounds) read a ratio far outside
-    the speedup's interval (each round's paired ratio, lab.interval), say so: the calls' times differ from round to
-    round (a compiled side that alternates between a fast and a slow graph, say), and the two figures answer different
-    questions. Nothing is hidden: both stay, with why they disagree."""
-    e, c, lo, hi = row.eager_ms, row.compiled_ms, row.speedup_ci_low, row.speedup_ci_high
-    if not (e and c and lo and hi) or e <= 0 or c <= 0:
-        return None
-    ratio = e / c
-    if lo / APART <= ratio <= hi * APART:
-        return None
-    return (f"the median calls read {ratio:.2f}x ({e:.4g} ms eager, {c:.4g} ms compiled): the calls' times change "
-            "from round to round, while the speedup pairs each round's calls; the Repeats tab shows the rounds")
 
 
 def _labels(groups: Iterable[tuple]) -> dict[tuple, str]:

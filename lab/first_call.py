@@ -2,12 +2,19 @@
 cache that already held the configuration: the worker's, or for a process repeat the one its first run, or an
 earlier follow-up on that worker, left) and portable (a
 fresh cache loaded with a colleague's bundle). The answer table, the Warmup chart, the First call tab and the job page
-all separate them here, so they print the same cold and warm figures. No torch, pandas or SQLAlchemy."""
+all separate them here, so they print the same cold and warm figures. How far a cold first call can be trusted
+(bounds): the spread between the configuration's processes that compiled it cold on this device, over every sweep of it.
+No torch, pandas or SQLAlchemy."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from statistics import median
 from typing import Iterable
+
+import numpy as np
+
+from lab.interval import Spread, t975
 
 KINDS = ("cold", "warm", "portable")  # in the order the pages show them
 WORDS = {"cold": "compiled from an empty cache",
@@ -33,6 +40,9 @@ class Calls:
 
     seconds: float
     job_ids: tuple[int, ...]
+    var: float = 0.0  # the variance of their seconds on a log scale (ddof=1), where two or more
+    mean_log: float | None = None  # the mean of their seconds' logs
+
 
     @property
     def runs(self) -> int:
@@ -50,5 +60,39 @@ def separate(job_ids: Iterable[int], seconds: Iterable[float | None], kinds: Ite
         if s is None or s != s:  # NaN from a numeric column
             continue
         by_kind.setdefault(k, []).append((int(job_id), float(s)))
-    return {k: Calls(median(s for _, s in by_kind[k]), tuple(sorted(j for j, _ in by_kind[k])))
-            for k in KINDS if k in by_kind}
+    out = {}
+    for k in (k for k in KINDS if k in by_kind):
+        logs = np.log([max(s, 1e-9) for _, s in by_kind[k]])
+        out[k] = Calls(median(s for _, s in by_kind[k]), tuple(sorted(j for j, _ in by_kind[k])),
+                       float(np.var(logs, ddof=1)) if len(logs) > 1 else 0.0, float(np.mean(logs)))
+    return out
+
+
+# degrees of freedom a cold first call's spread needs before it gets a 95% interval: one (Student's t 12.7) gives an
+# interval of no use
+COLD_DF = 2
+
+
+def bounds(cold: Calls, spread: Spread | None) -> tuple[float, float, int] | None:
+    """A 95% interval for the cold first call a fresh process of this configuration pays (its median over fresh
+    processes), around the cold runs in hand (`cold`: their mean log, which the median shown is where they are one or
+    two), and how many processes it was judged from. A cold compile's time
+    moves between fresh processes (on an H200 a small model's fresh scripts took 2.6-4.3 s), so the bracket is the
+    spread of every process that compiled the configuration cold on this device (`spread`: their Spread over the whole
+    database, the runs in hand among them), never narrower than the runs in hand show. The spread is taken about each
+    group's own mean (the runs in hand, the others), so it is independent of the runs in hand and Student's t on its
+    degrees of freedom (all of them less 2) holds exactly for log-normal processes; measured against all of them, the
+    runs in hand would widen their own interval as they stray, and it held the truth 98 times in 100. None below
+    COLD_DF degrees of freedom (4 processes, or 3 in hand): the page then says from how many processes it comes."""
+    n = cold.runs
+    squares, df, judged = (n - 1) * cold.var, n - 1, n
+    if spread is not None and spread.processes > n and spread.mean is not None and cold.mean_log is not None:
+        k = spread.processes
+        between = n * k / (k - n) * (cold.mean_log - spread.mean) ** 2  # the runs in hand against the others
+        squares, df, judged = max(squares, (k - 1) * spread.var - between), k - 2, k
+    if df < COLD_DF:
+        return None
+    var = max(squares / df, cold.var)
+    half = t975(df) * math.sqrt(var / n)
+    center = cold.mean_log if cold.mean_log is not None else math.log(cold.seconds)
+    return math.exp(center - half), math.exp(center + half), judged

@@ -139,14 +139,15 @@ class Spread:
 
 
 def config_spreads(codes: np.ndarray, centers: np.ndarray) -> dict[int, Spread]:
-    """Per code (a configuration on a device) with two or more processes, their Spread: summed per code by numpy."""
+    """Per code (a configuration on a device) with two or more processes, their Spread (with their mean log): summed
+    per code by numpy."""
     if not len(codes):
         return {}
     m = np.log(centers)
     k = np.bincount(codes)
     mean = np.bincount(codes, weights=m) / np.maximum(k, 1)
     squares = np.bincount(codes, weights=(m - mean[codes]) ** 2)
-    return {int(c): Spread(int(k[c]), float(squares[c] / (k[c] - 1))) for c in np.flatnonzero(k >= 2)}
+    return {int(c): Spread(int(k[c]), float(squares[c] / (k[c] - 1)), float(mean[c])) for c in np.flatnonzero(k >= 2)}
 
 
 @dataclass(frozen=True)

@@ -27,27 +27,39 @@ def codes(*columns) -> np.ndarray:
 class Spreads:
     """What a database showed of the spread between processes, beyond the rows in hand: per device, the spread its
     repeated configurations showed (lab.interval.Prior); per (device, torch version, configuration key), that
-    configuration's processes over every sweep of it (lab.interval.Spread)."""
+    configuration's processes over every sweep of it (lab.interval.Spread), and `colds`: the seconds of those that
+    compiled it cold, their first calls' Spread (lab.first_call.bounds)."""
 
     devices: dict = field(default_factory=dict)
     configs: dict = field(default_factory=dict)
+    colds: dict = field(default_factory=dict)
 
     @functools.cached_property
     def digest(self) -> str:
         """Names what these spreads hold: a kept answer computed under other spreads is not this one's."""
         h = hashlib.sha256()
-        for part in (self.devices, self.configs):
+        for part in (self.devices, self.configs, self.colds):
             h.update(repr(sorted(part.items(), key=repr)).encode())
         return h.hexdigest()[:16]
 
 
-def spreads(device: list, torch: list, sweep: list, config: list, center: np.ndarray, se: np.ndarray) -> Spreads:
+def spreads(device: list, torch: list, sweep: list, config: list, center: np.ndarray, se: np.ndarray,
+            colds: dict | None = None) -> Spreads:
     """Spreads of these processes (undisturbed, succeeded): each one's device, torch version, sweep, configuration
-    key (jobs.config), paired speedup and its standard error (0 for none)."""
+    key (jobs.config), paired speedup and its standard error (0 for none); `colds`: by_config over
+    the processes that compiled it cold (their first calls' seconds), where read."""
+    return Spreads(devices=pooled_priors(device, codes(device, sweep, config), center, se) if len(device) else {},
+                   configs=by_config(device, torch, config, center), colds=colds or {})
+
+
+def by_config(device: list, torch: list, config: list, values: np.ndarray) -> dict:
+    """Per (device, torch version, configuration key) with two or more of these processes, the Spread of their values
+    (positive numbers, on a log scale: paired speedups, or cold first calls' seconds)."""
+    if not len(device):
+        return {}
     per_config = codes(device, torch, config)
     where = dict(zip(per_config.tolist(), zip(device, torch, config)))
-    return Spreads(devices=pooled_priors(device, codes(device, sweep, config), center, se),
-                   configs={where[c]: spread for c, spread in config_spreads(per_config, center).items()})
+    return {where[c]: spread for c, spread in config_spreads(per_config, values).items()}
 
 
 def pooled_priors(device: list, keys: np.ndarray, center: np.ndarray, se: np.ndarray) -> dict:

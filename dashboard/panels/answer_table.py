@@ -25,7 +25,10 @@ NOTE = ("speedup: for each process of a configuration, the median of its per-rou
         "pressure) is left out, and re-run (noisy_runs counts them). runs: the processes that answer (each "
         "configuration runs in 2 by default, `--process-repeats`; the later ones compile from the first's cache); "
         "first call cold / warm / portable: the compiled first call from an empty cache, from a cache that held it "
-        "(a process repeat's), and from a fresh cache loaded with a cold job's artifacts; break-even: calls after "
+        "(a process repeat's), and from a fresh cache loaded with a cold job's artifacts. A cold compile's time moves "
+        "between fresh processes, and only a configuration's first process compiles cold: its 95% interval [low, high] "
+        "comes from every process that compiled it cold on this device, over every sweep of it, once 3 have (another "
+        "sweep of it, or `--repeat`); until then the cell says from how many processes it comes. Break-even: calls after "
         "which compiling has paid for its first call. Same rows: `python -m runner report` (which also names each "
         "row's jobs: job_ids).")
 
@@ -122,7 +125,7 @@ def table_html(answer_rows: list[dict]) -> str:
     no answer faded; verdicts wrap instead of being cut at a cell's edge."""
     columns = page_columns(answer_rows)
     return markup.table([answer.HEADLINE[c] for c in columns],
-                        [[answer.headline_cell(r[c]) for c in columns] for r in answer_rows],
+                        [[answer.headline_value(r, c) for c in columns] for r in answer_rows],
                         kinds=[KINDS.get(c, "num") for c in columns],
                         grey=[bool(r["noisy"]) for r in answer_rows])
 
@@ -186,6 +189,10 @@ def every_column(answer_rows: list[dict], model: str) -> None:
             "rerun_high": num("re-run high", format="%.2f×"),
             "eager_ms": num(format="%.4g"), "compiled_ms": num(format="%.4g"),
             "eager_first_call_s": num(format="%.3g"), "first_call_cold_s": num(format="%.3g"),
+            "first_call_cold_low": num("cold 95% low", format="%.3g"),
+            "first_call_cold_high": num("cold 95% high", format="%.3g"),
+            "cold_processes": num("cold processes", format="%d", help="processes that compiled it cold on this device, "
+                                  "over every sweep of it: its cold interval's spread"),
             "first_call_warm_s": num(format="%.3g"), "first_call_portable_s": num(format="%.3g"),
             "break_even_calls": num(format="localized"),
             "noisy": st.column_config.CheckboxColumn(help="every run was disturbed by a measured cause: these are "

@@ -2,6 +2,7 @@
 cold, warm and portable by it: the one rule the answer table, the Warmup chart and the job page share."""
 import math
 
+import numpy as np
 import pytest
 
 from dashboard.data import plot_data
@@ -24,7 +25,8 @@ def test_separate_takes_the_median_of_each_kind_and_names_its_jobs():
     calls = first_call.separate([7, 3, 4, 9, 5], [15.72, 2.44, float("nan"), 3.0, 16.0],
                                 ["cold", "warm", "warm", "warm", "cold"])
     assert list(calls) == ["cold", "warm"]  # in KINDS order, only the kinds with a first call
-    assert calls["cold"] == first_call.Calls(15.86, (5, 7)) and calls["warm"].runs == 2
+    assert (calls["cold"].seconds, calls["cold"].job_ids) == (15.86, (5, 7)) and calls["warm"].runs == 2
+    assert calls["cold"].var == pytest.approx(np.var(np.log([15.72, 16.0]), ddof=1))
     assert calls["warm"].seconds == pytest.approx(2.72) and calls["warm"].job_ids == (3, 9)  # NaN: no first call
     assert first_call.separate([], [], []) == {}
     with pytest.raises(ValueError, match="first call kind must be one of cold, warm, portable: 'hot'"):
@@ -45,3 +47,69 @@ def test_the_answer_and_the_warmup_chart_separate_a_process_repeat_the_same_way(
     assert (drawn["first_call_cold_s"], drawn["first_call_warm_s"]) == (15.72, 2.44)
     assert (drawn["cold_runs"], drawn["warm_runs"], drawn["portable_runs"]) == (1, 1, 0)
     assert math.isnan(drawn["first_call_portable_s"]) and drawn["compiled_first_call_s"] == pytest.approx(9.08)
+
+
+def test_a_cold_first_call_is_bracketed_by_every_process_that_compiled_it_cold_on_this_device():
+    """lab.first_call.bounds: the configuration's cold processes over every sweep of it give the spread (about the runs
+    in hand and the others' own means: Student's t on all of them less 2); three give none worth stating; runs in hand
+    that disagree more than the others keep their own spread."""
+    from lab.interval import Spread, t975
+
+    logs = np.log([3.0, 2.5, 3.4, 2.8, 3.9])  # the first is in hand, the five over every sweep
+    one = first_call.Calls(3.0, (1,), mean_log=logs[0])
+    lo, hi, judged = first_call.bounds(one, Spread(5, float(np.var(logs, ddof=1)), float(np.mean(logs))))
+    others = np.var(logs[1:], ddof=1) * 3  # their squares about their own mean: 3 degrees of freedom
+    half = t975(3) * math.sqrt(others / 3)
+    assert (lo, hi, judged) == pytest.approx((3.0 * math.exp(-half), 3.0 * math.exp(half), 5))
+    three = logs[:3]
+    assert first_call.bounds(one, Spread(3, float(np.var(three, ddof=1)), float(np.mean(three)))) is None  # t = 12.7
+    assert first_call.bounds(one, None) is None
+    scattered = first_call.Calls(3.0, (1, 2, 3), var=0.3 ** 2, mean_log=math.log(3.0))  # three far apart in hand
+    lo, hi, judged = first_call.bounds(scattered, Spread(6, 0.02 ** 2, math.log(3.0)))  # the six agreed
+    assert judged == 6 and hi / 3.0 == pytest.approx(math.exp(t975(4) * 0.3 / math.sqrt(3)))
+    assert first_call.bounds(scattered, None)[2] == 3  # its own three: two degrees of freedom
+
+
+@pytest.mark.parametrize("processes,held,sd", [(4, 1, 0.05), (5, 1, 0.25), (8, 1, 0.12), (6, 3, 0.2)])
+def test_the_cold_interval_covers_a_fresh_processs_median_95_times_in_100(processes, held, sd):
+    """Draws of a configuration's cold first calls over fresh processes (log-normal around 4 s): the shown number is
+    one sweep's `held` processes, the spread every process's (lab.spreads.by_config, as the database gives it, the
+    shown ones among them). Its interval holds the true median (4 s) in 95 of 100 draws, within what 2,000 draws can
+    tell (+-1.2 points)."""
+    from lab.spreads import by_config
+
+    rng = np.random.default_rng(processes * 10 + held)
+    trials, covered = 2000, 0
+    for logs in rng.normal(math.log(4.0), sd, (trials, processes)):
+        seconds = np.exp(logs)
+        spread = by_config(["H200"] * processes, ["2.11"] * processes, ["k"] * processes, seconds)["H200", "2.11", "k"]
+        mine = first_call.separate(range(held), seconds[:held], ["cold"] * held)["cold"]
+        lo, hi, _ = first_call.bounds(mine, spread)
+        covered += lo <= 4.0 <= hi
+    assert 0.93 <= covered / trials <= 0.97
+
+
+def test_the_answer_row_states_its_cold_first_call_with_an_interval_or_from_how_many_processes():
+    """The headline cell (`runner report --format md`, the Results table): the cold first call with its interval where
+    the database knows enough processes of it, else from how many processes it comes; a run stored before runs recorded
+    what they compiled from counts in no cold spread."""
+    from lab.answer import Runs, headline_value
+    from lab.interval import Spread
+    from lab.spreads import Spreads
+
+    key = ("cpu", "2.13.0", "k")
+    records = [job(1, config_key="k", sweep_id=1, compiled_first_call_s=3.0, first_call_cache="cold"),
+               job(2, config_key="k", sweep_id=1, compiled_first_call_s=0.5, first_call_cache="warm",
+                   graph_cache_hit=True)]
+    (row,) = answer_rows(records)
+    assert (row["first_call_cold_low"], row["cold_processes"]) == (None, 1)
+    assert headline_value(row, "first_call_cold_s") == "3 (one process)"
+    known = Spreads(colds={key: Spread(6, 0.1 ** 2, math.log(2.9))})
+    (row,) = answer_rows(records, known)
+    lo, hi, _ = first_call.bounds(first_call.Calls(3.0, (1,), mean_log=math.log(3.0)), known.colds[key])
+    assert (row["first_call_cold_low"], row["first_call_cold_high"], row["cold_processes"]) == (lo, hi, 6)
+    assert headline_value(row, "first_call_cold_s") == f"3 [{lo:.3g}, {hi:.3g}]"
+    assert headline_value(row, "first_call_warm_s") == "0.5"
+    legacy = [job(i, config_key="k", sweep_id=i, compiled_first_call_s=3.0 + i) for i in range(3, 7)]  # nothing recorded
+    cols = {n: [r.get(n) for r in records + legacy] for n in records[0] | {"spec_code": None}}
+    assert Runs(cols).spreads().colds == {}  # one recorded cold run: no spread; the four legacy ones count in none

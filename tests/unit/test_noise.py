@@ -317,7 +317,7 @@ def test_quiet_earlier_sweeps_never_narrow_a_sweep_whose_own_processes_disagree(
     own = combine([1.0, 1.25], [0.001, 0.001], prior)
     earlier = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.01]
     (spread,) = config_spreads(np.zeros(10, dtype=np.intp), np.array(earlier + [1.0, 1.25])).values()
-    assert spread == Spread(10, spread.var) and spread.var < np.var(np.log([1.0, 1.25]), ddof=1)
+    assert spread == Spread(10, spread.var, spread.mean) and spread.var < np.var(np.log([1.0, 1.25]), ddof=1)
     judged = combine([1.0, 1.25], [0.001, 0.001], prior, spread)
     assert judged.high / judged.low >= own.high / own.low * 0.9  # more degrees of freedom, not a narrower spread
     assert judged.low <= 1.0 <= judged.high  # still not separable from eager

@@ -1,0 +1,72 @@
+"""A configuration's answer in words (lab.answer's verdict column): its number and interval, where a re-run reads,
+what widens it, and what else the reader must know of its runs. No pandas, torch, streamlit or SQLAlchemy."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable
+
+from lab.axes import fold_note
+from lab.interval import Interval
+from lab.wording import count
+
+if TYPE_CHECKING:
+    from lab.answer import AnswerRow
+
+
+def verdict(row: AnswerRow, interval: Interval | None = None, round_spread: float | None = None, error: str | None = None,
+            device: str | None = None, folded: Iterable[str] = (), moved: str | None = None) -> str:
+    """The row in words: "1.42x [1.38, 1.46], a re-run reads 1.33x to 1.52x; pays off after 1,900 calls", "not
+    separable from eager: ...", "slower: ..."; a wide interval says how wide and why ("1.30x, but anywhere from 1.10x
+    to 1.50x: the rounds scatter 12%"). `error`: its runs' first error (or status), `device`, `folded`: the modes its
+    runs were stored as and are counted under this one's (lab.axes.fold_note); `moved`: which side's calls moved
+    between its processes (sides_moved), said where their disagreement is what widens it."""
+    if row.failed_runs and not (row.runs or row.noisy_runs):
+        return f"did not succeed ({row.failed_runs} run{'s' * (row.failed_runs > 1)}): {error}"
+    s, lo, hi = row.speedup, row.speedup_ci_low, row.speedup_ci_high
+    if s is None:
+        return "no latency measured (timed before caller latency was: timing protocol 1)"
+    if interval is not None and interval.wide:
+        shown = f"{s:.2f}x, but anywhere from {lo:.2f}x to {hi:.2f}x: {interval.why_wide(round_spread, moved)}"
+    else:
+        shown = f"{s:.2f}x [{lo:.2f}, {hi:.2f}]"
+    if row.rerun_low is not None and row.rerun_high is not None:
+        shown += f", a re-run reads {row.rerun_low:.2f}x to {row.rerun_high:.2f}x"
+    if lo <= 1 <= hi:
+        text = f"not separable from eager: {shown}"
+    elif lo > 1:
+        be = row.break_even_calls
+        text = shown + (f"; pays off after {be:,} calls" if be is not None else "; faster per call")
+    else:
+        text = f"slower: {shown}"
+    extra = [f"{row.runs} processes"] if row.runs > 1 else []
+    if interval is not None and interval.processes == 1 and (interval.spread_processes or not interval.wide):
+        held = (f"the spread of its {interval.spread_processes} processes on this device, over every sweep of it"
+                if interval.spread_processes > 1 else "this device's spread between processes")
+        extra += ["one process" if interval.wide else f"one process: its interval holds {held}"]
+    if row.noisy:
+        extra += [f"every run was disturbed, so these are their numbers: {row.noise_note}"]
+    elif row.noisy_runs:
+        extra += [f"{count(row.noisy_runs, 'disturbed run')} left out"]
+    extra += [f"{row.failed_runs} failed"] if row.failed_runs else []
+    extra += [f"{fold_note(m, device)}: its runs are counted here" for m in sorted(folded)]
+    apart = medians_apart(row)
+    if apart:
+        extra += [apart]
+    return text + (f" ({'; '.join(extra)})" if extra else "")
+
+
+APART = 1.25  # how far the medians' ratio may lie outside the interval before the row says so
+
+
+def medians_apart(row: AnswerRow) -> str | None:
+    """Where the eager and compiled ms columns (each side's median call over its rounds) read a ratio far outside
+    the speedup's interval (each round's paired ratio, lab.interval), say so: the calls' times differ from round to
+    round (a compiled side that alternates between a fast and a slow graph, say), and the two figures answer different
+    questions. Nothing is hidden: both stay, with why they disagree."""
+    e, c, lo, hi = row.eager_ms, row.compiled_ms, row.speedup_ci_low, row.speedup_ci_high
+    if not (e and c and lo and hi) or e <= 0 or c <= 0:
+        return None
+    ratio = e / c
+    if lo / APART <= ratio <= hi * APART:
+        return None
+    return (f"the median calls read {ratio:.2f}x ({e:.4g} ms eager, {c:.4g} ms compiled): the calls' times change "
+            "from round to round, while the speedup pairs each round's calls; the Repeats tab shows the rounds")
