@@ -1,6 +1,8 @@
 """Two sweeps or two runs side by side: what differs in the spec, the environment and the numbers (plain pandas)."""
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from dashboard.data.plot_data import answering, first_call_kinds
@@ -26,6 +28,14 @@ NOTABLE = 0.10  # a relative change this large is highlighted
 # spread (IQR / median of a job's per-round medians, the `noisy` measure) is no finding, whatever its size
 NOISE_METRICS = ("speedup", "eager_ms", "compiled_ms", "break_even_calls")
 NOISE_FACTOR = 2.0
+# the answer's numbers that carry a 95% interval (lab.answer): a change between two sweeps is a finding only past
+# both intervals together (on a log scale, sqrt(hA^2 + hB^2), hA and hB each one's half width): each sweep's number
+# moves with its processes, which the runs' rounds cannot see
+BRACKETED = {"speedup": ("speedup_ci_low", "speedup_ci_high"), COLD: ("first_call_cold_low", "first_call_cold_high")}
+# a cold first call with no interval yet (under 4 processes compiled it cold on its device) is one process's cold
+# compile, which moves between fresh processes: over 3 fresh scripts on an H200, sincos bs 10000 took 2.56-4.32 s
+# (1.69x). A change inside that is no finding until the intervals say more
+COLD_MOVES = 1.69
 
 
 def _text(value) -> str:
@@ -110,6 +120,9 @@ def numbers(a: pd.DataFrame, b: pd.DataFrame, answers: dict | None = None) -> pd
                 for metric in ANSWERED:
                     if row[metric] is not None and combo in med.index:
                         med.loc[combo, metric] = float(row[metric])
+                for metric, (lo, hi) in BRACKETED.items():
+                    if row.get(lo) and row.get(hi) and combo in med.index:
+                        med.loc[combo, f"{metric} half"] = math.log(row[hi] / row[lo]) / 2
         return med
 
     def side(df: pd.DataFrame) -> pd.DataFrame:
@@ -143,6 +156,10 @@ def numbers(a: pd.DataFrame, b: pd.DataFrame, answers: dict | None = None) -> pd
     for metric in SWEEP_METRICS:
         both[f"{metric} Δ%"] = (both[f"{metric} B"] / both[f"{metric} A"] - 1.0) * 100.0
     cols = list(MATCH) + ["status A", "status B", "noisy A", "noisy B", "noise %"]
+    for metric in BRACKETED:  # each side's interval half width (log), where its answer gives one
+        cols += [f"{metric} half A", f"{metric} half B"]
+        for side in "AB":
+            both[f"{metric} half {side}"] = both.get(f"{metric} half {side}", float("nan"))
     for metric in SWEEP_METRICS:
         cols += [f"{metric} A", f"{metric} B", f"{metric} Δ%"]
     return both[cols].sort_values(list(MATCH)).reset_index(drop=True)
@@ -176,9 +193,30 @@ def long_form(nums: pd.DataFrame, metrics: list[str], same_workload: bool = Fals
                          # first call as much as latency): none is a finding, none is coloured
                          "note": (f"⚠ {' and '.join(noisy)}: every run disturbed: no finding"
                                   if noisy else
-                                  _note(metric, r[f"{metric} Δ%"], r["noise %"],
-                                        r["eager_ms Δ%"] if same_workload else float("nan")))})
+                                  _bracketed(metric, r[f"{metric} Δ%"], r.get(f"{metric} half A"),
+                                             r.get(f"{metric} half B"))
+                                  or _note(metric, r[f"{metric} Δ%"], r["noise %"],
+                                           r["eager_ms Δ%"] if same_workload else float("nan")))})
     return pd.DataFrame(rows, columns=[*MATCH, "status A", "status B", "metric", "A", "B", "Δ%", "note"])
+
+
+def _bracketed(metric: str, change_pct: float, half_a: float | None, half_b: float | None) -> str:
+    """Why a change of an answer's number (BRACKETED) is no finding: it lies inside the two sweeps' intervals together
+    (each half width, log, where its answer gives one); a cold first call without both intervals, inside how far one
+    process's cold compile moves (COLD_MOVES)."""
+    if metric not in BRACKETED or change_pct is None or pd.isna(change_pct) or change_pct <= -100:
+        return ""
+    moved = abs(math.log1p(change_pct / 100))
+    known = [h for h in (half_a, half_b) if h is not None and not pd.isna(h)]
+    if len(known) == 2:
+        within = math.hypot(*known)
+        if moved < within:
+            return f"≈ within the two answers' intervals (together ±{math.expm1(within):.0%})"
+        return ""
+    if metric == COLD and moved < math.log(COLD_MOVES):
+        return (f"≈ within how far one cold compile moves between fresh processes (up to {COLD_MOVES:.2g}x): "
+                "no interval on both sides yet (4 processes that compiled it cold give one)")
+    return ""
 
 
 def _note(metric: str, change_pct: float, noise_pct: float, eager_pct: float = float("nan")) -> str:

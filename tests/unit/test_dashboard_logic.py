@@ -249,6 +249,34 @@ def test_a_sweeps_first_call_is_its_cold_runs_never_a_median_over_cold_and_warm(
     assert "compiled_first_call_s" in set(diff.run_numbers({}, {})["metric"])
 
 
+def test_a_change_between_two_sweeps_answers_is_a_finding_only_past_both_intervals():
+    """Compare's speedup and cold first call are each sweep's answer, which moves with its processes: a change inside
+    the two intervals together is no finding, whatever its size; a cold first call with no interval yet is one
+    process's cold compile, and a change inside how far that moves (1.69x) is none either."""
+    def side(sweep_id, cold):
+        rest = {m: np.nan for m in diff.METRICS if m not in ("eager_ms", "compiled_ms", "speedup", "compiled_first_call_s")}
+        return jobs(("default", 2.0, 2.6), sweep_id=sweep_id, eager_spread=0.01, compiled_spread=0.01).assign(
+            **rest, job_id=sweep_id, compiled_first_call_s=cold, first_call_cache="cold", graph_cache_hit=False)
+
+    def row(s, lo, hi, cold, cold_lo=None, cold_hi=None):
+        return {"speedup": s, "speedup_ci_low": lo, "speedup_ci_high": hi, "eager_ms": 2.6, "compiled_ms": 2.6 / s,
+                "break_even_calls": None, "first_call_cold_s": cold, "first_call_cold_low": cold_lo,
+                "first_call_cold_high": cold_hi}
+
+    def notes(ra, rb, cold_a=3.0, cold_b=4.0):
+        table = diff.long_form(diff.numbers(side(1, cold_a), side(2, cold_b), {1: ra, 2: rb}),
+                               ["speedup", diff.COLD])
+        return {m: (n, diff.verdict(m, d, n)) for m, d, n in zip(table["metric"], table["Δ%"], table["note"])}
+
+    wide = notes(row(1.30, 1.20, 1.41, 3.0), row(1.45, 1.33, 1.58, 4.0))  # +11.5%: inside both intervals together
+    assert wide["speedup"] == ("≈ within the two answers' intervals (together ±13%)", "")
+    assert wide[diff.COLD][0].startswith("≈ within how far one cold compile moves") and wide[diff.COLD][1] == ""
+    narrow = notes(row(1.30, 1.28, 1.32, 3.0, 2.9, 3.1), row(1.45, 1.43, 1.47, 3.6, 3.5, 3.7), cold_b=3.6)
+    assert narrow["speedup"] == ("", "better") and narrow[diff.COLD] == ("", "worse")  # past both: findings
+    twice = notes(row(1.30, 1.28, 1.32, 3.0), row(1.30, 1.28, 1.32, 6.0), cold_b=6.0)  # 2x: past one process's moves
+    assert twice[diff.COLD] == ("", "worse")
+
+
 def test_when_eager_moved_as_much_a_compiled_change_is_the_machine_not_the_setting():
     """Two CPU sweeps of mlp bs 64 (this session, dynamic false vs true), run a minute apart: eager went from
     14.51 to 8.43 ms and compiled from 14.95 to 8.71 ms, each job steady (spread 3%). Eager runs no compiled
