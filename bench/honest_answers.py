@@ -481,7 +481,10 @@ def table(args) -> None:
                     diff = row["first_call_cold_s"] / script - 1
                     checks["cold within 10%"].append(abs(diff) <= 0.10)
                     lo, hi = row.get("first_call_cold_low"), row.get("first_call_cold_high")
-                    if lo is not None and hi is not None:  # its interval, where 4 processes compiled it cold here
+                    # its interval, where 4 processes compiled it cold here. The reference's median is 3 fresh
+                    # processes' own, which moves too: a true 95% interval of one process holds it about 90-96% of the
+                    # time (more where the interval rests on few processes)
+                    if lo is not None and hi is not None:
                         checks["cold interval covers reference"].append(lo <= script <= hi)
                     held = f", its interval [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
                     cold_lines.append(f"cold first call: sweep {lb}: {name}: worker {row['first_call_cold_s']:.2f} s{held}, "

@@ -5,6 +5,7 @@ disturbed is left out (lab.noise), and only while an undisturbed run of its conf
 streamlit or SQLAlchemy."""
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Iterable, Mapping
@@ -15,7 +16,7 @@ from lab import first_call, labels, noise, tabular
 from lab.axes import COMPILE_FIELDS, folded_mode
 from lab.break_even import break_even_calls
 from lab.interval import Prior, Spread, combine, device_prior
-from lab.spreads import Spreads, by_config, codes, spreads
+from lab.spreads import Spreads, by_config, codes, pooled, spreads
 from lab.verdict import verdict
 
 # what makes two jobs the same workload, and the same compiled configuration of it: not the cache (it changes the
@@ -43,8 +44,9 @@ class AnswerRow(Mapping):
     compiled_ms: float | None
     eager_first_call_s: float | None
     first_call_cold_s: float | None
-    # a 95% interval for the cold first call a fresh process pays (lab.first_call.bounds), and how many processes
-    # that compiled it cold on this device (over every sweep of it) it rests on
+    # a 95% interval for the cold first call a fresh process pays (lab.first_call.bounds), and how many processes it
+    # rests on: with an interval, every process that compiled it cold on this device (over every sweep of it);
+    # without one, its cold runs in view
     first_call_cold_low: float | None
     first_call_cold_high: float | None
     cold_processes: int
@@ -131,9 +133,9 @@ def headline_value(row: Mapping, column: str) -> str:
         return headline_cell(v)
     lo, hi = row.get("first_call_cold_low"), row.get("first_call_cold_high")
     if lo is not None and hi is not None:
-        return f"{v:.3g} [{lo:.3g}, {hi:.3g}]"
+        return f"{headline_cell(v)} [{lo:.3g}, {hi:.3g}]"  # the number as every page writes it, its ends to 3 digits
     n = row.get("cold_processes") or 1
-    return f"{v:.4g} ({'one process' if n == 1 else f'{n} processes'})"
+    return f"{headline_cell(v)} ({'one process' if n == 1 else f'{n} processes'})"
 
 
 def rows_markdown(rows: Iterable[Mapping], headline: Mapping[str, str] = HEADLINE) -> str:
@@ -182,7 +184,7 @@ class Runs:
         keyed = self.ok & ~self.disturbed & np.array(_each(lambda d, c: d is not None and c is not None,
                                                            cols["device_name"], cols["config_key"]), dtype=bool)
         idx = np.flatnonzero(keyed & (np.nan_to_num(self.num["round_speedup"]) > 0))
-        cold = np.flatnonzero(keyed & self.cold_recorded() & (np.nan_to_num(self.num["compiled_first_call_s"]) > 0))
+        cold = np.flatnonzero(keyed & self.cold_counted)
         keys = ("device_name", "torch_version", "sweep_id", "config_key")
         picked, colds = idx.tolist(), cold.tolist()
         return spreads(*([cols[c][i] for i in picked] for c in keys), self.num["round_speedup"][idx],
@@ -190,10 +192,13 @@ class Runs:
                        colds=by_config(*([cols[c][i] for i in colds] for c in keys if c != "sweep_id"),
                                        self.num["compiled_first_call_s"][cold]))
 
-    def cold_recorded(self) -> np.ndarray:
-        """The runs that recorded compiling their first call cold (not those stored before a run recorded it)."""
-        return np.array([r is not None and k == "cold" for r, k in zip(self.cols["first_call_cache"], self.kind)],
-                        dtype=bool)
+    @functools.cached_property
+    def cold_counted(self) -> np.ndarray:
+        """The runs a cold first call's spread counts (db.reports.spreads counts the same): succeeded, undisturbed,
+        recorded compiling their first call cold (not those stored before a run recorded it), with its seconds."""
+        recorded = np.array([r is not None and k == "cold" for r, k in zip(self.cols["first_call_cache"], self.kind)],
+                            dtype=bool)
+        return recorded & self.ok & ~self.disturbed & (np.nan_to_num(self.num["compiled_first_call_s"]) > 0)
 
     def median(self, name: str, idx: np.ndarray) -> float | None:
         v = self.num[name][idx]
@@ -245,7 +250,7 @@ def rows(runs: Runs, known: Spreads | None) -> list[AnswerRow]:
     eager_first = {w: runs.median("eager_first_call_s", np.concatenate(parts)) for w, parts in eager_first.items()}
     names = _labels(groups)
     out = [_row(runs, model, bs, names[model, key], idx, answering[model, bs, key], priors[key[DEVICE_AT]],
-                 _spread(runs, answering[model, bs, key], known.configs), _spread(runs, idx, known.colds),
+                 _spread(runs, answering[model, bs, key], known.configs), _spread(runs, idx, known.colds, pool=True),
                  eager_first[model, bs, key[:len(BASE_KEYS)]], folded.get((model, bs, key), set()))
             for (model, bs, key), idx in groups.items()]
     # a row the worker refused (its stored spec had no usable batch size) sorts last, never breaks the sort
@@ -286,12 +291,14 @@ def _configurations(runs: Runs) -> tuple[dict, dict]:
     return dict(sorted(groups.items(), key=lambda item: item[1][0])), folded
 
 
-def _spread(runs: Runs, quiet: np.ndarray, configs: dict) -> Spread | None:
-    """The configuration's processes over the whole database (Spreads.configs or .colds), found by its runs' keys."""
+def _spread(runs: Runs, quiet: np.ndarray, configs: dict, pool: bool = False) -> Spread | None:
+    """The configuration's processes over the whole database (Spreads.configs or .colds), found by its runs' keys:
+    the key with the most (the first in order on a tie), or with `pool`, every key's as one (a row holds one
+    configuration's runs under several keys where their specs differ in what it does not count, the cache)."""
     cols = runs.cols
-    found = [configs[k] for k in {(cols["device_name"][i], cols["torch_version"][i], cols["config_key"][i])
-                                  for i in quiet.tolist()} if k in configs]
-    return max(found, key=lambda s: s.processes, default=None)
+    keys = {(cols["device_name"][i], cols["torch_version"][i], cols["config_key"][i]) for i in quiet.tolist()}
+    found = [configs[k] for k in sorted(keys, key=repr) if k in configs]
+    return pooled(found) if pool else max(found, key=lambda s: s.processes, default=None)
 
 
 def _row(runs: Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray, prior: Prior, spread: Spread | None,
@@ -302,7 +309,12 @@ def _row(runs: Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray,
     calls = first_call.separate(runs.job_id[ok].tolist(), runs.num["compiled_first_call_s"][ok].tolist(),
                                 [runs.kind[i] for i in ids])
     kinds = {k: calls[k].seconds if k in calls else None for k in KINDS}
-    cold = first_call.bounds(calls["cold"], cold_spread) if "cold" in calls else None
+    seconds = runs.num["compiled_first_call_s"]
+    in_view = [i for i in ids if runs.kind[i] == "cold" and not np.isnan(seconds[i])]
+    # an interval only where every cold run in view is one the spread counts (a disturbed one, or one stored before
+    # runs recorded what they compiled from, is in none: its number has no place in that spread)
+    counted = "cold" in calls and bool(runs.cold_counted[in_view].all())
+    cold = first_call.bounds(calls["cold"], cold_spread) if counted else None
     disturbed = ok[runs.disturbed[ok]]
     accuracy_known = ok[~runs.accuracy_none[ok]]
     eager_ms, compiled_ms = runs.median("eager_ms", quiet), runs.median("compiled_ms", quiet)

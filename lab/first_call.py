@@ -75,15 +75,16 @@ COLD_DF = 2
 
 def bounds(cold: Calls, spread: Spread | None) -> tuple[float, float, int] | None:
     """A 95% interval for the cold first call a fresh process of this configuration pays (its median over fresh
-    processes), around the cold runs in hand (`cold`: their mean log, which the median shown is where they are one or
-    two), and how many processes it was judged from. A cold compile's time
-    moves between fresh processes (on an H200 a small model's fresh scripts took 2.6-4.3 s), so the bracket is the
-    spread of every process that compiled the configuration cold on this device (`spread`: their Spread over the whole
-    database, the runs in hand among them), never narrower than the runs in hand show. The spread is taken about each
-    group's own mean (the runs in hand, the others), so it is independent of the runs in hand and Student's t on its
-    degrees of freedom (all of them less 2) holds exactly for log-normal processes; measured against all of them, the
-    runs in hand would widen their own interval as they stray, and it held the truth 98 times in 100. None below
-    COLD_DF degrees of freedom (4 processes, or 3 in hand): the page then says from how many processes it comes."""
+    processes), around the cold runs in hand (`cold`: their mean log, which is the median shown where they are one or
+    two, and which the interval holds where it is not), and how many processes it was judged from. A cold compile's
+    time moves between fresh processes (on an H200 a small model's fresh scripts took 2.6-4.3 s), so the bracket is
+    the spread of every process that compiled the configuration cold on this device (`spread`: their Spread over the
+    whole database, the runs in hand among them: the caller asks only where they are), never narrower than the runs
+    in hand show. The spread is taken about each group's own mean (the runs in hand, the others), so it is
+    independent of the runs in hand and Student's t on its degrees of freedom (all of them less 2) holds exactly for
+    log-normal processes; measured against all of them, the runs in hand would widen their own interval as they
+    stray, and it held the truth 98 times in 100. None below COLD_DF degrees of freedom (4 processes, or 3 in hand):
+    the page then says from how many processes it comes."""
     n = cold.runs
     squares, df, judged = (n - 1) * cold.var, n - 1, n
     if spread is not None and spread.processes > n and spread.mean is not None and cold.mean_log is not None:
@@ -95,4 +96,5 @@ def bounds(cold: Calls, spread: Spread | None) -> tuple[float, float, int] | Non
     var = max(squares / df, cold.var)
     half = t975(df) * math.sqrt(var / n)
     center = cold.mean_log if cold.mean_log is not None else math.log(cold.seconds)
-    return math.exp(center - half), math.exp(center + half), judged
+    # the median shown, of 3 or more runs that read apart, can lie off their mean: the interval holds it too
+    return min(math.exp(center - half), cold.seconds), max(math.exp(center + half), cold.seconds), judged

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lab.interval import config_spreads, pooled_prior
+from lab.interval import Spread, config_spreads, pooled_prior
 
 
 def codes(*columns) -> np.ndarray:
@@ -69,3 +69,13 @@ def pooled_priors(device: list, keys: np.ndarray, center: np.ndarray, se: np.nda
     first = {code: d for code, d in zip(device_code.tolist(), device)}
     return {d: pooled_prior(keys[mine], center[mine], se[mine]) for code, d in first.items()
             for mine in [device_code == code]}
+
+
+def pooled(found: list[Spread]) -> Spread | None:
+    """Several Spreads (each with its mean log) as one, of every process in them; None for none."""
+    if len(found) < 2 or any(s.mean is None for s in found):
+        return found[0] if found else None
+    n = sum(s.processes for s in found)
+    mean = sum(s.processes * s.mean for s in found) / n
+    squares = sum((s.processes - 1) * s.var + s.processes * (s.mean - mean) ** 2 for s in found)
+    return Spread(processes=n, var=squares / (n - 1), mean=mean)

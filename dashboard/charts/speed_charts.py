@@ -50,14 +50,29 @@ def warmup(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure:
     at a dozen series), each bar's value at its end, its runs in the hover."""
     present = [c for c in CALLS if c in agg]
     runs = {"first_call_cold_s": "cold_runs", "first_call_warm_s": "warm_runs", "first_call_portable_s": "portable_runs"}
-    long = pd.concat([agg[["series"]].assign(call=CALLS[c], seconds=agg[c],
-                                             n=agg[runs[c]] if runs.get(c) in agg else agg["runs"]) for c in present],
-                     ignore_index=True).dropna(subset=["seconds"])
+    low, high = (agg[c] if c in agg else pd.Series(np.nan, index=agg.index) for c in plot_data.COLD_BOUNDS)
+
+    def one(c: str) -> pd.DataFrame:
+        rows = agg[["series"]].assign(call=CALLS[c], seconds=agg[c], n=agg[runs[c]] if runs.get(c) in agg else agg["runs"],
+                                      plus=np.nan, minus=np.nan, held="–")
+        if c == "first_call_cold_s":  # its 95% interval (the answer's, plot_data.answered_cold), where it has one
+            known = pd.notna(low) & pd.notna(high)
+            rows = rows.assign(plus=high - agg[c], minus=agg[c] - low,
+                               held=[f"{lo:.3g}-{hi:.3g} s" if k else "–" for lo, hi, k in zip(low, high, known)])
+        return rows
+
+    long = pd.concat([one(c) for c in present], ignore_index=True).dropna(subset=["seconds"])
     long["text"] = long["seconds"].map(seconds_text)
+    bracketed = bool(long["plus"].notna().any())
     fig = px.bar(long, y="series", x="seconds", color="call", barmode="group", orientation="h", text="text",
                  color_discrete_map=CALL_COLORS, category_orders={"call": [CALLS[c] for c in present]},
-                 hover_data={"n": True, "text": False}, labels={"series": "", "call": "", "n": "runs"})
+                 error_x="plus" if bracketed else None, error_x_minus="minus" if bracketed else None,
+                 hover_data={"n": True, "text": False, "plus": False, "minus": False, "held": bracketed},
+                 labels={"series": "", "call": "", "n": "runs", "held": "95% interval"})
     fig.update_traces(textposition="outside", cliponaxis=False, textfont=dict(size=10))
+    if bracketed:  # the cold bars' values inside, at their start: at their end the interval's whisker runs through them
+        fig.update_traces(selector=dict(name=CALLS["first_call_cold_s"]), textposition="inside", insidetextanchor="start",
+                          error_x=dict(color="#444", thickness=1.2, width=5))
     cats = series_rows(fig, agg, fails)
     values = long["seconds"][long["seconds"] > 0]
     # decades, with room on the right for the values written past the longest bar

@@ -85,16 +85,36 @@ def answered_break_even(agg: pd.DataFrame, view: pd.DataFrame, answer_rows: list
     answer table never print two counts for one set of runs. Matched by jobs, not by label: the plots keep apart
     what the answer pools (a warm-cache row beside a cold one), and those rows keep their own medians. A row whose
     every run was disturbed takes the answer's numbers too, which the chart marks."""
+    out = agg.copy()
+    for i, row in _answer_rows(out, view, answer_rows):
+        out.at[i, "break_even_calls"] = np.nan if row["break_even_calls"] is None else row["break_even_calls"]
+        out.at[i, "speedup"] = np.nan if row["speedup"] is None else row["speedup"]
+    return out
+
+
+COLD_BOUNDS = ("first_call_cold_low", "first_call_cold_high")
+
+
+def answered_cold(agg: pd.DataFrame, view: pd.DataFrame, answer_rows: list[dict]) -> pd.DataFrame:
+    """`agg` (first_calls') with each configuration's cold first call interval from the answer (lab.first_call.bounds:
+    COLD_BOUNDS, NaN where it has none), matched by jobs as answered_break_even matches them."""
+    out = agg.assign(**dict.fromkeys(COLD_BOUNDS, np.nan))
+    for i, row in _answer_rows(out, view, answer_rows):
+        for col in COLD_BOUNDS:
+            out.at[i, col] = np.nan if row.get(col) is None else row[col]
+    return out
+
+
+def _answer_rows(agg: pd.DataFrame, view: pd.DataFrame, answer_rows: list[dict]):
+    """(index in `agg`, answer row) for each of agg's rows whose configuration and batch size's jobs in `view` are
+    the jobs of one answer row (its `job_ids`; cancelled jobs are in none)."""
     answered = {frozenset(int(j) for j in r["job_ids"].split()): r for r in answer_rows}
     counted = view[view["status"] != "cancelled"]  # the answer leaves cancelled jobs out
     jobs = counted.groupby(["config", "batch_size"])["job_id"].agg(frozenset)
-    out = agg.copy()
-    for i, config, bs in zip(out.index, out["config"], out["batch_size"]):
+    for i, config, bs in zip(agg.index, agg["config"], agg["batch_size"]):
         row = answered.get(jobs.get((config, bs)))
         if row is not None:
-            out.at[i, "break_even_calls"] = np.nan if row["break_even_calls"] is None else row["break_even_calls"]
-            out.at[i, "speedup"] = np.nan if row["speedup"] is None else row["speedup"]
-    return out
+            yield i, row
 
 
 def summarize(view: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

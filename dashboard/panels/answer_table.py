@@ -27,8 +27,8 @@ NOTE = ("speedup: for each process of a configuration, the median of its per-rou
         "first call cold / warm / portable: the compiled first call from an empty cache, from a cache that held it "
         "(a process repeat's), and from a fresh cache loaded with a cold job's artifacts. A cold compile's time moves "
         "between fresh processes, and only a configuration's first process compiles cold: its 95% interval [low, high] "
-        "comes from every process that compiled it cold on this device, over every sweep of it, once 3 have (another "
-        "sweep of it, or `--repeat`); until then the cell says from how many processes it comes. Break-even: calls after "
+        "comes from every process that compiled it cold on this device, over every sweep of it, once 4 have (3 in view: "
+        "`--repeat`); until then the cell says from how many processes it comes. Break-even: calls after "
         "which compiling has paid for its first call. Same rows: `python -m runner report` (which also names each "
         "row's jobs: job_ids).")
 
@@ -191,8 +191,9 @@ def every_column(answer_rows: list[dict], model: str) -> None:
             "eager_first_call_s": num(format="%.3g"), "first_call_cold_s": num(format="%.3g"),
             "first_call_cold_low": num("cold 95% low", format="%.3g"),
             "first_call_cold_high": num("cold 95% high", format="%.3g"),
-            "cold_processes": num("cold processes", format="%d", help="processes that compiled it cold on this device, "
-                                  "over every sweep of it: its cold interval's spread"),
+            "cold_processes": num("cold processes", format="%d", help="with a cold interval, the processes that compiled "
+                                  "it cold on this device, over every sweep of it (its spread); without, its cold runs "
+                                  "in view"),
             "first_call_warm_s": num(format="%.3g"), "first_call_portable_s": num(format="%.3g"),
             "break_even_calls": num(format="localized"),
             "noisy": st.column_config.CheckboxColumn(help="every run was disturbed by a measured cause: these are "

@@ -103,8 +103,9 @@ def _sweeps_tables(pair: dict, sweep_a, sweep_b) -> None:
                f"smaller than {diff.NOISE_FACTOR:g}× the runs' spread (IQR / median of a job's round medians): inside "
                "the noise it is no finding; nor for a speedup or cold first call inside the two sweeps' 95% intervals "
                "together (each moves with its processes), or, for a cold first call with no interval yet, inside "
-               f"{diff.COLD_MOVES:g}×: how far one process's cold compile moved. With one eager workload on both sides, eager is the control: it runs no "
-               "compiled code, so when it moved, a compiled change of the same size is the machine, not the setting.")
+               f"{diff.COLD_MOVES:g}×: how far one process's cold compile moved. With one eager workload on both sides, "
+               "eager is the control: it runs no compiled code, so when it moved, a compiled change of the same size is "
+               "the machine, not the setting.")
 
 
 def compare_versions(df: pd.DataFrame, summaries: list) -> None:

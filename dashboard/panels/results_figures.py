@@ -72,7 +72,8 @@ def speed_parts(v: ModelView, answer_rows: list[dict], schedule_calls: dict[int,
         timeline = diagnosis.recompile_timeline(diagnosis.schedule_frame(view, schedule_calls))
     return SpeedFigures(
         clock=clock, speedup=speed_charts.mark_noisy(speed_charts.speedup(timed, fails, clock), timed),
-        latency=speed_charts.latency(timed, fails, clock), warmup=speed_charts.warmup(plot_data.first_calls(view), fails),
+        latency=speed_charts.latency(timed, fails, clock),
+        warmup=speed_charts.warmup(plot_data.answered_cold(plot_data.first_calls(view), view, answer_rows), fails),
         break_even=speed_charts.break_even(paid, fails), break_even_note=speed_charts.break_even_note(paid),
         timeline=timeline, scheduled=len(with_schedule), series=int(agg["series"].nunique()),
         clock_missing=int((agg["speedup"].notna() & timed["speedup"].isna()).sum()),

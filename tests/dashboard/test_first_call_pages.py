@@ -3,6 +3,7 @@ the Warmup chart and the job page separate a sweep's first calls into cold and w
 second sweep of the same settings on none of them; a sweep whose every run was disturbed keeps its numbers on the
 header, the charts and the N-calls line."""
 import numpy as np
+import pytest
 
 from tests.dashboard.test_charts_page import spec
 from tests.dashboard.test_pages import _Table, answer_table, lab, ok, page, texts  # noqa: F401 (lab: a fixture)
@@ -140,13 +141,17 @@ def test_a_configuration_that_compiled_cold_in_four_sweeps_gets_a_cold_interval_
     cols, keys = reports.answer_columns(lab)
     assert Runs(cols, keys).spreads().colds == stored.colds  # the two readers of one database
     assert sorted(s.processes for s in stored.colds.values()) == [4, 4]  # warm repeats: none counted
-    table = answer_table(ok(page("results", sweep="#4 s3"))).set_index("configuration")
+    at = ok(page("results", sweep="#4 s3", chart="Warmup"))
+    table = answer_table(at).set_index("configuration")
+    (bar,) = [t for t in spec(at, "plot_warmup")["data"] if t.get("name") == "compiled first call: cold (an empty cache)"]
+    drawn = dict(zip(bar["y"], zip(bar["x"], bar["error_x"]["array"], bar["error_x"]["arrayminus"])))
     for dyn, c in colds.items():
         (config,) = [x for x in table.index if x.endswith(f"dynamic={str(dyn).lower()}")]
         mine = first_call.separate([1], [c[3]], ["cold"])["cold"]
         (spread,) = [s for s in stored.colds.values() if abs(s.mean - float(np.mean(np.log(c)))) < 1e-12]
         lo, hi, judged = first_call.bounds(mine, spread)
         assert judged == 4 and lo < c[3] < hi
-        assert table.loc[config, "first call cold s"] == f"{c[3]:.3g} [{lo:.3g}, {hi:.3g}]"
+        assert table.loc[config, "first call cold s"] == f"{c[3]:.4g} [{lo:.3g}, {hi:.3g}]"
+        assert drawn[config] == pytest.approx((c[3], hi - c[3], c[3] - lo))  # the Warmup chart's bar, bracketed alike
     earlier = answer_table(ok(page("results", sweep="#1 s0"))).set_index("configuration")
     assert all("[" in cell for cell in earlier["first call cold s"])  # the first sweep, read today: the same four

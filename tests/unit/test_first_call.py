@@ -110,6 +110,29 @@ def test_the_answer_row_states_its_cold_first_call_with_an_interval_or_from_how_
     assert (row["first_call_cold_low"], row["first_call_cold_high"], row["cold_processes"]) == (lo, hi, 6)
     assert headline_value(row, "first_call_cold_s") == f"3 [{lo:.3g}, {hi:.3g}]"
     assert headline_value(row, "first_call_warm_s") == "0.5"
+    disturbed = [{**records[0], "disturbed": True, "noise_note": "another process on its cores"}, records[1]]
+    (row,) = answer_rows(disturbed, known)  # a cold run the spread does not count: no interval around it
+    assert (row["first_call_cold_low"], headline_value(row, "first_call_cold_s")) == (None, "3 (one process)")
     legacy = [job(i, config_key="k", sweep_id=i, compiled_first_call_s=3.0 + i) for i in range(3, 7)]  # nothing recorded
     cols = {n: [r.get(n) for r in records + legacy] for n in records[0] | {"spec_code": None}}
     assert Runs(cols).spreads().colds == {}  # one recorded cold run: no spread; the four legacy ones count in none
+
+
+def test_a_configuration_whose_cold_runs_lie_under_two_keys_is_bracketed_by_all_of_them():
+    """One answer row, two stored specs (a cold-cache run and a warm-cache one whose graph missed: both compiled
+    cold; jobs.config hashes the cache, the answer does not): its cold spread pools both keys' processes, whatever
+    the order of its runs; the speedup's takes the key with the most, the first key on a tie."""
+    from lab import answer
+    from lab.spreads import by_config, pooled
+
+    seconds = np.array([3.0, 3.2, 2.8, 3.1, 3.5, 3.3, 3.9, 3.4])
+    keys = ["k1"] * 4 + ["k2"] * 4
+    per_key = by_config(["cpu"] * 8, ["2.13.0"] * 8, keys, seconds)
+    (every,) = by_config(["cpu"] * 8, ["2.13.0"] * 8, ["k"] * 8, seconds).values()
+    both = pooled(list(per_key.values()))
+    assert (both.processes, both.mean, both.var) == (8, pytest.approx(every.mean), pytest.approx(every.var))
+    runs = answer.Runs({**{n: [None, None] for n in answer.READ}, "job_id": [1, 2], "device_name": ["cpu", "cpu"],
+                        "torch_version": ["2.13.0", "2.13.0"], "config_key": ["k1", "k2"]})
+    for order in ([0, 1], [1, 0]):
+        assert answer._spread(runs, np.array(order), per_key, pool=True).processes == 8
+        assert answer._spread(runs, np.array(order), per_key) == per_key["cpu", "2.13.0", "k1"]
