@@ -58,7 +58,9 @@ def first_calls(r: dict) -> None:
                              [[a["cache"], answer.headline_cell(a["first_call_s"]), str(a["runs"]),
                                ", ".join(f"#{j}" for j in a["job_ids"])] for a in alike], kinds=["", "num", "num", ""]))
         st.caption("Medians over this sweep's runs of these settings, each by what its first call compiled from: "
-                   + "; ".join(f"{k}: {first_call.WORDS[k]}" for k in (a["cache"] for a in alike)) + ".")
+                   + "; ".join(f"{k}: {first_call.WORDS[k]}" for k in (a["cache"] for a in alike)) + ". A cold "
+                   "compile's time moves between fresh processes: Results brackets the cold first call by every "
+                   "process that compiled these settings cold on this device (its 95% interval, once 4 have).")
     for line in lines:
         st.caption(md(line))  # torch's error text may hold markup characters
 
