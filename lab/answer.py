@@ -179,7 +179,7 @@ class Runs:
         self.job_id = np.array(cols["job_id"], dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
 
     def spreads(self) -> Spreads:
-        """spreads over these runs (when they are the whole database), with the cold first calls' (cold_recorded)."""
+        """spreads over these runs (when they are the whole database), with the cold first calls' (cold_counted)."""
         cols = self.cols
         keyed = self.ok & ~self.disturbed & np.array(_each(lambda d, c: d is not None and c is not None,
                                                            cols["device_name"], cols["config_key"]), dtype=bool)
