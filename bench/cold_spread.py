@@ -7,6 +7,10 @@ processes as its history (a new sweep on a new machine): does its interval hold 
 processes (the configuration's cold first call, as near as they tell it)?
 
   python -m bench.cold_spread bench/results/h200_harness_reference_cold_*.jsonl [-o FILE]
+      [--lease STEM --worker "CONFIG=S1,S2" ...]
+
+With --lease (a file's stem) and --worker (a worker's cold first calls of a configuration on that lease, seconds):
+each worker figure bracketed by the other leases' processes as its history, against that lease's scripts' median.
 """
 from __future__ import annotations
 
@@ -71,12 +75,29 @@ def table(data: dict[str, dict[str, list[float]]]) -> str:
     return "\n".join(lines)
 
 
+def worker_lines(data: dict, lease: str, worker: list[str]) -> str:
+    lines, held = ["", f"a worker's cold first calls on {lease}, the other leases' scripts their history:"], []
+    for item in worker:
+        config, _, figures = item.partition("=")
+        truth = statistics.median(data[config][lease])
+        others = [s for k, v in data[config].items() if k != lease for s in v]
+        for w in (float(x) for x in figures.split(",")):
+            lo, hi, k = first_call.bounds(first_call.Calls(w, (0,), mean_log=math.log(w)), spread_of(others + [w]))
+            held.append(lo <= truth <= hi)
+            lines.append(f"  {config:<34} worker {w:6.2f} s [{lo:.2f}, {hi:.2f}] from {k}, the lease's scripts' median "
+                         f"{truth:.2f} s: {'holds' if held[-1] else 'misses'}")
+    return "\n".join(lines + [f"  held {sum(held)} of {len(held)}"])
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("files", nargs="+")
     p.add_argument("-o", "--out")
+    p.add_argument("--lease", help="a file's stem: the lease the worker figures are of")
+    p.add_argument("--worker", action="append", default=[], help="CONFIG=S1,S2: a worker's cold first calls, s")
     args = p.parse_args()
-    text = table(read(args.files))
+    data = read(args.files)
+    text = table(data) + (worker_lines(data, args.lease, args.worker) if args.lease and args.worker else "")
     print(text)
     if args.out:
         Path(args.out).write_text(text + "\n")

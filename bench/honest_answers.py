@@ -447,7 +447,7 @@ def table(args) -> None:
         ref_cold = _cold_scripts(args.cold_scripts)
         ref_parts, ref_gc = {}, {}  # the reference's parts are of its own cold processes, not of these scripts'
     labels = sorted(sweeps)
-    lines = [f"{'configuration':<34}{'reference (3 processes)':<26}"
+    lines = [f"{'configuration':<34}{'reference: median (range)':<26}"
              + "".join(f"{'sweep ' + lb + ': answer [95%]':<34}{'jobs':>5}   " for lb in labels)]
     checks = {"answered": [], "within 10%": [], "covers reference": [], "inside other sweep": [],
               "inside other re-run": [], "cold within 10%": [], "within 5%": [], "config cold within 10%": [],
