@@ -8,7 +8,7 @@ import pytest
 
 from bench.synthetic import fill
 from dashboard.panels.answer_table import SHOWN, frame, page_columns
-from lab.answer import HEADLINE, headline_cell
+from lab.answer import HEADLINE, headline_value
 from tests.conftest import run_cli
 from tests.dashboard.test_pages import answer_table, every_column, lab, ok, page  # noqa: F401  (lab: a fixture)
 
@@ -26,7 +26,7 @@ def test_the_answer_table_is_what_runner_report_prints(lab, db_url):  # noqa: F8
     shown, columns = answer_table(at), page_columns(report)  # columns no row fills are left out
     assert list(shown.columns[:-1]) == [HEADLINE[c] for c in columns] and len(shown) == 24
     assert len(columns) >= 10 and "runs" in columns
-    assert shown.drop(columns="faded").values.tolist() == [[headline_cell(r[c]) for c in columns] for r in report]
+    assert shown.drop(columns="faded").values.tolist() == [[headline_value(r, c) for c in columns] for r in report]
     assert shown["faded"].tolist() == [r["noisy"] for r in report]
     # and `report --format md` prints the same cells
     done = run_cli("report", "--db", db_url, "--sweep", "1", "--format", "md")

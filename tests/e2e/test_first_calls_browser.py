@@ -80,7 +80,9 @@ def test_the_warmup_chart_the_answer_and_the_job_page_show_the_same_cold_and_war
         assert len(answer) == 2, answer
         for dyn, (cold, warm) in first_s.items():
             (config,) = [c for c in answer if c.endswith(f"dynamic={str(dyn).lower()}")]  # as the chart names it
-            assert (answer[config]["first call cold s"], answer[config]["warm s"]) == (g4(cold), g4(warm))
+            # two processes of it compiled cold on this device (this sweep's and the other's): too few for an interval
+            assert (answer[config]["first call cold s"], answer[config]["warm s"]) == (f"{g4(cold)} (one process)",
+                                                                                       g4(warm))
             drawn = {t["name"]: x for t in chart["traces"] if t["name"].startswith("compiled first call")
                      for y, x in zip(t["y"], t["x"]) if y == config and x is not None}
             assert {k: g4(v) for k, v in drawn.items()} == {COLD: g4(cold), WARM: g4(warm)}, chart["traces"]
