@@ -4,7 +4,7 @@ own artifacts, shown and downloadable, with tlparse's report."""
 import streamlit as st
 
 from dashboard import markup
-from dashboard.data import artifacts, story
+from dashboard.data import answers, artifacts, story
 from dashboard.markup import md
 from dashboard.server import tlparse_pages
 from dashboard.state import resources
@@ -53,16 +53,27 @@ def first_calls(r: dict) -> None:
         return
     st.subheader("First call: cold, warm, portable")
     if alike:
-        # text as the answer table writes its cells (lab.answer.headline_cell): the same figures read the same
+        # text as the answer table writes its cells (lab.answer.headline_value): the same figures read the same, the
+        # cold one with its interval where the answer of these runs gives one
+        cold = _cold_cell([j for a in alike for j in a["job_ids"]])
         st.html(markup.table(["compiled from", "first call s", "runs", "jobs"],
-                             [[a["cache"], answer.headline_cell(a["first_call_s"]), str(a["runs"]),
-                               ", ".join(f"#{j}" for j in a["job_ids"])] for a in alike], kinds=["", "num", "num", ""]))
+                             [[a["cache"], cold if a["cache"] == "cold" and cold else answer.headline_cell(a["first_call_s"]),
+                               str(a["runs"]), ", ".join(f"#{j}" for j in a["job_ids"])] for a in alike],
+                             kinds=["", "num", "num", ""]))
         st.caption("Medians over this sweep's runs of these settings, each by what its first call compiled from: "
                    + "; ".join(f"{k}: {first_call.WORDS[k]}" for k in (a["cache"] for a in alike)) + ". A cold "
-                   "compile's time moves between fresh processes: Results brackets the cold first call by every "
-                   "process that compiled these settings cold on this device (its 95% interval, once 4 have).")
+                   "compile's time moves between fresh processes: the cold one is bracketed, as on Results, by every "
+                   "process that compiled these settings cold on this device (its 95% interval, once 4 have; before, "
+                   "from how many processes it comes).")
     for line in lines:
         st.caption(md(line))  # torch's error text may hold markup characters
+
+
+def _cold_cell(job_ids: list[int]) -> str | None:
+    """The cold first call of these runs as the answer table writes it (with its interval, or from how many processes
+    it comes), where they are one configuration of the answer; None where they are not."""
+    rows = answers.report(resources.engine(), job_ids=job_ids)
+    return answer.headline_value(rows[0], "first_call_cold_s") if len(rows) == 1 else None
 
 
 def compiler(r: dict) -> None:

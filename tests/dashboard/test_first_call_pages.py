@@ -36,7 +36,7 @@ def test_the_answer_the_warmup_chart_and_the_job_page_agree_on_cold_and_warm(lab
     first, repeat = sorted(j for j, r in mine.items() if r["dynamic"] is False)
     for job in (first, repeat):
         shown = _job_table(ok(page("job", job=str(job))))
-        assert shown == {"cold": ["15.72", "1", f"#{first}"], "warm": ["2.44", "1", f"#{repeat}"]}
+        assert shown == {"cold": ["15.72 (one process)", "1", f"#{first}"], "warm": ["2.44", "1", f"#{repeat}"]}
         assert not any(f"#{j}" in " ".join(sum(shown.values(), [])) for j in other)  # another sweep's runs: none
 
 
@@ -128,15 +128,16 @@ def test_a_configurations_failures_are_marked_on_its_cold_row_not_a_row_of_their
 def test_a_configuration_that_compiled_cold_in_four_sweeps_gets_a_cold_interval_and_every_reader_agrees(lab):  # noqa: F811
     """Four sweeps of the same settings, each first run compiling cold: the fourth sweep's answer table brackets its
     cold first call by all four processes (lab.first_call.bounds), the same interval whether the spreads were read
-    from the database (db.reports.spreads) or computed over every run in hand (lab.answer.Runs.spreads); a process
-    repeat's warm first call is no cold one."""
+    from the database (db.reports.spreads) or computed over every run in hand (lab.answer.Runs.spreads), and its
+    Warmup chart and job page say it alike; a process repeat's warm first call is no cold one."""
     from db import reports
     from lab import first_call
     from lab.answer import Runs
 
     colds = {False: (15.72, 17.9, 14.1, 16.6), True: (14.75, 13.2, 16.3, 15.0)}
+    done = {}
     for i in range(4):
-        run_sweep(lab, {dyn: (c[i], 2.44) for dyn, c in colds.items()}, {False: 1.31, True: 1.12}, name=f"s{i}")
+        done |= run_sweep(lab, {dyn: (c[i], 2.44) for dyn, c in colds.items()}, {False: 1.31, True: 1.12}, name=f"s{i}")
     stored = reports.spreads(lab)
     cols, keys = reports.answer_columns(lab)
     assert Runs(cols, keys).spreads().colds == stored.colds  # the two readers of one database
@@ -153,5 +154,8 @@ def test_a_configuration_that_compiled_cold_in_four_sweeps_gets_a_cold_interval_
         assert judged == 4 and lo < c[3] < hi
         assert table.loc[config, "first call cold s"] == f"{c[3]:.4g} [{lo:.3g}, {hi:.3g}]"
         assert drawn[config] == pytest.approx((c[3], hi - c[3], c[3] - lo))  # the Warmup chart's bar, bracketed alike
+    (config_false,) = [x for x in table.index if x.endswith("dynamic=false")]  # the job page's cell: the same text
     earlier = answer_table(ok(page("results", sweep="#1 s0"))).set_index("configuration")
     assert all("[" in cell for cell in earlier["first call cold s"])  # the first sweep, read today: the same four
+    job = min(j for j, r in done.items() if r["dynamic"] is False and r["made"] == "cold")  # the first sweep's
+    assert _job_table(ok(page("job", job=str(job))))["cold"][0] == earlier.loc[config_false, "first call cold s"]

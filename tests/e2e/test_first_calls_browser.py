@@ -98,7 +98,8 @@ def test_the_warmup_chart_the_answer_and_the_job_page_show_the_same_cold_and_war
             (head, *rows), = [t for t in tables(page) if t[0][0] == "compiled from"]
             shown = {r[0]: dict(zip(head, r)) for r in rows}
             assert {k: (v["first call s"], v["runs"], v["jobs"]) for k, v in shown.items()} == {
-                "cold": (g4(first_s[False][0]), "1", f"#{first}"), "warm": (g4(first_s[False][1]), "1", f"#{repeat}")}
+                "cold": (f"{g4(first_s[False][0])} (one process)", "1", f"#{first}"),
+                "warm": (g4(first_s[False][1]), "1", f"#{repeat}")}
             assert not any(f"#{j}" in page.locator('[data-testid="stMain"]').inner_text() for j in other)
             page.get_by_role("heading", name="Timeline").scroll_into_view_if_needed()
             page.screenshot(path=str(tmp_path / f"job-{made}.png"), clip={"x": 300, "y": 0, "width": 1100, "height": 820})
