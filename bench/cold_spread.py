@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from lab import first_call
-from lab.spreads import by_config
+from lab.interval import config_spreads
 
 
 def read(paths: list[str]) -> dict[str, dict[str, list[float]]]:
@@ -39,9 +39,8 @@ def read(paths: list[str]) -> dict[str, dict[str, list[float]]]:
 
 
 def spread_of(seconds: list[float]):
-    (spread,) = by_config(["gpu"] * len(seconds), ["torch"] * len(seconds), ["k"] * len(seconds),
-                          np.array(seconds)).values()
-    return spread
+    """Their Spread (log seconds), as the database's cold spreads are made (lab.interval.config_spreads)."""
+    return config_spreads(np.zeros(len(seconds), dtype=np.intp), np.array(seconds))[0]
 
 
 def table(data: dict[str, dict[str, list[float]]]) -> str:

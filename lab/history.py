@@ -12,6 +12,7 @@ from typing import Iterable
 import numpy as np
 
 from lab.interval import Z975, Spread
+from lab.spreads import pooled
 
 # the newest earlier processes of a configuration read (db.follow_ups.past_processes): enough to judge a spread,
 # bounded however often it ran
@@ -42,11 +43,11 @@ def past_spread(centers: Iterable[float | None]) -> Spread | None:
 
 def with_today(past: Spread, centers: Iterable[float | None]) -> Spread:
     """`past` and today's processes (`centers`) as one Spread: every process of the configuration on this device."""
-    m, k = _logs(centers), past.processes
-    n = k + len(m)
-    mean = (k * (past.mean or 0.0) + float(np.sum(m))) / n
-    squares = (k - 1) * past.var + k * ((past.mean or 0.0) - mean) ** 2 + float(np.sum((m - mean) ** 2))
-    return Spread(processes=n, var=squares / (n - 1), mean=mean)
+    m = _logs(centers)
+    if not len(m):
+        return past
+    today = Spread(processes=len(m), var=float(np.var(m, ddof=1)) if len(m) > 1 else 0.0, mean=float(np.mean(m)))
+    return pooled([past, today])
 
 
 def planned(process_repeats: int, past: Spread | None) -> int:

@@ -6,6 +6,6 @@ from __future__ import annotations
 from db.device_ceilings import newest_ceilings
 from db.reports import Spreads, report, spreads, version_report
 from db.results import RECORD_FIELDS
-from db.views import schedule_calls
+from db.views import data_version, schedule_calls
 
-__all__ = ["RECORD_FIELDS", "Spreads", "newest_ceilings", "report", "schedule_calls", "spreads", "version_report"]
+__all__ = ["RECORD_FIELDS", "Spreads", "data_version", "newest_ceilings", "report", "schedule_calls", "spreads", "version_report"]

@@ -6,6 +6,7 @@ import streamlit as st
 from dashboard import markup
 from dashboard.data import answers, artifacts, story
 from dashboard.markup import md
+from dashboard.panels import answer_table
 from dashboard.server import tlparse_pages
 from dashboard.state import resources
 from lab import answer, first_call, unpack
@@ -72,7 +73,11 @@ def first_calls(r: dict) -> None:
 def _cold_cell(job_ids: list[int]) -> str | None:
     """The cold first call of these runs as the answer table writes it (with its interval, or from how many processes
     it comes), where they are one configuration of the answer; None where they are not."""
-    rows = answers.report(resources.engine(), job_ids=job_ids)
+    engine = resources.engine()
+    # the spreads Results' answer reads, kept once per version of the results (answer_table.priors), not read again
+    # on every visit of a job
+    known = answer_table.priors(answers.data_version(engine), engine)
+    rows = answers.report(engine, job_ids=job_ids, priors=known)
     return answer.headline_value(rows[0], "first_call_cold_s") if len(rows) == 1 else None
 
 
