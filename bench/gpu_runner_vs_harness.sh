@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Where a host-bound configuration's answer and the compiler harness part (simplenet bs 32 dynamic=true by default):
 # the harness loop in fresh processes plain and with the child's compile listeners attached (interleaved), then the
-# worker's children forked from its preloaded parent and started fresh, 3 processes each; per job its latencies and
-# what disturbed its rounds. Writes into $OUT (default: a temp folder).
-#   bench/gpu_runner_vs_harness.sh [MODEL=simplenet BATCH=32 FLAGS="--dynamic true"]
+# job's own loop in a bare fresh process (bench.plain_job: runner.child.rounds, no worker), then the worker's children
+# forked from its preloaded parent and started fresh, 3 processes each; per job its latencies and what disturbed its
+# rounds. Writes into $OUT (default: a temp folder).
+#   bench/gpu_runner_vs_harness.sh [MODEL=simplenet BATCH=32 FLAGS="--dynamic true"]   (FLAGS="" : the defaults)
 # With COMPILE_LAB_CROSSCHECK=1 each worker job also times the harness loop in its own process, between its rounds.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
 OUT=${OUT:-$(mktemp -d)}
-MODEL=${MODEL:-simplenet}; BATCH=${BATCH:-32}; FLAGS=${FLAGS:---dynamic true}
+MODEL=${MODEL:-simplenet}; BATCH=${BATCH:-32}; FLAGS=${FLAGS---dynamic true}
 GPU=$( [ "$($PY -c 'import torch; print(torch.cuda.is_available())')" = True ] && echo "--gpu 0" || echo "" )
 DEVICE=$( [ -n "$GPU" ] && echo cuda || echo cpu )
 work=$(mktemp -d)
@@ -20,6 +21,11 @@ for i in 0 1 2; do
       $PY -m bench.harness_reference --model "$MODEL" --batch "$BATCH" $FLAGS --device "$DEVICE" $extra \
       | sed "s/^/harness $v process $i: /" | tee -a "$OUT/runner_vs_harness.txt"
   done
+  TORCHINDUCTOR_CACHE_DIR=$work/ours/inductor TRITON_CACHE_DIR=$work/ours/triton \
+    $PY -m bench.plain_job --model "$MODEL" --batch "$BATCH" --dynamic none $FLAGS --device "$DEVICE" --iters 30 \
+    | $PY -c 'import json,sys; d=json.loads(sys.stdin.read()); print(json.dumps({k: d[k] for k in ("eager_ms","compiled_ms",
+"compiled_first_call_s")} | {"speedup": d["eager_ms"] / d["compiled_ms"]}))' \
+    | sed "s/^/our loop process $i: /" | tee -a "$OUT/runner_vs_harness.txt"
 done
 for spawn in fork fresh; do
   db="sqlite:///$work/$spawn.db"
