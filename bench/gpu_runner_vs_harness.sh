@@ -5,7 +5,8 @@
 # forked from its preloaded parent and started fresh, 3 processes each; per job its latencies and what disturbed its
 # rounds. Writes into $OUT (default: a temp folder).
 #   bench/gpu_runner_vs_harness.sh [MODEL=simplenet BATCH=32 FLAGS="--dynamic true"]   (FLAGS="" : the defaults)
-# With COMPILE_LAB_CROSSCHECK=1 each worker job also times the harness loop in its own process, between its rounds.
+# With COMPILE_LAB_CROSSCHECK=1 each worker job and each of our loop's processes also times the harness loop in its own
+# process, between its rounds. PROCESSES=3 a way; HARNESS="plain instrumented" and SPAWNS="fork fresh" pick the ways.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
@@ -14,8 +15,8 @@ MODEL=${MODEL:-simplenet}; BATCH=${BATCH:-32}; FLAGS=${FLAGS---dynamic true}
 GPU=$( [ "$($PY -c 'import torch; print(torch.cuda.is_available())')" = True ] && echo "--gpu 0" || echo "" )
 DEVICE=$( [ -n "$GPU" ] && echo cuda || echo cpu )
 work=$(mktemp -d)
-for i in 0 1 2; do
-  for v in plain instrumented; do
+for i in $(seq 0 $((${PROCESSES:-3} - 1))); do
+  for v in ${HARNESS:-plain instrumented}; do
     extra=$( [ $v = instrumented ] && echo --instrument )
     TORCHINDUCTOR_CACHE_DIR=$work/$v/inductor TRITON_CACHE_DIR=$work/$v/triton \
       $PY -m bench.harness_reference --model "$MODEL" --batch "$BATCH" $FLAGS --device "$DEVICE" $extra \
@@ -23,13 +24,15 @@ for i in 0 1 2; do
   done
   TORCHINDUCTOR_CACHE_DIR=$work/ours/inductor TRITON_CACHE_DIR=$work/ours/triton \
     $PY -m bench.plain_job --model "$MODEL" --batch "$BATCH" --dynamic none $FLAGS --device "$DEVICE" --iters 30 \
+      $( [ "${COMPILE_LAB_CROSSCHECK:-}" = 1 ] && echo --crosscheck ) \
     | $PY -c 'import json,sys; d=json.loads(sys.stdin.read()); print(json.dumps({k: d[k] for k in ("eager_ms","compiled_ms",
-"compiled_first_call_s")} | {"speedup": d["eager_ms"] / d["compiled_ms"]}))' \
+"compiled_first_call_s")} | {"speedup": d["eager_ms"] / d["compiled_ms"]} | {k: v for k, v in d.get("crosscheck", {}).items()
+if k.startswith("harness")}))' \
     | sed "s/^/our loop process $i: /" | tee -a "$OUT/runner_vs_harness.txt"
 done
-for spawn in fork fresh; do
+for spawn in ${SPAWNS:-fork fresh}; do
   db="sqlite:///$work/$spawn.db"
-  $PY -m runner submit --db "$db" --model "$MODEL" --batch "$BATCH" $FLAGS --device "$DEVICE" --process-repeats 3 \
+  $PY -m runner submit --db "$db" --model "$MODEL" --batch "$BATCH" $FLAGS --device "$DEVICE" --process-repeats ${PROCESSES:-3} \
     --reruns 0 >/dev/null
   $PY -m runner work --db "$db" --drain --no-calibrate --spawn $spawn --home "$work/home-$spawn" $GPU \
     >"$OUT/worker-$spawn.log" 2>&1
@@ -47,10 +50,13 @@ for row in report(engine):
     print(f"worker {sys.argv[2]} answer: {row['verdict']}")
 PYEOF
   $PY - "$work/$spawn.db" <<'PYEOF' | tee -a "$OUT/runner_vs_harness.txt"
-import sqlite3, sys
-for jid, d, x in sqlite3.connect(sys.argv[1]).execute(
-        "select job_id, json_extract(detail, '$.disturbance'), json_extract(detail, '$.crosscheck') from results"):
-    print(f"  job {jid} disturbance: {d}" + (f"\n  job {jid} in-process harness (COMPILE_LAB_CROSSCHECK=1): {x}" if x else ""))
+import json, sqlite3, sys
+for jid, detail in sqlite3.connect(sys.argv[1]).execute("select job_id, detail from results"):
+    d = json.loads(detail or "{}")  # Python's reader: the record may hold NaN, which SQLite's JSON functions refuse
+    x = d.get("crosscheck")
+    print(f"  job {jid} disturbance: {d.get('disturbance')}"
+          + (f"\n  job {jid} in-process harness (COMPILE_LAB_CROSSCHECK=1): {json.dumps(x)}" if x else ""))
 PYEOF
+  cp "$work/$spawn.db" "$OUT/" 2>/dev/null
 done
 rm -rf "$work"

@@ -36,6 +36,9 @@ def main() -> int:
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--instrument", action="store_true",
                    help="attach what a worker's job listens to the compile with (graph-break log, compile trace)")
+    p.add_argument("--crosscheck", action="store_true",
+                   help="the compiler harness's loop in this process too, in slices between the rounds "
+                        "(runner.child.rounds.Crosscheck): our loop and theirs over the same stretch of one process")
     args = p.parse_args()
     spec = importlib.util.spec_from_file_location(f"plain_{args.model}", ZOO / f"{args.model}.py")
     module = importlib.util.module_from_spec(spec)
@@ -83,9 +86,14 @@ def main() -> int:
     timer.plan(call_ms=max(est_e[0], est_c[0]), issue_ms=max(est_e[1], est_c[1]))
     out["warmup_s"] = time.perf_counter() - t
     t = time.perf_counter()
+    from runner.child.rounds import Crosscheck
+
+    check = Crosscheck(timer, {"eager": eager, "compiled": compiled}, args.iters) if args.crosscheck else None
     samples = measure_rounds(timer, CompileWatch(), {"eager": eager, "compiled": compiled}, args.iters,
-                             lambda *_: None)
+                             lambda *_: None, between_rounds=check.harness_slice if check else None)
     out["rounds_s"] = time.perf_counter() - t
+    if check:
+        out["crosscheck"] = check.result(args.device)
     out["samples"] = sum(len(b) for b in samples["compiled"])
     for side in ("eager", "compiled"):  # the steady state's per-call latency, ms: the median over every round's calls
         out[f"{side}_ms"] = statistics.median(x for b in samples[side] for x in b)
