@@ -49,13 +49,17 @@ for r in export_records(engine, include_raw=True):
 for row in report(engine):
     print(f"worker {sys.argv[2]} answer: {row['verdict']}")
 PYEOF
-  $PY - "$work/$spawn.db" <<'PYEOF' | tee -a "$OUT/runner_vs_harness.txt"
-import json, sqlite3, sys
-for jid, detail in sqlite3.connect(sys.argv[1]).execute("select job_id, detail from results"):
-    d = json.loads(detail or "{}")  # Python's reader: the record may hold NaN, which SQLite's JSON functions refuse
-    x = d.get("crosscheck")
-    print(f"  job {jid} disturbance: {d.get('disturbance')}"
-          + (f"\n  job {jid} in-process harness (COMPILE_LAB_CROSSCHECK=1): {json.dumps(x)}" if x else ""))
+  $PY - "sqlite:///$work/$spawn.db" <<'PYEOF' | tee -a "$OUT/runner_vs_harness.txt"
+import json, sys
+from sqlalchemy import select
+from db.database import get_engine
+from db.engine import reading
+from db.models import Result
+with reading(get_engine(sys.argv[1])) as s:  # the detail is stored packed (lab.packing): read through the model
+    for jid, d in s.execute(select(Result.job_id, Result.detail)).all():
+        x = d.get("crosscheck")
+        print(f"  job {jid} disturbance: {d.get('disturbance')}"
+              + (f"\n  job {jid} in-process harness (COMPILE_LAB_CROSSCHECK=1): {json.dumps(x)}" if x else ""))
 PYEOF
   cp "$work/$spawn.db" "$OUT/" 2>/dev/null
 done
