@@ -13,6 +13,7 @@ agreeing within 1% in every process (bench/results/h200_loop_vs_process_2026-11-
 a process's speed says where its time goes.
 
     python -m bench.process_speed [--processes 12] [--model mlp --batch 64] [--device cuda]   (the driver)
+    python -m bench.process_speed --hash-seeds 1,2,3,4,5,6 --processes 2         (2 processes per hash seed)
     python -m bench.process_speed --one ...                                                  (one process)
 """
 from __future__ import annotations
@@ -117,23 +118,30 @@ def drive(args) -> int:
     cache = tempfile.mkdtemp()
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": f"{cache}/inductor", "TRITON_CACHE_DIR": f"{cache}/triton"}
     rows = []
-    for i in range(args.processes):
+    seeds = [int(x) for x in args.hash_seeds.split(",")] if args.hash_seeds else []
+    runs = [seed for _ in range(args.processes) for seed in seeds] if seeds else [None] * args.processes  # seeds in turn
+    for i, seed in enumerate(runs):
+        run_env = env if seed is None else {**env, "PYTHONHASHSEED": str(seed)}
         p = subprocess.run([sys.executable, "-m", "bench.process_speed", "--one", "--model", args.model, "--batch",
                             str(args.batch), "--device", args.device, "--seconds", str(args.seconds)],
-                           cwd=ROOT, env=env, capture_output=True, text=True)
+                           cwd=ROOT, env=run_env, capture_output=True, text=True)
         line = (p.stdout.strip().splitlines() or [""])[-1]
         if p.returncode != 0 or not line.startswith("{"):
             print(f"process {i}: failed rc {p.returncode}: {p.stderr.strip()[-300:]}", file=sys.stderr)
             continue
-        rows.append(json.loads(line))
+        rows.append(json.loads(line) | ({"hash_seed": seed} if seed is not None else {}))
         print(f"process {i}: {line}", file=sys.stderr, flush=True)
     keys = [k for k in ("eager_ms", "compiled_ms", "python_us", "torch_cpu_us", "launch_us", "sync_us",
                         "launch_us_after", "sync_us_after") if rows and k in rows[0]]
     print(f"{args.model} bs {args.batch} on {args.device}: {len(rows)} fresh processes, harness loop "
           f"{args.seconds} s each; host probes before the loop (and after, where named)")
-    print(f"{'speedup':>7} " + " ".join(f"{k:>15}" for k in keys) + "  cpus      MHz")
+    print(f"{'speedup':>7} " + " ".join(f"{k:>15}" for k in keys) + "  cpus      MHz" + ("  hash seed" if seeds else ""))
     for r in sorted(rows, key=lambda r: r["speedup"]):
-        print(f"{r['speedup']:>7.3f} " + " ".join(f"{r[k]:>15.4g}" for k in keys) + f"  {r['cpus']!s:<9} {r['mhz']}")
+        print(f"{r['speedup']:>7.3f} " + " ".join(f"{r[k]:>15.4g}" for k in keys) + f"  {r['cpus']!s:<9} {r['mhz']}"
+              + (f"  {r['hash_seed']}" if seeds else ""))
+    if seeds:  # does the hash seed set the mode? each seed's processes side by side
+        print("by hash seed (PYTHONHASHSEED): " + "; ".join(
+            f"{seed}: " + " ".join(f"{r['speedup']:.3f}" for r in rows if r.get("hash_seed") == seed) for seed in seeds))
     if len(rows) >= 3:
         print("correlation with the speedup (Pearson r over the processes):")
         s = [r["speedup"] for r in rows]
@@ -150,6 +158,8 @@ def main() -> int:
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--device", default="cuda")
     p.add_argument("--seconds", type=float, default=1.5)
+    p.add_argument("--hash-seeds", help="S1,S2,...: --processes processes with each PYTHONHASHSEED (the driver): does "
+                                        "the seed of Python's string hashing set a process's mode?")
     args = p.parse_args()
     return one(args) if args.one else drive(args)
 
