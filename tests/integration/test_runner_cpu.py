@@ -216,10 +216,15 @@ def test_a_repeat_that_compiled_cold_leaves_its_cache_for_the_next_repeat(db_url
     """A configuration's first run on one worker, its repeats on another: the first repeat there finds no cache and
     compiles cold (and says so); the second compiles from what the first left, as a repeat does after its first run.
     (On an H200 every repeat of a configuration whose first run ran on another machine compiled cold: 13.6 s against
-    a first run's 11.4 s, 231 s and 255 s for max-autotune.) The autotuner's picks are not taken from the folder."""
+    a first run's 11.4 s, 231 s and 255 s for max-autotune.) The autotuner's picks are not taken from the folder.
+    A re-run budget: a first run this shared box disturbed (the other test process on its two cores) calls for a
+    re-run and a repeat instead of two repeats, both follow-ups that compile here as repeats do; with none, it calls
+    for nothing (lab.noise: repeats never stand in for re-runs) and the other worker would find no job."""
     (first,) = submit(db_url, "--model", "tiny", "--batch", "4", "--device", "cpu", "--iters", "3", "--cache", "cold",
-                      "--process-repeats", "3")
+                      "--process-repeats", "3", "--reruns", "2")
     work(db_url, tmp_path / "one", "--once")
+    queued = {i: r["status"] for i, r in records(db_url).items() if i != first}
+    assert len(queued) == 2, (records(db_url)[first]["status"], records(db_url)[first]["disturbed"], queued)
     work(db_url, tmp_path / "other", "--once")
     (left,) = (tmp_path / "other" / "repeat-cache").iterdir()
     pick = next((left / "inductor").iterdir()) / "k.best_config"  # an autotuner's pick, as a GPU's first call leaves
