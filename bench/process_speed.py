@@ -8,7 +8,7 @@ synchronous call each, medians) and, before and after it, probes of the host alo
   sync      torch.cuda.synchronize() on an idle device, per call: the wait's round trip
   cpu, MHz  the core the process is on (sched_getcpu) and its clock where the kernel says (cpufreq)
 
-On an H200 mlp bs 64's processes read 0.63x-0.81x, each steady through its rounds, with our loop and the harness's
+On an H200 mlp bs 64's processes read 0.63x-0.81x, most steady through their rounds, with our loop and the harness's
 agreeing within 1% in every process (bench/results/h200_loop_vs_process_2026-11-30.txt): which of these moves with
 a process's speed says where its time goes.
 
