@@ -103,7 +103,9 @@ def test_a_warmed_child_is_dropped_when_another_parent_runs_the_next_job(spawner
 
 
 def test_a_warmed_child_left_unused_ends_by_itself(tmp_path):
-    env = {**os.environ, "COMPILE_LAB_WARM_KEEP_S": "0.5"}
+    """The keep (3 s) also bounds the wait for the child then warmed for the job: at 0.5 s, a box busy with the other
+    test process sometimes took longer to warm it, and the job got a plain child (prewarmed None)."""
+    env = {**os.environ, "COMPILE_LAB_WARM_KEEP_S": "3"}
     spawner = ForkSpawner(env, ROOT)
     try:
         spawner.prepare()
