@@ -40,18 +40,10 @@ def main() -> int:
                    help="the compiler harness's loop in this process too, in slices between the rounds "
                         "(runner.child.rounds.Crosscheck): our loop and theirs over the same stretch of one process")
     args = p.parse_args()
-    spec = importlib.util.spec_from_file_location(f"plain_{args.model}", ZOO / f"{args.model}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-
     from runner.child.rounds import measure_rounds, warmup
     from runner.child.timing import CompileWatch, make_timer
 
-    device = torch.device("cuda", 0) if args.device == "cuda" else torch.device("cpu")
-    torch.manual_seed(0)
-    params = {k: v["default"] for k, v in getattr(module, "PARAMS", {}).items()}  # the zoo's default sizes
-    model = module.build(**params).to(device).eval()
-    inputs = tuple(t.to(device) for t in module.example_inputs(args.batch, **params))
+    model, inputs = zoo_model(args.model, args.batch, args.device)
     timer = make_timer(args.device)
     cudagraphs = args.device == "cuda" and args.mode in ("reduce-overhead", "max-autotune")
     if args.instrument:  # as runner.child.build.build does, in its order
@@ -100,6 +92,19 @@ def main() -> int:
     out["in_process_s"] = time.perf_counter() - STARTED
     print(json.dumps(out))
     return 0
+
+
+def zoo_model(name: str, batch: int, device: str) -> tuple[torch.nn.Module, tuple]:
+    """The zoo's model file `name` as a user's script builds it: its default sizes, seeded, on `device`, in eval mode;
+    and its example inputs for `batch` there."""
+    spec = importlib.util.spec_from_file_location(f"plain_{name}", ZOO / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    place = torch.device("cuda", 0) if device == "cuda" else torch.device("cpu")
+    torch.manual_seed(0)
+    params = {k: v["default"] for k, v in getattr(module, "PARAMS", {}).items()}  # the zoo's default sizes
+    model = module.build(**params).to(place).eval()
+    return model, tuple(t.to(place) for t in module.example_inputs(batch, **params))
 
 
 def huge_pages() -> dict:

@@ -73,21 +73,13 @@ def _current_cpu() -> int | None:
 
 
 def one(args) -> int:
-    import importlib.util
-
     import torch
 
+    from bench.plain_job import zoo_model
     from runner.child.rounds import Crosscheck
     from runner.child.timing import make_timer
 
-    spec = importlib.util.spec_from_file_location(f"zoo_{args.model}", ROOT / "runner" / "zoo" / "builtin" /
-                                                  f"{args.model}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    torch.manual_seed(0)
-    params = {k: v["default"] for k, v in getattr(module, "PARAMS", {}).items()}  # the zoo's default sizes
-    model = module.build(**params).to(args.device).eval()
-    inputs = tuple(t.to(args.device) for t in module.example_inputs(args.batch, **params))
+    model, inputs = zoo_model(args.model, args.batch, args.device)
     compiled = torch.compile(model)
 
     def step(m):
