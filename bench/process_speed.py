@@ -14,6 +14,9 @@ a process's speed says where its time goes.
 
     python -m bench.process_speed [--processes 12] [--model mlp --batch 64] [--device cuda]   (the driver)
     python -m bench.process_speed --hash-seeds 1,2,3,4,5,6 --processes 2         (2 processes per hash seed)
+    python -m bench.process_speed --slices 40 --processes 4 [--cores 1,5,9,13]   (each process in 40 slices of
+        --seconds, probes before each slice, the slice pinned to the next of CORES in turn: does a process's speed
+        move within it, with the host's probes or with the core it runs on?)
     python -m bench.process_speed --one ...                                                  (one process)
 """
 from __future__ import annotations
@@ -31,12 +34,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def probes(device: str) -> dict:
+def probes(device: str, quick: bool = False) -> dict:
+    """The host's probes; quick: a quarter of the calls, 3 runs of them (between slices)."""
     import torch
 
     def per_call_us(fn, n: int, sync=lambda: None) -> float:
         runs = []
-        for _ in range(5):
+        n = n // 4 if quick else n
+        for _ in range(3 if quick else 5):
             sync()
             t0 = time.perf_counter()
             for _ in range(n):
@@ -93,6 +98,8 @@ def one(args) -> int:
     for call in calls.values():  # the first calls (the compile), then a short warm-up
         for _ in range(20):
             timer.once(call)
+    if args.slices:
+        return slices(args, timer, calls)
     before = probes(args.device)
     check = Crosscheck(timer, calls, 1)
     check.harness_slice(args.seconds)
@@ -106,6 +113,63 @@ def one(args) -> int:
     return 0
 
 
+def slices(args, timer, calls) -> int:
+    """One process in slices: the harness loop for --seconds, the host's probes before each, each slice pinned to the
+    next core of --cores (where given). One JSON line: the slices in order."""
+    from runner.child.rounds import Crosscheck
+
+    cores = [int(c) for c in args.cores.split(",")] if args.cores else []
+    out = []
+    for i in range(args.slices):
+        if cores:
+            os.sched_setaffinity(0, {cores[i % len(cores)]})
+        probe = probes(args.device, quick=True)
+        check = Crosscheck(timer, calls, 1)
+        check.harness_slice(args.seconds)
+        eager, compiled = (statistics.median(check.times[n]) for n in ("eager", "compiled"))
+        out.append({"speedup": eager / compiled, "eager_ms": eager, "compiled_ms": compiled,
+                    **{k: probe[k] for k in ("python_us", "torch_cpu_us", "launch_us") if k in probe},
+                    "cpu": probe["cpu"], "pinned": cores[i % len(cores)] if cores else None})
+    print(json.dumps({"slices": out}))
+    return 0
+
+
+def _r(xs: list[float], ys: list[float]) -> str:
+    try:
+        return f"{statistics.correlation(xs, ys):+.2f}"
+    except statistics.StatisticsError:  # a constant series
+        return "  n/a"
+
+
+def table_slices(rows: list[list[dict]], args) -> None:
+    """Within each process: the spread of its slices, its thirds, and what moved with its speed; then the spread
+    between processes' medians beside the spread within them."""
+    print(f"{args.model} bs {args.batch} on {args.device}: {len(rows)} fresh processes, each {args.slices} slices of "
+          f"{args.seconds} s of the harness loop, the host's probes before each slice"
+          + (f", slices pinned to cores {args.cores} in turn" if args.cores else ""))
+    named = {"python_us": "r python", "torch_cpu_us": "r cpu op", "launch_us": "r launch"}
+    probed = [k for k in named if rows and rows[0] and k in rows[0][0]]
+    print(f"{'process':>7} {'median':>7} {'min':>6} {'max':>6} {'thirds':>20} "
+          + " ".join(f"{named[k]:>9}" for k in probed) + ("  median by core" if args.cores else ""))
+    medians, spreads = [], []
+    for i, s in enumerate(rows):
+        x = [r["speedup"] for r in s]
+        k = len(x) // 3
+        thirds = " ".join(f"{statistics.median(x[j * k:(j + 1) * k]):.3f}" for j in range(3)) if k else ""
+        by_core = ""
+        if args.cores:
+            by_core = " ".join(f"{c}:{statistics.median([r['speedup'] for r in s if r['pinned'] == c]):.3f}"
+                               for c in sorted({r["pinned"] for r in s}))
+        print(f"{i:>7} {statistics.median(x):>7.3f} {min(x):>6.3f} {max(x):>6.3f} {thirds:>20} "
+              + " ".join(f"{_r(x, [r[p] for r in s]):>9}" for p in probed) + ("  " + by_core if by_core else ""))
+        medians.append(statistics.median(x))
+        spreads.append(statistics.stdev(x) / statistics.mean(x) if len(x) > 1 else 0.0)
+    if len(medians) > 1:
+        print(f"between processes: medians {min(medians):.3f}-{max(medians):.3f}, sd/mean "
+              f"{statistics.stdev(medians) / statistics.mean(medians):.1%}; within a process, slices' sd/mean "
+              f"(median over processes) {statistics.median(spreads):.1%}")
+
+
 def drive(args) -> int:
     cache = tempfile.mkdtemp()
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": f"{cache}/inductor", "TRITON_CACHE_DIR": f"{cache}/triton"}
@@ -115,14 +179,21 @@ def drive(args) -> int:
     for i, seed in enumerate(runs):
         run_env = env if seed is None else {**env, "PYTHONHASHSEED": str(seed)}
         p = subprocess.run([sys.executable, "-m", "bench.process_speed", "--one", "--model", args.model, "--batch",
-                            str(args.batch), "--device", args.device, "--seconds", str(args.seconds)],
+                            str(args.batch), "--device", args.device, "--seconds", str(args.seconds),
+                            "--slices", str(args.slices), "--cores", args.cores or ""],
                            cwd=ROOT, env=run_env, capture_output=True, text=True)
         line = (p.stdout.strip().splitlines() or [""])[-1]
         if p.returncode != 0 or not line.startswith("{"):
             print(f"process {i}: failed rc {p.returncode}: {p.stderr.strip()[-300:]}", file=sys.stderr)
             continue
-        rows.append(json.loads(line) | ({"hash_seed": seed} if seed is not None else {}))
         print(f"process {i}: {line}", file=sys.stderr, flush=True)
+        if args.slices:
+            rows.append(json.loads(line)["slices"])
+            continue
+        rows.append(json.loads(line) | ({"hash_seed": seed} if seed is not None else {}))
+    if args.slices:
+        table_slices(rows, args)
+        return 0
     keys = [k for k in ("eager_ms", "compiled_ms", "python_us", "torch_cpu_us", "launch_us", "sync_us",
                         "launch_us_after", "sync_us_after") if rows and k in rows[0]]
     print(f"{args.model} bs {args.batch} on {args.device}: {len(rows)} fresh processes, harness loop "
@@ -150,6 +221,8 @@ def main() -> int:
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--device", default="cuda")
     p.add_argument("--seconds", type=float, default=1.5)
+    p.add_argument("--slices", type=int, default=0, help="N: each process in N slices of --seconds (see above)")
+    p.add_argument("--cores", default="", help="C1,C2,...: with --slices, pin each slice to the next of these cores")
     p.add_argument("--hash-seeds", help="S1,S2,...: --processes processes with each PYTHONHASHSEED (the driver): does "
                                         "the seed of Python's string hashing set a process's mode?")
     args = p.parse_args()
