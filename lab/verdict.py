@@ -1,16 +1,33 @@
 """A configuration's answer in words (lab.answer's verdict column): its number and interval, where a re-run reads,
-what widens it, and what else the reader must know of its runs. A row is lab.answer.AnswerRow (read by attribute; not
-imported: lab.answer imports this). No pandas, torch, streamlit or SQLAlchemy."""
+what widens it, and what else the reader must know of its runs. A row is lab.answer.AnswerRow, typed here by the
+fields read (Row; not imported: lab.answer imports this). No pandas, torch, streamlit or SQLAlchemy."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Iterable, Protocol
 
 from lab.axes import fold_note
 from lab.interval import Interval
 from lab.wording import count
 
 
-def verdict(row: Any, interval: Interval | None = None, round_spread: float | None = None, error: str | None = None,
+class Row(Protocol):
+    """What a verdict reads of its row: lab.answer.AnswerRow has these fields."""
+    runs: int
+    noisy_runs: int
+    failed_runs: int
+    noisy: bool
+    noise_note: str | None
+    speedup: float | None
+    speedup_ci_low: float | None
+    speedup_ci_high: float | None
+    rerun_low: float | None
+    rerun_high: float | None
+    break_even_calls: int | None
+    eager_ms: float | None
+    compiled_ms: float | None
+
+
+def verdict(row: Row, interval: Interval | None = None, round_spread: float | None = None, error: str | None = None,
             device: str | None = None, folded: Iterable[str] = (), moved: str | None = None) -> str:
     """The row in words: "1.42x [1.38, 1.46], a re-run reads 1.33x to 1.52x; pays off after 1,900 calls", "not
     separable from eager: ...", "slower: ..."; a wide interval says how wide and why ("1.30x, but anywhere from 1.10x
@@ -55,7 +72,7 @@ def verdict(row: Any, interval: Interval | None = None, round_spread: float | No
 APART = 1.25  # how far the medians' ratio may lie outside the interval before the row says so
 
 
-def medians_apart(row: Any) -> str | None:
+def medians_apart(row: Row) -> str | None:
     """Where the eager and compiled ms columns (each side's median call over its rounds) read a ratio far outside
     the speedup's interval (each round's paired ratio, lab.interval), say so: the calls' times differ from round to
     round (a compiled side that alternates between a fast and a slow graph, say), and the two figures answer different
