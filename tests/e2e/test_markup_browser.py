@@ -81,6 +81,9 @@ def test_a_markdown_and_html_sweep_name_is_shown_literally_and_fetches_nothing(l
     name = page.get_by_role("textbox", name="Sweep name")
     name.fill(EVIL)
     name.press("Enter")
+    # the name's rerun has drawn what it causes before the click: a click while that rerun ran was lost once on CI
+    # (the page still read "2 jobs will be created" a minute later)
+    page.get_by_text("sweeps are already named").wait_for()
     page.get_by_role("button", name=re.compile(r"^Submit \d+ jobs?$")).click()
     done = page.locator('[data-testid="stAlertContentSuccess"]').filter(has_text="queued")
     done.wait_for()
