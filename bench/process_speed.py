@@ -116,20 +116,32 @@ def one(args) -> int:
 def slices(args, timer, calls) -> int:
     """One process in slices: the harness loop for --seconds, the host's probes before each, each slice pinned to the
     next core of --cores (where given). One JSON line: the slices in order."""
+    from runner.child.disturbance import TICK, cpu_ticks
     from runner.child.rounds import Crosscheck
 
     cores = [int(c) for c in args.cores.split(",")] if args.cores else []
+    every = os.sched_getaffinity(0)
     out = []
     for i in range(args.slices):
         if cores:
             os.sched_setaffinity(0, {cores[i % len(cores)]})
         probe = probes(args.device, quick=True)
+        core = cores[i % len(cores)] if cores else probe["cpu"]
+        ticks = cpu_ticks({core}), cpu_ticks(every), os.times()
         check = Crosscheck(timer, calls, 1)
         check.harness_slice(args.seconds)
         eager, compiled = (statistics.median(check.times[n]) for n in ("eager", "compiled"))
+        (busy, steal, _), (all_busy, all_steal, _), t = cpu_ticks({core}), cpu_ticks(every), os.times()
+        wall = t.elapsed - ticks[2].elapsed
         out.append({"speedup": eager / compiled, "eager_ms": eager, "compiled_ms": compiled,
                     **{k: probe[k] for k in ("python_us", "torch_cpu_us", "launch_us") if k in probe},
-                    "cpu": probe["cpu"], "pinned": cores[i % len(cores)] if cores else None})
+                    "cpu": probe["cpu"], "pinned": cores[i % len(cores)] if cores else None,
+                    # the slice's core: the hypervisor's share of it (steal) and how busy it was; the whole host's
+                    # busy share, this process's own CPU time over the slice's wall time
+                    "steal": (steal - ticks[0][1]) / TICK / wall, "core_busy": (busy - ticks[0][0]) / TICK / wall,
+                    "host_busy": (all_busy - ticks[1][0]) / TICK / wall / len(every),
+                    "host_steal": (all_steal - ticks[1][1]) / TICK / wall / len(every),
+                    "own_cpu": (t.user + t.system - ticks[2].user - ticks[2].system) / wall})
     print(json.dumps({"slices": out}))
     return 0
 
@@ -147,7 +159,8 @@ def table_slices(rows: list[list[dict]], args) -> None:
     print(f"{args.model} bs {args.batch} on {args.device}: {len(rows)} fresh processes, each {args.slices} slices of "
           f"{args.seconds} s of the harness loop, the host's probes before each slice"
           + (f", slices pinned to cores {args.cores} in turn" if args.cores else ""))
-    named = {"python_us": "r python", "torch_cpu_us": "r cpu op", "launch_us": "r launch"}
+    named = {"python_us": "r python", "torch_cpu_us": "r cpu op", "launch_us": "r launch", "steal": "r steal",
+             "host_busy": "r busy"}
     probed = [k for k in named if rows and rows[0] and k in rows[0][0]]
     print(f"{'process':>7} {'median':>7} {'min':>6} {'max':>6} {'thirds':>20} "
           + " ".join(f"{named[k]:>9}" for k in probed) + ("  median by core" if args.cores else ""))
@@ -162,6 +175,11 @@ def table_slices(rows: list[list[dict]], args) -> None:
                                for c in sorted({r["pinned"] for r in s}))
         print(f"{i:>7} {statistics.median(x):>7.3f} {min(x):>6.3f} {max(x):>6.3f} {thirds:>20} "
               + " ".join(f"{_r(x, [r[p] for r in s]):>9}" for p in probed) + ("  " + by_core if by_core else ""))
+        if "steal" in s[0]:
+            print(f"{'':>7} steal on the slice's core: mean {statistics.mean(r['steal'] for r in s):.1%}, max "
+                  f"{max(r['steal'] for r in s):.1%}; the host's cores busy: mean "
+                  f"{statistics.mean(r['host_busy'] for r in s):.1%}; own CPU / wall: mean "
+                  f"{statistics.mean(r['own_cpu'] for r in s):.2f}")
         medians.append(statistics.median(x))
         spreads.append(statistics.stdev(x) / statistics.mean(x) if len(x) > 1 else 0.0)
     if len(medians) > 1:
