@@ -61,7 +61,7 @@ def describe(samples: dict) -> str:
     """Calls per round and what the values are: how many are exact float32, the perf_counter grid they sit on."""
     parts = []
     for key, rounds in samples.items():
-        if key == "dropped":
+        if key == "dropped" or not all(isinstance(r, list) for r in rounds):  # the host's pace: one float a round
             continue
         flat = np.array([v for r in rounds for v in r], dtype=np.float64)
         if not len(flat):

@@ -9,7 +9,7 @@ from dashboard.markup import md
 from dashboard.panels import answer_table
 from dashboard.server import tlparse_pages
 from dashboard.state import resources
-from lab import answer, first_call, unpack
+from lab import answer, first_call, host_pace, unpack
 from lab.wording import count
 
 SHOWN_CHARS = 400_000  # more than this is offered as a download only: the browser chokes on larger code blocks
@@ -43,6 +43,13 @@ def headline(r: dict) -> None:
     made = first_call.kind(r.get("first_call_cache"), r.get("cache"), r.get("graph_cache_hit"))
     c[4].metric("Compiled first call", _n(r["compiled_first_call_s"], "{:.3g}", " s"), delta=made, delta_color="off",
                 delta_arrow="off", help=f"{made}: {first_call.WORDS[made]}")
+
+
+def pace(r: dict) -> None:
+    """The rounds by the host's own pace, where it moved during them (lab.host_pace): numbers and the lab's words."""
+    said = host_pace.words(r.get("host_pace"))
+    if said:
+        st.caption(said)
 
 
 def first_calls(r: dict) -> None:

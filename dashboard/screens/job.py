@@ -42,6 +42,7 @@ if record["status"] == "succeeded":
     line = story.kernels_line(record)
     if line:
         st.caption(f"Fusion: {line}.")
+    job_parts.pace(record)
     job_parts.first_calls(record)
     for line in story.accuracy_lines(record):
         st.text(line)  # tensor names are the model's: text, never markup

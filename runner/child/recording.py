@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from lab import host_pace
 from lab.break_even import break_even_calls
 from lab.record import ResultRecord, graph_cache_hit
 from lab.spec import ExperimentSpec
@@ -104,6 +105,7 @@ def detail(job: Setup, first: FirstCalls, steady: SteadyState, work: dict, kerne
         "eager_second_call_s": first.eager_second_s,
         "calls_per_round": timer.sizes() | {"replanned": timer.replans},
         **paired_spread(steady.samples),
+        "host_pace": host_pace.split(steady.samples),  # the rounds by the host's own pace, where it moved (else None)
         "work": work,
         "graph_break_reasons": job.breaks.reasons(),
         "recompile_reasons": recompiles.explained(all_metrics),

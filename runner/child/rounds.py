@@ -8,9 +8,11 @@ from typing import Callable
 
 import torch
 
+from lab import host_pace
 from runner.child.stats import percentile
 
 WARMUP_MIN_CALLS, WARMUP_MIN_S = 3, 0.1
+PACE_WORK = 2000  # the fixed piece of Python host_pace_us times: ~25 us on a current server core
 Report = Callable[[str, "float | None"], None]
 
 
@@ -44,6 +46,17 @@ def _calls(timer, fn) -> tuple[list[float], list[float]]:
     return calls, issues
 
 
+def host_pace_us() -> float:
+    """The host's pace at this moment: a fixed piece of pure Python (no torch), the fastest of three runs, in
+    microseconds. Timed before each headline round (lab.host_pace reads the rounds by it); ~0.1 ms a round."""
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        sum(range(PACE_WORK))
+        best = min(best, time.perf_counter() - t0)
+    return best * 1e6
+
+
 BLOCK_CLOCKS = {"throughput": "throughput", "gpu": "gpu_time"}  # clock -> timer method, one side at a time
 
 
@@ -65,6 +78,8 @@ def measure_rounds(timer, watch, sides: dict[str, Callable], rounds: int, report
     latency = "latency" in clocks
     samples = {sample_key(n, c): [] for n in names for c in (["latency"] if latency else []) + blocks}
     samples["dropped"] = []
+    if latency:
+        samples[host_pace.KEY] = []  # one a round, before its calls, between two rounds' synchronous calls
 
     def keep(name: str, clock: str, r: int, block: list) -> None:
         samples[sample_key(name, clock)].append([ms for ms, compiled in block if not compiled])
@@ -74,6 +89,7 @@ def measure_rounds(timer, watch, sides: dict[str, Callable], rounds: int, report
     for r in range(rounds):
         order = names if r % 2 == 0 else names[::-1]
         if latency:
+            samples[host_pace.KEY].append(host_pace_us())
             timed = timer.latency([sides[n] for n in order], watch)
             for name, block in zip(order, timed):
                 keep(name, "latency", r, block)

@@ -181,7 +181,8 @@ def test_cpu_timer_clocks_and_interleaved_rounds():
 
     samples = measure_rounds(timer, watch, {"eager": side("eager"), "compiled": side("compiled")}, 4,
                              lambda *_: None, clocks=("latency", "throughput", "gpu"))
-    assert set(samples) == {"eager", "compiled", "eager_throughput", "compiled_throughput", "dropped"}
+    assert set(samples) == {"eager", "compiled", "eager_throughput", "compiled_throughput", "dropped", "host_pace_us"}
+    assert len(samples["host_pace_us"]) == 4  # the host's pace, one a round (lab.host_pace)
     assert sample_key("compiled", "gpu") == "compiled_gpu" and sample_key("eager", "latency") == "eager"
     n = timer.latency_calls
     per_round = 2 * (1 + n) + 2 * (1 + timer.block_calls)  # each side's untimed call first

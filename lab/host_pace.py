@@ -1,0 +1,90 @@
+"""The host's pace through a run's rounds: before each round the child times a fixed piece of pure Python
+(runner.child.rounds.host_pace_us), so a run says whether the machine itself ran slower in part of its rounds, and
+what its speedup read in those rounds and in the rest.
+
+Why: on some hosts (the H200 lent to this project is a KVM guest) the pace of interpreted and dispatch-bound code
+moves in episodes of seconds that nothing inside the machine shows: no steal time, no other
+process on the cores, the process's own CPU time equal to its wall time. On an H200 host a fixed piece of Python took
+about 25 us in some seconds and 45 us in others, and mlp bs 64's speedup read 0.75x in the fast seconds and 0.67-0.70x
+in the slow ones (bench/README.md, "The host's pace"): a process whose rounds fell in a slow stretch read low.
+That is the machine the user's program runs on too, so no round is left out for it: the headline counts both, and
+this says how they differ. No pandas, torch, streamlit or SQLAlchemy."""
+from __future__ import annotations
+
+import math
+from statistics import median
+
+KEY = "host_pace_us"  # the record's samples: one probe per headline round, in microseconds, the round's own index
+MIN_ROUNDS = 20  # fewer rounds say nothing about two paces
+MIN_SHARE = 0.1  # each pace holds at least this share of the rounds
+APART = 1.3  # the slow rounds' probe at least this many times the fast rounds'
+
+
+def split(samples: dict | None) -> dict | None:
+    """The rounds split by the host's pace where it moved: {"rounds", "slow_rounds", "slow_share", "fast_us",
+    "slow_us", "slower", "fast_speedup", "slow_speedup"}, each speedup the median of its rounds' paired ratios
+    (eager / compiled, each side's median call in the round). None where the pace held (its two groups' medians less
+    than APART apart), where there are fewer than MIN_ROUNDS probed rounds, or where the samples hold no probes (a
+    run made before they were kept, a hand-made row). The split is the one that leaves the least scatter within the two
+    groups of log probe times (Otsu's), with at least MIN_SHARE of the rounds in each."""
+    if not isinstance(samples, dict):
+        return None
+    probes, eager, compiled = samples.get(KEY), samples.get("eager"), samples.get("compiled")
+    if not all(isinstance(x, list) for x in (probes, eager, compiled)):
+        return None
+    rounds = [(p, median(e) / median(c)) for p, e, c in zip(probes, eager, compiled)
+              if _positive(p) and _blocks(e) and _blocks(c) and median(c) > 0]
+    n = len(rounds)
+    if n < MIN_ROUNDS:
+        return None
+    rounds.sort()
+    logs = [math.log(p) for p, _ in rounds]
+    least = math.ceil(MIN_SHARE * n)
+    k = min(range(least, n - least + 1), key=_within(logs))
+    fast, slow = rounds[:k], rounds[k:]
+    fast_us, slow_us = median(p for p, _ in fast), median(p for p, _ in slow)
+    if slow_us < APART * fast_us:
+        return None
+    return {"rounds": n, "slow_rounds": len(slow), "slow_share": round(len(slow) / n, 3),
+            "fast_us": round(fast_us, 2), "slow_us": round(slow_us, 2), "slower": round(slow_us / fast_us, 2),
+            "fast_speedup": round(median(r for _, r in fast), 4), "slow_speedup": round(median(r for _, r in slow), 4)}
+
+
+def words(pace: dict | None) -> str | None:
+    """split's finding in a sentence, or None where there is none (or the value is not split's: a hand-made row)."""
+    keys = ("slow_share", "fast_us", "slow_us", "slower", "fast_speedup", "slow_speedup", "rounds")
+    if not isinstance(pace, dict) or not all(_number(pace.get(k)) for k in keys):
+        return None
+    return (f"The host's own pace moved during the rounds: a fixed piece of Python took {pace['slow_us']:.0f} us in "
+            f"{pace['slow_share']:.0%} of them against {pace['fast_us']:.0f} us in the rest ({pace['slower']:.1f}x "
+            f"slower), and the speedup read {pace['slow_speedup']:.2f}x in the slow rounds, {pace['fast_speedup']:.2f}x "
+            f"in the rest ({pace['rounds']:,} rounds). Nothing on this machine's cores was measured to cause it (a "
+            "shared host's hardware beneath it can): the headline counts both, as a program run here meets both, and "
+            "another process of this configuration can land in either.")
+
+
+def _within(xs: list[float]):
+    """i -> the squared scatter of xs[:i] and xs[i:] about their own means, from running sums (xs sorted)."""
+    s1, s2 = [0.0], [0.0]
+    for x in xs:
+        s1.append(s1[-1] + x)
+        s2.append(s2[-1] + x * x)
+    n = len(xs)
+
+    def scatter(i: int) -> float:
+        left = s2[i] - s1[i] ** 2 / i
+        right = (s2[n] - s2[i]) - (s1[n] - s1[i]) ** 2 / (n - i)
+        return left + right
+    return scatter
+
+
+def _positive(x) -> bool:
+    return _number(x) and x > 0
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _blocks(xs) -> bool:
+    return isinstance(xs, list) and bool(xs) and all(_positive(x) for x in xs)

@@ -1,0 +1,30 @@
+"""A run whose host ran slower in part of its rounds says so on its job page, with each part's speedup (lab.host_pace):
+the record the child wrote, through the database, on the page; a run whose host kept its pace says nothing."""
+from db import queue
+from db.models import JobStatus
+from lab import host_pace
+from lab.sweep import SweepRequest
+from runner import zoo
+from tests.dashboard.test_pages import lab, ok, page, worker  # noqa: F401 (fixtures)
+
+
+def _job(engine, pace) -> int:
+    _, (job_id,), _ = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu",
+                                                        process_repeats=1), zoo.model_infos(zoo.catalog()))
+    claim = queue.claim_next(engine, "host:1:any:test", ["cpu"], ["simplenet"], 60)
+    queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED,
+                 result={"eager_ms": 0.15, "compiled_ms": 0.21, "speedup": 0.72, "compiled_first_call_s": 2.7,
+                         "eager_first_call_s": 0.02, "detail": {"host_pace": pace}})
+    return job_id
+
+
+def test_the_job_page_says_where_the_hosts_pace_moved_and_what_each_part_read(worker):  # noqa: F811
+    engine = worker
+    rounds = {host_pace.KEY: [25.0] * 40 + [45.0] * 20, "eager": [[0.15]] * 40 + [[0.18]] * 20,
+              "compiled": [[0.20]] * 40 + [[0.27]] * 20}
+    moved = _job(engine, host_pace.split(rounds))  # what runner.child.recording stores
+    text = " ".join(c.value for c in ok(page("job", job=str(moved))).caption)
+    assert "The host's own pace moved during the rounds: a fixed piece of Python took 45 us in 33% of them" in text
+    assert "the speedup read 0.67x in the slow rounds, 0.75x in the rest (60 rounds)" in text
+    steady = _job(engine, None)
+    assert "own pace" not in " ".join(c.value for c in ok(page("job", job=str(steady))).caption)

@@ -1,0 +1,73 @@
+"""The rounds read by the host's own pace (lab.host_pace): a run whose machine ran slower in part of its rounds says
+in how many, by how much, and what the speedup read in each part; a steady host, a short run, or a row without the
+probes says nothing; the child keeps one probe a headline round (runner.child.rounds)."""
+import random
+
+import pytest
+
+from lab import host_pace
+
+
+def _samples(paces_and_sides, rng):
+    """Rounds of [probe us, eager ms, compiled ms], each side 5 calls scattered 1% about its time."""
+    out = {host_pace.KEY: [], "eager": [], "compiled": []}
+    for probe, e, c in paces_and_sides:
+        out[host_pace.KEY].append(probe * rng.uniform(0.97, 1.03))
+        out["eager"].append([e * rng.uniform(0.99, 1.01) for _ in range(5)])
+        out["compiled"].append([c * rng.uniform(0.99, 1.01) for _ in range(5)])
+    return out
+
+
+def test_a_host_that_ran_slow_in_a_third_of_the_rounds_is_split_there_with_each_parts_speedup():
+    rng = random.Random(1)
+    rounds = [(25.0, 0.15, 0.20)] * 40 + [(45.0, 0.18, 0.27)] * 20  # fast 0.75x, slow 0.667x, as on the H200
+    rng.shuffle(rounds)
+    pace = host_pace.split(_samples(rounds, rng))
+    assert pace is not None
+    assert (pace["rounds"], pace["slow_rounds"], pace["slow_share"]) == (60, 20, pytest.approx(0.333, abs=1e-3))
+    assert pace["fast_us"] == pytest.approx(25, rel=0.03) and pace["slow_us"] == pytest.approx(45, rel=0.03)
+    assert pace["slower"] == pytest.approx(1.8, abs=0.07)
+    assert pace["fast_speedup"] == pytest.approx(0.75, rel=0.02)
+    assert pace["slow_speedup"] == pytest.approx(0.18 / 0.27, rel=0.02)
+    said = host_pace.words(pace)
+    assert "in 33% of them" in said and "0.67x in the slow rounds, 0.75x in the rest (60 rounds)" in said
+
+
+def test_a_steady_host_a_short_run_and_a_row_without_probes_say_nothing():
+    rng = random.Random(2)
+    steady = [(25.0 * rng.lognormvariate(0, 0.05), 0.15, 0.20) for _ in range(200)]
+    assert host_pace.split(_samples(steady, rng)) is None  # its halves lie under APART apart
+    short = [(25.0, 0.15, 0.20)] * 12 + [(45.0, 0.18, 0.27)] * 6
+    assert host_pace.split(_samples(short, rng)) is None  # under MIN_ROUNDS
+    few_slow = [(25.0, 0.15, 0.20)] * 97 + [(45.0, 0.18, 0.27)] * 3  # 3% slow: under MIN_SHARE, so no split holds
+    assert host_pace.split(_samples(few_slow, rng)) is None
+    two = _samples([(25.0, 0.15, 0.20)] * 30 + [(45.0, 0.18, 0.27)] * 30, rng)
+    assert host_pace.split({k: v for k, v in two.items() if k != host_pace.KEY}) is None  # stored before probes
+
+
+@pytest.mark.parametrize("odd", [None, "x", [], {"host_pace_us": "1,2", "eager": [[1.0]], "compiled": [[1.0]]},
+                                 {"host_pace_us": [True] * 30, "eager": [[1.0]] * 30, "compiled": [[1.0]] * 30},
+                                 {"host_pace_us": [-1.0] * 30, "eager": [[0.0]] * 30, "compiled": [[0.0]] * 30},
+                                 {"host_pace_us": [float("nan")] * 30, "eager": [["a"]] * 30, "compiled": [[]] * 30}])
+def test_a_hand_made_row_is_no_finding_and_no_crash(odd):
+    assert host_pace.split(odd) is None
+    assert host_pace.words(odd) is None and host_pace.words({"slow_share": "<b>", "rounds": 3}) is None
+
+
+def test_the_rounds_keep_one_pace_a_headline_round_and_none_in_block_clocks():
+    from runner.child.rounds import host_pace_us, measure_rounds
+    from runner.child.timing import CpuTimer
+
+    class Watch:
+        def count(self):
+            return 0
+
+    timer = CpuTimer()
+    timer.plan(call_ms=0.01, issue_ms=0.01)
+    sides = {"eager": lambda: sum(range(50)), "compiled": lambda: sum(range(40))}
+    samples = measure_rounds(timer, Watch(), sides, 25, lambda *_: None)
+    probes = samples[host_pace.KEY]
+    assert len(probes) == 25 == len(samples["eager"]) and all(0 < p < 50_000 for p in probes)
+    assert 0 < host_pace_us() < 50_000
+    blocks = measure_rounds(timer, Watch(), sides, 3, lambda *_: None, clocks=("throughput",))
+    assert host_pace.KEY not in blocks  # the diagnosis clocks' rounds: the headline's probes are the run's
