@@ -21,12 +21,13 @@ APART = 1.3  # the slow rounds' probe at least this many times the fast rounds'
 
 
 def split(samples: dict | None) -> dict | None:
-    """The rounds split by the host's pace where it moved: {"rounds", "slow_rounds", "slow_share", "fast_us",
-    "slow_us", "slower", "fast_speedup", "slow_speedup"}, each speedup the median of its rounds' paired ratios
-    (eager / compiled, each side's median call in the round). None where the pace held (its two groups' medians less
-    than APART apart), where there are fewer than MIN_ROUNDS probed rounds, or where the samples hold no probes (a
-    run made before they were kept, a hand-made row). The split is the one that leaves the least scatter within the two
-    groups of log probe times (Otsu's), with at least MIN_SHARE of the rounds in each."""
+    """The run's rounds by the host's pace: {"rounds", "median_us"} (the probes' median: lower is faster), and where
+    the pace moved within the run, also {"slow_rounds", "slow_share", "fast_us", "slow_us", "slower", "fast_speedup",
+    "slow_speedup"}, each speedup the median of its rounds' paired ratios (eager / compiled, each side's median call in
+    the round). No split where its two groups' medians lie less than APART apart, or where there are fewer than
+    MIN_ROUNDS probed rounds; None where the samples hold no probes (a run made before they were kept, a hand-made
+    row). The split is the one that leaves the least scatter within the two groups of log probe times (Otsu's), with
+    at least MIN_SHARE of the rounds in each."""
     if not isinstance(samples, dict):
         return None
     probes, eager, compiled = samples.get(KEY), samples.get("eager"), samples.get("compiled")
@@ -35,8 +36,11 @@ def split(samples: dict | None) -> dict | None:
     rounds = [(p, median(e) / median(c)) for p, e, c in zip(probes, eager, compiled)
               if _positive(p) and _blocks(e) and _blocks(c) and median(c) > 0]
     n = len(rounds)
-    if n < MIN_ROUNDS:
+    if not n:
         return None
+    out = {"rounds": n, "median_us": round(median(p for p, _ in rounds), 2)}
+    if n < MIN_ROUNDS:
+        return out
     rounds.sort()
     logs = [math.log(p) for p, _ in rounds]
     least = math.ceil(MIN_SHARE * n)
@@ -44,14 +48,16 @@ def split(samples: dict | None) -> dict | None:
     fast, slow = rounds[:k], rounds[k:]
     fast_us, slow_us = median(p for p, _ in fast), median(p for p, _ in slow)
     if slow_us < APART * fast_us:
-        return None
-    return {"rounds": n, "slow_rounds": len(slow), "slow_share": round(len(slow) / n, 3),
-            "fast_us": round(fast_us, 2), "slow_us": round(slow_us, 2), "slower": round(slow_us / fast_us, 2),
-            "fast_speedup": round(median(r for _, r in fast), 4), "slow_speedup": round(median(r for _, r in slow), 4)}
+        return out
+    return out | {"slow_rounds": len(slow), "slow_share": round(len(slow) / n, 3), "fast_us": round(fast_us, 2),
+                  "slow_us": round(slow_us, 2), "slower": round(slow_us / fast_us, 2),
+                  "fast_speedup": round(median(r for _, r in fast), 4),
+                  "slow_speedup": round(median(r for _, r in slow), 4)}
 
 
 def words(pace: dict | None) -> str | None:
-    """split's finding in a sentence, or None where there is none (or the value is not split's: a hand-made row)."""
+    """split's finding in a sentence, or None where the pace held or there is none (or the value is not split's: a
+    hand-made row)."""
     keys = ("slow_share", "fast_us", "slow_us", "slower", "fast_speedup", "slow_speedup", "rounds")
     if not isinstance(pace, dict) or not all(_number(pace.get(k)) for k in keys):
         return None
@@ -61,6 +67,15 @@ def words(pace: dict | None) -> str | None:
             f"in the rest ({pace['rounds']:,} rounds). Nothing on this machine's cores was measured to cause it (a "
             "shared host's hardware beneath it can): the headline counts both, as a program run here meets both, and "
             "another process of this configuration can land in either.")
+
+
+def pace_words(pace: dict | None) -> str | None:
+    """The run's pace in a line, where it has one: what another process of the configuration can be told apart by."""
+    if not isinstance(pace, dict) or not _positive(pace.get("median_us")) or not _positive(pace.get("rounds")):
+        return None
+    return (f"The host's pace: a fixed piece of Python took {pace['median_us']:.0f} us before each round (the median of "
+            f"{pace['rounds']:,.0f}; lower is faster). Processes of one configuration that read different speedups "
+            "of a host-bound call can differ in it: the host ran at another pace.")
 
 
 def _within(xs: list[float]):

@@ -47,9 +47,9 @@ def headline(r: dict) -> None:
 
 def pace(r: dict) -> None:
     """The rounds by the host's own pace, where it moved during them (lab.host_pace): numbers and the lab's words."""
-    said = host_pace.words(r.get("host_pace"))
-    if said:
-        st.caption(said)
+    for said in (host_pace.pace_words(r.get("host_pace")), host_pace.words(r.get("host_pace"))):
+        if said:
+            st.caption(said)  # numbers the lab formats: no text from the row
 
 
 def first_calls(r: dict) -> None:

@@ -33,14 +33,17 @@ def test_a_host_that_ran_slow_in_a_third_of_the_rounds_is_split_there_with_each_
     assert "in 33% of them" in said and "0.67x in the slow rounds, 0.75x in the rest (60 rounds)" in said
 
 
-def test_a_steady_host_a_short_run_and_a_row_without_probes_say_nothing():
+def test_a_steady_host_or_a_short_run_has_its_pace_and_no_split_and_a_row_without_probes_says_nothing():
     rng = random.Random(2)
     steady = [(25.0 * rng.lognormvariate(0, 0.05), 0.15, 0.20) for _ in range(200)]
-    assert host_pace.split(_samples(steady, rng)) is None  # its halves lie under APART apart
+    pace = host_pace.split(_samples(steady, rng))  # its halves lie under APART apart
+    assert set(pace) == {"rounds", "median_us"} and pace["median_us"] == pytest.approx(25, rel=0.03)
+    assert host_pace.words(pace) is None
+    assert "took 25 us before each round (the median of 200; lower is faster)" in host_pace.pace_words(pace)
     short = [(25.0, 0.15, 0.20)] * 12 + [(45.0, 0.18, 0.27)] * 6
-    assert host_pace.split(_samples(short, rng)) is None  # under MIN_ROUNDS
+    assert set(host_pace.split(_samples(short, rng))) == {"rounds", "median_us"}  # under MIN_ROUNDS
     few_slow = [(25.0, 0.15, 0.20)] * 97 + [(45.0, 0.18, 0.27)] * 3  # 3% slow: under MIN_SHARE, so no split holds
-    assert host_pace.split(_samples(few_slow, rng)) is None
+    assert host_pace.words(host_pace.split(_samples(few_slow, rng))) is None
     two = _samples([(25.0, 0.15, 0.20)] * 30 + [(45.0, 0.18, 0.27)] * 30, rng)
     assert host_pace.split({k: v for k, v in two.items() if k != host_pace.KEY}) is None  # stored before probes
 
@@ -52,6 +55,7 @@ def test_a_steady_host_a_short_run_and_a_row_without_probes_say_nothing():
 def test_a_hand_made_row_is_no_finding_and_no_crash(odd):
     assert host_pace.split(odd) is None
     assert host_pace.words(odd) is None and host_pace.words({"slow_share": "<b>", "rounds": 3}) is None
+    assert host_pace.pace_words(odd) is None and host_pace.pace_words({"median_us": "<b>", "rounds": 3}) is None
 
 
 def test_the_rounds_keep_one_pace_a_headline_round_and_none_in_block_clocks():
