@@ -12,7 +12,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from lab import first_call, labels, noise, tabular
+from lab import first_call, host_pace, labels, noise, tabular
 from lab.axes import COMPILE_FIELDS, folded_mode
 from lab.break_even import break_even_calls
 from lab.interval import Prior, Spread, combine, device_prior
@@ -88,7 +88,8 @@ _COLUMN_SET = frozenset(COLUMNS)
 READ = ("status", "error", "sweep_id", "config_key", "model", "batch_size", "cache", "graph_cache_hit", "noise_note",
         "accuracy_ok", "disturbed", "round_speedup", "round_speedup_se", "first_call_cache", "speedup_spread",
         "eager_first_call_s", "compiled_first_call_s", "eager_ms", "compiled_ms", "speedup", "graph_breaks",
-        "recompiles", "max_abs_error", "peak_mem_eager_mb", "peak_mem_compiled_mb", "spec_code") + CONFIG_KEYS
+        "recompiles", "max_abs_error", "peak_mem_eager_mb", "peak_mem_compiled_mb", "spec_code", "host_pace_us"
+        ) + CONFIG_KEYS
 
 
 def _each(fn, *columns) -> list:
@@ -157,7 +158,8 @@ def answer_rows(records: list[dict], priors: Spreads | None = None) -> list[Answ
 
 NUMBERS = ("speedup", "round_speedup", "round_speedup_se", "eager_ms", "compiled_ms", "eager_first_call_s",
            "compiled_first_call_s", "peak_mem_eager_mb", "peak_mem_compiled_mb", "recompiles", "graph_breaks",
-           "max_abs_error", "speedup_spread")
+           "max_abs_error", "speedup_spread", "host_pace_us")
+LATER = ("host_pace_us",)  # read where the columns have it: a caller's columns from before it was kept have none
 KINDS = first_call.KINDS  # what a compiled first call compiled from (lab.first_call.kind)
 
 
@@ -170,7 +172,7 @@ class Runs:
         # model_args as sorted JSON text, where the reader made it already (one per distinct text, not per run)
         self.args_keys = args_keys
         n = len(cols["job_id"])
-        self.num = {c: np.array(cols[c], dtype=float) for c in NUMBERS}
+        self.num = {c: np.array(cols[c] if c in cols or c not in LATER else [None] * n, dtype=float) for c in NUMBERS}
         self.ok = np.array(_each(lambda s: s == "succeeded", cols["status"]), dtype=bool)
         self.disturbed = np.array(_each(lambda d: noise.is_disturbed({"disturbed": d}), cols["disturbed"]), dtype=bool)
         self.kind = _each(first_call.kind, cols["first_call_cache"], cols["cache"], cols["graph_cache_hit"])
@@ -345,7 +347,16 @@ def _row(runs: Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray,
     if row.failed_runs and not (row.runs or row.noisy_runs):
         error = next((cols["error"][i] for i in idx if cols["error"][i]), None) or cols["status"][idx[0]]
     return replace(row, verdict=verdict(row, interval, runs.median("speedup_spread", quiet), error,
-                                        cols["device"][idx[0]], folded, sides_moved(runs, quiet)))
+                                        cols["device"][idx[0]], folded, sides_moved(runs, quiet), paces(runs, quiet)))
+
+
+def paces(runs: Runs, quiet: np.ndarray) -> str | None:
+    """Where these processes ran at different host paces (lab.host_pace), what each pace's processes read, each by its
+    paired speedup (its own where it has none)."""
+    centers, pace = runs.num["round_speedup"][quiet], runs.num["host_pace_us"][quiet]
+    centers = np.where(np.isnan(centers) | (centers == 0), runs.num["speedup"][quiet], centers)
+    keep = ~np.isnan(pace) & ~np.isnan(centers)
+    return host_pace.across(pace[keep].tolist(), centers[keep].tolist())
 
 
 def sides_moved(runs: Runs, quiet: np.ndarray) -> str | None:

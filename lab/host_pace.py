@@ -18,6 +18,7 @@ KEY = "host_pace_us"  # the record's samples: one probe per headline round, in m
 MIN_ROUNDS = 20  # fewer rounds say nothing about two paces
 MIN_SHARE = 0.1  # each pace holds at least this share of the rounds
 APART = 1.3  # the slow rounds' probe at least this many times the fast rounds'
+FASTEST = 1.15  # a process whose pace lies within this of the fastest process's ran at the host's fastest pace
 
 
 def split(samples: dict | None) -> dict | None:
@@ -76,6 +77,30 @@ def pace_words(pace: dict | None) -> str | None:
     return (f"The host's pace: a fixed piece of Python took {pace['median_us']:.0f} us before each round (the median of "
             f"{pace['rounds']:,.0f}; lower is faster). Processes of one configuration that read different speedups "
             "of a host-bound call can differ in it: the host ran at another pace.")
+
+
+def across(paces: list[float], speedups: list[float]) -> str | None:
+    """Where a configuration's processes ran at different host paces (each one's median, `split`), what those at the
+    fastest pace read and what the rest read: "its processes ran at different host paces (21-42 us ...): the 3 at the
+    fastest read 0.83x-0.85x, the 6 slower 0.66x-0.82x". None with fewer than two paced processes, or where the
+    slowest pace lies within APART of the fastest."""
+    pairs = [(p, x) for p, x in zip(paces, speedups) if _positive(p) and _positive(x)]
+    if len(pairs) < 2:
+        return None
+    top = min(p for p, _ in pairs)
+    if max(p for p, _ in pairs) < APART * top:
+        return None
+    fast = [x for p, x in pairs if p <= FASTEST * top]
+    slow = [x for p, x in pairs if p > FASTEST * top]
+    return (f"its processes ran at different host paces ({_span([p for p, _ in pairs], '{:.0f}')} us for a fixed piece "
+            f"of Python before each round, lower is faster): {'the one' if len(fast) == 1 else f'the {len(fast)}'} at "
+            f"the fastest read {_span(fast, '{:.2f}x')}, {'the other' if len(slow) == 1 else f'the {len(slow)} slower'} "
+            f"{_span(slow, '{:.2f}x')}")
+
+
+def _span(xs: list[float], fmt: str) -> str:
+    lo, hi = fmt.format(min(xs)), fmt.format(max(xs))
+    return lo if lo == hi else f"{lo}-{hi}"
 
 
 def _within(xs: list[float]):

@@ -58,6 +58,9 @@ class ResultRecord:
     host_bound: bool | None = None
     host_note: str | None = None
     timing_method: str | None = text(200)
+    # the host's pace through the headline rounds: the median of a fixed piece of Python timed before each, in us
+    # (lab.host_pace; lower is faster): processes that ran at different paces read a host-bound speedup apart
+    host_pace_us: float | None = None
     # 1: before caller latency (a CUDA result's only clock was GPU time); 2: the three clocks above
     timing_protocol: int | None = None
     samples_per_side: int | None = None

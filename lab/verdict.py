@@ -28,12 +28,14 @@ class Row(Protocol):
 
 
 def verdict(row: Row, interval: Interval | None = None, round_spread: float | None = None, error: str | None = None,
-            device: str | None = None, folded: Iterable[str] = (), moved: str | None = None) -> str:
+            device: str | None = None, folded: Iterable[str] = (), moved: str | None = None,
+            paced: str | None = None) -> str:
     """The row in words: "1.42x [1.38, 1.46], a re-run reads 1.33x to 1.52x; pays off after 1,900 calls", "not
     separable from eager: ...", "slower: ..."; a wide interval says how wide and why ("1.30x, but anywhere from 1.10x
     to 1.50x: the rounds scatter 12%"). `error`: its runs' first error (or status), `device`, `folded`: the modes its
     runs were stored as and are counted under this one's (lab.axes.fold_note); `moved`: which side's calls moved
-    between its processes (sides_moved), said where their disagreement is what widens it."""
+    between its processes (sides_moved), said where their disagreement is what widens it; `paced`: where its processes
+    ran at different host paces, what each pace's read (lab.host_pace.across)."""
     if row.failed_runs and not (row.runs or row.noisy_runs):
         return f"did not succeed ({row.failed_runs} run{'s' * (row.failed_runs > 1)}): {error}"
     s, lo, hi = row.speedup, row.speedup_ci_low, row.speedup_ci_high
@@ -66,6 +68,8 @@ def verdict(row: Row, interval: Interval | None = None, round_spread: float | No
     apart = medians_apart(row)
     if apart:
         extra += [apart]
+    if paced:
+        extra += [paced]
     return text + (f" ({'; '.join(extra)})" if extra else "")
 
 

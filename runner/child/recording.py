@@ -73,6 +73,7 @@ def record(job: Setup, first: FirstCalls, steady: SteadyState, work: dict, sched
     # the roofline places what the hardware did: kernel time where there is a GPU clock
     achieved = achieved_rates(work, clocks["compiled_gpu_ms"] or clocks["compiled_ms"])
     hits = cache_hits(first.metrics)
+    pace = host_pace.split(samples)
     return ResultRecord(
         eager_first_call_s=first.eager_first_s, compiled_first_call_s=compiled_first_s, first_call_cache=first_cache,
         graph_cache_hit=graph_cache_hit(hits), compiled_second_call_s=first.compiled_second_s,
@@ -80,7 +81,7 @@ def record(job: Setup, first: FirstCalls, steady: SteadyState, work: dict, sched
         # what compile costs against what it saves, in the caller's time: first calls and latency
         break_even_calls=break_even_calls(first.eager_first_s, compiled_first_s, clocks["eager_ms"],
                                           clocks["compiled_ms"]),
-        timing_method=timer.method, timing_protocol=TIMING_PROTOCOL,
+        timing_method=timer.method, timing_protocol=TIMING_PROTOCOL, host_pace_us=pace and pace["median_us"],
         samples_per_side=sum(len(b) for b in samples["compiled"]), flops=work["flops"], min_bytes=work["min_bytes"],
         graph_count=first.graph_count, graph_breaks=job.breaks.count(),
         recompiles=len(recompiles.explained(all_metrics)),  # an attempt refused at the limit compiled nothing
@@ -105,7 +106,7 @@ def detail(job: Setup, first: FirstCalls, steady: SteadyState, work: dict, kerne
         "eager_second_call_s": first.eager_second_s,
         "calls_per_round": timer.sizes() | {"replanned": timer.replans},
         **paired_spread(steady.samples),
-        "host_pace": host_pace.split(steady.samples),  # the rounds by the host's own pace, where it moved (else None)
+        "host_pace": host_pace.split(steady.samples),  # the rounds by the host's own pace (lab.host_pace)
         "work": work,
         "graph_break_reasons": job.breaks.reasons(),
         "recompile_reasons": recompiles.explained(all_metrics),

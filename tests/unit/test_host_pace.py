@@ -75,3 +75,30 @@ def test_the_rounds_keep_one_pace_a_headline_round_and_none_in_block_clocks():
     assert 0 < host_pace_us() < 50_000
     blocks = measure_rounds(timer, Watch(), sides, 3, lambda *_: None, clocks=("throughput",))
     assert host_pace.KEY not in blocks  # the diagnosis clocks' rounds: the headline's probes are the run's
+
+
+def test_processes_at_different_host_paces_say_what_each_pace_read():
+    """As the H200's mlp bs 64 read on one lease: the three processes at the host's fastest pace agreed, the six at
+    slower paces scattered below them."""
+    paces = [21.2, 21.2, 21.9, 31.5, 33.8, 35.0, 39.8, 40.3, 41.7]
+    speedups = [0.842, 0.847, 0.830, 0.734, 0.815, 0.783, 0.665, 0.738, 0.661]
+    said = host_pace.across(paces, speedups)
+    assert said == ("its processes ran at different host paces (21-42 us for a fixed piece of Python before each "
+                    "round, lower is faster): the 3 at the fastest read 0.83x-0.85x, the 6 slower 0.66x-0.81x")
+    assert "the one at the fastest read 0.84x, the other 0.66x" in host_pace.across([21.0, 40.0], [0.84, 0.66])
+    assert host_pace.across([21.0, 26.0], [0.84, 0.66]) is None  # within APART: one pace
+    assert host_pace.across([21.0], [0.84]) is None and host_pace.across([], []) is None
+    assert host_pace.across([21.0, float("nan"), -3.0], [0.84, 0.7, 0.7]) is None  # one paced process left
+
+
+def test_the_answer_names_the_paces_its_processes_ran_at_and_an_answer_without_them_does_not():
+    from lab.answer import answer_rows
+    from tests.unit.test_answer import job
+
+    runs = [job(1, 0.84, 0.01, host_pace_us=21.2), job(2, 0.83, 0.01, host_pace_us=21.9),
+            job(3, 0.67, 0.01, host_pace_us=40.3), job(4, 0.74, 0.01, host_pace_us=31.5)]
+    (row,) = answer_rows(runs)
+    assert "its processes ran at different host paces (21-40 us" in row["verdict"]
+    assert "the 2 at the fastest read 0.83x-0.84x, the 2 slower 0.67x-0.74x" in row["verdict"]
+    (older,) = answer_rows([{k: v for k, v in r.items() if k != "host_pace_us"} for r in runs])
+    assert "host paces" not in older["verdict"] and older["speedup"] == row["speedup"]  # the number is the same

@@ -446,3 +446,18 @@ def test_a_configurations_history_is_read_through_the_config_index(tmp_path):
     with reading(engine) as s:
         plan = " ".join(str(row[-1]) for row in s.execute(text("EXPLAIN QUERY PLAN " + sql)))
     assert "USING INDEX ix_jobs_config_id" in plan and "TEMP B-TREE" not in plan, plan
+
+
+def test_the_answer_read_from_the_database_names_the_host_paces_its_processes_ran_at(engine):
+    """Each run's median pace is a results column (migration 0021), read with the answer's, on SQLite and PostgreSQL:
+    the answer of processes at different paces says what each pace's read; a run stored without one says nothing."""
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", process_repeats=2), CATALOG)
+    run_next(engine, {**QUIET, "round_speedup": 2.0, "host_pace_us": 21.5})
+    run_next(engine, {**QUIET, "round_speedup": 1.6, "host_pace_us": 40.0})
+    (row,) = report(engine)
+    assert ("its processes ran at different host paces (22-40 us for a fixed piece of Python before each round, lower "
+            "is faster): the one at the fastest read 2.00x, the other 1.60x") in row["verdict"]
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[16], device="cpu", process_repeats=2), CATALOG)
+    run_next(engine, {**QUIET, "host_pace_us": None})
+    run_next(engine, QUIET)
+    assert "host paces" not in report(engine)[0 if report(engine)[0]["batch_size"] == 16 else 1]["verdict"]
