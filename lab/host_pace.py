@@ -82,7 +82,7 @@ def pace_words(pace: dict | None) -> str | None:
 def across(paces: list[float], speedups: list[float]) -> str | None:
     """Where a configuration's processes ran at different host paces (each one's median, `split`), what those at the
     fastest pace read and what the rest read: "its processes ran at different host paces (21-42 us ...): the 3 at the
-    fastest read 0.83x-0.85x, the 6 slower 0.66x-0.82x". None with fewer than two paced processes, or where the
+    fastest read 0.83x-0.85x, the 6 slower 0.66x-0.81x". None with fewer than two paced processes, or where the
     slowest pace lies within APART of the fastest."""
     pairs = [(p, x) for p, x in zip(paces, speedups) if _positive(p) and _positive(x)]
     if len(pairs) < 2:
