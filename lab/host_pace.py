@@ -81,21 +81,26 @@ def pace_words(pace: dict | None) -> str | None:
 
 def across(paces: list[float], speedups: list[float]) -> str | None:
     """Where a configuration's processes ran at different host paces (each one's median, `split`), what those at the
-    fastest pace read and what the rest read: "its processes ran at different host paces (21-42 us ...): the 3 at the
-    fastest read 0.83x-0.85x, the 6 slower 0.66x-0.81x". None with fewer than two paced processes, or where the
-    slowest pace lies within APART of the fastest."""
+    fastest of them read and what the rest read: "its processes ran at different host paces (a fixed piece of Python
+    before each round took 21-42 us, lower is faster): the 3 at 21-22 us read 0.83x-0.85x, the 6 at 32-42 us
+    0.66x-0.81x". None with fewer than two paced processes, or where the slowest pace lies within APART of the
+    fastest."""
     pairs = [(p, x) for p, x in zip(paces, speedups) if _positive(p) and _positive(x)]
     if len(pairs) < 2:
         return None
     top = min(p for p, _ in pairs)
     if max(p for p, _ in pairs) < APART * top:
         return None
-    fast = [x for p, x in pairs if p <= FASTEST * top]
-    slow = [x for p, x in pairs if p > FASTEST * top]
-    return (f"its processes ran at different host paces ({_span([p for p, _ in pairs], '{:.0f}')} us for a fixed piece "
-            f"of Python before each round, lower is faster): {'the one' if len(fast) == 1 else f'the {len(fast)}'} at "
-            f"the fastest read {_span(fast, '{:.2f}x')}, {'the other' if len(slow) == 1 else f'the {len(slow)} slower'} "
-            f"{_span(slow, '{:.2f}x')}")
+    fast = [(p, x) for p, x in pairs if p <= FASTEST * top]
+    slow = [(p, x) for p, x in pairs if p > FASTEST * top]
+
+    def part(group: list[tuple[float, float]]) -> str:
+        who = "the one" if len(group) == 1 else f"the {len(group)}"
+        return f"{who} at {_span([p for p, _ in group], '{:.0f}')} us", _span([x for _, x in group], "{:.2f}x")
+    (fast_who, fast_read), (slow_who, slow_read) = part(fast), part(slow)
+    return (f"its processes ran at different host paces (a fixed piece of Python before each round took "
+            f"{_span([p for p, _ in pairs], '{:.0f}')} us, lower is faster): {fast_who} read {fast_read}, "
+            f"{slow_who} {slow_read}")
 
 
 def _span(xs: list[float], fmt: str) -> str:

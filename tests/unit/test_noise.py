@@ -455,8 +455,8 @@ def test_the_answer_read_from_the_database_names_the_host_paces_its_processes_ra
     run_next(engine, {**QUIET, "round_speedup": 2.0, "host_pace_us": 21.5})
     run_next(engine, {**QUIET, "round_speedup": 1.6, "host_pace_us": 40.0})
     (row,) = report(engine)
-    assert ("its processes ran at different host paces (22-40 us for a fixed piece of Python before each round, lower "
-            "is faster): the one at the fastest read 2.00x, the other 1.60x") in row["verdict"]
+    assert ("its processes ran at different host paces (a fixed piece of Python before each round took 22-40 us, lower "
+            "is faster): the one at 22 us read 2.00x, the one at 40 us 1.60x") in row["verdict"]
     queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[16], device="cpu", process_repeats=2), CATALOG)
     run_next(engine, {**QUIET, "host_pace_us": None})
     run_next(engine, QUIET)
