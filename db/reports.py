@@ -65,7 +65,8 @@ def spreads(engine: Engine, devices: Iterable[str | None] | None = None) -> Spre
     the stored per-process numbers alone: on SQLite from the answer's index, the jobs in id order (db.views.answer_sql;
     through the status index and each result's row, 0.4-0.6 s at 100k jobs against 0.12 s)."""
     q = (select(Result.device_name, Result.torch_version, Job.sweep_id, Job.config, Result.round_speedup,
-                Result.round_speedup_se, Result.compiled_first_call_s, Result.first_call_cache, Result.graph_cache_hit)
+                Result.round_speedup_se, Result.compiled_first_call_s, Result.first_call_cache, Result.graph_cache_hit,
+                Result.host_pace_us)
          .select_from(Job).join(Result, Result.job_id == Job.id)
          .where(func.coalesce(Job.status, "") == "succeeded", Result.device_name.is_not(None), Job.config.is_not(None),
                 func.coalesce(Result.disturbed, False).is_(False),
@@ -84,7 +85,7 @@ def spreads(engine: Engine, devices: Iterable[str | None] | None = None) -> Spre
             cursor.close()
         if not rows:
             return Spreads()
-        device, torch, sweep, config, center, se, first, made, hit = (list(c) for c in zip(*rows))
+        device, torch, sweep, config, center, se, first, made, hit, pace = (list(c) for c in zip(*rows))
         center = np.nan_to_num(np.array(center, dtype=float))
         timed = np.flatnonzero(center > 0).tolist()
         # the processes that recorded compiling their first call cold (lab.first_call.kind: as the answer counts them)
@@ -94,7 +95,8 @@ def spreads(engine: Engine, devices: Iterable[str | None] | None = None) -> Spre
             *([col[i] for i in timed] for col in (device, torch, sweep, config)), center[timed],
             np.nan_to_num(np.array([se[i] for i in timed], dtype=float)),
             colds=process_spreads.by_config(*([col[i] for i in cold] for col in (device, torch, config)),
-                                            np.array([first[i] for i in cold], dtype=float)))
+                                            np.array([first[i] for i in cold], dtype=float)),
+            pace=np.array([pace[i] for i in timed], dtype=float))
 
 
 def version_report(engine: Engine, sweep_ids: Iterable[int] | None = None,

@@ -192,7 +192,8 @@ class Runs:
         return spreads(*([cols[c][i] for i in picked] for c in keys), self.num["round_speedup"][idx],
                        np.nan_to_num(self.num["round_speedup_se"][idx]),
                        colds=by_config(*([cols[c][i] for i in colds] for c in keys if c != "sweep_id"),
-                                       self.num["compiled_first_call_s"][cold]))
+                                       self.num["compiled_first_call_s"][cold]),
+                       pace=self.num["host_pace_us"][idx])
 
     @functools.cached_property
     def cold_counted(self) -> np.ndarray:
@@ -253,7 +254,7 @@ def rows(runs: Runs, known: Spreads | None) -> list[AnswerRow]:
     names = _labels(groups)
     out = [_row(runs, model, bs, names[model, key], idx, answering[model, bs, key], priors[key[DEVICE_AT]],
                  _spread(runs, answering[model, bs, key], known.configs), _spread(runs, idx, known.colds, pool=True),
-                 eager_first[model, bs, key[:len(BASE_KEYS)]], folded.get((model, bs, key), set()))
+                 eager_first[model, bs, key[:len(BASE_KEYS)]], folded.get((model, bs, key), set()), known)
             for (model, bs, key), idx in groups.items()]
     # a row the worker refused (its stored spec had no usable batch size) sorts last, never breaks the sort
     return sorted(out, key=lambda r: (r.model, r.batch_size is None, r.batch_size or 0, r.speedup is None,
@@ -304,7 +305,7 @@ def _spread(runs: Runs, quiet: np.ndarray, configs: dict, pool: bool = False) ->
 
 
 def _row(runs: Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray, prior: Prior, spread: Spread | None,
-         cold_spread: Spread | None, eager_first_s: float | None, folded: set) -> AnswerRow:
+         cold_spread: Spread | None, eager_first_s: float | None, folded: set, known: Spreads) -> AnswerRow:
     cols = runs.cols
     ok = idx[runs.ok[idx]]
     ids = ok.tolist()
@@ -347,16 +348,20 @@ def _row(runs: Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray,
     if row.failed_runs and not (row.runs or row.noisy_runs):
         error = next((cols["error"][i] for i in idx if cols["error"][i]), None) or cols["status"][idx[0]]
     return replace(row, verdict=verdict(row, interval, runs.median("speedup_spread", quiet), error,
-                                        cols["device"][idx[0]], folded, sides_moved(runs, quiet), paces(runs, quiet)))
+                                        cols["device"][idx[0]], folded, sides_moved(runs, quiet),
+                                        paces(runs, quiet, known)))
 
 
-def paces(runs: Runs, quiet: np.ndarray) -> str | None:
+def paces(runs: Runs, quiet: np.ndarray, known: Spreads) -> str | None:
     """Where these processes ran at different host paces (lab.host_pace), what each pace's processes read, each by its
-    paired speedup (its own where it has none)."""
+    paired speedup (its own where it has none); where they all ran slower than their device's host runs when fast
+    (Spreads.paces), that too."""
     centers, pace = runs.num["round_speedup"][quiet], runs.num["host_pace_us"][quiet]
     centers = np.where(np.isnan(centers) | (centers == 0), runs.num["speedup"][quiet], centers)
     keep = ~np.isnan(pace) & ~np.isnan(centers)
-    return host_pace.across(pace[keep].tolist(), centers[keep].tolist())
+    fast = known.paces.get(runs.cols["device_name"][quiet[0]]) if len(quiet) else None
+    said = [host_pace.across(pace[keep].tolist(), centers[keep].tolist()), host_pace.slower_than(pace[keep].tolist(), fast)]
+    return "; ".join(s for s in said if s) or None
 
 
 def sides_moved(runs: Runs, quiet: np.ndarray) -> str | None:

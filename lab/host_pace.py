@@ -103,6 +103,18 @@ def across(paces: list[float], speedups: list[float]) -> str | None:
             f"{slow_who} {slow_read}")
 
 
+def slower_than(paces: list[float], fast: float | None) -> str | None:
+    """Where every one of a configuration's paced processes ran at APART or more of the pace its device runs at when
+    its host runs fast (`fast`: lab.spreads.device_paces), say so: two processes at one slow pace agree with each
+    other, and their interval cannot know the host runs faster at other times. None otherwise."""
+    paces = [p for p in paces if _positive(p)]
+    if not paces or not _positive(fast) or min(paces) < APART * fast:
+        return None
+    return (f"its processes all ran slower than this device's host runs when it runs fast (a fixed piece of Python took "
+            f"{_span(paces, '{:.0f}')} us against {fast:.0f} us in its fastest tenth of processes): a host-bound "
+            "call's speedup can read otherwise there")
+
+
 def _span(xs: list[float], fmt: str) -> str:
     lo, hi = fmt.format(min(xs)), fmt.format(max(xs))
     return lo if lo == hi else f"{lo}-{hi}"

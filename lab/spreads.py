@@ -28,28 +28,50 @@ class Spreads:
     """What a database showed of the spread between processes, beyond the rows in hand: per device, the spread its
     repeated configurations showed (lab.interval.Prior); per (device, torch version, configuration key), that
     configuration's processes over every sweep of it (lab.interval.Spread), and `colds`: the seconds of those that
-    compiled it cold, their first calls' Spread (lab.first_call.bounds)."""
+    compiled it cold, their first calls' Spread (lab.first_call.bounds); `paces`: per device, the host pace its
+    processes run at when the host runs fast (device_paces), where enough of them were paced."""
 
     devices: dict = field(default_factory=dict)
     configs: dict = field(default_factory=dict)
     colds: dict = field(default_factory=dict)
+    paces: dict = field(default_factory=dict)
 
     @functools.cached_property
     def digest(self) -> str:
         """Names what these spreads hold: a kept answer computed under other spreads is not this one's."""
         h = hashlib.sha256()
-        for part in (self.devices, self.configs, self.colds):
+        for part in (self.devices, self.configs, self.colds, self.paces):
             h.update(repr(sorted(part.items(), key=repr)).encode())
         return h.hexdigest()[:16]
 
 
 def spreads(device: list, torch: list, sweep: list, config: list, center: np.ndarray, se: np.ndarray,
-            colds: dict | None = None) -> Spreads:
+            colds: dict | None = None, pace: np.ndarray | None = None) -> Spreads:
     """Spreads of these processes (undisturbed, succeeded): each one's device, torch version, sweep, configuration
     key (jobs.config), paired speedup and its standard error (0 for none); `colds`: by_config over
-    the processes that compiled it cold (their first calls' seconds), where read."""
+    the processes that compiled it cold (their first calls' seconds), where read; `pace`: each one's host pace (NaN
+    for none: lab.host_pace), for device_paces."""
     return Spreads(devices=pooled_priors(device, codes(device, sweep, config), center, se) if len(device) else {},
-                   configs=by_config(device, torch, config, center), colds=colds or {})
+                   configs=by_config(device, torch, config, center), colds=colds or {},
+                   paces=device_paces(device, pace) if pace is not None else {})
+
+
+PACED = 5  # a device's fast pace is said once this many of its processes were paced
+FAST_SHARE = 10  # the percentile of its processes' paces taken as the pace it runs at when its host runs fast
+
+
+def device_paces(device: list, pace: np.ndarray) -> dict:
+    """Per device with PACED or more paced processes, the FAST_SHARE-th percentile of their host paces (us, lower is
+    faster): the pace this device's processes run at when its host runs fast, against which an answer whose processes
+    all ran slower says so (lab.host_pace.slower_than)."""
+    pace = np.asarray(pace, dtype=float)
+    out = {}
+    for d in dict.fromkeys(device):
+        mine = pace[[x == d for x in device]] if len(device) else pace[:0]
+        mine = mine[~np.isnan(mine) & (mine > 0)]
+        if len(mine) >= PACED:
+            out[d] = round(float(np.percentile(mine, FAST_SHARE)), 2)
+    return out
 
 
 def by_config(device: list, torch: list, config: list, values: np.ndarray) -> dict:

@@ -3,6 +3,7 @@ in how many, by how much, and what the speedup read in each part; a steady host,
 probes says nothing; the child keeps one probe a headline round (runner.child.rounds)."""
 import random
 
+import numpy as np
 import pytest
 
 from lab import host_pace
@@ -103,3 +104,17 @@ def test_the_answer_names_the_paces_its_processes_ran_at_and_an_answer_without_t
     assert "the 2 at 21-22 us read 0.83x-0.84x, the 2 at 32-40 us 0.67x-0.74x" in row["verdict"]
     (older,) = answer_rows([{k: v for k, v in r.items() if k != "host_pace_us"} for r in runs])
     assert "host paces" not in older["verdict"] and older["speedup"] == row["speedup"]  # the number is the same
+
+
+def test_a_device_pace_is_its_paced_processes_fast_tenth_and_slower_processes_say_they_ran_slower():
+    from lab.spreads import device_paces
+
+    paces = device_paces(["a"] * 6 + ["b"] * 4 + ["a"], np.array([21, 22, 40, 41, 21.5, 43, 30, 30, 30, 30, np.nan]))
+    assert paces == {"a": pytest.approx(float(np.percentile([21, 22, 40, 41, 21.5, 43], 10)), abs=0.01)}  # b: 4 only
+    said = host_pace.slower_than([40.0, 43.0], 21.0)
+    assert said == ("its processes all ran slower than this device's host runs when it runs fast (a fixed piece of Python "
+                    "took 40-43 us against 21 us in its fastest tenth of processes): a host-bound call's speedup can read "
+                    "otherwise there")
+    assert host_pace.slower_than([40.0, 26.0], 21.0) is None  # one within APART of the fast pace
+    assert host_pace.slower_than([40.0], None) is None and host_pace.slower_than([], 21.0) is None
+    assert host_pace.slower_than([float("nan")], 21.0) is None

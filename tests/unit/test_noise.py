@@ -2,6 +2,7 @@
 transaction that stores it; a run a measured cause disturbed is re-run up to the sweep's budget and left out of the
 answer; a sweep never grows past its job limit; the follow-up is linked and says why. Real SQLite (and PostgreSQL
 where it is set up), real queue operations."""
+import numpy as np
 import pytest
 from sqlalchemy import select
 
@@ -461,3 +462,32 @@ def test_the_answer_read_from_the_database_names_the_host_paces_its_processes_ra
     run_next(engine, {**QUIET, "host_pace_us": None})
     run_next(engine, QUIET)
     assert "host paces" not in report(engine)[0 if report(engine)[0]["batch_size"] == 16 else 1]["verdict"]
+
+
+def test_an_answer_whose_processes_all_ran_slower_than_its_device_runs_when_fast_says_so(engine):
+    """The device's fast pace is read from every paced process on it (lab.spreads.device_paces), the same by SQL over
+    the database and over the runs in hand; an answer whose processes all ran 1.3x slower or more says so, one whose
+    processes ran at it does not."""
+    from db.reports import answer_columns
+    from lab.answer import Runs
+
+    gpu = {**QUIET, "device_name": "gpu0"}
+    for batch, paces in ((8, (21.0, 22.0, 21.5)), (16, (40.0, 23.0, 21.2))):
+        queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[batch], device="cpu", process_repeats=3),
+                     CATALOG)
+        for pace in paces:
+            run_next(engine, {**gpu, "host_pace_us": pace})
+    slow_sweep, _, _ = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[32], device="cpu",
+                                                         process_repeats=2), CATALOG)
+    run_next(engine, {**gpu, "round_speedup": 1.6, "host_pace_us": 40.0})
+    run_next(engine, {**gpu, "round_speedup": 1.62, "host_pace_us": 43.0})
+    stored = spreads(engine)
+    fast = stored.paces["gpu0"]
+    assert fast == pytest.approx(float(np.percentile([21.0, 22.0, 21.5, 40.0, 23.0, 21.2, 40.0, 43.0], 10)))
+    in_hand, keys = answer_columns(engine)
+    assert Runs(in_hand, keys).spreads().paces == stored.paces  # the two readers of one database
+    for rows in (report(engine), report(engine, sweep_ids=[slow_sweep])):  # Runs' spreads, then SQL's
+        by_batch = {r["batch_size"]: r["verdict"] for r in rows}
+        assert (f"its processes all ran slower than this device's host runs when it runs fast (a fixed piece of Python "
+                f"took 40-43 us against {fast:.0f} us in its fastest tenth of processes)") in by_batch[32]
+        assert "all ran slower" not in by_batch.get(8, "") and "all ran slower" not in by_batch.get(16, "")
