@@ -360,8 +360,9 @@ def paces(runs: Runs, quiet: np.ndarray, known: Spreads) -> str | None:
     centers = np.where(np.isnan(centers) | (centers == 0), runs.num["speedup"][quiet], centers)
     keep = ~np.isnan(pace) & ~np.isnan(centers)
     fast = known.paces.get(runs.cols["device_name"][quiet[0]]) if len(quiet) else None
-    said = [host_pace.across(pace[keep].tolist(), centers[keep].tolist()), host_pace.slower_than(pace[keep].tolist(), fast)]
-    return "; ".join(s for s in said if s) or None
+    apart = host_pace.across(pace[keep].tolist(), centers[keep].tolist())
+    slower = host_pace.slower_than(pace[keep].tolist(), fast, brief=apart is not None)
+    return "; ".join(s for s in (apart, slower) if s) or None
 
 
 def sides_moved(runs: Runs, quiet: np.ndarray) -> str | None:

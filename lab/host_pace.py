@@ -103,13 +103,17 @@ def across(paces: list[float], speedups: list[float]) -> str | None:
             f"{slow_who} {slow_read}")
 
 
-def slower_than(paces: list[float], fast: float | None) -> str | None:
+def slower_than(paces: list[float], fast: float | None, brief: bool = False) -> str | None:
     """Where every one of a configuration's paced processes ran at APART or more of the pace its device runs at when
     its host runs fast (`fast`: lab.spreads.device_paces), say so: two processes at one slow pace agree with each
-    other, and their interval cannot know the host runs faster at other times. None otherwise."""
+    other, and their interval cannot know the host runs faster at other times. None otherwise. `brief`: after
+    `across`, which has said the paces already."""
     paces = [p for p in paces if _positive(p)]
     if not paces or not _positive(fast) or min(paces) < APART * fast:
         return None
+    if brief:
+        return (f"all of them slower than this device's host runs when it runs fast ({fast:.0f} us in its fastest tenth "
+                "of processes): a host-bound call's speedup can read otherwise there")
     return (f"its processes all ran slower than this device's host runs when it runs fast (a fixed piece of Python took "
             f"{_span(paces, '{:.0f}')} us against {fast:.0f} us in its fastest tenth of processes): a host-bound "
             "call's speedup can read otherwise there")

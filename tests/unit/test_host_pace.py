@@ -118,3 +118,6 @@ def test_a_device_pace_is_its_paced_processes_fast_tenth_and_slower_processes_sa
     assert host_pace.slower_than([40.0, 26.0], 21.0) is None  # one within APART of the fast pace
     assert host_pace.slower_than([40.0], None) is None and host_pace.slower_than([], 21.0) is None
     assert host_pace.slower_than([float("nan")], 21.0) is None
+    assert host_pace.slower_than([40.0, 43.0], 21.0, brief=True) == (
+        "all of them slower than this device's host runs when it runs fast (21 us in its fastest tenth of processes): a "
+        "host-bound call's speedup can read otherwise there")
