@@ -18,7 +18,7 @@ KEY = "host_pace_us"  # the record's samples: one probe per headline round, in m
 MIN_ROUNDS = 20  # fewer rounds say nothing about two paces
 MIN_SHARE = 0.1  # each pace holds at least this share of the rounds
 APART = 1.3  # the slow rounds' probe at least this many times the fast rounds'
-FASTEST = 1.15  # a process whose pace lies within this of the fastest process's ran at the host's fastest pace
+FASTEST = 1.15  # a process whose pace lies within this of the fastest process's counts as run at that pace
 
 
 def split(samples: dict | None) -> dict | None:
@@ -65,9 +65,9 @@ def words(pace: dict | None) -> str | None:
     return (f"The host's own pace moved during the rounds: a fixed piece of Python took {pace['slow_us']:.0f} us in "
             f"{pace['slow_share']:.0%} of them against {pace['fast_us']:.0f} us in the rest ({pace['slower']:.1f}x "
             f"slower), and the speedup read {pace['slow_speedup']:.2f}x in the slow rounds, {pace['fast_speedup']:.2f}x "
-            f"in the rest ({pace['rounds']:,} rounds). Nothing on this machine's cores was measured to cause it (a "
-            "shared host's hardware beneath it can): the headline counts both, as a program run here meets both, and "
-            "another process of this configuration can land in either.")
+            f"in the rest ({pace['rounds']:,} rounds). A host whose hardware is shared beneath the machine (a cloud VM) can "
+            "do this with nothing on the machine's own cores to show it. The headline counts both, as a program run here "
+            "meets both, and another process of this configuration can land in either.")
 
 
 def pace_words(pace: dict | None) -> str | None:
@@ -94,7 +94,7 @@ def across(paces: list[float], speedups: list[float]) -> str | None:
     fast = [(p, x) for p, x in pairs if p <= FASTEST * top]
     slow = [(p, x) for p, x in pairs if p > FASTEST * top]
 
-    def part(group: list[tuple[float, float]]) -> str:
+    def part(group: list[tuple[float, float]]) -> tuple[str, str]:
         who = "the one" if len(group) == 1 else f"the {len(group)}"
         return f"{who} at {_span([p for p, _ in group], '{:.0f}')} us", _span([x for _, x in group], "{:.2f}x")
     (fast_who, fast_read), (slow_who, slow_read) = part(fast), part(slow)

@@ -67,7 +67,7 @@ def device_paces(device: list, pace: np.ndarray) -> dict:
     pace = np.asarray(pace, dtype=float)
     out = {}
     for d in dict.fromkeys(device):
-        mine = pace[[x == d for x in device]] if len(device) else pace[:0]
+        mine = pace[[x == d for x in device]]
         mine = mine[~np.isnan(mine) & (mine > 0)]
         if len(mine) >= PACED:
             out[d] = round(float(np.percentile(mine, FAST_SHARE)), 2)

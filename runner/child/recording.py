@@ -73,7 +73,7 @@ def record(job: Setup, first: FirstCalls, steady: SteadyState, work: dict, sched
     # the roofline places what the hardware did: kernel time where there is a GPU clock
     achieved = achieved_rates(work, clocks["compiled_gpu_ms"] or clocks["compiled_ms"])
     hits = cache_hits(first.metrics)
-    pace = host_pace.split(samples)
+    pace = host_pace.split(samples)  # the rounds by the host's own pace (lab.host_pace): its median a column
     return ResultRecord(
         eager_first_call_s=first.eager_first_s, compiled_first_call_s=compiled_first_s, first_call_cache=first_cache,
         graph_cache_hit=graph_cache_hit(hits), compiled_second_call_s=first.compiled_second_s,
@@ -89,7 +89,7 @@ def record(job: Setup, first: FirstCalls, steady: SteadyState, work: dict, sched
         peak_mem_eager_mb=first.peak_eager, peak_mem_compiled_mb=first.peak_compiled,
         max_abs_error=first.accuracy["max_abs_error"], rel_error=first.accuracy["rel_error"],
         accuracy_ok=first.accuracy["ok"], samples=samples, schedule=schedule,
-        detail=detail(job, first, steady, work, kernels, hits, preloaded, all_metrics),
+        detail=detail(job, first, steady, work, kernels, hits, preloaded, all_metrics) | {"host_pace": pace},
         **clocks, **achieved, **{k: v for k, v in kernels.items() if k != "detail"}, **environment(spec.device))
 
 
@@ -106,7 +106,6 @@ def detail(job: Setup, first: FirstCalls, steady: SteadyState, work: dict, kerne
         "eager_second_call_s": first.eager_second_s,
         "calls_per_round": timer.sizes() | {"replanned": timer.replans},
         **paired_spread(steady.samples),
-        "host_pace": host_pace.split(steady.samples),  # the rounds by the host's own pace (lab.host_pace)
         "work": work,
         "graph_break_reasons": job.breaks.reasons(),
         "recompile_reasons": recompiles.explained(all_metrics),
