@@ -64,10 +64,13 @@ def device_paces(device: list, pace: np.ndarray) -> dict:
     """Per device with PACED or more paced processes, the FAST_SHARE-th percentile of their host paces (us, lower is
     faster): the pace this device's processes run at when its host runs fast, against which an answer whose processes
     all ran slower says so (lab.host_pace.slower_than)."""
-    pace = np.asarray(pace, dtype=float)
+    if not len(device):
+        return {}
+    pace, device_code = np.asarray(pace, dtype=float), codes(device)
+    first = {code: d for code, d in zip(device_code.tolist(), device)}
     out = {}
-    for d in dict.fromkeys(device):
-        mine = pace[[x == d for x in device]]
+    for code, d in first.items():
+        mine = pace[device_code == code]
         mine = mine[~np.isnan(mine) & (mine > 0)]
         if len(mine) >= PACED:
             out[d] = round(float(np.percentile(mine, FAST_SHARE)), 2)
