@@ -23,6 +23,7 @@ import argparse
 import contextlib
 import copy
 import json
+import statistics
 import time
 
 import torch
@@ -31,6 +32,7 @@ from runner import zoo
 from runner.child import compile_workers
 from runner.child.build import make_step
 from runner.child.disturbance import Watch, my_cpus
+from runner.child.rounds import host_pace_us
 
 MIN_REPEATS, MIN_SECONDS, WARMUP_S = 50, 2.0, 0.5
 DYNAMIC = {"none": None, "true": True, "false": False}
@@ -122,6 +124,7 @@ def main() -> int:
     # read around the loop and only reported: the reference keeps every process, as the harness does
     watch = Watch(device, my_cpus())
     watch.start()
+    paces = [host_pace_us()]  # the host's pace (lab.host_pace), as the worker's rounds probe it, every 0.25 s here
     started = looked = time.perf_counter()
     with compile_workers.none_started() if stop else contextlib.nullcontext():  # as the worker's child times
         while len(times["eager"]) < MIN_REPEATS or time.perf_counter() - started < MIN_SECONDS:
@@ -129,6 +132,7 @@ def main() -> int:
                 times[name].append(timed(step, inputs, device) * 1e3)
             if time.perf_counter() - looked > 0.25:  # the GPU's clocks read now and then, never between every call
                 watch.between()
+                paces.append(host_pace_us())
                 looked = time.perf_counter()
     causes, measured = watch.stop()  # no NVML: the GPU's side not read (not_measured), which is not undisturbed
     eager_ms, compiled_ms = (float(torch.tensor(times[n]).median()) for n in ("eager", "compiled"))
@@ -137,7 +141,8 @@ def main() -> int:
                       "pool_stop_s": pool_s, "eager_first_call_s": first["eager"],
                       "compiled_first_call_s": first["compiled"], "compile_breakdown_s": parts,
                       "gc": gc_pauses.as_dict(), "disturbed": causes,
-                      "not_measured": measured.get("not_measured"), "torch": torch.__version__}))
+                      "not_measured": measured.get("not_measured"), "torch": torch.__version__,
+                      "host_pace_us": statistics.median(paces)}))
     return 0
 
 

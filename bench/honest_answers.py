@@ -345,11 +345,11 @@ def _sweep_rows(db_file: Path, shared: Path | None = None, offset: int = 0) -> d
     rows = report(whole, sweep_ids=ids)
     with reading(engine) as s:
         jobs = s.execute(select(Job.id, Sweep.name, Job.status, Job.follow_up, Job.claimed_at, Result.disturbed,
-                                Result.noise_note, Result.detail)
+                                Result.noise_note, Result.detail, Result.host_pace_us, Result.round_speedup)
                          .join(Sweep, Sweep.id == Job.sweep_id).outerjoin(Result, Result.job_id == Job.id)
                          .where(Sweep.name.startswith(f"{label}: "))).all()
     by_name: dict = {}
-    for job_id, sweep_name, status, follow_up, _claimed, disturbed, note, detail in jobs:
+    for job_id, sweep_name, status, follow_up, _claimed, disturbed, note, detail, pace, speedup in jobs:
         name = sweep_name.split(": ", 1)[1]
         tl = detail.get("timeline") if isinstance(detail, dict) else None  # the packed detail, read back as a dict
         by_name.setdefault(name, {"jobs": [], "row": None})["jobs"].append(
@@ -364,7 +364,7 @@ def _sweep_rows(db_file: Path, shared: Path | None = None, offset: int = 0) -> d
              "prewarmed": detail.get("prewarmed") if isinstance(detail, dict) else None,
              "first_call_parts": detail.get("compile_breakdown_s") if isinstance(detail, dict) else None,
              "first_call_gc": detail.get("first_call_gc") if isinstance(detail, dict) else None,
-             "sweep": sweep_name.split(": ", 1)[0]})
+             "sweep": sweep_name.split(": ", 1)[0], "pace": pace, "speedup": speedup})
     for row in rows:
         ids = {int(j) - offset for j in row["job_ids"].split()}
         for entry in by_name.values():
@@ -419,6 +419,7 @@ def table(args) -> None:
     ref_errors: dict[str, list[str]] = {}
     ref_disturbed: list[str] = []  # the reference keeps every process; what the worker would have called disturbed
     ref_left_out: dict[str, list[float]] = {}
+    ref_paces: dict[str, list[tuple]] = {}  # (host pace us or None, speedup) of each undisturbed reference process
     for out in outs:
         for line in (out / "reference.jsonl").read_text().splitlines() if (out / "reference.jsonl").exists() else []:
             r = json.loads(line)
@@ -427,6 +428,7 @@ def table(args) -> None:
                 # worker leaves such a run out of its answer, where an undisturbed one is left (and named below)
                 if not r.get("disturbed"):
                     refs.setdefault(r["config"], []).append(r["speedup"])
+                    ref_paces.setdefault(r["config"], []).append((r.get("host_pace_us"), r["speedup"]))
                 else:
                     ref_left_out.setdefault(r["config"], []).append(r["speedup"])
                 if r.get("not_measured"):
@@ -569,7 +571,7 @@ def table(args) -> None:
               for what, value, target, held in summary]
     lines += [f"worker start (once per worker, not in the per-job overhead): {j['worker_start_s']:.1f} s in job "
               f"{j['job_id']}'s timeline" for j in jobs if j.get("worker_start_s")]
-    lines += [""] + cold_lines + _pick_lines(jobs) + _overhead_lines(counted)
+    lines += [""] + cold_lines + _pace_lines(sweeps, ref_paces) + _pick_lines(jobs) + _overhead_lines(counted)
     lines += [f"disturbed: job {j['job_id']}: {j['note']}" for j in disturbed]
     lines += [f"reference failed: {n}: {e[0]}" for n, e in ref_errors.items()] + ref_disturbed
     text = "\n".join(lines)
@@ -611,6 +613,35 @@ def _overhead_lines(jobs: list[dict], top: int = 6) -> list[str]:
             inside = ", ".join(f"{k} {v:.2f}" for k, v in built.get("seconds", {}).items() if v > 0.02)
             out.append(f"      model build: weights made {built.get('weights_made')}; {inside}")
     return out
+
+
+def _pace_lines(sweeps: dict, ref_paces: dict) -> list[str]:
+    """Per configuration, each process's host pace and speedup (lab.host_pace: the reference's where it recorded one,
+    the sweeps' undisturbed runs), and the medians of those at this lease's fast pace (within FASTEST of the fastest
+    pace any process here ran at): the reference and the answer compared at one pace of the host."""
+    from lab.host_pace import FASTEST
+
+    names = list(dict.fromkeys([n for rows in sweeps.values() for n in rows] + list(ref_paces)))
+    runs = {n: [(j["pace"], j["speedup"]) for rows in sweeps.values() for j in (rows.get(n) or {}).get("jobs", [])
+                if j["status"] == "succeeded" and not j["disturbed"] and j["pace"] and j["speedup"]] for n in names}
+    refs = {n: [(p, x) for p, x in ref_paces.get(n, []) if p] for n in names}
+    every = [p for n in names for p, _ in runs[n] + refs[n]]
+    if not every:
+        return []
+    fast = FASTEST * min(every)
+    lines = [f"host pace (us, lower is faster) and speedup of each process; at this lease's fast pace (<= {fast:.1f} us):"]
+    for n in names:
+        if not runs[n] and not refs[n]:
+            continue
+        at = lambda pairs: [x for p, x in pairs if p <= fast]  # noqa: E731
+        r, w = at(refs[n]), at(runs[n])
+        said = [f"reference {statistics.median(r):.3f} ({len(r)})"] if r else []
+        said += [f"sweeps {statistics.median(w):.3f} ({len(w)})"] if w else []
+        said += [f"{statistics.median(w) / statistics.median(r) - 1:+.1%}"] if r and w else []
+        lines.append(f"  {n}: reference " + (" ".join(f"{p:.0f}:{x:.3f}" for p, x in sorted(refs[n])) or "-")
+                     + " | sweeps " + (" ".join(f"{p:.0f}:{x:.3f}" for p, x in sorted(runs[n])) or "-")
+                     + (" | at the fast pace: " + ", ".join(said) if said else ""))
+    return lines + [""]
 
 
 def _pick_lines(jobs: list[dict]) -> list[str]:
