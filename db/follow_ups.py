@@ -27,8 +27,8 @@ def queue_follow_ups(s: Session, job_id: int, row: Result) -> list[int]:
     reruns, process_repeats = follow_up_settings(s.scalar(
         select(Sweep.request).where(Sweep.id == job.sweep_id).with_for_update()))
     key = job.config or spec_key(job.spec)
-    runs = [noise.Run(status, _kind(follow_up), bool(disturbed), center)
-            for status, follow_up, disturbed, center in s.execute(same_configuration(job.sweep_id, key))]
+    runs = [noise.Run(status, _kind(follow_up), bool(disturbed), center, pace)
+            for status, follow_up, disturbed, center, pace in s.execute(same_configuration(job.sweep_id, key))]
     past = None
     if job.config is None:  # stored before jobs had keys and never migrated: this run alone is known
         runs = [noise.Run(job.status, _kind(job.follow_up), bool(row.disturbed))]
@@ -59,7 +59,7 @@ def _kind(follow_up) -> str | None:
 
 def same_configuration(sweep_id: int, config: str):
     """The runs of one configuration in one sweep, read through the (sweep_id, config) index."""
-    return (select(Job.status, Job.follow_up, Result.disturbed, Result.round_speedup)
+    return (select(Job.status, Job.follow_up, Result.disturbed, Result.round_speedup, Result.host_pace_us)
             .outerjoin(Result, Result.job_id == Job.id)
             .where(Job.sweep_id == sweep_id, Job.config == config))
 

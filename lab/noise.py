@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Hashable, Iterable
+from typing import Hashable, Iterable, Sequence
 
-from lab import history
+from lab import history, host_pace
 from lab.interval import Spread
 
 NOISY_RERUN, PROCESS_REPEAT = "noisy", "process"  # the two kinds of follow-up job
@@ -54,6 +54,7 @@ class Run:
     follow_up: str | None = None  # the kind of follow-up it is (NOISY_RERUN, PROCESS_REPEAT); None: a first run
     disturbed: bool = False
     center: float | None = None  # its paired speedup (the results' round_speedup)
+    pace: float | None = None  # the host's pace through its rounds (the results' host_pace_us: lab.host_pace)
 
     @property
     def pending(self) -> bool:
@@ -91,12 +92,17 @@ def disagreement(runs: list[Run]) -> float | None:
     return max(centers) / min(centers) - 1
 
 
-def disagree_because(processes: int, apart: float, past: Spread | None = None) -> str:
+def disagree_because(processes: int, apart: float, past: Spread | None = None, runs: Sequence[Run] = ()) -> str:
+    """Why one more process: how far `runs` (the configuration's) disagree, and against what; where their host paces
+    lie apart (lab.host_pace.APART), that too: the likely reason on a host whose pace moves."""
     usual = (f"the {history.expected_apart(processes, past):.0%} its {past.processes} earlier processes on this "
              "device explain" if past is not None and history.expected_apart(processes, past) > DISAGREE
              else f"the {DISAGREE:.0%} fresh processes usually differ by")
-    return (f"its {processes} processes disagree by {apart:.0%}, more than {usual}: one more process tells which of "
-            "them is the odd one")
+    paces = sorted(r.pace for r in runs if r.answers and isinstance(r.pace, (int, float)) and r.pace > 0)
+    paced = (f" (they ran at host paces of {paces[0]:.0f}-{paces[-1]:.0f} us, lower is faster)"
+             if paces and paces[-1] >= host_pace.APART * paces[0] else "")
+    return (f"its {processes} processes disagree by {apart:.0%}, more than {usual}{paced}: one more process tells which "
+            "of them is the odd one")
 
 
 def plan_follow_ups(disturbed: bool, cause: str | None, reruns: int, process_repeats: int, runs: list[Run],
@@ -132,7 +138,7 @@ def plan_follow_ups(disturbed: bool, cause: str | None, reruns: int, process_rep
     extra_wanted = not missing and process_repeats >= 2 and have < want + EXTRA_PROCESSES and disagree
     if extra_wanted and not disturbed:
         made = sum(r.follow_up == PROCESS_REPEAT for r in runs)
-        return [FollowUp(PROCESS_REPEAT, made + 1, made + 1, disagree_because(have, apart, past))][:max(0, room)]
+        return [FollowUp(PROCESS_REPEAT, made + 1, made + 1, disagree_because(have, apart, past, runs))][:max(0, room)]
     if disturbed:
         done = sum(r.follow_up == NOISY_RERUN for r in runs)
         if done >= reruns or not (missing or extra_wanted):
@@ -143,7 +149,7 @@ def plan_follow_ups(disturbed: bool, cause: str | None, reruns: int, process_rep
         missing -= 1
     made = sum(r.follow_up == PROCESS_REPEAT for r in runs)
     because = (history.departs_because(have, off, past, want) if off is not None and past is not None
-               else disagree_because(have, apart or 0.0, past) if broken
+               else disagree_because(have, apart or 0.0, past, runs) if broken
                else repeats_because(process_repeats) if want == process_repeats or past is None
                else history.planned_because(process_repeats, want, past))
     out += [FollowUp(PROCESS_REPEAT, made + i + 1, made + missing, because) for i in range(missing)]

@@ -491,3 +491,20 @@ def test_an_answer_whose_processes_all_ran_slower_than_its_device_runs_when_fast
         assert (f"its processes all ran slower than this device's host runs when it runs fast (a fixed piece of Python "
                 f"took 40-43 us against {fast:.0f} us in its fastest tenth of processes)") in by_batch[32]
         assert "all ran slower" not in by_batch.get(8, "") and "all ran slower" not in by_batch.get(16, "")
+
+
+def test_processes_that_disagree_at_different_host_paces_say_so_when_they_call_for_one_more(engine):
+    """The extra process's reason names the host paces its configuration's processes ran at, where they lie 1.3x apart
+    (lab.host_pace), read with the runs through the (sweep, config) index; processes at one pace are not said to."""
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", process_repeats=2), CATALOG)
+    run_next(engine, {**QUIET, "round_speedup": 2.0, "host_pace_us": 21.4})
+    run_next(engine, {**QUIET, "round_speedup": 1.6, "host_pace_us": 40.2})
+    (extra,) = [j for j in jobs(engine).values() if j.status == "queued"]
+    assert ("its 2 processes disagree by 25%, more than the 5% fresh processes usually differ by (they ran at host "
+            "paces of 21-40 us, lower is faster): one more process") in extra.follow_up["because"]
+    run_next(engine, {**QUIET, "round_speedup": 1.8, "host_pace_us": 30.0})  # the extra one, out of the way
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[16], device="cpu", process_repeats=2), CATALOG)
+    run_next(engine, {**QUIET, "round_speedup": 2.0, "host_pace_us": 21.4})
+    run_next(engine, {**QUIET, "round_speedup": 1.6, "host_pace_us": 22.0})
+    (extra,) = [j for j in jobs(engine).values() if j.status == "queued" and j.spec["batch_size"] == 16]
+    assert "disagree by 25%" in extra.follow_up["because"] and "host paces" not in extra.follow_up["because"]
