@@ -633,8 +633,7 @@ def _pace_lines(sweeps: dict, ref_paces: dict) -> list[str]:
     for n in names:
         if not runs[n] and not refs[n]:
             continue
-        at = lambda pairs: [x for p, x in pairs if p <= fast]  # noqa: E731
-        r, w = at(refs[n]), at(runs[n])
+        r, w = ([x for p, x in pairs if p <= fast] for pairs in (refs[n], runs[n]))
         said = [f"reference {statistics.median(r):.3f} ({len(r)})"] if r else []
         said += [f"sweeps {statistics.median(w):.3f} ({len(w)})"] if w else []
         said += [f"{statistics.median(w) / statistics.median(r) - 1:+.1%}"] if r and w else []

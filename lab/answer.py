@@ -159,7 +159,6 @@ def answer_rows(records: list[dict], priors: Spreads | None = None) -> list[Answ
 NUMBERS = ("speedup", "round_speedup", "round_speedup_se", "eager_ms", "compiled_ms", "eager_first_call_s",
            "compiled_first_call_s", "peak_mem_eager_mb", "peak_mem_compiled_mb", "recompiles", "graph_breaks",
            "max_abs_error", "speedup_spread", "host_pace_us")
-LATER = ("host_pace_us",)  # read where the columns have it: a caller's columns from before it was kept have none
 KINDS = first_call.KINDS  # what a compiled first call compiled from (lab.first_call.kind)
 
 
@@ -172,7 +171,7 @@ class Runs:
         # model_args as sorted JSON text, where the reader made it already (one per distinct text, not per run)
         self.args_keys = args_keys
         n = len(cols["job_id"])
-        self.num = {c: np.array(cols[c] if c in cols or c not in LATER else [None] * n, dtype=float) for c in NUMBERS}
+        self.num = {c: np.array(cols[c], dtype=float) for c in NUMBERS}
         self.ok = np.array(_each(lambda s: s == "succeeded", cols["status"]), dtype=bool)
         self.disturbed = np.array(_each(lambda d: noise.is_disturbed({"disturbed": d}), cols["disturbed"]), dtype=bool)
         self.kind = _each(first_call.kind, cols["first_call_cache"], cols["cache"], cols["graph_cache_hit"])
@@ -215,14 +214,20 @@ class Runs:
             return None
         return self.cols[name][idx[np.nanargmax(v)]]
 
+    def paired(self, idx: np.ndarray) -> np.ndarray:
+        """Each run's paired speedup (lab.interval), or its own speedup where it was stored without per-round
+        samples; NaN for one timed before caller latency was (protocol 1)."""
+        center = self.num["round_speedup"][idx]
+        return np.where(~np.isnan(center) & (center != 0), center, self.num["speedup"][idx])
+
     def centers(self, idx: np.ndarray) -> tuple[list[float], list[float]]:
-        """Each run's paired speedup (lab.interval) and its standard error; a run stored without per-round samples
+        """Each run's paired speedup (`paired`) and its standard error; a run stored without per-round samples
         counts with its own speedup and no error; one timed before caller latency was (protocol 1) not at all."""
         speedup, center, se = (self.num[c][idx] for c in ("speedup", "round_speedup", "round_speedup_se"))
         paired = ~np.isnan(center) & (center != 0)
         timed = ~np.isnan(speedup)
         errors = np.where(paired & ~np.isnan(se), se, 0.0)  # no error counts as none (lab.interval: `e or 0`)
-        return np.where(paired, center, speedup)[timed].tolist(), errors[timed].tolist()
+        return self.paired(idx)[timed].tolist(), errors[timed].tolist()
 
 
 def _median(v: np.ndarray) -> float:
@@ -356,8 +361,7 @@ def paces(runs: Runs, quiet: np.ndarray, known: Spreads) -> str | None:
     """Where these processes ran at different host paces (lab.host_pace), what each pace's processes read, each by its
     paired speedup (its own where it has none); where they all ran slower than their device's host runs when fast
     (Spreads.paces), that too."""
-    centers, pace = runs.num["round_speedup"][quiet], runs.num["host_pace_us"][quiet]
-    centers = np.where(np.isnan(centers) | (centers == 0), runs.num["speedup"][quiet], centers)
+    centers, pace = runs.paired(quiet), runs.num["host_pace_us"][quiet]
     keep = ~np.isnan(pace) & ~np.isnan(centers)
     fast = known.paces.get(runs.cols["device_name"][quiet[0]]) if len(quiet) else None
     apart = host_pace.across(pace[keep].tolist(), centers[keep].tolist())

@@ -114,7 +114,7 @@ def test_the_answer_row_states_its_cold_first_call_with_an_interval_or_from_how_
     (row,) = answer_rows(disturbed, known)  # a cold run the spread does not count: no interval around it
     assert (row["first_call_cold_low"], headline_value(row, "first_call_cold_s")) == (None, "3 (one process)")
     legacy = [job(i, config_key="k", sweep_id=i, compiled_first_call_s=3.0 + i) for i in range(3, 7)]  # nothing recorded
-    cols = {n: [r.get(n) for r in records + legacy] for n in records[0] | {"spec_code": None}}
+    cols = {n: [r.get(n) for r in records + legacy] for n in records[0] | {"spec_code": None, "host_pace_us": None}}
     assert Runs(cols).spreads().colds == {}  # one recorded cold run: no spread; the four legacy ones count in none
 
 
