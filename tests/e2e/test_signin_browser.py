@@ -257,6 +257,7 @@ def test_proxy_header_is_believed_from_the_proxy_address_only(tmp_path, browser)
         page.set_default_timeout(60_000)
         page.goto(f"http://localhost:{port}/")
         page.get_by_role("button", name="Submit 1 job").wait_for()
+        page.locator('[data-testid="stSidebar"]').get_by_text("Signed in as").first.wait_for()  # drawn after the form
         assert "Signed in as carol@example.org" in sidebar(page)
         assert page.get_by_role("button", name="Sign out").count() == 0  # the proxy holds the session
         assert page.request.get(f"http://localhost:{port}/tlparse/1/index.html").status == 404  # looked up: no job 1
