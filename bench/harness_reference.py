@@ -107,8 +107,10 @@ def main() -> int:
     from runner.child.gcpause import Pauses
 
     first = {"eager": timed(steps["eager"], inputs, device)}  # the first calls: the compile
+    compile_pace = [host_pace_us()]  # the host's pace just before and after the compile, as the worker's child probes it
     with Pauses() as gc_pauses:  # the collector's share, as the worker's child names it (a fork's differs)
         first["compiled"] = timed(steps["compiled"], inputs, device)
+    compile_pace.append(host_pace_us())
 
     parts = compile_breakdown(metrics(), first["compiled"])  # where a cold first call went, beside the worker's
     stop = args.pool == "stop"
@@ -142,7 +144,7 @@ def main() -> int:
                       "compiled_first_call_s": first["compiled"], "compile_breakdown_s": parts,
                       "gc": gc_pauses.as_dict(), "disturbed": causes,
                       "not_measured": measured.get("not_measured"), "torch": torch.__version__,
-                      "host_pace_us": statistics.median(paces)}))
+                      "host_pace_us": statistics.median(paces), "first_call_pace_us": compile_pace}))
     return 0
 
 
@@ -151,9 +153,12 @@ def first_calls(steps: dict, inputs, device: str) -> int:
     from runner.child.gcpause import Pauses
 
     eager_s = timed(steps["eager"], inputs, device)
+    compile_pace = [host_pace_us()]
     with Pauses() as pauses:
         compiled_s = timed(steps["compiled"], inputs, device)
+    compile_pace.append(host_pace_us())
     print(json.dumps({"eager_first_call_s": eager_s, "compiled_first_call_s": compiled_s,
+                      "first_call_pace_us": compile_pace,
                       "compile_breakdown_s": compile_breakdown(metrics(), compiled_s), "gc": pauses.as_dict(),
                       "torch": torch.__version__}))
     return 0

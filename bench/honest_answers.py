@@ -278,22 +278,32 @@ def paired(args) -> None:
     shutil.rmtree(work, ignore_errors=True)
 
 
-def _cold_scripts(files: list[str]) -> dict[str, list[float]]:
+def _cold_scripts(files: list[str]) -> tuple[dict[str, list[float]], dict[str, list[tuple]]]:
     """{configuration: compiled first calls, s} from bench.gpu_instrument_costs --scripts-only outputs (their last
-    line): a cold first call is judged against fresh scripts on the same machine, not on another one of its kind."""
+    line): a cold first call is judged against fresh scripts on the same machine, not on another one of its kind.
+    And {configuration: [(the host's pace around the compile (_slower), or None; the first call)]}."""
     out: dict[str, list[float]] = {}
+    paced: dict[str, list[tuple]] = {}
     for f in files:
         text = Path(f).read_text().strip()
         try:
             runs = json.loads(text.splitlines()[-1])["scripts"]
-            said = {n: [r["compiled_first_call_s"] for r in rs if "compiled_first_call_s" in r] for n, rs in runs.items()}
+            said = {n: [(_slower(r.get("first_call_pace_us")), r["compiled_first_call_s"])
+                        for r in rs if "compiled_first_call_s" in r] for n, rs in runs.items()}
         except (ValueError, KeyError, IndexError):  # stopped before its last line: its progress lines say as much
             said = {}
             for name, secs in re.findall(r"script \d+/\d+ (.+): ([0-9.]+) s$", text, re.M):
-                said.setdefault(name, []).append(float(secs))
+                said.setdefault(name, []).append((None, float(secs)))
         for name, firsts in said.items():
-            out.setdefault(name, []).extend(firsts)
-    return {k: v for k, v in out.items() if v}
+            out.setdefault(name, []).extend(s for _, s in firsts)
+            paced.setdefault(name, []).extend(firsts)
+    return {k: v for k, v in out.items() if v}, paced
+
+
+def _slower(probes) -> float | None:
+    """The slower of the host's pace just before and just after a compile (lab.host_pace.around), or None."""
+    return max(probes) if isinstance(probes, list) and len(probes) == 2 and all(
+        isinstance(p, (int, float)) and p > 0 for p in probes) else None
 
 
 def _one_database(db_files: list[Path], into: Path, compact: bool = False) -> Path:
@@ -345,11 +355,12 @@ def _sweep_rows(db_file: Path, shared: Path | None = None, offset: int = 0) -> d
     rows = report(whole, sweep_ids=ids)
     with reading(engine) as s:
         jobs = s.execute(select(Job.id, Sweep.name, Job.status, Job.follow_up, Job.claimed_at, Result.disturbed,
-                                Result.noise_note, Result.detail, Result.host_pace_us, Result.round_speedup)
+                                Result.noise_note, Result.detail, Result.host_pace_us, Result.round_speedup,
+                                Result.compiled_first_call_s, Result.first_call_cache)
                          .join(Sweep, Sweep.id == Job.sweep_id).outerjoin(Result, Result.job_id == Job.id)
                          .where(Sweep.name.startswith(f"{label}: "))).all()
     by_name: dict = {}
-    for job_id, sweep_name, status, follow_up, _claimed, disturbed, note, detail, pace, speedup in jobs:
+    for job_id, sweep_name, status, follow_up, _claimed, disturbed, note, detail, pace, speedup, first_s, made in jobs:
         name = sweep_name.split(": ", 1)[1]
         tl = detail.get("timeline") if isinstance(detail, dict) else None  # the packed detail, read back as a dict
         by_name.setdefault(name, {"jobs": [], "row": None})["jobs"].append(
@@ -364,7 +375,9 @@ def _sweep_rows(db_file: Path, shared: Path | None = None, offset: int = 0) -> d
              "prewarmed": detail.get("prewarmed") if isinstance(detail, dict) else None,
              "first_call_parts": detail.get("compile_breakdown_s") if isinstance(detail, dict) else None,
              "first_call_gc": detail.get("first_call_gc") if isinstance(detail, dict) else None,
-             "sweep": sweep_name.split(": ", 1)[0], "pace": pace, "speedup": speedup})
+             "sweep": sweep_name.split(": ", 1)[0], "pace": pace, "speedup": speedup,
+             "cold_first_call_s": first_s if made == "cold" else None,
+             "compile_pace": detail.get("first_call_pace") if isinstance(detail, dict) else None})
     for row in rows:
         ids = {int(j) - offset for j in row["job_ids"].split()}
         for entry in by_name.values():
@@ -420,6 +433,7 @@ def table(args) -> None:
     ref_disturbed: list[str] = []  # the reference keeps every process; what the worker would have called disturbed
     ref_left_out: dict[str, list[float]] = {}
     ref_paces: dict[str, list[tuple]] = {}  # (host pace us or None, speedup) of each undisturbed reference process
+    ref_cold_paces: dict[str, list[tuple]] = {}  # (host pace around the compile, us, or None; its cold first call, s)
     for out in outs:
         for line in (out / "reference.jsonl").read_text().splitlines() if (out / "reference.jsonl").exists() else []:
             r = json.loads(line)
@@ -439,6 +453,8 @@ def table(args) -> None:
                                          f"({r['speedup']:.3f}x): {'; '.join(r['disturbed'])}")
                 if r.get("cold") and r.get("compiled_first_call_s"):
                     ref_cold.setdefault(r["config"], []).append(r["compiled_first_call_s"])
+                    ref_cold_paces.setdefault(r["config"], []).append(
+                        (_slower(r.get("first_call_pace_us")), r["compiled_first_call_s"]))
                     if r.get("compile_breakdown_s"):
                         ref_parts.setdefault(r["config"], []).append(r["compile_breakdown_s"])
                     if r.get("gc"):
@@ -446,7 +462,7 @@ def table(args) -> None:
             else:
                 ref_errors.setdefault(r["config"], []).append(r.get("error", "?"))
     if args.cold_scripts:  # fresh scripts run on the sweeps' own machine (gpu_instrument_costs --scripts-only)
-        ref_cold = _cold_scripts(args.cold_scripts)
+        ref_cold, ref_cold_paces = _cold_scripts(args.cold_scripts)
         ref_parts, ref_gc = {}, {}  # the reference's parts are of its own cold processes, not of these scripts'
     labels = sorted(sweeps)
     lines = [f"{'configuration':<34}{'reference: median (range)':<26}"
@@ -571,7 +587,8 @@ def table(args) -> None:
               for what, value, target, held in summary]
     lines += [f"worker start (once per worker, not in the per-job overhead): {j['worker_start_s']:.1f} s in job "
               f"{j['job_id']}'s timeline" for j in jobs if j.get("worker_start_s")]
-    lines += [""] + cold_lines + _pace_lines(sweeps, ref_paces) + _pick_lines(jobs) + _overhead_lines(counted)
+    lines += [""] + cold_lines + _pace_lines(sweeps, ref_paces) + _cold_pace_lines(sweeps, ref_cold_paces)
+    lines += _pick_lines(jobs) + _overhead_lines(counted)
     lines += [f"disturbed: job {j['job_id']}: {j['note']}" for j in disturbed]
     lines += [f"reference failed: {n}: {e[0]}" for n, e in ref_errors.items()] + ref_disturbed
     text = "\n".join(lines)
@@ -601,13 +618,22 @@ def _overhead_lines(jobs: list[dict], top: int = 6) -> list[str]:
         ahead = [j["prewarmed"].get("cuda_context_s") or 0.0 for j in warmed]
         out[-1] += (f"; their child start median {_pct(0.5, starts):.3f} s (the rest of the warming, where the job "
                     f"came first), their CUDA context made ahead median {_pct(0.5, ahead):.3f} s")
+    paced = [(j["pace"], j["overhead_s"]) for j, _ in per_job if j.get("pace") and j["overhead_s"] is not None]
+    if paced:  # host work runs at the host's pace (lab.host_pace): the overhead by the pace of each job's rounds
+        from lab.host_pace import FASTEST
+
+        fast = FASTEST * min(p for p, _ in paced)
+        at = {"fast": [s for p, s in paced if p <= fast], "slower": [s for p, s in paced if p > fast]}
+        out.append(f"per-job overhead by its rounds' host pace (fast: <= {fast:.1f} us): " + "; ".join(
+            f"{k} p90 {_pct(0.9, v):.2f} s, median {_pct(0.5, v):.2f} s ({len(v)} jobs)" for k, v in at.items() if v))
     out += ["", "overhead per phase over the jobs, s: median / p90"]
     out += [f"  {ph:<24}{med:6.3f} / {p90:6.3f}" for ph, med, p90 in stats if p90 >= 0.005]
     out.append(f"the {top} jobs with the most overhead, their phases over 0.05 s:")
     for j, phases in sorted(per_job, key=lambda x: -(x[0]["overhead_s"] or 0))[:top]:
         parts = ", ".join(f"{ph} {sec:.2f}" for ph, sec in sorted(phases.items(), key=lambda x: -x[1]) if sec > 0.05)
         again = " (follow-up)" if j["follow_up"] else ""
-        out.append(f"  {j['overhead_s']:.2f} s sweep {j['sweep']} job {j['job_id']} {j['name']}{again}: {parts}")
+        pace = f" (host pace {j['pace']:.0f} us)" if j.get("pace") else ""
+        out.append(f"  {j['overhead_s']:.2f} s sweep {j['sweep']} job {j['job_id']} {j['name']}{again}{pace}: {parts}")
         built = j.get("model_build") or {}
         if phases.get("model build", 0) > 0.3 and built:  # where a long build went (runner.child.build._Parts)
             inside = ", ".join(f"{k} {v:.2f}" for k, v in built.get("seconds", {}).items() if v > 0.02)
@@ -639,6 +665,38 @@ def _pace_lines(sweeps: dict, ref_paces: dict) -> list[str]:
         said += [f"{statistics.median(w) / statistics.median(r) - 1:+.1%}"] if r and w else []
         lines.append(f"  {n}: reference " + (" ".join(f"{p:.0f}:{x:.3f}" for p, x in sorted(refs[n])) or "-")
                      + " | sweeps " + (" ".join(f"{p:.0f}:{x:.3f}" for p, x in sorted(runs[n])) or "-")
+                     + (" | at the fast pace: " + ", ".join(said) if said else ""))
+    return lines + [""]
+
+
+def _cold_pace_lines(sweeps: dict, ref_cold_paces: dict) -> list[str]:
+    """Per configuration, each cold first call with the host's pace around its compile (the slower of the probes just
+    before and after it: lab.host_pace.around), the reference's and the sweeps' first runs', and the medians of those
+    compiled at this lease's fast pace (within FASTEST of the fastest seen here): a compile is host work, so the cold
+    first calls compared at one pace of the host."""
+    from lab.host_pace import FASTEST
+
+    names = list(dict.fromkeys([n for rows in sweeps.values() for n in rows] + list(ref_cold_paces)))
+    runs = {n: [(_slower([j["compile_pace"].get("before_us"), j["compile_pace"].get("after_us")]), j["cold_first_call_s"])
+                for j in entry_jobs(sweeps, n) if j["status"] == "succeeded" and j["cold_first_call_s"]
+                and isinstance(j["compile_pace"], dict)] for n in names}
+    refs = {n: ref_cold_paces.get(n, []) for n in names}
+    every = [p for n in names for p, _ in runs[n] + refs[n] if p]
+    if not every:
+        return []
+    fast = FASTEST * min(every)
+    lines = [f"cold first call (s) by the host's pace around its compile (us, the slower of just before and just after; "
+             f"lower is faster); at this lease's fast pace (<= {fast:.1f} us):"]
+    for n in names:
+        paced = [(p, x) for p, x in refs[n] + runs[n] if p]
+        if not paced:
+            continue
+        r, w = ([x for p, x in pairs if p and p <= fast] for pairs in (refs[n], runs[n]))
+        said = [f"reference {statistics.median(r):.2f} s ({len(r)})"] if r else []
+        said += [f"sweeps {statistics.median(w):.2f} s ({len(w)})"] if w else []
+        said += [f"{statistics.median(w) / statistics.median(r) - 1:+.1%}"] if r and w else []
+        lines.append(f"  {n}: reference " + (" ".join(f"{p:.0f}:{x:.2f}" for p, x in sorted(q for q in refs[n] if q[0])) or "-")
+                     + " | sweeps " + (" ".join(f"{p:.0f}:{x:.2f}" for p, x in sorted(q for q in runs[n] if q[0])) or "-")
                      + (" | at the fast pace: " + ", ".join(said) if said else ""))
     return lines + [""]
 

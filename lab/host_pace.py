@@ -79,6 +79,32 @@ def pace_words(pace: dict | None) -> str | None:
             "of a host-bound call can differ in it: the host ran at another pace.")
 
 
+def around(before: float | None = None, after: float | None = None) -> dict | None:
+    """The host's pace probed just before and just after a compiled first call, as the record keeps it
+    ({"before_us", "after_us"}), or None where either probe is missing or not a positive number."""
+    if not (_positive(before) and _positive(after)):
+        return None
+    return {"before_us": round(before, 2), "after_us": round(after, 2)}
+
+
+def first_call_words(paced: dict | None, rounds_us: float | None = None) -> str | None:
+    """`around`'s probes in a sentence for the job page, beside the pace through the run's rounds (`rounds_us`, its
+    median) where there is one: a compile is mostly host work, so a cold first call compiled at a slower pace takes
+    longer, and a fresh process that compiles at another pace pays another time. None without both probes."""
+    if not isinstance(paced, dict) or not (_positive(paced.get("before_us")) and _positive(paced.get("after_us"))):
+        return None
+    before, after = paced["before_us"], paced["after_us"]
+    said = (f"The host's pace around the compiled first call: a fixed piece of Python took {before:.0f} us just before "
+            f"it and {after:.0f} us just after (lower is faster")
+    said += f"; {rounds_us:.0f} us through the rounds)." if _positive(rounds_us) else ")."
+    if max(before, after) >= APART * min(before, after):
+        said += " The two lie apart: the host's pace moved around the compile."
+    elif _positive(rounds_us) and min(before, after) >= APART * rounds_us:
+        said += " The host ran slower while it compiled than through the rounds."
+    return said + (" A compile is mostly host work: at a slower pace it takes longer, so a fresh process that compiles "
+                   "at another pace pays another time.")
+
+
 def across(paces: list[float], speedups: list[float]) -> str | None:
     """Where a configuration's processes ran at different host paces (each one's median, `split`), what those at the
     fastest of them read and what the rest read: "its processes ran at different host paces (a fixed piece of Python

@@ -46,8 +46,11 @@ def headline(r: dict) -> None:
 
 
 def pace(r: dict) -> None:
-    """The rounds by the host's own pace, where it moved during them (lab.host_pace): numbers and the lab's words."""
-    for said in (host_pace.pace_words(r.get("host_pace")), host_pace.words(r.get("host_pace"))):
+    """The rounds by the host's own pace, where it moved during them, and the pace around the compile (lab.host_pace):
+    numbers and the lab's words."""
+    rounds = r.get("host_pace")
+    for said in (host_pace.pace_words(rounds), host_pace.words(rounds), host_pace.first_call_words(
+            r.get("first_call_pace"), rounds.get("median_us") if isinstance(rounds, dict) else None)):
         if said:
             st.caption(said)  # numbers the lab formats: no text from the row
 

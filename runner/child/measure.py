@@ -30,7 +30,7 @@ from runner.child.disturbance import my_cpus
 from runner.child.environment import gpu_state, host_state
 from runner.child.gcpause import Pauses
 from runner.child.recording import FirstCalls, SteadyState, record, trace_overhead
-from runner.child.rounds import BLOCK_CLOCKS, Crosscheck, ExperimentFailed, Report, measure_rounds, warmup
+from runner.child.rounds import BLOCK_CLOCKS, Crosscheck, ExperimentFailed, Report, host_pace_us, measure_rounds, warmup
 from runner.zoo import ZooEntry
 
 __all__ = ["Analyses", "ExperimentFailed", "Role", "run"]
@@ -228,8 +228,10 @@ def first_calls(job: Setup, report: Report, check: bool = True) -> FirstCalls:
     seed(2)
     try:
         tuned_before = autotune_picks.runtime_autotune_us()
+        pace_before = host_pace_us()  # the host's pace around the compile (lab.host_pace.around): ~0.1 ms, untimed
         with phase("compiled first call"), Pauses() as gc_pauses:  # the collector's share named (runner.child.gcpause)
             compiled_first_s, out = timed_once(timer, job.compiled_step, inputs)
+        pace = (pace_before, host_pace_us())
         tuned_after = autotune_picks.runtime_autotune_us()
         autotune_s = None if None in (tuned_before, tuned_after) else max(0.0, (tuned_after - tuned_before) / 1e6)
     except Exception as exc:
@@ -250,7 +252,7 @@ def first_calls(job: Setup, report: Report, check: bool = True) -> FirstCalls:
     return FirstCalls(eager_first_s=eager_first_s, eager_second_s=eager_second_s, compiled_first_s=compiled_first_s,
                       compiled_second_s=compiled_second_s, peak_eager=peak_eager, peak_compiled=mem.peak_mb(),
                       memory_method=mem.method, metrics=first_metrics, graph_count=graph_count, accuracy=accuracy,
-                      gc_pauses=gc_pauses.as_dict(), autotune_s=autotune_s)
+                      gc_pauses=gc_pauses.as_dict(), autotune_s=autotune_s, pace_us=pace)
 
 
 def _float64_step(job: Setup):

@@ -45,6 +45,7 @@ class FirstCalls:
     gc_pauses: dict | None = None  # the garbage collector's pauses inside the compiled first call (runner.child.gcpause)
     autotune_s: float | None = None  # timing kernels' launch settings in the compiled first call (None: torch says not)
     retimed_s: float = 0.0  # of that, what a follow-up paid because its cache's picks were removed: left out
+    pace_us: tuple[float, float] | None = None  # the host's pace just before and just after the compiled first call
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,8 @@ def record(job: Setup, first: FirstCalls, steady: SteadyState, work: dict, sched
         peak_mem_eager_mb=first.peak_eager, peak_mem_compiled_mb=first.peak_compiled,
         max_abs_error=first.accuracy["max_abs_error"], rel_error=first.accuracy["rel_error"],
         accuracy_ok=first.accuracy["ok"], samples=samples, schedule=schedule,
-        detail=detail(job, first, steady, work, kernels, hits, preloaded, all_metrics) | {"host_pace": pace},
+        detail=detail(job, first, steady, work, kernels, hits, preloaded, all_metrics) | {
+            "host_pace": pace, "first_call_pace": host_pace.around(*(first.pace_us or ()))},
         **clocks, **achieved, **{k: v for k, v in kernels.items() if k != "detail"}, **environment(spec.device))
 
 

@@ -121,3 +121,20 @@ def test_a_device_pace_is_its_paced_processes_fast_tenth_and_slower_processes_sa
     assert host_pace.slower_than([40.0, 43.0], 21.0, brief=True) == (
         "all of them slower than this device's host runs when it runs fast (21 us in its fastest tenth of processes): a "
         "host-bound call's speedup can read otherwise there")
+
+
+def test_the_pace_around_a_compile_is_kept_and_said_beside_the_rounds_pace():
+    assert host_pace.around(24.987, 45.2) == {"before_us": 24.99, "after_us": 45.2}
+    for odd in ((None, 20.0), (20.0, None), (-1.0, 20.0), (float("nan"), 20.0), (True, 20.0), ("20", 20.0), ()):
+        assert host_pace.around(*odd) is None, odd  # a probe missing or not a number: nothing kept
+    steady = host_pace.first_call_words(host_pace.around(21.0, 22.0), 21.5)
+    assert steady.startswith("The host's pace around the compiled first call: a fixed piece of Python took 21 us just "
+                             "before it and 22 us just after (lower is faster; 22 us through the rounds).")
+    assert "moved" not in steady and "ran slower" not in steady and "pays another time" in steady
+    moved = host_pace.first_call_words(host_pace.around(21.0, 40.0), 21.0)
+    assert "The two lie apart: the host's pace moved around the compile." in moved and "ran slower" not in moved
+    slow = host_pace.first_call_words(host_pace.around(43.0, 45.0), 22.0)
+    assert "The host ran slower while it compiled than through the rounds." in slow
+    assert "(lower is faster)." in host_pace.first_call_words(host_pace.around(43.0, 45.0))  # no rounds' pace
+    for odd in (None, "x", {}, {"before_us": "<b>", "after_us": 3.0}, {"before_us": 3.0}):
+        assert host_pace.first_call_words(odd, 22.0) is None, odd
