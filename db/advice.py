@@ -154,7 +154,8 @@ def load(engine: Engine, sweep_id: int) -> State | None:
                         low=row.speedup_ci_low, high=row.speedup_ci_high,
                         eager_first_s=row.eager_first_call_s, cold_first_s=row.first_call_cold_s,
                         portable_first_s=row.first_call_portable_s, eager_ms=row.eager_ms, compiled_ms=row.compiled_ms,
-                        break_even=row.break_even_calls, peak_eager_mb=row.peak_mem_eager_mb,
+                        break_even=row.break_even_calls, break_even_low=row.break_even_low,
+                        break_even_high=row.break_even_high, peak_eager_mb=row.peak_mem_eager_mb,
                         peak_compiled_mb=row.peak_mem_compiled_mb, recompiles=row.recompiles, label=row.config)
             if search.traffic:
                 if prior is None:

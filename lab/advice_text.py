@@ -18,6 +18,7 @@ from lab.advise import (
     settings_words,
     varying,
 )
+from lab.break_even import range_words
 from lab.wording import count
 
 
@@ -59,7 +60,7 @@ def facts(m: Measured, calls: int | None) -> str:
         if m.portable_first_s is not None:
             cost += f" ({m.portable_first_s:.1f} s with the portable cache)"
         if m.break_even is not None:
-            cost += f" and pays off after {m.break_even:,} calls"
+            cost += f" and pays off after {m.break_even:,} calls{range_words(m.break_even_low, m.break_even_high)}"
         parts.append(cost)
     if m.peak_eager_mb and m.peak_compiled_mb is not None:
         parts.append(f"peak memory {m.peak_compiled_mb / m.peak_eager_mb - 1:+.0%}")

@@ -14,7 +14,7 @@ import numpy as np
 
 from lab import first_call, host_pace, labels, noise, tabular
 from lab.axes import COMPILE_FIELDS, folded_mode
-from lab.break_even import break_even_calls
+from lab.break_even import break_even_calls, break_even_range
 from lab.interval import Prior, Spread, combine, device_prior
 from lab.spreads import Spreads, by_config, codes, pooled, spreads
 from lab.verdict import verdict
@@ -53,6 +53,10 @@ class AnswerRow(Mapping):
     first_call_warm_s: float | None
     first_call_portable_s: float | None
     break_even_calls: int | None
+    # the calls it pays off after at the ends of its intervals (lab.break_even.break_even_range): the speedup's, and
+    # the cold first call's where it has one; None where the speedup's low end is 1x or below
+    break_even_low: int | None
+    break_even_high: int | None
     recompiles: int | None
     graph_breaks: int | None
     peak_mem_eager_mb: float | None
@@ -333,6 +337,9 @@ def _row(runs: Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray,
     first = kinds["cold"] if kinds["cold"] is not None else kinds["warm"]
     paid = (break_even_calls(eager_first_s, first, eager_ms, compiled_ms)
             if None not in (first, eager_first_s, eager_ms, compiled_ms) else None)
+    first_ends = (cold[0], cold[1]) if cold and kinds["cold"] is not None else (first, first)
+    paid_ends = (break_even_range(eager_first_s, *first_ends, eager_ms, interval.low, interval.high, paid)
+                 if paid is not None and interval is not None else None)
     row = AnswerRow(
         model=model, batch_size=bs, config=config, verdict="",
         speedup=interval and interval.speedup, speedup_ci_low=interval and interval.low,
@@ -341,7 +348,8 @@ def _row(runs: Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray,
         eager_first_call_s=eager_first_s, first_call_cold_s=kinds["cold"], first_call_warm_s=kinds["warm"],
         first_call_cold_low=cold and cold[0], first_call_cold_high=cold and cold[1],
         cold_processes=cold[2] if cold else calls["cold"].runs if "cold" in calls else 0,
-        first_call_portable_s=kinds["portable"], break_even_calls=paid,
+        first_call_portable_s=kinds["portable"], break_even_calls=paid, break_even_low=paid_ends and paid_ends[0],
+        break_even_high=paid_ends and paid_ends[1],
         recompiles=runs.most("recompiles", ok), graph_breaks=runs.most("graph_breaks", ok),
         peak_mem_eager_mb=runs.median("peak_mem_eager_mb", ok), peak_mem_compiled_mb=runs.median("peak_mem_compiled_mb", ok),
         accuracy_ok=None if not len(accuracy_known) else not runs.accuracy_false[ok].any(),

@@ -1,6 +1,6 @@
 """Break-even: after how many calls compiling has paid for itself, counting both first calls (the compile is in the
 compiled one) against what each later call saves. The child stores it with each result; the answer states it per
-configuration from its medians."""
+configuration from its medians, with the calls its intervals' ends allow (break_even_range)."""
 from __future__ import annotations
 
 import math
@@ -15,3 +15,41 @@ def break_even_calls(eager_first_s: float, compiled_first_s: float, eager_ms: fl
     if extra_s <= 0:
         return 1
     return 1 + math.ceil(round(extra_s / saved_per_call_s, 9))  # round: 9.9 / 0.001 is 9900.000000000002
+
+
+def break_even_range(eager_first_s: float, first_low_s: float, first_high_s: float, eager_ms: float,
+                     speedup_low: float, speedup_high: float, point: int | None = None) -> tuple[int, int] | None:
+    """The calls after which compiling pays for itself at the ends of the intervals behind it: the fewest with the
+    fastest speedup its interval allows and the cheapest compiled first call (the cold first call's interval, or the
+    first call itself where it has none), the most with the slowest speedup and the dearest first call, each call
+    saving eager_ms less eager_ms / speedup. None where the slow end never pays off (its speedup interval reaches 1x or
+    below: the verdict then says the answer is not separable from eager or slower). `point`: the count the answer
+    states (from the sides' medians), which the range holds."""
+    if not speedup_low > 1 or not speedup_high >= speedup_low:
+        return None
+    low = break_even_calls(eager_first_s, first_low_s, eager_ms, eager_ms / speedup_high)
+    high = break_even_calls(eager_first_s, first_high_s, eager_ms, eager_ms / speedup_low)
+    if low is None or high is None:
+        return None
+    if point is not None:  # the medians' ratio can lie outside the interval (lab.verdict.medians_apart says so)
+        low, high = min(low, point), max(high, point)
+    return low, high
+
+
+def rounded(calls: int, up: bool) -> int:
+    """A count to two significant digits, down (a range's low end) or up (its high end): 11,234 -> 11,000 or 12,000.
+    Counts under 100 as they are."""
+    if calls < 100:
+        return calls
+    step = 10 ** (len(str(calls)) - 2)
+    return -(-calls // step) * step if up else calls // step * step
+
+
+def range_words(low: int | None, high: int | None, intervals: str = "intervals") -> str:
+    """" (between 1,700 and 2,200 at the ends of its intervals)": a break-even range (break_even_range) with its ends
+    rounded outwards to two significant digits, naming the intervals it took; "" where there is none or both ends
+    read the same."""
+    if low is None or high is None:
+        return ""
+    lo, hi = rounded(low, up=False), rounded(high, up=True)
+    return "" if lo == hi else f" (between {lo:,} and {hi:,} at the ends of its {intervals})"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Iterable, Protocol
 
 from lab.axes import fold_note
+from lab.break_even import range_words
 from lab.interval import Interval
 from lab.wording import count
 
@@ -23,6 +24,10 @@ class Row(Protocol):
     rerun_low: float | None
     rerun_high: float | None
     break_even_calls: int | None
+    break_even_low: int | None
+    break_even_high: int | None
+    first_call_cold_s: float | None
+    first_call_cold_low: float | None
     eager_ms: float | None
     compiled_ms: float | None
 
@@ -51,7 +56,7 @@ def verdict(row: Row, interval: Interval | None = None, round_spread: float | No
         text = f"not separable from eager: {shown}"
     elif lo > 1:
         be = row.break_even_calls
-        text = shown + (f"; pays off after {be:,} calls" if be is not None else "; faster per call")
+        text = shown + (f"; pays off after {be:,} calls{paid_range(row)}" if be is not None else "; faster per call")
     else:
         text = f"slower: {shown}"
     extra = [f"{row.runs} processes"] if row.runs > 1 else []
@@ -71,6 +76,16 @@ def verdict(row: Row, interval: Interval | None = None, round_spread: float | No
     if paced:
         extra += [paced]
     return text + (f" ({'; '.join(extra)})" if extra else "")
+
+
+def paid_range(row: Row) -> str:
+    """" (between 11,000 and 27,000 at the ends of its speedup's and cold first call's intervals)", where the row has a
+    break-even range (lab.break_even.break_even_range), its ends to two significant digits, naming the intervals it
+    took: the speedup's alone where the cold first call has none (too few processes compiled it cold: its one
+    number is taken as it is). "" where it has none or both ends read the same."""
+    which = ("speedup's and cold first call's intervals" if row.first_call_cold_s is not None
+             and row.first_call_cold_low is not None else "speedup's interval")
+    return range_words(row.break_even_low, row.break_even_high, which)
 
 
 APART = 1.25  # how far the medians' ratio may lie outside the interval before the row says so

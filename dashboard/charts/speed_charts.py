@@ -176,7 +176,8 @@ def speedup(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> g
 
 def break_even(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure | None:
     """After how many calls compiling has paid for itself (both first calls counted): one horizontal bar per
-    series that pays off, its count written at its end; a series that never does says so in its row. None when
+    series that pays off, its count written on it and the answer's range for it as a whisker (its intervals' ends:
+    plot_data.answered_break_even); a series that never does says so in its row. None when
     the chart has nothing to say (break_even_note says it in a line instead): no series pays off, or only one
     series is in view. A series disturbed in every run is greyed and marked (grey_rows): never a result, never the
     shortest bar to read."""
@@ -186,13 +187,25 @@ def break_even(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure | None:
     view = agg.assign(text=agg["break_even_calls"].map(lambda n: f"{n:,.0f} calls", na_action="ignore"))
     view["text"] = view["text"].where(~noisy, view["text"] + f" · {plot_data.NOISY}")  # the label and legend say why
     paid = view.dropna(subset=["break_even_calls"])
+    low, high = (paid[c] if c in paid else pd.Series(np.nan, index=paid.index) for c in plot_data.PAID_BOUNDS)
+    known = pd.notna(low) & pd.notna(high)
+    paid = paid.assign(plus=high - paid["break_even_calls"], minus=paid["break_even_calls"] - low,
+                       held=[f"{lo:,.0f}-{hi:,.0f}" if k else "–" for lo, hi, k in zip(low, high, known)])
+    bracketed = bool(known.any())
     fig = px.bar(paid, y="series", x="break_even_calls", orientation="h", color="config",
                  color_discrete_map=colors(agg["config"]), text="text",
-                 hover_data={"speedup": ":.3g", "runs": True, "text": False, "config": False},
-                 labels={"series": "", "break_even_calls": "calls"})
+                 error_x="plus" if bracketed else None, error_x_minus="minus" if bracketed else None,
+                 hover_data={"speedup": ":.3g", "runs": True, "text": False, "config": False, "plus": False,
+                             "minus": False, "held": bracketed},
+                 labels={"series": "", "break_even_calls": "calls", "held": "at its intervals' ends"})
     fig.update_traces(textposition="outside", cliponaxis=False, showlegend=False, textfont=dict(size=11))
+    if bracketed:  # a bracketed count inside its bar, at its start: at its end the range's whisker runs through it
+        inside = dict(zip(paid["series"], known))
+        for trace in fig.data:
+            trace.update(textposition=["inside" if inside.get(y) else "outside" for y in trace.y],
+                         insidetextanchor="start", error_x=dict(color="#444", thickness=1.2, width=5))
     cats = series_rows(fig, agg, fails)
-    top = float(paid["break_even_calls"].max())
+    top = float(np.nanmax([paid["break_even_calls"].max(), high.max()]))
     fig.update_xaxes(type="log", dtick=1, title="calls until compile pays off (log)",
                      range=[0, np.log10(max(top, 10) * 20)])  # from 1 call, with room for the counts
     never = view[view["break_even_calls"].isna() & view["speedup"].notna()]

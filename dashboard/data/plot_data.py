@@ -85,11 +85,15 @@ def answered_break_even(agg: pd.DataFrame, view: pd.DataFrame, answer_rows: list
     answer table never print two counts for one set of runs. Matched by jobs, not by label: the plots keep apart
     what the answer pools (a warm-cache row beside a cold one), and those rows keep their own medians. A row whose
     every run was disturbed takes the answer's numbers too, which the chart marks."""
-    out = agg.copy()
+    out = agg.assign(**dict.fromkeys(PAID_BOUNDS, np.nan))
     for i, row in _answer_rows(out, view, answer_rows):
-        out.at[i, "break_even_calls"] = np.nan if row["break_even_calls"] is None else row["break_even_calls"]
-        out.at[i, "speedup"] = np.nan if row["speedup"] is None else row["speedup"]
+        for col in ("break_even_calls", "speedup", *PAID_BOUNDS):
+            out.at[i, col] = np.nan if row.get(col) is None else row[col]
     return out
+
+
+# the calls it pays off after at its intervals' ends (lab.break_even.break_even_range), the answer's, NaN where none
+PAID_BOUNDS = ("break_even_low", "break_even_high")
 
 
 COLD_BOUNDS = ("first_call_cold_low", "first_call_cold_high")

@@ -60,6 +60,15 @@ def test_twelve_configurations_read_as_rows_with_short_labels(lab):  # noqa: F81
     answered = {f"{r.config} · bs {r.batch_size}": r.break_even_calls
                 for r in every.itertuples() if not r.noisy and r.break_even_calls == r.break_even_calls}
     assert len(answered) >= 10 and {k: bars[k] for k in answered} == answered
+    # with the answer's range as a whisker: its intervals' ends (lab.break_even.break_even_range)
+    ends = {y: (x - minus, x + plus) for t in spec(ok(page("results", chart="Break-even")), "plot_break_even")["data"]
+            if t.get("type") == "bar" and t.get("error_x")
+            for y, x, plus, minus in zip(t["y"], t["x"], t["error_x"]["array"], t["error_x"]["arrayminus"])
+            if x is not None and plus == plus}
+    ranged = {f"{r.config} · bs {r.batch_size}": (r.break_even_low, r.break_even_high) for r in every.itertuples()
+              if not r.noisy and r.break_even_low == r.break_even_low and r.break_even_high == r.break_even_high}
+    assert len(ranged) >= 5 and all(lo <= answered[k] <= hi for k, (lo, hi) in ranged.items())
+    assert {k: tuple(round(v) for v in ends[k]) for k in ranged} == {k: (round(lo), round(hi)) for k, (lo, hi) in ranged.items()}
 
 
 def test_break_even_steps_aside_when_compiling_never_pays_off(lab):  # noqa: F811 (the fixture)
