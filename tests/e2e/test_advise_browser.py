@@ -6,6 +6,7 @@ import re
 import signal
 
 import pytest
+from playwright.sync_api import expect
 
 from db import advice
 from db.database import get_engine
@@ -65,6 +66,7 @@ def test_a_search_started_on_submit_shows_its_recommendation_and_what_it_dropped
             main = page.locator('[data-testid="stMain"]')
             main.get_by_text(re.compile(r"^Search #1 advise chain")).wait_for()
             main.get_by_text(re.compile(r"backend=aot_eager: dropped after round 1")).wait_for()  # drawn after it
+            expect(main).to_contain_text("CPU-seconds; the full sweep of these 2 settings", timeout=60_000)  # its last line
             text = main.inner_text()
             first = next(line for line in text.splitlines() if line.startswith(("use ", "don't compile")))
             assert first.startswith(("use backend=inductor", "don't compile")), first

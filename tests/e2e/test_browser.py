@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.conftest import ROOT, pid_alive, wait_until
 
@@ -85,25 +86,37 @@ def test_submit_watch_and_read_results_in_a_browser(app, browser, tmp_path):
     page.goto(app["url"])  # Submit is the home page
     # the embedded worker probes torch before it offers models; the page refreshes itself meanwhile
     page.get_by_role("textbox", name="Batch sizes").wait_for(timeout=120_000)
-    assert "Workers alive" in page.locator('[data-testid="stSidebar"]').inner_text()
-    assert "CPU only" in page.locator('[data-testid="stSidebar"]').inner_text()
+    # the frame draws the sidebar after the page (and an earlier run's sidebar, from before the worker was alive, stays
+    # up meanwhile): read it once this run's has drawn
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    expect(sidebar).to_contain_text("Workers alive", timeout=30_000)
+    expect(sidebar).to_contain_text("CPU only", timeout=30_000)
 
+    # each change reruns the form; the next one waits for what that rerun draws (a click during a rerun can be lost).
+    # Every rerun sends every widget's value: a change that draws nothing new (the batch sizes, the name, the rounds)
+    # is in the next one's rerun, which does draw something
     page.get_by_role("textbox", name="Batch sizes").fill("8")
     page.get_by_role("textbox", name="Batch sizes").press("Enter")
+    page.get_by_role("textbox", name="Sweep name").fill("browser sweep")
+    page.get_by_role("textbox", name="Sweep name").press("Enter")
     backends = page.locator('[data-testid="stButtonGroup"]').filter(has_text="aot_eager")
     backends.get_by_role("button", name="aot_eager").click()  # a short compile keeps the test fast
+    page.get_by_text("2 jobs will be created").wait_for()
     backends.get_by_role("button", name="inductor").click()
+    page.get_by_text("1 job will be created").wait_for()
     dynamic = page.locator('[data-testid="stButtonGroup"]').filter(has_text="none").filter(has_text="true").first
     dynamic.get_by_role("button", name="true").click()
+    page.get_by_text("2 jobs will be created").wait_for()
     page.get_by_role("spinbutton", name="Rounds").fill("3")
     page.get_by_role("spinbutton", name="Rounds").press("Enter")
     # one process each and no automatic re-runs (a shared box may disturb a job), so the two jobs stay two
+    follow_ups = page.get_by_text(re.compile(r"^At least \d+ more follow as these end"))
     page.get_by_role("spinbutton", name="Re-runs").fill("0")
     page.get_by_role("spinbutton", name="Re-runs").press("Enter")
+    follow_ups.filter(has_text="2 fresh processes; one more process").wait_for()  # no re-runs in the note now
     page.get_by_role("spinbutton", name="Processes").fill("1")
     page.get_by_role("spinbutton", name="Processes").press("Enter")
-    page.get_by_role("textbox", name="Sweep name").fill("browser sweep")
-    page.get_by_role("textbox", name="Sweep name").press("Enter")
+    follow_ups.wait_for(state="hidden")  # one process each: nothing follows
     page.get_by_text("2 jobs will be created").wait_for()  # the live count followed every click
     page.get_by_role("button", name="Submit 2 jobs").click()
     page.get_by_text("Sweep #1 browser sweep: 2 jobs queued").wait_for()
@@ -123,8 +136,10 @@ def test_submit_watch_and_read_results_in_a_browser(app, browser, tmp_path):
     page.wait_for_url(re.compile(r"chart=Speedup"))  # the chart is in the link
     speedup = page.locator('[data-testid="stPlotlyChart"]').filter(has_text="Speedup vs batch size")
     speedup.wait_for()
+    # drawn, with its 1.0x line: plotly draws the title and legend before the data and annotations (the line's label)
+    expect(speedup).to_contain_text("1.0× (no gain)", timeout=30_000)
     chart = speedup.inner_text()
-    assert "1.0× (no gain)" in chart  # drawn, with its 1.0x line
+    assert "1.0× (no gain)" in chart
     assert metric(page, "Jobs shown") == "2"
     # the answer table fits the page: no sideways scroll, no label cut at its edge
     box = page.locator(".cl-table").first

@@ -43,7 +43,9 @@ def tables(page) -> list[list[list[str]]]:
 
 
 def answer_cells(page) -> dict[str, dict]:
-    """The answer table's rows by configuration: header -> cell."""
+    """The answer table's rows by configuration: header -> cell. Read once it is drawn: Results sends the open chart
+    first, and a Speedup chart is drawn before the answer table above it."""
+    page.locator(".cl-table th").filter(has_text=re.compile(r"^configuration$")).first.wait_for()
     (head, *rows), *_ = tables(page)
     return {r[head.index("configuration")]: dict(zip(head, r)) for r in rows}
 
@@ -56,6 +58,8 @@ def wait_for_chart(page, title: str, shot: Path | None = None) -> dict:
     """The chart of this title once drawn (plots), its picture in `shot`."""
     chart = page.locator('[data-testid="stPlotlyChart"]').filter(has_text=title)
     chart.locator(".legend").first.wait_for(state="attached")
+    # plotly draws the legend first, then the axes (their tick labels are read), then the traces: wait for a trace
+    chart.locator(".cartesianlayer g.trace").first.wait_for(state="attached")
     if shot is not None:
         chart.screenshot(path=str(shot))
     drawn = plots(page)

@@ -139,6 +139,7 @@ def test_a_worker_rows_texts_show_literally_on_submit_and_fetch_nothing(tmp_path
             tip.wait_for(state="hidden")
         assert ROW["params"][0]["help"] in tips[0] and ROW["size_dim"] in tips[1], tips
         sidebar = page.locator('[data-testid="stSidebar"]')
+        sidebar.get_by_text("gpu.png").wait_for()  # the frame draws the sidebar after the page: read it with the GPU's line
         assert GPU in shown(sidebar)
         page.screenshot(path=os.environ.get("COMPILE_LAB_SHOT", str(tmp_path / "submit-worker-row.png")))
         assert main.locator(f'a[href^="{TRACKER}"], img[src^="{TRACKER}"]').count() == 0

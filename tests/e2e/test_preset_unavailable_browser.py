@@ -33,7 +33,7 @@ def test_gpt2_preset_without_an_hf_worker_cannot_submit_the_previous_presets_val
         page.get_by_text("GPT-2 small (Hugging Face transformers").wait_for()  # the preset's own question
         # the previous preset's form is the last run's, shown faded until this run ends (the frame draws the sidebar
         # after the page): once it has, no Submit button is enabled
-        expect(page.get_by_role("button", name=re.compile(r"^Submit"), disabled=False)).to_have_count(0)
+        expect(page.get_by_role("button", name=re.compile(r"^Submit"), disabled=False)).to_have_count(0, timeout=60_000)
         assert page.get_by_role("combobox", name="Model").count() == 0  # no form holding localopt's values
         page.screenshot(path=os.environ.get("COMPILE_LAB_SHOT", str(tmp_path / "preset-unavailable.png")))
     with reading(engine) as s:

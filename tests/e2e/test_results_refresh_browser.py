@@ -3,6 +3,7 @@ and the page says how many landed and when."""
 import os
 
 import pytest
+from playwright.sync_api import expect
 
 from bench.synthetic import fill
 from db.database import get_engine
@@ -25,4 +26,6 @@ def test_a_new_result_shows_up_without_a_reload(tmp_path, browser):  # noqa: F81
         assert metric(page, "Jobs shown") == "24"
         finish_one(engine, "simplenet")
         page.get_by_text("1 new result, updated").wait_for()  # the fragment's next tick, no reload
-        assert metric(page, "Jobs shown") == "25"
+        # the count is another element than the line waited for: read until it says 25 (or times out)
+        jobs_shown = page.locator('[data-testid="stMetric"]').filter(has_text="Jobs shown")
+        expect(jobs_shown.locator('[data-testid="stMetricValue"]')).to_have_text("25", use_inner_text=True, timeout=60_000)

@@ -90,8 +90,10 @@ def sign_in(chromium, lab: dict, account: str):
     page.get_by_role("button", name=account, exact=True).click()  # its predefined user
     page.wait_for_url(re.compile(r"^http://localhost:\d+/"))
     page.get_by_role("button", name="Submit 1 job").wait_for()
-    # the sidebar's account block can be drawn after the form: read the sidebar only once it is there
+    # the sidebar's account block can be drawn after the form, and line by line: read the sidebar only once its last
+    # element, the sign-out button (after the name and subject lines), is there
     page.locator('[data-testid="stSidebar"]').get_by_text("Signed in as").first.wait_for()
+    page.locator('[data-testid="stSidebar"]').get_by_role("button", name="Sign out").wait_for()
     return page
 
 
@@ -259,6 +261,8 @@ def test_proxy_header_is_believed_from_the_proxy_address_only(tmp_path, browser)
         page.get_by_role("button", name="Submit 1 job").wait_for()
         page.locator('[data-testid="stSidebar"]').get_by_text("Signed in as").first.wait_for()  # drawn after the form
         assert "Signed in as carol@example.org" in sidebar(page)
+        # the workers' block is drawn after the account block: a sign-out button would be there by then
+        page.locator('[data-testid="stSidebar"]').get_by_text("Workers alive").wait_for()
         assert page.get_by_role("button", name="Sign out").count() == 0  # the proxy holds the session
         assert page.request.get(f"http://localhost:{port}/tlparse/1/index.html").status == 404  # looked up: no job 1
         trusted.close()

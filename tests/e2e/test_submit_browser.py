@@ -26,11 +26,12 @@ def test_rounds_0_and_timeout_minus_1_show_two_errors_and_disable_submit(tmp_pat
         submit = page.get_by_role("button", name="Submit 1 job")
         submit.wait_for()
         assert submit.is_enabled()
+        errors = page.locator('[data-testid="stAlertContentError"]')
         for name, value in (("Rounds", "0"), ("Timeout (s)", "-1")):
             box = page.get_by_role("spinbutton", name=name)
             box.fill(value)
             box.press("Tab")  # typed, then left: what a person does
-        errors = page.locator('[data-testid="stAlertContentError"]')
+            errors.filter(has_text=f"{name}:").first.wait_for()  # its rerun has drawn before the next field is typed
         errors.filter(has_text="Timeout (s): must be between 1 and 86,400 seconds, got -1").wait_for()
         texts = [t.replace("\\", "") for t in errors.all_inner_texts()]
         assert any("Rounds: must be between 1 and 10,000, got 0" in t for t in texts), texts
