@@ -368,13 +368,15 @@ def _row(runs: Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray,
 def paces(runs: Runs, quiet: np.ndarray, known: Spreads) -> str | None:
     """Where these processes ran at different host paces (lab.host_pace), what each pace's processes read, each by its
     paired speedup (its own where it has none); where they all ran slower than their device's host runs when fast
-    (Spreads.paces), that too."""
+    (Spreads.paces), that too, and what the configuration's processes that ran at that pace read, over every sweep of
+    it (Spreads.fast), where two or more did."""
     centers, pace = runs.paired(quiet), runs.num["host_pace_us"][quiet]
     keep = ~np.isnan(pace) & ~np.isnan(centers)
     fast = known.paces.get(runs.cols["device_name"][quiet[0]]) if len(quiet) else None
     apart = host_pace.across(pace[keep].tolist(), centers[keep].tolist())
     slower = host_pace.slower_than(pace[keep].tolist(), fast, brief=apart is not None)
-    return "; ".join(s for s in (apart, slower) if s) or None
+    at_fast = host_pace.at_fast_words(_spread(runs, quiet, known.fast)) if slower else None
+    return "; ".join(s for s in (apart, slower, at_fast) if s) or None
 
 
 def sides_moved(runs: Runs, quiet: np.ndarray) -> str | None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from statistics import median
 
+from lab.interval import t975
+
 KEY = "host_pace_us"  # the record's samples: one probe per headline round, in microseconds, the round's own index
 MIN_ROUNDS = 20  # fewer rounds say nothing about two paces
 MIN_SHARE = 0.1  # each pace holds at least this share of the rounds
@@ -94,9 +96,10 @@ def first_call_words(paced: dict | None, rounds_us: float | None = None) -> str 
     if not isinstance(paced, dict) or not (_positive(paced.get("before_us")) and _positive(paced.get("after_us"))):
         return None
     before, after = paced["before_us"], paced["after_us"]
-    said = (f"The host's pace around the compiled first call: a fixed piece of Python took {before:.0f} us just before "
-            f"it and {after:.0f} us just after (lower is faster")
-    said += f"; {rounds_us:.0f} us through the rounds)." if _positive(rounds_us) else ")."
+    piece = "the same piece of Python" if _positive(rounds_us) else "a fixed piece of Python"  # as the rounds' line
+    said = (f"The host's pace around the compiled first call: {piece} took {before:.0f} us just before it and "
+            f"{after:.0f} us just after")
+    said += f" ({rounds_us:.0f} us through the rounds)." if _positive(rounds_us) else " (lower is faster)."
     if max(before, after) >= APART * min(before, after):
         said += " The two lie apart: the host's pace moved around the compile."
     elif _positive(rounds_us) and min(before, after) >= APART * rounds_us:
@@ -143,6 +146,22 @@ def slower_than(paces: list[float], fast: float | None, brief: bool = False) -> 
     return (f"its processes all ran slower than this device's host runs when it runs fast (a fixed piece of Python took "
             f"{_span(paces, '{:.0f}')} us against {fast:.0f} us in its fastest tenth of processes): a host-bound "
             "call's speedup can read otherwise there")
+
+
+def at_fast_words(spread) -> str | None:
+    """What a configuration's processes read when its host ran fast (lab.spreads.at_fast_pace: a Spread with their
+    count, and the mean and variance of their log speedups), in words for an answer whose processes all ran slower:
+    "its 6 processes at that pace, over every sweep of it, read 0.84x [0.82, 0.86]", the interval Student's t over
+    them (a 95% interval for what a process at that pace reads, taken at their geometric mean); with two, their
+    geometric mean alone (one degree of freedom gives an interval of no use). None with fewer than two."""
+    n, var, mean = (getattr(spread, k, None) for k in ("processes", "var", "mean"))
+    if not (_number(n) and n >= 2 and _number(var) and var >= 0 and _number(mean)):
+        return None
+    said = f"its {n:.0f} processes at that pace, over every sweep of it, read {math.exp(mean):.2f}x"
+    if n < 3:
+        return said + " (their geometric mean)"
+    half = t975(n - 1) * math.sqrt(var / n)
+    return said + f" [{math.exp(mean - half):.2f}, {math.exp(mean + half):.2f}]"
 
 
 def _span(xs: list[float], fmt: str) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lab.host_pace import FASTEST
 from lab.interval import Spread, config_spreads, pooled_prior
 
 
@@ -29,18 +30,20 @@ class Spreads:
     repeated configurations showed (lab.interval.Prior); per (device, torch version, configuration key), that
     configuration's processes over every sweep of it (lab.interval.Spread), and `colds`: the seconds of those that
     compiled it cold, their first calls' Spread (lab.first_call.bounds); `paces`: per device, the host pace its
-    processes run at when the host runs fast (device_paces), where enough of them were paced."""
+    processes run at when the host runs fast (device_paces), where enough of them were paced; `fast`: per
+    configuration as `configs`, the Spread of those of its processes that ran at that pace (at_fast_pace)."""
 
     devices: dict = field(default_factory=dict)
     configs: dict = field(default_factory=dict)
     colds: dict = field(default_factory=dict)
     paces: dict = field(default_factory=dict)
+    fast: dict = field(default_factory=dict)
 
     @functools.cached_property
     def digest(self) -> str:
         """Names what these spreads hold: a kept answer computed under other spreads is not this one's."""
         h = hashlib.sha256()
-        for part in (self.devices, self.configs, self.colds, self.paces):
+        for part in (self.devices, self.configs, self.colds, self.paces, self.fast):
             h.update(repr(sorted(part.items(), key=repr)).encode())
         return h.hexdigest()[:16]
 
@@ -50,10 +53,11 @@ def spreads(device: list, torch: list, sweep: list, config: list, center: np.nda
     """Spreads of these processes (undisturbed, succeeded): each one's device, torch version, sweep, configuration
     key (jobs.config), paired speedup and its standard error (0 for none); `colds`: by_config over
     the processes that compiled it cold (their first calls' seconds), where read; `pace`: each one's host pace (NaN
-    for none: lab.host_pace), for device_paces."""
+    for none: lab.host_pace), for device_paces and at_fast_pace."""
+    paces = device_paces(device, pace) if pace is not None else {}
     return Spreads(devices=pooled_priors(device, codes(device, sweep, config), center, se) if len(device) else {},
-                   configs=by_config(device, torch, config, center), colds=colds or {},
-                   paces=device_paces(device, pace) if pace is not None else {})
+                   configs=by_config(device, torch, config, center), colds=colds or {}, paces=paces,
+                   fast=at_fast_pace(device, torch, config, center, pace, paces) if paces else {})
 
 
 PACED = 5  # a device's fast pace is said once this many of its processes were paced
@@ -75,6 +79,22 @@ def device_paces(device: list, pace: np.ndarray) -> dict:
         if len(mine) >= PACED:
             out[d] = round(float(np.percentile(mine, FAST_SHARE)), 2)
     return out
+
+
+def at_fast_pace(device: list, torch: list, config: list, center: np.ndarray, pace: np.ndarray, paces: dict) -> dict:
+    """Per (device, torch version, configuration key), the Spread of the paired speedups (`center`) of its processes
+    that ran at their device's fast pace (within lab.host_pace.FASTEST of `paces`, device_paces), where two or more
+    did: what the configuration reads when its host runs fast, which an answer whose processes all ran slower gives
+    beside its own (lab.answer.paces)."""
+    if not len(device) or not paces:
+        return {}
+    device_code = codes(device)
+    first = {code: d for code, d in zip(device_code.tolist(), device)}
+    limit = np.array([FASTEST * paces[d] if d in paces else np.nan for _, d in sorted(first.items())])[device_code]
+    with np.errstate(invalid="ignore"):  # NaN (no pace, or a device without its fast pace) is never at it
+        at = np.flatnonzero(np.asarray(pace, dtype=float) <= limit)
+    picked = at.tolist()
+    return by_config(*([col[i] for i in picked] for col in (device, torch, config)), np.asarray(center)[at])
 
 
 def by_config(device: list, torch: list, config: list, values: np.ndarray) -> dict:

@@ -177,7 +177,8 @@ def speedup(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> g
 def break_even(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure | None:
     """After how many calls compiling has paid for itself (both first calls counted): one horizontal bar per
     series that pays off, its count written on it and the answer's range for it as a whisker (its intervals' ends:
-    plot_data.answered_break_even); a series that never does says so in its row. None when
+    plot_data.answered_break_even), or, where the answer's interval reaches 1x, a note that it may never; a series
+    that never does says so in its row. None when
     the chart has nothing to say (break_even_note says it in a line instead): no series pays off, or only one
     series is in view. A series disturbed in every run is greyed and marked (grey_rows): never a result, never the
     shortest bar to read."""
@@ -186,6 +187,9 @@ def break_even(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure | None:
     noisy = plot_data.only_noisy(agg)
     view = agg.assign(text=agg["break_even_calls"].map(lambda n: f"{n:,.0f} calls", na_action="ignore"))
     view["text"] = view["text"].where(~noisy, view["text"] + f" · {plot_data.NOISY}")  # the label and legend say why
+    if "speedup_ci_low" in view:  # the answer's interval reaches 1x: its count is the medians', and it may never pay off
+        open_ended = view["speedup_ci_low"] <= 1
+        view["text"] = view["text"].where(~open_ended, view["text"] + " · may never: its interval reaches 1×")
     paid = view.dropna(subset=["break_even_calls"])
     low, high = (paid[c] if c in paid else pd.Series(np.nan, index=paid.index) for c in plot_data.PAID_BOUNDS)
     known = pd.notna(low) & pd.notna(high)

@@ -85,9 +85,9 @@ def answered_break_even(agg: pd.DataFrame, view: pd.DataFrame, answer_rows: list
     answer table never print two counts for one set of runs. Matched by jobs, not by label: the plots keep apart
     what the answer pools (a warm-cache row beside a cold one), and those rows keep their own medians. A row whose
     every run was disturbed takes the answer's numbers too, which the chart marks."""
-    out = agg.assign(**dict.fromkeys(PAID_BOUNDS, np.nan))
+    out = agg.assign(**dict.fromkeys((*PAID_BOUNDS, "speedup_ci_low"), np.nan))
     for i, row in _answer_rows(out, view, answer_rows):
-        for col in ("break_even_calls", "speedup", *PAID_BOUNDS):
+        for col in ("break_even_calls", "speedup", "speedup_ci_low", *PAID_BOUNDS):
             out.at[i, col] = np.nan if row.get(col) is None else row[col]
     return out
 

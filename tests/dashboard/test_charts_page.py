@@ -69,6 +69,13 @@ def test_twelve_configurations_read_as_rows_with_short_labels(lab):  # noqa: F81
               if not r.noisy and r.break_even_low == r.break_even_low and r.break_even_high == r.break_even_high}
     assert len(ranged) >= 5 and all(lo <= answered[k] <= hi for k, (lo, hi) in ranged.items())
     assert {k: tuple(round(v) for v in ends[k]) for k in ranged} == {k: (round(lo), round(hi)) for k, (lo, hi) in ranged.items()}
+    # a count whose answer is not separable from eager (its interval reaches 1x) may never pay off: its bar says so
+    texts_by_row = {y: t for tr in spec(ok(page("results", chart="Break-even")), "plot_break_even")["data"]
+                    if tr.get("type") == "bar" for y, t in zip(tr["y"], tr.get("text") or [])}
+    open_ended = {f"{r.config} · bs {r.batch_size}" for r in every.itertuples()
+                  if r.break_even_calls == r.break_even_calls and r.speedup_ci_low <= 1}
+    assert open_ended and all(texts_by_row[k].endswith("may never: its interval reaches 1×") for k in open_ended)
+    assert not any("may never" in t for k, t in texts_by_row.items() if k not in open_ended)
 
 
 def test_break_even_steps_aside_when_compiling_never_pays_off(lab):  # noqa: F811 (the fixture)

@@ -28,8 +28,8 @@ def test_the_job_page_says_where_the_hosts_pace_moved_and_what_each_part_read(wo
     assert "The host's own pace moved during the rounds: a fixed piece of Python took 45 us in 33% of them" in text
     assert "the speedup read 0.67x in the slow rounds, 0.75x in the rest (60 rounds)" in text
     assert "The host's pace: a fixed piece of Python took 25 us before each round (the median of 60" in text
-    assert ("around the compiled first call: a fixed piece of Python took 44 us just before it and 46 us just after "
-            "(lower is faster; 25 us through the rounds). The host ran slower while it compiled") in text
+    assert ("around the compiled first call: the same piece of Python took 44 us just before it and 46 us just after "
+            "(25 us through the rounds). The host ran slower while it compiled") in text
     steady = _job(engine, host_pace.split({k: v[:40] for k, v in rounds.items()}))
     text = " ".join(c.value for c in ok(page("job", job=str(steady))).caption)
     assert "own pace" not in text and "took 25 us before each round (the median of 40" in text

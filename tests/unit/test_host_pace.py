@@ -128,13 +128,40 @@ def test_the_pace_around_a_compile_is_kept_and_said_beside_the_rounds_pace():
     for odd in ((None, 20.0), (20.0, None), (-1.0, 20.0), (float("nan"), 20.0), (True, 20.0), ("20", 20.0), ()):
         assert host_pace.around(*odd) is None, odd  # a probe missing or not a number: nothing kept
     steady = host_pace.first_call_words(host_pace.around(21.0, 22.0), 21.5)
-    assert steady.startswith("The host's pace around the compiled first call: a fixed piece of Python took 21 us just "
-                             "before it and 22 us just after (lower is faster; 22 us through the rounds).")
+    assert steady.startswith("The host's pace around the compiled first call: the same piece of Python took 21 us just "
+                             "before it and 22 us just after (22 us through the rounds).")
     assert "moved" not in steady and "ran slower" not in steady and "pays another time" in steady
     moved = host_pace.first_call_words(host_pace.around(21.0, 40.0), 21.0)
     assert "The two lie apart: the host's pace moved around the compile." in moved and "ran slower" not in moved
     slow = host_pace.first_call_words(host_pace.around(43.0, 45.0), 22.0)
     assert "The host ran slower while it compiled than through the rounds." in slow
-    assert "(lower is faster)." in host_pace.first_call_words(host_pace.around(43.0, 45.0))  # no rounds' pace
+    assert "a fixed piece of Python took 43 us just before it and 45 us just after (lower is faster)." in \
+        host_pace.first_call_words(host_pace.around(43.0, 45.0))  # no rounds' pace
     for odd in (None, "x", {}, {"before_us": "<b>", "after_us": 3.0}, {"before_us": 3.0}):
         assert host_pace.first_call_words(odd, 22.0) is None, odd
+
+
+def test_what_a_configuration_read_at_its_devices_fast_pace_is_kept_per_configuration_and_said():
+    from lab.interval import Spread, t975
+    from lab.spreads import at_fast_pace
+
+    device = ["a"] * 7 + ["b"] * 2
+    torch = ["2.11"] * 9
+    config = ["k1", "k1", "k1", "k1", "k2", "k2", "k1", "k1", "k1"]
+    center = np.array([0.84, 0.83, 0.85, 0.67, 1.5, 1.52, 0.70, 0.9, 0.91])
+    pace = np.array([21.0, 22.0, 23.0, 40.0, 21.5, 24.5, np.nan, 30.0, 30.0])
+    fast = at_fast_pace(device, torch, config, center, pace, {"a": 21.0})  # a's fast pace: 21 us, so <= 24.15 us
+    assert set(fast) == {("a", "2.11", "k1")}  # k2: one process at the pace (24.5 us is past it); b: no fast pace
+    k1 = fast["a", "2.11", "k1"]
+    logs = np.log([0.84, 0.83, 0.85])
+    assert k1.processes == 3 and k1.mean == pytest.approx(logs.mean()) and k1.var == pytest.approx(logs.var(ddof=1))
+    half = t975(2) * np.sqrt(logs.var(ddof=1) / 3)
+    assert host_pace.at_fast_words(k1) == (f"its 3 processes at that pace, over every sweep of it, read "
+                                           f"{np.exp(logs.mean()):.2f}x [{np.exp(logs.mean() - half):.2f}, "
+                                           f"{np.exp(logs.mean() + half):.2f}]")
+    assert host_pace.at_fast_words(Spread(2, 0.001, np.log(0.84))) == ("its 2 processes at that pace, over every sweep "
+                                                                        "of it, read 0.84x (their geometric mean)")
+    for odd in (None, Spread(1, 0.0, 0.0), Spread(3, float("nan"), 0.1), Spread(3, 0.01, None), "x"):
+        assert host_pace.at_fast_words(odd) is None, odd
+    assert at_fast_pace(device, torch, config, center, pace, {}) == {} and at_fast_pace([], [], [], center[:0],
+                                                                                         pace[:0], {"a": 21.0}) == {}

@@ -493,6 +493,37 @@ def test_an_answer_whose_processes_all_ran_slower_than_its_device_runs_when_fast
         assert "all ran slower" not in by_batch.get(8, "") and "all ran slower" not in by_batch.get(16, "")
 
 
+def test_an_answer_that_ran_slow_says_what_its_configuration_read_when_the_host_ran_fast(engine):
+    """Where a sweep's processes all ran slower than their device's fast pace and earlier sweeps of the same
+    configuration ran at it, the answer gives what those read (lab.spreads.at_fast_pace), the same by SQL over the
+    database and over the runs in hand; a configuration with no process at that pace says nothing of it."""
+    from db.reports import answer_columns
+    from lab.answer import Runs
+
+    gpu = {**QUIET, "device_name": "gpu0"}
+    for batch, runs in ((32, ((2.0, 21.0), (2.02, 22.0), (1.98, 21.5))), (8, ((1.5, 40.0), (1.5, 41.0), (1.5, 42.0)))):
+        queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[batch], device="cpu", process_repeats=3),
+                     CATALOG)
+        for speedup, pace in runs:
+            run_next(engine, {**gpu, "round_speedup": speedup, "host_pace_us": pace})
+    slow = []
+    for batch in (32, 8):
+        sweep, _, _ = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[batch], device="cpu",
+                                                        process_repeats=2), CATALOG)
+        slow.append(sweep)
+        run_next(engine, {**gpu, "round_speedup": 1.6, "host_pace_us": 40.0})
+        run_next(engine, {**gpu, "round_speedup": 1.62, "host_pace_us": 43.0})
+    stored = spreads(engine)
+    in_hand, keys = answer_columns(engine)
+    assert Runs(in_hand, keys).spreads().fast == stored.fast and len(stored.fast) == 1  # bs 32's three at 21-22 us
+    (fast,) = stored.fast.values()
+    assert fast.processes == 3 and np.exp(fast.mean) == pytest.approx((2.0 * 2.02 * 1.98) ** (1 / 3))
+    by_batch = {r["batch_size"]: r["verdict"] for r in report(engine, sweep_ids=slow)}
+    assert "all ran slower" in by_batch[32] and "its 3 processes at that pace, over every sweep of it, read 2.00x [" in \
+        by_batch[32]
+    assert "all ran slower" in by_batch[8] and "at that pace" not in by_batch[8]  # none of bs 8's ran fast
+
+
 def test_processes_that_disagree_at_different_host_paces_say_so_when_they_call_for_one_more(engine):
     """The extra process's reason names the host paces its configuration's processes ran at, where they lie 1.3x apart
     (lab.host_pace), read with the runs through the (sweep, config) index; processes at one pace are not said to."""
