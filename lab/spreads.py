@@ -54,10 +54,13 @@ def spreads(device: list, torch: list, sweep: list, config: list, center: np.nda
     key (jobs.config), paired speedup and its standard error (0 for none); `colds`: by_config over
     the processes that compiled it cold (their first calls' seconds), where read; `pace`: each one's host pace (NaN
     for none: lab.host_pace), for device_paces and at_fast_pace."""
+    if not len(device):
+        return Spreads(colds=colds or {})
+    per_config = codes(device, torch, config)  # once: every configuration's processes, and those at the fast pace
     paces = device_paces(device, pace) if pace is not None else {}
-    return Spreads(devices=pooled_priors(device, codes(device, sweep, config), center, se) if len(device) else {},
-                   configs=by_config(device, torch, config, center), colds=colds or {}, paces=paces,
-                   fast=at_fast_pace(device, torch, config, center, pace, paces) if paces else {})
+    return Spreads(devices=pooled_priors(device, codes(device, sweep, config), center, se),
+                   configs=by_config(device, torch, config, center, per_config), colds=colds or {}, paces=paces,
+                   fast=at_fast_pace(device, torch, config, center, pace, paces, per_config) if paces else {})
 
 
 PACED = 5  # a device's fast pace is said once this many of its processes were paced
@@ -81,29 +84,32 @@ def device_paces(device: list, pace: np.ndarray) -> dict:
     return out
 
 
-def at_fast_pace(device: list, torch: list, config: list, center: np.ndarray, pace: np.ndarray, paces: dict) -> dict:
+def at_fast_pace(device: list, torch: list, config: list, center: np.ndarray, pace: np.ndarray, paces: dict,
+                 per_config: np.ndarray | None = None) -> dict:
     """Per (device, torch version, configuration key), the Spread of the paired speedups (`center`) of its processes
     that ran at their device's fast pace (within lab.host_pace.FASTEST of `paces`, device_paces), where two or more
     did: what the configuration reads when its host runs fast, which an answer whose processes all ran slower gives
-    beside its own (lab.answer.paces)."""
+    beside its own (lab.answer.paces). `per_config`: codes(device, torch, config), where already made."""
     if not len(device) or not paces:
         return {}
-    device_code = codes(device)
-    first = {code: d for code, d in zip(device_code.tolist(), device)}
-    limit = np.array([FASTEST * paces[d] if d in paces else np.nan for _, d in sorted(first.items())])[device_code]
+    limits = {d: FASTEST * p for d, p in paces.items()}
+    limit = np.fromiter((limits.get(d, np.nan) for d in device), float, len(device))
     with np.errstate(invalid="ignore"):  # NaN (no pace, or a device without its fast pace) is never at it
-        at = np.flatnonzero(np.asarray(pace, dtype=float) <= limit)
-    picked = at.tolist()
-    return by_config(*([col[i] for i in picked] for col in (device, torch, config)), np.asarray(center)[at])
+        at = np.asarray(pace, dtype=float) <= limit
+    return by_config(device, torch, config, np.asarray(center), per_config, at)
 
 
-def by_config(device: list, torch: list, config: list, values: np.ndarray) -> dict:
+def by_config(device: list, torch: list, config: list, values: np.ndarray, per_config: np.ndarray | None = None,
+              keep: np.ndarray | None = None) -> dict:
     """Per (device, torch version, configuration key) with two or more of these processes, the Spread of their values
-    (positive numbers, on a log scale: paired speedups, or cold first calls' seconds)."""
+    (positive numbers, on a log scale: paired speedups, or cold first calls' seconds). `per_config`: codes(device,
+    torch, config), where already made; `keep`: a mask of the processes to count (all where None)."""
     if not len(device):
         return {}
-    per_config = codes(device, torch, config)
+    per_config = codes(device, torch, config) if per_config is None else per_config
     where = dict(zip(per_config.tolist(), zip(device, torch, config)))
+    if keep is not None:
+        per_config, values = per_config[keep], np.asarray(values)[keep]
     return {where[c]: spread for c, spread in config_spreads(per_config, values).items()}
 
 
