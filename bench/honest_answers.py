@@ -281,14 +281,14 @@ def paired(args) -> None:
 def _cold_scripts(files: list[str]) -> tuple[dict[str, list[float]], dict[str, list[tuple]]]:
     """{configuration: compiled first calls, s} from bench.gpu_instrument_costs --scripts-only outputs (their last
     line): a cold first call is judged against fresh scripts on the same machine, not on another one of its kind.
-    And {configuration: [(the host's pace around the compile (_slower), or None; the first call)]}."""
+    And {configuration: [(the host's pace just before the compile (_before), or None; the first call)]}."""
     out: dict[str, list[float]] = {}
     paced: dict[str, list[tuple]] = {}
     for f in files:
         text = Path(f).read_text().strip()
         try:
             runs = json.loads(text.splitlines()[-1])["scripts"]
-            said = {n: [(_slower(r.get("first_call_pace_us")), r["compiled_first_call_s"])
+            said = {n: [(_before(r.get("first_call_pace_us")), r["compiled_first_call_s"])
                         for r in rs if "compiled_first_call_s" in r] for n, rs in runs.items()}
         except (ValueError, KeyError, IndexError):  # stopped before its last line: its progress lines say as much
             said = {}
@@ -300,9 +300,11 @@ def _cold_scripts(files: list[str]) -> tuple[dict[str, list[float]], dict[str, l
     return {k: v for k, v in out.items() if v}, paced
 
 
-def _slower(probes) -> float | None:
-    """The slower of the host's pace just before and just after a compile (lab.host_pace.around), or None."""
-    return max(probes) if isinstance(probes, list) and len(probes) == 2 and all(
+def _before(probes) -> float | None:
+    """The host's pace just before a compile (lab.host_pace.around: [before, after]), or None. Not the one just after:
+    that probe can meet the compile's own aftermath (a CPU reference process read 30 us after against 17 us before),
+    which would file the longer compiles under a slower pace."""
+    return probes[0] if isinstance(probes, list) and len(probes) == 2 and all(
         isinstance(p, (int, float)) and p > 0 for p in probes) else None
 
 
@@ -433,7 +435,7 @@ def table(args) -> None:
     ref_disturbed: list[str] = []  # the reference keeps every process; what the worker would have called disturbed
     ref_left_out: dict[str, list[float]] = {}
     ref_paces: dict[str, list[tuple]] = {}  # (host pace us or None, speedup) of each undisturbed reference process
-    ref_cold_paces: dict[str, list[tuple]] = {}  # (host pace around the compile, us, or None; its cold first call, s)
+    ref_cold_paces: dict[str, list[tuple]] = {}  # (host pace just before the compile, us, or None; cold first call, s)
     for out in outs:
         for line in (out / "reference.jsonl").read_text().splitlines() if (out / "reference.jsonl").exists() else []:
             r = json.loads(line)
@@ -454,7 +456,7 @@ def table(args) -> None:
                 if r.get("cold") and r.get("compiled_first_call_s"):
                     ref_cold.setdefault(r["config"], []).append(r["compiled_first_call_s"])
                     ref_cold_paces.setdefault(r["config"], []).append(
-                        (_slower(r.get("first_call_pace_us")), r["compiled_first_call_s"]))
+                        (_before(r.get("first_call_pace_us")), r["compiled_first_call_s"]))
                     if r.get("compile_breakdown_s"):
                         ref_parts.setdefault(r["config"], []).append(r["compile_breakdown_s"])
                     if r.get("gc"):
@@ -670,14 +672,14 @@ def _pace_lines(sweeps: dict, ref_paces: dict) -> list[str]:
 
 
 def _cold_pace_lines(sweeps: dict, ref_cold_paces: dict) -> list[str]:
-    """Per configuration, each cold first call with the host's pace around its compile (the slower of the probes just
-    before and after it: lab.host_pace.around), the reference's and the sweeps' first runs', and the medians of those
+    """Per configuration, each cold first call with the host's pace just before its compile (_before), the
+    reference's and the sweeps' first runs', and the medians of those
     compiled at this lease's fast pace (within FASTEST of the fastest seen here): a compile is host work, so the cold
     first calls compared at one pace of the host."""
     from lab.host_pace import FASTEST
 
     names = list(dict.fromkeys([n for rows in sweeps.values() for n in rows] + list(ref_cold_paces)))
-    runs = {n: [(_slower([j["compile_pace"].get("before_us"), j["compile_pace"].get("after_us")]), j["cold_first_call_s"])
+    runs = {n: [(_before([j["compile_pace"].get("before_us"), j["compile_pace"].get("after_us")]), j["cold_first_call_s"])
                 for j in entry_jobs(sweeps, n) if j["status"] == "succeeded" and j["cold_first_call_s"]
                 and isinstance(j["compile_pace"], dict)] for n in names}
     refs = {n: ref_cold_paces.get(n, []) for n in names}
@@ -685,8 +687,8 @@ def _cold_pace_lines(sweeps: dict, ref_cold_paces: dict) -> list[str]:
     if not every:
         return []
     fast = FASTEST * min(every)
-    lines = [f"cold first call (s) by the host's pace around its compile (us, the slower of just before and just after; "
-             f"lower is faster); at this lease's fast pace (<= {fast:.1f} us):"]
+    lines = [f"cold first call (s) by the host's pace just before its compile (us, lower is faster); at this lease's "
+             f"fast pace (<= {fast:.1f} us):"]
     for n in names:
         paced = [(p, x) for p, x in refs[n] + runs[n] if p]
         if not paced:

@@ -32,6 +32,7 @@ from sqlalchemy import Engine, insert
 from bench import synthetic_raw
 from db.engine import atomic
 from db.models import DeviceCeiling, Job, Result, Sweep, WorkerRow, utcnow
+from lab import host_pace
 from lab.interval import round_ratios, run_center
 from lab.noise import repeats_because
 from lab.record import ResultRecord, detail_keys
@@ -171,6 +172,12 @@ def _raw_material(gen, rng, result: dict, spec: dict, rounds: int, gpu: bool, di
         result["round_speedup"], result["round_speedup_se"] = run_center(round_ratios(result["samples"]))
         result["measure_recompiles"] = len(result["samples"]["dropped"])
         result["samples_per_side"] = sum(len(b) for b in result["samples"]["compiled"])
+        # the host's pace, from a stream of its own per job: the rest of the data stays as it was
+        probes, around = synthetic_raw.host_paces(np.random.default_rng([result["job_id"], 41]), rounds)
+        result["samples"][host_pace.KEY] = probes
+        pace = host_pace.split(result["samples"])
+        result["host_pace_us"] = pace and pace["median_us"]
+        result["detail"] = result["detail"] | {"host_pace": pace, "first_call_pace": host_pace.around(*around)}
     result["detail"] = synthetic_raw.detail(rng, result, spec, plan, gpu) | result["detail"]
     result["detail_keys"] = detail_keys(result["detail"])
 

@@ -63,6 +63,18 @@ def samples(gen: np.random.Generator, result: dict, rounds: int, gpu: bool, diag
     return out, plan
 
 
+def host_paces(gen: np.random.Generator, rounds: int) -> tuple[list[float], tuple[float, float]]:
+    """The host's pace a process recorded (lab.host_pace): one probe per headline round, in us, and the two around its
+    compiled first call, as on the lent H200 (bench/results/h200_host_pace_2026-11-30.txt): 60% of processes at the
+    fast pace (21-22 us), the rest at 28-45 us, and one in ten whose pace moved for a stretch of its rounds."""
+    base = 21.0 * gen.uniform(0.99, 1.05) if gen.random() < 0.6 else gen.uniform(28.0, 45.0)
+    probes = base * gen.uniform(0.97, 1.03, rounds)
+    if gen.random() < 0.1:  # a slow stretch within the rounds
+        start, length = int(gen.integers(0, rounds)), int(gen.integers(rounds // 5 + 1, rounds // 2 + 2))
+        probes[start:start + length] *= gen.uniform(1.5, 2.1)
+    return np.round(probes, 3).tolist(), (round(base * gen.uniform(0.97, 1.1), 3), round(base * gen.uniform(0.97, 1.1), 3))
+
+
 def host_clock_ms(gen: np.random.Generator, ms: np.ndarray, start_ns: int, block: int = 1) -> np.ndarray:
     """What runner.child.timing stores for calls of `ms` each, timed in blocks of `block` calls: (t1 - t0) * 1e3 / block,
     each reading whole nanoseconds divided by 1e9 (CPython's perf_counter), the calls one after another from

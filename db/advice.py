@@ -28,6 +28,7 @@ from lab.advise import Measured, Outcome, Round, Search, Step
 from lab.noise import PROCESS_REPEAT
 from lab.spec import ModelInfo, spec_key
 from lab.sweep import SweepRequest
+from lab.verdict import paid_range
 
 KEY = "advise"  # where a sweep's request holds its search's settings
 ACTION = "advice"  # the lab event of a round's decision
@@ -154,10 +155,11 @@ def load(engine: Engine, sweep_id: int) -> State | None:
                         low=row.speedup_ci_low, high=row.speedup_ci_high,
                         eager_first_s=row.eager_first_call_s, cold_first_s=row.first_call_cold_s,
                         portable_first_s=row.first_call_portable_s, eager_ms=row.eager_ms, compiled_ms=row.compiled_ms,
-                        break_even=row.break_even_calls, break_even_low=row.break_even_low,
-                        break_even_high=row.break_even_high, peak_eager_mb=row.peak_mem_eager_mb,
+                        break_even=row.break_even_calls, break_even_range=paid_range(row),
+                        peak_eager_mb=row.peak_mem_eager_mb,
                         peak_compiled_mb=row.peak_mem_compiled_mb, recompiles=row.recompiles, label=row.config)
-            if search.traffic:
+            if search.traffic:  # judged on the stream: its interval is the replays', not the one the range took
+                m = replace(m, break_even_range="")
                 if prior is None:
                     prior = _prior(engine, {j.device_name for j in jobs if j.device_name})
                 m = _on_traffic(m, [j for j in mine if j.status == JobStatus.SUCCEEDED.value and not j.disturbed],

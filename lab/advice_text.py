@@ -18,7 +18,6 @@ from lab.advise import (
     settings_words,
     varying,
 )
-from lab.break_even import range_words
 from lab.wording import count
 
 
@@ -60,7 +59,9 @@ def facts(m: Measured, calls: int | None) -> str:
         if m.portable_first_s is not None:
             cost += f" ({m.portable_first_s:.1f} s with the portable cache)"
         if m.break_even is not None:
-            cost += f" and pays off after {m.break_even:,} calls{range_words(m.break_even_low, m.break_even_high)}"
+            cost += f" and pays off after {m.break_even:,} calls{m.break_even_range}"
+            if m.low is not None and m.low <= 1:  # its interval reaches 1x (the answer calls it not separable)
+                cost += ", but may never: its interval reaches 1x"
         parts.append(cost)
     if m.peak_eager_mb and m.peak_compiled_mb is not None:
         parts.append(f"peak memory {m.peak_compiled_mb / m.peak_eager_mb - 1:+.0%}")

@@ -97,8 +97,7 @@ class Measured:
     compiled_ms: float | None = None
     base_s: float | None = None  # eager seconds of the caller's workload past its first call (None: steady state)
     break_even: int | None = None
-    break_even_low: int | None = None  # the answer's counts at its intervals' ends (lab.break_even.break_even_range)
-    break_even_high: int | None = None
+    break_even_range: str = ""  # the answer's words for the counts at its intervals' ends (lab.verdict.paid_range)
     peak_eager_mb: float | None = None
     peak_compiled_mb: float | None = None
     recompiles: int | None = None  # the most any of its processes recompiled (shapes that change inside the model)

@@ -335,8 +335,11 @@ def _row(runs: Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray,
     if centers:
         interval = combine(centers, errors, prior, spread)
     first = kinds["cold"] if kinds["cold"] is not None else kinds["warm"]
-    paid = (break_even_calls(eager_first_s, first, eager_ms, compiled_ms)
-            if None not in (first, eager_first_s, eager_ms, compiled_ms) else None)
+    # what each call saves at the headline speedup (eager's median call less it over that speedup), so the count and
+    # its range (at the speedup's interval's ends) are one estimate; the sides' medians where there is no interval
+    per_call = eager_ms / interval.speedup if interval is not None and eager_ms is not None else compiled_ms
+    paid = (break_even_calls(eager_first_s, first, eager_ms, per_call)
+            if None not in (first, eager_first_s, eager_ms, per_call) else None)
     first_ends = (cold[0], cold[1]) if cold and kinds["cold"] is not None else (first, first)
     paid_ends = (break_even_range(eager_first_s, *first_ends, eager_ms, interval.low, interval.high, paid)
                  if paid is not None and interval is not None else None)

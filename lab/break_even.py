@@ -24,8 +24,12 @@ def break_even_range(eager_first_s: float, first_low_s: float, first_high_s: flo
     first call itself where it has none), the most with the slowest speedup and the dearest first call, each call
     saving eager_ms less eager_ms / speedup. None where the slow end never pays off (its speedup interval reaches 1x or
     below: the verdict then says the answer is not separable from eager or slower). `point`: the count the answer
-    states (from the sides' medians), which the range holds."""
-    if not speedup_low > 1 or not speedup_high >= speedup_low:
+    states (at the headline speedup: it lies inside by construction), which the range is widened to hold should it
+    not (a cold first call's median outside its interval). None for inputs that are not finite numbers in order."""
+    ends = (eager_first_s, first_low_s, first_high_s, eager_ms, speedup_low, speedup_high)
+    if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in ends) or eager_ms <= 0:
+        return None
+    if not speedup_low > 1 or not speedup_high >= speedup_low or not first_high_s >= first_low_s:
         return None
     low = break_even_calls(eager_first_s, first_low_s, eager_ms, eager_ms / speedup_high)
     high = break_even_calls(eager_first_s, first_high_s, eager_ms, eager_ms / speedup_low)
@@ -39,6 +43,7 @@ def break_even_range(eager_first_s: float, first_low_s: float, first_high_s: flo
 def rounded(calls: int, up: bool) -> int:
     """A count to two significant digits, down (a range's low end) or up (its high end): 11,234 -> 11,000 or 12,000.
     Counts under 100 as they are."""
+    calls = int(calls)  # a float read back (a data frame's, JSON's) counts as the whole number it holds
     if calls < 100:
         return calls
     step = 10 ** (len(str(calls)) - 2)
@@ -49,7 +54,14 @@ def range_words(low: int | None, high: int | None, intervals: str = "intervals")
     """" (between 1,700 and 2,200 at the ends of its intervals)": a break-even range (break_even_range) with its ends
     rounded outwards to two significant digits, naming the intervals it took; "" where there is none or both ends
     read the same."""
-    if low is None or high is None:
-        return ""
+    ends = shown_ends(low, high)
+    return f" (between {ends[0]:,} and {ends[1]:,} at the ends of its {intervals})" if ends else ""
+
+
+def shown_ends(low, high) -> tuple[int, int] | None:
+    """A break-even range's ends as the lab shows them: rounded outwards to two significant digits; None where there
+    is none (either end missing or not a finite number) or both ends read the same."""
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in (low, high)):
+        return None
     lo, hi = rounded(low, up=False), rounded(high, up=True)
-    return "" if lo == hi else f" (between {lo:,} and {hi:,} at the ends of its {intervals})"
+    return None if lo == hi else (lo, hi)

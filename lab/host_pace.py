@@ -101,7 +101,8 @@ def first_call_words(paced: dict | None, rounds_us: float | None = None) -> str 
             f"{after:.0f} us just after")
     said += f" ({rounds_us:.0f} us through the rounds)." if _positive(rounds_us) else " (lower is faster)."
     if max(before, after) >= APART * min(before, after):
-        said += " The two lie apart: the host's pace moved around the compile."
+        said += (" The two lie 1.3x apart: the host's pace moved around the compile, or the probe just after it met "
+                 "the compile's own aftermath.")
     elif _positive(rounds_us) and min(before, after) >= APART * rounds_us:
         said += " The host ran slower while it compiled than through the rounds."
     return said + (" A compile is mostly host work: at a slower pace it takes longer, so a fresh process that compiles "
@@ -151,17 +152,19 @@ def slower_than(paces: list[float], fast: float | None, brief: bool = False) -> 
 def at_fast_words(spread) -> str | None:
     """What a configuration's processes read when its host ran fast (lab.spreads.at_fast_pace: a Spread with their
     count, and the mean and variance of their log speedups), in words for an answer whose processes all ran slower:
-    "its 6 processes at that pace, over every sweep of it, read 0.84x [0.82, 0.86]", the interval Student's t over
-    them (a 95% interval for what a process at that pace reads, taken at their geometric mean); with two, their
-    geometric mean alone (one degree of freedom gives an interval of no use). None with fewer than two."""
+    "its 6 processes at that pace, over every sweep of it, read 0.84x: a process at that pace reads 0.80x to 0.88x, 95
+    times in 100" (their geometric mean, and where the next process at that pace should read: Student's t over them
+    with sqrt(1 + 1/n) of their spread, taking them as independent draws of one configuration, whatever their sweeps);
+    with two, their geometric mean alone (one degree of freedom gives a range of no use). None with fewer than two."""
     n, var, mean = (getattr(spread, k, None) for k in ("processes", "var", "mean"))
     if not (_number(n) and n >= 2 and _number(var) and var >= 0 and _number(mean)):
         return None
     said = f"its {n:.0f} processes at that pace, over every sweep of it, read {math.exp(mean):.2f}x"
     if n < 3:
         return said + " (their geometric mean)"
-    half = t975(n - 1) * math.sqrt(var / n)
-    return said + f" [{math.exp(mean - half):.2f}, {math.exp(mean + half):.2f}]"
+    half = t975(n - 1) * math.sqrt(var * (1 + 1 / n))
+    return said + (f": a process at that pace reads {math.exp(mean - half):.2f}x to {math.exp(mean + half):.2f}x, 95 "
+                   "times in 100")
 
 
 def _span(xs: list[float], fmt: str) -> str:

@@ -95,7 +95,8 @@ def at_fast_pace(device: list, torch: list, config: list, center: np.ndarray, pa
     limits = {d: FASTEST * p for d, p in paces.items()}
     limit = np.fromiter((limits.get(d, np.nan) for d in device), float, len(device))
     with np.errstate(invalid="ignore"):  # NaN (no pace, or a device without its fast pace) is never at it
-        at = np.asarray(pace, dtype=float) <= limit
+        pace = np.asarray(pace, dtype=float)
+        at = (pace > 0) & (pace <= limit)  # a pace at or below zero is none (device_paces counts none either)
     return by_config(device, torch, config, np.asarray(center), per_config, at)
 
 

@@ -34,6 +34,7 @@ from dashboard.charts.styling import (
 from dashboard.data import plot_data
 from dashboard.markup import plot
 from lab import noise
+from lab.break_even import shown_ends
 
 CALLS = {"eager_first_call_s": "eager first call",
          "first_call_cold_s": "compiled first call: cold (an empty cache)",
@@ -192,9 +193,12 @@ def break_even(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure | None:
         view["text"] = view["text"].where(~open_ended, view["text"] + " · may never: its interval reaches 1×")
     paid = view.dropna(subset=["break_even_calls"])
     low, high = (paid[c] if c in paid else pd.Series(np.nan, index=paid.index) for c in plot_data.PAID_BOUNDS)
-    known = pd.notna(low) & pd.notna(high)
-    paid = paid.assign(plus=high - paid["break_even_calls"], minus=paid["break_even_calls"] - low,
-                       held=[f"{lo:,.0f}-{hi:,.0f}" if k else "–" for lo, hi, k in zip(low, high, known)])
+    # the range as the verdict writes it (its ends rounded outwards: lab.break_even.range_words), none where they meet
+    ends = [shown_ends(lo, hi) for lo, hi in zip(low, high)]
+    known = pd.Series([e is not None for e in ends], index=paid.index)
+    paid = paid.assign(plus=(high - paid["break_even_calls"]).where(known),
+                       minus=(paid["break_even_calls"] - low).where(known),
+                       held=[f"{e[0]:,}-{e[1]:,}" if e else "–" for e in ends])
     bracketed = bool(known.any())
     fig = px.bar(paid, y="series", x="break_even_calls", orientation="h", color="config",
                  color_discrete_map=colors(agg["config"]), text="text",

@@ -196,6 +196,10 @@ def every_column(answer_rows: list[dict], model: str) -> None:
                                   "in view"),
             "first_call_warm_s": num(format="%.3g"), "first_call_portable_s": num(format="%.3g"),
             "break_even_calls": num(format="localized"),
+            "break_even_low": num("break-even low", format="localized", help="the calls it pays off after at the ends of "
+                                  "its intervals: the speedup's high end and the cold first call's low end"),
+            "break_even_high": num("break-even high", format="localized", help="likewise at the speedup's low end and "
+                                   "the cold first call's high end"),
             "noisy": st.column_config.CheckboxColumn(help="every run was disturbed by a measured cause: these are "
                                                             "their numbers")})
 

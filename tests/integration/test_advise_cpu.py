@@ -4,10 +4,11 @@ import re
 
 from sqlalchemy import select
 
-from db import advice
+from db import advice, reports
 from db.database import get_engine
 from db.models import Job
 from lab.advise import Outcome
+from lab.verdict import paid_range
 from tests.conftest import FIXTURE_MODELS, run_cli, work
 
 
@@ -42,6 +43,12 @@ def test_a_clearly_worse_setting_is_dropped_after_its_first_process(db_url, tmp_
     assert st.last.outcome in (Outcome.RECOMMEND, Outcome.BUDGET, Outcome.DONT_COMPILE)
     if st.last.outcome is Outcome.RECOMMEND:
         assert best.low > 1
+    # the break-even range the leader's facts give is its answer's own (lab.verdict.paid_range over the answer row)
+    (row,) = [r for r in reports.report(get_engine(db_url), sweep_ids=[sweep_id])
+              if r["config"] == best.label or r["speedup"] == best.speedup]
+    assert best.break_even_range == paid_range(row)
+    if row["break_even_low"] is not None and best.break_even_range:
+        assert best.break_even_range in row["verdict"]
 
     shown = run_cli("advise", "--db", db_url, "--sweep", str(sweep_id))
     assert shown.returncode == 0, shown.stderr

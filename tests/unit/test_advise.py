@@ -108,9 +108,13 @@ def test_words_recommendation_first_then_dropped_with_round():
                             "(2.1 s with the portable cache) and pays off after 9,800 calls; peak memory +6%")
     assert "mode=b: dropped after round 1; 0.90x [0.80, 1.00] (1 process): below the leader" in text
     assert "the search spent 40 GPU-seconds" in text
-    ranged = {**ms, "a": replace(ms["a"], break_even_low=8_912, break_even_high=11_020)}  # the answer's range for it
+    words = " (between 8,900 and 12,000 at the ends of its speedup's interval)"  # the answer's (lab.verdict.paid_range)
+    ranged = {**ms, "a": replace(ms["a"], break_even_range=words)}
     first = advice_text.report(Search(), ranged, [Round(1, step, 40.0)], 40.0, "cuda", 0).splitlines()[0]
-    assert "pays off after 9,800 calls (between 8,900 and 12,000 at the ends of its intervals); peak memory" in first
+    assert f"pays off after 9,800 calls{words}; peak memory" in first
+    reaching = {**ms, "a": replace(ms["a"], low=0.98)}  # its interval reaches 1x: the count may never be reached
+    first = advice_text.report(Search(), reaching, [Round(1, step, 40.0)], 40.0, "cuda", 0).splitlines()[0]
+    assert "pays off after 9,800 calls, but may never: its interval reaches 1x; peak memory" in first
 
 
 def cand(key, mode, dynamic=False, scope="model", s=None, lo=None, hi=None, processes=1, **kw):

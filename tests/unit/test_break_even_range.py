@@ -1,6 +1,7 @@
 """How far a break-even count can be trusted (lab.break_even.break_even_range): the calls after which compiling pays
 off at the ends of the speedup's interval and, where it has one, the cold first call's; said in the verdict with both
 ends to two significant digits, naming the intervals it took."""
+import numpy as np
 import pytest
 
 from lab.answer import answer_rows
@@ -39,11 +40,13 @@ def test_a_ranges_ends_are_rounded_outwards_to_two_digits(calls, down, up):
 def test_the_verdict_says_the_range_beside_the_count_and_names_the_intervals_it_took():
     records = [job(1, 2.0, eager_ms=2.0, compiled_ms=1.0), job(2, 2.0, eager_ms=2.0, compiled_ms=1.0)]
     (row,) = answer_rows(records)
-    assert row["break_even_low"] <= row["break_even_calls"] == 5001 <= row["break_even_high"]
+    paid = break_even_calls(0.01, 5.01, 2.0, 2.0 / row["speedup"])  # at the headline speedup
+    assert row["break_even_low"] < row["break_even_calls"] == paid < row["break_even_high"]
     assert (row["break_even_low"], row["break_even_high"]) == break_even_range(
-        0.01, 5.01, 5.01, 2.0, row["speedup_ci_low"], row["speedup_ci_high"], 5001)
+        0.01, 5.01, 5.01, 2.0, row["speedup_ci_low"], row["speedup_ci_high"])  # its interval's ends, nothing else
     lo, hi = rounded(row["break_even_low"], up=False), rounded(row["break_even_high"], up=True)
-    assert f"pays off after 5,001 calls (between {lo:,} and {hi:,} at the ends of its speedup's interval)" in row["verdict"]
+    assert f"pays off after {paid:,} calls (between {lo:,} and {hi:,} at the ends of its speedup's interval)" in \
+        row["verdict"]
     # four processes compiled it cold (recorded so): its cold first call has an interval, and the range takes it
     cold = [job(i, 2.0, eager_ms=2.0, compiled_ms=1.0, first_call_cache="cold", compiled_first_call_s=s)
             for i, s in ((1, 4.5), (2, 5.0), (3, 5.5), (4, 6.0))]
@@ -59,3 +62,26 @@ def test_an_answer_not_separable_from_eager_or_slower_has_no_range():
     for center in (1.0, 0.7):
         (row,) = answer_rows([job(i, center, sd=0.05, eager_ms=2.0, compiled_ms=2.0 / center) for i in (1, 2)])
         assert row["break_even_low"] is None and row["break_even_high"] is None and "between" not in row["verdict"]
+
+
+def test_the_count_is_the_headline_speedups_even_where_the_sides_medians_read_another_ratio():
+    """The sides' median calls (2.0 and 1.25 ms: 1.6x) can read another ratio than the paired speedup the headline
+    gives (1.42x): the count is the headline's, so its range at the interval's ends holds it without widening."""
+    (row,) = answer_rows([job(i, 1.42, eager_ms=2.0, compiled_ms=1.25) for i in (1, 2, 3)])
+    assert 1.3 < row["speedup_ci_low"] < row["speedup"] < row["speedup_ci_high"] < 1.55
+    assert row["break_even_calls"] == break_even_calls(0.01, 5.01, 2.0, 2.0 / row["speedup"])
+    assert (row["break_even_low"], row["break_even_high"]) == break_even_range(
+        0.01, 5.01, 5.01, 2.0, row["speedup_ci_low"], row["speedup_ci_high"])
+    assert row["break_even_low"] < row["break_even_calls"] < row["break_even_high"]
+
+
+@pytest.mark.parametrize("odd", [(0.01, 7.0, 4.0, 2.0, 1.8, 2.2), (0.01, float("nan"), 5.0, 2.0, 1.8, 2.2),
+                                 (0.01, 5.0, float("inf"), 2.0, 1.8, 2.2), (0.01, 5.0, 5.0, 0.0, 1.8, 2.2),
+                                 (0.01, 5.0, 5.0, 2.0, 1.8, float("inf")), (None, 5.0, 5.0, 2.0, 1.8, 2.2)])
+def test_ends_out_of_order_or_not_finite_give_no_range(odd):
+    assert break_even_range(*odd) is None
+
+
+def test_a_count_read_back_as_a_float_rounds_as_its_whole_number():
+    assert (rounded(1234.0, up=False), rounded(1234.0, up=True)) == (1200, 1300)
+    assert rounded(np.float64(56_789.0), up=True) == 57_000
