@@ -188,7 +188,7 @@ def break_even(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure | None:
     noisy = plot_data.only_noisy(agg)
     view = agg.assign(text=agg["break_even_calls"].map(lambda n: f"{n:,.0f} calls", na_action="ignore"))
     view["text"] = view["text"].where(~noisy, view["text"] + f" · {plot_data.NOISY}")  # the label and legend say why
-    if "speedup_ci_low" in view:  # the answer's interval reaches 1x: its count is the medians', and it may never pay off
+    if "speedup_ci_low" in view:  # the answer's interval reaches 1x: its count is at its headline, and it may never pay off
         open_ended = view["speedup_ci_low"] <= 1
         view["text"] = view["text"].where(~open_ended, view["text"] + " · may never: its interval reaches 1×")
     paid = view.dropna(subset=["break_even_calls"])
