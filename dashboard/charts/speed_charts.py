@@ -207,6 +207,10 @@ def break_even(agg: pd.DataFrame, fails: pd.DataFrame) -> go.Figure | None:
                              "minus": False, "held": bracketed},
                  labels={"series": "", "break_even_calls": "calls", "held": "at its intervals' ends"})
     fig.update_traces(textposition="outside", cliponaxis=False, showlegend=False, textfont=dict(size=11))
+    for trace in fig.data:  # the hover names the row and gives the count as written (no %{x}: plotly would add the
+        # whisker's raw lengths to it), the range as the verdict rounds it
+        trace.hovertemplate = (trace.hovertemplate or "").replace("calls=%{x}<br>=%{y}", "%{y}<br>%{text}").replace(
+            "at its intervals' ends=", "at its intervals' ends: ")
     if bracketed:  # a bracketed count inside its bar, at its start: at its end the range's whisker runs through it
         inside = dict(zip(paid["series"], known))
         for trace in fig.data:

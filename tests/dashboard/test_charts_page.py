@@ -69,6 +69,9 @@ def test_twelve_configurations_read_as_rows_with_short_labels(lab):  # noqa: F81
               if not r.noisy and r.break_even_low == r.break_even_low and r.break_even_high == r.break_even_high}
     assert len(ranged) >= 5 and all(lo <= answered[k] <= hi for k, (lo, hi) in ranged.items())
     assert {k: tuple(round(v) for v in ends[k]) for k in ranged} == {k: (round(lo), round(hi)) for k, (lo, hi) in ranged.items()}
+    hovers = {t["hovertemplate"] for t in spec(ok(page("results", chart="Break-even")), "plot_break_even")["data"]
+              if t.get("type") == "bar" and "hovertemplate" in t}  # the bars' own (the greyed row's overlay has none)
+    assert hovers and all(h.startswith("%{y}<br>%{text}<br>") and "%{x}" not in h for h in hovers), hovers  # as written, rounded
     # a count whose answer is not separable from eager (its interval reaches 1x) may never pay off: its bar says so
     texts_by_row = {y: t for tr in spec(ok(page("results", chart="Break-even")), "plot_break_even")["data"]
                     if tr.get("type") == "bar" for y, t in zip(tr["y"], tr.get("text") or [])}
