@@ -360,3 +360,47 @@ def test_processes_that_disagree_despite_agreeing_history_run_the_sweeps_count_t
     runs += [noise.Run("queued")] * (len(more) - 1)
     (redo,) = noise.plan_follow_ups(True, "busy cores", 2, 2, runs, room=10, past=agreed)
     assert redo.kind == noise.NOISY_RERUN, redo
+
+
+def test_the_break_even_range_holds_the_true_count_as_the_docs_say():
+    """The break-even range (lab.break_even.break_even_range: the counts at the ends of the speedup's and the cold
+    first call's intervals) holds the true count, the one at the true speedup and the cold first call a fresh process
+    pays (its median over processes), at least 85 times in 100, as docs/measurement.md says. Each configuration's
+    first process per sweep compiles cold, its seconds a fresh process's draw (15% apart between processes); four
+    sweeps in one database give each answer its cold interval."""
+    from lab.break_even import break_even_calls
+
+    rng = np.random.default_rng(41)
+    held = ranged = with_cold = 0
+    for _ in range(SWEEPS):
+        truth = rng.uniform(math.log(1.2), math.log(2.5), CONFIGS)
+        taus = np.exp(rng.uniform(math.log(0.01), math.log(0.08), CONFIGS))
+        scatters = np.exp(rng.uniform(math.log(0.01), math.log(0.12), CONFIGS))
+        cold = rng.uniform(3.0, 20.0, CONFIGS)  # the true cold first call of each configuration, seconds
+        parts = []
+        for n in range(4):
+            records: list[dict] = []
+            draw_sweep(rng, truth, taus, scatters, [2] * CONFIGS, records=records)
+            seen: set = set()
+            for r in records:  # the first process of a configuration in a sweep compiles cold, the rest warm
+                c = r["batch_size"] - 8
+                first = c not in seen
+                seen.add(c)
+                r.update(first_call_cache="cold" if first else "warm", graph_cache_hit=None if first else True,
+                         compiled_first_call_s=float(cold[c] * math.exp(rng.normal(0, 0.15))) if first else 1.0,
+                         sweep_id=n + 1, job_id=1000 * n + r["job_id"])
+            parts.append(records)
+        everything = [r for part in parts for r in part]
+        known = Runs({k: [r.get(k) for r in everything] for k in set(READ) | {"job_id", "model_args"}}).spreads()
+        for part in parts:
+            for row in answer_rows(part, known):
+                if row["break_even_low"] is None:
+                    continue
+                c = row["batch_size"] - 8
+                true = break_even_calls(0.01, float(cold[c]), 1.0, 1.0 / math.exp(truth[c]))
+                ranged += 1
+                with_cold += row["first_call_cold_low"] is not None
+                held += row["break_even_low"] <= true <= row["break_even_high"]
+    assert ranged >= 0.9 * SWEEPS * CONFIGS * 4 and with_cold >= 0.9 * ranged  # answered with both intervals
+    # measured: 97.6% of 1,597 answers (each end takes both intervals' ends at once)
+    assert held / ranged >= 0.85, f"the range held the true count in {held / ranged:.1%}"
