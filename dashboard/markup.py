@@ -39,13 +39,15 @@ TABLE_CSS = ("<style>"
              "border-bottom:1px solid rgba(128,128,128,.25)}"
              f".{TABLE_CLASS} th{{font-weight:600;vertical-align:bottom;border-bottom-color:rgba(128,128,128,.6)}}"
              + "".join(f".{TABLE_CLASS} .{kind}{{{style}}}" for kind, style in COLUMN_KINDS.items() if kind)
-             + f".{TABLE_CLASS} th.num{{white-space:normal}}.{TABLE_CLASS} tr.grey td{{opacity:.5}}</style>")
+             + f".{TABLE_CLASS} th.num{{white-space:normal}}.{TABLE_CLASS} tr.grey td{{opacity:.5}}"
+             f".{TABLE_CLASS} .note{{opacity:.68;font-size:.75rem}}</style>")
 
 
-def table(header: list[str], rows: list[list[str]], kinds: list[str] | None = None,
+def table(header: list[str], rows: list[list], kinds: list[str] | None = None,
           grey: list[bool] | None = None) -> str:
     """An HTML table of text for st.html: every header and cell escaped, so a value shows as typed (a model named
-    `<img src=x onerror=...>` is those characters, never an element). `kinds`: each column's COLUMN_KINDS key
+    `<img src=x onerror=...>` is those characters, never an element); a cell given as two texts (what it says, its
+    notes) draws the notes quieter, both escaped. `kinds`: each column's COLUMN_KINDS key
     (num: a number, right-aligned; name and wide: text kept from narrowing); rows with `grey` set are drawn faded
     (a configuration with no answer)."""
     kinds = kinds or [""] * len(header)
@@ -53,8 +55,13 @@ def table(header: list[str], rows: list[list[str]], kinds: list[str] | None = No
     if any(kind not in COLUMN_KINDS for kind in kinds):
         raise ValueError(f"column kinds must be among {sorted(COLUMN_KINDS)}: {kinds}")
 
-    def tr(cells: list[str], tag: str, faded: bool = False) -> str:
-        tds = "".join(f"<{tag}{attr}>{html.escape(str(c))}</{tag}>" for attr, c in zip(attrs, cells))
+    def text(cell) -> str:  # a cell of two texts (what it says, then its notes, drawn quieter), or one
+        if isinstance(cell, tuple) and len(cell) == 2:
+            return html.escape(str(cell[0])) + (f"<span class=note>{html.escape(str(cell[1]))}</span>" if cell[1] else "")
+        return html.escape(str(cell))
+
+    def tr(cells: list, tag: str, faded: bool = False) -> str:
+        tds = "".join(f"<{tag}{attr}>{text(c)}</{tag}>" for attr, c in zip(attrs, cells))
         return f'<tr{" class=grey" if faded else ""}>{tds}</tr>'
     body = "".join(tr(r, "td", bool(grey and grey[k])) for k, r in enumerate(rows))
     return f"{TABLE_CSS}<div class={TABLE_CLASS}><table><thead>{tr(header, 'th')}</thead><tbody>{body}</tbody></table></div>"

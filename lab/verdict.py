@@ -32,9 +32,30 @@ class Row(Protocol):
     compiled_ms: float | None
 
 
+class Said(str):
+    """A verdict: its whole text as a str (the CSV, JSON, Markdown and every test read it so), knowing where its notes
+    begin (`notes_at`: the parenthetical after its answer, "(3 processes; ...)"), so a page can draw them quieter
+    than the answer itself."""
+
+    notes_at: int
+
+    def __new__(cls, text: str, notes_at: int | None = None) -> "Said":
+        said = super().__new__(cls, text)
+        said.notes_at = len(text) if notes_at is None else max(0, min(int(notes_at), len(text)))
+        return said
+
+    def __reduce__(self):  # kept answers are pickled: the position travels with the text
+        return Said, (str(self), self.notes_at)
+
+    @property
+    def parts(self) -> tuple[str, str]:
+        """(the answer, its notes): "" for notes where it has none."""
+        return str(self)[:self.notes_at], str(self)[self.notes_at:]
+
+
 def verdict(row: Row, interval: Interval | None = None, round_spread: float | None = None, error: str | None = None,
             device: str | None = None, folded: Iterable[str] = (), moved: str | None = None,
-            paced: str | None = None) -> str:
+            paced: str | None = None) -> Said:
     """The row in words: "1.42x [1.38, 1.46], a re-run reads 1.33x to 1.52x; pays off after 1,900 calls", "not
     separable from eager: ...", "slower: ..."; a wide interval says how wide and why ("1.30x, but anywhere from 1.10x
     to 1.50x: the rounds scatter 12%"). `error`: its runs' first error (or status), `device`, `folded`: the modes its
@@ -42,10 +63,10 @@ def verdict(row: Row, interval: Interval | None = None, round_spread: float | No
     between its processes (sides_moved), said where their disagreement is what widens it; `paced`: where its processes
     ran at different host paces, what each pace's read (lab.host_pace.across)."""
     if row.failed_runs and not (row.runs or row.noisy_runs):
-        return f"did not succeed ({row.failed_runs} run{'s' * (row.failed_runs > 1)}): {error}"
+        return Said(f"did not succeed ({row.failed_runs} run{'s' * (row.failed_runs > 1)}): {error}")
     s, lo, hi = row.speedup, row.speedup_ci_low, row.speedup_ci_high
     if s is None:
-        return "no latency measured (timed before caller latency was: timing protocol 1)"
+        return Said("no latency measured (timed before caller latency was: timing protocol 1)")
     if interval is not None and interval.wide:
         shown = f"{s:.2f}x, but anywhere from {lo:.2f}x to {hi:.2f}x: {interval.why_wide(round_spread, moved)}"
     else:
@@ -75,7 +96,7 @@ def verdict(row: Row, interval: Interval | None = None, round_spread: float | No
         extra += [apart]
     if paced:
         extra += [paced]
-    return text + (f" ({'; '.join(extra)})" if extra else "")
+    return Said(text + (f" ({'; '.join(extra)})" if extra else ""), notes_at=len(text))
 
 
 def paid_range(row: Row) -> str:

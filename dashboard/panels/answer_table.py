@@ -13,6 +13,7 @@ from dashboard.markup import md
 from dashboard.panels import baseline_table, versiondiff
 from dashboard.state import resources, url_params
 from lab import answer, labels, noise
+from lab.verdict import Said
 
 NOTE = ("speedup: for each process of a configuration, the median of its per-round eager / compiled latency "
         "ratios; the configuration's number averages its processes (on a log scale), and its 95% interval holds the "
@@ -125,9 +126,17 @@ def table_html(answer_rows: list[dict]) -> str:
     no answer faded; verdicts wrap instead of being cut at a cell's edge."""
     columns = page_columns(answer_rows)
     return markup.table([answer.HEADLINE[c] for c in columns],
-                        [[answer.headline_value(r, c) for c in columns] for r in answer_rows],
+                        [[_verdict(r) if c == "verdict" else answer.headline_value(r, c) for c in columns]
+                         for r in answer_rows],
                         kinds=[KINDS.get(c, "num") for c in columns],
                         grey=[bool(r["noisy"]) for r in answer_rows])
+
+
+def _verdict(row) -> tuple[str, str] | str:
+    """The verdict cell: what it answers, then its notes (the processes, what was left out, the host's pace: lab.verdict
+    .Said) drawn quieter; the text as it is where the row holds no such split (a row read back as plain text)."""
+    said = row.get("verdict")
+    return said.parts if isinstance(said, Said) else answer.headline_value(row, "verdict")
 
 
 def table(answer_rows: list[dict], model: str, common: str = "") -> None:

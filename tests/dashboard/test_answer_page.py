@@ -65,6 +65,27 @@ def test_the_answer_table_shows_what_a_lab_typed_as_text(lab):  # noqa: F811 (th
     assert body.count("<tr") == 2
 
 
+def test_a_verdicts_notes_are_drawn_quieter_and_its_text_is_the_same():
+    """The verdict cell draws what it answers, then its notes (lab.verdict.Said: the parenthetical after the answer)
+    in a quieter span; both escaped; read as text, the cell is the verdict whole. A verdict read back as plain text
+    (no split) is drawn as it is."""
+    import pickle
+
+    from dashboard.panels.answer_table import table_html
+    from lab.verdict import Said
+    head, notes = "1.42x [1.38, 1.46]", " (3 processes; <b>x</b> & more)"
+    said = Said(head + notes, notes_at=len(head))
+    assert said == head + notes and said.parts == (head, notes) and pickle.loads(pickle.dumps(said)).parts == (head, notes)
+    row = {c: None for c in SHOWN} | {"batch_size": 8, "config": "default", "verdict": said, "noisy": False, "runs": 3}
+    body = table_html([row])
+    assert "1.42x [1.38, 1.46]<span class=note> (3 processes; &lt;b&gt;x&lt;/b&gt; &amp; more)</span>" in body
+    assert "<b>" not in body
+    plain = table_html([row | {"verdict": head + notes}])
+    assert "<span class=note>" not in plain and "1.42x [1.38, 1.46] (3 processes; &lt;b&gt;" in plain
+    none = table_html([row | {"verdict": Said(head)}])  # no notes: no empty span
+    assert "<span class=note>" not in none and f">{head}<" in none
+
+
 def test_the_answer_table_leaves_out_columns_no_row_fills():
     """A column of dashes only (no portable run, no memory measured) is not drawn: the table fits the page instead of
     scrolling sideways with cut labels; the answer's own columns stay, and a column shows once any row has a value."""

@@ -52,6 +52,8 @@ def test_twelve_configurations_read_as_rows_with_short_labels(lab):  # noqa: F81
     assert spec(ok(page("results", chart="Break-even")), "plot_break_even")["layout"]["yaxis"]["categoryarray"] == rows
     answer = answer_table(at)
     assert set(answer["configuration"]) == {r.rsplit(" · bs ", 1)[0] for r in rows}  # the table and the plots agree
+    (body,) = [h.value for h in at.html if "<table>" in h.value]  # verdicts' notes drawn quieter (lab.verdict.Said)
+    assert "<span class=note> (" in body and any(v.endswith(")") for v in answer["verdict"])
     # and the break-even bars are the answer's counts, not a second estimate of them
     bars = {y: x for t in spec(ok(page("results", chart="Break-even")), "plot_break_even")["data"]
             if t.get("type") == "bar" for y, x in zip(t["y"], t["x"]) if x is not None}  # the greyed row: a trace
