@@ -40,16 +40,16 @@ TABLE_CSS = ("<style>"
              f".{TABLE_CLASS} th{{font-weight:600;vertical-align:bottom;border-bottom-color:rgba(128,128,128,.6)}}"
              + "".join(f".{TABLE_CLASS} .{kind}{{{style}}}" for kind, style in COLUMN_KINDS.items() if kind)
              + f".{TABLE_CLASS} th.num{{white-space:normal}}.{TABLE_CLASS} tr.grey td{{opacity:.5}}"
-             f".{TABLE_CLASS} .note{{opacity:.68;font-size:.75rem}}</style>")
+             f".{TABLE_CLASS} .note{{opacity:.68;font-size:.75rem;white-space:normal}}</style>")
 
 
 def table(header: list[str], rows: list[list], kinds: list[str] | None = None,
           grey: list[bool] | None = None) -> str:
     """An HTML table of text for st.html: every header and cell escaped, so a value shows as typed (a model named
     `<img src=x onerror=...>` is those characters, never an element); a cell given as two texts (what it says, its
-    notes) draws the notes quieter, both escaped. `kinds`: each column's COLUMN_KINDS key
-    (num: a number, right-aligned; name and wide: text kept from narrowing); rows with `grey` set are drawn faded
-    (a configuration with no answer)."""
+    notes) draws the notes quieter, free to wrap in a column that keeps its numbers whole, both escaped. `kinds`:
+    each column's COLUMN_KINDS key (num: a number, right-aligned; name and wide: text kept from narrowing); rows
+    with `grey` set are drawn faded (a configuration with no answer)."""
     kinds = kinds or [""] * len(header)
     attrs = [f" class={kind}" if kind else "" for kind in kinds]
     if any(kind not in COLUMN_KINDS for kind in kinds):

@@ -133,14 +133,20 @@ def headline_cell(v) -> str:
 def headline_value(row: Mapping, column: str) -> str:
     """A row's headline cell: headline_cell, but the cold first call with its 95% interval ("2.71 [2.10, 3.50]"), or,
     where too few processes compiled it cold on this device to give one, from how many it comes ("2.71 (one process)")."""
+    return "".join(headline_parts(row, column))
+
+
+def headline_parts(row: Mapping, column: str) -> tuple[str, str]:
+    """headline_value as (the value, a note on where it comes from: " (one process)"), the note "" where it has none:
+    a page may draw the note quieter, and let it wrap."""
     v = row.get(column)
     if column != "first_call_cold_s" or v is None:
-        return headline_cell(v)
+        return headline_cell(v), ""
     lo, hi = row.get("first_call_cold_low"), row.get("first_call_cold_high")
     if lo is not None and hi is not None:
-        return f"{headline_cell(v)} [{lo:.3g}, {hi:.3g}]"  # the number as every page writes it, its ends to 3 digits
+        return f"{headline_cell(v)} [{lo:.3g}, {hi:.3g}]", ""  # the number as every page writes it, its ends to 3 digits
     n = row.get("cold_processes") or 1
-    return f"{headline_cell(v)} ({'one process' if n == 1 else f'{n} processes'})"
+    return headline_cell(v), f" ({'one process' if n == 1 else f'{n} processes'})"
 
 
 def rows_markdown(rows: Iterable[Mapping], headline: Mapping[str, str] = HEADLINE) -> str:

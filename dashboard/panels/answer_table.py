@@ -126,7 +126,7 @@ def table_html(answer_rows: list[dict]) -> str:
     no answer faded; verdicts wrap instead of being cut at a cell's edge."""
     columns = page_columns(answer_rows)
     return markup.table([answer.HEADLINE[c] for c in columns],
-                        [[_verdict(r) if c == "verdict" else answer.headline_value(r, c) for c in columns]
+                        [[_verdict(r) if c == "verdict" else answer.headline_parts(r, c) for c in columns]
                          for r in answer_rows],
                         kinds=[KINDS.get(c, "num") for c in columns],
                         grey=[bool(r["noisy"]) for r in answer_rows])

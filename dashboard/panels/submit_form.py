@@ -343,10 +343,12 @@ def sweep_form(catalog: dict, devices: set) -> None:
         else:
             st.session_state["submitted"] = stored
             st.session_state["submitted_values"] = values
+            st.session_state.pop("job", None)  # a job picked earlier (Job, Queue's detail: ?job=) is not this sweep's:
+            # "Watch them on Queue" opens on the new sweep, not on that job's detail
             st.session_state["submit_count"] = st.session_state.get("submit_count", 0) + 1  # a fresh, unticked box
             st.rerun()  # draw the button disabled now: this sweep is in
     submitted = st.session_state.get("submitted")
-    if submitted:
+    if submitted and just_sent:  # said while the form holds what was sent: a changed form (another preset) is not it
         summaries = {s.id: s for s in sweeps.sweeps(resources.engine(), limit=50)}
         for sweep_id, job_ids in submitted:
             label = summaries[sweep_id].label if sweep_id in summaries else f"#{sweep_id}"

@@ -24,6 +24,7 @@ from sqlalchemy.engine import make_url
 from dashboard.data.connection import absolute_sqlite, describe
 from dashboard.data.jobs import live_workers
 from lab.wording import count
+from runner.child.disturbance import DASHBOARD_PID_ENV
 
 ENV_SWITCH = "COMPILE_LAB_EMBEDDED_WORKER"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the worker runs from the project's root
@@ -162,7 +163,7 @@ class EmbeddedWorker:
             self.proc = subprocess.Popen(self.command, cwd=PROJECT_ROOT, stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=subprocess.STDOUT, start_new_session=True,
                                          env={**os.environ, "PYTHONUNBUFFERED": "1", DB_ENV: self.url,
-                                              MARK_ENV: self.key})
+                                              MARK_ENV: self.key, DASHBOARD_PID_ENV: str(os.getpid())})
         self._started = time.monotonic()
         # Popen returns once exec began; the kernel sets the new program's environment a moment later. Until then
         # /proc/PID/environ reads empty, and another app process taking the lock next would start a second worker.

@@ -130,6 +130,20 @@ def _descendants(procs: dict, root: int) -> set[int]:
     return out
 
 
+# set by the dashboard for the embedded worker it starts (dashboard.state.embedded): its server's pid, which a job's
+# disturbance then names in words (on a small machine the pages a user opens while a job is timed share its cores)
+DASHBOARD_PID_ENV = "COMPILE_LAB_DASHBOARD_PID"
+
+
+def _named(pid: int, name: str) -> str:
+    """Who a busy process is, in words where the lab knows it: this job's worker, or this lab's dashboard server."""
+    if pid == os.getppid():
+        return "this job's worker"
+    if os.environ.get(DASHBOARD_PID_ENV, "") == str(pid):
+        return "this lab's dashboard server"
+    return name
+
+
 def host_causes(before: Reading, after: Reading, cpus: set[int]) -> tuple[list[str], dict]:
     """The host's causes between two readings, in words, and what was measured."""
     wall = max(after.at - before.at, 1e-9)
@@ -144,7 +158,7 @@ def host_causes(before: Reading, after: Reading, cpus: set[int]) -> tuple[list[s
         if pid in helpers:
             mine.append((used, pid, name))
         elif used >= 0.05 * wall:
-            top.append((used, pid, "this job's worker" if pid == os.getppid() else name))
+            top.append((used, pid, _named(pid, name)))
     helpers_s = sum(used for used, _, _ in mine)
     others_s = max(0.0, (after.busy - before.busy) / TICK - (after.own - before.own) - helpers_s)
     steal_s = max(0.0, (after.steal - before.steal) / TICK)

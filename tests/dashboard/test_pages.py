@@ -164,6 +164,17 @@ def test_submit_creates_exactly_the_jobs_shown(worker):
     at.text_input(key="f_batch").input("8").run()  # a changed form is a new sweep
     assert not at.button(key="f_submit").disabled and not any(
         c.label.startswith("Queue this same sweep again") for c in at.checkbox)
+    assert not any("jobs queued" in t for t in texts(at.success))  # the queued line is the sent form's, not this one's
+
+
+def test_a_job_picked_before_a_submit_is_not_what_watching_the_new_sweep_opens(worker):
+    """A job id picked on Job or Queue's detail (?job=) stays in the session; a submitted sweep's "Watch them on Queue"
+    opens Queue on that sweep, not pinned to the old job's detail."""
+    at = ok(page("submit"))
+    at.session_state["job"] = "1"
+    at.text_input(key="f_batch").input("8").run()
+    ok(at.button(key="f_submit").click().run())
+    assert "job" not in at.session_state and any(" queued (id" in t for t in texts(at.success))
 
 
 def test_bad_input_is_reported_next_to_its_field_and_nothing_is_stored(worker):

@@ -52,6 +52,8 @@ def test_two_app_processes_start_one_worker(managers, monkeypatch):
     pid = started[0].proc.pid  # the URL is in the worker's environment, not on its command line
     assert first.url.encode() not in open(f"/proc/{pid}/cmdline", "rb").read()
     assert f"DATABASE_URL={first.url}".encode() in open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+    # and the app's own pid, which its jobs name in words should the app's pages disturb them (runner.child.disturbance)
+    assert f"COMPILE_LAB_DASHBOARD_PID={os.getpid()}".encode() in open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
 
 
 def test_a_starting_worker_is_checked_again_at_once_not_after_the_cache(managers, engine, monkeypatch):
