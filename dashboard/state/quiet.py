@@ -8,7 +8,10 @@ the job would name as its disturbance (runner.child.disturbance) and re-run. So 
   starts `notice()`'s slow tick. A full run while paused draws the fragments without a refresh interval;
 - `notice()` (on every page) says so, and ticks every SLOW_S with that one query alone until the timing ends, then
   reruns the page, which refreshes again;
-- `paused()`: work the server would start by itself (the results snapshot) waits meanwhile.
+- `paused()`: work the server would start by itself (the results snapshot) waits meanwhile;
+- `wait_for_timing()`: on a small host (SMALL_HOST CPUs or fewer, where drawing a page, about a core for a second, is
+  past the share of a job's cores that its rounds name a disturbance), a page a person opens or acts on while a job
+  here is timed says why it waits and sleeps until the timing ends, WAIT_S at most, then draws.
 
 Stopping and starting a fragment's timer from inside a fragment run uses Streamlit's own messages (auto_rerun,
 stop_auto_rerun: what st.fragment sends); where this Streamlit lacks them, the page reruns instead.
@@ -16,6 +19,7 @@ stop_auto_rerun: what st.fragment sends); where this Streamlit lacks them, the p
 from __future__ import annotations
 
 import functools
+import os
 import socket
 import threading
 import time
@@ -50,6 +54,46 @@ def timed_here() -> list[tuple[int, str]]:
     with _lock:
         _last[url] = (time.monotonic(), found)
     return found
+
+
+SMALL_HOST = 8  # CPUs: on more, a page's drawing is under what a job's rounds name a disturbance (10% of its cores)
+WAIT_ENV = "COMPILE_LAB_PAGE_WAIT_S"  # the longest a page waits for a timing here to end (0: never waits)
+WAIT_S = 15.0
+WAITED = "quiet_waited"  # session key: the seconds this session's last full run waited (0 when it did not)
+
+
+def wait_s() -> float:
+    try:
+        return max(0.0, float(os.environ.get(WAIT_ENV, WAIT_S)))
+    except ValueError:
+        return WAIT_S
+
+
+def wait_for_timing() -> None:
+    """A full run of the page (one a person opened, or an action of theirs) while a job on this host is timed, on a
+    small host: a line says why it waits, the run sleeps until the timing ends (one small shared query every half
+    second) or wait_s() passes, and then the page draws: drawing it now would take the job's cores from under it.
+    The live fragments' ticks never come here (they pause: live)."""
+    timed, limit = st.session_state.get(KEY), wait_s()
+    st.session_state[WAITED] = 0.0
+    if not timed or not limit or len(_cpus()) > SMALL_HOST:
+        return
+    line = st.empty()
+    ids = ", ".join(f"{job_id}" for job_id, _ in timed)
+    line.info(f"Drawing this page once the timing of job {ids} on this machine ends (now {md(timed[0][1])}; "
+              f"{limit:.0f} s at most): drawing it meanwhile would take the cores the job is timed on.",
+              icon=":material/hourglass_top:")
+    began = time.monotonic()
+    while timed and time.monotonic() - began < limit:
+        time.sleep(0.5)
+        timed = timed_here()
+    line.empty()
+    st.session_state[KEY] = timed
+    st.session_state[WAITED] = round(time.monotonic() - began, 2)
+
+
+def _cpus() -> set[int]:
+    return os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
 
 
 def begin() -> None:

@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.markup import md
+from dashboard.state import quiet
 from dashboard.state.embedded import ENV_SWITCH
 from db import queue, views
 from db.engine import reading
@@ -26,6 +27,7 @@ APP = str(ROOT / "dashboard" / "main.py")
 def lab(db_url, engine, monkeypatch):
     monkeypatch.setenv("DATABASE_URL", db_url)
     monkeypatch.setenv(ENV_SWITCH, "0")  # no worker process: these tests are about the pages
+    monkeypatch.setenv(quiet.WAIT_ENV, "0")  # a page drawn beside a job timed here does not wait (test_quiet_pages)
     return engine
 
 

@@ -1,0 +1,51 @@
+"""A page a person opens while a job on this host is timed waits for the timing to end before it draws, on a small
+host (dashboard.state.quiet.wait_for_timing): drawing it meanwhile would take the cores the job is timed on. It
+waits only as long as the timing lasts, never past its limit, and not at all on a large host, for a job timed on
+another host, or where the lab set the limit to 0."""
+import socket
+import threading
+import time
+
+from dashboard.state import quiet
+from db import queue
+from tests.dashboard.test_eta_pages import compiling_for
+from tests.dashboard.test_pages import lab, ok, page, texts  # noqa: F401 (lab: a fixture)
+
+
+def _timed_here(engine):
+    claim, _ = compiling_for(engine, [40.0], 5.0, hostname=socket.gethostname())
+    queue.heartbeat_job(engine, claim.job_id, claim.token, 60, "measuring", 0.3)
+    quiet._last.clear()  # the look shared for a second
+    return claim
+
+
+def test_a_page_opened_while_a_job_here_is_timed_waits_until_the_timing_ends(lab, monkeypatch):  # noqa: F811 (the fixture)
+    monkeypatch.setattr(quiet, "SMALL_HOST", 10_000)  # whatever this machine's size
+    monkeypatch.setenv(quiet.WAIT_ENV, "20")
+    claim = _timed_here(lab)
+    ended = threading.Timer(2.0, lambda: queue.heartbeat_job(lab, claim.job_id, claim.token, 60, "counting kernels",
+                                                             None))
+    ended.start()
+    began = time.monotonic()
+    at = ok(page("queue"))
+    took = time.monotonic() - began
+    ended.join()
+    waited = at.session_state[quiet.WAITED]
+    assert 1.5 <= waited <= 6.0 and took >= waited, (waited, took)  # until the timing ended, far under its limit
+    assert not any(t.startswith("Drawing this page once") for t in texts(at.info))  # the line goes once it draws
+    assert not any(t.startswith("Paused refreshing") for t in texts(at.info))  # and the page is live again
+    assert claim.job_id in set(at.dataframe[0].value["job"])  # drawn whole
+
+
+def test_the_wait_is_bounded_and_absent_on_a_large_host_or_where_the_lab_turned_it_off(lab, monkeypatch):  # noqa: F811
+    claim = _timed_here(lab)
+    monkeypatch.setattr(quiet, "SMALL_HOST", 10_000)
+    monkeypatch.setenv(quiet.WAIT_ENV, "1.5")
+    at = ok(page("queue"))
+    assert 1.5 <= at.session_state[quiet.WAITED] <= 4.0  # still timed at its limit: it drew, and says it paused
+    assert any(t.startswith(f"Paused refreshing while job {claim.job_id} is timed") for t in texts(at.info))
+    monkeypatch.setenv(quiet.WAIT_ENV, "0")  # the lab would rather see its pages at once
+    assert ok(page("queue")).session_state[quiet.WAITED] == 0.0
+    monkeypatch.setenv(quiet.WAIT_ENV, "20")
+    monkeypatch.setattr(quiet, "SMALL_HOST", 0)  # a large host: a page's drawing is no disturbance there
+    assert ok(page("queue")).session_state[quiet.WAITED] == 0.0
