@@ -339,6 +339,12 @@ def test_a_change_inside_the_runs_noise_is_not_coloured_as_a_finding():
     slightly = diff.run_numbers({**a, "eager_spread": 0.06, "compiled_spread": 0.03}, {**b, "speedup": 0.19})
     speedup = slightly.set_index("metric").loc["speedup"]
     assert speedup["note"] == "" and diff.verdict("speedup", speedup["Δ%"], speedup["note"]) == "worse"  # -80%
+    # a first run against its process repeat: a cold compile against a warm one (lab.first_call.kind), no finding
+    repeat = diff.run_numbers({**a, "cache": "cold", "first_call_cache": "cold"},
+                              {**b, "cache": "cold", "first_call_cache": "warm", "graph_cache_hit": True})
+    first = repeat.set_index("metric").loc["compiled_first_call_s"]
+    assert first["note"] == "A compiled cold, B warm: not the same first call"
+    assert diff.verdict("compiled_first_call_s", first["Δ%"], first["note"]) == ""
 
 
 def test_sweeps_judge_a_change_against_their_median_runs_spread(engine, synthetic):

@@ -56,3 +56,13 @@ def test_the_terminal_lines_read_name_a_to_b_one_reason_a_line_and_no_raw_dicts(
     every = jobdiff.lines_text(rows).splitlines()
     assert "  mode: default" in every and len([x for x in every if x.startswith("* ")]) == sum(r["differs"] for r in rows)
     assert not any(r["A"].startswith("{") or "{'" in r["B"] for r in rows)  # Compare's table reads the same way
+
+
+def test_a_process_repeat_reads_as_compiled_from_a_warm_cache_not_its_specs_cold_one():
+    """A cold-cache configuration's process repeat compiles from its first run's kept cache: the row says what each
+    first call compiled from (lab.first_call.kind), as the job page and the answer count it."""
+    first = {**A, "cache": "cold", "first_call_cache": "cold", "graph_cache_hit": False}
+    repeat = {**A, "cache": "cold", "first_call_cache": "warm", "graph_cache_hit": True}
+    rows = {r["what"]: r for r in jobdiff.story_rows(first, repeat)}
+    assert (rows["first call compiled from"]["A"], rows["first call compiled from"]["B"]) == ("cold", "warm")
+    assert rows["first call compiled from"]["differs"] and "compile cache" not in rows
