@@ -15,6 +15,11 @@ from typing import Hashable, Iterable, Sequence
 from lab import history, host_pace
 from lab.interval import Spread
 
+# set by the dashboard for the embedded worker it starts (dashboard.state.embedded): its server's pid, which a job's
+# disturbance then names in words (runner.child.disturbance: on a small machine the pages a person opens while a job
+# is timed share its cores)
+DASHBOARD_PID_ENV = "COMPILE_LAB_DASHBOARD_PID"
+
 NOISY_RERUN, PROCESS_REPEAT = "noisy", "process"  # the two kinds of follow-up job
 PENDING = ("queued", "running")  # a job that will measure: it counts as one of the processes
 # one more process when a configuration's processes disagree past this (their paired speedups' range, log

@@ -23,8 +23,8 @@ from sqlalchemy.engine import make_url
 
 from dashboard.data.connection import absolute_sqlite, describe
 from dashboard.data.jobs import live_workers
+from lab.noise import DASHBOARD_PID_ENV
 from lab.wording import count
-from runner.child.disturbance import DASHBOARD_PID_ENV
 
 ENV_SWITCH = "COMPILE_LAB_EMBEDDED_WORKER"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the worker runs from the project's root

@@ -16,6 +16,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
+from lab.noise import DASHBOARD_PID_ENV
 from runner.child.reaper import proc_stats
 
 log = logging.getLogger("compile_lab.child")
@@ -128,11 +129,6 @@ def _descendants(procs: dict, root: int) -> set[int]:
                 out.add(child)
                 todo.append(child)
     return out
-
-
-# set by the dashboard for the embedded worker it starts (dashboard.state.embedded): its server's pid, which a job's
-# disturbance then names in words (on a small machine the pages a user opens while a job is timed share its cores)
-DASHBOARD_PID_ENV = "COMPILE_LAB_DASHBOARD_PID"
 
 
 def _named(pid: int, name: str) -> str:
