@@ -155,13 +155,22 @@ CLOCK_WORDS = {"latency": "latency", "throughput": "throughput", "gpu": "GPU tim
 
 def speedup(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> go.Figure:
     """Seed 004: speedup (eager_ms / compiled_ms) vs batch size, in one clock (plot_data.on_clock; latency, what
-    a caller waits for, by default); above the 1.0× line compile wins."""
+    a caller waits for, by default); above the 1.0× line compile wins. Where the answer stands for a point
+    (plot_data.answered_speedup), the point is its number with its 95% interval as a whisker."""
     # a configuration disturbed in every run answers with their numbers: its own line, hollow (mark_noisy rings them)
-    fig = px.line(agg.dropna(subset=["speedup"]), x="batch_size", y="speedup", color="config",
-                  markers=True,
-                  color_discrete_map=colors(agg["config"]), hover_data={"runs": True, "eager_ms": ":.4g",
-                                                                        "compiled_ms": ":.4g"},
-                  labels={"speedup": "speedup (eager / compiled)", "config": ""})
+    drawn = agg.dropna(subset=["speedup"])
+    lo, hi = (drawn[c] if c in drawn else pd.Series(np.nan, index=drawn.index) for c in plot_data.SPEEDUP_BOUNDS)
+    bracketed = bool((pd.notna(lo) & pd.notna(hi)).any())  # the answer's 95% intervals (plot_data.answered_speedup)
+    drawn = drawn.assign(plus=hi - drawn["speedup"], minus=drawn["speedup"] - lo,
+                         held=[f"{a:.2f}× – {b:.2f}×" if pd.notna(a) and pd.notna(b) else "–" for a, b in zip(lo, hi)])
+    fig = px.line(drawn, x="batch_size", y="speedup", color="config", markers=True,
+                  color_discrete_map=colors(agg["config"]),
+                  error_y="plus" if bracketed else None, error_y_minus="minus" if bracketed else None,
+                  hover_data={"runs": True, "eager_ms": ":.4g", "compiled_ms": ":.4g", "plus": False, "minus": False,
+                              "held": bracketed},
+                  labels={"speedup": "speedup (eager / compiled)", "config": "", "held": "95% interval"})
+    if bracketed:
+        fig.update_traces(error_y=dict(thickness=1.2, width=5))
     # each point's value beside it, while they are few enough to be read (the answer table has them all)
     fig.update_traces(marker=dict(size=9), textposition="middle right", textfont=dict(size=10))
     values_on_points(fig, "%.2f×")
@@ -169,7 +178,8 @@ def speedup(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> g
     fig.add_hline(y=1.0, line=dict(color="#444", dash="dot"), annotation_text="1.0× (no gain)",
                   annotation_position="bottom right")
     x_batches(fig, agg, fails)
-    top = max(1.2, float(agg["speedup"].max()) * 1.1) if agg["speedup"].notna().any() else 2.0
+    top = max(1.2, float(np.nanmax([agg["speedup"].max(), hi.max() if bracketed else np.nan])) * 1.1) \
+        if agg["speedup"].notna().any() else 2.0
     fig.update_yaxes(range=[0, top])
     mark_failures_on_x(fig, fails, "batch_size", "config")
     return layout(fig, "Speedup vs batch size" + ("" if clock == "latency" else f" ({CLOCK_WORDS[clock]})"))

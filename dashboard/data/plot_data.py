@@ -97,6 +97,18 @@ PAID_BOUNDS = ("break_even_low", "break_even_high")
 
 
 COLD_BOUNDS = ("first_call_cold_low", "first_call_cold_high")
+SPEEDUP_BOUNDS = ("speedup_ci_low", "speedup_ci_high")
+
+
+def answered_speedup(agg: pd.DataFrame, view: pd.DataFrame, answer_rows: list[dict]) -> pd.DataFrame:
+    """`agg` (latency's) with each configuration's speedup and its 95% interval (SPEEDUP_BOUNDS, NaN where none) from
+    the answer, matched by jobs as answered_break_even matches them: the Speedup chart's point is the answer table's
+    number, with how far it can be trusted. Rows the answer does not stand for keep their own medians, unbracketed."""
+    out = agg.assign(**dict.fromkeys(SPEEDUP_BOUNDS, np.nan))
+    for i, row in _answer_rows(out, view, answer_rows):
+        for col in ("speedup", *SPEEDUP_BOUNDS):
+            out.at[i, col] = np.nan if row.get(col) is None else row[col]
+    return out
 
 
 def answered_cold(agg: pd.DataFrame, view: pd.DataFrame, answer_rows: list[dict]) -> pd.DataFrame:

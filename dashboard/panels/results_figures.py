@@ -65,6 +65,8 @@ def speed_parts(v: ModelView, answer_rows: list[dict], schedule_calls: dict[int,
     answer table counts it) and the shape schedules' calls of its newest jobs that ran one."""
     view, agg, fails = v.view, v.agg, v.fails
     timed = plot_data.on_clock(agg, clock)
+    if clock == "latency":  # the answer's numbers and intervals are latency's: its points, bracketed
+        timed = plot_data.answered_speedup(timed, view, answer_rows)
     paid = plot_data.answered_break_even(agg, view, answer_rows)  # the answer table's counts, not a second estimate
     with_schedule = model_data.scheduled(view)
     timeline = None

@@ -71,6 +71,12 @@ def test_twelve_configurations_read_as_rows_with_short_labels(lab):  # noqa: F81
               if not r.noisy and r.break_even_low == r.break_even_low and r.break_even_high == r.break_even_high}
     assert len(ranged) >= 5 and all(lo <= answered[k] <= hi for k, (lo, hi) in ranged.items())
     assert {k: tuple(round(v) for v in ends[k]) for k in ranged} == {k: (round(lo), round(hi)) for k, (lo, hi) in ranged.items()}
+    # the Speedup chart's points are the answer's numbers, each with its 95% interval as a whisker
+    points = {(t["name"], x): (y, y + plus, y - minus) for t in spec(ok(page("results", chart="Speedup")), "plot_speedup")["data"]
+              if t.get("mode", "").startswith("lines") and t.get("error_y")
+              for x, y, plus, minus in zip(t["x"], t["y"], t["error_y"]["array"], t["error_y"]["arrayminus"])}
+    stated = {(r.config, r.batch_size): (r.speedup, r.speedup_ci_high, r.speedup_ci_low) for r in every.itertuples()}
+    assert len(points) >= 10 and all(p == pytest.approx(stated[k], rel=1e-9) for k, p in points.items()), points
     hovers = {t["hovertemplate"] for t in spec(ok(page("results", chart="Break-even")), "plot_break_even")["data"]
               if t.get("type") == "bar" and "hovertemplate" in t}  # the bars' own (the greyed row's overlay has none)
     assert hovers and all(h.startswith("%{y}<br>%{text}<br>") and "%{x}" not in h for h in hovers), hovers  # as written, rounded
