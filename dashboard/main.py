@@ -46,7 +46,7 @@ def sidebar() -> None:
 
 page = st.navigation(PAGES)
 quiet.begin()  # a job timed on this host: live refresh pauses (dashboard.state.quiet)
-quiet.wait_for_timing()  # and on a small host the page waits for its timing to end before it draws
+quiet.wait_for_timing(page.url_path)  # and on a small host a page opened waits for its timing to end to draw
 resources.warm_results()  # the first visit to Results finds the table loaded (or loading)
 with downloads.drawing():  # downloads wait while pages are drawn (dashboard.server.downloads)
     try:  # st.stop() and reruns end a page by raising (not an Exception): no sidebar for a run that is thrown away

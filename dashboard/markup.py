@@ -40,7 +40,8 @@ TABLE_CSS = ("<style>"
              f".{TABLE_CLASS} th{{font-weight:600;vertical-align:bottom;border-bottom-color:rgba(128,128,128,.6)}}"
              + "".join(f".{TABLE_CLASS} .{kind}{{{style}}}" for kind, style in COLUMN_KINDS.items() if kind)
              + f".{TABLE_CLASS} th.num{{white-space:normal}}.{TABLE_CLASS} tr.grey td{{opacity:.5}}"
-             f".{TABLE_CLASS} .note{{opacity:.68;font-size:.75rem;white-space:normal}}</style>")
+             f".{TABLE_CLASS} .note{{opacity:.68;font-size:.75rem;white-space:normal}}"
+             f".{TABLE_CLASS} tr.grey .note{{opacity:1}}</style>")  # a faded row's notes say why: not fainter still
 
 
 def table(header: list[str], rows: list[list], kinds: list[str] | None = None,

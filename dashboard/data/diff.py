@@ -259,8 +259,9 @@ def run_numbers(a: dict, b: dict) -> pd.DataFrame:
     for metric in RUN_METRICS:
         va, vb = (_number(r.get(metric)) for r in (a, b))
         note = _note(metric, changes[metric], noise, eager)
-        if metric == "compiled_first_call_s" and made[0] != made[1]:  # a cold compile against a warm one is no
-            note = f"A compiled {made[0]}, B {made[1]}: not the same first call"  # finding about the setting
+        if metric == "compiled_first_call_s" and made[0] != made[1] and not (pd.isna(va) or pd.isna(vb)):  # a cold
+            # compile against a warm one is no finding about the setting
+            note = f"A compiled {made[0]}, B {made[1]}: not the same first call"
         rows.append({"metric": metric, "A": va, "B": vb, "Δ%": changes[metric], "note": note})
     # float columns: a missing number is NaN, which the table shows as "–" (None in an object column
     # was shown as "None")

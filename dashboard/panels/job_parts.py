@@ -154,7 +154,7 @@ def artifact_view(job_id: int, listed: list[dict]) -> None:
                + (" · cut at the size cap" if a["truncated"] else "")
                + f" · also `python -m runner artifact {job_id} {name}`")
     st.download_button(f"Download {name}", text, file_name=f"job{job_id}-{name}.{'log' if name == 'trace' else 'py'}",
-                       icon=":material/download:")
+                       icon=":material/download:", on_click="ignore")  # a download reruns nothing
     if len(text) > SHOWN_CHARS:
         st.caption(f"The first {SHOWN_CHARS:,} characters; download for the rest.")
     st.code(text[:SHOWN_CHARS], language=LANGUAGES.get(name), line_numbers=True, height=600)
@@ -185,7 +185,7 @@ def tlparse_view(job_id: int, listed: list[dict], why_none: str | None = None, f
     c2.link_button("Open in a tab", tlparse_pages.url(job_id, chosen or "index.html"), icon=":material/open_in_new:",
                    width="stretch")
     c3.download_button("Download report (zip)", data, file_name=f"job{job_id}-tlparse.zip", icon=":material/download:",
-                       width="stretch")
+                       width="stretch", on_click="ignore")
     if chosen:
         try:  # the route refuses what passes the bounds too; said here instead of an empty frame
             artifacts.report_file(data, chosen, what)

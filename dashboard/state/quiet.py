@@ -58,30 +58,35 @@ def timed_here() -> list[tuple[int, str]]:
 
 SMALL_HOST = 8  # CPUs: on more, a page's drawing is under what a job's rounds name a disturbance (10% of its cores)
 WAIT_ENV = "COMPILE_LAB_PAGE_WAIT_S"  # the longest a page waits for a timing here to end (0: never waits)
-WAIT_S = 15.0
+WAIT_S, MAX_WAIT_S = 15.0, 120.0
 WAITED = "quiet_waited"  # session key: the seconds this session's last full run waited (0 when it did not)
+OPENED = "quiet_page"  # session key: the page this session's last full run drew
 
 
 def wait_s() -> float:
     try:
-        return max(0.0, float(os.environ.get(WAIT_ENV, WAIT_S)))
+        limit = float(os.environ.get(WAIT_ENV, WAIT_S))
     except ValueError:
         return WAIT_S
+    return min(max(0.0, limit), MAX_WAIT_S) if limit == limit else WAIT_S  # NaN: the default
 
 
-def wait_for_timing() -> None:
-    """A full run of the page (one a person opened, or an action of theirs) while a job on this host is timed, on a
-    small host: a line says why it waits, the run sleeps until the timing ends (one small shared query every half
-    second) or wait_s() passes, and then the page draws: drawing it now would take the job's cores from under it.
-    The live fragments' ticks never come here (they pause: live)."""
+def wait_for_timing(page: str) -> None:
+    """A page a person opens (`page`: its path; a session's first run, or another page than its last run's) while a
+    job on this host is timed, on a small host: a line says why it waits, the run sleeps until the timing ends (one
+    small shared query every half second) or wait_s() passes, and then the page draws: drawing it now would take the
+    job's cores from under it. An action on the page already open (a click, a submit, a cancel) is not held: the
+    person asked for it. The live fragments' ticks never come here (they pause: live). The line's place is kept on
+    every run, so what follows keeps its place whether the run waited or not."""
+    line = st.empty()
+    opened = st.session_state.get(OPENED) != page
+    st.session_state[OPENED] = page
     timed, limit = st.session_state.get(KEY), wait_s()
     st.session_state[WAITED] = 0.0
-    if not timed or not limit or len(_cpus()) > SMALL_HOST:
+    if not opened or not timed or not limit or len(_cpus()) > SMALL_HOST:
         return
-    line = st.empty()
-    ids = ", ".join(f"{job_id}" for job_id, _ in timed)
-    line.info(f"Drawing this page once the timing of job {ids} on this machine ends (now {md(timed[0][1])}; "
-              f"{limit:.0f} s at most): drawing it meanwhile would take the cores the job is timed on.",
+    line.info(f"Drawing this page once the timing of {_jobs(timed)} on this machine ends (now {md(timed[0][1])}; "
+              f"{limit:.0f} s at most): drawing it meanwhile would take the cores it is timed on.",
               icon=":material/hourglass_top:")
     began = time.monotonic()
     while timed and time.monotonic() - began < limit:
@@ -136,9 +141,14 @@ def paused() -> bool:
     return bool(st.session_state.get(KEY))
 
 
+def _jobs(timed: list[tuple[int, str]]) -> str:
+    """"job 3" / "jobs 3, 4": the timed jobs by their ids (numbers from the database)."""
+    ids = ", ".join(f"{int(job_id)}" for job_id, _ in timed)
+    return f"job {ids}" if len(timed) == 1 else f"jobs {ids}"
+
+
 def sentence(timed: list[tuple[int, str]]) -> str:
-    ids = ", ".join(f"{job_id}" for job_id, _ in timed)
-    which = f"job {ids} is" if len(timed) == 1 else f"jobs {ids} are"
+    which = _jobs(timed) + (" is" if len(timed) == 1 else " are")
     return (f"Paused refreshing while {which} timed on this machine (now {md(timed[0][1])}), so the page does not "
             "disturb it: what it shows is as of the timing's start or your last action. It resumes by itself when "
             "the timing ends.")

@@ -35,6 +35,33 @@ def test_a_page_opened_while_a_job_here_is_timed_waits_until_the_timing_ends(lab
     assert not any(t.startswith("Drawing this page once") for t in texts(at.info))  # the line goes once it draws
     assert not any(t.startswith("Paused refreshing") for t in texts(at.info))  # and the page is live again
     assert claim.job_id in set(at.dataframe[0].value["job"])  # drawn whole
+    queue.heartbeat_job(lab, claim.job_id, claim.token, 60, "measuring", 0.5)  # timed again
+    quiet._last.clear()
+    monkeypatch.setenv(quiet.WAIT_ENV, "3")
+    ok(at.run())  # an action on the page already open (a click, a submit, a cancel) is not held
+    assert at.session_state[quiet.WAITED] == 0.0
+    ok(at.switch_page("screens/results.py").run())  # another page opened: held
+    assert at.session_state[quiet.WAITED] >= 2.5
+
+
+def test_a_job_whose_lease_ran_out_is_timed_by_nobody_and_holds_no_page(lab, monkeypatch):  # noqa: F811
+    """A worker killed while its job was timed leaves the job running until another worker requeues it: its lease
+    has run out, so no page waits for it, and none pauses."""
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from db.engine import atomic
+    from db.models import Job, utcnow
+
+    monkeypatch.setattr(quiet, "SMALL_HOST", 10_000)
+    monkeypatch.setenv(quiet.WAIT_ENV, "20")
+    claim = _timed_here(lab)
+    with atomic(lab) as s:
+        s.execute(update(Job).where(Job.id == claim.job_id).values(lease_expires_at=utcnow() - timedelta(seconds=1)))
+    quiet._last.clear()
+    at = ok(page("queue"))
+    assert at.session_state[quiet.WAITED] == 0.0 and not any(t.startswith("Paused refreshing") for t in texts(at.info))
 
 
 def test_the_wait_is_bounded_and_absent_on_a_large_host_or_where_the_lab_turned_it_off(lab, monkeypatch):  # noqa: F811
