@@ -64,6 +64,11 @@ def compile_breakdown(metrics: list, first_call_s: float, left_out: dict | None 
                               ("autotuning", from_lowering + from_codegen)):
             parts[part] += max(0.0, seconds)
     parts = {k: max(0.0, v - (left_out or {}).get(k, 0.0)) for k, v in parts.items()}
+    over = sum(parts.values()) - first_call_s
+    if over > 0:  # the lab's share torch counts in all (left out of first_call_s) but no part was given: it lies in
+        # the parts, and is taken from the largest, so that they still add up to the call (a CI run: 1.6 ms of 1.7 s)
+        largest = max(parts, key=parts.get)
+        parts[largest] = max(0.0, parts[largest] - over)
     parts["other (run, guards)"] = max(0.0, first_call_s - sum(parts.values()))
     return parts
 
