@@ -12,7 +12,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from lab import first_call, host_pace, labels, noise, tabular
+from lab import first_call, labels, noise, process_notes, tabular
 from lab.axes import COMPILE_FIELDS, folded_mode
 from lab.break_even import break_even_calls, break_even_range
 from lab.interval import Prior, Spread, combine, device_prior
@@ -370,40 +370,17 @@ def _row(runs: Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray,
     if row.failed_runs and not (row.runs or row.noisy_runs):
         error = next((cols["error"][i] for i in idx if cols["error"][i]), None) or cols["status"][idx[0]]
     return replace(row, verdict=verdict(row, interval, runs.median("speedup_spread", quiet), error,
-                                        cols["device"][idx[0]], folded, sides_moved(runs, quiet),
-                                        paces(runs, quiet, known)))
+                                        cols["device"][idx[0]], folded,
+                                        process_notes.sides_moved(runs.num["eager_ms"][quiet], runs.num["compiled_ms"][quiet]),
+                                        _paces(runs, quiet, known)))
 
 
-def paces(runs: Runs, quiet: np.ndarray, known: Spreads) -> str | None:
-    """Where these processes ran at different host paces (lab.host_pace), what each pace's processes read, each by its
-    paired speedup (its own where it has none); where they all ran slower than their device's host runs when fast
-    (Spreads.paces), that too, and what the configuration's processes that ran at that pace read, over every sweep of
-    it (Spreads.fast), where two or more did."""
-    centers, pace = runs.paired(quiet), runs.num["host_pace_us"][quiet]
-    keep = ~np.isnan(pace) & ~np.isnan(centers)
+def _paces(runs: Runs, quiet: np.ndarray, known: Spreads) -> str | None:
+    """These processes' host paces in words (lab.process_notes.paces), beside their device's fast pace and what the
+    configuration read at it over every sweep of it (Spreads.paces, Spreads.fast)."""
     fast = known.paces.get(runs.cols["device_name"][quiet[0]]) if len(quiet) else None
-    apart = host_pace.across(pace[keep].tolist(), centers[keep].tolist())
-    slower = host_pace.slower_than(pace[keep].tolist(), fast, brief=apart is not None)
-    at_fast = host_pace.at_fast_words(_spread(runs, quiet, known.fast)) if slower else None
-    return "; ".join(s for s in (apart, slower, at_fast) if s) or None
-
-
-def sides_moved(runs: Runs, quiet: np.ndarray) -> str | None:
-    """Which side's calls moved between these processes, as each process's medians read: "eager's calls took 3.71-6.53
-    ms in them, compiled's 3.42-3.74 ms". Where one side held and the other moved, the spread between processes is
-    that side's (on a GPU, eager on the edge of keeping the GPU busy moves with the host's speed)."""
-    e, c = runs.num["eager_ms"][quiet], runs.num["compiled_ms"][quiet]
-    keep = ~np.isnan(e) & ~np.isnan(c) & (e > 0) & (c > 0)
-    if keep.sum() < 2:
-        return None
-    e, c = e[keep], c[keep]
-    return f"eager's calls took {_ms(e)} ms in them, compiled's {_ms(c)} ms"
-
-
-def _ms(v: np.ndarray) -> str:
-    """Their range in ms, 3 significant digits ("4.41-6.53"); one number where both ends read the same."""
-    lo, hi = (f"{x:.3g}" if x < 1000 else f"{x:,.0f}" for x in (v.min(), v.max()))
-    return lo if lo == hi else f"{lo}-{hi}"
+    return process_notes.paces(runs.paired(quiet), runs.num["host_pace_us"][quiet], fast,
+                               _spread(runs, quiet, known.fast))
 
 
 def _labels(groups: Iterable[tuple]) -> dict[tuple, str]:

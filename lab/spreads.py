@@ -89,7 +89,7 @@ def at_fast_pace(device: list, torch: list, config: list, center: np.ndarray, pa
     """Per (device, torch version, configuration key), the Spread of the paired speedups (`center`) of its processes
     that ran at their device's fast pace (within lab.host_pace.FASTEST of `paces`, device_paces), where two or more
     did: what the configuration reads when its host runs fast, which an answer whose processes all ran slower gives
-    beside its own (lab.answer.paces). `per_config`: codes(device, torch, config), where already made."""
+    beside its own (lab.process_notes.paces). `per_config`: codes(device, torch, config), where already made."""
     if not len(device) or not paces:
         return {}
     limits = {d: FASTEST * p for d, p in paces.items()}

@@ -60,7 +60,7 @@ def verdict(row: Row, interval: Interval | None = None, round_spread: float | No
     separable from eager: ...", "slower: ..."; a wide interval says how wide and why ("1.30x, but anywhere from 1.10x
     to 1.50x: the rounds scatter 12%"). `error`: its runs' first error (or status), `device`, `folded`: the modes its
     runs were stored as and are counted under this one's (lab.axes.fold_note); `moved`: which side's calls moved
-    between its processes (sides_moved), said where their disagreement is what widens it; `paced`: where its processes
+    between its processes (process_notes), said where their disagreement is what widens it; `paced`: where its processes
     ran at different host paces, what each pace's read (lab.host_pace.across)."""
     if row.failed_runs and not (row.runs or row.noisy_runs):
         return Said(f"did not succeed ({row.failed_runs} run{'s' * (row.failed_runs > 1)}): {error}")
