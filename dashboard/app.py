@@ -3,6 +3,9 @@ pages of dashboard/main.py, plus a warm-up before it answers and two file routes
 docs/dashboard-internals.md says why."""
 import asyncio
 import contextlib
+import faulthandler
+import signal
+import sys
 import threading
 from pathlib import Path
 
@@ -15,6 +18,9 @@ from dashboard.server import downloads, page_base, tlparse_pages
 # db.engine.CONNECT_TIMEOUT_S) must not keep the pages, which say what is wrong with it, from being served. Ctrl-C
 # while the server starts waits for this too: uvicorn does not interrupt a lifespan's start.
 WAIT_S = 15
+# `kill -USR1 <pid>` writes every thread's stack to the server's log: what a server that does not stop is doing
+with contextlib.suppress(AttributeError, ValueError, OSError):  # no such signal, or a stderr without a file
+    faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)
 
 
 def _warm(done: threading.Event) -> None:
