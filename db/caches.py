@@ -173,7 +173,7 @@ def first_calls_alike(engine: Engine, job_id: int) -> list[dict]:
         if me is None or not isinstance(me.spec, dict):
             return []
         rows = s.execute(select(Job.id, Job.spec, Result.compiled_first_call_s, Result.first_call_cache,
-                                Result.graph_cache_hit)
+                                Result.graph_cache_hit, Result.first_call_disturbed)
                          .join(Result, Result.job_id == Job.id)
                          .where(Job.status == JobStatus.SUCCEEDED.value, Job.sweep_id == me.sweep_id,
                                 Result.torch_version == me.torch_version, Result.device_name == me.device_name)
@@ -181,8 +181,11 @@ def first_calls_alike(engine: Engine, job_id: int) -> list[dict]:
     mine = {k: stored_spec(me.spec).get(k) for k in SETTINGS}
     alike = [(r, stored_spec(r.spec)) for r in rows]
     alike = [(r, spec) for r, spec in alike if {k: spec.get(k) for k in SETTINGS} == mine]
-    calls = first_call.separate([r.id for r, _ in alike], [r.compiled_first_call_s for r, _ in alike],
-                                [first_call.kind(r.first_call_cache, spec.get("cache"), r.graph_cache_hit)
-                                 for r, spec in alike])
+    kinds = [first_call.kind(r.first_call_cache, spec.get("cache"), r.graph_cache_hit) for r, spec in alike]
+    keep = first_call.kept(kinds, [r.compiled_first_call_s for r, _ in alike],
+                           [bool(r.first_call_disturbed) for r, _ in alike])  # as the answer counts them
+    calls = first_call.separate([r.id for (r, _), k in zip(alike, keep) if k],
+                                [r.compiled_first_call_s for (r, _), k in zip(alike, keep) if k],
+                                [kind for kind, k in zip(kinds, keep) if k])
     return [{"cache": k, "first_call_s": c.seconds, "runs": c.runs, "job_ids": list(c.job_ids)}
             for k, c in calls.items()]

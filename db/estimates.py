@@ -92,8 +92,10 @@ class Estimates:
             return "no history" if left.left_s is None else f"~{eta.duration(left.left_s)} left"
         if job_id in self.starts:
             s = self.starts[job_id]
-            return (f"starts in {eta.duration(s.start_s)}" + (" or more" if s.at_least else "")
-                    + ("" if self.basis.get(job_id) else ", no history"))
+            start = (("starts after the jobs ahead" if s.starts_at_least else "starts now")
+                     if eta.under_a_second(s.start_s) else
+                     f"starts in {eta.duration(s.start_s)}" + (" or more" if s.starts_at_least else ""))
+            return start + ("" if self.basis.get(job_id) else ", no history")
         return ""
 
 

@@ -222,7 +222,8 @@ ANSWER_INDEX = "ix_results_answer"
 ANSWER_INDEXED = ("job_id", "graph_cache_hit", "noise_note", "accuracy_ok", "disturbed", "round_speedup",
                   "round_speedup_se", "first_call_cache", "speedup_spread", "eager_first_call_s", "compiled_first_call_s",
                   "eager_ms", "compiled_ms", "speedup", "graph_breaks", "recompiles", "max_abs_error",
-                  "peak_mem_eager_mb", "peak_mem_compiled_mb", "torch_version", "device_name", "host_pace_us")
+                  "peak_mem_eager_mb", "peak_mem_compiled_mb", "torch_version", "device_name", "host_pace_us",
+                  "first_call_disturbed")
 Index(ANSWER_INDEX, *(Result.__table__.c[n] for n in ANSWER_INDEXED)).ddl_if(dialect="sqlite")
 
 

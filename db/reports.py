@@ -66,7 +66,7 @@ def spreads(engine: Engine, devices: Iterable[str | None] | None = None) -> Spre
     through the status index and each result's row, 0.4-0.6 s at 100k jobs against 0.12 s)."""
     q = (select(Result.device_name, Result.torch_version, Job.sweep_id, Job.config, Result.round_speedup,
                 Result.round_speedup_se, Result.compiled_first_call_s, Result.first_call_cache, Result.graph_cache_hit,
-                Result.host_pace_us)
+                Result.host_pace_us, Result.first_call_disturbed)
          .select_from(Job).join(Result, Result.job_id == Job.id)
          .where(func.coalesce(Job.status, "") == "succeeded", Result.device_name.is_not(None), Job.config.is_not(None),
                 func.coalesce(Result.disturbed, False).is_(False),
@@ -85,12 +85,13 @@ def spreads(engine: Engine, devices: Iterable[str | None] | None = None) -> Spre
             cursor.close()
         if not rows:
             return Spreads()
-        device, torch, sweep, config, center, se, first, made, hit, pace = (list(c) for c in zip(*rows))
+        device, torch, sweep, config, center, se, first, made, hit, pace, shaken = (list(c) for c in zip(*rows))
         center = np.nan_to_num(np.array(center, dtype=float))
         timed = np.flatnonzero(center > 0).tolist()
-        # the processes that recorded compiling their first call cold (lab.first_call.kind: as the answer counts them)
+        # the processes that recorded compiling their first call cold, no other process taking their cores meanwhile
+        # (lab.first_call.kind, lab.answer.Runs.cold_counted: as the answer counts them)
         cold = [i for i in range(len(rows)) if made[i] is not None and first[i] is not None and first[i] > 0
-                and first_call.kind(made[i], None, None if hit[i] is None else bool(hit[i])) == "cold"]
+                and not shaken[i] and first_call.kind(made[i], None, None if hit[i] is None else bool(hit[i])) == "cold"]
         return process_spreads.spreads(
             *([col[i] for i in timed] for col in (device, torch, sweep, config)), center[timed],
             np.nan_to_num(np.array([se[i] for i in timed], dtype=float)),

@@ -27,7 +27,7 @@ IDENTITY_FIELDS = ("job_id", "sweep_id", "sweep", "status", "error", "attempts",
 DETAIL_FIELDS = ("graph_break_reasons", "recompile_reasons", "recompile_limit_hits", "compile_phases_s",
                  "compile_breakdown_s", "cache_hits", "cache_layers", "mega_cache", "cudagraphs", "speedup_p10",
                  "speedup_p90", "host_state", "timeline", "tlparse_note", "accuracy_check", "autotune_picks",
-                 "host_pace", "first_call_pace")
+                 "host_pace", "first_call_pace", "first_call_disturbance")
 RECORD_FIELDS = IDENTITY_FIELDS + SPEC_FIELDS + RESULT_SCALARS + DETAIL_FIELDS  # also the Results table's columns
 # the export adds the job's artifacts (db.artifacts): [{name, bytes, stored_bytes, truncated}], read one with
 # `python -m runner artifact JOB NAME`; the Results table leaves them to the job's page

@@ -13,11 +13,14 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from lab import first_call, labels, noise, process_notes, tabular
+from lab.answer_text import HEADLINE, headline_cell, headline_parts, headline_value, rows_markdown  # noqa: F401
 from lab.axes import COMPILE_FIELDS, folded_mode
 from lab.break_even import break_even_calls, break_even_range
 from lab.interval import Prior, Spread, combine, device_prior
 from lab.spreads import Spreads, by_config, codes, pooled, spreads
 from lab.verdict import verdict
+
+# the rows as text are lab.answer_text's, imported above for the pages and the CLI that read them from here
 
 # what makes two jobs the same workload, and the same compiled configuration of it: not the cache (it changes the
 # first call, reported cold and warm apart), nor the timing protocol (a failed job has none)
@@ -69,6 +72,11 @@ class AnswerRow(Mapping):
     failed_runs: int
     noise_note: str | None
     job_ids: str
+    # cold first calls in view whose compile another process disturbed (its cores taken: lab.record's
+    # first_call_disturbed): left out of the cold figure where an undisturbed one is in view, else the figure's only
+    # source, said beside it and given no interval
+    cold_disturbed: int = 0
+    cold_all_disturbed: bool = False  # the cold figure is theirs: every cold first call in view was disturbed
 
     def __getitem__(self, name: str):
         if name not in _COLUMN_SET:
@@ -92,8 +100,8 @@ _COLUMN_SET = frozenset(COLUMNS)
 READ = ("status", "error", "sweep_id", "config_key", "model", "batch_size", "cache", "graph_cache_hit", "noise_note",
         "accuracy_ok", "disturbed", "round_speedup", "round_speedup_se", "first_call_cache", "speedup_spread",
         "eager_first_call_s", "compiled_first_call_s", "eager_ms", "compiled_ms", "speedup", "graph_breaks",
-        "recompiles", "max_abs_error", "peak_mem_eager_mb", "peak_mem_compiled_mb", "spec_code", "host_pace_us"
-        ) + CONFIG_KEYS
+        "recompiles", "max_abs_error", "peak_mem_eager_mb", "peak_mem_compiled_mb", "spec_code", "host_pace_us",
+        "first_call_disturbed") + CONFIG_KEYS
 
 
 def _each(fn, *columns) -> list:
@@ -110,50 +118,6 @@ def rows_csv(rows: Iterable[Mapping], columns: Iterable[str] = COLUMNS) -> str:
 
 def rows_json(rows: Iterable[Mapping]) -> str:
     return tabular.json_text([dict(r) for r in rows])  # strict: a number that is not finite as null
-
-
-# the columns a person reads: the answer page's table and `report --format md` (the CSV and JSON have every column)
-HEADLINE = {"model": "model", "batch_size": "bs", "config": "configuration", "verdict": "verdict",
-            "eager_ms": "eager ms", "compiled_ms": "compiled ms", "first_call_cold_s": "first call cold s",
-            "first_call_warm_s": "warm s", "first_call_portable_s": "portable s",
-            "recompiles": "recompiles", "graph_breaks": "breaks",
-            "peak_mem_compiled_mb": "peak MB compiled", "peak_mem_eager_mb": "peak MB eager", "accuracy_ok": "accurate",
-            "runs": "runs"}
-
-
-def headline_cell(v) -> str:
-    """One headline cell as text: a dash where there is no number, four significant digits."""
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
-
-
-def headline_value(row: Mapping, column: str) -> str:
-    """A row's headline cell: headline_cell, but the cold first call with its 95% interval ("2.71 [2.10, 3.50]"), or,
-    where too few processes compiled it cold on this device to give one, from how many it comes ("2.71 (one process)")."""
-    return "".join(headline_parts(row, column))
-
-
-def headline_parts(row: Mapping, column: str) -> tuple[str, str]:
-    """headline_value as (the value, a note on where it comes from: " (one process)"), the note "" where it has none:
-    a page may draw the note quieter, and let it wrap."""
-    v = row.get(column)
-    if column != "first_call_cold_s" or v is None:
-        return headline_cell(v), ""
-    lo, hi = row.get("first_call_cold_low"), row.get("first_call_cold_high")
-    if lo is not None and hi is not None:
-        return f"{headline_cell(v)} [{lo:.3g}, {hi:.3g}]", ""  # the number as every page writes it, its ends to 3 digits
-    n = row.get("cold_processes") or 1
-    return headline_cell(v), f" ({'one process' if n == 1 else f'{n} processes'})"
-
-
-def rows_markdown(rows: Iterable[Mapping], headline: Mapping[str, str] = HEADLINE) -> str:
-    """A Markdown table of the rows' headline columns (the CSV and JSON have every column)."""
-    lines = ["| " + " | ".join(headline.values()) + " |", "|" + "---|" * len(headline)]
-    lines += ["| " + " | ".join(headline_value(r, c).replace("|", "\\|") for c in headline) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
 
 
 def answer_rows(records: list[dict], priors: Spreads | None = None) -> list[AnswerRow]:
@@ -185,6 +149,9 @@ class Runs:
         self.ok = np.array(_each(lambda s: s == "succeeded", cols["status"]), dtype=bool)
         self.disturbed = np.array(_each(lambda d: noise.is_disturbed({"disturbed": d}), cols["disturbed"]), dtype=bool)
         self.kind = _each(first_call.kind, cols["first_call_cache"], cols["cache"], cols["graph_cache_hit"])
+        # SQLite hands a boolean back as 0/1; None: not measured (stored before it was)
+        self.compile_disturbed = np.array(_each(lambda d: d is True or d == 1,
+                                                cols.get("first_call_disturbed", [None] * n)), dtype=bool)
         self.accuracy_none = np.array(_each(lambda a: a is None, cols["accuracy_ok"]), dtype=bool)
         self.accuracy_false = np.array(_each(lambda a: a is False, cols["accuracy_ok"]), dtype=bool)
         self.job_id = np.array(cols["job_id"], dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
@@ -206,11 +173,13 @@ class Runs:
 
     @functools.cached_property
     def cold_counted(self) -> np.ndarray:
-        """The runs a cold first call's spread counts (db.reports.spreads counts the same): succeeded, undisturbed,
-        recorded compiling their first call cold (not those stored before a run recorded it), with its seconds."""
+        """The runs a cold first call's spread counts (db.reports.spreads counts the same): succeeded, undisturbed in
+        their rounds and in their compile, recorded compiling their first call cold (not those stored before a run
+        recorded it), with its seconds."""
         recorded = np.array([r is not None and k == "cold" for r, k in zip(self.cols["first_call_cache"], self.kind)],
                             dtype=bool)
-        return recorded & self.ok & ~self.disturbed & (np.nan_to_num(self.num["compiled_first_call_s"]) > 0)
+        return (recorded & self.ok & ~self.disturbed & ~self.compile_disturbed
+                & (np.nan_to_num(self.num["compiled_first_call_s"]) > 0))
 
     def median(self, name: str, idx: np.ndarray) -> float | None:
         v = self.num[name][idx]
@@ -323,11 +292,14 @@ def _row(runs: Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray,
          cold_spread: Spread | None, eager_first_s: float | None, folded: set, known: Spreads) -> AnswerRow:
     cols = runs.cols
     ok = idx[runs.ok[idx]]
-    ids = ok.tolist()
-    calls = first_call.separate(runs.job_id[ok].tolist(), runs.num["compiled_first_call_s"][ok].tolist(),
-                                [runs.kind[i] for i in ids])
-    kinds = {k: calls[k].seconds if k in calls else None for k in KINDS}
     seconds = runs.num["compiled_first_call_s"]
+    shaken = sum(runs.kind[i] == "cold" and not np.isnan(seconds[i]) and runs.compile_disturbed[i] for i in ok.tolist())
+    # a cold first call whose compile another process disturbed is left out while an undisturbed one is in view
+    firsts = ok[np.array(first_call.kept([runs.kind[i] for i in ok.tolist()], seconds[ok].tolist(),
+                                         runs.compile_disturbed[ok].tolist()), dtype=bool)] if len(ok) else ok
+    ids = firsts.tolist()
+    calls = first_call.separate(runs.job_id[firsts].tolist(), seconds[firsts].tolist(), [runs.kind[i] for i in ids])
+    kinds = {k: calls[k].seconds if k in calls else None for k in KINDS}
     in_view = [i for i in ids if runs.kind[i] == "cold" and not np.isnan(seconds[i])]
     # an interval only where every cold run in view is one the spread counts (a disturbed one, or one stored before
     # runs recorded what they compiled from, is in none: its number has no place in that spread)
@@ -365,7 +337,8 @@ def _row(runs: Runs, model, bs, config: str, idx: np.ndarray, quiet: np.ndarray,
         max_abs_error=runs.most("max_abs_error", ok), noisy=bool(len(ok)) and len(disturbed) == len(ok),
         runs=len(quiet), noisy_runs=len(ok) - len(quiet), failed_runs=len(idx) - len(ok),
         noise_note=next((cols["noise_note"][i] for i in disturbed if cols["noise_note"][i]), None),
-        job_ids=" ".join(map(str, np.sort(runs.job_id[idx]).tolist())))
+        job_ids=" ".join(map(str, np.sort(runs.job_id[idx]).tolist())), cold_disturbed=int(shaken),
+        cold_all_disturbed=bool(shaken) and len(firsts) == len(ok))
     error = None
     if row.failed_runs and not (row.runs or row.noisy_runs):
         error = next((cols["error"][i] for i in idx if cols["error"][i]), None) or cols["status"][idx[0]]

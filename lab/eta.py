@@ -113,7 +113,8 @@ class Left:
         text = ", ".join(parts)
         if self.basis is None:
             return (text + "; " if text else "") + "no history of similar jobs to estimate from"
-        left = f"about {duration(self.left_s)} left" if self.left_s is not None else ""
+        left = ("" if self.left_s is None else "due to end about now" if under_a_second(self.left_s)
+                else f"about {duration(self.left_s)} left")
         return "; ".join(p for p in (text, left) if p)
 
 
@@ -147,6 +148,7 @@ class Start:
     start_s: float
     end_s: float
     at_least: bool
+    starts_at_least: bool = False  # the start alone is a lower bound: a job ahead on its worker has no history
 
 
 def schedule(queued: Iterable[tuple[int, str, float | None]], workers: Iterable[tuple[Iterable[str], float | None]]
@@ -162,7 +164,7 @@ def schedule(queued: Iterable[tuple[int, str, float | None]], workers: Iterable[
             continue
         w = min(able, key=lambda x: x[0])
         bound = w[1] or seconds is None
-        out[job_id] = Start(w[0], w[0] + (seconds or 0.0), bound)
+        out[job_id] = Start(w[0], w[0] + (seconds or 0.0), bound, w[1])
         w[0], w[1] = w[0] + (seconds or 0.0), bound
     return out
 
@@ -177,10 +179,12 @@ def done_in(starts: Iterable[Start], lefts: Iterable[float | None] = ()) -> tupl
 
 
 def duration(seconds: float | None) -> str:
-    """45 s, 3 min 20 s, 1 h 5 min."""
+    """45 s, 3 min 20 s, 1 h 5 min; "under 1 s" for what rounds to none."""
     if seconds is None:
         return "?"
     s = max(0, round(seconds))
+    if s == 0:
+        return "under 1 s"
     if s < 60:
         return f"{s} s"
     if s < 3600:
@@ -199,8 +203,18 @@ def span(lo: float, hi: float) -> str:
 
 
 def in_words(at: tuple[float, bool] | None) -> str:
-    """"in about 3 min" / "in 3 min or more" for a done_in or a Start's time."""
+    """"in about 3 min" / "in 3 min or more" for a done_in or a Start's time; "now", or UNKNOWN where all there is
+    to wait for has no history."""
     if at is None:
         return "nothing left to run"
     seconds, bound = at
+    if under_a_second(seconds):  # nothing ahead of it, or only what has no history (counted as taking no time)
+        return UNKNOWN if bound else "now"
     return f"in {duration(seconds)} or more" if bound else f"in about {duration(seconds)}"
+
+
+UNKNOWN = "at a time not known yet (no history of similar jobs for what runs before)"
+
+
+def under_a_second(seconds: float) -> bool:
+    return max(0, round(seconds)) == 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import median
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -66,6 +66,17 @@ def separate(job_ids: Iterable[int], seconds: Iterable[float | None], kinds: Ite
         out[k] = Calls(median(s for _, s in by_kind[k]), tuple(sorted(j for j, _ in by_kind[k])),
                        float(np.var(logs, ddof=1)) if len(logs) > 1 else 0.0, float(np.mean(logs)))
     return out
+
+
+def kept(kinds: Sequence[str], seconds: Sequence[float | None], shaken: Sequence[bool]) -> list[bool]:
+    """Which of a configuration's runs (each one's kind(), compiled first call in seconds, and whether another process
+    took its cores during that call: lab.record.first_call_disturbed) its first-call figures count: all but the cold
+    ones so disturbed, while a cold one that was not is among them; where every cold one was, all (the figure is
+    theirs, and the answer says so). A measured cause leaves a first call out, as it leaves a run's rounds out."""
+    cold = [k == "cold" and s is not None and s == s for k, s in zip(kinds, seconds, strict=True)]
+    if not any(c and not d for c, d in zip(cold, shaken, strict=True)):
+        return [True] * len(cold)
+    return [not (c and d) for c, d in zip(cold, shaken)]
 
 
 # degrees of freedom a cold first call's spread needs before it gets a 95% interval: one (Student's t 12.7) gives an

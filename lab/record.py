@@ -29,6 +29,11 @@ class ResultRecord:
     # what the compiled first call compiled from: "cold" (an empty cache), "warm" (a cache that held this
     # configuration: the worker's, or its first run's for a process repeat) or "portable" (a colleague's bundle)
     first_call_cache: str | None = text(16)
+    # another process took the job's cores during the compiled first call, measured just before and after it (the
+    # causes, in words, in the detail's first_call_disturbance): its cold first call is left out of the cold first
+    # calls' spread and interval (lab.answer), as a disturbed run's rounds are left out of the answer. None: not
+    # measured (stored before it was)
+    first_call_disturbed: bool | None = None
     # did inductor's FX graph cache serve the compiled graph: True, False (it was asked and missed: a warm run that
     # compiled from nothing), None (never asked: another backend). From the detail's cache_hits (graph_cache_hit)
     graph_cache_hit: bool | None = None

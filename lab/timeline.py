@@ -22,10 +22,10 @@ from typing import Iterable, Iterator
 UNACCOUNTED = "unaccounted"
 RETIMED = "launch settings re-timed"
 MEASURED = ("eager first call", "compiled first call", RETIMED, "warm-up", "rounds", "schedule", "traffic")
-# the phases a child publishes (its progress) while it times calls in a loop: the warm-up and rounds, whose outside
-# disturbances it measures and names, and the replays (a shape schedule, a traffic stream). A page on the same host
-# pauses its refresh through them (dashboard.state.quiet)
-TIMED_PROGRESS = ("warming up", "measuring", "diagnosis clocks", "schedule", "traffic")
+# the phases a child publishes (its progress) while it times what the answer reports: the compile (its cold first
+# call), the warm-up and rounds, whose outside disturbances it measures and names, and the replays (a shape schedule,
+# a traffic stream). A page on the same host pauses its refresh through them (dashboard.state.quiet)
+TIMED_PROGRESS = ("compiling", "warming up", "measuring", "diagnosis clocks", "schedule", "traffic")
 MIN_GAP_S = 0.001  # a gap shorter than this is clock granularity and bookkeeping, not time lost
 
 

@@ -90,9 +90,12 @@ def cold_first_calls(ok: pd.DataFrame, keys: list[str]) -> pd.Series:
     if ok.empty:
         return pd.Series(dtype=float)
     kinds = pd.Series(first_call_kinds(ok), index=ok.index)
+    shaken = ok.get("first_call_disturbed", pd.Series(None, index=ok.index, dtype=object)).map(lambda v: v is True or v == 1)
 
     def cold(rows: pd.DataFrame) -> float:
-        calls = first_call.separate(rows["job_id"], rows["compiled_first_call_s"], kinds[rows.index])
+        keep = rows.index[first_call.kept(kinds[rows.index].tolist(), rows["compiled_first_call_s"].tolist(),
+                                          shaken[rows.index].tolist())]  # as the answer counts them
+        calls = first_call.separate(rows.loc[keep, "job_id"], rows.loc[keep, "compiled_first_call_s"], kinds[keep])
         return calls["cold"].seconds if "cold" in calls else float("nan")
 
     return ok.groupby(keys, dropna=False)[["job_id", "compiled_first_call_s"]].apply(cold)

@@ -147,14 +147,18 @@ FIRST_CALL_KINDS = {k: f"first_call_{k}_s" for k in first_call.KINDS}  # the ans
 def first_calls(view: pd.DataFrame) -> pd.DataFrame:
     """`summarize`'s medians for the warmup plot, with each series' compiled first calls separated into cold, warm
     and portable as the answer table separates them (lab.first_call, over the succeeded runs): FIRST_CALL_KINDS'
-    columns and `<kind>_runs`. A process repeat compiles from its first run's cache: warm, never a cold figure."""
+    columns and `<kind>_runs`. A process repeat compiles from its first run's cache: warm, never a cold figure; a cold
+    one whose compile was disturbed counts as the answer counts it (lab.first_call.kept)."""
     agg = summarize(view)[0]
     ok = view[view["status"] == "succeeded"]
     kinds = first_call_kinds(ok)
+    shaken = [_flag(v) is True for v in ok.get("first_call_disturbed", pd.Series(None, index=ok.index, dtype=object))]
     found = {}
     for key, idx in ok.groupby(["config", "batch_size"], dropna=False).indices.items():
-        calls = first_call.separate(ok["job_id"].iloc[idx], ok["compiled_first_call_s"].iloc[idx],
-                                    [kinds[i] for i in idx])
+        seconds = ok["compiled_first_call_s"].iloc[idx].tolist()
+        keep = idx[first_call.kept([kinds[i] for i in idx], seconds, [shaken[i] for i in idx])]  # as the answer
+        calls = first_call.separate(ok["job_id"].iloc[keep], ok["compiled_first_call_s"].iloc[keep],
+                                    [kinds[i] for i in keep])
         found[key] = {**{col: calls[k].seconds if k in calls else np.nan for k, col in FIRST_CALL_KINDS.items()},
                       **{f"{k}_runs": calls[k].runs if k in calls else 0 for k in FIRST_CALL_KINDS}}
     columns = [*FIRST_CALL_KINDS.values(), *(f"{k}_runs" for k in FIRST_CALL_KINDS)]

@@ -55,6 +55,18 @@ def pace(r: dict) -> None:
             st.caption(said)  # numbers the lab formats: no text from the row
 
 
+def compile_disturbed(r: dict) -> None:
+    """What else took the job's cores during its compiled first call (runner.child.disturbance.Around), and what the
+    answer does with a cold one: the worker's words, as text."""
+    said = r.get("first_call_disturbance")
+    causes = said.get("causes") if isinstance(said, dict) else None
+    words = "; ".join(str(c) for c in causes) if isinstance(causes, list) and causes else "a cause from outside"
+    st.warning(f"Its compiled first call was disturbed: {md(words)}. A cold first call so disturbed is left out of "
+               "its configuration's cold figure and that figure's interval on Results while an undisturbed one is in "
+               "view (else the figure is this one's, and says so); its rounds answer as their own check found them.",
+               icon=":material/warning:")
+
+
 def first_calls(r: dict) -> None:
     """The first calls of this job's sweep with its settings (same torch, same device), cold, warm and portable apart
     as the answer table counts them (lab.first_call)."""

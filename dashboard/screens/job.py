@@ -37,6 +37,8 @@ if record["status"] == "succeeded" and record.get("disturbed") is True:
 elif record["status"] == "succeeded" and record.get("noisy") is True:  # flagged by an older worker, for its scatter
     st.caption(f"Stored as noisy by an older worker ({md(record.get('noise_note') or 'spread past 5%')}): scatter "
                "alone is no cause, so this run answers, and its scatter widens the interval.")
+if record["status"] == "succeeded" and record.get("first_call_disturbed") is True:
+    job_parts.compile_disturbed(record)
 if record["status"] == "succeeded":
     job_parts.headline(record)
     line = story.kernels_line(record)

@@ -73,9 +73,12 @@ def cpu_ticks(cpus: set[int]) -> tuple[int, int, dict]:
     return parts["user"] + parts["nice"] + parts["system"], parts["steal"], parts
 
 
-def _processes() -> dict[int, tuple[str, int, int]]:
-    """pid -> (name, CPU ticks: utime + stime, parent pid) for every process in /proc."""
-    return {pid: (name, int(rest[11]) + int(rest[12]), int(rest[1])) for pid, (name, rest) in proc_stats().items()}
+def _processes() -> dict[int, tuple[str, int, int, int]]:
+    """pid -> (name, CPU ticks: utime + stime, parent pid, its reaped children's: cutime + cstime) for every process
+    in /proc. A compile worker's compiler processes (g++ under inductor's pool on a CPU) end inside a window: their
+    time is their parent's reaped children's."""
+    return {pid: (name, int(rest[11]) + int(rest[12]), int(rest[1]), int(rest[13]) + int(rest[14]))
+            for pid, (name, rest) in proc_stats().items()}
 
 
 def _own_seconds() -> float:
@@ -120,7 +123,7 @@ def process_tree(root: int) -> set[int]:
 
 def _descendants(procs: dict, root: int) -> set[int]:
     kids: dict[int, list[int]] = {}
-    for pid, (_, _, parent) in procs.items():
+    for pid, (_, _, parent, *_) in procs.items():
         kids.setdefault(parent, []).append(pid)
     out, todo = set(), [root]
     while todo:
@@ -140,20 +143,22 @@ def _named(pid: int, name: str) -> str:
     return name
 
 
-def host_causes(before: Reading, after: Reading, cpus: set[int]) -> tuple[list[str], dict]:
-    """The host's causes between two readings, in words, and what was measured."""
+def host_causes(before: Reading, after: Reading, cpus: set[int], during: str = "the rounds") -> tuple[list[str], dict]:
+    """The host's causes between two readings, in words (`during`: the window they bound), and what was measured."""
     wall = max(after.at - before.at, 1e-9)
     capacity = wall * len(cpus)
     me = os.getpid()
     helpers = _descendants(after.procs, me)  # the job's own: compile workers, its keeper
     top, mine = [], []
-    for pid, (name, ticks, _) in after.procs.items():
+    for pid, (name, ticks, _, reaped) in after.procs.items():
         if pid == me:
             continue
-        used = (ticks - before.procs.get(pid, (name, 0, 0))[1]) / TICK  # one started meanwhile: all of its time
-        if pid in helpers:
-            mine.append((used, pid, name))
-        elif used >= 0.05 * wall:
+        _, was, _, was_reaped = before.procs.get(pid, (name, 0, 0, 0))  # one started meanwhile: all of its time
+        if pid in helpers:  # with the processes it started and ended meanwhile (a compile worker's compilers)
+            mine.append(((ticks + reaped - was - was_reaped) / TICK, pid, name))
+            continue
+        used = (ticks - was) / TICK
+        if used >= 0.05 * wall:
             top.append((used, pid, _named(pid, name)))
     helpers_s = sum(used for used, _, _ in mine)
     others_s = max(0.0, (after.busy - before.busy) / TICK - (after.own - before.own) - helpers_s)
@@ -170,7 +175,7 @@ def host_causes(before: Reading, after: Reading, cpus: set[int]) -> tuple[list[s
     causes = []
     if before.procs and others_s >= CPU_MIN_S and others_s / capacity > CPU_SHARE:
         who = ", ".join(f"{name} (pid {pid}) {used / wall:.1f}" for used, pid, name in top[:3])
-        causes.append(f"other processes used {others_s / wall:.1f} of the job's {len(cpus)} cores during the rounds"
+        causes.append(f"other processes used {others_s / wall:.1f} of the job's {len(cpus)} cores during {during}"
                       + (f" ({who})" if who else ""))
     if before.procs and steal_s >= CPU_MIN_S and steal_s / capacity > CPU_SHARE:
         causes.append(f"the hypervisor took {steal_s / capacity:.0%} of the job's cores (steal time)")
@@ -178,13 +183,37 @@ def host_causes(before: Reading, after: Reading, cpus: set[int]) -> tuple[list[s
         stalled = (after.stall_us - before.stall_us) / 1e6
         measured["memory_stall_s"] = round(stalled, 3)
         if stalled / wall > MEMORY_STALL:
-            causes.append(f"memory pressure: tasks waited for memory {stalled / wall:.0%} of the rounds")
+            causes.append(f"memory pressure: tasks waited for memory {stalled / wall:.0%} of {during}")
     if before.swapped_in is not None and after.swapped_in is not None:
         pages = after.swapped_in - before.swapped_in
         measured["pages_swapped_in"] = pages
         if pages > SWAP_PAGES:
-            causes.append(f"memory pressure: {pages} pages swapped in during the rounds")
+            causes.append(f"memory pressure: {pages} pages swapped in during {during}")
     return causes, measured
+
+
+class Around:
+    """The host around one window outside the rounds (the compiled first call, whose cold compile is a number the
+    answer gives): read just before and just after it, never during; `causes` in words naming the window, and
+    `measured` (its seconds as `window_s`). A window that raised reads nothing after it."""
+
+    def __init__(self, during: str):
+        self.during, self.cpus = during, set(my_cpus())
+        self.causes: list[str] = []
+        self.measured: dict = {}
+
+    def __enter__(self) -> Around:
+        self.before = read_host(self.cpus)
+        return self
+
+    def __exit__(self, kind, *_) -> None:
+        if kind is None:
+            self.causes, self.measured = host_causes(self.before, read_host(self.cpus), self.cpus, self.during)
+            self.measured["window_s"] = self.measured.pop("rounds_s")
+
+    def said(self) -> dict:
+        """What the record keeps: {"causes": [...], ...measured}."""
+        return {"causes": self.causes, **self.measured}
 
 
 class Gpu:

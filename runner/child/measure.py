@@ -25,8 +25,8 @@ from runner.child.capture.introspect import describe_compile_failure, metrics
 from runner.child.capture.memory import Memory
 from runner.child.capture.profile_counts import count_both
 from runner.child.capture.roofline_work import cached_work, count_work
+from runner.child.disturbance import Around, my_cpus
 from runner.child.disturbance import Watch as Disturbances
-from runner.child.disturbance import my_cpus
 from runner.child.environment import gpu_state, host_state
 from runner.child.gcpause import Pauses
 from runner.child.recording import FirstCalls, SteadyState, record, trace_overhead
@@ -228,10 +228,11 @@ def first_calls(job: Setup, report: Report, check: bool = True) -> FirstCalls:
     seed(2)
     try:
         tuned_before = autotune_picks.runtime_autotune_us()
-        pace_before = host_pace_us()  # the host's pace around the compile (lab.host_pace.around): ~0.1 ms, untimed
-        with phase("compiled first call"), Pauses() as gc_pauses:  # the collector's share named (runner.child.gcpause)
-            compiled_first_s, out = timed_once(timer, job.compiled_step, inputs)
-        pace = (pace_before, host_pace_us())
+        with Around("the compile") as around:  # what else ran on the job's cores meanwhile: /proc, read outside it
+            pace_before = host_pace_us()  # the host's pace around the compile (lab.host_pace.around): ~0.1 ms, untimed
+            with phase("compiled first call"), Pauses() as gc_pauses:  # the collector's share (runner.child.gcpause)
+                compiled_first_s, out = timed_once(timer, job.compiled_step, inputs)
+            pace = (pace_before, host_pace_us())
         tuned_after = autotune_picks.runtime_autotune_us()
         autotune_s = None if None in (tuned_before, tuned_after) else max(0.0, (tuned_after - tuned_before) / 1e6)
     except Exception as exc:
@@ -252,7 +253,7 @@ def first_calls(job: Setup, report: Report, check: bool = True) -> FirstCalls:
     return FirstCalls(eager_first_s=eager_first_s, eager_second_s=eager_second_s, compiled_first_s=compiled_first_s,
                       compiled_second_s=compiled_second_s, peak_eager=peak_eager, peak_compiled=mem.peak_mb(),
                       memory_method=mem.method, metrics=first_metrics, graph_count=graph_count, accuracy=accuracy,
-                      gc_pauses=gc_pauses.as_dict(), autotune_s=autotune_s, pace_us=pace)
+                      gc_pauses=gc_pauses.as_dict(), autotune_s=autotune_s, pace_us=pace, compile_host=around.said())
 
 
 def _float64_step(job: Setup):

@@ -46,6 +46,8 @@ class FirstCalls:
     autotune_s: float | None = None  # timing kernels' launch settings in the compiled first call (None: torch says not)
     retimed_s: float = 0.0  # of that, what a follow-up paid because its cache's picks were removed: left out
     pace_us: tuple[float, float] | None = None  # the host's pace just before and just after the compiled first call
+    # what else ran on the job's cores during the compiled first call ({"causes": [...], ...}: disturbance.Around)
+    compile_host: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,7 @@ def record(job: Setup, first: FirstCalls, steady: SteadyState, work: dict, sched
         eager_first_call_s=first.eager_first_s, compiled_first_call_s=compiled_first_s, first_call_cache=first_cache,
         graph_cache_hit=graph_cache_hit(hits), compiled_second_call_s=first.compiled_second_s,
         disturbed=bool(steady.causes), noisy=bool(steady.causes), noise_note="; ".join(steady.causes) or None,
+        first_call_disturbed=None if first.compile_host is None else bool(first.compile_host["causes"]),
         # what compile costs against what it saves, in the caller's time: first calls and latency
         break_even_calls=break_even_calls(first.eager_first_s, compiled_first_s, clocks["eager_ms"],
                                           clocks["compiled_ms"]),
@@ -91,7 +94,8 @@ def record(job: Setup, first: FirstCalls, steady: SteadyState, work: dict, sched
         max_abs_error=first.accuracy["max_abs_error"], rel_error=first.accuracy["rel_error"],
         accuracy_ok=first.accuracy["ok"], samples=samples, schedule=schedule,
         detail=detail(job, first, steady, work, kernels, hits, preloaded, all_metrics) | {
-            "host_pace": pace, "first_call_pace": host_pace.around(*(first.pace_us or ()))},
+            "host_pace": pace, "first_call_pace": host_pace.around(*(first.pace_us or ())),
+            "first_call_disturbance": first.compile_host},
         **clocks, **achieved, **{k: v for k, v in kernels.items() if k != "detail"}, **environment(spec.device))
 
 

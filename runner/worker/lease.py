@@ -69,9 +69,10 @@ class LeaseKeeper(threading.Thread):
 
     def _wait(self, seconds: float, published: str | None) -> bool:
         """Wait up to `seconds` for the end (True), or until the child enters its timed phases (False): that goes out
-        at once, while it warms up, so that a page on this host pauses its refresh before the rounds begin, not a beat
+        at once, as its compile starts (a renewal is milliseconds of this worker's against the seconds of a compile),
+        so that a page on this host pauses its refresh before the compile and the rounds use the cores, not a beat
         into them. Every other change waits for the beat: the child names a phase right as its timed work starts
-        (the first calls, each round), and a renewal then would be this worker's own noise in what it times."""
+        (the eager first call, each round), and a renewal then would be this worker's own noise in what it times."""
         end = time.monotonic() + seconds
         while (left := end - time.monotonic()) > 0:
             if self.done.wait(min(left, PHASE_LOOK_S)):

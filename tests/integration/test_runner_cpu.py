@@ -64,6 +64,9 @@ def test_static_recompiles_on_the_schedule_and_dynamic_does_not(db_url, tmp_path
         assert r["host_pace"]["rounds"] == 6 and "slow_share" not in r["host_pace"]  # too few to split by (lab.host_pace)
         assert r["host_pace_us"] == r["host_pace"]["median_us"] > 0  # the column the answer reads
         assert r["first_call_pace"]["before_us"] > 0 and r["first_call_pace"]["after_us"] > 0  # around its compile
+        around = r["first_call_disturbance"]  # what else ran on its cores meanwhile, read just before and after it
+        assert r["first_call_disturbed"] is not None and bool(r["first_call_disturbed"]) == bool(around["causes"])
+        assert around["window_s"] >= r["compiled_first_call_s"] and all("the compile" in c for c in around["causes"])
         assert statistics.median(flat(r["samples"]["eager"])) == pytest.approx(r["eager_ms"])
         assert r["samples_per_side"] == len(flat(r["samples"]["compiled"]))
         assert r["accuracy_ok"] is True and r["graph_count"] == 1 and r["graph_breaks"] == 0

@@ -80,7 +80,8 @@ def test_queued_jobs_start_on_the_earliest_free_worker_that_offers_their_device(
     assert (starts[4].start_s, starts[4].end_s) == (20.0, 80.0)  # the busy one, once its job is done
     assert 5 not in starts  # no live worker offers cuda: it waits for a worker, not for time
     assert starts[6].start_s == 60.0 and starts[6].at_least  # no history: counted as nothing, a lower bound
-    assert starts[7].start_s == 60.0 and starts[7].at_least  # behind it on that worker
+    assert not starts[6].starts_at_least  # its end is a lower bound, its start is not: what is ahead has history
+    assert starts[7].start_s == 60.0 and starts[7].at_least and starts[7].starts_at_least  # behind it on that worker
     assert eta.done_in([starts[3], starts[4]], [20.0]) == (80.0, False)
     assert eta.done_in([starts[3]], [None]) == (60.0, True)  # a running job with no history
     assert eta.done_in([]) is None
@@ -90,3 +91,14 @@ def test_queued_jobs_start_on_the_earliest_free_worker_that_offers_their_device(
 def test_durations_read_as_people_say_them():
     assert [eta.duration(s) for s in (4.4, 59.6, 200, 3725)] == ["4 s", "1 min", "3 min 20 s", "1 h 2 min"]
     assert eta.span(40, 60) == "40-60 s" and eta.span(50, 200) == "50 s to 3 min 20 s" and eta.span(3, 3.2) == "3 s"
+
+
+def test_what_rounds_to_no_time_is_said_in_words_not_as_zero_seconds():
+    """A walk of a fresh lab read "usually 0 s, 0 s so far; about 0 s left" and "done in 0 s or more"."""
+    assert eta.duration(0.2) == "under 1 s" and eta.duration(0.0) == "under 1 s" and eta.duration(0.6) == "1 s"
+    assert eta.span(0.1, 0.4) == "under 1 s"
+    assert eta.in_words((0.0, False)) == "now" and eta.in_words((0.3, True)) == eta.UNKNOWN
+    left = eta.Left("finishing", (0.1, 0.3), 0.2, 0.1, eta.SAME_SETTINGS)
+    assert left.words() == "finishing, usually under 1 s, under 1 s so far; due to end about now"
+    starts = eta.schedule([(1, "cpu", None), (2, "cpu", 5.0)], [(["cpu"], None)])  # a worker whose job has no history
+    assert starts[1].starts_at_least and eta.in_words((starts[1].start_s, starts[1].starts_at_least)) == eta.UNKNOWN

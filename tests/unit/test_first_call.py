@@ -136,3 +136,28 @@ def test_a_configuration_whose_cold_runs_lie_under_two_keys_is_bracketed_by_all_
     for order in ([0, 1], [1, 0]):
         assert answer._spread(runs, np.array(order), per_key, pool=True).processes == 8
         assert answer._spread(runs, np.array(order), per_key) == per_key["cpu", "2.13.0", "k1"]
+
+
+def test_a_cold_first_call_whose_compile_was_disturbed_counts_only_where_no_other_cold_one_is_in_view():
+    """lab.first_call.kept: another process on the job's cores during its compile (a measured cause) leaves a cold first
+    call out of the answer's cold figure and the Warmup chart's alike, while an undisturbed one is in view; where
+    every cold one was disturbed, the figure is theirs, without an interval, and says so. Warm ones are not judged."""
+    from lab.answer import headline_value
+
+    shaken = job(1, compiled_first_call_s=30.0, first_call_cache="cold", first_call_disturbed=True)
+    quiet = job(2, compiled_first_call_s=15.0, first_call_cache="cold", first_call_disturbed=False)
+    warm = job(3, compiled_first_call_s=2.4, first_call_cache="warm", graph_cache_hit=True, first_call_disturbed=True)
+    assert first_call.kept(["cold", "cold", "warm"], [30.0, 15.0, 2.4], [True, False, True]) == [False, True, True]
+    assert first_call.kept(["cold", "warm"], [30.0, 2.4], [True, False]) == [True, True]
+    assert first_call.kept(["cold", "cold"], [30.0, float("nan")], [True, False]) == [True, True]  # no second figure
+    (row,) = answer_rows([shaken, quiet, warm])
+    assert (row["first_call_cold_s"], row["first_call_warm_s"], row["cold_disturbed"]) == (15.0, 2.4, 1)
+    assert headline_value(row, "first_call_cold_s") == "15 (one process; 1 disturbed compile left out)"
+    view = _view(*({**r, "config": "default", "compiled_ms": 0.5} for r in (shaken, quiet, warm)))
+    drawn = plot_data.first_calls(view).iloc[0]
+    assert (drawn["first_call_cold_s"], drawn["cold_runs"], drawn["first_call_warm_s"]) == (15.0, 1, 2.4)
+    (row,) = answer_rows([shaken, warm])
+    assert row["first_call_cold_s"] == 30.0 and row["first_call_cold_low"] is None and row["cold_disturbed"] == 1
+    assert headline_value(row, "first_call_cold_s") == "30 (its compile disturbed: another process took its cores)"
+    assert plot_data.first_calls(_view(*({**r, "config": "default", "compiled_ms": 0.5} for r in (shaken, warm)))
+                                 ).iloc[0]["first_call_cold_s"] == 30.0

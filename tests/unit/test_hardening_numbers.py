@@ -95,9 +95,9 @@ def test_a_disturbance_by_the_labs_own_dashboard_is_named_so(monkeypatch):
 
     dashboard, browser = 424242, 515151
     monkeypatch.setenv(d.DASHBOARD_PID_ENV, str(dashboard))
-    before = d.Reading(at=0.0, busy=0, procs={dashboard: ("python", 0, 1), browser: ("chromium", 0, 1)})
+    before = d.Reading(at=0.0, busy=0, procs={dashboard: ("python", 0, 1, 0), browser: ("chromium", 0, 1, 0)})
     busy = int(1.0 * d.TICK)  # each used a second of CPU over a 2-second look at 2 cores
-    after = d.Reading(at=2.0, busy=2 * busy, procs={dashboard: ("python", busy, 1), browser: ("chromium", busy, 1)})
+    after = d.Reading(at=2.0, busy=2 * busy, procs={dashboard: ("python", busy, 1, 0), browser: ("chromium", busy, 1, 0)})
     causes, measured = d.host_causes(before, after, {0, 1})
     assert causes and "this lab's dashboard server (pid 424242) 0.5" in causes[0] and "chromium (pid 515151)" in causes[0]
     assert {o["name"] for o in measured["busiest_others"]} == {"this lab's dashboard server", "chromium"}
@@ -105,3 +105,24 @@ def test_a_disturbance_by_the_labs_own_dashboard_is_named_so(monkeypatch):
     causes, _ = d.host_causes(before, after, {0, 1})
     assert "python (pid 424242)" in causes[0] and "dashboard" not in causes[0]  # a worker started on its own: no name
     assert os.getppid() not in (dashboard, browser)
+
+
+def test_a_compile_workers_compilers_are_the_jobs_own_and_another_process_names_the_compile():
+    """Around the compiled first call (runner.child.measure) the same reading names what else ran: inductor's compile
+    worker under the job's child is the job's own, with the g++ processes it started and reaped inside the window (its
+    cutime), which /proc no longer lists; a process outside the job is named, the window in the words."""
+    import os
+
+    from runner.child import disturbance as d
+
+    me, worker, stranger, second = os.getpid(), 900001, 900002, int(d.TICK)
+    before = d.Reading(at=0.0, busy=0, own=0.0, procs={worker: ("python", 0, me, 0), stranger: ("yes", 0, 1, 0)})
+    # 4 s at 2 cores: the compile worker ran 1 s itself and its compilers 3 s (reaped by it); nothing else ran
+    after = d.Reading(at=4.0, busy=4 * second, own=0.0, procs={worker: ("python", second, me, 3 * second),
+                                                              stranger: ("yes", 0, 1, 0)})
+    causes, measured = d.host_causes(before, after, {0, 1}, during="the compile")
+    assert causes == [] and measured["own_helpers"][0]["cpu_s"] == 4.0 and measured["others_cpu_s"] == 0.0
+    busy = d.Reading(at=4.0, busy=6 * second, own=0.0, procs={worker: ("python", second, me, 3 * second),
+                                                             stranger: ("yes", 2 * second, 1, 0)})
+    causes, measured = d.host_causes(before, busy, {0, 1}, during="the compile")
+    assert causes == ["other processes used 0.5 of the job's 2 cores during the compile (yes (pid 900002) 0.5)"]

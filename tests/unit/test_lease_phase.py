@@ -1,6 +1,7 @@
-"""runner.worker.lease: the child entering its timed phases goes out at once, not at the next beat (a page on this
-host pauses its refresh before the rounds begin, dashboard.state.quiet); every other change of phase and its progress
-within a phase wait for the beat (a renewal as the eager or compiled first call or a round starts would be the
+"""runner.worker.lease: the child entering its timed phases (the compile first) goes out at once, not at the next beat
+(a page on this host pauses its refresh before it draws on the cores the compile and the rounds use,
+dashboard.state.quiet: a few milliseconds of the worker's against seconds of a page's); every other change of phase
+and its progress within a phase wait for the beat (a renewal as the eager first call or a round starts would be the
 worker's own noise in what the child times)."""
 import json
 import threading
@@ -22,27 +23,28 @@ def say(path, phase, progress=None):
 
 def test_a_new_phase_ends_the_wait_at_once_and_progress_does_not(tmp_path):
     k = keeper(tmp_path)
-    say(k.progress_file, "compiling")
+    say(k.progress_file, "eager first call")
     started = time.monotonic()
-    assert k._wait(0.6, "compiling") is False  # nothing new: the whole wait
+    assert k._wait(0.6, "eager first call") is False  # nothing new: the whole wait
     assert time.monotonic() - started >= 0.6
-    say(k.progress_file, "compiling", 0.5)  # progress within the phase: still the whole wait
+    say(k.progress_file, "eager first call", 0.5)  # progress within the phase: still the whole wait
     started = time.monotonic()
-    k._wait(0.6, "compiling")
+    k._wait(0.6, "eager first call")
     assert time.monotonic() - started >= 0.6
-    threading.Timer(0.1, say, (k.progress_file, "warming up")).start()
+    threading.Timer(0.1, say, (k.progress_file, "compiling")).start()
     started = time.monotonic()
-    assert k._wait(30.0, "compiling") is False
+    assert k._wait(30.0, "eager first call") is False
     assert time.monotonic() - started < 0.1 + PHASE_LOOK_S + 5  # the new phase, not the 30 s beat (a loaded host)
     threading.Timer(0.1, k.done.set).start()
     assert k._wait(30.0, "warming up") is True  # the end still ends it
 
 
 def test_a_phase_named_as_timed_work_starts_waits_for_the_beat(tmp_path):
-    """'eager first call' and 'compiling' are named just before those calls are timed, 'measuring' after the first
-    round: none of them ends the wait (only entering the timed phases from an untimed one does, during warm-up)."""
+    """'eager first call' is named just before that call is timed, 'warming up' after the compile and 'measuring'
+    after the first round: none of them ends the wait (only entering the timed phases from an untimed one does, as
+    the compile starts)."""
     k = keeper(tmp_path)
-    for before, after in (("building", "eager first call"), ("eager first call", "compiling"),
+    for before, after in (("building", "eager first call"), ("compiling", "warming up"),
                           ("warming up", "measuring")):
         say(k.progress_file, after)
         started = time.monotonic()

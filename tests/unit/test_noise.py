@@ -539,3 +539,24 @@ def test_processes_that_disagree_at_different_host_paces_say_so_when_they_call_f
     run_next(engine, {**QUIET, "round_speedup": 1.6, "host_pace_us": 22.0})
     (extra,) = [j for j in jobs(engine).values() if j.status == "queued" and j.spec["batch_size"] == 16]
     assert "disagree by 25%" in extra.follow_up["because"] and "host paces" not in extra.follow_up["because"]
+
+
+def test_a_cold_first_call_whose_compile_another_process_disturbed_is_left_out_of_the_cold_spread(engine):
+    """A cold first call compiled while another process took the job's cores (results.first_call_disturbed, migration
+    0022) is left out of its configuration's cold first calls, the same by SQL over the database and over the runs
+    in hand, and out of the answer's cold figure while an undisturbed one is in view; the figure says so."""
+    from db.reports import answer_columns
+    from lab.answer import Runs, headline_value
+
+    gpu = {**QUIET, "device_name": "gpu0", "first_call_cache": "cold"}
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", process_repeats=3), CATALOG)
+    for seconds, shaken in ((10.0, False), (11.0, None), (30.0, True)):  # None: stored before it was measured
+        run_next(engine, {**gpu, "compiled_first_call_s": seconds, "first_call_disturbed": shaken})
+    stored = spreads(engine)
+    in_hand, keys = answer_columns(engine)
+    assert Runs(in_hand, keys).spreads().colds == stored.colds
+    (cold,) = stored.colds.values()
+    assert cold.processes == 2 and np.exp(cold.mean) == pytest.approx((10.0 * 11.0) ** 0.5)
+    (row,) = report(engine)
+    assert row["first_call_cold_s"] == 10.5 and row["cold_disturbed"] == 1
+    assert headline_value(row, "first_call_cold_s") == "10.5 (2 processes; 1 disturbed compile left out)"
