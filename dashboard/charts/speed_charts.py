@@ -17,6 +17,7 @@ from dashboard.charts.styling import (
     RECOMPILED_COLOR,
     add_notes,
     colors,
+    dodged,
     grey_rows,
     hollow_points,
     layout,
@@ -153,34 +154,58 @@ def latency(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> g
 CLOCK_WORDS = {"latency": "latency", "throughput": "throughput", "gpu": "GPU time"}
 
 
+REACH = 1.6  # how far above the highest point the Speedup chart's axis reaches for a whisker
+
+
+def _bracketed(agg: pd.DataFrame) -> bool:
+    """Whether any point has the answer's 95% interval (plot_data.answered_speedup) to draw as a whisker."""
+    return all(c in agg for c in plot_data.SPEEDUP_BOUNDS) and bool(
+        (agg[plot_data.SPEEDUP_BOUNDS[0]].notna() & agg[plot_data.SPEEDUP_BOUNDS[1]].notna()).any())
+
+
+def placed(agg: pd.DataFrame, fails: pd.DataFrame) -> pd.DataFrame:
+    """`agg` with `at`, where the Speedup chart draws each row: where its points have whiskers, the configurations at
+    one batch size set a little apart (styling.dodged), else at the batch size. mark_noisy rings them there too."""
+    return agg.assign(at=dodged(agg, fails) if _bracketed(agg) else agg["batch_size"].astype(float))
+
+
 def speedup(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> go.Figure:
     """Seed 004: speedup (eager_ms / compiled_ms) vs batch size, in one clock (plot_data.on_clock; latency, what
     a caller waits for, by default); above the 1.0× line compile wins. Where the answer stands for a point
     (plot_data.answered_speedup), the point is its number with its 95% interval as a whisker."""
     # a configuration disturbed in every run answers with their numbers: its own line, hollow (mark_noisy rings them)
-    drawn = agg.dropna(subset=["speedup"])
+    drawn = placed(agg.dropna(subset=["speedup"]), fails)
     lo, hi = (drawn[c] if c in drawn else pd.Series(np.nan, index=drawn.index) for c in plot_data.SPEEDUP_BOUNDS)
-    bracketed = bool((pd.notna(lo) & pd.notna(hi)).any())  # the answer's 95% intervals (plot_data.answered_speedup)
+    bracketed = _bracketed(drawn)
     drawn = drawn.assign(plus=hi - drawn["speedup"], minus=drawn["speedup"] - lo,
                          held=[f"{a:.2f}× – {b:.2f}×" if pd.notna(a) and pd.notna(b) else "–" for a, b in zip(lo, hi)])
-    fig = px.line(drawn, x="batch_size", y="speedup", color="config", markers=True,
+    fig = px.line(drawn, x="at", y="speedup", color="config", markers=True,
                   color_discrete_map=colors(agg["config"]),
                   error_y="plus" if bracketed else None, error_y_minus="minus" if bracketed else None,
-                  hover_data={"runs": True, "eager_ms": ":.4g", "compiled_ms": ":.4g", "plus": False, "minus": False,
-                              "held": bracketed},
+                  hover_data={"batch_size": True, "runs": True, "eager_ms": ":.4g", "compiled_ms": ":.4g", "plus": False,
+                              "minus": False, "held": bracketed},
                   labels={"speedup": "speedup (eager / compiled)", "config": "", "held": "95% interval"})
+    for trace in fig.data:  # the hover gives the batch size, not where the point was set
+        trace.hovertemplate = (trace.hovertemplate or "").replace("at=%{x}<br>", "")
     if bracketed:
         fig.update_traces(error_y=dict(thickness=1.2, width=5))
     # each point's value beside it, while they are few enough to be read (the answer table has them all)
     fig.update_traces(marker=dict(size=9), textposition="middle right", textfont=dict(size=10))
-    values_on_points(fig, "%.2f×")
-    hollow_points(fig, agg)
+    hollow_points(fig, drawn, x="at")
     fig.add_hline(y=1.0, line=dict(color="#444", dash="dot"), annotation_text="1.0× (no gain)",
                   annotation_position="bottom right")
     x_batches(fig, agg, fails)
-    top = max(1.2, float(np.nanmax([agg["speedup"].max(), hi.max() if bracketed else np.nan])) * 1.1) \
-        if agg["speedup"].notna().any() else 2.0
+    values_on_points(fig, "%.2f×", at=dict(zip(drawn["at"], drawn["batch_size"].astype(float))))  # the axis set
+    # the whiskers' tops count up to REACH times the highest point: one very wide interval would press every point
+    # flat; one that runs past the top says so, its ends in its hover
+    most = float(agg["speedup"].max()) if agg["speedup"].notna().any() else 2.0 / 1.1
+    top = max(1.2, min(float(np.nanmax([most, hi.max() if bracketed else np.nan])), REACH * most)) * 1.1
     fig.update_yaxes(range=[0, top])
+    past = int((hi > top).sum()) if bracketed else 0
+    if past:
+        fig.add_annotation(text=f"↑ {past} interval{'s' if past > 1 else ''} run{'' if past > 1 else 's'} past the top: "
+                           "hover its point for its ends", xref="paper", yref="paper", x=0, y=1.0, xanchor="left",
+                           yanchor="bottom", showarrow=False, font=dict(size=11, color="#555"))
     mark_failures_on_x(fig, fails, "batch_size", "config")
     return layout(fig, "Speedup vs batch size" + ("" if clock == "latency" else f" ({CLOCK_WORDS[clock]})"))
 

@@ -117,9 +117,36 @@ def mark_failures_on_y(fig: go.Figure, fails: pd.DataFrame, y_col: str) -> None:
     add_notes(fig, notes)
 
 
+def _sizes(agg: pd.DataFrame, fails: pd.DataFrame) -> list[int]:
+    return sorted(set(agg["batch_size"].dropna().astype(int)) | set(fails["batch_size"].dropna().astype(int)))
+
+
+def _log_x(sizes: list[int]) -> bool:
+    return len(sizes) > 1 and sizes[-1] / max(sizes[0], 1) >= 16
+
+
+DODGE, DODGE_SPAN = 0.02, 0.12  # a configuration's step from the next at one batch size, and all of them: axis shares
+
+
+def dodged(agg: pd.DataFrame, fails: pd.DataFrame) -> pd.Series:
+    """Each row's x on a chart by batch size (x_batches' axis) with its configuration set a little apart from the others
+    at the same batch size, in one order at every size, so their whiskers (intervals) do not hide one another: by a
+    share of the axis, or on a log axis by a factor. The batch size itself where one configuration is drawn, or one
+    batch size (x_batches then sets them side by side)."""
+    sizes, configs = _sizes(agg, fails), sorted(agg["config"].dropna().unique())
+    batch = agg["batch_size"].astype(float)
+    if len(sizes) < 2 or len(configs) < 2:
+        return batch
+    log = _log_x(sizes)
+    span = np.log10(sizes[-1] / max(sizes[0], 1)) if log else sizes[-1] - sizes[0]
+    step = min(DODGE, DODGE_SPAN / (len(configs) - 1)) * span
+    offset = agg["config"].map({c: (i - (len(configs) - 1) / 2) * step for i, c in enumerate(configs)}).astype(float)
+    return batch * 10 ** offset if log else batch + offset
+
+
 def x_batches(fig: go.Figure, agg: pd.DataFrame, fails: pd.DataFrame) -> None:
-    sizes = sorted(set(agg["batch_size"].dropna().astype(int)) | set(fails["batch_size"].dropna().astype(int)))
-    log = len(sizes) > 1 and sizes[-1] / max(sizes[0], 1) >= 16
+    sizes = _sizes(agg, fails)
+    log = _log_x(sizes)
     # no axis title: the plot's title says "vs batch size", and a title here collides with the legend below
     fig.update_xaxes(title=None, type="log" if log else "linear", tickvals=sizes)
     if len(sizes) == 1:  # every configuration at one x: set them side by side, or close values hide each other
@@ -128,11 +155,14 @@ def x_batches(fig: go.Figure, agg: pd.DataFrame, fails: pd.DataFrame) -> None:
         fig.for_each_trace(lambda t: t.update(offsetgroup=t.name))  # what is drawn later for a series joins it
 
 
-def values_on_points(fig: go.Figure, fmt: str, room: float = 0.08) -> None:
+def values_on_points(fig: go.Figure, fmt: str, room: float = 0.08, at: dict | None = None) -> None:
     """Each point's value beside it, where it can be read: a point within `room` (a share of the y range) of one
-    already labelled at the same x keeps its value in the hover only, so no two values are drawn over each other."""
+    already labelled at the same x keeps its value in the hover only, so no two values are drawn over each other.
+    `at`: a drawn x -> the x it stands for, where points were set apart (dodged)."""
     lines = [i for i, t in enumerate(fig.data) if t.fill is None and "markers" in (t.mode or "lines+markers")]
-    points = [(x, y, i, k) for i in lines for k, (x, y) in enumerate(zip(fig.data[i].x, fig.data[i].y)) if y is not None]
+    at = at or {}
+    points = [(at.get(x, x), y, i, k) for i in lines for k, (x, y) in enumerate(zip(fig.data[i].x, fig.data[i].y))
+              if y is not None]
     if not points:
         return
     ys = [p[1] for p in points]
@@ -144,10 +174,36 @@ def values_on_points(fig: go.Figure, fmt: str, room: float = 0.08) -> None:
         if all(abs(y - other) >= gap for other in placed.get(x, [])):
             placed.setdefault(x, []).append(y)
             shown[i][k] = fmt % y
+    if any(at.get(x, x) != x for i in lines for x in fig.data[i].x):  # set apart: beside the group, not in it
+        _values_beside(fig, lines, shown, at, first)
+        return
     for i in lines:
         t = fig.data[i]
         t.update(text=shown[i], mode="lines+markers+text", texttemplate=None, cliponaxis=False, textfont=dict(size=10),
-                 textposition=["middle left" if x == first else "middle right" for x in t.x])
+                 textposition=["middle left" if at.get(x, x) == first else "middle right" for x in t.x])
+
+
+def _values_beside(fig: go.Figure, lines: list[int], shown: dict, at: dict, first) -> None:
+    """values_on_points where the points at one x were set apart (dodged): each value written in its line's colour at
+    the group's outer edge (left of the first x's, right of the others'), where no neighbour's whisker runs through
+    it. Call after the x axis's type is set: on a log axis plotly places annotations by log10(x)."""
+    edges: dict = {}
+    for i in lines:
+        for x in fig.data[i].x:
+            low, high = edges.get(at.get(x, x), (x, x))
+            edges[at.get(x, x)] = (min(low, x), max(high, x))
+    log = fig.layout.xaxis.type == "log"
+    for i in lines:
+        t = fig.data[i]
+        color = t.line.color or t.marker.color
+        for x, y, text in zip(t.x, t.y, shown[i]):
+            if not text:
+                continue
+            left = at.get(x, x) == first
+            edge = edges[at.get(x, x)][0 if left else 1]
+            fig.add_annotation(x=float(np.log10(edge)) if log else edge, y=y, text=text, showarrow=False,
+                               xanchor="right" if left else "left", xshift=-7 if left else 7,
+                               font=dict(size=10, color=color))
 
 
 NOISY_COLOR = "#ff7f0e"

@@ -73,7 +73,8 @@ def speed_parts(v: ModelView, answer_rows: list[dict], schedule_calls: dict[int,
     if len(with_schedule):
         timeline = diagnosis.recompile_timeline(diagnosis.schedule_frame(view, schedule_calls))
     return SpeedFigures(
-        clock=clock, speedup=speed_charts.mark_noisy(speed_charts.speedup(timed, fails, clock), timed),
+        clock=clock, speedup=speed_charts.mark_noisy(speed_charts.speedup(timed, fails, clock),
+                                                     speed_charts.placed(timed, fails), x="at"),
         latency=speed_charts.latency(timed, fails, clock),
         warmup=speed_charts.warmup(plot_data.answered_cold(plot_data.first_calls(view), view, answer_rows), fails),
         break_even=speed_charts.break_even(paid, fails), break_even_note=speed_charts.break_even_note(paid),

@@ -72,11 +72,17 @@ def test_twelve_configurations_read_as_rows_with_short_labels(lab):  # noqa: F81
     assert len(ranged) >= 5 and all(lo <= answered[k] <= hi for k, (lo, hi) in ranged.items())
     assert {k: tuple(round(v) for v in ends[k]) for k in ranged} == {k: (round(lo), round(hi)) for k, (lo, hi) in ranged.items()}
     # the Speedup chart's points are the answer's numbers, each with its 95% interval as a whisker
-    points = {(t["name"], x): (y, y + plus, y - minus) for t in spec(ok(page("results", chart="Speedup")), "plot_speedup")["data"]
-              if t.get("mode", "").startswith("lines") and t.get("error_y")
-              for x, y, plus, minus in zip(t["x"], t["y"], t["error_y"]["array"], t["error_y"]["arrayminus"])}
+    lines = [t for t in spec(ok(page("results", chart="Speedup")), "plot_speedup")["data"]
+             if t.get("mode", "").startswith("lines") and t.get("error_y")]
+    points = {(t["name"], custom[0]): (y, y + plus, y - minus) for t in lines  # the batch size: the hover's first
+              for custom, y, plus, minus in zip(t["customdata"], t["y"], t["error_y"]["array"], t["error_y"]["arrayminus"])}
     stated = {(r.config, r.batch_size): (r.speedup, r.speedup_ci_high, r.speedup_ci_low) for r in every.itertuples()}
     assert len(points) >= 10 and all(p == pytest.approx(stated[k], rel=1e-9) for k, p in points.items()), points
+    # set apart at each batch size, so one's whisker does not hide another's, and never far from it (12% of the axis)
+    drawn = {b: sorted(x for t in lines for x, c in zip(t["x"], t["customdata"]) if c[0] == b) for b in (8, 32)}
+    assert all(len(set(xs)) == len(xs) == 6 for xs in drawn.values()), drawn
+    assert all(abs(x - b) <= 0.07 * (32 - 8) for b, xs in drawn.items() for x in xs), drawn
+    assert all("batch_size=%{customdata[0]}" in t["hovertemplate"] and "%{x}" not in t["hovertemplate"] for t in lines)
     hovers = {t["hovertemplate"] for t in spec(ok(page("results", chart="Break-even")), "plot_break_even")["data"]
               if t.get("type") == "bar" and "hovertemplate" in t}  # the bars' own (the greyed row's overlay has none)
     assert hovers and all(h.startswith("%{y}<br>%{text}<br>") and "%{x}" not in h for h in hovers), hovers  # as written, rounded
@@ -154,10 +160,11 @@ def test_a_configuration_with_noisy_runs_only_is_marked_in_its_own_colour_on_eve
     for key, chart in (("plot_speedup", "Speedup"), ("plot_latency", "Latency")):
         data = spec(ok(page("results", chart=chart)), key)["data"]  # its point on its configuration's line, hollow
         (own,) = [t for t in data if t.get("name") == config and t.get("mode", "").startswith("lines")]
-        at_bs = own["x"].index(bs)
+        # Speedup's points are set apart at each batch size (their whiskers): the hover's batch size finds it there
+        at_bs = [c[0] for c in own["customdata"]].index(bs) if key == "plot_speedup" else own["x"].index(bs)
         assert own["marker"]["symbol"][at_bs] == "circle-open" and own["line"]["color"] != NOISY_GREY, key
         (ring,) = [t for t in data if t.get("legendgroup") == "only-noisy"]
-        assert ring["x"] == [bs] and ring["name"].startswith("⚠ noisy")
+        assert ring["x"] == [own["x"][at_bs]] and ring["name"].startswith("⚠ noisy")  # ringed where it is drawn
 
     for key, chart in (("plot_warmup", "Warmup"), ("plot_break_even", "Break-even")):  # rows of bars: hatched in
         fig = spec(ok(page("results", chart=chart)), key)  # their own colour, the tick label marked

@@ -349,6 +349,35 @@ def test_point_values_never_collide():
     assert shown == ["1.10×", "1.51×"]  # 1.50 sits on 1.51: its value is in the hover only
 
 
+def test_whiskers_at_one_batch_size_are_set_apart_and_a_very_wide_one_runs_past_the_top():
+    """Three configurations at bs 8 and 128 with the answer's intervals: set apart in one order at each batch size (a
+    log axis: by a factor), their values still kept from colliding by the batch size they stand for; one interval
+    reaching 9x against points near 1.5x runs past the axis (REACH) and says so, not pressing every point flat."""
+    agg = pd.DataFrame({"config": ["a", "b", "c"] * 2, "baseline": ["eager"] * 6, "batch_size": [8] * 3 + [128] * 3,
+                        "speedup": [1.50, 1.51, 1.10, 1.4, 1.3, 1.2], "runs": [2] * 6, "eager_ms": [1.0] * 6,
+                        "compiled_ms": [0.7] * 6, "speedup_ci_low": [1.4, 1.45, 1.0, 1.3, 1.2, 1.1],
+                        "speedup_ci_high": [1.6, 9.0, 1.2, 1.5, 1.4, 1.3]})
+    fails = agg.iloc[0:0].assign(job_id=[], status=[], error=[])
+    fig = speed_charts.speedup(agg, fails)
+    xs = {t.name: list(t.x) for t in fig.data if t.error_y and t.error_y.array is not None}
+    assert xs["a"][0] < 8 == xs["b"][0] < xs["c"][0] and xs["a"][1] < 128 == xs["b"][1] < xs["c"][1]
+    assert xs["c"][1] / 128 == pytest.approx(xs["c"][0] / 8) and 1 < xs["c"][0] / 8 < 1.2  # log axis: one factor
+    values = [a for a in fig.layout.annotations if a.text.endswith("×") and not a.text.startswith(("↑", "1.0×"))]
+    shown = sorted(a.text for a in values)  # beside each group, in its line's colour, clear of the whiskers in it
+    assert "1.50×" not in shown and "1.51×" in shown  # 1.50 sits on 1.51 at bs 8, set apart or not
+    edge = {round(a.x, 6) for a in values if a.xanchor == "right"}  # the first batch size's: left of its leftmost
+    assert edge == {round(np.log10(xs["a"][0]), 6)} and not [tr for tr in fig.data if tr.text is not None and any(tr.text)]
+    top = fig.layout.yaxis.range[1]
+    assert top == pytest.approx(speed_charts.REACH * 1.51 * 1.1) and top < 9.0
+    assert [a.text for a in fig.layout.annotations if a.text.startswith("↑")] == [
+        "↑ 1 interval runs past the top: hover its point for its ends"]
+    narrow = speed_charts.speedup(agg.assign(speedup_ci_high=agg["speedup_ci_high"].clip(upper=1.7)), fails)
+    assert narrow.layout.yaxis.range[1] == pytest.approx(1.7 * 1.1)  # every whisker in view
+    assert not [a for a in narrow.layout.annotations if a.text.startswith("↑")]
+    alone = speed_charts.speedup(agg.drop(columns=["speedup_ci_low", "speedup_ci_high"]), fails)
+    assert sorted({x for t in alone.data if t.mode and "lines" in t.mode for x in t.x}) == [8, 128]  # no whiskers: at it
+
+
 def test_the_preloaded_imports_are_their_own_segment_of_the_first_call():
     """A forked CUDA child's first call plus what its parent preloaded for it (runner.child.preload): the First call tab
     draws the added imports as a named segment, and the parts still add up to compiled_first_call_s."""
