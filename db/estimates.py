@@ -89,7 +89,8 @@ class Estimates:
         """The Queue table's ETA cell."""
         if job_id in self.left:
             left = self.left[job_id]
-            return "no history" if left.left_s is None else f"~{eta.duration(left.left_s)} left"
+            return ("no history" if left.left_s is None else "due about now" if eta.under_a_second(left.left_s)
+                    else f"~{eta.duration(left.left_s)} left")
         if job_id in self.starts:
             s = self.starts[job_id]
             start = (("starts after the jobs ahead" if s.starts_at_least else "starts now")

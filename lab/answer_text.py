@@ -42,8 +42,7 @@ def headline_parts(row: Mapping, column: str) -> tuple[str, str]:
         return f"{headline_cell(v)} [{lo:.3g}, {hi:.3g}]", f" ({left})" if shaken else ""
     n = row.get("cold_processes") or 1
     if row.get("cold_all_disturbed"):  # every cold compile in view was disturbed: the number is theirs, and says so
-        return headline_cell(v), f" ({'its compile' if n == 1 else f'all {n} compiles'} disturbed: another process " \
-            "took its cores)"
+        return headline_cell(v), f" ({'its compile' if n == 1 else f'all {n} compiles'} disturbed from outside)"
     return headline_cell(v), f" ({'one process' if n == 1 else f'{n} processes'}" + (f"; {left})" if shaken else ")")
 
 

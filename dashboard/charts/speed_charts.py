@@ -174,7 +174,7 @@ def speedup(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> g
     a caller waits for, by default); above the 1.0× line compile wins. Where the answer stands for a point
     (plot_data.answered_speedup), the point is its number with its 95% interval as a whisker."""
     # a configuration disturbed in every run answers with their numbers: its own line, hollow (mark_noisy rings them)
-    drawn = placed(agg.dropna(subset=["speedup"]), fails)
+    drawn = placed(agg, fails).dropna(subset=["speedup"])  # set apart among every row, as mark_noisy's rings are
     lo, hi = (drawn[c] if c in drawn else pd.Series(np.nan, index=drawn.index) for c in plot_data.SPEEDUP_BOUNDS)
     bracketed = _bracketed(drawn)
     drawn = drawn.assign(plus=hi - drawn["speedup"], minus=drawn["speedup"] - lo,

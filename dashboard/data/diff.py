@@ -90,7 +90,7 @@ def cold_first_calls(ok: pd.DataFrame, keys: list[str]) -> pd.Series:
     if ok.empty:
         return pd.Series(dtype=float)
     kinds = pd.Series(first_call_kinds(ok), index=ok.index)
-    shaken = ok.get("first_call_disturbed", pd.Series(None, index=ok.index, dtype=object)).map(lambda v: v is True or v == 1)
+    shaken = ok.get("first_call_disturbed", pd.Series(None, index=ok.index, dtype=object)).map(lambda v: not pd.isna(v) and bool(v))
 
     def cold(rows: pd.DataFrame) -> float:
         keep = rows.index[first_call.kept(kinds[rows.index].tolist(), rows["compiled_first_call_s"].tolist(),

@@ -36,7 +36,7 @@ def job_line(job_id: int) -> None:
             st.info(f"Running: {md(est.words())}" + (f" ({HOW})." if basis else "."), icon=":material/timer:")
         elif status == "queued":
             when = eta.in_words((est.start_s, est.starts_at_least))
-            start = ("Starts as soon as a live worker claims it: none is busy with another job" if when == "now" else
+            start = ("Starts as soon as a live worker that offers it is free" if when == "now" else
                      f"Starts {when}, after the queue ahead on the live workers")
             end = (f"; done {eta.in_words((est.end_s, est.at_least))}" if basis else
                    "; no history of similar jobs to say how long it takes")

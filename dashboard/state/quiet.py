@@ -30,6 +30,7 @@ import streamlit as st
 from dashboard.data import jobs
 from dashboard.markup import md
 from dashboard.state import resources
+from lab import cpu_quota
 from lab.timeline import TIMED_PROGRESS
 
 SLOW_S = 10  # the paused page's only tick, one query: each costs the server ~0.1 s of CPU on this 2-core box
@@ -57,7 +58,8 @@ def timed_here() -> list[tuple[int, str]]:
     return found
 
 
-SMALL_HOST = 8  # CPUs: on more, a page's drawing is under what a job's rounds name a disturbance (10% of its cores)
+SMALL_HOST = 8  # CPUs (under the cgroup's quota): on more, a page's drawing is under what a job's rounds name a
+# disturbance (10% of its cores)
 WAIT_ENV = "COMPILE_LAB_PAGE_WAIT_S"  # the longest a page waits for a timing here to end (0: never waits)
 WAIT_S, MAX_WAIT_S = 15.0, 120.0
 WAITED = "quiet_waited"  # session key: the seconds this session's last full run waited (0 when it did not)
@@ -84,7 +86,7 @@ def wait_for_timing(page: str) -> None:
     st.session_state[OPENED] = page
     timed, limit = st.session_state.get(KEY), wait_s()
     st.session_state[WAITED] = 0.0
-    if not opened or not timed or not limit or len(_cpus()) > SMALL_HOST:
+    if not opened or not timed or not limit or cpu_quota.here() > SMALL_HOST:
         return
     line.info(f"Drawing this page once the timing of {_jobs(timed)} on this machine ends (now {md(timed[0][1])}; "
               f"{limit:.0f} s at most): drawing it meanwhile would take the cores it is timed on.",
@@ -96,10 +98,6 @@ def wait_for_timing(page: str) -> None:
     line.empty()
     st.session_state[KEY] = timed
     st.session_state[WAITED] = round(time.monotonic() - began, 2)
-
-
-def _cpus() -> set[int]:
-    return os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
 
 
 def begin() -> None:

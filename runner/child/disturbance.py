@@ -161,7 +161,11 @@ def host_causes(before: Reading, after: Reading, cpus: set[int], during: str = "
         if used >= 0.05 * wall:
             top.append((used, pid, _named(pid, name)))
     helpers_s = sum(used for used, _, _ in mine)
-    others_s = max(0.0, (after.busy - before.busy) / TICK - (after.own - before.own) - helpers_s)
+    # a process of the job's that ran before the window and was reaped inside it lands whole in its parent's reaped
+    # time (the child's own, or a helper's): its time before the window is not the window's
+    earlier = _descendants(before.procs, me)
+    before_s = sum(t + r for pid, (_, t, _, r) in before.procs.items() if pid in earlier and pid not in after.procs) / TICK
+    others_s = max(0.0, (after.busy - before.busy) / TICK - (after.own - before.own) - helpers_s + before_s)
     steal_s = max(0.0, (after.steal - before.steal) / TICK)
     top.sort(reverse=True)
     measured = {"rounds_s": round(wall, 3), "cores": len(cpus), "others_cpu_s": round(others_s, 3),
@@ -178,7 +182,7 @@ def host_causes(before: Reading, after: Reading, cpus: set[int], during: str = "
         causes.append(f"other processes used {others_s / wall:.1f} of the job's {len(cpus)} cores during {during}"
                       + (f" ({who})" if who else ""))
     if before.procs and steal_s >= CPU_MIN_S and steal_s / capacity > CPU_SHARE:
-        causes.append(f"the hypervisor took {steal_s / capacity:.0%} of the job's cores (steal time)")
+        causes.append(f"the hypervisor took {steal_s / capacity:.0%} of the job's cores during {during} (steal time)")
     if before.stall_us is not None and after.stall_us is not None:
         stalled = (after.stall_us - before.stall_us) / 1e6
         measured["memory_stall_s"] = round(stalled, 3)
@@ -212,8 +216,8 @@ class Around:
             self.measured["window_s"] = self.measured.pop("rounds_s")
 
     def said(self) -> dict:
-        """What the record keeps: {"causes": [...], ...measured}."""
-        return {"causes": self.causes, **self.measured}
+        """What the record keeps: {"causes": [...], "read": whether /proc could be read at all, ...measured}."""
+        return {"causes": self.causes, "read": bool(self.before.procs), **self.measured}
 
 
 class Gpu:

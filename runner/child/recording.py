@@ -81,7 +81,7 @@ def record(job: Setup, first: FirstCalls, steady: SteadyState, work: dict, sched
         eager_first_call_s=first.eager_first_s, compiled_first_call_s=compiled_first_s, first_call_cache=first_cache,
         graph_cache_hit=graph_cache_hit(hits), compiled_second_call_s=first.compiled_second_s,
         disturbed=bool(steady.causes), noisy=bool(steady.causes), noise_note="; ".join(steady.causes) or None,
-        first_call_disturbed=None if first.compile_host is None else bool(first.compile_host["causes"]),
+        first_call_disturbed=bool(first.compile_host["causes"]) if (first.compile_host or {}).get("read") else None,
         # what compile costs against what it saves, in the caller's time: first calls and latency
         break_even_calls=break_even_calls(first.eager_first_s, compiled_first_s, clocks["eager_ms"],
                                           clocks["compiled_ms"]),

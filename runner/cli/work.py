@@ -59,12 +59,12 @@ def cmd_work(args) -> int:
     if not 1 <= args.lease <= 24 * 3600:
         raise UsageError(f"--lease must be between 1 and 86,400 seconds, got {args.lease:,g}")
     if args.threads is not None:
-        from runner.child.disturbance import my_cpus
+        from lab import cpu_quota
 
-        cpus = len(my_cpus())  # more threads than cores only makes them queue for the cores, and times that queue
+        cpus = cpu_quota.here()  # more threads than cores only makes them queue for the cores, and times that queue
         if not 1 <= args.threads <= cpus:
-            raise UsageError(f"--threads must be between 1 and {cpus} (the CPUs this worker may run on), "
-                             f"got {args.threads}")
+            raise UsageError(f"--threads must be between 1 and {cpus} (the CPUs this worker may run on, under its "
+                             f"cgroup's CPU quota), got {args.threads}")
     if args.idle_exit and not args.drain or not 0 <= args.idle_exit <= 7 * 24 * 3600:
         raise UsageError(f"--idle-exit goes with --drain, between 0 and 604,800 seconds (got {args.idle_exit:,g})")
     if not 0 <= args.grace <= 24 * 3600:

@@ -18,6 +18,7 @@ from db import queue
 from db.database import get_engine
 from db.engine import DatabaseGone, MalformedJSON, file_identity
 from db.models import JobStatus
+from lab import cpu_quota
 from lab.checks import SpecError
 from lab.errors import first_line
 from lab.noise import cpus_text
@@ -68,7 +69,8 @@ class Worker:
         self._refused, self._listing = {}, None  # the listing's refusals and record, taken with its entries
         self.probe: dict = {}  # torch, triton, devices: what keys a portable compile cache (runner.worker.cache_bundle)
         self.cpus = my_cpus()  # its affinity: published, so workers on one host can tell they share cores
-        self.threads = cfg.threads or len(self.cpus)
+        # torch's threads: its CPUs, under its cgroup's CPU quota (a container's limit its affinity does not show)
+        self.threads = cfg.threads or cpu_quota.usable(len(self.cpus), cpu_quota.quota())
         self.spawner = make_spawner(cfg.spawn, {**self._env(), preload.FAMILIES_ENV: ",".join(self.more.families)},
                                     PROJECT_ROOT)  # its preloaded parent imports the offered families' modules too
         self._started = threading.Event()  # no start in progress: its imports, probe and checks are done (_get_ready)

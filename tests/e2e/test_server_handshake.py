@@ -63,7 +63,8 @@ def stop(proc: subprocess.Popen, log) -> None:
         proc.wait(30)
         return
     except subprocess.TimeoutExpired:
-        pass
+        if proc.poll() is not None:  # it ended just as the wait did
+            return
     os.kill(proc.pid, signal.SIGUSR1)  # the app alone: SIGUSR1 ends a process that does not handle it
     wait_until(lambda: "most recent call first" in log.read_text(errors="replace"), 10, "the app's threads' stacks")
     os.killpg(proc.pid, signal.SIGTERM)

@@ -61,10 +61,13 @@ def test_other_numeric_flags_refuse_a_5000_digit_number(db_url, capsys, argv, na
 
 
 def test_more_threads_than_the_workers_cpus_are_refused_naming_the_flag(db_url, capsys):
-    cpus = len(my_cpus())
+    from lab import cpu_quota
+
+    cpus = cpu_quota.here()  # its affinity under its cgroup's CPU quota
+    assert cpus <= len(my_cpus())
     code, err = main(["work", "--db", db_url, "--once", "--threads", str(cpus + 1)], capsys)
     assert code == 2 and err == (f"error: --threads must be between 1 and {cpus} (the CPUs this worker may run "
-                                 f"on), got {cpus + 1}\n")
+                                 f"on, under its cgroup's CPU quota), got {cpus + 1}\n")
 
 
 def test_an_artifact_id_past_the_columns_range_and_a_damaged_artifact_end_in_one_line(any_db_url, capsys, tmp_path):
@@ -126,3 +129,25 @@ def test_a_compile_workers_compilers_are_the_jobs_own_and_another_process_names_
                                                              stranger: ("yes", 2 * second, 1, 0)})
     causes, measured = d.host_causes(before, busy, {0, 1}, during="the compile")
     assert causes == ["other processes used 0.5 of the job's 2 cores during the compile (yes (pid 900002) 0.5)"]
+
+
+def test_a_compiler_reaped_inside_the_window_counts_only_its_time_inside_it_and_steal_names_the_window():
+    """A g++ under the compile worker that had run 5 s before the window and is reaped inside it lands whole in its
+    parent's reaped time: only its 0.2 s inside the window is the job's, so a stranger's 3 s over 4 s of 2 cores is
+    still named (a review found it hidden). Steal time names its window too."""
+    import os
+
+    from runner.child import disturbance as d
+
+    me, worker, gcc, stranger, tick = os.getpid(), 900001, 900003, 900002, int(d.TICK)
+    before = d.Reading(at=0.0, busy=0, own=0.0, procs={worker: ("python", 0, me, 0), gcc: ("cc1plus", 5 * tick, worker, 0),
+                                                       stranger: ("yes", 0, 1, 0)})
+    after = d.Reading(at=4.0, busy=int(3.2 * tick), own=0.0, procs={worker: ("python", 0, me, int(5.2 * tick)),
+                                                                     stranger: ("yes", 3 * tick, 1, 0)})
+    causes, measured = d.host_causes(before, after, {0, 1}, during="the compile")
+    assert measured["others_cpu_s"] == pytest.approx(3.0) and causes and "yes (pid 900002)" in causes[0]
+    stolen = d.Reading(at=4.0, busy=0, steal=2 * tick, own=0.0, procs={worker: ("python", 0, me, 0),
+                                                                       stranger: ("yes", 0, 1, 0)})
+    quiet = d.Reading(at=0.0, busy=0, own=0.0, procs={worker: ("python", 0, me, 0), stranger: ("yes", 0, 1, 0)})
+    causes, _ = d.host_causes(quiet, stolen, {0, 1}, during="the compile")
+    assert causes == ["the hypervisor took 25% of the job's cores during the compile (steal time)"]

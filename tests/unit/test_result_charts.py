@@ -378,6 +378,21 @@ def test_whiskers_at_one_batch_size_are_set_apart_and_a_very_wide_one_runs_past_
     assert sorted({x for t in alone.data if t.mode and "lines" in t.mode for x in t.x}) == [8, 128]  # no whiskers: at it
 
 
+def test_a_ring_sits_on_its_point_where_a_configuration_in_view_has_no_speedup():
+    """The rings (mark_noisy) and the points take one placing: a configuration without a latency speedup still holds
+    its slot, so the others' offsets are the same in both (a review found the rings beside their points)."""
+    agg = pd.DataFrame({"config": ["a", "b", "c"] * 2, "baseline": ["eager"] * 6, "batch_size": [8] * 3 + [128] * 3,
+                        "speedup": [1.50, np.nan, 1.10, 1.4, np.nan, 1.2], "runs": [2] * 6, "eager_ms": [1.0] * 6,
+                        "compiled_ms": [0.7] * 6, "speedup_ci_low": [1.4, np.nan, 1.0, 1.3, np.nan, 1.1],
+                        "speedup_ci_high": [1.6, np.nan, 1.2, 1.5, np.nan, 1.3],
+                        "noisy_runs": [1, 0, 0, 1, 0, 0], "noise_note": ["x"] * 6, "max_spread": [0.0] * 6})
+    fails = agg.iloc[0:0].assign(job_id=[], status=[], error=[])
+    fig = speed_charts.mark_noisy(speed_charts.speedup(agg, fails), speed_charts.placed(agg, fails), x="at")
+    (line,) = [t for t in fig.data if t.name == "a" and "lines" in (t.mode or "")]
+    (ring,) = [t for t in fig.data if (t.legendgroup or "") == "noisy"]
+    assert list(ring.x) == pytest.approx(list(line.x)) and list(ring.y) == pytest.approx(list(line.y))
+
+
 def test_the_preloaded_imports_are_their_own_segment_of_the_first_call():
     """A forked CUDA child's first call plus what its parent preloaded for it (runner.child.preload): the First call tab
     draws the added imports as a named segment, and the parts still add up to compiled_first_call_s."""
