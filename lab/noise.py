@@ -9,6 +9,7 @@ explains. docs/measurement.md says why, with the figures. No torch, no SQLAlchem
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Hashable, Iterable, Sequence
 
@@ -19,6 +20,21 @@ from lab.interval import Spread
 # disturbance then names in words (runner.child.disturbance: on a small machine the pages a person opens while a job
 # is timed share its cores)
 DASHBOARD_PID_ENV = "COMPILE_LAB_DASHBOARD_PID"
+# and a file naming, one per line, the pids of the dashboard servers that adopted that worker since (one restarted
+# while its worker lived on): read when a busy process is named
+DASHBOARD_PIDS_ENV = "COMPILE_LAB_DASHBOARD_PIDS"
+
+
+def dashboard_pids(environ=None) -> set[int]:
+    """The pids of this lab's dashboard servers as the embedded worker's environment names them (above)."""
+    environ = os.environ if environ is None else environ
+    pids = {environ.get(DASHBOARD_PID_ENV, "")}
+    try:
+        with open(environ.get(DASHBOARD_PIDS_ENV) or os.devnull) as f:
+            pids |= set(f.read().split())
+    except OSError:
+        pass
+    return {int(p) for p in pids if p.isdigit()}
 
 NOISY_RERUN, PROCESS_REPEAT = "noisy", "process"  # the two kinds of follow-up job
 PENDING = ("queued", "running")  # a job that will measure: it counts as one of the processes

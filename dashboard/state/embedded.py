@@ -23,7 +23,7 @@ from sqlalchemy.engine import make_url
 
 from dashboard.data.connection import absolute_sqlite, describe
 from dashboard.data.jobs import live_workers
-from lab.noise import DASHBOARD_PID_ENV
+from lab.noise import DASHBOARD_PID_ENV, DASHBOARD_PIDS_ENV
 from lab.wording import count
 
 ENV_SWITCH = "COMPILE_LAB_EMBEDDED_WORKER"
@@ -72,6 +72,7 @@ class EmbeddedWorker:
         key = self.key = hashlib.sha1(url.encode()).hexdigest()[:12]
         self.lock_path = self.home / f".embedded-worker-{key}.lock"
         self.pid_path = self.home / f".embedded-worker-{key}.pid"
+        self.apps_path = self.home / f".embedded-worker-{key}.apps"  # the dashboards that started or adopted it
         self.log_path = self.home / "worker-embedded.log"
         # the URL (which may hold a password) goes in the environment, not on the command line that `ps`
         # shows every user; the worker reads DATABASE_URL when --db is not given
@@ -82,6 +83,7 @@ class EmbeddedWorker:
         self._mutex = threading.Lock()
         self._last: tuple[float, Status] | None = None
         self._atexit = False
+        self._named = False  # this server named in apps_path (_adopted)
 
     def _key_args(self) -> list[str]:
         """The lab's signing key where one is set (the worker reads COMPILE_LAB_CACHE_KEY_FILE itself), else a private
@@ -115,6 +117,7 @@ class EmbeddedWorker:
             if live:
                 ours = [w for w in live if recorded is not None and w.pid == recorded and w.hostname == here]
                 if ours:
+                    self._adopted()
                     return Status("ours", f"embedded worker pid {recorded} is running", recorded, self.log_path)
                 return Status("external", f"{count(len(live), 'worker')} alive; no embedded worker needed")
             if recorded is not None and self._is_our_worker(recorded):
@@ -135,6 +138,18 @@ class EmbeddedWorker:
         self.proc = None
         self.quick_exits = self.quick_exits + 1 if lived < QUICK_EXIT_S else 0
         return f"exit code {rc}"
+
+    def _adopted(self) -> None:
+        """This server uses a worker another (or an earlier) server started: its children are told this server's pid
+        too (lab.noise.dashboard_pids), so a job it disturbs names it. Once per process."""
+        if self._named:
+            return
+        try:
+            with open(self.apps_path, "a") as f:
+                f.write(f"{os.getpid()}\n")
+            self._named = True
+        except OSError:
+            pass
 
     def _recorded_pid(self) -> int | None:
         try:
@@ -163,7 +178,10 @@ class EmbeddedWorker:
             self.proc = subprocess.Popen(self.command, cwd=PROJECT_ROOT, stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=subprocess.STDOUT, start_new_session=True,
                                          env={**os.environ, "PYTHONUNBUFFERED": "1", DB_ENV: self.url,
-                                              MARK_ENV: self.key, DASHBOARD_PID_ENV: str(os.getpid())})
+                                              MARK_ENV: self.key, DASHBOARD_PID_ENV: str(os.getpid()),
+                                              DASHBOARD_PIDS_ENV: str(self.apps_path)})
+        self.apps_path.write_text(f"{os.getpid()}\n")  # a new worker: the dashboards of an earlier one are not its
+        self._named = True
         self._started = time.monotonic()
         # Popen returns once exec began; the kernel sets the new program's environment a moment later. Until then
         # /proc/PID/environ reads empty, and another app process taking the lock next would start a second worker.

@@ -16,7 +16,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from lab.noise import DASHBOARD_PID_ENV
+from lab.noise import dashboard_pids
 from runner.child.reaper import proc_stats
 
 log = logging.getLogger("compile_lab.child")
@@ -138,7 +138,7 @@ def _named(pid: int, name: str) -> str:
     """Who a busy process is, in words where the lab knows it: this job's worker, or this lab's dashboard server."""
     if pid == os.getppid():
         return "this job's worker"
-    if os.environ.get(DASHBOARD_PID_ENV, "") == str(pid):
+    if pid in dashboard_pids():
         return "this lab's dashboard server"
     return name
 

@@ -70,6 +70,28 @@ def test_a_starting_worker_is_checked_again_at_once_not_after_the_cache(managers
     assert m.ensure() is m.ensure()  # a settled status is cached again
 
 
+def test_a_server_that_adopts_a_running_worker_is_named_to_its_jobs(managers, engine, monkeypatch):
+    """A restarted app adopts the worker an earlier one started: the worker's environment names the earlier app's
+    pid, and a file beside it every app's that started or adopted it since, which a job's disturbance reads
+    (lab.noise.dashboard_pids) to name "this lab's dashboard server"."""
+    import socket
+
+    from lab import noise
+
+    monkeypatch.delenv(ENV_SWITCH, raising=False)
+    first = managers()
+    started = first.ensure()
+    environ = dict(e.split(b"=", 1) for e in open(f"/proc/{started.pid}/environ", "rb").read().split(b"\0") if b"=" in e)
+    environ = {k.decode(): v.decode() for k, v in environ.items()}
+    assert noise.dashboard_pids(environ) == {os.getpid()}
+    queue.register_worker(engine, "ours", socket.gethostname(), started.pid, None, {"devices": ["cpu"], "models": []})
+    monkeypatch.setattr("dashboard.state.embedded.os.getpid", lambda: 4242)  # the restarted app's process
+    assert managers().ensure(force=True).state == "ours"
+    monkeypatch.undo()
+    assert noise.dashboard_pids(environ) == {os.getpid(), 4242}  # the worker's children read the file as it is now
+    assert noise.dashboard_pids({}) == set() and noise.dashboard_pids({noise.DASHBOARD_PIDS_ENV: "/nonexistent"}) == set()
+
+
 def test_a_reused_pid_with_the_same_database_url_is_not_taken_for_our_worker(managers, db_url, monkeypatch):
     """A stale pid file (the worker was killed, the machine rebooted) may name a process that any shell
     exporting DATABASE_URL started: it must not pass for a starting worker, or none would ever start."""

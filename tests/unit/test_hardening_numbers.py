@@ -89,24 +89,32 @@ def test_an_artifact_id_past_the_columns_range_and_a_damaged_artifact_end_in_one
     assert code == 2 and "is not an artifact name" in err
 
 
-def test_a_disturbance_by_the_labs_own_dashboard_is_named_so(monkeypatch):
+def test_a_disturbance_by_the_labs_own_dashboard_is_named_so(monkeypatch, tmp_path):
     """On a small machine the pages a user opens while a job is timed share its cores: the embedded worker's child
     is told its dashboard's pid (dashboard.state.embedded), and a busy process with it is named in words."""
     import os
 
     from runner.child import disturbance as d
 
+    from lab.noise import DASHBOARD_PID_ENV, DASHBOARD_PIDS_ENV
+
     dashboard, browser = 424242, 515151
-    monkeypatch.setenv(d.DASHBOARD_PID_ENV, str(dashboard))
+    monkeypatch.delenv(DASHBOARD_PIDS_ENV, raising=False)
+    monkeypatch.setenv(DASHBOARD_PID_ENV, str(dashboard))
     before = d.Reading(at=0.0, busy=0, procs={dashboard: ("python", 0, 1, 0), browser: ("chromium", 0, 1, 0)})
     busy = int(1.0 * d.TICK)  # each used a second of CPU over a 2-second look at 2 cores
     after = d.Reading(at=2.0, busy=2 * busy, procs={dashboard: ("python", busy, 1, 0), browser: ("chromium", busy, 1, 0)})
     causes, measured = d.host_causes(before, after, {0, 1})
     assert causes and "this lab's dashboard server (pid 424242) 0.5" in causes[0] and "chromium (pid 515151)" in causes[0]
     assert {o["name"] for o in measured["busiest_others"]} == {"this lab's dashboard server", "chromium"}
-    monkeypatch.delenv(d.DASHBOARD_PID_ENV)
+    monkeypatch.delenv(DASHBOARD_PID_ENV)
     causes, _ = d.host_causes(before, after, {0, 1})
     assert "python (pid 424242)" in causes[0] and "dashboard" not in causes[0]  # a worker started on its own: no name
+    apps = tmp_path / "apps"  # a restarted app that adopted the worker: named in the file beside it
+    apps.write_text("111\n424242\n")
+    monkeypatch.setenv(DASHBOARD_PIDS_ENV, str(apps))
+    causes, _ = d.host_causes(before, after, {0, 1})
+    assert "this lab's dashboard server (pid 424242)" in causes[0]
     assert os.getppid() not in (dashboard, browser)
 
 
