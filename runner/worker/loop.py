@@ -69,11 +69,10 @@ class Worker:
         self._refused, self._listing = {}, None  # the listing's refusals and record, taken with its entries
         self.probe: dict = {}  # torch, triton, devices: what keys a portable compile cache (runner.worker.cache_bundle)
         self.cpus = my_cpus()  # its affinity: published, so workers on one host can tell they share cores
-        # torch's threads: its CPUs, under its cgroup's CPU quota (a container's limit its affinity does not show)
-        self.threads = cfg.threads or cpu_quota.usable(len(self.cpus), cpu_quota.quota())
+        self.threads = cfg.threads or cpu_quota.usable(len(self.cpus), cpu_quota.quota())  # under a cgroup's quota
         self.spawner = make_spawner(cfg.spawn, {**self._env(), preload.FAMILIES_ENV: ",".join(self.more.families)},
                                     PROJECT_ROOT)  # its preloaded parent imports the offered families' modules too
-        self._started = threading.Event()  # no start in progress: its imports, probe and checks are done (_get_ready)
+        self._started = threading.Event()  # set: no start in progress (its imports, probe and checks: _get_ready)
         self._started.set()
         self._starting: threading.Thread | None = None
         self._publishing = threading.Lock()  # one read-modify-write and publish of the capabilities at a time
@@ -160,8 +159,7 @@ class Worker:
         devices = (["cuda", "cpu"] if probe.get("cuda") else ["cpu"])
         caps = {
             "devices": devices, "device_name": probe.get("device_name"), "cpu_name": probe.get("cpu_name"),
-            "torch_version": probe.get("torch_version"),
-            "triton_version": probe.get("triton_version"),
+            "torch_version": probe.get("torch_version"), "triton_version": probe.get("triton_version"),
             **self._offer(), "pid": os.getpid(), "scheduler": identity.current(),  # its Slurm job or pod, if any
             "models_dirs": [str(d) for d in self.cfg.models_dirs], "cpus": self.cpus, "threads": self.threads,
             "signs_bundles": self.cfg.signer is not None,  # whether its portable jobs can load (the Submit page)
