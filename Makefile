@@ -52,8 +52,10 @@ lint: setup-dev
 # apt-get), and says where they are as `export` lines. Two test
 # processes share the cores (pytest-xdist): most tests wait on workers, servers and browsers. Tests marked `alone`
 # need the cores to themselves (another process on them is a disturbance the lab names): they run after, serially.
+# Inductor's CPU header is built first, once (runner/worker/header_warm.py), not in the first test job's compile.
 test: setup-dev $(EXTRAS)/.setup-worker
 	@eval "$$(.ci/services.sh)"; \
+	$(PY) -m runner.worker.header_warm && \
 	$(PY) -m pytest -q -n 2 --dist worksteal -m "not alone" --durations=60 tests && \
 	$(PY) -m pytest -q -m alone tests
 

@@ -26,7 +26,7 @@ from lab.timeline import Phases
 from runner.child import diskspace
 from runner.child.reaper import kill_tree
 from runner.launch import ended
-from runner.worker import cache_bundle, cache_repeat, ceilings, diskpause, reports
+from runner.worker import cache_bundle, cache_repeat, ceilings, diskpause, header_warm, reports
 from runner.worker.lease import LeaseKeeper, read_progress
 from runner.worker.neighbours import Watch, with_neighbours
 from runner.worker.spawn import SpawnError, family_of
@@ -182,6 +182,7 @@ class Attempt:
         child.watch = Watch(self.store.engine, self.lent.worker_id, self.lent.hostname, self.lent.cpus,
                             every_s=self.lent.beat_s)
         child.watch.sample(force=True)
+        header_warm.before_child(self.spec, child.env, self.lent.probe.get("torch_version"), self.steps, self.paths.folder)
         self.steps.marks["spawned"] = spawned = time.time()
         self.steps.add("job setup", self.steps.intervals[-1]["end"], spawned)
         return self.lent.spawner.start(child.argv, child.env, self.paths.folder, self.paths.log,
