@@ -53,6 +53,18 @@ class Said(str):
         return str(self)[:self.notes_at], str(self)[self.notes_at:]
 
 
+def end(v: float) -> str:
+    """An interval's end to 2 decimals, or as many more as keep it off 1.00 where it is not 1: "slower: 0.95x
+    [0.91, 1.00]" read as a contradiction where the end was 0.9996 (another view of the same jobs said "not
+    separable" for 1.0003)."""
+    text = f"{v:.2f}"
+    for digits in (3, 4, 5):
+        if text != "1." + "0" * (digits - 1) or v == 1:
+            break
+        text = f"{v:.{digits}f}"
+    return text
+
+
 def verdict(row: Row, interval: Interval | None = None, round_spread: float | None = None, error: str | None = None,
             device: str | None = None, folded: Iterable[str] = (), moved: str | None = None,
             paced: str | None = None) -> Said:
@@ -68,9 +80,9 @@ def verdict(row: Row, interval: Interval | None = None, round_spread: float | No
     if s is None:
         return Said("no latency measured (timed before caller latency was: timing protocol 1)")
     if interval is not None and interval.wide:
-        shown = f"{s:.2f}x, but anywhere from {lo:.2f}x to {hi:.2f}x: {interval.why_wide(round_spread, moved)}"
+        shown = f"{s:.2f}x, but anywhere from {end(lo)}x to {end(hi)}x: {interval.why_wide(round_spread, moved)}"
     else:
-        shown = f"{s:.2f}x [{lo:.2f}, {hi:.2f}]"
+        shown = f"{s:.2f}x [{end(lo)}, {end(hi)}]"
     if row.rerun_low is not None and row.rerun_high is not None:
         shown += f", a re-run reads {row.rerun_low:.2f}x to {row.rerun_high:.2f}x"
     if lo <= 1 <= hi:

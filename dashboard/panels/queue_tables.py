@@ -150,7 +150,8 @@ def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
             "host": w.hostname, "CPUs": _cpus(w.capabilities.get("cpus")), "threads": w.capabilities.get("threads"),
             "shares cores with": ", ".join(w.capabilities.get("shares_cores_with") or []),
             "heartbeat": w.heartbeat_at} for w in workers]), hide_index=True, width="stretch")
-    st.caption(f"Updated {datetime.now():%H:%M:%S}; refreshes every 2 s.")
+    st.caption(f"Updated {datetime.now():%H:%M:%S}; " + ("refreshing paused while a job on this machine is timed "
+               "(the line above says which)." if quiet.paused() or quiet.timed_here() else "refreshes every 2 s."))
 
 
 def actions_form() -> None:

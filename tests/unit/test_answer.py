@@ -268,3 +268,17 @@ def test_processes_that_agree_say_so_where_the_devices_spread_widens_them():
     assert row["speedup_ci_high"] / row["speedup"] - 1 > 0.10
     assert "its 2 processes read within 1% of each other, widened by this device's spread" in row["verdict"]
     assert "disagree" not in row["verdict"]
+
+
+def test_an_interval_end_near_one_keeps_the_digits_that_say_which_side_of_one_it_is():
+    """A first-hour walk read "slower: 0.95x [0.91, 1.00]" in one view and "not separable from eager: 0.95x
+    [0.91, 1.00]" in another of the same jobs: the high end was just under 1 in one and just over in the other. An end
+    that rounds to 1.00 without being 1 is written with the digits that tell."""
+    from lab.verdict import end
+
+    assert [end(v) for v in (0.9996, 1.0003, 1.0, 0.954, 1.004)] == ["0.9996", "1.0003", "1.00", "0.95", "1.004"]
+    (row,) = answer_rows([job(1, 0.96, 0.02), job(2, 0.975, 0.02)])
+    lo, hi = row["speedup_ci_low"], row["speedup_ci_high"]
+    said = row["verdict"]
+    assert f"[{end(lo)}, {end(hi)}]" in said or f"from {end(lo)}x to {end(hi)}x" in said
+    assert said.startswith("slower") == (hi < 1) and ("1.00]" not in said or hi == 1)

@@ -94,9 +94,8 @@ def test_a_disturbance_by_the_labs_own_dashboard_is_named_so(monkeypatch, tmp_pa
     is told its dashboard's pid (dashboard.state.embedded), and a busy process with it is named in words."""
     import os
 
-    from runner.child import disturbance as d
-
     from lab.noise import DASHBOARD_PID_ENV, DASHBOARD_PIDS_ENV
+    from runner.child import disturbance as d
 
     dashboard, browser = 424242, 515151
     monkeypatch.delenv(DASHBOARD_PIDS_ENV, raising=False)

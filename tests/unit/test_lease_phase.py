@@ -1,6 +1,8 @@
-"""runner.worker.lease: the child entering its timed phases (the compile first) goes out at once, not at the next beat
-(a page on this host pauses its refresh before it draws on the cores the compile and the rounds use,
-dashboard.state.quiet: a few milliseconds of the worker's against seconds of a page's); every other change of phase
+"""runner.worker.lease: the child entering its timed phases (the compile first), or leaving them, goes out at once, not at
+the next beat
+(a page on this host pauses its refresh before it draws on the cores the compile and the rounds use, and draws
+once they end: dashboard.state.quiet; a few milliseconds of the worker's against seconds of a page's); every other
+change of phase
 and its progress within a phase wait for the beat (a renewal as the eager first call or a round starts would be the
 worker's own noise in what the child times)."""
 import json
@@ -50,3 +52,14 @@ def test_a_phase_named_as_timed_work_starts_waits_for_the_beat(tmp_path):
         started = time.monotonic()
         assert k._wait(0.6, before) is False
         assert time.monotonic() - started >= 0.6, (before, after)
+
+
+def test_leaving_the_timed_phases_goes_out_at_once(tmp_path):
+    """A page that waits for a timing to end (dashboard.state.quiet.wait_for_timing) draws in the gap after the rounds,
+    before the next job's compile: a first-hour walk's pages waited their whole 15 s while jobs ran back to back, the
+    end of each one's rounds only published a beat later."""
+    k = keeper(tmp_path)
+    say(k.progress_file, "counting kernels")
+    started = time.monotonic()
+    assert k._wait(30.0, "measuring") is False
+    assert time.monotonic() - started < PHASE_LOOK_S + 5  # the phase after the rounds, not the 30 s beat
