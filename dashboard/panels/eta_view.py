@@ -9,7 +9,8 @@ from dashboard.markup import md
 from dashboard.state import quiet, resources
 from lab import eta
 
-HOW = "from the lab's history of similar jobs: the same settings, else the same model on the same device kind"
+HOW = ("from the lab's history of similar jobs: the same settings, else the same model on the same device kind; the "
+       "process repeats and re-runs a job calls for are counted once it has ended and queued them")
 
 
 def queue_line(est: estimates.Estimates, sweep_ids: list[int]) -> None:

@@ -96,7 +96,7 @@ def live_queue(sweep_ids: list[int], statuses: list[str]) -> None:
             pct = f" {r['progress']:.0%}" if r["progress"] is not None else ""
             if r["job_id"] in took:  # a compile reports no fraction: what this configuration's last cold one took
                 pct = f" (its configuration's last cold compile took {took[r['job_id']]:.3g} s)"
-            elapsed = f" · {r['elapsed_s']:.0f} s" if r["elapsed_s"] is not None else ""
+            elapsed = f" · {r['elapsed_s']:.0f} s since its claim" if r["elapsed_s"] is not None else ""
             if r["job_id"] in est.left:  # how long its phase usually takes, how long it has run, the time left
                 elapsed += f" · {md(est.left[r['job_id']].words(stage=False))}"
             st.progress(min(max(r["progress"] or 0.0, 0.0), 1.0),
