@@ -184,7 +184,8 @@ def speedup(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> g
                   error_y="plus" if bracketed else None, error_y_minus="minus" if bracketed else None,
                   hover_data={"batch_size": True, "runs": True, "eager_ms": ":.4g", "compiled_ms": ":.4g", "plus": False,
                               "minus": False, "held": bracketed},
-                  labels={"speedup": "speedup (eager / compiled)", "config": "", "held": "95% interval"})
+                  labels={"speedup": "speedup (eager / compiled; dotted: 1.0×, no gain)", "config": "",
+                          "held": "95% interval"})
     for trace in fig.data:  # the hover gives the batch size, not where the point was set
         trace.hovertemplate = (trace.hovertemplate or "").replace("at=%{x}<br>", "")
     if bracketed:
@@ -192,8 +193,8 @@ def speedup(agg: pd.DataFrame, fails: pd.DataFrame, clock: str = "latency") -> g
     # each point's value beside it, while they are few enough to be read (the answer table has them all)
     fig.update_traces(marker=dict(size=9), textposition="middle right", textfont=dict(size=10))
     hollow_points(fig, drawn, x="at")
-    fig.add_hline(y=1.0, line=dict(color="#444", dash="dot"), annotation_text="1.0× (no gain)",
-                  annotation_position="bottom right")
+    # the line named on the axis, not beside it: a value written beside its group near 1.0x would sit on its label
+    fig.add_hline(y=1.0, line=dict(color="#444", dash="dot"))
     x_batches(fig, agg, fails)
     values_on_points(fig, "%.2f×", at=dict(zip(drawn["at"], drawn["batch_size"].astype(float))))  # the axis set
     # the whiskers' tops count up to REACH times the highest point: one very wide interval would press every point

@@ -64,7 +64,8 @@ def compile_disturbed(r: dict) -> None:
     made = first_call.kind(r.get("first_call_cache"), r.get("cache"), r.get("graph_cache_hit"))
     rule = ("A cold first call so disturbed is left out of its configuration's cold figure and that figure's interval "
             "on Results while an undisturbed one is in view (else the figure is this one's, and says so)"
-            if made == "cold" else f"It compiled from a {made} cache: no cold figure rests on it")
+            if made == "cold" else f"It compiled from a {made} cache (a follow-up compiles from its configuration's "
+            "first run's): no cold figure rests on it")
     st.warning(f"Its compiled first call was disturbed: {md(words)}. {rule}; its rounds answer as their own check "
                "found them.", icon=":material/warning:")
 

@@ -56,7 +56,8 @@ def test_queue_shows_a_running_compiles_usual_range_time_so_far_and_the_queues_e
     claim, ids = compiling_for(lab, [40.0, 45.0, 50.0, 60.0], 25.0)
     at = ok(page("queue"))
     (bar,) = [plain(p.proto.text) for p in at.get("progress") if f"#{claim.job_id}" in p.proto.text]
-    assert re.search(r"— \*\*compiling\*\* · \d+ s since its claim · usually 4\d-\d\d s, 2\d s so far; about \d+ s left", bar), bar
+    assert re.search(r"— \*\*compiling\*\* · \d+ s since its claim · usually 4\d-\d\d s, 2\d s so far; about \d+ s left",
+                     bar), bar
     assert list(at.dataframe[0].value.columns[:3]) == ["job", "status", "ETA"]  # in view, not past the table's edge
     table = at.dataframe[0].value.set_index("job")
     assert re.fullmatch(r"~\d+ s left", table.loc[claim.job_id, "ETA"])
