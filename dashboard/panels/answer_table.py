@@ -146,7 +146,8 @@ def table(answer_rows: list[dict], model: str, common: str = "") -> None:
     # first chart held that chart back)
     st.subheader(f"The answer for {md(model)}", help=NOTE)
     if common:
-        st.caption(f"Every configuration here: {md(common)}. Each row names what sets it apart.")
+        st.caption(f"Every configuration here: {md(common)}. Each row names what sets it apart; within a batch size, "
+                   "the fastest first.")
     st.html(table_html(answer_rows))
     every_column_button(answer_rows, model)
 

@@ -39,7 +39,21 @@ def chosen_filters(df) -> dict:
     if not any(k in st.session_state or k in st.query_params for k in keys):
         return {col: [] for col in filters.FILTERS}  # nothing set: no options to check against
     choices = filter_choices(frame_key(df), df)
+    _sweep_numbers(choices["sweep"])
     return {col: _chosen(col, choices[col]) for col in filters.FILTERS}
+
+
+def _sweep_numbers(sweeps: list) -> None:
+    """A link's sweep given by its number ("?sweep=3", what a person types) names the sweep the filter lists as
+    "#3 ...": the filter starts with it (its widget then writes it to the link so), where every sweep the link
+    names is found so (a first-hour walk's ?sweep=1 was refused as a sweep that is not here)."""
+    if "sweep" in st.session_state:
+        return
+    values = st.query_params.get_all("sweep")
+    labels = {str(o).split(" ", 1)[0]: str(o) for o in sweeps if str(o).startswith("#")}
+    named = [labels.get(f"#{v.lstrip('#')}", v) if v.lstrip("#").isdigit() else v for v in values]
+    if named != values and all(n in labels.values() for n in named):  # else said as not here (link_missing)
+        st.session_state["sweep"] = named
 
 
 LINK_MISSING = "results_link_missing"  # (what a link's filters named that is not here, the filters then chosen)

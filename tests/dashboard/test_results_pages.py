@@ -152,6 +152,17 @@ def test_results_filters_set_by_a_link_are_named_beside_them(results):
     assert set(at.dataframe[-1].value["dtype"]) == {"float32"}
 
 
+def test_a_link_may_name_a_sweep_by_its_number(results):
+    """"?sweep=1" is what a person types (a first-hour walk's was refused as a sweep that is not here): it names the
+    sweep the filter lists as "#1 ...", and the link then says so; a number no sweep has is still said to be missing."""
+    at = ok(page("results", sweep="1", view="Table"))
+    (label,) = at.multiselect(key="sweep").value
+    assert label.startswith("#1 ") and set(at.dataframe[-1].value["sweep"]) == {label[3:]}  # the view: that sweep
+    assert _popover_label(at) == "Filters (1 set)" and not [w for w in at.warning if "names what is not here" in w.value]
+    at = ok(page("results", sweep="999"))
+    assert any("names what is not here (Sweep: 999)" in w.value for w in at.warning)
+
+
 @pytest.mark.slow  # several page runs over hundreds of jobs: seconds
 def test_jobs_whose_stored_spec_the_worker_refused_do_not_break_a_page(results):
     """A spec edited by hand (lab.spec refuses it, so the job failed on it) is still a row: every tab and
