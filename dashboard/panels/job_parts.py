@@ -66,8 +66,8 @@ def compile_disturbed(r: dict) -> None:
             "on Results while an undisturbed one is in view (else the figure is this one's, and says so)"
             if made == "cold" else f"It compiled from a {made} cache (a follow-up compiles from its configuration's "
             "first run's): no cold figure rests on it")
-    st.warning(f"Its compiled first call was disturbed: {md(words)}. {rule}; its rounds answer as their own check "
-               "found them.", icon=":material/warning:")
+    st.warning(f"Its compiled first call was disturbed: {md(words)}. {rule}. Its rounds are judged apart: they "
+               "answer unless another warning here says they were disturbed too.", icon=":material/warning:")
 
 
 def first_calls(r: dict) -> None:

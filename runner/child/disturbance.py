@@ -179,6 +179,9 @@ def host_causes(before: Reading, after: Reading, cpus: set[int], during: str = "
     causes = []
     if before.procs and others_s >= CPU_MIN_S and others_s / capacity > CPU_SHARE:
         who = ", ".join(f"{name} (pid {pid}) {used / wall:.1f}" for used, pid, name in top[:3])
+        rest = others_s - sum(used for used, _, _ in top[:3])  # processes that ended meanwhile, or each ran briefly
+        if rest / wall >= 0.05:
+            who += f"{', ' if who else ''}{rest / wall:.1f} by processes that ended meanwhile or ran briefly"
         causes.append(f"other processes used {others_s / wall:.1f} of the job's {len(cpus)} cores during {during}"
                       + (f" ({who})" if who else ""))
     if before.procs and steal_s >= CPU_MIN_S and steal_s / capacity > CPU_SHARE:

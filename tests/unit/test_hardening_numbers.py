@@ -136,6 +136,12 @@ def test_a_compile_workers_compilers_are_the_jobs_own_and_another_process_names_
                                                              stranger: ("yes", 2 * second, 1, 0)})
     causes, measured = d.host_causes(before, busy, {0, 1}, during="the compile")
     assert causes == ["other processes used 0.5 of the job's 2 cores during the compile (yes (pid 900002) 0.5)"]
+    # time no process still there accounts for (a `runner status` that started and ended inside the window): said so
+    gone = d.Reading(at=4.0, busy=6 * second, own=0.0, procs={worker: ("python", second, me, 3 * second),
+                                                             stranger: ("yes", 0, 1, 0)})
+    causes, _ = d.host_causes(before, gone, {0, 1}, during="the compile")
+    assert causes == ["other processes used 0.5 of the job's 2 cores during the compile (0.5 by processes that ended "
+                      "meanwhile or ran briefly)"]
 
 
 def test_a_compiler_reaped_inside_the_window_counts_only_its_time_inside_it_and_steal_names_the_window():
