@@ -134,11 +134,12 @@ def _descendants(procs: dict, root: int) -> set[int]:
     return out
 
 
-def _named(pid: int, name: str) -> str:
-    """Who a busy process is, in words where the lab knows it: this job's worker, or this lab's dashboard server."""
+def _named(pid: int, name: str, apps: set[int]) -> str:
+    """Who a busy process is, in words where the lab knows it: this job's worker, or this lab's dashboard server
+    (`apps`: lab.noise.dashboard_pids, read once per look)."""
     if pid == os.getppid():
         return "this job's worker"
-    if pid in dashboard_pids():
+    if pid in apps:
         return "this lab's dashboard server"
     return name
 
@@ -149,7 +150,7 @@ def host_causes(before: Reading, after: Reading, cpus: set[int], during: str = "
     capacity = wall * len(cpus)
     me = os.getpid()
     helpers = _descendants(after.procs, me)  # the job's own: compile workers, its keeper
-    top, mine = [], []
+    top, mine, apps = [], [], dashboard_pids()
     for pid, (name, ticks, _, reaped) in after.procs.items():
         if pid == me:
             continue
@@ -159,7 +160,7 @@ def host_causes(before: Reading, after: Reading, cpus: set[int], during: str = "
             continue
         used = (ticks - was) / TICK
         if used >= 0.05 * wall:
-            top.append((used, pid, _named(pid, name)))
+            top.append((used, pid, _named(pid, name, apps)))
     helpers_s = sum(used for used, _, _ in mine)
     # a process of the job's that ran before the window and was reaped inside it lands whole in its parent's reaped
     # time (the child's own, or a helper's): its time before the window is not the window's
@@ -179,7 +180,8 @@ def host_causes(before: Reading, after: Reading, cpus: set[int], during: str = "
     causes = []
     if before.procs and others_s >= CPU_MIN_S and others_s / capacity > CPU_SHARE:
         who = ", ".join(f"{name} (pid {pid}) {used / wall:.1f}" for used, pid, name in top[:3])
-        rest = others_s - sum(used for used, _, _ in top[:3])  # processes that ended meanwhile, or each ran briefly
+        who += f", {len(top) - 3} more" if len(top) > 3 else ""
+        rest = others_s - sum(used for used, _, _ in top)  # processes that ended meanwhile, or each ran briefly
         if rest / wall >= 0.05:
             who += f"{', ' if who else ''}{rest / wall:.1f} by processes that ended meanwhile or ran briefly"
         causes.append(f"other processes used {others_s / wall:.1f} of the job's {len(cpus)} cores during {during}"

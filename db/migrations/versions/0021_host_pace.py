@@ -10,7 +10,8 @@ Revision ID: 0021_host_pace
 Revises: 0020_phase_at
 """
 import sqlalchemy as sa
-from alembic import op
+
+from db import results_column
 
 revision = "0021_host_pace"
 down_revision = "0020_phase_at"
@@ -18,42 +19,15 @@ branch_labels = None
 depends_on = None
 
 NEW = "host_pace_us"
-RAW_LAST = ("schedule", "detail_keys", "detail", "samples")  # as 0018 left them
-INDEX = "ix_results_answer"
 INDEXED = ("job_id", "graph_cache_hit", "noise_note", "accuracy_ok", "disturbed", "round_speedup", "round_speedup_se",
            "first_call_cache", "speedup_spread", "eager_first_call_s", "compiled_first_call_s", "eager_ms",
            "compiled_ms", "speedup", "graph_breaks", "recompiles", "max_abs_error", "peak_mem_eager_mb",
            "peak_mem_compiled_mb", "torch_version", "device_name")  # 0017's
 
 
-def _index(bind, columns: tuple) -> None:
-    """The answer's index on SQLite made over `columns`."""
-    if INDEX in {i["name"] for i in sa.inspect(bind).get_indexes("results")}:
-        op.drop_index(INDEX, table_name="results")
-    op.create_index(INDEX, "results", list(columns))
-
-
 def upgrade() -> None:
-    bind = op.get_bind()
-    names = [c["name"] for c in sa.inspect(bind).get_columns("results")]
-    if NEW in names:  # a database made by create_all from today's models has it already
-        return
-    if bind.dialect.name != "sqlite":
-        op.add_column("results", sa.Column(NEW, sa.Float(), nullable=True))
-        return
-    order = [n for n in names if n not in RAW_LAST] + [NEW] + [n for n in RAW_LAST if n in names]
-    # a copy of the table in the new order, then the old one dropped (the whole database, in one transaction)
-    with op.batch_alter_table("results", recreate="always", partial_reordering=[tuple(order)]) as batch:
-        batch.add_column(sa.Column(NEW, sa.Float(), nullable=True))
-    _index(bind, INDEXED + (NEW,))
+    results_column.add(NEW, sa.Float(), INDEXED)
 
 
 def downgrade() -> None:
-    bind = op.get_bind()
-    if bind.dialect.name != "sqlite":
-        op.drop_column("results", NEW)
-        return
-    op.drop_index(INDEX, table_name="results")  # first: SQLite drops no column an index holds
-    with op.batch_alter_table("results", recreate="always") as batch:
-        batch.drop_column(NEW)
-    _index(bind, INDEXED)
+    results_column.drop(NEW, INDEXED)
