@@ -358,15 +358,17 @@ def _sweep_rows(db_file: Path, shared: Path | None = None, offset: int = 0) -> d
     with reading(engine) as s:
         jobs = s.execute(select(Job.id, Sweep.name, Job.status, Job.follow_up, Job.claimed_at, Result.disturbed,
                                 Result.noise_note, Result.detail, Result.host_pace_us, Result.round_speedup,
-                                Result.compiled_first_call_s, Result.first_call_cache)
+                                Result.compiled_first_call_s, Result.first_call_cache, Result.first_call_disturbed)
                          .join(Sweep, Sweep.id == Job.sweep_id).outerjoin(Result, Result.job_id == Job.id)
                          .where(Sweep.name.startswith(f"{label}: "))).all()
     by_name: dict = {}
-    for job_id, sweep_name, status, follow_up, _claimed, disturbed, note, detail, pace, speedup, first_s, made in jobs:
+    for job_id, sweep_name, status, follow_up, _claimed, disturbed, note, detail, pace, speedup, first_s, made, fcd in jobs:
         name = sweep_name.split(": ", 1)[1]
         tl = detail.get("timeline") if isinstance(detail, dict) else None  # the packed detail, read back as a dict
         by_name.setdefault(name, {"jobs": [], "row": None})["jobs"].append(
             {"job_id": job_id, "status": status, "follow_up": follow_up, "disturbed": disturbed, "note": note,
+             "compile_disturbed": fcd, "compile_words": ((detail.get("first_call_disturbance") or {}).get("causes")
+                                                          if isinstance(detail, dict) else None),
              "total_s": timeline.total_s(tl) if tl else None,
              # the worker's own start (importing torch, once per worker) is not a job's: a first job claimed before
              # it is done waits for it in its timeline's "worker start"; counted apart
@@ -578,6 +580,9 @@ def table(args) -> None:
          _frac(checks["cold interval covers reference"]) >= 0.9 if checks["cold interval covers reference"] else None),
         ("jobs disturbed (a measured cause)", f"{len(disturbed)} of {len(ok)}", "<= 10%",
          len(disturbed) <= 0.1 * max(1, len(ok))),
+        ("compiled first calls disturbed (a measured cause)",
+         f"{sum(bool(j['compile_disturbed']) for j in ok)} of {sum(j['compile_disturbed'] is not None for j in ok)}"
+         f" read", "<= 10%", sum(bool(j['compile_disturbed']) for j in ok) <= 0.1 * max(1, len(ok))),
         ("follow-ups' GPU time / first runs'", f"{ratio:.2f} ({sum(filter(None, follow_s)):.0f} s / "
          f"{sum(filter(None, first_s)):.0f} s)", "<= 0.5", ratio <= 0.5),
         (f"per-job overhead p90, s (worker start apart{'; sweep ' + args.overhead_of if args.overhead_of else ''})",
@@ -592,6 +597,7 @@ def table(args) -> None:
     lines += [""] + cold_lines + _pace_lines(sweeps, ref_paces) + _cold_pace_lines(sweeps, ref_cold_paces)
     lines += _pick_lines(jobs) + _overhead_lines(counted)
     lines += [f"disturbed: job {j['job_id']}: {j['note']}" for j in disturbed]
+    lines += [f"compile disturbed: job {j['job_id']}: {j['compile_words']}" for j in ok if j["compile_disturbed"]]
     lines += [f"reference failed: {n}: {e[0]}" for n, e in ref_errors.items()] + ref_disturbed
     text = "\n".join(lines)
     print(text)
