@@ -206,19 +206,34 @@ class Around:
     answer gives): read just before and just after it, never during; `causes` in words naming the window, and
     `measured` (its seconds as `window_s`). A window that raised reads nothing after it."""
 
-    def __init__(self, during: str):
+    def __init__(self, during: str, device: str = "cpu"):
         self.during, self.cpus = during, set(my_cpus())
         self.causes: list[str] = []
         self.measured: dict = {}
+        self.gpu: Gpu | None = None
+        if device == "cuda":  # on a GPU also what NVML saw: another process computing on it, a thermal or power brake
+            try:
+                self.gpu = Gpu()
+            except Exception as e:  # no pynvml, or no NVML: said in the record, as the rounds' Watch says it
+                self.measured["not_measured"] = f"the GPU was not watched ({type(e).__name__}: {e})"[:300]
 
     def __enter__(self) -> Around:
         self.before = read_host(self.cpus)
+        if self.gpu is not None:
+            self.gpu.since_us = int(time.time() * 1e6)
+            self.gpu.look()
         return self
 
     def __exit__(self, kind, *_) -> None:
         if kind is None:
-            self.causes, self.measured = host_causes(self.before, read_host(self.cpus), self.cpus, self.during)
-            self.measured["window_s"] = self.measured.pop("rounds_s")
+            after = read_host(self.cpus)
+            causes, measured = host_causes(self.before, after, self.cpus, self.during)
+            measured["window_s"] = measured.pop("rounds_s")
+            if self.gpu is not None:  # the SM clock is not judged here: a compile leaves the GPU idle between kernels
+                self.gpu.look()
+                gpu_causes, measured["gpu"] = self.gpu.causes(self.during, clocks=False)
+                causes += gpu_causes
+            self.causes, self.measured = causes, self.measured | measured
 
     def said(self) -> dict:
         """What the record keeps: {"causes": [...], "read": whether /proc could be read at all, ...measured}."""
@@ -254,17 +269,18 @@ class Gpu:
         except self.nvml.NVMLError:  # this GPU or driver does not say: nothing measured
             pass
 
-    def causes(self) -> tuple[list[str], dict]:
+    def causes(self, during: str = "the rounds", clocks: bool = True) -> tuple[list[str], dict]:
+        """The causes NVML saw in words naming the window (`during`); `clocks`: judge the SM clock's moves too."""
         causes = []
         external = [words for bit, words in EXTERNAL_REASONS.items() if self.reasons & bit]
         if external:
-            causes.append("the GPU was slowed by " + " and ".join(external) + " during the rounds")
+            causes.append("the GPU was slowed by " + " and ".join(external) + f" during {during}")
         busy = [c for c, idle in self.clocks if not idle]
-        if len(busy) >= 2 and min(busy) < (1 - CLOCK_DROP) * max(busy):
-            causes.append(f"the GPU's SM clock moved between {min(busy)} and {max(busy)} MHz during the rounds")
+        if clocks and len(busy) >= 2 and min(busy) < (1 - CLOCK_DROP) * max(busy):
+            causes.append(f"the GPU's SM clock moved between {min(busy)} and {max(busy)} MHz during {during}")
         others = self._others()
         if others:
-            causes.append("another process computed on the GPU during the rounds ("
+            causes.append(f"another process computed on the GPU during {during} ("
                           + ", ".join(f"pid {p} at {u}% SM" for p, u in others[:3]) + ")")
         measured = {"clock_event_reasons": hex(self.reasons), "sm_clock_mhz_min": min((c for c, _ in self.clocks),
                                                                                      default=None),
@@ -273,7 +289,7 @@ class Gpu:
         return causes, measured
 
     def _others(self) -> list[tuple[int, int]]:
-        """Processes other than this one and its children that used the GPU's SMs since the rounds began."""
+        """Processes other than this one and its children that used the GPU's SMs since the window began."""
         n, me = self.nvml, os.getpid()
         try:
             samples = n.nvmlDeviceGetProcessUtilization(self.handle, self.since_us)

@@ -164,3 +164,48 @@ def test_a_compiler_reaped_inside_the_window_counts_only_its_time_inside_it_and_
     quiet = d.Reading(at=0.0, busy=0, own=0.0, procs={worker: ("python", 0, me, 0), stranger: ("yes", 0, 1, 0)})
     causes, _ = d.host_causes(quiet, stolen, {0, 1}, during="the compile")
     assert causes == ["the hypervisor took 25% of the job's cores during the compile (steal time)"]
+
+
+def test_on_a_gpu_the_compile_window_names_another_process_on_the_gpu_and_a_thermal_brake_not_clock_moves(monkeypatch):
+    """On a GPU the compile's window also reads NVML (runner.child.disturbance.Around): another process computing on
+    the job's GPU, or a thermal brake, is a measured cause named for the compile; the SM clock's moves are not (a
+    compile leaves the GPU idle between its kernels). No GPU here: NVML is the one part faked, through its module."""
+    import os
+    import sys
+    import types
+
+    from runner.child import disturbance as d
+
+    me = os.getpid()
+    state = {"reasons": 0, "clock": 1980, "samples": []}
+
+    class Error(Exception):
+        pass
+
+    fake = types.SimpleNamespace(
+        NVMLError=Error, NVML_CLOCK_SM=1, nvmlInit=lambda: None, nvmlDeviceGetHandleByIndex=lambda i: "gpu0",
+        nvmlDeviceGetCurrentClocksEventReasons=lambda h: state["reasons"],
+        nvmlDeviceGetClockInfo=lambda h, kind: state.pop("clock", 1200),
+        nvmlDeviceGetProcessUtilization=lambda h, since: state["samples"])
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    quiet = d.Around("the compile", "cuda")
+    with quiet:
+        state["samples"] = [types.SimpleNamespace(pid=me, smUtil=60, timeStamp=quiet.gpu.since_us + 1)]
+    assert not [c for c in quiet.causes if "GPU" in c]  # its own kernels, and a clock from 1980 to 1200 MHz, pass
+    assert quiet.said()["gpu"]["sm_clock_mhz_min"] == 1200
+
+    busy = d.Around("the compile", "cuda")
+    with busy:
+        state["samples"] = [types.SimpleNamespace(pid=me, smUtil=60, timeStamp=busy.gpu.since_us + 1),
+                            types.SimpleNamespace(pid=4242, smUtil=40, timeStamp=busy.gpu.since_us + 2)]
+        state["reasons"] = 0x40
+    gpu_words = [c for c in busy.causes if "GPU" in c]
+    assert gpu_words == ["the GPU was slowed by hardware thermal slowdown during the compile",
+                         "another process computed on the GPU during the compile (pid 4242 at 40% SM)"]
+
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # no NVML where the child runs: said, and nothing made up
+    blind = d.Around("the compile", "cuda")
+    with blind:
+        pass
+    assert blind.gpu is None and "the GPU was not watched" in blind.said()["not_measured"]
+    assert not [c for c in blind.causes if "GPU" in c]
