@@ -214,6 +214,7 @@ class Around:
         if device == "cuda":  # on a GPU also what NVML saw: another process computing on it, a thermal or power brake
             try:
                 self.gpu = Gpu()
+                self.gpu.tree_computes = True
             except Exception as e:  # no pynvml, or no NVML: said in the record, as the rounds' Watch says it
                 self.measured["not_measured"] = f"the GPU was not watched ({type(e).__name__}: {e})"[:300]
 
@@ -254,6 +255,7 @@ class Gpu:
         self.reasons = 0
         self.clocks: list[tuple[int, bool]] = []  # (SM MHz, the GPU was idle then)
         self.since_us = int(time.time() * 1e6)
+        self.tree_computes = False  # the child's own processes may compute on the GPU too (a compile's autotuning)
 
     def _reasons(self) -> int:
         n = self.nvml
@@ -300,8 +302,11 @@ class Gpu:
         for s in samples:
             if s.pid not in mine and s.smUtil and s.timeStamp >= self.since_us:
                 used[s.pid] = max(used.get(s.pid, 0), int(s.smUtil))
-        pids = {s.pid for s in samples}
-        if me not in pids and len(pids) <= 1:  # another pid namespace, and only one process seen: that is us
+        pids = {s.pid for s in samples if s.smUtil and s.timeStamp >= self.since_us}
+        # NVML's pids from another pid namespace (a container's) cannot be told apart: where no more processes
+        # computed than can be ours (the child in the rounds; in a compile its whole tree: max-autotune's benchmark
+        # processes), they are taken for ours
+        if me not in {s.pid for s in samples} and len(pids) <= (len(mine) if self.tree_computes else 1):
             return []
         return sorted(used.items(), key=lambda kv: -kv[1])
 

@@ -203,6 +203,17 @@ def test_on_a_gpu_the_compile_window_names_another_process_on_the_gpu_and_a_ther
     assert gpu_words == ["the GPU was slowed by hardware thermal slowdown during the compile",
                          "another process computed on the GPU during the compile (pid 4242 at 40% SM)"]
 
+    # NVML's pids from a container's other namespace: no more computing than the job's own processes is taken for
+    # them (the job's compile computes too); more than the job has is another process
+    ours = len({me} | d.process_tree(me))
+    for extra, named in ((0, False), (1, True)):
+        foreign = d.Around("the compile", "cuda")
+        with foreign:
+            state["samples"] = [types.SimpleNamespace(pid=5000 + i, smUtil=30, timeStamp=foreign.gpu.since_us + 1)
+                                for i in range(ours + extra)]
+            state["reasons"] = 0
+        assert any("another process computed on the GPU" in c for c in foreign.causes) is named
+
     monkeypatch.setitem(sys.modules, "pynvml", None)  # no NVML where the child runs: said, and nothing made up
     blind = d.Around("the compile", "cuda")
     with blind:
