@@ -42,7 +42,8 @@ def headline_parts(row: Mapping, column: str) -> tuple[str, str]:
         return f"{headline_cell(v)} [{lo:.3g}, {hi:.3g}]", f" ({left})" if shaken else ""
     n = row.get("cold_processes") or 1
     if row.get("cold_all_disturbed"):  # every cold compile in view was disturbed: the number is theirs, and says so
-        return headline_cell(v), f" ({'its compile' if n == 1 else f'all {n} compiles'} disturbed from outside)"
+        said = "its compile disturbed: its job says by what" if n == 1 else f"all {n} compiles disturbed: their jobs say by what"
+        return headline_cell(v), f" ({said})"
     return headline_cell(v), f" ({'one process' if n == 1 else f'{n} processes'}" + (f"; {left})" if shaken else ")")
 
 

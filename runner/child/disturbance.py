@@ -15,6 +15,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from lab.noise import dashboard_pids
 from runner.child.reaper import proc_stats
@@ -206,10 +207,11 @@ class Around:
     answer gives): read just before and just after it, never during; `causes` in words naming the window, and
     `measured` (its seconds as `window_s`). A window that raised reads nothing after it."""
 
-    def __init__(self, during: str, device: str = "cpu"):
+    def __init__(self, during: str, device: str = "cpu", header: bool = False):
         self.during, self.cpus = during, set(my_cpus())
         self.causes: list[str] = []
         self.measured: dict = {}
+        self.headers = Headers() if header else None  # a CPU inductor compile: did it build inductor's header?
         self.gpu: Gpu | None = None
         if device == "cuda":  # on a GPU also what NVML saw: another process computing on it, a thermal or power brake
             try:
@@ -234,11 +236,40 @@ class Around:
                 self.gpu.look()
                 gpu_causes, measured["gpu"] = self.gpu.causes(self.during, clocks=False)
                 causes += gpu_causes
+            if self.headers is not None and (built := self.headers.built()):
+                causes.append(built)
             self.causes, self.measured = causes, self.measured | measured
 
     def said(self) -> dict:
         """What the record keeps: {"causes": [...], "read": whether /proc could be read at all, ...measured}."""
         return {"causes": self.causes, "read": bool(self.before.procs), **self.measured}
+
+
+class Headers:
+    """Inductor's precompiled C++ headers: built once per machine, compiler, torch and flags, outside every compile
+    cache (the worker builds the usual one ahead: runner.worker.header_warm). A compile that builds one pays what a
+    script on a machine that has compiled with those flags before does not, so it is named as a cause."""
+
+    def __init__(self):
+        from torch._inductor import codecache
+
+        folder = getattr(codecache, "_HEADER_DIR", None)  # torch's own path (a private name: absent, nothing read)
+        self.folder = Path(folder) if folder else None
+        self.before = self._files()
+
+    def _files(self) -> dict[str, int]:
+        try:
+            return {f.name: f.stat().st_size for f in self.folder.glob("*.gch")} if self.folder else {}
+        except OSError:
+            return {}
+
+    def built(self) -> str | None:
+        new = {k: v for k, v in self._files().items() if k not in self.before}
+        if not new:
+            return None
+        return (f"the compile built inductor's precompiled C++ header ({sum(new.values()) / 2 ** 20:.0f} MB): a cost "
+                "paid once per machine and compiler flags, which a script on a machine that has compiled with these "
+                "flags before does not pay")
 
 
 class Gpu:

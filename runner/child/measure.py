@@ -228,7 +228,8 @@ def first_calls(job: Setup, report: Report, check: bool = True) -> FirstCalls:
     seed(2)
     try:
         tuned_before = autotune_picks.runtime_autotune_us()
-        with Around("the compile", job.spec.device) as around:  # what else ran on its cores (and GPU): read outside it
+        with Around("the compile", job.spec.device, header=job.spec.device == "cpu" and job.spec.backend == "inductor") \
+                as around:  # what else ran on its cores (and GPU): read outside it
             pace_before = host_pace_us()  # the host's pace around the compile (lab.host_pace.around): ~0.1 ms, untimed
             with phase("compiled first call"), Pauses() as gc_pauses:  # the collector's share (runner.child.gcpause)
                 compiled_first_s, out = timed_once(timer, job.compiled_step, inputs)

@@ -8,7 +8,8 @@ first job read 10.4 s against 6.1-6.8 s for the jobs after it, and the 156 MB he
 4 s. That is not what a fresh process pays, so before a CPU inductor job, where this worker's torch has not warmed it
 on this machine (a marker beside the headers), one throwaway process compiles a tiny function on the CPU with a
 fresh cache: the header is built there, once, and the job's timeline names it ("compiler header warm-up"). A job whose
-flags need another header still builds its own (the child says so: runner.child.capture.introspect). No torch here.
+flags need another header still builds its own, and the child names that as a cause of its cold first call
+(runner.child.disturbance.Headers). No torch here.
 """
 from __future__ import annotations
 

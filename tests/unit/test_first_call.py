@@ -158,6 +158,6 @@ def test_a_cold_first_call_whose_compile_was_disturbed_counts_only_where_no_othe
     assert (drawn["first_call_cold_s"], drawn["cold_runs"], drawn["first_call_warm_s"]) == (15.0, 1, 2.4)
     (row,) = answer_rows([shaken, warm])
     assert row["first_call_cold_s"] == 30.0 and row["first_call_cold_low"] is None and row["cold_disturbed"] == 1
-    assert headline_value(row, "first_call_cold_s") == "30 (its compile disturbed from outside)"
+    assert headline_value(row, "first_call_cold_s") == "30 (its compile disturbed: its job says by what)"
     assert plot_data.first_calls(_view(*({**r, "config": "default", "compiled_ms": 0.5} for r in (shaken, warm)))
                                  ).iloc[0]["first_call_cold_s"] == 30.0
