@@ -9,8 +9,9 @@ from typing import Callable, Iterable, Mapping
 from sqlalchemy import Engine, func, select
 
 from db.engine import reading
-from db.models import Job, JobStatus, Result, utcnow
+from db.models import Job, JobStatus, Result, Sweep, utcnow
 from lab import eta
+from lab.sweep import follow_up_settings
 
 PER_KEY = 12  # the newest this many similar jobs: what the lab does now, not a year ago
 
@@ -67,14 +68,36 @@ def history(engine: Engine, configs: Iterable[str], models: Mapping[tuple[str, s
 def unfinished(engine: Engine) -> list[dict]:
     """Every queued and running job, in claim order (id): what an estimate of the queue needs of each."""
     q = (select(Job.id, Job.sweep_id, Job.status, Job.spec, Job.config, Job.worker_id, Job.phase, Job.phase_at,
-                Job.progress, Job.claimed_at)
+                Job.progress, Job.claimed_at, Job.follow_up)
          .where(Job.status.in_([JobStatus.QUEUED.value, JobStatus.RUNNING.value])).order_by(Job.id))
     with reading(engine) as s:
         return [{"job_id": r.id, "sweep_id": r.sweep_id, "status": r.status, "config": r.config,
                  "model": (r.spec or {}).get("model") if isinstance(r.spec, dict) else None,
                  "device": (r.spec or {}).get("device") if isinstance(r.spec, dict) else None,
                  "worker": r.worker_id, "phase": r.phase, "phase_at": r.phase_at, "progress": r.progress,
-                 "claimed_at": r.claimed_at} for r in s.execute(q).all()]
+                 "claimed_at": r.claimed_at, "first_run": r.follow_up is None} for r in s.execute(q).all()]
+
+
+def planned_repeats(engine: Engine, rows: list[dict]) -> list[dict]:
+    """The process repeats its sweep's settings plan for each configuration whose first run has not ended: they are
+    queued when it ends (lab.noise.plan_follow_ups), so no row holds them yet. One entry (the first run's row) per
+    repeat still to come: the sweep's `process_repeats` less the configuration's jobs queued, running or succeeded.
+    The sweep's own count: the configuration's history on its device may plan more or fewer, and a disturbed run's
+    re-run is queued only once it is measured."""
+    firsts = {(r["sweep_id"], r["config"]): r for r in rows if r.get("first_run") and r["config"]}
+    if not firsts:
+        return []
+    sweep_ids = sorted({sid for sid, _ in firsts})
+    live = [JobStatus.QUEUED.value, JobStatus.RUNNING.value, JobStatus.SUCCEEDED.value]
+    with reading(engine) as s:
+        requests = dict(s.execute(select(Sweep.id, Sweep.request).where(Sweep.id.in_(sweep_ids))).all())
+        have = {(sid, cfg): n for sid, cfg, n in s.execute(
+            select(Job.sweep_id, Job.config, func.count()).where(Job.sweep_id.in_(sweep_ids), Job.status.in_(live))
+            .group_by(Job.sweep_id, Job.config))}
+    out = []
+    for key, first in sorted(firsts.items(), key=lambda kv: kv[1]["job_id"]):
+        out += [first] * max(0, follow_up_settings(requests.get(key[0]))[1] - have.get(key, 0))
+    return out
 
 
 @dataclass
@@ -84,6 +107,7 @@ class Estimates:
     sweeps: dict[int, tuple[float, bool]] = field(default_factory=dict)  # unfinished sweep -> its done_in
     queue: tuple[float, bool] | None = None  # when every queued and running job is done
     basis: dict[int, str | None] = field(default_factory=dict)  # job -> how similar its history is
+    planned: dict[int, int] = field(default_factory=dict)  # sweep -> process repeats counted before they are queued
 
     def row_words(self, job_id: int) -> str:
         """The Queue table's ETA cell."""
@@ -131,14 +155,22 @@ def queue_estimates(engine: Engine, workers, read: Callable | None = None) -> Es
             typ = typical(r)
             out.basis[r["job_id"]] = typ.basis
             queued.append((r["job_id"], r["device"], typ.total))
-    out.starts = eta.schedule(queued, [(w.capabilities.get("devices", []), busy.get(w.id, 0.0)) for w in workers])
+    # the process repeats still to be queued, each as a job after the whole queue (the claim order: ids to come)
+    last = max(r["job_id"] for r in rows)
+    coming = {last + i + 1: r for i, r in enumerate(planned_repeats(engine, rows))}
+    queued += [(i, r["device"], typical(r).total) for i, r in coming.items()]
+    starts = eta.schedule(queued, [(w.capabilities.get("devices", []), busy.get(w.id, 0.0)) for w in workers])
+    out.starts = {i: at for i, at in starts.items() if i <= last}
     by_sweep: dict[int, list] = {}
     for r in rows:
         by_sweep.setdefault(r["sweep_id"], []).append(r["job_id"])
+    for i, r in coming.items():
+        by_sweep[r["sweep_id"]].append(i)
+        out.planned[r["sweep_id"]] = out.planned.get(r["sweep_id"], 0) + 1
     for sweep_id, ids in by_sweep.items():
-        if all(i in out.starts or i in out.left for i in ids):
-            out.sweeps[sweep_id] = eta.done_in([out.starts[i] for i in ids if i in out.starts],
+        if all(i in starts or i in out.left for i in ids):
+            out.sweeps[sweep_id] = eta.done_in([starts[i] for i in ids if i in starts],
                                                [out.left[i].left_s for i in ids if i in out.left])
-    if len(out.starts) + len(out.left) == len(rows):  # a job no live worker can take: no end to promise
-        out.queue = eta.done_in(out.starts.values(), [x.left_s for x in out.left.values()])
+    if len(starts) + len(out.left) == len(rows) + len(coming):  # a job no live worker can take: no end to promise
+        out.queue = eta.done_in(starts.values(), [x.left_s for x in out.left.values()])
     return out

@@ -10,7 +10,8 @@ from dashboard.state import quiet, resources
 from lab import eta
 
 HOW = ("from the lab's history of similar jobs: the same settings, else the same model on the same device kind; the "
-       "process repeats and re-runs a job calls for are counted once it has ended and queued them")
+       "process repeats a sweep's settings plan are counted before they are queued, the re-runs and extra processes "
+       "a run calls for once it has ended and queued them")
 
 
 def queue_line(est: estimates.Estimates, sweep_ids: list[int]) -> None:
@@ -22,7 +23,9 @@ def queue_line(est: estimates.Estimates, sweep_ids: list[int]) -> None:
     if not sweep_ids:
         parts.append("Queue: " + ("done " + eta.in_words(est.queue) if est.queue is not None else
                                   "no end to estimate while a queued job has no live worker to take it"))
-    parts += [f"sweep {s} done {eta.in_words(at)}" for s, at in sorted(shown.items())[:8]]
+    parts += [f"sweep {s} done {eta.in_words(at)}" + (f" ({est.planned[s]} process repeat{'s' if est.planned[s] > 1 else ''}"
+                                                     " to come)" if est.planned.get(s) else "")
+              for s, at in sorted(shown.items())[:8]]
     if parts:
         st.caption(f":material/schedule: {' · '.join(parts)} ({HOW}).")
 

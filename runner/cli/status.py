@@ -44,7 +44,9 @@ def cmd_status(args) -> int:
     print(f"database: {describe(resolve_url(args.db))}")
     print("jobs: " + (", ".join(f"{counts.get(s.value, 0)} {s.value}" for s in JobStatus) if counts else "none"))
     if est.queue is not None:
-        print(f"queue: done {eta.in_words(est.queue)} (from the history of similar jobs)")
+        coming = sum(est.planned.values())
+        print(f"queue: done {eta.in_words(est.queue)} (from the history of similar jobs"
+              + (f"; with {coming} process repeat{'s' if coming > 1 else ''} to be queued" if coming else "") + ")")
     now = utcnow()
     print(f"live workers: {len(workers)}" + "".join(
         f"\n  {w.id}  host {w.hostname}  gpu {w.gpu if w.gpu is not None else '-'}  {w.state}"

@@ -144,3 +144,21 @@ def test_status_labels_use_the_apps_icon_font_not_emoji(lab):
     assert set(at.dataframe[0].value["status"]) == {"running", "queued", "succeeded"}  # a table cell: plain text
     at = ok(page("job", job=str(claim.job_id)))
     assert any(re.search(r"\*\*#\d+\*\* :material/play_arrow: running", m) for m in texts(at.markdown))
+
+
+def test_a_sweeps_end_counts_the_process_repeats_still_to_be_queued_and_says_so(lab):
+    """A sweep of 3 processes per configuration: its end on the Queue counts the 2 repeats each first run will queue
+    (db.estimates.planned_repeats), and the line says how many are still to come."""
+    from lab.sweep import SweepRequest
+    from runner import zoo
+
+    register(lab, "host")
+    sweep(lab, bs=(8, 16))
+    run(lab, 10.0, 5.0)
+    run(lab, 10.0, 5.0)
+    sid = queue.submit(lab, SweepRequest(model="simplenet", batch_sizes=[8, 16], device="cpu", process_repeats=3,
+                                         repeat=1), zoo.model_infos(zoo.catalog()))[0]
+    at = ok(page("queue"))
+    (line,) = [c for c in texts(at.caption) if c.startswith(":material/schedule: Queue: done in about ")]
+    assert f"sweep {sid} done in about 1 min (4 process repeats to come)" in plain(line)
+    assert "process repeats a sweep's settings plan are counted before they are queued" in line

@@ -114,3 +114,26 @@ def test_runner_status_says_the_time_left_and_the_queues_end(db_url, capsys):
     assert "[compiling]" in running and " so far; about " in running
     queued = next(line for line in out.splitlines() if line.strip().startswith(f"{ids[1]} "))
     assert "starts in " in queued
+
+
+def test_a_sweeps_end_counts_the_process_repeats_its_settings_plan_before_they_are_queued(any_db_url):
+    """A sweep of 3 processes per configuration holds one job per configuration until each first run ends and queues
+    its 2 repeats (lab.noise.plan_follow_ups): its end counts those 2 each from the start, as jobs after the whole
+    queue, and says how many are still to come; once queued they are rows like any other, counted once."""
+    engine = lab(any_db_url)
+    sweep(engine, bs=(8, 16))
+    run(engine, 10.0, 5.0)
+    run(engine, 10.0, 5.0)  # each configuration's history: 10 s a job
+    sid = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8, 16], device="cpu", process_repeats=3,
+                                            repeat=1), zoo.model_infos(zoo.catalog()))[0]
+    workers = queue.live_workers(engine)
+    est = estimates.queue_estimates(engine, workers)
+    assert est.planned == {sid: 4} and len(est.starts) == 2  # the 4 to come are no rows, and no row's start
+    assert est.sweeps[sid] == (60.0, False) and est.queue == (60.0, False)  # 6 jobs of 10 s on the one worker
+    run(engine, 10.0, 5.0)  # bs 8's first run ends: its 2 repeats are queued now
+    est = estimates.queue_estimates(engine, workers)
+    assert est.planned == {sid: 2} and len(est.starts) == 3
+    assert est.sweeps[sid] == (50.0, False)  # the first run done: 5 of 10 s, none counted twice
+    one = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[32], device="cpu", process_repeats=1,
+                                            repeat=1), zoo.model_infos(zoo.catalog()))[0]
+    assert one not in estimates.queue_estimates(engine, workers).planned  # one process asked for: none to come
