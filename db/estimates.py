@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, and_, func, or_, select
 
 from db.engine import reading
 from db.models import Job, JobStatus, Result, Sweep, utcnow
@@ -81,22 +81,28 @@ def unfinished(engine: Engine) -> list[dict]:
 def planned_repeats(engine: Engine, rows: list[dict]) -> list[dict]:
     """The process repeats its sweep's settings plan for each configuration whose first run has not ended: they are
     queued when it ends (lab.noise.plan_follow_ups), so no row holds them yet. One entry (the first run's row) per
-    repeat still to come: the sweep's `process_repeats` less the configuration's jobs queued, running or succeeded.
-    The sweep's own count: the configuration's history on its device may plan more or fewer, and a disturbed run's
-    re-run is queued only once it is measured."""
-    firsts = {(r["sweep_id"], r["config"]): r for r in rows if r.get("first_run") and r["config"]}
+    repeat still to come: the sweep's `process_repeats` less the configuration's runs that count as the planner
+    counts them (queued, running, or succeeded undisturbed). The sweep's own count: the configuration's history on
+    its device may plan more or fewer, and a disturbed run's re-run is queued only once it is measured."""
+    firsts = [r for r in rows if r.get("first_run")]
     if not firsts:
         return []
-    sweep_ids = sorted({sid for sid, _ in firsts})
-    live = [JobStatus.QUEUED.value, JobStatus.RUNNING.value, JobStatus.SUCCEEDED.value]
+    sweep_ids = sorted({r["sweep_id"] for r in firsts})
+    counted = or_(Job.status.in_([JobStatus.QUEUED.value, JobStatus.RUNNING.value]),
+                  and_(Job.status == JobStatus.SUCCEEDED.value, func.coalesce(Result.disturbed, False).is_(False)))
     with reading(engine) as s:
         requests = dict(s.execute(select(Sweep.id, Sweep.request).where(Sweep.id.in_(sweep_ids))).all())
         have = {(sid, cfg): n for sid, cfg, n in s.execute(
-            select(Job.sweep_id, Job.config, func.count()).where(Job.sweep_id.in_(sweep_ids), Job.status.in_(live))
-            .group_by(Job.sweep_id, Job.config))}
-    out = []
-    for key, first in sorted(firsts.items(), key=lambda kv: kv[1]["job_id"]):
-        out += [first] * max(0, follow_up_settings(requests.get(key[0]))[1] - have.get(key, 0))
+            select(Job.sweep_id, Job.config, func.count()).outerjoin(Result, Result.job_id == Job.id)
+            .where(Job.sweep_id.in_(sweep_ids), Job.config.is_not(None), counted).group_by(Job.sweep_id, Job.config))}
+    out, seen = [], set()
+    for first in firsts:  # a job stored before jobs had keys (no config): the planner knows it alone, as here
+        key = (first["sweep_id"], first["config"] or f"job {first['job_id']}")
+        if key in seen:  # the configuration's other first runs (a sweep's `repeat`): its repeats are counted once
+            continue
+        seen.add(key)
+        runs = have.get(key, 0) if first["config"] else 1
+        out += [first] * max(0, follow_up_settings(requests.get(first["sweep_id"]))[1] - runs)
     return out
 
 

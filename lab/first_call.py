@@ -69,8 +69,8 @@ def separate(job_ids: Iterable[int], seconds: Iterable[float | None], kinds: Ite
 
 
 def kept(kinds: Sequence[str], seconds: Sequence[float | None], shaken: Sequence[bool]) -> list[bool]:
-    """Which of a configuration's runs (each one's kind(), compiled first call in seconds, and whether another process
-    took its cores during that call: lab.record.first_call_disturbed) its first-call figures count: all but the cold
+    """Which of a configuration's runs (each one's kind(), compiled first call in seconds, and whether a measured cause
+    met that call: lab.record.first_call_disturbed) its first-call figures count: all but the cold
     ones so disturbed, while a cold one that was not is among them; where every cold one was, all (the figure is
     theirs, and the answer says so). A measured cause leaves a first call out, as it leaves a run's rounds out."""
     cold = [k == "cold" and s is not None and s == s for k, s in zip(kinds, seconds, strict=True)]

@@ -29,8 +29,9 @@ class ResultRecord:
     # what the compiled first call compiled from: "cold" (an empty cache), "warm" (a cache that held this
     # configuration: the worker's, or its first run's for a process repeat) or "portable" (a colleague's bundle)
     first_call_cache: str | None = text(16)
-    # another process took the job's cores during the compiled first call, measured just before and after it (the
-    # causes, in words, in the detail's first_call_disturbance): its cold first call is left out of the cold first
+    # a measured cause met the compiled first call, read just before and after it (another process on the job's
+    # cores or GPU, a thermal brake, a precompiled header built: the causes, in words, in the detail's
+    # first_call_disturbance): its cold first call is left out of the cold first
     # calls' spread and interval (lab.answer), as a disturbed run's rounds are left out of the answer. None: not
     # measured (stored before it was)
     first_call_disturbed: bool | None = None

@@ -56,7 +56,8 @@ def pace(r: dict) -> None:
 
 
 def compile_disturbed(r: dict) -> None:
-    """What else took the job's cores during its compiled first call (runner.child.disturbance.Around), and what the
+    """What met the job's compiled first call that a fresh process of the user's script would not (another process
+    on its cores or GPU, a thermal brake, a precompiled header built: runner.child.disturbance.Around), and what the
     answer does with a cold one: the worker's words, as text."""
     said = r.get("first_call_disturbance")
     causes = said.get("causes") if isinstance(said, dict) else None
@@ -66,7 +67,8 @@ def compile_disturbed(r: dict) -> None:
             "on Results while an undisturbed one is in view (else the figure is this one's, and says so)"
             if made == "cold" else f"It compiled from a {made} cache (a follow-up compiles from its configuration's "
             "first run's): no cold figure rests on it")
-    st.warning(f"Its compiled first call was disturbed: {md(words)}. {rule}. Its rounds are judged apart: they "
+    st.warning(f"Its compiled first call met what a fresh process of your script would not: {md(words)}. {rule}. "
+               "Its rounds are judged apart: they "
                "answer unless another warning here says they were disturbed too.", icon=":material/warning:")
 
 

@@ -5,7 +5,7 @@ A run is left out of the answer (and re-run) only for a cause measured here, nam
     children), or the hypervisor taking them (steal time);
   - tasks stalled for memory (/proc/pressure/memory) or pages swapped in;
   - on CUDA, through NVML: another process computing on the GPU, the GPU slowed by heat or a hardware brake
-    (clock event reasons), or its SM clock dropping while the GPU was busy.
+    (clock event reasons), or its SM clock dropping while the GPU was busy (runner.child.gpu_watch).
 Scatter alone is not a cause: it widens the answer's interval (lab.interval). Reads happen before the rounds, between
 rounds (NVML only: tens of microseconds) and after them, never while a call is timed. No torch here.
 """
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lab.noise import dashboard_pids
+from runner.child.gpu_watch import Gpu
 from runner.child.reaper import proc_stats
 
 log = logging.getLogger("compile_lab.child")
@@ -26,12 +27,6 @@ CPU_SHARE = 0.10  # others' CPU time past this share of the job's cores during t
 CPU_MIN_S = 0.05  # and at least this much of it (/proc/stat counts in 10 ms ticks)
 MEMORY_STALL = 0.05  # some task stalled for memory this share of the rounds
 SWAP_PAGES = 256  # pages swapped in during the rounds (1 MB)
-CLOCK_DROP = 0.15  # the SM clock, sampled between rounds, fell this far below its highest while the GPU was not idle
-# NVML clock event reasons that come from outside the job: heat, a hardware slowdown or power brake. Not the GPU being
-# idle (0x1), application clock settings (0x2), the software power cap (0x4: the job's own power draw), sync boost
-EXTERNAL_REASONS = {0x8: "a hardware slowdown", 0x20: "software thermal slowdown", 0x40: "hardware thermal slowdown",
-                    0x80: "a hardware power brake"}
-GPU_IDLE = 0x1
 TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -228,6 +223,8 @@ class Around:
         return self
 
     def __exit__(self, kind, *_) -> None:
+        if self.headers is not None:
+            self.headers.close()  # torch's own function back, whatever the window did
         if kind is None:
             after = read_host(self.cpus)
             causes, measured = host_causes(self.before, after, self.cpus, self.during)
@@ -248,14 +245,24 @@ class Around:
 class Headers:
     """Inductor's precompiled C++ headers: built once per machine, compiler, torch and flags, outside every compile
     cache (the worker builds the usual one ahead: runner.worker.header_warm). A compile that builds one pays what a
-    script on a machine that has compiled with those flags before does not, so it is named as a cause."""
+    script on a machine that has compiled with those flags before does not, so it is named as a cause. Its own:
+    a header file new in torch's folder that this process asked torch for in the window (torch's
+    `_precompile_header`, called in the compiling process, watched for the window), not one another process built."""
 
     def __init__(self):
         from torch._inductor import codecache
 
-        folder = getattr(codecache, "_HEADER_DIR", None)  # torch's own path (a private name: absent, nothing read)
-        self.folder = Path(folder) if folder else None
+        self.codecache, self.asked = codecache, []
+        folder = getattr(codecache, "_HEADER_DIR", None)  # torch's own names (private: absent, nothing is claimed)
+        self.inner = getattr(codecache, "_precompile_header", None)
+        self.folder = Path(folder) if folder and self.inner else None
         self.before = self._files()
+        if self.folder is not None:
+            def asked(*args, **kwargs):
+                path = self.inner(*args, **kwargs)
+                self.asked.append(Path(str(path)).name + ".gch")
+                return path
+            codecache._precompile_header = asked
 
     def _files(self) -> dict[str, int]:
         try:
@@ -263,83 +270,18 @@ class Headers:
         except OSError:
             return {}
 
+    def close(self) -> None:
+        if self.folder is not None:
+            self.codecache._precompile_header = self.inner
+
     def built(self) -> str | None:
-        new = {k: v for k, v in self._files().items() if k not in self.before}
+        self.close()
+        new = {k: v for k, v in self._files().items() if k not in self.before and k in self.asked}
         if not new:
             return None
         return (f"the compile built inductor's precompiled C++ header ({sum(new.values()) / 2 ** 20:.0f} MB): a cost "
                 "paid once per machine and compiler flags, which a script on a machine that has compiled with these "
                 "flags before does not pay")
-
-
-class Gpu:
-    """NVML's view of the job's GPU: other processes computing on it, clock event reasons, the SM clock."""
-
-    def __init__(self):
-        import pynvml
-
-        self.nvml = pynvml
-        pynvml.nvmlInit()
-        index = int((os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0]) \
-            if (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].isdigit() else 0
-        self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-        self.reasons = 0
-        self.clocks: list[tuple[int, bool]] = []  # (SM MHz, the GPU was idle then)
-        self.since_us = int(time.time() * 1e6)
-        self.tree_computes = False  # the child's own processes may compute on the GPU too (a compile's autotuning)
-
-    def _reasons(self) -> int:
-        n = self.nvml
-        fn = getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None) or n.nvmlDeviceGetCurrentClocksThrottleReasons
-        return int(fn(self.handle))
-
-    def look(self) -> None:
-        try:
-            reasons = self._reasons()
-            self.reasons |= reasons
-            clock = int(self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))
-            self.clocks.append((clock, bool(reasons & GPU_IDLE)))
-        except self.nvml.NVMLError:  # this GPU or driver does not say: nothing measured
-            pass
-
-    def causes(self, during: str = "the rounds", clocks: bool = True) -> tuple[list[str], dict]:
-        """The causes NVML saw in words naming the window (`during`); `clocks`: judge the SM clock's moves too."""
-        causes = []
-        external = [words for bit, words in EXTERNAL_REASONS.items() if self.reasons & bit]
-        if external:
-            causes.append("the GPU was slowed by " + " and ".join(external) + f" during {during}")
-        busy = [c for c, idle in self.clocks if not idle]
-        if clocks and len(busy) >= 2 and min(busy) < (1 - CLOCK_DROP) * max(busy):
-            causes.append(f"the GPU's SM clock moved between {min(busy)} and {max(busy)} MHz during {during}")
-        others = self._others()
-        if others:
-            causes.append(f"another process computed on the GPU during {during} ("
-                          + ", ".join(f"pid {p} at {u}% SM" for p, u in others[:3]) + ")")
-        measured = {"clock_event_reasons": hex(self.reasons), "sm_clock_mhz_min": min((c for c, _ in self.clocks),
-                                                                                     default=None),
-                    "sm_clock_mhz_max": max((c for c, _ in self.clocks), default=None),
-                    "other_gpu_processes": [{"pid": p, "sm_pct": u} for p, u in others]}
-        return causes, measured
-
-    def _others(self) -> list[tuple[int, int]]:
-        """Processes other than this one and its children that used the GPU's SMs since the window began."""
-        n, me = self.nvml, os.getpid()
-        try:
-            samples = n.nvmlDeviceGetProcessUtilization(self.handle, self.since_us)
-        except n.NVMLError:  # not supported here, or no samples yet
-            return []
-        mine = {me} | process_tree(me)
-        used: dict[int, int] = {}
-        for s in samples:
-            if s.pid not in mine and s.smUtil and s.timeStamp >= self.since_us:
-                used[s.pid] = max(used.get(s.pid, 0), int(s.smUtil))
-        pids = {s.pid for s in samples if s.smUtil and s.timeStamp >= self.since_us}
-        # NVML's pids from another pid namespace (a container's) cannot be told apart: where no more processes
-        # computed than can be ours (the child in the rounds; in a compile its whole tree: max-autotune's benchmark
-        # processes), they are taken for ours
-        if me not in {s.pid for s in samples} and len(pids) <= (len(mine) if self.tree_computes else 1):
-            return []
-        return sorted(used.items(), key=lambda kv: -kv[1])
 
 
 class Watch:

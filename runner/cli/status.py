@@ -39,7 +39,8 @@ def cmd_status(args) -> int:
                                        "paused": w.capabilities.get("paused") if w.state == "paused" else None}
                                       for w in workers],
                           "scheduler_pending": pending, "jobs": jobs,
-                          "queue_done_in_s": est.queue[0] if est.queue else None}, default=str, indent=1))
+                          "queue_done_in_s": est.queue[0] if est.queue else None,
+                          "process_repeats_to_come": sum(est.planned.values())}, default=str, indent=1))
         return 0
     print(f"database: {describe(resolve_url(args.db))}")
     print("jobs: " + (", ".join(f"{counts.get(s.value, 0)} {s.value}" for s in JobStatus) if counts else "none"))

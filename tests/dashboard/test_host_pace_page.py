@@ -52,7 +52,8 @@ def test_a_compile_another_process_disturbed_says_so_on_its_job_page_as_text(wor
                          "eager_first_call_s": 0.02, "first_call_cache": "cold", "first_call_disturbed": True,
                          "detail": {"first_call_disturbance": {"causes": [cause], "window_s": 9.7}}})
     (warning,) = [w.value for w in ok(page("job", job=str(job_id))).warning if "compiled first call" in w.value]
-    assert warning.startswith(f"Its compiled first call was disturbed: {md(cause)}. ") and "**" not in warning
+    assert warning.startswith(
+        f"Its compiled first call met what a fresh process of your script would not: {md(cause)}. ") and "**" not in warning
     assert "left out of its configuration's cold figure" in warning
     quiet = _job(engine, None)
     assert not [w for w in ok(page("job", job=str(quiet))).warning if "compiled first call" in w.value]

@@ -3,7 +3,7 @@ configuration and per model on a device kind, with timelines where asked; the qu
 jobs.phase_at, when a running job's phase began, kept while the heartbeat repeats the phase and moved when it changes."""
 from datetime import timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from db import estimates, queue
 from db.database import get_engine
@@ -137,3 +137,28 @@ def test_a_sweeps_end_counts_the_process_repeats_its_settings_plan_before_they_a
     one = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[32], device="cpu", process_repeats=1,
                                             repeat=1), zoo.model_infos(zoo.catalog()))[0]
     assert one not in estimates.queue_estimates(engine, workers).planned  # one process asked for: none to come
+
+
+def test_the_repeats_to_come_are_counted_as_the_planner_counts_runs(any_db_url):
+    """As lab.noise.plan_follow_ups counts a configuration's runs: a disturbed run is none of its processes (so a
+    repeat more is to come), a configuration's two first runs (`repeat`) share its repeats, and a job with no
+    configuration key (stored before keys) is one run of its own."""
+    engine = lab(any_db_url)
+    infos = zoo.model_infos(zoo.catalog())
+    sid = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", process_repeats=3,
+                                            repeat=2, reruns=0), infos)[0]
+    assert estimates.queue_estimates(engine, queue.live_workers(engine)).planned == {sid: 1}  # 3 less its 2 first runs
+    claim = queue.claim_next(engine, WORKER, ["cpu"], ["simplenet"], 60)
+    queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, result={
+        "eager_ms": 2.0, "compiled_ms": 1.0, "speedup": 2.0, "disturbed": True, "noise_note": "a neighbour"})
+    with reading(engine) as s:
+        queued_now = s.scalar(select(func.count()).select_from(Job).where(Job.sweep_id == sid, Job.status == "queued"))
+    planned = estimates.queue_estimates(engine, queue.live_workers(engine)).planned.get(sid, 0)
+    assert queued_now - 1 + planned == 2  # the disturbed run counts for none: 2 more processes in all, queued or to come
+    other = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[32], device="cpu", process_repeats=2,
+                                              repeat=1), infos)[1][0]
+    with atomic(engine) as s:
+        s.execute(update(Job).where(Job.id == other).values(config=None))
+    with reading(engine) as s:
+        other_sweep = s.scalar(select(Job.sweep_id).where(Job.id == other))
+    assert estimates.queue_estimates(engine, queue.live_workers(engine)).planned[other_sweep] == 1
