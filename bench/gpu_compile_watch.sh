@@ -14,18 +14,18 @@ db="sqlite:///$OUT/watch/lab.db"
 home=$(mktemp -d)
 sub() { python3 -m runner submit --db "$db" --model "$1" --batch "$2" --device cuda --reruns 0 --process-repeats 1; }
 sub simplenet 32 > /dev/null
-timeout 200 python3 -m runner work --db "$db" --home "$home" --drain > "$OUT/watch/worker-quiet.log" 2>&1
+timeout 110 python3 -m runner work --db "$db" --home "$home" --drain > "$OUT/watch/worker-quiet.log" 2>&1
 sub mlp 64 > /dev/null
 python3 -c "
 import torch, time
 x = torch.randn(8192, 8192, device='cuda')
-end = time.time() + 150
+end = time.time() + 120
 while time.time() < end:
     x @ x
     torch.cuda.synchronize()
 " > /dev/null 2>&1 &
 burner=$!
-timeout 200 python3 -m runner work --db "$db" --home "$home" --drain > "$OUT/watch/worker-busy.log" 2>&1
+timeout 110 python3 -m runner work --db "$db" --home "$home" --drain > "$OUT/watch/worker-busy.log" 2>&1
 kill $burner 2>/dev/null
 python3 - "$OUT/watch/lab.db" <<'PYEOF' | tee "$OUT/watch/table.txt"
 import json, sys
