@@ -210,7 +210,7 @@ class Around:
         self.gpu: Gpu | None = None
         if device == "cuda":  # on a GPU also what NVML saw: another process computing on it, a thermal or power brake
             try:
-                self.gpu = Gpu()
+                self.gpu = Gpu(process_tree)
                 self.gpu.tree_computes = True
             except Exception as e:  # no pynvml, or no NVML: said in the record, as the rounds' Watch says it
                 self.measured["not_measured"] = f"the GPU was not watched ({type(e).__name__}: {e})"[:300]
@@ -297,7 +297,7 @@ class Watch:
     def start(self) -> None:
         if self.device == "cuda":
             try:
-                self.gpu = Gpu()
+                self.gpu = Gpu(process_tree)
             except Exception as e:  # no pynvml, or no NVML: the GPU's causes are not measured, and the record says so
                 self.note = f"the GPU's clocks and other processes were not measured ({type(e).__name__}: {e})"[:300]
         if self.gpu is not None:

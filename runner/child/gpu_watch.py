@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Callable
 
 CLOCK_DROP = 0.15  # the SM clock, sampled between rounds, fell this far below its highest while the GPU was not idle
 # NVML clock event reasons that come from outside the job: heat, a hardware slowdown or power brake. Not the GPU being
@@ -17,7 +18,8 @@ GPU_IDLE = 0x1
 class Gpu:
     """NVML's view of the job's GPU: other processes computing on it, clock event reasons, the SM clock."""
 
-    def __init__(self):
+    def __init__(self, tree: Callable[[int], set[int]]):
+        self.tree = tree  # a pid -> its descendants now (runner.child.disturbance.process_tree): the job's own
         import pynvml
 
         self.nvml = pynvml
@@ -89,9 +91,7 @@ class Gpu:
         for s in samples:
             if s.smUtil and s.timeStamp >= self.since_us:
                 computing[s.pid] = max(computing.get(s.pid, 0), int(s.smUtil))
-        from runner.child.disturbance import process_tree
-
-        mine = {me} | process_tree(me)
+        mine = {me} | self.tree(me)
         same = self.same_namespace if self.same_namespace is not None else me in {s.pid for s in samples}
         if same:
             return sorted(((p, u) for p, u in computing.items() if p not in mine), key=lambda kv: -kv[1])
