@@ -665,16 +665,22 @@ def _pace_lines(sweeps: dict, ref_paces: dict) -> list[str]:
         return []
     fast = FASTEST * min(every)
     lines = [f"host pace (us, lower is faster) and speedup of each process; at this lease's fast pace (<= {fast:.1f} us):"]
+    gaps = []  # the sweeps' median against the reference's, both at the fast pace
     for n in names:
         if not runs[n] and not refs[n]:
             continue
         r, w = ([x for p, x in pairs if p <= fast] for pairs in (refs[n], runs[n]))
         said = [f"reference {statistics.median(r):.3f} ({len(r)})"] if r else []
         said += [f"sweeps {statistics.median(w):.3f} ({len(w)})"] if w else []
-        said += [f"{statistics.median(w) / statistics.median(r) - 1:+.1%}"] if r and w else []
+        if r and w:
+            gaps.append(statistics.median(w) / statistics.median(r) - 1)
+            said.append(f"{gaps[-1]:+.1%}")
         lines.append(f"  {n}: reference " + (" ".join(f"{p:.0f}:{x:.3f}" for p, x in sorted(refs[n])) or "-")
                      + " | sweeps " + (" ".join(f"{p:.0f}:{x:.3f}" for p, x in sorted(runs[n])) or "-")
                      + (" | at the fast pace: " + ", ".join(said) if said else ""))
+    if gaps:
+        lines.append(f"  at one pace of the host: the sweeps within 5% of the reference in {sum(abs(g) <= 0.05 for g in gaps)}"
+                     f" of {len(gaps)} configurations with processes of both at it ({min(gaps):+.1%} to {max(gaps):+.1%})")
     return lines + [""]
 
 
