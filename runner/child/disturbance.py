@@ -250,8 +250,10 @@ class Headers:
     `_precompile_header`, called in the compiling process, watched for the window), not one another process built."""
 
     def __init__(self):
-        from torch._inductor import codecache
-
+        try:
+            from torch._inductor import codecache
+        except Exception:  # inductor does not import: the compile says why itself, and no header is claimed
+            codecache = None
         self.codecache, self.asked = codecache, []
         folder = getattr(codecache, "_HEADER_DIR", None)  # torch's own names (private: absent, nothing is claimed)
         self.inner = getattr(codecache, "_precompile_header", None)

@@ -37,7 +37,7 @@ class Gpu:
         try:  # the child holds a CUDA context by now: NVML lists it under our pid only in our pid namespace
             running = {p.pid for p in pynvml.nvmlDeviceGetComputeRunningProcesses(self.handle)}
             self.same_namespace = (os.getpid() in running) if running else None
-        except pynvml.NVMLError:
+        except Exception:  # NVML's error, or a pynvml without the call: decided from the samples instead
             self.same_namespace = None
 
     def _reasons(self) -> int:
