@@ -68,8 +68,8 @@ def compile_disturbed(r: dict) -> None:
             if made == "cold" else f"It compiled from a {made} cache (a follow-up compiles from its configuration's "
             "first run's): no cold figure rests on it")
     st.warning(f"Its compiled first call met what a fresh process of your script would not: {md(words)}. {rule}. "
-               "Its rounds are judged apart: they "
-               "answer unless another warning here says they were disturbed too.", icon=":material/warning:")
+               "Its rounds are judged apart: they answer unless another warning here says they were disturbed too.",
+               icon=":material/warning:")
 
 
 def first_calls(r: dict) -> None:

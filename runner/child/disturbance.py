@@ -277,7 +277,7 @@ class Headers:
             self.codecache._precompile_header = self.inner
 
     def built(self) -> str | None:
-        self.close()
+        """After close(): the header this process built in the window, in words; None for none."""
         new = {k: v for k, v in self._files().items() if k not in self.before and k in self.asked}
         if not new:
             return None

@@ -24,9 +24,8 @@ class Gpu:
 
         self.nvml = pynvml
         pynvml.nvmlInit()
-        index = int((os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0]) \
-            if (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].isdigit() else 0
-        self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        first = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0]  # the worker pins the job's GPU so
+        self.handle = pynvml.nvmlDeviceGetHandleByIndex(int(first) if first.isdigit() else 0)
         self.reasons = 0
         self.clocks: list[tuple[int, bool]] = []  # (SM MHz, the GPU was idle then)
         self.since_us = int(time.time() * 1e6)
