@@ -26,6 +26,12 @@
 #   cp DIR/sweep-A.db .whl/ && bash bench/gpu_honest.sh sweepB   # a plain sweep B (about 215 s: the per-job overhead)
 #                                          # in A's database, as a lab's second sweep: A's processes its history
 #     cp DIR4/sweep-B.db DIR/ && python -m bench.honest_answers table --out DIR --one-database --overhead-of B
+#   interleaved, five calls back to back: the cold reference one fresh process per configuration between and
+#   around the sweeps, so both meet the lease's host alike (its pace moves over minutes); each call's ha/ to DIR1..5:
+#     bash bench/gpu_honest.sh refround   # (about 300 s) then: sweepA (about 200 s), refround,
+#     cp DIR2/sweep-A.db .whl/ && bash bench/gpu_honest.sh sweepB, then refround
+#     cat DIR1/reference.jsonl DIR3/reference.jsonl DIR5/reference.jsonl > DIR/reference.jsonl  (sweep-A.db, sweep-B.db
+#     beside it), python -m bench.honest_answers table --out DIR --one-database
 #   bash bench/gpu_honest.sh ref-more      # the bimodal configurations' reference to 6 processes (3 more each
 #                                          # where $OUT/ha/reference.jsonl already holds 3: copy the kept one there first)
 set -uo pipefail
@@ -66,8 +72,10 @@ step() {
                --only "complexnet bs32 default" ;;
     paired3) ha paired --out "$OUT/ha" --device cuda --cold --sides A --only "complexnet bs32 reduce-overhead" \
                --only convnetmix --only resnet18 ;;
+    sweepA) ha sweep --out "$OUT/ha" --label A --device cuda ;;
+    refround) ha reference --out "$OUT/ha" --device cuda --cold --ref-processes 1 ;;
     sweepB) ha sweep --out "$OUT/ha" --label B --device cuda $([ -f .whl/sweep-A.db ] && echo --continue .whl/sweep-A.db) ;;
-    *) echo "step: sweeps, sweeps-noisy, ref1, ref2, paired1, paired2, paired3, sweepB, timm, bert-ref, fork, cold-trace, cold-order, parents, ref-more" >&2
+    *) echo "step: sweeps, sweeps-noisy, ref1, ref2, refround, sweepA, paired1, paired2, paired3, sweepB, timm, bert-ref, fork, cold-trace, cold-order, parents, ref-more" >&2
        exit 2 ;;
   esac
 }

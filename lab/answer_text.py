@@ -23,13 +23,14 @@ def headline_cell(v) -> str:
     return str(v)
 
 
-def headline_value(row: Mapping, column: str) -> str:
+def headline_value(row: Mapping, column: str, told_here: bool = False) -> str:
     """A row's headline cell: headline_cell, but the cold first call with its 95% interval ("2.71 [2.10, 3.50]"), or,
-    where too few processes compiled it cold on this device to give one, from how many it comes ("2.71 (one process)")."""
-    return "".join(headline_parts(row, column))
+    where too few processes compiled it cold on this device to give one, from how many it comes ("2.71 (one process)").
+    `told_here`: the page it is on already says what disturbed this compile (a disturbed job's own page)."""
+    return "".join(headline_parts(row, column, told_here))
 
 
-def headline_parts(row: Mapping, column: str) -> tuple[str, str]:
+def headline_parts(row: Mapping, column: str, told_here: bool = False) -> tuple[str, str]:
     """headline_value as (the value, a note on where it comes from: " (one process)"), the note "" where it has none:
     a page may draw the note quieter, and let it wrap."""
     v = row.get(column)
@@ -42,7 +43,8 @@ def headline_parts(row: Mapping, column: str) -> tuple[str, str]:
         return f"{headline_cell(v)} [{lo:.3g}, {hi:.3g}]", f" ({left})" if shaken else ""
     n = row.get("cold_processes") or 1
     if row.get("cold_all_disturbed"):  # every cold compile in view was disturbed: the number is theirs, and says so
-        said = "its compile disturbed: its job says by what" if n == 1 else f"all {n} compiles disturbed: their jobs say by what"
+        said = (f"its compile disturbed: {'the warning above' if told_here else 'its job'} says by what" if n == 1
+                else f"all {n} compiles disturbed: their jobs say by what")
         return headline_cell(v), f" ({said})"
     return headline_cell(v), f" ({'one process' if n == 1 else f'{n} processes'}" + (f"; {left})" if shaken else ")")
 

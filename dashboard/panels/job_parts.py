@@ -83,7 +83,7 @@ def first_calls(r: dict) -> None:
     if alike:
         # text as the answer table writes its cells (lab.answer.headline_value): the same figures read the same, the
         # cold one with its interval where the answer of these runs gives one
-        cold = _cold_cell([j for a in alike for j in a["job_ids"]])
+        cold = _cold_cell([j for a in alike for j in a["job_ids"]], told_here=_cold_disturbed(r))
         st.html(markup.table(["compiled from", "first call s", "runs", "jobs"],
                              [[a["cache"], cold if a["cache"] == "cold" and cold else answer.headline_cell(a["first_call_s"]),
                                str(a["runs"]), ", ".join(f"#{j}" for j in a["job_ids"])] for a in alike],
@@ -97,15 +97,22 @@ def first_calls(r: dict) -> None:
         st.caption(md(line))  # torch's error text may hold markup characters
 
 
-def _cold_cell(job_ids: list[int]) -> str | None:
+def _cold_disturbed(r: dict) -> bool:
+    """Whether this job's own compile was cold and disturbed: its page's warning (compile_disturbed) says by what."""
+    return (r.get("first_call_disturbed") is True
+            and first_call.kind(r.get("first_call_cache"), r.get("cache"), r.get("graph_cache_hit")) == "cold")
+
+
+def _cold_cell(job_ids: list[int], told_here: bool = False) -> str | None:
     """The cold first call of these runs as the answer table writes it (with its interval, or from how many processes
-    it comes), where they are one configuration of the answer; None where they are not."""
+    it comes), where they are one configuration of the answer; None where they are not. `told_here`: this job's own
+    cold compile was disturbed, and its page's warning says by what."""
     engine = resources.engine()
     # the spreads Results' answer reads, kept once per version of the results (answer_table.priors), not read again
     # on every visit of a job
     known = answer_table.priors(answers.data_version(engine), engine)
     rows = answers.report(engine, job_ids=job_ids, priors=known)
-    return answer.headline_value(rows[0], "first_call_cold_s") if len(rows) == 1 else None
+    return answer.headline_value(rows[0], "first_call_cold_s", told_here) if len(rows) == 1 else None
 
 
 def compiler(r: dict) -> None:

@@ -11,12 +11,13 @@ the last change no measured number and how the third is added back to the compil
 
 Protocol, one JSON object per line: we say {"ready": true} once preloaded; the worker writes {"argv", "env", "cwd",
 "log"} on our stdin; we answer {"pid"} once forked, then {"pid", "returncode"} when that child exits (negative:
-signal), and {"pid", "measured"} once it is done with the GPU. {"warm": true, "env"} (no answer) forks the next job's
-child ahead of its job, on a CUDA worker once a job's GPU work is done: it makes its CUDA context and math library
-handles (runner.child.prewarm) beside the last job's end, then waits. A job request with "warm_ok" (a CUDA job, the
-device's environment unchanged) is handed to it, or to one warmed for it then (every CUDA job's child is made alike);
-else, on {"drop": true} (another parent's child runs the next job), or after WARM_KEEP_S unused (an idle worker holds
-no GPU context), it is killed unheard of.
+signal), and {"pid", "measured"} once it is done with the GPU. {"warm": true, "env"} forks the next job's child ahead
+of its job, on a CUDA worker once a job's GPU work is done: it makes its CUDA context and math library handles
+(runner.child.prewarm) beside the last job's end, then waits; no answer, but {"warmed": ok} once it is warm (or died
+trying) where the request said "tell" (a worker's start, which waits for its first child's). A job request with
+"warm_ok" (a CUDA job, the device's environment unchanged) is handed to it, or to one warmed for it then (every CUDA
+job's child is made alike); else, on {"drop": true} (another parent's child runs the next job), or after WARM_KEEP_S
+unused (an idle worker holds no GPU context), it is killed unheard of.
 """
 from __future__ import annotations
 
@@ -230,7 +231,7 @@ def main() -> int:
         if warm_first:
             nonlocal warm
             warm = {"pid": pid, "job_w": job_w, "warmed_r": warmed_r, "env": request["env"],
-                    "until": time.monotonic() + WARM_KEEP_S}
+                    "until": time.monotonic() + WARM_KEEP_S, "tell": bool(request.get("tell"))}
         return pid
 
     def warmed(w: dict) -> None:
@@ -242,6 +243,8 @@ def main() -> int:
             return
         os.close(w["warmed_r"])
         w["warmed_r"] = None
+        if w.get("tell"):
+            send({"warmed": w["ok"]})
 
     def drop_warm() -> None:
         """Kill the child warmed ahead (unused) and wait for its end, so its CUDA context is gone before another
@@ -250,6 +253,8 @@ def main() -> int:
         if warm is None:
             return
         pid = warm["pid"]
+        if warm["tell"] and warm["warmed_r"] is not None:  # killed before its word: warm_first must not wait for it
+            send({"warmed": False})
         unheard_of.add(pid)
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)

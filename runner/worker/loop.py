@@ -66,8 +66,7 @@ class Worker:
         self.model_folders = ModelFolders(cfg.models_dirs)  # watched while idle (rescan_models)
         self.more = MoreModels(cfg.model_imports, cfg.families)  # families and import paths, listed by a child
         self.capabilities: dict = {}
-        self._refused, self._listing = {}, None  # the listing's refusals and record, taken with its entries
-        self.probe: dict = {}  # torch, triton, devices: what keys a portable compile cache (runner.worker.cache_bundle)
+        self._refused, self._listing, self.probe = {}, None, {}  # the listing's refusals and record; the probe's facts
         self.cpus = my_cpus()  # its affinity: published, so workers on one host can tell they share cores
         self.threads = cfg.threads or cpu_quota.usable(len(self.cpus), cpu_quota.quota())  # under a cgroup's quota
         self.spawner = make_spawner(cfg.spawn, {**self._env(), preload.FAMILIES_ENV: ",".join(self.more.families)},
@@ -168,12 +167,11 @@ class Worker:
         return caps
 
     def _get_ready(self, known: dict | None) -> None:
-        """Everything a job's child needs from the worker's start: the preloaded parent (or its fallbacks), the
-        probe, the device's ceilings, what preloading takes from a first call. Kept as host facts for the next
-        start; where they differ from the facts this start began with, the worker publishes the new ones."""
+        """Everything a job's child needs from the worker's start: the preloaded parent (or its fallbacks), the probe,
+        the ceilings, what preloading takes from a first call, on a GPU the first child warm. Kept as host facts for
+        the next start; where they differ from the facts this start began with, the worker publishes the new ones."""
         try:
-            # beside the parent, a fresh interpreter measures the first call's imports, unless they were kept for this
-            # very torch and triton install (runner.worker.hostfacts' key): its own imports would slow the parent's
+            # beside the parent, a fresh interpreter measures the first call's imports unless kept for this torch+triton
             kept_cost = None if known is None else known.get("first_call_imports_s")
             cost = None if kept_cost is not None else host_probe.start_import_cost(self.spawner, self._env(), self.home)
             probe = host_probe.probe(self.spawner, self._env(), self.home)
@@ -186,6 +184,8 @@ class Worker:
                                 self.id, first_line(e))
             self.first_call_imports_s = kept_cost if kept_cost is not None else host_probe.import_cost(cost)
             self.spawner = self._ready_spawner()  # ready means a job's child starts at once
+            if probe.get("cuda"):  # warm (its CUDA context made: runner.child.prewarm), as every later job's is
+                self.spawner.warm_first(self._env())
             facts = {"probe": probe, "first_call_imports_s": self.first_call_imports_s}
             hostfacts.save(self.home, self._env(), facts)
             self.probe = probe

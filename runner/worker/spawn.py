@@ -65,6 +65,11 @@ class Spawner:
     def prewarm(self, env: dict, family: str = "") -> None:
         """Start the next job's child now, ahead of its job (only the preloaded parent can)."""
 
+    def warm_first(self, env: dict, timeout: float = 120) -> bool:
+        """At a CUDA worker's start: warm its first job's child now and wait until it is (prewarm, then its word),
+        so the first job finds one as every later job does. Whether a child is warm."""
+        return False
+
     def start(self, argv: list[str], env: dict, cwd: Path, log: Path, warm_ok: bool = False, family: str = ""):
         """`warm_ok`: a child started ahead (prewarm) may run it (a CUDA job); `family`: its model's (family_of)."""
         raise NotImplementedError
@@ -175,6 +180,16 @@ class ForkSpawner(Spawner):
         if self._proc is not None and self._ready:
             self._say({"warm": True, "env": {**env, WORKER_PID_ENV: str(self._proc.pid)}})
 
+    def warm_first(self, env: dict, timeout: float = 120) -> bool:
+        if self._proc is None or not self._ready:
+            return False
+        self._say({"warm": True, "tell": True, "env": {**env, WORKER_PID_ENV: str(self._proc.pid)}})
+        while (msg := self._read(timeout=timeout)) is not None:
+            if "warmed" in msg:
+                return bool(msg["warmed"])
+            self._take(msg)
+        return False
+
     def drop_warm(self) -> None:
         """Have the preloaded parent kill the child it warmed ahead, if any, and wait until it is gone: another
         parent's child is about to run a job, and an idle CUDA context on its GPU would be another process there."""
@@ -206,8 +221,9 @@ class ForkSpawner(Spawner):
             msg = self._read(timeout=600)
             if msg is None:
                 raise SpawnError("the preloaded parent did not answer within 600 s")
-            if "returncode" in msg or msg.get("ready") or msg.get("result") or msg.get("dropped") or msg.get("measured"):
-                self._take(msg)  # ("dropped": a drop_warm's answer come too late for it)
+            if "returncode" in msg or "warmed" in msg or msg.get("ready") or msg.get("result") or msg.get("dropped") \
+                    or msg.get("measured"):
+                self._take(msg)  # ("dropped", "warmed": a drop_warm's or warm_first's answer come too late for it)
             else:
                 self._exits.pop(msg["pid"], None)  # a reused pid: an old exit is not this child's
                 self._results.discard(msg["pid"])
@@ -285,6 +301,9 @@ class FamilySpawner(Spawner):
 
     def prewarm(self, env: dict, family: str = "") -> None:
         self.parent(family).prewarm(env)
+
+    def warm_first(self, env: dict, timeout: float = 120) -> bool:
+        return self.parent().warm_first(env, timeout)  # the plain parent's: a job of a family drops it (start)
 
     def start(self, argv: list[str], env: dict, cwd: Path, log: Path, warm_ok: bool = False,
               family: str = "") -> ForkedChild:

@@ -159,3 +159,31 @@ def test_a_configuration_that_compiled_cold_in_four_sweeps_gets_a_cold_interval_
     assert all("[" in cell for cell in earlier["first call cold s"])  # the first sweep, read today: the same four
     job = min(j for j, r in done.items() if r["dynamic"] is False and r["made"] == "cold")  # the first sweep's
     assert _job_table(ok(page("job", job=str(job))))["cold"][0] == earlier.loc[config_false, "first call cold s"]
+
+
+def test_a_disturbed_cold_compiles_own_page_points_at_its_warning_and_its_repeats_page_at_the_job(lab):  # noqa: F811
+    """The job page's cold cell names where the cause is said: on the disturbed job's own page the warning above it
+    (the cell's "its job" would be that very page), on its process repeat's page that job, listed beside the cell."""
+    from db import queue
+    from db.models import JobStatus
+    from lab.sweep import SweepRequest
+    from runner import zoo
+    from tests.first_call_runs import result
+
+    cause = "other processes used 0.9 of the job's 2 cores during the compile"
+    queue.submit(lab, SweepRequest(model="simplenet", batch_sizes=(8,), device="cpu", dynamics=(False,)),
+                 zoo.model_infos(zoo.catalog()))
+    made = {}
+    while (claim := queue.claim_next(lab, "host:1:any:test", ["cpu"], ["simplenet"], 60)) is not None:
+        cold = claim.follow_up is None
+        rec = result(15.0 if cold else 2.5, "cold" if cold else "warm", 1.3)
+        if cold:  # as runner.child.disturbance.Around records a compile another process met
+            rec |= {"first_call_disturbed": True, "detail": {"first_call_disturbance": {"causes": [cause]}}}
+        queue.finish(lab, claim.job_id, claim.token, JobStatus.SUCCEEDED, result=rec)
+        made["cold" if cold else "warm"] = claim.job_id
+    own = ok(page("job", job=str(made["cold"])))
+    assert any(w.value.startswith("Its compiled first call met") for w in own.warning)
+    assert _job_table(own)["cold"][0] == "15 (its compile disturbed: the warning above says by what)"
+    other = ok(page("job", job=str(made["warm"])))
+    assert not any("compiled first call met" in w.value for w in other.warning)
+    assert _job_table(other)["cold"] == ["15 (its compile disturbed: its job says by what)", "1", f"#{made['cold']}"]

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from lab.spec import ExperimentSpec
-from runner.worker.spawn import ForkSpawner
+from runner.worker.spawn import ForkSpawner, FreshSpawner
 from tests.conftest import FIXTURE_MODELS, ROOT, wait_until
 
 pytestmark = pytest.mark.subprocess
@@ -182,3 +182,34 @@ def test_a_forked_child_says_it_is_done_with_the_gpu_after_its_analyses_and_befo
         pass
     assert json.loads((folder / "result.json").read_text())["status"] == "succeeded"
     assert heard == [(False, False, "counting kernels")]  # once: its kernels counted, its result not yet written
+
+
+def test_a_workers_start_waits_for_its_first_child_warm_and_the_first_job_finds_it(spawner, tmp_path):
+    """warm_first (a CUDA worker's start, runner.worker.loop._get_ready): the first job's child is warmed before the
+    worker's start ends, so that job runs in a child warmed ahead as every later one does (`ahead`: true), not in one
+    warmed for it then on its own time; one killed before it is warm is said too, never waited for."""
+    env = dict(os.environ)
+    assert spawner.warm_first(env) is True
+    (warmed,) = _children(spawner._proc.pid)  # said warm: its child is up now, before any job came
+    child = spawner.start(_job(tmp_path, "first"), env, tmp_path / "first", tmp_path / "first" / "log", warm_ok=True)
+    assert child.pid == warmed
+    while child.wait(120) is None and not child.result_ready:
+        pass
+    said = json.loads((tmp_path / "first" / "result.json").read_text())["result"]["detail"]["prewarmed"]
+    assert said["ahead"] is True and said["waited_s"] >= 0
+    assert FreshSpawner().warm_first(env) is False  # fresh interpreters: nothing to warm ahead
+
+
+def test_a_first_child_that_dies_before_it_is_warm_is_said_and_not_waited_for(tmp_path):
+    """A first child that dies before it is warm (here: a request with no environment, which it cannot take) is said
+    at once ({"warmed": false}, what warm_first answers), not after warm_first's timeout."""
+    env = {**os.environ, "COMPILE_LAB_WARM_KEEP_S": "600"}
+    spawner = ForkSpawner(env, ROOT)
+    try:
+        spawner.prepare()
+        spawner.wait_ready()
+        spawner._say({"warm": True, "tell": True, "env": None})  # no environment: the child fails before its word
+        msg = spawner._read(timeout=60)
+        assert msg == {"warmed": False}
+    finally:
+        spawner.close()
