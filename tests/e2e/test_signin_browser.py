@@ -8,8 +8,9 @@ browser with no session that sees the sign-in prompt only and stores nothing. Tw
 claim Alice's address and name, one without `email_verified`, one with it false: neither is Alice, neither is shown as
 her, neither may cancel her jobs.
 
-Proxy mode: the user header is believed on a connection from the proxy's address, and ignored on one from any other
-(a plain TCP relay whose connections to the app come from 127.0.0.2)."""
+Proxy mode: the user header is believed on a connection from the proxy's address, and ignored on one from any other:
+two relays add the header to every request as a reverse proxy does, one connecting to the app from 127.0.0.1 (the
+proxy's address), one from 127.0.0.2."""
 import base64
 import os
 import re
@@ -214,12 +215,41 @@ def test_oidc_a_browser_without_a_session_sees_nothing_and_stores_nothing(oidc_l
     context.close()
 
 
+def with_header(head: bytes, header: tuple[str, str]) -> bytes:
+    """A request's head (through its blank line) with `header` added, as a reverse proxy adds it. A plain request
+    also gets `Connection: close`, so that the browser's next request opens a new connection and gets the header
+    too; a WebSocket upgrade keeps its `Connection: Upgrade`."""
+    lines = head[:-4].split(b"\r\n")
+    upgrade = any(line.lower().startswith(b"upgrade:") for line in lines[1:])
+    if not upgrade:
+        lines = [line for line in lines if not line.lower().startswith(b"connection:")] + [b"Connection: close"]
+    return b"\r\n".join([*lines, f"{header[0]}: {header[1]}".encode()]) + b"\r\n\r\n"
+
+
 @contextmanager
-def relay_from(source: str, port: int):
-    """A plain TCP relay on a free port to the app's `port`, its connections to the app made from address `source`
-    (what the app sees as the peer); yields the relay's port."""
+def relay_from(source: str, port: int, header: tuple[str, str] | None = None):
+    """A TCP relay on a free port to the app's `port`, its connections to the app made from address `source` (what
+    the app sees as the peer); with `header`, it adds that header to every request, the WebSocket's upgrade included,
+    as the lab's reverse proxy does (a browser's own extra headers do not reach the WebSocket in every Chromium).
+    Yields the relay's port."""
     listener = socket.create_server(("127.0.0.1", 0))
     stop = threading.Event()
+
+    def connect(client: socket.socket):
+        upstream = socket.socket()
+        upstream.bind((source, 0))
+        upstream.connect(("127.0.0.1", port))
+        if header is not None:
+            got = b""
+            while b"\r\n\r\n" not in got:
+                if not (data := client.recv(65536)):
+                    client.close(), upstream.close()
+                    return
+                got += data
+            head, rest = got.split(b"\r\n\r\n", 1)
+            upstream.sendall(with_header(head + b"\r\n\r\n", header) + rest)
+        for a, b in ((client, upstream), (upstream, client)):
+            threading.Thread(target=pipe, args=(a, b), daemon=True).start()
 
     def serve():
         listener.settimeout(0.2)
@@ -230,11 +260,8 @@ def relay_from(source: str, port: int):
                 continue
             except OSError:
                 return
-            upstream = socket.socket()
-            upstream.bind((source, 0))
-            upstream.connect(("127.0.0.1", port))
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=pipe, args=(a, b), daemon=True).start()
+            client.settimeout(None)
+            threading.Thread(target=connect, args=(client,), daemon=True).start()
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -252,24 +279,25 @@ def test_proxy_header_is_believed_from_the_proxy_address_only(tmp_path, browser)
     register_worker(engine)
     env = {"COMPILE_LAB_SIGNIN": "proxy", "COMPILE_LAB_PROXY_ADDRESSES": "127.0.0.1",
            "FORWARDED_ALLOW_IPS": ""}  # as docs/operations.md says: the address checked is the connection's own
-    header = {"X-Forwarded-User": "carol@example.org"}  # what the proxy adds (here: the browser, for every request)
-    with running_app(tmp_path, url, env) as port, relay_from("127.0.0.2", port) as relayed:
-        trusted = browser.new_context(viewport={"width": 1400, "height": 1100}, extra_http_headers=header)
+    carol = ("X-Forwarded-User", "carol@example.org")  # what the proxy adds to every request
+    with running_app(tmp_path, url, env) as port, relay_from("127.0.0.1", port, carol) as proxy, \
+            relay_from("127.0.0.2", port, carol) as elsewhere:
+        trusted = browser.new_context(viewport={"width": 1400, "height": 1100})
         page = trusted.new_page()
         page.set_default_timeout(60_000)
-        page.goto(f"http://localhost:{port}/")
+        page.goto(f"http://localhost:{proxy}/")
         page.get_by_role("button", name="Submit 1 job").wait_for()
         page.locator('[data-testid="stSidebar"]').get_by_text("Signed in as").first.wait_for()  # drawn after the form
         assert "Signed in as carol@example.org" in sidebar(page)
         # the workers' block is drawn after the account block: a sign-out button would be there by then
         page.locator('[data-testid="stSidebar"]').get_by_text("Workers alive").wait_for()
         assert page.get_by_role("button", name="Sign out").count() == 0  # the proxy holds the session
-        assert page.request.get(f"http://localhost:{port}/tlparse/1/index.html").status == 404  # looked up: no job 1
+        assert page.request.get(f"http://localhost:{proxy}/tlparse/1/index.html").status == 404  # looked up: no job 1
         trusted.close()
 
-        for where, headers, why in ((relayed, header, "comes from 127.0.0.2, which is not the lab's proxy"),
-                                    (port, {}, "the proxy named nobody (no X-Forwarded-User header)")):
-            other = browser.new_context(viewport={"width": 1400, "height": 1100}, extra_http_headers=headers)
+        for where, why in ((elsewhere, "comes from 127.0.0.2, which is not the lab's proxy"),
+                           (port, "the proxy named nobody (no X-Forwarded-User header)")):
+            other = browser.new_context(viewport={"width": 1400, "height": 1100})
             page = other.new_page()
             page.set_default_timeout(60_000)
             page.goto(f"http://localhost:{where}/queue")
