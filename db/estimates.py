@@ -9,8 +9,10 @@ from typing import Callable, Iterable, Mapping
 from sqlalchemy import Engine, and_, func, or_, select
 
 from db.engine import reading
+from db.follow_ups import counted_processes
 from db.models import Job, JobStatus, Result, Sweep, utcnow
 from lab import eta
+from lab import history as spreads
 from lab.sweep import follow_up_settings
 
 PER_KEY = 12  # the newest this many similar jobs: what the lab does now, not a year ago
@@ -78,23 +80,31 @@ def unfinished(engine: Engine) -> list[dict]:
                  "claimed_at": r.claimed_at, "first_run": r.follow_up is None} for r in s.execute(q).all()]
 
 
-def planned_repeats(engine: Engine, rows: list[dict]) -> list[dict]:
-    """The process repeats its sweep's settings plan for each configuration whose first run has not ended: they are
-    queued when it ends (lab.noise.plan_follow_ups), so no row holds them yet. One entry (the first run's row) per
-    repeat still to come: the sweep's `process_repeats` less the configuration's runs that count as the planner
-    counts them (queued, running, or succeeded undisturbed). The sweep's own count: the configuration's history on
-    its device may plan more or fewer, and a disturbed run's re-run is queued only once it is measured."""
+def planned_repeats(engine: Engine, rows: list[dict], workers=()) -> list[dict]:
+    """The process repeats planned for each configuration whose first run has not ended: they are queued when it ends
+    (lab.noise.plan_follow_ups), so no row holds them yet. One entry (the first run's row) per repeat still to come:
+    the count the planner will plan (lab.history.planned: the sweep's `process_repeats`, more or fewer by the
+    configuration's earlier processes on the device kind that will run it) less the configuration's runs that count
+    as the planner counts them (queued, running, or succeeded undisturbed). The device kind is the one every live
+    worker offering the job's device shares (`workers`); where they differ, or none is alive, the sweep's own count.
+    A disturbed run's re-run, and a disagreement's extra process, are queued only once measured."""
     firsts = [r for r in rows if r.get("first_run")]
     if not firsts:
         return []
     sweep_ids = sorted({r["sweep_id"] for r in firsts})
     counted = or_(Job.status.in_([JobStatus.QUEUED.value, JobStatus.RUNNING.value]),
                   and_(Job.status == JobStatus.SUCCEEDED.value, func.coalesce(Result.disturbed, False).is_(False)))
+    kinds = _device_kinds(workers)
     with reading(engine) as s:
         requests = dict(s.execute(select(Sweep.id, Sweep.request).where(Sweep.id.in_(sweep_ids))).all())
         have = {(sid, cfg): n for sid, cfg, n in s.execute(
             select(Job.sweep_id, Job.config, func.count()).outerjoin(Result, Result.job_id == Job.id)
             .where(Job.sweep_id.in_(sweep_ids), Job.config.is_not(None), counted).group_by(Job.sweep_id, Job.config))}
+        on_kind: dict[tuple[str, str], set] = {}
+        for r in firsts:
+            if r["config"] and r["device"] in kinds and follow_up_settings(requests.get(r["sweep_id"]))[1] >= 2:
+                on_kind.setdefault(kinds[r["device"]], set()).add(r["config"])
+        past = {kind: _past(s, sorted(configs), *kind, sweep_ids) for kind, configs in on_kind.items()}
     out, seen = [], set()
     for first in firsts:  # a job stored before jobs had keys (no config): the planner knows it alone, as here
         key = (first["sweep_id"], first["config"] or f"job {first['job_id']}")
@@ -102,7 +112,37 @@ def planned_repeats(engine: Engine, rows: list[dict]) -> list[dict]:
             continue
         seen.add(key)
         runs = have.get(key, 0) if first["config"] else 1
-        out += [first] * max(0, follow_up_settings(requests.get(first["sweep_id"]))[1] - runs)
+        process_repeats = follow_up_settings(requests.get(first["sweep_id"]))[1]
+        earlier = past.get(kinds.get(first["device"]), {}).get(first["config"])
+        want = spreads.planned(process_repeats, spreads.past_spread(earlier)) if earlier else process_repeats
+        out += [first] * max(0, want - runs)
+    return out
+
+
+def _device_kinds(workers) -> dict[str, tuple[str, str]]:
+    """device (cuda, cpu) -> the (device name, torch version) that every live worker offering it shares: where the
+    results a configuration's plan reads will come from (a CPU's name is its processor's, as results name it)."""
+    kinds: dict[str, set] = {}
+    for w in workers:
+        caps = w.capabilities if isinstance(w.capabilities, dict) else {}
+        for d in caps.get("devices") or []:
+            kinds.setdefault(d, set()).add((caps.get("device_name" if d == "cuda" else "cpu_name"),
+                                            caps.get("torch_version")))
+    return {d: kind for d, (kind, *more) in ((d, sorted(k, key=str)) for d, k in kinds.items())
+            if not more and all(isinstance(x, str) and x for x in kind)}
+
+
+def _past(session, configs: list[str], device_name: str, torch_version: str, sweeps: list[int]) -> dict:
+    """config -> the paired speedups of its newest earlier processes on this device kind (HISTORY_LIMIT at most),
+    in sweeps other than those still to plan (`sweeps`), in one query (a window over the configuration)."""
+    rank = func.row_number().over(partition_by=Job.config, order_by=Job.id.desc()).label("rank")
+    inner = (select(Job.config, Result.round_speedup, rank).select_from(Job).join(Result, Result.job_id == Job.id)
+             .where(Job.config.in_(configs), Job.sweep_id.notin_(sweeps),
+                    *counted_processes(device_name, torch_version)).subquery())
+    out: dict[str, list[float]] = {}
+    for config, center in session.execute(select(inner.c.config, inner.c.round_speedup)
+                                          .where(inner.c.rank <= spreads.HISTORY_LIMIT)).all():
+        out.setdefault(config, []).append(center)
     return out
 
 
@@ -163,7 +203,7 @@ def queue_estimates(engine: Engine, workers, read: Callable | None = None) -> Es
             queued.append((r["job_id"], r["device"], typ.total))
     # the process repeats still to be queued, each as a job after the whole queue (the claim order: ids to come)
     last = max(r["job_id"] for r in rows)
-    coming = {last + i + 1: r for i, r in enumerate(planned_repeats(engine, rows))}
+    coming = {last + i + 1: r for i, r in enumerate(planned_repeats(engine, rows, workers))}
     queued += [(i, r["device"], typical(r).total) for i, r in coming.items()]
     starts = eta.schedule(queued, [(w.capabilities.get("devices", []), busy.get(w.id, 0.0)) for w in workers])
     out.starts = {i: at for i, at in starts.items() if i <= last}

@@ -64,14 +64,20 @@ def same_configuration(sweep_id: int, config: str):
             .where(Job.sweep_id == sweep_id, Job.config == config))
 
 
+def counted_processes(device_name: str, torch_version: str) -> list:
+    """What makes a job one of a configuration's earlier processes on this device kind under this torch: succeeded,
+    undisturbed, a paired speedup (the planner's and the Queue's estimate of it alike: db.estimates)."""
+    return [func.coalesce(Job.status, "") == "succeeded", Result.device_name == device_name,
+            Result.torch_version == torch_version, Result.round_speedup > 0,
+            func.coalesce(Result.disturbed, False).is_(False)]
+
+
 def past_processes(sweep_id: int, config: str, device_name: str, torch_version: str,
                    limit: int = history.HISTORY_LIMIT):
     """The paired speedups of one configuration's earlier processes on this device kind under this torch, in sweeps
     other than this one: succeeded and undisturbed, the newest `limit`, read through the (config, id) index."""
     return (select(Result.round_speedup).select_from(Job).join(Result, Result.job_id == Job.id)
-            .where(Job.config == config, Job.sweep_id != sweep_id, func.coalesce(Job.status, "") == "succeeded",
-                   Result.device_name == device_name, Result.torch_version == torch_version,
-                   Result.round_speedup > 0, func.coalesce(Result.disturbed, False).is_(False))
+            .where(Job.config == config, Job.sweep_id != sweep_id, *counted_processes(device_name, torch_version))
             .order_by(Job.id.desc()).limit(limit))
 
 

@@ -10,8 +10,9 @@ from dashboard.state import quiet, resources
 from lab import eta
 
 HOW = ("from the lab's history of similar jobs: the same settings, else the same model on the same device kind; the "
-       "process repeats a sweep's settings plan are counted before they are queued, the re-runs and extra processes "
-       "a run calls for once it has ended and queued them")
+       "process repeats a sweep's settings plan are counted before they are queued (more or fewer where the "
+       "configuration's earlier processes on the workers' device disagreed or agreed), the re-runs and extra "
+       "processes a run calls for once it has ended and queued them")
 
 
 def queue_line(est: estimates.Estimates, sweep_ids: list[int]) -> None:

@@ -162,3 +162,45 @@ def test_the_repeats_to_come_are_counted_as_the_planner_counts_runs(any_db_url):
     with reading(engine) as s:
         other_sweep = s.scalar(select(Job.sweep_id).where(Job.id == other))
     assert estimates.queue_estimates(engine, queue.live_workers(engine)).planned[other_sweep] == 1
+
+
+def test_the_repeats_to_come_follow_the_configurations_history_on_the_workers_device(any_db_url):
+    """Where a configuration ran before on the device kind the live workers share, its earlier processes plan the
+    count (lab.history.planned) in the estimate as in the planner: more where they disagreed, fewer where 6 agreed
+    closely; the count the Queue showed is the count the first run's end queues. Workers of two device kinds: the
+    sweep's own count (which kind runs it is not known)."""
+    engine = get_engine(any_db_url)
+    infos = zoo.model_infos(zoo.catalog())
+    caps = {"devices": ["cpu"], "cpu_name": "Lab CPU", "torch_version": "2.13.0",
+            "models": [i.to_dict() for i in infos.values()]}
+    queue.register_worker(engine, WORKER, "host", 1, None, caps)
+
+    def earlier(bs: int, centers: list[float]) -> None:  # a past sweep's processes of this configuration, undisturbed
+        queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[bs], device="cpu", process_repeats=1,
+                                          repeat=len(centers)), infos)
+        for c in centers:
+            claim = queue.claim_next(engine, WORKER, ["cpu"], ["simplenet"], 60)
+            queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, result={
+                "eager_ms": 2.0, "compiled_ms": 2.0 / c, "speedup": c, "round_speedup": c, "device_name": "Lab CPU",
+                "torch_version": "2.13.0"})
+
+    earlier(8, [1.20, 1.65, 1.30, 1.75])  # disagreed: about 18% apart (one standard deviation)
+    earlier(16, [1.500, 1.501, 1.499, 1.500, 1.502, 1.498])  # agreed within 0.1%
+    sid = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8, 16], device="cpu", process_repeats=2,
+                                            repeat=1), infos)[0]
+    planned = estimates.queue_estimates(engine, queue.live_workers(engine)).planned[sid]
+    assert planned == 5  # bs 8: the sweep's 2 and 4 more (history.MORE), less its first run; bs 16: one, its first
+    for _ in range(2):  # both first runs end as the worker stores them: their plans queue what the Queue counted
+        claim = queue.claim_next(engine, WORKER, ["cpu"], ["simplenet"], 60)
+        queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, result={
+            "eager_ms": 2.0, "compiled_ms": 1.4, "speedup": 1.43, "round_speedup": 1.43, "device_name": "Lab CPU",
+            "torch_version": "2.13.0"})
+    with reading(engine) as s:
+        queued = s.scalar(select(func.count()).select_from(Job).where(Job.sweep_id == sid, Job.status == "queued"))
+    assert queued == planned
+    assert estimates.queue_estimates(engine, queue.live_workers(engine)).planned.get(sid, 0) == 0
+
+    queue.register_worker(engine, "other:2:any:eta", "other", 2, None, {**caps, "cpu_name": "Another CPU"})
+    again = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8, 16], device="cpu", process_repeats=2,
+                                              repeat=1), infos)[0]
+    assert estimates.queue_estimates(engine, queue.live_workers(engine)).planned[again] == 2  # the sweep's own
