@@ -1,7 +1,7 @@
 """The dashboard does not disturb what the lab measures. While a job on this server's host times what it reports (its
-compile, warm-up, rounds or replays: lab.timeline.TIMED_PROGRESS), the server and the browser are other processes on
-its cores, which the job would name as its disturbance (runner.child.disturbance) and re-run, or leave its cold first
-call out for. So the pages' live refresh pauses:
+first calls, compile, warm-up, rounds or replays, from its model's build on: lab.timeline.TIMED_PROGRESS), the
+server and the browser are other processes on its cores, which the job would name as its disturbance
+(runner.child.disturbance) and re-run, or leave its cold first call out for. So the pages' live refresh pauses:
 
 - `live(every)` replaces `st.fragment(run_every=every)`: on each tick the fragment first asks (one small query, shared
   by every session for a second) whether a job here is timed; if so it tells the browser to stop every live
