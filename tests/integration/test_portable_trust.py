@@ -1,7 +1,8 @@
 """The portable cache's trust boundary end to end: real workers, real children, a real compile of the tiny model,
-on a real SQLite file and a real PostgreSQL database. A newer row for a key, altered by someone who can write the
-database, is neither written nor loaded anywhere; the portable job runs cold, says why, and keeps a freshly signed
-bundle in its place. A worker without the key runs a portable job cold and says so."""
+on a real SQLite file (storing and reading bundles on PostgreSQL too: tests/unit/test_caches.py). A newer row for a
+key, altered by someone who can write the database, is neither written nor loaded anywhere; the portable job runs
+cold, says why, and keeps a freshly signed bundle in its place. A worker without the key runs a portable job cold and
+says so."""
 from sqlalchemy import select
 
 from bench.bombs import with_entry
@@ -20,8 +21,8 @@ def newest(url: str, key: str) -> CompileCache:
         return s.scalars(select(CompileCache).where(CompileCache.key == key).order_by(CompileCache.id.desc())).first()
 
 
-def test_an_altered_bundle_is_never_loaded_and_the_job_says_why(any_db_url, tmp_path, cache_key_file):
-    url = any_db_url
+def test_an_altered_bundle_is_never_loaded_and_the_job_says_why(db_url, tmp_path, cache_key_file):
+    url = db_url
     cold, port = submit(url, *TINY, "--cache", "cold") + submit(url, *TINY, "--cache", "portable")
     (keyless,) = submit(url, *TINY, "--cache", "portable", "--backend", "eager")
     said = work(url, tmp_path / "host-a", "--max-jobs", "1", "--cache-key-file", str(cache_key_file))
