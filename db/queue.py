@@ -171,13 +171,15 @@ def _claimable(engine: Engine, devices: list[str], models: list[str], torch_vers
 
 
 def heartbeat_job(engine: Engine, job_id: int, token: str, lease_s: float,
-                  phase: str | None = None, progress: float | None = None) -> bool:
-    """Extend the lease and note the child's phase. False: the lease is gone (cancelled or re-queued)."""
+                  phase: str | None = None, progress: float | None = None, since: datetime | None = None) -> bool:
+    """Extend the lease and note the child's phase; `since`: when the child said it (its progress line's time), else
+    now. False: the lease is gone (cancelled or re-queued)."""
     values = {"lease_expires_at": utcnow() + timedelta(seconds=lease_s)}
     if phase is not None:  # the phase's start moves only when the phase changes
         now = utcnow()
+        began = min(since, now) if since is not None else now  # a phase the child began before this beat
         values.update(phase=phase[:64], progress=progress,
-                      phase_at=case((Job.phase == phase[:64], func.coalesce(Job.phase_at, now)), else_=now))
+                      phase_at=case((Job.phase == phase[:64], func.coalesce(Job.phase_at, began)), else_=began))
     with atomic(engine) as s:
         done = s.execute(update(Job).where(Job.id == job_id, Job.lease_token == token,
                                            Job.status == JobStatus.RUNNING.value).values(**values))

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import threading
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 from sqlalchemy.exc import OperationalError
@@ -90,10 +92,10 @@ class LeaseKeeper(threading.Thread):
         phase = None
         try:
             while not self._wait(wait, phase):
-                phase, progress = read_progress(self.progress_file)
+                phase, progress, since = read_phase(self.progress_file)
                 sent = time.monotonic()  # the next renewal a beat from this one's sending, however long it takes
                 try:
-                    alive = queue.heartbeat_job(s.engine, c.job_id, c.token, self.lease_s, phase, progress)
+                    alive = queue.heartbeat_job(s.engine, c.job_id, c.token, self.lease_s, phase, progress, since)
                     queue.heartbeat_worker(s.engine, s.worker_id, "busy", c.job_id)
                 except (OperationalError, OSError) as e:  # briefly unreachable: keep the child, try next beat
                     log.warning("job %s: heartbeat failed (%s); retrying", c.job_id, first_line(e))
@@ -113,12 +115,22 @@ class LeaseKeeper(threading.Thread):
 
 
 def read_progress(path: Path) -> tuple[str, float | None]:
+    return read_phase(path)[:2]
+
+
+def read_phase(path: Path) -> tuple[str, float | None, datetime | None]:
+    """The child's last progress line: its phase, its progress within it, and when the child wrote it (naive UTC,
+    as the database's timestamps; None where the line has no time): a phase published a beat after it began keeps
+    its own start."""
     try:
         with open(path, "rb") as f:
             f.seek(max(0, os.path.getsize(path) - 4096))
             lines = f.read().decode(errors="replace").strip().splitlines()
         last = json.loads(lines[-1])
-        return last.get("phase") or "starting", last.get("progress")
-    except (OSError, ValueError, IndexError):
-        return "starting", None
+        t = last.get("t")
+        at = (datetime.fromtimestamp(t, timezone.utc).replace(tzinfo=None)
+              if isinstance(t, (int, float)) and math.isfinite(t) and t > 0 else None)
+        return last.get("phase") or "starting", last.get("progress"), at
+    except (OSError, ValueError, IndexError, AttributeError, OverflowError):
+        return "starting", None, None
 

@@ -94,6 +94,14 @@ def test_unfinished_jobs_and_when_a_phase_began(any_db_url):
     assert queue.timed_on_host(engine, "host", ["warming up", "measuring"]) == [(claim.job_id, "warming up")]
     assert queue.timed_on_host(engine, "elsewhere", ["warming up", "measuring"]) == []
     assert queue.timed_on_host(engine, "host", ["measuring"]) == []
+    # a phase published a beat after the child began it (its progress line's time) keeps that start; one said to
+    # begin after this beat (another clock) begins now
+    said = utcnow() - timedelta(seconds=1.5)
+    queue.heartbeat_job(engine, claim.job_id, claim.token, 60, "measuring", 0.1, since=said)
+    assert estimates.unfinished(engine)[0]["phase_at"] == said
+    queue.heartbeat_job(engine, claim.job_id, claim.token, 60, "counting kernels", None,
+                        since=utcnow() + timedelta(hours=1))
+    assert estimates.unfinished(engine)[0]["phase_at"] <= utcnow()
 
 
 def test_runner_status_says_the_time_left_and_the_queues_end(db_url, capsys):

@@ -8,8 +8,9 @@ worker's own noise in what the child times)."""
 import json
 import threading
 import time
+from datetime import timezone
 
-from runner.worker.lease import PHASE_LOOK_S, LeaseKeeper
+from runner.worker.lease import PHASE_LOOK_S, LeaseKeeper, read_phase
 
 
 def keeper(tmp_path) -> LeaseKeeper:
@@ -63,3 +64,16 @@ def test_leaving_the_timed_phases_goes_out_at_once(tmp_path):
     started = time.monotonic()
     assert k._wait(30.0, "measuring") is False
     assert time.monotonic() - started < PHASE_LOOK_S + 5  # the phase after the rounds, not the 30 s beat
+
+
+def test_the_phase_is_read_with_when_the_child_said_it(tmp_path):
+    path = tmp_path / "progress.jsonl"
+    assert read_phase(path) == ("starting", None, None)  # nothing said yet
+    before = time.time()
+    say(path, "compiling")
+    phase, progress, at = read_phase(path)
+    assert (phase, progress) == ("compiling", None)
+    assert abs(at.replace(tzinfo=timezone.utc).timestamp() - before) < 5 and at.tzinfo is None  # naive UTC
+    with open(path, "a") as f:
+        f.write(json.dumps({"phase": "warming up", "progress": None, "t": "soon"}) + "\n")
+    assert read_phase(path) == ("warming up", None, None)  # a line without a usable time: the phase alone
