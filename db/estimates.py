@@ -104,7 +104,8 @@ def planned_repeats(engine: Engine, rows: list[dict], workers=()) -> list[dict]:
         for r in firsts:
             if r["config"] and r["device"] in kinds and follow_up_settings(requests.get(r["sweep_id"]))[1] >= 2:
                 on_kind.setdefault(kinds[r["device"]], set()).add(r["config"])
-        past = {kind: _past(s, sorted(configs), *kind, sweep_ids) for kind, configs in on_kind.items()}
+        most = max(have.values(), default=0)  # a sweep's own runs of a configuration, at most: left out below
+        past = {kind: _past(s, sorted(configs), *kind, most) for kind, configs in on_kind.items()}
     out, seen = [], set()
     for first in firsts:  # a job stored before jobs had keys (no config): the planner knows it alone, as here
         key = (first["sweep_id"], first["config"] or f"job {first['job_id']}")
@@ -113,7 +114,8 @@ def planned_repeats(engine: Engine, rows: list[dict], workers=()) -> list[dict]:
         seen.add(key)
         runs = have.get(key, 0) if first["config"] else 1
         process_repeats = follow_up_settings(requests.get(first["sweep_id"]))[1]
-        earlier = past.get(kinds.get(first["device"]), {}).get(first["config"])
+        earlier = [center for sweep_id, center in past.get(kinds.get(first["device"]), {}).get(first["config"], [])
+                   if sweep_id != first["sweep_id"]][:spreads.HISTORY_LIMIT]  # as db.follow_ups.past_processes reads
         want = spreads.planned(process_repeats, spreads.past_spread(earlier)) if earlier else process_repeats
         out += [first] * max(0, want - runs)
     return out
@@ -132,17 +134,19 @@ def _device_kinds(workers) -> dict[str, tuple[str, str]]:
             if not more and all(isinstance(x, str) and x for x in kind)}
 
 
-def _past(session, configs: list[str], device_name: str, torch_version: str, sweeps: list[int]) -> dict:
-    """config -> the paired speedups of its newest earlier processes on this device kind (HISTORY_LIMIT at most),
-    in sweeps other than those still to plan (`sweeps`), in one query (a window over the configuration)."""
+def _past(session, configs: list[str], device_name: str, torch_version: str, own: int) -> dict:
+    """config -> (sweep id, paired speedup) of its newest earlier processes on this device kind, newest first, in
+    one query (a window over the configuration): HISTORY_LIMIT of them and `own` more, so that HISTORY_LIMIT remain
+    for each sweep once that sweep's own (`own` at most) are left out, as the planner leaves them out."""
     rank = func.row_number().over(partition_by=Job.config, order_by=Job.id.desc()).label("rank")
-    inner = (select(Job.config, Result.round_speedup, rank).select_from(Job).join(Result, Result.job_id == Job.id)
-             .where(Job.config.in_(configs), Job.sweep_id.notin_(sweeps),
-                    *counted_processes(device_name, torch_version)).subquery())
-    out: dict[str, list[float]] = {}
-    for config, center in session.execute(select(inner.c.config, inner.c.round_speedup)
-                                          .where(inner.c.rank <= spreads.HISTORY_LIMIT)).all():
-        out.setdefault(config, []).append(center)
+    inner = (select(Job.config, Job.sweep_id, Job.id, Result.round_speedup, rank).select_from(Job)
+             .join(Result, Result.job_id == Job.id)
+             .where(Job.config.in_(configs), *counted_processes(device_name, torch_version)).subquery())
+    out: dict[str, list[tuple[int, float]]] = {}
+    for config, sweep_id, center in session.execute(
+            select(inner.c.config, inner.c.sweep_id, inner.c.round_speedup)
+            .where(inner.c.rank <= spreads.HISTORY_LIMIT + own).order_by(inner.c.id.desc())).all():
+        out.setdefault(config, []).append((sweep_id, center))
     return out
 
 

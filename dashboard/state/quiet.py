@@ -34,7 +34,7 @@ from lab import cpu_quota
 from lab.timeline import TIMED_PROGRESS
 
 # the paused page's only tick, one query: each costs the server ~0.1 s of CPU on this 2-core box (2.5% of a core).
-# Jobs run back to back leave 2-4 s between one's rounds and the next one's compile (the worker publishes both at
+# Jobs run back to back leave 2-4 s between one's rounds and the next one's build (the worker publishes both at
 # once): a tick this often finds most such gaps, and the page refreshes in them
 SLOW_S = 4
 FRESH_S = 1.0  # a look is shared by every session for this long

@@ -237,8 +237,12 @@ def relay_from(source: str, port: int, header: tuple[str, str] | None = None):
 
     def connect(client: socket.socket):
         upstream = socket.socket()
-        upstream.bind((source, 0))
-        upstream.connect(("127.0.0.1", port))
+        try:
+            upstream.bind((source, 0))
+            upstream.connect(("127.0.0.1", port))
+        except OSError:  # the app is gone: the browser sees the connection closed, not a hang
+            client.close(), upstream.close()
+            return
         if header is not None:
             got = b""
             while b"\r\n\r\n" not in got:

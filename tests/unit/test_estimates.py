@@ -212,3 +212,38 @@ def test_the_repeats_to_come_follow_the_configurations_history_on_the_workers_de
     again = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8, 16], device="cpu", process_repeats=2,
                                               repeat=1), infos)[0]
     assert estimates.queue_estimates(engine, queue.live_workers(engine)).planned[again] == 2  # the sweep's own
+
+
+def test_another_unfinished_sweeps_processes_are_history_as_the_planner_reads_them(db_url):
+    """The planner leaves out only the sweep it plans: an unfinished sweep's finished processes of the configuration
+    are history for another sweep's estimate too (and its own are left out of its own)."""
+    engine = get_engine(db_url)
+    infos = zoo.model_infos(zoo.catalog())
+    queue.register_worker(engine, WORKER, "host", 1, None, {"devices": ["cpu"], "cpu_name": "Lab CPU",
+                                                            "torch_version": "2.13.0",
+                                                            "models": [i.to_dict() for i in infos.values()]})
+
+    def finish_next(center: float) -> None:
+        claim = queue.claim_next(engine, WORKER, ["cpu"], ["simplenet"], 60)
+        queue.finish(engine, claim.job_id, claim.token, JobStatus.SUCCEEDED, result={
+            "eager_ms": 2.0, "compiled_ms": 2.0 / center, "speedup": center, "round_speedup": center,
+            "device_name": "Lab CPU", "torch_version": "2.13.0"})
+
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", process_repeats=1, repeat=2),
+                 infos)
+    finish_next(1.20), finish_next(1.75)
+    # sweep A: bs 8 thrice (its `repeat`) and bs 32; its bs 8 runs end, bs 32 stays queued: A is unfinished
+    queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8, 32], device="cpu", process_repeats=1,
+                                      repeat=3), infos)
+    for center in (1.30, 1.62, 1.25):
+        finish_next(center)
+    b = queue.submit(engine, SweepRequest(model="simplenet", batch_sizes=[8], device="cpu", process_repeats=2,
+                                          repeat=1), infos)[0]
+    planned = estimates.queue_estimates(engine, queue.live_workers(engine)).planned[b]
+    assert planned > 1  # 5 earlier processes (3 of them A's) that disagreed plan more than B's 2
+    with atomic(engine) as s:  # B's first run next: A's queued bs 32 runs held back
+        s.execute(update(Job).where(Job.sweep_id != b, Job.status == "queued").values(status="cancelled"))
+    finish_next(1.40)
+    with reading(engine) as s:
+        queued = s.scalar(select(func.count()).select_from(Job).where(Job.sweep_id == b, Job.status == "queued"))
+    assert queued == planned
