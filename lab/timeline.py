@@ -22,13 +22,10 @@ from typing import Iterable, Iterator
 UNACCOUNTED = "unaccounted"
 RETIMED = "launch settings re-timed"
 MEASURED = ("eager first call", "compiled first call", RETIMED, "warm-up", "rounds", "schedule", "traffic")
-# the phases a child publishes (its progress) while it times what the answer reports: the eager and compiled first
-# calls (the compile's outside disturbances it measures and names), the warm-up and rounds (theirs too), and the
-# replays (a shape schedule, a traffic stream). A page on the same host pauses its refresh through them
-# (dashboard.state.quiet); from the model's build on, which comes just before: a page sees a phase at its next tick
-# (2 s), and a page that saw only the compile's start drew through its first seconds
-TIMED_PROGRESS = ("building", "eager first call", "compiling", "warming up", "measuring", "diagnosis clocks", "schedule",
-                  "traffic")
+# the phases a child publishes (its progress) while it times what the answer reports: the compile (its cold first
+# call), the warm-up and rounds, whose outside disturbances it measures and names, and the replays (a shape schedule,
+# a traffic stream). A page on the same host pauses its refresh through them (dashboard.state.quiet)
+TIMED_PROGRESS = ("compiling", "warming up", "measuring", "diagnosis clocks", "schedule", "traffic")
 MIN_GAP_S = 0.001  # a gap shorter than this is clock granularity and bookkeeping, not time lost
 
 

@@ -1,7 +1,7 @@
 """The dashboard does not disturb what the lab measures. While a job on this server's host times what it reports (its
-first calls, compile, warm-up, rounds or replays, from its model's build on: lab.timeline.TIMED_PROGRESS), the
-server and the browser are other processes on its cores, which the job would name as its disturbance
-(runner.child.disturbance) and re-run, or leave its cold first call out for. So the pages' live refresh pauses:
+compile, warm-up, rounds or replays: lab.timeline.TIMED_PROGRESS), the server and the browser are other processes on
+its cores, which the job would name as its disturbance (runner.child.disturbance) and re-run, or leave its cold first
+call out for. So the pages' live refresh pauses:
 
 - `live(every)` replaces `st.fragment(run_every=every)`: on each tick the fragment first asks (one small query, shared
   by every session for a second) whether a job here is timed; if so it tells the browser to stop every live
@@ -34,7 +34,7 @@ from lab import cpu_quota
 from lab.timeline import TIMED_PROGRESS
 
 # the paused page's only tick, one query: each costs the server ~0.1 s of CPU on this 2-core box (2.5% of a core).
-# Jobs run back to back leave 2-4 s between one's rounds and the next one's build (the worker publishes both at
+# Jobs run back to back leave 2-4 s between one's rounds and the next one's compile (the worker publishes both at
 # once): a tick this often finds most such gaps, and the page refreshes in them
 SLOW_S = 4
 FRESH_S = 1.0  # a look is shared by every session for this long

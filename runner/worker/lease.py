@@ -71,12 +71,12 @@ class LeaseKeeper(threading.Thread):
 
     def _wait(self, seconds: float, published: str | None) -> bool:
         """Wait up to `seconds` for the end (True), or until the child enters or leaves its timed phases (False): that
-        goes out at once. Entering, as its model's build starts (before anything is timed: a renewal is milliseconds
-        of this worker's), so that a page on this host pauses its refresh before the first calls, the compile and the
-        rounds use the cores, not a beat into them; leaving, so that a page waiting for the timing to end draws in the
-        gap before the next job's, not at its limit. Every other change waits for the beat: the child names a phase
-        right as its timed work starts (the eager first call, the compile, each round), and a renewal then would be
-        this worker's own noise in what it times."""
+        goes out at once. Entering, as its compile starts (a renewal is milliseconds of this worker's against the
+        seconds of a compile), so that a page on this host pauses its refresh before the compile and the rounds use
+        the cores, not a beat into them; leaving, so that a page waiting for the timing to end draws in the gap before
+        the next job's, not at its limit. Every other change waits for the beat: the child names a phase right as its
+        timed work starts (the eager first call, each round), and a renewal then would be this worker's own noise in
+        what it times."""
         end = time.monotonic() + seconds
         while (left := end - time.monotonic()) > 0:
             if self.done.wait(min(left, PHASE_LOOK_S)):

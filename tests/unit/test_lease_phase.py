@@ -34,21 +34,21 @@ def test_a_new_phase_ends_the_wait_at_once_and_progress_does_not(tmp_path):
     started = time.monotonic()
     k._wait(0.6, "eager first call")
     assert time.monotonic() - started >= 0.6
-    threading.Timer(0.1, say, (k.progress_file, "building")).start()  # the timed phases begin with the build
+    threading.Timer(0.1, say, (k.progress_file, "compiling")).start()
     started = time.monotonic()
-    assert k._wait(30.0, "starting") is False
+    assert k._wait(30.0, "eager first call") is False
     assert time.monotonic() - started < 0.1 + PHASE_LOOK_S + 5  # the new phase, not the 30 s beat (a loaded host)
     threading.Timer(0.1, k.done.set).start()
     assert k._wait(30.0, "warming up") is True  # the end still ends it
 
 
 def test_a_phase_named_as_timed_work_starts_waits_for_the_beat(tmp_path):
-    """'eager first call' is named just before that call is timed, 'compiling' just before the compiled first call,
-    'warming up' after the compile and 'measuring' after the first round: none of them ends the wait (only entering
-    the timed phases from an untimed one does, as the model's build starts)."""
+    """'eager first call' is named just before that call is timed, 'warming up' after the compile and 'measuring'
+    after the first round: none of them ends the wait (only entering the timed phases from an untimed one does, as
+    the compile starts)."""
     k = keeper(tmp_path)
-    for before, after in (("building", "eager first call"), ("eager first call", "compiling"),
-                          ("compiling", "warming up"), ("warming up", "measuring")):
+    for before, after in (("building", "eager first call"), ("compiling", "warming up"),
+                          ("warming up", "measuring")):
         say(k.progress_file, after)
         started = time.monotonic()
         assert k._wait(0.6, before) is False
