@@ -51,6 +51,13 @@ def test_queue_and_job_page_say_how_long_a_compile_usually_takes_and_what_is_lef
     with atomic(engine) as s:
         s.execute(update(Job).where(Job.id == watched).values(phase_at=now - timedelta(seconds=25),
                                                               claimed_at=now - timedelta(seconds=31)))
+
+    def so_far(said: str) -> bool:
+        """The compile's time so far as the page said it: 25 s when it was set, and what has passed since (a loaded
+        host takes seconds to start the app and draw), never less or more."""
+        found = re.search(r"(\d+) s so far; about [\d a-z]+ left", said)
+        return found is not None and 25 <= int(found.group(1)) <= 26 + (utcnow() - now).total_seconds()
+
     shots = Path(os.environ.get("COMPILE_LAB_SHOTS") or tmp_path)
     with running_app(tmp_path, db_url) as port:
         page = browser.new_page(viewport={"width": 1800, "height": 1100})
@@ -59,8 +66,8 @@ def test_queue_and_job_page_say_how_long_a_compile_usually_takes_and_what_is_lef
         bar = page.locator('[data-testid="stProgress"]').filter(has_text=f"#{watched}")
         bar.get_by_text(re.compile(r"usually .* so far; about .* left")).wait_for()
         said = bar.inner_text()
-        assert re.search(r"compiling.* · \d+ s since its claim · usually \d+-\d+ s, [23]\d s so far; about [\d a-z]+ left",
-                         said), said
+        assert re.search(r"compiling.* · \d+ s since its claim · usually \d+-\d+ s, \d+ s so far; about [\d a-z]+ left",
+                         said) and so_far(said), said
         line = page.get_by_text(re.compile(r"Queue: done in")).inner_text()
         assert "history of similar jobs" in line
         # the table draws on a canvas; its accessibility table holds the cells of the columns in view alone: at a
@@ -77,7 +84,7 @@ def test_queue_and_job_page_say_how_long_a_compile_usually_takes_and_what_is_lef
         page.goto(f"http://localhost:{port}/job?job={watched}")
         info = page.get_by_text(re.compile(r"Running: compiling, usually"))
         info.wait_for()
-        assert re.search(r"[23]\d s so far; about [\d a-z]+ left", info.inner_text())
+        assert so_far(info.inner_text()), info.inner_text()
         page.screenshot(path=str(shots / "job-eta-long-compile-cpu.png"))
         page.goto(f"http://localhost:{port}/job?job={other}")
         page.get_by_text(re.compile("no history of similar jobs to say how long it takes")).wait_for()
