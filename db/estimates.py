@@ -96,13 +96,15 @@ def planned_repeats(engine: Engine, rows: list[dict], workers=()) -> list[dict]:
                   and_(Job.status == JobStatus.SUCCEEDED.value, func.coalesce(Result.disturbed, False).is_(False)))
     kinds = _device_kinds(workers)
     with reading(engine) as s:
+        # each sweep's processes per configuration (a sweep row gone: the defaults, as the planner reads it)
         requests = dict(s.execute(select(Sweep.id, Sweep.request).where(Sweep.id.in_(sweep_ids))).all())
+        repeats = {sid: follow_up_settings(requests.get(sid))[1] for sid in sweep_ids}
         have = {(sid, cfg): n for sid, cfg, n in s.execute(
             select(Job.sweep_id, Job.config, func.count()).outerjoin(Result, Result.job_id == Job.id)
             .where(Job.sweep_id.in_(sweep_ids), Job.config.is_not(None), counted).group_by(Job.sweep_id, Job.config))}
         on_kind: dict[tuple[str, str], set] = {}
         for r in firsts:
-            if r["config"] and r["device"] in kinds and follow_up_settings(requests.get(r["sweep_id"]))[1] >= 2:
+            if r["config"] and r["device"] in kinds and repeats[r["sweep_id"]] >= 2:
                 on_kind.setdefault(kinds[r["device"]], set()).add(r["config"])
         most = max(have.values(), default=0)  # a sweep's own runs of a configuration, at most: left out below
         past = {kind: _past(s, sorted(configs), *kind, most) for kind, configs in on_kind.items()}
@@ -113,7 +115,7 @@ def planned_repeats(engine: Engine, rows: list[dict], workers=()) -> list[dict]:
             continue
         seen.add(key)
         runs = have.get(key, 0) if first["config"] else 1
-        process_repeats = follow_up_settings(requests.get(first["sweep_id"]))[1]
+        process_repeats = repeats[first["sweep_id"]]
         earlier = [center for sweep_id, center in past.get(kinds.get(first["device"]), {}).get(first["config"], [])
                    if sweep_id != first["sweep_id"]][:spreads.HISTORY_LIMIT]  # as db.follow_ups.past_processes reads
         want = spreads.planned(process_repeats, spreads.past_spread(earlier)) if earlier else process_repeats
@@ -130,8 +132,8 @@ def _device_kinds(workers) -> dict[str, tuple[str, str]]:
         for d in caps.get("devices") or []:
             kinds.setdefault(d, set()).add((caps.get("device_name" if d == "cuda" else "cpu_name"),
                                             caps.get("torch_version")))
-    return {d: kind for d, (kind, *more) in ((d, sorted(k, key=str)) for d, k in kinds.items())
-            if not more and all(isinstance(x, str) and x for x in kind)}
+    shared = {d: next(iter(k)) for d, k in kinds.items() if len(k) == 1}
+    return {d: kind for d, kind in shared.items() if all(isinstance(x, str) and x for x in kind)}
 
 
 def _past(session, configs: list[str], device_name: str, torch_version: str, own: int) -> dict:
