@@ -189,6 +189,13 @@ def _note(d: dict, dtype: str) -> str:
     return head
 
 
+def warm_kernels(device: torch.device) -> None:
+    """Load the kernels compare() runs on a GPU (a tensor past HOST_COMPARE, with a float64 run beside it) by running
+    it once on made-up values: a CUDA child loads each kernel at its first use (runner.child.prewarm)."""
+    a = torch.linspace(0, 1, HOST_COMPARE + 1, device=device)
+    _tensor_sums(a, a + 1e-6, a.double(), TOLERANCE["float32"])
+
+
 def _tensor_sums(a: torch.Tensor, b: torch.Tensor, w: torch.Tensor | None, tol: float) -> dict:
     """One tensor's sums over its chunks, in float64 on `b`'s device (a small one on the host): squared differences
     (compiled - eager), squared eager, largest |difference|, whether all are within tol (allclose), and with the
