@@ -65,8 +65,9 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
     the record. The compiler's texts (runner.child.capture.trace) go to `artifacts_dir`, whether it succeeds or not.
     A follow-up process (`role`) runs the same line with the headline clock alone: no compile trace, accuracy check,
     diagnosis clocks, analyses, artifacts, portable cache or traffic (its first run has them). Each step is a phase
-    in `phases` (lab.timeline): the worker builds the job's timeline from them. `measured` is called once the GPU's
-    part is over (the clocks, the analyses, a traffic replay): what follows runs on the host alone."""
+    in `phases` (lab.timeline): the worker builds the job's timeline from them. `measured` is called once nothing
+    more is timed (after the clocks; after the schedule's calls or a traffic replay where the job has them): what
+    follows counts (kernels, FLOPs) or runs on the host alone."""
     started = time.perf_counter()
     phases = phases if phases is not None else Phases()
     role = role or Role()
@@ -85,12 +86,15 @@ def run(spec: ExperimentSpec, entry: ZooEntry, report: Report, artifacts_dir: Pa
         if role.cache_from_first_run:  # its cache's picks were removed (runner.worker.cache_repeat.retune): timing them
             first = replace(first, retimed_s=first.autotune_s or 0.0)  # again: not a warm first call's
         steady = steady_state(job, report, diagnose=first_run)
+        timed_after = first_run and bool(spec.schedule or spec.traffic)  # a schedule's calls, a traffic replay
+        if not timed_after:  # the analyses count (kernels, FLOPs): nothing more is timed, the next child may start
+            measured()
         more = analyse(job, report) if first_run else Analyses()
     except BaseException:  # the compiler's texts of a failed job say why; its error names the phase it failed in
         with contextlib.suppress(Exception):  # and keeping them must not replace that error
             keep_artifacts(job, artifacts_dir if first_run else None, None)
         raise
-    if not (first_run and spec.traffic):  # a traffic replay, after the record, is the GPU's last part
+    if timed_after and not spec.traffic:  # a traffic replay, after the record, is the GPU's last timed part
         measured()
     if first_run:
         with phases.phase("artifacts"):

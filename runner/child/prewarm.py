@@ -1,8 +1,9 @@
 """What a child forked ahead of its job does before the job comes (runner.child.zygote): on a CUDA worker, once a job's
-child says its GPU work is done (runner.child.process.measured), the next job's child makes its CUDA context, the
-math library's handle and a float32 job's library warm-up beside that job's end (its artifacts and record, its result stored, its compile report made,
-the next claim), instead of on the next job's time. The job then finds them made: its "CUDA context" phase and its
-library warm-up take almost nothing, and its record says what was made before it came (`detail.prewarmed`). A CUDA
+child says its GPU work is done (runner.child.process.measured), the next job's child makes its CUDA context and the
+math library's handle beside that job's end (its artifacts and record, its result stored, its compile report made,
+the next claim), instead of on the next job's time. The job then finds them made: its "CUDA context" phase takes almost
+nothing, and so does a float32 job's library warm-up where the child had time to load it before the job came
+(while_waiting); its record says what was made before it came (`detail.prewarmed`). A CUDA
 job none was warmed for (a worker's first, or one after a CPU job) gets a child warmed for it then, the same way
 (`ahead: false`), so every CUDA job's child is made alike. What the job measures is unchanged: its first calls still
 follow its own library warm-up (runner.child.build.warm_libraries), as a fresh child's do."""
@@ -20,50 +21,57 @@ HEAP_ENV = "COMPILE_LAB_OWN_HEAP"  # set for the job by a forked child: how its 
 
 
 def warm() -> dict:
-    """The CUDA context, cuBLAS's handle, and the warm-up a float32 job's child does before its eager first call
-    (runner.child.build.warm_libraries: a small matmul and convolution), on this process's device; the seconds each
-    took. A float32 job then finds its library warm-up done; another dtype's loads its own kernels, as a fresh child
-    does. It precedes what the job times in any child (its first calls follow its library warm-up), so nothing timed
-    differs; what differs is that a model with no convolution holds cuDNN's handle it would not have made. Nothing
+    """The CUDA context and cuBLAS's handle, on this process's device; the seconds each took. No kernel runs: what a
+    job's child loads before its first calls is loaded by while_waiting only where no job is waiting for it. Nothing
     where there is no GPU (such a worker asks for no warmed child; a test of the hand-over does)."""
     import torch
 
     if not torch.cuda.is_available():
         return {"cuda": False}
-    from runner.child.build import warm_libraries
-
     began = time.perf_counter()
     cuda_context("cuda")  # as the job's own "CUDA context" phase does (runner.child.build.build)
     context = time.perf_counter()
-    torch.cuda.current_blas_handle()
-    warm_libraries(torch.device("cuda"), torch.float32)  # no model: the convolution's library too
-    torch.cuda.empty_cache()  # the job's allocator starts as a fresh child's: nothing reserved
+    torch.cuda.current_blas_handle()  # the handle alone
     return {"cuda": True, "cuda_context_s": round(context - began, 3),
             "libraries_s": round(time.perf_counter() - context, 3)}
 
 
+HAND_OVER_S = 0.05  # a worker that waited for the warming writes its job at once: this long is "at once"
+
+
 def while_waiting(job_r: int, warmed: dict) -> None:
-    """Once warm, until its job comes (`job_r` readable): the accuracy check's float64 comparison kernels on the GPU
-    (runner.child.accuracy.warm_kernels), which a first run loads after its compiled first call (never inside a
-    timed call). A follow-up, which compares nothing, often comes first (a repeat's tail is short): then they are
-    left to whoever needs them. Says in `warmed` whether they were loaded and in how long."""
+    """Once warm, a step at a time while no job has come (`job_r` not readable): a float32 job's library warm-up
+    (runner.child.build.warm_libraries, a small matmul and convolution), then the accuracy check's float64 comparison
+    kernels on the GPU (runner.child.accuracy.warm_kernels), each loaded at its first use in a fresh child. Both
+    precede what a job times (its first calls follow its library warm-up; the comparison follows its compiled first
+    call), so nothing timed differs; a model without convolutions then holds a cuDNN handle it would not have made.
+    A job that came is never kept waiting for a step not begun: on an H200 jobs came within the context's making
+    (the last job's end is shorter), and a step it finds running is one load at most (0.2 s). Says in `warmed` the
+    seconds of each step done, or why one failed."""
     import select
 
-    if not warmed.get("cuda") or select.select([job_r], [], [], 0)[0]:
+    if not warmed.get("cuda"):
         return
     import torch
 
     from runner.child.accuracy import warm_kernels
+    from runner.child.build import warm_libraries
 
-    began = time.perf_counter()
-    try:
-        warm_kernels(torch.device("cuda"))
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
-    except Exception as exc:  # the job's own check loads them then: never a reason to lose the job
-        warmed["accuracy_kernels"] = f"not loaded ahead ({type(exc).__name__})"
-        return
-    warmed["accuracy_kernels_s"] = round(time.perf_counter() - began, 3)
+    device = torch.device("cuda")
+    steps = (("float32_warm_up_s", lambda: warm_libraries(device, torch.float32)),
+             ("accuracy_kernels_s", lambda: warm_kernels(device)))
+    for i, (name, step) in enumerate(steps):
+        if select.select([job_r], [], [], HAND_OVER_S if i == 0 else 0)[0]:
+            return
+        began = time.perf_counter()
+        try:
+            step()
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()  # the job's allocator starts as a fresh child's: nothing reserved
+        except Exception as exc:  # the job loads them itself then: never a reason to lose it
+            warmed[name.removesuffix("_s")] = f"not loaded ahead ({type(exc).__name__})"
+            return
+        warmed[name] = round(time.perf_counter() - began, 3)
 
 
 def own_heap(ranges: list[tuple[int, int]] | None = None) -> dict:

@@ -244,9 +244,10 @@ def result_ready() -> None:
 
 
 def measured() -> None:
-    """Tell the preloaded parent that this job is done with the GPU (its clocks, its analyses): what is left (its
-    artifacts, its record) runs on the host alone, so the next job's child may make its CUDA context now, beside it
-    (runner.worker.attempt). Said once, before result_ready; a forked child only."""
+    """Tell the preloaded parent that nothing more of this job is timed (its clocks; a schedule's calls or a traffic
+    replay where it has them): what is left counts (kernels, FLOPs) or runs on the host (its artifacts, its record),
+    so the next job's child may make its CUDA context now, beside it (runner.worker.attempt). Said once, before
+    result_ready; a forked child only."""
     _say(b"g", last=False)
 
 

@@ -32,25 +32,37 @@ def test_the_comparison_kernels_warmed_ahead_are_compares_own_path(monkeypatch):
     assert a.numel() > accuracy.HOST_COMPARE and w is not None and w.dtype == torch.float64
 
 
-def test_a_warmed_child_leaves_the_comparison_kernels_to_a_job_that_has_come(monkeypatch):
+def test_a_warmed_child_begins_no_step_once_its_job_has_come(monkeypatch):
     import os
 
-    from runner.child import accuracy, prewarm
+    from runner.child import accuracy, build, prewarm
 
-    warmed_for = []
-    monkeypatch.setattr(accuracy, "warm_kernels", lambda device: warmed_for.append(device))
+    done = []
+    monkeypatch.setattr(build, "warm_libraries", lambda device, dtype: done.append("libraries"))
+    monkeypatch.setattr(accuracy, "warm_kernels", lambda device: done.append("comparison"))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)  # no GPU here: the steps are the stand-ins above
     r, w = os.pipe()
     try:
-        os.write(w, b"{}")  # its job is there: it is not kept waiting for kernels a follow-up never runs
+        os.write(w, b"{}")  # its job is there: it is not kept waiting for a step
         said = {"cuda": True}
         prewarm.while_waiting(r, said)
-        assert warmed_for == [] and "accuracy_kernels_s" not in said
-        os.read(r, 2)  # none yet: loaded now (this host has no GPU: its failure is said, never raised)
+        assert done == [] and set(said) == {"cuda"}
+        os.read(r, 2)  # none yet: each step, in order, and its seconds said
         prewarm.while_waiting(r, said)
-        assert len(warmed_for) == 1
-        assert "accuracy_kernels_s" in said or said["accuracy_kernels"].startswith("not loaded ahead")
+        assert done == ["libraries", "comparison"]
+        assert said["float32_warm_up_s"] >= 0 and said["accuracy_kernels_s"] >= 0
+        done.clear()
+        monkeypatch.setattr(build, "warm_libraries", lambda device, dtype: os.write(w, b"{}") and done.append("x"))
+        said = {"cuda": True}  # a job that comes during a step: the next is not begun
+        prewarm.while_waiting(r, said)
+        assert done == ["x"] and "accuracy_kernels_s" not in said
+        monkeypatch.setattr(build, "warm_libraries", lambda device, dtype: 1 / 0)
+        os.read(r, 2)
+        said = {"cuda": True}  # a step that fails is said, never raised: the job loads them itself
+        prewarm.while_waiting(r, said)
+        assert said["float32_warm_up"].startswith("not loaded ahead (ZeroDivisionError")
         prewarm.while_waiting(r, {"cuda": False})  # a child with no GPU warms nothing
-        assert len(warmed_for) == 1
+        assert done == ["x"]
     finally:
         os.close(r)
         os.close(w)
