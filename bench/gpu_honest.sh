@@ -86,4 +86,5 @@ for s in "$@"; do
 done
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > "$OUT/gpu.txt" 2>/dev/null
 git log --oneline -1 >> "$OUT/gpu.txt" 2>/dev/null
+git diff --quiet HEAD 2>/dev/null || echo "(the tree sent differs from that commit: diff $(git diff HEAD | sha1sum | cut -c1-12))" >> "$OUT/gpu.txt"
 exit 0
