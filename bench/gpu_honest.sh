@@ -39,6 +39,14 @@ set -uo pipefail
 start=$(date +%s)
 left() { echo $((560 - ($(date +%s) - start))); }
 mkdir -p "${OUT:-.}/ha" "${OUT:-.}/real"
+# A fresh machine's first compile reads its compilers and headers from a cold page cache (gcc, ptxas, triton's and
+# inductor's files): on the 2026-12-02 leases simplenet's first compile of a lease read 3.02 s (a reference process)
+# and 4.16 s (a worker's first job) against the reference's median 2.73 s (a hypothesis, not yet run with this step).
+# One throwaway compile in its own caches first, so neither side's first process pays for the machine.
+( d=$(mktemp -d) && TORCHINDUCTOR_CACHE_DIR=$d/i TRITON_CACHE_DIR=$d/t timeout 120 python3 -c "
+import torch
+f = torch.compile(lambda x: (x.sin() * 2 + 1).relu().sum(dim=-1))
+f(torch.randn(64, 64, device='cuda' if torch.cuda.is_available() else 'cpu'))" >/dev/null 2>&1; rm -rf "$d" ) || true
 ha() { timeout "$(left)" python3 -m bench.honest_answers "$@"; }
 step() {
   case "$1" in
