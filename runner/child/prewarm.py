@@ -39,10 +39,11 @@ def warm() -> dict:
 HAND_OVER_S = 0.05  # a worker that waited for the warming writes its job at once: this long is "at once"
 
 
-def while_waiting(job_r: int, warmed: dict) -> None:
+def while_waiting(job_r: int, warmed: dict, warm_up: Callable) -> None:
     """Once warm, a step at a time while no job has come (`job_r` not readable): a float32 job's library warm-up
     (runner.child.build.warm_libraries, a small matmul and convolution), then the accuracy check's float64 comparison
-    kernels on the GPU (runner.child.accuracy.warm_kernels), each loaded at its first use in a fresh child. Both
+    kernels on the GPU (runner.child.accuracy.warm_kernels), each loaded at its first use in a fresh child.
+    `warm_up(device, dtype)`: the job's library warm-up (runner.child.build.warm_libraries, which imports this). Both
     precede what a job times (its first calls follow its library warm-up; the comparison follows its compiled first
     call), so nothing timed differs; a model without convolutions then holds a cuDNN handle it would not have made.
     A job that came is never kept waiting for a step not begun: on an H200 jobs came within the context's making
@@ -55,10 +56,9 @@ def while_waiting(job_r: int, warmed: dict) -> None:
     import torch
 
     from runner.child.accuracy import warm_kernels
-    from runner.child.build import warm_libraries
 
     device = torch.device("cuda")
-    steps = (("float32_warm_up_s", lambda: warm_libraries(device, torch.float32)),
+    steps = (("float32_warm_up_s", lambda: warm_up(device, torch.float32)),
              ("accuracy_kernels_s", lambda: warm_kernels(device)))
     for i, (name, step) in enumerate(steps):
         if select.select([job_r], [], [], HAND_OVER_S if i == 0 else 0)[0]:

@@ -151,7 +151,9 @@ def _warm_child(request: dict, job_r: int, warmed_w: int, result_fd: int) -> Non
         os.write(warmed_w, b"w")
         os.close(warmed_w)
         began, chunks = time.monotonic(), []
-        prewarm.while_waiting(job_r, warmed)
+        from runner.child.build import warm_libraries
+
+        prewarm.while_waiting(job_r, warmed, warm_libraries)
         while chunk := os.read(job_r, 65536):
             chunks.append(chunk)
         if not chunks:

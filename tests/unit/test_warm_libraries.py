@@ -35,33 +35,33 @@ def test_the_comparison_kernels_warmed_ahead_are_compares_own_path(monkeypatch):
 def test_a_warmed_child_begins_no_step_once_its_job_has_come(monkeypatch):
     import os
 
-    from runner.child import accuracy, build, prewarm
+    from runner.child import accuracy, prewarm
 
     done = []
-    monkeypatch.setattr(build, "warm_libraries", lambda device, dtype: done.append("libraries"))
+    warm_up = lambda device, dtype: done.append("libraries")  # noqa: E731
     monkeypatch.setattr(accuracy, "warm_kernels", lambda device: done.append("comparison"))
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)  # no GPU here: the steps are the stand-ins above
     r, w = os.pipe()
     try:
         os.write(w, b"{}")  # its job is there: it is not kept waiting for a step
         said = {"cuda": True}
-        prewarm.while_waiting(r, said)
+        prewarm.while_waiting(r, said, warm_up)
         assert done == [] and set(said) == {"cuda"}
         os.read(r, 2)  # none yet: each step, in order, and its seconds said
-        prewarm.while_waiting(r, said)
+        prewarm.while_waiting(r, said, warm_up)
         assert done == ["libraries", "comparison"]
         assert said["float32_warm_up_s"] >= 0 and said["accuracy_kernels_s"] >= 0
         done.clear()
-        monkeypatch.setattr(build, "warm_libraries", lambda device, dtype: os.write(w, b"{}") and done.append("x"))
+        warm_up = lambda device, dtype: os.write(w, b"{}") and done.append("x")  # noqa: E731
         said = {"cuda": True}  # a job that comes during a step: the next is not begun
-        prewarm.while_waiting(r, said)
+        prewarm.while_waiting(r, said, warm_up)
         assert done == ["x"] and "accuracy_kernels_s" not in said
-        monkeypatch.setattr(build, "warm_libraries", lambda device, dtype: 1 / 0)
+        warm_up = lambda device, dtype: 1 / 0  # noqa: E731
         os.read(r, 2)
         said = {"cuda": True}  # a step that fails is said, never raised: the job loads them itself
-        prewarm.while_waiting(r, said)
+        prewarm.while_waiting(r, said, warm_up)
         assert said["float32_warm_up"].startswith("not loaded ahead (ZeroDivisionError")
-        prewarm.while_waiting(r, {"cuda": False})  # a child with no GPU warms nothing
+        prewarm.while_waiting(r, {"cuda": False}, warm_up)  # a child with no GPU warms nothing
         assert done == ["x"]
     finally:
         os.close(r)
