@@ -170,7 +170,7 @@ def test_the_next_child_is_asked_for_when_the_job_says_it_is_done_with_the_gpu_a
     assert seen == [1] and asked_for == [{"A": "1"}]
 
 
-def test_a_forked_child_says_it_is_done_with_the_gpu_after_its_analyses_and_before_its_result(spawner, tmp_path):
+def test_a_forked_child_says_it_is_done_with_the_gpu_after_its_clocks_and_before_its_result(spawner, tmp_path):
     from runner.worker.lease import read_progress
 
     folder = tmp_path / "job"
@@ -181,7 +181,10 @@ def test_a_forked_child_says_it_is_done_with_the_gpu_after_its_analyses_and_befo
     while child.wait(120) is None and not child.result_ready:
         pass
     assert json.loads((folder / "result.json").read_text())["status"] == "succeeded"
-    assert heard == [(False, False, "counting kernels")]  # once: its kernels counted, its result not yet written
+    # once: its clocks done, its result not yet written; heard a beat after it was said, so the child may have begun
+    # its kernel counts by then (which time nothing: test_follow_up_protocol holds the order within the child)
+    assert len(heard) == 1 and heard[0][:2] == (False, False)
+    assert heard[0][2] in ("diagnosis clocks", "counting kernels")
 
 
 def test_a_workers_start_waits_for_its_first_child_warm_and_the_first_job_finds_it(spawner, tmp_path):
