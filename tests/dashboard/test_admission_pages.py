@@ -1,6 +1,7 @@
 """The job limits on the pages (AppTest, a real SQLite file): the Queue page's re-submit stops at the sweep's 5,000
 jobs with the numbers shown as an error, its id field refuses a range past 5,000 ids before spelling it out, and the
 Submit page shows the lab's queued-job limit (COMPILE_LAB_MAX_QUEUED) refusing a sweep; nothing is stored."""
+import pytest
 from sqlalchemy import update
 
 from dashboard.markup import md
@@ -14,6 +15,7 @@ from tests.dashboard.test_pages import lab, ok, page, texts, worker  # noqa: F40
 from tests.unit.test_admission import counts
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_the_queue_page_refuses_a_resubmit_past_the_sweeps_limit_and_a_range_past_it(worker):  # noqa: F811
     sweep_id, ids, _ = queue.submit(worker, SweepRequest(model="simplenet", batch_sizes=list(range(1, 2501)),
                                                          device="cpu", process_repeats=1), zoo.model_infos(zoo.catalog()))

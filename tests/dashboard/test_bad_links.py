@@ -12,6 +12,7 @@ from tests.dashboard.test_pages import lab, ok, page, submit_some, texts, worker
 
 @pytest.mark.parametrize("name,job", [("job", "inf"), ("job", "1e309"), ("queue", "1e400"), ("job", "9" * 5000),
                                       ("job", "-3"), ("job", "1.5"), ("queue", "9223372036854775808")])
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_a_link_naming_no_job_id_says_so_under_the_field(worker, name, job):  # noqa: F811 (the fixture)
     at = ok(page(name, job=job))
     (error,) = [e.value for e in at.error]
@@ -39,6 +40,7 @@ def test_a_5000_digit_batch_size_on_submit_is_an_error_under_the_field(worker): 
     assert queue.status_counts(worker) == {}
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_a_damaged_artifact_is_said_in_its_place_and_the_rest_of_the_job_page_is_drawn(worker, tmp_path):  # noqa: F811
     (job_id,) = submit_some(worker, 1)
     claim = queue.claim_next(worker, "host:1:any:test", ["cpu"], ["simplenet"], 60)

@@ -1,6 +1,8 @@
 """Issue 29, cache-miss forensics: a portable job whose key differs from the stored bundle's in one setting names that
 setting on its job page (the note runner.worker.cache_bundle.prepare wrote, as the worker stores it in detail.mega_cache); a warm
 job that compiled anyway names what differs from the nearest earlier compile on its host (db.caches.warm_nearest)."""
+import pytest
+
 from db import caches, queue
 from db.models import JobStatus
 from lab.spec import ExperimentSpec
@@ -43,6 +45,7 @@ def _finish(engine, request, first_s, misses, host="gpu-box"):
     return job_id
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_a_warm_miss_names_what_differs_from_the_nearest_compile_on_its_host(worker):  # noqa: F811
     engine = worker
     warm = dict(model="simplenet", device="cpu", cache="warm", process_repeats=1)

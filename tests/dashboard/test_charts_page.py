@@ -42,6 +42,7 @@ def slower_on_the_cpu(engine) -> None:
             "compiled_first_call_s": 4.0, "compiled_second_call_s": 0.002, "device_name": "cpu"})
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_twelve_configurations_read_as_rows_with_short_labels(lab):  # noqa: F811 (the fixture)
     fill(lab, 12, seed=2, device="cuda", rounds=20, **SHAPE)
     at = ok(page("results", chart="Warmup"))  # the Speedup tab draws one chart at a time, named in the link
@@ -95,6 +96,7 @@ def test_twelve_configurations_read_as_rows_with_short_labels(lab):  # noqa: F81
     assert not any("may never" in t for k, t in texts_by_row.items() if k not in open_ended)
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_break_even_steps_aside_when_compiling_never_pays_off(lab):  # noqa: F811 (the fixture)
     slower_on_the_cpu(lab)
     at = ok(page("results", chart="Break-even"))
@@ -103,6 +105,7 @@ def test_break_even_steps_aside_when_compiling_never_pays_off(lab):  # noqa: F81
     assert [c.key for c in ok(page("results", chart="Warmup")).get("plotly_chart")] == ["plot_warmup"]
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_n_calls_for_a_slower_configuration_and_the_n_in_the_link(lab):  # noqa: F811 (the fixture)
     slower_on_the_cpu(lab)
     at = ok(page("results", chart="N calls", calls_n="100000"))  # a copied link's N
@@ -117,6 +120,7 @@ def test_n_calls_for_a_slower_configuration_and_the_n_in_the_link(lab):  # noqa:
         assert ok(page("results", chart="N calls", calls_n=bad)).number_input(key="calls_n").value == 1000
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_cpu_only_data_offers_no_gpu_clock_on_results_or_compare(lab):  # noqa: F811 (the fixture)
     catalog = {"simplenet": ModelInfo("simplenet", "d")}
     for mode in ("default", "max-autotune"):

@@ -1,6 +1,7 @@
 """A CPU lab: presets scaled to the devices live workers offer (the GPU sizes one click away), and
 reduce-overhead folded into default on the CPU, at submit and on Results."""
 import pyarrow as pa
+import pytest
 
 from db import queue
 from db.results import export_records
@@ -37,6 +38,7 @@ def test_a_gpu_lab_gets_the_seed_sizes_and_no_toggle(lab):  # noqa: F811 (the fi
     assert not at.toggle and any("3 jobs will be created" in t for t in texts(at.markdown))
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_compare_on_the_cpu_shows_reduce_overhead_as_default_with_the_results_note(lab):  # noqa: F811 (the fixture)
     """Two CPU sweeps that each stored a default and a reduce-overhead job (stored before the submit fold, or by an
     older worker): Compare matches them as one configuration, default, with the note Results shows."""
@@ -66,6 +68,7 @@ def test_compare_on_the_cpu_shows_reduce_overhead_as_default_with_the_results_no
                for t in texts(runs.caption))
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_the_results_mode_filter_offers_and_matches_the_mode_a_cpu_job_ran(lab):  # noqa: F811 (the fixture)
     """On the CPU the mode filter lists default, not reduce-overhead, and default keeps the jobs stored as
     reduce-overhead that the plots draw under it."""

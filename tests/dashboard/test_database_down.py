@@ -3,6 +3,7 @@ that stops answering (a TCP proxy in front of the real server, closed mid-sessio
 with damaged pages. Every page shows one readable message instead of a traceback."""
 import os
 
+import pytest
 from sqlalchemy.engine import make_url
 from streamlit.testing.v1 import AppTest
 
@@ -46,6 +47,7 @@ def test_postgresql_stopping_under_the_pages_gives_a_readable_message(pg_url, mo
         dispose_engine(url)
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_a_damaged_sqlite_file_gives_a_readable_message(tmp_path, monkeypatch):
     path = tmp_path / "lab.db"
     url = f"sqlite:///{path}"

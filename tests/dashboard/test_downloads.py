@@ -79,6 +79,7 @@ def test_the_downloads_stream_runner_exports_records_of_the_jobs_in_view(results
     assert [r["job_id"] for r in json.loads(body)] == shown
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_a_link_that_is_gone_or_busy_says_so_and_starts_nothing(results, monkeypatch):
     got = links(ok(page("results")))
     assert get("/export/nobody/csv")[0] == 404

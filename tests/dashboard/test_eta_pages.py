@@ -52,6 +52,7 @@ def compiling_for(engine, history_compiles, so_far_s: float, hostname="host"):
     return claim, ids
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_queue_shows_a_running_compiles_usual_range_time_so_far_and_the_queues_end(lab):
     claim, ids = compiling_for(lab, [40.0, 45.0, 50.0, 60.0], 25.0)
     at = ok(page("queue"))
@@ -107,9 +108,11 @@ def test_no_history_is_said_as_such(lab):
     assert " · 2" in bar and "no history of similar jobs to estimate from" in bar
 
 
-def test_a_job_timed_on_this_host_pauses_the_pages_refresh_and_says_so(lab):
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
+def test_a_job_timed_on_this_host_pauses_the_pages_refresh_and_says_so(lab, monkeypatch):
     claim, _ = compiling_for(lab, [40.0], 5.0, hostname=socket.gethostname())
     from dashboard.state import quiet
+    monkeypatch.setenv(quiet.WAIT_ENV, "0.5")  # each timed look waits this long for the timing's end (none comes here)
     at = ok(page("queue"))  # its compile is timed too: a cold first call is a figure the answer gives
     assert any(i.startswith(f"Paused refreshing while job {claim.job_id} is timed on this machine (now compiling)")
                for i in texts(at.info))
@@ -136,6 +139,7 @@ def test_a_job_timed_on_another_host_pauses_nothing(lab):
     assert not [i for i in texts(at.info) if i.startswith("Paused refreshing")]
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_status_labels_use_the_apps_icon_font_not_emoji(lab):
     claim, ids = compiling_for(lab, [40.0], 5.0)
     at = ok(page("queue"))

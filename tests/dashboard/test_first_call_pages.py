@@ -20,6 +20,7 @@ def _job_table(at) -> dict[str, list[str]]:
     return {r[0]: r[1:] for r in parsed.rows[1:]}
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_the_answer_the_warmup_chart_and_the_job_page_agree_on_cold_and_warm(lab):  # noqa: F811
     mine = run_sweep(lab, FIRST, {False: 1.31, True: 1.12}, name="coldwarm")
     other = run_sweep(lab, {False: (31.0, 6.5), True: (29.0, 7.5)}, {False: 1.3, True: 1.1}, name="again")
@@ -40,6 +41,7 @@ def test_the_answer_the_warmup_chart_and_the_job_page_agree_on_cold_and_warm(lab
         assert not any(f"#{j}" in " ".join(sum(shown.values(), [])) for j in other)  # another sweep's runs: none
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_an_all_disturbed_sweep_keeps_its_numbers_on_the_header_and_the_n_calls_line(lab):  # noqa: F811
     run_sweep(lab, {False: (15.0, 2.5), True: (16.0, 3.0)}, {False: 2.87, True: 1.4}, disturbed=True)
     at = ok(page("results", chart="N calls"))
@@ -52,6 +54,7 @@ def test_an_all_disturbed_sweep_keeps_its_numbers_on_the_header_and_the_n_calls_
     assert not any("No configuration in view has a steady state" in t for t in texts(at.caption))
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_the_first_call_tab_draws_a_cold_run_as_cold_and_its_process_repeat_as_warm(lab):  # noqa: F811
     """Where the compiled first call goes (First call tab): one real run per bar, and that run of the kind the bar
     says (lab.first_call, as the answer table and the Warmup chart separate them): the cold bar is the 15.72 s first
@@ -73,6 +76,7 @@ def test_the_first_call_tab_draws_a_cold_run_as_cold_and_its_process_repeat_as_w
         assert [y for y, d in rows.items() if d[2] == "warm"][0].endswith("warm first call")
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_compare_gives_each_sweeps_cold_first_call_as_the_answer_table_does(lab):  # noqa: F811
     """Compare's first call is the cold runs' (lab.first_call), named so: a plain median over a cold 15.72 s run and
     its warm 2.44 s process repeat gave 9.08 s, a first call no run had and not the answer table's."""
@@ -93,6 +97,7 @@ def test_compare_gives_each_sweeps_cold_first_call_as_the_answer_table_does(lab)
     assert sorted(c.removesuffix(" (one process)") for c in table["first call cold s"]) == sorted(cold["A"])
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_an_all_disturbed_sweeps_cold_and_warm_rows_are_each_marked_on_the_first_call_tab(lab):  # noqa: F811
     """A configuration whose every run was disturbed is marked on every plot: on the First call tab its cold and its
     warm row alike (the rows a configuration's kinds of first call split into)."""
@@ -103,6 +108,7 @@ def test_an_all_disturbed_sweeps_cold_and_warm_rows_are_each_marked_on_the_first
     assert all("⚠ noisy" in text for text in rows.values()), rows
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_a_configurations_failures_are_marked_on_its_cold_row_not_a_row_of_their_own(lab):  # noqa: F811
     """A configuration drawn as a cold and a warm row: a failed run of it is marked at its cold row's end, and the
     chart has no third, empty row for it."""
@@ -125,6 +131,7 @@ def test_a_configurations_failures_are_marked_on_its_cold_row_not_a_row_of_their
     assert "dynamic=false" in mark["y"] and mark["y"].endswith("cold first call"), mark["y"]
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_a_configuration_that_compiled_cold_in_four_sweeps_gets_a_cold_interval_and_every_reader_agrees(lab):  # noqa: F811
     """Four sweeps of the same settings, each first run compiling cold: the fourth sweep's answer table brackets its
     cold first call by all four processes (lab.first_call.bounds), the same interval whether the spreads were read

@@ -142,6 +142,7 @@ def test_the_model_picked_on_submit_is_in_the_link(worker):
     assert ok(page("submit", model="no-such-model")).selectbox(key="f_model").value == "simplenet"
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_submit_creates_exactly_the_jobs_shown(worker):
     at = ok(page("submit"))
     at.text_input(key="f_batch").input("8, 32").run()
@@ -216,6 +217,7 @@ def test_an_edited_preset_no_longer_carries_its_name(worker):
     assert {r["sweep"] for r in export_records(worker)} == {"my own"}
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_a_sweep_name_already_taken_is_pointed_out(worker):
     """Two sweeps may share a name (the same experiment again); the form says so and how they are told apart."""
     at = ok(page("submit", preset="static-vs-dynamic"))
@@ -241,6 +243,7 @@ def test_whole_model_vs_function_level_preset_is_two_sweeps(worker):
 
 @pytest.mark.parametrize("preset, model", [("modes", "complexnet"), ("fullgraph-break", "convnetmix"),
                                            ("sincos-first-call", "sincos")])
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_every_other_preset_makes_a_valid_sweep(worker, preset, model):
     at = ok(page("submit", preset=preset))
     assert at.selectbox(key="f_model").value == model and not at.error
@@ -395,6 +398,7 @@ def test_the_job_page_says_when_cuda_graphs_were_skipped(worker):
     assert any("Re-recordings during the timed rounds: 0 · graph pool: –" in m.value for m in at.markdown)
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_a_job_detail_draws_its_timeline_as_one_stacked_bar_with_phase_names_escaped(worker):
     from db.results import store_timeline
     from lab import timeline
@@ -475,6 +479,7 @@ def test_a_running_compile_says_what_its_configurations_last_cold_compile_took(w
 
 @pytest.mark.parametrize("name, query", [("submit", {}), ("results", {}), ("compare", {}), ("job", {}),
                                          ("job", {"job": "99"}), ("queue", {})])
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_a_page_that_ends_early_still_has_the_sidebar(lab, name, query):
     """The frame draws the sidebar after the page (dashboard/main.py: the page's first chart is not sent behind
     it). A page that ends early (no worker, no results, no such job) ends with resources.end_page: an st.stop()

@@ -6,6 +6,8 @@ import socket
 import threading
 import time
 
+import pytest
+
 from dashboard.state import quiet
 from db import queue
 from tests.dashboard.test_eta_pages import compiling_for
@@ -19,6 +21,7 @@ def _timed_here(engine):
     return claim
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_a_page_opened_while_a_job_here_is_timed_waits_until_the_timing_ends(lab, monkeypatch):  # noqa: F811 (the fixture)
     monkeypatch.setattr(quiet, "SMALL_HOST", 10_000)  # whatever this machine's size
     monkeypatch.setenv(quiet.WAIT_ENV, "20")
@@ -64,6 +67,7 @@ def test_a_job_whose_lease_ran_out_is_timed_by_nobody_and_holds_no_page(lab, mon
     assert at.session_state[quiet.WAITED] == 0.0 and not any(t.startswith("Paused refreshing") for t in texts(at.info))
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_the_wait_is_bounded_and_absent_on_a_large_host_or_where_the_lab_turned_it_off(lab, monkeypatch):  # noqa: F811
     claim = _timed_here(lab)
     monkeypatch.setattr(quiet, "SMALL_HOST", 10_000)

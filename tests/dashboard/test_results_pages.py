@@ -19,6 +19,7 @@ def results(lab, fill_synthetic):  # noqa: F811 (the fixture)
     return fill_synthetic(240, seed=1)
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_results_page_plots_tables_and_downloads(results):
     at = ok(page("results"))
     # the Speedup tab opens first, on its N-calls chart: one chart at a time; no other tab ran
@@ -188,6 +189,7 @@ def test_jobs_whose_stored_spec_the_worker_refused_do_not_break_a_page(results):
     ok(page("compare", kind="runs", ja="1", jb="2"))
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_compare_sets_one_sweep_under_two_torch_versions_side_by_side(worker):  # noqa: F811 (the fixture)
     """One sweep pinned to two versions, each job run by a worker of that version: Compare's torch versions view
     and the block under the answer on Results show the change, coloured past 5%."""
@@ -218,6 +220,7 @@ def test_results_without_data_points_to_submit(lab):  # noqa: F811 (the fixture)
     assert any("No finished jobs yet" in t for t in texts(at.info))
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_compare_sweeps_and_runs(results):
     at = ok(page("compare", a="1", b="5"))
     assert at.selectbox(key="a").value == 1 and at.selectbox(key="b").value == 5
@@ -370,6 +373,7 @@ def test_results_clock_switch_draws_each_clock_by_name(results):
     assert "clock" not in [s.key for s in at.segmented_control]
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_repeats_judge_eager_as_the_answer_does(lab):  # noqa: F811 (the fixture)
     """Three processes whose whole host speed differs (eager 1.0-1.4 ms, compiled 1.32-1.84 ms: the ranges overlap)
     while every process's paired rounds read 0.76x: the answer says slower, and so do the Repeats tab's order and
@@ -459,6 +463,7 @@ def test_a_link_naming_a_missing_sweep_or_value_says_so_then_shows_the_fallback(
     assert not [w for w in texts(at.warning) if "not here" in w]  # a link naming what is there: no warning
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_compare_says_when_its_link_names_a_missing_sweep_then_shows_the_fallback(results):
     at = ok(page("compare", a="999", b="5"))
     (warning,) = [w for w in texts(at.warning) if "999" in w]

@@ -1,5 +1,7 @@
 """Results refreshes itself when results land in view, and says how many and when; results out of view (another
 model under a model filter) do not count."""
+import pytest
+
 from bench.synthetic import fill
 from db import queue
 from db.models import JobStatus
@@ -21,6 +23,7 @@ def news(at) -> list[str]:
     return [t for t in texts(at.caption) if "updates itself as results land" in t]
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_new_results_in_view_are_counted_and_others_are_not(lab):  # noqa: F811 (the fixture)
     fill(lab, 24, seed=2, device="cpu", ceilings=False, models=("simplenet",))
     at = ok(page("results", model="simplenet"))

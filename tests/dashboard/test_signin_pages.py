@@ -56,6 +56,7 @@ def shown(at: AppTest) -> str:
                     for e in getattr(at, kind))
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 @pytest.mark.parametrize("name", ["submit", "queue", "results", "compare", "job"])
 def test_nobody_signed_in_sees_the_sign_in_button_alone(lab, name):
     at = page(name, {"is_logged_in": False})

@@ -52,6 +52,7 @@ def shown(table: pd.DataFrame) -> dict:
             for _, row in table.iterrows()}
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_results_and_compare_show_the_reports_baseline_deltas(lab):
     engine, base, newer = lab
     at = ok(page("results"))
@@ -65,6 +66,7 @@ def test_results_and_compare_show_the_reports_baseline_deltas(lab):
     assert f"submitted by {md('ada@lab')}" in captions and "nightly" in captions  # as typed, escaped
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_archived_sweeps_leave_results_until_asked_for_and_tags_narrow_it(lab):
     engine, base, newer = lab
     team.archive(engine, newer, "bob@lab")
@@ -79,6 +81,7 @@ def test_archived_sweeps_leave_results_until_asked_for_and_tags_narrow_it(lab):
     assert len(answer_rows) == 1
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_the_queue_pages_record_panel_edits_tags_and_note_and_deletes_after_confirmation(lab):
     engine, base, newer = lab
     at = ok(page("queue"))
@@ -108,6 +111,7 @@ def asked(at) -> list[str]:
     return [t.value for t in at.text if t.value.startswith("•")]
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_deleting_a_pinned_sweep_lists_whose_baseline_goes_asks_again_and_refuses_a_list_that_changed(lab):
     engine, base, newer = lab  # base: simplenet's baseline, pinned by ada@lab
     at = ok(page("queue"))
@@ -147,6 +151,7 @@ def test_deleting_a_pinned_sweep_lists_whose_baseline_goes_asks_again_and_refuse
     assert team.meta(engine) == {} and any(md(f"Sweep {newer} deleted with 1 job") in s.value for s in at.success)
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_the_submit_form_stores_tags_and_a_note_and_refuses_a_bad_tag_by_its_field(lab):
     engine, base, newer = lab
     models = [info.to_dict() for info in zoo.model_infos(zoo.catalog()).values()]
@@ -166,6 +171,7 @@ def test_the_submit_form_stores_tags_and_a_note_and_refuses_a_bad_tag_by_its_fie
     assert set(table.loc[table["sweep"] == sweep_id, "submitted by"]) == {queue.whoami()}
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_compare_finds_a_sweep_by_its_tag_and_leaves_archived_ones_out_of_its_pickers(lab):
     engine, base, newer = lab
     at = ok(page("compare", kind="sweeps"))
@@ -178,6 +184,7 @@ def test_compare_finds_a_sweep_by_its_tag_and_leaves_archived_ones_out_of_its_pi
     assert any("#nightly" in o for o in at.selectbox(key="a").options)
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_the_record_form_keeps_a_colleagues_edit_made_while_it_was_open(lab):
     engine, base, newer = lab
     at = ok(page("queue"))
@@ -199,6 +206,7 @@ def test_results_says_who_submitted_the_sweeps_in_view(lab):
     assert any(c.value == f"Submitted by {md('ada@lab')} (2 sweeps)" for c in at.caption)
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_results_shows_the_tags_and_note_of_the_sweeps_in_view_as_typed(lab):
     engine, base, newer = lab
     team.set_note(engine, newer, "bob@lab", "**not bold** <b>x</b>\nsecond line")

@@ -3,6 +3,8 @@ report that unpack past their limits, each refused with a message naming it and 
 shown. The Submit form when no live worker holds the key that portable bundles need."""
 import gzip
 
+import pytest
+
 from bench.bombs import gzip_bomb, zip_bomb
 from dashboard.markup import md
 from db import queue
@@ -35,6 +37,7 @@ def test_the_job_page_refuses_bombs_and_shows_the_rest(worker):  # noqa: F811
     assert [e.label for e in at.expander] == ["Log tail"]
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_submit_says_a_portable_job_runs_cold_where_no_worker_holds_the_key(worker):  # noqa: F811
     at = ok(page("submit"))
     at.radio(key="f_cache").set_value("portable").run()

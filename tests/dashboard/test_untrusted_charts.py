@@ -4,6 +4,7 @@ links, styles), so each such text must reach the browser escaped: the figures ho
 (Compare draws with Vega-Lite, which shows text as text: tests/e2e/test_markup_browser.py.)"""
 import json
 
+import pytest
 from sqlalchemy import select, update
 
 from bench.synthetic import fill
@@ -41,6 +42,7 @@ def leaks(figures: dict[str, dict]) -> dict[str, list[str]]:
     return out
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_texts_from_rows_reach_every_results_chart_escaped(lab):  # noqa: F811 (the fixture)
     fill(lab, 24, seed=3, device="cuda", rounds=8, processes=2)
     with atomic(lab) as s:

@@ -49,6 +49,7 @@ def counts(engine, sweep_id: int | None = None) -> tuple[int, int, int]:
                 s.scalar(select(func.count()).select_from(Job).where(Job.status == JobStatus.QUEUED.value)))
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_resubmitting_a_sweep_past_its_job_limit_is_refused_whole(engine):
     """Seen: a sweep of 2,500 jobs re-submitted twice held 7,500, 5,000 of them queued."""
     sweep_id, first = submit(engine, 2500)

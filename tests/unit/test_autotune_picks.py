@@ -4,6 +4,8 @@ cache's, a portable bundle's) are not; a folder it cannot read never fails the j
 import json
 import os
 
+import pytest
+
 from runner.child.capture import autotune_picks
 
 
@@ -58,6 +60,7 @@ def test_a_cache_that_cannot_be_read_gives_an_error_note_never_an_exception(tmp_
     assert autotune_picks.before(str(tmp_path)) == {}
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_a_follow_ups_re_timing_is_left_out_of_its_warm_first_call(monkeypatch):
     """runner.child.recording.fresh_first_call_s: a follow-up that timed its kernels' launch settings again, only
     because its cache's picks were removed, reports the warm first call a cache holding them pays; a first run's

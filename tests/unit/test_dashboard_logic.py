@@ -80,6 +80,7 @@ def test_labels_cover_every_spec_error_field():
 # -- the Results table --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_results_frame_has_every_export_field_and_keeps_failures(engine, synthetic):
     df = synthetic
     assert len(df) == 300 and set(RECORD_FIELDS) <= set(frame.complete(df, engine).columns)

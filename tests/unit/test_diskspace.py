@@ -186,6 +186,7 @@ def test_a_full_disk_hands_the_job_back_uncounted_until_the_job_fills_it_itself(
     assert claim.job_id == other and diskpause.hand_back(worker.store, worker.full_disk, claim, full, None) is None
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_a_worker_short_of_space_pauses_saying_why_and_claims_again_once_there_is_room(worker, monkeypatch):
     monkeypatch.setenv(diskspace.MIN_FREE_ENV, "0")
     assert room(worker) is True  # room: not paused, nothing said

@@ -147,6 +147,7 @@ def test_home_is_next_to_the_sqlite_file(tmp_path):
     assert home_for("postgresql+psycopg://u@h/db").name == "data"
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_a_spawned_worker_is_recognised_the_moment_its_pid_is_recorded(engine, db_url, tmp_path):
     """Popen returns before the kernel has set the new program's environment (13 of 300 reads of
     /proc/PID/environ right after Popen lacked it here): another app process taking the lock in that moment saw

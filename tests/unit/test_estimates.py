@@ -3,6 +3,7 @@ configuration and per model on a device kind, with timelines where asked; the qu
 jobs.phase_at, when a running job's phase began, kept while the heartbeat repeats the phase and moved when it changes."""
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import func, select, update
 
 from db import estimates, queue
@@ -41,6 +42,7 @@ def run(engine, seconds: float, compile_s: float) -> int:
     return claim.job_id
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_history_per_configuration_and_per_model(any_db_url):
     engine = lab(any_db_url)
     sweep(engine, bs=(8,))

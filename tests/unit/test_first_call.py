@@ -70,6 +70,7 @@ def test_a_cold_first_call_is_bracketed_by_every_process_that_compiled_it_cold_o
     assert first_call.bounds(scattered, None)[2] == 3  # its own three: two degrees of freedom
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 @pytest.mark.parametrize("processes,held,sd", [(4, 1, 0.05), (5, 1, 0.25), (8, 1, 0.12), (6, 3, 0.2)])
 def test_the_cold_interval_covers_a_fresh_processs_median_95_times_in_100(processes, held, sd):
     """Draws of a configuration's cold first calls over fresh processes (log-normal around 4 s): the shown number is

@@ -187,6 +187,7 @@ def test_a_first_start_is_ready_from_facts_read_without_torch_and_keeps_the_prob
     assert hostfacts.load(w.home, w._env())["probe"] == read  # what the probe said is kept for the next start
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_the_start_publishes_its_facts_after_the_registration_never_before_it(make_worker, monkeypatch):
     """The start's probe can end before the worker registers (a fast probe, a slow database): its facts must still
     win. The registration here waits (bounded) for a publish to have happened first: begun before the registration,

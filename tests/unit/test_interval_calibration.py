@@ -362,6 +362,7 @@ def test_processes_that_disagree_despite_agreeing_history_run_the_sweeps_count_t
     assert redo.kind == noise.NOISY_RERUN, redo
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_the_break_even_range_holds_the_true_count_as_the_docs_say():
     """The break-even range (lab.break_even.break_even_range: the counts at the ends of the speedup's and the cold
     first call's intervals) holds the true count, the one at the true speedup and the cold first call a fresh process

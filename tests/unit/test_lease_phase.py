@@ -10,6 +10,8 @@ import threading
 import time
 from datetime import timezone
 
+import pytest
+
 from runner.worker.lease import PHASE_LOOK_S, LeaseKeeper, read_phase
 
 
@@ -24,6 +26,7 @@ def say(path, phase, progress=None):
         f.write(json.dumps({"phase": phase, "progress": progress, "t": time.time()}) + "\n")
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_a_new_phase_ends_the_wait_at_once_and_progress_does_not(tmp_path):
     k = keeper(tmp_path)
     say(k.progress_file, "eager first call")
@@ -42,6 +45,7 @@ def test_a_new_phase_ends_the_wait_at_once_and_progress_does_not(tmp_path):
     assert k._wait(30.0, "warming up") is True  # the end still ends it
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_a_phase_named_as_timed_work_starts_waits_for_the_beat(tmp_path):
     """'eager first call' is named just before that call is timed, 'warming up' after the compile and 'measuring'
     after the first round: none of them ends the wait (only entering the timed phases from an untimed one does, as

@@ -98,6 +98,7 @@ def later_revision(tmp_path):
     return scripts
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_a_later_revision_upgrades_a_baseline_database_without_losing_rows(any_db_url, tmp_path):
     engine = get_engine(any_db_url)  # at the real head
     job_id = add_rows(engine)
@@ -317,6 +318,7 @@ def exported(url: str, tmp_path, *flags) -> str:
     return out.read_text()
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_a_database_at_0017_keeps_every_sample_exactly_and_exports_what_it_did(any_db_url, tmp_path):
     """0018: the samples and detail stored as JSON text (tests/fixtures/results_0017.json: realistic clocks on CUDA
     and CPU, a process repeat, a failed job, and values no rule packs) are packed in batches, every float back bit

@@ -61,6 +61,7 @@ def test_the_config_fields_box():
     assert problem == "Config fields, line 2: expected FIELD=VALUE" and fields == {"n_layer": 4}
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 @pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="transformers not installed")
 def test_config_values_are_cast_to_each_fields_type_and_dropout_is_off():
     from runner.zoo import family_hf

@@ -43,6 +43,7 @@ def _in_a_fork(touch: bool, pages: bool = True) -> dict:
     return _in_a_child(what)
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 @pytest.mark.parametrize("pages", [True, False], ids=["pages", "objects"])
 def test_a_fork_makes_the_parents_objects_its_own_and_collects_nothing(pages):
     held = [{"n": i, "s": [i]} for i in range(300_000)]  # ~100 MB of tracked objects the parent holds
@@ -104,6 +105,7 @@ def test_a_large_file_mapped_private_is_left_to_the_page_cache(tmp_path):
     assert said["kb"] < 1024, said
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_beside_the_cuda_context_the_heap_is_still_made_its_own_and_the_contexts_mappings_are_left_alone():
     """own_heap_beside, as a child warmed ahead calls it around its CUDA context: `work` runs here and its answer
     comes back; the parent's objects are copied as own_heap copies them; and a mapping `work` makes (the driver's,

@@ -155,6 +155,7 @@ def test_a_follow_up_takes_its_own_sweeps_work_and_ceilings():
     assert pt["runs"] == 3 and pt["roofline_pct"] == pytest.approx(10.0)  # the median of the two that have one
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_a_warm_job_that_found_no_cached_graph_is_not_labelled_plain_warm(synthetic):
     """cache=warm asks for the worker's cache; the first job of its kind finds its graph missing and
     compiles it anyway. Its configuration's label says how many runs found the graph cached (the series stays

@@ -230,6 +230,7 @@ def test_stale_temp_files_of_a_killed_save_are_removed(engine, db_url):
     assert not old.exists() and new.exists() and path.exists()
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_a_snapshot_of_another_database_or_layout_is_not_used(tmp_path, monkeypatch):
     from db.database import dispose_engine, get_engine
 

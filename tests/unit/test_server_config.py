@@ -1,6 +1,8 @@
 """The server defaults a lab can trust (.streamlit/config.toml, read by `streamlit run` from the project root)."""
 import tomllib
 
+import pytest
+
 from tests.conftest import ROOT
 
 
@@ -20,6 +22,7 @@ def test_local_host_names_only_cors_on_and_no_error_details_in_the_browser():
     assert config["client"]["showErrorDetails"] == "none"  # the traceback goes to the server's log
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_app_refuses_to_serve_beyond_localhost_unless_allowed(tmp_path, monkeypatch):
     """Started outside the project folder, Streamlit would not read .streamlit/config.toml."""
     import streamlit

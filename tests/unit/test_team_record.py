@@ -71,6 +71,7 @@ def test_tags_and_note_are_stored_with_the_submission_and_edited_with_a_record(l
     ("tags", ["<b>x</b>"], "is not a tag"), ("tags", ["=cmd"], "is not a tag"),
     ("tags", [f"t{i}" for i in range(21)], "at most 20"), ("note", "a\x1b[2Jb", "control character"),
     ("note", "x" * 2001, "at most 2,000")])
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_bad_tags_and_notes_are_refused_by_field_with_nothing_stored(lab, field, value, words):
     engine, _ = lab
     with pytest.raises(SpecError) as e:
@@ -241,6 +242,7 @@ def test_tags_are_split_at_commas_in_each_item_and_a_windows_note_is_kept():
         check_note("RTL:\u202eevil")
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_a_row_pooling_the_baselines_runs_with_others_is_compared_not_called_pinned(lab):
     """The baseline's configuration run again by another sweep: the pooled row is compared, not called the baseline."""
     engine, _ = lab

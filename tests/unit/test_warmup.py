@@ -6,6 +6,7 @@ import sys
 import threading
 import time
 
+import pytest
 from streamlit.web.server.app_discovery import discover_asgi_app
 
 from dashboard.server import warmup
@@ -30,6 +31,7 @@ def test_streamlit_run_serves_the_app_with_its_lifespan_and_the_pages_of_main(mo
     assert app.app._user_lifespan is app.lifespan
 
 
+@pytest.mark.slow  # about a second or more: `make test` runs it, the fast loop does not
 def test_warmup_loads_the_results_table_the_pages_then_use(fill_synthetic, db_url, monkeypatch):
     engine = fill_synthetic(60)
     with engine.connect() as conn:
