@@ -41,9 +41,9 @@ HAND_OVER_S = 0.05  # a worker that waited for the warming writes its job at onc
 
 def while_waiting(job_r: int, warmed: dict, warm_up: Callable) -> None:
     """Once warm, a step at a time while no job has come (`job_r` not readable): a float32 job's library warm-up
-    (runner.child.build.warm_libraries, a small matmul and convolution), then the accuracy check's float64 comparison
-    kernels on the GPU (runner.child.accuracy.warm_kernels), each loaded at its first use in a fresh child.
-    `warm_up(device, dtype)`: the job's library warm-up (runner.child.build.warm_libraries, which imports this). Both
+    (`warm_up(device, dtype)`: runner.child.build.warm_libraries, a small matmul and convolution; passed in, as build
+    imports this module), then the accuracy check's float64 comparison kernels on the GPU
+    (runner.child.accuracy.warm_kernels), each loaded at its first use in a fresh child. Both
     precede what a job times (its first calls follow its library warm-up; the comparison follows its compiled first
     call), so nothing timed differs; a model without convolutions then holds a cuDNN handle it would not have made.
     A job that came is never kept waiting for a step not begun: on an H200 jobs came within the context's making
