@@ -374,6 +374,7 @@ def _sweep_rows(db_file: Path, shared: Path | None = None, offset: int = 0) -> d
              # it is done waits for it in its timeline's "worker start"; counted apart
              "overhead_s": timeline.overhead_s(tl) - _start_s(tl) if tl else None,
              "worker_start_s": _start_s(tl) if tl else 0.0, "name": name, "timeline": tl,
+             "claimed": _claimed.timestamp() if _claimed is not None else None,
              "model_build": detail.get("model_build") if isinstance(detail, dict) else None,
              "picks": (detail.get("autotune_picks") or {}).get("picks") if isinstance(detail, dict) else None,
              "prewarmed": detail.get("prewarmed") if isinstance(detail, dict) else None,
@@ -595,6 +596,12 @@ def table(args) -> None:
               for what, value, target, held in summary]
     lines += [f"worker start (once per worker, not in the per-job overhead): {j['worker_start_s']:.1f} s in job "
               f"{j['job_id']}'s timeline" for j in jobs if j.get("worker_start_s")]
+    waits = _waits(counted)
+    if waits:
+        lines.append(f"the next job's wait (its worker's critical path: from the job before's last timed step to its own, "
+                     f"less its measurement and worker start): p90 {_pct(0.9, waits):.2f} s, median "
+                     f"{_pct(0.5, waits):.2f} s over {len(waits)} jobs (beside the per-job overhead: what the worker did "
+                     f"between two jobs, e.g. tlparse's reports made right after each job)")
     lines += [""] + cold_lines + _pace_lines(sweeps, ref_paces) + _cold_pace_lines(sweeps, ref_cold_paces)
     lines += _pick_lines(jobs) + _overhead_lines(counted)
     lines += [f"disturbed: job {j['job_id']}: {j['note']}" for j in disturbed]
@@ -604,6 +611,25 @@ def table(args) -> None:
     print(text)
     if args.write:
         Path(args.write).write_text(text + "\n")
+
+
+def _waits(jobs: list[dict]) -> list[float]:
+    """Per job after a sweep's first, the seconds from the job before's last timed step to its own, less its own
+    measurement and worker start: what its worker spent between two measurements (the GPU idle for it)."""
+    from lab import timeline
+
+    by_sweep: dict[str, list[tuple[float, float]]] = {}
+    for j in jobs:
+        tl, at = j.get("timeline"), j.get("claimed")
+        timed = [e for e in tl or [] if e["phase"] in timeline.MEASURED]
+        if at is not None and timed:
+            end = at + max(e["start"] + e["seconds"] for e in timed)
+            by_sweep.setdefault(j["sweep"], []).append((end, timeline.measured_s(tl) + (j["worker_start_s"] or 0.0)))
+    out = []
+    for spans in by_sweep.values():
+        spans.sort()
+        out += [end - before - own for (before, _), (end, own) in zip(spans, spans[1:])]
+    return out
 
 
 def _overhead_lines(jobs: list[dict], top: int = 6) -> list[str]:

@@ -303,10 +303,8 @@ class Attempt:
             return outcome
         if outcome.status is None or stored:  # stored False: said above, and what ran is not what was stored
             log_outcome(claim.job_id, outcome)
-        if stored:  # its child gone and its outcome stored: tlparse's report, on no job's time (runner.worker.reports)
-            reports.make(self.store.engine, claim.job_id, self.paths.folder, finished.result,
-                         # busy with this job still: a neighbour's rounds name it if its report disturbs them
-                         beat=lambda: queue.heartbeat_worker(self.store.engine, self.store.worker_id, "busy", claim.job_id))
+        if stored:  # its child gone and its outcome stored: tlparse's report owed, made when nothing is queued
+            reports.owe(self.lent.home, claim.job_id, self.paths.folder, finished.result)  # (runner.worker.reports)
         if not self.lent.keep_folder:
             shutil.rmtree(self.paths.folder, ignore_errors=True)
         self.store.note("idle")

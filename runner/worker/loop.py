@@ -30,7 +30,7 @@ from runner.child import preload
 from runner.child.disturbance import my_cpus
 from runner.child.process import THREADS_ENV, WORKER_PID_ENV
 from runner.launch import identity
-from runner.worker import ceilings, diskpause, hostfacts
+from runner.worker import ceilings, diskpause, hostfacts, reports
 from runner.worker import probe as host_probe
 from runner.worker.attempt import Attempt, JobPaths, Lent
 from runner.worker.cache_key import KEY_FILE_ENV
@@ -171,8 +171,7 @@ class Worker:
         the ceilings, what preloading takes from a first call, on a GPU the first child warm. Kept as host facts for
         the next start; where they differ from the facts this start began with, the worker publishes the new ones."""
         try:
-            # beside the parent, a fresh interpreter measures the first call's imports unless kept for this torch+triton
-            kept_cost = None if known is None else known.get("first_call_imports_s")
+            kept_cost = None if known is None else known.get("first_call_imports_s")  # else measured beside the parent
             cost = None if kept_cost is not None else host_probe.start_import_cost(self.spawner, self._env(), self.home)
             probe = host_probe.probe(self.spawner, self._env(), self.home)
             if probe.get("cuda") and self.cfg.calibrate:
@@ -286,6 +285,7 @@ class Worker:
         try:
             while not self.stop.is_set():
                 if self.cfg.max_jobs is not None and done >= self.cfg.max_jobs:
+                    reports.make_owed(self.engine, self.home, self.id)  # tlparse's reports owed, before it goes
                     break
                 self.store.check_identity()
                 # its home short of space: paused, claiming nothing, until it has room
@@ -302,12 +302,13 @@ class Worker:
                     steps.add("claim", claim_started, time.time())
                     if claim is None:
                         queue.heartbeat_worker(self.engine, self.id, "idle")
-                except (OperationalError, OSError) as e:  # database down or locked past the busy timeout, or
-                    # its lock file or folder unwritable: wait, retry
+                except (OperationalError, OSError) as e:  # database down or locked, or its files unwritable: retry
                     log.warning("worker %s: database unavailable (%s); retrying", self.id, first_line(e))
                     self.stop.wait(max(self.cfg.poll_s, 1.0))
                     continue
                 if claim is None:
+                    if reports.make_owed(self.engine, self.home, self.id, limit=1):
+                        continue  # one of tlparse's reports owed (runner.worker.reports), then the queue again
                     self.more.refresh()  # a kept listing checked while nothing runs (runner.worker.model_offer)
                     if self.cfg.drain and time.monotonic() - idle_since >= self.cfg.idle_exit_s:
                         break
@@ -386,9 +387,8 @@ class Worker:
         return shares
 
     def rebuild_spec(self, stored) -> ExperimentSpec:
-        """The stored spec, validated again: the database is outside our control (old rows, hand edits).
-        The claim also hands out rows no worker could route (not an object, unknown device), so they
-        fail here with a reason instead of waiting forever."""
+        """The stored spec, validated again: the database is outside our control (old rows, hand edits). The claim
+        also hands out rows no worker could route (not an object, unknown device): they fail here with a reason."""
         if isinstance(stored, MalformedJSON):  # SQLite text that does not parse (db.engine.lenient_json)
             ExperimentSpec.from_json(stored)  # raises the SpecError that names the JSON error
         spec = ExperimentSpec.from_dict(stored)  # not an object, unknown fields, bad values: SpecError

@@ -1,7 +1,10 @@
 """tlparse's report of a job's compile trace, made by the worker after the job: its child has exited (its device is
-free) and its outcome, artifacts and timeline are stored, so the report's seconds (0.8 s for ResNet-18's trace on an
-H200) are on no job's timeline and in no measurement. The report is stored as the job's `tlparse` artifact and its
-result's `tlparse_note` says why there is none where tlparse made none (runner.child.capture.tlparse_report).
+free) and its outcome, artifacts and timeline are stored, so the report's seconds (0.7 s for ResNet-18's trace on an
+H200) are on no job's timeline and in no measurement. Nor do they hold up the next job: the job's trace is owed
+(`owe`: moved under the worker's home, reports-owed/) and made when the worker finds nothing to claim (`make_owed`,
+one report between two looks at the queue), or by a later worker of the same home where this one was stopped first.
+The report is stored as the job's `tlparse` artifact and its result's `tlparse_note` says why there is none where
+tlparse made none (runner.child.capture.tlparse_report).
 
 Nothing here fails a job: a report that cannot be made or stored leaves the job as it was stored, said in the log.
 """
@@ -9,14 +12,18 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import json
 import logging
+import os
+import shutil
 import threading
 import time
 from pathlib import Path
 
 from sqlalchemy import select
 
-from lab.artifact_files import MAX_TEXT_BYTES
+from db import queue
+from lab.artifact_files import LEVEL, MAX_TEXT_BYTES
 from lab.errors import first_line
 from runner.child.capture import tlparse_report
 
@@ -29,6 +36,55 @@ def wanted(folder: Path, result: dict | None) -> bool:
         return False
     note = ((result or {}).get("detail") or {}).get("tlparse_note")
     return result is None or note == tlparse_report.PENDING
+
+
+OWED = "reports-owed"  # under the worker's home: one folder per job, its trace and owed.json
+
+
+def owe(home: Path, job_id: int, folder: Path, result: dict | None) -> bool:
+    """The job's trace moved from its job `folder` to the worker's reports owed, to be made when nothing is queued;
+    False where no report is wanted (no trace kept, or its result says why there is none)."""
+    if not wanted(folder, result) or tlparse_report.executable() is None:
+        return False
+    dest = home / OWED / str(int(job_id))
+    (dest / "artifacts").mkdir(parents=True, exist_ok=True)
+    os.replace(folder / "artifacts" / "trace.gz", dest / "artifacts" / "trace.gz")
+    (dest / "owed.json").write_text(json.dumps({"job_id": int(job_id), "has_result": result is not None}))
+    return True
+
+
+def owed(home: Path) -> list[Path]:
+    """The reports owed in `home`, oldest job first."""
+    folders = [f for f in (home / OWED).glob("*") if f.name.isdigit()] if (home / OWED).is_dir() else []
+    return sorted(folders, key=lambda f: int(f.name))
+
+
+def make_owed(engine, home: Path, worker_id: str | None = None, limit: int | None = None) -> int:
+    """Make up to `limit` (None: all) of the reports owed in `home`, oldest first, the idle worker `worker_id`'s
+    heartbeat kept up meanwhile; how many were taken. Each is taken by renaming its folder first, so two workers of
+    one home never make the same report; one that cannot be read is dropped, said in the log (its job's note keeps
+    saying the report is missing)."""
+    beat = (lambda: queue.heartbeat_worker(engine, worker_id, "idle")) if worker_id else None
+    taken = 0
+    for folder in owed(home):
+        if limit is not None and taken >= limit:
+            break
+        mine = folder.with_name(f"{folder.name}.making-{os.getpid()}")
+        try:
+            folder.rename(mine)
+        except OSError:  # another worker of this home took it
+            continue
+        taken += 1
+        try:
+            info = json.loads((mine / "owed.json").read_text())
+            job_id, has_result = int(info["job_id"]), bool(info["has_result"])
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            log.warning("an owed tlparse report in %s could not be read (%s); dropped", mine, first_line(e))
+        else:
+            make(engine, job_id, mine, {"detail": {"tlparse_note": tlparse_report.PENDING}} if has_result else None,
+                 beat=beat)
+        shutil.rmtree(mine, ignore_errors=True)
+    return taken
 
 
 def make(engine, job_id: int, folder: Path, result: dict | None, beat=None, every_s: float = 5.0) -> float | None:
@@ -51,7 +107,7 @@ def make(engine, job_id: int, folder: Path, result: dict | None, beat=None, ever
         log.warning("job %s: tlparse's report not stored (%s)", job_id, first_line(e))
         return None
     took = time.perf_counter() - started
-    log.info("job %s: tlparse's report %s in %.2f s, after the job", job_id, "stored" if data else f"not made: {why}",
+    log.info("job %s: tlparse's report %s in %.2f s, off the queue's time", job_id, "stored" if data else f"not made: {why}",
              took)
     return took
 
@@ -93,7 +149,7 @@ def store(engine, job_id: int, data: bytes | None, why: str | None) -> None:
         kept = data is not None and len(data) <= MAX_TEXT_BYTES
         if kept:
             artifacts.add(s, job_id, [{"name": "tlparse", "bytes": len(data), "truncated": False,
-                                       "data": gzip.compress(data, compresslevel=6)}])
+                                       "data": gzip.compress(data, compresslevel=LEVEL)}])
         elif data is not None:
             why = f"tlparse's report ({len(data)} bytes zipped) is larger than a job may keep ({MAX_TEXT_BYTES} bytes)"
         row = s.scalars(select(Result).where(Result.job_id == job_id)).first()

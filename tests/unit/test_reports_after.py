@@ -36,3 +36,54 @@ def test_the_worker_keeps_beating_while_tlparse_runs(tmp_path, monkeypatch):
     took = reports.make(None, 7, tmp_path, {"detail": {"tlparse_note": PENDING}}, beat=beat, every_s=0.01)
     assert heard.is_set() and took is not None  # tlparse returned only once the worker had beaten 3 times
     assert stored == [(None, 7, b"zip", None)]
+
+
+def _owing(tmp_path, job_id, monkeypatch, has_result=True):
+    """Job `job_id`'s folder with a trace, owed to the worker's home; the folder it came from."""
+    monkeypatch.setattr(reports.tlparse_report, "executable", lambda: "tlparse")
+    folder = tmp_path / "jobs" / f"{job_id}-1"
+    folder.mkdir(parents=True)
+    _trace(folder)
+    assert reports.owe(tmp_path / "home", job_id, folder, {"detail": {"tlparse_note": PENDING}} if has_result else None)
+    return folder
+
+
+def test_a_report_is_owed_then_made_while_idle_oldest_first_one_at_a_time(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    for job_id in (12, 3):
+        folder = _owing(tmp_path, job_id, monkeypatch, has_result=job_id == 12)
+        assert not (folder / "artifacts" / "trace.gz").exists()  # moved out: the job folder may go
+    made = []
+    monkeypatch.setattr(reports, "make", lambda engine, job_id, folder, result, beat=None: made.append(
+        (job_id, result, gzip.decompress((folder / "artifacts" / "trace.gz").read_bytes()), beat is not None)))
+    assert reports.make_owed(None, home, "w1", limit=1) == 1
+    assert made == [(3, None, b"V1124 {}\n", True)]  # job 3 failed: no result to note it in
+    assert [f.name for f in reports.owed(home)] == ["12"]
+    assert reports.make_owed(None, home) == 1 and made[1][:2] == (12, {"detail": {"tlparse_note": PENDING}})
+    assert reports.owed(home) == [] and not list((home / reports.OWED).iterdir())  # nothing left behind
+    assert reports.make_owed(None, home) == 0
+
+
+def test_no_report_is_owed_where_none_is_wanted(tmp_path, monkeypatch):
+    monkeypatch.setattr(reports.tlparse_report, "executable", lambda: "tlparse")
+    folder = tmp_path / "job"
+    folder.mkdir()
+    assert not reports.owe(tmp_path / "home", 1, folder, {"detail": {"tlparse_note": PENDING}})  # no trace kept
+    _trace(folder)
+    assert not reports.owe(tmp_path / "home", 1, folder, {"detail": {"tlparse_note": "its sweep kept no trace"}})
+    monkeypatch.setattr(reports.tlparse_report, "executable", lambda: None)  # no tlparse: its note said why already
+    assert not reports.owe(tmp_path / "home", 1, folder, {"detail": {"tlparse_note": PENDING}})
+    assert (folder / "artifacts" / "trace.gz").exists() and reports.owed(tmp_path / "home") == []
+
+
+def test_a_report_another_worker_took_or_one_unreadable_is_not_made(tmp_path, monkeypatch, caplog):
+    home = tmp_path / "home"
+    _owing(tmp_path, 5, monkeypatch)
+    _owing(tmp_path, 6, monkeypatch)
+    (home / reports.OWED / "5").rename(home / reports.OWED / "5.making-999")  # a worker of this home took it
+    (home / reports.OWED / "6" / "owed.json").write_text("{not json")
+    made = []
+    monkeypatch.setattr(reports, "make", lambda *a, **k: made.append(a))
+    assert reports.make_owed(None, home) == 1  # job 6's, taken and dropped
+    assert made == [] and "could not be read" in caplog.text
+    assert (home / reports.OWED / "5.making-999").exists()  # left to the worker that took it

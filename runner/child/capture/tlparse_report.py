@@ -36,8 +36,9 @@ INSTALL = ("install it in the worker's environment (pip install tlparse) or name
            "then run the job again")
 
 
-PENDING = ("tlparse's report is made by the worker once the job's measurement is stored; none is stored yet (reload "
-           "the page in a moment; if it stays missing, the worker stopped before making it)")
+PENDING = ("tlparse's report is made by the worker once no job is left for it to run, so that it never holds up a "
+           "measurement; none is stored yet (reload the page later; if it stays missing, the worker was stopped first: "
+           "a worker started again with the same home makes it)")
 
 
 def pending() -> str:
