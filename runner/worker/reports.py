@@ -49,7 +49,7 @@ def owe(home: Path, job_id: int, folder: Path, result: dict | None) -> bool:
     dest = home / OWED / str(int(job_id))
     (dest / "artifacts").mkdir(parents=True, exist_ok=True)
     os.replace(folder / "artifacts" / "trace.gz", dest / "artifacts" / "trace.gz")
-    (dest / "owed.json").write_text(json.dumps({"job_id": int(job_id), "has_result": result is not None}))
+    (dest / "owed.json").write_text(json.dumps({"has_result": result is not None}))  # its job: the folder's name
     return True
 
 
@@ -76,12 +76,11 @@ def make_owed(engine, home: Path, worker_id: str | None = None, limit: int | Non
             continue
         taken += 1
         try:
-            info = json.loads((mine / "owed.json").read_text())
-            job_id, has_result = int(info["job_id"]), bool(info["has_result"])
+            has_result = bool(json.loads((mine / "owed.json").read_text())["has_result"])
         except (OSError, ValueError, KeyError, TypeError) as e:
             log.warning("an owed tlparse report in %s could not be read (%s); dropped", mine, first_line(e))
         else:
-            make(engine, job_id, mine, {"detail": {"tlparse_note": tlparse_report.PENDING}} if has_result else None,
+            make(engine, int(folder.name), mine, {"detail": {"tlparse_note": tlparse_report.PENDING}} if has_result else None,
                  beat=beat)
         shutil.rmtree(mine, ignore_errors=True)
     return taken
