@@ -73,12 +73,15 @@ def waiting_reason(spec: Mapping, workers: list[WorkerRow]) -> str | None:
     return None
 
 
-def timed_on_host(engine: Engine, hostname: str, phases: Iterable[str]) -> list[tuple[int, str]]:
+def timed_on_host(engine: Engine, hostname: str, phases: Iterable[str] | None) -> list[tuple[int, str]]:
     """(job id, phase) of the running jobs whose worker runs on `hostname` and whose child is in one of `phases`
-    now (as its worker last published), under a lease that has not run out (a killed worker's job stays running until
-    another worker requeues it: it is timed by nobody): one small query, what a page asks on each refresh."""
+    now (as its worker last published; None: in any phase), under a lease that has not run out (a killed worker's job
+    stays running until another worker requeues it: it is timed by nobody): one small query, what a page asks on each
+    refresh."""
     q = (select(Job.id, Job.phase).join(WorkerRow, WorkerRow.id == Job.worker_id)
          .where(Job.status == JobStatus.RUNNING.value, WorkerRow.hostname == hostname,
-                Job.phase.in_(list(phases)), Job.lease_expires_at > utcnow()).order_by(Job.id))
+                Job.lease_expires_at > utcnow()).order_by(Job.id))
+    if phases is not None:
+        q = q.where(Job.phase.in_(list(phases)))
     with reading(engine) as s:
         return [(job_id, phase) for job_id, phase in s.execute(q).all()]

@@ -8,7 +8,9 @@ call out for. So the pages' live refresh pauses:
   fragment's timer (no page rerun: that would cost the server more, at the worst moment), draws itself once more and
   starts `notice()`'s slow tick. A full run while paused draws the fragments without a refresh interval;
 - `notice()` (on every page) says so, and ticks every SLOW_S with that one query alone until the timing ends, then
-  reruns the page, which refreshes again;
+  reruns the page, which refreshes again. On a small host (below) it waits for every job here to end: the next job's
+  compile starts 2-4 s after one's rounds, and a whole page drawn in that gap (a second of the server's CPU and one
+  of the browser's, in a CI run) spilled into that cold first call past what the job names a disturbance;
 - `paused()`: work the server would start by itself (the results snapshot) waits meanwhile;
 - `wait_for_timing()`: on a small host (SMALL_HOST CPUs or fewer, where drawing a page, about a core for a second, is
   past the share of a job's cores that its rounds name a disturbance), a page a person opens or acts on while a job
@@ -40,24 +42,25 @@ SLOW_S = 4
 FRESH_S = 1.0  # a look is shared by every session for this long
 KEY = "quiet_timed"  # session key: the timed jobs the page's last full run saw ([(job id, phase)])
 LIVE, NOTICE = "quiet_live_ids", "quiet_notice_id"  # session keys: this page's live fragments, its notice fragment
-_last: dict[str, tuple[float, list]] = {}  # database URL -> (when, timed jobs)
+_last: dict[tuple[str, bool], tuple[float, list]] = {}  # (database URL, timed only) -> (when, jobs)
 _lock = threading.Lock()
 
 
-def timed_here() -> list[tuple[int, str]]:
-    """(job id, phase) of the jobs on this host being timed now; [] when the database does not answer (the page
-    says that itself)."""
-    url = resources.url()
+def timed_here(timed_only: bool = True) -> list[tuple[int, str]]:
+    """(job id, phase) of the jobs on this host being timed now (`timed_only`), or running in any phase; [] when the
+    database does not answer (the page says that itself)."""
+    key = (resources.url(), timed_only)
     with _lock:
-        seen = _last.get(url)
+        seen = _last.get(key)
         if seen is not None and time.monotonic() - seen[0] < FRESH_S:
             return seen[1]
     try:
-        found = jobs.timed_on_host(resources.engine(), socket.gethostname(), TIMED_PROGRESS)
+        found = jobs.timed_on_host(resources.engine(), socket.gethostname(), TIMED_PROGRESS if timed_only else None)
     except Exception:  # down, locked, not migrated: nothing is paused for it
         found = []
+    found = [(job_id, phase or "starting") for job_id, phase in found]
     with _lock:
-        _last[url] = (time.monotonic(), found)
+        _last[key] = (time.monotonic(), found)
     return found
 
 
@@ -151,6 +154,10 @@ def _jobs(timed: list[tuple[int, str]]) -> str:
 
 def sentence(timed: list[tuple[int, str]]) -> str:
     which = _jobs(timed) + (" is" if len(timed) == 1 else " are")
+    if timed[0][1] not in TIMED_PROGRESS:  # a small host, between one's timed phases or jobs (notice)
+        return (f"Paused refreshing while {which} running on this machine (now {md(timed[0][1])}, between timed "
+                "phases), so the page does not disturb the next: what it shows is as of the timing's start or your "
+                "last action. It resumes by itself when no job runs here.")
     return (f"Paused refreshing while {which} timed on this machine (now {md(timed[0][1])}), so the page does not "
             "disturb it: what it shows is as of the timing's start or your last action. It resumes by itself when "
             "the timing ends.")
@@ -190,9 +197,9 @@ def _notice() -> None:
     st.session_state[NOTICE] = me
     if not paused():
         return
-    timed = timed_here()
+    timed = timed_here() or (timed_here(timed_only=False) if cpu_quota.here() <= SMALL_HOST else [])
     if not timed:
-        st.rerun(scope="app")  # the timing ended: the page draws itself live again
+        st.rerun(scope="app")  # the timing ended (a small host: no job runs here): the page draws itself live again
     if me is not None:
         _timers([], me, SLOW_S)  # started at a quick first tick by a fragment that saw the timing begin
     st.info(sentence(timed), icon=":material/pause_circle:")

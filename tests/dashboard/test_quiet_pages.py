@@ -10,6 +10,7 @@ import pytest
 
 from dashboard.state import quiet
 from db import queue
+from db.models import JobStatus
 from tests.dashboard.test_eta_pages import compiling_for
 from tests.dashboard.test_pages import lab, ok, page, texts  # noqa: F401 (lab: a fixture)
 
@@ -80,3 +81,42 @@ def test_the_wait_is_bounded_and_absent_on_a_large_host_or_where_the_lab_turned_
     monkeypatch.setenv(quiet.WAIT_ENV, "20")
     monkeypatch.setattr(quiet, "SMALL_HOST", 0)  # a large host: a page's drawing is no disturbance there
     assert ok(page("queue")).session_state[quiet.WAITED] == 0.0
+
+
+def _paused_page(job_id: int):
+    """A page that paused for job `job_id`'s timing, whose notice then ticks (its first run stands in for the tick)."""
+    import streamlit as st
+
+    from dashboard.state import quiet as q
+    st.session_state["runs"] = st.session_state.get("runs", 0) + 1
+    if st.session_state["runs"] == 1:
+        st.session_state[q.KEY] = [(job_id, "measuring")]  # what the live fragment saw as the rounds began
+    else:
+        q.begin()  # the full run the notice asked for
+    q.notice()
+
+
+@pytest.mark.parametrize("small", [True, False])
+def test_a_paused_page_resumes_between_timed_phases_only_on_a_large_host(lab, monkeypatch, small):  # noqa: F811
+    """After one's rounds the next job's compile starts within seconds: on a small host a whole page drawn in that
+    gap spilled into the cold first call (a CI run: the server and browser took 12.6% of the job's cores, past the
+    10% that names a disturbance), so there the page stays paused while any job here runs; on a large host a page's
+    drawing is no disturbance and it resumes once the timing ends."""
+    from streamlit.testing.v1 import AppTest
+    monkeypatch.setattr(quiet, "SMALL_HOST", 10_000 if small else 0)
+    claim = _timed_here(lab)
+    queue.heartbeat_job(lab, claim.job_id, claim.token, 60, "counting kernels", None)  # the rounds ended
+    quiet._last.clear()
+    at = ok(AppTest.from_function(_paused_page, args=(claim.job_id,), default_timeout=30).run())
+    said = [t for t in texts(at.info) if t.startswith("Paused refreshing")]
+    if small:
+        assert at.session_state["runs"] == 1 and said == [
+            f"Paused refreshing while job {claim.job_id} is running on this machine (now counting kernels, between "
+            "timed phases), so the page does not disturb the next: what it shows is as of the timing's start or "
+            "your last action. It resumes by itself when no job runs here."], said
+    else:
+        assert at.session_state["runs"] == 2 and not said  # the page drew itself live again
+    queue.finish(lab, claim.job_id, claim.token, JobStatus.FAILED, "ended")  # no job runs here now
+    quiet._last.clear()
+    at = ok(AppTest.from_function(_paused_page, args=(claim.job_id,), default_timeout=30).run())
+    assert at.session_state["runs"] == 2 and not [t for t in texts(at.info) if t.startswith("Paused refreshing")]
