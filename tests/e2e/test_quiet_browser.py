@@ -3,7 +3,8 @@ watched on Queue in a real browser from before its first claim to its last resul
 together stay under what the lab names a disturbance in every run's rounds (runner.child.disturbance lists each other
 process that used 5% of a core or more, and names a disturbance from 10% of the job's cores). Refreshing every 2 s
 through the rounds, they took 0.25 of this box's two cores (12.6%) and were the disturbance. While a job is timed the
-page says it paused, naming that job."""
+page says it paused, naming that job; on this small host it stays paused until no job here runs (a whole page drawn
+between one job's rounds and the next one's compile took 12.6% of that compile's cores in a CI run)."""
 import os
 import re
 from pathlib import Path
