@@ -2,7 +2,8 @@
 free) and its outcome, artifacts and timeline are stored, so the report's seconds (0.7 s for ResNet-18's trace on an
 H200) are on no job's timeline and in no measurement. Nor do they hold up the next job: the job's trace is owed
 (`owe`: moved under the worker's home, reports-owed/) and made when the worker finds nothing to claim (`make_owed`,
-one report between two looks at the queue), or by a later worker of the same home where this one was stopped first.
+one report between two looks at the queue), or by a later worker of the same home where this one was stopped first
+(or killed while making one).
 The report is stored as the job's `tlparse` artifact and its result's `tlparse_note` says why there is none where
 tlparse made none (runner.child.capture.tlparse_report).
 
@@ -16,6 +17,7 @@ import json
 import logging
 import os
 import shutil
+import socket
 import threading
 import time
 from pathlib import Path
@@ -53,10 +55,29 @@ def owe(home: Path, job_id: int, folder: Path, result: dict | None) -> bool:
     return True
 
 
+MAKING = ".making-"  # a report being made: `<job>.making-<host>-<pid>`, the maker's host and process
+
+
 def owed(home: Path) -> list[Path]:
-    """The reports owed in `home`, oldest job first."""
-    folders = [f for f in (home / OWED).glob("*") if f.name.isdigit()] if (home / OWED).is_dir() else []
-    return sorted(folders, key=lambda f: int(f.name))
+    """The reports owed in `home`, oldest job first: each waiting one, and each a process of this host began and
+    did not finish because it is gone (a worker killed while making it)."""
+    folders = [f for f in (home / OWED).glob("*") if f.name.isdigit() or _abandoned(f.name)] \
+        if (home / OWED).is_dir() else []
+    return sorted(folders, key=lambda f: int(f.name.split(".")[0]))
+
+
+def _abandoned(name: str) -> bool:
+    job, sep, maker = name.partition(MAKING)
+    host, _, pid = maker.rpartition("-")
+    if not (sep and job.isdigit() and pid.isdigit() and host == socket.gethostname()):
+        return False  # another host's (a home on a shared disk): its maker may be alive there
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive, another user's
+        return False
+    return False
 
 
 def make_owed(engine, home: Path, worker_id: str | None = None, limit: int | None = None) -> int:
@@ -69,7 +90,8 @@ def make_owed(engine, home: Path, worker_id: str | None = None, limit: int | Non
     for folder in owed(home):
         if limit is not None and taken >= limit:
             break
-        mine = folder.with_name(f"{folder.name}.making-{os.getpid()}")
+        job_id = int(folder.name.split(".")[0])
+        mine = folder.with_name(f"{job_id}{MAKING}{socket.gethostname()}-{os.getpid()}")
         try:
             folder.rename(mine)
         except OSError:  # another worker of this home took it
@@ -80,7 +102,7 @@ def make_owed(engine, home: Path, worker_id: str | None = None, limit: int | Non
         except (OSError, ValueError, KeyError, TypeError) as e:
             log.warning("an owed tlparse report in %s could not be read (%s); dropped", mine, first_line(e))
         else:
-            make(engine, int(folder.name), mine, {"detail": {"tlparse_note": tlparse_report.PENDING}} if has_result else None,
+            make(engine, job_id, mine, {"detail": {"tlparse_note": tlparse_report.PENDING}} if has_result else None,
                  beat=beat)
         shutil.rmtree(mine, ignore_errors=True)
     return taken

@@ -1,6 +1,10 @@
 """tlparse's report made by the worker after the job (runner.worker.reports): what it waits for, and the worker's
 heartbeat kept fresh while tlparse runs (no job's lease renews it then)."""
 import gzip
+import os
+import socket
+import subprocess
+import sys
 import threading
 
 from runner.child.capture.tlparse_report import PENDING
@@ -80,10 +84,30 @@ def test_a_report_another_worker_took_or_one_unreadable_is_not_made(tmp_path, mo
     home = tmp_path / "home"
     _owing(tmp_path, 5, monkeypatch)
     _owing(tmp_path, 6, monkeypatch)
-    (home / reports.OWED / "5").rename(home / reports.OWED / "5.making-999")  # a worker of this home took it
+    taken = f"5.making-{socket.gethostname()}-{os.getpid()}"  # a live worker of this home (this process) took it
+    (home / reports.OWED / "5").rename(home / reports.OWED / taken)
     (home / reports.OWED / "6" / "owed.json").write_text("{not json")
     made = []
     monkeypatch.setattr(reports, "make", lambda *a, **k: made.append(a))
     assert reports.make_owed(None, home) == 1  # job 6's, taken and dropped
     assert made == [] and "could not be read" in caplog.text
-    assert (home / reports.OWED / "5.making-999").exists()  # left to the worker that took it
+    assert (home / reports.OWED / taken).exists()  # left to the worker that took it
+
+
+def test_a_report_whose_maker_was_killed_is_made_by_the_next_worker(tmp_path, monkeypatch):
+    """A worker killed while making a report leaves its folder renamed for it: a worker of this home on this host
+    takes it again once that process is gone; one begun on another host (a home on a shared disk) is left alone."""
+    home = tmp_path / "home"
+    for job_id in (5, 6, 7):
+        _owing(tmp_path, job_id, monkeypatch)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    here = socket.gethostname()
+    (home / reports.OWED / "5").rename(home / reports.OWED / f"5.making-{here}-{gone.pid}")
+    (home / reports.OWED / "6").rename(home / reports.OWED / f"6.making-other-host-{gone.pid}")
+    made = []
+    monkeypatch.setattr(reports, "make", lambda engine, job_id, folder, result, beat=None: made.append(
+        (job_id, (folder / "artifacts" / "trace.gz").exists())))
+    assert [f.name.split(".")[0] for f in reports.owed(home)] == ["5", "7"]
+    assert reports.make_owed(None, home) == 2 and made == [(5, True), (7, True)]
+    assert sorted(f.name for f in (home / reports.OWED).iterdir()) == [f"6.making-other-host-{gone.pid}"]
