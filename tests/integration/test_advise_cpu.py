@@ -36,9 +36,11 @@ def test_a_clearly_worse_setting_is_dropped_after_its_first_process(db_url, tmp_
     worse, best = by_backend["aot_eager"], by_backend["inductor"]
     assert worse.high < best.low, (worse, best)  # what the drop claims holds in the stored answer
     when, why = st.dropped_at(worse.key)
-    assert when == 1 and why.startswith(("below the leader", "slower than eager")), why
+    # after its first process; its second where this box's load scattered the first one's rounds (once in a full
+    # suite on 2 cores: scatter widens an interval, and an honest advisor waits for one more process)
+    assert when in (1, 2) and why.startswith(("below the leader", "slower than eager")), (when, why)
     aot_jobs = [j for j in jobs_of(db_url, sweep_id) if j.spec["backend"] == "aot_eager"]
-    assert len(aot_jobs) == 1 and aot_jobs[0].follow_up is None  # no second process for the dropped one
+    assert len(aot_jobs) == when  # no process for the dropped one after its drop
     assert st.finished and st.last.leader == best.key
     assert st.last.outcome in (Outcome.RECOMMEND, Outcome.BUDGET, Outcome.DONT_COMPILE)
     if st.last.outcome is Outcome.RECOMMEND:
@@ -55,7 +57,7 @@ def test_a_clearly_worse_setting_is_dropped_after_its_first_process(db_url, tmp_
     print(shown.stdout)
     lines = shown.stdout.splitlines()
     assert lines[0].startswith(("use backend=inductor", "don't compile"))
-    assert any(line.strip().startswith("backend=aot_eager: dropped after round 1;") for line in lines)
+    assert any(line.strip().startswith(f"backend=aot_eager: dropped after round {when};") for line in lines)
     assert "CPU-seconds" in shown.stdout and "the full sweep of these 2 settings" in shown.stdout
 
 
