@@ -156,7 +156,7 @@ def sentence(timed: list[tuple[int, str]]) -> str:
     which = _jobs(timed) + (" is" if len(timed) == 1 else " are")
     if timed[0][1] not in TIMED_PROGRESS:  # a small host, between one's timed phases or jobs (notice)
         return (f"Paused refreshing while {which} running on this machine (now {md(timed[0][1])}, between timed "
-                "phases), so the page does not disturb the next: what it shows is as of the timing's start or your "
+                "phases), so the page does not disturb what is timed next: what it shows is as of the timing's start or your "
                 "last action. It resumes by itself when no job runs here.")
     return (f"Paused refreshing while {which} timed on this machine (now {md(timed[0][1])}), so the page does not "
             "disturb it: what it shows is as of the timing's start or your last action. It resumes by itself when "

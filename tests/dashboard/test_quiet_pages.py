@@ -112,7 +112,7 @@ def test_a_paused_page_resumes_between_timed_phases_only_on_a_large_host(lab, mo
     if small:
         assert at.session_state["runs"] == 1 and said == [
             f"Paused refreshing while job {claim.job_id} is running on this machine (now counting kernels, between "
-            "timed phases), so the page does not disturb the next: what it shows is as of the timing's start or "
+            "timed phases), so the page does not disturb what is timed next: what it shows is as of the timing's start or "
             "your last action. It resumes by itself when no job runs here."], said
     else:
         assert at.session_state["runs"] == 2 and not said  # the page drew itself live again
