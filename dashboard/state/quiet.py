@@ -90,7 +90,8 @@ def wait_for_timing(page: str) -> None:
     line = st.empty()
     opened = st.session_state.get(OPENED) != page
     st.session_state[OPENED] = page
-    timed, limit = st.session_state.get(KEY), wait_s()
+    timed = [(job_id, phase) for job_id, phase in st.session_state.get(KEY) or () if phase in TIMED_PROGRESS]
+    limit = wait_s()
     st.session_state[WAITED] = 0.0
     if not opened or not timed or not limit or cpu_quota.here() > SMALL_HOST:
         return
@@ -102,13 +103,23 @@ def wait_for_timing(page: str) -> None:
         time.sleep(0.5)
         timed = timed_here()
     line.empty()
-    st.session_state[KEY] = timed
+    st.session_state[KEY] = timed or _look(paused=True)
     st.session_state[WAITED] = round(time.monotonic() - began, 2)
 
 
+def _look(paused: bool) -> list[tuple[int, str]]:
+    """The jobs a page pauses for: those timed here; for a page already paused on a small host, every job running
+    here (the next job's compile follows one's rounds within seconds: notice)."""
+    timed = timed_here()
+    if timed or not paused or cpu_quota.here() > SMALL_HOST:
+        return timed
+    return timed_here(timed_only=False)
+
+
 def begin() -> None:
-    """A full run of the page: look once, and draw this run's fragments paused or live accordingly."""
-    st.session_state[KEY] = timed_here()
+    """A full run of the page: look once, and draw this run's fragments paused or live accordingly. A page paused
+    on a small host stays paused through an action while a job here runs (_look)."""
+    st.session_state[KEY] = _look(paused=bool(st.session_state.get(KEY)))
     st.session_state[LIVE] = set()
 
 
@@ -197,7 +208,7 @@ def _notice() -> None:
     st.session_state[NOTICE] = me
     if not paused():
         return
-    timed = timed_here() or (timed_here(timed_only=False) if cpu_quota.here() <= SMALL_HOST else [])
+    timed = _look(paused=True)
     if not timed:
         st.rerun(scope="app")  # the timing ended (a small host: no job runs here): the page draws itself live again
     if me is not None:

@@ -71,6 +71,8 @@ def _abandoned(name: str) -> bool:
     host, _, pid = maker.rpartition("-")
     if not (sep and job.isdigit() and pid.isdigit() and host == socket.gethostname()):
         return False  # another host's (a home on a shared disk): its maker may be alive there
+    if int(pid) == os.getpid():  # this process makes one report at a time: one of its pid is a killed worker's
+        return True  # (a container's worker restarted as pid 1 on the same hostname)
     try:
         os.kill(int(pid), 0)
     except ProcessLookupError:

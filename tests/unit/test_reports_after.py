@@ -84,14 +84,18 @@ def test_a_report_another_worker_took_or_one_unreadable_is_not_made(tmp_path, mo
     home = tmp_path / "home"
     _owing(tmp_path, 5, monkeypatch)
     _owing(tmp_path, 6, monkeypatch)
-    taken = f"5.making-{socket.gethostname()}-{os.getpid()}"  # a live worker of this home (this process) took it
-    (home / reports.OWED / "5").rename(home / reports.OWED / taken)
-    (home / reports.OWED / "6" / "owed.json").write_text("{not json")
-    made = []
-    monkeypatch.setattr(reports, "make", lambda *a, **k: made.append(a))
-    assert reports.make_owed(None, home) == 1  # job 6's, taken and dropped
-    assert made == [] and "could not be read" in caplog.text
-    assert (home / reports.OWED / taken).exists()  # left to the worker that took it
+    other = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        taken = f"5.making-{socket.gethostname()}-{other.pid}"  # a live worker of this home (another process) took it
+        (home / reports.OWED / "5").rename(home / reports.OWED / taken)
+        (home / reports.OWED / "6" / "owed.json").write_text("{not json")
+        made = []
+        monkeypatch.setattr(reports, "make", lambda *a, **k: made.append(a))
+        assert reports.make_owed(None, home) == 1  # job 6's, taken and dropped
+        assert made == [] and "could not be read" in caplog.text
+        assert (home / reports.OWED / taken).exists()  # left to the worker that took it
+    finally:
+        other.communicate(b"", timeout=30)
 
 
 def test_a_report_whose_maker_was_killed_is_made_by_the_next_worker(tmp_path, monkeypatch):
@@ -105,9 +109,11 @@ def test_a_report_whose_maker_was_killed_is_made_by_the_next_worker(tmp_path, mo
     here = socket.gethostname()
     (home / reports.OWED / "5").rename(home / reports.OWED / f"5.making-{here}-{gone.pid}")
     (home / reports.OWED / "6").rename(home / reports.OWED / f"6.making-other-host-{gone.pid}")
+    # a container's worker killed as pid 1 and restarted as pid 1 (one hostname): its own pid's folder is a dead one's
+    (home / reports.OWED / "7").rename(home / reports.OWED / f"7.making-{here}-{os.getpid()}")
     made = []
     monkeypatch.setattr(reports, "make", lambda engine, job_id, folder, result, beat=None: made.append(
         (job_id, (folder / "artifacts" / "trace.gz").exists())))
     assert [f.name.split(".")[0] for f in reports.owed(home)] == ["5", "7"]
-    assert reports.make_owed(None, home) == 2 and made == [(5, True), (7, True)]
+    assert reports.make_owed(None, home) == 2 and made == [(5, True), (7, True)]  # each once
     assert sorted(f.name for f in (home / reports.OWED).iterdir()) == [f"6.making-other-host-{gone.pid}"]
