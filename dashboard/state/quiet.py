@@ -110,10 +110,10 @@ def wait_for_timing(page: str) -> None:
 def _look(paused: bool) -> list[tuple[int, str]]:
     """The jobs a page pauses for: those timed here; for a page already paused on a small host, every job running
     here (the next job's compile follows one's rounds within seconds: notice)."""
-    timed = timed_here()
-    if timed or not paused or cpu_quota.here() > SMALL_HOST:
-        return timed
-    return timed_here(timed_only=False)
+    if not paused or cpu_quota.here() > SMALL_HOST:
+        return timed_here()
+    running = timed_here(timed_only=False)  # one query: the timed ones are among them
+    return [(job_id, phase) for job_id, phase in running if phase in TIMED_PROGRESS] or running
 
 
 def begin() -> None:
@@ -167,8 +167,8 @@ def sentence(timed: list[tuple[int, str]]) -> str:
     which = _jobs(timed) + (" is" if len(timed) == 1 else " are")
     if timed[0][1] not in TIMED_PROGRESS:  # a small host, between one's timed phases or jobs (notice)
         return (f"Paused refreshing while {which} running on this machine (now {md(timed[0][1])}, between timed "
-                "phases), so the page does not disturb what is timed next: what it shows is as of the timing's start or your "
-                "last action. It resumes by itself when no job runs here.")
+                "phases), so the page does not disturb what is timed next: what it shows is as of the timing's "
+                "start or your last action. It resumes by itself when no job runs here.")
     return (f"Paused refreshing while {which} timed on this machine (now {md(timed[0][1])}), so the page does not "
             "disturb it: what it shows is as of the timing's start or your last action. It resumes by itself when "
             "the timing ends.")

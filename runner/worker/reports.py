@@ -78,7 +78,7 @@ def _abandoned(name: str) -> bool:
     except ProcessLookupError:
         return True
     except OSError:  # alive, another user's
-        return False
+        pass
     return False
 
 
